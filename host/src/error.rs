@@ -1,0 +1,200 @@
+//! Errors callers match on: a call that failed, a plugin that could not be loaded.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Why a tool call did not produce a result.
+///
+/// Every variant is an expected outcome of running untrusted code: none of them
+/// takes the host down, and the instance that produced it is dropped.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    /// No configured plugin offers a tool by that name.
+    #[error("unknown tool `{name}`: configured tools are {}", list_or_none(.known))]
+    UnknownTool { name: String, known: Vec<String> },
+    /// The name matches tools in several plugins.
+    #[error("tool name `{name}` is ambiguous: say which one of {}", .candidates.join(", "))]
+    AmbiguousTool {
+        name: String,
+        candidates: Vec<String>,
+    },
+    /// The caller's input was refused before the tool ran, or the tool said it
+    /// does not fit its schema.
+    #[error("invalid input for `{tool}`: {reason}")]
+    InvalidInput { tool: String, reason: String },
+    /// The tool ran and reported a failure of its own.
+    #[error("tool `{tool}` failed: {reason}")]
+    ToolFailed { tool: String, reason: String },
+    /// The call ran past its deadline and was stopped.
+    #[error("tool `{tool}` timed out: stopped at its deadline of {deadline:?}")]
+    Timeout { tool: String, deadline: Duration },
+    /// The guest tried to use more linear memory than its manifest allows.
+    #[error(
+        "tool `{tool}` exceeded its memory limit of {limit} bytes: raise `limits.memory` in its manifest if this is expected"
+    )]
+    MemoryLimit { tool: String, limit: u64 },
+    /// The guest ran out of fuel.
+    #[error(
+        "tool `{tool}` ran out of fuel ({fuel} units): raise `limits.fuel` in its manifest if this is expected"
+    )]
+    FuelExhausted { tool: String, fuel: u64 },
+    /// The guest overflowed its stack (unbounded recursion).
+    #[error("tool `{tool}` overflowed its stack (unbounded recursion?)")]
+    StackOverflow { tool: String },
+    /// The result was larger than the manifest's output cap; it was discarded.
+    #[error(
+        "tool `{tool}` returned more than its output limit of {limit} bytes: the result was discarded; raise `limits.output` in its manifest if this is expected"
+    )]
+    OutputTooLarge { tool: String, limit: u64 },
+    /// The guest trapped (a panic, `unreachable`, an out-of-bounds access...).
+    #[error("tool `{tool}` crashed: {message}")]
+    Trap { tool: String, message: String },
+    /// Admission control refused the call: too many calls, or too much memory
+    /// reserved by calls already running.
+    #[error("busy: {reason}; retry later")]
+    Busy { reason: String },
+    /// A fault in the host while serving this call (a panic in host glue). The
+    /// call failed; the host keeps serving.
+    #[error("internal error while calling `{tool}`: {message}")]
+    Internal { tool: String, message: String },
+}
+
+impl CallError {
+    /// A stable, machine-readable name for the kind of failure.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            CallError::UnknownTool { .. } => "unknown_tool",
+            CallError::AmbiguousTool { .. } => "ambiguous_tool",
+            CallError::InvalidInput { .. } => "invalid_input",
+            CallError::ToolFailed { .. } => "tool_failed",
+            CallError::Timeout { .. } => "timeout",
+            CallError::MemoryLimit { .. } => "memory_limit",
+            CallError::FuelExhausted { .. } => "fuel_exhausted",
+            CallError::StackOverflow { .. } => "stack_overflow",
+            CallError::OutputTooLarge { .. } => "output_too_large",
+            CallError::Trap { .. } => "trap",
+            CallError::Busy { .. } => "busy",
+            CallError::Internal { .. } => "internal",
+        }
+    }
+
+    /// The process exit code the CLI uses for this failure. Documented in the README.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            CallError::UnknownTool { .. }
+            | CallError::AmbiguousTool { .. }
+            | CallError::InvalidInput { .. } => 4,
+            CallError::ToolFailed { .. } | CallError::Trap { .. } => 5,
+            CallError::Timeout { .. }
+            | CallError::MemoryLimit { .. }
+            | CallError::FuelExhausted { .. }
+            | CallError::StackOverflow { .. }
+            | CallError::OutputTooLarge { .. } => 6,
+            CallError::Busy { .. } => 7,
+            CallError::Internal { .. } => 1,
+        }
+    }
+}
+
+fn list_or_none(names: &[String]) -> String {
+    if names.is_empty() {
+        "none: add a `[[plugin]]` to the host config".to_string()
+    } else {
+        names.join(", ")
+    }
+}
+
+/// Why a plugin could not be loaded. Each message names the plugin and says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("plugin `{plugin}`: cannot read `{}`: {source}", .path.display())]
+    Read {
+        plugin: String,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "plugin `{plugin}`: `{}` is {size} bytes, more than the limit of {limit} bytes: raise `runtime.max_component_bytes` if this component is expected to be that large",
+        .path.display()
+    )]
+    TooLarge {
+        plugin: String,
+        path: PathBuf,
+        size: u64,
+        limit: u64,
+    },
+    #[error(
+        "plugin `{plugin}`: digest mismatch for `{}`: the manifest pins sha256 {expected} but the file has {actual}; rebuild the pinned version or update `sha256` after reviewing the new build",
+        .path.display()
+    )]
+    DigestMismatch {
+        plugin: String,
+        path: PathBuf,
+        expected: String,
+        actual: String,
+    },
+    #[error("plugin `{plugin}`: `{}` is not a WebAssembly file (no `\\0asm` header)", .path.display())]
+    NotWasm { plugin: String, path: PathBuf },
+    #[error(
+        "plugin `{plugin}`: `{}` is a core WebAssembly module, not a component: build it for `wasm32-wasip2` (or wrap it with `wasm-tools component new`)",
+        .path.display()
+    )]
+    CoreModule { plugin: String, path: PathBuf },
+    #[error("plugin `{plugin}`: `{}` is not a valid component: {message}", .path.display())]
+    Invalid {
+        plugin: String,
+        path: PathBuf,
+        message: String,
+    },
+    #[error(
+        "plugin `{plugin}`: the component does not export `{expected}`, so it is not a `{world}` plugin (it exports: {}); build it against `wit/plugin.wit`",
+        list_or_nothing(.found)
+    )]
+    WrongWorld {
+        plugin: String,
+        world: &'static str,
+        expected: String,
+        found: Vec<String>,
+    },
+    #[error(
+        "plugin `{plugin}`: its `{interface}` export lacks the function `{function}` (or it has the wrong type): rebuild it against `wit/plugin.wit`"
+    )]
+    MissingExport {
+        plugin: String,
+        interface: String,
+        function: String,
+    },
+    #[error(
+        "plugin `{plugin}`: it imports `{import}`, which Glovebox does not provide to {world} plugins"
+    )]
+    ForbiddenImport {
+        plugin: String,
+        world: &'static str,
+        import: String,
+    },
+    #[error("plugin `{plugin}`: {message}")]
+    Instantiate { plugin: String, message: String },
+    #[error("plugin `{plugin}`: tool `{tool}`: {message}")]
+    BadToolSpec {
+        plugin: String,
+        tool: String,
+        message: String,
+    },
+    #[error(
+        "plugin `{plugin}`: the manifest overrides tool `{tool}`, which the component does not offer (it offers: {}); fix the `[tools.{tool}]` key",
+        list_or_nothing(.offered)
+    )]
+    UnknownOverride {
+        plugin: String,
+        tool: String,
+        offered: Vec<String>,
+    },
+}
+
+fn list_or_nothing(names: &[String]) -> String {
+    if names.is_empty() {
+        "nothing".to_string()
+    } else {
+        names.join(", ")
+    }
+}

@@ -1,0 +1,334 @@
+//! The host: plugins loaded from a config, and the one pipeline every call takes.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use tokio::sync::Semaphore;
+
+use crate::bindings::tool::glovebox::plugin::types::{CallContext as WitCallContext, ToolError};
+use crate::call::{CallContext, CallReport, Hands, Metering, parse_input};
+use crate::error::CallError;
+use crate::manifest::HostConfig;
+use crate::plugin::{LoadedPlugin, ToolInfo, load_plugin};
+use crate::runtime::Runtime;
+
+/// A Glovebox host: one engine, the configured plugins, admission control.
+pub struct Host {
+    config: HostConfig,
+    runtime: Arc<Runtime>,
+    plugins: Vec<Arc<LoadedPlugin>>,
+    /// `plugin.tool` → (plugin index, tool index).
+    index: BTreeMap<String, (usize, usize)>,
+    calls: Arc<Semaphore>,
+    /// Memory budget in MiB, reserved per call at its plugin's memory cap.
+    memory: Arc<Semaphore>,
+}
+
+impl Host {
+    /// Reads `glovebox.toml` at `path` and loads every plugin it lists.
+    pub async fn from_config_file(path: &Path) -> Result<Host> {
+        let config = HostConfig::load(path)?;
+        Host::load(config).await
+    }
+
+    /// Loads every plugin of `config`. Any plugin that fails to load fails the
+    /// whole host: an operator must not believe a tool is there when it is not.
+    pub async fn load(config: HostConfig) -> Result<Host> {
+        let runtime = Arc::new(Runtime::new(&config)?);
+        let mut plugins = Vec::new();
+        let mut index = BTreeMap::new();
+        for manifest in config.plugins.clone() {
+            let origin = manifest
+                .path
+                .as_ref()
+                .map(|p| format!(" (manifest `{}`)", p.display()))
+                .unwrap_or_default();
+            let plugin = load_plugin(&runtime, &config, manifest)
+                .await
+                .with_context(|| {
+                    format!(
+                        "cannot load the plugins of `{}`{origin}",
+                        config.path.display()
+                    )
+                })?;
+            let p = plugins.len();
+            for (t, tool) in plugin.tools.iter().enumerate() {
+                index.insert(tool.name.clone(), (p, t));
+            }
+            plugins.push(Arc::new(plugin));
+        }
+        let calls = Arc::new(Semaphore::new(config.runtime.max_concurrent_calls as usize));
+        let budget_mib = usize::try_from(config.runtime.memory_budget / MIB).unwrap_or(usize::MAX);
+        let memory = Arc::new(Semaphore::new(budget_mib.min(Semaphore::MAX_PERMITS)));
+        Ok(Host {
+            config,
+            runtime,
+            plugins,
+            index,
+            calls,
+            memory,
+        })
+    }
+
+    pub fn config(&self) -> &HostConfig {
+        &self.config
+    }
+
+    /// Every tool the host offers, sorted by name.
+    pub fn tools(&self) -> Vec<&ToolInfo> {
+        self.index
+            .values()
+            .map(|&(p, t)| &self.plugins[p].tools[t])
+            .collect()
+    }
+
+    pub fn plugins(&self) -> &[Arc<LoadedPlugin>] {
+        &self.plugins
+    }
+
+    /// Finds a tool by `plugin.tool`, or by its bare name when only one plugin offers it.
+    pub fn resolve(&self, name: &str) -> Result<&ToolInfo, CallError> {
+        self.locate(name).map(|(p, t)| &self.plugins[p].tools[t])
+    }
+
+    fn locate(&self, name: &str) -> Result<(usize, usize), CallError> {
+        if let Some(&found) = self.index.get(name) {
+            return Ok(found);
+        }
+        let matches: Vec<(&String, &(usize, usize))> = self
+            .index
+            .iter()
+            .filter(|(_, (p, t))| self.plugins[*p].tools[*t].tool == name)
+            .collect();
+        match matches.as_slice() {
+            [(_, found)] => Ok(**found),
+            [] => Err(CallError::UnknownTool {
+                name: name.to_string(),
+                known: self.index.keys().cloned().collect(),
+            }),
+            many => Err(CallError::AmbiguousTool {
+                name: name.to_string(),
+                candidates: many.iter().map(|(n, _)| (*n).clone()).collect(),
+            }),
+        }
+    }
+
+    /// Runs one call in fresh hands and reports how it went. Never panics and
+    /// never leaves anything of the call behind but what the tool wrote to a
+    /// granted directory.
+    pub async fn call(&self, tool: &str, input: &str, ctx: CallContext) -> CallReport {
+        let (p, t) = match self.locate(tool) {
+            Ok(found) => found,
+            Err(e) => return CallReport::refused(tool, e),
+        };
+        let plugin = self.plugins[p].clone();
+        let info = &plugin.tools[t];
+        let name = info.name.clone();
+        let parsed = match parse_input(&name, input, self.config.runtime.max_input_bytes) {
+            Ok(v) => v,
+            Err(e) => return CallReport::refused(&name, e),
+        };
+        if let Err(reason) = check_schema(&plugin.validators[t], &parsed) {
+            return CallReport::refused(
+                &name,
+                CallError::InvalidInput {
+                    tool: name.clone(),
+                    reason,
+                },
+            );
+        }
+
+        // Admission: a slot and the plugin's whole memory cap, up front, so
+        // calls at their caps can never add up to more than the budget.
+        let Ok(slot) = self.calls.clone().try_acquire_owned() else {
+            return CallReport::refused(
+                &name,
+                CallError::Busy {
+                    reason: format!(
+                        "{} calls are already running (`runtime.max_concurrent_calls`)",
+                        self.config.runtime.max_concurrent_calls
+                    ),
+                },
+            );
+        };
+        let mib = u32::try_from(plugin.manifest.limits.memory.div_ceil(MIB)).unwrap_or(u32::MAX);
+        let Ok(reserved) = self.memory.clone().try_acquire_many_owned(mib) else {
+            return CallReport::refused(
+                &name,
+                CallError::Busy {
+                    reason: format!(
+                        "running calls already reserve the memory budget of {} MiB (`runtime.memory_budget`); this call needs {mib} MiB",
+                        self.config.runtime.memory_budget / MIB
+                    ),
+                },
+            );
+        };
+
+        let runtime = self.runtime.clone();
+        let tool_name = info.tool.clone();
+        let input = input.to_string();
+        let task_name = name.clone();
+        // A task of its own, so a panic in host glue ends this call only.
+        let task = tokio::spawn(async move {
+            let report = run_call(&runtime, &plugin, &task_name, &tool_name, input, ctx).await;
+            drop((slot, reserved));
+            report
+        });
+        match task.await {
+            Ok(report) => report,
+            Err(e) => {
+                let message = if e.is_panic() {
+                    format!(
+                        "the host panicked while serving the call: {}",
+                        panic_message(e.into_panic())
+                    )
+                } else {
+                    "the call was cancelled".to_string()
+                };
+                tracing::error!(tool = %name, %message, "call failed inside the host");
+                CallReport::refused(
+                    &name,
+                    CallError::Internal {
+                        tool: name.clone(),
+                        message,
+                    },
+                )
+            }
+        }
+    }
+}
+
+const MIB: u64 = 1024 * 1024;
+
+fn check_schema(
+    validator: &jsonschema::Validator,
+    input: &serde_json::Value,
+) -> Result<(), String> {
+    let errors: Vec<String> = validator
+        .iter_errors(input)
+        .take(5)
+        .map(|e| {
+            let at = e.instance_path().to_string();
+            if at.is_empty() {
+                e.to_string()
+            } else {
+                format!("at `{at}`: {e}")
+            }
+        })
+        .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "it does not match the tool's input schema: {}",
+            errors.join("; ")
+        ))
+    }
+}
+
+fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic".to_string()
+    }
+}
+
+#[tracing::instrument(skip_all, fields(tool = %name, call_id = %ctx.call_id))]
+async fn run_call(
+    runtime: &Runtime,
+    plugin: &LoadedPlugin,
+    name: &str,
+    tool: &str,
+    input: String,
+    ctx: CallContext,
+) -> CallReport {
+    crate::fault_injection::maybe_panic(name);
+    let limits = plugin.run_limits();
+    let bytes_in = input.len() as u64;
+    let start = Instant::now();
+    let mut hands = match Hands::new(runtime, &plugin.grants, &limits) {
+        Ok(h) => h,
+        Err(e) => {
+            return CallReport::refused(
+                name,
+                CallError::Internal {
+                    tool: name.to_string(),
+                    message: format!("cannot prepare the sandbox: {e:#}"),
+                },
+            );
+        }
+    };
+    let wit_ctx = WitCallContext {
+        session_id: ctx.session_id,
+        session_name: ctx.session_name,
+        role: ctx.role,
+        call_id: ctx.call_id,
+        job_id: ctx.job_id,
+    };
+    let ran = hands
+        .run(&plugin.pre, limits.deadline, async |p, store| {
+            p.glovebox_plugin_tool()
+                .call_call(store, &wit_ctx, tool, &input)
+                .await
+        })
+        .await;
+    let wall = start.elapsed();
+    let stderr = hands.stderr();
+    let mut bytes_out = 0;
+    let outcome = match ran {
+        Err(ended) => Err(ended.into_call_error(name, &limits, &stderr)),
+        Ok(Err(ToolError::InvalidInput(reason))) => Err(CallError::InvalidInput {
+            tool: name.to_string(),
+            reason,
+        }),
+        Ok(Err(ToolError::Failed(reason))) => Err(CallError::ToolFailed {
+            tool: name.to_string(),
+            reason,
+        }),
+        Ok(Ok(output)) => {
+            let size = output.len() as u64;
+            if size > plugin.manifest.limits.output {
+                Err(CallError::OutputTooLarge {
+                    tool: name.to_string(),
+                    limit: plugin.manifest.limits.output,
+                })
+            } else {
+                bytes_out = size;
+                serde_json::from_str(&output).map_err(|e| CallError::ToolFailed {
+                    tool: name.to_string(),
+                    reason: format!("the tool returned invalid JSON: {e}"),
+                })
+            }
+        }
+    };
+    let report = CallReport {
+        tool: name.to_string(),
+        metering: Metering {
+            wall,
+            fuel: hands.fuel_used(),
+            peak_memory_bytes: hands.peak_memory(),
+            bytes_in,
+            bytes_out,
+        },
+        stdout: hands.stdout(),
+        stderr,
+        http_denials: hands.http_denials(),
+        outcome,
+    };
+    // The store is dropped here, whatever happened: hands are never reused.
+    drop(hands);
+    match &report.outcome {
+        Ok(_) => tracing::debug!(
+            wall_ms = report.metering.wall.as_secs_f64() * 1e3,
+            "call finished"
+        ),
+        Err(e) => tracing::info!(kind = e.kind(), error = %e, "call failed"),
+    }
+    report
+}

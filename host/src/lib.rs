@@ -1,0 +1,25 @@
+//! Glovebox: safe hands for AI agents.
+//!
+//! Every tool an agent calls is a WebAssembly component (WASI 0.2). Each call
+//! runs in a fresh instance that reaches only what the operator granted in the
+//! plugin's manifest (named directories, environment variables, HTTP hosts)
+//! under a memory cap, a deadline and an output cap. This crate is the host:
+//! [`Host`] loads plugins from a [`HostConfig`] and serves [`Host::call`];
+//! the `glovebox` binary is a thin CLI over it.
+
+mod bindings;
+mod call;
+mod error;
+pub mod fault_injection;
+mod host;
+pub mod manifest;
+mod plugin;
+mod runtime;
+mod sandbox;
+
+pub use call::{CallContext, CallReport, Metering};
+pub use error::{CallError, LoadError};
+pub use host::Host;
+pub use manifest::{HostConfig, Limits, PluginManifest};
+pub use plugin::{LoadedPlugin, ToolInfo};
+pub use sandbox::capture::Captured;

@@ -1,0 +1,274 @@
+//! The `glovebox` command: a thin layer over the library that parses
+//! arguments and prints. Exit codes: 0 success, 1 internal error, 2 bad usage or
+//! config, 3 denied, 4 invalid input or unknown tool, 5 tool error or crash,
+//! 6 timeout or limit, 7 busy.
+
+use std::io::{IsTerminal, Read};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand};
+use glovebox::{CallContext, Host, HostConfig, Limits, PluginManifest};
+
+#[derive(Parser)]
+#[command(
+    name = "glovebox",
+    version,
+    about = "Safe hands for AI agents: every tool call in a fresh, capability-restricted Wasm instance"
+)]
+struct Cli {
+    /// The host config.
+    #[arg(
+        long,
+        short,
+        global = true,
+        env = "GLOVEBOX_CONFIG",
+        default_value = "glovebox.toml"
+    )]
+    config: PathBuf,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Work with plugins.
+    Plugin {
+        #[command(subcommand)]
+        command: PluginCommand,
+    },
+    /// List the tools the configured plugins offer.
+    Tools {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Call a tool in a fresh sandbox and print its JSON result.
+    Call {
+        /// The tool, as `plugin.tool` (or just `tool` when unambiguous).
+        tool: String,
+        /// The input as JSON text; `-` reads it from stdin.
+        #[arg(long, short, conflicts_with = "input_file")]
+        input: Option<String>,
+        /// Read the input from a file.
+        #[arg(long)]
+        input_file: Option<PathBuf>,
+        /// Print one JSON document with the result, the metering and captured output.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum PluginCommand {
+    /// Validate a plugin (a manifest `.toml` or a component `.wasm`) and list its tools.
+    Check {
+        /// A plugin manifest or a component file.
+        path: PathBuf,
+    },
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        Command::Plugin {
+            command: PluginCommand::Check { path },
+        } => plugin_check(&cli.config, &path).await,
+        Command::Tools { json } => {
+            let host = Host::from_config_file(&cli.config).await?;
+            print_tools(&host, json)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Call {
+            tool,
+            input,
+            input_file,
+            json,
+        } => {
+            let input = read_input(input, input_file)?;
+            let host = Host::from_config_file(&cli.config).await?;
+            call(&host, &tool, &input, json).await
+        }
+    }
+}
+
+async fn plugin_check(config: &Path, path: &Path) -> Result<ExitCode> {
+    // Use the configured data dir (and its compile cache) when there is a config.
+    let (data_dir, defaults) = match HostConfig::load(config) {
+        Ok(c) => (c.data_dir, c.defaults),
+        Err(_) => (user_cache_dir(), Limits::default()),
+    };
+    let is_manifest = path.extension().is_some_and(|e| e == "toml");
+    let manifest = if is_manifest {
+        PluginManifest::load(path, &defaults)?
+    } else {
+        if !path.exists() {
+            bail!(
+                "`{}` does not exist: give a plugin manifest (.toml) or a component (.wasm)",
+                path.display()
+            );
+        }
+        let absolute = std::path::absolute(path)
+            .with_context(|| format!("cannot resolve `{}`", path.display()))?;
+        PluginManifest::for_component(absolute, &defaults)
+    };
+    let host = Host::load(HostConfig::from_plugins(data_dir, vec![manifest])).await?;
+    let plugin = &host.plugins()[0];
+    println!(
+        "ok: plugin `{}` is a valid tool plugin",
+        plugin.manifest.name
+    );
+    println!("component: {}", plugin.manifest.component.display());
+    println!("sha256:    {}", plugin.digest);
+    println!();
+    for tool in &plugin.tools {
+        println!("{}", tool.name);
+        println!("  {}", tool.description);
+        println!(
+            "  action: {}  destructive: {}  idempotent: {}",
+            tool.action, tool.destructive, tool.idempotent
+        );
+        println!(
+            "  input schema: {}",
+            serde_json::to_string(&tool.input_schema)?
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Where `plugin check` keeps its compile cache when there is no config:
+/// `$XDG_CACHE_HOME/glovebox`, else `~/.cache/glovebox`, else the temp dir.
+fn user_cache_dir() -> PathBuf {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("glovebox")
+}
+
+fn print_tools(host: &Host, json: bool) -> Result<()> {
+    let tools = host.tools();
+    if json {
+        println!("{}", serde_json::to_string_pretty(&tools)?);
+        return Ok(());
+    }
+    if tools.is_empty() {
+        println!(
+            "no tools: add a `[[plugin]]` to {}",
+            host.config().path.display()
+        );
+    }
+    let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(0);
+    for t in tools {
+        let mut flags = Vec::new();
+        if t.destructive {
+            flags.push("destructive");
+        }
+        if t.idempotent {
+            flags.push("idempotent");
+        }
+        println!(
+            "{:width$}  {:28}  {:24}  {}",
+            t.name,
+            t.action,
+            flags.join(","),
+            t.description
+        );
+    }
+    Ok(())
+}
+
+fn read_input(input: Option<String>, file: Option<PathBuf>) -> Result<String> {
+    match (input, file) {
+        (Some(text), None) if text != "-" => Ok(text),
+        (None, Some(path)) => std::fs::read_to_string(&path)
+            .with_context(|| format!("cannot read the input file `{}`", path.display())),
+        _ => {
+            let stdin = std::io::stdin();
+            if stdin.is_terminal() {
+                bail!(
+                    "no input: pass `--input '<json>'`, `--input-file PATH`, or pipe JSON into stdin"
+                );
+            }
+            let mut text = String::new();
+            stdin
+                .lock()
+                .read_to_string(&mut text)
+                .context("cannot read the input from stdin")?;
+            Ok(text)
+        }
+    }
+}
+
+async fn call(host: &Host, tool: &str, input: &str, json: bool) -> Result<ExitCode> {
+    let report = host.call(tool, input, CallContext::standalone()).await;
+    let m = &report.metering;
+    let metering = format!(
+        "wall {:.2} ms, peak memory {} KiB, {} bytes in, {} bytes out{}",
+        m.wall.as_secs_f64() * 1000.0,
+        m.peak_memory_bytes / 1024,
+        m.bytes_in,
+        m.bytes_out,
+        m.fuel.map(|f| format!(", fuel {f}")).unwrap_or_default()
+    );
+    if json {
+        let doc = serde_json::json!({
+            "tool": report.tool,
+            "ok": report.outcome.is_ok(),
+            "output": report.outcome.as_ref().ok(),
+            "error": report.outcome.as_ref().err().map(|e| serde_json::json!({"kind": e.kind(), "message": e.to_string()})),
+            "metering": report.metering,
+            "stdout": report.stdout,
+            "stderr": report.stderr,
+            "http_denials": report.http_denials,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    }
+    match &report.outcome {
+        Ok(output) => {
+            if !json {
+                println!("{}", serde_json::to_string_pretty(output)?);
+                eprintln!("{}: {metering}", report.tool);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            if !json {
+                eprintln!("error: {e}");
+                for denial in &report.http_denials {
+                    eprintln!("  network: {denial}");
+                }
+                eprintln!("{}: {metering}", report.tool);
+            }
+            Ok(ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(1)))
+        }
+    }
+}

@@ -1,0 +1,262 @@
+//! `glovebox.toml`: the host configuration, and the plugins it lists.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::limits::{RawLimits, apply_limits};
+use super::paths::{canonical, normalize, parent_dir, read_source, resolve_dir, show_beside};
+use super::plugin::load_manifest;
+use super::source::{self, SIZE_HINT, Source};
+use super::units::{Size, format_size};
+use super::{ConfigError, HostConfig, Limits, MAX_CONCURRENT_CALLS, PluginManifest, RuntimeConfig};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawHostConfig {
+    data_dir: Option<String>,
+    #[serde(default)]
+    defaults: RawLimits,
+    #[serde(default)]
+    runtime: RawRuntime,
+    #[serde(default)]
+    pub(super) plugin: Vec<RawPluginEntry>,
+    hooks: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawPluginEntry {
+    pub(super) manifest: String,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawRuntime {
+    max_concurrent_calls: Option<i64>,
+    memory_budget: Option<Size>,
+    max_input_bytes: Option<Size>,
+    max_component_bytes: Option<Size>,
+    max_memory_per_instance: Option<Size>,
+    cache_dir: Option<String>,
+}
+
+impl HostConfig {
+    /// Reads `glovebox.toml` and every plugin manifest it lists.
+    pub fn load(path: &Path) -> Result<HostConfig, ConfigError> {
+        let src = read_source(path, path.display().to_string())?;
+        let raw: RawHostConfig = src.deserialize()?;
+        let abs_path = canonical(path, &src.file)?;
+        let dir = parent_dir(&abs_path);
+        // Manifests are named in messages relative to how the operator named this file.
+        let display_dir = path.parent().unwrap_or(Path::new(""));
+
+        let data_dir = match &raw.data_dir {
+            Some(dir_text) => resolve_dir(&src, &dir, "data_dir", dir_text)?,
+            None => dir.join(".glovebox"),
+        };
+        let defaults = apply_limits(&src, "defaults", &raw.defaults, &Limits::default())?;
+        let runtime = validate_runtime(&src, &raw.runtime, &dir)?;
+        let hooks_explicitly_none = match raw.hooks.as_deref() {
+            None => false,
+            Some("none") => true,
+            Some(other) => {
+                return Err(src.invalid(
+                    "hooks",
+                    format!("`hooks = \"{other}\"` is not supported yet"),
+                    "write `hooks = \"none\"` or remove the key",
+                ));
+            }
+        };
+
+        let cap = MemoryCap::new(&runtime, &src.file);
+        if let Some((problem, hint)) = cap.check(defaults.memory) {
+            return Err(src.invalid("defaults.memory", problem, hint));
+        }
+
+        let mut plugins: Vec<PluginManifest> = Vec::new();
+        let mut seen: HashMap<PathBuf, usize> = HashMap::new();
+        for (i, entry) in raw.plugin.iter().enumerate() {
+            let key = format!("plugin[{i}].manifest");
+            let relative = Path::new(&entry.manifest);
+            let shown = normalize(&display_dir.join(relative));
+            if entry.manifest.trim().is_empty() {
+                return Err(src.invalid(
+                    &key,
+                    "the manifest path is empty",
+                    source::hint_for("manifest"),
+                ));
+            }
+            if !dir.join(relative).is_file() {
+                return Err(src.invalid(
+                    &key,
+                    format!("plugin manifest `{}` not found", entry.manifest),
+                    format!(
+                        "check the path; relative paths are resolved from the directory of `{}`",
+                        src.file
+                    ),
+                ));
+            }
+            let manifest_path = canonical(&dir.join(relative), &shown.display().to_string())?;
+            if let Some(first) = seen.insert(manifest_path.clone(), i) {
+                return Err(src.invalid(
+                    &key,
+                    format!(
+                        "plugin manifest `{}` is listed twice (also `plugin[{first}].manifest`)",
+                        entry.manifest
+                    ),
+                    "remove one of the `[[plugin]]` entries",
+                ));
+            }
+            let shown = shown.display().to_string();
+            let plugin = load_manifest(&manifest_path, shown.clone(), &defaults, Some(&cap))?;
+            if let Some(other) = plugins.iter().find(|p| p.name == plugin.name) {
+                let other_file = other
+                    .path
+                    .as_deref()
+                    .map(|p| show_beside(display_dir, &dir, p));
+                return Err(src.invalid(
+                    &key,
+                    format!(
+                        "plugin name `{}` is used by both `{}` and `{}`",
+                        plugin.name,
+                        other_file.unwrap_or_default(),
+                        shown
+                    ),
+                    "give each plugin a unique `name` in its manifest",
+                ));
+            }
+            plugins.push(plugin);
+        }
+
+        Ok(HostConfig {
+            path: abs_path,
+            data_dir,
+            defaults,
+            runtime,
+            plugins,
+            hooks_explicitly_none,
+        })
+    }
+
+    /// A config with defaults everywhere and the given plugins, for tests and
+    /// `glovebox plugin check`. `path` is left empty.
+    pub fn from_plugins(data_dir: PathBuf, plugins: Vec<PluginManifest>) -> HostConfig {
+        HostConfig {
+            path: PathBuf::new(),
+            data_dir,
+            defaults: Limits::default(),
+            runtime: RuntimeConfig::default(),
+            plugins,
+            hooks_explicitly_none: false,
+        }
+    }
+
+    /// `runtime.cache_dir`, or `<data_dir>/cache` when unset.
+    pub fn cache_dir(&self) -> PathBuf {
+        self.runtime
+            .cache_dir
+            .clone()
+            .unwrap_or_else(|| self.data_dir.join("cache"))
+    }
+}
+
+/// The bound a plugin's `memory` must stay within, and where the operator can raise it.
+pub(super) struct MemoryCap<'a> {
+    per_instance: u64,
+    budget: u64,
+    config_file: &'a str,
+}
+
+impl<'a> MemoryCap<'a> {
+    pub(super) fn new(runtime: &RuntimeConfig, config_file: &'a str) -> Self {
+        MemoryCap {
+            per_instance: runtime.max_memory_per_instance,
+            budget: runtime.memory_budget,
+            config_file,
+        }
+    }
+
+    /// `Some((problem, hint))` when `memory` is above what the host allows.
+    pub(super) fn check(&self, memory: u64) -> Option<(String, String)> {
+        let (bound, key) = if memory > self.per_instance {
+            (self.per_instance, "runtime.max_memory_per_instance")
+        } else if memory > self.budget {
+            (self.budget, "runtime.memory_budget")
+        } else {
+            return None;
+        };
+        Some((
+            format!(
+                "memory limit {} is above the host's `{key}` of {}",
+                format_size(memory),
+                format_size(bound)
+            ),
+            format!(
+                "lower the limit, or raise `{key}` in `{}`",
+                self.config_file
+            ),
+        ))
+    }
+}
+
+fn validate_runtime(
+    src: &Source,
+    raw: &RawRuntime,
+    dir: &Path,
+) -> Result<RuntimeConfig, ConfigError> {
+    let mut runtime = RuntimeConfig::default();
+    if let Some(calls) = raw.max_concurrent_calls {
+        match u32::try_from(calls) {
+            Ok(calls) if (1..=MAX_CONCURRENT_CALLS).contains(&calls) => {
+                runtime.max_concurrent_calls = calls;
+            }
+            _ => {
+                return Err(src.invalid(
+                    "runtime.max_concurrent_calls",
+                    format!("{calls} concurrent calls is out of range"),
+                    "write an integer from 1 to 1000",
+                ));
+            }
+        }
+    }
+    let sizes = [
+        (
+            "memory_budget",
+            raw.memory_budget,
+            &mut runtime.memory_budget,
+        ),
+        (
+            "max_input_bytes",
+            raw.max_input_bytes,
+            &mut runtime.max_input_bytes,
+        ),
+        (
+            "max_component_bytes",
+            raw.max_component_bytes,
+            &mut runtime.max_component_bytes,
+        ),
+        (
+            "max_memory_per_instance",
+            raw.max_memory_per_instance,
+            &mut runtime.max_memory_per_instance,
+        ),
+    ];
+    for (name, value, slot) in sizes {
+        if let Some(Size(bytes)) = value {
+            if bytes == 0 {
+                return Err(src.invalid(
+                    &format!("runtime.{name}"),
+                    format!("`{name}` is zero"),
+                    SIZE_HINT,
+                ));
+            }
+            *slot = bytes;
+        }
+    }
+    if let Some(cache) = &raw.cache_dir {
+        runtime.cache_dir = Some(resolve_dir(src, dir, "runtime.cache_dir", cache)?);
+    }
+    Ok(runtime)
+}

@@ -1,0 +1,304 @@
+//! `[[http]]` grants: which origins (scheme, host, port) a plugin may send requests to.
+
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::str::FromStr;
+
+/// The scheme of an HTTP grant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum HttpScheme {
+    Http,
+    Https,
+}
+
+impl HttpScheme {
+    /// `"http"` or `"https"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HttpScheme::Http => "http",
+            HttpScheme::Https => "https",
+        }
+    }
+
+    /// 80 or 443.
+    pub fn default_port(self) -> u16 {
+        match self {
+            HttpScheme::Http => 80,
+            HttpScheme::Https => 443,
+        }
+    }
+}
+
+impl fmt::Display for HttpScheme {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One origin a plugin may reach: `https://api.example.com` allows exactly scheme
+/// `https`, host `api.example.com` and port 443, and nothing else (no subdomains).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct HttpGrant {
+    pub scheme: HttpScheme,
+    /// Lowercased; an IPv6 literal is stored without brackets.
+    pub host: String,
+    pub port: u16,
+}
+
+impl HttpGrant {
+    /// Whether the host is an IP literal rather than a name.
+    pub fn host_is_ip(&self) -> bool {
+        self.host.parse::<IpAddr>().is_ok()
+    }
+
+    /// Whether a request to `scheme://host:port` is covered by this grant. Scheme and
+    /// host compare case-insensitively; an IPv6 host may be given with or without
+    /// brackets, and IP literals compare as addresses (`::1` equals `0:0::1`).
+    pub fn matches(&self, scheme: &str, host: &str, port: u16) -> bool {
+        if !scheme.eq_ignore_ascii_case(self.scheme.as_str()) || port != self.port {
+            return false;
+        }
+        let host = host
+            .strip_prefix('[')
+            .and_then(|h| h.strip_suffix(']'))
+            .unwrap_or(host);
+        match (host.parse::<IpAddr>(), self.host.parse::<IpAddr>()) {
+            (Ok(asked), Ok(granted)) => asked == granted,
+            _ => host.eq_ignore_ascii_case(&self.host),
+        }
+    }
+
+    /// Parses a grant URL; on failure returns what is wrong and what to write instead.
+    pub(super) fn parse_url(url: &str) -> Result<HttpGrant, (String, String)> {
+        const SHAPE: &str = "write only a scheme, a host and an optional port, e.g. `https://api.example.com` or `http://127.0.0.1:8080`";
+        let fail = |problem: String, hint: &str| Err((problem, hint.to_owned()));
+
+        let Some((scheme, rest)) = url.split_once("://") else {
+            return fail(format!("`{url}` is not a url"), SHAPE);
+        };
+        let scheme = if scheme.eq_ignore_ascii_case("https") {
+            HttpScheme::Https
+        } else if scheme.eq_ignore_ascii_case("http") {
+            HttpScheme::Http
+        } else {
+            return fail(
+                format!("url `{url}` has scheme `{scheme}`"),
+                "only `http` and `https` can be granted; other protocols are never allowed",
+            );
+        };
+        if rest.contains(['?', '#']) {
+            return fail(
+                format!("url `{url}` has a query or fragment"),
+                "a grant covers a whole origin: remove everything after the host and port",
+            );
+        }
+        let (authority, path) = match rest.find('/') {
+            Some(at) => rest.split_at(at),
+            None => (rest, ""),
+        };
+        if authority.contains('@') {
+            return fail(
+                format!("url `{url}` has user info"),
+                "credentials do not belong in a grant: remove the part before `@`",
+            );
+        }
+        if !path.is_empty() && path != "/" {
+            return fail(
+                format!("url `{url}` has the path `{path}`"),
+                "a grant covers a whole origin, not a path: remove the path",
+            );
+        }
+
+        let in_url = |problem: String| (format!("url `{url}`: {problem}"), SHAPE.to_owned());
+        let (host, port, bracketed) = split_host_port(authority).map_err(in_url)?;
+        let host = if bracketed {
+            host.parse::<Ipv6Addr>()
+                .map(|ip| ip.to_string())
+                .map_err(|_| format!("`{host}` is not a valid ipv6 address"))
+        } else {
+            validate_host(host)
+        }
+        .map_err(in_url)?;
+        let port = match port {
+            None => scheme.default_port(),
+            Some(text) => match text.parse::<u16>() {
+                Ok(port) if port != 0 => port,
+                _ => {
+                    return fail(
+                        format!("url `{url}` has an invalid port `{text}`"),
+                        "write a port from 1 to 65535, or leave it out for the scheme's default",
+                    );
+                }
+            },
+        };
+        Ok(HttpGrant { scheme, host, port })
+    }
+}
+
+/// Splits `host:port` or `[ipv6]:port`; the flag tells whether the host was bracketed.
+fn split_host_port(authority: &str) -> Result<(&str, Option<&str>, bool), String> {
+    if let Some(rest) = authority.strip_prefix('[') {
+        let Some((host, after)) = rest.split_once(']') else {
+            return Err(format!("`[{rest}` has no closing `]`"));
+        };
+        return match after {
+            "" => Ok((host, None, true)),
+            _ => match after.strip_prefix(':') {
+                Some(port) => Ok((host, Some(port), true)),
+                None => Err(format!("unexpected `{after}` after the ipv6 address")),
+            },
+        };
+    }
+    Ok(match authority.rsplit_once(':') {
+        Some((host, port)) => (host, Some(port), false),
+        None => (authority, None, false),
+    })
+}
+
+fn validate_host(host: &str) -> Result<String, String> {
+    if host.is_empty() {
+        return Err("the host is empty".into());
+    }
+    if host.contains(':') {
+        // Only IPv6 literals contain colons, and those must be bracketed.
+        return match host.parse::<Ipv6Addr>() {
+            Ok(ip) => Ok(ip.to_string()),
+            Err(_) => Err(format!("`{host}` is not a valid ipv6 address")),
+        };
+    }
+    if host.contains('*') {
+        return Err(format!(
+            "wildcard host `{host}` is not supported; grant each host on its own"
+        ));
+    }
+    if !host.is_ascii() {
+        return Err(format!(
+            "host `{host}` is not ascii; write its punycode form (`xn--…`)"
+        ));
+    }
+    if host.chars().all(|c| c.is_ascii_digit() || c == '.') {
+        return match host.parse::<Ipv4Addr>() {
+            Ok(ip) => Ok(ip.to_string()),
+            Err(_) => Err(format!("`{host}` is not a valid ipv4 address")),
+        };
+    }
+    let valid_label = |label: &str| {
+        !label.is_empty()
+            && label
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    };
+    if !host.split('.').all(valid_label) {
+        return Err(format!(
+            "`{host}` is not a valid host name (letters, digits, `-` and `_` between dots)"
+        ));
+    }
+    Ok(host.to_ascii_lowercase())
+}
+
+impl FromStr for HttpGrant {
+    type Err = String;
+
+    /// Parses `https://host[:port][/]`; the error says what is wrong and what to write.
+    fn from_str(url: &str) -> Result<Self, Self::Err> {
+        HttpGrant::parse_url(url).map_err(|(problem, hint)| format!("{problem}: {hint}"))
+    }
+}
+
+impl fmt::Display for HttpGrant {
+    /// Always with the port: `https://api.example.com:443`, `http://[::1]:8080`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.host.contains(':') {
+            write!(f, "{}://[{}]:{}", self.scheme, self.host, self.port)
+        } else {
+            write!(f, "{}://{}:{}", self.scheme, self.host, self.port)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grant(url: &str) -> HttpGrant {
+        url.parse().unwrap_or_else(|e| panic!("{url}: {e}"))
+    }
+
+    #[test]
+    fn urls_parse_to_origins_with_default_ports() {
+        let g = grant("https://API.Example.com");
+        assert_eq!(g.scheme, HttpScheme::Https);
+        assert_eq!(g.host, "api.example.com");
+        assert_eq!(g.port, 443);
+        assert_eq!(grant("http://example.com/").port, 80);
+        assert_eq!(grant("HTTP://example.com:8080").port, 8080);
+        assert_eq!(grant("http://127.0.0.1:8080").host, "127.0.0.1");
+        let v6 = grant("http://[::1]:3000");
+        assert_eq!((v6.host.as_str(), v6.port), ("::1", 3000));
+        assert_eq!(grant("https://[0:0::1]").host, "::1");
+    }
+
+    #[test]
+    fn grants_display_with_scheme_host_and_port() {
+        assert_eq!(
+            grant("https://api.example.com").to_string(),
+            "https://api.example.com:443"
+        );
+        assert_eq!(grant("http://[::1]:8080/").to_string(), "http://[::1]:8080");
+    }
+
+    #[test]
+    fn host_is_ip_tells_literals_from_names() {
+        assert!(grant("http://127.0.0.1").host_is_ip());
+        assert!(grant("http://[fe80::1]").host_is_ip());
+        assert!(!grant("http://localhost").host_is_ip());
+    }
+
+    #[test]
+    fn matching_is_exact_on_scheme_and_port_and_case_insensitive_on_host() {
+        let g = grant("https://api.example.com");
+        assert!(g.matches("https", "api.example.com", 443));
+        assert!(g.matches("HTTPS", "API.EXAMPLE.COM", 443));
+        assert!(!g.matches("http", "api.example.com", 443));
+        assert!(!g.matches("https", "api.example.com", 8443));
+        assert!(!g.matches("https", "evil.api.example.com", 443));
+        assert!(!g.matches("https", "example.com", 443));
+        assert!(!g.matches("https", "api.example.com.evil.net", 443));
+        let v6 = grant("http://[::1]:8080");
+        assert!(v6.matches("http", "::1", 8080));
+        assert!(v6.matches("http", "[::1]", 8080));
+        assert!(v6.matches("http", "0:0:0:0:0:0:0:1", 8080));
+        assert!(!v6.matches("http", "127.0.0.1", 8080));
+    }
+
+    #[test]
+    fn bad_urls_say_what_is_wrong() {
+        let cases = [
+            ("example.com", "is not a url"),
+            ("ftp://example.com", "has scheme `ftp`"),
+            ("file:///etc/passwd", "has scheme `file`"),
+            ("https://example.com/api", "has the path `/api`"),
+            ("https://example.com?x=1", "has a query or fragment"),
+            ("https://example.com/#top", "has a query or fragment"),
+            ("https://user:pw@example.com", "has user info"),
+            ("https://", "the host is empty"),
+            ("https://:443", "the host is empty"),
+            ("https://example.com:0", "invalid port `0`"),
+            ("https://example.com:99999", "invalid port `99999`"),
+            ("https://example.com:", "invalid port ``"),
+            ("https://*.example.com", "wildcard host"),
+            ("https://exa mple.com", "not a valid host name"),
+            ("https://a..b", "not a valid host name"),
+            ("https://999.1.1.1", "not a valid ipv4 address"),
+            ("http://[::1", "no closing `]`"),
+            ("http://[nope]", "not a valid ipv6 address"),
+            ("http://[::1]x", "unexpected `x`"),
+            ("https://bücher.de", "punycode"),
+        ];
+        for (url, expected) in cases {
+            let error = url.parse::<HttpGrant>().unwrap_err();
+            assert!(error.contains(expected), "{url}: {error}");
+            assert!(error.contains(": "), "{url}: no hint in {error}");
+        }
+    }
+}

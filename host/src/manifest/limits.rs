@@ -1,0 +1,89 @@
+//! `[limits]` in a manifest and `[defaults]` in `glovebox.toml`: the same keys, applied
+//! over a base.
+
+use serde::Deserialize;
+
+use super::source::Source;
+use super::units::{Fuel, Millis, Size};
+use super::{ConfigError, Limits};
+
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawLimits {
+    pub(super) memory: Option<Size>,
+    pub(super) deadline: Option<Millis>,
+    pub(super) output: Option<Size>,
+    pub(super) stdio: Option<Size>,
+    pub(super) fuel: Option<Fuel>,
+    pub(super) max_wasm_stack: Option<Size>,
+}
+
+/// `base` with the keys of `raw` applied; `table` is `limits` or `defaults`, for messages.
+pub(super) fn apply_limits(
+    src: &Source,
+    table: &str,
+    raw: &RawLimits,
+    base: &Limits,
+) -> Result<Limits, ConfigError> {
+    let zero = |key: &str, what: &str, hint: &str| {
+        src.invalid(&format!("{table}.{key}"), format!("{what} is zero"), hint)
+    };
+    let mut limits = base.clone();
+    if let Some(Size(memory)) = raw.memory {
+        if memory == 0 {
+            return Err(zero(
+                "memory",
+                "the memory limit",
+                "set a size like `\"64 MiB\"`",
+            ));
+        }
+        limits.memory = memory;
+    }
+    if let Some(Millis(deadline)) = raw.deadline {
+        if deadline.is_zero() {
+            return Err(zero(
+                "deadline",
+                "the deadline",
+                "set a duration like `\"5s\"`",
+            ));
+        }
+        limits.deadline = deadline;
+    }
+    if let Some(Size(output)) = raw.output {
+        if output == 0 {
+            return Err(zero(
+                "output",
+                "the output limit",
+                "set a size like `\"1 MiB\"`: even an empty result needs a few bytes",
+            ));
+        }
+        limits.output = output;
+    }
+    if let Some(Size(stdio)) = raw.stdio {
+        // Zero is meaningful: keep no stdout or stderr at all.
+        limits.stdio = stdio;
+    }
+    match raw.fuel {
+        None => {}
+        Some(Fuel::Off) => limits.fuel = None,
+        Some(Fuel::Amount(0)) => {
+            return Err(zero(
+                "fuel",
+                "fuel",
+                "write a positive amount, or `\"off\"` (or no key) to turn fuel metering off",
+            ));
+        }
+        Some(Fuel::Amount(fuel)) => limits.fuel = Some(fuel),
+    }
+    if let Some(Size(stack)) = raw.max_wasm_stack {
+        if stack == 0 {
+            return Err(zero(
+                "max_wasm_stack",
+                "the wasm stack limit",
+                "set a size like `\"512 KiB\"`",
+            ));
+        }
+        limits.max_wasm_stack = stack;
+    }
+    Ok(limits)
+}

@@ -1,0 +1,164 @@
+//! What the operator writes: the host config (`glovebox.toml`) and plugin manifests.
+//!
+//! This module only parses and validates; it has no engine dependency, so `glovebox
+//! plugin check` and tests can use it without wasmtime. Structure is checked by serde
+//! (`deny_unknown_fields` everywhere, so a typo is an error, not a silently ignored key),
+//! values afterwards, and every error names the file, the key and the fix.
+//!
+//! Relative paths are resolved from the directory of the file that contains them.
+
+mod error;
+mod host_config;
+mod http;
+mod limits;
+mod paths;
+mod plugin;
+mod source;
+mod units;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+pub use error::ConfigError;
+pub use http::{HttpGrant, HttpScheme};
+pub use units::{format_size, parse_duration, parse_size};
+
+const KIB: u64 = 1 << 10;
+const MIB: u64 = 1 << 20;
+const GIB: u64 = 1 << 30;
+
+/// The most calls a host may run at once, whatever the config says.
+pub const MAX_CONCURRENT_CALLS: u32 = 1000;
+
+/// The host configuration, read from `glovebox.toml`.
+#[derive(Clone, Debug)]
+pub struct HostConfig {
+    /// The file it was read from (absolute); empty when built by [`HostConfig::from_plugins`].
+    pub path: PathBuf,
+    /// Where sessions, logs and caches live (absolute).
+    pub data_dir: PathBuf,
+    /// Limits every plugin gets unless its manifest overrides them.
+    pub defaults: Limits,
+    pub runtime: RuntimeConfig,
+    /// The plugins listed by `[[plugin]]`, in order, each loaded and validated.
+    pub plugins: Vec<PluginManifest>,
+    /// `hooks = "none"`: the operator states that no permission hooks run.
+    pub hooks_explicitly_none: bool,
+}
+
+/// `[runtime]`: host-wide capacity settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RuntimeConfig {
+    /// How many calls may run at once (1 to [`MAX_CONCURRENT_CALLS`]).
+    pub max_concurrent_calls: u32,
+    /// Bytes: the sum of the memory caps of the calls running at once (admission control).
+    pub memory_budget: u64,
+    /// Bytes: the largest input a call accepts.
+    pub max_input_bytes: u64,
+    /// Bytes: bigger component files are refused before they are read.
+    pub max_component_bytes: u64,
+    /// Bytes: the upper bound of any plugin's `memory` limit (the pool's slot size).
+    pub max_memory_per_instance: u64,
+    /// The compiled-component cache; `None` means `<data_dir>/cache`.
+    pub cache_dir: Option<PathBuf>,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        RuntimeConfig {
+            max_concurrent_calls: 16,
+            memory_budget: 4 * GIB,
+            max_input_bytes: MIB,
+            max_component_bytes: 256 * MIB,
+            max_memory_per_instance: 4 * GIB,
+            cache_dir: None,
+        }
+    }
+}
+
+/// What one call of a plugin may use.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Limits {
+    /// Bytes of linear memory (and tables) per instance.
+    pub memory: u64,
+    /// Wall-clock time per call.
+    pub deadline: Duration,
+    /// Bytes: the largest JSON result a call may return.
+    pub output: u64,
+    /// Bytes kept per stream (stdout, stderr); the rest is dropped.
+    pub stdio: u64,
+    /// Fuel per call; `None` turns fuel metering off.
+    pub fuel: Option<u64>,
+    /// Bytes of native stack wasm code may use.
+    pub max_wasm_stack: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            memory: 64 * MIB,
+            deadline: Duration::from_secs(10),
+            output: MIB,
+            stdio: 64 * KIB,
+            fuel: None,
+            max_wasm_stack: 512 * KIB,
+        }
+    }
+}
+
+/// A tool plugin and everything the operator grants it, read from its manifest.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PluginManifest {
+    /// The manifest file (absolute), when read from one.
+    pub path: Option<PathBuf>,
+    /// The tool prefix: tools are called `name.tool`.
+    pub name: String,
+    /// The component file (absolute).
+    pub component: PathBuf,
+    /// The expected SHA-256 of the component file, as 64 lowercase hex digits.
+    pub sha256: Option<String>,
+    /// The host defaults with this manifest's `[limits]` applied.
+    pub limits: Limits,
+    pub fs: Vec<FsGrant>,
+    /// Names of host environment variables passed through; values are read at call time.
+    pub env: Vec<String>,
+    pub http: Vec<HttpGrant>,
+    /// Operator overrides of what tools say of themselves, by tool name.
+    pub tools: BTreeMap<String, ToolOverride>,
+}
+
+/// A host directory made visible to the plugin.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FsGrant {
+    /// An existing directory (absolute, canonical).
+    pub host: PathBuf,
+    /// Where the guest sees it: absolute, normalized (`/data`), never `/`.
+    pub guest: String,
+    pub access: Access,
+}
+
+/// How a granted directory may be used.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Access {
+    #[default]
+    ReadOnly,
+    ReadWrite,
+}
+
+/// `[tools.<name>]`: what the operator says about a tool; wins over what the plugin says.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ToolOverride {
+    /// The action as a colon path, e.g. `write:file`.
+    pub action: Option<String>,
+    pub destructive: Option<bool>,
+    pub idempotent: Option<bool>,
+    /// Estimated cost of one call, for hooks.
+    pub cost: Option<f64>,
+}

@@ -1,0 +1,302 @@
+//! Plugin manifests: one tool plugin and everything the operator grants it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::host_config::MemoryCap;
+use super::limits::{RawLimits, apply_limits};
+use super::paths::{canonical, parent_dir, read_source, resolve_component, resolve_grant_dir};
+use super::source::{self, ACTION_HINT, NAME_HINT, join_key};
+use super::{Access, ConfigError, FsGrant, HttpGrant, Limits, PluginManifest, ToolOverride};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawManifest {
+    name: String,
+    component: String,
+    sha256: Option<String>,
+    #[serde(default)]
+    limits: RawLimits,
+    #[serde(default)]
+    fs: Vec<RawFs>,
+    #[serde(default)]
+    env: Vec<String>,
+    #[serde(default)]
+    http: Vec<RawHttp>,
+    #[serde(default)]
+    tools: BTreeMap<String, RawTool>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawFs {
+    host: String,
+    guest: String,
+    #[serde(default)]
+    access: Access,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawHttp {
+    url: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawTool {
+    action: Option<String>,
+    destructive: Option<bool>,
+    idempotent: Option<bool>,
+    cost: Option<f64>,
+}
+
+impl PluginManifest {
+    /// Reads a plugin manifest; `defaults` are the host's limits that `[limits]` overrides.
+    pub fn load(path: &Path, defaults: &Limits) -> Result<PluginManifest, ConfigError> {
+        load_manifest(path, path.display().to_string(), defaults, None)
+    }
+
+    /// A manifest for a bare component, with no grants at all: the name comes from the
+    /// file stem (`tool_echo.wasm` → `tool-echo`). Used by `glovebox plugin check x.wasm`.
+    pub fn for_component(component: PathBuf, defaults: &Limits) -> PluginManifest {
+        let stem = component
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let component = std::fs::canonicalize(&component)
+            .or_else(|_| std::path::absolute(&component))
+            .unwrap_or(component);
+        PluginManifest {
+            path: None,
+            name: name_from_stem(&stem),
+            component,
+            sha256: None,
+            limits: defaults.clone(),
+            fs: Vec::new(),
+            env: Vec::new(),
+            http: Vec::new(),
+            tools: BTreeMap::new(),
+        }
+    }
+}
+
+fn name_from_stem(stem: &str) -> String {
+    let name: String = stem
+        .chars()
+        .map(|c| match c.to_ascii_lowercase() {
+            c @ ('a'..='z' | '0'..='9' | '-') => c,
+            _ => '-',
+        })
+        .collect();
+    let name = name.trim_start_matches('-');
+    if name.is_empty() {
+        "plugin".to_owned()
+    } else {
+        name.to_owned()
+    }
+}
+
+/// Reads the manifest at `path`, naming it `shown` in messages.
+pub(super) fn load_manifest(
+    path: &Path,
+    shown: String,
+    defaults: &Limits,
+    cap: Option<&MemoryCap>,
+) -> Result<PluginManifest, ConfigError> {
+    let src = read_source(path, shown)?;
+    let raw: RawManifest = src.deserialize()?;
+    let abs_path = canonical(path, &src.file)?;
+    let dir = parent_dir(&abs_path);
+
+    let name = raw.name.clone();
+    if !valid_plugin_name(&name) {
+        return Err(src.invalid(
+            "name",
+            format!("invalid plugin name `{}`", raw.name),
+            NAME_HINT,
+        ));
+    }
+
+    let component = resolve_component(&src, &dir, &raw.component)?;
+
+    let sha256 = match &raw.sha256 {
+        None => None,
+        Some(hash) => {
+            let hash = hash.trim().to_ascii_lowercase();
+            if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Err(src.invalid(
+                    "sha256",
+                    format!(
+                        "`{}` is not a sha-256 digest",
+                        raw.sha256.as_deref().unwrap_or_default()
+                    ),
+                    source::hint_for("sha256"),
+                ));
+            }
+            Some(hash)
+        }
+    };
+
+    let limits = apply_limits(&src, "limits", &raw.limits, defaults)?;
+    // Only a memory this manifest sets is its own fault; the defaults were checked
+    // against the host maximum in `glovebox.toml`.
+    if let (Some(cap), Some(_)) = (cap, raw.limits.memory)
+        && let Some((problem, hint)) = cap.check(limits.memory)
+    {
+        return Err(src.invalid("limits.memory", problem, hint));
+    }
+
+    let mut fs: Vec<FsGrant> = Vec::new();
+    for (i, grant) in raw.fs.iter().enumerate() {
+        let host = resolve_grant_dir(&src, &dir, &format!("fs[{i}].host"), &grant.host)?;
+        let key = format!("fs[{i}].guest");
+        let guest = normalize_guest(&grant.guest)
+            .map_err(|problem| src.invalid(&key, problem, source::hint_for("guest")))?;
+        if let Some(j) = fs.iter().position(|g| g.guest == guest) {
+            return Err(src.invalid(
+                &key,
+                format!("guest path `{guest}` is already used by `fs[{j}]`"),
+                "give each `[[fs]]` grant its own `guest` path",
+            ));
+        }
+        fs.push(FsGrant {
+            host,
+            guest,
+            access: grant.access,
+        });
+    }
+
+    for (i, var) in raw.env.iter().enumerate() {
+        let key = format!("env[{i}]");
+        let problem = if var.is_empty() {
+            Some("environment variable name is empty".to_owned())
+        } else if var.contains(['=', '\0']) {
+            Some(format!(
+                "environment variable name `{}` contains `=` or a nul byte",
+                var.escape_debug()
+            ))
+        } else if raw.env[..i].contains(var) {
+            Some(format!("environment variable `{var}` is listed twice"))
+        } else {
+            None
+        };
+        if let Some(problem) = problem {
+            return Err(src.invalid(
+                &key,
+                problem,
+                "list each variable once, by name only: values come from the host's environment",
+            ));
+        }
+    }
+
+    let mut http: Vec<HttpGrant> = Vec::new();
+    for (i, grant) in raw.http.iter().enumerate() {
+        let key = format!("http[{i}].url");
+        let parsed = HttpGrant::parse_url(&grant.url)
+            .map_err(|(problem, hint)| src.invalid(&key, problem, hint))?;
+        if http.contains(&parsed) {
+            return Err(src.invalid(
+                &key,
+                format!("`{parsed}` is granted twice"),
+                "remove the duplicate `[[http]]` entry",
+            ));
+        }
+        http.push(parsed);
+    }
+
+    let mut tools = BTreeMap::new();
+    for (tool, over) in &raw.tools {
+        let key = join_key("tools", tool);
+        if tool.trim().is_empty() {
+            return Err(src.invalid(&key, "the tool name is empty", source::hint_for("tools")));
+        }
+        if let Some(action) = &over.action
+            && !valid_action(action)
+        {
+            return Err(src.invalid(
+                &format!("{key}.action"),
+                format!("invalid action `{action}`"),
+                ACTION_HINT,
+            ));
+        }
+        if let Some(cost) = over.cost
+            && (!cost.is_finite() || cost < 0.0)
+        {
+            return Err(src.invalid(
+                &format!("{key}.cost"),
+                format!("cost {cost} is not a non-negative number"),
+                source::hint_for("cost"),
+            ));
+        }
+        tools.insert(
+            tool.clone(),
+            ToolOverride {
+                action: over.action.clone(),
+                destructive: over.destructive,
+                idempotent: over.idempotent,
+                cost: over.cost,
+            },
+        );
+    }
+
+    Ok(PluginManifest {
+        path: Some(abs_path),
+        name,
+        component,
+        sha256,
+        limits,
+        fs,
+        env: raw.env,
+        http,
+        tools,
+    })
+}
+
+/// `[a-z0-9][a-z0-9_-]*`, at most 64 characters.
+pub(super) fn valid_plugin_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some('a'..='z' | '0'..='9'))
+        && chars.all(|c| matches!(c, 'a'..='z' | '0'..='9' | '_' | '-'))
+        && name.len() <= 64
+}
+
+/// Colon-separated segments of `[a-z0-9_*-]`, e.g. `execute:database:*`.
+pub(super) fn valid_action(action: &str) -> bool {
+    action.split(':').all(|segment| {
+        !segment.is_empty()
+            && segment
+                .chars()
+                .all(|c| matches!(c, 'a'..='z' | '0'..='9' | '_' | '-' | '*'))
+    })
+}
+
+/// `/data/` and `/data/./x//` become `/data` and `/data/x`; `..`, `/` and relative
+/// paths are refused.
+pub(super) fn normalize_guest(guest: &str) -> Result<String, String> {
+    if !guest.starts_with('/') {
+        return Err(format!("guest path `{guest}` is not absolute"));
+    }
+    if guest.contains('\0') {
+        return Err(format!(
+            "guest path `{}` contains a nul byte",
+            guest.escape_debug()
+        ));
+    }
+    let mut segments = Vec::new();
+    for segment in guest.split('/') {
+        match segment {
+            "" | "." => {}
+            ".." => return Err(format!("guest path `{guest}` contains `..`")),
+            _ => segments.push(segment),
+        }
+    }
+    if segments.is_empty() {
+        return Err(format!(
+            "guest path `{guest}` is the root, which would cover every other grant"
+        ));
+    }
+    Ok(format!("/{}", segments.join("/")))
+}

@@ -1,0 +1,350 @@
+//! `glovebox.toml`, and the plugins it lists.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::super::host_config::RawHostConfig;
+use super::super::paths::normalize;
+use super::super::source::Source;
+use super::super::{HostConfig, Limits, PluginManifest, RuntimeConfig};
+use super::{Fixture, assert_error};
+
+fn plugin_text(name: &str) -> String {
+    format!("name = \"{name}\"\ncomponent = \"../tool.wasm\"\n")
+}
+
+#[test]
+fn empty_host_config_is_all_defaults() {
+    let fx = Fixture::new();
+    let c = fx.host("").unwrap();
+    let root = fs::canonicalize(fx.dir.path()).unwrap();
+    assert_eq!(c.path, root.join("glovebox.toml"));
+    assert_eq!(c.data_dir, root.join(".glovebox"));
+    assert_eq!(c.defaults, Limits::default());
+    assert_eq!(c.runtime, RuntimeConfig::default());
+    assert_eq!(c.cache_dir(), root.join(".glovebox/cache"));
+    assert!(c.plugins.is_empty());
+    assert!(!c.hooks_explicitly_none);
+}
+
+#[test]
+fn host_config_loads_plugins_with_its_defaults() {
+    let fx = Fixture::new();
+    fx.write("plugins/echo.toml", &plugin_text("echo"));
+    fx.write(
+        "plugins/big.toml",
+        &format!("{}[limits]\nmemory = \"1 GiB\"\n", plugin_text("big")),
+    );
+    let c = fx
+        .host(
+            r#"
+data_dir = "state/../data"
+hooks = "none"
+
+[defaults]
+memory = "32 MiB"
+deadline = "5s"
+output = "1 MiB"
+
+[runtime]
+max_concurrent_calls = 4
+memory_budget = "2 GiB"
+max_input_bytes = "64 KiB"
+max_component_bytes = "10 MB"
+max_memory_per_instance = "1 GiB"
+cache_dir = "/var/cache/glovebox"
+
+[[plugin]]
+manifest = "plugins/echo.toml"
+
+[[plugin]]
+manifest = "./plugins/big.toml"
+"#,
+        )
+        .unwrap();
+    let root = fs::canonicalize(fx.dir.path()).unwrap();
+    assert_eq!(c.data_dir, root.join("data"));
+    assert!(c.hooks_explicitly_none);
+    let defaults = Limits {
+        memory: 32 << 20,
+        deadline: Duration::from_secs(5),
+        ..Limits::default()
+    };
+    assert_eq!(c.defaults, defaults);
+    assert_eq!(
+        c.runtime,
+        RuntimeConfig {
+            max_concurrent_calls: 4,
+            memory_budget: 2 << 30,
+            max_input_bytes: 64 << 10,
+            max_component_bytes: 10_000_000,
+            max_memory_per_instance: 1 << 30,
+            cache_dir: Some(PathBuf::from("/var/cache/glovebox")),
+        }
+    );
+    assert_eq!(c.cache_dir(), PathBuf::from("/var/cache/glovebox"));
+    let names: Vec<&str> = c.plugins.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["echo", "big"]);
+    assert_eq!(c.plugins[0].limits, defaults);
+    assert_eq!(c.plugins[1].limits.memory, 1 << 30);
+    assert_eq!(c.plugins[1].limits.deadline, Duration::from_secs(5));
+    assert_eq!(c.plugins[1].path, Some(root.join("plugins/big.toml")));
+    assert_eq!(c.plugins[0].component, root.join("tool.wasm"));
+}
+
+#[test]
+fn missing_manifest_names_the_entry_and_how_paths_resolve() {
+    let fx = Fixture::new();
+    fx.write("plugins/a.toml", &plugin_text("a"));
+    fx.write("plugins/b.toml", &plugin_text("b"));
+    let error = fx.host_error(
+        "[[plugin]]\nmanifest = \"plugins/a.toml\"\n[[plugin]]\nmanifest = \"plugins/b.toml\"\n[[plugin]]\nmanifest = \"plugins/missing.toml\"\n",
+    );
+    let file = fx.path("glovebox.toml");
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "in `{0}`: plugin manifest `plugins/missing.toml` not found (key `plugin[2].manifest` at line 6): check the path; relative paths are resolved from the directory of `{0}`",
+            file.display()
+        )
+    );
+    assert_error(&error, &file, "plugin[2].manifest", &[]);
+}
+
+#[test]
+fn errors_inside_a_manifest_name_the_manifest_as_reached_from_the_config() {
+    let fx = Fixture::new();
+    fx.write(
+        "plugins/bad.toml",
+        "name = \"bad\"\ncomponent = \"../tool.wasm\"\nnmae = 1\n",
+    );
+    let error = fx.host_error("[[plugin]]\nmanifest = \"./plugins/bad.toml\"\n");
+    assert_error(
+        &error,
+        &fx.path("plugins/bad.toml"),
+        "nmae",
+        &["unknown key", "at line 3"],
+    );
+}
+
+#[test]
+fn duplicate_plugin_names_name_both_files() {
+    let fx = Fixture::new();
+    fx.write("plugins/one.toml", &plugin_text("echo"));
+    fx.write("plugins/two.toml", &plugin_text("echo"));
+    let error = fx.host_error(
+        "[[plugin]]\nmanifest = \"plugins/one.toml\"\n\n[[plugin]]\nmanifest = \"plugins/two.toml\"\n",
+    );
+    assert_error(
+        &error,
+        &fx.path("glovebox.toml"),
+        "plugin[1].manifest",
+        &[
+            &format!(
+                "plugin name `echo` is used by both `{}` and `{}`",
+                fx.path("plugins/one.toml").display(),
+                fx.path("plugins/two.toml").display()
+            ),
+            "at line 5",
+            "unique `name`",
+        ],
+    );
+}
+
+#[test]
+fn a_manifest_listed_twice_is_refused() {
+    let fx = Fixture::new();
+    fx.write("plugins/one.toml", &plugin_text("echo"));
+    let error = fx.host_error(
+        "[[plugin]]\nmanifest = \"plugins/one.toml\"\n[[plugin]]\nmanifest = \"plugins/../plugins/one.toml\"\n",
+    );
+    assert_error(
+        &error,
+        &fx.path("glovebox.toml"),
+        "plugin[1].manifest",
+        &[
+            "is listed twice (also `plugin[0].manifest`)",
+            "at line 4",
+            "remove one",
+        ],
+    );
+}
+
+#[test]
+fn plugin_memory_above_the_host_maximum_names_the_manifest() {
+    let fx = Fixture::new();
+    fx.write(
+        "plugins/big.toml",
+        &format!("{}\n[limits]\nmemory = \"8 GiB\"\n", plugin_text("big")),
+    );
+    let error = fx.host_error("[[plugin]]\nmanifest = \"plugins/big.toml\"\n");
+    assert_error(
+        &error,
+        &fx.path("plugins/big.toml"),
+        "limits.memory",
+        &[
+            "memory limit 8 GiB is above the host's `runtime.max_memory_per_instance` of 4 GiB",
+            "at line 5",
+            &format!(
+                "raise `runtime.max_memory_per_instance` in `{}`",
+                fx.path("glovebox.toml").display()
+            ),
+        ],
+    );
+    // Also above the admission budget: that call could never be admitted.
+    let error = fx.host_error(
+        "[runtime]\nmemory_budget = \"1 GiB\"\nmax_memory_per_instance = \"16 GiB\"\n[[plugin]]\nmanifest = \"plugins/big.toml\"\n",
+    );
+    assert_error(
+        &error,
+        &fx.path("plugins/big.toml"),
+        "limits.memory",
+        &["`runtime.memory_budget` of 1 GiB"],
+    );
+    // Loaded on its own, a manifest has no host maximum to check against.
+    PluginManifest::load(&fx.path("plugins/big.toml"), &Limits::default()).unwrap();
+}
+
+#[test]
+fn default_memory_above_the_host_maximum_is_refused() {
+    let fx = Fixture::new();
+    let error = fx.host_error(
+        "[defaults]\nmemory = \"2 GiB\"\n[runtime]\nmax_memory_per_instance = \"1 GiB\"\n",
+    );
+    assert_error(
+        &error,
+        &fx.path("glovebox.toml"),
+        "defaults.memory",
+        &[
+            "above the host's `runtime.max_memory_per_instance`",
+            "at line 2",
+        ],
+    );
+}
+
+#[test]
+fn runtime_values_are_checked() {
+    let fx = Fixture::new();
+    let file = fx.path("glovebox.toml");
+    for calls in ["0", "1001", "-3"] {
+        let error = fx.host_error(&format!("[runtime]\nmax_concurrent_calls = {calls}\n"));
+        assert_error(
+            &error,
+            &file,
+            "runtime.max_concurrent_calls",
+            &["out of range", "at line 2", "from 1 to 1000"],
+        );
+    }
+    let error = fx.host_error("[runtime]\nmax_input_bytes = 0\n");
+    assert_error(
+        &error,
+        &file,
+        "runtime.max_input_bytes",
+        &["is zero", "\"64 MiB\""],
+    );
+    let error = fx.host_error("[runtime]\nmemory_budget = \"lots\"\n");
+    assert_error(
+        &error,
+        &file,
+        "runtime.memory_budget",
+        &["invalid size `lots`", "at line 2"],
+    );
+    let error = fx.host_error("[runtime]\nthreads = 4\n");
+    assert_error(
+        &error,
+        &file,
+        "runtime.threads",
+        &["unknown key", "`max_concurrent_calls`"],
+    );
+    let error = fx.host_error("[defaults]\ndeadline = \"0ms\"\n");
+    assert_error(
+        &error,
+        &file,
+        "defaults.deadline",
+        &["the deadline is zero", "at line 2"],
+    );
+}
+
+#[test]
+fn host_config_keys_are_checked() {
+    let fx = Fixture::new();
+    let file = fx.path("glovebox.toml");
+    let error = fx.host_error("hooks = \"all\"\n");
+    assert_error(
+        &error,
+        &file,
+        "hooks",
+        &["`hooks = \"all\"` is not supported yet", "hooks = \"none\""],
+    );
+    let error = fx.host_error("plugins = []\n");
+    assert_error(
+        &error,
+        &file,
+        "plugins",
+        &["unknown key", "at line 1", "`plugin`"],
+    );
+    let error = fx.host_error("[[plugin]]\npath = \"x.toml\"\n");
+    assert_error(
+        &error,
+        &file,
+        "plugin[0].path",
+        &["unknown key", "expected `manifest`"],
+    );
+    let error = fx.host_error("[[plugin]]\n");
+    assert_error(
+        &error,
+        &file,
+        "plugin[0].manifest",
+        &[
+            "missing key",
+            "at line 1",
+            "manifest = \"plugins/name.toml\"",
+        ],
+    );
+    let error = fx.host_error("data_dir = \"\"\n");
+    assert_error(&error, &file, "data_dir", &["is empty"]);
+}
+
+#[test]
+fn from_plugins_uses_defaults_everywhere() {
+    let m = PluginManifest::for_component(PathBuf::from("x.wasm"), &Limits::default());
+    let c = HostConfig::from_plugins(PathBuf::from("/tmp/gb"), vec![m.clone()]);
+    assert_eq!(c.path, PathBuf::new());
+    assert_eq!(c.data_dir, PathBuf::from("/tmp/gb"));
+    assert_eq!(c.defaults, Limits::default());
+    assert_eq!(c.runtime, RuntimeConfig::default());
+    assert_eq!(c.plugins, [m]);
+    assert_eq!(c.cache_dir(), PathBuf::from("/tmp/gb/cache"));
+}
+
+#[test]
+fn normalize_is_lexical() {
+    assert_eq!(normalize(Path::new("a/./b/../c")), PathBuf::from("a/c"));
+    assert_eq!(normalize(Path::new("../a")), PathBuf::from("../a"));
+    assert_eq!(normalize(Path::new("/../a")), PathBuf::from("/a"));
+    assert_eq!(normalize(Path::new("./")), PathBuf::from("."));
+}
+
+/// The shipped examples must stay valid: every key known, every value accepted. The
+/// components exist only after the plugins are built, so those runs check the rest.
+#[test]
+fn examples_are_valid() {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    let config = examples.join("glovebox.toml");
+    let text = fs::read_to_string(&config).unwrap();
+    let src = Source::parse("glovebox.toml".into(), text).unwrap();
+    let raw: RawHostConfig = src.deserialize().unwrap();
+    assert!(!raw.plugin.is_empty());
+    for entry in &raw.plugin {
+        let path = examples.join(&entry.manifest);
+        match PluginManifest::load(&path, &Limits::default()) {
+            Ok(m) => assert!(!m.name.is_empty()),
+            Err(error) => assert_eq!(error.key(), Some("component"), "{error}"),
+        }
+    }
+    match HostConfig::load(&config) {
+        Ok(c) => assert_eq!(c.plugins.len(), raw.plugin.len()),
+        Err(error) => assert_eq!(error.key(), Some("component"), "{error}"),
+    }
+}

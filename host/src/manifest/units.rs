@@ -1,0 +1,227 @@
+//! Sizes, durations and fuel as operators write them: `"64 MiB"` or `67108864`,
+//! `"5s"` or `5000` (milliseconds), `1000000` or `"off"`.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::de::{self, Deserialize, Deserializer, Visitor};
+
+/// Parses a size such as `"64 MiB"`, `"512KiB"`, `"1 GB"` or `"4096"` into bytes.
+///
+/// Binary units (`KiB`, `MiB`, `GiB`) are powers of 1024, decimal ones (`KB`, `MB`, `GB`)
+/// powers of 1000; units are case-insensitive.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let trimmed = text.trim();
+    let invalid = || format!("invalid size `{text}`");
+    if trimmed.is_empty() || trimmed.starts_with('-') {
+        return Err(invalid());
+    }
+    let bytes = trimmed
+        .parse::<bytesize::ByteSize>()
+        .map_err(|_| invalid())?
+        .as_u64();
+    // bytesize saturates on overflow instead of failing.
+    if bytes == u64::MAX && trimmed.parse::<u64>() != Ok(u64::MAX) {
+        return Err(format!("size `{text}` is too large"));
+    }
+    Ok(bytes)
+}
+
+/// Parses a duration such as `"5s"`, `"250ms"`, `"2m"` or `"1m 30s"`.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text.trim()).map_err(|_| format!("invalid duration `{text}`"))
+}
+
+/// Formats a byte count the way an operator would write it: `64 MiB`, `1536 B`.
+pub fn format_size(bytes: u64) -> String {
+    const UNITS: [(&str, u32); 4] = [("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)];
+    for (unit, shift) in UNITS {
+        if bytes != 0 && bytes.trailing_zeros() >= shift {
+            return format!("{} {unit}", bytes >> shift);
+        }
+    }
+    format!("{bytes} B")
+}
+
+/// A size in bytes: an integer, or a string with a unit.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct Size(pub u64);
+
+impl<'de> Deserialize<'de> for Size {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct SizeVisitor;
+        impl Visitor<'_> for SizeVisitor {
+            type Value = Size;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a size: an integer number of bytes or a string like \"64 MiB\"")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Size, E> {
+                u64::try_from(v)
+                    .map(Size)
+                    .map_err(|_| E::custom(format!("size {v} is negative")))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Size, E> {
+                Ok(Size(v))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Size, E> {
+                parse_size(v).map(Size).map_err(E::custom)
+            }
+        }
+        deserializer.deserialize_any(SizeVisitor)
+    }
+}
+
+/// A duration: a string with a unit, or an integer number of milliseconds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct Millis(pub Duration);
+
+impl<'de> Deserialize<'de> for Millis {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct MillisVisitor;
+        impl Visitor<'_> for MillisVisitor {
+            type Value = Millis;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a duration: a string like \"5s\" or an integer number of milliseconds")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Millis, E> {
+                u64::try_from(v)
+                    .map(|ms| Millis(Duration::from_millis(ms)))
+                    .map_err(|_| E::custom(format!("duration {v} is negative")))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Millis, E> {
+                Ok(Millis(Duration::from_millis(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Millis, E> {
+                parse_duration(v).map(Millis).map_err(E::custom)
+            }
+        }
+        deserializer.deserialize_any(MillisVisitor)
+    }
+}
+
+/// Fuel: an integer amount, or `"off"` (which lets a plugin undo a fuel default).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum Fuel {
+    Off,
+    Amount(u64),
+}
+
+impl<'de> Deserialize<'de> for Fuel {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct FuelVisitor;
+        impl Visitor<'_> for FuelVisitor {
+            type Value = Fuel;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a positive integer amount of fuel or \"off\"")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Fuel, E> {
+                u64::try_from(v)
+                    .map(Fuel::Amount)
+                    .map_err(|_| E::custom(format!("fuel {v} is negative")))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Fuel, E> {
+                Ok(Fuel::Amount(v))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Fuel, E> {
+                if v.trim().eq_ignore_ascii_case("off") {
+                    Ok(Fuel::Off)
+                } else {
+                    Err(E::custom(format!("invalid fuel `{v}`")))
+                }
+            }
+        }
+        deserializer.deserialize_any(FuelVisitor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_with_binary_and_decimal_units() {
+        assert_eq!(parse_size("64 MiB"), Ok(64 << 20));
+        assert_eq!(parse_size("512KiB"), Ok(512 << 10));
+        assert_eq!(parse_size("1 GB"), Ok(1_000_000_000));
+        assert_eq!(parse_size(" 2 gib "), Ok(2 << 30));
+        assert_eq!(parse_size("1.5 KiB"), Ok(1536));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("10 B"), Ok(10));
+    }
+
+    #[test]
+    fn bad_sizes_are_rejected() {
+        for bad in [
+            "", "  ", "MiB", "64 MBs", "-1 MiB", "sixty", "1.2.3 KB", "64 MiB x",
+        ] {
+            let error = parse_size(bad).unwrap_err();
+            assert!(error.contains(&format!("`{bad}`")), "{bad:?}: {error}");
+        }
+        // bytesize would saturate this to u64::MAX.
+        assert_eq!(
+            parse_size("100000 EiB"),
+            Err("size `100000 EiB` is too large".into())
+        );
+    }
+
+    #[test]
+    fn durations_parse_with_units() {
+        assert_eq!(parse_duration("5s"), Ok(Duration::from_secs(5)));
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1m 30s"), Ok(Duration::from_secs(90)));
+        assert!(
+            parse_duration("5").is_err(),
+            "a bare number string has no unit"
+        );
+        assert!(parse_duration("soon").is_err());
+    }
+
+    #[test]
+    fn sizes_format_in_the_largest_exact_unit() {
+        assert_eq!(format_size(64 << 20), "64 MiB");
+        assert_eq!(format_size(4 << 30), "4 GiB");
+        assert_eq!(format_size(1536), "1536 B");
+        assert_eq!(format_size(0), "0 B");
+    }
+
+    #[derive(serde::Deserialize)]
+    struct Doc {
+        size: Option<Size>,
+        time: Option<Millis>,
+        fuel: Option<Fuel>,
+    }
+
+    fn doc(text: &str) -> Result<Doc, String> {
+        toml::from_str(text).map_err(|e| e.message().to_owned())
+    }
+
+    #[test]
+    fn values_accept_integers_and_strings() {
+        let d = doc("size = 1024\ntime = 1500\nfuel = 7").unwrap();
+        assert_eq!(d.size, Some(Size(1024)));
+        assert_eq!(d.time, Some(Millis(Duration::from_millis(1500))));
+        assert_eq!(d.fuel, Some(Fuel::Amount(7)));
+        let d = doc("size = \"1 KiB\"\ntime = \"2s\"\nfuel = \"off\"").unwrap();
+        assert_eq!(d.size, Some(Size(1024)));
+        assert_eq!(d.time, Some(Millis(Duration::from_secs(2))));
+        assert_eq!(d.fuel, Some(Fuel::Off));
+    }
+
+    #[test]
+    fn values_reject_negatives_and_other_types() {
+        assert_eq!(doc("size = -1").err().unwrap(), "size -1 is negative");
+        assert_eq!(doc("time = -5").err().unwrap(), "duration -5 is negative");
+        assert_eq!(doc("fuel = -5").err().unwrap(), "fuel -5 is negative");
+        assert!(
+            doc("fuel = \"lots\"")
+                .err()
+                .unwrap()
+                .contains("invalid fuel `lots`")
+        );
+        let error = doc("size = true").err().unwrap();
+        assert!(error.contains("expected a size"), "{error}");
+        let error = doc("time = 1.5").err().unwrap();
+        assert!(error.contains("expected a duration"), "{error}");
+    }
+}

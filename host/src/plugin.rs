@@ -1,0 +1,349 @@
+//! Loading a tool plugin: read and pin the file, compile it (or take it from
+//! the cache), check it against the `tool-plugin` world, and ask it for its tools.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use wasmtime::component::Component;
+use wasmtime::component::types::ComponentItem;
+
+use crate::bindings::TOOL_INTERFACE;
+use crate::bindings::tool::ToolPluginPre;
+use crate::call::{Ended, Hands, RunLimits};
+use crate::error::LoadError;
+use crate::manifest::{HostConfig, PluginManifest};
+use crate::runtime::Runtime;
+use crate::sandbox::{CallState, Grants};
+
+/// A tool as the host offers it: what the plugin said, corrected by the manifest.
+#[derive(Clone, Debug, Serialize)]
+pub struct ToolInfo {
+    /// `plugin.tool`: the name callers use.
+    pub name: String,
+    pub plugin: String,
+    /// The tool's own name inside its plugin.
+    pub tool: String,
+    pub description: String,
+    pub input_schema: serde_json::Value,
+    pub action: String,
+    pub destructive: bool,
+    pub idempotent: bool,
+    /// Estimated cost of one call, from the manifest's cost model.
+    pub cost: Option<f64>,
+}
+
+/// A plugin ready to serve calls: compiled, linked, its tools known.
+pub struct LoadedPlugin {
+    pub manifest: PluginManifest,
+    /// sha256 of the component file, lowercase hex.
+    pub digest: String,
+    pub tools: Vec<ToolInfo>,
+    pub(crate) validators: Vec<jsonschema::Validator>,
+    pub(crate) pre: ToolPluginPre<CallState>,
+    pub(crate) grants: Grants,
+}
+
+impl LoadedPlugin {
+    pub(crate) fn run_limits(&self) -> RunLimits {
+        let l = &self.manifest.limits;
+        RunLimits {
+            memory: l.memory,
+            deadline: l.deadline,
+            output: l.output,
+            stdio: l.stdio,
+            fuel: l.fuel,
+        }
+    }
+}
+
+/// Loads one plugin. Every failure names the plugin and what to do about it.
+pub async fn load_plugin(
+    runtime: &Arc<Runtime>,
+    config: &HostConfig,
+    manifest: PluginManifest,
+) -> Result<LoadedPlugin, LoadError> {
+    let name = manifest.name.clone();
+    let path = manifest.component.clone();
+    let bytes = read_component(&name, &path, config.runtime.max_component_bytes)?;
+    let digest = hex::encode(Sha256::digest(&bytes));
+    if let Some(expected) = &manifest.sha256
+        && *expected != digest
+    {
+        return Err(LoadError::DigestMismatch {
+            plugin: name,
+            path,
+            expected: expected.clone(),
+            actual: digest,
+        });
+    }
+    check_header(&name, &path, &bytes)?;
+
+    let engine = runtime.engine().clone();
+    let component = tokio::task::spawn_blocking(move || Component::new(&engine, &bytes))
+        .await
+        .map_err(|e| LoadError::Invalid {
+            plugin: name.clone(),
+            path: path.clone(),
+            message: format!("the compiler crashed: {e}"),
+        })?
+        .map_err(|e| LoadError::Invalid {
+            plugin: name.clone(),
+            path: path.clone(),
+            message: format!("{e:#}"),
+        })?;
+
+    check_tool_exports(runtime, &name, &component)?;
+    let instance_pre = runtime
+        .linker()
+        .instantiate_pre(&component)
+        .map_err(|e| import_error(&name, &component, runtime, &e))?;
+    let pre = ToolPluginPre::new(instance_pre).map_err(|e| LoadError::MissingExport {
+        plugin: name.clone(),
+        interface: TOOL_INTERFACE.to_string(),
+        function: format!("{e:#}"),
+    })?;
+
+    let limits = RunLimits {
+        memory: manifest.limits.memory,
+        deadline: manifest.limits.deadline,
+        output: manifest.limits.output,
+        stdio: manifest.limits.stdio,
+        fuel: manifest.limits.fuel,
+    };
+    let specs = list_tools(runtime, &name, &pre, &limits).await?;
+    let (tools, validators) = apply_manifest(&manifest, specs)?;
+    let grants = Grants::from_manifest(&manifest);
+    Ok(LoadedPlugin {
+        manifest,
+        digest,
+        tools,
+        validators,
+        pre,
+        grants,
+    })
+}
+
+fn read_component(name: &str, path: &Path, limit: u64) -> Result<Vec<u8>, LoadError> {
+    let read_err = |source| LoadError::Read {
+        plugin: name.to_string(),
+        path: path.to_path_buf(),
+        source,
+    };
+    let meta = std::fs::metadata(path).map_err(read_err)?;
+    // Refuse before reading, so a huge file costs nothing.
+    if meta.len() > limit {
+        return Err(LoadError::TooLarge {
+            plugin: name.to_string(),
+            path: path.to_path_buf(),
+            size: meta.len(),
+            limit,
+        });
+    }
+    std::fs::read(path).map_err(read_err)
+}
+
+fn check_header(name: &str, path: &Path, bytes: &[u8]) -> Result<(), LoadError> {
+    if bytes.len() < 8 || &bytes[..4] != b"\0asm" {
+        return Err(LoadError::NotWasm {
+            plugin: name.to_string(),
+            path: path.to_path_buf(),
+        });
+    }
+    // Version 1, layer 0 is a core module; components use layer 1.
+    if bytes[4..8] == [1, 0, 0, 0] {
+        return Err(LoadError::CoreModule {
+            plugin: name.to_string(),
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(())
+}
+
+/// Checks the component exports the `tool` interface with both functions, so
+/// a wrong world gets a message that says so instead of a type error.
+fn check_tool_exports(
+    runtime: &Runtime,
+    name: &str,
+    component: &Component,
+) -> Result<(), LoadError> {
+    let engine = runtime.engine();
+    let ty = component.component_type();
+    let mut found = Vec::new();
+    for (export, item) in ty.exports(engine) {
+        if export != TOOL_INTERFACE {
+            found.push(export.to_string());
+            continue;
+        }
+        let ComponentItem::ComponentInstance(instance) = item.ty else {
+            return Err(LoadError::WrongWorld {
+                plugin: name.to_string(),
+                world: "tool-plugin",
+                expected: format!("{TOOL_INTERFACE} (as an instance)"),
+                found: vec![export.to_string()],
+            });
+        };
+        let funcs: Vec<&str> = instance.exports(engine).map(|(n, _)| n).collect();
+        for function in ["list-tools", "call"] {
+            if !funcs.contains(&function) {
+                return Err(LoadError::MissingExport {
+                    plugin: name.to_string(),
+                    interface: TOOL_INTERFACE.to_string(),
+                    function: function.to_string(),
+                });
+            }
+        }
+        return Ok(());
+    }
+    Err(LoadError::WrongWorld {
+        plugin: name.to_string(),
+        world: "tool-plugin",
+        expected: TOOL_INTERFACE.to_string(),
+        found,
+    })
+}
+
+/// Names the import the linker could not satisfy.
+fn import_error(
+    name: &str,
+    component: &Component,
+    runtime: &Runtime,
+    err: &wasmtime::Error,
+) -> LoadError {
+    let message = format!("{err:#}");
+    let engine = runtime.engine();
+    let import = component
+        .component_type()
+        .imports(engine)
+        .map(|(n, _)| n.to_string())
+        .find(|n| message.contains(n.as_str()))
+        .unwrap_or(message);
+    LoadError::ForbiddenImport {
+        plugin: name.to_string(),
+        world: "tool",
+        import,
+    }
+}
+
+async fn list_tools(
+    runtime: &Runtime,
+    name: &str,
+    pre: &ToolPluginPre<CallState>,
+    limits: &RunLimits,
+) -> Result<Vec<crate::bindings::tool::glovebox::plugin::types::ToolSpec>, LoadError> {
+    let instantiate_err = |message: String| LoadError::Instantiate {
+        plugin: name.to_string(),
+        message,
+    };
+    // Listing tools needs no capability at all.
+    let mut hands = Hands::new(runtime, &Grants::none(), limits)
+        .map_err(|e| instantiate_err(format!("{e:#}")))?;
+    let result = hands
+        .run(pre, limits.deadline, async |plugin, store| {
+            plugin.glovebox_plugin_tool().call_list_tools(store).await
+        })
+        .await;
+    result.map_err(|ended| {
+        instantiate_err(match ended {
+            Ended::Timeout => format!(
+                "instantiating it and listing its tools did not finish within its deadline of {:?} (an infinite loop at start-up?)",
+                limits.deadline
+            ),
+            Ended::Memory => format!(
+                "instantiating it needs more than its memory limit of {} bytes: raise `limits.memory` in its manifest",
+                limits.memory
+            ),
+            Ended::StackOverflow => "its start-up overflowed the stack".to_string(),
+            Ended::Fuel => "its start-up ran out of fuel: raise `limits.fuel`".to_string(),
+            Ended::DataLimit => "its list of tools is larger than its output limit: raise `limits.output`".to_string(),
+            Ended::Trap(m) => format!("it trapped while listing its tools: {m}"),
+        })
+    })
+}
+
+fn apply_manifest(
+    manifest: &PluginManifest,
+    specs: Vec<crate::bindings::tool::glovebox::plugin::types::ToolSpec>,
+) -> Result<(Vec<ToolInfo>, Vec<jsonschema::Validator>), LoadError> {
+    let plugin = &manifest.name;
+    let bad = |tool: &str, message: String| LoadError::BadToolSpec {
+        plugin: plugin.clone(),
+        tool: tool.to_string(),
+        message,
+    };
+    let offered: Vec<String> = specs.iter().map(|s| s.name.clone()).collect();
+    if let Some(unknown) = manifest.tools.keys().find(|k| !offered.contains(k)) {
+        return Err(LoadError::UnknownOverride {
+            plugin: plugin.clone(),
+            tool: unknown.clone(),
+            offered,
+        });
+    }
+    let mut tools = Vec::new();
+    let mut validators = Vec::new();
+    for spec in specs {
+        if !valid_tool_name(&spec.name) {
+            return Err(bad(
+                &spec.name,
+                "tool names use lowercase letters, digits, `-`, `_` and `.`, starting with a letter".into(),
+            ));
+        }
+        if tools.iter().any(|t: &ToolInfo| t.tool == spec.name) {
+            return Err(bad(&spec.name, "the plugin lists this tool twice".into()));
+        }
+        let schema: serde_json::Value = serde_json::from_str(&spec.input_schema).map_err(|e| {
+            bad(
+                &spec.name,
+                format!("its input schema is not valid JSON: {e}"),
+            )
+        })?;
+        let validator = jsonschema::validator_for(&schema).map_err(|e| {
+            bad(
+                &spec.name,
+                format!("its input schema is not a valid JSON Schema: {e}"),
+            )
+        })?;
+        let over = manifest.tools.get(&spec.name);
+        let action = over.and_then(|o| o.action.clone()).unwrap_or(spec.action);
+        if !valid_action(&action) {
+            return Err(bad(
+                &spec.name,
+                format!(
+                    "action `{action}` is not a colon path like `execute:file:read`; override it with `[tools.{}] action = ...`",
+                    spec.name
+                ),
+            ));
+        }
+        tools.push(ToolInfo {
+            name: format!("{plugin}.{}", spec.name),
+            plugin: plugin.clone(),
+            tool: spec.name,
+            description: spec.description,
+            input_schema: schema,
+            action,
+            destructive: over.and_then(|o| o.destructive).unwrap_or(spec.destructive),
+            idempotent: over.and_then(|o| o.idempotent).unwrap_or(spec.idempotent),
+            cost: over.and_then(|o| o.cost),
+        });
+        validators.push(validator);
+    }
+    Ok((tools, validators))
+}
+
+fn valid_tool_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_lowercase())
+        && chars
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '_' | '.'))
+}
+
+fn valid_action(action: &str) -> bool {
+    !action.is_empty()
+        && action.split(':').all(|seg| {
+            !seg.is_empty()
+                && seg.chars().all(|c| {
+                    c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '_' | '*')
+                })
+        })
+}

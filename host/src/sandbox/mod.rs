@@ -1,0 +1,124 @@
+//! The hands: what a guest can reach during one call.
+//!
+//! This is the only module that turns operator grants into ambient authority:
+//! it opens the granted directories, copies the granted environment variables
+//! and arms the HTTP allowlist. Everything is denied unless a manifest grants
+//! it; sockets are never granted.
+
+pub mod capture;
+pub mod http;
+pub mod limiter;
+
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use wasmtime::component::ResourceTable;
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
+
+use crate::manifest::{Access, FsGrant, HttpGrant, PluginManifest};
+use capture::CapturePipe;
+use http::HttpPolicy;
+use limiter::CallLimiter;
+
+/// The grants of one plugin, prepared once at load so each call only copies them.
+#[derive(Clone)]
+pub struct Grants {
+    fs: Arc<[FsGrant]>,
+    env: Arc<[String]>,
+    http: Arc<[HttpGrant]>,
+}
+
+impl Grants {
+    pub fn from_manifest(manifest: &PluginManifest) -> Grants {
+        Grants {
+            fs: manifest.fs.clone().into(),
+            env: manifest.env.clone().into(),
+            http: manifest.http.clone().into(),
+        }
+    }
+
+    /// No capabilities at all: used to list a plugin's tools.
+    pub fn none() -> Grants {
+        Grants {
+            fs: Arc::new([]),
+            env: Arc::new([]),
+            http: Arc::new([]),
+        }
+    }
+}
+
+/// The data of one call's store. Built fresh for every call and dropped after it.
+pub struct CallState {
+    wasi: WasiCtx,
+    http_ctx: WasiHttpCtx,
+    table: ResourceTable,
+    pub(crate) http: HttpPolicy,
+    pub(crate) limiter: CallLimiter,
+    pub(crate) stdout: CapturePipe,
+    pub(crate) stderr: CapturePipe,
+}
+
+impl CallState {
+    /// Builds the state for a call with `grants`, a memory cap and a cap on
+    /// captured output per stream.
+    pub fn new(grants: &Grants, memory_cap: u64, stdio_cap: u64) -> Result<CallState> {
+        let stdout = CapturePipe::new(stdio_cap);
+        let stderr = CapturePipe::new(stdio_cap);
+        let mut b = WasiCtxBuilder::new();
+        b.stdout(stdout.clone())
+            .stderr(stderr.clone())
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false);
+        for grant in grants.fs.iter() {
+            let perms = match grant.access {
+                Access::ReadOnly => FsPerms::ReadOnly,
+                Access::ReadWrite => FsPerms::ReadWrite,
+            };
+            b.preopened_dir(&grant.host, &grant.guest, perms)
+                .map_err(anyhow::Error::from)
+                .with_context(|| {
+                    format!(
+                        "cannot open granted directory `{}` (guest `{}`)",
+                        grant.host.display(),
+                        grant.guest
+                    )
+                })?;
+        }
+        for name in grants.env.iter() {
+            // Only the named variables, and only if the host has them.
+            if let Ok(value) = std::env::var(name) {
+                b.env(name, value);
+            }
+        }
+        Ok(CallState {
+            wasi: b.build(),
+            http_ctx: WasiHttpCtx::new(),
+            table: ResourceTable::new(),
+            http: HttpPolicy::new(grants.http.clone()),
+            limiter: CallLimiter::new(memory_cap),
+            stdout,
+            stderr,
+        })
+    }
+}
+
+impl WasiView for CallState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl WasiHttpView for CallState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http_ctx,
+            table: &mut self.table,
+            hooks: &mut self.http,
+        }
+    }
+}

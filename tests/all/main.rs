@@ -1,0 +1,11 @@
+//! Glovebox's integration tests: one binary, a module per area. Every plugin
+//! used here is built from `plugins/` by `tests/build.rs`.
+
+mod cli;
+mod cpu;
+mod examples;
+mod filesystem;
+mod malformed;
+mod memory;
+mod network;
+mod util;

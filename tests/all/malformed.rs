@@ -1,0 +1,143 @@
+//! THREATS.md "Malformed plugins and host faults" (30, 31); 32 is in `cpu`.
+
+use glovebox::LoadError;
+
+use crate::util::{manifest, plugins, try_host};
+
+/// Loads a host with one plugin named `name` and returns the load error.
+async fn load_error(m: glovebox::PluginManifest) -> (String, Option<LoadError>) {
+    let err = try_host(vec![m])
+        .await
+        .err()
+        .expect("the plugin must be refused");
+    let msg = format!("{err:#}");
+    let load = err.downcast::<LoadError>().ok();
+    (msg, load)
+}
+
+#[tokio::test]
+async fn not_wasm_is_refused() {
+    let (msg, err) = load_error(manifest("text-file", plugins::NOT_WASM)).await;
+    assert!(matches!(err, Some(LoadError::NotWasm { .. })), "{msg}");
+    assert!(
+        msg.contains("`text-file`") && msg.contains("not a WebAssembly file"),
+        "{msg}"
+    );
+}
+
+#[tokio::test]
+async fn a_core_module_is_refused_with_the_fix() {
+    let (msg, err) = load_error(manifest("core", plugins::HOSTILE_CORE_MODULE)).await;
+    assert!(matches!(err, Some(LoadError::CoreModule { .. })), "{msg}");
+    assert!(
+        msg.contains("`core`") && msg.contains("wasm32-wasip2"),
+        "{msg}"
+    );
+}
+
+#[tokio::test]
+async fn the_wrong_world_is_refused() {
+    let (msg, err) = load_error(manifest("command", plugins::HOSTILE_WRONG_WORLD)).await;
+    assert!(matches!(err, Some(LoadError::WrongWorld { .. })), "{msg}");
+    assert!(
+        msg.contains("`command`") && msg.contains("glovebox:plugin/tool@0.1.0"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("wasi:cli/run"),
+        "says what it exports instead: {msg}"
+    );
+}
+
+#[tokio::test]
+async fn a_missing_export_is_named() {
+    let (msg, err) = load_error(manifest("ghost", plugins::HOSTILE_MISSING_EXPORT)).await;
+    assert!(
+        matches!(err, Some(LoadError::MissingExport { .. })),
+        "{msg}"
+    );
+    assert!(msg.contains("`ghost`") && msg.contains("`call`"), "{msg}");
+}
+
+#[tokio::test]
+async fn a_truncated_component_is_refused() {
+    let (msg, err) = load_error(manifest("half", plugins::TRUNCATED_ECHO)).await;
+    assert!(matches!(err, Some(LoadError::Invalid { .. })), "{msg}");
+    assert!(
+        msg.contains("`half`") && msg.contains("not a valid component"),
+        "{msg}"
+    );
+}
+
+#[tokio::test]
+async fn a_huge_file_is_refused_before_it_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("huge.wasm");
+    // A sparse 300 GiB file: reading it would take minutes and all memory.
+    let file = std::fs::File::create(&path).unwrap();
+    file.set_len(300 * 1024 * 1024 * 1024).unwrap();
+    let start = std::time::Instant::now();
+    let (msg, err) = load_error(manifest("huge", path.to_str().unwrap())).await;
+    assert!(matches!(err, Some(LoadError::TooLarge { .. })), "{msg}");
+    assert!(
+        msg.contains("`huge`") && msg.contains("max_component_bytes"),
+        "{msg}"
+    );
+    assert!(start.elapsed() < std::time::Duration::from_secs(5));
+}
+
+#[tokio::test]
+async fn a_missing_component_file_is_named() {
+    let (msg, err) = load_error(manifest("gone", "/nonexistent/glovebox/plugin.wasm")).await;
+    assert!(matches!(err, Some(LoadError::Read { .. })), "{msg}");
+    assert!(msg.contains("/nonexistent/glovebox/plugin.wasm"), "{msg}");
+}
+
+// Threat 31: a digest that differs from the pinned one is refused.
+#[tokio::test]
+async fn a_digest_mismatch_is_refused() {
+    let mut m = manifest("pinned", plugins::TOOL_ECHO);
+    m.sha256 = Some("0".repeat(64));
+    let (msg, err) = load_error(m).await;
+    assert!(
+        matches!(err, Some(LoadError::DigestMismatch { .. })),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("`pinned`") && msg.contains(&"0".repeat(64)),
+        "{msg}"
+    );
+}
+
+#[tokio::test]
+async fn a_matching_digest_loads() {
+    use sha2_digest::sha256_hex;
+    let mut m = manifest("pinned", plugins::TOOL_ECHO);
+    m.sha256 = Some(sha256_hex(&std::fs::read(plugins::TOOL_ECHO).unwrap()));
+    let h = try_host(vec![m]).await.expect("the pinned digest matches");
+    assert_eq!(
+        h.plugins()[0].digest,
+        h.plugins()[0].manifest.sha256.clone().unwrap()
+    );
+}
+
+mod sha2_digest {
+    /// The digest as `sha256sum` prints it, computed by the system tool so the
+    /// test does not trust the host's own hashing.
+    pub fn sha256_hex(bytes: &[u8]) -> String {
+        use std::io::Write;
+        let mut child = std::process::Command::new("sha256sum")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("sha256sum is available");
+        child.stdin.take().unwrap().write_all(bytes).unwrap();
+        let out = child.wait_with_output().unwrap();
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .to_string()
+    }
+}

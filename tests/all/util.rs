@@ -1,0 +1,128 @@
+//! Helpers shared by the test modules: plugin paths, hosts, manifests.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use glovebox::manifest::{Access, FsGrant, HttpGrant, HttpScheme};
+use glovebox::{CallContext, CallError, CallReport, Host, HostConfig, Limits, PluginManifest};
+
+pub mod plugins {
+    include!(concat!(env!("OUT_DIR"), "/plugins.rs"));
+}
+
+/// One compile cache for the whole test run: the cache is keyed by the
+/// component's digest and the engine's settings, so sharing it is safe and
+/// saves recompiling the same plugins in every test.
+pub fn cache_dir() -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("glovebox-compile-cache");
+        std::fs::create_dir_all(&dir).expect("create the shared compile cache");
+        dir
+    })
+    .clone()
+}
+
+/// A manifest for `component` named `name`, with test-friendly limits.
+pub fn manifest(name: &str, component: &str) -> PluginManifest {
+    let mut m = PluginManifest::for_component(PathBuf::from(component), &limits());
+    m.name = name.to_string();
+    m
+}
+
+pub fn limits() -> Limits {
+    Limits {
+        memory: 64 * 1024 * 1024,
+        deadline: Duration::from_secs(5),
+        ..Limits::default()
+    }
+}
+
+pub fn fs_grant(host: &Path, guest: &str, access: Access) -> FsGrant {
+    FsGrant {
+        host: host.canonicalize().expect("granted dir exists"),
+        guest: guest.to_string(),
+        access,
+    }
+}
+
+pub fn http_grant(scheme: HttpScheme, host: &str, port: u16) -> HttpGrant {
+    HttpGrant {
+        scheme,
+        host: host.to_string(),
+        port,
+    }
+}
+
+/// A host over `plugins`, with its own data dir and the shared compile cache.
+pub struct TestHost {
+    pub host: Host,
+    pub data: tempfile::TempDir,
+}
+
+impl std::ops::Deref for TestHost {
+    type Target = Host;
+    fn deref(&self) -> &Host {
+        &self.host
+    }
+}
+
+pub async fn host(plugins: Vec<PluginManifest>) -> TestHost {
+    try_host(plugins)
+        .await
+        .unwrap_or_else(|e| panic!("host failed to load: {e:#}"))
+}
+
+pub async fn try_host(plugins: Vec<PluginManifest>) -> anyhow::Result<TestHost> {
+    let config = config(plugins);
+    let data = config.1;
+    let host = Host::load(config.0).await?;
+    Ok(TestHost { host, data })
+}
+
+pub fn config(plugins: Vec<PluginManifest>) -> (HostConfig, tempfile::TempDir) {
+    let data = tempfile::tempdir().expect("tempdir");
+    let mut config = HostConfig::from_plugins(data.path().to_path_buf(), plugins);
+    config.runtime.cache_dir = Some(cache_dir());
+    config.runtime.max_memory_per_instance = 1024 * 1024 * 1024;
+    (config, data)
+}
+
+/// Calls `tool` with `input` outside any session.
+pub async fn call(host: &Host, tool: &str, input: &str) -> CallReport {
+    host.call(tool, input, CallContext::standalone()).await
+}
+
+pub async fn call_ok(host: &Host, tool: &str, input: &str) -> serde_json::Value {
+    let report = call(host, tool, input).await;
+    match report.outcome {
+        Ok(v) => v,
+        Err(e) => panic!(
+            "call to {tool} failed: {e} (stderr: {})",
+            report.stderr.text
+        ),
+    }
+}
+
+pub async fn call_err(host: &Host, tool: &str, input: &str) -> CallError {
+    let report = call(host, tool, input).await;
+    match report.outcome {
+        Ok(v) => panic!("call to {tool} should have failed, got {v}"),
+        Err(e) => e,
+    }
+}
+
+/// The host keeps serving: a trivial call on the echo plugin succeeds at once.
+/// Every host built by `host_with_echo` has it.
+pub async fn assert_serving(host: &Host) {
+    let out = call_ok(host, "echo.echo", r#"{"message":"still here"}"#).await;
+    assert_eq!(out["message"], "still here");
+}
+
+/// A host with `plugin` plus the echo plugin, to check it keeps serving.
+pub async fn host_with_echo(plugin: PluginManifest) -> TestHost {
+    host(vec![plugin, manifest("echo", plugins::TOOL_ECHO)]).await
+}
