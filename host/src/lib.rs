@@ -4,8 +4,11 @@
 //! runs in a fresh instance that reaches only what the operator granted in the
 //! plugin's manifest (named directories, environment variables, HTTP hosts)
 //! under a memory cap, a deadline and an output cap. This crate is the host:
-//! [`Host`] loads plugins from a [`HostConfig`] and serves [`Host::call`];
-//! the `glovebox` binary is a thin CLI over it.
+//! [`Host`] loads plugins from a [`HostConfig`] and serves [`Host::call`].
+//! Calls made in a session ([`Host::call_in_session`]) are written to the
+//! session's append-only, hash-chained log in the data dir ([`session`],
+//! [`storage`]), so a session resumes after a crash with nothing acknowledged
+//! lost. The `glovebox` binary is a thin CLI over it.
 
 mod bindings;
 mod call;
@@ -13,13 +16,18 @@ mod error;
 pub mod fault_injection;
 mod host;
 pub mod manifest;
+mod pipeline;
 mod plugin;
 mod runtime;
 mod sandbox;
+pub mod session;
+pub mod storage;
 
 pub use call::{CallContext, CallReport, Metering};
 pub use error::{CallError, LoadError};
 pub use host::Host;
 pub use manifest::{HostConfig, Limits, PluginManifest};
+pub use pipeline::open_sessions;
 pub use plugin::{LoadedPlugin, ToolInfo};
 pub use sandbox::capture::Captured;
+pub use session::{SessionError, Sessions};

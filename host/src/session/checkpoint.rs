@@ -1,0 +1,102 @@
+//! Checkpoints: a session's folded state at event N, so loading it reads one
+//! checkpoint plus the events after N.
+//!
+//! Stored in the bucket `checkpoints` under `<session id>/<N, 20 digits>` as a
+//! header line `glovebox-checkpoint 1 <N> <sha256 of the state JSON>` followed by
+//! the state JSON. A checkpoint counts only if its checksum verifies and the
+//! event at N is still the one it was taken after (same hash); a crash while
+//! writing one leaves it torn, and loading falls back to the one before.
+
+use sha2::{Digest, Sha256};
+
+use super::state::SessionState;
+use crate::storage::{Storage, StorageError};
+
+pub(crate) const BUCKET: &str = "checkpoints";
+
+const MAGIC: &str = "glovebox-checkpoint 1";
+
+pub(crate) fn key(session: &str, seq: u64) -> String {
+    format!("{session}/{seq:020}")
+}
+
+fn prefix(session: &str) -> String {
+    format!("{session}/")
+}
+
+pub(crate) fn encode(state: &SessionState) -> Vec<u8> {
+    let json = serde_json::to_vec(state).unwrap_or_default();
+    let sum = hex::encode(Sha256::digest(&json));
+    let mut out = format!("{MAGIC} {} {sum}\n", state.last_seq).into_bytes();
+    out.extend_from_slice(&json);
+    out
+}
+
+/// The state in a stored checkpoint taken at `seq` of `session`, or why it does not count.
+pub(crate) fn decode(session: &str, seq: u64, bytes: &[u8]) -> Result<SessionState, String> {
+    let newline = bytes
+        .iter()
+        .position(|b| *b == b'\n')
+        .ok_or("it has no header")?;
+    let header = std::str::from_utf8(&bytes[..newline]).map_err(|_| "its header is not text")?;
+    let json = &bytes[newline + 1..];
+    let rest = header
+        .strip_prefix(MAGIC)
+        .ok_or("its header is not a checkpoint header")?;
+    let mut fields = rest.split_whitespace();
+    let (Some(header_seq), Some(sum), None) = (fields.next(), fields.next(), fields.next()) else {
+        return Err("its header is malformed".to_string());
+    };
+    if header_seq != seq.to_string() {
+        return Err(format!("its header says event {header_seq}"));
+    }
+    if hex::encode(Sha256::digest(json)) != sum {
+        return Err("its checksum does not match (torn or altered)".to_string());
+    }
+    let state: SessionState =
+        serde_json::from_slice(json).map_err(|e| format!("its state does not decode ({e})"))?;
+    if state.id != session || state.last_seq != seq {
+        return Err(format!(
+            "it holds event {} of session `{}`",
+            state.last_seq, state.id
+        ));
+    }
+    Ok(state)
+}
+
+/// The checkpoints of `session`, newest first, as (seq, stored bytes).
+pub(crate) fn list(
+    storage: &dyn Storage,
+    session: &str,
+) -> Result<Vec<(u64, Vec<u8>)>, StorageError> {
+    let prefix = prefix(session);
+    let mut found: Vec<(u64, Vec<u8>)> = storage
+        .scan(BUCKET, &prefix)?
+        .into_iter()
+        .filter_map(|(key, value)| Some((key.strip_prefix(&prefix)?.parse().ok()?, value)))
+        .collect();
+    found.sort_by_key(|(seq, _)| std::cmp::Reverse(*seq));
+    Ok(found)
+}
+
+/// Stores a checkpoint of `state`, then deletes all but the newest `keep`.
+pub(crate) fn write(
+    storage: &dyn Storage,
+    state: &SessionState,
+    keep: usize,
+) -> Result<(), StorageError> {
+    storage.put(BUCKET, &key(&state.id, state.last_seq), &encode(state))?;
+    for (seq, _) in list(storage, &state.id)?.into_iter().skip(keep.max(1)) {
+        storage.delete(BUCKET, &key(&state.id, seq))?;
+    }
+    Ok(())
+}
+
+/// The seqs of the checkpoints kept for `session`, newest first.
+#[cfg(test)]
+pub(crate) fn seqs(storage: &dyn Storage, session: &str) -> Result<Vec<u64>, StorageError> {
+    Ok(list(storage, session)?
+        .into_iter()
+        .map(|(seq, _)| seq)
+        .collect())
+}

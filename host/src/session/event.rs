@@ -1,0 +1,403 @@
+//! Events: the records of a session's log, chained by hash.
+//!
+//! An event's `hash` covers the previous event's hash and the canonical JSON of
+//! the event without its own `hash`, so changing, dropping or reordering any
+//! record breaks the chain from that point on.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::handoff::Handoff;
+
+/// The `prev_hash` of a session's first event.
+pub const GENESIS_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// Inputs and outputs up to this size are kept in the log; larger ones only by digest.
+pub const MAX_INLINE_BYTES: usize = 64 * 1024;
+
+/// One record of a session's log.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Event {
+    /// The session id (`s-…`), also the name of the log stream.
+    pub session: String,
+    /// Gapless, from 1.
+    pub seq: u64,
+    /// Unix time in milliseconds; never decreases within a session.
+    pub at_ms: u64,
+    /// `hash` of the event before, or [`GENESIS_HASH`].
+    pub prev_hash: String,
+    /// Hex sha256 of `prev_hash` followed by the canonical JSON of this event without `hash`.
+    pub hash: String,
+    pub kind: EventKind,
+}
+
+/// What the hash covers: the event without its own hash, fields in this order.
+#[derive(Serialize)]
+struct Body<'a> {
+    session: &'a str,
+    seq: u64,
+    at_ms: u64,
+    prev_hash: &'a str,
+    kind: &'a EventKind,
+}
+
+impl Event {
+    /// A new event with its hash computed.
+    pub fn seal(session: &str, seq: u64, at_ms: u64, prev_hash: &str, kind: EventKind) -> Event {
+        let mut event = Event {
+            session: session.to_string(),
+            seq,
+            at_ms,
+            prev_hash: prev_hash.to_string(),
+            hash: String::new(),
+            kind,
+        };
+        event.hash = event.compute_hash();
+        event
+    }
+
+    /// The hash this event should carry, computed from its content.
+    pub fn compute_hash(&self) -> String {
+        let body = Body {
+            session: &self.session,
+            seq: self.seq,
+            at_ms: self.at_ms,
+            prev_hash: &self.prev_hash,
+            kind: &self.kind,
+        };
+        // Serializing plain structs, enums, strings and integers cannot fail.
+        let json = serde_json::to_vec(&body).unwrap_or_default();
+        let mut hasher = Sha256::new();
+        hasher.update(self.prev_hash.as_bytes());
+        hasher.update(&json);
+        hex::encode(hasher.finalize())
+    }
+
+    /// The stored form.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+
+    /// Decodes a stored event; the error says why it does not decode.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Event, String> {
+        serde_json::from_slice(bytes).map_err(|e| format!("the record does not decode ({e})"))
+    }
+
+    /// Checks that this event is the one stored at `seq` of `session` after an
+    /// event whose hash is `prev_hash`, and that its own hash matches its content.
+    pub fn check_link(&self, session: &str, seq: u64, prev_hash: &str) -> Result<(), String> {
+        if self.session != session {
+            return Err(format!("the record belongs to session `{}`", self.session));
+        }
+        if self.seq != seq {
+            return Err(format!("the record says it is event {}", self.seq));
+        }
+        if self.prev_hash != prev_hash {
+            return Err("its prev_hash does not match the hash of the event before".to_string());
+        }
+        if self.compute_hash() != self.hash {
+            return Err("its hash does not match its content".to_string());
+        }
+        Ok(())
+    }
+}
+
+/// Hex sha256 of `bytes`.
+pub fn digest(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// `text` if it is small enough to keep in the log.
+pub fn inline_if_small(text: &str) -> Option<String> {
+    (text.len() <= MAX_INLINE_BYTES).then(|| text.to_string())
+}
+
+/// Everything that can happen in a session.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventKind {
+    /// Always event 1.
+    SessionStarted {
+        role: Role,
+        project: String,
+        name: Option<String>,
+        tags: Vec<String>,
+        expected_duration_ms: Option<u64>,
+    },
+    Renamed {
+        name: String,
+    },
+    Tagged {
+        add: Vec<String>,
+        remove: Vec<String>,
+    },
+    Paused {
+        reason: String,
+    },
+    Resumed,
+    Ended {
+        outcome: EndOutcome,
+        summary: SessionSummary,
+    },
+    Archived,
+    /// A handoff written by this session.
+    Handoff(Handoff),
+    /// A handoff another session wrote with this one as `target_session`.
+    HandoffReceived {
+        from_session: String,
+        handoff: Handoff,
+    },
+    CallRequested {
+        call_id: String,
+        tool: String,
+        input_digest: String,
+        /// The input itself when it is at most [`MAX_INLINE_BYTES`].
+        input: Option<String>,
+        job_id: Option<String>,
+    },
+    /// One permission hook's verdict on a call.
+    CallDecided {
+        call_id: String,
+        hook: String,
+        /// The trigger pattern that matched.
+        pattern: String,
+        /// `allow`, `deny` or `ask`.
+        decision: String,
+        reason: Option<String>,
+        alternatives: Vec<String>,
+        took_ms: u64,
+    },
+    /// Logged before the tool runs, so a crash leaves the idempotency key behind.
+    CallStarted {
+        call_id: String,
+        tool: String,
+        idempotency_key: String,
+        idempotent: bool,
+        tool_digest: String,
+    },
+    CallFinished {
+        call_id: String,
+        /// `ok`, or the kind of error (`timeout`, `denied`, …).
+        outcome: String,
+        error: Option<String>,
+        /// The output itself when it is at most [`MAX_INLINE_BYTES`].
+        output: Option<String>,
+        output_digest: String,
+        metering: CallMetering,
+    },
+    /// A call that was requested or running when the host stopped.
+    CallInterrupted {
+        call_id: String,
+        reason: String,
+    },
+    /// Free-form progress.
+    Note {
+        text: String,
+    },
+}
+
+impl EventKind {
+    /// The snake_case name used in the log's `type` field.
+    pub fn name(&self) -> &'static str {
+        match self {
+            EventKind::SessionStarted { .. } => "session_started",
+            EventKind::Renamed { .. } => "renamed",
+            EventKind::Tagged { .. } => "tagged",
+            EventKind::Paused { .. } => "paused",
+            EventKind::Resumed => "resumed",
+            EventKind::Ended { .. } => "ended",
+            EventKind::Archived => "archived",
+            EventKind::Handoff(_) => "handoff",
+            EventKind::HandoffReceived { .. } => "handoff_received",
+            EventKind::CallRequested { .. } => "call_requested",
+            EventKind::CallDecided { .. } => "call_decided",
+            EventKind::CallStarted { .. } => "call_started",
+            EventKind::CallFinished { .. } => "call_finished",
+            EventKind::CallInterrupted { .. } => "call_interrupted",
+            EventKind::Note { .. } => "note",
+        }
+    }
+}
+
+/// What one call cost, as logged.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallMetering {
+    pub wall_us: u64,
+    /// Fuel consumed, when fuel metering is on for the plugin.
+    pub fuel: Option<u64>,
+    pub peak_memory_bytes: u64,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+}
+
+impl From<&crate::call::Metering> for CallMetering {
+    fn from(m: &crate::call::Metering) -> Self {
+        CallMetering {
+            wall_us: u64::try_from(m.wall.as_micros()).unwrap_or(u64::MAX),
+            fuel: m.fuel,
+            peak_memory_bytes: m.peak_memory_bytes,
+            bytes_in: m.bytes_in,
+            bytes_out: m.bytes_out,
+        }
+    }
+}
+
+/// The totals a session-end record carries.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionSummary {
+    /// From the session's start to its end.
+    pub duration_ms: u64,
+    pub calls: u64,
+    pub failures: u64,
+    pub wall_us_total: u64,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    pub fuel_total: u64,
+    pub peak_memory_max: u64,
+}
+
+/// How a session ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EndOutcome {
+    /// The work is done.
+    Completed,
+    /// Stopped before the work was done (a crash, an operator).
+    Interrupted,
+    /// The agent left without saying the work is done.
+    Exit,
+}
+
+impl EndOutcome {
+    pub const ALL: [EndOutcome; 3] = [
+        EndOutcome::Completed,
+        EndOutcome::Interrupted,
+        EndOutcome::Exit,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EndOutcome::Completed => "completed",
+            EndOutcome::Interrupted => "interrupted",
+            EndOutcome::Exit => "exit",
+        }
+    }
+}
+
+impl fmt::Display for EndOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for EndOutcome {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        EndOutcome::ALL
+            .into_iter()
+            .find(|o| o.as_str() == s)
+            .ok_or_else(|| {
+                format!("unknown outcome `{s}`: expected one of completed, interrupted, exit")
+            })
+    }
+}
+
+/// The part a session plays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Plans the work and hands parts of it to supervisors.
+    Orchestrator,
+    /// Splits a part into tasks for workagents and checks their results.
+    Supervisor,
+    /// Does one task.
+    Workagent,
+}
+
+impl Role {
+    pub const ALL: [Role; 3] = [Role::Orchestrator, Role::Supervisor, Role::Workagent];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Orchestrator => "orchestrator",
+            Role::Supervisor => "supervisor",
+            Role::Workagent => "workagent",
+        }
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Role {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        Role::ALL
+            .into_iter()
+            .find(|r| r.as_str() == s)
+            .ok_or_else(|| {
+                format!("unknown role `{s}`: expected one of orchestrator, supervisor, workagent")
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hash_covers_content_and_previous_hash() {
+        let a = Event::seal(
+            "s-1",
+            1,
+            10,
+            GENESIS_HASH,
+            EventKind::Note { text: "x".into() },
+        );
+        assert_eq!(a.hash.len(), 64);
+        assert!(a.check_link("s-1", 1, GENESIS_HASH).is_ok());
+
+        let mut changed = a.clone();
+        changed.kind = EventKind::Note { text: "y".into() };
+        assert!(
+            changed
+                .check_link("s-1", 1, GENESIS_HASH)
+                .unwrap_err()
+                .contains("content")
+        );
+
+        let b = Event::seal("s-1", 2, 11, &a.hash, EventKind::Resumed);
+        assert!(
+            b.check_link("s-1", 2, GENESIS_HASH)
+                .unwrap_err()
+                .contains("prev_hash")
+        );
+        assert_eq!(Event::from_bytes(&b.to_bytes()).unwrap(), b);
+    }
+
+    #[test]
+    fn kinds_are_tagged_snake_case() {
+        let json = serde_json::to_value(EventKind::CallInterrupted {
+            call_id: "c".into(),
+            reason: "host stopped".into(),
+        })
+        .unwrap();
+        assert_eq!(json["type"], "call_interrupted");
+        assert_eq!(EventKind::Resumed.name(), "resumed");
+    }
+
+    #[test]
+    fn unknown_role_lists_the_valid_ones() {
+        assert_eq!("supervisor".parse::<Role>().unwrap(), Role::Supervisor);
+        let err = "boss".parse::<Role>().unwrap_err();
+        assert!(err.contains("orchestrator, supervisor, workagent"), "{err}");
+    }
+}

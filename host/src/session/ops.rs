@@ -1,0 +1,398 @@
+//! What callers do with sessions: start, rename, tag, list, show, pause,
+//! resume, end, archive, hand off, append call events, read events.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::SessionError;
+use super::event::{EndOutcome, Event, EventKind, Role};
+use super::handoff::{Handoff, HandoffKind};
+use super::lifecycle::SessionStatus;
+use super::log;
+use super::state::{HandoffRecord, InterruptedCall, SessionInfo, SessionState};
+use super::store::{ID_PREFIX, SESSIONS_BUCKET, Sessions, lock, lock_slot};
+
+/// What a session is started with.
+#[derive(Clone, Debug)]
+pub struct StartSession {
+    pub role: Role,
+    pub project: String,
+    /// Unique among live sessions.
+    pub name: Option<String>,
+    pub tags: Vec<String>,
+    pub expected_duration: Option<Duration>,
+}
+
+/// Which sessions `list` returns; every given criterion must match.
+#[derive(Clone, Debug, Default)]
+pub struct SessionFilter {
+    pub status: Option<SessionStatus>,
+    /// The session has all of these tags.
+    pub tags: Vec<String>,
+    pub role: Option<Role>,
+    pub project: Option<String>,
+    /// The session's last event is at least this old.
+    pub inactive_for: Option<Duration>,
+}
+
+/// What an agent with no memory of a session needs to carry it on.
+#[derive(Clone, Debug, Serialize)]
+pub struct Resumed {
+    pub state: SessionState,
+    pub latest_handoff: Option<HandoffRecord>,
+    /// Calls lost when the host stopped and not re-run since.
+    pub interrupted_calls: Vec<InterruptedCall>,
+}
+
+impl Sessions {
+    /// Starts a session in status `created`.
+    pub fn start(&self, start: StartSession) -> Result<SessionState, SessionError> {
+        if let Some(name) = &start.name {
+            check_name(name)?;
+        }
+        check_tags(&start.tags)?;
+        let id = format!("{ID_PREFIX}{}", uuid::Uuid::new_v4().simple());
+        let _names = lock(&self.names);
+        if let Some(name) = &start.name {
+            self.claim_name(name, &id)?;
+        }
+        let kind = EventKind::SessionStarted {
+            role: start.role,
+            project: start.project,
+            name: start.name.clone(),
+            tags: start.tags,
+            expected_duration_ms: start
+                .expected_duration
+                .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+        };
+        let event = Event::seal(&id, 1, self.now(), super::event::GENESIS_HASH, kind);
+        let slot = self.slot(&id);
+        let mut slot = lock_slot(&slot);
+        if let Err(e) = self.storage.append(&id, 0, &[event.to_bytes()]) {
+            if let Some(name) = &start.name {
+                let _ = self.release_name(name, &id);
+            }
+            return Err(e.into());
+        }
+        let state = SessionState::start(&event)?;
+        if let Err(e) = self.put_info(&state) {
+            tracing::warn!(session = %id, error = %e, "could not update the session index");
+        }
+        slot.state = Some(state.clone());
+        Ok(state)
+    }
+
+    /// Gives the session a new name, unique among live sessions.
+    pub fn rename(&self, id_or_name: &str, name: &str) -> Result<SessionState, SessionError> {
+        check_name(name)?;
+        let _names = lock(&self.names);
+        let id = self.resolve(id_or_name)?;
+        let slot = self.slot(&id);
+        let mut slot = lock_slot(&slot);
+        let state = self.loaded(&mut slot, &id)?;
+        if state.name.as_deref() == Some(name) {
+            return Ok(state.clone());
+        }
+        let kind = EventKind::Renamed {
+            name: name.to_string(),
+        };
+        state.check(&kind)?;
+        let live = state.status.is_live();
+        let old = state.name.clone();
+        if live {
+            self.claim_name(name, &id)?;
+        }
+        if let Err(e) = self.append_locked(&mut slot, &id, kind) {
+            if live {
+                let _ = self.release_name(name, &id);
+            }
+            return Err(e);
+        }
+        if let (true, Some(old)) = (live, old) {
+            self.release_name(&old, &id)?;
+        }
+        self.current(&mut slot, &id)
+    }
+
+    /// Adds and removes tags.
+    pub fn tag(
+        &self,
+        id_or_name: &str,
+        add: &[String],
+        remove: &[String],
+    ) -> Result<SessionState, SessionError> {
+        check_tags(add)?;
+        self.with_slot(id_or_name, |this, slot, id| {
+            let kind = EventKind::Tagged {
+                add: add.to_vec(),
+                remove: remove.to_vec(),
+            };
+            this.append_locked(slot, id, kind)?;
+            this.current(slot, id)
+        })
+    }
+
+    /// The sessions matching `filter`, most recently active first.
+    pub fn list(&self, filter: &SessionFilter) -> Result<Vec<SessionInfo>, SessionError> {
+        let now = self.now();
+        let mut found = Vec::new();
+        for (id, bytes) in self.storage.scan(SESSIONS_BUCKET, "")? {
+            let Ok(mut info) = serde_json::from_slice::<SessionInfo>(&bytes) else {
+                tracing::warn!(session = %id, "unreadable session index entry skipped");
+                continue;
+            };
+            let matches = filter.status.is_none_or(|s| s == info.status)
+                && filter.role.is_none_or(|r| r == info.role)
+                && filter.project.as_ref().is_none_or(|p| *p == info.project)
+                && filter.tags.iter().all(|t| info.tags.contains(t));
+            if !matches {
+                continue;
+            }
+            info.updated_at_ms = self.last_event_at(&id).unwrap_or(info.updated_at_ms);
+            if let Some(idle) = filter.inactive_for {
+                let idle = u64::try_from(idle.as_millis()).unwrap_or(u64::MAX);
+                if now.saturating_sub(info.updated_at_ms) < idle {
+                    continue;
+                }
+            }
+            found.push(info);
+        }
+        found.sort_by(|a, b| {
+            b.updated_at_ms
+                .cmp(&a.updated_at_ms)
+                .then_with(|| a.id.cmp(&b.id))
+        });
+        Ok(found)
+    }
+
+    /// The session's state, its log's tail verified.
+    pub fn show(&self, id_or_name: &str) -> Result<SessionState, SessionError> {
+        let id = self.resolve(id_or_name)?;
+        self.state_of(&id)
+    }
+
+    /// Pauses an active session.
+    pub fn pause(&self, id_or_name: &str, reason: &str) -> Result<SessionState, SessionError> {
+        self.with_slot(id_or_name, |this, slot, id| {
+            this.append_locked(
+                slot,
+                id,
+                EventKind::Paused {
+                    reason: reason.to_string(),
+                },
+            )?;
+            this.current(slot, id)
+        })
+    }
+
+    /// Makes a created or paused session active (an active one stays so) and
+    /// returns what is needed to carry it on. Refused for a damaged log.
+    pub fn resume(&self, id_or_name: &str) -> Result<Resumed, SessionError> {
+        self.with_slot(id_or_name, |this, slot, id| {
+            if this.loaded(slot, id)?.status != SessionStatus::Active {
+                this.append_locked(slot, id, EventKind::Resumed)?;
+            }
+            let state = this.current(slot, id)?;
+            Ok(Resumed {
+                latest_handoff: state.latest_handoff.clone(),
+                interrupted_calls: state.interrupted.clone(),
+                state,
+            })
+        })
+    }
+
+    /// Ends the session with `outcome`; the end record carries its totals.
+    pub fn end(&self, id_or_name: &str, outcome: EndOutcome) -> Result<SessionState, SessionError> {
+        self.with_slot(id_or_name, |this, slot, id| {
+            let summary = this.loaded(slot, id)?.summary(this.now());
+            this.append_locked(slot, id, EventKind::Ended { outcome, summary })?;
+            this.current(slot, id)
+        })
+    }
+
+    /// Archives a completed or paused session.
+    pub fn archive(&self, id_or_name: &str) -> Result<SessionState, SessionError> {
+        self.with_slot(id_or_name, |this, slot, id| {
+            this.append_locked(slot, id, EventKind::Archived)?;
+            this.current(slot, id)
+        })
+    }
+
+    /// Logs a handoff written by the session. With a `target_session`, that
+    /// session (live, of the handoff's `to_role`) also receives a copy, which its
+    /// `resume` returns. The two appends are not atomic: if the copy fails, the
+    /// error is returned and the writer's record stays.
+    pub fn handoff(&self, id_or_name: &str, mut handoff: Handoff) -> Result<Event, SessionError> {
+        let id = self.resolve(id_or_name)?;
+        let writer = self.state_of(&id)?;
+        let bad = |reason: String| SessionError::BadHandoff {
+            session: writer.label(),
+            reason,
+        };
+        handoff.validate(writer.role).map_err(bad)?;
+        let target = match handoff.target_session.as_deref() {
+            None => None,
+            Some(t) => {
+                let target_id = self
+                    .resolve(t)
+                    .map_err(|e| bad(format!("its target: {e}")))?;
+                handoff.target_session = Some(target_id.clone());
+                if target_id == id {
+                    None
+                } else if handoff.kind == HandoffKind::Continuation {
+                    return Err(bad(
+                        "a continuation is for the session itself: leave out target_session".into(),
+                    ));
+                } else {
+                    let target = self
+                        .state_of(&target_id)
+                        .map_err(|e| bad(format!("its target: {e}")))?;
+                    let to = handoff.to_role.unwrap_or(writer.role);
+                    if target.role != to {
+                        return Err(bad(format!(
+                            "its target {} is a {}, but a `{}` handoff goes to a {to}",
+                            target.label(),
+                            target.role,
+                            handoff.kind
+                        )));
+                    }
+                    if !target.status.is_live() {
+                        return Err(bad(format!(
+                            "its target {} is {}",
+                            target.label(),
+                            target.status
+                        )));
+                    }
+                    Some(target_id)
+                }
+            }
+        };
+        let event = {
+            let slot = self.slot(&id);
+            let mut slot = lock_slot(&slot);
+            self.append_locked(&mut slot, &id, EventKind::Handoff(handoff.clone()))?
+        };
+        if let Some(target_id) = target {
+            let slot = self.slot(&target_id);
+            let mut slot = lock_slot(&slot);
+            self.append_locked(
+                &mut slot,
+                &target_id,
+                EventKind::HandoffReceived {
+                    from_session: id,
+                    handoff,
+                },
+            )?;
+        }
+        Ok(event)
+    }
+
+    /// Appends a call record or a note (the call pipeline's entry). A call
+    /// requested in a created session activates it; one in a paused, completed
+    /// or archived session is refused.
+    pub fn append(&self, id_or_name: &str, kind: EventKind) -> Result<Event, SessionError> {
+        let method = match &kind {
+            EventKind::CallRequested { .. }
+            | EventKind::CallDecided { .. }
+            | EventKind::CallStarted { .. }
+            | EventKind::CallFinished { .. }
+            | EventKind::CallInterrupted { .. }
+            | EventKind::Note { .. } => None,
+            EventKind::SessionStarted { .. } => Some("start"),
+            EventKind::Renamed { .. } => Some("rename"),
+            EventKind::Tagged { .. } => Some("tag"),
+            EventKind::Paused { .. } => Some("pause"),
+            EventKind::Resumed => Some("resume"),
+            EventKind::Ended { .. } => Some("end"),
+            EventKind::Archived => Some("archive"),
+            EventKind::Handoff(_) | EventKind::HandoffReceived { .. } => Some("handoff"),
+        };
+        if let Some(method) = method {
+            return Err(SessionError::InvalidEvent {
+                session: self
+                    .resolve(id_or_name)
+                    .map(|id| self.label_of(&id))
+                    .unwrap_or(format!("`{id_or_name}`")),
+                reason: format!("{} events are logged by `Sessions::{method}`", kind.name()),
+            });
+        }
+        self.with_slot(id_or_name, |this, slot, id| {
+            this.append_locked(slot, id, kind)
+        })
+    }
+
+    /// Up to `limit` events from `from_seq` (1 = the first), decoded but not verified.
+    pub fn events(
+        &self,
+        id_or_name: &str,
+        from_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<Event>, SessionError> {
+        let id = self.resolve(id_or_name)?;
+        log::read_events(&*self.storage, &id, &self.label_of(&id), from_seq, limit)
+    }
+
+    fn with_slot<T>(
+        &self,
+        id_or_name: &str,
+        f: impl FnOnce(&Sessions, &mut super::store::Slot, &str) -> Result<T, SessionError>,
+    ) -> Result<T, SessionError> {
+        let id = self.resolve(id_or_name)?;
+        let slot = self.slot(&id);
+        let mut slot = lock_slot(&slot);
+        f(self, &mut slot, &id)
+    }
+
+    fn current(
+        &self,
+        slot: &mut super::store::Slot,
+        id: &str,
+    ) -> Result<SessionState, SessionError> {
+        Ok(self.loaded(slot, id)?.clone())
+    }
+
+    /// The time of the session's last event (one read).
+    fn last_event_at(&self, id: &str) -> Option<u64> {
+        let last = self.storage.last_seq(id).ok()?;
+        let (_, bytes) = self.storage.read(id, last, 1).ok()?.into_iter().next()?;
+        Event::from_bytes(&bytes).ok().map(|e| e.at_ms)
+    }
+}
+
+fn check_name(name: &str) -> Result<(), SessionError> {
+    let bad = |reason: &str| {
+        Err(SessionError::InvalidInput(format!(
+            "invalid session name `{name}`: {reason}"
+        )))
+    };
+    if name.is_empty() || name.len() > 128 {
+        return bad("use 1 to 128 characters");
+    }
+    if name.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return bad("use no spaces or control characters");
+    }
+    if name
+        .strip_prefix(ID_PREFIX)
+        .is_some_and(|rest| rest.len() == 32 && rest.bytes().all(|b| b.is_ascii_hexdigit()))
+    {
+        return bad("it looks like a session id");
+    }
+    Ok(())
+}
+
+fn check_tags(tags: &[String]) -> Result<(), SessionError> {
+    for tag in tags {
+        if tag.is_empty()
+            || tag.len() > 64
+            || tag
+                .chars()
+                .any(|c| c.is_control() || c.is_whitespace() || c == ',')
+        {
+            return Err(SessionError::InvalidInput(format!(
+                "invalid tag `{tag}`: use 1 to 64 characters, no spaces or commas"
+            )));
+        }
+    }
+    Ok(())
+}

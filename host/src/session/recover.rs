@@ -1,0 +1,113 @@
+//! Verifying logs, and recovering after the host stopped: calls in flight become
+//! interrupted, indexes that fell behind the logs are repaired.
+
+use serde::Serialize;
+
+use super::SessionError;
+use super::event::EventKind;
+use super::log::{self, VerifyReport};
+use super::state::SessionState;
+use super::store::{NAMES_BUCKET, Sessions, lock, lock_slot};
+
+/// A call found in flight by [`Sessions::recover`] and now logged as interrupted.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RecoveredCall {
+    pub session: String,
+    pub session_name: Option<String>,
+    pub call_id: String,
+    pub tool: String,
+    /// Whether the tool may have run (it was started).
+    pub started: bool,
+    /// Re-run it only if true, and with `idempotency_key`.
+    pub idempotent: bool,
+    pub idempotency_key: Option<String>,
+}
+
+/// What [`Sessions::recover`] did.
+#[derive(Debug, Default)]
+pub struct Recovery {
+    pub interrupted: Vec<RecoveredCall>,
+    /// Sessions that could not be loaded (a damaged log); they are left as they are.
+    pub refused: Vec<SessionError>,
+}
+
+impl Sessions {
+    /// Checks the session's whole hash chain; works on a damaged log.
+    pub fn verify(&self, id_or_name: &str) -> Result<VerifyReport, SessionError> {
+        let id = self.resolve(id_or_name)?;
+        let name = self.get_info(&id)?.and_then(|i| i.name);
+        Ok(log::verify(&*self.storage, &id, name)?)
+    }
+
+    /// [`Sessions::verify`] for every session.
+    pub fn verify_all(&self) -> Result<Vec<VerifyReport>, SessionError> {
+        let mut reports = Vec::new();
+        for id in self.session_ids()? {
+            let name = self.get_info(&id)?.and_then(|i| i.name);
+            reports.push(log::verify(&*self.storage, &id, name)?);
+        }
+        Ok(reports)
+    }
+
+    /// Run once when the host starts, before any call: logs every call that was
+    /// requested or running when the host stopped as `call_interrupted` and
+    /// returns them (re-run only idempotent ones, with their key). Also repairs
+    /// the listing and name indexes where they fell behind the logs. A session
+    /// whose log is damaged is reported in `refused` and left alone.
+    pub fn recover(&self) -> Result<Recovery, SessionError> {
+        let mut recovery = Recovery::default();
+        for id in self.session_ids()? {
+            let _names = lock(&self.names);
+            let slot = self.slot(&id);
+            let mut slot = lock_slot(&slot);
+            let state = match self.loaded(&mut slot, &id) {
+                Ok(state) => state.clone(),
+                Err(e) => {
+                    tracing::error!(session = %id, error = %e, "session not recovered");
+                    recovery.refused.push(e);
+                    continue;
+                }
+            };
+            self.reconcile_info(&state);
+            self.reconcile_name(&state);
+            for (call_id, call) in &state.in_flight {
+                let reason = if call.started_at_ms.is_some() {
+                    "the host stopped while the call was running"
+                } else {
+                    "the host stopped before the call ran"
+                };
+                let kind = EventKind::CallInterrupted {
+                    call_id: call_id.clone(),
+                    reason: reason.to_string(),
+                };
+                self.append_locked(&mut slot, &id, kind)?;
+                recovery.interrupted.push(RecoveredCall {
+                    session: id.clone(),
+                    session_name: state.name.clone(),
+                    call_id: call_id.clone(),
+                    tool: call.tool.clone(),
+                    started: call.started_at_ms.is_some(),
+                    idempotent: call.idempotent,
+                    idempotency_key: call.idempotency_key.clone(),
+                });
+            }
+        }
+        Ok(recovery)
+    }
+
+    /// Claims a live session's name if nobody holds it, releases an ended one's.
+    fn reconcile_name(&self, state: &SessionState) {
+        let Some(name) = &state.name else { return };
+        let result = if state.status.is_live() {
+            match self.storage.get(NAMES_BUCKET, name) {
+                Ok(None) => self.storage.put(NAMES_BUCKET, name, state.id.as_bytes()),
+                other => other.map(|_| ()),
+            }
+        } else {
+            self.release_name(name, &state.id)
+        };
+        if let Err(e) = result {
+            tracing::warn!(session = %state.id, error = %e, "could not repair the name index");
+        }
+    }
+}

@@ -1,0 +1,393 @@
+//! Session state: the fold of a session's events (see `lifecycle` for the
+//! transitions the fold allows).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::SessionError;
+use super::event::{EndOutcome, Event, EventKind, GENESIS_HASH, Role, SessionSummary};
+use super::handoff::Handoff;
+use super::lifecycle::SessionStatus;
+
+/// Interrupted calls kept in the state for the caller to deal with; older ones
+/// are still in the log.
+const MAX_INTERRUPTED: usize = 256;
+
+/// Running totals over a session's calls.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counters {
+    /// Finished and interrupted calls.
+    pub calls: u64,
+    /// Calls whose outcome was not `ok`, interrupted ones included.
+    pub failures: u64,
+    pub wall_us_total: u64,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    pub fuel_total: u64,
+    pub peak_memory_max: u64,
+}
+
+/// A call that was requested and has not finished.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InFlightCall {
+    pub tool: String,
+    pub requested_at_ms: u64,
+    /// Set once the call is started, i.e. the tool may have run.
+    pub started_at_ms: Option<u64>,
+    pub idempotency_key: Option<String>,
+    pub idempotent: bool,
+}
+
+/// A call the host lost while it was requested or running.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InterruptedCall {
+    pub call_id: String,
+    pub tool: String,
+    pub reason: String,
+    pub at_ms: u64,
+    /// Whether the tool may have run (it was started).
+    pub started: bool,
+    /// Safe to re-run with `idempotency_key`.
+    pub idempotent: bool,
+    pub idempotency_key: Option<String>,
+}
+
+/// A handoff and where it came from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HandoffRecord {
+    pub seq: u64,
+    pub at_ms: u64,
+    /// The session that wrote it (this one, or another for a received handoff).
+    pub from_session: String,
+    pub handoff: Handoff,
+}
+
+/// The fold of a session's events.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionState {
+    pub id: String,
+    pub name: Option<String>,
+    pub role: Role,
+    pub project: String,
+    /// Sorted, without duplicates.
+    pub tags: Vec<String>,
+    pub status: SessionStatus,
+    pub created_at_ms: u64,
+    pub updated_at_ms: u64,
+    /// The last call finished, note, handoff or start.
+    pub last_progress_at_ms: u64,
+    pub expected_duration_ms: Option<u64>,
+    pub paused_reason: Option<String>,
+    pub outcome: Option<EndOutcome>,
+    pub latest_handoff: Option<HandoffRecord>,
+    /// Handoffs written and received.
+    pub handoffs: u64,
+    pub last_seq: u64,
+    pub last_hash: String,
+    pub counters: Counters,
+    pub in_flight: BTreeMap<String, InFlightCall>,
+    /// Interrupted calls not re-run since (newest last, at most 256).
+    pub interrupted: Vec<InterruptedCall>,
+}
+
+impl SessionState {
+    /// The state after a session's first event, which must be `session_started`.
+    pub fn start(event: &Event) -> Result<SessionState, SessionError> {
+        let EventKind::SessionStarted {
+            role,
+            project,
+            name,
+            tags,
+            expected_duration_ms,
+        } = &event.kind
+        else {
+            return Err(SessionError::InvalidEvent {
+                session: event.session.clone(),
+                reason: format!(
+                    "a session's first event must be session_started, not {}",
+                    event.kind.name()
+                ),
+            });
+        };
+        if event.seq != 1 || event.prev_hash != GENESIS_HASH {
+            return Err(SessionError::InvalidEvent {
+                session: event.session.clone(),
+                reason: "session_started must be event 1, after the genesis hash".to_string(),
+            });
+        }
+        let mut tags = tags.clone();
+        tags.sort();
+        tags.dedup();
+        Ok(SessionState {
+            id: event.session.clone(),
+            name: name.clone(),
+            role: *role,
+            project: project.clone(),
+            tags,
+            status: SessionStatus::Created,
+            created_at_ms: event.at_ms,
+            updated_at_ms: event.at_ms,
+            last_progress_at_ms: event.at_ms,
+            expected_duration_ms: *expected_duration_ms,
+            paused_reason: None,
+            outcome: None,
+            latest_handoff: None,
+            handoffs: 0,
+            last_seq: 1,
+            last_hash: event.hash.clone(),
+            counters: Counters::default(),
+            in_flight: BTreeMap::new(),
+            interrupted: Vec::new(),
+        })
+    }
+
+    /// How errors name this session: "`name` (id)" or the id.
+    pub fn label(&self) -> String {
+        match &self.name {
+            Some(name) => format!("`{name}` ({})", self.id),
+            None => format!("`{}`", self.id),
+        }
+    }
+
+    /// The totals an `ended` record carries, as of `now_ms`.
+    pub fn summary(&self, now_ms: u64) -> SessionSummary {
+        let c = &self.counters;
+        SessionSummary {
+            duration_ms: now_ms.saturating_sub(self.created_at_ms),
+            calls: c.calls,
+            failures: c.failures,
+            wall_us_total: c.wall_us_total,
+            bytes_in: c.bytes_in,
+            bytes_out: c.bytes_out,
+            fuel_total: c.fuel_total,
+            peak_memory_max: c.peak_memory_max,
+        }
+    }
+
+    /// The status after `kind`, or why `kind` may not be appended now. Checked
+    /// before every append, so the log only ever holds allowed transitions.
+    pub fn check(&self, kind: &EventKind) -> Result<SessionStatus, SessionError> {
+        use SessionStatus::*;
+        let status = self.status;
+        match kind {
+            EventKind::SessionStarted { .. } => Err(self.invalid("a session is started only once")),
+            EventKind::Renamed { .. } | EventKind::Tagged { .. } | EventKind::Note { .. } => {
+                if status == Archived {
+                    Err(self.invalid("the session is archived: its log is closed"))
+                } else {
+                    Ok(status)
+                }
+            }
+            EventKind::Paused { .. } => self.transition("pause", Paused),
+            EventKind::Resumed => self.transition("resume", Active),
+            EventKind::Ended { .. } => self.transition("end", Completed),
+            EventKind::Archived => self.transition("archive", Archived),
+            EventKind::Handoff(_) if matches!(status, Active | Paused) => Ok(status),
+            EventKind::Handoff(_) => self.transition("handoff", Active),
+            EventKind::HandoffReceived { .. } if status.is_live() => Ok(status),
+            EventKind::HandoffReceived { .. } => Err(self.invalid(&format!(
+                "the session is {status} and takes no handoffs: hand off to a live session"
+            ))),
+            EventKind::CallRequested { call_id, .. } => {
+                if self.in_flight.contains_key(call_id) {
+                    return Err(self.invalid(&format!("call `{call_id}` was already requested")));
+                }
+                if status == Active {
+                    Ok(Active)
+                } else {
+                    self.transition("call", Active)
+                }
+            }
+            EventKind::CallStarted { call_id, .. } => match self.in_flight.get(call_id) {
+                Some(call) if call.started_at_ms.is_some() => {
+                    Err(self.invalid(&format!("call `{call_id}` was already started")))
+                }
+                Some(_) => Ok(status),
+                None => Err(self.unknown_call(call_id)),
+            },
+            EventKind::CallDecided { call_id, .. }
+            | EventKind::CallFinished { call_id, .. }
+            | EventKind::CallInterrupted { call_id, .. } => {
+                if self.in_flight.contains_key(call_id) {
+                    Ok(status)
+                } else {
+                    Err(self.unknown_call(call_id))
+                }
+            }
+        }
+    }
+
+    /// Folds `event`, which must follow the last one, into the state.
+    pub fn apply(&mut self, event: &Event) -> Result<(), SessionError> {
+        if event.session != self.id
+            || event.seq != self.last_seq + 1
+            || event.prev_hash != self.last_hash
+        {
+            return Err(self.invalid(&format!(
+                "event {} of `{}` does not follow event {} of this session",
+                event.seq, event.session, self.last_seq
+            )));
+        }
+        let next = self.check(&event.kind)?;
+        let at = event.at_ms;
+        match &event.kind {
+            EventKind::SessionStarted { .. } | EventKind::Resumed | EventKind::Archived => {}
+            EventKind::Renamed { name } => self.name = Some(name.clone()),
+            EventKind::Tagged { add, remove } => {
+                self.tags.retain(|t| !remove.contains(t));
+                self.tags.extend(add.iter().cloned());
+                self.tags.sort();
+                self.tags.dedup();
+            }
+            EventKind::Paused { reason } => self.paused_reason = Some(reason.clone()),
+            EventKind::Ended { outcome, .. } => {
+                self.outcome = Some(*outcome);
+                self.last_progress_at_ms = at;
+            }
+            EventKind::Handoff(handoff) => self.record_handoff(event, &self.id.clone(), handoff),
+            EventKind::HandoffReceived {
+                from_session,
+                handoff,
+            } => self.record_handoff(event, from_session, handoff),
+            EventKind::CallRequested { call_id, tool, .. } => {
+                let call = InFlightCall {
+                    tool: tool.clone(),
+                    requested_at_ms: at,
+                    started_at_ms: None,
+                    idempotency_key: None,
+                    idempotent: false,
+                };
+                self.in_flight.insert(call_id.clone(), call);
+            }
+            EventKind::CallDecided { .. } => {}
+            EventKind::CallStarted {
+                call_id,
+                idempotency_key,
+                idempotent,
+                ..
+            } => {
+                if let Some(call) = self.in_flight.get_mut(call_id) {
+                    call.started_at_ms = Some(at);
+                    call.idempotency_key = Some(idempotency_key.clone());
+                    call.idempotent = *idempotent;
+                }
+                // A re-run of an interrupted call under its key settles it.
+                self.interrupted
+                    .retain(|c| c.idempotency_key.as_ref() != Some(idempotency_key));
+            }
+            EventKind::CallFinished {
+                call_id,
+                outcome,
+                metering,
+                ..
+            } => {
+                self.in_flight.remove(call_id);
+                let c = &mut self.counters;
+                c.calls += 1;
+                c.failures += u64::from(outcome != "ok");
+                c.wall_us_total = c.wall_us_total.saturating_add(metering.wall_us);
+                c.bytes_in = c.bytes_in.saturating_add(metering.bytes_in);
+                c.bytes_out = c.bytes_out.saturating_add(metering.bytes_out);
+                c.fuel_total = c.fuel_total.saturating_add(metering.fuel.unwrap_or(0));
+                c.peak_memory_max = c.peak_memory_max.max(metering.peak_memory_bytes);
+                self.last_progress_at_ms = at;
+            }
+            EventKind::CallInterrupted { call_id, reason } => {
+                if let Some(call) = self.in_flight.remove(call_id) {
+                    self.counters.calls += 1;
+                    self.counters.failures += 1;
+                    self.interrupted.push(InterruptedCall {
+                        call_id: call_id.clone(),
+                        tool: call.tool,
+                        reason: reason.clone(),
+                        at_ms: at,
+                        started: call.started_at_ms.is_some(),
+                        idempotent: call.idempotent,
+                        idempotency_key: call.idempotency_key,
+                    });
+                    if self.interrupted.len() > MAX_INTERRUPTED {
+                        self.interrupted.remove(0);
+                    }
+                }
+            }
+            EventKind::Note { .. } => self.last_progress_at_ms = at,
+        }
+        if next != SessionStatus::Paused {
+            self.paused_reason = None;
+        }
+        self.status = next;
+        self.last_seq = event.seq;
+        self.last_hash = event.hash.clone();
+        self.updated_at_ms = at;
+        Ok(())
+    }
+
+    fn record_handoff(&mut self, event: &Event, from_session: &str, handoff: &Handoff) {
+        self.handoffs += 1;
+        self.last_progress_at_ms = event.at_ms;
+        self.latest_handoff = Some(HandoffRecord {
+            seq: event.seq,
+            at_ms: event.at_ms,
+            from_session: from_session.to_string(),
+            handoff: handoff.clone(),
+        });
+    }
+
+    fn transition(&self, action: &str, to: SessionStatus) -> Result<SessionStatus, SessionError> {
+        let allowed = self.status.transitions();
+        if allowed.iter().any(|t| t.action == action && t.to == to) {
+            return Ok(to);
+        }
+        Err(SessionError::IllegalTransition {
+            session: self.label(),
+            action: action.to_string(),
+            from: self.status,
+            to,
+            allowed,
+        })
+    }
+
+    fn invalid(&self, reason: &str) -> SessionError {
+        SessionError::InvalidEvent {
+            session: self.label(),
+            reason: reason.to_string(),
+        }
+    }
+
+    fn unknown_call(&self, call_id: &str) -> SessionError {
+        self.invalid(&format!(
+            "call `{call_id}` is not in flight: log call_requested first"
+        ))
+    }
+}
+
+/// What the `sessions` bucket keeps per session, so listing does not replay logs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionInfo {
+    pub id: String,
+    pub name: Option<String>,
+    pub role: Role,
+    pub project: String,
+    pub tags: Vec<String>,
+    pub status: SessionStatus,
+    pub created_at_ms: u64,
+    /// In the bucket: the last change of status, name or tags. `Sessions::list`
+    /// reports the time of the last event instead.
+    pub updated_at_ms: u64,
+}
+
+impl From<&SessionState> for SessionInfo {
+    fn from(s: &SessionState) -> Self {
+        SessionInfo {
+            id: s.id.clone(),
+            name: s.name.clone(),
+            role: s.role,
+            project: s.project.clone(),
+            tags: s.tags.clone(),
+            status: s.status,
+            created_at_ms: s.created_at_ms,
+            updated_at_ms: s.updated_at_ms,
+        }
+    }
+}

@@ -1,0 +1,361 @@
+//! The sessions service: per-session serialized appends over a [`Storage`], a
+//! cache of the states it has loaded, the name and listing indexes, and
+//! checkpoints. The operations themselves are in `ops.rs`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::SessionError;
+use super::checkpoint;
+use super::event::{Event, EventKind};
+use super::log::{self, LoadStats};
+use super::state::{SessionInfo, SessionState};
+use crate::storage::{Storage, StorageError};
+
+pub(crate) const SESSIONS_BUCKET: &str = "sessions";
+pub(crate) const NAMES_BUCKET: &str = "names";
+/// Session ids start with this; other streams in the storage are not sessions.
+pub(crate) const ID_PREFIX: &str = "s-";
+
+/// Appends retried when another writer got there first.
+const CONFLICT_RETRIES: usize = 3;
+
+/// How a [`Sessions`] service works.
+#[derive(Clone, Debug)]
+pub struct SessionsConfig {
+    /// A checkpoint is written at every event whose seq is a multiple of this,
+    /// and at every handoff, pause, end and archive. 0 turns checkpoints off.
+    pub checkpoint_every: u64,
+    /// Checkpoints kept per session (the newest ones).
+    pub keep_checkpoints: usize,
+}
+
+impl Default for SessionsConfig {
+    fn default() -> Self {
+        SessionsConfig {
+            checkpoint_every: 256,
+            keep_checkpoints: 2,
+        }
+    }
+}
+
+type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
+
+/// One session's lock and cached state (`None` until loaded, or after a failure
+/// that may have left the cache behind the log).
+#[derive(Default)]
+pub(crate) struct Slot {
+    pub(crate) state: Option<SessionState>,
+}
+
+/// The sessions of one storage. Methods are blocking (the storage is); async
+/// callers run them with `spawn_blocking`.
+pub struct Sessions {
+    pub(crate) storage: Arc<dyn Storage>,
+    pub(crate) config: SessionsConfig,
+    clock: Clock,
+    slots: Mutex<HashMap<String, Arc<Mutex<Slot>>>>,
+    /// Held while a name is claimed, so two sessions cannot claim one name.
+    /// Lock order: `names`, then a session's slot.
+    pub(crate) names: Mutex<()>,
+    last_load: Mutex<Option<LoadStats>>,
+}
+
+impl Sessions {
+    /// The sessions in `storage`, with the default config.
+    pub fn new(storage: Arc<dyn Storage>) -> Sessions {
+        Sessions::with_config(storage, SessionsConfig::default())
+    }
+
+    pub fn with_config(storage: Arc<dyn Storage>, config: SessionsConfig) -> Sessions {
+        Sessions {
+            storage,
+            config,
+            clock: Arc::new(now_ms),
+            slots: Mutex::new(HashMap::new()),
+            names: Mutex::new(()),
+            last_load: Mutex::new(None),
+        }
+    }
+
+    /// Replaces the clock (unix millis), for tests of time-based filters.
+    pub fn with_clock(mut self, clock: impl Fn() -> u64 + Send + Sync + 'static) -> Sessions {
+        self.clock = Arc::new(clock);
+        self
+    }
+
+    /// What the last load of a session from storage read (a cache miss or a `reload`).
+    pub fn last_load_stats(&self) -> Option<LoadStats> {
+        lock(&self.last_load).clone()
+    }
+
+    /// Drops the cached state of session `id_or_name` and loads it again from
+    /// storage, from its newest valid checkpoint or, with `use_checkpoints`
+    /// false, from its first event. For benchmarks and diagnostics.
+    pub fn reload(
+        &self,
+        id_or_name: &str,
+        use_checkpoints: bool,
+    ) -> Result<(SessionState, LoadStats), SessionError> {
+        let id = self.resolve(id_or_name)?;
+        let slot = self.slot(&id);
+        let mut slot = lock_slot(&slot);
+        slot.state = None;
+        let (state, stats) = log::load(&*self.storage, &id, &self.label_of(&id), use_checkpoints)?;
+        *lock(&self.last_load) = Some(stats.clone());
+        slot.state = Some(state.clone());
+        Ok((state, stats))
+    }
+
+    pub(crate) fn now(&self) -> u64 {
+        (self.clock)()
+    }
+
+    /// The lock and cache of session `id`.
+    pub(crate) fn slot(&self, id: &str) -> Arc<Mutex<Slot>> {
+        lock(&self.slots).entry(id.to_string()).or_default().clone()
+    }
+
+    /// The state of the session whose slot is `slot`, loaded if not cached.
+    pub(crate) fn loaded<'a>(
+        &self,
+        slot: &'a mut Slot,
+        id: &str,
+    ) -> Result<&'a mut SessionState, SessionError> {
+        if slot.state.is_none() {
+            let (state, stats) = log::load(&*self.storage, id, &self.label_of(id), true)?;
+            *lock(&self.last_load) = Some(stats);
+            self.reconcile_info(&state);
+            slot.state = Some(state);
+        }
+        slot.state
+            .as_mut()
+            .ok_or_else(|| SessionError::NotFound(id.to_string()))
+    }
+
+    /// A copy of the state of session `id`.
+    pub(crate) fn state_of(&self, id: &str) -> Result<SessionState, SessionError> {
+        let slot = self.slot(id);
+        let mut slot = lock_slot(&slot);
+        Ok(self.loaded(&mut slot, id)?.clone())
+    }
+
+    /// Appends `kind` to session `id` after checking it against the lifecycle;
+    /// the caller holds the session's slot. Updates the cache, the indexes and
+    /// writes a checkpoint when one is due.
+    pub(crate) fn append_locked(
+        &self,
+        slot: &mut Slot,
+        id: &str,
+        mut kind: EventKind,
+    ) -> Result<Event, SessionError> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let state = self.loaded(slot, id)?;
+            state.check(&kind)?;
+            let at = self.now().max(state.updated_at_ms);
+            let event = Event::seal(id, state.last_seq + 1, at, &state.last_hash, kind);
+            match self.storage.append(id, state.last_seq, &[event.to_bytes()]) {
+                Ok(_) => {}
+                Err(StorageError::Conflict { .. }) if attempt < CONFLICT_RETRIES => {
+                    // Another host extended the log: reload and check again.
+                    slot.state = None;
+                    kind = event.kind;
+                    continue;
+                }
+                Err(e) => {
+                    // The write may or may not have reached the log: reload next time.
+                    slot.state = None;
+                    return Err(log::storage_error(e, &self.label_of(id)));
+                }
+            }
+            let before = SessionInfo::from(&*state);
+            if let Err(e) = state.apply(&event) {
+                slot.state = None;
+                return Err(e);
+            }
+            self.after_append(state, &before, &event);
+            return Ok(event);
+        }
+    }
+
+    /// Index and checkpoint upkeep after an acknowledged append. The event is
+    /// durable already, so failures here only cost a slower load or a stale
+    /// listing (repaired by `recover`); they are logged, not returned.
+    fn after_append(&self, state: &SessionState, before: &SessionInfo, event: &Event) {
+        let changed =
+            before.status != state.status || before.name != state.name || before.tags != state.tags;
+        if changed && let Err(e) = self.put_info(state) {
+            tracing::warn!(session = %state.id, error = %e, "could not update the session index");
+        }
+        if before.status.is_live()
+            && !state.status.is_live()
+            && let Some(name) = &state.name
+            && let Err(e) = self.release_name(name, &state.id)
+        {
+            tracing::warn!(session = %state.id, error = %e, "could not release the session's name");
+        }
+        let every = self.config.checkpoint_every;
+        let due = matches!(
+            event.kind,
+            EventKind::Handoff(_)
+                | EventKind::HandoffReceived { .. }
+                | EventKind::Paused { .. }
+                | EventKind::Ended { .. }
+                | EventKind::Archived
+        ) || event.seq.is_multiple_of(every.max(1));
+        if every > 0
+            && due
+            && let Err(e) = checkpoint::write(&*self.storage, state, self.config.keep_checkpoints)
+        {
+            tracing::warn!(session = %state.id, error = %e, "could not write a checkpoint");
+        }
+    }
+
+    pub(crate) fn put_info(&self, state: &SessionState) -> Result<(), StorageError> {
+        let info = serde_json::to_vec(&SessionInfo::from(state)).unwrap_or_default();
+        self.storage.put(SESSIONS_BUCKET, &state.id, &info)
+    }
+
+    pub(crate) fn get_info(&self, id: &str) -> Result<Option<SessionInfo>, StorageError> {
+        Ok(self
+            .storage
+            .get(SESSIONS_BUCKET, id)?
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok()))
+    }
+
+    /// Rewrites the listing entry when it fell behind the log (a crash between the two writes).
+    pub(crate) fn reconcile_info(&self, state: &SessionState) {
+        let stored = self.get_info(&state.id).ok().flatten();
+        let fresh = SessionInfo::from(state);
+        let stale = stored.is_none_or(|s| {
+            s.status != fresh.status
+                || s.name != fresh.name
+                || s.tags != fresh.tags
+                || s.project != fresh.project
+        });
+        if stale && let Err(e) = self.put_info(state) {
+            tracing::warn!(session = %state.id, error = %e, "could not update the session index");
+        }
+    }
+
+    /// How errors name session `id`: with its name when the index knows it.
+    pub(crate) fn label_of(&self, id: &str) -> String {
+        match self.get_info(id).ok().flatten().and_then(|i| i.name) {
+            Some(name) => format!("`{name}` ({id})"),
+            None => format!("`{id}`"),
+        }
+    }
+
+    /// The id of the session with id or name `id_or_name`: an id first, then a
+    /// live session's name, then the newest ended session of that name.
+    pub(crate) fn resolve(&self, id_or_name: &str) -> Result<String, SessionError> {
+        if id_or_name.starts_with(ID_PREFIX)
+            && (lock(&self.slots).contains_key(id_or_name)
+                || self.storage.get(SESSIONS_BUCKET, id_or_name)?.is_some()
+                || self.log_exists(id_or_name)?)
+        {
+            return Ok(id_or_name.to_string());
+        }
+        if let Some(id) = self.storage.get(NAMES_BUCKET, id_or_name)? {
+            return String::from_utf8(id).map_err(|_| {
+                SessionError::Storage(StorageError::Corrupt(format!(
+                    "the name index entry for `{id_or_name}`"
+                )))
+            });
+        }
+        let newest = self
+            .storage
+            .scan(SESSIONS_BUCKET, "")?
+            .into_iter()
+            .filter_map(|(_, bytes)| serde_json::from_slice::<SessionInfo>(&bytes).ok())
+            .filter(|info| info.name.as_deref() == Some(id_or_name))
+            .max_by_key(|info| info.created_at_ms);
+        newest
+            .map(|info| info.id)
+            .ok_or_else(|| SessionError::NotFound(id_or_name.to_string()))
+    }
+
+    /// Whether stream `id` holds a log; a damaged one counts, so that loading
+    /// it reports the damage.
+    fn log_exists(&self, id: &str) -> Result<bool, StorageError> {
+        match self.storage.last_seq(id) {
+            Ok(last) => Ok(last > 0),
+            Err(StorageError::Damaged { .. }) => Ok(true),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Claims `name` for session `id`; the caller holds `names`. A name held by
+    /// a session that is no longer live (or was never written) is taken over.
+    pub(crate) fn claim_name(&self, name: &str, id: &str) -> Result<(), SessionError> {
+        if let Some(holder) = self.storage.get(NAMES_BUCKET, name)? {
+            let holder = String::from_utf8_lossy(&holder).into_owned();
+            if holder != id {
+                match self.state_of(&holder) {
+                    Ok(state) if state.status.is_live() => {
+                        return Err(SessionError::NameTaken {
+                            name: name.to_string(),
+                            holder: state.label(),
+                        });
+                    }
+                    Ok(_) | Err(SessionError::NotFound(_)) => {}
+                    // A holder we cannot read keeps its name: it may be live.
+                    Err(_) => {
+                        return Err(SessionError::NameTaken {
+                            name: name.to_string(),
+                            holder: format!("`{holder}`"),
+                        });
+                    }
+                }
+            }
+        }
+        self.storage.put(NAMES_BUCKET, name, id.as_bytes())?;
+        Ok(())
+    }
+
+    /// Frees `name` if session `id` holds it.
+    pub(crate) fn release_name(&self, name: &str, id: &str) -> Result<(), StorageError> {
+        if self.storage.get(NAMES_BUCKET, name)?.as_deref() == Some(id.as_bytes()) {
+            self.storage.delete(NAMES_BUCKET, name)?;
+        }
+        Ok(())
+    }
+
+    /// Ids of all sessions in the storage, from their log streams.
+    pub(crate) fn session_ids(&self) -> Result<Vec<String>, StorageError> {
+        Ok(self
+            .storage
+            .streams()?
+            .into_iter()
+            .filter(|s| s.starts_with(ID_PREFIX))
+            .collect())
+    }
+}
+
+/// Locks `slot`; a slot poisoned by a panic mid-append drops its cache, since
+/// it may no longer match the log.
+pub(crate) fn lock_slot(slot: &Mutex<Slot>) -> MutexGuard<'_, Slot> {
+    match slot.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => {
+            let mut guard = poisoned.into_inner();
+            guard.state = None;
+            slot.clear_poison();
+            guard
+        }
+    }
+}
+
+/// Locks a mutex whose data stays consistent even if a holder panicked.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}

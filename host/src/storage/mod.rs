@@ -1,0 +1,100 @@
+//! Durable storage behind one small trait.
+//!
+//! The trait is shaped like a distributed log store (NATS JetStream): an append
+//! to a stream states the sequence it expects to follow, so two hosts can never
+//! both extend one session; checkpoints and indexes are values under a key in
+//! a bucket. sled is the embedded default (`sled_store`); its types stay in its
+//! module.
+
+mod sled_store;
+
+#[cfg(test)]
+pub(crate) use sled_store::raw as sled_raw;
+pub use sled_store::{Durability, SledStore};
+
+/// Why a storage operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    /// The stream does not end where the caller expected: another writer got there first.
+    #[error(
+        "stream `{stream}` ends at sequence {actual}, not {expected}: another writer appended first"
+    )]
+    Conflict {
+        stream: String,
+        expected: u64,
+        actual: u64,
+    },
+    /// The data dir is in use by another process.
+    #[error(
+        "data dir `{dir}` is in use by another glovebox process{}: stop it, or give this one another data dir",
+        .holder.as_ref().map(|h| format!(" ({h})")).unwrap_or_default()
+    )]
+    Locked { dir: String, holder: Option<String> },
+    /// The disk or the database failed; nothing of the operation is acknowledged.
+    #[error("storage i/o error: {0}")]
+    Io(String),
+    /// A stream cannot be read from sequence `seq` on: an entry is missing
+    /// (a gap), or the stored record holding it does not decode. `seq` is the
+    /// first sequence that cannot be read; the entries before it may be read
+    /// by reading fewer of them. Only damage to the data dir (or a bug) does
+    /// this; other streams are unaffected.
+    #[error("stream `{stream}` cannot be read at sequence {seq}: {reason}")]
+    Damaged {
+        stream: String,
+        seq: u64,
+        reason: String,
+    },
+    /// Stored bytes do not decode, and not at one stream position (a stream
+    /// name, a key in a bucket, sled's own files).
+    #[error("corrupt record: {0}")]
+    Corrupt(String),
+}
+
+/// The storage a host keeps its sessions in.
+///
+/// Every method that writes returns only once the write is durable (see
+/// [`Durability`]); concurrent writers share flushes (group commit).
+pub trait Storage: Send + Sync + 'static {
+    /// Appends `entries` to `stream`, which must currently end at `expected_last`
+    /// (0 for an empty stream). The entries get sequence numbers
+    /// `expected_last + 1 ..`; returns the new last sequence once durable.
+    /// The append is atomic: after a crash, all of its entries are there or
+    /// none. With no entries it only checks `expected_last`.
+    fn append(
+        &self,
+        stream: &str,
+        expected_last: u64,
+        entries: &[Vec<u8>],
+    ) -> Result<u64, StorageError>;
+
+    /// Up to `max` entries of `stream` with sequence >= `from`, in order.
+    ///
+    /// Fails with [`StorageError::Damaged`] when an entry it would return, or
+    /// the stored record holding it, is missing or does not decode; a read
+    /// that stops before the damage succeeds.
+    fn read(
+        &self,
+        stream: &str,
+        from: u64,
+        max: usize,
+    ) -> Result<Vec<(u64, Vec<u8>)>, StorageError>;
+
+    /// The last sequence of `stream` (0 when empty or absent). Fails with
+    /// [`StorageError::Damaged`] when the record that ends the stream does not decode.
+    fn last_seq(&self, stream: &str) -> Result<u64, StorageError>;
+
+    /// Names of all streams.
+    fn streams(&self) -> Result<Vec<String>, StorageError>;
+
+    /// Stores `value` under `key` in `bucket`; durable on return.
+    fn put(&self, bucket: &str, key: &str, value: &[u8]) -> Result<(), StorageError>;
+
+    /// The value under `key` in `bucket`.
+    fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>, StorageError>;
+
+    /// Removes `key` from `bucket`; durable on return.
+    fn delete(&self, bucket: &str, key: &str) -> Result<(), StorageError>;
+
+    /// All keys of `bucket` starting with `prefix`, in key order, with their values.
+    fn scan(&self, bucket: &str, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, StorageError>;
+}

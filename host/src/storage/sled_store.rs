@@ -1,0 +1,587 @@
+//! The embedded backend: sled 0.34, one process per data dir.
+//!
+//! Layout of a data dir:
+//!
+//! - `LOCK`: held by the process using the dir (see [`dir_lock`]).
+//! - `sled/`: the database, with these trees:
+//!   - `streams`: one key per append, `<stream> 0x00 <sequence of its first
+//!     entry, 8 bytes big-endian>`, whose value holds the append's entries
+//!     ([`chunk`]). A prefix scan yields a stream's entries in order, and its
+//!     last key gives its head.
+//!   - `kv:<bucket>`: one tree per bucket, keys and values as given.
+//!
+//! Why one key per append rather than a key per entry plus a tree of heads:
+//! an append must be atomic (after a crash, head and entries agree), and
+//! sled 0.34 makes a write of several keys atomic only through a `Batch` or a
+//! transaction. Each of those takes a process-wide lock and seals sled's I/O
+//! buffer, writing it out on its own (a `pwrite` plus a `sync_file_range`,
+//! ~100 µs here), which capped appends at ~10k/s however many writers shared
+//! a flush. A single key is one log record, which sled recovers whole or not
+//! at all, and concurrent appends share I/O buffers and flushes.
+//!
+//! A stream that does not read back whole (a record missing between two
+//! others, a record or key that does not decode) is reported as
+//! [`StorageError::Damaged`] at the first sequence that cannot be read, so a
+//! caller can tell which stream, and from where, is damaged.
+//!
+//! Appends to one stream are serialized in this process by a striped lock
+//! (read the head, compare, insert), and the data dir lock keeps other
+//! processes out, so `expected_last` needs no transaction. Durability comes
+//! from group commit ([`group_commit`]).
+
+mod chunk;
+mod dir_lock;
+mod group_commit;
+mod strict;
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, PoisonError, RwLock};
+
+use self::group_commit::GroupCommit;
+use self::strict::StrictSync;
+use super::{Storage, StorageError};
+
+/// When a write counts as durable, that is, when [`SledStore`] acknowledges it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// sled's `flush()`: the log is written out with `sync_file_range`. An
+    /// acknowledged write survives a killed or crashed process, not a power
+    /// cut or a kernel crash (the disk's cache is not flushed). ~100 µs per
+    /// flush on this kind of VM. sled also `fsync`s its log from a background
+    /// thread every 500 ms, which bounds the loss on a power cut without
+    /// promising anything.
+    Flush,
+    /// `Flush`, then `fdatasync` on the files sled wrote (its log, new blob
+    /// files; see the `strict` module): an acknowledged write survives a power
+    /// cut on a disk that honours flushes. Costs 0.1 to 4 ms more per flush
+    /// on this kind of VM, shared by every writer waiting on it.
+    Strict,
+}
+
+/// [`Storage`] on sled. Open one per data dir and share it (`Arc`) between
+/// threads; a second open of the same dir, in this process or another, is
+/// refused with [`StorageError::Locked`] until the first is dropped.
+///
+/// # Failure
+///
+/// When a flush fails (disk full, I/O error), every write waiting on it gets
+/// [`StorageError::Io`] and the store turns *failed*: every later call,
+/// reads included, fails at once with that first error. sled's memory may by
+/// then hold writes that were never acknowledged, and they may or may not be
+/// on disk, so neither reads nor later flushes can be trusted. Drop the store
+/// and open the dir again: what recovery finds is consistent (whole appends,
+/// no gaps), and includes every acknowledged write and perhaps some
+/// unacknowledged ones, as with any database.
+pub struct SledStore {
+    dir: PathBuf,
+    durability: Durability,
+    db: sled::Db,
+    streams: sled::Tree,
+    /// Serializes appends to one stream: a stream always maps to one stripe.
+    append_locks: Box<[Mutex<()>]>,
+    buckets: RwLock<HashMap<String, sled::Tree>>,
+    commit: GroupCommit,
+    strict: Option<StrictSync>,
+    #[cfg(feature = "fault-injection")]
+    failing_flushes: std::sync::atomic::AtomicUsize,
+    /// Declared last, so it is released only after sled has closed its files.
+    _lock: File,
+}
+
+impl std::fmt::Debug for SledStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SledStore")
+            .field("dir", &self.dir)
+            .field("durability", &self.durability)
+            .finish_non_exhaustive()
+    }
+}
+
+fn sled_error(e: sled::Error) -> StorageError {
+    match e {
+        sled::Error::Corruption { .. } => StorageError::Corrupt(e.to_string()),
+        _ => StorageError::Io(e.to_string()),
+    }
+}
+
+/// The key prefix of a stream's entries: its name and a NUL.
+fn stream_prefix(stream: &str) -> Result<Vec<u8>, StorageError> {
+    if stream.contains('\0') {
+        return Err(StorageError::Io(format!(
+            "stream name {stream:?} contains a NUL character, which stream names cannot hold: pick another name"
+        )));
+    }
+    let mut prefix = Vec::with_capacity(stream.len() + 9);
+    prefix.extend_from_slice(stream.as_bytes());
+    prefix.push(0);
+    Ok(prefix)
+}
+
+fn entry_key(prefix: &[u8], seq: u64) -> Vec<u8> {
+    let mut key = Vec::with_capacity(prefix.len() + 8);
+    key.extend_from_slice(prefix);
+    key.extend_from_slice(&seq.to_be_bytes());
+    key
+}
+
+/// The first sequence of the record under stream key `key`; `None` when the
+/// key does not end in an 8-byte sequence.
+fn key_seq(prefix: &[u8], key: &[u8]) -> Option<u64> {
+    let raw: [u8; 8] = key.get(prefix.len()..)?.try_into().ok()?;
+    Some(u64::from_be_bytes(raw))
+}
+
+fn damaged(stream: &str, seq: u64, reason: String) -> StorageError {
+    StorageError::Damaged {
+        stream: stream.to_string(),
+        seq,
+        reason,
+    }
+}
+
+/// The record of `stream` starting at `first` does not decode.
+fn malformed(stream: &str, first: u64, what: String) -> StorageError {
+    damaged(
+        stream,
+        first,
+        format!("the stored record holding it is malformed: {what}"),
+    )
+}
+
+/// The first key after all keys of the stream with this prefix.
+fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    // The NUL that ends the prefix becomes 0x01.
+    if let Some(last) = end.last_mut() {
+        *last = 1;
+    }
+    end
+}
+
+/// The last sequence of the record of `stream` starting at `first` with
+/// `count` (>= 1) entries.
+fn last_seq_of(stream: &str, first: u64, count: u64) -> Result<u64, StorageError> {
+    first.checked_add(count - 1).ok_or_else(|| {
+        malformed(
+            stream,
+            first,
+            format!("it holds {count} entries, past the largest sequence"),
+        )
+    })
+}
+
+/// The sled tree holding every stream's records.
+const STREAMS_TREE: &str = "streams";
+
+/// Append lock stripes: enough that writers of different streams rarely
+/// share one; each is held only for a head lookup and an in-memory insert.
+const APPEND_STRIPES: usize = 64;
+
+impl SledStore {
+    /// Opens (creating it if needed) the store in `dir`: locks `<dir>/LOCK`,
+    /// then opens sled in `<dir>/sled`. Fails at once with
+    /// [`StorageError::Locked`] if another store has the dir.
+    #[tracing::instrument(skip_all, fields(dir = %dir.display(), ?durability))]
+    pub fn open(dir: &Path, durability: Durability) -> Result<SledStore, StorageError> {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            StorageError::Io(format!("cannot create data dir `{}`: {e}", dir.display()))
+        })?;
+        let lock = dir_lock::lock_data_dir(dir)?;
+        let sled_dir = dir.join("sled");
+        let db = sled::Config::new()
+            .path(&sled_dir)
+            .open()
+            .map_err(sled_error)?;
+        let streams = db.open_tree(STREAMS_TREE).map_err(sled_error)?;
+        let strict = match durability {
+            Durability::Flush => None,
+            Durability::Strict => {
+                db.flush().map_err(sled_error)?;
+                Some(StrictSync::open(dir, &sled_dir).map_err(StorageError::Io)?)
+            }
+        };
+        tracing::debug!("storage opened");
+        Ok(SledStore {
+            dir: dir.to_path_buf(),
+            durability,
+            db,
+            streams,
+            append_locks: (0..APPEND_STRIPES).map(|_| Mutex::new(())).collect(),
+            buckets: RwLock::new(HashMap::new()),
+            commit: GroupCommit::new(),
+            strict,
+            #[cfg(feature = "fault-injection")]
+            failing_flushes: std::sync::atomic::AtomicUsize::new(0),
+            _lock: lock,
+        })
+    }
+
+    /// The data dir.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The durability writes are acknowledged at.
+    pub fn durability(&self) -> Durability {
+        self.durability
+    }
+
+    /// Number of flushes done so far (each one `db.flush()`, plus the
+    /// `fdatasync`s in [`Durability::Strict`]). Concurrent writers share
+    /// flushes, so this grows slower than the number of writes.
+    pub fn flush_count(&self) -> u64 {
+        self.commit.flush_count()
+    }
+
+    /// Makes the next `n` flushes fail with an I/O error, without flushing:
+    /// the writes waiting on them are not acknowledged, and the store turns
+    /// failed (see [`SledStore`]).
+    #[cfg(feature = "fault-injection")]
+    pub fn fail_next_flushes(&self, n: usize) {
+        self.failing_flushes
+            .store(n, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// One flush, run by a group-commit leader for every writer waiting.
+    fn flush(&self) -> Result<(), String> {
+        #[cfg(feature = "fault-injection")]
+        {
+            use std::sync::atomic::Ordering;
+            if self
+                .failing_flushes
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok()
+            {
+                return Err(format!(
+                    "injected fault: flushing `{}` failed: restart glovebox to reopen the data dir",
+                    self.dir.display()
+                ));
+            }
+        }
+        let fail = |e: String| {
+            format!(
+                "flushing `{}` failed: {e}: free disk space or fix the disk, then restart glovebox to reopen the data dir",
+                self.dir.display()
+            )
+        };
+        self.db.flush().map_err(|e| fail(e.to_string()))?;
+        if let Some(strict) = &self.strict {
+            strict.sync().map_err(fail)?;
+        }
+        Ok(())
+    }
+
+    fn wait_durable(&self) -> Result<(), StorageError> {
+        self.commit.wait_durable(|| self.flush())
+    }
+
+    /// A write to sled failed: nothing tells how much of it is in memory, so
+    /// the store fails from now on.
+    fn write_failed(&self, e: sled::Error) -> StorageError {
+        let error = sled_error(e);
+        self.commit.poison(format!(
+            "writing to `{}` failed: {error}: restart glovebox to reopen the data dir",
+            self.dir.display()
+        ));
+        error
+    }
+
+    /// The tree of `bucket` if it exists. Reads use this: they must not
+    /// create trees.
+    fn existing_bucket(&self, bucket: &str) -> Result<Option<sled::Tree>, StorageError> {
+        if let Some(tree) = self
+            .buckets
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(bucket)
+        {
+            return Ok(Some(tree.clone()));
+        }
+        let name = format!("kv:{bucket}");
+        if self
+            .db
+            .tree_names()
+            .iter()
+            .any(|n| n.as_ref() == name.as_bytes())
+        {
+            self.bucket(bucket).map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// The tree of `bucket`, created if needed.
+    fn bucket(&self, bucket: &str) -> Result<sled::Tree, StorageError> {
+        if let Some(tree) = self
+            .buckets
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(bucket)
+        {
+            return Ok(tree.clone());
+        }
+        let tree = self
+            .db
+            .open_tree(format!("kv:{bucket}"))
+            .map_err(|e| self.write_failed(e))?;
+        self.buckets
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(bucket.to_string(), tree.clone());
+        Ok(tree)
+    }
+
+    /// The last sequence of `stream` (whose key prefix is `prefix`): the first
+    /// sequence of its last record plus that record's entries, less one.
+    fn head(&self, stream: &str, prefix: &[u8]) -> Result<u64, StorageError> {
+        let end = prefix_end(prefix);
+        let Some(last) = self.streams.range(prefix..&end[..]).next_back() else {
+            return Ok(0);
+        };
+        let (key, value) = last.map_err(sled_error)?;
+        let Some(first) = key_seq(prefix, &key) else {
+            return Err(self.bad_key(stream, prefix, &key));
+        };
+        let count = chunk::count(&value).map_err(|what| malformed(stream, first, what))?;
+        last_seq_of(stream, first, count)
+    }
+
+    /// The error for key `key` of `stream`, which does not end in a sequence:
+    /// the stream is damaged from just after the nearest record before the
+    /// key that reads, or from 1 when there is none.
+    fn bad_key(&self, stream: &str, prefix: &[u8], key: &[u8]) -> StorageError {
+        let reason = format!(
+            "the stored record key in its place is malformed: {} bytes follow the stream name, not an 8-byte sequence",
+            key.len() - prefix.len()
+        );
+        let mut upper = key.to_vec();
+        let seq = loop {
+            let Some(item) = self.streams.range(prefix.to_vec()..upper).next_back() else {
+                break 1;
+            };
+            let (key, value) = match item {
+                Ok(item) => item,
+                Err(e) => return sled_error(e),
+            };
+            let Some(first) = key_seq(prefix, &key) else {
+                upper = key.to_vec();
+                continue;
+            };
+            // A record that does not decode is where the damage begins.
+            break match chunk::count(&value) {
+                Ok(count) => first.saturating_add(count),
+                Err(_) => first,
+            };
+        };
+        damaged(stream, seq, reason)
+    }
+
+    fn append_lock(&self, stream: &str) -> MutexGuard<'_, ()> {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        stream.hash(&mut hasher);
+        let stripe = (hasher.finish() % APPEND_STRIPES as u64) as usize;
+        // It guards no data, so a panic while it was held left nothing broken.
+        self.append_locks[stripe]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Storage for SledStore {
+    fn append(
+        &self,
+        stream: &str,
+        expected_last: u64,
+        entries: &[Vec<u8>],
+    ) -> Result<u64, StorageError> {
+        self.commit.check()?;
+        let prefix = stream_prefix(stream)?;
+        let new_last = u64::try_from(entries.len())
+            .ok()
+            .and_then(|n| expected_last.checked_add(n))
+            .ok_or_else(|| {
+                StorageError::Io(format!(
+                    "stream `{stream}` would pass the largest sequence number"
+                ))
+            })?;
+        let record = match entries {
+            [] => None,
+            _ => Some(chunk::encode(entries)?),
+        };
+        {
+            let _serialized = self.append_lock(stream);
+            let actual = self.head(stream, &prefix)?;
+            if actual != expected_last {
+                return Err(StorageError::Conflict {
+                    stream: stream.to_string(),
+                    expected: expected_last,
+                    actual,
+                });
+            }
+            // An empty append only confirms the head. It still waits for a
+            // flush below: that head may be another writer's, not yet durable.
+            if let Some(record) = record {
+                self.streams
+                    .insert(entry_key(&prefix, expected_last + 1), record)
+                    .map_err(|e| self.write_failed(e))?;
+            }
+        }
+        self.wait_durable()?;
+        Ok(new_last)
+    }
+
+    fn read(
+        &self,
+        stream: &str,
+        from: u64,
+        max: usize,
+    ) -> Result<Vec<(u64, Vec<u8>)>, StorageError> {
+        self.commit.check()?;
+        let prefix = stream_prefix(stream)?;
+        let from = from.max(1);
+        // Start at the record holding `from`: the last one starting at or
+        // before it. With none, the stream's first record must start at 1.
+        let (start, mut expected_first) = match self
+            .streams
+            .range(&prefix[..]..=&entry_key(&prefix, from)[..])
+            .next_back()
+        {
+            Some(item) => (item.map_err(sled_error)?.0.to_vec(), None),
+            None => (prefix.clone(), Some(1)),
+        };
+        let mut out = Vec::new();
+        for item in self.streams.range(start..prefix_end(&prefix)) {
+            if out.len() >= max {
+                break;
+            }
+            let (key, value) = item.map_err(sled_error)?;
+            let Some(first) = key_seq(&prefix, &key) else {
+                return Err(self.bad_key(stream, &prefix, &key));
+            };
+            match expected_first {
+                Some(expected) if first > expected => {
+                    return Err(damaged(stream, expected, "it is missing".to_string()));
+                }
+                Some(expected) if first < expected => {
+                    return Err(damaged(
+                        stream,
+                        first,
+                        "two stored records hold it".to_string(),
+                    ));
+                }
+                _ => {}
+            }
+            let record = chunk::decode(&value).map_err(|what| malformed(stream, first, what))?;
+            let last = last_seq_of(stream, first, record.len() as u64)?;
+            expected_first = last.checked_add(1);
+            for (seq, entry) in (first..=last).zip(record) {
+                if seq >= from && out.len() < max {
+                    out.push((seq, entry.to_vec()));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn last_seq(&self, stream: &str) -> Result<u64, StorageError> {
+        self.commit.check()?;
+        self.head(stream, &stream_prefix(stream)?)
+    }
+
+    fn streams(&self) -> Result<Vec<String>, StorageError> {
+        self.commit.check()?;
+        let mut names = Vec::new();
+        let mut from = Vec::new();
+        // One seek per stream: read a key, then jump past its stream.
+        while let Some(item) = self.streams.range(&from[..]..).next() {
+            let (key, _) = item.map_err(sled_error)?;
+            let Some(nul) = key.iter().position(|b| *b == 0) else {
+                return Err(StorageError::Corrupt(
+                    "a stream key holds no NUL".to_string(),
+                ));
+            };
+            let name = String::from_utf8(key[..nul].to_vec())
+                .map_err(|_| StorageError::Corrupt("a stream name is not UTF-8".to_string()))?;
+            names.push(name);
+            from = prefix_end(&key[..=nul]);
+        }
+        Ok(names)
+    }
+
+    fn put(&self, bucket: &str, key: &str, value: &[u8]) -> Result<(), StorageError> {
+        self.commit.check()?;
+        let tree = self.bucket(bucket)?;
+        tree.insert(key.as_bytes(), value)
+            .map_err(|e| self.write_failed(e))?;
+        self.wait_durable()
+    }
+
+    fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>, StorageError> {
+        self.commit.check()?;
+        let Some(tree) = self.existing_bucket(bucket)? else {
+            return Ok(None);
+        };
+        Ok(tree
+            .get(key.as_bytes())
+            .map_err(sled_error)?
+            .map(|v| v.to_vec()))
+    }
+
+    fn delete(&self, bucket: &str, key: &str) -> Result<(), StorageError> {
+        self.commit.check()?;
+        let Some(tree) = self.existing_bucket(bucket)? else {
+            return Ok(());
+        };
+        tree.remove(key.as_bytes())
+            .map_err(|e| self.write_failed(e))?;
+        self.wait_durable()
+    }
+
+    fn scan(&self, bucket: &str, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
+        self.commit.check()?;
+        let Some(tree) = self.existing_bucket(bucket)? else {
+            return Ok(Vec::new());
+        };
+        tree.scan_prefix(prefix.as_bytes())
+            .map(|item| {
+                let (key, value) = item.map_err(sled_error)?;
+                let key = String::from_utf8(key.to_vec()).map_err(|_| {
+                    StorageError::Corrupt(format!("a key in bucket `{bucket}` is not UTF-8"))
+                })?;
+                Ok((key, value.to_vec()))
+            })
+            .collect()
+    }
+}
+
+/// The layout of streams on disk, for tests that damage a closed data dir
+/// behind the store's back.
+#[cfg(test)]
+pub(crate) mod raw {
+    /// The sled tree, in `<data dir>/sled`, holding every stream's records.
+    pub(crate) const STREAMS_TREE: &str = super::STREAMS_TREE;
+
+    /// The key of the record of `stream` whose first entry has sequence `seq`.
+    pub(crate) fn record_key(stream: &str, seq: u64) -> Vec<u8> {
+        let prefix = super::stream_prefix(stream).expect("a stream name without NUL");
+        super::entry_key(&prefix, seq)
+    }
+
+    /// A record holding `entries`.
+    pub(crate) fn encode_record(entries: &[Vec<u8>]) -> Vec<u8> {
+        super::chunk::encode(entries).expect("a record under 4 GiB")
+    }
+
+    /// The entries of a record.
+    pub(crate) fn decode_record(bytes: &[u8]) -> Result<Vec<Vec<u8>>, String> {
+        Ok(super::chunk::decode(bytes)?
+            .into_iter()
+            .map(<[u8]>::to_vec)
+            .collect())
+    }
+}

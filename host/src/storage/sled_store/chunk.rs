@@ -1,0 +1,94 @@
+//! The value under one stream key: the entries of one append.
+//!
+//! An append is stored as a single sled key (`<stream> 0x00 <first seq>`), so
+//! that sled writes it as one log record, recovered whole or not at all.
+//! Format: entry count (u32 BE), then per entry its length (u32 BE) and bytes.
+
+use crate::storage::StorageError;
+
+/// Encodes the entries of one append.
+pub(super) fn encode(entries: &[Vec<u8>]) -> Result<Vec<u8>, StorageError> {
+    let too_big = || {
+        StorageError::Io("an append is too large: keep it under 4 GiB and 2^32 entries".to_string())
+    };
+    let total = entries.iter().map(|e| 4 + e.len()).sum::<usize>() + 4;
+    let mut out = Vec::with_capacity(total);
+    out.extend_from_slice(
+        &u32::try_from(entries.len())
+            .map_err(|_| too_big())?
+            .to_be_bytes(),
+    );
+    for entry in entries {
+        out.extend_from_slice(
+            &u32::try_from(entry.len())
+                .map_err(|_| too_big())?
+                .to_be_bytes(),
+        );
+        out.extend_from_slice(entry);
+    }
+    Ok(out)
+}
+
+// Decoding fails with what is wrong with the record; the caller knows which
+// stream and sequence it is (see `StorageError::Damaged`).
+
+fn read_u32(bytes: &[u8], at: usize) -> Result<u32, String> {
+    bytes
+        .get(at..at + 4)
+        .and_then(|b| b.try_into().ok())
+        .map(u32::from_be_bytes)
+        .ok_or_else(|| "it ends inside a length".to_string())
+}
+
+/// The number of entries in a record, read from its header alone.
+pub(super) fn count(bytes: &[u8]) -> Result<u64, String> {
+    let n = read_u32(bytes, 0)?;
+    if n == 0 {
+        return Err("it holds no entry".to_string());
+    }
+    Ok(u64::from(n))
+}
+
+/// The entries of a record, in order.
+pub(super) fn decode(bytes: &[u8]) -> Result<Vec<&[u8]>, String> {
+    let n = count(bytes)?;
+    let mut at = 4;
+    let mut out = Vec::new();
+    for _ in 0..n {
+        let len = read_u32(bytes, at)? as usize;
+        at += 4;
+        let entry = bytes
+            .get(at..at + len)
+            .ok_or_else(|| "an entry is cut short".to_string())?;
+        out.push(entry);
+        at += len;
+    }
+    if at != bytes.len() {
+        return Err("bytes follow its last entry".to_string());
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_rejects_damage() {
+        let entries = vec![b"one".to_vec(), Vec::new(), vec![7; 300]];
+        let bytes = encode(&entries).unwrap();
+        assert_eq!(count(&bytes).unwrap(), 3);
+        let back: Vec<Vec<u8>> = decode(&bytes)
+            .unwrap()
+            .into_iter()
+            .map(<[u8]>::to_vec)
+            .collect();
+        assert_eq!(back, entries);
+        assert!(decode(&bytes[..bytes.len() - 1]).is_err());
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(decode(&longer).is_err());
+        assert!(count(&[0, 0, 0, 0]).is_err());
+        assert!(count(&[0, 0]).is_err());
+    }
+}
