@@ -8,4 +8,5 @@ mod filesystem;
 mod malformed;
 mod memory;
 mod network;
+mod sessions;
 mod util;

@@ -10,7 +10,10 @@ use super::paths::{canonical, normalize, parent_dir, read_source, resolve_dir, s
 use super::plugin::load_manifest;
 use super::source::{self, SIZE_HINT, Source};
 use super::units::{Size, format_size};
-use super::{ConfigError, HostConfig, Limits, MAX_CONCURRENT_CALLS, PluginManifest, RuntimeConfig};
+use super::{
+    ConfigError, DurabilityMode, HostConfig, Limits, MAX_CONCURRENT_CALLS, PluginManifest,
+    RuntimeConfig, StorageConfig,
+};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -23,6 +26,15 @@ pub(super) struct RawHostConfig {
     #[serde(default)]
     pub(super) plugin: Vec<RawPluginEntry>,
     hooks: Option<String>,
+    #[serde(default)]
+    storage: RawStorage,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawStorage {
+    durability: Option<String>,
+    checkpoint_every: Option<i64>,
 }
 
 #[derive(Deserialize)]
@@ -70,6 +82,7 @@ impl HostConfig {
             }
         };
 
+        let storage = validate_storage(&src, &raw.storage)?;
         let cap = MemoryCap::new(&runtime, &src.file);
         if let Some((problem, hint)) = cap.check(defaults.memory) {
             return Err(src.invalid("defaults.memory", problem, hint));
@@ -137,6 +150,7 @@ impl HostConfig {
             runtime,
             plugins,
             hooks_explicitly_none,
+            storage,
         })
     }
 
@@ -150,6 +164,7 @@ impl HostConfig {
             runtime: RuntimeConfig::default(),
             plugins,
             hooks_explicitly_none: false,
+            storage: StorageConfig::default(),
         }
     }
 
@@ -199,6 +214,31 @@ impl<'a> MemoryCap<'a> {
             ),
         ))
     }
+}
+
+fn validate_storage(src: &Source, raw: &RawStorage) -> Result<StorageConfig, ConfigError> {
+    let mut storage = StorageConfig::default();
+    match raw.durability.as_deref() {
+        None | Some("flush") => {}
+        Some("strict") => storage.durability = DurabilityMode::Strict,
+        Some(other) => {
+            return Err(src.invalid(
+                "storage.durability",
+                format!("`{other}` is not a durability mode"),
+                "write `\"flush\"` (survives a killed process) or `\"strict\"` (also fdatasync, survives a power cut)",
+            ));
+        }
+    }
+    if let Some(every) = raw.checkpoint_every {
+        storage.checkpoint_every = u64::try_from(every).map_err(|_| {
+            src.invalid(
+                "storage.checkpoint_every",
+                format!("{every} is negative"),
+                "write a number of events, or 0 for checkpoints only at handoffs, pauses and ends",
+            )
+        })?;
+    }
+    Ok(storage)
 }
 
 fn validate_runtime(

@@ -50,6 +50,37 @@ pub struct HostConfig {
     pub plugins: Vec<PluginManifest>,
     /// `hooks = "none"`: the operator states that no permission hooks run.
     pub hooks_explicitly_none: bool,
+    /// `[storage]`: how sessions are kept.
+    pub storage: StorageConfig,
+}
+
+/// `[storage]`: durability of the session log and checkpoint cadence.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StorageConfig {
+    /// `durability = "flush"` (default) or `"strict"`.
+    pub durability: DurabilityMode,
+    /// A checkpoint every this many events of a session (0: only at handoffs,
+    /// pauses and ends). Default 256.
+    pub checkpoint_every: u64,
+}
+
+impl Default for StorageConfig {
+    fn default() -> Self {
+        StorageConfig {
+            durability: DurabilityMode::Flush,
+            checkpoint_every: 256,
+        }
+    }
+}
+
+/// What "acknowledged" survives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DurabilityMode {
+    /// Written out of the process before acknowledging (survives a killed
+    /// process, not a power cut).
+    Flush,
+    /// Also synced to the disk (fdatasync) before acknowledging.
+    Strict,
 }
 
 /// `[runtime]`: host-wide capacity settings.

@@ -1,7 +1,19 @@
 //! The `glovebox` command: a thin layer over the library that parses
 //! arguments and prints. Exit codes: 0 success, 1 internal error, 2 bad usage or
 //! config, 3 denied, 4 invalid input or unknown tool, 5 tool error or crash,
-//! 6 timeout or limit, 7 busy.
+//! 6 timeout or limit, 7 busy, 8 refused by the session (its state or log).
+
+/// `println!` that returns an error instead of panicking when stdout is
+/// closed early (`glovebox log show x | head`).
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*)?
+    }};
+}
+
+mod debug;
+mod sessions;
 
 use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
@@ -57,6 +69,25 @@ enum Command {
         /// Print one JSON document with the result, the metering and captured output.
         #[arg(long)]
         json: bool,
+        /// Run the call in this session (id or name): it is logged there.
+        #[arg(long, short)]
+        session: Option<String>,
+    },
+    /// Sessions: start, list, show, pause, resume, end, archive, hand off.
+    Session {
+        #[command(subcommand)]
+        command: sessions::SessionCommand,
+    },
+    /// The session log: verify its hash chain, show it, export it.
+    Log {
+        #[command(subcommand)]
+        command: sessions::LogCommand,
+    },
+    /// Tools for testing the host itself.
+    #[command(hide = true)]
+    Debug {
+        #[command(subcommand)]
+        command: debug::DebugCommand,
     },
 }
 
@@ -89,11 +120,19 @@ fn main() -> ExitCode {
     };
     match runtime.block_on(run(cli)) {
         Ok(code) => code,
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::from(2)
         }
     }
+}
+
+/// The reader of our stdout went away: not an error of ours.
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain()
+        .filter_map(|c| c.downcast_ref::<std::io::Error>())
+        .any(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
 }
 
 async fn run(cli: Cli) -> Result<ExitCode> {
@@ -111,11 +150,30 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             input,
             input_file,
             json,
+            session,
         } => {
             let input = read_input(input, input_file)?;
             let host = Host::from_config_file(&cli.config).await?;
-            call(&host, &tool, &input, json).await
+            match session {
+                None => {
+                    let report = host.call(&tool, &input, CallContext::standalone()).await;
+                    print_report(&report, json)
+                }
+                Some(session) => {
+                    let (sessions, _) = glovebox::open_sessions(host.config())?;
+                    match host
+                        .call_in_session(&sessions, &session, &tool, &input, None)
+                        .await
+                    {
+                        Ok(report) => print_report(&report, json),
+                        Err(e) => Ok(session_refused(&e)),
+                    }
+                }
+            }
         }
+        Command::Session { command } => sessions::run_session(&cli.config, command).await,
+        Command::Log { command } => sessions::run_log(&cli.config, command),
+        Command::Debug { command } => debug::run(&cli.config, command),
     }
 }
 
@@ -141,21 +199,23 @@ async fn plugin_check(config: &Path, path: &Path) -> Result<ExitCode> {
     };
     let host = Host::load(HostConfig::from_plugins(data_dir, vec![manifest])).await?;
     let plugin = &host.plugins()[0];
-    println!(
+    out!(
         "ok: plugin `{}` is a valid tool plugin",
         plugin.manifest.name
     );
-    println!("component: {}", plugin.manifest.component.display());
-    println!("sha256:    {}", plugin.digest);
-    println!();
+    out!("component: {}", plugin.manifest.component.display());
+    out!("sha256:    {}", plugin.digest);
+    out!();
     for tool in &plugin.tools {
-        println!("{}", tool.name);
-        println!("  {}", tool.description);
-        println!(
+        out!("{}", tool.name);
+        out!("  {}", tool.description);
+        out!(
             "  action: {}  destructive: {}  idempotent: {}",
-            tool.action, tool.destructive, tool.idempotent
+            tool.action,
+            tool.destructive,
+            tool.idempotent
         );
-        println!(
+        out!(
             "  input schema: {}",
             serde_json::to_string(&tool.input_schema)?
         );
@@ -177,11 +237,11 @@ fn user_cache_dir() -> PathBuf {
 fn print_tools(host: &Host, json: bool) -> Result<()> {
     let tools = host.tools();
     if json {
-        println!("{}", serde_json::to_string_pretty(&tools)?);
+        out!("{}", serde_json::to_string_pretty(&tools)?);
         return Ok(());
     }
     if tools.is_empty() {
-        println!(
+        out!(
             "no tools: add a `[[plugin]]` to {}",
             host.config().path.display()
         );
@@ -195,7 +255,7 @@ fn print_tools(host: &Host, json: bool) -> Result<()> {
         if t.idempotent {
             flags.push("idempotent");
         }
-        println!(
+        out!(
             "{:width$}  {:28}  {:24}  {}",
             t.name,
             t.action,
@@ -228,8 +288,14 @@ fn read_input(input: Option<String>, file: Option<PathBuf>) -> Result<String> {
     }
 }
 
-async fn call(host: &Host, tool: &str, input: &str, json: bool) -> Result<ExitCode> {
-    let report = host.call(tool, input, CallContext::standalone()).await;
+/// Exit code 8: the session refused the call, or its log failed.
+pub fn session_refused(e: &glovebox::SessionError) -> ExitCode {
+    eprintln!("error: {e}");
+    ExitCode::from(8)
+}
+
+/// Prints a call's result (stdout) and metering (stderr), and picks the exit code.
+pub fn print_report(report: &glovebox::CallReport, json: bool) -> Result<ExitCode> {
     let m = &report.metering;
     let metering = format!(
         "wall {:.2} ms, peak memory {} KiB, {} bytes in, {} bytes out{}",
@@ -250,12 +316,12 @@ async fn call(host: &Host, tool: &str, input: &str, json: bool) -> Result<ExitCo
             "stderr": report.stderr,
             "http_denials": report.http_denials,
         });
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        out!("{}", serde_json::to_string_pretty(&doc)?);
     }
     match &report.outcome {
         Ok(output) => {
             if !json {
-                println!("{}", serde_json::to_string_pretty(output)?);
+                out!("{}", serde_json::to_string_pretty(output)?);
                 eprintln!("{}: {metering}", report.tool);
             }
             Ok(ExitCode::SUCCESS)

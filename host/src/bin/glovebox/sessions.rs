@@ -1,0 +1,371 @@
+//! `glovebox session ...` and `glovebox log ...`.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::Subcommand;
+use glovebox::session::{
+    EndOutcome, Handoff, HandoffKind, Role, SessionFilter, SessionStatus, StartSession,
+};
+use glovebox::{Host, HostConfig, Sessions};
+
+#[derive(Subcommand)]
+pub enum SessionCommand {
+    /// Start a session.
+    Start {
+        /// orchestrator, supervisor or workagent.
+        #[arg(long)]
+        role: Role,
+        #[arg(long)]
+        project: String,
+        /// A name, unique among live sessions.
+        #[arg(long)]
+        name: Option<String>,
+        /// A tag (repeatable).
+        #[arg(long = "tag")]
+        tags: Vec<String>,
+        /// How long the work should take (e.g. `2h`): used to spot stuck agents.
+        #[arg(long, value_parser = humantime::parse_duration)]
+        expected_duration: Option<Duration>,
+    },
+    /// List sessions, newest activity first.
+    List {
+        #[arg(long)]
+        status: Option<SessionStatus>,
+        /// Only sessions with this tag (repeatable: all must match).
+        #[arg(long = "tag")]
+        tags: Vec<String>,
+        #[arg(long)]
+        role: Option<Role>,
+        #[arg(long)]
+        project: Option<String>,
+        /// Only sessions with no activity for more than this many days.
+        #[arg(long)]
+        inactive_days: Option<u64>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a session's state.
+    Show { session: String },
+    /// Name (or rename) a session.
+    Name { session: String, name: String },
+    /// Add or remove tags.
+    Tag {
+        session: String,
+        #[arg(long = "add")]
+        add: Vec<String>,
+        #[arg(long = "remove")]
+        remove: Vec<String>,
+    },
+    /// Pause a session; calls are refused until it is resumed.
+    Pause {
+        session: String,
+        #[arg(long)]
+        reason: String,
+    },
+    /// Resume a session: prints its state, its latest handoff and interrupted calls.
+    Resume { session: String },
+    /// End a session.
+    End {
+        session: String,
+        /// completed, interrupted or exit.
+        #[arg(long, default_value = "completed")]
+        outcome: EndOutcome,
+    },
+    /// Archive an ended (or paused) session.
+    Archive { session: String },
+    /// Write a handoff: from flags, or a whole handoff as JSON with `--from-file`.
+    Handoff {
+        session: String,
+        /// orchestrator_to_supervisor, supervisor_to_workagent, workagent_completion,
+        /// supervisor_to_orchestrator or continuation.
+        #[arg(long, required_unless_present = "from_file")]
+        kind: Option<HandoffKind>,
+        #[arg(long, required_unless_present = "from_file")]
+        objective: Option<String>,
+        /// The session that receives it (its resume returns it).
+        #[arg(long)]
+        to: Option<String>,
+        #[arg(long = "requirement")]
+        requirements: Vec<String>,
+        #[arg(long = "file")]
+        files: Vec<String>,
+        #[arg(long = "success")]
+        success_criteria: Vec<String>,
+        #[arg(long = "done")]
+        work_completed: Vec<String>,
+        #[arg(long)]
+        phase: Option<String>,
+        #[arg(long = "next")]
+        next_steps: Vec<String>,
+        #[arg(long = "blocker")]
+        blockers: Vec<String>,
+        /// A JSON file with the whole handoff (the fields of `Handoff`).
+        #[arg(long, conflicts_with_all = ["kind", "objective"])]
+        from_file: Option<PathBuf>,
+    },
+    /// Re-run an interrupted call of an idempotent tool, with its idempotency key.
+    Rerun { session: String, call_id: String },
+}
+
+#[derive(Subcommand)]
+pub enum LogCommand {
+    /// Check the hash chain of one session, or of all; reports the first bad event.
+    Verify {
+        session: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a session's events, one line each.
+    Show {
+        session: String,
+        #[arg(long, default_value_t = 1)]
+        from: u64,
+        #[arg(long, default_value_t = usize::MAX)]
+        limit: usize,
+    },
+    /// Export a session's events as JSON lines (for audit).
+    Export { session: String },
+}
+
+fn open(config: &Path) -> Result<Arc<Sessions>> {
+    let config = HostConfig::load(config)?;
+    let (sessions, recovery) = glovebox::open_sessions(&config)?;
+    for call in &recovery.interrupted {
+        eprintln!(
+            "note: call `{}` of `{}` in session `{}` was running when the host stopped: now interrupted{}",
+            call.call_id,
+            call.tool,
+            call.session_name.as_deref().unwrap_or(&call.session),
+            if call.idempotent {
+                " (idempotent: `glovebox session rerun` re-runs it)"
+            } else {
+                ""
+            }
+        );
+    }
+    for refused in &recovery.refused {
+        eprintln!("warning: {refused}");
+    }
+    Ok(sessions)
+}
+
+fn print_json<T: serde::Serialize>(value: &T) -> Result<()> {
+    out!("{}", serde_json::to_string_pretty(value)?);
+    Ok(())
+}
+
+pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitCode> {
+    if let SessionCommand::Rerun { session, call_id } = &command {
+        let host = Host::from_config_file(config).await?;
+        let (sessions, _) = glovebox::open_sessions(host.config())?;
+        return match host.rerun_interrupted(&sessions, session, call_id).await {
+            Ok(report) => crate::print_report(&report, false),
+            Err(e) => Ok(crate::session_refused(&e)),
+        };
+    }
+    let sessions = open(config)?;
+    let result = match command {
+        SessionCommand::Start {
+            role,
+            project,
+            name,
+            tags,
+            expected_duration,
+        } => sessions
+            .start(StartSession {
+                role,
+                project,
+                name,
+                tags,
+                expected_duration,
+            })
+            .map(|s| serde_json::to_value(&s)),
+        SessionCommand::List {
+            status,
+            tags,
+            role,
+            project,
+            inactive_days,
+            json,
+        } => {
+            let filter = SessionFilter {
+                status,
+                tags,
+                role,
+                project,
+                inactive_for: inactive_days.map(|d| Duration::from_secs(d * 86_400)),
+            };
+            let list = match sessions.list(&filter) {
+                Ok(list) => list,
+                Err(e) => return Ok(crate::session_refused(&e)),
+            };
+            if json {
+                print_json(&list)?;
+            } else {
+                for s in &list {
+                    out!(
+                        "{:38}  {:20}  {:12}  {:10}  {:16}  {}",
+                        s.id,
+                        s.name.as_deref().unwrap_or("-"),
+                        s.role.to_string(),
+                        s.status.to_string(),
+                        s.project,
+                        s.tags.join(",")
+                    );
+                }
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+        SessionCommand::Show { session } => {
+            sessions.show(&session).map(|s| serde_json::to_value(&s))
+        }
+        SessionCommand::Name { session, name } => sessions
+            .rename(&session, &name)
+            .map(|s| serde_json::to_value(&s)),
+        SessionCommand::Tag {
+            session,
+            add,
+            remove,
+        } => sessions
+            .tag(&session, &add, &remove)
+            .map(|s| serde_json::to_value(&s)),
+        SessionCommand::Pause { session, reason } => sessions
+            .pause(&session, &reason)
+            .map(|s| serde_json::to_value(&s)),
+        SessionCommand::Resume { session } => {
+            sessions.resume(&session).map(|r| serde_json::to_value(&r))
+        }
+        SessionCommand::End { session, outcome } => sessions
+            .end(&session, outcome)
+            .map(|s| serde_json::to_value(&s)),
+        SessionCommand::Archive { session } => {
+            sessions.archive(&session).map(|s| serde_json::to_value(&s))
+        }
+        SessionCommand::Handoff {
+            session,
+            kind,
+            objective,
+            to,
+            requirements,
+            files,
+            success_criteria,
+            work_completed,
+            phase,
+            next_steps,
+            blockers,
+            from_file,
+        } => {
+            let handoff = match from_file {
+                Some(path) => {
+                    let text = std::fs::read_to_string(&path).with_context(|| {
+                        format!("cannot read the handoff file `{}`", path.display())
+                    })?;
+                    serde_json::from_str::<Handoff>(&text)
+                        .with_context(|| format!("`{}` is not a valid handoff", path.display()))?
+                }
+                None => {
+                    let state = match sessions.show(&session) {
+                        Ok(s) => s,
+                        Err(e) => return Ok(crate::session_refused(&e)),
+                    };
+                    let (Some(kind), Some(objective)) = (kind, objective) else {
+                        anyhow::bail!(
+                            "a handoff needs `--kind` and `--objective` (or `--from-file`)"
+                        );
+                    };
+                    let mut h = Handoff::new(kind, state.role, objective);
+                    h.target_session = to;
+                    h.requirements = requirements;
+                    h.files = files;
+                    h.success_criteria = success_criteria;
+                    h.work_completed = work_completed;
+                    h.current_phase = phase.unwrap_or_default();
+                    h.next_steps = next_steps;
+                    h.blockers = blockers;
+                    h
+                }
+            };
+            sessions
+                .handoff(&session, handoff)
+                .map(|e| serde_json::to_value(&e))
+        }
+        SessionCommand::Rerun { .. } => unreachable!("handled above"),
+    };
+    match result {
+        Ok(value) => {
+            print_json(&value?)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => Ok(crate::session_refused(&e)),
+    }
+}
+
+pub fn run_log(config: &Path, command: LogCommand) -> Result<ExitCode> {
+    let sessions = open(config)?;
+    match command {
+        LogCommand::Verify { session, json } => {
+            let reports = match &session {
+                Some(s) => sessions.verify(s).map(|r| vec![r]),
+                None => sessions.verify_all(),
+            };
+            let reports = match reports {
+                Ok(r) => r,
+                Err(e) => return Ok(crate::session_refused(&e)),
+            };
+            let bad = reports.iter().filter(|r| !r.ok).count();
+            if json {
+                print_json(&reports)?;
+            } else {
+                for r in &reports {
+                    let label = r.name.as_deref().unwrap_or(&r.session);
+                    match &r.first_bad {
+                        None => out!("ok   {label}: {} events, chain intact", r.events_checked),
+                        Some((seq, reason)) => {
+                            out!("BAD  {label}: first bad event {seq}: {reason}")
+                        }
+                    }
+                }
+            }
+            Ok(if bad == 0 {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(8)
+            })
+        }
+        LogCommand::Show {
+            session,
+            from,
+            limit,
+        } => {
+            let events = match sessions.events(&session, from, limit) {
+                Ok(e) => e,
+                Err(e) => return Ok(crate::session_refused(&e)),
+            };
+            for e in events {
+                let detail = serde_json::to_string(&e.kind)?;
+                out!(
+                    "{:>6}  {}  {:16}  {}",
+                    e.seq,
+                    e.at_ms,
+                    e.kind.name(),
+                    detail
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        LogCommand::Export { session } => {
+            let events = match sessions.events(&session, 1, usize::MAX) {
+                Ok(e) => e,
+                Err(e) => return Ok(crate::session_refused(&e)),
+            };
+            for e in events {
+                out!("{}", serde_json::to_string(&e)?);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
