@@ -2,8 +2,8 @@
 //! tests where the artifacts are.
 //!
 //! 1. makes sure the `wasm32-wasip2` target is installed (installs it with rustup if not);
-//! 2. builds the `plugins/` workspace for `wasm32-wasip2` in release mode, into
-//!    `plugins/target`;
+//! 2. builds the `plugins/` workspace and the `plugins/hooks/` workspace (the `no_std`
+//!    permission hooks) for `wasm32-wasip2` in release mode, into `plugins/target`;
 //! 3. assembles the artifacts that cannot be written in Rust (from WAT sources in
 //!    `plugins/`) and the deliberately broken files (not Wasm, truncated);
 //! 4. writes `$OUT_DIR/plugins.rs`: one `pub const NAME: &str = "<absolute path>"` per
@@ -24,7 +24,7 @@ use std::time::{Duration, SystemTime};
 /// The Wasm target plugins are built for.
 const WASM_TARGET: &str = "wasm32-wasip2";
 
-/// Artifacts built by cargo from the `plugins/` workspace: (constant, file stem, what it is).
+/// Artifacts built by cargo from the [`PLUGIN_WORKSPACES`]: (constant, file stem, what it is).
 #[rustfmt::skip]
 const CARGO_ARTIFACTS: &[(&str, &str, &str)] = &[
     ("TOOL_ECHO", "tool_echo", "`echo`: returns its input unchanged."),
@@ -44,7 +44,22 @@ const CARGO_ARTIFACTS: &[(&str, &str, &str)] = &[
     ("HOSTILE_STATE", "hostile_state", "`count`: a static counter; always 1 with fresh instances."),
     ("HOSTILE_MISSING_EXPORT", "hostile_missing_export", "Exports the `tool` interface without `call`."),
     ("HOSTILE_WRONG_WORLD", "hostile_wrong_world", "A `wasi:cli/command` component, not a tool plugin."),
+    // Permission hooks, from the `plugins/hooks/` workspace (but the std one, `HOSTILE_HOOK_FS_IMPORT`).
+    ("HOOK_COST_CONTROL", "hook_cost_control", "Hook: denies a call whose estimated cost exceeds its role's per-call limit."),
+    ("HOOK_DESTRUCTIVE", "hook_destructive", "Hook: asks about (or denies) destructive calls and calls with `force`/`cascade` set."),
+    ("HOOK_ROLE_ALLOWLIST", "hook_role_allowlist", "Hook: which roles may use which tools (settings `roles`)."),
+    ("HOSTILE_HOOK_TRAP", "hostile_hook_trap", "Hook whose `validate` traps (panics)."),
+    ("HOSTILE_HOOK_LOOP", "hostile_hook_loop", "Hook whose `validate` loops forever."),
+    ("HOSTILE_HOOK_MALFORMED", "hostile_hook_malformed", "Hook whose `validate` denies with an empty reason and 10,000 alternatives."),
+    ("HOSTILE_HOOK_BAD_TRIGGERS", "hostile_hook_bad_triggers", "Hook whose `triggers` are invalid: `\"\"` and `\"EXECUTE::bad pattern\"`; `validate` allows."),
+    ("HOSTILE_HOOK_FS_IMPORT", "hostile_hook_fs_import", "A std hook that reads /etc/passwd: imports wasi:filesystem (and wasi:cli, wasi:io)."),
+    ("HOSTILE_HOOK_SLOW_AFTER", "hostile_hook_slow_after", "Hook that allows, then traps in `after` (loops there with settings `{\"after\": \"loop\"}`)."),
 ];
+
+/// Cargo workspaces built into `plugins/target`, relative to `plugins/`: the tool plugins
+/// (and the one std hook) and the `no_std` permission hooks. They are separate because
+/// cargo unifies features within a workspace, and the tools' `std` would leak into the hooks.
+const PLUGIN_WORKSPACES: &[&str] = &[".", "hooks"];
 
 /// Artifacts made here: (constant, file name, what it is).
 #[rustfmt::skip]
@@ -109,7 +124,9 @@ fn run() -> Result<()> {
     check_every_plugin_is_tested(&tests_dir)?;
 
     ensure_wasm_target()?;
-    cargo_build_plugins(&plugins_dir, &target_dir)?;
+    for workspace in PLUGIN_WORKSPACES {
+        cargo_build_plugins(&workspace_dir(&plugins_dir, workspace), &target_dir)?;
+    }
 
     let mut missing = Vec::new();
     for (_, stem, _) in CARGO_ARTIFACTS {
@@ -152,16 +169,22 @@ fn emit_rerun_if_changed(
     release_dir: &Path,
 ) -> Result<()> {
     println!("cargo:rerun-if-env-changed=GLOVEBOX_ALLOW_UNTESTED_PLUGINS");
-    // A directory makes cargo scan everything below it, so `plugins/` itself is not
-    // listed (its `target/` is huge): each of its entries is, except `target/`.
-    let entries = fs::read_dir(plugins_dir)
-        .map_err(|e| format!("cannot list `{}`: {e}", plugins_dir.display()))?;
-    for entry in entries {
-        let entry = entry.map_err(|e| format!("cannot list `{}`: {e}", plugins_dir.display()))?;
-        if entry.file_name() == "target" {
-            continue;
+    // A directory makes cargo scan everything below it, so a workspace directory itself
+    // is not listed (its `target/` may be huge): each of its entries is, except `target/`.
+    for workspace in PLUGIN_WORKSPACES {
+        let dir = workspace_dir(plugins_dir, workspace);
+        let entries =
+            fs::read_dir(&dir).map_err(|e| format!("cannot list `{}`: {e}", dir.display()))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| format!("cannot list `{}`: {e}", dir.display()))?;
+            let name = entry.file_name();
+            // A nested workspace is listed entry by entry on its own turn.
+            let nested = *workspace == "." && PLUGIN_WORKSPACES.iter().any(|w| name == *w);
+            if name == "target" || nested {
+                continue;
+            }
+            println!("cargo:rerun-if-changed={}", entry.path().display());
         }
-        println!("cargo:rerun-if-changed={}", entry.path().display());
     }
     println!("cargo:rerun-if-changed={}", wit_dir.display());
     println!("cargo:rerun-if-changed={}", tests_dir.display());
@@ -171,6 +194,15 @@ fn emit_rerun_if_changed(
     );
     println!("cargo:rerun-if-changed=tests/build.rs");
     Ok(())
+}
+
+/// The directory of a workspace in [`PLUGIN_WORKSPACES`].
+fn workspace_dir(plugins_dir: &Path, workspace: &str) -> PathBuf {
+    if workspace == "." {
+        plugins_dir.to_path_buf()
+    } else {
+        plugins_dir.join(workspace)
+    }
 }
 
 fn stamp_path(release_dir: &Path) -> PathBuf {
@@ -289,12 +321,12 @@ fn wasm_target_installed() -> bool {
         .is_some_and(|dir| dir.is_dir())
 }
 
-/// `cargo build --release --target wasm32-wasip2` on the `plugins/` workspace.
-fn cargo_build_plugins(plugins_dir: &Path, target_dir: &Path) -> Result<()> {
+/// `cargo build --release --target wasm32-wasip2` on one plugin workspace.
+fn cargo_build_plugins(workspace_dir: &Path, target_dir: &Path) -> Result<()> {
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let manifest = plugins_dir.join("Cargo.toml");
+    let manifest = workspace_dir.join("Cargo.toml");
     let mut cmd = Command::new(&cargo);
-    cmd.current_dir(plugins_dir)
+    cmd.current_dir(workspace_dir)
         .arg("build")
         .arg("--release")
         .args(["--target", WASM_TARGET])

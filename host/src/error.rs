@@ -18,6 +18,25 @@ pub enum CallError {
         name: String,
         candidates: Vec<String>,
     },
+    /// A permission hook refused the call; it did not run.
+    #[error("call to `{tool}` denied by hook `{hook}` (pattern `{pattern}`): {reason}{}", alternatives_text(.alternatives))]
+    Denied {
+        tool: String,
+        hook: String,
+        pattern: String,
+        reason: String,
+        alternatives: Vec<String>,
+    },
+    /// A hook asked a human to approve the call: it waits, its session is paused.
+    #[error(
+        "call to `{tool}` awaits approval `{approval_id}` ({hook}: {reason}): `glovebox approve {approval_id}` runs it, `glovebox deny {approval_id} --reason ...` refuses it"
+    )]
+    AwaitingApproval {
+        tool: String,
+        approval_id: String,
+        hook: String,
+        reason: String,
+    },
     /// The caller's input was refused before the tool ran, or the tool said it
     /// does not fit its schema.
     #[error("invalid input for `{tool}`: {reason}")]
@@ -63,6 +82,8 @@ impl CallError {
     /// A stable, machine-readable name for the kind of failure.
     pub fn kind(&self) -> &'static str {
         match self {
+            CallError::Denied { .. } => "denied",
+            CallError::AwaitingApproval { .. } => "awaiting_approval",
             CallError::UnknownTool { .. } => "unknown_tool",
             CallError::AmbiguousTool { .. } => "ambiguous_tool",
             CallError::InvalidInput { .. } => "invalid_input",
@@ -81,6 +102,8 @@ impl CallError {
     /// The process exit code the CLI uses for this failure. Documented in the README.
     pub fn exit_code(&self) -> i32 {
         match self {
+            CallError::Denied { .. } => 3,
+            CallError::AwaitingApproval { .. } => 9,
             CallError::UnknownTool { .. }
             | CallError::AmbiguousTool { .. }
             | CallError::InvalidInput { .. } => 4,
@@ -93,6 +116,14 @@ impl CallError {
             CallError::Busy { .. } => 7,
             CallError::Internal { .. } => 1,
         }
+    }
+}
+
+fn alternatives_text(alternatives: &[String]) -> String {
+    if alternatives.is_empty() {
+        String::new()
+    } else {
+        format!("; alternatives: {}", alternatives.join("; "))
     }
 }
 

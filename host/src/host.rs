@@ -11,15 +11,17 @@ use tokio::sync::Semaphore;
 use crate::bindings::tool::glovebox::plugin::types::{CallContext as WitCallContext, ToolError};
 use crate::call::{CallContext, CallReport, Hands, Metering, parse_input};
 use crate::error::CallError;
+use crate::hooks::{ChainOutcome, HookChain, HookDecision, HookRequest, HookStatus, Verdict};
 use crate::manifest::HostConfig;
 use crate::plugin::{LoadedPlugin, ToolInfo, load_plugin};
 use crate::runtime::Runtime;
 
-/// A Glovebox host: one engine, the configured plugins, admission control.
+/// A Glovebox host: one engine, the configured plugins and hooks, admission control.
 pub struct Host {
     config: HostConfig,
     runtime: Arc<Runtime>,
     plugins: Vec<Arc<LoadedPlugin>>,
+    hooks: HookChain,
     /// `plugin.tool` → (plugin index, tool index).
     index: BTreeMap<String, (usize, usize)>,
     calls: Arc<Semaphore>,
@@ -60,6 +62,13 @@ impl Host {
             }
             plugins.push(Arc::new(plugin));
         }
+        // Hooks never fail the load: a broken hook denies every call instead.
+        let hooks = HookChain::load(runtime.engine(), &config.hooks).await;
+        for hook in hooks.hooks() {
+            if let HookStatus::Broken(reason) = &hook.status {
+                tracing::error!(hook = %hook.name, %reason, "permission hook cannot be loaded: every call is denied");
+            }
+        }
         let calls = Arc::new(Semaphore::new(config.runtime.max_concurrent_calls as usize));
         let budget_mib = usize::try_from(config.runtime.memory_budget / MIB).unwrap_or(usize::MAX);
         let memory = Arc::new(Semaphore::new(budget_mib.min(Semaphore::MAX_PERMITS)));
@@ -67,6 +76,7 @@ impl Host {
             config,
             runtime,
             plugins,
+            hooks,
             index,
             calls,
             memory,
@@ -116,30 +126,124 @@ impl Host {
         }
     }
 
-    /// Runs one call in fresh hands and reports how it went. Never panics and
-    /// never leaves anything of the call behind but what the tool wrote to a
-    /// granted directory.
+    /// Runs one call outside any session: the hook chain judges it, then it
+    /// runs in fresh hands. Never panics and never leaves anything of the call
+    /// behind but what the tool wrote to a granted directory. A call a hook
+    /// wants a human to approve is denied here: only a session can wait.
     pub async fn call(&self, tool: &str, input: &str, ctx: CallContext) -> CallReport {
-        let (p, t) = match self.locate(tool) {
-            Ok(found) => found,
-            Err(e) => return CallReport::refused(tool, e),
+        let prepared = match self.prepare(tool, input) {
+            Ok(p) => p,
+            Err(report) => return *report,
         };
-        let plugin = self.plugins[p].clone();
-        let info = &plugin.tools[t];
-        let name = info.name.clone();
-        let parsed = match parse_input(&name, input, self.config.runtime.max_input_bytes) {
-            Ok(v) => v,
-            Err(e) => return CallReport::refused(&name, e),
-        };
-        if let Err(reason) = check_schema(&plugin.validators[t], &parsed) {
-            return CallReport::refused(
-                &name,
-                CallError::InvalidInput {
-                    tool: name.clone(),
-                    reason,
-                },
-            );
+        let request = self.hook_request(&prepared, input, &ctx, Vec::new());
+        let outcome = self.hooks.evaluate(&request).await;
+        match &outcome.verdict {
+            Verdict::Allow => {}
+            Verdict::Deny(d) => {
+                return CallReport::refused(&prepared.name, denied(&prepared.name, d));
+            }
+            Verdict::Ask(d) => {
+                let mut d = d.clone();
+                d.reason = Some(format!(
+                    "{}: a human must approve this call; run it in a session (`--session`) so it can wait for approval",
+                    d.reason.as_deref().unwrap_or("approval needed")
+                ));
+                return CallReport::refused(&prepared.name, denied(&prepared.name, &d));
+            }
         }
+        let report = self.execute(prepared, input, ctx).await;
+        self.after_hooks(&request, &outcome, &report).await;
+        report
+    }
+
+    /// Resolves the tool and checks the input (size, JSON, the tool's schema).
+    pub(crate) fn prepare(&self, tool: &str, input: &str) -> Result<Prepared, Box<CallReport>> {
+        let (p, t) = self
+            .locate(tool)
+            .map_err(|e| Box::new(CallReport::refused(tool, e)))?;
+        let plugin = &self.plugins[p];
+        let name = plugin.tools[t].name.clone();
+        let refuse = |e| Box::new(CallReport::refused(&name, e));
+        let parsed =
+            parse_input(&name, input, self.config.runtime.max_input_bytes).map_err(refuse)?;
+        if let Err(reason) = check_schema(&plugin.validators[t], &parsed) {
+            return Err(refuse(CallError::InvalidInput {
+                tool: name.clone(),
+                reason,
+            }));
+        }
+        Ok(Prepared {
+            plugin: p,
+            tool: t,
+            name,
+        })
+    }
+
+    /// What a hook sees of a prepared call.
+    pub(crate) fn hook_request(
+        &self,
+        prepared: &Prepared,
+        input: &str,
+        ctx: &CallContext,
+        tags: Vec<String>,
+    ) -> HookRequest {
+        let info = self.info(prepared);
+        HookRequest {
+            call_id: ctx.call_id.clone(),
+            tool: info.name.clone(),
+            action: info.action.clone(),
+            role: ctx.role.clone(),
+            session: ctx.session_id.clone(),
+            input: input.to_string(),
+            estimated_cost: info.cost.unwrap_or(0.0),
+            destructive: info.destructive,
+            tags,
+        }
+    }
+
+    pub(crate) fn info(&self, prepared: &Prepared) -> &ToolInfo {
+        &self.plugins[prepared.plugin].tools[prepared.tool]
+    }
+
+    pub(crate) fn digest(&self, prepared: &Prepared) -> &str {
+        &self.plugins[prepared.plugin].digest
+    }
+
+    /// The hook chain every call passes.
+    pub fn hooks(&self) -> &HookChain {
+        &self.hooks
+    }
+
+    /// Tells the hooks that allowed a call how it ended; their failures are
+    /// logged and change nothing.
+    pub(crate) async fn after_hooks(
+        &self,
+        request: &HookRequest,
+        outcome: &ChainOutcome,
+        report: &CallReport,
+    ) {
+        if outcome.decisions.is_empty() {
+            return;
+        }
+        let summary = match &report.outcome {
+            Ok(_) => format!("ok in {:.1} ms", report.metering.wall.as_secs_f64() * 1e3),
+            Err(e) => format!("{}: {e}", e.kind()),
+        };
+        self.hooks
+            .after(request, outcome, report.outcome.is_ok(), &summary)
+            .await;
+    }
+
+    /// Runs a prepared call in fresh hands, past admission control.
+    pub(crate) async fn execute(
+        &self,
+        prepared: Prepared,
+        input: &str,
+        ctx: CallContext,
+    ) -> CallReport {
+        let plugin = self.plugins[prepared.plugin].clone();
+        let info = &plugin.tools[prepared.tool];
+        let name = prepared.name;
 
         // Admission: a slot and the plugin's whole memory cap, up front, so
         // calls at their caps can never add up to more than the budget.
@@ -202,6 +306,24 @@ impl Host {
 }
 
 const MIB: u64 = 1024 * 1024;
+
+/// A call whose tool is known and whose input passed its checks.
+pub(crate) struct Prepared {
+    plugin: usize,
+    tool: usize,
+    pub name: String,
+}
+
+/// The error of a call a hook denied.
+pub(crate) fn denied(tool: &str, d: &HookDecision) -> CallError {
+    CallError::Denied {
+        tool: tool.to_string(),
+        hook: d.hook.clone(),
+        pattern: d.pattern.clone(),
+        reason: d.reason.clone().unwrap_or_default(),
+        alternatives: d.alternatives.clone(),
+    }
+}
 
 fn check_schema(
     validator: &jsonschema::Validator,

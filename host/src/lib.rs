@@ -10,14 +10,17 @@
 //! [`storage`]), so a session resumes after a crash with nothing acknowledged
 //! lost. The `glovebox` binary is a thin CLI over it.
 
+pub mod approvals;
 mod bindings;
 mod call;
 mod error;
 pub mod fault_injection;
+pub mod hooks;
 mod host;
 pub mod manifest;
 mod pipeline;
 mod plugin;
+pub mod replay;
 mod runtime;
 mod sandbox;
 pub mod session;
@@ -27,7 +30,7 @@ pub use call::{CallContext, CallReport, Metering};
 pub use error::{CallError, LoadError};
 pub use host::Host;
 pub use manifest::{HostConfig, Limits, PluginManifest};
-pub use pipeline::open_sessions;
+pub use pipeline::{Durable, open_sessions};
 pub use plugin::{LoadedPlugin, ToolInfo};
 pub use sandbox::capture::Captured;
 pub use session::{SessionError, Sessions};

@@ -9,7 +9,10 @@ use std::sync::Arc;
 
 use anyhow::Context;
 
+use crate::approvals::{Approval, ApprovalStatus, Approvals};
 use crate::call::{CallContext, CallReport, new_call_id};
+use crate::error::CallError;
+use crate::hooks::{DecisionKind, Verdict};
 use crate::host::Host;
 use crate::manifest::{DurabilityMode, HostConfig};
 use crate::session::{
@@ -18,10 +21,18 @@ use crate::session::{
 };
 use crate::storage::{Durability, SledStore, Storage};
 
+/// What a host keeps in its data dir.
+pub struct Durable {
+    pub sessions: Arc<Sessions>,
+    pub approvals: Arc<Approvals>,
+    /// What recovery found at open: calls marked interrupted, damaged sessions.
+    pub recovery: Recovery,
+}
+
 /// Opens the session store in the config's data dir (refused if another
 /// process holds it) and recovers calls that were in flight when the last
 /// process died: they are marked `interrupted`.
-pub fn open_sessions(config: &HostConfig) -> anyhow::Result<(Arc<Sessions>, Recovery)> {
+pub fn open_sessions(config: &HostConfig) -> anyhow::Result<Durable> {
     let durability = match config.storage.durability {
         DurabilityMode::Flush => Durability::Flush,
         DurabilityMode::Strict => Durability::Strict,
@@ -34,6 +45,7 @@ pub fn open_sessions(config: &HostConfig) -> anyhow::Result<(Arc<Sessions>, Reco
         )
     })?;
     let storage: Arc<dyn Storage> = Arc::new(store);
+    let approvals = Arc::new(Approvals::new(storage.clone()));
     let sessions = Sessions::with_config(
         storage,
         SessionsConfig {
@@ -51,7 +63,11 @@ pub fn open_sessions(config: &HostConfig) -> anyhow::Result<(Arc<Sessions>, Reco
             "call was in flight when the host stopped: marked interrupted"
         );
     }
-    Ok((Arc::new(sessions), recovery))
+    Ok(Durable {
+        sessions: Arc::new(sessions),
+        approvals,
+        recovery,
+    })
 }
 
 /// Runs a blocking session operation off the async threads.
@@ -73,18 +89,19 @@ impl Host {
     /// it runs and its outcome after; see the module docs.
     ///
     /// `Err` means the session refused the call or the log failed; a call
-    /// that ran and failed is `Ok` with the failure in the report.
+    /// that was denied, awaits approval, or ran and failed is `Ok` with the
+    /// failure in the report.
     pub async fn call_in_session(
         &self,
-        sessions: &Arc<Sessions>,
+        durable: &Durable,
         session: &str,
         tool: &str,
         input: &str,
         job_id: Option<String>,
     ) -> Result<CallReport, SessionError> {
         let key = session.to_string();
-        let state = blocking(sessions, move |s| s.show(&key)).await?;
-        self.run_logged(sessions, &state, tool, input, job_id, None)
+        let state = blocking(&durable.sessions, move |s| s.show(&key)).await?;
+        self.run_logged(durable, &state, tool, input, job_id, Judge::Hooks)
             .await
     }
 
@@ -93,10 +110,11 @@ impl Host {
     /// caller's to decide.
     pub async fn rerun_interrupted(
         &self,
-        sessions: &Arc<Sessions>,
+        durable: &Durable,
         session: &str,
         call_id: &str,
     ) -> Result<CallReport, SessionError> {
+        let sessions = &durable.sessions;
         let key = session.to_string();
         let resumed = blocking(sessions, move |s| s.resume(&key)).await?;
         let state = resumed.state;
@@ -133,37 +151,90 @@ impl Host {
                 "the input of call `{call_id}` was too large to keep in the log: call the tool again"
             ))
         })?;
-        self.run_logged(
-            sessions,
-            &state,
-            &call.tool,
-            &input,
-            None,
-            Some(idempotency_key),
-        )
-        .await
+        let judge = Judge::Rerun { idempotency_key };
+        self.run_logged(durable, &state, &call.tool, &input, None, judge)
+            .await
+    }
+
+    /// Runs the call approval `id` is for, exactly as it was judged, and
+    /// resumes its session.
+    pub async fn approve(&self, durable: &Durable, id: &str) -> Result<CallReport, SessionError> {
+        let approval = durable.approvals.pending(id)?;
+        let prepared = self.prepare(&approval.tool, &approval.input).map_err(|r| {
+            SessionError::InvalidInput(format!(
+                "approval `{id}` cannot run: {}",
+                r.outcome.err().map(|e| e.to_string()).unwrap_or_default()
+            ))
+        })?;
+        if self.digest(&prepared) != approval.tool_digest {
+            return Err(SessionError::InvalidInput(format!(
+                "approval `{id}` was given for another build of `{}` (its component changed since the call was judged): deny it and call again",
+                approval.tool
+            )));
+        }
+        if digest(approval.input.as_bytes()) != approval.input_hash {
+            return Err(SessionError::InvalidInput(format!(
+                "approval `{id}` does not match its recorded input hash: deny it"
+            )));
+        }
+        let key = approval.session.clone();
+        let resumed = blocking(&durable.sessions, move |s| s.resume(&key)).await?;
+        let mut settled = approval.clone();
+        settled.status = ApprovalStatus::Approved { at_ms: now_ms() };
+        let approvals = durable.approvals.clone();
+        blocking(&durable.sessions, move |_| approvals.put(&settled)).await?;
+        let input = approval.input.clone();
+        let judge = Judge::Approved(Box::new(approval));
+        self.run_logged(durable, &resumed.state, &prepared.name, &input, None, judge)
+            .await
+    }
+
+    /// Refuses approval `id`: its call fails for good, and its session is
+    /// resumed so the agent can carry on.
+    pub async fn deny_approval(
+        &self,
+        durable: &Durable,
+        id: &str,
+        reason: &str,
+    ) -> Result<Approval, SessionError> {
+        let mut approval = durable.approvals.pending(id)?;
+        approval.status = ApprovalStatus::Denied {
+            at_ms: now_ms(),
+            reason: reason.to_string(),
+        };
+        let settled = approval.clone();
+        let approvals = durable.approvals.clone();
+        let note = format!(
+            "approval {id} of call {} ({}) denied by an operator: {reason}",
+            approval.call_id, approval.tool
+        );
+        let session = approval.session.clone();
+        blocking(&durable.sessions, move |s| {
+            approvals.put(&settled)?;
+            s.resume(&session)?;
+            s.append(&session, EventKind::Note { text: note })
+        })
+        .await?;
+        Ok(approval)
     }
 
     async fn run_logged(
         &self,
-        sessions: &Arc<Sessions>,
+        durable: &Durable,
         state: &SessionState,
         tool: &str,
         input: &str,
         job_id: Option<String>,
-        idempotency_key: Option<String>,
+        judge: Judge,
     ) -> Result<CallReport, SessionError> {
-        // An unknown tool is a bad request, not a call: nothing is logged.
-        let info = match self.resolve(tool) {
-            Ok(info) => info.clone(),
-            Err(e) => return Ok(CallReport::refused(tool, e)),
+        let sessions = &durable.sessions;
+        // A bad request (unknown tool, bad input) is not a call: nothing is logged.
+        let prepared = match self.prepare(tool, input) {
+            Ok(p) => p,
+            Err(report) => return Ok(*report),
         };
-        let digest_of_tool = self
-            .plugins()
-            .iter()
-            .find(|p| p.manifest.name == info.plugin)
-            .map(|p| p.digest.clone())
-            .unwrap_or_default();
+        let info = self.info(&prepared).clone();
+        let tool_digest = self.digest(&prepared).to_string();
         let call_id = new_call_id();
         let ctx = CallContext {
             session_id: state.id.clone(),
@@ -180,25 +251,128 @@ impl Host {
             input: inline_if_small(input),
             job_id,
         };
+        let sid = id.clone();
+        blocking(sessions, move |s| s.append(&sid, requested)).await?;
+
+        // Judge the call: the hook chain, or the operator's approval, or the
+        // original judgement of an interrupted call being re-run.
+        let request = self.hook_request(&prepared, input, &ctx, state.tags.clone());
+        let (decided, outcome, idempotency_key) = match &judge {
+            Judge::Hooks => {
+                let outcome = self.hooks().evaluate(&request).await;
+                let events = outcome
+                    .decisions
+                    .iter()
+                    .map(|d| EventKind::CallDecided {
+                        call_id: call_id.clone(),
+                        hook: d.hook.clone(),
+                        pattern: d.pattern.clone(),
+                        decision: decision_name(&d.decision).to_string(),
+                        reason: d.reason.clone(),
+                        alternatives: d.alternatives.clone(),
+                        took_ms: u64::try_from(d.took.as_millis()).unwrap_or(u64::MAX),
+                    })
+                    .collect::<Vec<_>>();
+                (events, Some(outcome), None)
+            }
+            Judge::Approved(a) => (
+                vec![EventKind::CallDecided {
+                    call_id: call_id.clone(),
+                    hook: "operator".into(),
+                    pattern: a.pattern.clone(),
+                    decision: "allow".into(),
+                    reason: Some(format!(
+                        "approval {} of call {} ({}: {})",
+                        a.id, a.call_id, a.hook, a.reason
+                    )),
+                    alternatives: Vec::new(),
+                    took_ms: 0,
+                }],
+                None,
+                None,
+            ),
+            Judge::Rerun { idempotency_key } => (Vec::new(), None, Some(idempotency_key.clone())),
+        };
+        let sid = id.clone();
+        blocking(sessions, move |s| {
+            for e in decided {
+                s.append(&sid, e)?;
+            }
+            Ok(())
+        })
+        .await?;
+
+        let verdict = outcome
+            .as_ref()
+            .map(|o| o.verdict.clone())
+            .unwrap_or(Verdict::Allow);
+        let refusal = match verdict {
+            Verdict::Allow => None,
+            Verdict::Deny(d) => Some(crate::host::denied(&info.name, &d)),
+            Verdict::Ask(d) => {
+                let approval = Approval {
+                    id: Approvals::new_id(),
+                    session: state.id.clone(),
+                    session_name: state.name.clone(),
+                    call_id: call_id.clone(),
+                    tool: info.name.clone(),
+                    tool_digest: tool_digest.clone(),
+                    input_hash: digest(input.as_bytes()),
+                    input: input.to_string(),
+                    action: info.action.clone(),
+                    hook: d.hook.clone(),
+                    pattern: d.pattern.clone(),
+                    reason: d.reason.clone().unwrap_or_default(),
+                    requested_at_ms: now_ms(),
+                    status: ApprovalStatus::Pending,
+                };
+                let err = CallError::AwaitingApproval {
+                    tool: info.name.clone(),
+                    approval_id: approval.id.clone(),
+                    hook: approval.hook.clone(),
+                    reason: approval.reason.clone(),
+                };
+                let approvals = durable.approvals.clone();
+                blocking(sessions, move |_| approvals.put(&approval)).await?;
+                Some(err)
+            }
+        };
+        if let Some(err) = refusal {
+            // The judged call ends here; an approval runs it as a new call.
+            let finished = EventKind::CallFinished {
+                call_id,
+                outcome: err.kind().to_string(),
+                error: Some(err.to_string()),
+                output: None,
+                output_digest: String::new(),
+                metering: Default::default(),
+            };
+            let pause = matches!(err, CallError::AwaitingApproval { .. }).then(|| err.to_string());
+            let sid = id.clone();
+            blocking(sessions, move |s| {
+                s.append(&sid, finished)?;
+                if let Some(reason) = pause {
+                    s.pause(&sid, &reason)?;
+                }
+                Ok(())
+            })
+            .await?;
+            return Ok(CallReport::refused(&info.name, err));
+        }
+
         let started = EventKind::CallStarted {
             call_id: call_id.clone(),
             tool: info.name.clone(),
             idempotency_key: idempotency_key.unwrap_or_else(|| format!("{id}/{call_id}")),
             idempotent: info.idempotent,
-            tool_digest: digest_of_tool,
+            tool_digest,
         };
-        // Requested and started are logged before the tool runs: a call the
-        // log cannot record does not run.
         let sid = id.clone();
-        blocking(sessions, move |s| {
-            s.append(&sid, requested)?;
-            s.append(&sid, started)
-        })
-        .await?;
+        blocking(sessions, move |s| s.append(&sid, started)).await?;
 
-        let report = self.call(&info.name, input, ctx).await;
+        let report = self.execute(prepared, input, ctx).await;
 
-        let (outcome, error, output, output_digest) = match &report.outcome {
+        let (outcome_name, error, output, output_digest) = match &report.outcome {
             Ok(value) => {
                 let text = value.to_string();
                 (
@@ -217,7 +391,7 @@ impl Host {
         };
         let finished = EventKind::CallFinished {
             call_id,
-            outcome,
+            outcome: outcome_name,
             error,
             output,
             output_digest,
@@ -231,6 +405,34 @@ impl Host {
             let _ = blocking(sessions, move |s| s.pause(&id, &reason)).await;
             return Err(e);
         }
+        if let Some(outcome) = &outcome {
+            self.after_hooks(&request, outcome, &report).await;
+        }
         Ok(report)
     }
+}
+
+/// Who decides whether a logged call runs.
+enum Judge {
+    /// The hook chain.
+    Hooks,
+    /// An operator, through a pending approval.
+    Approved(Box<Approval>),
+    /// The original judgement: an interrupted idempotent call run again.
+    Rerun { idempotency_key: String },
+}
+
+fn decision_name(d: &DecisionKind) -> &'static str {
+    match d {
+        DecisionKind::Allow => "allow",
+        DecisionKind::Deny => "deny",
+        DecisionKind::Ask => "ask",
+    }
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
 }

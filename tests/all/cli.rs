@@ -39,7 +39,7 @@ impl TempConfig {
         std::fs::write(
             dir.path().join("glovebox.toml"),
             format!(
-                "data_dir = \"data\"\n[runtime]\ncache_dir = \"{}\"\n[[plugin]]\nmanifest = \"{name}.toml\"\n",
+                "data_dir = \"data\"\nhooks = \"none\"\n[runtime]\ncache_dir = \"{}\"\n[[plugin]]\nmanifest = \"{name}.toml\"\n",
                 crate::util::cache_dir().display()
             ),
         )

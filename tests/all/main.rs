@@ -5,6 +5,7 @@ mod cli;
 mod cpu;
 mod examples;
 mod filesystem;
+mod hooks;
 mod malformed;
 mod memory;
 mod network;

@@ -7,9 +7,10 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use glovebox::approvals::Approvals;
 use glovebox::session::{EventKind, Role, StartSession};
 use glovebox::storage::{Durability, SledStore, Storage};
-use glovebox::{CallError, SessionError, Sessions};
+use glovebox::{CallError, Durable, SessionError, Sessions};
 use serde_json::Value;
 
 use crate::util::{self, manifest, plugins};
@@ -28,9 +29,20 @@ fn start(sessions: &Sessions, name: &str) -> String {
 }
 
 fn store_sessions(dir: &Path) -> (Arc<SledStore>, Arc<Sessions>) {
+    let (store, durable) = durable(dir);
+    (store, durable.sessions)
+}
+
+/// The store of `dir` as a host uses it, with the sled handle for fault injection.
+pub fn durable(dir: &Path) -> (Arc<SledStore>, Durable) {
     let store = Arc::new(SledStore::open(dir, Durability::Flush).unwrap());
     let storage: Arc<dyn Storage> = store.clone();
-    (store, Arc::new(Sessions::new(storage)))
+    let durable = Durable {
+        sessions: Arc::new(Sessions::new(storage.clone())),
+        approvals: Arc::new(Approvals::new(storage)),
+        recovery: Default::default(),
+    };
+    (store, durable)
 }
 
 fn kinds(sessions: &Sessions, id: &str) -> Vec<String> {
@@ -50,21 +62,16 @@ async fn a_call_in_a_session_is_logged_requested_started_finished() {
     ])
     .await;
     let dir = tempfile::tempdir().unwrap();
-    let (_store, sessions) = store_sessions(dir.path());
+    let (_store, d) = durable(dir.path());
+    let sessions = d.sessions.clone();
     let id = start(&sessions, "worker");
     let report = h
-        .call_in_session(
-            &sessions,
-            "worker",
-            "echo.echo",
-            r#"{"message":"logged"}"#,
-            None,
-        )
+        .call_in_session(&d, "worker", "echo.echo", r#"{"message":"logged"}"#, None)
         .await
         .unwrap();
     assert_eq!(report.outcome.unwrap()["message"], "logged");
     let failed = h
-        .call_in_session(&sessions, &id, "panicky.panic", "{}", None)
+        .call_in_session(&d, &id, "panicky.panic", "{}", None)
         .await
         .unwrap();
     assert!(matches!(failed.outcome, Err(CallError::Trap { .. })));
@@ -116,13 +123,14 @@ async fn a_call_in_a_session_is_logged_requested_started_finished() {
 async fn a_paused_session_refuses_calls_and_logs_nothing_executed() {
     let h = util::host(vec![manifest("echo", plugins::TOOL_ECHO)]).await;
     let dir = tempfile::tempdir().unwrap();
-    let (_store, sessions) = store_sessions(dir.path());
+    let (_store, d) = durable(dir.path());
+    let sessions = d.sessions.clone();
     let id = start(&sessions, "pausable");
     sessions.resume(&id).unwrap();
     sessions.pause(&id, "waiting for review").unwrap();
     let before = kinds(&sessions, &id);
     let err = h
-        .call_in_session(&sessions, &id, "echo.echo", "{}", None)
+        .call_in_session(&d, &id, "echo.echo", "{}", None)
         .await
         .unwrap_err();
     assert!(
@@ -138,7 +146,7 @@ async fn a_paused_session_refuses_calls_and_logs_nothing_executed() {
     sessions.resume(&id).unwrap();
     let before = kinds(&sessions, &id);
     let report = h
-        .call_in_session(&sessions, &id, "nope", "{}", None)
+        .call_in_session(&d, &id, "nope", "{}", None)
         .await
         .unwrap();
     assert!(matches!(report.outcome, Err(CallError::UnknownTool { .. })));
@@ -151,18 +159,18 @@ async fn an_io_error_on_append_is_never_acknowledged() {
     let h = util::host(vec![manifest("echo", plugins::TOOL_ECHO)]).await;
     let dir = tempfile::tempdir().unwrap();
     let id = {
-        let (store, sessions) = store_sessions(dir.path());
-        let id = start(&sessions, "disk");
+        let (store, d) = durable(dir.path());
+        let id = start(&d.sessions, "disk");
         store.fail_next_flushes(1);
         let err = h
-            .call_in_session(&sessions, &id, "echo.echo", "{}", None)
+            .call_in_session(&d, &id, "echo.echo", "{}", None)
             .await
             .unwrap_err();
         assert!(matches!(err, SessionError::Storage(_)), "{err}");
         assert!(err.to_string().contains("restart glovebox"), "{err}");
         // The failed store refuses everything after, rather than risk a false success.
         let err = h
-            .call_in_session(&sessions, &id, "echo.echo", "{}", None)
+            .call_in_session(&d, &id, "echo.echo", "{}", None)
             .await
             .unwrap_err();
         assert!(matches!(err, SessionError::Storage(_)), "{err}");
@@ -202,7 +210,7 @@ impl Site {
         std::fs::write(
             p.join("glovebox.toml"),
             format!(
-                "data_dir = \"data\"\n[runtime]\ncache_dir = \"{}\"\n[storage]\ncheckpoint_every = 64\n[[plugin]]\nmanifest = \"sleep.toml\"\n[[plugin]]\nmanifest = \"echo.toml\"\n",
+                "data_dir = \"data\"\nhooks = \"none\"\n[runtime]\ncache_dir = \"{}\"\n[storage]\ncheckpoint_every = 64\n[[plugin]]\nmanifest = \"sleep.toml\"\n[[plugin]]\nmanifest = \"echo.toml\"\n",
                 util::cache_dir().display()
             ),
         )

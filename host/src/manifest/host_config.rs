@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use super::hooks::{RawHook, hooks_none, validate_hooks};
 use super::limits::{RawLimits, apply_limits};
 use super::paths::{canonical, normalize, parent_dir, read_source, resolve_dir, show_beside};
 use super::plugin::load_manifest;
@@ -26,6 +27,8 @@ pub(super) struct RawHostConfig {
     #[serde(default)]
     pub(super) plugin: Vec<RawPluginEntry>,
     hooks: Option<String>,
+    #[serde(default)]
+    pub(super) hook: Vec<RawHook>,
     #[serde(default)]
     storage: RawStorage,
 }
@@ -70,18 +73,6 @@ impl HostConfig {
         };
         let defaults = apply_limits(&src, "defaults", &raw.defaults, &Limits::default())?;
         let runtime = validate_runtime(&src, &raw.runtime, &dir)?;
-        let hooks_explicitly_none = match raw.hooks.as_deref() {
-            None => false,
-            Some("none") => true,
-            Some(other) => {
-                return Err(src.invalid(
-                    "hooks",
-                    format!("`hooks = \"{other}\"` is not supported yet"),
-                    "write `hooks = \"none\"` or remove the key",
-                ));
-            }
-        };
-
         let storage = validate_storage(&src, &raw.storage)?;
         let cap = MemoryCap::new(&runtime, &src.file);
         if let Some((problem, hint)) = cap.check(defaults.memory) {
@@ -143,19 +134,25 @@ impl HostConfig {
             plugins.push(plugin);
         }
 
+        let hooks = validate_hooks(&src, &dir, &raw.hook, &cap)?;
+        let hooks_explicitly_none = hooks_none(&src, raw.hooks.as_deref(), hooks.len())?;
+
         Ok(HostConfig {
             path: abs_path,
             data_dir,
             defaults,
             runtime,
             plugins,
+            hooks,
             hooks_explicitly_none,
             storage,
         })
     }
 
     /// A config with defaults everywhere and the given plugins, for tests and
-    /// `glovebox plugin check`. `path` is left empty.
+    /// `glovebox plugin check`. `path` is left empty. It has no hooks, and says so
+    /// (`hooks_explicitly_none`): a program that wants hooks pushes them onto
+    /// `hooks` and clears the flag.
     pub fn from_plugins(data_dir: PathBuf, plugins: Vec<PluginManifest>) -> HostConfig {
         HostConfig {
             path: PathBuf::new(),
@@ -163,7 +160,8 @@ impl HostConfig {
             defaults: Limits::default(),
             runtime: RuntimeConfig::default(),
             plugins,
-            hooks_explicitly_none: false,
+            hooks: Vec::new(),
+            hooks_explicitly_none: true,
             storage: StorageConfig::default(),
         }
     }

@@ -8,6 +8,7 @@
 //! Relative paths are resolved from the directory of the file that contains them.
 
 mod error;
+mod hooks;
 mod host_config;
 mod http;
 mod limits;
@@ -48,7 +49,11 @@ pub struct HostConfig {
     pub runtime: RuntimeConfig,
     /// The plugins listed by `[[plugin]]`, in order, each loaded and validated.
     pub plugins: Vec<PluginManifest>,
-    /// `hooks = "none"`: the operator states that no permission hooks run.
+    /// The permission hooks listed by `[[hook]]`, in the order they judge calls.
+    pub hooks: Vec<HookConfig>,
+    /// `hooks = "none"`: the operator states that no permission hooks run. A config
+    /// with neither this nor a `[[hook]]` is refused, so running without hooks is
+    /// always a choice, never an omission.
     pub hooks_explicitly_none: bool,
     /// `[storage]`: how sessions are kept.
     pub storage: StorageConfig,
@@ -139,6 +144,51 @@ impl Default for Limits {
             stdio: 64 * KIB,
             fuel: None,
             max_wasm_stack: 512 * KIB,
+        }
+    }
+}
+
+/// `[[hook]]`: one permission hook, as the operator configured it.
+///
+/// The component file need not exist when the config is read: a hook that cannot
+/// be loaded denies every call at call time (hooks fail closed), it does not stop
+/// the host from starting.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HookConfig {
+    /// `[a-z0-9][a-z0-9_-]*`, unique among the hooks; names the hook in decisions.
+    pub name: String,
+    /// The component file (absolute, normalized; not checked for existence).
+    pub component: PathBuf,
+    /// The expected SHA-256 of the component file, as 64 lowercase hex digits.
+    pub sha256: Option<String>,
+    /// `[hook.settings]` as JSON (an object; `{}` when absent), passed to every
+    /// `validate` and `after` call of the hook.
+    pub settings: serde_json::Value,
+    /// Wall-clock time per evaluation, instantiation included. Default 100 ms.
+    pub deadline: Duration,
+    /// Bytes of linear memory per evaluation. Default 16 MiB.
+    pub memory: u64,
+    /// Fuel per evaluation; `None` meters none.
+    pub fuel: Option<u64>,
+}
+
+impl HookConfig {
+    /// The deadline of a hook that sets none.
+    pub const DEFAULT_DEADLINE: Duration = Duration::from_millis(100);
+    /// The memory cap of a hook that sets none.
+    pub const DEFAULT_MEMORY: u64 = 16 * MIB;
+
+    /// A hook with the defaults and empty settings, for tests and programs that
+    /// build a [`HostConfig`] without a file.
+    pub fn new(name: impl Into<String>, component: impl Into<PathBuf>) -> HookConfig {
+        HookConfig {
+            name: name.into(),
+            component: component.into(),
+            sha256: None,
+            settings: serde_json::Value::Object(serde_json::Map::new()),
+            deadline: HookConfig::DEFAULT_DEADLINE,
+            memory: HookConfig::DEFAULT_MEMORY,
+            fuel: None,
         }
     }
 }

@@ -124,20 +124,13 @@ pub(super) fn load_manifest(
 
     let sha256 = match &raw.sha256 {
         None => None,
-        Some(hash) => {
-            let hash = hash.trim().to_ascii_lowercase();
-            if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
-                return Err(src.invalid(
-                    "sha256",
-                    format!(
-                        "`{}` is not a sha-256 digest",
-                        raw.sha256.as_deref().unwrap_or_default()
-                    ),
-                    source::hint_for("sha256"),
-                ));
-            }
-            Some(hash)
-        }
+        Some(text) => Some(normalize_sha256(text).ok_or_else(|| {
+            src.invalid(
+                "sha256",
+                format!("`{text}` is not a sha-256 digest"),
+                source::hint_for("sha256"),
+            )
+        })?),
     };
 
     let limits = apply_limits(&src, "limits", &raw.limits, defaults)?;
@@ -253,6 +246,12 @@ pub(super) fn load_manifest(
         http,
         tools,
     })
+}
+
+/// A pinned digest as 64 lowercase hex digits, or `None` if `text` is not one.
+pub(super) fn normalize_sha256(text: &str) -> Option<String> {
+    let hash = text.trim().to_ascii_lowercase();
+    (hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_hexdigit())).then_some(hash)
 }
 
 /// `[a-z0-9][a-z0-9_-]*`, at most 64 characters.

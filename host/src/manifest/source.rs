@@ -224,7 +224,7 @@ pub(super) fn hint_for(key: &str) -> &'static str {
     match key {
         "name" => NAME_HINT,
         "component" => {
-            "set `component = \"path/to/plugin.wasm\"`; relative paths are resolved from the manifest's directory"
+            "set `component = \"path/to/plugin.wasm\"`; relative paths are resolved from the directory of the file that contains the key"
         }
         "sha256" => {
             "write the 64 hex digits printed by `sha256sum` for the component file, or remove the key"
@@ -268,7 +268,15 @@ pub(super) fn hint_for(key: &str) -> &'static str {
         "data_dir" | "cache_dir" => {
             "write a directory path; relative paths are resolved from the directory of the config file"
         }
-        "hooks" => "write `hooks = \"none\"` or remove the key",
+        "hooks" => {
+            "write `hooks = \"none\"` to run calls without permission hooks, or remove the key and list hooks in `[[hook]]` tables"
+        }
+        "hook" => {
+            "write one `[[hook]]` table per permission hook, in the order they judge calls, each with `name` and `component`"
+        }
+        "settings" => {
+            "write a table of the hook's settings, e.g. `[hook.settings]` followed by `threshold = 5.0`"
+        }
         _ => "fix the value",
     }
 }

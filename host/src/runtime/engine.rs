@@ -18,6 +18,9 @@ use crate::manifest::HostConfig;
 /// call is stopped at most one tick after its deadline.
 pub const EPOCH_TICK: Duration = Duration::from_millis(5);
 
+/// Bytes of each freed memory and table slot kept mapped for the next instance.
+const KEEP_RESIDENT: usize = 2 * 1024 * 1024;
+
 /// Builds the engine for a host config.
 ///
 /// Engine-wide choices (fuel metering, the pool's sizes, the wasm stack) come
@@ -26,7 +29,7 @@ pub fn build_engine(config: &HostConfig, cache_dir: &Path) -> Result<Engine> {
     let mut cfg = Config::new();
     cfg.wasm_component_model(true);
     cfg.epoch_interruption(true);
-    cfg.consume_fuel(config.plugins.iter().any(|p| p.limits.fuel.is_some()));
+    cfg.consume_fuel(fuel_wanted(config));
     let stack = usize::try_from(config.defaults.max_wasm_stack).unwrap_or(usize::MAX);
     cfg.max_wasm_stack(stack);
     // The async fiber stack must hold the wasm stack plus room for host frames.
@@ -51,7 +54,11 @@ pub fn build_engine(config: &HostConfig, cache_dir: &Path) -> Result<Engine> {
         .max_component_instance_size(1024 * 1024)
         // Keep some freed slots warm so a fresh instance reuses already
         // mapped pages instead of faulting them in again.
-        .max_unused_warm_slots(slots.min(32));
+        .max_unused_warm_slots(slots.min(32))
+        // Reset, rather than decommit, the first pages of a freed slot: the
+        // next fresh instance finds them mapped (measured in benches/calls.rs).
+        .linear_memory_keep_resident(KEEP_RESIDENT)
+        .table_keep_resident(KEEP_RESIDENT);
     cfg.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
 
     std::fs::create_dir_all(cache_dir)
@@ -66,6 +73,13 @@ pub fn build_engine(config: &HostConfig, cache_dir: &Path) -> Result<Engine> {
     Engine::new(&cfg)
         .map_err(anyhow::Error::from)
         .context("cannot create the wasmtime engine")
+}
+
+/// Whether any plugin or hook meters fuel: then the engine consumes fuel, and
+/// every store that sets no limit gets an unlimited amount.
+pub fn fuel_wanted(config: &HostConfig) -> bool {
+    config.plugins.iter().any(|p| p.limits.fuel.is_some())
+        || config.hooks.iter().any(|h| h.fuel.is_some())
 }
 
 /// Advances the engine's epoch every [`EPOCH_TICK`] until dropped.

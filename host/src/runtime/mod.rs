@@ -37,7 +37,7 @@ impl Runtime {
             .context("cannot link wasi:http")?;
         let ticker = engine::EpochTicker::start(&engine)?;
         Ok(Runtime {
-            fuel_enabled: config.plugins.iter().any(|p| p.limits.fuel.is_some()),
+            fuel_enabled: engine::fuel_wanted(config),
             engine,
             linker,
             _ticker: ticker,

@@ -34,7 +34,7 @@ pub fn run(config: &Path, command: DebugCommand) -> Result<ExitCode> {
         count,
     } = command;
     let config = HostConfig::load(config)?;
-    let (sessions, _) = glovebox::open_sessions(&config)?;
+    let sessions = glovebox::open_sessions(&config)?.sessions;
     let mut ids = Vec::new();
     for i in 0..n {
         let name = format!("stress-{i}");

@@ -83,6 +83,27 @@ enum Command {
         #[command(subcommand)]
         command: sessions::LogCommand,
     },
+    /// List pending approvals: calls a permission hook asked a human about.
+    Approvals {
+        /// Include approvals already settled.
+        #[arg(long)]
+        all: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Approve a pending call: it runs now, exactly as it was judged.
+    Approve { id: String },
+    /// Deny a pending call: it fails for good.
+    Deny {
+        id: String,
+        #[arg(long)]
+        reason: String,
+    },
+    /// Policies: replay a hook chain against a recorded session.
+    Policy {
+        #[command(subcommand)]
+        command: sessions::PolicyCommand,
+    },
     /// Tools for testing the host itself.
     #[command(hide = true)]
     Debug {
@@ -160,9 +181,9 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                     print_report(&report, json)
                 }
                 Some(session) => {
-                    let (sessions, _) = glovebox::open_sessions(host.config())?;
+                    let durable = glovebox::open_sessions(host.config())?;
                     match host
-                        .call_in_session(&sessions, &session, &tool, &input, None)
+                        .call_in_session(&durable, &session, &tool, &input, None)
                         .await
                     {
                         Ok(report) => print_report(&report, json),
@@ -172,6 +193,10 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             }
         }
         Command::Session { command } => sessions::run_session(&cli.config, command).await,
+        Command::Approvals { all, json } => sessions::approvals(&cli.config, all, json),
+        Command::Approve { id } => sessions::approve(&cli.config, &id).await,
+        Command::Deny { id, reason } => sessions::deny(&cli.config, &id, &reason).await,
+        Command::Policy { command } => sessions::policy(&cli.config, command).await,
         Command::Log { command } => sessions::run_log(&cli.config, command),
         Command::Debug { command } => debug::run(&cli.config, command),
     }
@@ -328,11 +353,29 @@ pub fn print_report(report: &glovebox::CallReport, json: bool) -> Result<ExitCod
         }
         Err(e) => {
             if !json {
-                eprintln!("error: {e}");
+                match e {
+                    glovebox::CallError::Denied {
+                        tool,
+                        hook,
+                        pattern,
+                        reason,
+                        alternatives,
+                    } => {
+                        eprintln!(
+                            "error: call to `{tool}` denied by hook `{hook}` (pattern `{pattern}`): {reason}"
+                        );
+                        for alt in alternatives {
+                            eprintln!("  instead: {alt}");
+                        }
+                    }
+                    other => eprintln!("error: {other}"),
+                }
                 for denial in &report.http_denials {
                     eprintln!("  network: {denial}");
                 }
-                eprintln!("{}: {metering}", report.tool);
+                if !m.wall.is_zero() {
+                    eprintln!("{}: {metering}", report.tool);
+                }
             }
             Ok(ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(1)))
         }

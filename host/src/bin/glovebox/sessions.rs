@@ -10,7 +10,7 @@ use clap::Subcommand;
 use glovebox::session::{
     EndOutcome, Handoff, HandoffKind, Role, SessionFilter, SessionStatus, StartSession,
 };
-use glovebox::{Host, HostConfig, Sessions};
+use glovebox::{Durable, Host, HostConfig, Sessions};
 
 #[derive(Subcommand)]
 pub enum SessionCommand {
@@ -132,8 +132,13 @@ pub enum LogCommand {
 }
 
 fn open(config: &Path) -> Result<Arc<Sessions>> {
+    Ok(open_durable(config)?.sessions)
+}
+
+fn open_durable(config: &Path) -> Result<Durable> {
     let config = HostConfig::load(config)?;
-    let (sessions, recovery) = glovebox::open_sessions(&config)?;
+    let durable = glovebox::open_sessions(&config)?;
+    let recovery = &durable.recovery;
     for call in &recovery.interrupted {
         eprintln!(
             "note: call `{}` of `{}` in session `{}` was running when the host stopped: now interrupted{}",
@@ -150,7 +155,7 @@ fn open(config: &Path) -> Result<Arc<Sessions>> {
     for refused in &recovery.refused {
         eprintln!("warning: {refused}");
     }
-    Ok(sessions)
+    Ok(durable)
 }
 
 fn print_json<T: serde::Serialize>(value: &T) -> Result<()> {
@@ -161,8 +166,8 @@ fn print_json<T: serde::Serialize>(value: &T) -> Result<()> {
 pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitCode> {
     if let SessionCommand::Rerun { session, call_id } = &command {
         let host = Host::from_config_file(config).await?;
-        let (sessions, _) = glovebox::open_sessions(host.config())?;
-        return match host.rerun_interrupted(&sessions, session, call_id).await {
+        let durable = glovebox::open_sessions(host.config())?;
+        return match host.rerun_interrupted(&durable, session, call_id).await {
             Ok(report) => crate::print_report(&report, false),
             Err(e) => Ok(crate::session_refused(&e)),
         };
@@ -368,4 +373,117 @@ pub fn run_log(config: &Path, command: LogCommand) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+#[derive(Subcommand)]
+pub enum PolicyCommand {
+    /// Evaluate the hook chain of `--config` against the calls recorded in a
+    /// session and report each decision that would change. Nothing is executed.
+    Replay {
+        #[arg(long)]
+        session: String,
+        /// Read the session from this config's data dir instead of `--config`'s.
+        #[arg(long)]
+        store_config: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub fn approvals(config: &Path, all: bool, json: bool) -> Result<ExitCode> {
+    let durable = open_durable(config)?;
+    let list = match durable.approvals.list(all) {
+        Ok(l) => l,
+        Err(e) => return Ok(crate::session_refused(&e)),
+    };
+    if json {
+        print_json(&list)?;
+    } else if list.is_empty() {
+        out!("no pending approvals");
+    } else {
+        for a in &list {
+            out!(
+                "{}  {:?}  session {}  {}  ({}: {})",
+                a.id,
+                a.status,
+                a.session_name.as_deref().unwrap_or(&a.session),
+                a.tool,
+                a.hook,
+                a.reason
+            );
+            out!("    input: {}", a.input);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub async fn approve(config: &Path, id: &str) -> Result<ExitCode> {
+    let host = Host::from_config_file(config).await?;
+    let durable = glovebox::open_sessions(host.config())?;
+    match host.approve(&durable, id).await {
+        Ok(report) => crate::print_report(&report, false),
+        Err(e) => Ok(crate::session_refused(&e)),
+    }
+}
+
+pub async fn deny(config: &Path, id: &str, reason: &str) -> Result<ExitCode> {
+    let host = Host::from_config_file(config).await?;
+    let durable = glovebox::open_sessions(host.config())?;
+    match host.deny_approval(&durable, id, reason).await {
+        Ok(a) => {
+            out!(
+                "denied {} ({} in session {}): {reason}",
+                a.id,
+                a.tool,
+                a.session_name.as_deref().unwrap_or(&a.session)
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => Ok(crate::session_refused(&e)),
+    }
+}
+
+pub async fn policy(config: &Path, command: PolicyCommand) -> Result<ExitCode> {
+    let PolicyCommand::Replay {
+        session,
+        store_config,
+        json,
+    } = command;
+    let host = Host::from_config_file(config).await?;
+    let store = match &store_config {
+        Some(path) => HostConfig::load(path)?,
+        None => host.config().clone(),
+    };
+    let durable = glovebox::open_sessions(&store)?;
+    let report = match glovebox::replay::replay(&host, &durable.sessions, &session).await {
+        Ok(r) => r,
+        Err(e) => return Ok(crate::session_refused(&e)),
+    };
+    if json {
+        print_json(&report)?;
+    } else {
+        out!(
+            "replayed {} calls of {}: {} decisions would change",
+            report.calls,
+            report.session,
+            report.changes.len()
+        );
+        for c in &report.changes {
+            out!(
+                "  {} {}: {} -> {}{}",
+                c.call_id,
+                c.tool,
+                c.recorded,
+                c.replayed,
+                c.hook
+                    .as_ref()
+                    .map(|h| format!(" (hook `{h}`: {})", c.reason.as_deref().unwrap_or("")))
+                    .unwrap_or_default()
+            );
+        }
+        for (call, why) in &report.skipped {
+            out!("  skipped {call}: {why}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }

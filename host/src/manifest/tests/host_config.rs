@@ -17,7 +17,7 @@ fn plugin_text(name: &str) -> String {
 #[test]
 fn empty_host_config_is_all_defaults() {
     let fx = Fixture::new();
-    let c = fx.host("").unwrap();
+    let c = fx.host("hooks = \"none\"\n").unwrap();
     let root = fs::canonicalize(fx.dir.path()).unwrap();
     assert_eq!(c.path, root.join("glovebox.toml"));
     assert_eq!(c.data_dir, root.join(".glovebox"));
@@ -25,7 +25,8 @@ fn empty_host_config_is_all_defaults() {
     assert_eq!(c.runtime, RuntimeConfig::default());
     assert_eq!(c.cache_dir(), root.join(".glovebox/cache"));
     assert!(c.plugins.is_empty());
-    assert!(!c.hooks_explicitly_none);
+    assert!(c.hooks.is_empty());
+    assert!(c.hooks_explicitly_none);
 }
 
 #[test]
@@ -275,7 +276,12 @@ fn host_config_keys_are_checked() {
         &error,
         &file,
         "hooks",
-        &["`hooks = \"all\"` is not supported yet", "hooks = \"none\""],
+        &[
+            "`hooks = \"all\"` is not a hooks setting",
+            "at line 1",
+            "write `hooks = \"none\"`",
+            "`[[hook]]`",
+        ],
     );
     let error = fx.host_error("plugins = []\n");
     assert_error(
@@ -315,6 +321,8 @@ fn from_plugins_uses_defaults_everywhere() {
     assert_eq!(c.defaults, Limits::default());
     assert_eq!(c.runtime, RuntimeConfig::default());
     assert_eq!(c.plugins, [m]);
+    assert!(c.hooks.is_empty());
+    assert!(c.hooks_explicitly_none);
     assert_eq!(c.cache_dir(), PathBuf::from("/tmp/gb/cache"));
 }
 

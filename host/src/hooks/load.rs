@@ -1,0 +1,262 @@
+//! Loading one hook: read and pin the file, compile it (or take it from the
+//! cache), check its imports and its world, and ask it once for its triggers.
+//! Every failure is a sentence about the hook ("it imports ..."), kept as the
+//! reason the hook denies every call.
+
+use std::path::Path;
+
+use sha2::{Digest, Sha256};
+use wasmtime::Engine;
+use wasmtime::component::types::ComponentItem;
+use wasmtime::component::{Component, Linker};
+
+use super::pattern::valid_pattern;
+use super::run::{HookLimits, run_hook};
+use super::sandbox::{HookState, forbidden_imports};
+use crate::bindings::hook::HookPluginPre;
+use crate::manifest::{HookConfig, format_size};
+
+/// The interface hook plugins export.
+pub const HOOK_INTERFACE: &str = "glovebox:plugin/permission-hook@0.1.0";
+
+/// Hook component files bigger than this are refused before they are read.
+pub const MAX_HOOK_COMPONENT_BYTES: u64 = 64 << 20;
+/// The most triggers a hook may list.
+pub const MAX_TRIGGERS: usize = 256;
+/// The longest trigger, in bytes.
+pub const MAX_TRIGGER_BYTES: usize = 256;
+
+/// A hook ready to judge calls.
+pub(crate) struct LoadedHook {
+    pub name: String,
+    pub triggers: Vec<String>,
+    /// `[hook.settings]` as JSON text, passed to every call of the hook.
+    pub settings: String,
+    pub limits: HookLimits,
+    pub pre: HookPluginPre<HookState>,
+}
+
+impl LoadedHook {
+    /// The first trigger that covers `action`.
+    pub fn trigger_for(&self, action: &str) -> Option<&str> {
+        self.triggers
+            .iter()
+            .find(|t| super::pattern_matches(t, action))
+            .map(String::as_str)
+    }
+}
+
+/// Loads one hook, or says why it cannot be (lowercase, without the hook's name).
+pub(crate) async fn load_hook(
+    engine: &Engine,
+    linker: &Linker<HookState>,
+    config: &HookConfig,
+) -> Result<LoadedHook, String> {
+    let path = &config.component;
+    let bytes = read_component(path)?;
+    let digest = hex::encode(Sha256::digest(&bytes));
+    if let Some(expected) = &config.sha256
+        && *expected != digest
+    {
+        return Err(format!(
+            "digest mismatch for `{}`: the config pins sha256 {expected} but the file has {digest}; rebuild the pinned version or update `sha256` in its `[[hook]]` entry after reviewing the new build",
+            path.display()
+        ));
+    }
+    check_header(path, &bytes)?;
+
+    let compile_engine = engine.clone();
+    let component = tokio::task::spawn_blocking(move || Component::new(&compile_engine, &bytes))
+        .await
+        .map_err(|e| format!("the compiler crashed on `{}`: {e}", path.display()))?
+        .map_err(|e| format!("`{}` is not a valid component: {e:#}", path.display()))?;
+
+    if let Some((import, others)) = forbidden_imports(engine, &component).split_first() {
+        let also = match others.len() {
+            0 => String::new(),
+            n => format!(
+                " (it also imports {}{})",
+                others
+                    .iter()
+                    .take(4)
+                    .map(|o| format!("`{o}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if n > 4 {
+                    format!(" and {} more", n - 4)
+                } else {
+                    String::new()
+                }
+            ),
+        };
+        return Err(format!(
+            "it imports `{import}`: hooks get no filesystem, network, env or stdio; rebuild it without that import{also}"
+        ));
+    }
+    check_hook_exports(engine, &component)?;
+    let instance_pre = linker.instantiate_pre(&component).map_err(|e| {
+        format!("its imports do not match what Glovebox gives hooks (clocks and random): {e:#}")
+    })?;
+    let pre = HookPluginPre::new(instance_pre).map_err(|e| {
+        format!(
+            "its `{HOOK_INTERFACE}` export does not match `wit/plugin.wit`: {e:#}; rebuild it against `wit/plugin.wit`"
+        )
+    })?;
+
+    let limits = HookLimits {
+        deadline: config.deadline,
+        memory: config.memory,
+        fuel: config.fuel,
+    };
+    let triggers = run_hook(engine, &pre, &limits, async |hook, store| {
+        hook.glovebox_plugin_permission_hook()
+            .call_triggers(store)
+            .await
+    })
+    .await
+    .map_err(|fault| format!("it {} while listing its triggers", fault.describe(&limits)))?;
+    check_triggers(&triggers)?;
+    if triggers.is_empty() {
+        tracing::warn!(hook = %config.name, "permission hook lists no triggers: it judges no call");
+    }
+
+    Ok(LoadedHook {
+        name: config.name.clone(),
+        triggers,
+        settings: config.settings.to_string(),
+        limits,
+        pre,
+    })
+}
+
+fn read_component(path: &Path) -> Result<Vec<u8>, String> {
+    let read_err = |e: std::io::Error| {
+        format!(
+            "cannot read `{}`: {}: build the hook, or fix `component` in its `[[hook]]` entry",
+            path.display(),
+            lowercase_first(&e.to_string())
+        )
+    };
+    let meta = std::fs::metadata(path).map_err(read_err)?;
+    if !meta.is_file() {
+        return Err(format!(
+            "`{}` is not a file: fix `component` in its `[[hook]]` entry",
+            path.display()
+        ));
+    }
+    // Refuse before reading, so a huge file costs nothing.
+    if meta.len() > MAX_HOOK_COMPONENT_BYTES {
+        return Err(format!(
+            "`{}` is {} bytes, more than the {} a hook component may have",
+            path.display(),
+            meta.len(),
+            format_size(MAX_HOOK_COMPONENT_BYTES)
+        ));
+    }
+    std::fs::read(path).map_err(read_err)
+}
+
+fn check_header(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    if bytes.len() < 8 || &bytes[..4] != b"\0asm" {
+        return Err(format!(
+            "`{}` is not a WebAssembly file (no `\\0asm` header)",
+            path.display()
+        ));
+    }
+    // Version 1, layer 0 is a core module; components use layer 1.
+    if bytes[4..8] == [1, 0, 0, 0] {
+        return Err(format!(
+            "`{}` is a core WebAssembly module, not a component: build it for `wasm32-wasip2`",
+            path.display()
+        ));
+    }
+    Ok(())
+}
+
+/// Checks the component exports `permission-hook` with its three functions, so a
+/// wrong world gets a message that says so instead of a type error.
+fn check_hook_exports(engine: &Engine, component: &Component) -> Result<(), String> {
+    let ty = component.component_type();
+    let mut found = Vec::new();
+    for (export, item) in ty.exports(engine) {
+        if export != HOOK_INTERFACE {
+            found.push(format!("`{export}`"));
+            continue;
+        }
+        let ComponentItem::ComponentInstance(instance) = item.ty else {
+            return Err(format!(
+                "it exports `{HOOK_INTERFACE}` as something other than an instance: rebuild it against `wit/plugin.wit`"
+            ));
+        };
+        let funcs: Vec<&str> = instance.exports(engine).map(|(n, _)| n).collect();
+        for function in ["triggers", "validate", "after"] {
+            if !funcs.contains(&function) {
+                return Err(format!(
+                    "its `{HOOK_INTERFACE}` export lacks the function `{function}`: rebuild it against `wit/plugin.wit`"
+                ));
+            }
+        }
+        return Ok(());
+    }
+    let found = if found.is_empty() {
+        "nothing".to_string()
+    } else {
+        found.join(", ")
+    };
+    Err(format!(
+        "it does not export `{HOOK_INTERFACE}`, so it is not a `hook-plugin` component (it exports {found}); build it against `wit/plugin.wit`"
+    ))
+}
+
+fn check_triggers(triggers: &[String]) -> Result<(), String> {
+    if triggers.len() > MAX_TRIGGERS {
+        return Err(format!(
+            "it lists {} triggers, more than {MAX_TRIGGERS}",
+            triggers.len()
+        ));
+    }
+    for trigger in triggers {
+        if trigger.len() > MAX_TRIGGER_BYTES {
+            return Err(format!(
+                "one of its triggers is {} bytes, more than {MAX_TRIGGER_BYTES}",
+                trigger.len()
+            ));
+        }
+        if !valid_pattern(trigger) {
+            return Err(format!(
+                "its trigger `{}` is not an action pattern: write `*`, an action like `execute:file:delete`, or a prefix like `execute:database:*`",
+                trigger.escape_debug()
+            ));
+        }
+    }
+    Ok(())
+}
+
+// io::Error messages come from the OS capitalised ("No such file or directory").
+fn lowercase_first(message: &str) -> String {
+    let mut chars = message.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn triggers_must_be_patterns_few_and_short() {
+        check_triggers(&[]).unwrap();
+        check_triggers(&["*".into(), "execute:database:*".into()]).unwrap();
+        let error = check_triggers(&["execute:*:delete".into()]).unwrap_err();
+        assert!(
+            error.starts_with("its trigger `execute:*:delete` is not an action pattern"),
+            "{error}"
+        );
+        let error = check_triggers(&vec!["*".to_string(); 257]).unwrap_err();
+        assert_eq!(error, "it lists 257 triggers, more than 256");
+        let error = check_triggers(&["a".repeat(257)]).unwrap_err();
+        assert_eq!(error, "one of its triggers is 257 bytes, more than 256");
+    }
+}

@@ -1,0 +1,310 @@
+//! Permission hooks: sandboxed components that judge every tool call before it runs.
+//!
+//! A [`HookChain`] holds the hooks of a config, in its order. For each call, the
+//! hooks whose triggers cover the call's action run in turn, each in a fresh
+//! instance with only clocks and random, under its own deadline, memory cap and
+//! fuel. The first deny stops the chain; an ask is remembered and the chain goes
+//! on (a later deny still wins); otherwise the call is allowed. Hooks fail closed:
+//! a hook that cannot be loaded, traps, runs out of time, memory or fuel, or
+//! answers something malformed denies the call, and the reason says which hook
+//! and why.
+
+mod decision;
+mod load;
+mod pattern;
+mod run;
+mod sandbox;
+
+#[cfg(test)]
+mod tests;
+
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use wasmtime::Engine;
+
+use crate::bindings::hook::exports::glovebox::plugin::permission_hook::Request;
+use crate::manifest::HookConfig;
+use load::{LoadedHook, load_hook};
+use run::run_hook;
+use sandbox::hook_linker;
+
+pub use decision::{
+    DecisionKind, HookDecision, MAX_ALTERNATIVE_BYTES, MAX_ALTERNATIVES, MAX_REASON_BYTES,
+};
+pub use load::{HOOK_INTERFACE, MAX_HOOK_COMPONENT_BYTES, MAX_TRIGGER_BYTES, MAX_TRIGGERS};
+pub use pattern::{pattern_matches, valid_pattern};
+pub use run::MAX_ANSWER_BYTES;
+
+/// The call a hook judges: what the `permission-hook` interface's `request` holds.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct HookRequest {
+    /// Id of the call; a decision applies to this call only.
+    pub call_id: String,
+    /// `plugin.tool`.
+    pub tool: String,
+    /// The call's action, after the operator's overrides.
+    pub action: String,
+    /// Role of the calling session.
+    pub role: String,
+    /// Id of the calling session.
+    pub session: String,
+    /// The call's input, as JSON text.
+    pub input: String,
+    /// From the tool manifest's cost model; 0 when it has none.
+    pub estimated_cost: f64,
+    /// Whether the tool is destructive, after the operator's overrides.
+    pub destructive: bool,
+    /// Tags of the calling session.
+    pub tags: Vec<String>,
+}
+
+impl HookRequest {
+    fn to_wit(&self) -> Request {
+        Request {
+            call_id: self.call_id.clone(),
+            tool: self.tool.clone(),
+            action: self.action.clone(),
+            role: self.role.clone(),
+            session: self.session.clone(),
+            input: self.input.clone(),
+            estimated_cost: self.estimated_cost,
+            destructive: self.destructive,
+            tags: self.tags.clone(),
+        }
+    }
+}
+
+/// What the chain decided about a call.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Verdict {
+    /// No hook denied or asked (or no hook's triggers covered the call).
+    Allow,
+    /// The first deny; nothing after it ran.
+    Deny(HookDecision),
+    /// The first ask, when no hook denied: a human must approve the call.
+    Ask(HookDecision),
+}
+
+/// The verdict on a call and every decision behind it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChainOutcome {
+    pub verdict: Verdict,
+    /// The decision of every hook that judged the call, in chain order (hooks whose
+    /// triggers did not cover the call are absent; nothing follows a deny).
+    pub decisions: Vec<HookDecision>,
+}
+
+/// A configured hook as the chain holds it.
+#[derive(Clone, Debug, Serialize)]
+pub struct HookInfo {
+    pub name: String,
+    /// The action patterns it judges; empty when it could not be loaded.
+    pub triggers: Vec<String>,
+    pub status: HookStatus,
+}
+
+/// Whether a hook can judge calls.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HookStatus {
+    Ready,
+    /// It could not be loaded, and denies every call; the text says why.
+    Broken(String),
+}
+
+enum Slot {
+    Ready(LoadedHook),
+    Broken { name: String, reason: String },
+}
+
+/// The hooks of a config, in order, ready to judge calls.
+pub struct HookChain {
+    engine: Engine,
+    hooks: Vec<Slot>,
+}
+
+impl HookChain {
+    /// Loads every hook of `hooks`. Never fails: a hook that cannot be loaded
+    /// (missing file, digest mismatch, not a `hook-plugin` component, an import
+    /// other than clocks and random, invalid triggers, a fault while listing
+    /// them) is kept as broken and denies every call.
+    ///
+    /// Deadlines rely on `engine`'s epoch being advanced (the host's runtime
+    /// does); without it only the timer stops a hook, which cannot interrupt a
+    /// guest that computes.
+    #[tracing::instrument(skip_all, fields(hooks = hooks.len()))]
+    pub async fn load(engine: &Engine, hooks: &[HookConfig]) -> HookChain {
+        let linker = hook_linker(engine).map_err(|e| format!("{e:#}"));
+        let mut slots = Vec::with_capacity(hooks.len());
+        for config in hooks {
+            let loaded = match &linker {
+                Ok(linker) => load_hook(engine, linker, config).await,
+                Err(e) => Err(format!("the host cannot link hooks: {e}")),
+            };
+            slots.push(match loaded {
+                Ok(hook) => Slot::Ready(hook),
+                Err(reason) => {
+                    tracing::warn!(hook = %config.name, %reason, "permission hook cannot be loaded: it denies every call");
+                    Slot::Broken {
+                        name: config.name.clone(),
+                        reason,
+                    }
+                }
+            });
+        }
+        HookChain {
+            engine: engine.clone(),
+            hooks: slots,
+        }
+    }
+
+    /// The hooks, in chain order, with their triggers and status.
+    pub fn hooks(&self) -> Vec<HookInfo> {
+        self.hooks
+            .iter()
+            .map(|slot| match slot {
+                Slot::Ready(hook) => HookInfo {
+                    name: hook.name.clone(),
+                    triggers: hook.triggers.clone(),
+                    status: HookStatus::Ready,
+                },
+                Slot::Broken { name, reason } => HookInfo {
+                    name: name.clone(),
+                    triggers: Vec::new(),
+                    status: HookStatus::Broken(reason.clone()),
+                },
+            })
+            .collect()
+    }
+
+    /// True when no hook is configured.
+    pub fn is_empty(&self) -> bool {
+        self.hooks.is_empty()
+    }
+
+    /// Judges a call: every hook whose triggers cover its action, in order, until
+    /// the first deny.
+    #[tracing::instrument(skip_all, fields(call_id = %req.call_id, tool = %req.tool, action = %req.action))]
+    pub async fn evaluate(&self, req: &HookRequest) -> ChainOutcome {
+        let request = req.to_wit();
+        let mut decisions = Vec::new();
+        for slot in &self.hooks {
+            let decision = match slot {
+                Slot::Broken { name, reason } => HookDecision::fail_closed(
+                    name,
+                    "*",
+                    format!(
+                        "hook `{name}` cannot be loaded: {reason}; every call is denied until it is fixed"
+                    ),
+                    Duration::ZERO,
+                ),
+                Slot::Ready(hook) => match hook.trigger_for(&req.action) {
+                    Some(pattern) => self.validate(hook, pattern, &request).await,
+                    None => continue,
+                },
+            };
+            tracing::info!(
+                hook = %decision.hook,
+                pattern = %decision.pattern,
+                decision = ?decision.decision,
+                took_ms = decision.took.as_secs_f64() * 1e3,
+                reason = decision.reason.as_deref().unwrap_or(""),
+                "permission hook decided"
+            );
+            let stop = decision.decision == DecisionKind::Deny;
+            decisions.push(decision);
+            if stop {
+                break;
+            }
+        }
+        ChainOutcome {
+            verdict: verdict_of(&decisions),
+            decisions,
+        }
+    }
+
+    async fn validate(&self, hook: &LoadedHook, pattern: &str, request: &Request) -> HookDecision {
+        let start = Instant::now();
+        let answer = run_hook(&self.engine, &hook.pre, &hook.limits, async |h, store| {
+            h.glovebox_plugin_permission_hook()
+                .call_validate(store, &hook.settings, request)
+                .await
+        })
+        .await;
+        let took = start.elapsed();
+        match answer {
+            Ok(answer) => decision::check_decision(&hook.name, pattern, answer, took),
+            Err(fault) => HookDecision::fail_closed(
+                &hook.name,
+                pattern,
+                format!(
+                    "hook `{}` {}: the call is denied (hooks fail closed)",
+                    hook.name,
+                    fault.describe(&hook.limits)
+                ),
+                took,
+            ),
+        }
+    }
+
+    /// Tells every hook that allowed the call how it ended (`ok`, and a short
+    /// `summary`), in chain order, each in a fresh instance under its limits.
+    /// Changes nothing: failures are logged and returned as (hook, error).
+    #[tracing::instrument(skip_all, fields(call_id = %req.call_id, tool = %req.tool))]
+    pub async fn after(
+        &self,
+        req: &HookRequest,
+        outcome: &ChainOutcome,
+        ok: bool,
+        summary: &str,
+    ) -> Vec<(String, String)> {
+        let allowed = outcome
+            .decisions
+            .iter()
+            .filter(|d| d.decision == DecisionKind::Allow);
+        let mut failures = Vec::new();
+        let mut request = None;
+        for decision in allowed {
+            let Some(hook) = self.ready(&decision.hook) else {
+                continue;
+            };
+            let request = request.get_or_insert_with(|| req.to_wit());
+            let result = run_hook(&self.engine, &hook.pre, &hook.limits, async |h, store| {
+                h.glovebox_plugin_permission_hook()
+                    .call_after(store, &hook.settings, request, ok, summary)
+                    .await
+            })
+            .await;
+            if let Err(fault) = result {
+                let error = format!(
+                    "hook `{}` {} in `after`; ignored",
+                    hook.name,
+                    fault.describe(&hook.limits)
+                );
+                tracing::warn!(hook = %hook.name, %error, "permission hook failed after a call");
+                failures.push((hook.name.clone(), error));
+            }
+        }
+        failures
+    }
+
+    fn ready(&self, name: &str) -> Option<&LoadedHook> {
+        self.hooks.iter().find_map(|slot| match slot {
+            Slot::Ready(hook) if hook.name == name => Some(hook),
+            _ => None,
+        })
+    }
+}
+
+/// Deny wins (the first one); else the first ask; else allow.
+fn verdict_of(decisions: &[HookDecision]) -> Verdict {
+    let first = |kind: DecisionKind| decisions.iter().find(|d| d.decision == kind).cloned();
+    if let Some(deny) = first(DecisionKind::Deny) {
+        Verdict::Deny(deny)
+    } else if let Some(ask) = first(DecisionKind::Ask) {
+        Verdict::Ask(ask)
+    } else {
+        Verdict::Allow
+    }
+}

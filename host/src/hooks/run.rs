@@ -1,0 +1,206 @@
+//! One hook function in a fresh store: limits armed, the instance run under its
+//! deadline, every way it can fail turned into a [`Fault`] that denies.
+
+use std::any::Any;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use wasmtime::{Engine, Store, Trap};
+
+use super::sandbox::HookState;
+use crate::bindings::hook::{HookPlugin, HookPluginPre};
+use crate::manifest::format_size;
+use crate::runtime::deadline_ticks;
+
+/// The most a hook may hand the host in one go (its triggers, or its decision):
+/// far more than a valid answer needs (a 4 KiB reason and 32 alternatives of
+/// 1 KiB), so only a runaway answer hits it, before the host allocates it.
+pub const MAX_ANSWER_BYTES: u64 = 1024 * 1024;
+
+/// What one run of a hook may use.
+#[derive(Clone, Debug)]
+pub(crate) struct HookLimits {
+    pub deadline: Duration,
+    pub memory: u64,
+    pub fuel: Option<u64>,
+}
+
+/// Why a hook run produced no answer.
+#[derive(Debug)]
+pub(crate) enum Fault {
+    Timeout,
+    Memory,
+    StackOverflow,
+    Fuel,
+    /// The answer was larger than [`MAX_ANSWER_BYTES`].
+    DataLimit,
+    Trap(String),
+    /// The store or the instance could not be set up.
+    Start(String),
+    /// The host panicked while running the hook.
+    Panic(String),
+}
+
+impl Fault {
+    /// What happened, as the predicate of a sentence about the hook
+    /// ("hook `x` {this}").
+    pub fn describe(&self, limits: &HookLimits) -> String {
+        match self {
+            Fault::Timeout => format!("timed out after {:?}", limits.deadline),
+            Fault::Memory => format!(
+                "exceeded its memory limit of {} (raise `memory` in its `[[hook]]` entry if this is expected)",
+                format_size(limits.memory)
+            ),
+            Fault::StackOverflow => "overflowed its stack (unbounded recursion?)".to_string(),
+            Fault::Fuel => format!(
+                "ran out of fuel ({} units; raise `fuel` in its `[[hook]]` entry if this is expected)",
+                limits.fuel.unwrap_or(0)
+            ),
+            Fault::DataLimit => format!(
+                "gave a malformed answer (more than {} of data)",
+                format_size(MAX_ANSWER_BYTES)
+            ),
+            Fault::Trap(message) => format!("crashed: {message}"),
+            Fault::Start(message) => format!("could not be started: {message}"),
+            Fault::Panic(message) => format!("made the host panic: {message}"),
+        }
+    }
+}
+
+/// Instantiates the hook in a fresh store and runs `f` on it, all under the
+/// deadline: the epoch stops a guest that computes, the timer one that waits.
+/// The store is dropped afterwards, whatever happened; a panic while running is
+/// caught and reported as a [`Fault`].
+pub(crate) async fn run_hook<R>(
+    engine: &Engine,
+    pre: &HookPluginPre<HookState>,
+    limits: &HookLimits,
+    f: impl AsyncFnOnce(&HookPlugin, &mut Store<HookState>) -> wasmtime::Result<R>,
+) -> Result<R, Fault> {
+    let mut store = Store::new(engine, HookState::new(limits.memory));
+    store.limiter(|s| &mut s.limiter);
+    store.set_epoch_deadline(deadline_ticks(limits.deadline));
+    store.epoch_deadline_trap();
+    store.set_hostcall_fuel(usize::try_from(MAX_ANSWER_BYTES).unwrap_or(usize::MAX));
+    match limits.fuel {
+        Some(fuel) => store.set_fuel(fuel).map_err(|_| {
+            Fault::Start(
+                "its `fuel` limit cannot be enforced: fuel metering is off in the engine (build it from a config that lists this hook)".to_string(),
+            )
+        })?,
+        // Fails only when the engine meters no fuel, which is what we want then.
+        None => {
+            let _ = store.set_fuel(u64::MAX);
+        }
+    }
+
+    let outcome = {
+        let store = &mut store;
+        let work = async move {
+            let plugin = pre.instantiate_async(&mut *store).await?;
+            f(&plugin, store).await
+        };
+        CatchUnwind(Box::pin(tokio::time::timeout(limits.deadline, work))).await
+    };
+    match outcome {
+        Ok(Ok(Ok(r))) => Ok(r),
+        Ok(Ok(Err(e))) => Err(classify(&store, &e)),
+        Ok(Err(_elapsed)) => Err(Fault::Timeout),
+        Err(panic) => Err(Fault::Panic(panic_message(panic.as_ref()))),
+    }
+}
+
+fn classify(store: &Store<HookState>, err: &wasmtime::Error) -> Fault {
+    if store.data().limiter.exceeded() {
+        return Fault::Memory;
+    }
+    match err.downcast_ref::<Trap>() {
+        Some(Trap::Interrupt) => Fault::Timeout,
+        Some(Trap::StackOverflow) => Fault::StackOverflow,
+        Some(Trap::OutOfFuel) => Fault::Fuel,
+        // Its text starts with "wasm trap: ".
+        Some(trap) => Fault::Trap(trap.to_string()),
+        // Same wasmtime 48 message as for tool calls (see `call::Hands::classify`).
+        None if format!("{err:#}").contains("fuel allocated for hostcalls") => Fault::DataLimit,
+        None => Fault::Trap(first_line(&err.root_cause().to_string()).to_string()),
+    }
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or(s)
+}
+
+fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic without a message".to_string()
+    }
+}
+
+/// Polls a future, turning a panic while polling into an `Err`, so a panic in
+/// host glue ends one hook run (as a deny), not the call's task.
+struct CatchUnwind<F>(Pin<Box<F>>);
+
+impl<F: Future> Future for CatchUnwind<F> {
+    type Output = Result<F::Output, Box<dyn Any + Send>>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let inner = self.0.as_mut();
+        match std::panic::catch_unwind(AssertUnwindSafe(|| inner.poll(cx))) {
+            Ok(Poll::Ready(value)) => Poll::Ready(Ok(value)),
+            Ok(Poll::Pending) => Poll::Pending,
+            Err(panic) => Poll::Ready(Err(panic)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_panic_while_polling_becomes_an_error() {
+        let caught = CatchUnwind(Box::pin(async {
+            tokio::task::yield_now().await;
+            if std::hint::black_box(true) {
+                panic!("boom in glue");
+            }
+            7
+        }))
+        .await;
+        let panic = caught.unwrap_err();
+        assert_eq!(panic_message(panic.as_ref()), "boom in glue");
+        let fine = CatchUnwind(Box::pin(async { 7 })).await;
+        assert_eq!(fine.unwrap(), 7);
+    }
+
+    #[test]
+    fn faults_read_as_sentences_about_the_hook() {
+        let limits = HookLimits {
+            deadline: Duration::from_millis(100),
+            memory: 16 << 20,
+            fuel: Some(1000),
+        };
+        assert_eq!(Fault::Timeout.describe(&limits), "timed out after 100ms");
+        assert!(
+            Fault::Memory
+                .describe(&limits)
+                .starts_with("exceeded its memory limit of 16 MiB")
+        );
+        assert!(
+            Fault::Fuel
+                .describe(&limits)
+                .starts_with("ran out of fuel (1000 units")
+        );
+        assert_eq!(
+            Fault::DataLimit.describe(&limits),
+            "gave a malformed answer (more than 1 MiB of data)"
+        );
+    }
+}

@@ -1,0 +1,195 @@
+//! `[[hook]]` in `glovebox.toml`: the permission hooks, in the order they judge calls,
+//! and the rule that running without hooks is stated, never implied.
+
+use std::path::Path;
+
+use serde::Deserialize;
+
+use super::host_config::MemoryCap;
+use super::paths::normalize;
+use super::plugin::{normalize_sha256, valid_plugin_name};
+use super::source::{self, NAME_HINT, Source, join_key};
+use super::units::{Fuel, Millis, Size};
+use super::{ConfigError, HookConfig};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawHook {
+    name: String,
+    component: String,
+    sha256: Option<String>,
+    deadline: Option<Millis>,
+    memory: Option<Size>,
+    fuel: Option<Fuel>,
+    settings: Option<toml::Table>,
+}
+
+/// The hooks of `raw`, checked; `dir` is the config file's directory.
+pub(super) fn validate_hooks(
+    src: &Source,
+    dir: &Path,
+    raw: &[RawHook],
+    cap: &MemoryCap,
+) -> Result<Vec<HookConfig>, ConfigError> {
+    let mut hooks: Vec<HookConfig> = Vec::new();
+    for (i, entry) in raw.iter().enumerate() {
+        let key = |leaf: &str| format!("hook[{i}].{leaf}");
+        if !valid_plugin_name(&entry.name) {
+            return Err(src.invalid(
+                &key("name"),
+                format!("invalid hook name `{}`", entry.name),
+                NAME_HINT,
+            ));
+        }
+        if let Some(first) = hooks.iter().position(|h| h.name == entry.name) {
+            return Err(src.invalid(
+                &key("name"),
+                format!(
+                    "hook name `{}` is used twice (also `hook[{first}].name`)",
+                    entry.name
+                ),
+                "give each `[[hook]]` a unique `name`: it names the hook in every decision",
+            ));
+        }
+        if entry.component.trim().is_empty() {
+            return Err(src.invalid(
+                &key("component"),
+                "the component path is empty",
+                source::hint_for("component"),
+            ));
+        }
+        // Not checked for existence: a missing hook denies every call at call time.
+        let component = normalize(&dir.join(&entry.component));
+        let sha256 = match &entry.sha256 {
+            None => None,
+            Some(text) => Some(normalize_sha256(text).ok_or_else(|| {
+                src.invalid(
+                    &key("sha256"),
+                    format!("`{text}` is not a sha-256 digest"),
+                    source::hint_for("sha256"),
+                )
+            })?),
+        };
+        let mut hook = HookConfig::new(entry.name.clone(), component);
+        hook.sha256 = sha256;
+        if let Some(Millis(deadline)) = entry.deadline {
+            if deadline.is_zero() {
+                return Err(src.invalid(
+                    &key("deadline"),
+                    "the deadline is zero",
+                    "set a duration like `\"100ms\"`, or remove the key for the default of 100 ms",
+                ));
+            }
+            hook.deadline = deadline;
+        }
+        if let Some(Size(memory)) = entry.memory {
+            if memory == 0 {
+                return Err(src.invalid(
+                    &key("memory"),
+                    "the memory limit is zero",
+                    "set a size like `\"16 MiB\"`, or remove the key for the default of 16 MiB",
+                ));
+            }
+            hook.memory = memory;
+        }
+        // The default too: a hook must fit in one of the engine's memory slots.
+        if let Some((problem, hint)) = cap.check(hook.memory) {
+            return Err(src.invalid(&key("memory"), problem, hint));
+        }
+        hook.fuel = match entry.fuel {
+            None | Some(Fuel::Off) => None,
+            Some(Fuel::Amount(0)) => {
+                return Err(src.invalid(
+                    &key("fuel"),
+                    "fuel is zero",
+                    "write a positive amount, or `\"off\"` (or no key) to turn fuel metering off",
+                ));
+            }
+            Some(Fuel::Amount(fuel)) => Some(fuel),
+        };
+        if let Some(settings) = &entry.settings {
+            hook.settings = table_to_json(src, &key("settings"), settings)?;
+        }
+        hooks.push(hook);
+    }
+    Ok(hooks)
+}
+
+/// Whether the config states "no hooks" (`hooks = "none"`); refuses a config that
+/// neither lists hooks nor says so, and one that does both.
+pub(super) fn hooks_none(
+    src: &Source,
+    setting: Option<&str>,
+    listed: usize,
+) -> Result<bool, ConfigError> {
+    match (setting, listed) {
+        (Some("none"), 0) => Ok(true),
+        (Some("none"), n) => Err(src.invalid(
+            "hooks",
+            format!(
+                "`hooks = \"none\"` contradicts the {n} `[[hook]]` {} below it",
+                if n == 1 { "entry" } else { "entries" }
+            ),
+            "remove `hooks = \"none\"` to run the listed hooks, or remove the `[[hook]]` entries to run calls without permission hooks",
+        )),
+        (Some(other), _) => Err(src.invalid(
+            "hooks",
+            format!("`hooks = \"{other}\"` is not a hooks setting"),
+            source::hint_for("hooks"),
+        )),
+        (None, 0) => Err(src.invalid(
+            "hooks",
+            "no permission hooks are configured",
+            "add `[[hook]]` entries (each with `name` and `component`), or write `hooks = \"none\"` to state that calls run without permission hooks",
+        )),
+        (None, _) => Ok(false),
+    }
+}
+
+/// `[hook.settings]` as JSON. TOML has values JSON lacks: datetimes become strings
+/// (as written), and a float that is not finite is refused rather than turned into
+/// `null` behind the operator's back.
+fn table_to_json(
+    src: &Source,
+    key: &str,
+    table: &toml::Table,
+) -> Result<serde_json::Value, ConfigError> {
+    let mut object = serde_json::Map::new();
+    for (name, value) in table {
+        let key = join_key(key, name);
+        object.insert(name.clone(), value_to_json(src, &key, value)?);
+    }
+    Ok(serde_json::Value::Object(object))
+}
+
+fn value_to_json(
+    src: &Source,
+    key: &str,
+    value: &toml::Value,
+) -> Result<serde_json::Value, ConfigError> {
+    use serde_json::Value as Json;
+    Ok(match value {
+        toml::Value::String(s) => Json::String(s.clone()),
+        toml::Value::Integer(n) => Json::from(*n),
+        toml::Value::Float(f) => match serde_json::Number::from_f64(*f) {
+            Some(n) => Json::Number(n),
+            None => {
+                return Err(src.invalid(
+                    key,
+                    format!("`{f}` cannot be passed to a hook: JSON has no such number"),
+                    "write a finite number",
+                ));
+            }
+        },
+        toml::Value::Boolean(b) => Json::Bool(*b),
+        toml::Value::Datetime(d) => Json::String(d.to_string()),
+        toml::Value::Array(items) => Json::Array(
+            items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| value_to_json(src, &format!("{key}[{i}]"), item))
+                .collect::<Result<_, _>>()?,
+        ),
+        toml::Value::Table(table) => table_to_json(src, key, table)?,
+    })
+}

@@ -1,0 +1,750 @@
+//! Permission hooks: the shipped hooks' allow, deny and ask paths, approvals,
+//! policy replay, and THREATS.md "Permission hooks" (3, 19-23) with real
+//! hostile hook plugins.
+
+use std::time::{Duration, Instant};
+
+use glovebox::hooks::{DecisionKind, HookStatus};
+use glovebox::manifest::{Access, HookConfig, ToolOverride};
+use glovebox::session::{EventKind, Role, SessionStatus, StartSession};
+use glovebox::{CallError, Durable, Host, PluginManifest};
+use serde_json::{Value, json};
+
+use crate::sessions::durable;
+use crate::util::{self, fs_grant, manifest, plugins};
+
+fn hook(name: &str, component: &str, settings: Value) -> HookConfig {
+    HookConfig {
+        name: name.to_string(),
+        component: component.into(),
+        sha256: None,
+        settings,
+        deadline: Duration::from_millis(100),
+        memory: 16 * 1024 * 1024,
+        fuel: None,
+    }
+}
+
+/// echo with a cost model, and files granted a temp dir.
+fn tools(workspace: &std::path::Path) -> Vec<PluginManifest> {
+    let mut echo = manifest("echo", plugins::TOOL_ECHO);
+    echo.tools.insert(
+        "echo".into(),
+        ToolOverride {
+            cost: Some(12.5),
+            ..Default::default()
+        },
+    );
+    let mut files = manifest("files", plugins::TOOL_FILES);
+    files
+        .fs
+        .push(fs_grant(workspace, "/data", Access::ReadWrite));
+    vec![echo, files]
+}
+
+/// A logged decision: hook, pattern, decision, reason, alternatives.
+type Decided = (String, String, String, Option<String>, Vec<String>);
+
+struct Setup {
+    host: Host,
+    durable: Durable,
+    workspace: tempfile::TempDir,
+    _data: tempfile::TempDir,
+    _store: std::sync::Arc<glovebox::storage::SledStore>,
+}
+
+async fn setup(hooks: Vec<HookConfig>) -> Setup {
+    let workspace = tempfile::tempdir().unwrap();
+    let (mut config, data) = util::config(tools(workspace.path()));
+    config.hooks_explicitly_none = hooks.is_empty();
+    config.hooks = hooks;
+    let host = Host::load(config).await.unwrap();
+    let (store, durable) = durable(&data.path().join("store"));
+    Setup {
+        host,
+        durable,
+        workspace,
+        _data: data,
+        _store: store,
+    }
+}
+
+impl Setup {
+    fn session(&self, name: &str, role: Role) -> String {
+        self.durable
+            .sessions
+            .start(StartSession {
+                role,
+                project: "hooks".into(),
+                name: Some(name.into()),
+                tags: vec![],
+                expected_duration: None,
+            })
+            .unwrap()
+            .id
+    }
+
+    async fn call(&self, session: &str, tool: &str, input: Value) -> Result<Value, CallError> {
+        let report = self
+            .host
+            .call_in_session(&self.durable, session, tool, &input.to_string(), None)
+            .await
+            .expect("the session accepts the call");
+        report.outcome
+    }
+
+    /// The `call_decided` events of `session`.
+    fn decided(&self, session: &str) -> Vec<Decided> {
+        self.durable
+            .sessions
+            .events(session, 1, usize::MAX)
+            .unwrap()
+            .into_iter()
+            .filter_map(|e| match e.kind {
+                EventKind::CallDecided {
+                    hook,
+                    pattern,
+                    decision,
+                    reason,
+                    alternatives,
+                    ..
+                } => Some((hook, pattern, decision, reason, alternatives)),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+fn cost_control() -> HookConfig {
+    hook("cost", plugins::HOOK_COST_CONTROL, json!({}))
+}
+
+fn destructive(mode: &str) -> HookConfig {
+    hook(
+        "destructive",
+        plugins::HOOK_DESTRUCTIVE,
+        json!({ "mode": mode }),
+    )
+}
+
+fn role_allowlist() -> HookConfig {
+    hook(
+        "roles",
+        plugins::HOOK_ROLE_ALLOWLIST,
+        json!({"roles": {
+            "orchestrator": ["*"],
+            "supervisor": ["files.*", "echo.*"],
+            "workagent": ["echo.*", "files.read", "files.list"]
+        }}),
+    )
+}
+
+fn denial(err: CallError) -> (String, String, Vec<String>) {
+    match err {
+        CallError::Denied {
+            hook,
+            reason,
+            alternatives,
+            ..
+        } => (hook, reason, alternatives),
+        other => panic!("expected a denial, got {other}"),
+    }
+}
+
+#[tokio::test]
+async fn cost_control_denies_over_the_role_threshold_with_alternatives() {
+    let s = setup(vec![cost_control()]).await;
+    let worker = s.session("worker", Role::Workagent);
+    let (hook, reason, alternatives) = denial(
+        s.call(&worker, "echo.echo", json!({"message": "pricey"}))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(hook, "cost");
+    assert!(
+        reason.contains("12.50") && reason.contains("5.00"),
+        "{reason}"
+    );
+    assert!(alternatives.len() >= 3, "{alternatives:?}");
+    let all = alternatives.join(" ").to_lowercase();
+    assert!(
+        all.contains("split") && all.contains("escalat"),
+        "{alternatives:?}"
+    );
+    // A supervisor's threshold (25.00) lets the same call through.
+    let lead = s.session("lead", Role::Supervisor);
+    assert_eq!(
+        s.call(&lead, "echo.echo", json!({"message": "ok"}))
+            .await
+            .unwrap()["message"],
+        "ok"
+    );
+    // Every decision is an event in the session log, with its details.
+    let d = s.decided(&worker);
+    assert_eq!(d.len(), 1);
+    assert_eq!(
+        (d[0].0.as_str(), d[0].1.as_str(), d[0].2.as_str()),
+        ("cost", "*", "deny")
+    );
+    assert_eq!(d[0].4, alternatives);
+    assert_eq!(s.decided(&lead)[0].2, "allow");
+}
+
+#[tokio::test]
+async fn destructive_calls_wait_for_a_human_and_run_once_approved() {
+    let s = setup(vec![destructive("ask")]).await;
+    let id = s.session("writer", Role::Supervisor);
+    let err = s
+        .call(
+            &id,
+            "files.write",
+            json!({"path": "/data/out.txt", "content": "approved text"}),
+        )
+        .await
+        .unwrap_err();
+    let CallError::AwaitingApproval {
+        approval_id, hook, ..
+    } = err
+    else {
+        panic!("{err}")
+    };
+    assert_eq!(hook, "destructive");
+    assert!(
+        !s.workspace.path().join("out.txt").exists(),
+        "nothing ran yet"
+    );
+    assert_eq!(
+        s.durable.sessions.show(&id).unwrap().status,
+        SessionStatus::Paused
+    );
+    let pending = s.durable.approvals.list(false).unwrap();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].id, approval_id);
+
+    let report = s.host.approve(&s.durable, &approval_id).await.unwrap();
+    assert_eq!(report.outcome.unwrap()["written"], 13);
+    assert_eq!(
+        std::fs::read_to_string(s.workspace.path().join("out.txt")).unwrap(),
+        "approved text"
+    );
+    assert_eq!(
+        s.durable.sessions.show(&id).unwrap().status,
+        SessionStatus::Active
+    );
+    assert!(s.durable.approvals.list(false).unwrap().is_empty());
+    // An approval runs its call once.
+    assert!(s.host.approve(&s.durable, &approval_id).await.is_err());
+    // Non-destructive calls pass; `force` on any call needs a human too.
+    s.call(&id, "files.read", json!({"path": "/data/out.txt"}))
+        .await
+        .unwrap();
+    let err = s
+        .call(&id, "echo.echo", json!({"force": true}))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, CallError::AwaitingApproval { .. }), "{err}");
+}
+
+#[tokio::test]
+async fn a_denied_approval_fails_the_call_and_resumes_the_session() {
+    let s = setup(vec![destructive("ask")]).await;
+    let id = s.session("writer", Role::Supervisor);
+    let err = s
+        .call(
+            &id,
+            "files.write",
+            json!({"path": "/data/x.txt", "content": "no"}),
+        )
+        .await
+        .unwrap_err();
+    let CallError::AwaitingApproval { approval_id, .. } = err else {
+        panic!("{err}")
+    };
+    s.host
+        .deny_approval(&s.durable, &approval_id, "not today")
+        .await
+        .unwrap();
+    assert!(!s.workspace.path().join("x.txt").exists());
+    assert_eq!(
+        s.durable.sessions.show(&id).unwrap().status,
+        SessionStatus::Active
+    );
+    assert!(
+        s.host.approve(&s.durable, &approval_id).await.is_err(),
+        "a denied approval cannot run"
+    );
+}
+
+#[tokio::test]
+async fn destructive_deny_mode_offers_safer_alternatives() {
+    let s = setup(vec![destructive("deny")]).await;
+    let id = s.session("writer", Role::Orchestrator);
+    let (hook, _, alternatives) = denial(
+        s.call(
+            &id,
+            "files.write",
+            json!({"path": "/data/y.txt", "content": "x"}),
+        )
+        .await
+        .unwrap_err(),
+    );
+    assert_eq!(hook, "destructive");
+    let all = alternatives.join(" ").to_lowercase();
+    assert!(
+        all.contains("soft delete") && all.contains("backup") && all.contains("review"),
+        "{alternatives:?}"
+    );
+}
+
+#[tokio::test]
+async fn role_allowlist_keeps_workagents_from_orchestrator_tools() {
+    let s = setup(vec![role_allowlist()]).await;
+    let worker = s.session("worker", Role::Workagent);
+    let (hook, reason, alternatives) = denial(
+        s.call(
+            &worker,
+            "files.write",
+            json!({"path": "/data/z.txt", "content": "x"}),
+        )
+        .await
+        .unwrap_err(),
+    );
+    assert_eq!(hook, "roles");
+    assert!(
+        reason.contains("workagent") && reason.contains("files.write"),
+        "{reason}"
+    );
+    assert!(
+        alternatives.join(" ").contains("supervisor"),
+        "says who may: {alternatives:?}"
+    );
+    s.call(&worker, "files.list", json!({"path": "/data"}))
+        .await
+        .unwrap();
+    // Threat 23: the role comes from the session, never from the call's input.
+    let err = s
+        .call(
+            &worker,
+            "files.write",
+            json!({"path": "/data/z.txt", "content": "x", "role": "orchestrator"}),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, CallError::Denied { .. }) || matches!(err, CallError::InvalidInput { .. }),
+        "{err}"
+    );
+    assert!(!s.workspace.path().join("z.txt").exists());
+    let boss = s.session("boss", Role::Orchestrator);
+    s.call(
+        &boss,
+        "files.write",
+        json!({"path": "/data/z.txt", "content": "x"}),
+    )
+    .await
+    .unwrap();
+}
+
+// Threat 20: deny wins; the first deny stops the chain; order is the config's.
+#[tokio::test]
+async fn deny_wins_and_the_first_deny_stops_the_chain() {
+    let s = setup(vec![
+        destructive("ask"),
+        cost_control(),
+        hook("trap", plugins::HOSTILE_HOOK_TRAP, json!({})),
+    ])
+    .await;
+    let id = s.session("mixed", Role::Workagent);
+    // echo with force: destructive asks, cost denies (12.50 > 5.00): deny wins,
+    // and the trapping hook after it never runs.
+    let (hook, _, _) = denial(
+        s.call(&id, "echo.echo", json!({"force": true}))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(hook, "cost");
+    let d = s.decided(&id);
+    let order: Vec<(&str, &str)> = d.iter().map(|x| (x.0.as_str(), x.2.as_str())).collect();
+    assert_eq!(order, [("destructive", "ask"), ("cost", "deny")]);
+    assert!(
+        s.durable.approvals.list(false).unwrap().is_empty(),
+        "a denied call asks no one"
+    );
+}
+
+/// A chain of one hostile hook: every call is denied, naming the hook.
+async fn denies_everything(hostile: HookConfig, expect: &str) {
+    let name = hostile.name.clone();
+    let s = setup(vec![hostile]).await;
+    let id = s.session("victim", Role::Orchestrator);
+    let start = Instant::now();
+    let (hook, reason, _) = denial(
+        s.call(&id, "echo.echo", json!({"message": "hi"}))
+            .await
+            .unwrap_err(),
+    );
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_eq!(hook, name);
+    assert!(
+        reason.contains(&format!("`{name}`")) || reason.contains(&name),
+        "{reason}"
+    );
+    assert!(
+        reason.to_lowercase().contains(expect),
+        "expected `{expect}` in: {reason}"
+    );
+    // The chain judges standalone calls (outside any session) too.
+    let plain = s
+        .host
+        .call("echo.echo", "{}", glovebox::CallContext::standalone())
+        .await;
+    assert!(
+        matches!(plain.outcome, Err(CallError::Denied { .. })),
+        "the chain applies to standalone calls too"
+    );
+}
+
+// Threats 3 and 19: a hook that traps, loops, answers malformed, cannot load,
+// or is missing: deny, with the cause in the reason.
+#[tokio::test]
+async fn a_trapping_hook_denies() {
+    denies_everything(hook("trap", plugins::HOSTILE_HOOK_TRAP, json!({})), "trap").await;
+}
+
+#[tokio::test]
+async fn a_looping_hook_is_stopped_at_its_deadline_and_denies() {
+    denies_everything(
+        hook("loop", plugins::HOSTILE_HOOK_LOOP, json!({})),
+        "timed out",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_malformed_answer_denies() {
+    denies_everything(
+        hook("malformed", plugins::HOSTILE_HOOK_MALFORMED, json!({})),
+        "malformed",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn invalid_trigger_patterns_deny() {
+    denies_everything(
+        hook(
+            "bad-triggers",
+            plugins::HOSTILE_HOOK_BAD_TRIGGERS,
+            json!({}),
+        ),
+        "pattern",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_missing_hook_denies() {
+    denies_everything(
+        hook("gone", "/nonexistent/hook.wasm", json!({})),
+        "cannot be loaded",
+    )
+    .await;
+}
+
+// Threat 21: a hook that imports the filesystem is refused at load, naming the import.
+#[tokio::test]
+async fn a_hook_importing_the_filesystem_is_refused_at_load() {
+    let s = setup(vec![hook(
+        "nosy",
+        plugins::HOSTILE_HOOK_FS_IMPORT,
+        json!({}),
+    )])
+    .await;
+    let info = s.host.hooks().hooks();
+    let HookStatus::Broken(reason) = &info[0].status else {
+        panic!("loaded: {:?}", info[0].status)
+    };
+    assert!(reason.contains("wasi:filesystem"), "{reason}");
+    denies_everything(
+        hook("nosy", plugins::HOSTILE_HOOK_FS_IMPORT, json!({})),
+        "wasi:filesystem",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn the_shipped_hooks_import_nothing_but_clocks_and_random() {
+    let s = setup(vec![cost_control(), destructive("ask"), role_allowlist()]).await;
+    for h in s.host.hooks().hooks() {
+        assert!(
+            matches!(h.status, HookStatus::Ready),
+            "{}: {:?}",
+            h.name,
+            h.status
+        );
+        assert_eq!(h.triggers, ["*"]);
+    }
+}
+
+// `after` is told the outcome; its failure is logged and changes nothing.
+#[tokio::test]
+async fn a_failing_after_changes_nothing() {
+    let s = setup(vec![hook(
+        "after",
+        plugins::HOSTILE_HOOK_SLOW_AFTER,
+        json!({}),
+    )])
+    .await;
+    let id = s.session("calm", Role::Workagent);
+    assert_eq!(
+        s.call(&id, "echo.echo", json!({"message": "fine"}))
+            .await
+            .unwrap()["message"],
+        "fine"
+    );
+    assert_eq!(
+        s.call(&id, "echo.echo", json!({"message": "again"}))
+            .await
+            .unwrap()["message"],
+        "again"
+    );
+}
+
+// Threat 22: a decision applies only to the exact call it judged.
+#[tokio::test]
+async fn an_approval_applies_only_to_the_call_and_build_it_judged() {
+    let s = setup(vec![destructive("ask")]).await;
+    let id = s.session("writer", Role::Supervisor);
+    let err = s
+        .call(
+            &id,
+            "files.write",
+            json!({"path": "/data/a.txt", "content": "judged"}),
+        )
+        .await
+        .unwrap_err();
+    let CallError::AwaitingApproval { approval_id, .. } = err else {
+        panic!("{err}")
+    };
+    // The same plugin name with another build of the component: a custom
+    // section appended changes its digest but not its tools.
+    let dir = tempfile::tempdir().unwrap();
+    let rebuilt = dir.path().join("tool_files.wasm");
+    let mut bytes = std::fs::read(plugins::TOOL_FILES).unwrap();
+    bytes.extend_from_slice(&[0x00, 0x06, 0x05, b'e', b'x', b't', b'r', b'a']);
+    std::fs::write(&rebuilt, bytes).unwrap();
+    let mut tools = tools(s.workspace.path());
+    tools[1].component = rebuilt;
+    let (mut config, _data) = util::config(tools);
+    config.hooks = vec![destructive("ask")];
+    config.hooks_explicitly_none = false;
+    let other = Host::load(config).await.unwrap();
+    let err = other.approve(&s.durable, &approval_id).await.unwrap_err();
+    assert!(err.to_string().contains("component changed"), "{err}");
+    assert!(!s.workspace.path().join("a.txt").exists());
+    // The original build still runs it, with the judged input only.
+    s.host.approve(&s.durable, &approval_id).await.unwrap();
+    assert_eq!(
+        std::fs::read_to_string(s.workspace.path().join("a.txt")).unwrap(),
+        "judged"
+    );
+}
+
+#[tokio::test]
+async fn policy_replay_reports_changed_decisions_and_runs_nothing() {
+    // Record a session under a chain that allows everything it judges...
+    let s = setup(vec![role_allowlist()]).await;
+    let id = s.session("recorded", Role::Workagent);
+    s.call(&id, "echo.echo", json!({"message": "one"}))
+        .await
+        .unwrap();
+    s.call(&id, "files.list", json!({"path": "/data"}))
+        .await
+        .unwrap();
+    let events_before = s.durable.sessions.events(&id, 1, usize::MAX).unwrap().len();
+    // ...then replay it under cost control: echo (12.50) would be denied.
+    let workspace = tempfile::tempdir().unwrap();
+    let (mut config, _data) = util::config(tools(workspace.path()));
+    config.hooks = vec![cost_control()];
+    config.hooks_explicitly_none = false;
+    let strict = Host::load(config).await.unwrap();
+    let report = glovebox::replay::replay(&strict, &s.durable.sessions, "recorded")
+        .await
+        .unwrap();
+    assert_eq!(report.calls, 2);
+    assert_eq!(report.changes.len(), 1, "{:?}", report.changes);
+    let change = &report.changes[0];
+    assert_eq!(
+        (
+            change.tool.as_str(),
+            change.recorded.as_str(),
+            change.replayed.as_str()
+        ),
+        ("echo.echo", "allow", "deny")
+    );
+    assert_eq!(change.hook.as_deref(), Some("cost"));
+    assert_eq!(
+        s.durable.sessions.events(&id, 1, usize::MAX).unwrap().len(),
+        events_before,
+        "nothing executed"
+    );
+}
+
+#[test]
+fn no_hooks_must_be_an_explicit_choice() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("echo.toml"),
+        format!("name = \"echo\"\ncomponent = \"{}\"\n", plugins::TOOL_ECHO),
+    )
+    .unwrap();
+    let config = dir.path().join("glovebox.toml");
+    std::fs::write(&config, "[[plugin]]\nmanifest = \"echo.toml\"\n").unwrap();
+    let err = glovebox::HostConfig::load(&config).unwrap_err().to_string();
+    assert!(
+        err.contains("hooks = \"none\"") && err.contains("[[hook]]"),
+        "{err}"
+    );
+    std::fs::write(
+        &config,
+        "hooks = \"none\"\n[[plugin]]\nmanifest = \"echo.toml\"\n",
+    )
+    .unwrap();
+    assert!(
+        glovebox::HostConfig::load(&config)
+            .unwrap()
+            .hooks
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn decisions_carry_their_time() {
+    let s = setup(vec![cost_control(), destructive("ask"), role_allowlist()]).await;
+    let id = s.session("timed", Role::Supervisor);
+    let report = s
+        .host
+        .call_in_session(
+            &s.durable,
+            &id,
+            "files.list",
+            &json!({"path": "/data"}).to_string(),
+            None,
+        )
+        .await
+        .unwrap();
+    assert!(report.outcome.is_ok());
+    let events = s.durable.sessions.events(&id, 1, usize::MAX).unwrap();
+    let decided: Vec<_> = events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::CallDecided { .. }))
+        .collect();
+    assert_eq!(decided.len(), 3);
+    let request = glovebox::hooks::HookRequest {
+        call_id: "c".into(),
+        tool: "files.list".into(),
+        action: "read:file:list".into(),
+        role: "supervisor".into(),
+        session: id.clone(),
+        input: "{}".into(),
+        estimated_cost: 0.0,
+        destructive: false,
+        tags: vec![],
+    };
+    let outcome = s.host.hooks().evaluate(&request).await;
+    assert!(
+        outcome
+            .decisions
+            .iter()
+            .all(|d| d.decision == DecisionKind::Allow)
+    );
+    assert!(outcome.decisions.iter().all(|d| d.took > Duration::ZERO));
+}
+
+// A pending approval survives a host restart: each command below is a new
+// process of the real binary.
+#[test]
+fn approval_through_the_cli_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    std::fs::create_dir(p.join("work")).unwrap();
+    std::fs::write(
+        p.join("glovebox.toml"),
+        format!(
+            "data_dir = \"data\"\n[runtime]\ncache_dir = \"{}\"\n[[plugin]]\nmanifest = \"files.toml\"\n\
+             [[hook]]\nname = \"destructive\"\ncomponent = \"{}\"\n[hook.settings]\nmode = \"ask\"\n",
+            util::cache_dir().display(),
+            plugins::HOOK_DESTRUCTIVE
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        p.join("files.toml"),
+        format!(
+            "name = \"files\"\ncomponent = \"{}\"\n[[fs]]\nhost = \"work\"\nguest = \"/data\"\naccess = \"read-write\"\n",
+            plugins::TOOL_FILES
+        ),
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_glovebox"))
+            .env_remove("GLOVEBOX_CONFIG")
+            .arg("--config")
+            .arg(p.join("glovebox.toml"))
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, _, err) = run(&[
+        "session",
+        "start",
+        "--role",
+        "supervisor",
+        "--project",
+        "p",
+        "--name",
+        "ed",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let input = r#"{"path":"/data/notes.txt","content":"approved"}"#;
+    let (code, _, err) = run(&["call", "--session", "ed", "files.write", "--input", input]);
+    assert_eq!(code, 9, "awaits approval: {err}");
+    assert!(err.contains("glovebox approve ap-"), "{err}");
+    assert!(!p.join("work/notes.txt").exists());
+
+    let (code, out, err) = run(&["approvals", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let pending: Value = serde_json::from_str(&out).unwrap();
+    let id = pending[0]["id"].as_str().unwrap().to_string();
+    assert_eq!(pending[0]["tool"], "files.write");
+    assert_eq!(pending[0]["input"], input);
+    let (_, show, _) = run(&["session", "show", "ed"]);
+    assert!(show.contains("\"paused\""), "{show}");
+
+    let (code, out, err) = run(&["approve", &id]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("\"written\": 8"), "{out}");
+    assert_eq!(
+        std::fs::read_to_string(p.join("work/notes.txt")).unwrap(),
+        "approved"
+    );
+    let (_, show, _) = run(&["session", "show", "ed"]);
+    assert!(show.contains("\"active\""), "{show}");
+    let (code, out, _) = run(&["approvals"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("no pending approvals"), "{out}");
+
+    // Policy replay from the CLI: nothing changes under the same chain.
+    let (code, out, err) = run(&["policy", "replay", "--session", "ed"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("0 decisions would change"), "{out}");
+}
