@@ -31,6 +31,7 @@ const CARGO_ARTIFACTS: &[(&str, &str, &str)] = &[
     ("TOOL_TEXT", "tool_text", "`upper`, `lower`, `reverse`, `word-count` on `{\"text\"}`."),
     ("TOOL_FILES", "tool_files", "`list`, `read`, `write` in the preopened directories."),
     ("TOOL_HTTP_FETCH", "tool_http_fetch", "`fetch`: HTTP over wasi:http, redirects followed hop by hop."),
+    ("TOOL_CPU", "tool_cpu", "`burn`: computes a hash chain for `ms` of wall time or `iterations` rounds."),
     ("HOSTILE_INFINITE_LOOP", "hostile_infinite_loop", "`spin`: loops forever."),
     ("HOSTILE_SLEEP", "hostile_sleep", "`sleep`: blocks in a host call (default 3600 s)."),
     ("HOSTILE_RECURSION", "hostile_recursion", "`recurse`, `recurse-big-frames`: unbounded recursion."),

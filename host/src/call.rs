@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use serde::Serialize;
-use wasmtime::{Store, Trap};
+use wasmtime::{Store, Trap, UpdateDeadline};
 
 use crate::bindings::tool::{ToolPlugin, ToolPluginPre};
 use crate::error::CallError;
@@ -96,6 +96,9 @@ impl CallReport {
     }
 }
 
+/// Epoch ticks between two yields of a computing guest.
+const YIELD_TICKS: u64 = 2;
+
 /// Host calls take up to this much data in one go whatever the output cap:
 /// WASI streams and wasi:http write in chunks of up to 1 MiB.
 const MIN_HOSTCALL_DATA: u64 = 2 * 1024 * 1024;
@@ -121,8 +124,19 @@ impl Hands {
         let state = CallState::new(grants, limits.memory, limits.stdio)?;
         let mut store = Store::new(runtime.engine(), state);
         store.limiter(|s| &mut s.limiter);
-        store.set_epoch_deadline(deadline_ticks(limits.deadline));
-        store.epoch_deadline_trap();
+        // At every epoch tick a computing guest yields to the async runtime,
+        // so one CPU-bound call cannot starve the others (or the server's
+        // I/O) on its worker thread; past its deadline it is interrupted.
+        let started = std::time::Instant::now();
+        let deadline = limits.deadline;
+        store.epoch_deadline_callback(move |_| {
+            if started.elapsed() >= deadline {
+                Ok(UpdateDeadline::Interrupt)
+            } else {
+                Ok(UpdateDeadline::Yield(YIELD_TICKS))
+            }
+        });
+        store.set_epoch_deadline(deadline_ticks(limits.deadline).min(YIELD_TICKS));
         // Caps what the guest can hand the host in one go (its result, or the
         // arguments of one host call), so an oversized result is refused
         // before the host allocates it.

@@ -76,6 +76,10 @@ pub enum CallError {
     /// call failed; the host keeps serving.
     #[error("internal error while calling `{tool}`: {message}")]
     Internal { tool: String, message: String },
+    /// The caller cancelled the call (a background job was cancelled); if it
+    /// was running, its instance was dropped.
+    #[error("call to `{tool}` was cancelled: {reason}")]
+    Cancelled { tool: String, reason: String },
 }
 
 impl CallError {
@@ -96,6 +100,7 @@ impl CallError {
             CallError::Trap { .. } => "trap",
             CallError::Busy { .. } => "busy",
             CallError::Internal { .. } => "internal",
+            CallError::Cancelled { .. } => "cancelled",
         }
     }
 
@@ -115,6 +120,7 @@ impl CallError {
             | CallError::OutputTooLarge { .. } => 6,
             CallError::Busy { .. } => 7,
             CallError::Internal { .. } => 1,
+            CallError::Cancelled { .. } => 10,
         }
     }
 }

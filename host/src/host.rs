@@ -21,7 +21,7 @@ pub struct Host {
     config: HostConfig,
     runtime: Arc<Runtime>,
     plugins: Vec<Arc<LoadedPlugin>>,
-    hooks: HookChain,
+    hooks: Arc<HookChain>,
     /// `plugin.tool` → (plugin index, tool index).
     index: BTreeMap<String, (usize, usize)>,
     calls: Arc<Semaphore>,
@@ -63,7 +63,7 @@ impl Host {
             plugins.push(Arc::new(plugin));
         }
         // Hooks never fail the load: a broken hook denies every call instead.
-        let hooks = HookChain::load(runtime.engine(), &config.hooks).await;
+        let hooks = Arc::new(HookChain::load(runtime.engine(), &config.hooks).await);
         for hook in hooks.hooks() {
             if let HookStatus::Broken(reason) = &hook.status {
                 tracing::error!(hook = %hook.name, %reason, "permission hook cannot be loaded: every call is denied");
@@ -152,7 +152,7 @@ impl Host {
             }
         }
         let report = self.execute(prepared, input, ctx).await;
-        self.after_hooks(&request, &outcome, &report).await;
+        self.after_hooks(&request, &outcome, &report);
         report
     }
 
@@ -214,9 +214,10 @@ impl Host {
         &self.hooks
     }
 
-    /// Tells the hooks that allowed a call how it ended; their failures are
-    /// logged and change nothing.
-    pub(crate) async fn after_hooks(
+    /// Tells the hooks that allowed a call how it ended. It runs in the
+    /// background, off the caller's path: its failures are logged (by the
+    /// chain) and change nothing.
+    pub(crate) fn after_hooks(
         &self,
         request: &HookRequest,
         outcome: &ChainOutcome,
@@ -229,9 +230,11 @@ impl Host {
             Ok(_) => format!("ok in {:.1} ms", report.metering.wall.as_secs_f64() * 1e3),
             Err(e) => format!("{}: {e}", e.kind()),
         };
-        self.hooks
-            .after(request, outcome, report.outcome.is_ok(), &summary)
-            .await;
+        let ok = report.outcome.is_ok();
+        let (hooks, request, outcome) = (self.hooks.clone(), request.clone(), outcome.clone());
+        tokio::spawn(async move {
+            hooks.after(&request, &outcome, ok, &summary).await;
+        });
     }
 
     /// Runs a prepared call in fresh hands, past admission control.
@@ -276,12 +279,13 @@ impl Host {
         let input = input.to_string();
         let task_name = name.clone();
         // A task of its own, so a panic in host glue ends this call only.
-        let task = tokio::spawn(async move {
+        // Aborted if this future is dropped (a cancelled job): its store goes.
+        let task = AbortOnDrop(tokio::spawn(async move {
             let report = run_call(&runtime, &plugin, &task_name, &tool_name, input, ctx).await;
             drop((slot, reserved));
             report
-        });
-        match task.await {
+        }));
+        match task.join().await {
             Ok(report) => report,
             Err(e) => {
                 let message = if e.is_panic() {
@@ -306,6 +310,21 @@ impl Host {
 }
 
 const MIB: u64 = 1024 * 1024;
+
+/// A task aborted when its handle is dropped unawaited.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> AbortOnDrop<T> {
+    async fn join(mut self) -> Result<T, tokio::task::JoinError> {
+        (&mut self.0).await
+    }
+}
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
 
 /// A call whose tool is known and whose input passed its checks.
 pub(crate) struct Prepared {

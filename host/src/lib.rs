@@ -17,7 +17,9 @@ mod error;
 pub mod fault_injection;
 pub mod hooks;
 mod host;
+pub mod jobs;
 pub mod manifest;
+pub mod mcp;
 mod pipeline;
 mod plugin;
 pub mod replay;
@@ -29,6 +31,9 @@ pub mod storage;
 pub use call::{CallContext, CallReport, Metering};
 pub use error::{CallError, LoadError};
 pub use host::Host;
+pub use jobs::{
+    JobError, JobErrorInfo, JobInfo, JobResult, JobStatus, Jobs, JobsConfig, WaitMode, WaitOutcome,
+};
 pub use manifest::{HostConfig, Limits, PluginManifest};
 pub use pipeline::{Durable, open_sessions};
 pub use plugin::{LoadedPlugin, ToolInfo};

@@ -25,6 +25,8 @@ use crate::storage::{Durability, SledStore, Storage};
 pub struct Durable {
     pub sessions: Arc<Sessions>,
     pub approvals: Arc<Approvals>,
+    /// The store itself, for the other buckets kept there (background jobs).
+    pub storage: Arc<dyn Storage>,
     /// What recovery found at open: calls marked interrupted, damaged sessions.
     pub recovery: Recovery,
 }
@@ -47,7 +49,7 @@ pub fn open_sessions(config: &HostConfig) -> anyhow::Result<Durable> {
     let storage: Arc<dyn Storage> = Arc::new(store);
     let approvals = Arc::new(Approvals::new(storage.clone()));
     let sessions = Sessions::with_config(
-        storage,
+        storage.clone(),
         SessionsConfig {
             checkpoint_every: config.storage.checkpoint_every,
             ..SessionsConfig::default()
@@ -66,6 +68,7 @@ pub fn open_sessions(config: &HostConfig) -> anyhow::Result<Durable> {
     Ok(Durable {
         sessions: Arc::new(sessions),
         approvals,
+        storage,
         recovery,
     })
 }
@@ -99,9 +102,26 @@ impl Host {
         input: &str,
         job_id: Option<String>,
     ) -> Result<CallReport, SessionError> {
+        self.call_in_session_cancellable(durable, session, tool, input, job_id, None)
+            .await
+    }
+
+    /// [`Host::call_in_session`] that `cancel` can stop (background jobs):
+    /// once it holds `true`, the call is not run if it has not started, and
+    /// is stopped (its instance dropped) if it runs. Either way it finishes in
+    /// the log with the outcome `cancelled`.
+    pub async fn call_in_session_cancellable(
+        &self,
+        durable: &Durable,
+        session: &str,
+        tool: &str,
+        input: &str,
+        job_id: Option<String>,
+        cancel: Option<tokio::sync::watch::Receiver<bool>>,
+    ) -> Result<CallReport, SessionError> {
         let key = session.to_string();
         let state = blocking(&durable.sessions, move |s| s.show(&key)).await?;
-        self.run_logged(durable, &state, tool, input, job_id, Judge::Hooks)
+        self.run_logged(durable, &state, tool, input, job_id, Judge::Hooks, cancel)
             .await
     }
 
@@ -152,7 +172,7 @@ impl Host {
             ))
         })?;
         let judge = Judge::Rerun { idempotency_key };
-        self.run_logged(durable, &state, &call.tool, &input, None, judge)
+        self.run_logged(durable, &state, &call.tool, &input, None, judge, None)
             .await
     }
 
@@ -185,8 +205,16 @@ impl Host {
         blocking(&durable.sessions, move |_| approvals.put(&settled)).await?;
         let input = approval.input.clone();
         let judge = Judge::Approved(Box::new(approval));
-        self.run_logged(durable, &resumed.state, &prepared.name, &input, None, judge)
-            .await
+        self.run_logged(
+            durable,
+            &resumed.state,
+            &prepared.name,
+            &input,
+            None,
+            judge,
+            None,
+        )
+        .await
     }
 
     /// Refuses approval `id`: its call fails for good, and its session is
@@ -218,6 +246,7 @@ impl Host {
         Ok(approval)
     }
 
+    #[allow(clippy::too_many_arguments)] // one call's whole context, passed through once
     async fn run_logged(
         &self,
         durable: &Durable,
@@ -226,6 +255,7 @@ impl Host {
         input: &str,
         job_id: Option<String>,
         judge: Judge,
+        cancel: Option<tokio::sync::watch::Receiver<bool>>,
     ) -> Result<CallReport, SessionError> {
         let sessions = &durable.sessions;
         // A bad request (unknown tool, bad input) is not a call: nothing is logged.
@@ -370,7 +400,12 @@ impl Host {
         let sid = id.clone();
         blocking(sessions, move |s| s.append(&sid, started)).await?;
 
-        let report = self.execute(prepared, input, ctx).await;
+        let report = match cancel {
+            None => self.execute(prepared, input, ctx).await,
+            Some(cancel) => {
+                cancellable(self.execute(prepared, input, ctx), cancel, &info.name).await
+            }
+        };
 
         let (outcome_name, error, output, output_digest) = match &report.outcome {
             Ok(value) => {
@@ -406,7 +441,7 @@ impl Host {
             return Err(e);
         }
         if let Some(outcome) = &outcome {
-            self.after_hooks(&request, outcome, &report).await;
+            self.after_hooks(&request, outcome, &report);
         }
         Ok(report)
     }
@@ -420,6 +455,32 @@ enum Judge {
     Approved(Box<Approval>),
     /// The original judgement: an interrupted idempotent call run again.
     Rerun { idempotency_key: String },
+}
+
+/// Runs `call` unless `cancel` comes first: a cancelled call ends at once
+/// (the call's future, and with it its instance, is dropped).
+async fn cancellable(
+    call: impl std::future::Future<Output = CallReport>,
+    mut cancel: tokio::sync::watch::Receiver<bool>,
+    tool: &str,
+) -> CallReport {
+    let cancelled = async move {
+        if cancel.wait_for(|c| *c).await.is_err() {
+            // Nobody can cancel any more: the call runs to its end.
+            std::future::pending::<()>().await;
+        }
+    };
+    tokio::select! {
+        biased;
+        () = cancelled => CallReport::refused(
+            tool,
+            CallError::Cancelled {
+                tool: tool.to_string(),
+                reason: "its background job was cancelled".to_string(),
+            },
+        ),
+        report = call => report,
+    }
 }
 
 fn decision_name(d: &DecisionKind) -> &'static str {

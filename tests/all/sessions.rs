@@ -39,7 +39,8 @@ pub fn durable(dir: &Path) -> (Arc<SledStore>, Durable) {
     let storage: Arc<dyn Storage> = store.clone();
     let durable = Durable {
         sessions: Arc::new(Sessions::new(storage.clone())),
-        approvals: Arc::new(Approvals::new(storage)),
+        approvals: Arc::new(Approvals::new(storage.clone())),
+        storage,
         recovery: Default::default(),
     };
     (store, durable)

@@ -13,6 +13,8 @@ macro_rules! out {
 }
 
 mod debug;
+mod jobs;
+mod serve;
 mod sessions;
 
 use std::io::{IsTerminal, Read};
@@ -104,6 +106,14 @@ enum Command {
         #[command(subcommand)]
         command: sessions::PolicyCommand,
     },
+    /// Background jobs: spawn, status, wait, cancel, list. `job spawn` only
+    /// queues a job; `job wait` (or `serve`) runs the data dir's queued jobs.
+    Job {
+        #[command(subcommand)]
+        command: jobs::JobCommand,
+    },
+    /// Serve the configured tools over MCP (stdio, or streamable HTTP with `--http`).
+    Serve(serve::ServeArgs),
     /// Tools for testing the host itself.
     #[command(hide = true)]
     Debug {
@@ -198,6 +208,8 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Deny { id, reason } => sessions::deny(&cli.config, &id, &reason).await,
         Command::Policy { command } => sessions::policy(&cli.config, command).await,
         Command::Log { command } => sessions::run_log(&cli.config, command),
+        Command::Job { command } => jobs::run(&cli.config, command).await,
+        Command::Serve(args) => serve::run(&cli.config, args).await,
         Command::Debug { command } => debug::run(&cli.config, command),
     }
 }

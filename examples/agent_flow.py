@@ -1,0 +1,106 @@
+"""A scripted agent flow against Glovebox over MCP (the official Python SDK).
+
+An orchestrator hands a task to a supervisor; the supervisor hands parts of it to
+workagents, which run as parallel background jobs; the supervisor waits for them
+with a timeout, integrates the results and hands back to the orchestrator. On the
+way, a destructive call is stopped by the `destructive` permission hook.
+
+Run it with `bash examples/agent_flow.sh` (it starts the server on the example
+config and installs the SDK into a virtualenv), or against a running server:
+
+    python examples/agent_flow.py http://127.0.0.1:8765/mcp
+"""
+
+import json
+import sys
+import time
+
+import anyio
+from mcp import Client
+
+
+def data(result):
+    if result.structured_content is not None:
+        return result.structured_content
+    return json.loads(result.content[0].text)
+
+
+async def call(client, tool, args):
+    result = await client.call_tool(tool, args)
+    if result.is_error:
+        raise RuntimeError(f"{tool} failed: {result.content[0].text}")
+    return data(result)
+
+
+async def main(url):
+    chapters = {
+        "intro": "Agents run for hours and call tools that touch real systems.",
+        "hands": "Every tool runs in a fresh sandbox with only the grants it was given.",
+        "logs": "Every call is logged durably so a session resumes after a crash.",
+    }
+    # Names are unique among live sessions: make this run's names unique.
+    run = int(time.time())
+    sup_name, orch_name = f"flow-supervisor-{run}", f"flow-orchestrator-{run}"
+    async with Client(url) as orchestrator, Client(url) as supervisor:
+        # Each connection binds its own session.
+        await call(supervisor, "session_start", {"role": "supervisor", "project": "demo", "name": sup_name})
+        await call(orchestrator, "session_start", {"role": "orchestrator", "project": "demo", "name": orch_name})
+        await call(
+            orchestrator,
+            "session_handoff",
+            {
+                "kind": "orchestrator_to_supervisor",
+                "to": sup_name,
+                "objective": "summarize the three chapters",
+                "success_criteria": ["one line per chapter, upper-cased"],
+                "next_steps": ["split the work across workagents", "integrate the results"],
+            },
+        )
+        print("orchestrator -> supervisor: handoff written")
+
+        # The supervisor picks up its handoff, as an agent with no memory would.
+        resumed = await call(supervisor, "session_resume", {"session": sup_name})
+        print("supervisor resumed with:", resumed["latest_handoff"]["handoff"]["objective"])
+
+        # Workagents: parallel background jobs, one per chapter.
+        jobs = {}
+        for name, text in chapters.items():
+            spawned = await call(supervisor, "job_spawn", {"tool": "text.upper", "input": {"text": text}})
+            jobs[spawned["id"]] = name
+        waited = await call(supervisor, "job_wait", {"ids": list(jobs), "mode": "all", "timeout_ms": 20000})
+        if waited["timed_out"]:
+            raise RuntimeError(f"workagents still running: {[j['id'] for j in waited['pending']]}")
+        summary = {jobs[j["id"]]: j["result"]["output"]["text"] for j in waited["done"]}
+        for name in chapters:
+            print(f"  {name}: {summary[name]}")
+
+        # A destructive call: the hook stops it and asks a human.
+        stopped = await supervisor.call_tool(
+            "files.write", {"path": "/data/summary.txt", "content": "\n".join(summary.values())}
+        )
+        assert stopped.is_error, "the destructive call should have been stopped"
+        waiting = data(stopped)["awaiting_approval"]
+        print(f"destructive call stopped by `{waiting['hook']}`: approval {waiting['approval_id']} pending")
+        print(f"  (an operator runs: glovebox approve {waiting['approval_id']})")
+
+        # The supervisor hands the result back; its session is paused until the
+        # approval is settled, so the handoff is written from the orchestrator's
+        # side as a record of what came back.
+        await call(
+            orchestrator,
+            "session_handoff",
+            {
+                "kind": "continuation",
+                "objective": "summarize the three chapters",
+                "work_completed": [f"{k}: {v}" for k, v in summary.items()],
+                "current_phase": "integrated",
+                "next_steps": [f"approve {waiting['approval_id']} to write /data/summary.txt"],
+                "blockers": ["destructive write awaits a human"],
+            },
+        )
+        status = await call(orchestrator, "session_status", {})
+        print(f"orchestrator session `{status['name']}` is {status['status']}: flow complete")
+
+
+if __name__ == "__main__":
+    anyio.run(main, sys.argv[1] if len(sys.argv) > 1 else "http://127.0.0.1:8765/mcp")

@@ -1,0 +1,143 @@
+//! `glovebox job ...`: background jobs from the command line.
+//!
+//! One process holds a data dir at a time, so `job spawn` only queues a job
+//! (persists it) and exits; the job runs in whichever process next runs the
+//! jobs of the data dir: `job wait` (while it waits) or `glovebox serve`.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Result;
+use clap::Subcommand;
+use glovebox::{Host, JobError, JobStatus, Jobs, JobsConfig, WaitMode};
+
+#[derive(Subcommand)]
+pub enum JobCommand {
+    /// Queue a tool call as a background job in a session; prints the job and
+    /// returns at once.
+    ///
+    /// The job is only queued (persisted in the data dir): it runs when a
+    /// process runs the data dir's jobs, i.e. `glovebox job wait` or
+    /// `glovebox serve`. The request is checked first: an unknown tool or
+    /// input that fails the tool's schema is refused and nothing is queued.
+    Spawn {
+        /// The session (id or name) the call is made and logged in.
+        #[arg(long, short)]
+        session: String,
+        /// The tool, as `plugin.tool` (or just `tool` when unambiguous).
+        tool: String,
+        /// The input as JSON text; `-` reads it from stdin.
+        #[arg(long, short, conflicts_with = "input_file")]
+        input: Option<String>,
+        /// Read the input from a file.
+        #[arg(long)]
+        input_file: Option<PathBuf>,
+    },
+    /// Print a job: its status and, once final, its result.
+    Status { id: String },
+    /// Run the data dir's queued jobs and wait for the given ones.
+    ///
+    /// This process runs every queued job of the data dir while it waits
+    /// (jobs that were running when a host stopped are marked interrupted,
+    /// and re-run only if their tool is idempotent). Jobs still running when
+    /// the wait ends are stopped with the process: they become interrupted
+    /// (re-run by the next runner only if idempotent). Exits 0 when the wait
+    /// was satisfied, 6 when it timed out.
+    Wait {
+        #[arg(required = true)]
+        ids: Vec<String>,
+        /// Return when the first job is final, not all of them.
+        #[arg(long)]
+        first: bool,
+        /// How long to wait (e.g. `30s`, `5m`); default 30s, at most 10m.
+        #[arg(long, value_parser = humantime::parse_duration)]
+        timeout: Option<Duration>,
+    },
+    /// Cancel a job: a queued job never runs; a finished one is left as it is.
+    Cancel { id: String },
+    /// List jobs, oldest first.
+    List {
+        /// Only the jobs of this session (id or name).
+        #[arg(long)]
+        session: Option<String>,
+        /// queued, running, completed, failed, timeout, cancelled or interrupted.
+        #[arg(long)]
+        status: Option<JobStatus>,
+    },
+}
+
+pub async fn run(config: &Path, command: JobCommand) -> Result<ExitCode> {
+    let host = Arc::new(Host::from_config_file(config).await?);
+    let durable = Arc::new(glovebox::open_sessions(host.config())?);
+    let jobs = Jobs::new(host, durable, JobsConfig::default());
+    let result = match command {
+        JobCommand::Spawn {
+            session,
+            tool,
+            input,
+            input_file,
+        } => {
+            let input = super::read_input(input, input_file)?;
+            jobs.enqueue(&session, &tool, &input)
+                .await
+                .and_then(|job| print(&job))
+        }
+        JobCommand::Status { id } => jobs.status(&id).and_then(|job| print(&job)),
+        JobCommand::Wait {
+            ids,
+            first,
+            timeout,
+        } => {
+            let mode = if first {
+                WaitMode::First
+            } else {
+                WaitMode::All
+            };
+            match jobs.recover().await {
+                Ok(recovered) => {
+                    for job in recovered.iter().filter(|j| j.status != JobStatus::Queued) {
+                        eprintln!("job {}: {}", job.id, job.status);
+                    }
+                    match jobs.wait(&ids, mode, timeout).await {
+                        Ok(outcome) => {
+                            print(&outcome)?;
+                            return Ok(if outcome.timed_out {
+                                ExitCode::from(6)
+                            } else {
+                                ExitCode::SUCCESS
+                            });
+                        }
+                        Err(e) => Err(e),
+                    }
+                }
+                Err(e) => Err(e),
+            }
+        }
+        JobCommand::Cancel { id } => jobs.cancel(&id).await.and_then(|job| print(&job)),
+        JobCommand::List { session, status } => jobs
+            .list(session.as_deref(), status)
+            .and_then(|list| print(&list)),
+    };
+    match result {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(e) => {
+            eprintln!("error: {e}");
+            Ok(ExitCode::from(match e {
+                JobError::NotFound(_) | JobError::BadRequest(_) => 4,
+                JobError::Session(_) => 8,
+                JobError::Storage(_) => 1,
+            }))
+        }
+    }
+}
+
+fn print<T: serde::Serialize>(value: &T) -> Result<(), JobError> {
+    use std::io::Write as _;
+    let text = serde_json::to_string_pretty(value)
+        .map_err(|e| JobError::BadRequest(format!("cannot print the job: {e}")))?;
+    // A closed stdout (`| head`) is not an error of the job's.
+    let _ = writeln!(std::io::stdout().lock(), "{text}");
+    Ok(())
+}

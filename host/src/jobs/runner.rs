@@ -1,0 +1,557 @@
+//! The jobs service: validation, the FIFO run queue, one task per job,
+//! waiting, cancelling, recovery.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::Duration;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
+
+use super::store::JobStore;
+use super::{
+    JobError, JobErrorInfo, JobInfo, JobResult, JobStatus, JobsConfig, WaitMode, WaitOutcome,
+};
+use crate::call::CallReport;
+use crate::error::CallError;
+use crate::host::Host;
+use crate::pipeline::Durable;
+use crate::session::SessionError;
+
+/// How long [`Jobs::cancel`] waits for a running job's call to settle in
+/// the session log before it returns.
+const CANCEL_SETTLE: Duration = Duration::from_secs(5);
+
+/// The background jobs of one host and data dir.
+pub struct Jobs {
+    host: Arc<Host>,
+    durable: Arc<Durable>,
+    config: JobsConfig,
+    store: Arc<JobStore>,
+    /// Admission: `max_running` permits, handed out in queue order.
+    permits: Arc<Semaphore>,
+    queue: mpsc::UnboundedSender<String>,
+    /// Taken by the dispatcher when the first job is run.
+    queue_rx: Mutex<Option<mpsc::UnboundedReceiver<String>>>,
+    /// Jobs this process has queued to run or runs: their cancel switch.
+    live: Mutex<HashMap<String, watch::Sender<bool>>>,
+    /// Bumped at every status change; waiters watch it.
+    changed: watch::Sender<u64>,
+    this: Weak<Jobs>,
+}
+
+impl Jobs {
+    /// The jobs of `durable`'s store, run by `host`. `max_running` is at
+    /// least 1 and at most the host's `runtime.max_concurrent_calls`.
+    pub fn new(host: Arc<Host>, durable: Arc<Durable>, mut config: JobsConfig) -> Arc<Jobs> {
+        let cap = usize::try_from(host.config().runtime.max_concurrent_calls).unwrap_or(1);
+        config.max_running = config.max_running.clamp(1, cap.max(1));
+        config.max_wait = config.max_wait.max(Duration::from_millis(1));
+        let (queue, rx) = mpsc::unbounded_channel();
+        let store = Arc::new(JobStore::new(durable.storage.clone()));
+        Arc::new_cyclic(|this| Jobs {
+            permits: Arc::new(Semaphore::new(config.max_running)),
+            host,
+            durable,
+            config,
+            store,
+            queue,
+            queue_rx: Mutex::new(Some(rx)),
+            live: Mutex::new(HashMap::new()),
+            changed: watch::Sender::new(0),
+            this: this.clone(),
+        })
+    }
+
+    pub fn config(&self) -> &JobsConfig {
+        &self.config
+    }
+
+    /// Run at host start, before jobs are spawned: queued jobs are queued to
+    /// run again; jobs left running by a process that stopped become
+    /// `interrupted`, and are re-queued (to run again) only if their tool is
+    /// idempotent. Returns those jobs as they are now.
+    pub async fn recover(self: &Arc<Self>) -> Result<Vec<JobInfo>, JobError> {
+        let store = self.store.clone();
+        let jobs = blocking(move || store.all()).await?;
+        let mut recovered = Vec::new();
+        for job in jobs {
+            if self.is_live(&job.id) {
+                continue;
+            }
+            match job.status {
+                JobStatus::Queued => {
+                    self.start(&job.id);
+                    recovered.push(job);
+                }
+                JobStatus::Running => {
+                    let now = now_ms();
+                    let (job, changed) = self
+                        .update(&job.id, move |j| {
+                            if j.status != JobStatus::Running {
+                                return false;
+                            }
+                            let message = format!(
+                                "the host stopped while the job was running (attempt {})",
+                                j.attempts
+                            );
+                            let (status, message) = if j.idempotent {
+                                let m = format!("{message}; re-queued: its tool is idempotent");
+                                (JobStatus::Queued, m)
+                            } else {
+                                let m = format!(
+                                    "{message}; not re-run: its tool is not idempotent, so it may have had effects (spawn it again if it is safe)"
+                                );
+                                (JobStatus::Interrupted, m)
+                            };
+                            j.status = status;
+                            if status.is_final() {
+                                j.finished_at_ms = Some(now);
+                            }
+                            j.result = Some(JobResult::failed("interrupted", message));
+                            true
+                        })
+                        .await?;
+                    if changed {
+                        tracing::warn!(job = %job.id, tool = %job.tool, status = %job.status, "job was running when the host stopped");
+                        if job.status == JobStatus::Queued {
+                            self.start(&job.id);
+                        }
+                        recovered.push(job);
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(recovered)
+    }
+
+    /// Checks the request and persists it as a queued job, without running
+    /// it: a process that runs jobs ([`Jobs::recover`]) will. For callers
+    /// that hand the data dir over, like the CLI.
+    ///
+    /// A bad request (unknown tool, input that is not JSON, fails the tool's
+    /// schema or is too large) is refused: nothing is queued or logged.
+    pub async fn enqueue(
+        &self,
+        session: &str,
+        tool: &str,
+        input: &str,
+    ) -> Result<JobInfo, JobError> {
+        let (tool, idempotent) = match self.host.prepare(tool, input) {
+            Ok(prepared) => (prepared.name.clone(), self.host.info(&prepared).idempotent),
+            Err(report) => {
+                let message = report
+                    .outcome
+                    .err()
+                    .map(|e| e.to_string())
+                    .unwrap_or_default();
+                return Err(JobError::BadRequest(message));
+            }
+        };
+        let sessions = self.durable.sessions.clone();
+        let key = session.to_string();
+        let state = blocking(move || sessions.show(&key).map_err(JobError::from)).await?;
+        if !state.status.is_live() {
+            return Err(JobError::BadRequest(format!(
+                "session {} is {}: jobs run in live sessions only",
+                state.label(),
+                state.status
+            )));
+        }
+        let job = JobInfo {
+            id: new_job_id(),
+            session: state.id.clone(),
+            session_name: state.name.clone(),
+            tool,
+            input: input.to_string(),
+            status: JobStatus::Queued,
+            created_at_ms: creation_ms(),
+            started_at_ms: None,
+            finished_at_ms: None,
+            idempotent,
+            attempts: 0,
+            result: None,
+        };
+        let store = self.store.clone();
+        let stored = job.clone();
+        blocking(move || store.put(&stored)).await?;
+        self.notify();
+        Ok(job)
+    }
+
+    /// Queues a call to `tool` in `session` (id or name) and returns the job
+    /// at once; it runs when a slot is free. Bad requests are refused as in
+    /// [`Jobs::enqueue`].
+    pub async fn spawn(
+        self: &Arc<Self>,
+        session: &str,
+        tool: &str,
+        input: &str,
+    ) -> Result<JobInfo, JobError> {
+        let job = self.enqueue(session, tool, input).await?;
+        self.start(&job.id);
+        Ok(job)
+    }
+
+    /// The job as stored.
+    pub fn status(&self, id: &str) -> Result<JobInfo, JobError> {
+        self.store.get(id)
+    }
+
+    /// Waits until every job (`All`) or one of them (`First`) is final, or
+    /// the timeout passes: `None` waits `default_wait`, and no wait is longer
+    /// than `max_wait`. Jobs nobody runs (queued in a data dir no process
+    /// runs jobs from) stay pending.
+    pub async fn wait(
+        &self,
+        ids: &[String],
+        mode: WaitMode,
+        timeout: Option<Duration>,
+    ) -> Result<WaitOutcome, JobError> {
+        if ids.is_empty() {
+            return Err(JobError::BadRequest(
+                "wait for which jobs? give job ids".into(),
+            ));
+        }
+        let mut unique: Vec<&String> = Vec::new();
+        for id in ids {
+            if !unique.contains(&id) {
+                unique.push(id);
+            }
+        }
+        let timeout = timeout
+            .unwrap_or(self.config.default_wait)
+            .min(self.config.max_wait);
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut changes = self.changed.subscribe();
+        loop {
+            changes.borrow_and_update();
+            let mut done = Vec::new();
+            let mut pending = Vec::new();
+            for id in &unique {
+                let job = self.status(id)?;
+                if job.status.is_final() {
+                    done.push(job);
+                } else {
+                    pending.push(job);
+                }
+            }
+            let finished = match mode {
+                WaitMode::All => pending.is_empty(),
+                WaitMode::First => !done.is_empty(),
+            };
+            if finished {
+                return Ok(WaitOutcome {
+                    done,
+                    pending,
+                    timed_out: false,
+                });
+            }
+            // `changed` cannot fail: this service holds the sender.
+            if tokio::time::timeout_at(deadline, changes.changed())
+                .await
+                .is_err()
+            {
+                return Ok(WaitOutcome {
+                    done,
+                    pending,
+                    timed_out: true,
+                });
+            }
+        }
+    }
+
+    /// Cancels a job. A queued job never runs. A running one is stopped: its
+    /// instance is dropped and its call finishes in the session log with the
+    /// outcome `cancelled` (awaited for a few seconds; a tool computing
+    /// without pause stops at the latest at its deadline). A final job is
+    /// returned as it is.
+    pub async fn cancel(&self, id: &str) -> Result<JobInfo, JobError> {
+        let now = now_ms();
+        let was_running = Arc::new(AtomicBool::new(false));
+        let running = was_running.clone();
+        let (job, changed) = self
+            .update(id, move |j| {
+                if j.status.is_final() {
+                    return false;
+                }
+                running.store(j.status == JobStatus::Running, Ordering::SeqCst);
+                j.status = JobStatus::Cancelled;
+                j.finished_at_ms = Some(now);
+                true
+            })
+            .await?;
+        if !changed {
+            return Ok(job);
+        }
+        let mut changes = self.changed.subscribe();
+        let switch = {
+            let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
+            if was_running.load(Ordering::SeqCst) {
+                live.get(id).cloned()
+            } else {
+                // Queued here (or nowhere): it never runs; the dispatcher skips it.
+                live.remove(id);
+                None
+            }
+        };
+        let Some(switch) = switch else {
+            return Ok(job);
+        };
+        switch.send_replace(true);
+        // Its task leaves `live` once the call is settled in the session log.
+        let settled = async {
+            loop {
+                changes.borrow_and_update();
+                if !self.is_live(id) || changes.changed().await.is_err() {
+                    return;
+                }
+            }
+        };
+        if tokio::time::timeout(CANCEL_SETTLE, settled).await.is_err() {
+            tracing::warn!(job = %id, "cancelled job still winding down");
+        }
+        self.status(id)
+    }
+
+    /// Jobs, oldest first, optionally of one session (id or name) and status.
+    pub fn list(
+        &self,
+        session: Option<&str>,
+        status: Option<JobStatus>,
+    ) -> Result<Vec<JobInfo>, JobError> {
+        let session = match session {
+            Some(s) => Some(self.durable.sessions.show(s)?.id),
+            None => None,
+        };
+        Ok(self
+            .store
+            .all()?
+            .into_iter()
+            .filter(|j| session.as_ref().is_none_or(|s| &j.session == s))
+            .filter(|j| status.is_none_or(|s| j.status == s))
+            .collect())
+    }
+
+    fn is_live(&self, id: &str) -> bool {
+        self.live
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains_key(id)
+    }
+
+    /// Puts job `id` in the run queue of this process.
+    fn start(&self, id: &str) {
+        {
+            let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
+            if live.contains_key(id) {
+                return;
+            }
+            live.insert(id.to_string(), watch::Sender::new(false));
+        }
+        let rx = self
+            .queue_rx
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(rx) = rx {
+            tokio::spawn(dispatch(self.this.clone(), rx, self.permits.clone()));
+        }
+        // The receiver lives as long as the dispatcher, which lives as long as `self`.
+        let _ = self.queue.send(id.to_string());
+    }
+
+    /// Runs job `id` with its admission `permit`.
+    async fn run(self: Arc<Self>, id: String, permit: OwnedSemaphorePermit) {
+        let cancel = match self
+            .live
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&id)
+        {
+            Some(switch) => switch.subscribe(),
+            None => return,
+        };
+        let now = now_ms();
+        let started = self
+            .update(&id, move |j| {
+                if j.status != JobStatus::Queued {
+                    return false;
+                }
+                j.status = JobStatus::Running;
+                j.started_at_ms = Some(now);
+                j.attempts += 1;
+                true
+            })
+            .await;
+        if let Ok((job, true)) = started {
+            let report = self
+                .host
+                .call_in_session_cancellable(
+                    &self.durable,
+                    &job.session,
+                    &job.tool,
+                    &job.input,
+                    Some(job.id.clone()),
+                    Some(cancel),
+                )
+                .await;
+            let (status, result) = outcome(report);
+            let now = now_ms();
+            let finished = self
+                .update(&id, move |j| {
+                    if j.status == JobStatus::Running {
+                        j.status = status;
+                        j.finished_at_ms = Some(now);
+                        j.result = Some(result);
+                        true
+                    } else if j.status == JobStatus::Cancelled {
+                        // Cancelled while running: keep what the call says of itself.
+                        j.result = Some(result);
+                        true
+                    } else {
+                        false
+                    }
+                })
+                .await;
+            if let Err(e) = finished {
+                tracing::error!(job = %id, error = %e, "the job's outcome could not be stored");
+            }
+        } else if let Err(e) = started {
+            tracing::error!(job = %id, error = %e, "the job could not be started");
+        }
+        drop(permit);
+        self.live
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&id);
+        self.notify();
+    }
+
+    /// Changes a job's record (see [`JobStore::update`]) and wakes waiters.
+    async fn update(
+        &self,
+        id: &str,
+        change: impl FnOnce(&mut JobInfo) -> bool + Send + 'static,
+    ) -> Result<(JobInfo, bool), JobError> {
+        let store = self.store.clone();
+        let id = id.to_string();
+        let result = blocking(move || store.update(&id, change)).await;
+        if matches!(result, Ok((_, true))) {
+            self.notify();
+        }
+        result
+    }
+
+    fn notify(&self) {
+        self.changed.send_modify(|n| *n = n.wrapping_add(1));
+    }
+}
+
+/// Hands queued jobs permits in queue order and starts their tasks.
+async fn dispatch(
+    jobs: Weak<Jobs>,
+    mut queue: mpsc::UnboundedReceiver<String>,
+    permits: Arc<Semaphore>,
+) {
+    while let Some(id) = queue.recv().await {
+        let Ok(permit) = permits.clone().acquire_owned().await else {
+            return;
+        };
+        let Some(jobs) = jobs.upgrade() else { return };
+        // A task of its own on the multi-threaded runtime: jobs use every core.
+        tokio::spawn(jobs.run(id, permit));
+    }
+}
+
+/// A job's status and result from its call's report.
+fn outcome(report: Result<CallReport, SessionError>) -> (JobStatus, JobResult) {
+    let report = match report {
+        Ok(report) => report,
+        Err(e) => {
+            return (
+                JobStatus::Failed,
+                JobResult::failed("session", e.to_string()),
+            );
+        }
+    };
+    let metering = (&report.metering).into();
+    let (status, output, error) = match report.outcome {
+        Ok(value) => (JobStatus::Completed, Some(value), None),
+        Err(e) => {
+            let status = match e {
+                CallError::Timeout { .. } => JobStatus::Timeout,
+                CallError::Cancelled { .. } => JobStatus::Cancelled,
+                _ => JobStatus::Failed,
+            };
+            let info = JobErrorInfo {
+                kind: e.kind().to_string(),
+                message: e.to_string(),
+            };
+            (status, None, Some(info))
+        }
+    };
+    let result = JobResult {
+        output,
+        error,
+        stdout: report.stdout,
+        stderr: report.stderr,
+        metering,
+    };
+    (status, result)
+}
+
+impl JobResult {
+    fn failed(kind: &str, message: String) -> JobResult {
+        JobResult {
+            output: None,
+            error: Some(JobErrorInfo {
+                kind: kind.to_string(),
+                message,
+            }),
+            stdout: Default::default(),
+            stderr: Default::default(),
+            metering: Default::default(),
+        }
+    }
+}
+
+/// Runs blocking store work off the async threads.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, JobError> + Send + 'static,
+) -> Result<T, JobError> {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(r) => r,
+        Err(e) => Err(JobError::Storage(crate::storage::StorageError::Io(
+            format!("the job store task failed: {e}"),
+        ))),
+    }
+}
+
+/// `job-` and 12 hex digits.
+fn new_job_id() -> String {
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    format!("job-{}", &id[..12])
+}
+
+/// Now, but later than any job this process created before, so jobs list
+/// in the order they were created.
+fn creation_ms() -> u64 {
+    use std::sync::atomic::AtomicU64;
+    static LAST: AtomicU64 = AtomicU64::new(0);
+    let now = now_ms();
+    let prev = LAST
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |last| {
+            Some(now.max(last + 1))
+        })
+        .unwrap_or(now);
+    now.max(prev + 1)
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}

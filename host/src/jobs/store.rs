@@ -1,0 +1,89 @@
+//! Job records in the storage bucket `jobs`: id → JSON [`JobInfo`].
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use super::{JobError, JobInfo};
+use crate::storage::{Storage, StorageError};
+
+const BUCKET: &str = "jobs";
+
+pub(super) struct JobStore {
+    storage: Arc<dyn Storage>,
+    /// Held across read-modify-write, so status changes never interleave.
+    write: Mutex<()>,
+}
+
+impl JobStore {
+    pub fn new(storage: Arc<dyn Storage>) -> JobStore {
+        JobStore {
+            storage,
+            write: Mutex::new(()),
+        }
+    }
+
+    pub fn get(&self, id: &str) -> Result<JobInfo, JobError> {
+        let bytes = self
+            .storage
+            .get(BUCKET, id)?
+            .ok_or_else(|| JobError::NotFound(id.to_string()))?;
+        decode(id, &bytes)
+    }
+
+    /// Stores a new record (or replaces one), durable on return.
+    pub fn put(&self, job: &JobInfo) -> Result<(), JobError> {
+        let _w = self.write.lock().unwrap_or_else(PoisonError::into_inner);
+        self.put_unlocked(job)
+    }
+
+    fn put_unlocked(&self, job: &JobInfo) -> Result<(), JobError> {
+        let bytes = serde_json::to_vec(job)
+            .map_err(|e| StorageError::Io(format!("cannot encode job `{}`: {e}", job.id)))?;
+        Ok(self.storage.put(BUCKET, &job.id, &bytes)?)
+    }
+
+    /// Every job, oldest first. Records that do not decode are skipped (and logged).
+    pub fn all(&self) -> Result<Vec<JobInfo>, JobError> {
+        let mut jobs: Vec<JobInfo> = self
+            .storage
+            .scan(BUCKET, "")?
+            .into_iter()
+            .filter_map(|(key, bytes)| match decode(&key, &bytes) {
+                Ok(job) => Some(job),
+                Err(e) => {
+                    tracing::error!(job = %key, error = %e, "job record skipped");
+                    None
+                }
+            })
+            .collect();
+        jobs.sort_by(|a, b| {
+            a.created_at_ms
+                .cmp(&b.created_at_ms)
+                .then_with(|| a.id.cmp(&b.id))
+        });
+        Ok(jobs)
+    }
+
+    /// Applies `change` to job `id` and stores it if `change` says it
+    /// changed it. Returns the record as it is now and whether it changed.
+    pub fn update(
+        &self,
+        id: &str,
+        change: impl FnOnce(&mut JobInfo) -> bool,
+    ) -> Result<(JobInfo, bool), JobError> {
+        let _w = self.write.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut job = self.get(id)?;
+        let changed = change(&mut job);
+        if changed {
+            self.put_unlocked(&job)?;
+        }
+        Ok((job, changed))
+    }
+}
+
+fn decode(id: &str, bytes: &[u8]) -> Result<JobInfo, JobError> {
+    serde_json::from_slice(bytes).map_err(|e| {
+        JobError::Storage(StorageError::Corrupt(format!(
+            "job record `{id}` does not decode: {e}"
+        )))
+    })
+}

@@ -1,0 +1,303 @@
+//! The built-in tools: sessions and background jobs.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use rmcp::ErrorData;
+use rmcp::model::{CallToolResult, JsonObject};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use super::Connection;
+use super::results::{self, bad_arguments};
+use super::tools::*;
+use crate::jobs::{JobError, JobStatus, WaitMode};
+use crate::session::{EndOutcome, Handoff, HandoffKind, Role, StartSession};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StartArgs {
+    role: String,
+    project: String,
+    name: Option<String>,
+    #[serde(default)]
+    tags: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SessionArg {
+    session: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OptionalSessionArg {
+    session: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HandoffArgs {
+    kind: String,
+    objective: String,
+    #[serde(default)]
+    requirements: Vec<String>,
+    #[serde(default)]
+    files: Vec<String>,
+    #[serde(default)]
+    success_criteria: Vec<String>,
+    #[serde(default)]
+    work_completed: Vec<String>,
+    #[serde(default)]
+    current_phase: String,
+    #[serde(default)]
+    next_steps: Vec<String>,
+    #[serde(default)]
+    blockers: Vec<String>,
+    to: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EndArgs {
+    outcome: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SpawnArgs {
+    tool: String,
+    input: Value,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WaitArgs {
+    ids: Vec<String>,
+    mode: Option<String>,
+    timeout_ms: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IdArg {
+    id: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListArgs {
+    session: Option<String>,
+    status: Option<String>,
+}
+
+fn parse<T: DeserializeOwned>(tool: &str, args: JsonObject) -> Result<T, ErrorData> {
+    serde_json::from_value(Value::Object(args)).map_err(|e| bad_arguments(tool, e))
+}
+
+fn parse_enum<T: FromStr<Err = String>>(tool: &str, field: &str, v: &str) -> Result<T, ErrorData> {
+    v.parse()
+        .map_err(|e: String| bad_arguments(tool, format!("`{field}`: {e}")))
+}
+
+/// A job operation that failed, as a tool error. (The tool and its input
+/// were checked before `job_spawn` got here, so what the jobs service still
+/// refuses is the session's state.)
+fn job_failure(e: &JobError) -> Result<CallToolResult, ErrorData> {
+    Ok(match e {
+        JobError::BadRequest(_) => results::failure("job_refused", e.to_string()),
+        JobError::NotFound(_) => results::failure("job_not_found", e.to_string()),
+        JobError::Session(s) => results::session_failure(s),
+        JobError::Storage(_) => results::failure("job_storage", e.to_string()),
+    })
+}
+
+fn not_bound(tool: &str) -> CallToolResult {
+    results::failure(
+        "no_session",
+        format!(
+            "`{tool}` needs a session: this connection is bound to none; call `session_start` or `session_resume` first"
+        ),
+    )
+}
+
+impl Connection {
+    pub(super) async fn builtin(
+        &self,
+        tool: &str,
+        args: JsonObject,
+    ) -> Result<CallToolResult, ErrorData> {
+        match tool {
+            SESSION_START => {
+                let a: StartArgs = parse(tool, args)?;
+                let start = StartSession {
+                    role: parse_enum::<Role>(tool, "role", &a.role)?,
+                    project: a.project,
+                    name: a.name,
+                    tags: a.tags,
+                    expected_duration: None,
+                };
+                Ok(match self.blocking(move |s| s.start(start)).await {
+                    Ok(state) => {
+                        self.bind(Some(state.id.clone())).await;
+                        results::ok(&state)
+                    }
+                    Err(e) => results::session_failure(&e),
+                })
+            }
+            SESSION_RESUME => {
+                let a: SessionArg = parse(tool, args)?;
+                Ok(match self.blocking(move |s| s.resume(&a.session)).await {
+                    Ok(resumed) => {
+                        self.bind(Some(resumed.state.id.clone())).await;
+                        results::ok(&resumed)
+                    }
+                    Err(e) => results::session_failure(&e),
+                })
+            }
+            SESSION_STATUS => {
+                let a: OptionalSessionArg = parse(tool, args)?;
+                let Some(key) = a.session.or(self.bound().await) else {
+                    return Ok(not_bound(tool));
+                };
+                let bound = self.bound().await;
+                Ok(match self.blocking(move |s| s.show(&key)).await {
+                    Ok(state) => {
+                        let mut v = serde_json::to_value(&state).unwrap_or(Value::Null);
+                        if let Value::Object(o) = &mut v {
+                            o.insert(
+                                "bound".into(),
+                                json!(bound.as_deref() == Some(state.id.as_str())),
+                            );
+                        }
+                        results::ok_value(v)
+                    }
+                    Err(e) => results::session_failure(&e),
+                })
+            }
+            SESSION_HANDOFF => {
+                let a: HandoffArgs = parse(tool, args)?;
+                let kind = parse_enum::<HandoffKind>(tool, "kind", &a.kind)?;
+                let Some(id) = self.bound().await else {
+                    return Ok(not_bound(tool));
+                };
+                let result = self
+                    .blocking(move |s| {
+                        let state = s.show(&id)?;
+                        let mut h = Handoff::new(kind, state.role, a.objective);
+                        h.requirements = a.requirements;
+                        h.files = a.files;
+                        h.success_criteria = a.success_criteria;
+                        h.work_completed = a.work_completed;
+                        h.current_phase = a.current_phase;
+                        h.next_steps = a.next_steps;
+                        h.blockers = a.blockers;
+                        h.target_session = a.to;
+                        s.handoff(&id, h)
+                    })
+                    .await;
+                Ok(match result {
+                    Ok(event) => results::ok(&event),
+                    Err(e) => results::session_failure(&e),
+                })
+            }
+            SESSION_END => {
+                let a: EndArgs = parse(tool, args)?;
+                let outcome = match a.outcome.as_deref() {
+                    None => EndOutcome::Completed,
+                    Some(o) => parse_enum::<EndOutcome>(tool, "outcome", o)?,
+                };
+                let Some(id) = self.bound().await else {
+                    return Ok(not_bound(tool));
+                };
+                Ok(match self.blocking(move |s| s.end(&id, outcome)).await {
+                    Ok(state) => {
+                        self.bind(None).await;
+                        results::ok(&state)
+                    }
+                    Err(e) => results::session_failure(&e),
+                })
+            }
+            JOB_SPAWN => {
+                let a: SpawnArgs = parse(tool, args)?;
+                if !a.input.is_object() {
+                    return Err(bad_arguments(tool, "`input` must be a JSON object"));
+                }
+                let input = a.input.to_string();
+                let name = self.precheck(&a.tool, &input)?;
+                let session = match self.session_for_call().await {
+                    Ok(s) => s,
+                    Err(e) => return Ok(results::session_failure(&e)),
+                };
+                Ok(
+                    match self.shared().jobs.spawn(&session, &name, &input).await {
+                        Ok(info) => results::ok(&info),
+                        Err(e) => job_failure(&e)?,
+                    },
+                )
+            }
+            JOB_WAIT => {
+                let a: WaitArgs = parse(tool, args)?;
+                if a.ids.is_empty() {
+                    return Err(bad_arguments(
+                        tool,
+                        "`ids` is empty: give at least one job id",
+                    ));
+                }
+                let mode = match a.mode.as_deref() {
+                    None | Some("all") => WaitMode::All,
+                    Some("first") => WaitMode::First,
+                    Some(other) => {
+                        return Err(bad_arguments(
+                            tool,
+                            format!("`mode`: unknown mode `{other}`: expected all or first"),
+                        ));
+                    }
+                };
+                let timeout = a.timeout_ms.map(Duration::from_millis);
+                Ok(match self.shared().jobs.wait(&a.ids, mode, timeout).await {
+                    Ok(outcome) => results::ok(&outcome),
+                    Err(e) => job_failure(&e)?,
+                })
+            }
+            JOB_STATUS => {
+                let a: IdArg = parse(tool, args)?;
+                Ok(match self.shared().jobs.status(&a.id) {
+                    Ok(info) => results::ok(&info),
+                    Err(e) => job_failure(&e)?,
+                })
+            }
+            JOB_CANCEL => {
+                let a: IdArg = parse(tool, args)?;
+                Ok(match self.shared().jobs.cancel(&a.id).await {
+                    Ok(info) => results::ok(&info),
+                    Err(e) => job_failure(&e)?,
+                })
+            }
+            JOB_LIST => {
+                let a: ListArgs = parse(tool, args)?;
+                let status = match a.status.as_deref() {
+                    None => None,
+                    Some(s) => Some(parse_enum::<JobStatus>(tool, "status", s)?),
+                };
+                let session = match a.session {
+                    Some(key) => match self.blocking(move |s| s.show(&key)).await {
+                        Ok(state) => Some(state.id),
+                        Err(e) => return Ok(results::session_failure(&e)),
+                    },
+                    None => self.bound().await,
+                };
+                Ok(match self.shared().jobs.list(session.as_deref(), status) {
+                    Ok(jobs) => results::ok_value(json!({"jobs": jobs})),
+                    Err(e) => job_failure(&e)?,
+                })
+            }
+            other => Err(ErrorData::invalid_params(
+                format!("unknown built-in tool `{other}`"),
+                None,
+            )),
+        }
+    }
+}

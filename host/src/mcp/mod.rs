@@ -1,0 +1,399 @@
+//! The MCP server: agents use Glovebox over the Model Context Protocol.
+//!
+//! `tools/list` offers every configured plugin tool (`plugin.tool`, with its
+//! input schema) and built-in tools for sessions (`session_start`,
+//! `session_resume`, `session_status`, `session_handoff`, `session_end`) and
+//! background jobs (`job_spawn`, `job_wait`, `job_status`, `job_cancel`,
+//! `job_list`).
+//!
+//! Each connection (one stdio peer, or one MCP session over HTTP) has its own
+//! [`Connection`] handler and so its own bound session: `session_start` and
+//! `session_resume` bind it, `session_end` unbinds it. A plugin tool call or a
+//! `job_spawn` with nothing bound runs in a default session of the connection
+//! (role workagent, project `mcp`, name `mcp-<short id>`), started on first use
+//! and then bound. Every plugin call takes the host's one pipeline
+//! ([`Host::call_in_session`]): hooks, sandbox, log.
+//!
+//! A denied call is a tool error (`isError`) with the hook, pattern, reason and
+//! alternatives, as text and as structured content (`{"denied": ...}`). A
+//! call a hook wants a human to approve is put to the client's user through
+//! MCP elicitation when the client declared it (accept runs it, decline denies
+//! it); otherwise, or if the user cancels, the result says it awaits approval
+//! and gives the approval id (`{"awaiting_approval": ...}`).
+//!
+//! A bad request (unknown tool, input that is too large, not JSON or not
+//! fitting the tool's schema) is checked before anything is logged and gets a
+//! JSON-RPC `invalid params` error that says what is wrong. A panic while
+//! serving a call ends that call with an internal error, not the server.
+
+mod builtins;
+mod http;
+mod results;
+mod tools;
+
+use std::borrow::Cow;
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ElicitRequestParams,
+    ElicitationAction, ElicitationSchema, Implementation, InitializeResult, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde_json::Value;
+
+use crate::error::CallError;
+use crate::host::Host;
+use crate::jobs::{Jobs, JobsConfig};
+use crate::pipeline::{Durable, open_sessions};
+use crate::session::{Role, SessionError, StartSession};
+
+pub use http::HttpServer;
+pub use tools::BUILTINS;
+
+/// How long a call waits for the client's user to answer an approval
+/// elicitation; after that the approval stays pending for an operator.
+const ELICITATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// What every connection shares: the host, its durable store, the jobs runner
+/// and the tool list (fixed for the life of the server).
+#[derive(Clone)]
+pub struct McpServer {
+    inner: Arc<Shared>,
+}
+
+struct Shared {
+    host: Arc<Host>,
+    durable: Arc<Durable>,
+    jobs: Arc<Jobs>,
+    tools: Vec<Tool>,
+}
+
+impl McpServer {
+    /// Loads the host from `config`, opens its durable store and starts the
+    /// jobs runner, re-queueing the jobs a previous run left.
+    pub async fn open(config: &Path) -> anyhow::Result<McpServer> {
+        let host = Arc::new(Host::from_config_file(config).await?);
+        let durable = Arc::new(open_sessions(host.config())?);
+        let jobs = Jobs::new(host.clone(), durable.clone(), JobsConfig::default());
+        let recovered = jobs
+            .recover()
+            .await
+            .context("cannot recover the background jobs")?;
+        if !recovered.is_empty() {
+            tracing::info!(jobs = recovered.len(), "recovered background jobs");
+        }
+        Ok(McpServer::new(host, durable, jobs))
+    }
+
+    pub fn new(host: Arc<Host>, durable: Arc<Durable>, jobs: Arc<Jobs>) -> McpServer {
+        let mut tools: Vec<Tool> = host.tools().into_iter().map(tools::plugin_tool).collect();
+        tools.extend(tools::builtin_tools());
+        McpServer {
+            inner: Arc::new(Shared {
+                host,
+                durable,
+                jobs,
+                tools,
+            }),
+        }
+    }
+
+    pub fn host(&self) -> &Arc<Host> {
+        &self.inner.host
+    }
+
+    pub fn jobs(&self) -> &Arc<Jobs> {
+        &self.inner.jobs
+    }
+
+    /// A handler for one new connection, with nothing bound.
+    pub fn connection(&self) -> Connection {
+        Connection {
+            server: self.clone(),
+            state: Arc::new(ConnState {
+                id: uuid::Uuid::new_v4().simple().to_string()[..8].to_string(),
+                bound: tokio::sync::Mutex::new(None),
+            }),
+        }
+    }
+
+    /// Serves one client over stdin/stdout until it closes stdin.
+    pub async fn serve_stdio(&self) -> anyhow::Result<()> {
+        let running = self
+            .connection()
+            .serve(rmcp::transport::stdio())
+            .await
+            .context("the MCP handshake over stdio failed")?;
+        tracing::info!("serving MCP over stdio");
+        running
+            .waiting()
+            .await
+            .context("the MCP stdio service stopped")?;
+        Ok(())
+    }
+}
+
+/// One connection's handler: its bound session lives here, so bindings never
+/// leak from one connection to another.
+#[derive(Clone)]
+pub struct Connection {
+    server: McpServer,
+    state: Arc<ConnState>,
+}
+
+struct ConnState {
+    /// Names the connection's default session: `mcp-<id>`.
+    id: String,
+    /// The bound session's id.
+    bound: tokio::sync::Mutex<Option<String>>,
+}
+
+impl Connection {
+    fn shared(&self) -> &Shared {
+        &self.server.inner
+    }
+
+    /// The id of the session this connection is bound to, if any.
+    pub async fn bound(&self) -> Option<String> {
+        self.state.bound.lock().await.clone()
+    }
+
+    async fn bind(&self, session: Option<String>) {
+        *self.state.bound.lock().await = session;
+    }
+
+    /// The bound session, or the connection's default session, started now
+    /// if needed (and then bound).
+    async fn session_for_call(&self) -> Result<String, SessionError> {
+        let mut bound = self.state.bound.lock().await;
+        if let Some(id) = bound.as_ref() {
+            return Ok(id.clone());
+        }
+        let start = StartSession {
+            role: Role::Workagent,
+            project: "mcp".to_string(),
+            name: Some(format!("mcp-{}", self.state.id)),
+            tags: vec!["mcp".to_string()],
+            expected_duration: None,
+        };
+        let state = self.blocking(move |s| s.start(start)).await?;
+        tracing::info!(session = %state.id, name = ?state.name, "started the connection's default session");
+        *bound = Some(state.id.clone());
+        Ok(state.id)
+    }
+
+    /// Runs a blocking session-store operation off the async threads.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&crate::session::Sessions) -> Result<T, SessionError> + Send + 'static,
+    ) -> Result<T, SessionError> {
+        let sessions = self.shared().durable.sessions.clone();
+        match tokio::task::spawn_blocking(move || f(&sessions)).await {
+            Ok(r) => r,
+            Err(e) => Err(SessionError::Storage(crate::storage::StorageError::Io(
+                format!("the session store task failed: {e}"),
+            ))),
+        }
+    }
+
+    /// Resolves a plugin tool and checks its input exactly as the pipeline
+    /// will, before anything is logged: a failure is a bad request.
+    fn precheck(&self, tool: &str, input: &str) -> Result<String, ErrorData> {
+        match self.shared().host.prepare(tool, input) {
+            Ok(prepared) => Ok(prepared.name),
+            Err(report) => Err(match &report.outcome {
+                Err(e) => results::bad_request(e),
+                Ok(_) => ErrorData::internal_error("the input check passed and failed", None),
+            }),
+        }
+    }
+
+    /// A plugin tool call in the bound (or default) session.
+    async fn call_plugin(
+        &self,
+        tool: &str,
+        input: String,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let name = self.precheck(tool, &input)?;
+        let session = match self.session_for_call().await {
+            Ok(s) => s,
+            Err(e) => return Ok(results::session_failure(&e)),
+        };
+        let shared = self.shared();
+        let report = match shared
+            .host
+            .call_in_session(&shared.durable, &session, &name, &input, None)
+            .await
+        {
+            Ok(r) => r,
+            Err(e) => return Ok(results::session_failure(&e)),
+        };
+        if let Err(CallError::AwaitingApproval {
+            approval_id,
+            hook,
+            reason,
+            ..
+        }) = &report.outcome
+            && let Some(result) = self
+                .elicit_approval(&name, approval_id, hook, reason, context)
+                .await
+        {
+            return Ok(result);
+        }
+        Ok(results::report(report))
+    }
+
+    /// Asks the client's user to settle a pending approval through MCP
+    /// elicitation, when the client declared it can. `None`: not asked, or no
+    /// answer (the approval stays pending for an operator).
+    async fn elicit_approval(
+        &self,
+        tool: &str,
+        approval_id: &str,
+        hook: &str,
+        reason: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Option<CallToolResult> {
+        let supported = context
+            .peer
+            .peer_info()
+            .is_some_and(|info| info.capabilities.elicitation.is_some());
+        if !supported {
+            return None;
+        }
+        let schema = ElicitationSchema::builder()
+            .required_bool_property("approve", |b| {
+                b.title("Approve").description("Run the call now")
+            })
+            .build()
+            .ok()?;
+        let request = ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message: format!(
+                "The permission hook `{hook}` asks a human to approve a call to `{tool}`: {reason}. Approve it (approval {approval_id})?"
+            ),
+            requested_schema: schema,
+        };
+        let answer = match context
+            .peer
+            .create_elicitation_with_timeout(request, Some(ELICITATION_TIMEOUT))
+            .await
+        {
+            Ok(a) => a,
+            Err(e) => {
+                tracing::info!(approval = %approval_id, error = %e, "elicitation failed: the approval stays pending");
+                return None;
+            }
+        };
+        let shared = self.shared();
+        let approved = answer
+            .content
+            .as_ref()
+            .and_then(|c| c.get("approve"))
+            .and_then(Value::as_bool);
+        match (answer.action, approved) {
+            (ElicitationAction::Accept, Some(true)) => {
+                match shared.host.approve(&shared.durable, approval_id).await {
+                    Ok(report) => Some(results::report(report)),
+                    Err(e) => Some(results::session_failure(&e)),
+                }
+            }
+            (ElicitationAction::Accept, _) | (ElicitationAction::Decline, _) => {
+                let why = "declined by the client's user (MCP elicitation)";
+                match shared
+                    .host
+                    .deny_approval(&shared.durable, approval_id, why)
+                    .await
+                {
+                    Ok(a) => Some(results::call_error(&CallError::Denied {
+                        tool: tool.to_string(),
+                        hook: "operator".to_string(),
+                        pattern: a.pattern,
+                        reason: format!("approval {approval_id} ({hook}: {reason}) {why}"),
+                        alternatives: Vec::new(),
+                    })),
+                    Err(e) => Some(results::session_failure(&e)),
+                }
+            }
+            // Cancelled (or anything newer): the approval stays pending.
+            _ => None,
+        }
+    }
+
+    /// Serves one `tools/call`.
+    async fn dispatch(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let name = request.name.to_string();
+        let args = request.arguments.unwrap_or_default();
+        if BUILTINS.contains(&name.as_str()) {
+            return self.builtin(&name, args).await;
+        }
+        let input = Value::Object(args).to_string();
+        self.call_plugin(&name, input, &context).await
+    }
+}
+
+impl ServerHandler for Connection {
+    fn get_info(&self) -> InitializeResult {
+        InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
+            .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+            .with_server_info(Implementation::new("glovebox", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Glovebox runs each tool call in a fresh, capability-restricted Wasm sandbox after \
+                 permission hooks judge it, and logs it in a durable session. Bind a session with \
+                 session_start or session_resume (otherwise calls run in a default session of this \
+                 connection); run long calls in the background with job_spawn and job_wait.",
+            )
+    }
+
+    /// Up to 2025-11-25, the last revision with `initialize` and MCP
+    /// sessions: a connection, and so a bound session, needs them (2026-07-28
+    /// serves every request statelessly).
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(ProtocolVersion::known_up_to(
+            &ProtocolVersion::LATEST_WITH_INITIALIZE,
+        ))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.shared().tools.clone()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.shared().tools.iter().find(|t| t.name == name).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        // A task of its own, so a panic ends this call, not the connection.
+        let this = self.clone();
+        let name = request.name.to_string();
+        match tokio::spawn(async move { this.dispatch(request, context).await }).await {
+            Ok(r) => r.map(CallToolResponse::from),
+            Err(e) => {
+                let message = if e.is_panic() {
+                    format!("the host panicked while serving `{name}`")
+                } else {
+                    format!("serving `{name}` was cancelled")
+                };
+                tracing::error!(tool = %name, %message, "MCP call failed inside the host");
+                Ok(results::failure("internal", message).into())
+            }
+        }
+    }
+}

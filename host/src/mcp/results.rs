@@ -1,0 +1,132 @@
+//! How outcomes become MCP answers.
+//!
+//! A call that ran (or was judged) is a `CallToolResult`: success carries the
+//! output as text and as structured content; a denial, a pending approval or
+//! a failure is a tool error (`isError`) whose structured content says which.
+//! A request that is not a call at all (unknown tool, input refused before
+//! anything is logged) is a JSON-RPC error instead.
+
+use rmcp::ErrorData;
+use rmcp::model::{CallToolResult, ContentBlock};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::call::CallReport;
+use crate::error::CallError;
+use crate::session::SessionError;
+
+/// A successful result: `value` as JSON text, and as structured content when
+/// it is an object (MCP's structured content is an object).
+pub fn ok_value(value: Value) -> CallToolResult {
+    let text = value.to_string();
+    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+    if value.is_object() {
+        result.structured_content = Some(value);
+    }
+    result
+}
+
+/// A successful result of anything serializable.
+pub fn ok<T: Serialize>(value: &T) -> CallToolResult {
+    match serde_json::to_value(value) {
+        Ok(v) => ok_value(v),
+        Err(e) => failure("internal", format!("cannot encode the result: {e}")),
+    }
+}
+
+/// A tool error: `text` for people, `structured` for programs.
+pub fn tool_error(text: String, structured: Value) -> CallToolResult {
+    let mut result = CallToolResult::error(vec![ContentBlock::text(text)]);
+    result.structured_content = Some(structured);
+    result
+}
+
+/// A failed operation: `{"error": {"kind", "message"}}`.
+pub fn failure(kind: &str, message: String) -> CallToolResult {
+    tool_error(
+        message.clone(),
+        json!({"error": {"kind": kind, "message": message}}),
+    )
+}
+
+/// A session operation the store or the lifecycle refused.
+pub fn session_failure(e: &SessionError) -> CallToolResult {
+    let kind = match e {
+        SessionError::NotFound(_) => "session_not_found",
+        SessionError::NameTaken { .. } => "session_name_taken",
+        SessionError::InvalidInput(_) => "session_invalid_input",
+        SessionError::IllegalTransition { .. } => "session_illegal_transition",
+        SessionError::Tampered { .. } => "session_tampered",
+        SessionError::BadHandoff { .. } => "bad_handoff",
+        SessionError::InvalidEvent { .. } => "session_invalid_event",
+        SessionError::Storage(_) => "session_storage",
+    };
+    failure(kind, e.to_string())
+}
+
+/// The answer to a plugin tool call that went through the pipeline.
+pub fn report(report: CallReport) -> CallToolResult {
+    match report.outcome {
+        Ok(output) => ok_value(output),
+        Err(e) => call_error(&e),
+    }
+}
+
+/// A call that did not produce an output, as a tool error.
+pub fn call_error(e: &CallError) -> CallToolResult {
+    match e {
+        CallError::Denied {
+            tool,
+            hook,
+            pattern,
+            reason,
+            alternatives,
+        } => {
+            let mut text =
+                format!("call to `{tool}` denied by hook {hook} (pattern {pattern}): {reason}");
+            if !alternatives.is_empty() {
+                text.push_str("; alternatives: ");
+                text.push_str(&alternatives.join("; "));
+            }
+            tool_error(
+                text,
+                json!({"denied": {
+                    "hook": hook,
+                    "pattern": pattern,
+                    "reason": reason,
+                    "alternatives": alternatives,
+                }}),
+            )
+        }
+        CallError::AwaitingApproval {
+            tool,
+            approval_id,
+            hook,
+            reason,
+        } => tool_error(
+            format!(
+                "call to `{tool}` awaits approval {approval_id} (hook {hook}: {reason}); the session is paused until an operator runs `glovebox approve {approval_id}` or `glovebox deny {approval_id} --reason ...`"
+            ),
+            json!({"awaiting_approval": {
+                "approval_id": approval_id,
+                "hook": hook,
+                "reason": reason,
+            }}),
+        ),
+        other => failure(other.kind(), other.to_string()),
+    }
+}
+
+/// A request refused before anything ran or was logged (unknown or
+/// ambiguous tool, input too large, not JSON, or not fitting the schema).
+pub fn bad_request(e: &CallError) -> ErrorData {
+    ErrorData::invalid_params(e.to_string(), Some(json!({"kind": e.kind()})))
+}
+
+/// Arguments of a built-in tool that do not fit its schema.
+pub fn bad_arguments(tool: &str, reason: impl std::fmt::Display) -> ErrorData {
+    ErrorData::invalid_params(
+        format!("invalid arguments for `{tool}`: {reason}"),
+        Some(json!({"kind": "invalid_input"})),
+    )
+}

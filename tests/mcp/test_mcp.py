@@ -1,0 +1,155 @@
+"""Glovebox over MCP, driven by the official Python SDK (`mcp` 2.x)."""
+
+import json
+
+import anyio
+import pytest
+from mcp.shared.exceptions import MCPError
+
+from conftest import http_server, stdio_client
+
+BUILTINS = {
+    "session_start",
+    "session_resume",
+    "session_status",
+    "session_handoff",
+    "session_end",
+    "job_spawn",
+    "job_wait",
+    "job_status",
+    "job_cancel",
+    "job_list",
+}
+
+
+def structured(result):
+    """The structured content of a tool result, or the JSON of its first text block."""
+    if result.structured_content is not None:
+        return result.structured_content
+    return json.loads(result.content[0].text)
+
+
+async def list_and_call(client):
+    tools = await client.list_tools()
+    names = {t.name for t in tools.tools}
+    assert {"echo.echo", "text.upper", "files.write"} <= names, names
+    assert BUILTINS <= names, BUILTINS - names
+    echo = next(t for t in tools.tools if t.name == "echo.echo")
+    assert echo.input_schema["type"] == "object"
+    result = await client.call_tool("echo.echo", {"message": "hello over mcp"})
+    assert not result.is_error, result
+    assert structured(result)["message"] == "hello over mcp"
+
+
+def test_stdio_lists_tools_and_calls_one(glovebox_bin, config):
+    async def main():
+        async with stdio_client(glovebox_bin, config) as client:
+            await list_and_call(client)
+
+    anyio.run(main)
+
+
+def test_http_lists_tools_and_calls_one(glovebox_bin, config):
+    async def main(url):
+        from mcp import Client
+
+        async with Client(url, read_timeout_seconds=60) as client:
+            await list_and_call(client)
+
+    with http_server(glovebox_bin, config) as url:
+        anyio.run(main, url)
+
+
+def test_a_denied_call_carries_the_hook_reason_and_alternatives(glovebox_bin, config):
+    async def main():
+        async with stdio_client(glovebox_bin, config) as client:
+            started = await client.call_tool(
+                "session_start", {"role": "workagent", "project": "mcp-tests", "name": "denied-worker"}
+            )
+            assert not started.is_error, started
+            # word-count costs 9.00 in this config; a workagent's limit is 5.00.
+            result = await client.call_tool("text.word-count", {"text": "one two three"})
+            assert result.is_error
+            denied = structured(result)["denied"]
+            assert denied["hook"] == "cost-control"
+            assert "5.00" in denied["reason"]
+            assert len(denied["alternatives"]) >= 3
+            text = result.content[0].text
+            assert "cost-control" in text and "alternatives" in text
+
+    anyio.run(main)
+
+
+def test_bad_requests_get_mcp_errors(glovebox_bin, config):
+    async def main():
+        async with stdio_client(glovebox_bin, config) as client:
+            with pytest.raises(MCPError) as unknown:
+                await client.call_tool("nope.nothing", {})
+            assert "nope.nothing" in str(unknown.value)
+            with pytest.raises(MCPError) as bad:
+                await client.call_tool("text.upper", {"txt": "typo"})
+            assert "schema" in str(bad.value)
+            # The server is still serving.
+            ok = await client.call_tool("echo.echo", {"message": "still here"})
+            assert structured(ok)["message"] == "still here"
+
+    anyio.run(main)
+
+
+def test_jobs_spawn_in_parallel_and_wait_with_a_timeout(glovebox_bin, config):
+    async def main():
+        async with stdio_client(glovebox_bin, config) as client:
+            await client.call_tool("session_start", {"role": "supervisor", "project": "mcp-tests", "name": "jobs-lead"})
+            ids = []
+            for i in range(4):
+                spawned = await client.call_tool("job_spawn", {"tool": "text.upper", "input": {"text": f"part {i}"}})
+                assert not spawned.is_error, spawned
+                ids.append(structured(spawned)["id"])
+            waited = structured(await client.call_tool("job_wait", {"ids": ids, "mode": "all", "timeout_ms": 30000}))
+            assert not waited["timed_out"], waited
+            outputs = sorted(j["result"]["output"]["text"] for j in waited["done"])
+            assert outputs == ["PART 0", "PART 1", "PART 2", "PART 3"]
+            listed = structured(await client.call_tool("job_list", {}))
+            assert len(listed["jobs"]) >= 4
+            # A wait that cannot finish returns at its timeout with the job pending.
+            slow = structured(
+                await client.call_tool("job_spawn", {"tool": "sleep.sleep", "input": {"seconds": 30}})
+            )["id"]
+            waited = structured(await client.call_tool("job_wait", {"ids": [slow], "timeout_ms": 300}))
+            assert waited["timed_out"] and waited["pending"][0]["id"] == slow
+            cancelled = structured(await client.call_tool("job_cancel", {"id": slow}))
+            assert cancelled["status"] == "cancelled"
+
+    anyio.run(main)
+
+
+def test_a_session_resumes_by_name_after_a_server_restart(glovebox_bin, config):
+    async def first():
+        async with stdio_client(glovebox_bin, config) as client:
+            await client.call_tool("session_start", {"role": "supervisor", "project": "mcp-tests", "name": "survivor"})
+            await client.call_tool("echo.echo", {"message": "before the restart"})
+            handed = await client.call_tool(
+                "session_handoff",
+                {
+                    "kind": "continuation",
+                    "objective": "finish the report",
+                    "work_completed": ["outline"],
+                    "current_phase": "drafting",
+                    "next_steps": ["write section 2"],
+                },
+            )
+            assert not handed.is_error, handed
+
+    async def second():
+        async with stdio_client(glovebox_bin, config) as client:
+            resumed = structured(await client.call_tool("session_resume", {"session": "survivor"}))
+            assert resumed["state"]["name"] == "survivor"
+            assert resumed["latest_handoff"]["handoff"]["next_steps"] == ["write section 2"]
+            # Calls now run in the resumed session.
+            await client.call_tool("echo.echo", {"message": "after the restart"})
+            status = structured(await client.call_tool("session_status", {}))
+            assert status["name"] == "survivor"
+            assert status["counters"]["calls"] == 2
+
+    anyio.run(first)
+    anyio.run(second)
