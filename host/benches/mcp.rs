@@ -14,47 +14,9 @@
 //! MCP session). The first row is the same call through `call_in_session`
 //! without MCP, for the overhead.
 
-use std::net::SocketAddr;
-use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+mod support;
 
-use bytes::Bytes;
-use glovebox::mcp::{HttpServer, McpServer};
-use glovebox::session::{Role, StartSession};
-use glovebox::{Host, HostConfig, Jobs, JobsConfig, PluginManifest, open_sessions};
-use http_body_util::{BodyExt, Full};
-use hyper_util::rt::TokioIo;
-use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-
-fn artifact(name: &str) -> PathBuf {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../plugins/target/wasm32-wasip2/release")
-        .join(format!("{name}.wasm"));
-    assert!(
-        path.exists(),
-        "{} is missing: run `cargo test --no-run` first to build the plugins",
-        path.display()
-    );
-    path
-}
-
-struct Stats {
-    calls_per_s: f64,
-    p50: Duration,
-    p99: Duration,
-}
-
-fn stats(mut samples: Vec<Duration>, total: Duration) -> Stats {
-    samples.sort();
-    let p = |q: f64| samples[((samples.len() as f64 - 1.0) * q) as usize];
-    Stats {
-        calls_per_s: samples.len() as f64 / total.as_secs_f64(),
-        p50: p(0.5),
-        p99: p(0.99),
-    }
-}
+use support::mcp::{Stats, echo_server, http, in_session, stdio};
 
 fn print(name: &str, s: &Stats) {
     println!(
@@ -65,170 +27,6 @@ fn print(name: &str, s: &Stats) {
     );
 }
 
-async fn measure<F, Fut>(n: usize, mut call: F) -> Stats
-where
-    F: FnMut(u64) -> Fut,
-    Fut: std::future::Future<Output = ()>,
-{
-    for i in 0..200 {
-        call(1_000_000 + i).await;
-    }
-    let mut samples = Vec::with_capacity(n);
-    let all = Instant::now();
-    for i in 0..n as u64 {
-        let start = Instant::now();
-        call(i + 100).await;
-        samples.push(start.elapsed());
-    }
-    stats(samples, all.elapsed())
-}
-
-fn echo_call(id: u64) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-           "params": {"name": "echo.echo", "arguments": {"message": "hi"}}})
-}
-
-fn check_echo(v: &Value) {
-    assert_eq!(
-        v["result"]["structuredContent"]["message"], "hi",
-        "unexpected answer: {v}"
-    );
-}
-
-const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}"#;
-const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
-const START: &str = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"session_start","arguments":{"role":"workagent","project":"bench"}}}"#;
-
-async fn stdio(server: &McpServer, n: usize) -> Stats {
-    let (to_server, server_in) = tokio::net::unix::pipe::pipe().expect("pipe");
-    let (server_out, from_server) = tokio::net::unix::pipe::pipe().expect("pipe");
-    let conn = server.connection();
-    tokio::spawn(async move {
-        use rmcp::ServiceExt;
-        let running = conn
-            .serve((server_in, server_out))
-            .await
-            .expect("handshake");
-        let _ = running.waiting().await;
-    });
-    let mut to_server = to_server;
-    let mut lines = BufReader::new(from_server).lines();
-    let mut send = async |line: String| -> Value {
-        to_server.write_all(line.as_bytes()).await.unwrap();
-        to_server.write_all(b"\n").await.unwrap();
-        let want: Option<Value> = serde_json::from_str::<Value>(&line)
-            .unwrap()
-            .get("id")
-            .cloned();
-        let Some(want) = want else {
-            return Value::Null;
-        };
-        loop {
-            let line = lines.next_line().await.unwrap().expect("server output");
-            let v: Value = serde_json::from_str(&line).unwrap();
-            if v["id"] == want {
-                return v;
-            }
-        }
-    };
-    send(INIT.to_string()).await;
-    send(INITIALIZED.to_string()).await;
-    send(START.to_string()).await;
-    let mut samples = Vec::with_capacity(n);
-    for i in 0..200 {
-        check_echo(&send(echo_call(1_000_000 + i).to_string()).await);
-    }
-    let all = Instant::now();
-    for i in 0..n as u64 {
-        let start = Instant::now();
-        let v = send(echo_call(i + 100).to_string()).await;
-        samples.push(start.elapsed());
-        check_echo(&v);
-    }
-    stats(samples, all.elapsed())
-}
-
-/// One keep-alive HTTP/1.1 connection to `/mcp`.
-struct HttpClient {
-    sender: hyper::client::conn::http1::SendRequest<Full<Bytes>>,
-    addr: SocketAddr,
-    session: Option<String>,
-}
-
-impl HttpClient {
-    async fn connect(addr: SocketAddr) -> HttpClient {
-        let stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
-        stream.set_nodelay(true).unwrap();
-        let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .expect("http handshake");
-        tokio::spawn(conn);
-        HttpClient {
-            sender,
-            addr,
-            session: None,
-        }
-    }
-
-    async fn post(&mut self, body: String) -> Value {
-        let want = serde_json::from_str::<Value>(&body)
-            .unwrap()
-            .get("id")
-            .cloned();
-        let mut req = hyper::Request::post("/mcp")
-            .header("host", self.addr.to_string())
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", "2025-06-18");
-        if let Some(s) = &self.session {
-            req = req.header("mcp-session-id", s);
-        }
-        let req = req.body(Full::new(Bytes::from(body))).unwrap();
-        self.sender.ready().await.unwrap();
-        let resp = self.sender.send_request(req).await.expect("response");
-        if let Some(s) = resp.headers().get("mcp-session-id") {
-            self.session = Some(s.to_str().unwrap().to_string());
-        }
-        let status = resp.status();
-        let body = resp.into_body().collect().await.unwrap().to_bytes();
-        let Some(want) = want else {
-            assert!(status.is_success(), "{status}");
-            return Value::Null;
-        };
-        let text = String::from_utf8_lossy(&body);
-        for line in text.lines() {
-            let data = line.strip_prefix("data:").unwrap_or(line).trim();
-            if let Ok(v) = serde_json::from_str::<Value>(data)
-                && v.get("id") == Some(&want)
-            {
-                return v;
-            }
-        }
-        panic!("no answer in the HTTP response ({status}): {text}");
-    }
-}
-
-async fn http(server: &McpServer, n: usize) -> Stats {
-    let http = HttpServer::bind(server.clone(), "127.0.0.1:0".parse().unwrap())
-        .await
-        .expect("bind");
-    let addr = http.local_addr().unwrap();
-    let stop = http.stop_token();
-    tokio::spawn(http.run());
-    let mut client = HttpClient::connect(addr).await;
-    client.post(INIT.to_string()).await;
-    client.post(INITIALIZED.to_string()).await;
-    client.post(START.to_string()).await;
-    let client = tokio::sync::Mutex::new(client);
-    let s = measure(n, |id| {
-        let client = &client;
-        async move { check_echo(&client.lock().await.post(echo_call(id).to_string()).await) }
-    })
-    .await;
-    stop.cancel();
-    s
-}
-
 #[tokio::main]
 async fn main() {
     let n: usize = std::env::var("GLOVEBOX_BENCH_CALLS")
@@ -236,42 +34,14 @@ async fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(2000);
     let data = tempfile::tempdir().expect("tempdir");
-    let mut echo = PluginManifest::for_component(artifact("tool_echo"), &Default::default());
-    echo.name = "echo".into();
-    let mut config = HostConfig::from_plugins(data.path().to_path_buf(), vec![echo]);
-    config.hooks_explicitly_none = true;
-    let host = Arc::new(Host::load(config).await.expect("host loads"));
-    let durable = Arc::new(open_sessions(host.config()).expect("store opens"));
-    let jobs = Jobs::new(host.clone(), durable.clone(), JobsConfig::default());
-    let server = McpServer::new(host.clone(), durable.clone(), jobs);
+    let (host, durable, server) = echo_server(data.path()).await;
 
     println!("{n} sequential echo calls in a session, one client, after 200 warm-up calls");
     println!(
         "{:<24} {:>10}  {:>12}  {:>12}",
         "path", "calls/s", "p50", "p99"
     );
-    let session = durable
-        .sessions
-        .start(StartSession {
-            role: Role::Workagent,
-            project: "bench".into(),
-            name: None,
-            tags: Vec::new(),
-            expected_duration: None,
-        })
-        .expect("session")
-        .id;
-    let direct = measure(n, |_| {
-        let (host, durable, session) = (&host, &durable, &session);
-        async move {
-            host.call_in_session(durable, session, "echo.echo", r#"{"message":"hi"}"#, None)
-                .await
-                .expect("session call")
-                .outcome
-                .expect("echo");
-        }
-    })
-    .await;
+    let direct = in_session(&host, &durable, n).await;
     print("call_in_session (no MCP)", &direct);
     print("MCP over stdio (pipes)", &stdio(&server, n).await);
     print("MCP over HTTP", &http(&server, n).await);

@@ -10,12 +10,14 @@
 //! from storage: from the newest checkpoint plus the tail, and from the first
 //! event. Each load is repeated and the median reported.
 
+mod support;
+
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use glovebox::Sessions;
-use glovebox::session::{EventKind, Role, StartSession};
 use glovebox::storage::{Durability, SledStore, Storage};
+
+use support::resume::{fill, median_load, ms};
 
 fn main() {
     let sizes: Vec<u64> = std::env::var("GLOVEBOX_BENCH_SIZES")
@@ -32,30 +34,7 @@ fn main() {
     );
     let mut first = None;
     for &n in &sizes {
-        let id = sessions
-            .start(StartSession {
-                role: Role::Workagent,
-                project: "bench".into(),
-                name: None,
-                tags: vec![],
-                expected_duration: None,
-            })
-            .expect("start")
-            .id;
-        // Appends from 4 threads, as concurrent calls of one session would.
-        std::thread::scope(|s| {
-            for w in 0..4 {
-                let (sessions, id) = (&sessions, &id);
-                s.spawn(move || {
-                    for i in 0..(n - 1) / 4 + 1 {
-                        let text = format!("writer {w} step {i}: {}", "x".repeat(120));
-                        sessions
-                            .append(id, EventKind::Note { text })
-                            .expect("append");
-                    }
-                });
-            }
-        });
+        let id = fill(&sessions, n);
         let (with, read_with) = median_load(&sessions, &id, true);
         let (without, read_without) = median_load(&sessions, &id, false);
         println!(
@@ -74,21 +53,4 @@ fn main() {
             );
         }
     }
-}
-
-fn median_load(sessions: &Sessions, id: &str, checkpoints: bool) -> (Duration, u64) {
-    let mut times = Vec::new();
-    let mut read = 0;
-    for _ in 0..7 {
-        let start = Instant::now();
-        let (_, stats) = sessions.reload(id, checkpoints).expect("reload");
-        times.push(start.elapsed());
-        read = stats.events_read;
-    }
-    times.sort();
-    (times[times.len() / 2], read)
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
 }

@@ -11,8 +11,11 @@
 //! lost. The `glovebox` binary is a thin CLI over it.
 
 pub mod approvals;
+pub mod billing;
 mod bindings;
+pub mod budget;
 mod call;
+pub mod detect;
 mod error;
 pub mod fault_injection;
 pub mod hooks;
@@ -23,6 +26,7 @@ pub mod mcp;
 mod pipeline;
 mod plugin;
 pub mod replay;
+pub mod rescue;
 mod runtime;
 mod sandbox;
 pub mod session;

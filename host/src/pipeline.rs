@@ -10,14 +10,15 @@ use std::sync::Arc;
 use anyhow::Context;
 
 use crate::approvals::{Approval, ApprovalStatus, Approvals};
+use crate::budget;
 use crate::call::{CallContext, CallReport, new_call_id};
 use crate::error::CallError;
 use crate::hooks::{DecisionKind, Verdict};
 use crate::host::Host;
 use crate::manifest::{DurabilityMode, HostConfig};
 use crate::session::{
-    EventKind, Recovery, SessionError, SessionState, Sessions, SessionsConfig, digest,
-    inline_if_small,
+    CallMetering, EventKind, Recovery, SessionError, SessionState, Sessions, SessionsConfig,
+    digest, inline_if_small,
 };
 use crate::storage::{Durability, SledStore, Storage};
 
@@ -281,8 +282,77 @@ impl Host {
             input: inline_if_small(input),
             job_id,
         };
+        // The budget guard: judged and the call logged under the session's
+        // lock, so concurrent calls cannot pass it together.
+        let call_cost = info
+            .cost
+            .map(|c| budget::to_micros(c).unwrap_or(0))
+            .unwrap_or(0);
+        let costs = self.tool_costs();
+        let budgets = self.config().budgets.clone();
         let sid = id.clone();
-        blocking(sessions, move |s| s.append(&sid, requested)).await?;
+        let (_, breach) = blocking(sessions, move |s| {
+            s.append_with(&sid, move |state, now| {
+                let in_flight = state
+                    .in_flight
+                    .values()
+                    .map(|c| costs.get(&c.tool).copied().unwrap_or(0))
+                    .sum();
+                let breach = budget::check_call(state, &budgets, now, call_cost, in_flight);
+                (vec![requested], breach)
+            })
+        })
+        .await?;
+        if let Some(breach) = breach {
+            let err = breach.denial(&info.name, state);
+            let CallError::Denied {
+                pattern,
+                reason,
+                alternatives,
+                ..
+            } = &err
+            else {
+                unreachable!("a budget denial is a denial")
+            };
+            let events = vec![
+                EventKind::CallDecided {
+                    call_id: call_id.clone(),
+                    hook: budget::BUDGET_HOOK.into(),
+                    pattern: pattern.clone(),
+                    decision: "deny".into(),
+                    reason: Some(reason.clone()),
+                    alternatives: alternatives.clone(),
+                    took_ms: 0,
+                },
+                EventKind::CallFinished {
+                    call_id: call_id.clone(),
+                    outcome: err.kind().to_string(),
+                    error: Some(err.to_string()),
+                    output: None,
+                    output_digest: String::new(),
+                    metering: Default::default(),
+                },
+                EventKind::BudgetExceeded {
+                    cap: breach.cap,
+                    used: breach.projected,
+                    limit: breach.limit,
+                    call_id: Some(call_id.clone()),
+                },
+            ];
+            let reason = reason.clone();
+            let sid = id.clone();
+            blocking(sessions, move |s| {
+                for e in events {
+                    s.append(&sid, e)?;
+                }
+                s.pause(&sid, &reason)?;
+                Ok(())
+            })
+            .await?;
+            tracing::warn!(session = %id, tool = %info.name, cap = %breach.cap, "call denied by the budget: session paused");
+            self.detect_stuck(sessions, &id).await;
+            return Ok(CallReport::refused(&info.name, err));
+        }
 
         // Judge the call: the hook chain, or the operator's approval, or the
         // original judgement of an interrupted call being re-run.
@@ -387,6 +457,7 @@ impl Host {
                 Ok(())
             })
             .await?;
+            self.detect_stuck(sessions, &id).await;
             return Ok(CallReport::refused(&info.name, err));
         }
 
@@ -424,13 +495,15 @@ impl Host {
                 String::new(),
             ),
         };
+        let mut metering = CallMetering::from(&report.metering);
+        metering.cost_micros = call_cost;
         let finished = EventKind::CallFinished {
             call_id,
             outcome: outcome_name,
             error,
             output,
             output_digest,
-            metering: (&report.metering).into(),
+            metering,
         };
         let sid = id.clone();
         if let Err(e) = blocking(sessions, move |s| s.append(&sid, finished)).await {
@@ -443,7 +516,61 @@ impl Host {
         if let Some(outcome) = &outcome {
             self.after_hooks(&request, outcome, &report);
         }
+        // Budget warnings due after this call (best effort: the call is
+        // acknowledged already).
+        let budgets = self.config().budgets.clone();
+        if let Err(e) = blocking(sessions, move |s| budget::upkeep(s, &budgets, &id)).await {
+            tracing::warn!(error = %e, "could not log the session's budget warnings");
+        }
+        self.detect_stuck(sessions, &state.id).await;
         Ok(report)
+    }
+
+    /// Runs the stuck-agent detector on session `id` after a call (best
+    /// effort: the call is acknowledged already). See [`crate::detect`].
+    async fn detect_stuck(&self, sessions: &Arc<Sessions>, id: &str) {
+        let config = self.config().detector.clone();
+        if !config.enabled {
+            return;
+        }
+        let key = id.to_string();
+        match blocking(sessions, move |s| crate::detect::check(s, &config, &key)).await {
+            Ok(check) => {
+                for flag in &check.raised {
+                    tracing::warn!(session = %id, rule = %flag.rule, severity = %flag.severity, reason = %flag.reason, "blocker flag raised");
+                }
+            }
+            Err(e) => {
+                tracing::warn!(session = %id, error = %e, "the stuck-agent detector could not run")
+            }
+        }
+    }
+
+    /// Logs usage the brain reports (tokens, model cost) into `session`; its
+    /// cost counts toward the session's cost cap. See [`budget::report_usage`].
+    pub async fn report_usage(
+        &self,
+        durable: &Durable,
+        session: &str,
+        usage: budget::UsageReport,
+    ) -> Result<Vec<crate::session::Event>, SessionError> {
+        let budgets = self.config().budgets.clone();
+        let key = session.to_string();
+        blocking(&durable.sessions, move |s| {
+            budget::report_usage(s, &budgets, &key, &usage)
+        })
+        .await
+    }
+
+    /// The estimated cost of each tool, in micros (tools without a cost left out).
+    fn tool_costs(&self) -> std::collections::HashMap<String, u64> {
+        self.tools()
+            .into_iter()
+            .filter_map(|t| {
+                let micros = budget::to_micros(t.cost?).ok()?;
+                Some((t.name.clone(), micros))
+            })
+            .collect()
     }
 }
 

@@ -5,11 +5,7 @@ use std::process::{Command, Output};
 
 use crate::util::plugins;
 
-fn glovebox() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_glovebox"));
-    cmd.env_remove("GLOVEBOX_CONFIG").env_remove("RUST_LOG");
-    cmd
-}
+use crate::util::glovebox;
 
 fn examples() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples")

@@ -79,6 +79,7 @@ impl Setup {
                 name: Some(name.into()),
                 tags: vec![],
                 expected_duration: None,
+                budget: Default::default(),
             })
             .unwrap()
             .id
@@ -691,8 +692,7 @@ fn approval_through_the_cli_after_a_restart() {
     )
     .unwrap();
     let run = |args: &[&str]| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_glovebox"))
-            .env_remove("GLOVEBOX_CONFIG")
+        let out = util::glovebox()
             .arg("--config")
             .arg(p.join("glovebox.toml"))
             .args(args)

@@ -2,8 +2,7 @@
 //! waited on with timeouts, cancelled, listed, and recovered after a restart
 //! (the library, and the real binary across processes).
 
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -52,6 +51,7 @@ impl Fixture {
                 name: Some(name.into()),
                 tags: vec![],
                 expected_duration: None,
+                budget: Default::default(),
             })
             .unwrap()
             .id
@@ -479,157 +479,58 @@ async fn a_job_past_its_deadline_ends_as_timeout() {
     );
 }
 
-/// Runs `n` burns of `iterations` rounds with `max_running` slots; returns the wall time.
-async fn burn(f: &Fixture, jobs: &Arc<Jobs>, n: usize, iterations: u64) -> Duration {
-    let input = format!(r#"{{"iterations":{iterations}}}"#);
-    let start = Instant::now();
+// The concurrency limit: jobs beyond `max_running` wait in a FIFO queue and
+// start as slots free up. (How much faster CPU-bound jobs finish on two cores
+// is a benchmark, not a test: see docs/benchmarks.md.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_beyond_the_limit_queue_and_start_as_slots_free() {
+    let f = Fixture::new(vec![sleeper(), cpu()], config(2)).await;
     let mut ids = Vec::new();
-    for _ in 0..n {
-        ids.push(jobs.spawn(&f.session, "cpu.burn", &input).await.unwrap().id);
+    for _ in 0..3 {
+        ids.push(
+            f.jobs
+                .spawn(&f.session, "sleep.sleep", r#"{"seconds":30}"#)
+                .await
+                .unwrap()
+                .id,
+        );
     }
-    let out = jobs
-        .wait(&ids, WaitMode::All, Some(Duration::from_secs(300)))
+    f.until(&ids[0], JobStatus::Running).await;
+    f.until(&ids[1], JobStatus::Running).await;
+    // Two slots: the third waits, however long the first two run.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(f.jobs.status(&ids[2]).unwrap().status, JobStatus::Queued);
+    f.jobs.cancel(&ids[0]).await.unwrap();
+    f.until(&ids[2], JobStatus::Running).await;
+    assert_eq!(f.jobs.status(&ids[1]).unwrap().status, JobStatus::Running);
+    for id in &ids[1..] {
+        f.jobs.cancel(id).await.unwrap();
+    }
+    // A CPU-bound job runs through the same queue to completion.
+    let burn = f
+        .jobs
+        .spawn(&f.session, "cpu.burn", r#"{"iterations":1000}"#)
+        .await
+        .unwrap()
+        .id;
+    let out = f
+        .jobs
+        .wait(&[burn], WaitMode::All, Some(Duration::from_secs(60)))
         .await
         .unwrap();
-    let took = start.elapsed();
     assert!(!out.timed_out);
-    if std::env::var_os("JOBS_TIMELINE").is_some() {
-        let t0 = out.done.iter().map(|j| j.created_at_ms).min().unwrap();
-        for j in &out.done {
-            let m = &j.result.as_ref().unwrap().metering;
-            eprintln!(
-                "  {} start {} end {} wall {} ms",
-                j.id,
-                j.started_at_ms.unwrap() - t0,
-                j.finished_at_ms.unwrap() - t0,
-                m.wall_us / 1000
-            );
-        }
-    }
-    for job in &out.done {
-        assert_eq!(job.status, JobStatus::Completed, "{job:?}");
-        let output = job.result.as_ref().unwrap().output.as_ref().unwrap();
-        assert_eq!(output["iterations"], iterations);
-    }
-    took
-}
-
-// CPU-bound jobs use every core: 2 jobs on 2 slots take about the time of one,
-// and 8 jobs on 2 cores run well over 1.5x faster than one by one. The machine
-// may be shared (other builds, other tests): each figure is the best of up to
-// three measurements.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cpu_bound_jobs_use_every_core() {
-    let f = Fixture::new(vec![cpu()], config(2)).await;
-    let serial = Jobs::new(f.host.clone(), f.durable.clone(), config(1));
-    let parallel = f.jobs.clone();
-    assert_eq!(parallel.config().max_running, 2);
-
-    // Calibrate: rounds for about 300 ms of work on this machine.
-    let probe = util::call_ok(&f.host, "cpu.burn", r#"{"ms":200}"#).await;
-    let rate = probe["iterations"].as_f64().unwrap() / probe["elapsed_ms"].as_f64().unwrap();
-    let iterations = (rate * 300.0) as u64;
-
-    let mut best = f64::MAX;
-    for _ in 0..3 {
-        let one = burn(&f, &serial, 1, iterations).await;
-        let two = burn(&f, &parallel, 2, iterations).await;
-        let ratio = two.as_secs_f64() / one.as_secs_f64();
-        eprintln!(
-            "2 CPU-bound jobs on 2 slots: {:.0} ms; one job: {:.0} ms ({ratio:.2}x)",
-            two.as_secs_f64() * 1e3,
-            one.as_secs_f64() * 1e3,
-        );
-        best = best.min(ratio);
-        if best < 1.3 {
-            break;
-        }
-    }
-    assert!(best < 1.6, "2 jobs took {best:.2}x the time of one");
-
-    let mut best = 0.0f64;
-    for _ in 0..3 {
-        let one_by_one = burn(&f, &serial, 8, iterations).await;
-        let on_two = burn(&f, &parallel, 8, iterations).await;
-        let speedup = one_by_one.as_secs_f64() / on_two.as_secs_f64();
-        eprintln!(
-            "8 CPU-bound jobs ({iterations} rounds each): one by one {:.0} ms, on 2 cores {:.0} ms: speed-up {speedup:.2}x",
-            one_by_one.as_secs_f64() * 1e3,
-            on_two.as_secs_f64() * 1e3,
-        );
-        best = best.max(speedup);
-        if best > 1.8 {
-            break;
-        }
-    }
-    assert!(best > 1.5, "speed-up {best:.2}");
+    let job = &out.done[0];
+    assert_eq!(job.status, JobStatus::Completed, "{job:?}");
+    assert_eq!(
+        job.result.as_ref().unwrap().output.as_ref().unwrap()["iterations"],
+        1000
+    );
 }
 
 // ---- restart, with the real binary ------------------------------------------
 
-fn glovebox() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_glovebox"));
-    cmd.env_remove("GLOVEBOX_CONFIG").env_remove("RUST_LOG");
-    cmd
-}
-
-/// A config with the sleep and echo plugins, for the binary.
-struct Site {
-    dir: tempfile::TempDir,
-}
-
-impl Site {
-    fn new(sleep_idempotent: bool) -> Site {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path();
-        std::fs::write(
-            p.join("glovebox.toml"),
-            format!(
-                "data_dir = \"data\"\nhooks = \"none\"\n[runtime]\ncache_dir = \"{}\"\n[[plugin]]\nmanifest = \"sleep.toml\"\n[[plugin]]\nmanifest = \"echo.toml\"\n",
-                util::cache_dir().display()
-            ),
-        )
-        .unwrap();
-        std::fs::write(
-            p.join("sleep.toml"),
-            format!(
-                "name = \"sleep\"\ncomponent = \"{}\"\n[limits]\ndeadline = \"60s\"\n[tools.sleep]\nidempotent = {sleep_idempotent}\n",
-                plugins::HOSTILE_SLEEP
-            ),
-        )
-        .unwrap();
-        std::fs::write(
-            p.join("echo.toml"),
-            format!("name = \"echo\"\ncomponent = \"{}\"\n", plugins::TOOL_ECHO),
-        )
-        .unwrap();
-        Site { dir }
-    }
-
-    fn config(&self) -> PathBuf {
-        self.dir.path().join("glovebox.toml")
-    }
-
-    fn run(&self, args: &[&str]) -> (i32, String, String) {
-        let out = glovebox()
-            .arg("--config")
-            .arg(self.config())
-            .args(args)
-            .output()
-            .unwrap();
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let (code, out, err) = self.run(args);
-        assert_eq!(code, 0, "glovebox {args:?}: {err}");
-        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
-    }
-}
+use crate::sessions::Site;
+use crate::util::glovebox;
 
 // A queued job survives the process that spawned it and runs in the next
 // one; a job running when its process is killed comes back interrupted, and

@@ -1,6 +1,7 @@
 //! Glovebox's integration tests: one binary, a module per area. Every plugin
 //! used here is built from `plugins/` by `tests/build.rs`.
 
+mod billing;
 mod cli;
 mod cpu;
 mod examples;
@@ -12,5 +13,6 @@ mod mcp;
 mod mcp_sdk;
 mod memory;
 mod network;
+mod rescue;
 mod sessions;
 mod util;

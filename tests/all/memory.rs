@@ -31,6 +31,8 @@ async fn huge_output_is_refused_past_the_output_cap() {
     let mut m = manifest("huge", plugins::HOSTILE_HUGE_OUTPUT);
     m.limits.memory = 1024 * MIB;
     m.limits.output = MIB;
+    // Building 300 MiB takes a while on a loaded machine; the deadline is not under test.
+    m.limits.deadline = std::time::Duration::from_secs(60);
     let h = host_with_echo(m).await;
     let report = util::call(&h, "huge.huge", r#"{"mib":300}"#).await;
     let err = report.outcome.expect_err("300 MiB is over the 1 MiB cap");

@@ -3,7 +3,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -23,6 +23,7 @@ fn start(sessions: &Sessions, name: &str) -> String {
             name: Some(name.into()),
             tags: vec![],
             expected_duration: None,
+            budget: Default::default(),
         })
         .unwrap()
         .id
@@ -85,7 +86,10 @@ async fn a_call_in_a_session_is_logged_requested_started_finished() {
             "call_finished",
             "call_requested",
             "call_started",
-            "call_finished"
+            "call_finished",
+            // The stuck-agent detector: a failed call puts the session on
+            // the escalation ladder's first step (retry).
+            "escalation"
         ]
     );
     let events = sessions.events(&id, 1, usize::MAX).unwrap();
@@ -193,19 +197,16 @@ async fn an_io_error_on_append_is_never_acknowledged() {
 
 // ---- the real binary -------------------------------------------------------
 
-fn glovebox() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_glovebox"));
-    cmd.env_remove("GLOVEBOX_CONFIG").env_remove("RUST_LOG");
-    cmd
-}
+use crate::util::glovebox;
 
-/// A data dir with a config listing the sleep and echo plugins.
-struct Site {
+/// A data dir with a config listing the sleep and echo plugins, for the
+/// real binary (also used by the jobs tests).
+pub struct Site {
     dir: tempfile::TempDir,
 }
 
 impl Site {
-    fn new(sleep_idempotent: bool) -> Site {
+    pub fn new(sleep_idempotent: bool) -> Site {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path();
         std::fs::write(
@@ -232,15 +233,15 @@ impl Site {
         Site { dir }
     }
 
-    fn config(&self) -> PathBuf {
+    pub fn config(&self) -> PathBuf {
         self.dir.path().join("glovebox.toml")
     }
 
-    fn data(&self) -> PathBuf {
+    pub fn data(&self) -> PathBuf {
         self.dir.path().join("data").join("store")
     }
 
-    fn run(&self, args: &[&str]) -> (i32, String, String) {
+    pub fn run(&self, args: &[&str]) -> (i32, String, String) {
         let out = glovebox()
             .arg("--config")
             .arg(self.config())
@@ -254,7 +255,7 @@ impl Site {
         )
     }
 
-    fn json(&self, args: &[&str]) -> Value {
+    pub fn json(&self, args: &[&str]) -> Value {
         let (code, out, err) = self.run(args);
         assert_eq!(code, 0, "glovebox {args:?}: {err}");
         serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))

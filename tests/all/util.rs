@@ -122,6 +122,13 @@ pub async fn assert_serving(host: &Host) {
     assert_eq!(out["message"], "still here");
 }
 
+/// The real `glovebox` binary, with no config or log level from the environment.
+pub fn glovebox() -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_glovebox"));
+    cmd.env_remove("GLOVEBOX_CONFIG").env_remove("RUST_LOG");
+    cmd
+}
+
 /// A host with `plugin` plus the echo plugin, to check it keeps serving.
 pub async fn host_with_echo(plugin: PluginManifest) -> TestHost {
     host(vec![plugin, manifest("echo", plugins::TOOL_ECHO)]).await

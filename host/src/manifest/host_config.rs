@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use super::budgets::{RawBudgets, validate_budgets};
+use super::detector::{RawContext, RawDetector, validate_context, validate_detector};
 use super::hooks::{RawHook, hooks_none, validate_hooks};
 use super::limits::{RawLimits, apply_limits};
 use super::paths::{canonical, normalize, parent_dir, read_source, resolve_dir, show_beside};
@@ -31,6 +33,12 @@ pub(super) struct RawHostConfig {
     pub(super) hook: Vec<RawHook>,
     #[serde(default)]
     storage: RawStorage,
+    #[serde(default)]
+    budgets: RawBudgets,
+    #[serde(default)]
+    detector: RawDetector,
+    #[serde(default)]
+    context: RawContext,
 }
 
 #[derive(Default, Deserialize)]
@@ -74,6 +82,9 @@ impl HostConfig {
         let defaults = apply_limits(&src, "defaults", &raw.defaults, &Limits::default())?;
         let runtime = validate_runtime(&src, &raw.runtime, &dir)?;
         let storage = validate_storage(&src, &raw.storage)?;
+        let budgets = validate_budgets(&src, &raw.budgets)?;
+        let detector = validate_detector(&src, &raw.detector)?;
+        let context = validate_context(&src, &raw.context)?;
         let cap = MemoryCap::new(&runtime, &src.file);
         if let Some((problem, hint)) = cap.check(defaults.memory) {
             return Err(src.invalid("defaults.memory", problem, hint));
@@ -146,6 +157,9 @@ impl HostConfig {
             hooks,
             hooks_explicitly_none,
             storage,
+            budgets,
+            detector,
+            context,
         })
     }
 
@@ -163,6 +177,9 @@ impl HostConfig {
             hooks: Vec::new(),
             hooks_explicitly_none: true,
             storage: StorageConfig::default(),
+            budgets: Default::default(),
+            detector: Default::default(),
+            context: Default::default(),
         }
     }
 

@@ -7,6 +7,8 @@
 //!
 //! Relative paths are resolved from the directory of the file that contains them.
 
+mod budgets;
+mod detector;
 mod error;
 mod hooks;
 mod host_config;
@@ -26,6 +28,10 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+pub use budgets::BudgetsConfig;
+pub use detector::{
+    ContextConfig, ContextWriter, DetectorConfig, RULES as DETECTOR_RULES, Severity,
+};
 pub use error::ConfigError;
 pub use http::{HttpGrant, HttpScheme};
 pub use units::{format_size, parse_duration, parse_size};
@@ -57,6 +63,12 @@ pub struct HostConfig {
     pub hooks_explicitly_none: bool,
     /// `[storage]`: how sessions are kept.
     pub storage: StorageConfig,
+    /// `[budgets]`: hard caps per role, and when to warn.
+    pub budgets: BudgetsConfig,
+    /// `[detector]`: the stuck-agent detector's thresholds.
+    pub detector: DetectorConfig,
+    /// `[context]`: who may write to the projects' context index.
+    pub context: ContextConfig,
 }
 
 /// `[storage]`: durability of the session log and checkpoint cadence.

@@ -138,6 +138,7 @@ impl Connection {
                     name: a.name,
                     tags: a.tags,
                     expected_duration: None,
+                    budget: Default::default(),
                 };
                 Ok(match self.blocking(move |s| s.start(start)).await {
                     Ok(state) => {

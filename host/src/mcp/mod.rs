@@ -179,6 +179,7 @@ impl Connection {
             name: Some(format!("mcp-{}", self.state.id)),
             tags: vec!["mcp".to_string()],
             expected_duration: None,
+            budget: Default::default(),
         };
         let state = self.blocking(move |s| s.start(start)).await?;
         tracing::info!(session = %state.id, name = ?state.name, "started the connection's default session");

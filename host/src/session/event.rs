@@ -11,6 +11,10 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::handoff::Handoff;
+use crate::budget::{BudgetCaps, Cap};
+use crate::detect::EscalationStep;
+use crate::manifest::Severity;
+use crate::rescue::ContextEntry;
 
 /// The `prev_hash` of a session's first event.
 pub const GENESIS_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -126,6 +130,9 @@ pub enum EventKind {
         name: Option<String>,
         tags: Vec<String>,
         expected_duration_ms: Option<u64>,
+        /// The session's own budget caps (see [`crate::budget`]).
+        #[serde(default, skip_serializing_if = "BudgetCaps::is_empty")]
+        budget: BudgetCaps,
     },
     Renamed {
         name: String,
@@ -197,6 +204,62 @@ pub enum EventKind {
     Note {
         text: String,
     },
+    /// The brain's own usage, reported by it (Glovebox cannot see the model).
+    UsageReported {
+        tokens_in: u64,
+        tokens_out: u64,
+        /// Model cost in millionths of a cost unit.
+        cost_micros: u64,
+        model: Option<String>,
+    },
+    /// The session reached the warning threshold (80% by default) of a cap.
+    BudgetWarning {
+        cap: Cap,
+        /// In the cap's unit: cost micros, calls, milliseconds.
+        used: u64,
+        limit: u64,
+        percent: u64,
+    },
+    /// A call (or a usage report, `call_id` none) went past a cap; the
+    /// session pauses.
+    BudgetExceeded {
+        cap: Cap,
+        /// What the session would have reached.
+        used: u64,
+        limit: u64,
+        call_id: Option<String>,
+    },
+    /// An operator set a cap of this session (`glovebox session budget`).
+    CapRaised {
+        cap: Cap,
+        /// The cap in force before, if any.
+        from: Option<u64>,
+        to: u64,
+    },
+    /// The stuck-agent detector raised a blocker flag (see [`crate::detect`]).
+    BlockerFlag {
+        /// `budget`, `retry`, `overrun`, `denials` or `no_progress`.
+        rule: String,
+        severity: Severity,
+        reason: String,
+        suggested_action: String,
+        /// The call it concerns, if one.
+        call_id: Option<String>,
+    },
+    /// The session moved on the escalation ladder.
+    Escalation {
+        step: EscalationStep,
+        reason: String,
+        /// The rescue, on the `rescue` step.
+        rescue: Option<String>,
+    },
+    /// Context handed to the session: its project's context index when it
+    /// starts, or a rescue's injection. `resume` returns it.
+    ContextInjected {
+        /// `index`, or `rescue:<id>`.
+        source: String,
+        entries: Vec<ContextEntry>,
+    },
 }
 
 impl EventKind {
@@ -218,6 +281,13 @@ impl EventKind {
             EventKind::CallFinished { .. } => "call_finished",
             EventKind::CallInterrupted { .. } => "call_interrupted",
             EventKind::Note { .. } => "note",
+            EventKind::UsageReported { .. } => "usage_reported",
+            EventKind::BudgetWarning { .. } => "budget_warning",
+            EventKind::BudgetExceeded { .. } => "budget_exceeded",
+            EventKind::CapRaised { .. } => "cap_raised",
+            EventKind::BlockerFlag { .. } => "blocker_flag",
+            EventKind::Escalation { .. } => "escalation",
+            EventKind::ContextInjected { .. } => "context_injected",
         }
     }
 }
@@ -231,6 +301,14 @@ pub struct CallMetering {
     pub peak_memory_bytes: u64,
     pub bytes_in: u64,
     pub bytes_out: u64,
+    /// The tool's estimated cost (its manifest's `cost`) in millionths, for
+    /// calls that ran.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cost_micros: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl From<&crate::call::Metering> for CallMetering {
@@ -241,6 +319,7 @@ impl From<&crate::call::Metering> for CallMetering {
             peak_memory_bytes: m.peak_memory_bytes,
             bytes_in: m.bytes_in,
             bytes_out: m.bytes_out,
+            cost_micros: 0,
         }
     }
 }
@@ -257,6 +336,16 @@ pub struct SessionSummary {
     pub bytes_out: u64,
     pub fuel_total: u64,
     pub peak_memory_max: u64,
+    /// Estimated tool cost of the calls that ran, in millionths.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cost_micros: u64,
+    /// Model cost the brain reported, in millionths.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub model_cost_micros: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tokens_in: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tokens_out: u64,
 }
 
 /// How a session ended.

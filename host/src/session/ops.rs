@@ -12,6 +12,7 @@ use super::lifecycle::SessionStatus;
 use super::log;
 use super::state::{HandoffRecord, InterruptedCall, SessionInfo, SessionState};
 use super::store::{ID_PREFIX, SESSIONS_BUCKET, Sessions, lock, lock_slot};
+use crate::budget::BudgetCaps;
 
 /// What a session is started with.
 #[derive(Clone, Debug)]
@@ -22,6 +23,9 @@ pub struct StartSession {
     pub name: Option<String>,
     pub tags: Vec<String>,
     pub expected_duration: Option<Duration>,
+    /// The session's own budget caps; the lower of these and its role's
+    /// (`[budgets.role.<role>]`) hold. See [`crate::budget`].
+    pub budget: BudgetCaps,
 }
 
 /// Which sessions `list` returns; every given criterion must match.
@@ -43,6 +47,9 @@ pub struct Resumed {
     pub latest_handoff: Option<HandoffRecord>,
     /// Calls lost when the host stopped and not re-run since.
     pub interrupted_calls: Vec<InterruptedCall>,
+    /// Context handed to the session: its project's context index at start,
+    /// and what rescues injected since (see [`crate::rescue`]).
+    pub context: Vec<crate::rescue::ContextEntry>,
 }
 
 impl Sessions {
@@ -65,6 +72,7 @@ impl Sessions {
             expected_duration_ms: start
                 .expected_duration
                 .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            budget: start.budget,
         };
         let event = Event::seal(&id, 1, self.now(), super::event::GENESIS_HASH, kind);
         let slot = self.slot(&id);
@@ -80,6 +88,16 @@ impl Sessions {
             tracing::warn!(session = %id, error = %e, "could not update the session index");
         }
         slot.state = Some(state.clone());
+        // Every new session starts with its project's context index.
+        let entries = crate::rescue::index_entries(&*self.storage, &state.project);
+        if !entries.is_empty() {
+            let kind = EventKind::ContextInjected {
+                source: crate::rescue::INDEX_SOURCE.to_string(),
+                entries,
+            };
+            self.append_locked(&mut slot, &id, kind)?;
+            return self.current(&mut slot, &id);
+        }
         Ok(state)
     }
 
@@ -197,6 +215,7 @@ impl Sessions {
             Ok(Resumed {
                 latest_handoff: state.latest_handoff.clone(),
                 interrupted_calls: state.interrupted.clone(),
+                context: state.context.clone(),
                 state,
             })
         })
@@ -298,7 +317,14 @@ impl Sessions {
             | EventKind::CallStarted { .. }
             | EventKind::CallFinished { .. }
             | EventKind::CallInterrupted { .. }
-            | EventKind::Note { .. } => None,
+            | EventKind::Note { .. }
+            | EventKind::UsageReported { .. }
+            | EventKind::BudgetWarning { .. }
+            | EventKind::BudgetExceeded { .. }
+            | EventKind::CapRaised { .. }
+            | EventKind::BlockerFlag { .. }
+            | EventKind::Escalation { .. }
+            | EventKind::ContextInjected { .. } => None,
             EventKind::SessionStarted { .. } => Some("start"),
             EventKind::Renamed { .. } => Some("rename"),
             EventKind::Tagged { .. } => Some("tag"),
@@ -319,6 +345,29 @@ impl Sessions {
         }
         self.with_slot(id_or_name, |this, slot, id| {
             this.append_locked(slot, id, kind)
+        })
+    }
+
+    /// Appends the events `derive` makes of the session's current state (and
+    /// the time), under the session's lock: nothing else is appended between
+    /// the look and the appends (the budget guard and its accounting). Each
+    /// event is checked against the lifecycle as it is appended; if one is
+    /// refused, the ones before it stay. Returns the events and what `derive`
+    /// returned besides.
+    pub fn append_with<R>(
+        &self,
+        id_or_name: &str,
+        derive: impl FnOnce(&SessionState, u64) -> (Vec<EventKind>, R),
+    ) -> Result<(Vec<Event>, R), SessionError> {
+        self.with_slot(id_or_name, |this, slot, id| {
+            let state = this.loaded(slot, id)?;
+            let now = this.now().max(state.updated_at_ms);
+            let (kinds, extra) = derive(state, now);
+            let mut events = Vec::with_capacity(kinds.len());
+            for kind in kinds {
+                events.push(this.append_locked(slot, id, kind)?);
+            }
+            Ok((events, extra))
         })
     }
 

@@ -9,6 +9,12 @@ use super::SessionError;
 use super::event::{EndOutcome, Event, EventKind, GENESIS_HASH, Role, SessionSummary};
 use super::handoff::Handoff;
 use super::lifecycle::SessionStatus;
+use crate::budget::BudgetState;
+use crate::detect::Watch;
+use crate::rescue::ContextEntry;
+
+/// Context entries kept in the state (the newest); older ones are still in the log.
+const MAX_CONTEXT: usize = 256;
 
 /// Interrupted calls kept in the state for the caller to deal with; older ones
 /// are still in the log.
@@ -26,6 +32,19 @@ pub struct Counters {
     pub bytes_out: u64,
     pub fuel_total: u64,
     pub peak_memory_max: u64,
+    /// Calls that ran (`call_started`): what the `calls` budget cap counts.
+    #[serde(default)]
+    pub calls_run: u64,
+    /// Estimated tool cost of the calls that ran, in millionths.
+    #[serde(default)]
+    pub cost_micros: u64,
+    /// Model cost the brain reported (`usage_reported`), in millionths.
+    #[serde(default)]
+    pub model_cost_micros: u64,
+    #[serde(default)]
+    pub tokens_in: u64,
+    #[serde(default)]
+    pub tokens_out: u64,
 }
 
 /// A call that was requested and has not finished.
@@ -89,6 +108,17 @@ pub struct SessionState {
     pub in_flight: BTreeMap<String, InFlightCall>,
     /// Interrupted calls not re-run since (newest last, at most 256).
     pub interrupted: Vec<InterruptedCall>,
+    /// Budget caps, warnings given and the cap that paused the session.
+    #[serde(default)]
+    pub budget: BudgetState,
+    /// Blocker flags, the escalation step and what the stuck-agent detector
+    /// reads (see [`crate::detect`]).
+    #[serde(default)]
+    pub watch: Watch,
+    /// Context handed to the session: its project's context index at start,
+    /// and rescue injections (oldest first, at most 256).
+    #[serde(default)]
+    pub context: Vec<ContextEntry>,
 }
 
 impl SessionState {
@@ -100,6 +130,7 @@ impl SessionState {
             name,
             tags,
             expected_duration_ms,
+            budget,
         } = &event.kind
         else {
             return Err(SessionError::InvalidEvent {
@@ -139,6 +170,12 @@ impl SessionState {
             counters: Counters::default(),
             in_flight: BTreeMap::new(),
             interrupted: Vec::new(),
+            budget: BudgetState {
+                caps: budget.clone(),
+                ..BudgetState::default()
+            },
+            watch: Watch::new(event.at_ms),
+            context: Vec::new(),
         })
     }
 
@@ -162,6 +199,10 @@ impl SessionState {
             bytes_out: c.bytes_out,
             fuel_total: c.fuel_total,
             peak_memory_max: c.peak_memory_max,
+            cost_micros: c.cost_micros,
+            model_cost_micros: c.model_cost_micros,
+            tokens_in: c.tokens_in,
+            tokens_out: c.tokens_out,
         }
     }
 
@@ -172,7 +213,16 @@ impl SessionState {
         let status = self.status;
         match kind {
             EventKind::SessionStarted { .. } => Err(self.invalid("a session is started only once")),
-            EventKind::Renamed { .. } | EventKind::Tagged { .. } | EventKind::Note { .. } => {
+            EventKind::Renamed { .. }
+            | EventKind::Tagged { .. }
+            | EventKind::Note { .. }
+            | EventKind::UsageReported { .. }
+            | EventKind::BudgetWarning { .. }
+            | EventKind::BudgetExceeded { .. }
+            | EventKind::CapRaised { .. }
+            | EventKind::BlockerFlag { .. }
+            | EventKind::Escalation { .. }
+            | EventKind::ContextInjected { .. } => {
                 if status == Archived {
                     Err(self.invalid("the session is archived: its log is closed"))
                 } else {
@@ -232,7 +282,8 @@ impl SessionState {
         let next = self.check(&event.kind)?;
         let at = event.at_ms;
         match &event.kind {
-            EventKind::SessionStarted { .. } | EventKind::Resumed | EventKind::Archived => {}
+            EventKind::SessionStarted { .. } | EventKind::Archived => {}
+            EventKind::Resumed => self.budget.exceeded = None,
             EventKind::Renamed { name } => self.name = Some(name.clone()),
             EventKind::Tagged { add, remove } => {
                 self.tags.retain(|t| !remove.contains(t));
@@ -267,6 +318,7 @@ impl SessionState {
                 idempotent,
                 ..
             } => {
+                self.counters.calls_run += 1;
                 if let Some(call) = self.in_flight.get_mut(call_id) {
                     call.started_at_ms = Some(at);
                     call.idempotency_key = Some(idempotency_key.clone());
@@ -291,6 +343,7 @@ impl SessionState {
                 c.bytes_out = c.bytes_out.saturating_add(metering.bytes_out);
                 c.fuel_total = c.fuel_total.saturating_add(metering.fuel.unwrap_or(0));
                 c.peak_memory_max = c.peak_memory_max.max(metering.peak_memory_bytes);
+                c.cost_micros = c.cost_micros.saturating_add(metering.cost_micros);
                 self.last_progress_at_ms = at;
             }
             EventKind::CallInterrupted { call_id, reason } => {
@@ -312,7 +365,35 @@ impl SessionState {
                 }
             }
             EventKind::Note { .. } => self.last_progress_at_ms = at,
+            EventKind::UsageReported {
+                tokens_in,
+                tokens_out,
+                cost_micros,
+                ..
+            } => {
+                let c = &mut self.counters;
+                c.tokens_in = c.tokens_in.saturating_add(*tokens_in);
+                c.tokens_out = c.tokens_out.saturating_add(*tokens_out);
+                c.model_cost_micros = c.model_cost_micros.saturating_add(*cost_micros);
+            }
+            EventKind::BudgetWarning { cap, .. } => {
+                if !self.budget.warned.contains(cap) {
+                    self.budget.warned.push(*cap);
+                }
+            }
+            EventKind::BudgetExceeded { cap, .. } => self.budget.exceeded = Some(*cap),
+            EventKind::CapRaised { cap, to, .. } => {
+                self.budget.raised.set(*cap, Some(*to));
+                self.budget.warned.retain(|c| c != cap);
+            }
+            EventKind::BlockerFlag { .. } | EventKind::Escalation { .. } => {}
+            EventKind::ContextInjected { entries, .. } => {
+                self.context.extend(entries.iter().cloned());
+                let over = self.context.len().saturating_sub(MAX_CONTEXT);
+                self.context.drain(..over);
+            }
         }
+        self.watch.apply(event);
         if next != SessionStatus::Paused {
             self.paused_reason = None;
         }

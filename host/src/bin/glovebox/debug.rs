@@ -46,6 +46,7 @@ pub fn run(config: &Path, command: DebugCommand) -> Result<ExitCode> {
                 name: Some(name),
                 tags: vec!["stress".into()],
                 expected_duration: None,
+                budget: Default::default(),
             })?,
         };
         ids.push(state.id);

@@ -12,8 +12,10 @@ macro_rules! out {
     }};
 }
 
+mod billing;
 mod debug;
 mod jobs;
+mod rescue;
 mod serve;
 mod sessions;
 
@@ -79,6 +81,20 @@ enum Command {
     Session {
         #[command(subcommand)]
         command: sessions::SessionCommand,
+    },
+    /// Billing: what sessions used (calls, failures, wall time, fuel, bytes,
+    /// estimated tool cost, model cost) over a date range, grouped; or the
+    /// session-end records as JSON lines (`billing export`).
+    Billing(billing::BillingArgs),
+    /// Rescue missions for stuck sessions: open, diagnose, inject, resolve, list, report.
+    Rescue {
+        #[command(subcommand)]
+        command: rescue::RescueCommand,
+    },
+    /// The context index: entries every new session of a project starts with.
+    Context {
+        #[command(subcommand)]
+        command: rescue::ContextCommand,
     },
     /// The session log: verify its hash chain, show it, export it.
     Log {
@@ -208,6 +224,9 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Deny { id, reason } => sessions::deny(&cli.config, &id, &reason).await,
         Command::Policy { command } => sessions::policy(&cli.config, command).await,
         Command::Log { command } => sessions::run_log(&cli.config, command),
+        Command::Rescue { command } => rescue::run_rescue(&cli.config, command),
+        Command::Context { command } => rescue::run_context(&cli.config, command),
+        Command::Billing(args) => billing::run(&cli.config, args),
         Command::Job { command } => jobs::run(&cli.config, command).await,
         Command::Serve(args) => serve::run(&cli.config, args).await,
         Command::Debug { command } => debug::run(&cli.config, command),

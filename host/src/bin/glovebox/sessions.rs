@@ -30,6 +30,41 @@ pub enum SessionCommand {
         /// How long the work should take (e.g. `2h`): used to spot stuck agents.
         #[arg(long, value_parser = humantime::parse_duration)]
         expected_duration: Option<Duration>,
+        /// Budget: a cap on cost (estimated tool cost plus reported model
+        /// cost); the lower of this and the role's cap in the config holds.
+        #[arg(long)]
+        budget_cost: Option<f64>,
+        /// Budget: a cap on the calls that run.
+        #[arg(long)]
+        budget_calls: Option<u64>,
+        /// Budget: a cap on the time since the session started (e.g. `30m`).
+        #[arg(long, value_parser = humantime::parse_duration)]
+        budget_wall: Option<Duration>,
+    },
+    /// Report the brain's own usage (tokens, model cost) into a session; the
+    /// cost counts toward its cost cap.
+    Usage {
+        session: String,
+        #[arg(long, default_value_t = 0)]
+        tokens_in: u64,
+        #[arg(long, default_value_t = 0)]
+        tokens_out: u64,
+        /// Model cost, in the same units as the tools' `cost`.
+        #[arg(long, default_value_t = 0.0)]
+        cost: f64,
+        #[arg(long)]
+        model: Option<String>,
+    },
+    /// Show a session's budget, or (operator) set its caps: logged as
+    /// `cap_raised`; a session its budget paused resumes once within its caps.
+    Budget {
+        session: String,
+        #[arg(long)]
+        cost: Option<f64>,
+        #[arg(long)]
+        calls: Option<u64>,
+        #[arg(long, value_parser = humantime::parse_duration)]
+        wall: Option<Duration>,
     },
     /// List sessions, newest activity first.
     List {
@@ -48,8 +83,15 @@ pub enum SessionCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Show a session's state.
+    /// Show a session's state (its blocker flags and escalation step under `watch`).
     Show { session: String },
+    /// Run the stuck-agent detector on a session now: raises the blocker
+    /// flags that hold (a critical one pauses it) and shows the active ones.
+    Check {
+        session: String,
+        #[arg(long)]
+        json: bool,
+    },
     /// Name (or rename) a session.
     Name { session: String, name: String },
     /// Add or remove tags.
@@ -135,7 +177,7 @@ fn open(config: &Path) -> Result<Arc<Sessions>> {
     Ok(open_durable(config)?.sessions)
 }
 
-fn open_durable(config: &Path) -> Result<Durable> {
+pub(crate) fn open_durable(config: &Path) -> Result<Durable> {
     let config = HostConfig::load(config)?;
     let durable = glovebox::open_sessions(&config)?;
     let recovery = &durable.recovery;
@@ -172,6 +214,33 @@ pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitC
             Err(e) => Ok(crate::session_refused(&e)),
         };
     }
+    match command {
+        SessionCommand::Usage {
+            session,
+            tokens_in,
+            tokens_out,
+            cost,
+            model,
+        } => {
+            let usage = glovebox::budget::UsageReport {
+                tokens_in,
+                tokens_out,
+                cost,
+                model,
+            };
+            return crate::billing::session_usage(config, &session, &usage);
+        }
+        SessionCommand::Budget {
+            session,
+            cost,
+            calls,
+            wall,
+        } => return crate::billing::session_budget(config, &session, cost, calls, wall),
+        SessionCommand::Check { session, json } => {
+            return crate::rescue::check(config, &session, json);
+        }
+        _ => {}
+    }
     let sessions = open(config)?;
     let result = match command {
         SessionCommand::Start {
@@ -180,15 +249,23 @@ pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitC
             name,
             tags,
             expected_duration,
-        } => sessions
-            .start(StartSession {
-                role,
-                project,
-                name,
-                tags,
-                expected_duration,
-            })
-            .map(|s| serde_json::to_value(&s)),
+            budget_cost,
+            budget_calls,
+            budget_wall,
+        } => {
+            let budget = glovebox::budget::BudgetCaps::new(budget_cost, budget_calls, budget_wall)
+                .map_err(|e| anyhow::anyhow!("--budget-cost: {e}"))?;
+            sessions
+                .start(StartSession {
+                    role,
+                    project,
+                    name,
+                    tags,
+                    expected_duration,
+                    budget,
+                })
+                .map(|s| serde_json::to_value(&s))
+        }
         SessionCommand::List {
             status,
             tags,
@@ -298,7 +375,10 @@ pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitC
                 .handoff(&session, handoff)
                 .map(|e| serde_json::to_value(&e))
         }
-        SessionCommand::Rerun { .. } => unreachable!("handled above"),
+        SessionCommand::Rerun { .. }
+        | SessionCommand::Usage { .. }
+        | SessionCommand::Budget { .. }
+        | SessionCommand::Check { .. } => unreachable!("handled above"),
     };
     match result {
         Ok(value) => {

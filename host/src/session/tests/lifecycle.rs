@@ -247,6 +247,7 @@ fn list_filters_by_status_tags_role_project_and_idleness() {
                 name: Some(name.into()),
                 tags: tags.iter().map(|t| t.to_string()).collect(),
                 expected_duration: Some(Duration::from_secs(600)),
+                budget: Default::default(),
             })
             .unwrap()
     };

@@ -84,6 +84,7 @@ impl Env {
                 name: Some(name.to_string()),
                 tags: vec![],
                 expected_duration: None,
+                budget: Default::default(),
             })
             .expect("start session")
     }
@@ -115,6 +116,7 @@ impl Env {
                 peak_memory_bytes: 65536,
                 bytes_in: 2,
                 bytes_out: 2,
+                cost_micros: 0,
             },
         };
         self.sessions

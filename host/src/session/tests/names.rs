@@ -14,6 +14,7 @@ fn a_live_name_cannot_be_taken_twice() {
             name: Some("build".into()),
             tags: vec![],
             expected_duration: None,
+            budget: Default::default(),
         })
         .unwrap_err();
     assert_eq!(
@@ -75,6 +76,7 @@ fn bad_names_and_unknown_sessions_are_explained() {
                 name: Some(bad.into()),
                 tags: vec![],
                 expected_duration: None,
+                budget: Default::default(),
             })
             .unwrap_err();
         assert!(err.to_string().starts_with("invalid session name"), "{err}");

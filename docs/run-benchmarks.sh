@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Runs every benchmark of docs/benchmarks.md in one go and prints one table.
+#
+#   bash docs/run-benchmarks.sh             # dev profile (dependencies optimized): ~10 min
+#   bash docs/run-benchmarks.sh --quick     # the same measurements, smaller: ~1-2 min
+#   bash docs/run-benchmarks.sh --release   # the optimized bench profile (a clean build
+#                                           # of wasmtime takes ~20 min on 2 cores)
+#   GLOVEBOX_BENCH_ONLY=calls,jobs bash docs/run-benchmarks.sh   # some sections only:
+#       calls, mcp, callers, appends, resume, jobs, memory
+#
+# It installs bubblewrap if it is missing (apt-get), builds the plugins the benchmark
+# loads (as the test suite's build script does), then runs
+# `cargo bench -p glovebox --bench compare`. The table goes to stdout, progress to stderr.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+profile=(--profile dev)
+for arg in "$@"; do
+    case "$arg" in
+        --quick) export GLOVEBOX_BENCH_QUICK=1 ;;
+        --release) profile=() ;;
+        -h | --help) sed -n '2,13p' "$0"; exit 0 ;;
+        *) echo "unknown option \`$arg\` (try --help)" >&2; exit 2 ;;
+    esac
+done
+
+if ! command -v bwrap >/dev/null 2>&1; then
+    echo "run-benchmarks: installing bubblewrap, the sandbox Glovebox is compared with" >&2
+    sudo=()
+    if [ "$(id -u)" -ne 0 ]; then sudo=(sudo); fi
+    if command -v apt-get >/dev/null 2>&1; then
+        "${sudo[@]}" apt-get install -y bubblewrap >&2 ||
+            { "${sudo[@]}" apt-get update >&2 && "${sudo[@]}" apt-get install -y bubblewrap >&2; } ||
+            echo "run-benchmarks: could not install bubblewrap; its row will say so" >&2
+    else
+        echo "run-benchmarks: no apt-get; install bubblewrap yourself; its row will say so" >&2
+    fi
+fi
+
+# The plugins (tool and hook components), exactly as tests/build.rs builds them.
+rustup target add wasm32-wasip2 >&2
+(cd plugins && cargo build --release --target wasm32-wasip2 --target-dir target >&2)
+(cd plugins/hooks && cargo build --release --target wasm32-wasip2 --target-dir ../target >&2)
+
+exec cargo bench "${profile[@]}" -p glovebox --bench compare

@@ -1,0 +1,54 @@
+//! A trivial call (the echo plugin) through `Host::call` with 0, 1 or 3
+//! permission hooks (used by `calls` and `compare`).
+
+use std::time::{Duration, Instant};
+
+use glovebox::manifest::HookConfig;
+use glovebox::{CallContext, Host, HostConfig, PluginManifest};
+
+use super::artifact;
+
+pub fn hooks(n: usize) -> Vec<HookConfig> {
+    let mut all = vec![
+        HookConfig::new("cost", artifact("hook_cost_control")),
+        HookConfig::new("roles", artifact("hook_role_allowlist")),
+        HookConfig::new("destructive", artifact("hook_destructive")),
+    ];
+    all[1].settings = serde_json::json!({"roles": {"operator": ["*"]}});
+    all.truncate(n);
+    all
+}
+
+pub async fn host(n_hooks: usize, data: &std::path::Path) -> Host {
+    let mut echo = PluginManifest::for_component(artifact("tool_echo"), &Default::default());
+    echo.name = "echo".into();
+    let mut config = HostConfig::from_plugins(data.to_path_buf(), vec![echo]);
+    config.hooks = hooks(n_hooks);
+    config.hooks_explicitly_none = n_hooks == 0;
+    Host::load(config).await.expect("host loads")
+}
+
+pub fn stats(mut samples: Vec<Duration>) -> (Duration, Duration) {
+    samples.sort();
+    let p = |q: f64| samples[((samples.len() as f64 - 1.0) * q) as usize];
+    (p(0.5), p(0.99))
+}
+
+/// 200 warm-up calls of `echo.echo` on `h`, then `n` timed ones, one at a time.
+pub async fn sample(h: &Host, n: usize) -> Vec<Duration> {
+    let input = r#"{"message":"hi"}"#;
+    for _ in 0..200 {
+        h.call("echo.echo", input, CallContext::standalone())
+            .await
+            .outcome
+            .expect("warm-up call");
+    }
+    let mut samples = Vec::with_capacity(n);
+    for _ in 0..n {
+        let start = Instant::now();
+        let report = h.call("echo.echo", input, CallContext::standalone()).await;
+        samples.push(start.elapsed());
+        report.outcome.expect("call");
+    }
+    samples
+}

@@ -1,0 +1,479 @@
+//! Billing: reports over the session logs, and the session-end export.
+//!
+//! Everything here is computed from the logs themselves (every session's
+//! events in a date range), so a report can always be checked against the
+//! records that produced it:
+//!
+//! - a call counts on the day (UTC) of its `call_finished` (or
+//!   `call_interrupted`, a failure without metering), with its metering
+//!   (wall time, fuel, bytes) and its estimated tool cost
+//!   (`metering.cost_micros`, the tool's manifest `cost`, for calls that ran);
+//! - a call is background when its `call_requested` carries a job id;
+//! - a `usage_reported` adds the model's tokens and cost, foreground, under
+//!   the tool key `model:<model>` when grouped by tool.
+//!
+//! Dates are `YYYY-MM-DD` in UTC; a range includes both its days.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::str::FromStr;
+
+use serde::Serialize;
+
+use crate::budget::units;
+use crate::session::{
+    EndOutcome, EventKind, SessionError, SessionFilter, SessionInfo, SessionSummary, Sessions,
+};
+
+const DAY_MS: u64 = 86_400_000;
+
+/// What a report groups by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GroupBy {
+    Role,
+    Session,
+    Tool,
+    Project,
+    Day,
+}
+
+impl GroupBy {
+    pub const ALL: [GroupBy; 5] = [
+        GroupBy::Role,
+        GroupBy::Session,
+        GroupBy::Tool,
+        GroupBy::Project,
+        GroupBy::Day,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GroupBy::Role => "role",
+            GroupBy::Session => "session",
+            GroupBy::Tool => "tool",
+            GroupBy::Project => "project",
+            GroupBy::Day => "day",
+        }
+    }
+}
+
+impl fmt::Display for GroupBy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for GroupBy {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        GroupBy::ALL
+            .into_iter()
+            .find(|g| g.as_str() == s)
+            .ok_or_else(|| {
+                format!("unknown grouping `{s}`: expected one of role, session, tool, project, day")
+            })
+    }
+}
+
+/// A range of whole UTC days, both ends included.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DateRange {
+    /// Days since 1970-01-01.
+    pub from_day: i64,
+    pub to_day: i64,
+}
+
+impl DateRange {
+    /// From `from` to `to` (`YYYY-MM-DD`); an open end is the beginning of
+    /// time or today.
+    pub fn parse(from: Option<&str>, to: Option<&str>) -> Result<DateRange, String> {
+        let from_day = from.map(parse_date).transpose()?.unwrap_or(0);
+        let to_day = match to {
+            Some(t) => parse_date(t)?,
+            None => i64::try_from(now_ms() / DAY_MS).unwrap_or(i64::MAX),
+        };
+        if to_day < from_day {
+            return Err(format!(
+                "the range ends ({}) before it starts ({})",
+                format_day(to_day),
+                format_day(from_day)
+            ));
+        }
+        Ok(DateRange { from_day, to_day })
+    }
+
+    /// Whether the unix time `at_ms` falls on one of the range's days.
+    pub fn contains(&self, at_ms: u64) -> bool {
+        let day = i64::try_from(at_ms / DAY_MS).unwrap_or(i64::MAX);
+        (self.from_day..=self.to_day).contains(&day)
+    }
+
+    fn start_ms(&self) -> u64 {
+        u64::try_from(self.from_day.max(0)).unwrap_or(0) * DAY_MS
+    }
+
+    fn end_ms(&self) -> u64 {
+        u64::try_from(self.to_day.max(0) + 1)
+            .unwrap_or(u64::MAX)
+            .saturating_mul(DAY_MS)
+    }
+}
+
+/// Parses `YYYY-MM-DD` into days since 1970-01-01.
+pub fn parse_date(text: &str) -> Result<i64, String> {
+    let bad = || format!("invalid date `{text}`: write YYYY-MM-DD (UTC)");
+    let mut parts = text.trim().split('-');
+    let (Some(y), Some(m), Some(d), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Err(bad());
+    };
+    if y.len() != 4 || m.len() != 2 || d.len() != 2 {
+        return Err(bad());
+    }
+    let (y, m, d): (i64, u32, u32) = (
+        y.parse().map_err(|_| bad())?,
+        m.parse().map_err(|_| bad())?,
+        d.parse().map_err(|_| bad())?,
+    );
+    if !(1..=12).contains(&m) || d < 1 || d > days_in_month(y, m) {
+        return Err(bad());
+    }
+    Ok(days_from_civil(y, m, d))
+}
+
+/// `YYYY-MM-DD` of days since 1970-01-01.
+pub fn format_day(days: i64) -> String {
+    let (y, m, d) = civil_from_days(days);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// The UTC day of a unix time in milliseconds, as `YYYY-MM-DD`.
+pub fn day_of(at_ms: u64) -> String {
+    format_day(i64::try_from(at_ms / DAY_MS).unwrap_or(i64::MAX))
+}
+
+fn days_in_month(y: i64, m: u32) -> u32 {
+    match m {
+        2 if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+// Howard Hinnant's algorithms (proleptic Gregorian calendar).
+fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let m = i64::from(m);
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(d) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = u32::try_from(doy - (153 * mp + 2) / 5 + 1).unwrap_or(1);
+    let m = u32::try_from(if mp < 10 { mp + 3 } else { mp - 9 }).unwrap_or(1);
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// What a group of calls and usage reports used.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Figures {
+    /// Calls finished or interrupted (refused ones included).
+    pub calls: u64,
+    /// Calls whose outcome was not `ok` (interrupted ones included).
+    pub failures: u64,
+    pub wall_us: u64,
+    pub fuel: u64,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    /// Estimated tool cost, exact, in millionths.
+    pub tool_cost_micros: u64,
+    /// Reported model cost, exact, in millionths.
+    pub model_cost_micros: u64,
+    pub tokens_in: u64,
+    pub tokens_out: u64,
+    pub usage_reports: u64,
+    /// `tool_cost_micros` in cost units.
+    pub tool_cost: f64,
+    /// `model_cost_micros` in cost units.
+    pub model_cost: f64,
+    /// Tool and model cost together, in cost units.
+    pub cost: f64,
+}
+
+impl Figures {
+    fn add(&mut self, other: &Figures) {
+        self.calls += other.calls;
+        self.failures += other.failures;
+        self.wall_us = self.wall_us.saturating_add(other.wall_us);
+        self.fuel = self.fuel.saturating_add(other.fuel);
+        self.bytes_in = self.bytes_in.saturating_add(other.bytes_in);
+        self.bytes_out = self.bytes_out.saturating_add(other.bytes_out);
+        self.tool_cost_micros = self.tool_cost_micros.saturating_add(other.tool_cost_micros);
+        self.model_cost_micros = self
+            .model_cost_micros
+            .saturating_add(other.model_cost_micros);
+        self.tokens_in = self.tokens_in.saturating_add(other.tokens_in);
+        self.tokens_out = self.tokens_out.saturating_add(other.tokens_out);
+        self.usage_reports += other.usage_reports;
+        self.finish();
+    }
+
+    fn finish(&mut self) {
+        self.tool_cost = units(self.tool_cost_micros);
+        self.model_cost = units(self.model_cost_micros);
+        self.cost = units(self.tool_cost_micros.saturating_add(self.model_cost_micros));
+    }
+}
+
+/// One group's figures, and their split foreground against background.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Group {
+    /// The role, session id, tool, project or day.
+    pub key: String,
+    /// The session's name, when grouped by session.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    pub total: Figures,
+    /// Calls made directly, and usage reports.
+    pub foreground: Figures,
+    /// Calls run as background jobs.
+    pub background: Figures,
+}
+
+impl Group {
+    fn add(&mut self, figures: &Figures, background: bool) {
+        self.total.add(figures);
+        if background {
+            self.background.add(figures);
+        } else {
+            self.foreground.add(figures);
+        }
+    }
+}
+
+/// A billing report.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub from: String,
+    pub to: String,
+    pub by: GroupBy,
+    /// Sessions with at least one call or usage report in the range.
+    pub sessions: u64,
+    /// Sorted by key.
+    pub groups: Vec<Group>,
+    /// All groups together (key `total`).
+    pub total: Group,
+}
+
+/// The billing report over `range`, grouped `by`, from every session's log.
+pub fn report(sessions: &Sessions, range: &DateRange, by: GroupBy) -> Result<Report, SessionError> {
+    let mut groups: BTreeMap<String, Group> = BTreeMap::new();
+    let mut total = Group {
+        key: "total".into(),
+        ..Group::default()
+    };
+    let mut counted = 0;
+    for info in candidates(sessions, range)? {
+        let mut calls: HashMap<String, (String, bool)> = HashMap::new();
+        let mut any = false;
+        for event in sessions.events(&info.id, 1, usize::MAX)? {
+            let mut figures = Figures::default();
+            let (tool, background) = match &event.kind {
+                EventKind::CallRequested {
+                    call_id,
+                    tool,
+                    job_id,
+                    ..
+                } => {
+                    calls.insert(call_id.clone(), (tool.clone(), job_id.is_some()));
+                    continue;
+                }
+                EventKind::CallFinished {
+                    call_id,
+                    outcome,
+                    metering: m,
+                    ..
+                } => {
+                    let Some((tool, background)) = calls.remove(call_id) else {
+                        continue;
+                    };
+                    figures.calls = 1;
+                    figures.failures = u64::from(outcome != "ok");
+                    figures.wall_us = m.wall_us;
+                    figures.fuel = m.fuel.unwrap_or(0);
+                    figures.bytes_in = m.bytes_in;
+                    figures.bytes_out = m.bytes_out;
+                    figures.tool_cost_micros = m.cost_micros;
+                    (tool, background)
+                }
+                EventKind::CallInterrupted { call_id, .. } => {
+                    let Some((tool, background)) = calls.remove(call_id) else {
+                        continue;
+                    };
+                    figures.calls = 1;
+                    figures.failures = 1;
+                    (tool, background)
+                }
+                EventKind::UsageReported {
+                    tokens_in,
+                    tokens_out,
+                    cost_micros,
+                    model,
+                } => {
+                    figures.tokens_in = *tokens_in;
+                    figures.tokens_out = *tokens_out;
+                    figures.model_cost_micros = *cost_micros;
+                    figures.usage_reports = 1;
+                    let tool = format!("model:{}", model.as_deref().unwrap_or("unknown"));
+                    (tool, false)
+                }
+                _ => continue,
+            };
+            if !range.contains(event.at_ms) {
+                continue;
+            }
+            figures.finish();
+            any = true;
+            let (key, label) = match by {
+                GroupBy::Role => (info.role.to_string(), None),
+                GroupBy::Session => (info.id.clone(), info.name.clone()),
+                GroupBy::Tool => (tool, None),
+                GroupBy::Project => (info.project.clone(), None),
+                GroupBy::Day => (day_of(event.at_ms), None),
+            };
+            let group = groups.entry(key.clone()).or_insert_with(|| Group {
+                key,
+                label,
+                ..Group::default()
+            });
+            group.add(&figures, background);
+            total.add(&figures, background);
+        }
+        counted += u64::from(any);
+    }
+    Ok(Report {
+        from: format_day(range.from_day),
+        to: format_day(range.to_day),
+        by,
+        sessions: counted,
+        groups: groups.into_values().collect(),
+        total,
+    })
+}
+
+/// A session-end record: the `ended` event of a session and who it was.
+#[derive(Clone, Debug, Serialize)]
+pub struct EndRecord {
+    pub session: String,
+    pub name: Option<String>,
+    pub role: String,
+    pub project: String,
+    pub tags: Vec<String>,
+    pub started_at_ms: u64,
+    pub ended_at_ms: u64,
+    /// The UTC day it ended, `YYYY-MM-DD`.
+    pub day: String,
+    /// The `ended` event's sequence number and hash, to find it in the log.
+    pub seq: u64,
+    pub hash: String,
+    pub outcome: EndOutcome,
+    pub summary: SessionSummary,
+}
+
+/// The session-end records of sessions that ended in `range`, oldest first.
+pub fn export(sessions: &Sessions, range: &DateRange) -> Result<Vec<EndRecord>, SessionError> {
+    let mut records = Vec::new();
+    for info in candidates(sessions, range)? {
+        for event in sessions.events(&info.id, 1, usize::MAX)? {
+            if let EventKind::Ended { outcome, summary } = event.kind
+                && range.contains(event.at_ms)
+            {
+                records.push(EndRecord {
+                    session: info.id.clone(),
+                    name: info.name.clone(),
+                    role: info.role.to_string(),
+                    project: info.project.clone(),
+                    tags: info.tags.clone(),
+                    started_at_ms: info.created_at_ms,
+                    ended_at_ms: event.at_ms,
+                    day: day_of(event.at_ms),
+                    seq: event.seq,
+                    hash: event.hash,
+                    outcome,
+                    summary,
+                });
+            }
+        }
+    }
+    records.sort_by(|a, b| {
+        a.ended_at_ms
+            .cmp(&b.ended_at_ms)
+            .then_with(|| a.session.cmp(&b.session))
+    });
+    Ok(records)
+}
+
+/// Sessions that may have events in `range`: started before its end and
+/// active after its start.
+fn candidates(sessions: &Sessions, range: &DateRange) -> Result<Vec<SessionInfo>, SessionError> {
+    let (start, end) = (range.start_ms(), range.end_ms());
+    let mut list: Vec<SessionInfo> = sessions
+        .list(&SessionFilter::default())?
+        .into_iter()
+        .filter(|s| s.created_at_ms < end && s.updated_at_ms >= start)
+        .collect();
+    list.sort_by(|a, b| {
+        a.created_at_ms
+            .cmp(&b.created_at_ms)
+            .then_with(|| a.id.cmp(&b.id))
+    });
+    Ok(list)
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_round_trip() {
+        assert_eq!(parse_date("1970-01-01").unwrap(), 0);
+        assert_eq!(parse_date("2000-03-01").unwrap(), 11_017);
+        for day in [-1000, 0, 59, 60, 11_016, 19_782, 20_000] {
+            assert_eq!(parse_date(&format_day(day)).unwrap(), day);
+        }
+        assert_eq!(day_of(1_700_000_000_000), "2023-11-14");
+        assert!(parse_date("2024-02-30").is_err());
+        assert!(parse_date("2024-2-3").is_err());
+        assert!(parse_date("yesterday").is_err());
+        assert!(parse_date("2024-02-29").is_ok());
+    }
+
+    #[test]
+    fn ranges_include_both_days() {
+        let r = DateRange::parse(Some("2023-11-14"), Some("2023-11-14")).unwrap();
+        assert!(r.contains(1_700_000_000_000));
+        assert!(!r.contains(1_700_000_000_000 + DAY_MS));
+        assert!(DateRange::parse(Some("2023-11-15"), Some("2023-11-14")).is_err());
+    }
+}

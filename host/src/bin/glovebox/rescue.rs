@@ -1,0 +1,330 @@
+//! `glovebox rescue ...`, `glovebox context ...` and `glovebox session check`.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Subcommand;
+use glovebox::HostConfig;
+use glovebox::manifest::ContextWriter;
+use glovebox::rescue::{Category, Outcome, Rescue, RescueError, Rescues};
+
+#[derive(Subcommand)]
+pub enum RescueCommand {
+    /// Open a rescue of a stuck session: it moves to the `rescue` step and pauses.
+    Open {
+        session: String,
+        /// The call it concerns (default: the one its blocker flags name).
+        #[arg(long = "call")]
+        call: Option<String>,
+    },
+    /// Record the diagnosis: the root cause's category, the evidence, the root cause.
+    Diagnose {
+        id: String,
+        /// missing_context, ambiguous_spec, constraint_violation, tool_defect, budget or other.
+        #[arg(long)]
+        category: Category,
+        /// A piece of evidence (repeatable).
+        #[arg(long = "evidence")]
+        evidence: Vec<String>,
+        #[arg(long)]
+        root_cause: String,
+    },
+    /// Hand the session context files and spec changes; its next resume returns them.
+    Inject {
+        id: String,
+        /// A context file for the agent to read (repeatable).
+        #[arg(long = "file")]
+        files: Vec<String>,
+        /// A change to the task's specification (repeatable).
+        #[arg(long = "spec-change")]
+        spec_changes: Vec<String>,
+    },
+    /// Close the rescue; `--enrich` adds entries to the project's context index.
+    Resolve {
+        id: String,
+        /// resolved, re_escalated or abandoned.
+        #[arg(long)]
+        outcome: Outcome,
+        /// A context index entry for every new session of the project (repeatable).
+        #[arg(long = "enrich")]
+        enrich: Vec<String>,
+    },
+    /// List rescues, oldest first.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one rescue record.
+    Show { id: String },
+    /// Rescues of the last days: count, mean time to unblock, context updates, root causes.
+    Report {
+        #[arg(long, default_value_t = 30)]
+        days: u64,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum ContextCommand {
+    /// Add an entry to a project's context index (as the operator).
+    Add {
+        #[arg(long)]
+        project: String,
+        text: String,
+    },
+    /// List a project's entries (or all projects').
+    List {
+        #[arg(long)]
+        project: Option<String>,
+        /// Include retired entries.
+        #[arg(long)]
+        all: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Find active entries containing every word of QUERY.
+    Search {
+        query: String,
+        #[arg(long)]
+        project: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Retire an entry: new sessions no longer get it.
+    Retire { id: String },
+}
+
+struct Opened {
+    rescues: Rescues,
+    durable: glovebox::Durable,
+    config: HostConfig,
+}
+
+fn open(config: &Path) -> Result<Opened> {
+    let config = HostConfig::load(config)?;
+    let durable = glovebox::open_sessions(&config)?;
+    let rescues = Rescues::new(
+        durable.sessions.clone(),
+        durable.storage.clone(),
+        config.context.clone(),
+    );
+    Ok(Opened {
+        rescues,
+        durable,
+        config,
+    })
+}
+
+fn refused(e: &RescueError) -> ExitCode {
+    eprintln!("error: {e}");
+    ExitCode::from(match e {
+        RescueError::Refused(_) => 3,
+        RescueError::NotFound(_) | RescueError::InvalidInput(_) => 4,
+        RescueError::Session(_) | RescueError::Storage(_) => 8,
+    })
+}
+
+fn print_json<T: serde::Serialize>(value: &T) -> Result<()> {
+    out!("{}", serde_json::to_string_pretty(value)?);
+    Ok(())
+}
+
+fn minutes(ms: u64) -> String {
+    format!("{:.1} min", ms as f64 / 60_000.0)
+}
+
+pub fn run_rescue(config: &Path, command: RescueCommand) -> Result<ExitCode> {
+    let o = open(config)?;
+    let r = &o.rescues;
+    let one = |result: Result<Rescue, RescueError>| -> Result<ExitCode> {
+        match result {
+            Ok(rescue) => {
+                print_json(&rescue)?;
+                Ok(ExitCode::SUCCESS)
+            }
+            Err(e) => Ok(refused(&e)),
+        }
+    };
+    match command {
+        RescueCommand::Open { session, call } => one(r.open(&session, call.as_deref())),
+        RescueCommand::Diagnose {
+            id,
+            category,
+            evidence,
+            root_cause,
+        } => one(r.diagnose(&id, category, evidence, &root_cause)),
+        RescueCommand::Inject {
+            id,
+            files,
+            spec_changes,
+        } => one(r.inject(&id, files, spec_changes)),
+        RescueCommand::Resolve {
+            id,
+            outcome,
+            enrich,
+        } => one(r.resolve(&id, outcome, &enrich)),
+        RescueCommand::Show { id } => one(r.get(&id)),
+        RescueCommand::List { json } => {
+            let list = match r.list() {
+                Ok(l) => l,
+                Err(e) => return Ok(refused(&e)),
+            };
+            if json {
+                print_json(&list)?;
+            } else if list.is_empty() {
+                out!("no rescues");
+            } else {
+                for x in &list {
+                    out!(
+                        "{}  {:12}  {:20}  {:20}  {}",
+                        x.id,
+                        x.status(),
+                        x.session_name.as_deref().unwrap_or(&x.session),
+                        x.diagnosis
+                            .as_ref()
+                            .map(|d| d.category.as_str())
+                            .unwrap_or("-"),
+                        x.time_to_unblock_ms()
+                            .map(|ms| format!("unblocked in {}", minutes(ms)))
+                            .unwrap_or_default()
+                    );
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        RescueCommand::Report { days, json } => {
+            let report = match r.report(days) {
+                Ok(rep) => rep,
+                Err(e) => return Ok(refused(&e)),
+            };
+            if json {
+                print_json(&report)?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            out!("Rescue report: the last {days} days");
+            out!(
+                "rescues:              {} ({} resolved, {} re-escalated, {} abandoned, {} open)",
+                report.rescues,
+                report.resolved,
+                report.re_escalated,
+                report.abandoned,
+                report.open
+            );
+            out!(
+                "mean time to unblock: {}",
+                report
+                    .mean_time_to_unblock_ms
+                    .map(minutes)
+                    .unwrap_or_else(|| "- (none resolved)".into())
+            );
+            out!("context updates:      {}", report.context_updates);
+            out!("root causes:");
+            let mut cats: Vec<_> = report.by_category.iter().collect();
+            cats.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
+            for (cat, n) in cats {
+                out!(
+                    "  {cat:22} {n} ({:.0}%)",
+                    *n as f64 * 100.0 / report.rescues.max(1) as f64
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+pub fn run_context(config: &Path, command: ContextCommand) -> Result<ExitCode> {
+    let o = open(config)?;
+    let index = o.rescues.index();
+    let now = o.rescues.now();
+    let list = |entries: Result<Vec<glovebox::rescue::IndexEntry>, RescueError>,
+                json: bool|
+     -> Result<ExitCode> {
+        let entries = match entries {
+            Ok(e) => e,
+            Err(e) => return Ok(refused(&e)),
+        };
+        if json {
+            print_json(&entries)?;
+        } else {
+            for e in &entries {
+                out!(
+                    "{}  {:16}  {:8}{}  {}",
+                    e.id,
+                    e.project,
+                    e.writer.as_str(),
+                    if e.retired_at_ms.is_some() {
+                        "  retired"
+                    } else {
+                        ""
+                    },
+                    e.text
+                );
+            }
+        }
+        Ok(ExitCode::SUCCESS)
+    };
+    match command {
+        ContextCommand::Add { project, text } => {
+            match index.add(&project, &text, ContextWriter::Operator, None, now) {
+                Ok(e) => print_json(&e)?,
+                Err(e) => return Ok(refused(&e)),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        ContextCommand::List { project, all, json } => {
+            list(index.list(project.as_deref(), all), json)
+        }
+        ContextCommand::Search {
+            query,
+            project,
+            json,
+        } => list(index.search(&query, project.as_deref()), json),
+        ContextCommand::Retire { id } => {
+            match index.retire(&id, ContextWriter::Operator, now) {
+                Ok(e) => print_json(&e)?,
+                Err(e) => return Ok(refused(&e)),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// `glovebox session check SESSION`: runs the stuck-agent detector now.
+pub fn check(config: &Path, session: &str, json: bool) -> Result<ExitCode> {
+    let o = open(config)?;
+    let check = match glovebox::detect::check(&o.durable.sessions, &o.config.detector, session) {
+        Ok(c) => c,
+        Err(e) => return Ok(crate::session_refused(&e)),
+    };
+    if json {
+        print_json(&check)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let w = &check.state.watch;
+    out!(
+        "session {}: {}, escalation step `{}` ({})",
+        check.state.label(),
+        check.state.status,
+        w.escalation,
+        w.escalation.suggestion()
+    );
+    if w.flags.is_empty() {
+        out!("no active blocker flags");
+    }
+    for (rule, f) in &w.flags {
+        let new = check.raised.iter().any(|r| &r.rule == rule);
+        out!(
+            "{} {rule} [{}]: {}",
+            if new { "NEW " } else { "    " },
+            f.severity,
+            f.reason
+        );
+        out!("       suggested: {}", f.suggested_action);
+    }
+    if check.paused {
+        out!("the session is paused on a critical flag");
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,623 @@
+//! Budgets and circuit breakers: hard caps on what a session may spend.
+//!
+//! Three caps, each optional:
+//!
+//! | cap     | what counts against it                                                   |
+//! |---------|--------------------------------------------------------------------------|
+//! | `cost`  | the estimated cost of the session's calls that ran (each tool's `cost` from its manifest) plus the model cost the brain reported (`usage_reported`) |
+//! | `calls` | the session's calls that ran (`call_started`): calls refused by a hook or by the budget do not count |
+//! | `wall`  | the time since the session started (paused time included)                |
+//!
+//! Where caps come from: the config's `[budgets.role.<role>]` applies to each
+//! session of that role on its own (it is a per-session cap, not a pool shared
+//! by all the role's sessions); the session's own caps are given when it
+//! starts ([`StartSession::budget`]). When both set a cap, the lower one holds,
+//! so whoever starts a session can only tighten the operator's caps. An
+//! operator raises (or sets) a cap of one session with `glovebox session
+//! budget` ([`raise`], logged as `cap_raised`); a raised cap replaces both.
+//!
+//! Before a call runs, the guard (in the call pipeline, under the session's
+//! lock, so concurrent calls cannot slip past together) projects the session
+//! past this call: its spending so far, plus the estimated cost of the calls
+//! already in flight, plus this call's; its calls run so far plus those in
+//! flight plus one; its age. If a projection goes past a cap, the call is
+//! denied by the hook `budget` with a reason naming the cap and the figures,
+//! and alternatives; `budget_exceeded` is logged and the session pauses. At
+//! `warn_at` (80% by default) of a cap, a `budget_warning` is logged, once per
+//! cap (again after the cap is raised).
+//!
+//! Costs are kept as integer millionths ("micros") in the log so that sums are
+//! exact; the config, the CLI and reports use decimal units.
+//!
+//! [`StartSession::budget`]: crate::session::StartSession::budget
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::CallError;
+use crate::manifest::BudgetsConfig;
+use crate::session::{Event, EventKind, SessionError, SessionState, SessionStatus, Sessions};
+
+/// The name of the "hook" that denies calls past a cap.
+pub const BUDGET_HOOK: &str = "budget";
+
+/// One of the caps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cap {
+    Cost,
+    Calls,
+    Wall,
+}
+
+impl Cap {
+    pub const ALL: [Cap; 3] = [Cap::Cost, Cap::Calls, Cap::Wall];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Cap::Cost => "cost",
+            Cap::Calls => "calls",
+            Cap::Wall => "wall",
+        }
+    }
+
+    /// A figure of this cap (micros, calls, milliseconds) as people read it.
+    pub fn show(self, value: u64) -> String {
+        match self {
+            Cap::Cost => format!("{:.4}", units(value))
+                .trim_end_matches('0')
+                .trim_end_matches('.')
+                .to_string(),
+            Cap::Calls => value.to_string(),
+            Cap::Wall => {
+                humantime::format_duration(std::time::Duration::from_millis(value)).to_string()
+            }
+        }
+    }
+}
+
+impl fmt::Display for Cap {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Cap {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        Cap::ALL
+            .into_iter()
+            .find(|c| c.as_str() == s)
+            .ok_or_else(|| format!("unknown cap `{s}`: expected one of cost, calls, wall"))
+    }
+}
+
+/// Caps, each optional: cost in micros, calls, wall time in milliseconds.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BudgetCaps {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_micros: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub calls: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wall_ms: Option<u64>,
+}
+
+impl BudgetCaps {
+    pub fn is_empty(&self) -> bool {
+        self.cost_micros.is_none() && self.calls.is_none() && self.wall_ms.is_none()
+    }
+
+    pub fn get(&self, cap: Cap) -> Option<u64> {
+        match cap {
+            Cap::Cost => self.cost_micros,
+            Cap::Calls => self.calls,
+            Cap::Wall => self.wall_ms,
+        }
+    }
+
+    pub fn set(&mut self, cap: Cap, value: Option<u64>) {
+        match cap {
+            Cap::Cost => self.cost_micros = value,
+            Cap::Calls => self.calls = value,
+            Cap::Wall => self.wall_ms = value,
+        }
+    }
+
+    /// Caps from decimal cost units, a call count and a duration.
+    pub fn new(
+        cost: Option<f64>,
+        calls: Option<u64>,
+        wall: Option<std::time::Duration>,
+    ) -> Result<BudgetCaps, String> {
+        Ok(BudgetCaps {
+            cost_micros: cost.map(to_micros).transpose()?,
+            calls,
+            wall_ms: wall.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+        })
+    }
+}
+
+/// The budget part of a session's state (folded from its events).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BudgetState {
+    /// The caps the session was started with.
+    pub caps: BudgetCaps,
+    /// Caps an operator set since (`cap_raised`); they replace the others.
+    pub raised: BudgetCaps,
+    /// Caps whose warning was logged (cleared for a cap when it is raised).
+    pub warned: Vec<Cap>,
+    /// The cap that paused the session, until it is resumed.
+    pub exceeded: Option<Cap>,
+}
+
+/// Decimal cost units → micros; refuses negative and non-finite costs.
+pub fn to_micros(cost: f64) -> Result<u64, String> {
+    if !cost.is_finite() || cost < 0.0 {
+        return Err(format!("cost {cost} is not a non-negative number"));
+    }
+    let micros = (cost * 1e6).round();
+    if micros >= u64::MAX as f64 {
+        return Err(format!("cost {cost} is too large"));
+    }
+    Ok(micros as u64)
+}
+
+/// Micros → decimal cost units.
+pub fn units(micros: u64) -> f64 {
+    micros as f64 / 1e6
+}
+
+/// How much of each cap a session has used.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Used {
+    pub cost_micros: u64,
+    pub calls: u64,
+    pub wall_ms: u64,
+}
+
+impl Used {
+    pub fn of(state: &SessionState, now_ms: u64) -> Used {
+        let c = &state.counters;
+        Used {
+            cost_micros: c.cost_micros.saturating_add(c.model_cost_micros),
+            calls: c.calls_run,
+            wall_ms: now_ms.saturating_sub(state.created_at_ms),
+        }
+    }
+
+    pub fn get(&self, cap: Cap) -> u64 {
+        match cap {
+            Cap::Cost => self.cost_micros,
+            Cap::Calls => self.calls,
+            Cap::Wall => self.wall_ms,
+        }
+    }
+}
+
+/// One cap in force on a session, and where it comes from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Limit {
+    pub cap: Cap,
+    pub limit: u64,
+    /// `session`, `role <role>` or `operator`.
+    pub source: String,
+}
+
+/// The caps in force on `state` under `config`: an operator's raise, else the
+/// lower of the session's own cap and its role's.
+pub fn effective(state: &SessionState, config: &BudgetsConfig) -> Vec<Limit> {
+    let role = config.roles.get(&state.role);
+    let b = &state.budget;
+    Cap::ALL
+        .into_iter()
+        .filter_map(|cap| {
+            if let Some(limit) = b.raised.get(cap) {
+                return Some(Limit {
+                    cap,
+                    limit,
+                    source: "operator".into(),
+                });
+            }
+            let own = b.caps.get(cap).map(|l| (l, "session".to_string()));
+            let by_role = role
+                .and_then(|r| r.get(cap))
+                .map(|l| (l, format!("role {}", state.role)));
+            let (limit, source) = match (own, by_role) {
+                (Some(a), Some(b)) => {
+                    if b.0 < a.0 {
+                        b
+                    } else {
+                        a
+                    }
+                }
+                (a, b) => a.or(b)?,
+            };
+            Some(Limit { cap, limit, source })
+        })
+        .collect()
+}
+
+/// A call the budget refuses: which cap, and the figures.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Breach {
+    pub cap: Cap,
+    pub limit: u64,
+    pub source: String,
+    /// Used before this call (cost and calls: spent and in flight).
+    pub used: u64,
+    /// What the session would reach with this call.
+    pub projected: u64,
+}
+
+impl Breach {
+    /// Why the call is refused, with the figures.
+    pub fn reason(&self, session: &SessionState) -> String {
+        let cap = self.cap;
+        let from = &self.source;
+        match cap {
+            Cap::Cost => format!(
+                "budget exceeded: session {} has a cost cap of {} ({from}); it has spent or committed {}, and this call (estimated {}) would take it to {}",
+                session.label(),
+                cap.show(self.limit),
+                cap.show(self.used),
+                cap.show(self.projected - self.used),
+                cap.show(self.projected)
+            ),
+            Cap::Calls => format!(
+                "budget exceeded: session {} has a cap of {} calls ({from}); {} ran or are running, and this call would be call {}",
+                session.label(),
+                self.limit,
+                self.used,
+                self.projected
+            ),
+            Cap::Wall => format!(
+                "budget exceeded: session {} has a wall-time cap of {} ({from}); it has been running for {}",
+                session.label(),
+                cap.show(self.limit),
+                cap.show(self.used)
+            ),
+        }
+    }
+
+    /// What the agent can do instead.
+    pub fn alternatives(&self, session: &SessionState) -> Vec<String> {
+        let id = &session.id;
+        let flag = match self.cap {
+            Cap::Cost => "--cost <higher>",
+            Cap::Calls => "--calls <higher>",
+            Cap::Wall => "--wall <longer>",
+        };
+        vec![
+            format!(
+                "ask an operator to raise the {} cap: `glovebox session budget {id} {flag}` (the session resumes once it is within its caps)",
+                self.cap
+            ),
+            format!(
+                "hand off the remaining work to another session or role: `glovebox session handoff {id} --kind continuation ...` and start a fresh session with its own budget"
+            ),
+            "narrow the work: finish what is essential with fewer or cheaper calls once the cap is raised, and end the session".to_string(),
+        ]
+    }
+
+    /// The denial a call past the cap gets.
+    pub fn denial(&self, tool: &str, session: &SessionState) -> CallError {
+        CallError::Denied {
+            tool: tool.to_string(),
+            hook: BUDGET_HOOK.to_string(),
+            pattern: format!("budget:{}", self.cap),
+            reason: self.reason(session),
+            alternatives: self.alternatives(session),
+        }
+    }
+}
+
+/// Whether a call of estimated cost `call_cost` (micros) may run in `state`
+/// now; `in_flight_cost` is the estimated cost of the calls already in flight.
+pub fn check_call(
+    state: &SessionState,
+    config: &BudgetsConfig,
+    now_ms: u64,
+    call_cost: u64,
+    in_flight_cost: u64,
+) -> Option<Breach> {
+    let used = Used::of(state, now_ms);
+    let in_flight = state.in_flight.len() as u64;
+    effective(state, config).into_iter().find_map(|l| {
+        let (before, projected) = match l.cap {
+            Cap::Cost => {
+                let before = used.cost_micros.saturating_add(in_flight_cost);
+                (before, before.saturating_add(call_cost))
+            }
+            Cap::Calls => {
+                let before = used.calls.saturating_add(in_flight);
+                (before, before.saturating_add(1))
+            }
+            // Time already spent: at the cap, no more calls.
+            Cap::Wall => (used.wall_ms, used.wall_ms.saturating_add(1)),
+        };
+        (projected > l.limit).then_some(Breach {
+            cap: l.cap,
+            limit: l.limit,
+            source: l.source,
+            used: before,
+            projected,
+        })
+    })
+}
+
+/// The `budget_warning`s due for `state` having used `used`.
+pub fn warnings(state: &SessionState, config: &BudgetsConfig, used: &Used) -> Vec<EventKind> {
+    effective(state, config)
+        .into_iter()
+        .filter(|l| !state.budget.warned.contains(&l.cap))
+        .filter_map(|l| {
+            let value = used.get(l.cap);
+            let threshold = (l.limit as f64) * config.warn_at;
+            (l.limit > 0 && value as f64 >= threshold).then(|| EventKind::BudgetWarning {
+                cap: l.cap,
+                used: value,
+                limit: l.limit,
+                percent: value.saturating_mul(100) / l.limit,
+            })
+        })
+        .collect()
+}
+
+/// Logs the warnings due now for session `id` (at most once per cap).
+pub fn upkeep(
+    sessions: &Sessions,
+    config: &BudgetsConfig,
+    id: &str,
+) -> Result<Vec<Event>, SessionError> {
+    sessions
+        .append_with(id, |state, now| {
+            let due = if state.status.is_live() {
+                warnings(state, config, &Used::of(state, now))
+            } else {
+                Vec::new()
+            };
+            (due, ())
+        })
+        .map(|(events, ())| events)
+}
+
+/// What the brain reports of its own usage (the model Glovebox cannot see).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct UsageReport {
+    #[serde(default)]
+    pub tokens_in: u64,
+    #[serde(default)]
+    pub tokens_out: u64,
+    /// Model cost in decimal units.
+    #[serde(default)]
+    pub cost: f64,
+    #[serde(default)]
+    pub model: Option<String>,
+}
+
+/// Logs a usage report into session `id_or_name`; its model cost counts
+/// toward the cost cap. A report that takes the session past its cost cap
+/// logs `budget_exceeded` and pauses an active session.
+pub fn report_usage(
+    sessions: &Sessions,
+    config: &BudgetsConfig,
+    id_or_name: &str,
+    report: &UsageReport,
+) -> Result<Vec<Event>, SessionError> {
+    let cost_micros = to_micros(report.cost)
+        .map_err(|e| SessionError::InvalidInput(format!("bad usage report: {e}")))?;
+    if let Some(model) = &report.model
+        && (model.len() > 256 || model.chars().any(char::is_control))
+    {
+        return Err(SessionError::InvalidInput(
+            "bad usage report: the model name must be at most 256 characters, none a control character".into(),
+        ));
+    }
+    let kind = EventKind::UsageReported {
+        tokens_in: report.tokens_in,
+        tokens_out: report.tokens_out,
+        cost_micros,
+        model: report.model.clone(),
+    };
+    sessions
+        .append_with(id_or_name, |state, now| {
+            let mut events = vec![kind];
+            let mut used = Used::of(state, now);
+            used.cost_micros = used.cost_micros.saturating_add(cost_micros);
+            events.extend(warnings(state, config, &used));
+            let over = effective(state, config)
+                .into_iter()
+                .find(|l| l.cap == Cap::Cost && used.cost_micros > l.limit);
+            if let Some(l) = over
+                && state.status == SessionStatus::Active
+            {
+                let reason = format!(
+                    "budget exceeded: the model cost reported takes session {} to {}, past its cost cap of {} ({})",
+                    state.label(),
+                    Cap::Cost.show(used.cost_micros),
+                    Cap::Cost.show(l.limit),
+                    l.source
+                );
+                events.push(EventKind::BudgetExceeded {
+                    cap: Cap::Cost,
+                    used: used.cost_micros,
+                    limit: l.limit,
+                    call_id: None,
+                });
+                events.push(EventKind::Paused { reason });
+            }
+            (events, ())
+        })
+        .map(|(events, ())| events)
+}
+
+/// What [`raise`] did.
+#[derive(Clone, Debug, Serialize)]
+pub struct Raised {
+    pub events: Vec<Event>,
+    /// The session was paused by its budget and is within its caps again: resumed.
+    pub resumed: bool,
+    /// Caps the session is still past (it stays paused).
+    pub still_past: Vec<Cap>,
+    pub state: SessionState,
+}
+
+/// An operator sets new caps on one session (`cap_raised`, one per cap). A
+/// session the budget paused resumes if it is within all its caps again.
+pub fn raise(
+    sessions: &Sessions,
+    config: &BudgetsConfig,
+    id_or_name: &str,
+    caps: &BudgetCaps,
+) -> Result<Raised, SessionError> {
+    if caps.is_empty() {
+        return Err(SessionError::InvalidInput(
+            "give at least one cap to set: --cost, --calls or --wall".into(),
+        ));
+    }
+    let (events, still_past) = sessions.append_with(id_or_name, |state, now| {
+        let before = effective(state, config);
+        let mut events = Vec::new();
+        let mut after = state.clone();
+        for cap in Cap::ALL {
+            if let Some(to) = caps.get(cap) {
+                events.push(EventKind::CapRaised {
+                    cap,
+                    from: before.iter().find(|l| l.cap == cap).map(|l| l.limit),
+                    to,
+                });
+                after.budget.raised.set(cap, Some(to));
+            }
+        }
+        let used = Used::of(state, now);
+        let still_past: Vec<Cap> = effective(&after, config)
+            .into_iter()
+            .filter(|l| match l.cap {
+                Cap::Cost => used.cost_micros > l.limit,
+                Cap::Calls | Cap::Wall => used.get(l.cap) >= l.limit,
+            })
+            .map(|l| l.cap)
+            .collect();
+        if state.status == SessionStatus::Paused
+            && state.budget.exceeded.is_some()
+            && still_past.is_empty()
+        {
+            events.push(EventKind::Resumed);
+        }
+        (events, still_past)
+    })?;
+    let resumed = events.iter().any(|e| matches!(e.kind, EventKind::Resumed));
+    Ok(Raised {
+        events,
+        resumed,
+        still_past,
+        state: sessions.show(id_or_name)?,
+    })
+}
+
+/// A session's budget as reported by `glovebox session budget`.
+#[derive(Clone, Debug, Serialize)]
+pub struct Status {
+    pub session: String,
+    pub name: Option<String>,
+    pub role: String,
+    pub status: SessionStatus,
+    pub limits: Vec<LimitStatus>,
+    pub warned: Vec<Cap>,
+    pub exceeded: Option<Cap>,
+    pub tool_cost: f64,
+    pub model_cost: f64,
+    pub tokens_in: u64,
+    pub tokens_out: u64,
+}
+
+/// One cap's limit and use.
+#[derive(Clone, Debug, Serialize)]
+pub struct LimitStatus {
+    pub cap: Cap,
+    pub limit: u64,
+    pub used: u64,
+    pub source: String,
+    /// The limit and use as people read them.
+    pub shown: String,
+}
+
+/// The budget of session `id_or_name`: caps in force, use, warnings.
+pub fn status(
+    sessions: &Sessions,
+    config: &BudgetsConfig,
+    id_or_name: &str,
+) -> Result<Status, SessionError> {
+    let state = sessions.show(id_or_name)?;
+    let now = now_ms().max(state.updated_at_ms);
+    let used = Used::of(&state, now);
+    let limits = effective(&state, config)
+        .into_iter()
+        .map(|l| {
+            let u = used.get(l.cap);
+            LimitStatus {
+                shown: format!("{} of {}", l.cap.show(u), l.cap.show(l.limit)),
+                cap: l.cap,
+                limit: l.limit,
+                used: u,
+                source: l.source,
+            }
+        })
+        .collect();
+    let c = &state.counters;
+    Ok(Status {
+        session: state.id.clone(),
+        name: state.name.clone(),
+        role: state.role.to_string(),
+        status: state.status,
+        limits,
+        warned: state.budget.warned.clone(),
+        exceeded: state.budget.exceeded,
+        tool_cost: units(c.cost_micros),
+        model_cost: units(c.model_cost_micros),
+        tokens_in: c.tokens_in,
+        tokens_out: c.tokens_out,
+    })
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn micros_round_trip_and_refuse_bad_costs() {
+        assert_eq!(to_micros(0.25).unwrap(), 250_000);
+        assert_eq!(to_micros(20.0).unwrap(), 20_000_000);
+        assert!(to_micros(-1.0).is_err());
+        assert!(to_micros(f64::NAN).is_err());
+        assert!((units(1_500_000) - 1.5).abs() < 1e-12);
+        assert_eq!(Cap::Cost.show(1_500_000), "1.5");
+        assert_eq!(Cap::Cost.show(20_000_000), "20");
+    }
+
+    #[test]
+    fn caps_parse_and_name() {
+        assert_eq!("wall".parse::<Cap>().unwrap(), Cap::Wall);
+        assert!("money".parse::<Cap>().is_err());
+        let caps = BudgetCaps::new(Some(1.0), Some(3), None).unwrap();
+        assert_eq!(caps.get(Cap::Cost), Some(1_000_000));
+        assert_eq!(caps.get(Cap::Wall), None);
+        assert_eq!(
+            serde_json::to_string(&caps).unwrap(),
+            r#"{"cost_micros":1000000,"calls":3}"#
+        );
+    }
+}

@@ -1,0 +1,358 @@
+//! `[detector]` and `[context]` in `glovebox.toml`: the stuck-agent detector's
+//! thresholds, and who may write to the projects' context index.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::ConfigError;
+use super::source::Source;
+use super::units::Millis;
+
+/// How bad a blocker flag is. A critical flag pauses its session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Info,
+    Warning,
+    Critical,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Critical => "critical",
+        }
+    }
+}
+
+impl std::fmt::Display for Severity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The detector's rules, by the name their flags carry.
+pub const RULES: [&str; 5] = ["budget", "retry", "overrun", "denials", "no_progress"];
+
+/// `[detector]`: when the stuck-agent detector raises blocker flags.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DetectorConfig {
+    /// `enabled = false` turns the detector off after calls (`session check` still runs it).
+    pub enabled: bool,
+    /// `retry_failures`: the same call (tool and input) failing this many
+    /// times with no success in between raises `retry`. Default 3.
+    pub retry_failures: u32,
+    /// `adjust_after`: consecutive failed calls after which the escalation
+    /// ladder moves from `retry` to `adjust` (parameter adjustment). Default 2.
+    pub adjust_after: u32,
+    /// `denials`: this many denied calls among the last `denials_window`
+    /// calls (since the last success) raise `denials`. Default 3.
+    pub denials: u32,
+    /// `denials_window`: how many recent calls `denials` looks at. Default 10.
+    pub denials_window: u32,
+    /// `overrun_factor`: a session running longer than this times its expected
+    /// duration raises `overrun`. Default 2.0.
+    pub overrun_factor: f64,
+    /// `no_progress_after`: a live, unpaused session with no progress (a
+    /// successful call, a note, a handoff, a resume) for this long raises
+    /// `no_progress`. Default 30 minutes.
+    pub no_progress_after: Duration,
+    /// `budget_fraction`: budget use at or above this (from the billing's
+    /// `budget_warning` events) with a failing last call raises `budget`. Default 0.8.
+    pub budget_fraction: f64,
+    /// `[detector.severity]`: each rule's severity (rule name → info, warning or critical).
+    pub severity: BTreeMap<String, Severity>,
+}
+
+impl Default for DetectorConfig {
+    fn default() -> Self {
+        DetectorConfig {
+            enabled: true,
+            retry_failures: 3,
+            adjust_after: 2,
+            denials: 3,
+            denials_window: 10,
+            overrun_factor: 2.0,
+            no_progress_after: Duration::from_secs(30 * 60),
+            budget_fraction: 0.8,
+            severity: default_severity(),
+        }
+    }
+}
+
+fn default_severity() -> BTreeMap<String, Severity> {
+    [
+        ("budget", Severity::Critical),
+        ("retry", Severity::Critical),
+        ("overrun", Severity::Warning),
+        ("denials", Severity::Warning),
+        ("no_progress", Severity::Warning),
+    ]
+    .into_iter()
+    .map(|(r, s)| (r.to_string(), s))
+    .collect()
+}
+
+impl DetectorConfig {
+    /// The severity of `rule`'s flags.
+    pub fn severity_of(&self, rule: &str) -> Severity {
+        self.severity
+            .get(rule)
+            .copied()
+            .unwrap_or(Severity::Warning)
+    }
+}
+
+/// Who writes to the context index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ContextWriter {
+    /// A person, through `glovebox context add|retire`.
+    Operator,
+    /// A rescue's enrich step (`glovebox rescue resolve --enrich`).
+    Rescue,
+}
+
+impl ContextWriter {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ContextWriter::Operator => "operator",
+            ContextWriter::Rescue => "rescue",
+        }
+    }
+}
+
+/// `[context]`: the context index's settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ContextConfig {
+    /// `writers`: who may add or retire entries. Default both.
+    pub writers: Vec<ContextWriter>,
+}
+
+impl Default for ContextConfig {
+    fn default() -> Self {
+        ContextConfig {
+            writers: vec![ContextWriter::Operator, ContextWriter::Rescue],
+        }
+    }
+}
+
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawDetector {
+    enabled: Option<bool>,
+    retry_failures: Option<i64>,
+    adjust_after: Option<i64>,
+    denials: Option<i64>,
+    denials_window: Option<i64>,
+    overrun_factor: Option<f64>,
+    no_progress_after: Option<Millis>,
+    budget_fraction: Option<f64>,
+    #[serde(default)]
+    severity: BTreeMap<String, String>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawContext {
+    writers: Option<Vec<String>>,
+}
+
+pub(super) fn validate_detector(
+    src: &Source,
+    raw: &RawDetector,
+) -> Result<DetectorConfig, ConfigError> {
+    let mut d = DetectorConfig::default();
+    if let Some(on) = raw.enabled {
+        d.enabled = on;
+    }
+    let counts = [
+        ("retry_failures", raw.retry_failures, &mut d.retry_failures),
+        ("adjust_after", raw.adjust_after, &mut d.adjust_after),
+        ("denials", raw.denials, &mut d.denials),
+        ("denials_window", raw.denials_window, &mut d.denials_window),
+    ];
+    for (name, value, slot) in counts {
+        if let Some(v) = value {
+            *slot = u32::try_from(v)
+                .ok()
+                .filter(|v| (1..=1000).contains(v))
+                .ok_or_else(|| {
+                    src.invalid(
+                        &format!("detector.{name}"),
+                        format!("{v} is out of range"),
+                        "write a whole number from 1 to 1000",
+                    )
+                })?;
+        }
+    }
+    if d.denials > d.denials_window {
+        return Err(src.invalid(
+            "detector.denials",
+            format!(
+                "{} denials can never happen within the last {} calls",
+                d.denials, d.denials_window
+            ),
+            "make `denials` at most `denials_window`",
+        ));
+    }
+    if let Some(f) = raw.overrun_factor {
+        if !(f.is_finite() && f >= 1.0) {
+            return Err(src.invalid(
+                "detector.overrun_factor",
+                format!("{f} is not a factor of at least 1"),
+                "write a number like 2.0 (twice the expected duration)",
+            ));
+        }
+        d.overrun_factor = f;
+    }
+    if let Some(Millis(after)) = raw.no_progress_after {
+        if after.is_zero() {
+            return Err(src.invalid(
+                "detector.no_progress_after",
+                "the duration is zero",
+                "write a duration like \"30m\"",
+            ));
+        }
+        d.no_progress_after = after;
+    }
+    if let Some(f) = raw.budget_fraction {
+        if !(f.is_finite() && f > 0.0 && f <= 1.0) {
+            return Err(src.invalid(
+                "detector.budget_fraction",
+                format!("{f} is not a fraction of the budget"),
+                "write a number above 0 and at most 1, like 0.8",
+            ));
+        }
+        d.budget_fraction = f;
+    }
+    for (rule, text) in &raw.severity {
+        let key = format!("detector.severity.{rule}");
+        if !RULES.contains(&rule.as_str()) {
+            return Err(src.invalid(
+                &key,
+                format!("`{rule}` is not a detector rule"),
+                format!("the rules are: {}", RULES.join(", ")),
+            ));
+        }
+        let severity = match text.as_str() {
+            "info" => Severity::Info,
+            "warning" => Severity::Warning,
+            "critical" => Severity::Critical,
+            other => {
+                return Err(src.invalid(
+                    &key,
+                    format!("`{other}` is not a severity"),
+                    "write \"info\", \"warning\" or \"critical\" (critical pauses the session)",
+                ));
+            }
+        };
+        d.severity.insert(rule.clone(), severity);
+    }
+    Ok(d)
+}
+
+pub(super) fn validate_context(
+    src: &Source,
+    raw: &RawContext,
+) -> Result<ContextConfig, ConfigError> {
+    let mut c = ContextConfig::default();
+    if let Some(writers) = &raw.writers {
+        c.writers.clear();
+        for w in writers {
+            let writer = match w.as_str() {
+                "operator" => ContextWriter::Operator,
+                "rescue" => ContextWriter::Rescue,
+                other => {
+                    return Err(src.invalid(
+                        "context.writers",
+                        format!("`{other}` is not a context writer"),
+                        "list any of \"operator\" and \"rescue\" (an empty list makes the index read-only)",
+                    ));
+                }
+            };
+            if !c.writers.contains(&writer) {
+                c.writers.push(writer);
+            }
+        }
+    }
+    Ok(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::HostConfig;
+
+    fn load(extra: &str) -> Result<HostConfig, ConfigError> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("glovebox.toml");
+        std::fs::write(&path, format!("hooks = \"none\"\n{extra}")).unwrap();
+        HostConfig::load(&path)
+    }
+
+    #[test]
+    fn defaults_and_overrides() {
+        let c = load("").unwrap();
+        assert_eq!(c.detector, DetectorConfig::default());
+        assert_eq!(c.context, ContextConfig::default());
+        let c = load(
+            "[detector]\nretry_failures = 5\nno_progress_after = \"10m\"\noverrun_factor = 3.0\n\
+             [detector.severity]\ndenials = \"critical\"\n[context]\nwriters = [\"operator\"]\n",
+        )
+        .unwrap();
+        assert_eq!(c.detector.retry_failures, 5);
+        assert_eq!(c.detector.no_progress_after, Duration::from_secs(600));
+        assert_eq!(c.detector.overrun_factor, 3.0);
+        assert_eq!(c.detector.severity_of("denials"), Severity::Critical);
+        assert_eq!(c.detector.severity_of("retry"), Severity::Critical);
+        assert_eq!(c.context.writers, [ContextWriter::Operator]);
+    }
+
+    #[test]
+    fn bad_values_name_the_key_and_the_fix() {
+        for (text, key, hint) in [
+            (
+                "[detector]\nretry_failures = 0\n",
+                "detector.retry_failures",
+                "1 to 1000",
+            ),
+            (
+                "[detector]\ndenials = 5\ndenials_window = 3\n",
+                "detector.denials",
+                "at most",
+            ),
+            (
+                "[detector]\noverrun_factor = 0.5\n",
+                "detector.overrun_factor",
+                "2.0",
+            ),
+            (
+                "[detector.severity]\nretry = \"loud\"\n",
+                "detector.severity.retry",
+                "critical",
+            ),
+            (
+                "[detector.severity]\nflaky = \"info\"\n",
+                "detector.severity.flaky",
+                "no_progress",
+            ),
+            (
+                "[context]\nwriters = [\"agent\"]\n",
+                "context.writers",
+                "read-only",
+            ),
+        ] {
+            let err = load(text).unwrap_err().to_string();
+            assert!(err.contains(key) && err.contains(hint), "{text}: {err}");
+        }
+        assert!(
+            load("[detector]\nretry = 3\n").is_err(),
+            "unknown keys are errors"
+        );
+    }
+}

@@ -1,0 +1,590 @@
+//! Rescue missions: the structured way out for a stuck session, and the
+//! context index that turns each rescue into knowledge for the next session.
+//!
+//! A rescue goes open → diagnose → inject → resolve:
+//!
+//! - `open` records the session and call it concerns and when the blocker
+//!   was detected (its oldest active flag, or now); the session moves to the
+//!   `rescue` step of the escalation ladder and is paused if it was active.
+//! - `diagnose` records the category of the root cause, the evidence and the
+//!   root cause itself.
+//! - `inject` hands the session context files and spec changes: a
+//!   `context_injected` event in its log, which its next `resume` returns.
+//! - `resolve` records the outcome (resolved, re-escalated, abandoned) and
+//!   the time; its enrich step adds entries to the project's context index,
+//!   which every new session of the project gets when it starts. A resolved
+//!   rescue takes the session back to the ladder's `none` step; the others
+//!   leave it on `blocker`.
+//!
+//! Records are JSON in the bucket `rescues` under their id (`r-…`).
+
+mod context;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+pub(crate) use context::index_entries;
+pub use context::{
+    ContextEntry, ContextIndex, ContextKind, INDEX_SOURCE, IndexEntry, MAX_ENTRY_BYTES,
+};
+
+use crate::detect::EscalationStep;
+use crate::manifest::{ContextConfig, ContextWriter};
+use crate::session::{EventKind, SessionError, SessionStatus, Sessions};
+use crate::storage::{Storage, StorageError};
+
+const BUCKET: &str = "rescues";
+const DAY_MS: u64 = 86_400_000;
+
+/// Why a rescue or context index operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RescueError {
+    #[error("{0}")]
+    NotFound(String),
+    /// An argument is not acceptable, or the rescue is not in a state for it.
+    #[error("{0}")]
+    InvalidInput(String),
+    /// The operator's settings do not allow it.
+    #[error("{0}")]
+    Refused(String),
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    #[error("rescue storage failed: {0}")]
+    Storage(#[from] StorageError),
+}
+
+/// The category of a blocker's root cause.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Category {
+    MissingContext,
+    AmbiguousSpec,
+    ConstraintViolation,
+    ToolDefect,
+    Budget,
+    Other,
+}
+
+impl Category {
+    pub const ALL: [Category; 6] = [
+        Category::MissingContext,
+        Category::AmbiguousSpec,
+        Category::ConstraintViolation,
+        Category::ToolDefect,
+        Category::Budget,
+        Category::Other,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Category::MissingContext => "missing_context",
+            Category::AmbiguousSpec => "ambiguous_spec",
+            Category::ConstraintViolation => "constraint_violation",
+            Category::ToolDefect => "tool_defect",
+            Category::Budget => "budget",
+            Category::Other => "other",
+        }
+    }
+}
+
+impl fmt::Display for Category {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Category {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Category::ALL
+            .into_iter()
+            .find(|c| c.as_str() == s.replace('-', "_"))
+            .ok_or_else(|| {
+                format!(
+                    "unknown category `{s}`: expected one of {}",
+                    Category::ALL.map(|c| c.as_str()).join(", ")
+                )
+            })
+    }
+}
+
+/// How a rescue ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The session is unblocked.
+    Resolved,
+    /// Handed further up: the session stays blocked.
+    ReEscalated,
+    /// Given up: the session stays blocked (end it).
+    Abandoned,
+}
+
+impl Outcome {
+    pub const ALL: [Outcome; 3] = [Outcome::Resolved, Outcome::ReEscalated, Outcome::Abandoned];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Resolved => "resolved",
+            Outcome::ReEscalated => "re_escalated",
+            Outcome::Abandoned => "abandoned",
+        }
+    }
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Outcome {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Outcome::ALL
+            .into_iter()
+            .find(|o| o.as_str() == s.replace('-', "_"))
+            .ok_or_else(|| {
+                format!("unknown outcome `{s}`: expected one of resolved, re_escalated, abandoned")
+            })
+    }
+}
+
+/// What the blocker was.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Diagnosis {
+    pub category: Category,
+    pub evidence: Vec<String>,
+    pub root_cause: String,
+    pub at_ms: u64,
+}
+
+/// What was handed to the session.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Injection {
+    pub context_files: Vec<String>,
+    pub spec_changes: Vec<String>,
+    pub at_ms: u64,
+    /// The `context_injected` event in the session's log.
+    pub seq: u64,
+}
+
+/// One rescue mission.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rescue {
+    pub id: String,
+    pub session: String,
+    pub session_name: Option<String>,
+    pub project: String,
+    /// The call it concerns.
+    pub call_id: Option<String>,
+    /// When the blocker was detected: the oldest active flag, or the opening.
+    pub detected_at_ms: u64,
+    pub opened_at_ms: u64,
+    /// The blocker flags active when it was opened (rule: reason).
+    pub flags: Vec<String>,
+    pub diagnosis: Option<Diagnosis>,
+    pub injections: Vec<Injection>,
+    pub outcome: Option<Outcome>,
+    /// The context index entries its enrich step added.
+    pub context_updates: Vec<String>,
+    pub resolved_at_ms: Option<u64>,
+}
+
+impl Rescue {
+    /// `open`, `diagnosed`, `injected`, or the outcome.
+    pub fn status(&self) -> &'static str {
+        match (&self.outcome, self.injections.is_empty(), &self.diagnosis) {
+            (Some(o), _, _) => o.as_str(),
+            (None, false, _) => "injected",
+            (None, true, Some(_)) => "diagnosed",
+            (None, true, None) => "open",
+        }
+    }
+
+    /// Detection to resolution, for a resolved rescue.
+    pub fn time_to_unblock_ms(&self) -> Option<u64> {
+        match (self.outcome, self.resolved_at_ms) {
+            (Some(Outcome::Resolved), Some(at)) => Some(at.saturating_sub(self.detected_at_ms)),
+            _ => None,
+        }
+    }
+}
+
+/// `glovebox rescue report`: the rescues opened in the last `days` days.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RescueReport {
+    pub days: u64,
+    pub since_ms: u64,
+    pub rescues: usize,
+    pub open: usize,
+    pub resolved: usize,
+    pub re_escalated: usize,
+    pub abandoned: usize,
+    /// Mean of detection → resolution over the resolved rescues.
+    pub mean_time_to_unblock_ms: Option<u64>,
+    /// Context index entries the rescues added.
+    pub context_updates: usize,
+    /// Rescues by root-cause category (`undiagnosed` for those without a diagnosis).
+    pub by_category: BTreeMap<String, usize>,
+}
+
+/// The rescues of a data dir.
+pub struct Rescues {
+    sessions: Arc<Sessions>,
+    storage: Arc<dyn Storage>,
+    index: ContextIndex,
+}
+
+impl Rescues {
+    /// Rescues over `sessions` (whose clock they use), stored in `storage`,
+    /// with the operator's `[context]` setting.
+    pub fn new(
+        sessions: Arc<Sessions>,
+        storage: Arc<dyn Storage>,
+        context: ContextConfig,
+    ) -> Rescues {
+        let index = ContextIndex::new(storage.clone(), context);
+        Rescues {
+            sessions,
+            storage,
+            index,
+        }
+    }
+
+    /// The context index.
+    pub fn index(&self) -> &ContextIndex {
+        &self.index
+    }
+
+    pub fn now(&self) -> u64 {
+        self.sessions.now()
+    }
+
+    /// Opens a rescue of `session` (id or name), about call `call_id` (by
+    /// default the call its flags name, or the call failing most).
+    pub fn open(&self, session: &str, call_id: Option<&str>) -> Result<Rescue, RescueError> {
+        let state = self.sessions.show(session)?;
+        if !state.status.is_live() {
+            return Err(RescueError::InvalidInput(format!(
+                "session {} is {}: a rescue is for a live session",
+                state.label(),
+                state.status
+            )));
+        }
+        if let Some(open) = &state.watch.rescue
+            && self.get(open).is_ok_and(|r| r.outcome.is_none())
+        {
+            return Err(RescueError::InvalidInput(format!(
+                "session {} is already being rescued by `{open}`: resolve that one first",
+                state.label()
+            )));
+        }
+        let call_id = match call_id {
+            Some(c) => {
+                let known = self.sessions.events(&state.id, 1, usize::MAX)?.iter().any(
+                    |e| matches!(&e.kind, EventKind::CallRequested { call_id, .. } if call_id == c),
+                );
+                if !known {
+                    return Err(RescueError::NotFound(format!(
+                        "session {} has no call `{c}`: `glovebox log show {}` lists its calls",
+                        state.label(),
+                        state.id
+                    )));
+                }
+                Some(c.to_string())
+            }
+            None => state
+                .watch
+                .flags
+                .values()
+                .find_map(|f| f.call_id.clone())
+                .or_else(|| {
+                    state
+                        .watch
+                        .failing
+                        .values()
+                        .max_by_key(|f| f.failures)
+                        .map(|f| f.last_call_id.clone())
+                }),
+        };
+        let now = self.now();
+        let rescue = Rescue {
+            id: format!("r-{}", uuid::Uuid::new_v4().simple()),
+            session: state.id.clone(),
+            session_name: state.name.clone(),
+            project: state.project.clone(),
+            call_id,
+            detected_at_ms: state
+                .watch
+                .flags
+                .values()
+                .map(|f| f.at_ms)
+                .min()
+                .unwrap_or(now)
+                .min(now),
+            opened_at_ms: now,
+            flags: state
+                .watch
+                .flags
+                .iter()
+                .map(|(rule, f)| format!("{rule} ({}): {}", f.severity, f.reason))
+                .collect(),
+            diagnosis: None,
+            injections: Vec::new(),
+            outcome: None,
+            context_updates: Vec::new(),
+            resolved_at_ms: None,
+        };
+        self.put(&rescue)?;
+        let id = rescue.id.clone();
+        let logged = self.sessions.append_with(&state.id, |state, _| {
+            let mut events = vec![EventKind::Escalation {
+                step: EscalationStep::Rescue,
+                reason: format!("rescue `{id}` opened"),
+                rescue: Some(id.clone()),
+            }];
+            if state.status == SessionStatus::Active {
+                events.push(EventKind::Paused {
+                    reason: format!("rescue `{id}` under way: wait for its injected context"),
+                });
+            }
+            (events, ())
+        });
+        if let Err(e) = logged {
+            let _ = self.storage.delete(BUCKET, &rescue.id);
+            return Err(e.into());
+        }
+        Ok(rescue)
+    }
+
+    /// Records the diagnosis of an unresolved rescue (a later one replaces it).
+    pub fn diagnose(
+        &self,
+        id: &str,
+        category: Category,
+        evidence: Vec<String>,
+        root_cause: &str,
+    ) -> Result<Rescue, RescueError> {
+        let mut rescue = self.unresolved(id, "diagnose")?;
+        if root_cause.trim().is_empty() {
+            return Err(RescueError::InvalidInput(
+                "a diagnosis names its root cause: `--root-cause TEXT`".into(),
+            ));
+        }
+        rescue.diagnosis = Some(Diagnosis {
+            category,
+            evidence,
+            root_cause: root_cause.trim().to_string(),
+            at_ms: self.now(),
+        });
+        self.put(&rescue)?;
+        Ok(rescue)
+    }
+
+    /// Hands the rescued session context files and spec changes: appended to
+    /// its log, returned by its next resume.
+    pub fn inject(
+        &self,
+        id: &str,
+        context_files: Vec<String>,
+        spec_changes: Vec<String>,
+    ) -> Result<Rescue, RescueError> {
+        let mut rescue = self.unresolved(id, "inject into")?;
+        if context_files.is_empty() && spec_changes.is_empty() {
+            return Err(RescueError::InvalidInput(
+                "nothing to inject: give `--file PATH` or `--spec-change TEXT` (repeatable)".into(),
+            ));
+        }
+        let too_long = context_files
+            .iter()
+            .chain(&spec_changes)
+            .find(|t| t.trim().is_empty() || t.len() > MAX_ENTRY_BYTES);
+        if let Some(t) = too_long {
+            return Err(RescueError::InvalidInput(format!(
+                "each file and spec change has 1 to {MAX_ENTRY_BYTES} bytes, not {}",
+                t.len()
+            )));
+        }
+        let now = self.now();
+        let source = format!("rescue:{}", rescue.id);
+        let entry = |kind, text: &String| ContextEntry {
+            id: rescue.id.clone(),
+            kind,
+            text: text.clone(),
+            source: source.clone(),
+            at_ms: now,
+        };
+        let entries = context_files
+            .iter()
+            .map(|f| entry(ContextKind::File, f))
+            .chain(
+                spec_changes
+                    .iter()
+                    .map(|s| entry(ContextKind::SpecChange, s)),
+            )
+            .collect();
+        let event = self.sessions.append(
+            &rescue.session,
+            EventKind::ContextInjected { source, entries },
+        )?;
+        rescue.injections.push(Injection {
+            context_files,
+            spec_changes,
+            at_ms: event.at_ms,
+            seq: event.seq,
+        });
+        self.put(&rescue)?;
+        Ok(rescue)
+    }
+
+    /// Closes a rescue with `outcome`; `enrich` adds entries to the project's
+    /// context index (refused, with nothing changed, unless `[context]
+    /// writers` allows rescues).
+    pub fn resolve(
+        &self,
+        id: &str,
+        outcome: Outcome,
+        enrich: &[String],
+    ) -> Result<Rescue, RescueError> {
+        let mut rescue = self.unresolved(id, "resolve")?;
+        if !enrich.is_empty() {
+            self.index.check_writer(ContextWriter::Rescue)?;
+        }
+        if let Some(bad) = enrich
+            .iter()
+            .find(|t| t.trim().is_empty() || t.len() > MAX_ENTRY_BYTES)
+        {
+            return Err(RescueError::InvalidInput(format!(
+                "an enrich entry has 1 to {MAX_ENTRY_BYTES} bytes of text, not {}",
+                bad.len()
+            )));
+        }
+        let now = self.now();
+        for text in enrich {
+            let entry = self.index.add(
+                &rescue.project,
+                text,
+                ContextWriter::Rescue,
+                Some(&rescue.id),
+                now,
+            )?;
+            rescue.context_updates.push(entry.id);
+        }
+        rescue.outcome = Some(outcome);
+        rescue.resolved_at_ms = Some(now);
+        self.put(&rescue)?;
+        let step = if outcome == Outcome::Resolved {
+            EscalationStep::None
+        } else {
+            EscalationStep::Blocker
+        };
+        let kind = EventKind::Escalation {
+            step,
+            reason: format!("rescue `{}` {outcome}", rescue.id),
+            rescue: None,
+        };
+        // The record is what counts; a session that ended since keeps its log closed.
+        match self.sessions.append(&rescue.session, kind) {
+            Ok(_) => {}
+            Err(SessionError::InvalidEvent { .. } | SessionError::IllegalTransition { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+        Ok(rescue)
+    }
+
+    /// The rescue `id`.
+    pub fn get(&self, id: &str) -> Result<Rescue, RescueError> {
+        let bytes = self.storage.get(BUCKET, id)?.ok_or_else(|| {
+            RescueError::NotFound(format!(
+                "no rescue `{id}`: `glovebox rescue list` lists them"
+            ))
+        })?;
+        serde_json::from_slice(&bytes)
+            .map_err(|e| RescueError::Storage(StorageError::Corrupt(format!("rescue `{id}`: {e}"))))
+    }
+
+    /// All rescues, oldest first.
+    pub fn list(&self) -> Result<Vec<Rescue>, RescueError> {
+        let mut all: Vec<Rescue> = self
+            .storage
+            .scan(BUCKET, "")?
+            .into_iter()
+            .filter_map(|(key, bytes)| match serde_json::from_slice(&bytes) {
+                Ok(r) => Some(r),
+                Err(e) => {
+                    tracing::warn!(key, error = %e, "unreadable rescue record skipped");
+                    None
+                }
+            })
+            .collect();
+        all.sort_by(|a: &Rescue, b| {
+            a.opened_at_ms
+                .cmp(&b.opened_at_ms)
+                .then_with(|| a.id.cmp(&b.id))
+        });
+        Ok(all)
+    }
+
+    /// The report over the rescues opened in the last `days` days.
+    pub fn report(&self, days: u64) -> Result<RescueReport, RescueError> {
+        let since_ms = self.now().saturating_sub(days.saturating_mul(DAY_MS));
+        let rescues: Vec<Rescue> = self
+            .list()?
+            .into_iter()
+            .filter(|r| r.opened_at_ms >= since_ms)
+            .collect();
+        Ok(report_of(&rescues, days, since_ms))
+    }
+
+    fn unresolved(&self, id: &str, action: &str) -> Result<Rescue, RescueError> {
+        let rescue = self.get(id)?;
+        if let Some(outcome) = rescue.outcome {
+            return Err(RescueError::InvalidInput(format!(
+                "rescue `{id}` is closed ({outcome}): cannot {action} it; open a new one"
+            )));
+        }
+        Ok(rescue)
+    }
+
+    fn put(&self, rescue: &Rescue) -> Result<(), RescueError> {
+        let bytes = serde_json::to_vec_pretty(rescue).unwrap_or_default();
+        self.storage.put(BUCKET, &rescue.id, &bytes)?;
+        Ok(())
+    }
+}
+
+/// The report's figures over `rescues`.
+pub fn report_of(rescues: &[Rescue], days: u64, since_ms: u64) -> RescueReport {
+    let count = |o: Outcome| rescues.iter().filter(|r| r.outcome == Some(o)).count();
+    let unblock: Vec<u64> = rescues
+        .iter()
+        .filter_map(Rescue::time_to_unblock_ms)
+        .collect();
+    let mean = (!unblock.is_empty()).then(|| unblock.iter().sum::<u64>() / unblock.len() as u64);
+    let mut by_category = BTreeMap::new();
+    for r in rescues {
+        let key = r
+            .diagnosis
+            .as_ref()
+            .map(|d| d.category.as_str())
+            .unwrap_or("undiagnosed");
+        *by_category.entry(key.to_string()).or_insert(0) += 1;
+    }
+    RescueReport {
+        days,
+        since_ms,
+        rescues: rescues.len(),
+        open: rescues.iter().filter(|r| r.outcome.is_none()).count(),
+        resolved: count(Outcome::Resolved),
+        re_escalated: count(Outcome::ReEscalated),
+        abandoned: count(Outcome::Abandoned),
+        mean_time_to_unblock_ms: mean,
+        context_updates: rescues.iter().map(|r| r.context_updates.len()).sum(),
+        by_category,
+    }
+}

@@ -1,0 +1,989 @@
+//! Stuck-agent detection, the escalation ladder, rescue missions and the
+//! context index, with real sessions and real calls through real plugins.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use glovebox::approvals::Approvals;
+use glovebox::budget::BudgetCaps;
+use glovebox::detect::{self, EscalationStep};
+use glovebox::manifest::{ContextConfig, ContextWriter, HookConfig, Severity};
+use glovebox::rescue::{Category, ContextKind, Outcome, RescueError, Rescues};
+use glovebox::session::{EventKind, Role, SessionStatus, StartSession};
+use glovebox::storage::{Durability, SledStore, Storage};
+use glovebox::{Durable, Host, HostConfig, SessionError, Sessions};
+use serde_json::{Value, json};
+
+use crate::util::{self, manifest, plugins};
+
+/// A host with a failing tool (`panic.panic`) and a working one (`echo.echo`),
+/// a store whose clock the test moves, and the rescues over it.
+struct Rig {
+    host: Host,
+    durable: Durable,
+    clock: Arc<AtomicU64>,
+    _data: tempfile::TempDir,
+    _store: Arc<SledStore>,
+}
+
+const T0: u64 = 1_700_000_000_000;
+
+async fn rig_with(edit: impl FnOnce(&mut HostConfig)) -> Rig {
+    let (mut config, data) = util::config(vec![
+        manifest("echo", plugins::TOOL_ECHO),
+        manifest("panic", plugins::HOSTILE_PANIC),
+    ]);
+    edit(&mut config);
+    let host = Host::load(config).await.unwrap();
+    let clock = Arc::new(AtomicU64::new(T0));
+    let store = Arc::new(SledStore::open(&data.path().join("store"), Durability::Flush).unwrap());
+    let storage: Arc<dyn Storage> = store.clone();
+    let c = clock.clone();
+    let durable = Durable {
+        sessions: Arc::new(
+            Sessions::new(storage.clone()).with_clock(move || c.load(Ordering::SeqCst)),
+        ),
+        approvals: Arc::new(Approvals::new(storage.clone())),
+        storage,
+        recovery: Default::default(),
+    };
+    Rig {
+        host,
+        durable,
+        clock,
+        _data: data,
+        _store: store,
+    }
+}
+
+async fn rig() -> Rig {
+    rig_with(|_| {}).await
+}
+
+impl Rig {
+    fn start(&self, name: &str, project: &str, expected: Option<Duration>) -> String {
+        self.start_with(name, project, expected, BudgetCaps::default())
+    }
+
+    fn start_with(
+        &self,
+        name: &str,
+        project: &str,
+        expected: Option<Duration>,
+        budget: BudgetCaps,
+    ) -> String {
+        self.durable
+            .sessions
+            .start(StartSession {
+                role: Role::Workagent,
+                project: project.into(),
+                name: Some(name.into()),
+                tags: vec![],
+                expected_duration: expected,
+                budget,
+            })
+            .unwrap()
+            .id
+    }
+
+    fn advance(&self, by: Duration) {
+        self.clock
+            .fetch_add(by.as_millis() as u64, Ordering::SeqCst);
+    }
+
+    async fn call(&self, session: &str, tool: &str, input: Value) -> Result<bool, SessionError> {
+        self.advance(Duration::from_secs(1));
+        let report = self
+            .host
+            .call_in_session(&self.durable, session, tool, &input.to_string(), None)
+            .await?;
+        Ok(report.outcome.is_ok())
+    }
+
+    fn rescues(&self, context: ContextConfig) -> Rescues {
+        Rescues::new(
+            self.durable.sessions.clone(),
+            self.durable.storage.clone(),
+            context,
+        )
+    }
+
+    fn events(&self, session: &str) -> Vec<EventKind> {
+        self.durable
+            .sessions
+            .events(session, 1, usize::MAX)
+            .unwrap()
+            .into_iter()
+            .map(|e| e.kind)
+            .collect()
+    }
+
+    /// `(rule, severity, reason, suggested_action, call_id)` of each flag raised.
+    fn flags(&self, session: &str) -> Vec<(String, Severity, String, String, Option<String>)> {
+        self.events(session)
+            .into_iter()
+            .filter_map(|k| match k {
+                EventKind::BlockerFlag {
+                    rule,
+                    severity,
+                    reason,
+                    suggested_action,
+                    call_id,
+                } => Some((rule, severity, reason, suggested_action, call_id)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn steps(&self, session: &str) -> Vec<EscalationStep> {
+        self.events(session)
+            .into_iter()
+            .filter_map(|k| match k {
+                EventKind::Escalation { step, .. } => Some(step),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The call id of the last `call_finished` with a non-ok outcome.
+    fn last_failed_call(&self, session: &str) -> String {
+        self.events(session)
+            .into_iter()
+            .rev()
+            .find_map(|k| match k {
+                EventKind::CallFinished {
+                    call_id, outcome, ..
+                } if outcome != "ok" => Some(call_id),
+                _ => None,
+            })
+            .unwrap()
+    }
+}
+
+#[tokio::test]
+async fn a_failing_tool_called_repeatedly_raises_the_retry_flag_climbs_the_ladder_and_pauses() {
+    let r = rig().await;
+    let id = r.start("stuck", "alpha", None);
+    let sessions = &r.durable.sessions;
+
+    assert!(!r.call(&id, "panic.panic", json!({})).await.unwrap());
+    assert_eq!(
+        sessions.show(&id).unwrap().watch.escalation,
+        EscalationStep::Retry
+    );
+    assert!(!r.call(&id, "panic.panic", json!({})).await.unwrap());
+    assert_eq!(
+        sessions.show(&id).unwrap().watch.escalation,
+        EscalationStep::Adjust
+    );
+    assert!(
+        r.flags(&id).is_empty(),
+        "two failures are not a blocker yet"
+    );
+
+    assert!(!r.call(&id, "panic.panic", json!({})).await.unwrap());
+    let third = r.last_failed_call(&id);
+    let flags = r.flags(&id);
+    assert_eq!(flags.len(), 1, "{flags:?}");
+    let (rule, severity, reason, action, call_id) = &flags[0];
+    assert_eq!((rule.as_str(), *severity), ("retry", Severity::Critical));
+    assert!(
+        reason.contains("panic.panic") && reason.contains("3 times"),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("panicked on purpose"),
+        "the last error is named: {reason}"
+    );
+    assert!(
+        action.contains("stop retrying") && action.contains("rescue open"),
+        "{action}"
+    );
+    assert_eq!(call_id.as_deref(), Some(third.as_str()));
+    assert_eq!(
+        r.steps(&id),
+        [
+            EscalationStep::Retry,
+            EscalationStep::Adjust,
+            EscalationStep::Blocker
+        ]
+    );
+
+    // Critical: the session is paused and takes no more calls.
+    let state = sessions.show(&id).unwrap();
+    assert_eq!(state.status, SessionStatus::Paused);
+    assert!(state.paused_reason.as_deref().unwrap().contains("retry"));
+    assert_eq!(state.watch.flags["retry"].severity, Severity::Critical);
+    let refused = r.call(&id, "echo.echo", json!({"message": "hi"})).await;
+    assert!(
+        matches!(refused, Err(SessionError::IllegalTransition { .. })),
+        "{refused:?}"
+    );
+
+    // Not raised again by another run of the detector.
+    let check = detect::check(sessions, &Default::default(), &id).unwrap();
+    assert!(check.raised.is_empty() && check.escalation.is_none());
+    assert_eq!(r.flags(&id).len(), 1);
+
+    // An operator resumes it; progress (a successful call) clears the flag and the ladder.
+    sessions.resume(&id).unwrap();
+    assert!(
+        r.call(&id, "echo.echo", json!({"message": "hi"}))
+            .await
+            .unwrap()
+    );
+    let state = sessions.show(&id).unwrap();
+    assert!(state.watch.flags.is_empty(), "{:?}", state.watch.flags);
+    assert_eq!(state.watch.escalation, EscalationStep::None);
+    assert_eq!(state.status, SessionStatus::Active);
+}
+
+#[tokio::test]
+async fn a_critical_condition_that_persists_after_a_resume_pauses_again() {
+    let r = rig().await;
+    let id = r.start("again", "alpha", None);
+    for _ in 0..3 {
+        r.call(&id, "panic.panic", json!({})).await.unwrap();
+    }
+    let sessions = &r.durable.sessions;
+    assert_eq!(sessions.show(&id).unwrap().status, SessionStatus::Paused);
+    sessions.resume(&id).unwrap();
+    r.call(&id, "panic.panic", json!({})).await.unwrap();
+    assert_eq!(sessions.show(&id).unwrap().status, SessionStatus::Paused);
+    assert_eq!(r.flags(&id).len(), 2, "raised once per pause");
+}
+
+#[tokio::test]
+async fn different_inputs_failing_are_not_the_same_call() {
+    let r = rig().await;
+    let id = r.start("varied", "alpha", None);
+    for n in 0..4 {
+        r.call(&id, "panic.panic", json!({ "n": n })).await.unwrap();
+    }
+    assert!(r.flags(&id).is_empty());
+    let state = r.durable.sessions.show(&id).unwrap();
+    assert_eq!(state.status, SessionStatus::Active);
+    assert_eq!(state.watch.escalation, EscalationStep::Adjust);
+    assert_eq!(state.watch.failure_streak, 4);
+}
+
+#[tokio::test]
+async fn an_expected_duration_overrun_raises_a_warning_once() {
+    let r = rig().await;
+    let id = r.start("slow", "alpha", Some(Duration::from_secs(60)));
+    assert!(
+        r.call(&id, "echo.echo", json!({"message": "a"}))
+            .await
+            .unwrap()
+    );
+    assert!(r.flags(&id).is_empty());
+
+    r.advance(Duration::from_secs(121));
+    assert!(
+        r.call(&id, "echo.echo", json!({"message": "b"}))
+            .await
+            .unwrap()
+    );
+    let flags = r.flags(&id);
+    assert_eq!(flags.len(), 1, "{flags:?}");
+    let (rule, severity, reason, action, _) = &flags[0];
+    assert_eq!((rule.as_str(), *severity), ("overrun", Severity::Warning));
+    assert!(reason.contains("expected 1m"), "{reason}");
+    assert!(action.contains("progress"), "{action}");
+    // A warning does not pause.
+    let state = r.durable.sessions.show(&id).unwrap();
+    assert_eq!(state.status, SessionStatus::Active);
+    assert_eq!(state.watch.flags["overrun"].severity, Severity::Warning);
+
+    // Not re-raised on every call.
+    assert!(
+        r.call(&id, "echo.echo", json!({"message": "c"}))
+            .await
+            .unwrap()
+    );
+    assert_eq!(r.flags(&id).len(), 1);
+}
+
+#[tokio::test]
+async fn no_progress_for_the_configured_time_is_flagged_and_progress_clears_it() {
+    let r = rig().await;
+    let id = r.start("idle", "alpha", None);
+    let sessions = &r.durable.sessions;
+    let config = glovebox::manifest::DetectorConfig {
+        no_progress_after: Duration::from_secs(600),
+        ..Default::default()
+    };
+
+    r.advance(Duration::from_secs(300));
+    assert!(
+        detect::check(sessions, &config, &id)
+            .unwrap()
+            .raised
+            .is_empty()
+    );
+    // Failing calls are activity, not progress.
+    r.call(&id, "panic.panic", json!({"a": 1})).await.unwrap();
+    r.advance(Duration::from_secs(301));
+    let check = detect::check(sessions, &config, &id).unwrap();
+    assert_eq!(check.raised.len(), 1, "{:?}", check.raised);
+    assert_eq!(check.raised[0].rule, "no_progress");
+    assert_eq!(check.raised[0].severity, Severity::Warning);
+    assert!(!check.paused);
+
+    sessions
+        .append(
+            &id,
+            EventKind::Note {
+                text: "found the cause".into(),
+            },
+        )
+        .unwrap();
+    assert!(
+        !sessions
+            .show(&id)
+            .unwrap()
+            .watch
+            .flags
+            .contains_key("no_progress")
+    );
+}
+
+fn role_allowlist() -> HookConfig {
+    let mut hook = HookConfig::new("roles", plugins::HOOK_ROLE_ALLOWLIST);
+    hook.settings = json!({"roles": {"workagent": ["echo.*"]}});
+    hook
+}
+
+#[tokio::test]
+async fn repeated_denials_raise_a_flag() {
+    let r = rig_with(|c| {
+        c.hooks_explicitly_none = false;
+        c.hooks = vec![role_allowlist()];
+    })
+    .await;
+    let id = r.start("forbidden", "alpha", None);
+    for n in 0..2 {
+        assert!(!r.call(&id, "panic.panic", json!({ "n": n })).await.unwrap());
+    }
+    assert!(r.flags(&id).is_empty());
+    assert!(!r.call(&id, "panic.panic", json!({"n": 2})).await.unwrap());
+    let flags = r.flags(&id);
+    assert_eq!(flags.len(), 1, "{flags:?}");
+    let (rule, severity, reason, action, _) = &flags[0];
+    assert_eq!((rule.as_str(), *severity), ("denials", Severity::Warning));
+    assert!(
+        reason.contains("3 of the last 3 calls were denied"),
+        "{reason}"
+    );
+    assert!(action.contains("alternatives"), "{action}");
+    let state = r.durable.sessions.show(&id).unwrap();
+    assert_eq!(
+        state.status,
+        SessionStatus::Active,
+        "a warning does not pause"
+    );
+    assert_eq!(state.watch.escalation, EscalationStep::Adjust);
+}
+
+#[tokio::test]
+async fn denials_made_critical_by_the_operator_pause() {
+    let r = rig_with(|c| {
+        c.hooks_explicitly_none = false;
+        c.hooks = vec![role_allowlist()];
+        c.detector
+            .severity
+            .insert("denials".into(), Severity::Critical);
+        c.detector.denials = 2;
+    })
+    .await;
+    let id = r.start("forbidden", "alpha", None);
+    r.call(&id, "panic.panic", json!({})).await.unwrap();
+    r.call(&id, "panic.panic", json!({})).await.unwrap();
+    let state = r.durable.sessions.show(&id).unwrap();
+    assert_eq!(state.status, SessionStatus::Paused);
+    assert_eq!(state.watch.escalation, EscalationStep::Blocker);
+    assert_eq!(state.watch.flags["denials"].severity, Severity::Critical);
+}
+
+#[tokio::test]
+async fn budget_above_80_percent_with_failing_calls_is_critical() {
+    let r = rig().await;
+    let budget = BudgetCaps {
+        calls: Some(5),
+        ..Default::default()
+    };
+    let id = r.start_with("spender", "alpha", None, budget);
+    for n in 0..3 {
+        assert!(
+            r.call(&id, "echo.echo", json!({"message": n.to_string()}))
+                .await
+                .unwrap()
+        );
+    }
+    assert!(r.flags(&id).is_empty());
+    // The fourth call runs (80% of the calls cap) and fails.
+    assert!(!r.call(&id, "panic.panic", json!({})).await.unwrap());
+    let kinds: Vec<&str> = r.events(&id).iter().map(|k| k.name()).collect();
+    assert!(kinds.contains(&"budget_warning"), "{kinds:?}");
+    let flags = r.flags(&id);
+    assert_eq!(flags.len(), 1, "{flags:?}");
+    let (rule, severity, reason, action, _) = &flags[0];
+    assert_eq!((rule.as_str(), *severity), ("budget", Severity::Critical));
+    assert!(reason.contains("calls budget is at 80%"), "{reason}");
+    assert!(action.contains("rescue"), "{action}");
+    assert_eq!(
+        r.durable.sessions.show(&id).unwrap().status,
+        SessionStatus::Paused
+    );
+}
+
+#[tokio::test]
+async fn a_rescue_from_open_to_resolved_changes_the_next_sessions_starting_context() {
+    let r = rig().await;
+    let rescues = r.rescues(ContextConfig::default());
+    let sessions = &r.durable.sessions;
+    let before = r.start("before", "alpha", None);
+    assert!(sessions.show(&before).unwrap().context.is_empty());
+
+    let id = r.start("stuck", "alpha", None);
+    for _ in 0..3 {
+        r.call(&id, "panic.panic", json!({})).await.unwrap();
+    }
+    let flagged_call = r.last_failed_call(&id);
+    let flagged_at = sessions.show(&id).unwrap().watch.flags["retry"].at_ms;
+
+    // open
+    r.advance(Duration::from_secs(60));
+    let rescue = rescues.open("stuck", None).unwrap();
+    assert_eq!(rescue.session, id);
+    assert_eq!(rescue.call_id.as_deref(), Some(flagged_call.as_str()));
+    assert_eq!(rescue.detected_at_ms, flagged_at);
+    assert_eq!(rescue.status(), "open");
+    assert!(
+        rescue.flags[0].starts_with("retry (critical)"),
+        "{:?}",
+        rescue.flags
+    );
+    let state = sessions.show(&id).unwrap();
+    assert_eq!(state.watch.escalation, EscalationStep::Rescue);
+    assert_eq!(state.watch.rescue.as_deref(), Some(rescue.id.as_str()));
+    assert!(matches!(
+        rescues.open(&id, None),
+        Err(RescueError::InvalidInput(m)) if m.contains("already being rescued")
+    ));
+
+    // diagnose
+    let rescue = rescues
+        .diagnose(
+            &rescue.id,
+            Category::MissingContext,
+            vec!["panic.panic failed 3 times with `{}`".into()],
+            "the agent did not know panic.panic always panics",
+        )
+        .unwrap();
+    assert_eq!(rescue.status(), "diagnosed");
+
+    // inject: in the log, and returned by the next resume
+    let rescue = rescues
+        .inject(
+            &rescue.id,
+            vec!["docs/tools.md".into()],
+            vec!["use echo.echo instead of panic.panic".into()],
+        )
+        .unwrap();
+    assert_eq!(rescue.status(), "injected");
+    let resumed = sessions.resume(&id).unwrap();
+    let injected: Vec<(ContextKind, &str, &str)> = resumed
+        .context
+        .iter()
+        .map(|c| (c.kind, c.text.as_str(), c.source.as_str()))
+        .collect();
+    let source = format!("rescue:{}", rescue.id);
+    assert_eq!(
+        injected,
+        [
+            (ContextKind::File, "docs/tools.md", source.as_str()),
+            (
+                ContextKind::SpecChange,
+                "use echo.echo instead of panic.panic",
+                source.as_str()
+            )
+        ]
+    );
+    assert_eq!(resumed.state.watch.escalation, EscalationStep::Rescue);
+    assert!(
+        r.call(&id, "echo.echo", json!({"message": "unblocked"}))
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        sessions.show(&id).unwrap().watch.escalation,
+        EscalationStep::Rescue,
+        "only the rescue's resolution takes the session off the rescue step"
+    );
+
+    // resolve, with enrich
+    r.advance(Duration::from_secs(600));
+    let lesson = "panic.panic always panics: never call it to do work";
+    let rescue = rescues
+        .resolve(&rescue.id, Outcome::Resolved, &[lesson.to_string()])
+        .unwrap();
+    assert_eq!(rescue.status(), "resolved");
+    assert_eq!(rescue.context_updates.len(), 1);
+    assert_eq!(
+        rescue.time_to_unblock_ms(),
+        Some(rescue.resolved_at_ms.unwrap() - flagged_at)
+    );
+    assert_eq!(
+        sessions.show(&id).unwrap().watch.escalation,
+        EscalationStep::None
+    );
+    assert!(matches!(
+        rescues.inject(&rescue.id, vec!["x".into()], vec![]),
+        Err(RescueError::InvalidInput(m)) if m.contains("closed")
+    ));
+    assert_eq!(
+        rescues.get(&rescue.id).unwrap(),
+        rescue,
+        "stored as returned"
+    );
+
+    // The next session of the project starts with it; others do not.
+    let next = sessions
+        .start(StartSession {
+            role: Role::Workagent,
+            project: "alpha".into(),
+            name: Some("next".into()),
+            tags: vec![],
+            expected_duration: None,
+            budget: Default::default(),
+        })
+        .unwrap();
+    assert_eq!(next.context.len(), 1, "{:?}", next.context);
+    assert_eq!(next.context[0].text, lesson);
+    assert_eq!(next.context[0].id, rescue.context_updates[0]);
+    assert_eq!(next.context[0].source, source);
+    assert!(matches!(
+        &r.events(&next.id)[1],
+        EventKind::ContextInjected { source, entries } if source == "index" && entries.len() == 1
+    ));
+    assert_eq!(sessions.resume(&next.id).unwrap().context, next.context);
+    let other = r.start("other", "beta", None);
+    assert!(sessions.show(&other).unwrap().context.is_empty());
+    assert!(
+        sessions.show(&before).unwrap().context.is_empty(),
+        "only new sessions"
+    );
+
+    // Retired entries are no longer handed out.
+    let index = rescues.index();
+    assert_eq!(index.search("NEVER call", Some("alpha")).unwrap().len(), 1);
+    index
+        .retire(
+            &rescue.context_updates[0],
+            ContextWriter::Operator,
+            rescues.now(),
+        )
+        .unwrap();
+    let later = r.start("later", "alpha", None);
+    assert!(sessions.show(&later).unwrap().context.is_empty());
+    assert_eq!(index.list(Some("alpha"), true).unwrap().len(), 1);
+    assert!(index.list(Some("alpha"), false).unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn context_writers_is_an_operator_setting() {
+    let r = rig().await;
+    let operator_only = ContextConfig {
+        writers: vec![ContextWriter::Operator],
+    };
+    let rescues = r.rescues(operator_only);
+    let id = r.start("stuck", "alpha", None);
+    let rescue = rescues.open(&id, None).unwrap();
+    let refused = rescues
+        .resolve(&rescue.id, Outcome::Resolved, &["a lesson".into()])
+        .unwrap_err();
+    assert!(
+        matches!(&refused, RescueError::Refused(m) if m.contains("[context] writers")),
+        "{refused}"
+    );
+    assert!(
+        rescues.get(&rescue.id).unwrap().outcome.is_none(),
+        "nothing changed"
+    );
+    assert!(rescues.index().list(None, true).unwrap().is_empty());
+    // Without enrich it resolves; the operator may still write.
+    rescues.resolve(&rescue.id, Outcome::Resolved, &[]).unwrap();
+    rescues
+        .index()
+        .add(
+            "alpha",
+            "an operator's note",
+            ContextWriter::Operator,
+            None,
+            1,
+        )
+        .unwrap();
+
+    let nobody = r.rescues(ContextConfig { writers: vec![] });
+    assert!(matches!(
+        nobody
+            .index()
+            .add("alpha", "x", ContextWriter::Operator, None, 1),
+        Err(RescueError::Refused(_))
+    ));
+}
+
+#[tokio::test]
+async fn the_rescue_report_matches_the_records() {
+    let r = rig().await;
+    let rescues = r.rescues(ContextConfig::default());
+    let minute = Duration::from_secs(60);
+
+    // Too old for a 30-day report.
+    let old = r.start("old", "alpha", None);
+    let ancient = rescues.open(&old, None).unwrap();
+    rescues
+        .resolve(&ancient.id, Outcome::Resolved, &["old".into()])
+        .unwrap();
+    r.advance(Duration::from_secs(40 * 86_400));
+
+    let plan = [
+        (
+            Some(Category::MissingContext),
+            Some(Outcome::Resolved),
+            10u64,
+            2usize,
+        ),
+        (
+            Some(Category::MissingContext),
+            Some(Outcome::Resolved),
+            20,
+            1,
+        ),
+        (Some(Category::ToolDefect), Some(Outcome::Resolved), 45, 0),
+        (
+            Some(Category::AmbiguousSpec),
+            Some(Outcome::Abandoned),
+            5,
+            0,
+        ),
+        (None, None, 0, 0),
+    ];
+    for (i, (category, outcome, minutes, enrich)) in plan.iter().enumerate() {
+        let s = r.start(&format!("s{i}"), "alpha", None);
+        // A flag detected a few minutes before the rescue opens.
+        for _ in 0..3 {
+            r.call(&s, "panic.panic", json!({})).await.unwrap();
+        }
+        r.advance(3 * minute);
+        let rescue = rescues.open(&s, None).unwrap();
+        if let Some(c) = category {
+            rescues.diagnose(&rescue.id, *c, vec![], "cause").unwrap();
+        }
+        r.advance(minute * (*minutes as u32));
+        if let Some(o) = outcome {
+            let texts: Vec<String> = (0..*enrich).map(|k| format!("lesson {i}.{k}")).collect();
+            rescues.resolve(&rescue.id, *o, &texts).unwrap();
+        }
+    }
+
+    let report = rescues.report(30).unwrap();
+    let records: Vec<_> = rescues
+        .list()
+        .unwrap()
+        .into_iter()
+        .filter(|x| x.opened_at_ms >= report.since_ms)
+        .collect();
+    assert_eq!(records.len(), 5);
+    assert_eq!(report.rescues, records.len());
+    let resolved: Vec<u64> = records
+        .iter()
+        .filter_map(|x| x.time_to_unblock_ms())
+        .collect();
+    assert_eq!(resolved.len(), 3);
+    assert_eq!(
+        report.mean_time_to_unblock_ms,
+        Some(resolved.iter().sum::<u64>() / 3)
+    );
+    // Detection is the flag, before the opening: each unblock time includes
+    // the 3 minutes to open it.
+    let expected_mean = ((10 + 3) + (20 + 3) + (45 + 3)) * 60_000 / 3;
+    let mean = report.mean_time_to_unblock_ms.unwrap();
+    assert!(
+        mean.abs_diff(expected_mean) < 5_000,
+        "{mean} vs {expected_mean}"
+    );
+    assert_eq!(
+        report.context_updates,
+        records
+            .iter()
+            .map(|x| x.context_updates.len())
+            .sum::<usize>()
+    );
+    assert_eq!(report.context_updates, 3);
+    assert_eq!(
+        (
+            report.resolved,
+            report.abandoned,
+            report.re_escalated,
+            report.open
+        ),
+        (3, 1, 0, 1)
+    );
+    let expect: Vec<(&str, usize)> = vec![
+        ("ambiguous_spec", 1),
+        ("missing_context", 2),
+        ("tool_defect", 1),
+        ("undiagnosed", 1),
+    ];
+    let got: Vec<(&str, usize)> = report
+        .by_category
+        .iter()
+        .map(|(k, v)| (k.as_str(), *v))
+        .collect();
+    assert_eq!(got, expect);
+    assert_eq!(rescues.report(60).unwrap().rescues, 6);
+}
+
+// ---- the CLI ------------------------------------------------------------------
+
+fn write_site(dir: &Path, extra: &str) {
+    std::fs::write(
+        dir.join("glovebox.toml"),
+        format!(
+            "data_dir = \"data\"\nhooks = \"none\"\n[runtime]\ncache_dir = \"{}\"\n[[plugin]]\nmanifest = \"panic.toml\"\n[[plugin]]\nmanifest = \"echo.toml\"\n{extra}",
+            util::cache_dir().display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("panic.toml"),
+        format!(
+            "name = \"panic\"\ncomponent = \"{}\"\n",
+            plugins::HOSTILE_PANIC
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("echo.toml"),
+        format!("name = \"echo\"\ncomponent = \"{}\"\n", plugins::TOOL_ECHO),
+    )
+    .unwrap();
+}
+
+fn run(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = util::glovebox()
+        .arg("--config")
+        .arg(dir.join("glovebox.toml"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn json_of(dir: &Path, args: &[&str]) -> Value {
+    let (code, out, err) = run(dir, args);
+    assert_eq!(code, 0, "glovebox {args:?}: {err}");
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+#[test]
+fn rescue_and_context_through_the_cli() {
+    let site = tempfile::tempdir().unwrap();
+    let p = site.path();
+    write_site(
+        p,
+        "[detector]\nretry_failures = 2\n[context]\nwriters = [\"operator\", \"rescue\"]\n",
+    );
+
+    json_of(
+        p,
+        &[
+            "session",
+            "start",
+            "--role",
+            "workagent",
+            "--project",
+            "cli",
+            "--name",
+            "w",
+        ],
+    );
+    for _ in 0..2 {
+        let (code, _, _) = run(
+            p,
+            &["call", "--session", "w", "panic.panic", "--input", "{}"],
+        );
+        assert_eq!(code, 5);
+    }
+    let shown = json_of(p, &["session", "show", "w"]);
+    assert_eq!(shown["status"], "paused");
+    assert_eq!(shown["watch"]["escalation"], "blocker");
+    assert_eq!(shown["watch"]["flags"]["retry"]["severity"], "critical");
+    let (code, out, err) = run(p, &["session", "check", "w"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("escalation step `blocker`") && out.contains("retry [critical]"),
+        "{out}"
+    );
+
+    let rescue = json_of(p, &["rescue", "open", "w"]);
+    let rid = rescue["id"].as_str().unwrap().to_string();
+    assert!(rescue["call_id"].is_string());
+    json_of(
+        p,
+        &[
+            "rescue",
+            "diagnose",
+            &rid,
+            "--category",
+            "tool_defect",
+            "--evidence",
+            "panics every time",
+            "--evidence",
+            "same input",
+            "--root-cause",
+            "the tool is broken",
+        ],
+    );
+    let (code, _, err) = run(
+        p,
+        &[
+            "rescue",
+            "diagnose",
+            &rid,
+            "--category",
+            "vibes",
+            "--root-cause",
+            "x",
+        ],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("missing_context"), "{err}");
+    json_of(
+        p,
+        &[
+            "rescue",
+            "inject",
+            &rid,
+            "--file",
+            "NOTES.md",
+            "--spec-change",
+            "use echo",
+        ],
+    );
+    let resumed = json_of(p, &["session", "resume", "w"]);
+    assert_eq!(resumed["context"][0]["text"], "NOTES.md");
+    assert_eq!(resumed["context"][1]["kind"], "spec_change");
+    let resolved = json_of(
+        p,
+        &[
+            "rescue",
+            "resolve",
+            &rid,
+            "--outcome",
+            "resolved",
+            "--enrich",
+            "panic.panic is for tests only",
+        ],
+    );
+    assert_eq!(resolved["outcome"], "resolved");
+
+    let next = json_of(
+        p,
+        &[
+            "session",
+            "start",
+            "--role",
+            "workagent",
+            "--project",
+            "cli",
+        ],
+    );
+    assert_eq!(next["context"][0]["text"], "panic.panic is for tests only");
+
+    let added = json_of(
+        p,
+        &[
+            "context",
+            "add",
+            "--project",
+            "cli",
+            "echo answers with its input",
+        ],
+    );
+    let cid = added["id"].as_str().unwrap().to_string();
+    let listed = json_of(p, &["context", "list", "--project", "cli", "--json"]);
+    assert_eq!(listed.as_array().unwrap().len(), 2);
+    let found = json_of(p, &["context", "search", "ECHO input", "--json"]);
+    assert_eq!(found.as_array().unwrap().len(), 1);
+    json_of(p, &["context", "retire", &cid]);
+    let listed = json_of(p, &["context", "list", "--project", "cli", "--json"]);
+    assert_eq!(listed.as_array().unwrap().len(), 1);
+
+    let (code, out, _) = run(p, &["rescue", "list"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains(&rid) && out.contains("resolved") && out.contains("tool_defect"),
+        "{out}"
+    );
+    let report = json_of(p, &["rescue", "report", "--days", "30", "--json"]);
+    assert_eq!(report["rescues"], 1);
+    assert_eq!(report["resolved"], 1);
+    assert_eq!(report["context_updates"], 1);
+    assert_eq!(report["by_category"]["tool_defect"], 1);
+    let record = json_of(p, &["rescue", "show", &rid]);
+    assert_eq!(
+        report["mean_time_to_unblock_ms"].as_u64().unwrap(),
+        record["resolved_at_ms"].as_u64().unwrap() - record["detected_at_ms"].as_u64().unwrap()
+    );
+    let (code, out, _) = run(p, &["rescue", "report"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("rescues:              1") && out.contains("tool_defect"),
+        "{out}"
+    );
+
+    // An operator who keeps rescues out of the index.
+    write_site(p, "[context]\nwriters = [\"operator\"]\n");
+    json_of(
+        p,
+        &[
+            "session",
+            "start",
+            "--role",
+            "workagent",
+            "--project",
+            "cli",
+            "--name",
+            "w2",
+        ],
+    );
+    let r2 = json_of(p, &["rescue", "open", "w2"]);
+    let (code, _, err) = run(
+        p,
+        &[
+            "rescue",
+            "resolve",
+            r2["id"].as_str().unwrap(),
+            "--outcome",
+            "resolved",
+            "--enrich",
+            "x",
+        ],
+    );
+    assert_eq!(code, 3, "{err}");
+    assert!(err.contains("[context] writers"), "{err}");
+
+    // A typo in the config is an error, not ignored.
+    write_site(p, "[detector]\nretry_failure = 2\n");
+    let (code, _, err) = run(p, &["rescue", "list"]);
+    assert_eq!(code, 2, "{err}");
+}
