@@ -107,6 +107,7 @@ pub(crate) async fn load_hook(
         deadline: config.deadline,
         memory: config.memory,
         fuel: config.fuel,
+        engine_fuel: super::run::engine_meters_fuel(engine),
     };
     let triggers = run_hook(engine, &pre, &limits, async |hook, store| {
         hook.glovebox_plugin_permission_hook()

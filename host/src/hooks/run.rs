@@ -26,6 +26,15 @@ pub(crate) struct HookLimits {
     pub deadline: Duration,
     pub memory: u64,
     pub fuel: Option<u64>,
+    /// Whether the engine meters fuel (then a hook without a `fuel` limit
+    /// still needs fuel to run at all).
+    pub engine_fuel: bool,
+}
+
+/// Whether `engine` meters fuel. Asked once per hook at load: the refusal is
+/// an error value, too costly to make on every evaluation.
+pub(crate) fn engine_meters_fuel(engine: &Engine) -> bool {
+    Store::new(engine, ()).set_fuel(0).is_ok()
 }
 
 /// Why a hook run produced no answer.
@@ -91,10 +100,10 @@ pub(crate) async fn run_hook<R>(
                 "its `fuel` limit cannot be enforced: fuel metering is off in the engine (build it from a config that lists this hook)".to_string(),
             )
         })?,
-        // Fails only when the engine meters no fuel, which is what we want then.
-        None => {
+        None if limits.engine_fuel => {
             let _ = store.set_fuel(u64::MAX);
         }
+        None => {}
     }
 
     let outcome = {
@@ -186,6 +195,7 @@ mod tests {
             deadline: Duration::from_millis(100),
             memory: 16 << 20,
             fuel: Some(1000),
+            engine_fuel: true,
         };
         assert_eq!(Fault::Timeout.describe(&limits), "timed out after 100ms");
         assert!(

@@ -182,6 +182,24 @@ const STREAMS_TREE: &str = "streams";
 /// share one; each is held only for a head lookup and an in-memory insert.
 const APPEND_STRIPES: usize = 64;
 
+/// Opens sled in `dir`. We hold the data dir's `LOCK`, so a lock sled still
+/// sees on its files belongs to a store of this process that was just dropped
+/// and whose sled threads have not finished yet: wait for them, briefly.
+fn open_sled(dir: &Path) -> Result<sled::Db, StorageError> {
+    let start = std::time::Instant::now();
+    loop {
+        match sled::Config::new().path(dir).open() {
+            Err(sled::Error::Io(e))
+                if e.to_string().contains("could not acquire lock")
+                    && start.elapsed() < std::time::Duration::from_secs(5) =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            other => return other.map_err(sled_error),
+        }
+    }
+}
+
 impl SledStore {
     /// Opens (creating it if needed) the store in `dir`: locks `<dir>/LOCK`,
     /// then opens sled in `<dir>/sled`. Fails at once with
@@ -193,10 +211,7 @@ impl SledStore {
         })?;
         let lock = dir_lock::lock_data_dir(dir)?;
         let sled_dir = dir.join("sled");
-        let db = sled::Config::new()
-            .path(&sled_dir)
-            .open()
-            .map_err(sled_error)?;
+        let db = open_sled(&sled_dir)?;
         let streams = db.open_tree(STREAMS_TREE).map_err(sled_error)?;
         let strict = match durability {
             Durability::Flush => None,

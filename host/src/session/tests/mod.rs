@@ -160,10 +160,18 @@ fn checkpoint_seqs(store: &dyn Storage, id: &str) -> Vec<u64> {
 /// on disk would; see the layout in `storage::sled_store`. Each event of a
 /// session is one append, so one record keyed by the event's sequence.
 fn with_raw_streams(dir: &Path, f: impl FnOnce(&sled::Tree)) {
-    let db = sled::Config::new()
-        .path(dir.join("sled"))
-        .open()
-        .expect("open raw sled");
+    // The store was just dropped; its sled threads may hold the file lock a
+    // moment longer.
+    let start = std::time::Instant::now();
+    let db = loop {
+        match sled::Config::new().path(dir.join("sled")).open() {
+            Ok(db) => break db,
+            Err(_) if start.elapsed() < std::time::Duration::from_secs(5) => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(e) => panic!("open raw sled: {e}"),
+        }
+    };
     let streams = db.open_tree(sled_raw::STREAMS_TREE).unwrap();
     f(&streams);
     db.flush().unwrap();
