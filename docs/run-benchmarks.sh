@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs every benchmark of docs/benchmarks.md in one go and prints one table.
 #
-#   bash docs/run-benchmarks.sh             # dev profile (dependencies optimized): ~10 min
-#   bash docs/run-benchmarks.sh --quick     # the same measurements, smaller: ~1-2 min
+#   bash docs/run-benchmarks.sh             # dev profile (dependencies optimized): ~4 min
+#   bash docs/run-benchmarks.sh --quick     # the same measurements, smaller: ~1 min
 #   bash docs/run-benchmarks.sh --release   # the optimized bench profile (a clean build
 #                                           # of wasmtime takes ~20 min on 2 cores)
 #   GLOVEBOX_BENCH_ONLY=calls,jobs bash docs/run-benchmarks.sh   # some sections only:

@@ -4,7 +4,7 @@
 //! ```text
 //! bash docs/run-benchmarks.sh              # installs bubblewrap, builds the plugins, runs this
 //! cargo bench -p glovebox --bench compare --profile dev
-//! GLOVEBOX_BENCH_QUICK=1 cargo bench -p glovebox --bench compare --profile dev   # ~2 min
+//! GLOVEBOX_BENCH_QUICK=1 cargo bench -p glovebox --bench compare --profile dev   # ~1 min
 //! ```
 //!
 //! What it measures, in this order (see `docs/benchmarks.md` for the method):
@@ -24,7 +24,12 @@
 //!
 //! Memory and start-up are measured in fresh child processes (this binary
 //! run again with `--child <what>`), so that nothing an earlier measurement
-//! allocated or loaded hides or inflates them.
+//! allocated or loaded hides or inflates them. The `cores` column says how
+//! many cores this process (with the children it waited for) and everything
+//! else on the machine kept busy during a measurement: on a shared machine
+//! it tells a scaling limit of Glovebox from a core someone else was using.
+//! `GLOVEBOX_BENCH_ONLY=calls,mcp,callers,appends,resume,jobs,memory` (any
+//! of them) runs some sections only.
 
 mod support;
 
@@ -48,7 +53,7 @@ use support::artifact;
 const INPUT: &str = r#"{"message":"hi"}"#;
 
 /// How much of everything: `GLOVEBOX_BENCH_QUICK=1` checks that it all works
-/// in a minute or two; the full run takes about ten.
+/// in about a minute; the full run takes three or four.
 struct Params {
     quick: bool,
     native_calls: usize,
@@ -94,14 +99,14 @@ impl Params {
             Params {
                 quick,
                 native_calls: 200_000,
-                calls: 5_000,
-                spawns: 300,
-                callers_secs: 4.0,
+                calls: 10_000,
+                spawns: 500,
+                callers_secs: 5.0,
                 mcp_calls: 2_000,
                 append_secs: 2.5,
                 resume_sizes: vec![1_000, 10_000, 100_000],
                 cpu_job_secs: 0.5,
-                cpu_reps: 3,
+                cpu_reps: 5,
                 idle_jobs: 1_000,
                 idle_job_sleep_s: 5,
                 idle_sessions: 5_000,
@@ -117,30 +122,29 @@ impl Params {
 
 #[derive(Default)]
 struct Table {
-    /// A section title (`None` columns) or a measurement.
-    rows: Vec<[String; 6]>,
+    /// A section title (the other cells empty) or a measurement.
+    rows: Vec<[String; 7]>,
 }
 
-const HEAD: [&str; 6] = [
+const HEAD: [&str; 7] = [
     "measurement",
     "median",
     "p99",
     "rate / size",
     "ratio",
+    "cores: ours + others",
     "goal",
 ];
+
+/// Left-aligned columns (the others are numbers, right-aligned).
+const LEFT: [usize; 2] = [0, 6];
 
 impl Table {
     fn section(&mut self, title: &str) {
         eprintln!("[compare] {title}");
-        self.rows.push([
-            format!("**{title}**"),
-            String::new(),
-            String::new(),
-            String::new(),
-            String::new(),
-            String::new(),
-        ]);
+        let mut row: [String; 7] = Default::default();
+        row[0] = format!("**{title}**");
+        self.rows.push(row);
     }
 
     fn row(
@@ -153,8 +157,24 @@ impl Table {
         goal: String,
     ) {
         eprintln!("[compare]   {name}: {median} {p99} {rate} {ratio} {goal}");
-        self.rows
-            .push([name.to_string(), median, p99, rate, ratio, goal]);
+        self.rows.push([
+            name.to_string(),
+            median,
+            p99,
+            rate,
+            ratio,
+            String::new(),
+            goal,
+        ]);
+    }
+
+    /// The CPU the last row's measurement used.
+    fn cpu(&mut self, used: CpuUse) {
+        let cell = used.to_string();
+        eprintln!("[compare]     cores: {cell}");
+        if let Some(row) = self.rows.last_mut() {
+            row[5] = cell;
+        }
     }
 
     fn print(&self) {
@@ -164,11 +184,11 @@ impl Table {
                 *w = (*w).max(cell.chars().count());
             }
         }
-        let line = |cells: [&str; 6]| {
+        let line = |cells: [&str; 7]| {
             let mut s = String::from("|");
             for (i, (cell, w)) in cells.iter().zip(width).enumerate() {
                 let pad = w - cell.chars().count();
-                if i == 0 || i == 5 {
+                if LEFT.contains(&i) {
                     s += &format!(" {cell}{} |", " ".repeat(pad));
                 } else {
                     s += &format!(" {}{cell} |", " ".repeat(pad));
@@ -181,7 +201,7 @@ impl Table {
             .iter()
             .enumerate()
             .map(|(i, w)| {
-                if i == 0 || i == 5 {
+                if LEFT.contains(&i) {
                     format!(":{}", "-".repeat(w + 1))
                 } else {
                     format!("{}:", "-".repeat(w + 1))
@@ -192,6 +212,90 @@ impl Table {
         for row in &self.rows {
             println!("{}", line(row.each_ref().map(String::as_str)));
         }
+    }
+}
+
+/// Where CPU time went: this process (and the children it waited for) and
+/// the whole machine, from `/proc/self/stat` and `/proc/stat`.
+#[derive(Clone, Copy)]
+struct CpuMark {
+    ours: u64,
+    busy: u64,
+    at: Instant,
+}
+
+/// `USER_HZ`, the unit of both files: 100 on every Linux architecture we run on.
+const TICKS_PER_S: f64 = 100.0;
+
+fn cpu_mark() -> CpuMark {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // After the command name: state is field 3; utime, stime, cutime, cstime are 14-17.
+    let fields: Vec<u64> = stat
+        .rsplit_once(") ")
+        .map(|(_, rest)| {
+            rest.split(' ')
+                .skip(11)
+                .take(4)
+                .filter_map(|f| f.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    let machine = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let cpu: Vec<u64> = machine
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .skip(1)
+        .take(8)
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal: busy is all but idle and iowait.
+    let busy = cpu.iter().sum::<u64>() - cpu.get(3).unwrap_or(&0) - cpu.get(4).unwrap_or(&0);
+    CpuMark {
+        ours: fields.iter().sum(),
+        busy,
+        at: Instant::now(),
+    }
+}
+
+/// Cores busy on average since a mark: ours, and everybody else's.
+#[derive(Clone, Copy, Default)]
+struct CpuUse {
+    ours_s: f64,
+    all_s: f64,
+    wall_s: f64,
+}
+
+impl CpuMark {
+    fn since(&self) -> CpuUse {
+        let now = cpu_mark();
+        CpuUse {
+            ours_s: now.ours.saturating_sub(self.ours) as f64 / TICKS_PER_S,
+            all_s: now.busy.saturating_sub(self.busy) as f64 / TICKS_PER_S,
+            wall_s: (now.at - self.at).as_secs_f64(),
+        }
+    }
+}
+
+impl CpuUse {
+    fn add(self, other: CpuUse) -> CpuUse {
+        CpuUse {
+            ours_s: self.ours_s + other.ours_s,
+            all_s: self.all_s + other.all_s,
+            wall_s: self.wall_s + other.wall_s,
+        }
+    }
+}
+
+impl std::fmt::Display for CpuUse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.wall_s <= 0.0 {
+            return Ok(());
+        }
+        let ours = self.ours_s / self.wall_s;
+        let others = ((self.all_s - self.ours_s) / self.wall_s).max(0.0);
+        write!(f, "{ours:.2} + {others:.2}")
     }
 }
 
@@ -482,7 +586,9 @@ async fn cpu_jobs(table: &mut Table, p: &Params) {
         }
     };
     let (mut serial, mut parallel) = (Vec::new(), Vec::new());
+    let (mut serial_cpu, mut parallel_cpu) = (CpuUse::default(), CpuUse::default());
     for _ in 0..p.cpu_reps {
+        let mark = cpu_mark();
         let t = Instant::now();
         for _ in 0..8 {
             let job = jobs
@@ -492,7 +598,9 @@ async fn cpu_jobs(table: &mut Table, p: &Params) {
             run(&[job.id]).await;
         }
         serial.push(t.elapsed().as_secs_f64());
+        serial_cpu = serial_cpu.add(mark.since());
 
+        let mark = cpu_mark();
         let t = Instant::now();
         let mut ids = Vec::new();
         for _ in 0..8 {
@@ -505,6 +613,7 @@ async fn cpu_jobs(table: &mut Table, p: &Params) {
         }
         run(&ids).await;
         parallel.push(t.elapsed().as_secs_f64());
+        parallel_cpu = parallel_cpu.add(mark.since());
     }
     let (serial, parallel) = (median(serial), median(parallel));
     let reps = if p.cpu_reps > 1 {
@@ -520,6 +629,7 @@ async fn cpu_jobs(table: &mut Table, p: &Params) {
         String::new(),
         String::new(),
     );
+    table.cpu(serial_cpu);
     let speedup = serial / parallel;
     table.row(
         &format!("8 CPU-bound jobs at once, {cores} running (wall time)"),
@@ -529,6 +639,7 @@ async fn cpu_jobs(table: &mut Table, p: &Params) {
         format!("{} faster", times(speedup)),
         at_least(speedup, 1.7),
     );
+    table.cpu(parallel_cpu);
 }
 
 // ------------------------------------------------- child processes (memory)
@@ -845,20 +956,24 @@ fn per_call(t: &mut Table, p: &Params, rt: &tokio::runtime::Runtime, data: &Path
     t.section(&format!(
         "Per-call cost of a trivial tool (echo {INPUT}), one call at a time"
     ));
+    let mark = cpu_mark();
     let nat = native(p.native_calls);
-    let hooked: Vec<Summary> = [0, 1, 3]
+    let nat_cpu = mark.since();
+    let hooked: Vec<(Summary, CpuUse)> = [0, 1, 3]
         .into_iter()
         .map(|k| {
             rt.block_on(async {
                 let h = support::calls::host(k, data).await;
+                let mark = cpu_mark();
                 let samples = support::calls::sample(&h, p.calls).await;
+                let used = mark.since();
                 // One call at a time: the rate is one over the mean.
                 let total = samples.iter().sum();
-                summarize(samples, total)
+                (summarize(samples, total), used)
             })
         })
         .collect();
-    let gb = &hooked[0];
+    let gb = &hooked[0].0;
     t.row(
         "native function (serde_json parse + serialize)",
         dur(nat.median),
@@ -867,6 +982,7 @@ fn per_call(t: &mut Table, p: &Params, rt: &tokio::runtime::Runtime, data: &Path
         "floor".into(),
         String::new(),
     );
+    t.cpu(nat_cpu);
     t.row(
         "Glovebox Host::call (fresh instance, no hooks)",
         dur(gb.median),
@@ -878,7 +994,10 @@ fn per_call(t: &mut Table, p: &Params, rt: &tokio::runtime::Runtime, data: &Path
         ),
         String::new(),
     );
+    t.cpu(hooked[0].1);
+    let mark = cpu_mark();
     let plain = spawns("/bin/echo", &[INPUT], p.spawns);
+    let plain_cpu = mark.since();
     t.row(
         "process spawn: /bin/echo",
         dur(plain.median),
@@ -890,7 +1009,9 @@ fn per_call(t: &mut Table, p: &Params, rt: &tokio::runtime::Runtime, data: &Path
         ),
         String::new(),
     );
+    t.cpu(plain_cpu);
     if bwrap_available() {
+        let mark = cpu_mark();
         let bw = spawns(
             "bwrap",
             &[
@@ -916,6 +1037,7 @@ fn per_call(t: &mut Table, p: &Params, rt: &tokio::runtime::Runtime, data: &Path
             format!("{} Glovebox", times(ratio)),
             at_least(ratio, 300.0),
         );
+        t.cpu(mark.since());
     } else {
         t.row(
             "bubblewrap spawn",
@@ -928,7 +1050,7 @@ fn per_call(t: &mut Table, p: &Params, rt: &tokio::runtime::Runtime, data: &Path
     }
 
     t.section("Permission hooks on the trivial call (Host::call)");
-    for (k, s) in [0, 1, 3].into_iter().zip(&hooked) {
+    for (k, (s, used)) in [0, 1, 3].into_iter().zip(&hooked) {
         let ratio = s.median.as_secs_f64() / gb.median.as_secs_f64();
         let goal = if k == 3 {
             let over = ratio - 1.0;
@@ -944,6 +1066,7 @@ fn per_call(t: &mut Table, p: &Params, rt: &tokio::runtime::Runtime, data: &Path
             format!("{:+.0}%", (ratio - 1.0) * 100.0),
             goal,
         );
+        t.cpu(*used);
     }
 }
 
@@ -952,14 +1075,20 @@ fn mcp(t: &mut Table, p: &Params, rt: &tokio::runtime::Runtime, data: &Path) {
     t.section("Through the MCP server (echo in a session, logged durably; one client)");
     rt.block_on(async {
         let (host, durable, server) = support::mcp::echo_server(&data.join("mcp")).await;
+        let mark = cpu_mark();
         let direct = support::mcp::in_session(&host, &durable, p.mcp_calls).await;
+        let direct_cpu = mark.since();
+        let mark = cpu_mark();
         let stdio = support::mcp::stdio(&server, p.mcp_calls).await;
+        let stdio_cpu = mark.since();
+        let mark = cpu_mark();
         let http = support::mcp::http(&server, p.mcp_calls).await;
+        let http_cpu = mark.since();
         let base = direct.p50.as_secs_f64();
-        for (name, s) in [
-            ("call_in_session, no MCP", &direct),
-            ("MCP over stdio (pipes, JSON-RPC lines)", &stdio),
-            ("MCP over streamable HTTP (loopback)", &http),
+        for (name, s, used) in [
+            ("call_in_session, no MCP", &direct, direct_cpu),
+            ("MCP over stdio (pipes, JSON-RPC lines)", &stdio, stdio_cpu),
+            ("MCP over streamable HTTP (loopback)", &http, http_cpu),
         ] {
             let ratio = s.p50.as_secs_f64() / base;
             t.row(
@@ -974,6 +1103,7 @@ fn mcp(t: &mut Table, p: &Params, rt: &tokio::runtime::Runtime, data: &Path) {
                 },
                 String::new(),
             );
+            t.cpu(used);
         }
     });
 }
@@ -986,7 +1116,9 @@ fn concurrent_callers(t: &mut Table, p: &Params, rt: &tokio::runtime::Runtime, d
         support::calls::sample(&host, 100).await;
         let mut one = None;
         for k in [1usize, 2, 4] {
+            let mark = cpu_mark();
             let s = callers(host.clone(), k, p.callers_secs).await;
+            let used = mark.since();
             let base = *one.get_or_insert(s.per_s);
             let ratio = s.per_s / base;
             t.row(
@@ -1005,6 +1137,7 @@ fn concurrent_callers(t: &mut Table, p: &Params, rt: &tokio::runtime::Runtime, d
                     String::new()
                 },
             );
+            t.cpu(used);
         }
     });
 }
@@ -1036,7 +1169,9 @@ fn appends(t: &mut Table, p: &Params, _rt: &tokio::runtime::Runtime, _data: &Pat
     for (c, (name, case)) in cases.iter().enumerate() {
         for (i, w) in WRITERS.into_iter().enumerate() {
             let dir = tempfile::tempdir().expect("tempdir");
+            let mark = cpu_mark();
             let mut o = case(dir.path(), w);
+            let used = mark.since();
             let rate = o.per_sec();
             if c == 0 {
                 raw.push(rate);
@@ -1064,6 +1199,7 @@ fn appends(t: &mut Table, p: &Params, _rt: &tokio::runtime::Runtime, _data: &Pat
                     String::new()
                 },
             );
+            t.cpu(used);
         }
     }
 }
