@@ -175,20 +175,7 @@ impl Hands {
     }
 
     fn classify(&self, err: wasmtime::Error) -> Ended {
-        if self.store.data().limiter.exceeded() {
-            return Ended::Memory;
-        }
-        match err.downcast_ref::<Trap>() {
-            Some(Trap::Interrupt) => Ended::Timeout,
-            Some(Trap::StackOverflow) => Ended::StackOverflow,
-            Some(Trap::OutOfFuel) => Ended::Fuel,
-            Some(trap) => Ended::Trap(format!("wasm trap: {trap}")),
-            // wasmtime refuses to lift more than the store's hostcall fuel
-            // (set from the output cap) out of the guest; it says so only in
-            // its message. Pinned to wasmtime 48 and covered by a test.
-            None if format!("{err:#}").contains("fuel allocated for hostcalls") => Ended::DataLimit,
-            None => Ended::Trap(err.root_cause().to_string()),
-        }
+        classify(&err, self.store.data().limiter.exceeded())
     }
 
     pub fn fuel_used(&self) -> Option<u64> {
@@ -211,6 +198,37 @@ impl Hands {
 
     pub fn http_denials(&self) -> Vec<String> {
         self.store.data().http.denials()
+    }
+}
+
+/// How a guest run that returned an error ended: a limit, or a trap. Shared
+/// by tool calls and permission hooks.
+pub(crate) fn classify(err: &wasmtime::Error, memory_exceeded: bool) -> Ended {
+    if memory_exceeded {
+        return Ended::Memory;
+    }
+    match err.downcast_ref::<Trap>() {
+        Some(Trap::Interrupt) => Ended::Timeout,
+        Some(Trap::StackOverflow) => Ended::StackOverflow,
+        Some(Trap::OutOfFuel) => Ended::Fuel,
+        // Its text starts with "wasm trap: ".
+        Some(trap) => Ended::Trap(trap.to_string()),
+        // wasmtime refuses to lift more than the store's hostcall fuel
+        // (set from the output cap) out of the guest; it says so only in
+        // its message. Pinned to wasmtime 48 and covered by a test.
+        None if format!("{err:#}").contains("fuel allocated for hostcalls") => Ended::DataLimit,
+        None => Ended::Trap(first_line(&err.root_cause().to_string()).to_string()),
+    }
+}
+
+/// The message of a caught panic.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic without a message".to_string()
     }
 }
 

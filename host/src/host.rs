@@ -291,7 +291,7 @@ impl Host {
                 let message = if e.is_panic() {
                     format!(
                         "the host panicked while serving the call: {}",
-                        panic_message(e.into_panic())
+                        crate::call::panic_message(e.into_panic().as_ref())
                     )
                 } else {
                     "the call was cancelled".to_string()
@@ -367,16 +367,6 @@ fn check_schema(
             "it does not match the tool's input schema: {}",
             errors.join("; ")
         ))
-    }
-}
-
-fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "unknown panic".to_string()
     }
 }
 

@@ -8,10 +8,11 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use wasmtime::{Engine, Store, Trap};
+use wasmtime::{Engine, Store};
 
 use super::sandbox::HookState;
 use crate::bindings::hook::{HookPlugin, HookPluginPre};
+use crate::call::{Ended, panic_message};
 use crate::manifest::format_size;
 use crate::runtime::deadline_ticks;
 
@@ -123,32 +124,13 @@ pub(crate) async fn run_hook<R>(
 }
 
 fn classify(store: &Store<HookState>, err: &wasmtime::Error) -> Fault {
-    if store.data().limiter.exceeded() {
-        return Fault::Memory;
-    }
-    match err.downcast_ref::<Trap>() {
-        Some(Trap::Interrupt) => Fault::Timeout,
-        Some(Trap::StackOverflow) => Fault::StackOverflow,
-        Some(Trap::OutOfFuel) => Fault::Fuel,
-        // Its text starts with "wasm trap: ".
-        Some(trap) => Fault::Trap(trap.to_string()),
-        // Same wasmtime 48 message as for tool calls (see `call::Hands::classify`).
-        None if format!("{err:#}").contains("fuel allocated for hostcalls") => Fault::DataLimit,
-        None => Fault::Trap(first_line(&err.root_cause().to_string()).to_string()),
-    }
-}
-
-fn first_line(s: &str) -> &str {
-    s.lines().next().unwrap_or(s)
-}
-
-fn panic_message(payload: &(dyn Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "a panic without a message".to_string()
+    match crate::call::classify(err, store.data().limiter.exceeded()) {
+        Ended::Timeout => Fault::Timeout,
+        Ended::Memory => Fault::Memory,
+        Ended::StackOverflow => Fault::StackOverflow,
+        Ended::Fuel => Fault::Fuel,
+        Ended::DataLimit => Fault::DataLimit,
+        Ended::Trap(message) => Fault::Trap(message),
     }
 }
 
