@@ -6,7 +6,7 @@
 #   bash docs/run-benchmarks.sh --release   # the optimized bench profile (a clean build
 #                                           # of wasmtime takes ~20 min on 2 cores)
 #   GLOVEBOX_BENCH_ONLY=calls,jobs bash docs/run-benchmarks.sh   # some sections only:
-#       calls, mcp, callers, appends, resume, jobs, memory
+#       calls, code, mcp, callers, appends, resume, jobs, memory
 #
 # It installs bubblewrap if it is missing (apt-get), builds the plugins the benchmark
 # loads (as the test suite's build script does), then runs
@@ -15,10 +15,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 profile=(--profile dev)
+build_profile=(--profile dev)
 for arg in "$@"; do
     case "$arg" in
         --quick) export GLOVEBOX_BENCH_QUICK=1 ;;
-        --release) profile=() ;;
+        --release) profile=(); build_profile=(--release) ;;
         -h | --help) sed -n '2,13p' "$0"; exit 0 ;;
         *) echo "unknown option \`$arg\` (try --help)" >&2; exit 2 ;;
     esac
@@ -37,9 +38,8 @@ if ! command -v bwrap >/dev/null 2>&1; then
     fi
 fi
 
-# The plugins (tool and hook components), exactly as tests/build.rs builds them.
-rustup target add wasm32-wasip2 >&2
-(cd plugins && cargo build --release --target wasm32-wasip2 --target-dir target >&2)
-(cd plugins/hooks && cargo build --release --target wasm32-wasip2 --target-dir ../target >&2)
+# The plugins (tool and hook components, and the Python ones via componentize-py):
+# building the CLI runs tests/build.rs, which builds them all.
+cargo build "${build_profile[@]}" --bin glovebox >&2
 
 exec cargo bench "${profile[@]}" -p glovebox --bench compare

@@ -5,7 +5,8 @@
 //! 2. builds the `plugins/` workspace and the `plugins/hooks/` workspace (the `no_std`
 //!    permission hooks) for `wasm32-wasip2` in release mode, into `plugins/target`;
 //! 3. assembles the artifacts that cannot be written in Rust (from WAT sources in
-//!    `plugins/`) and the deliberately broken files (not Wasm, truncated);
+//!    `plugins/`) and the deliberately broken files (not Wasm, truncated), and builds the
+//!    plugins written in Python (`plugins/python/`, see `build_python.rs`);
 //! 4. writes `$OUT_DIR/plugins.rs`: one `pub const NAME: &str = "<absolute path>"` per
 //!    artifact, plus `PLUGINS_DIR` and `WIT_DIR`. The tests include it with
 //!    `include!(concat!(env!("OUT_DIR"), "/plugins.rs"))`;
@@ -21,6 +22,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, SystemTime};
 
+#[path = "build_python.rs"]
+mod python;
+
 /// The Wasm target plugins are built for.
 const WASM_TARGET: &str = "wasm32-wasip2";
 
@@ -32,6 +36,8 @@ const CARGO_ARTIFACTS: &[(&str, &str, &str)] = &[
     ("TOOL_FILES", "tool_files", "`list`, `read`, `write` in the preopened directories."),
     ("TOOL_HTTP_FETCH", "tool_http_fetch", "`fetch`: HTTP over wasi:http, redirects followed hop by hop."),
     ("TOOL_CPU", "tool_cpu", "`burn`: computes a hash chain for `ms` of wall time or `iterations` rounds."),
+    ("CODE_JS", "code_js", "`run`: runs JavaScript (boa, pre-initialized) with console, fs and fetch."),
+    ("TOOL_JS_JSON", "tool_js_json", "`get`, `pick`, `filter` on JSON by path: a tool plugin written in JavaScript."),
     ("HOSTILE_INFINITE_LOOP", "hostile_infinite_loop", "`spin`: loops forever."),
     ("HOSTILE_SLEEP", "hostile_sleep", "`sleep`: blocks in a host call (default 3600 s)."),
     ("HOSTILE_RECURSION", "hostile_recursion", "`recurse`, `recurse-big-frames`: unbounded recursion."),
@@ -157,6 +163,8 @@ fn run() -> Result<()> {
         &echo[..echo.len() / 2],
     )?;
 
+    python::build(&plugins_dir, &wit_dir, &target_dir, &release_dir)?;
+
     write_stamp(&release_dir)?;
     write_constants(&out_dir, &plugins_dir, &wit_dir, &release_dir)
 }
@@ -194,6 +202,7 @@ fn emit_rerun_if_changed(
         stamp_path(release_dir).display()
     );
     println!("cargo:rerun-if-changed=tests/build.rs");
+    python::emit_rerun_if_changed();
     Ok(())
 }
 
@@ -234,6 +243,7 @@ fn check_every_plugin_is_tested(tests_dir: &Path) -> Result<()> {
     let untested: Vec<&str> = CARGO_ARTIFACTS
         .iter()
         .chain(OTHER_ARTIFACTS)
+        .chain(python::ARTIFACTS)
         .map(|(name, _, _)| *name)
         .filter(|name| !mentions(&sources, name))
         .collect();
@@ -424,7 +434,7 @@ fn write_constants(
     for (name, stem, doc) in CARGO_ARTIFACTS {
         constant(name, doc, &release_dir.join(format!("{stem}.wasm")))?;
     }
-    for (name, file, doc) in OTHER_ARTIFACTS {
+    for (name, file, doc) in OTHER_ARTIFACTS.iter().chain(python::ARTIFACTS) {
         constant(name, doc, &release_dir.join(file))?;
     }
     write(&out_dir.join("plugins.rs"), code.as_bytes())

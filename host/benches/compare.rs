@@ -14,6 +14,9 @@
 //!    `Host::call` (a fresh instance per call), a plain process spawn of
 //!    `/bin/echo`, and the same under bubblewrap (`--unshare-all`, read-only
 //!    root), with permission hooks (0, 1, 3) and through the MCP server;
+//!    then generated code: `print(sum(range(10)))` in a fresh CPython
+//!    instance (`code-python.run`) and its JavaScript twin (`code-js.run`),
+//!    against `python3 -c` / `node -e` under bubblewrap;
 //! 2. calls per second with 1, 2 and 4 concurrent callers;
 //! 3. durable appends: the session log against raw sled;
 //! 4. resume time against session length;
@@ -28,7 +31,7 @@
 //! many cores this process (with the children it waited for) and everything
 //! else on the machine kept busy during a measurement: on a shared machine
 //! it tells a scaling limit of Glovebox from a core someone else was using.
-//! `GLOVEBOX_BENCH_ONLY=calls,mcp,callers,appends,resume,jobs,memory` (any
+//! `GLOVEBOX_BENCH_ONLY=calls,code,mcp,callers,appends,resume,jobs,memory` (any
 //! of them) runs some sections only.
 
 mod support;
@@ -447,6 +450,11 @@ fn native(n: usize) -> Summary {
 }
 
 fn spawns(program: &str, args: &[&str], n: usize) -> Summary {
+    spawns_printing(program, args, INPUT, n)
+}
+
+/// `n` runs of `program` (after 10 warm-ups), each checked to print `expected`.
+fn spawns_printing(program: &str, args: &[&str], expected: &str, n: usize) -> Summary {
     let run = || {
         let out = Command::new(program)
             .args(args)
@@ -454,7 +462,7 @@ fn spawns(program: &str, args: &[&str], n: usize) -> Summary {
             .output()
             .unwrap_or_else(|e| panic!("cannot run {program}: {e}"));
         assert!(
-            out.status.success() && out.stdout.trim_ascii() == INPUT.as_bytes(),
+            out.status.success() && out.stdout.trim_ascii() == expected.as_bytes(),
             "{program} failed: {out:?}"
         );
     };
@@ -1071,6 +1079,181 @@ fn per_call(t: &mut Table, p: &Params, rt: &tokio::runtime::Runtime, data: &Path
 }
 
 /// The trivial call through the MCP server, over stdio and HTTP.
+/// One code runner: its artifact, the code it runs, and the process it is
+/// compared with (run under bubblewrap).
+struct Runner {
+    language: &'static str,
+    plugin: &'static str,
+    artifact: &'static str,
+    memory: u64,
+    code: &'static str,
+    program: fn() -> Option<String>,
+    program_args: &'static [&'static str],
+    goal_ms: f64,
+    goal_ratio: f64,
+}
+
+const RUNNERS: [Runner; 2] = [
+    Runner {
+        language: "Python",
+        plugin: "code-python",
+        artifact: "code_python",
+        memory: 256 << 20,
+        code: "print(sum(range(10)))",
+        program: real_python,
+        program_args: &["-c", "print(sum(range(10)))"],
+        goal_ms: 1.5,
+        goal_ratio: 20.0,
+    },
+    Runner {
+        language: "JavaScript",
+        plugin: "code-js",
+        artifact: "code_js",
+        memory: 128 << 20,
+        code: "console.log([...Array(10).keys()].reduce((a, b) => a + b, 0))",
+        program: node,
+        program_args: &[
+            "-e",
+            "console.log([...Array(10).keys()].reduce((a, b) => a + b, 0))",
+        ],
+        goal_ms: 0.5,
+        goal_ratio: 50.0,
+    },
+];
+
+/// The interpreter itself, not a version manager's shim script in front of it.
+fn real_python() -> Option<String> {
+    let out = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .ok()?;
+    let path = String::from_utf8(out.stdout).ok()?.trim().to_string();
+    (out.status.success() && !path.is_empty()).then_some(path)
+}
+
+fn node() -> Option<String> {
+    let out = Command::new("node").arg("--version").output().ok()?;
+    out.status.success().then(|| "node".to_string())
+}
+
+/// Generated code run by Glovebox's code runners (a fresh interpreter instance
+/// per run, logged in a session with its scratch directory), side by side with
+/// the same code run by `python3 -c` / `node -e` under bubblewrap.
+fn code(t: &mut Table, p: &Params, rt: &tokio::runtime::Runtime, data: &Path) {
+    t.section(
+        "Generated code: a fresh interpreter per run, against python3 / node under bubblewrap",
+    );
+    let runs = if p.quick { 200 } else { 2_000 };
+    for r in &RUNNERS {
+        let mut m = manifest(r.artifact, r.plugin);
+        m.limits.memory = r.memory;
+        m.limits.deadline = Duration::from_secs(30);
+        m.scratch = Some("/scratch".into());
+        let dir = data.join(r.plugin);
+        let mut config = HostConfig::from_plugins(dir, vec![m]);
+        // Kept between bench runs: the first compile of an interpreter takes
+        // seconds and is not what this measures.
+        config.runtime.cache_dir =
+            Some(Path::new(env!("CARGO_TARGET_TMPDIR")).join("bench-compile-cache"));
+        let tool = format!("{}.run", r.plugin);
+        let input = json!({ "code": r.code }).to_string();
+        let (ours, used) = rt.block_on(async {
+            eprintln!(
+                "[compare]   loading {} (the first load compiles it)",
+                r.plugin
+            );
+            let host = Host::load(config).await.expect("runner loads");
+            let mut ctx = CallContext::standalone();
+            // A session's own scratch directory, as for an agent.
+            ctx.session_id = "s-bench".into();
+            let call = async || {
+                let out = host
+                    .call(&tool, &input, ctx.clone())
+                    .await
+                    .into_result()
+                    .unwrap_or_else(|e| panic!("{tool} failed: {e}"));
+                assert_eq!(out["stdout"], "45\n", "{tool} printed {out}");
+            };
+            for _ in 0..50 {
+                call().await;
+            }
+            let mark = cpu_mark();
+            let mut samples = Vec::with_capacity(runs);
+            let all = Instant::now();
+            for _ in 0..runs {
+                let t = Instant::now();
+                call().await;
+                samples.push(t.elapsed());
+            }
+            (summarize(samples, all.elapsed()), mark.since())
+        });
+        let ours_ms = ours.median.as_secs_f64() * 1e3;
+        t.row(
+            &format!("{}: {tool} `{}`", r.language, r.code),
+            dur(ours.median),
+            dur(ours.p99),
+            per_s(ours.per_s),
+            String::new(),
+            at_most(
+                ours_ms,
+                r.goal_ms,
+                &format!("{} ms", r.goal_ms),
+                &dur(ours.median),
+            ),
+        );
+        t.cpu(used);
+        let program = (r.program)();
+        match (bwrap_available(), program) {
+            (true, Some(program)) => {
+                let mut args = vec![
+                    "--unshare-all",
+                    "--ro-bind",
+                    "/",
+                    "/",
+                    "--dev",
+                    "/dev",
+                    "--proc",
+                    "/proc",
+                    program.as_str(),
+                ];
+                args.extend(r.program_args);
+                let mark = cpu_mark();
+                let bw = spawns_printing("bwrap", &args, "45", if p.quick { 20 } else { 100 });
+                let ratio = bw.median.as_secs_f64() / ours.median.as_secs_f64();
+                t.row(
+                    &format!(
+                        "{}: bwrap --unshare-all {} {}",
+                        r.language, program, r.program_args[0]
+                    ),
+                    dur(bw.median),
+                    dur(bw.p99),
+                    per_s(bw.per_s),
+                    format!("{} Glovebox", times(ratio)),
+                    at_least(ratio, r.goal_ratio),
+                );
+                t.cpu(mark.since());
+            }
+            (bwrap, program) => t.row(
+                &format!("{}: under bubblewrap", r.language),
+                "not run".into(),
+                String::new(),
+                String::new(),
+                String::new(),
+                format!(
+                    "not measured: {}",
+                    if !bwrap {
+                        "bwrap missing or not permitted"
+                    } else if program.is_none() {
+                        "the interpreter is not installed"
+                    } else {
+                        "?"
+                    }
+                ),
+            ),
+        }
+    }
+}
+
 fn mcp(t: &mut Table, p: &Params, rt: &tokio::runtime::Runtime, data: &Path) {
     t.section("Through the MCP server (echo in a session, logged durably; one client)");
     rt.block_on(async {
@@ -1406,8 +1589,9 @@ fn main() {
     let mut t = Table::default();
     let data = tempfile::tempdir().expect("tempdir");
 
-    let sections: [(&str, Section); 7] = [
+    let sections: [(&str, Section); 8] = [
         ("calls", per_call),
+        ("code", code),
         ("mcp", mcp),
         ("callers", concurrent_callers),
         ("appends", appends),

@@ -23,10 +23,13 @@ pub struct CallContext {
 }
 
 impl CallContext {
+    /// The session id of a call made outside any session.
+    pub const STANDALONE: &'static str = "standalone";
+
     /// A call made outside any session (the CLI without `--session`, tests).
     pub fn standalone() -> CallContext {
         CallContext {
-            session_id: "standalone".to_string(),
+            session_id: Self::STANDALONE.to_string(),
             session_name: None,
             role: "operator".to_string(),
             call_id: new_call_id(),
@@ -120,8 +123,15 @@ pub(crate) struct Hands {
 }
 
 impl Hands {
-    pub fn new(runtime: &Runtime, grants: &Grants, limits: &RunLimits) -> anyhow::Result<Hands> {
-        let state = CallState::new(grants, limits.memory, limits.stdio)?;
+    /// A store for one call with `grants`; `scratch` is the host directory mounted
+    /// at the grants' scratch path, if they have one.
+    pub fn new(
+        runtime: &Runtime,
+        grants: &Grants,
+        scratch: Option<&std::path::Path>,
+        limits: &RunLimits,
+    ) -> anyhow::Result<Hands> {
+        let state = CallState::new(grants, scratch, limits.memory, limits.stdio)?;
         let mut store = Store::new(runtime.engine(), state);
         store.limiter(|s| &mut s.limiter);
         // At every epoch tick a computing guest yields to the async runtime,
@@ -162,12 +172,22 @@ impl Hands {
         deadline: Duration,
         f: impl AsyncFnOnce(&ToolPlugin, &mut Store<CallState>) -> wasmtime::Result<R>,
     ) -> Result<R, Ended> {
-        let store = &mut self.store;
-        let work = async move {
+        self.run_with(deadline, async |store| {
             let plugin = pre.instantiate_async(&mut *store).await?;
             f(&plugin, store).await
-        };
-        match tokio::time::timeout(deadline, work).await {
+        })
+        .await
+    }
+
+    /// Runs `f` on the store under the deadline, like [`Hands::run`], for
+    /// callers that instantiate something else than a tool plugin.
+    pub async fn run_with<R>(
+        &mut self,
+        deadline: Duration,
+        f: impl AsyncFnOnce(&mut Store<CallState>) -> wasmtime::Result<R>,
+    ) -> Result<R, Ended> {
+        let store = &mut self.store;
+        match tokio::time::timeout(deadline, f(store)).await {
             Ok(Ok(r)) => Ok(r),
             Ok(Err(e)) => Err(self.classify(e)),
             Err(_) => Err(Ended::Timeout),

@@ -211,6 +211,10 @@ pub enum LoadError {
     },
     #[error("plugin `{plugin}`: {message}")]
     Instantiate { plugin: String, message: String },
+    #[error(
+        "plugin `{plugin}`: it asks to be pre-initialized (it exports `wizer-initialize`), but that failed: {message}"
+    )]
+    PreInit { plugin: String, message: String },
     #[error("plugin `{plugin}`: tool `{tool}`: {message}")]
     BadToolSpec {
         plugin: String,

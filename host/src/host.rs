@@ -383,7 +383,28 @@ async fn run_call(
     let limits = plugin.run_limits();
     let bytes_in = input.len() as u64;
     let start = Instant::now();
-    let mut hands = match Hands::new(runtime, &plugin.grants, &limits) {
+    // Kept until the call ends: a throwaway directory is removed on drop.
+    let scratch = if plugin.grants.wants_scratch() {
+        match runtime.scratch().for_call(&ctx) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                return CallReport::refused(
+                    name,
+                    CallError::Internal {
+                        tool: name.to_string(),
+                        message: format!(
+                            "cannot prepare the scratch directory under `{}`: {e}",
+                            runtime.scratch().root().display()
+                        ),
+                    },
+                );
+            }
+        }
+    } else {
+        None
+    };
+    let scratch_path = scratch.as_ref().map(|s| s.path());
+    let mut hands = match Hands::new(runtime, &plugin.grants, scratch_path, &limits) {
         Ok(h) => h,
         Err(e) => {
             return CallReport::refused(

@@ -25,10 +25,12 @@ pub mod manifest;
 pub mod mcp;
 mod pipeline;
 mod plugin;
+mod preinit;
 pub mod replay;
 pub mod rescue;
 mod runtime;
 mod sandbox;
+pub mod scratch;
 pub mod session;
 pub mod storage;
 

@@ -53,10 +53,12 @@ pub fn open_sessions(config: &HostConfig) -> anyhow::Result<Durable> {
         storage.clone(),
         SessionsConfig {
             checkpoint_every: config.storage.checkpoint_every,
+            scratch: Some(crate::scratch::ScratchDirs::new(config.scratch_dir())),
             ..SessionsConfig::default()
         },
     );
     let recovery = sessions.recover().context("cannot recover the sessions")?;
+    sessions.sweep_scratch();
     for call in &recovery.interrupted {
         tracing::warn!(
             session = %call.session,

@@ -14,6 +14,7 @@ use crate::bindings::tool::ToolPluginPre;
 use crate::call::{Ended, Hands, RunLimits};
 use crate::error::LoadError;
 use crate::manifest::{HostConfig, PluginManifest};
+use crate::preinit;
 use crate::runtime::Runtime;
 use crate::sandbox::{CallState, Grants};
 
@@ -79,19 +80,27 @@ pub async fn load_plugin(
         });
     }
     check_header(&name, &path, &bytes)?;
+    let limits = RunLimits {
+        memory: manifest.limits.memory,
+        deadline: manifest.limits.deadline,
+        output: manifest.limits.output,
+        stdio: manifest.limits.stdio,
+        fuel: manifest.limits.fuel,
+    };
 
-    let engine = runtime.engine().clone();
-    let component = tokio::task::spawn_blocking(move || Component::new(&engine, &bytes))
+    let (wasm, key) = if preinit::wanted(&bytes) {
+        let snap = preinit::snapshot(runtime, &name, &bytes, &digest, &limits).await?;
+        (snap, format!("{digest}-preinit"))
+    } else {
+        (bytes, digest.clone())
+    };
+    let component = runtime
+        .compile(&name, &key, wasm)
         .await
-        .map_err(|e| LoadError::Invalid {
+        .map_err(|message| LoadError::Invalid {
             plugin: name.clone(),
             path: path.clone(),
-            message: format!("the compiler crashed: {e}"),
-        })?
-        .map_err(|e| LoadError::Invalid {
-            plugin: name.clone(),
-            path: path.clone(),
-            message: format!("{e:#}"),
+            message,
         })?;
 
     check_tool_exports(runtime, &name, &component)?;
@@ -105,13 +114,6 @@ pub async fn load_plugin(
         function: format!("{e:#}"),
     })?;
 
-    let limits = RunLimits {
-        memory: manifest.limits.memory,
-        deadline: manifest.limits.deadline,
-        output: manifest.limits.output,
-        stdio: manifest.limits.stdio,
-        fuel: manifest.limits.fuel,
-    };
     let specs = list_tools(runtime, &name, &pre, &limits).await?;
     let (tools, validators) = apply_manifest(&manifest, specs)?;
     let grants = Grants::from_manifest(&manifest);
@@ -237,7 +239,7 @@ async fn list_tools(
         message,
     };
     // Listing tools needs no capability at all.
-    let mut hands = Hands::new(runtime, &Grants::none(), limits)
+    let mut hands = Hands::new(runtime, &Grants::none(), None, limits)
         .map_err(|e| instantiate_err(format!("{e:#}")))?;
     let result = hands
         .run(pre, limits.deadline, async |plugin, store| {

@@ -3,6 +3,8 @@
 
 mod billing;
 mod cli;
+mod code_js;
+mod code_python;
 mod cpu;
 mod examples;
 mod filesystem;
@@ -14,5 +16,6 @@ mod mcp_sdk;
 mod memory;
 mod network;
 mod rescue;
+mod scratch;
 mod sessions;
 mod util;

@@ -183,6 +183,11 @@ impl HostConfig {
         }
     }
 
+    /// Where the sessions' scratch directories live: `<data_dir>/scratch`.
+    pub fn scratch_dir(&self) -> PathBuf {
+        self.data_dir.join("scratch")
+    }
+
     /// `runtime.cache_dir`, or `<data_dir>/cache` when unset.
     pub fn cache_dir(&self) -> PathBuf {
         self.runtime

@@ -222,6 +222,10 @@ pub struct PluginManifest {
     /// Names of host environment variables passed through; values are read at call time.
     pub env: Vec<String>,
     pub http: Vec<HttpGrant>,
+    /// Where the guest sees the calling session's scratch directory (`/scratch`), if
+    /// the operator grants one: a read-write directory of its own per session, kept
+    /// across calls, pauses and restarts, removed when the session is archived.
+    pub scratch: Option<String>,
     /// Operator overrides of what tools say of themselves, by tool name.
     pub tools: BTreeMap<String, ToolOverride>,
 }

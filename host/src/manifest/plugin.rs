@@ -25,6 +25,7 @@ pub(super) struct RawManifest {
     env: Vec<String>,
     #[serde(default)]
     http: Vec<RawHttp>,
+    scratch: Option<String>,
     #[serde(default)]
     tools: BTreeMap<String, RawTool>,
 }
@@ -78,6 +79,7 @@ impl PluginManifest {
             fs: Vec::new(),
             env: Vec::new(),
             http: Vec::new(),
+            scratch: None,
             tools: BTreeMap::new(),
         }
     }
@@ -200,6 +202,22 @@ pub(super) fn load_manifest(
         http.push(parsed);
     }
 
+    let scratch = match &raw.scratch {
+        None => None,
+        Some(path) => {
+            let guest = normalize_guest(path)
+                .map_err(|problem| src.invalid("scratch", problem, source::hint_for("scratch")))?;
+            if let Some(j) = fs.iter().position(|g| g.guest == guest) {
+                return Err(src.invalid(
+                    "scratch",
+                    format!("guest path `{guest}` is already used by `fs[{j}]`"),
+                    "mount the scratch directory at a guest path no `[[fs]]` grant uses",
+                ));
+            }
+            Some(guest)
+        }
+    };
+
     let mut tools = BTreeMap::new();
     for (tool, over) in &raw.tools {
         let key = join_key("tools", tool);
@@ -244,6 +262,7 @@ pub(super) fn load_manifest(
         fs,
         env: raw.env,
         http,
+        scratch,
         tools,
     })
 }

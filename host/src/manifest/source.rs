@@ -237,6 +237,7 @@ pub(super) fn hint_for(key: &str) -> &'static str {
             "set `host = \"path/to/dir\"`, an existing directory; relative paths are resolved from the manifest's directory"
         }
         "guest" => "set `guest = \"/data\"`, an absolute path inside the sandbox",
+        "scratch" => "set `scratch = \"/scratch\"`, an absolute path inside the sandbox",
         "access" => "write `access = \"read-only\"` (the default) or `access = \"read-write\"`",
         "fs" => "write one `[[fs]]` table per directory, with `host`, `guest` and `access`",
         "url" => {

@@ -3,19 +3,31 @@
 
 mod engine;
 
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
 use anyhow::{Context, Result};
 use wasmtime::Engine;
+use wasmtime::component::Component;
 use wasmtime::component::Linker;
 
 pub use engine::deadline_ticks;
 
 use crate::manifest::HostConfig;
 use crate::sandbox::CallState;
+use crate::scratch::ScratchDirs;
+
+/// Components at least this large announce their first compile.
+const LOUD_COMPILE_BYTES: usize = 1 << 20;
+/// How often a long first compile reports progress.
+const PROGRESS_EVERY: Duration = Duration::from_secs(5);
 
 pub struct Runtime {
     engine: Engine,
     linker: Linker<CallState>,
     fuel_enabled: bool,
+    scratch: ScratchDirs,
+    cache_dir: PathBuf,
     // Dropped after the engine's users; stops the ticker thread.
     _ticker: engine::EpochTicker,
 }
@@ -38,6 +50,8 @@ impl Runtime {
         let ticker = engine::EpochTicker::start(&engine)?;
         Ok(Runtime {
             fuel_enabled: engine::fuel_wanted(config),
+            scratch: ScratchDirs::new(config.scratch_dir()),
+            cache_dir,
             engine,
             linker,
             _ticker: ticker,
@@ -54,5 +68,65 @@ impl Runtime {
 
     pub fn fuel_enabled(&self) -> bool {
         self.fuel_enabled
+    }
+
+    pub fn scratch(&self) -> &ScratchDirs {
+        &self.scratch
+    }
+
+    /// The compile cache (absolute).
+    pub fn cache_dir(&self) -> &Path {
+        &self.cache_dir
+    }
+
+    /// Compiles `bytes` (or takes the compiled form from the cache) off the async
+    /// threads. A large component compiled for the first time says so on stderr,
+    /// with its progress, and says where it was cached once done: the first compile
+    /// of an interpreter takes tens of seconds, the later loads milliseconds.
+    /// `key` names the bytes in the cache (a digest); `name` is shown to the user.
+    pub async fn compile(
+        &self,
+        name: &str,
+        key: &str,
+        bytes: Vec<u8>,
+    ) -> std::result::Result<Component, String> {
+        let seen = self.cache_dir.join("seen").join(key);
+        let loud = bytes.len() >= LOUD_COMPILE_BYTES && !seen.exists();
+        let size = bytes.len();
+        let engine = self.engine.clone();
+        let mut job = tokio::task::spawn_blocking(move || Component::new(&engine, &bytes));
+        let started = Instant::now();
+        let mut ticker =
+            tokio::time::interval_at(tokio::time::Instant::now() + PROGRESS_EVERY, PROGRESS_EVERY);
+        if loud {
+            eprintln!(
+                "glovebox: compiling `{name}` ({:.1} MB) for the first time; later loads take it from the cache",
+                size as f64 / 1e6
+            );
+        }
+        let compiled = loop {
+            tokio::select! {
+                done = &mut job => break done,
+                _ = ticker.tick(), if loud => eprintln!(
+                    "glovebox: still compiling `{name}`: {} s",
+                    started.elapsed().as_secs()
+                ),
+            }
+        };
+        let component = compiled
+            .map_err(|e| format!("the compiler crashed: {e}"))?
+            .map_err(|e| format!("{e:#}"))?;
+        if !seen.exists() {
+            if loud {
+                eprintln!(
+                    "glovebox: compiled `{name}` in {:.1} s; cached in {}",
+                    started.elapsed().as_secs_f64(),
+                    self.cache_dir.display()
+                );
+            }
+            let _ = std::fs::create_dir_all(seen.parent().unwrap_or(&self.cache_dir))
+                .and_then(|()| std::fs::write(&seen, b""));
+        }
+        Ok(component)
     }
 }

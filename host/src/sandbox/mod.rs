@@ -9,6 +9,7 @@ pub mod capture;
 pub mod http;
 pub mod limiter;
 
+use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
@@ -27,6 +28,8 @@ pub struct Grants {
     fs: Arc<[FsGrant]>,
     env: Arc<[String]>,
     http: Arc<[HttpGrant]>,
+    /// Guest path of the session's scratch directory, if granted.
+    scratch: Option<Arc<str>>,
 }
 
 impl Grants {
@@ -35,6 +38,7 @@ impl Grants {
             fs: manifest.fs.clone().into(),
             env: manifest.env.clone().into(),
             http: manifest.http.clone().into(),
+            scratch: manifest.scratch.as_deref().map(Arc::from),
         }
     }
 
@@ -44,7 +48,13 @@ impl Grants {
             fs: Arc::new([]),
             env: Arc::new([]),
             http: Arc::new([]),
+            scratch: None,
         }
+    }
+
+    /// Whether these grants mount a scratch directory.
+    pub fn wants_scratch(&self) -> bool {
+        self.scratch.is_some()
     }
 }
 
@@ -61,8 +71,14 @@ pub struct CallState {
 
 impl CallState {
     /// Builds the state for a call with `grants`, a memory cap and a cap on
-    /// captured output per stream.
-    pub fn new(grants: &Grants, memory_cap: u64, stdio_cap: u64) -> Result<CallState> {
+    /// captured output per stream. `scratch` is the host directory mounted
+    /// read-write at the grants' scratch path (ignored if they have none).
+    pub fn new(
+        grants: &Grants,
+        scratch: Option<&Path>,
+        memory_cap: u64,
+        stdio_cap: u64,
+    ) -> Result<CallState> {
         let stdout = CapturePipe::new(stdio_cap);
         let stderr = CapturePipe::new(stdio_cap);
         let mut b = WasiCtxBuilder::new();
@@ -83,6 +99,16 @@ impl CallState {
                         "cannot open granted directory `{}` (guest `{}`)",
                         grant.host.display(),
                         grant.guest
+                    )
+                })?;
+        }
+        if let (Some(guest), Some(host)) = (grants.scratch.as_deref(), scratch) {
+            b.preopened_dir(host, guest, FsPerms::ReadWrite)
+                .map_err(anyhow::Error::from)
+                .with_context(|| {
+                    format!(
+                        "cannot open the scratch directory `{}` (guest `{guest}`)",
+                        host.display()
                     )
                 })?;
         }

@@ -230,12 +230,49 @@ impl Sessions {
         })
     }
 
-    /// Archives a completed or paused session.
+    /// Archives a completed or paused session, then removes its scratch
+    /// directory. The archive stands even if the removal fails (it is logged, and
+    /// retried the next time the sessions are opened).
     pub fn archive(&self, id_or_name: &str) -> Result<SessionState, SessionError> {
-        self.with_slot(id_or_name, |this, slot, id| {
+        let state = self.with_slot(id_or_name, |this, slot, id| {
             this.append_locked(slot, id, EventKind::Archived)?;
             this.current(slot, id)
-        })
+        })?;
+        if let Some(scratch) = &self.config.scratch
+            && let Err(e) = scratch.remove(&state.id)
+        {
+            tracing::warn!(session = %state.id, error = %e, "cannot remove the scratch directory of an archived session");
+        }
+        Ok(state)
+    }
+
+    /// Removes the scratch directories of archived sessions and the throwaway
+    /// directories of calls a killed host left behind. Returns how many went.
+    pub fn sweep_scratch(&self) -> usize {
+        let Some(scratch) = &self.config.scratch else {
+            return 0;
+        };
+        let (sessions, leftovers) = match scratch.list() {
+            Ok(l) => l,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot list the scratch directories");
+                return 0;
+            }
+        };
+        let mut removed = 0;
+        for dir in leftovers {
+            if std::fs::remove_dir_all(&dir).is_ok() {
+                removed += 1;
+            }
+        }
+        for id in sessions {
+            let archived =
+                matches!(self.state_of(&id), Ok(s) if s.status == SessionStatus::Archived);
+            if archived && scratch.remove(&id).unwrap_or(false) {
+                removed += 1;
+            }
+        }
+        removed
     }
 
     /// Logs a handoff written by the session. With a `target_session`, that

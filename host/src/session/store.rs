@@ -28,6 +28,8 @@ pub struct SessionsConfig {
     pub checkpoint_every: u64,
     /// Checkpoints kept per session (the newest ones).
     pub keep_checkpoints: usize,
+    /// The sessions' scratch directories, removed when a session is archived.
+    pub scratch: Option<crate::scratch::ScratchDirs>,
 }
 
 impl Default for SessionsConfig {
@@ -35,6 +37,7 @@ impl Default for SessionsConfig {
         SessionsConfig {
             checkpoint_every: 256,
             keep_checkpoints: 2,
+            scratch: None,
         }
     }
 }

@@ -155,7 +155,7 @@ fn unknown_top_level_key_lists_the_allowed_ones() {
     assert_eq!(
         error.to_string(),
         format!(
-            "in `{}`: unknown key `grnats` at line 4: expected one of `name`, `component`, `sha256`, `limits`, `fs`, `env`, `http`, `tools`",
+            "in `{}`: unknown key `grnats` at line 4: expected one of `name`, `component`, `sha256`, `limits`, `fs`, `env`, `http`, `scratch`, `tools`",
             file.display()
         )
     );
@@ -630,4 +630,25 @@ fn for_component_derives_a_valid_name_and_grants_nothing() {
         assert_eq!(m.name, name, "{stem}");
         assert!(valid_plugin_name(&m.name), "{}", m.name);
     }
+}
+
+#[test]
+fn scratch_is_a_guest_path_of_its_own() {
+    let fx = Fixture::new();
+    fx.mkdir("d");
+    let file = fx.path("plugin.toml");
+    assert_eq!(fx.manifest(BASE).unwrap().scratch, None);
+    let m = fx
+        .manifest(&format!("{BASE}scratch = \"/scratch/\"\n"))
+        .unwrap();
+    assert_eq!(m.scratch.as_deref(), Some("/scratch"));
+    let error = fx.manifest_error("scratch = \"tmp\"\n");
+    assert_error(&error, &file, "scratch", &["is not absolute", "at line 3"]);
+    let error = fx.manifest_error("scratch = \"/data\"\n[[fs]]\nhost = \"d\"\nguest = \"/data\"\n");
+    assert_error(
+        &error,
+        &file,
+        "scratch",
+        &["guest path `/data` is already used by `fs[0]`"],
+    );
 }

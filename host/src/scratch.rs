@@ -1,0 +1,164 @@
+//! Per-session scratch directories: where generated code keeps its files.
+//!
+//! A plugin whose manifest sets `scratch = "/scratch"` sees, at that guest path, a
+//! read-write directory of the calling session: `<data_dir>/scratch/<session id>`.
+//! Successive calls of one session see what earlier calls wrote (like a notebook);
+//! the directory survives pauses, resumes and restarts, and is removed when the
+//! session is archived. Sessions never see each other's directories. A call made
+//! outside any session gets a throwaway directory, removed when the call ends.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::call::CallContext;
+
+/// The root of all scratch directories of one data dir.
+#[derive(Clone, Debug)]
+pub struct ScratchDirs {
+    root: PathBuf,
+}
+
+/// The scratch directory of one call: a session's own, or a throwaway one.
+pub enum CallScratch {
+    Session(PathBuf),
+    Throwaway(tempfile::TempDir),
+}
+
+impl CallScratch {
+    pub fn path(&self) -> &Path {
+        match self {
+            CallScratch::Session(p) => p,
+            CallScratch::Throwaway(t) => t.path(),
+        }
+    }
+}
+
+impl ScratchDirs {
+    pub fn new(root: PathBuf) -> ScratchDirs {
+        ScratchDirs { root }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Where the scratch directory of `session_id` is (it may not exist yet).
+    pub fn path_of(&self, session_id: &str) -> io::Result<PathBuf> {
+        if !valid_session_id(session_id) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "`{}` cannot name a scratch directory: session ids are letters, digits, `-`, `_` and `.`, not starting with `.`",
+                    session_id.escape_debug()
+                ),
+            ));
+        }
+        Ok(self.root.join(session_id))
+    }
+
+    /// The directory for a call in `ctx`: the session's own (created on first use),
+    /// or a throwaway one for a call outside any session.
+    pub fn for_call(&self, ctx: &CallContext) -> io::Result<CallScratch> {
+        create_private_dir(&self.root)?;
+        if ctx.session_id == CallContext::STANDALONE {
+            let dir = tempfile::Builder::new()
+                .prefix(".call-")
+                .tempdir_in(&self.root)?;
+            return Ok(CallScratch::Throwaway(dir));
+        }
+        let dir = self.path_of(&ctx.session_id)?;
+        create_private_dir(&dir)?;
+        Ok(CallScratch::Session(dir))
+    }
+
+    /// Removes the scratch directory of `session_id`; `false` if it had none.
+    pub fn remove(&self, session_id: &str) -> io::Result<bool> {
+        let dir = self.path_of(session_id)?;
+        match std::fs::remove_dir_all(&dir) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Session ids that have a scratch directory, and throwaway directories a
+    /// killed host left behind (names starting with `.call-`).
+    pub fn list(&self) -> io::Result<(Vec<String>, Vec<PathBuf>)> {
+        let mut sessions = Vec::new();
+        let mut leftovers = Vec::new();
+        let entries = match std::fs::read_dir(&self.root) {
+            Ok(e) => e,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((sessions, leftovers)),
+            Err(e) => return Err(e),
+        };
+        for entry in entries {
+            let entry = entry?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with(".call-") {
+                leftovers.push(entry.path());
+            } else if valid_session_id(&name) {
+                sessions.push(name);
+            }
+        }
+        Ok((sessions, leftovers))
+    }
+}
+
+fn valid_session_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 128
+        && !id.starts_with('.')
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+/// Creates `dir` if needed, readable by this user only.
+fn create_private_dir(dir: &Path) -> io::Result<()> {
+    let mut b = std::fs::DirBuilder::new();
+    b.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        b.mode(0o700);
+    }
+    b.create(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_ids_cannot_escape_the_root() {
+        let dirs = ScratchDirs::new(PathBuf::from("/tmp/x"));
+        for bad in ["", "..", ".", "../a", "a/b", ".hidden", "a\0b", "a b"] {
+            assert!(dirs.path_of(bad).is_err(), "{bad:?} was accepted");
+        }
+        assert_eq!(
+            dirs.path_of("s-01HX.a_b").unwrap(),
+            PathBuf::from("/tmp/x/s-01HX.a_b")
+        );
+    }
+
+    #[test]
+    fn throwaway_dirs_go_away_and_session_dirs_stay() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dirs = ScratchDirs::new(tmp.path().join("scratch"));
+        let throwaway = dirs.for_call(&CallContext::standalone()).unwrap();
+        let path = throwaway.path().to_path_buf();
+        assert!(path.is_dir());
+        drop(throwaway);
+        assert!(!path.exists());
+
+        let mut ctx = CallContext::standalone();
+        ctx.session_id = "s-1".into();
+        let dir = dirs.for_call(&ctx).unwrap();
+        std::fs::write(dir.path().join("f"), "x").unwrap();
+        drop(dir);
+        assert!(tmp.path().join("scratch/s-1/f").is_file());
+        assert_eq!(dirs.list().unwrap().0, vec!["s-1".to_string()]);
+        assert!(dirs.remove("s-1").unwrap());
+        assert!(!dirs.remove("s-1").unwrap());
+    }
+}
