@@ -48,6 +48,7 @@ const CARGO_ARTIFACTS: &[(&str, &str, &str)] = &[
     ("HOSTILE_NET", "hostile_net", "`resolve`, `connect`, `udp-send` over wasi:sockets."),
     ("HOSTILE_ENV", "hostile_env", "`env`: dumps env vars and args."),
     ("HOSTILE_PANIC", "hostile_panic", "`panic`: panics (traps)."),
+    ("HOSTILE_PREINIT", "hostile_preinit", "Exports `wizer-initialize`, which panics: never loads."),
     ("HOSTILE_STATE", "hostile_state", "`count`: a static counter; always 1 with fresh instances."),
     ("HOSTILE_MISSING_EXPORT", "hostile_missing_export", "Exports the `tool` interface without `call`."),
     ("HOSTILE_WRONG_WORLD", "hostile_wrong_world", "A `wasi:cli/command` component, not a tool plugin."),

@@ -141,3 +141,41 @@ mod sha2_digest {
             .to_string()
     }
 }
+
+/// A plugin that asks for pre-initialization runs `wizer-initialize` with no grants;
+/// when that fails, the plugin is refused with what it said, and nothing is cached.
+#[tokio::test]
+async fn a_failing_pre_initialization_refuses_the_plugin_and_caches_nothing() {
+    let (h, data) = {
+        let (config, data) =
+            crate::util::config(vec![manifest("preinit", plugins::HOSTILE_PREINIT)]);
+        // A compile cache of its own, so the check below sees only this plugin's.
+        let mut config = config;
+        config.runtime.cache_dir = Some(data.path().join("cache"));
+        (glovebox::Host::load(config).await, data)
+    };
+    let err = h.err().expect("the plugin must be refused");
+    let msg = format!("{err:#}");
+    assert!(
+        matches!(
+            err.downcast_ref::<LoadError>(),
+            Some(LoadError::PreInit { .. })
+        ),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("`preinit`") && msg.contains("wizer-initialize"),
+        "{msg}"
+    );
+    assert!(msg.contains("it trapped"), "{msg}");
+    // Its own panic message, and what it saw: no environment, no filesystem.
+    assert!(
+        msg.contains("wanted a config file at initialization, found HOME=None, / entries=None"),
+        "{msg}"
+    );
+    let snapshots = data.path().join("cache").join("preinit");
+    let cached = std::fs::read_dir(&snapshots)
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert_eq!(cached, 0, "a failed pre-initialization left a snapshot");
+}

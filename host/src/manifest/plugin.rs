@@ -136,6 +136,18 @@ pub(super) fn load_manifest(
     };
 
     let limits = apply_limits(&src, "limits", &raw.limits, defaults)?;
+    // wasmtime sets the wasm stack per engine, so one plugin cannot have its own:
+    // refuse rather than accept a limit that would not hold.
+    if raw.limits.max_wasm_stack.is_some() && limits.max_wasm_stack != defaults.max_wasm_stack {
+        return Err(src.invalid(
+            "limits.max_wasm_stack",
+            format!(
+                "a plugin cannot have its own wasm stack limit ({} bytes here, {} for the host): it is one setting for all plugins",
+                limits.max_wasm_stack, defaults.max_wasm_stack
+            ),
+            "set `max_wasm_stack` in the `[defaults]` table of glovebox.toml instead",
+        ));
+    }
     // Only a memory this manifest sets is its own fault; the defaults were checked
     // against the host maximum in `glovebox.toml`.
     if let (Some(cap), Some(_)) = (cap, raw.limits.memory)

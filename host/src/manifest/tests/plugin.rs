@@ -44,7 +44,7 @@ deadline = "250ms"
 output = 2048
 stdio = "1 KiB"
 fuel = 1000000
-max_wasm_stack = "1 MiB"
+max_wasm_stack = "512 KiB"
 
 [[fs]]
 host = "work/data"
@@ -84,7 +84,7 @@ cost = 1
             output: 2048,
             stdio: 1024,
             fuel: Some(1_000_000),
-            max_wasm_stack: 1 << 20,
+            max_wasm_stack: 512 << 10,
         }
     );
     let root = fs::canonicalize(fx.dir.path()).unwrap();
@@ -650,5 +650,21 @@ fn scratch_is_a_guest_path_of_its_own() {
         &file,
         "scratch",
         &["guest path `/data` is already used by `fs[0]`"],
+    );
+}
+
+#[test]
+fn the_wasm_stack_is_host_wide_not_per_plugin() {
+    let fx = Fixture::new();
+    let file = fx.path("plugin.toml");
+    let error = fx.manifest_error("[limits]\nmax_wasm_stack = \"8 MiB\"\n");
+    assert_error(
+        &error,
+        &file,
+        "limits.max_wasm_stack",
+        &[
+            "cannot have its own wasm stack limit",
+            "`[defaults]` table of glovebox.toml",
+        ],
     );
 }
