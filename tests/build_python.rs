@@ -10,6 +10,17 @@
 //! componentize-py version or the command line (a fingerprint of them is kept next to the
 //! artifacts). The apps are built from a copy of their directory, because componentize-py
 //! writes `__pycache__` next to the sources.
+//!
+//! An app listed in [`EXTRA_WORLDS`] also imports WASI interfaces beyond what
+//! componentize-py's runtime uses (the runner's `fetch` imports
+//! `wasi:http/outgoing-handler`): its directory has a `wit/` holding only its own world,
+//! which includes `tool-plugin` and adds those imports. (Merging two worlds with two
+//! `--world` flags instead makes componentize-py 0.25.1 panic in `summary.rs`.) The WASI
+//! WIT that world uses is not copied into the repository: it is taken at build time from
+//! the source of the host's own dependency `wasmtime-wasi-http` (its `wit/deps/`, found
+//! with `cargo metadata`), so the interface versions are the ones the host links. The
+//! app is built against a WIT directory assembled under `plugins/target/python-build/`:
+//! its world, with `deps/` holding those WASI packages and `../../wit` (`glovebox:plugin`).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -23,11 +34,19 @@ const COMPONENTIZE_PY_VERSION: &str = "0.25.1";
 /// The world every Python plugin targets.
 const WORLD: &str = "tool-plugin";
 
+/// Apps that import more than `tool-plugin` gives them: (file stem, world in the app's
+/// `wit/` directory, which includes `glovebox:plugin/tool-plugin`). The WASI packages it
+/// uses come from the crate [`WASI_WIT_CRATE`].
+const EXTRA_WORLDS: &[(&str, &str)] = &[("code_python", "glovebox:python-runner/http")];
+
+/// The host's crate whose `wit/deps/` holds the WASI WIT the host links.
+const WASI_WIT_CRATE: &str = "wasmtime-wasi-http";
+
 /// The Python plugins: (constant, file name, what it is). Each is built from the
 /// directory `plugins/python/<file stem with `-` for `_`>/`, whose `app.py` is the app.
 #[rustfmt::skip]
 pub const ARTIFACTS: &[(&str, &str, &str)] = &[
-    ("CODE_PYTHON", "code_python.wasm", "`run`: runs Python code (CPython, stdlib only) in a fresh interpreter; stdout, stderr, value, error."),
+    ("CODE_PYTHON", "code_python.wasm", "`run`: runs Python code (CPython, stdlib only, `fetch` to granted hosts) in a fresh interpreter; stdout, stderr, value, error."),
     ("TOOL_PY_STATS", "py_stats.wasm", "`describe`, `correlate`: statistics of lists of numbers, a tool plugin written in Python."),
 ];
 
@@ -36,6 +55,8 @@ pub const ARTIFACTS: &[(&str, &str, &str)] = &[
 pub fn emit_rerun_if_changed() {
     println!("cargo:rerun-if-env-changed=GLOVEBOX_PYTHON");
     println!("cargo:rerun-if-changed=tests/build_python.rs");
+    // The version of the WASI WIT (see `wasi_wit_deps`) follows the lock file.
+    println!("cargo:rerun-if-changed=Cargo.lock");
 }
 
 /// Builds every Python plugin whose inputs changed since its last build.
@@ -46,17 +67,38 @@ pub fn build(
     release_dir: &Path,
 ) -> Result<()> {
     let work_dir = target_dir.join("python-build");
+    let wasi_deps = if EXTRA_WORLDS.is_empty() {
+        None
+    } else {
+        Some(wasi_wit_deps()?)
+    };
     let mut jobs = Vec::new();
     for (_, file, _) in ARTIFACTS {
         let stem = file.trim_end_matches(".wasm");
         let source = plugins_dir.join("python").join(stem.replace('_', "-"));
         let dest = release_dir.join(file);
-        let fingerprint = fingerprint(&source, wit_dir)?;
+        let mut wit = (wit_dir.to_path_buf(), WORLD);
+        let mut wit_inputs = vec![wit_dir.to_path_buf()];
+        if let Some((_, world)) = EXTRA_WORLDS.iter().find(|(s, _)| *s == stem) {
+            let deps = wasi_deps.as_deref().unwrap_or(wit_dir);
+            let own = source.join("wit");
+            check_wasi_versions(&own, deps)?;
+            // Its own world, the host's WASI WIT and the plugin contract, put together
+            // as one WIT directory.
+            let assembled = work_dir.join(format!("{stem}-wit"));
+            remove_dir(&assembled)?;
+            copy_sources(&own, &assembled)?;
+            copy_sources(deps, &assembled.join("deps"))?;
+            copy_sources(wit_dir, &assembled.join("deps").join("glovebox-plugin"))?;
+            wit = (assembled, world);
+            wit_inputs.push(deps.to_path_buf());
+        }
+        let fingerprint = fingerprint(&source, &wit_inputs, wit.1)?;
         let stamp = work_dir.join(format!("{stem}.fingerprint"));
         if dest.is_file() && fs::read_to_string(&stamp).ok().as_deref() == Some(&fingerprint) {
             continue;
         }
-        jobs.push((stem, source, dest, fingerprint, stamp));
+        jobs.push((stem, source, dest, fingerprint, stamp, wit));
     }
     if jobs.is_empty() {
         return Ok(());
@@ -65,23 +107,22 @@ pub fn build(
 
     // componentize-py is mostly single-threaded: build the apps side by side.
     let mut running = Vec::new();
-    for (stem, source, dest, fingerprint, stamp) in jobs {
+    for (stem, source, dest, fingerprint, stamp, (wit, world)) in jobs {
         let staging = work_dir.join(stem);
         remove_dir(&staging)?;
         copy_sources(&source, &staging)?;
         let partial = dest.with_extension("wasm.partial");
+        let shown = format!(
+            "{} --wit-path {} --world {world}",
+            componentize_py.display(),
+            wit.display()
+        );
         let mut cmd = Command::new(&componentize_py);
         cmd.current_dir(&staging)
             .arg("--wit-path")
-            .arg(wit_dir)
-            .args([
-                "--world",
-                WORLD,
-                "componentize",
-                "app",
-                "--python-path",
-                ".",
-            ])
+            .arg(&wit)
+            .args(["--world", world])
+            .args(["componentize", "app", "--python-path", "."])
             .arg("--output")
             .arg(&partial)
             // Only the app's own directory is searched for modules: no active
@@ -98,10 +139,10 @@ pub fn build(
         let child = cmd
             .spawn()
             .map_err(|e| format!("cannot run `{}`: {e}", componentize_py.display()))?;
-        running.push((child, source, partial, dest, fingerprint, stamp));
+        running.push((child, source, partial, dest, fingerprint, stamp, shown));
     }
     let mut failures = Vec::new();
-    for (child, source, partial, dest, fingerprint, stamp) in running {
+    for (child, source, partial, dest, fingerprint, stamp, shown) in running {
         let app = source.join("app.py");
         match child.wait_with_output() {
             Ok(output) if output.status.success() && partial.is_file() => {
@@ -115,12 +156,10 @@ pub fn build(
                 super::write(&stamp, fingerprint.as_bytes())?;
             }
             Ok(output) => failures.push(format!(
-                "`{} --wit-path {} --world {WORLD} componentize app` for `{}` failed ({}):\n\
+                "`{shown} componentize app` for `{}` failed ({}):\n\
                  --- stdout ---\n{}\n--- stderr ---\n{}\n\
                  Fix the app (a Python error at import time shows above: the module's top \
                  level runs at build time) and build again.",
-                componentize_py.display(),
-                wit_dir.display(),
                 app.display(),
                 output.status,
                 String::from_utf8_lossy(&output.stdout),
@@ -222,8 +261,9 @@ fn run(mut cmd: Command, shown: &str) -> Result<()> {
     ))
 }
 
-/// A digest of everything a Python plugin's build depends on.
-fn fingerprint(source: &Path, wit_dir: &Path) -> Result<String> {
+/// A digest of everything a Python plugin's build depends on: its sources, the WIT
+/// directories it is built against and the worlds it targets.
+fn fingerprint(source: &Path, wit_dirs: &[PathBuf], world: &str) -> Result<String> {
     if !source.join("app.py").is_file() {
         return Err(format!(
             "`{}` is missing: every Python plugin directory has an `app.py`",
@@ -232,7 +272,10 @@ fn fingerprint(source: &Path, wit_dir: &Path) -> Result<String> {
     }
     let mut hash = Fnv::new();
     hash.add(format!("componentize-py {COMPONENTIZE_PY_VERSION} world {WORLD} app").as_bytes());
-    for dir in [source, wit_dir] {
+    if world != WORLD {
+        hash.add(world.as_bytes());
+    }
+    for dir in std::iter::once(source).chain(wit_dirs.iter().map(PathBuf::as_path)) {
         let mut files = Vec::new();
         list_files(dir, &mut files)?;
         files.sort();
@@ -298,4 +341,112 @@ impl Fnv {
             self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
         }
     }
+}
+
+/// `wit/deps/` of [`WASI_WIT_CRATE`] as the host builds it: the directory of its
+/// `Cargo.toml` per `cargo metadata` (registry, vendored or git source alike).
+fn wasi_wit_deps() -> Result<PathBuf> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let root = std::env::var("CARGO_MANIFEST_DIR").map_err(|e| e.to_string())?;
+    let mut cmd = Command::new(&cargo);
+    cmd.args(["metadata", "--format-version", "1", "--manifest-path"])
+        .arg(Path::new(&root).join("Cargo.toml"));
+    // Only the packages of the platform being built: those are downloaded already.
+    if let Ok(host) = std::env::var("HOST") {
+        cmd.args(["--filter-platform", &host]);
+    }
+    let shown = format!("{cargo} metadata --format-version 1");
+    let output = cmd
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| format!("cannot run `{shown}`: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "`{shown}` failed ({}); it finds the WASI WIT in the source of `{WASI_WIT_CRATE}`",
+            output.status
+        ));
+    }
+    let text = String::from_utf8_lossy(&output.stdout);
+    let metadata: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("`{shown}` printed bad JSON: {e}"))?;
+    let mut found = Vec::new();
+    let packages = metadata["packages"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    for package in packages {
+        if package["name"].as_str() == Some(WASI_WIT_CRATE)
+            && let Some(manifest) = package["manifest_path"].as_str()
+        {
+            let version = package["version"].as_str().unwrap_or("?");
+            found.push((version.to_owned(), PathBuf::from(manifest)));
+        }
+    }
+    found.dedup();
+    let [(version, manifest)] = found.as_slice() else {
+        return Err(format!(
+            "`{shown}` lists {} packages named `{WASI_WIT_CRATE}` ({found:?}); the Python \
+             runner's WASI WIT is taken from exactly one",
+            found.len()
+        ));
+    };
+    let deps = manifest
+        .parent()
+        .unwrap_or(Path::new("."))
+        .join("wit")
+        .join("deps");
+    if !deps.join("http.wit").is_file() {
+        return Err(format!(
+            "`{WASI_WIT_CRATE}` {version} has no `{}`: where does it keep its WIT now?",
+            deps.join("http.wit").display()
+        ));
+    }
+    Ok(deps)
+}
+
+/// Checks that the WASI packages `own` (an app's `wit/`) names are at the versions of
+/// `deps`, with a message that says what to change when the host's wasmtime moved on.
+fn check_wasi_versions(own: &Path, deps: &Path) -> Result<()> {
+    let mut declared = Vec::new();
+    let mut files = Vec::new();
+    list_files(deps, &mut files)?;
+    for file in files {
+        let text = String::from_utf8_lossy(&super::read(&file)?).into_owned();
+        if let Some(package) = text
+            .lines()
+            .find_map(|line| line.trim().strip_prefix("package "))
+        {
+            declared.push(package.trim_end_matches(';').trim().to_owned());
+        }
+    }
+    let mut files = Vec::new();
+    list_files(own, &mut files)?;
+    for file in files {
+        let text = String::from_utf8_lossy(&super::read(&file)?).into_owned();
+        let code = text.lines().filter(|l| !l.trim_start().starts_with("//"));
+        for word in code.flat_map(|l| l.split(|c: char| c.is_whitespace() || c == ';' || c == ','))
+        {
+            let Some((package, rest)) = word.split_once('/') else {
+                continue;
+            };
+            if !package.starts_with("wasi:") {
+                continue;
+            }
+            let version = rest.split_once('@').map(|(_, v)| v).unwrap_or("");
+            let wanted = format!("{package}@{version}");
+            if !declared.contains(&wanted) {
+                let have: Vec<_> = declared
+                    .iter()
+                    .filter(|d| d.starts_with(&format!("{package}@")))
+                    .collect();
+                return Err(format!(
+                    "`{}` uses `{word}`, but the host's WASI WIT (`{}`) has {have:?}: change \
+                     the version there to the one the host links",
+                    file.display(),
+                    deps.display()
+                ));
+            }
+        }
+    }
+    Ok(())
 }

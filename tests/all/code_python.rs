@@ -9,11 +9,14 @@
 use std::path::Path;
 use std::time::Duration;
 
-use glovebox::manifest::Access;
+use glovebox::manifest::{Access, HttpScheme};
 use glovebox::{CallError, PluginManifest};
 use serde_json::{Value, json};
 
-use crate::util::{self, assert_serving, call_err, call_ok, fs_grant, manifest, plugins};
+use crate::network::TestServer;
+use crate::util::{
+    self, assert_serving, call_err, call_ok, fs_grant, http_grant, manifest, plugins,
+};
 
 const MIB: u64 = 1024 * 1024;
 
@@ -331,11 +334,13 @@ async fn hostile_code_ends_in_a_clear_error_and_the_host_serves_on() {
         report.metering.peak_memory_bytes
     );
     // Past the runner, straight to the process's stdout: the host's stdio cap holds.
-    let code = "import os\nchunk = b'y' * (1 << 20)\nfor _ in range(128):\n    os.write(1, chunk)";
+    // (32 MiB, 512 times the cap: enough to show it, and quick on a loaded machine
+    // within the 2 s deadline.)
+    let code = "import os\nchunk = b'y' * (1 << 20)\nfor _ in range(32):\n    os.write(1, chunk)";
     let report = util::call(&h, "code-python.run", &json!({ "code": code }).to_string()).await;
     report.outcome.as_ref().expect("writing is not an error");
     assert!(report.stdout.truncated);
-    assert_eq!(report.stdout.total_bytes, 128 * MIB);
+    assert_eq!(report.stdout.total_bytes, 32 * MIB);
     assert_runner_serves(&h).await;
 
     // Host files, the home dir, the root: none of them is there.
@@ -380,6 +385,133 @@ async fn hostile_code_ends_in_a_clear_error_and_the_host_serves_on() {
     }
     // Nothing of it landed in the scratch dir.
     assert_eq!(std::fs::read_dir(scratch.path()).unwrap().count(), 0);
+    assert_runner_serves(&h).await;
+}
+
+#[tokio::test]
+async fn fetch_reaches_granted_hosts_only() {
+    let granted = TestServer::start().await;
+    let other = TestServer::start().await;
+    let mut m = runner();
+    m.http
+        .push(http_grant(HttpScheme::Http, "127.0.0.1", granted.port));
+    let h = host_with(vec![m]).await;
+    let base = format!("http://127.0.0.1:{}", granted.port);
+
+    // `fetch` is a global: status, headers, body as text and bytes.
+    let code = format!(
+        "r = fetch('{base}/hello')\n\
+         [r.status, r.ok, r.text(), r.headers['content-length'], \
+          r.content == b'hello from the test server', type(r.headers).__name__]"
+    );
+    let out = run(&h, &code, json!({})).await;
+    assert_eq!(
+        out["value"],
+        json!([200, true, "hello from the test server", "26", true, "dict"]),
+        "{out}"
+    );
+    assert_eq!(granted.accepted(), 1);
+    // And importable; any status is a response; a redirect within the grant is followed.
+    let code = format!(
+        "from glovebox import fetch as get\n\
+         r = get('{base}/redirect?to={base}/hello', headers={{'accept': 'text/plain'}})\n\
+         [get('{base}/missing', method='POST', body={{'a': 1}}).status, r.status, r.url, r.text()]"
+    );
+    let out = run(&h, &code, json!({})).await;
+    assert_eq!(
+        out["value"],
+        json!([
+            404,
+            200,
+            format!("{base}/hello"),
+            "hello from the test server"
+        ]),
+        "{out}"
+    );
+    assert_eq!(granted.accepted(), 4);
+
+    // A host that was not granted: a PermissionError that says so, nothing sent.
+    let url = format!("http://127.0.0.1:{}/hello", other.port);
+    let code = format!("print('before')\nfetch('{url}')");
+    let report = util::call(&h, "code-python.run", &json!({ "code": code }).to_string()).await;
+    let out = report.outcome.expect("an error result, not a failed call");
+    assert_eq!(out["stdout"], "before\n");
+    let error = error_of(&out);
+    let expected = format!(
+        "PermissionError: fetch('{url}'): the host refused the request: http://127.0.0.1:{} \
+         was not granted to this tool (the operator grants hosts in the plugin's manifest, \
+         [[http]])\n",
+        other.port
+    );
+    assert!(error.ends_with(&expected), "{error}");
+    assert!(error.contains("File \"<code>\", line 2"), "{error}");
+    assert!(
+        !error.contains("glovebox.py"),
+        "the runner's frames show: {error}"
+    );
+    assert_eq!(report.http_denials.len(), 1, "{:?}", report.http_denials);
+    assert_eq!(
+        other.accepted(),
+        0,
+        "the refused request reached the network"
+    );
+    // A redirect from the granted host to another one is checked again.
+    let code = format!("fetch('{base}/redirect?to={url}')");
+    let out = run(&h, &code, json!({})).await;
+    assert!(error_of(&out).contains("was not granted"), "{out}");
+    assert_eq!(other.accepted(), 0);
+    // Caught, it is an ordinary exception; a bad URL is a ValueError.
+    let code = "try:\n    fetch('https://example.com/')\nexcept PermissionError as e:\n    caught = str(e)\ncaught";
+    let out = run(&h, code, json!({})).await;
+    assert_eq!(
+        out["value"],
+        "fetch('https://example.com/'): the host refused the request: https://example.com was \
+         not granted to this tool (the operator grants hosts in the plugin's manifest, [[http]])",
+        "{out}"
+    );
+    for (code, expected) in [
+        (
+            "fetch('file:///etc/passwd')",
+            "ValueError: fetch('file:///etc/passwd'): scheme `file` is not supported",
+        ),
+        (
+            "fetch('example.com/x')",
+            "ValueError: fetch('example.com/x'): not an absolute URL",
+        ),
+        (
+            "fetch('http://user:pw@example.com/')",
+            "ValueError: fetch('http://user:pw@example.com/'): user info",
+        ),
+    ] {
+        let out = run(&h, code, json!({})).await;
+        assert!(error_of(&out).contains(expected), "{code}: {out}");
+    }
+    assert_eq!(granted.accepted(), 5);
+    assert_runner_serves(&h).await;
+
+    // Without any `[[http]]` grant, every host is refused, the test server's too.
+    let h = host_with(vec![runner()]).await;
+    let report = util::call(
+        &h,
+        "code-python.run",
+        &json!({ "code": format!("fetch('{base}/hello')") }).to_string(),
+    )
+    .await;
+    let out = report.outcome.expect("an error result, not a failed call");
+    let error = error_of(&out);
+    assert!(
+        error.contains(&format!(
+            "PermissionError: fetch('{base}/hello'): the host refused the request: {base} was \
+             not granted to this tool"
+        )),
+        "{error}"
+    );
+    assert_eq!(report.http_denials.len(), 1, "{:?}", report.http_denials);
+    assert_eq!(
+        granted.accepted(),
+        5,
+        "the refused request reached the network"
+    );
     assert_runner_serves(&h).await;
 }
 

@@ -1,6 +1,7 @@
 """`code-python`: runs Python code an agent wrote, in a fresh CPython per call.
 
-Built with componentize-py against the `tool-plugin` world of wit/plugin.wit. The
+Built with componentize-py against the world in wit/world.wit: the `tool-plugin` world of
+wit/plugin.wit plus wasi:http/outgoing-handler, for `fetch` (glovebox.py). The
 module's top level runs once, at build time, and is snapshotted into the component:
 everything imported here costs nothing per call. Each call then runs in a fresh
 instance of that snapshot, so nothing the code does survives it except files written
@@ -40,7 +41,13 @@ del _name
 
 from componentize_py_types import Err
 from wit_world import exports
-from wit_world.imports import types
+
+# With wasi:http in the world (wit/world.wit), the plugin's `types` interface is
+# qualified: wasi:http has a `types` too.
+from wit_world.imports import glovebox_plugin_types as types
+
+# `fetch`, over wasi:http: imported here so it is in the snapshot; a global of every call.
+import glovebox
 
 # The tracebacks name the code after this; the runner's own frames are trimmed.
 FILENAME = "<code>"
@@ -48,15 +55,22 @@ FILENAME = "<code>"
 STREAM_LIMIT = 256 * 1024
 # Where the host mounts the session's scratch directory, when the operator grants one.
 SCRATCH = "/scratch"
+# A global of the code: HTTP to the hosts granted in the plugin's manifest, `[[http]]`.
+FETCH = glovebox.fetch
+FETCH_FILE = FETCH.__code__.co_filename
 
 DESCRIPTION = (
     "Runs Python code in a fresh CPython 3 interpreter and returns what it printed and "
     "the value of its last expression (as in a notebook). Standard library only (json, "
     "re, math, statistics, datetime, collections, itertools, csv, sqlite3, decimal, "
-    "pathlib, ...; no third-party packages). No network, no environment variables, no "
-    "subprocesses. Files only under /scratch, the working directory when the session "
-    "has one: it is the only state kept between calls, since every call starts a new "
-    "interpreter, so keep state in files there."
+    "pathlib, ...; no third-party packages). HTTP only through the global "
+    "`fetch(url, method='GET', headers=None, body=None)` (also `from glovebox import "
+    "fetch`), which returns a response with `status`, `headers`, `content`, `text()` and "
+    "`json()` and reaches only the hosts the operator granted to this tool (others raise "
+    "PermissionError); no sockets, no environment variables, no subprocesses. Files only "
+    "under /scratch, the working directory when the session has one: it is the only "
+    "state kept between calls, since every call starts a new interpreter, so keep state "
+    "in files there."
 )
 
 INPUT_SCHEMA = json.dumps(
@@ -235,11 +249,20 @@ def compile_code(code):
 
 
 def format_error(exc):
-    """The traceback of `exc`, starting at the first frame of the user's code."""
+    """The traceback of `exc`, from the first frame of the user's code to its last frame
+    outside `fetch` (whose own frames say nothing the message does not)."""
     tb = exc.__traceback__
     while tb is not None and tb.tb_frame.f_code.co_filename != FILENAME:
         tb = tb.tb_next
-    return "".join(traceback.format_exception(type(exc), exc, tb))
+    files = []
+    frame = tb
+    while frame is not None:
+        files.append(frame.tb_frame.f_code.co_filename)
+        frame = frame.tb_next
+    keep = len(files)
+    while keep > 1 and files[keep - 1] == FETCH_FILE:
+        keep -= 1
+    return "".join(traceback.format_exception(type(exc), exc, tb, limit=keep or None))
 
 
 def to_json(value):
@@ -271,7 +294,7 @@ def run(code, stdin, args):
     sys.argv = [FILENAME, *args]
     try:
         body, last = compile_code(code)
-        scope = {"__name__": "__main__", "__builtins__": __builtins__}
+        scope = {"__name__": "__main__", "__builtins__": __builtins__, "fetch": FETCH}
         exec(body, scope)
         if last is not None:
             value = eval(last, scope)
