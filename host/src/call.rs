@@ -252,6 +252,29 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
+impl Ended {
+    /// Says, for an operator, how a run at load time ended: `what` is the run
+    /// ("instantiating it and listing its tools").
+    pub fn at_load(&self, what: &str, limits: &RunLimits) -> String {
+        match self {
+            Ended::Timeout => format!(
+                "{what} did not finish within its deadline of {:?} (an infinite loop at start-up?)",
+                limits.deadline
+            ),
+            Ended::Memory => format!(
+                "{what} needs more than its memory limit of {} bytes: raise `limits.memory` in its manifest",
+                limits.memory
+            ),
+            Ended::StackOverflow => format!("{what} overflowed the stack"),
+            Ended::Fuel => format!("{what} ran out of fuel: raise `limits.fuel`"),
+            Ended::DataLimit => format!(
+                "{what} passed the host more data than its output limit: raise `limits.output`"
+            ),
+            Ended::Trap(m) => format!("{what} trapped: {m}"),
+        }
+    }
+}
+
 /// How a run in a store ended, when it did not return.
 #[derive(Debug)]
 pub(crate) enum Ended {

@@ -11,7 +11,7 @@ use wasmtime::component::types::ComponentItem;
 
 use crate::bindings::TOOL_INTERFACE;
 use crate::bindings::tool::ToolPluginPre;
-use crate::call::{Ended, Hands, RunLimits};
+use crate::call::{Hands, RunLimits};
 use crate::error::LoadError;
 use crate::manifest::{HostConfig, PluginManifest};
 use crate::preinit;
@@ -247,20 +247,7 @@ async fn list_tools(
         })
         .await;
     result.map_err(|ended| {
-        instantiate_err(match ended {
-            Ended::Timeout => format!(
-                "instantiating it and listing its tools did not finish within its deadline of {:?} (an infinite loop at start-up?)",
-                limits.deadline
-            ),
-            Ended::Memory => format!(
-                "instantiating it needs more than its memory limit of {} bytes: raise `limits.memory` in its manifest",
-                limits.memory
-            ),
-            Ended::StackOverflow => "its start-up overflowed the stack".to_string(),
-            Ended::Fuel => "its start-up ran out of fuel: raise `limits.fuel`".to_string(),
-            Ended::DataLimit => "its list of tools is larger than its output limit: raise `limits.output`".to_string(),
-            Ended::Trap(m) => format!("it trapped while listing its tools: {m}"),
-        })
+        instantiate_err(ended.at_load("instantiating it and listing its tools", limits))
     })
 }
 

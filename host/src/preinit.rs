@@ -16,7 +16,7 @@ use wasmtime::Store;
 use wasmtime::component::{Instance, Lift, WasmList};
 use wasmtime_wizer::{ComponentInstanceState, Wizer};
 
-use crate::call::{Ended, Hands, RunLimits};
+use crate::call::{Hands, RunLimits};
 use crate::error::LoadError;
 use crate::runtime::Runtime;
 use crate::sandbox::{CallState, Grants};
@@ -162,8 +162,8 @@ async fn make_snapshot(
                 format!("; it wrote to stderr: {said}")
             };
             return Err(fail(format!(
-                "its `{INIT_EXPORT}` failed: {}{said}",
-                describe(&ended, limits)
+                "{}{said}",
+                ended.at_load(&format!("its `{INIT_EXPORT}`"), limits)
             )));
         }
     };
@@ -193,23 +193,6 @@ async fn make_snapshot(
         cached.display()
     );
     Ok(snap)
-}
-
-fn describe(ended: &Ended, limits: &RunLimits) -> String {
-    match ended {
-        Ended::Timeout => format!(
-            "it did not finish within the deadline of {:?}",
-            limits.deadline
-        ),
-        Ended::Memory => format!(
-            "it needs more than the memory limit of {} bytes: raise `limits.memory`",
-            limits.memory
-        ),
-        Ended::StackOverflow => "it overflowed the stack".to_string(),
-        Ended::Fuel => "it ran out of fuel: raise `limits.fuel`".to_string(),
-        Ended::DataLimit => "it passed more data to the host than the output limit".to_string(),
-        Ended::Trap(m) => format!("it trapped: {m}"),
-    }
 }
 
 fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {

@@ -167,7 +167,7 @@ async fn a_failing_pre_initialization_refuses_the_plugin_and_caches_nothing() {
         msg.contains("`preinit`") && msg.contains("wizer-initialize"),
         "{msg}"
     );
-    assert!(msg.contains("it trapped"), "{msg}");
+    assert!(msg.contains("`wizer-initialize` trapped"), "{msg}");
     // Its own panic message, and what it saw: no environment, no filesystem.
     assert!(
         msg.contains("wanted a config file at initialization, found HOME=None, / entries=None"),

@@ -7,93 +7,55 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use crate::sessions::Site;
+use crate::util::plugins;
 
-use crate::util::{self, glovebox, plugins};
-
-struct Site {
-    dir: tempfile::TempDir,
+/// A site with the `files` plugin, granted the session scratch dir at `/scratch`.
+fn site() -> Site {
+    Site::with_plugins(&[(
+        "files.toml",
+        format!(
+            "name = \"files\"\ncomponent = \"{}\"\nscratch = \"/scratch\"\n",
+            plugins::TOOL_FILES
+        ),
+    )])
 }
 
-impl Site {
-    fn new() -> Site {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path();
-        std::fs::write(
-            p.join("glovebox.toml"),
-            format!(
-                "data_dir = \"data\"\nhooks = \"none\"\n[runtime]\ncache_dir = \"{}\"\n[[plugin]]\nmanifest = \"files.toml\"\n",
-                util::cache_dir().display()
-            ),
-        )
-        .unwrap();
-        std::fs::write(
-            p.join("files.toml"),
-            format!(
-                "name = \"files\"\ncomponent = \"{}\"\nscratch = \"/scratch\"\n",
-                plugins::TOOL_FILES
-            ),
-        )
-        .unwrap();
-        Site { dir }
-    }
+fn scratch_root(site: &Site) -> PathBuf {
+    site.path().join("data").join("scratch")
+}
 
-    fn scratch_root(&self) -> PathBuf {
-        self.dir.path().join("data").join("scratch")
-    }
+fn start(site: &Site, name: &str) -> String {
+    let s = site.json(&[
+        "session",
+        "start",
+        "--role",
+        "workagent",
+        "--project",
+        "p",
+        "--name",
+        name,
+    ]);
+    s["id"].as_str().expect("session id").to_string()
+}
 
-    fn run(&self, args: &[&str]) -> (i32, String, String) {
-        let out = glovebox()
-            .arg("--config")
-            .arg(self.dir.path().join("glovebox.toml"))
-            .args(args)
-            .output()
-            .unwrap();
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    }
+fn write(site: &Site, session: Option<&str>, path: &str, content: &str) -> (i32, String) {
+    let input = serde_json::json!({ "path": path, "content": content }).to_string();
+    call(site, session, "files.write", &input)
+}
 
-    fn ok(&self, args: &[&str]) -> Value {
-        let (code, out, err) = self.run(args);
-        assert_eq!(code, 0, "glovebox {args:?}: {err}");
-        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
-    }
+fn read(site: &Site, session: Option<&str>, path: &str) -> (i32, String) {
+    let input = serde_json::json!({ "path": path }).to_string();
+    call(site, session, "files.read", &input)
+}
 
-    fn start(&self, name: &str) -> String {
-        let s = self.ok(&[
-            "session",
-            "start",
-            "--role",
-            "workagent",
-            "--project",
-            "p",
-            "--name",
-            name,
-        ]);
-        s["id"].as_str().expect("session id").to_string()
+fn call(site: &Site, session: Option<&str>, tool: &str, input: &str) -> (i32, String) {
+    let mut args = vec!["call", tool, "--input", input];
+    if let Some(s) = session {
+        args.extend(["--session", s]);
     }
-
-    fn write(&self, session: Option<&str>, path: &str, content: &str) -> (i32, String) {
-        let input = serde_json::json!({ "path": path, "content": content }).to_string();
-        self.call(session, "files.write", &input)
-    }
-
-    fn read(&self, session: Option<&str>, path: &str) -> (i32, String) {
-        let input = serde_json::json!({ "path": path }).to_string();
-        self.call(session, "files.read", &input)
-    }
-
-    fn call(&self, session: Option<&str>, tool: &str, input: &str) -> (i32, String) {
-        let mut args = vec!["call", tool, "--input", input];
-        if let Some(s) = session {
-            args.extend(["--session", s]);
-        }
-        let (code, out, err) = self.run(&args);
-        (code, format!("{out}{err}"))
-    }
+    let (code, out, err) = site.run(&args);
+    (code, format!("{out}{err}"))
 }
 
 fn entries(dir: &Path) -> Vec<String> {
@@ -109,74 +71,74 @@ fn entries(dir: &Path) -> Vec<String> {
 
 #[test]
 fn a_session_keeps_its_scratch_files_through_pause_and_resume_and_loses_them_on_archive() {
-    let site = Site::new();
-    let a = site.start("a");
-    let b = site.start("b");
+    let site = site();
+    let a = start(&site, "a");
+    let b = start(&site, "b");
 
-    let (code, out) = site.write(Some("a"), "/scratch/notes.txt", "step 1 done");
+    let (code, out) = write(&site, Some("a"), "/scratch/notes.txt", "step 1 done");
     assert_eq!(code, 0, "{out}");
     // Each call is a new process and a fresh instance: only the directory persists.
-    let (code, out) = site.read(Some("a"), "/scratch/notes.txt");
+    let (code, out) = read(&site, Some("a"), "/scratch/notes.txt");
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("step 1 done"), "{out}");
     assert_eq!(
-        std::fs::read_to_string(site.scratch_root().join(&a).join("notes.txt")).unwrap(),
+        std::fs::read_to_string(scratch_root(&site).join(&a).join("notes.txt")).unwrap(),
         "step 1 done"
     );
 
     // Another session sees its own, empty directory.
-    let (code, out) = site.read(Some("b"), "/scratch/notes.txt");
+    let (code, out) = read(&site, Some("b"), "/scratch/notes.txt");
     assert_eq!(code, 5, "{out}");
     assert!(out.to_lowercase().contains("no such file"), "{out}");
-    let (code, out) = site.write(Some("b"), "/scratch/mine.txt", "b's");
+    let (code, out) = write(&site, Some("b"), "/scratch/mine.txt", "b's");
     assert_eq!(code, 0, "{out}");
-    let (code, out) = site.read(Some("a"), "/scratch/mine.txt");
+    let (code, out) = read(&site, Some("a"), "/scratch/mine.txt");
     assert_eq!(code, 5, "session a read session b's file: {out}");
 
-    site.ok(&["session", "pause", "a", "--reason", "lunch"]);
-    site.ok(&["session", "resume", "a"]);
-    let (code, out) = site.read(Some("a"), "/scratch/notes.txt");
+    site.json(&["session", "pause", "a", "--reason", "lunch"]);
+    site.json(&["session", "resume", "a"]);
+    let (code, out) = read(&site, Some("a"), "/scratch/notes.txt");
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("step 1 done"), "{out}");
 
-    site.ok(&["session", "end", "a"]);
-    site.ok(&["session", "archive", "a"]);
+    site.json(&["session", "end", "a"]);
+    site.json(&["session", "archive", "a"]);
     assert!(
-        !site.scratch_root().join(&a).exists(),
+        !scratch_root(&site).join(&a).exists(),
         "archived session's scratch dir is still there: {:?}",
-        entries(&site.scratch_root())
+        entries(&scratch_root(&site))
     );
-    assert_eq!(entries(&site.scratch_root()), vec![b.clone()]);
-    assert!(site.scratch_root().join(&b).join("mine.txt").is_file());
+    assert_eq!(entries(&scratch_root(&site)), vec![b.clone()]);
+    assert!(scratch_root(&site).join(&b).join("mine.txt").is_file());
 }
 
 #[test]
 fn a_call_outside_a_session_gets_a_throwaway_scratch_dir() {
-    let site = Site::new();
-    let (code, out) = site.write(None, "/scratch/x.txt", "gone soon");
+    let site = site();
+    let (code, out) = write(&site, None, "/scratch/x.txt", "gone soon");
     assert_eq!(code, 0, "{out}");
-    let (code, out) = site.read(None, "/scratch/x.txt");
+    let (code, out) = read(&site, None, "/scratch/x.txt");
     assert_eq!(
         code, 5,
         "a standalone call saw an earlier one's file: {out}"
     );
-    assert_eq!(entries(&site.scratch_root()), Vec::<String>::new());
+    assert_eq!(entries(&scratch_root(&site)), Vec::<String>::new());
 }
 
 #[test]
 fn an_archived_session_whose_removal_was_cut_short_is_swept_at_the_next_start() {
-    let site = Site::new();
-    let a = site.start("a");
-    let (code, out) = site.write(Some("a"), "/scratch/f", "x");
+    let site = site();
+    let a = start(&site, "a");
+    let (code, out) = write(&site, Some("a"), "/scratch/f", "x");
     assert_eq!(code, 0, "{out}");
-    site.ok(&["session", "end", "a"]);
-    site.ok(&["session", "archive", "a"]);
+    site.json(&["session", "end", "a"]);
+    site.json(&["session", "archive", "a"]);
     // As if the host died between logging the archive and removing the directory,
     // and as if a standalone call's throwaway directory was left by a kill.
-    std::fs::create_dir_all(site.scratch_root().join(&a)).unwrap();
-    std::fs::write(site.scratch_root().join(&a).join("f"), "x").unwrap();
-    std::fs::create_dir_all(site.scratch_root().join(".call-left")).unwrap();
+    std::fs::create_dir_all(scratch_root(&site).join(&a)).unwrap();
+    std::fs::write(scratch_root(&site).join(&a).join("f"), "x").unwrap();
+    std::fs::create_dir_all(scratch_root(&site).join(".call-left")).unwrap();
     let (code, _, err) = site.run(&["session", "list"]);
     assert_eq!(code, 0, "{err}");
-    assert_eq!(entries(&site.scratch_root()), Vec::<String>::new());
+    assert_eq!(entries(&scratch_root(&site)), Vec::<String>::new());
 }

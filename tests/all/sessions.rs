@@ -199,38 +199,48 @@ async fn an_io_error_on_append_is_never_acknowledged() {
 
 use crate::util::glovebox;
 
-/// A data dir with a config listing the sleep and echo plugins, for the
-/// real binary (also used by the jobs tests).
+/// A data dir with a config for the real binary: by default the sleep and echo
+/// plugins (also used by the jobs and scratch tests).
 pub struct Site {
     dir: tempfile::TempDir,
 }
 
 impl Site {
     pub fn new(sleep_idempotent: bool) -> Site {
+        Site::with_plugins(&[
+            (
+                "sleep.toml",
+                format!(
+                    "name = \"sleep\"\ncomponent = \"{}\"\n[limits]\ndeadline = \"60s\"\n[tools.sleep]\nidempotent = {sleep_idempotent}\n",
+                    plugins::HOSTILE_SLEEP
+                ),
+            ),
+            (
+                "echo.toml",
+                format!("name = \"echo\"\ncomponent = \"{}\"\n", plugins::TOOL_ECHO),
+            ),
+        ])
+    }
+
+    /// A site whose config lists these plugin manifests: (file name, contents).
+    pub fn with_plugins(manifests: &[(&str, String)]) -> Site {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path();
-        std::fs::write(
-            p.join("glovebox.toml"),
-            format!(
-                "data_dir = \"data\"\nhooks = \"none\"\n[runtime]\ncache_dir = \"{}\"\n[storage]\ncheckpoint_every = 64\n[[plugin]]\nmanifest = \"sleep.toml\"\n[[plugin]]\nmanifest = \"echo.toml\"\n",
-                util::cache_dir().display()
-            ),
-        )
-        .unwrap();
-        std::fs::write(
-            p.join("sleep.toml"),
-            format!(
-                "name = \"sleep\"\ncomponent = \"{}\"\n[limits]\ndeadline = \"60s\"\n[tools.sleep]\nidempotent = {sleep_idempotent}\n",
-                plugins::HOSTILE_SLEEP
-            ),
-        )
-        .unwrap();
-        std::fs::write(
-            p.join("echo.toml"),
-            format!("name = \"echo\"\ncomponent = \"{}\"\n", plugins::TOOL_ECHO),
-        )
-        .unwrap();
+        let mut config = format!(
+            "data_dir = \"data\"\nhooks = \"none\"\n[runtime]\ncache_dir = \"{}\"\n[storage]\ncheckpoint_every = 64\n",
+            util::cache_dir().display()
+        );
+        for (file, text) in manifests {
+            std::fs::write(p.join(file), text).unwrap();
+            config += &format!("[[plugin]]\nmanifest = \"{file}\"\n");
+        }
+        std::fs::write(p.join("glovebox.toml"), config).unwrap();
         Site { dir }
+    }
+
+    /// The site's directory (the data dir is `data/` inside).
+    pub fn path(&self) -> &std::path::Path {
+        self.dir.path()
     }
 
     pub fn config(&self) -> PathBuf {
