@@ -88,14 +88,13 @@ pub async fn load_plugin(
         fuel: manifest.limits.fuel,
     };
 
-    let (wasm, key) = if preinit::wanted(&bytes) {
-        let snap = preinit::snapshot(runtime, &name, &bytes, &digest, &limits).await?;
-        (snap, format!("{digest}-preinit"))
+    let wasm = if preinit::wanted(&bytes) {
+        preinit::snapshot(runtime, &name, &bytes, &digest, &limits).await?
     } else {
-        (bytes, digest.clone())
+        bytes
     };
     let component = runtime
-        .compile(&name, &key, wasm)
+        .compile(&name, wasm)
         .await
         .map_err(|message| LoadError::Invalid {
             plugin: name.clone(),

@@ -75,16 +75,13 @@ pub async fn snapshot(
     // In a task of its own, so that a panic in Wizer (it asserts on input it
     // cannot handle) fails this plugin's load instead of the host.
     let task = {
-        let (runtime, name, bytes, digest, limits) = (
+        let (runtime, name, bytes, limits) = (
             runtime.clone(),
             name.to_string(),
             bytes.to_vec(),
-            digest.to_string(),
             limits.clone(),
         );
-        tokio::spawn(async move {
-            make_snapshot(&runtime, &name, &bytes, &digest, &limits, &cached).await
-        })
+        tokio::spawn(async move { make_snapshot(&runtime, &name, &bytes, &limits, &cached).await })
     };
     match task.await {
         Ok(result) => result,
@@ -105,7 +102,6 @@ async fn make_snapshot(
     runtime: &Runtime,
     name: &str,
     bytes: &[u8],
-    digest: &str,
     limits: &RunLimits,
     cached: &Path,
 ) -> Result<Vec<u8>, LoadError> {
@@ -129,7 +125,6 @@ async fn make_snapshot(
     let component = runtime
         .compile(
             &format!("{name} (instrumented for pre-initialization)"),
-            &format!("{digest}-instrumented"),
             instrumented,
         )
         .await

@@ -17,8 +17,8 @@ use crate::manifest::HostConfig;
 use crate::sandbox::CallState;
 use crate::scratch::ScratchDirs;
 
-/// Components at least this large announce their first compile.
-const LOUD_COMPILE_BYTES: usize = 1 << 20;
+/// A compile still running after this long is announced (a cache hit is far quicker).
+const ANNOUNCE_AFTER: Duration = Duration::from_secs(1);
 /// How often a long first compile reports progress.
 const PROGRESS_EVERY: Duration = Duration::from_secs(5);
 
@@ -80,52 +80,49 @@ impl Runtime {
     }
 
     /// Compiles `bytes` (or takes the compiled form from the cache) off the async
-    /// threads. A large component compiled for the first time says so on stderr,
-    /// with its progress, and says where it was cached once done: the first compile
-    /// of an interpreter takes tens of seconds, the later loads milliseconds.
-    /// `key` names the bytes in the cache (a digest); `name` is shown to the user.
+    /// threads. A compile that is still running after a second is a first compile
+    /// (a cache hit takes milliseconds, even for CPython): it is announced on stderr,
+    /// with its progress, and where it was cached once done. `name` is shown to the
+    /// user.
     pub async fn compile(
         &self,
         name: &str,
-        key: &str,
         bytes: Vec<u8>,
     ) -> std::result::Result<Component, String> {
-        let seen = self.cache_dir.join("seen").join(key);
-        let loud = bytes.len() >= LOUD_COMPILE_BYTES && !seen.exists();
-        let size = bytes.len();
+        let size = bytes.len() as f64 / 1e6;
         let engine = self.engine.clone();
         let mut job = tokio::task::spawn_blocking(move || Component::new(&engine, &bytes));
         let started = Instant::now();
         let mut ticker =
-            tokio::time::interval_at(tokio::time::Instant::now() + PROGRESS_EVERY, PROGRESS_EVERY);
-        if loud {
-            eprintln!(
-                "glovebox: compiling `{name}` ({:.1} MB) for the first time; later loads take it from the cache",
-                size as f64 / 1e6
-            );
-        }
+            tokio::time::interval_at(tokio::time::Instant::now() + ANNOUNCE_AFTER, PROGRESS_EVERY);
+        let mut announced = false;
         let compiled = loop {
             tokio::select! {
                 done = &mut job => break done,
-                _ = ticker.tick(), if loud => eprintln!(
-                    "glovebox: still compiling `{name}`: {} s",
-                    started.elapsed().as_secs()
-                ),
+                _ = ticker.tick() => {
+                    if announced {
+                        eprintln!(
+                            "glovebox: still compiling `{name}`: {} s",
+                            started.elapsed().as_secs()
+                        );
+                    } else {
+                        announced = true;
+                        eprintln!(
+                            "glovebox: compiling `{name}` ({size:.1} MB): it is not in the compile cache yet; later loads take it from there"
+                        );
+                    }
+                }
             }
         };
         let component = compiled
             .map_err(|e| format!("the compiler crashed: {e}"))?
             .map_err(|e| format!("{e:#}"))?;
-        if !seen.exists() {
-            if loud {
-                eprintln!(
-                    "glovebox: compiled `{name}` in {:.1} s; cached in {}",
-                    started.elapsed().as_secs_f64(),
-                    self.cache_dir.display()
-                );
-            }
-            let _ = std::fs::create_dir_all(seen.parent().unwrap_or(&self.cache_dir))
-                .and_then(|()| std::fs::write(&seen, b""));
+        if announced {
+            eprintln!(
+                "glovebox: compiled `{name}` in {:.1} s; cached in {}",
+                started.elapsed().as_secs_f64(),
+                self.cache_dir.display()
+            );
         }
         Ok(component)
     }
