@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use crate::network::TestServer;
 use crate::util::{
-    self, assert_serving, call_err, call_ok, fs_grant, http_grant, manifest, plugins,
+    self, assert_serving, call_err, call_ok, error_of, fs_grant, http_grant, manifest, plugins,
 };
 
 const MIB: u64 = 1024 * 1024;
@@ -39,18 +39,7 @@ async fn host_with(plugins: Vec<PluginManifest>) -> util::TestHost {
 
 /// Runs `code` (with the extra input fields of `more`) and returns the result object.
 async fn run(h: &util::TestHost, code: &str, more: Value) -> Value {
-    let mut input = json!({ "code": code });
-    if let (Some(input), Some(more)) = (input.as_object_mut(), more.as_object()) {
-        input.extend(more.clone());
-    }
-    call_ok(h, "code-js.run", &input.to_string()).await
-}
-
-/// The `error` of a result, which must have one.
-fn error_of(out: &Value) -> &str {
-    out["error"]
-        .as_str()
-        .unwrap_or_else(|| panic!("expected an error, got {out}"))
+    util::run_code(h, "code-js.run", code, more).await
 }
 
 #[tokio::test]

@@ -133,3 +133,25 @@ pub fn glovebox() -> std::process::Command {
 pub async fn host_with_echo(plugin: PluginManifest) -> TestHost {
     host(vec![plugin, manifest("echo", plugins::TOOL_ECHO)]).await
 }
+
+/// Runs `code` with a code runner's `run` tool (`tool`, e.g. `code-python.run`), with
+/// the extra input fields of `more`, and returns the result object.
+pub async fn run_code(
+    host: &Host,
+    tool: &str,
+    code: &str,
+    more: serde_json::Value,
+) -> serde_json::Value {
+    let mut input = serde_json::json!({ "code": code });
+    if let (Some(input), Some(more)) = (input.as_object_mut(), more.as_object()) {
+        input.extend(more.clone());
+    }
+    call_ok(host, tool, &input.to_string()).await
+}
+
+/// The `error` of a code runner's result, which must have one.
+pub fn error_of(out: &serde_json::Value) -> &str {
+    out["error"]
+        .as_str()
+        .unwrap_or_else(|| panic!("expected an error, got {out}"))
+}
