@@ -23,6 +23,7 @@ mod host;
 pub mod jobs;
 pub mod manifest;
 pub mod mcp;
+mod names;
 mod pipeline;
 mod plugin;
 mod preinit;

@@ -15,8 +15,6 @@
 //! Dates are `YYYY-MM-DD` in UTC; a range includes both its days.
 
 use std::collections::{BTreeMap, HashMap};
-use std::fmt;
-use std::str::FromStr;
 
 use serde::Serialize;
 
@@ -58,24 +56,7 @@ impl GroupBy {
     }
 }
 
-impl fmt::Display for GroupBy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for GroupBy {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, String> {
-        GroupBy::ALL
-            .into_iter()
-            .find(|g| g.as_str() == s)
-            .ok_or_else(|| {
-                format!("unknown grouping `{s}`: expected one of role, session, tool, project, day")
-            })
-    }
-}
+crate::names::named_enum!(GroupBy, "grouping");
 
 /// A range of whole UTC days, both ends included.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

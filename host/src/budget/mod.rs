@@ -31,9 +31,6 @@
 //!
 //! [`StartSession::budget`]: crate::session::StartSession::budget
 
-use std::fmt;
-use std::str::FromStr;
-
 use serde::{Deserialize, Serialize};
 
 use crate::error::CallError;
@@ -78,22 +75,7 @@ impl Cap {
     }
 }
 
-impl fmt::Display for Cap {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Cap {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, String> {
-        Cap::ALL
-            .into_iter()
-            .find(|c| c.as_str() == s)
-            .ok_or_else(|| format!("unknown cap `{s}`: expected one of cost, calls, wall"))
-    }
-}
+crate::names::named_enum!(Cap, "cap");
 
 /// Caps, each optional: cost in micros, calls, wall time in milliseconds.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -23,8 +23,6 @@
 mod runner;
 mod store;
 
-use std::fmt;
-use std::str::FromStr;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -107,26 +105,7 @@ impl JobStatus {
     }
 }
 
-impl fmt::Display for JobStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for JobStatus {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, String> {
-        JobStatus::ALL
-            .into_iter()
-            .find(|j| j.as_str() == s)
-            .ok_or_else(|| {
-                format!(
-                    "unknown job status `{s}`: expected one of queued, running, completed, failed, timeout, cancelled, interrupted"
-                )
-            })
-    }
-}
+crate::names::named_enum!(JobStatus, "job status");
 
 /// Why a job did not produce a result.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

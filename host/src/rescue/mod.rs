@@ -21,8 +21,6 @@
 mod context;
 
 use std::collections::BTreeMap;
-use std::fmt;
-use std::str::FromStr;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -91,26 +89,7 @@ impl Category {
     }
 }
 
-impl fmt::Display for Category {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Category {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        Category::ALL
-            .into_iter()
-            .find(|c| c.as_str() == s.replace('-', "_"))
-            .ok_or_else(|| {
-                format!(
-                    "unknown category `{s}`: expected one of {}",
-                    Category::ALL.map(|c| c.as_str()).join(", ")
-                )
-            })
-    }
-}
+crate::names::named_enum!(Category, "category");
 
 /// How a rescue ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -136,23 +115,7 @@ impl Outcome {
     }
 }
 
-impl fmt::Display for Outcome {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Outcome {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        Outcome::ALL
-            .into_iter()
-            .find(|o| o.as_str() == s.replace('-', "_"))
-            .ok_or_else(|| {
-                format!("unknown outcome `{s}`: expected one of resolved, re_escalated, abandoned")
-            })
-    }
-}
+crate::names::named_enum!(Outcome, "outcome");
 
 /// What the blocker was.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

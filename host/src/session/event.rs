@@ -4,9 +4,6 @@
 //! the event without its own `hash`, so changing, dropping or reordering any
 //! record breaks the chain from that point on.
 
-use std::fmt;
-use std::str::FromStr;
-
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -376,24 +373,7 @@ impl EndOutcome {
     }
 }
 
-impl fmt::Display for EndOutcome {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for EndOutcome {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, String> {
-        EndOutcome::ALL
-            .into_iter()
-            .find(|o| o.as_str() == s)
-            .ok_or_else(|| {
-                format!("unknown outcome `{s}`: expected one of completed, interrupted, exit")
-            })
-    }
-}
+crate::names::named_enum!(EndOutcome, "outcome");
 
 /// The part a session plays.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -419,24 +399,7 @@ impl Role {
     }
 }
 
-impl fmt::Display for Role {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Role {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, String> {
-        Role::ALL
-            .into_iter()
-            .find(|r| r.as_str() == s)
-            .ok_or_else(|| {
-                format!("unknown role `{s}`: expected one of orchestrator, supervisor, workagent")
-            })
-    }
-}
+crate::names::named_enum!(Role, "role");
 
 #[cfg(test)]
 mod tests {

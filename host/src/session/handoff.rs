@@ -1,9 +1,6 @@
 //! Handoffs: typed notes from one role (or session) to another, so an agent
 //! with no memory of the work can carry it on.
 
-use std::fmt;
-use std::str::FromStr;
-
 use serde::{Deserialize, Serialize};
 
 use super::event::Role;
@@ -76,27 +73,7 @@ impl HandoffKind {
     }
 }
 
-impl fmt::Display for HandoffKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for HandoffKind {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, String> {
-        HandoffKind::ALL
-            .into_iter()
-            .find(|k| k.as_str() == s)
-            .ok_or_else(|| {
-                format!(
-                    "unknown handoff kind `{s}`: expected one of {}",
-                    join(&HandoffKind::ALL)
-                )
-            })
-    }
-}
+crate::names::named_enum!(HandoffKind, "handoff kind");
 
 /// A structured note from one session or role to another.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -20,7 +20,6 @@
 //! are refused only once a session is archived.
 
 use std::fmt;
-use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
@@ -72,21 +71,7 @@ impl SessionStatus {
     }
 }
 
-impl fmt::Display for SessionStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for SessionStatus {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, String> {
-        SessionStatus::ALL.into_iter().find(|st| st.as_str() == s).ok_or_else(|| {
-            format!("unknown status `{s}`: expected one of created, active, paused, completed, archived")
-        })
-    }
-}
+crate::names::named_enum!(SessionStatus, "status");
 
 /// An action that moves a session to another status.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
