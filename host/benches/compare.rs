@@ -436,14 +436,19 @@ fn native(n: usize) -> Summary {
         let v: Value = serde_json::from_str(std::hint::black_box(INPUT)).expect("json");
         std::hint::black_box(serde_json::to_string(&v).expect("json"));
     };
-    for _ in 0..1_000 {
-        call();
+    timed(1_000, n, call)
+}
+
+/// `warmups` untimed runs of `run`, then `n` timed one after another.
+fn timed(warmups: usize, n: usize, mut run: impl FnMut()) -> Summary {
+    for _ in 0..warmups {
+        run();
     }
     let mut samples = Vec::with_capacity(n);
     let all = Instant::now();
     for _ in 0..n {
         let t = Instant::now();
-        call();
+        run();
         samples.push(t.elapsed());
     }
     summarize(samples, all.elapsed())
@@ -466,17 +471,7 @@ fn spawns_printing(program: &str, args: &[&str], expected: &str, n: usize) -> Su
             "{program} failed: {out:?}"
         );
     };
-    for _ in 0..10 {
-        run();
-    }
-    let mut samples = Vec::with_capacity(n);
-    let all = Instant::now();
-    for _ in 0..n {
-        let t = Instant::now();
-        run();
-        samples.push(t.elapsed());
-    }
-    summarize(samples, all.elapsed())
+    timed(10, n, run)
 }
 
 fn bwrap_available() -> bool {
