@@ -3,7 +3,6 @@
 //! against the events that produced them. Real sessions, real plugins.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,6 +15,7 @@ use glovebox::{
 };
 use serde_json::Value;
 
+use crate::util::Site;
 use crate::util::{self, manifest, plugins};
 
 /// Echo costs 0.25 a call, text 1.0, the panicking tool 0.5.
@@ -668,63 +668,23 @@ async fn export_gives_the_session_end_records() {
 
 // ---- the real binary -------------------------------------------------------
 
-struct Site {
-    dir: tempfile::TempDir,
-}
-
-impl Site {
-    fn new() -> Site {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path();
-        std::fs::write(
-            p.join("glovebox.toml"),
-            format!(
-                "data_dir = \"data\"\nhooks = \"none\"\n[runtime]\ncache_dir = \"{}\"\n\
-                 [budgets]\nwarn_at = 0.5\n[budgets.role.workagent]\ncost = 2.0\ncalls = 100\nwall = \"1h\"\n\
-                 [[plugin]]\nmanifest = \"echo.toml\"\n",
-                util::cache_dir().display()
-            ),
-        )
-        .unwrap();
-        std::fs::write(
-            p.join("echo.toml"),
+/// The echo plugin (cost 0.5 a call) with role budgets for workagents.
+fn site() -> Site {
+    Site::with_config(
+        "[budgets]\nwarn_at = 0.5\n[budgets.role.workagent]\ncost = 2.0\ncalls = 100\nwall = \"1h\"\n",
+        &[(
+            "echo.toml",
             format!(
                 "name = \"echo\"\ncomponent = \"{}\"\n[tools.echo]\ncost = 0.5\n",
                 plugins::TOOL_ECHO
             ),
-        )
-        .unwrap();
-        Site { dir }
-    }
-
-    fn config(&self) -> PathBuf {
-        self.dir.path().join("glovebox.toml")
-    }
-
-    fn run(&self, args: &[&str]) -> (i32, String, String) {
-        let out = util::glovebox()
-            .arg("--config")
-            .arg(self.config())
-            .args(args)
-            .output()
-            .unwrap();
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let (code, out, err) = self.run(args);
-        assert_eq!(code, 0, "glovebox {args:?}: {err}");
-        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
-    }
+        )],
+    )
 }
 
 #[test]
 fn budgets_and_billing_through_the_cli() {
-    let site = Site::new();
+    let site = site();
     site.json(&[
         "session",
         "start",
@@ -828,7 +788,7 @@ fn budgets_and_billing_through_the_cli() {
 
 #[test]
 fn a_bad_budgets_section_is_refused_with_the_key() {
-    let site = Site::new();
+    let site = site();
     let text = std::fs::read_to_string(site.config()).unwrap();
     std::fs::write(
         site.config(),

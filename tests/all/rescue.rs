@@ -1,7 +1,6 @@
 //! Stuck-agent detection, the escalation ladder, rescue missions and the
 //! context index, with real sessions and real calls through real plugins.
 
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -16,6 +15,7 @@ use glovebox::storage::{Durability, SledStore, Storage};
 use glovebox::{Durable, Host, HostConfig, SessionError, Sessions};
 use serde_json::{Value, json};
 
+use crate::util::Site;
 use crate::util::{self, manifest, plugins};
 
 /// A host with a failing tool (`panic.panic`) and a working one (`echo.echo`),
@@ -750,201 +750,149 @@ async fn the_rescue_report_matches_the_records() {
 
 // ---- the CLI ------------------------------------------------------------------
 
-fn write_site(dir: &Path, extra: &str) {
-    std::fs::write(
-        dir.join("glovebox.toml"),
-        format!(
-            "data_dir = \"data\"\nhooks = \"none\"\n[runtime]\ncache_dir = \"{}\"\n[[plugin]]\nmanifest = \"panic.toml\"\n[[plugin]]\nmanifest = \"echo.toml\"\n{extra}",
-            util::cache_dir().display()
-        ),
+/// The panic and echo plugins, with `extra` tables in the config.
+fn site(extra: &str) -> Site {
+    Site::with_config(
+        extra,
+        &[
+            (
+                "panic.toml",
+                format!(
+                    "name = \"panic\"\ncomponent = \"{}\"\n",
+                    plugins::HOSTILE_PANIC
+                ),
+            ),
+            (
+                "echo.toml",
+                format!("name = \"echo\"\ncomponent = \"{}\"\n", plugins::TOOL_ECHO),
+            ),
+        ],
     )
-    .unwrap();
-    std::fs::write(
-        dir.join("panic.toml"),
-        format!(
-            "name = \"panic\"\ncomponent = \"{}\"\n",
-            plugins::HOSTILE_PANIC
-        ),
-    )
-    .unwrap();
-    std::fs::write(
-        dir.join("echo.toml"),
-        format!("name = \"echo\"\ncomponent = \"{}\"\n", plugins::TOOL_ECHO),
-    )
-    .unwrap();
-}
-
-fn run(dir: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = util::glovebox()
-        .arg("--config")
-        .arg(dir.join("glovebox.toml"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn json_of(dir: &Path, args: &[&str]) -> Value {
-    let (code, out, err) = run(dir, args);
-    assert_eq!(code, 0, "glovebox {args:?}: {err}");
-    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
 }
 
 #[test]
 fn rescue_and_context_through_the_cli() {
-    let site = tempfile::tempdir().unwrap();
-    let p = site.path();
-    write_site(
-        p,
-        "[detector]\nretry_failures = 2\n[context]\nwriters = [\"operator\", \"rescue\"]\n",
-    );
+    let site =
+        site("[detector]\nretry_failures = 2\n[context]\nwriters = [\"operator\", \"rescue\"]\n");
 
-    json_of(
-        p,
-        &[
-            "session",
-            "start",
-            "--role",
-            "workagent",
-            "--project",
-            "cli",
-            "--name",
-            "w",
-        ],
-    );
+    site.json(&[
+        "session",
+        "start",
+        "--role",
+        "workagent",
+        "--project",
+        "cli",
+        "--name",
+        "w",
+    ]);
     for _ in 0..2 {
-        let (code, _, _) = run(
-            p,
-            &["call", "--session", "w", "panic.panic", "--input", "{}"],
-        );
+        let (code, _, _) = site.run(&["call", "--session", "w", "panic.panic", "--input", "{}"]);
         assert_eq!(code, 5);
     }
-    let shown = json_of(p, &["session", "show", "w"]);
+    let shown = site.json(&["session", "show", "w"]);
     assert_eq!(shown["status"], "paused");
     assert_eq!(shown["watch"]["escalation"], "blocker");
     assert_eq!(shown["watch"]["flags"]["retry"]["severity"], "critical");
-    let (code, out, err) = run(p, &["session", "check", "w"]);
+    let (code, out, err) = site.run(&["session", "check", "w"]);
     assert_eq!(code, 0, "{err}");
     assert!(
         out.contains("escalation step `blocker`") && out.contains("retry [critical]"),
         "{out}"
     );
 
-    let rescue = json_of(p, &["rescue", "open", "w"]);
+    let rescue = site.json(&["rescue", "open", "w"]);
     let rid = rescue["id"].as_str().unwrap().to_string();
     assert!(rescue["call_id"].is_string());
-    json_of(
-        p,
-        &[
-            "rescue",
-            "diagnose",
-            &rid,
-            "--category",
-            "tool_defect",
-            "--evidence",
-            "panics every time",
-            "--evidence",
-            "same input",
-            "--root-cause",
-            "the tool is broken",
-        ],
-    );
-    let (code, _, err) = run(
-        p,
-        &[
-            "rescue",
-            "diagnose",
-            &rid,
-            "--category",
-            "vibes",
-            "--root-cause",
-            "x",
-        ],
-    );
+    site.json(&[
+        "rescue",
+        "diagnose",
+        &rid,
+        "--category",
+        "tool_defect",
+        "--evidence",
+        "panics every time",
+        "--evidence",
+        "same input",
+        "--root-cause",
+        "the tool is broken",
+    ]);
+    let (code, _, err) = site.run(&[
+        "rescue",
+        "diagnose",
+        &rid,
+        "--category",
+        "vibes",
+        "--root-cause",
+        "x",
+    ]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("missing_context"), "{err}");
-    json_of(
-        p,
-        &[
-            "rescue",
-            "inject",
-            &rid,
-            "--file",
-            "NOTES.md",
-            "--spec-change",
-            "use echo",
-        ],
-    );
-    let resumed = json_of(p, &["session", "resume", "w"]);
+    site.json(&[
+        "rescue",
+        "inject",
+        &rid,
+        "--file",
+        "NOTES.md",
+        "--spec-change",
+        "use echo",
+    ]);
+    let resumed = site.json(&["session", "resume", "w"]);
     assert_eq!(resumed["context"][0]["text"], "NOTES.md");
     assert_eq!(resumed["context"][1]["kind"], "spec_change");
-    let resolved = json_of(
-        p,
-        &[
-            "rescue",
-            "resolve",
-            &rid,
-            "--outcome",
-            "resolved",
-            "--enrich",
-            "panic.panic is for tests only",
-        ],
-    );
+    let resolved = site.json(&[
+        "rescue",
+        "resolve",
+        &rid,
+        "--outcome",
+        "resolved",
+        "--enrich",
+        "panic.panic is for tests only",
+    ]);
     assert_eq!(resolved["outcome"], "resolved");
 
-    let next = json_of(
-        p,
-        &[
-            "session",
-            "start",
-            "--role",
-            "workagent",
-            "--project",
-            "cli",
-        ],
-    );
+    let next = site.json(&[
+        "session",
+        "start",
+        "--role",
+        "workagent",
+        "--project",
+        "cli",
+    ]);
     assert_eq!(next["context"][0]["text"], "panic.panic is for tests only");
 
-    let added = json_of(
-        p,
-        &[
-            "context",
-            "add",
-            "--project",
-            "cli",
-            "echo answers with its input",
-        ],
-    );
+    let added = site.json(&[
+        "context",
+        "add",
+        "--project",
+        "cli",
+        "echo answers with its input",
+    ]);
     let cid = added["id"].as_str().unwrap().to_string();
-    let listed = json_of(p, &["context", "list", "--project", "cli", "--json"]);
+    let listed = site.json(&["context", "list", "--project", "cli", "--json"]);
     assert_eq!(listed.as_array().unwrap().len(), 2);
-    let found = json_of(p, &["context", "search", "ECHO input", "--json"]);
+    let found = site.json(&["context", "search", "ECHO input", "--json"]);
     assert_eq!(found.as_array().unwrap().len(), 1);
-    json_of(p, &["context", "retire", &cid]);
-    let listed = json_of(p, &["context", "list", "--project", "cli", "--json"]);
+    site.json(&["context", "retire", &cid]);
+    let listed = site.json(&["context", "list", "--project", "cli", "--json"]);
     assert_eq!(listed.as_array().unwrap().len(), 1);
 
-    let (code, out, _) = run(p, &["rescue", "list"]);
+    let (code, out, _) = site.run(&["rescue", "list"]);
     assert_eq!(code, 0);
     assert!(
         out.contains(&rid) && out.contains("resolved") && out.contains("tool_defect"),
         "{out}"
     );
-    let report = json_of(p, &["rescue", "report", "--days", "30", "--json"]);
+    let report = site.json(&["rescue", "report", "--days", "30", "--json"]);
     assert_eq!(report["rescues"], 1);
     assert_eq!(report["resolved"], 1);
     assert_eq!(report["context_updates"], 1);
     assert_eq!(report["by_category"]["tool_defect"], 1);
-    let record = json_of(p, &["rescue", "show", &rid]);
+    let record = site.json(&["rescue", "show", &rid]);
     assert_eq!(
         report["mean_time_to_unblock_ms"].as_u64().unwrap(),
         record["resolved_at_ms"].as_u64().unwrap() - record["detected_at_ms"].as_u64().unwrap()
     );
-    let (code, out, _) = run(p, &["rescue", "report"]);
+    let (code, out, _) = site.run(&["rescue", "report"]);
     assert_eq!(code, 0);
     assert!(
         out.contains("rescues:              1") && out.contains("tool_defect"),
@@ -952,38 +900,32 @@ fn rescue_and_context_through_the_cli() {
     );
 
     // An operator who keeps rescues out of the index.
-    write_site(p, "[context]\nwriters = [\"operator\"]\n");
-    json_of(
-        p,
-        &[
-            "session",
-            "start",
-            "--role",
-            "workagent",
-            "--project",
-            "cli",
-            "--name",
-            "w2",
-        ],
-    );
-    let r2 = json_of(p, &["rescue", "open", "w2"]);
-    let (code, _, err) = run(
-        p,
-        &[
-            "rescue",
-            "resolve",
-            r2["id"].as_str().unwrap(),
-            "--outcome",
-            "resolved",
-            "--enrich",
-            "x",
-        ],
-    );
+    site.set_config("[context]\nwriters = [\"operator\"]\n");
+    site.json(&[
+        "session",
+        "start",
+        "--role",
+        "workagent",
+        "--project",
+        "cli",
+        "--name",
+        "w2",
+    ]);
+    let r2 = site.json(&["rescue", "open", "w2"]);
+    let (code, _, err) = site.run(&[
+        "rescue",
+        "resolve",
+        r2["id"].as_str().unwrap(),
+        "--outcome",
+        "resolved",
+        "--enrich",
+        "x",
+    ]);
     assert_eq!(code, 3, "{err}");
     assert!(err.contains("[context] writers"), "{err}");
 
     // A typo in the config is an error, not ignored.
-    write_site(p, "[detector]\nretry_failure = 2\n");
-    let (code, _, err) = run(p, &["rescue", "list"]);
+    site.set_config("[detector]\nretry_failure = 2\n");
+    let (code, _, err) = site.run(&["rescue", "list"]);
     assert_eq!(code, 2, "{err}");
 }

@@ -2,7 +2,7 @@
 //! and THREATS.md "Durability" against the real binary and real faults.
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -199,78 +199,7 @@ async fn an_io_error_on_append_is_never_acknowledged() {
 
 use crate::util::glovebox;
 
-/// A data dir with a config for the real binary: by default the sleep and echo
-/// plugins (also used by the jobs and scratch tests).
-pub struct Site {
-    dir: tempfile::TempDir,
-}
-
-impl Site {
-    pub fn new(sleep_idempotent: bool) -> Site {
-        Site::with_plugins(&[
-            (
-                "sleep.toml",
-                format!(
-                    "name = \"sleep\"\ncomponent = \"{}\"\n[limits]\ndeadline = \"60s\"\n[tools.sleep]\nidempotent = {sleep_idempotent}\n",
-                    plugins::HOSTILE_SLEEP
-                ),
-            ),
-            (
-                "echo.toml",
-                format!("name = \"echo\"\ncomponent = \"{}\"\n", plugins::TOOL_ECHO),
-            ),
-        ])
-    }
-
-    /// A site whose config lists these plugin manifests: (file name, contents).
-    pub fn with_plugins(manifests: &[(&str, String)]) -> Site {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path();
-        let mut config = format!(
-            "data_dir = \"data\"\nhooks = \"none\"\n[runtime]\ncache_dir = \"{}\"\n[storage]\ncheckpoint_every = 64\n",
-            util::cache_dir().display()
-        );
-        for (file, text) in manifests {
-            std::fs::write(p.join(file), text).unwrap();
-            config += &format!("[[plugin]]\nmanifest = \"{file}\"\n");
-        }
-        std::fs::write(p.join("glovebox.toml"), config).unwrap();
-        Site { dir }
-    }
-
-    /// The site's directory (the data dir is `data/` inside).
-    pub fn path(&self) -> &std::path::Path {
-        self.dir.path()
-    }
-
-    pub fn config(&self) -> PathBuf {
-        self.dir.path().join("glovebox.toml")
-    }
-
-    pub fn data(&self) -> PathBuf {
-        self.dir.path().join("data").join("store")
-    }
-
-    pub fn run(&self, args: &[&str]) -> (i32, String, String) {
-        let out = glovebox()
-            .arg("--config")
-            .arg(self.config())
-            .args(args)
-            .output()
-            .unwrap();
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    }
-
-    pub fn json(&self, args: &[&str]) -> Value {
-        let (code, out, err) = self.run(args);
-        assert_eq!(code, 0, "glovebox {args:?}: {err}");
-        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
-    }
-}
+pub use crate::util::Site;
 
 // Threat 29: a call in flight when the host died is interrupted on resume and
 // re-run only if idempotent, with the same idempotency key.

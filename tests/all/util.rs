@@ -155,3 +155,93 @@ pub fn error_of(out: &serde_json::Value) -> &str {
         .as_str()
         .unwrap_or_else(|| panic!("expected an error, got {out}"))
 }
+
+/// A data dir with a config for the real binary: by default the sleep and echo
+/// plugins (also used by the jobs and scratch tests).
+pub struct Site {
+    dir: tempfile::TempDir,
+    /// The manifest files the config lists.
+    plugins: Vec<String>,
+}
+
+impl Site {
+    pub fn new(sleep_idempotent: bool) -> Site {
+        Site::with_plugins(&[
+            (
+                "sleep.toml",
+                format!(
+                    "name = \"sleep\"\ncomponent = \"{}\"\n[limits]\ndeadline = \"60s\"\n[tools.sleep]\nidempotent = {sleep_idempotent}\n",
+                    plugins::HOSTILE_SLEEP
+                ),
+            ),
+            (
+                "echo.toml",
+                format!("name = \"echo\"\ncomponent = \"{}\"\n", plugins::TOOL_ECHO),
+            ),
+        ])
+    }
+
+    /// A site whose config lists these plugin manifests: (file name, contents).
+    pub fn with_plugins(manifests: &[(&str, String)]) -> Site {
+        Site::with_config("", manifests)
+    }
+
+    /// The same, with `extra` TOML tables (`[budgets]`, `[detector]`, ...) in the config.
+    pub fn with_config(extra: &str, manifests: &[(&str, String)]) -> Site {
+        let dir = tempfile::tempdir().unwrap();
+        for (file, text) in manifests {
+            std::fs::write(dir.path().join(file), text).unwrap();
+        }
+        let site = Site {
+            dir,
+            plugins: manifests.iter().map(|(f, _)| f.to_string()).collect(),
+        };
+        site.set_config(extra);
+        site
+    }
+
+    /// Rewrites the config with other `extra` tables (the plugins stay).
+    pub fn set_config(&self, extra: &str) {
+        let mut config = format!(
+            "data_dir = \"data\"\nhooks = \"none\"\n[runtime]\ncache_dir = \"{}\"\n[storage]\ncheckpoint_every = 64\n{extra}",
+            cache_dir().display()
+        );
+        for file in &self.plugins {
+            config += &format!("[[plugin]]\nmanifest = \"{file}\"\n");
+        }
+        std::fs::write(self.config(), config).unwrap();
+    }
+
+    /// The site's directory (the data dir is `data/` inside).
+    pub fn path(&self) -> &std::path::Path {
+        self.dir.path()
+    }
+
+    pub fn config(&self) -> PathBuf {
+        self.dir.path().join("glovebox.toml")
+    }
+
+    pub fn data(&self) -> PathBuf {
+        self.dir.path().join("data").join("store")
+    }
+
+    pub fn run(&self, args: &[&str]) -> (i32, String, String) {
+        let out = glovebox()
+            .arg("--config")
+            .arg(self.config())
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    pub fn json(&self, args: &[&str]) -> serde_json::Value {
+        let (code, out, err) = self.run(args);
+        assert_eq!(code, 0, "glovebox {args:?}: {err}");
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+    }
+}
