@@ -28,29 +28,42 @@ pub const INIT_EXPORT: &str = "wizer-initialize";
 const WIZER_VERSION: &str = "wasmtime-wizer-48.0.8";
 
 /// Whether the component in `bytes` exports [`INIT_EXPORT`] at its top level.
-/// Read from the binary without compiling it; unreadable input says no (the
-/// compiler reports it properly afterwards).
+/// Read from the binary without compiling it, and without reading the nested
+/// modules (nearly all of the bytes) at all: this runs at every load. Unreadable
+/// input says no (the compiler reports it properly afterwards).
 pub fn wanted(bytes: &[u8]) -> bool {
-    use wasmparser::{Parser, Payload};
-    let mut depth = 0usize;
-    for payload in Parser::new(0).parse_all(bytes) {
-        let Ok(payload) = payload else {
+    use wasmparser::{Chunk, Parser, Payload};
+    let mut parser = Parser::new(0);
+    let mut offset = 0;
+    loop {
+        let Some(rest) = bytes.get(offset..) else {
             return false;
         };
+        let Ok(Chunk::Parsed { consumed, payload }) = parser.parse(rest, true) else {
+            return false;
+        };
+        offset += consumed;
         match payload {
-            Payload::ModuleSection { .. } | Payload::ComponentSection { .. } => depth += 1,
-            Payload::End(_) => depth = depth.saturating_sub(1),
-            Payload::ComponentExportSection(reader) if depth == 0 => {
-                for export in reader.into_iter().flatten() {
-                    if export.name.name == INIT_EXPORT {
-                        return true;
-                    }
-                }
+            // The parser skips a nested module or component; so do its bytes.
+            Payload::ModuleSection {
+                unchecked_range, ..
             }
+            | Payload::ComponentSection {
+                unchecked_range, ..
+            } => offset = unchecked_range.end,
+            Payload::ComponentExportSection(reader)
+                if reader
+                    .clone()
+                    .into_iter()
+                    .flatten()
+                    .any(|export| export.name.name == INIT_EXPORT) =>
+            {
+                return true;
+            }
+            Payload::End(_) => return false,
             _ => {}
         }
     }
-    false
 }
 
 /// Where the snapshot of the component with `digest` is cached.
