@@ -58,7 +58,13 @@ pub fn open_sessions(config: &HostConfig) -> anyhow::Result<Durable> {
         },
     );
     let recovery = sessions.recover().context("cannot recover the sessions")?;
-    sessions.sweep_scratch();
+    let swept = sessions.sweep_scratch();
+    if swept > 0 {
+        tracing::info!(
+            swept,
+            "removed scratch directories of archived sessions and killed calls"
+        );
+    }
     for call in &recovery.interrupted {
         tracing::warn!(
             session = %call.session,
