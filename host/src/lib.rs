@@ -33,7 +33,10 @@ mod runtime;
 mod sandbox;
 pub mod scratch;
 pub mod session;
-pub mod storage;
+pub mod store_admin;
+
+/// Durable storage: the trait and its backends (the `glovebox-store` crate).
+pub use glovebox_store as storage;
 
 pub use call::{CallContext, CallReport, Metering};
 pub use error::{CallError, LoadError};
@@ -42,7 +45,7 @@ pub use jobs::{
     JobError, JobErrorInfo, JobInfo, JobResult, JobStatus, Jobs, JobsConfig, WaitMode, WaitOutcome,
 };
 pub use manifest::{HostConfig, Limits, PluginManifest};
-pub use pipeline::{Durable, open_sessions};
+pub use pipeline::{Durable, backend_of, open_sessions, open_store, store_dir};
 pub use plugin::{LoadedPlugin, ToolInfo};
 pub use sandbox::capture::Captured;
 pub use session::{SessionError, Sessions};

@@ -15,12 +15,12 @@ use crate::call::{CallContext, CallReport, new_call_id};
 use crate::error::CallError;
 use crate::hooks::{DecisionKind, Verdict};
 use crate::host::Host;
-use crate::manifest::{DurabilityMode, HostConfig};
+use crate::manifest::{DurabilityMode, HostConfig, StorageBackend};
 use crate::session::{
     CallMetering, EventKind, Recovery, SessionError, SessionState, Sessions, SessionsConfig,
     digest, inline_if_small,
 };
-use crate::storage::{Durability, SledStore, Storage};
+use crate::storage::{Backend, Durability, Opened, Storage, StorageError};
 
 /// What a host keeps in its data dir.
 pub struct Durable {
@@ -30,24 +30,19 @@ pub struct Durable {
     pub storage: Arc<dyn Storage>,
     /// What recovery found at open: calls marked interrupted, damaged sessions.
     pub recovery: Recovery,
+    /// What the store had to repair to open (see `glovebox_store::open`);
+    /// every session verified afterwards.
+    pub repairs: Vec<String>,
 }
 
 /// Opens the session store in the config's data dir (refused if another
 /// process holds it) and recovers calls that were in flight when the last
-/// process died: they are marked `interrupted`.
+/// process died: they are marked `interrupted`. When the open had to repair
+/// the store (see `glovebox_store::open`), every session's hash chain is
+/// verified before anything is served: a store that is not whole is refused.
 pub fn open_sessions(config: &HostConfig) -> anyhow::Result<Durable> {
-    let durability = match config.storage.durability {
-        DurabilityMode::Flush => Durability::Flush,
-        DurabilityMode::Strict => Durability::Strict,
-    };
-    let dir = config.data_dir.join("store");
-    let store = SledStore::open(&dir, durability).with_context(|| {
-        format!(
-            "cannot open the session store of `{}`",
-            config.path.display()
-        )
-    })?;
-    let storage: Arc<dyn Storage> = Arc::new(store);
+    let opened = open_store(config)?;
+    let storage = opened.storage;
     let approvals = Arc::new(Approvals::new(storage.clone()));
     let sessions = Sessions::with_config(
         storage.clone(),
@@ -57,6 +52,9 @@ pub fn open_sessions(config: &HostConfig) -> anyhow::Result<Durable> {
             ..SessionsConfig::default()
         },
     );
+    if !opened.repairs.is_empty() {
+        verify_after_repair(config, &sessions, &opened.repairs)?;
+    }
     let recovery = sessions.recover().context("cannot recover the sessions")?;
     let swept = sessions.sweep_scratch();
     if swept > 0 {
@@ -79,7 +77,81 @@ pub fn open_sessions(config: &HostConfig) -> anyhow::Result<Durable> {
         approvals,
         storage,
         recovery,
+        repairs: opened.repairs,
     })
+}
+
+/// The store dir of a config: `<data_dir>/store`.
+pub fn store_dir(config: &HostConfig) -> std::path::PathBuf {
+    config.data_dir.join("store")
+}
+
+/// The storage backend a config names, as the store crate knows it.
+pub fn backend_of(config: &HostConfig) -> Backend {
+    match config.storage.backend {
+        StorageBackend::Sqlite => Backend::Sqlite,
+        StorageBackend::Sled => Backend::Sled,
+    }
+}
+
+/// Opens the config's store for writing, with the error an operator can act
+/// on when it does not open: the data dir, what is wrong, and what to run.
+pub fn open_store(config: &HostConfig) -> anyhow::Result<Opened> {
+    let durability = match config.storage.durability {
+        DurabilityMode::Flush => Durability::Flush,
+        DurabilityMode::Strict => Durability::Strict,
+    };
+    let dir = store_dir(config);
+    crate::storage::open(&dir, backend_of(config), durability).map_err(|e| {
+        let what = format!(
+            "cannot open the {} store in `{}` (config `{}`): {e}",
+            config.storage.backend,
+            dir.display(),
+            config.path.display()
+        );
+        match e {
+            StorageError::Locked { .. } => anyhow::anyhow!(what),
+            StorageError::Corrupt(_) | StorageError::Damaged { .. } => anyhow::anyhow!(
+                "{what}\n  check it: `glovebox store check` reports what is damaged (it only reads)\n  restore it: `glovebox store restore BACKUP` replaces it with a backup made by `glovebox store backup` (the damaged store is kept beside it)"
+            ),
+            _ => anyhow::anyhow!(
+                "{what}\n  if the disk is fine, `glovebox store check` reports what is wrong with the store"
+            ),
+        }
+    })
+}
+
+/// After a repair at open: every session's chain must verify, or nothing is served.
+fn verify_after_repair(
+    config: &HostConfig,
+    sessions: &Sessions,
+    repairs: &[String],
+) -> anyhow::Result<()> {
+    let reports = sessions
+        .verify_all()
+        .context("cannot verify the sessions after repairing the store")?;
+    let broken: Vec<String> = reports
+        .iter()
+        .filter(|r| !r.ok)
+        .map(|r| match &r.first_bad {
+            Some((seq, why)) => format!("session {} at event {seq}: {why}", r.session),
+            None => format!("session {}", r.session),
+        })
+        .collect();
+    if !broken.is_empty() {
+        anyhow::bail!(
+            "the store in `{}` was repaired at open ({}), and then {} session log(s) did not verify: {}; nothing is served from it: run `glovebox store check`, and restore a backup with `glovebox store restore BACKUP`",
+            store_dir(config).display(),
+            repairs.join("; "),
+            broken.len(),
+            broken.join("; ")
+        );
+    }
+    tracing::warn!(
+        sessions = reports.len(),
+        "the store was repaired at open and every session's log verifies"
+    );
+    Ok(())
 }
 
 /// Runs a blocking session operation off the async threads.

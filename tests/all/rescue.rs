@@ -48,6 +48,7 @@ async fn rig_with(edit: impl FnOnce(&mut HostConfig)) -> Rig {
         approvals: Arc::new(Approvals::new(storage.clone())),
         storage,
         recovery: Default::default(),
+        repairs: Vec::new(),
     };
     Rig {
         host,

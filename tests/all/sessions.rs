@@ -43,6 +43,7 @@ pub fn durable(dir: &Path) -> (Arc<SledStore>, Durable) {
         approvals: Arc::new(Approvals::new(storage.clone())),
         storage,
         recovery: Default::default(),
+        repairs: Vec::new(),
     };
     (store, durable)
 }
@@ -290,118 +291,6 @@ fn a_second_process_on_the_same_data_dir_is_refused() {
     // Once it is gone the data dir opens again.
     let (code, _, err) = site.run(&["session", "list"]);
     assert_eq!(code, 0, "{err}");
-}
-
-/// Kills needed by the crash test: 50 in CI, more with `GLOVEBOX_CRASH_KILLS`
-/// (e.g. `GLOVEBOX_CRASH_KILLS=1000 cargo test --test all crash`).
-fn kills() -> usize {
-    std::env::var("GLOVEBOX_CRASH_KILLS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(50)
-}
-
-// Threats 24-25: kill -9 at random moments while several writers append; on
-// restart every acknowledged event is there, sequences are gapless, the chain
-// verifies, and every session resumes with the state a full replay gives.
-#[test]
-fn crash_test_sigkill_at_random_moments_loses_nothing_acknowledged() {
-    let site = Site::new(true);
-    let mut acked: Vec<(String, u64, String)> = Vec::new();
-    let mut rng = Lcg(0x9e37_79b9_7f4a_7c15 ^ std::process::id() as u64);
-    let kills = kills();
-    for round in 0..kills {
-        let mut child = glovebox()
-            .arg("--config")
-            .arg(site.config())
-            .args(["debug", "append", "--sessions", "3", "--writers", "4"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let reader = std::thread::spawn(move || {
-            BufReader::new(stdout)
-                .lines()
-                .map_while(Result::ok)
-                .collect::<Vec<String>>()
-        });
-        // Somewhere between start-up and well into the appends.
-        std::thread::sleep(Duration::from_millis(20 + rng.next() % 300));
-        child.kill().unwrap();
-        child.wait().unwrap();
-        for line in reader.join().unwrap() {
-            let parts: Vec<&str> = line.split(' ').collect();
-            // A line cut by the kill was never fully acknowledged to us.
-            if let ["ack", session, seq, hash] = parts[..]
-                && hash.len() == 64
-            {
-                acked.push((session.to_string(), seq.parse().unwrap(), hash.to_string()));
-            }
-        }
-        if round % 10 == 9 || round + 1 == kills {
-            check_store(&site.data(), &acked);
-        }
-    }
-    assert!(
-        acked.len() > kills,
-        "the writers got going: {} acks in {kills} runs",
-        acked.len()
-    );
-}
-
-fn check_store(data: &Path, acked: &[(String, u64, String)]) {
-    let (_store, sessions) = store_sessions(data);
-    let reports = sessions.verify_all().unwrap();
-    assert!(!reports.is_empty());
-    for r in &reports {
-        assert!(r.ok, "chain broken: {r:?}");
-    }
-    let mut by_session: std::collections::HashMap<&str, Vec<glovebox::session::Event>> =
-        Default::default();
-    for (session, _, _) in acked {
-        by_session
-            .entry(session.as_str())
-            .or_insert_with(|| sessions.events(session, 1, usize::MAX).unwrap());
-    }
-    for (session, seq, hash) in acked {
-        let events = &by_session[session.as_str()];
-        let event = events
-            .get((*seq - 1) as usize)
-            .unwrap_or_else(|| panic!("acknowledged {session}#{seq} is missing"));
-        assert_eq!(
-            (event.seq, &event.hash),
-            (*seq, hash),
-            "acknowledged {session}#{seq} differs"
-        );
-    }
-    for (session, events) in &by_session {
-        for (i, e) in events.iter().enumerate() {
-            assert_eq!(e.seq, i as u64 + 1, "gap in {session}");
-        }
-        // Resume (checkpoint + tail) gives the state a full replay gives.
-        let (with, _) = sessions.reload(session, true).unwrap();
-        let (without, _) = sessions.reload(session, false).unwrap();
-        assert_eq!(
-            serde_json::to_value(&with).unwrap(),
-            serde_json::to_value(&without).unwrap(),
-            "checkpointed resume differs for {session}"
-        );
-        assert_eq!(with.last_seq, events.len() as u64);
-    }
-}
-
-/// A tiny deterministic generator for kill times (no crate needed for this).
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        self.0 >> 33
-    }
 }
 
 // The README's walk-through: start, use, kill mid-flight, resume by name with the handoff.

@@ -245,3 +245,46 @@ impl Site {
         serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
     }
 }
+
+/// Makes sure the command `bin` exists, installing the Debian package
+/// `package` with `apt-get` when it does not (as the README's test command
+/// promises); panics with what to install when that is not possible.
+pub fn ensure_debian_tool(bin: &str, package: &str) {
+    let found = |bin: &str| {
+        std::process::Command::new("sh")
+            .args(["-c", &format!("command -v {bin}")])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if found(bin) {
+        return;
+    }
+    static APT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_at_a_time = APT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if found(bin) {
+        return;
+    }
+    let sudo = if std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+    {
+        ""
+    } else {
+        "sudo "
+    };
+    let script = format!(
+        "{sudo}apt-get install -y {package} || ({sudo}apt-get update && {sudo}apt-get install -y {package})"
+    );
+    let installed = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .stdout(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        installed && found(bin),
+        "this test needs `{bin}`: install the Debian package `{package}` (apt-get install {package})"
+    );
+}

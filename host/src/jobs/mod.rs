@@ -28,6 +28,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use runner::Jobs;
+/// The job records, as the runner writes them (the crash harness writes them too).
+pub use store::JobStore;
 
 use crate::sandbox::capture::Captured;
 use crate::session::{CallMetering, SessionError};

@@ -7,7 +7,7 @@ use crate::storage::{Storage, StorageError};
 
 const BUCKET: &str = "jobs";
 
-pub(super) struct JobStore {
+pub struct JobStore {
     storage: Arc<dyn Storage>,
     /// Held across read-modify-write, so status changes never interleave.
     write: Mutex<()>,

@@ -15,7 +15,7 @@ use super::source::{self, SIZE_HINT, Source};
 use super::units::{Size, format_size};
 use super::{
     ConfigError, DurabilityMode, HostConfig, Limits, MAX_CONCURRENT_CALLS, PluginManifest,
-    RuntimeConfig, StorageConfig,
+    RuntimeConfig, StorageBackend, StorageConfig,
 };
 
 #[derive(Deserialize)]
@@ -44,6 +44,7 @@ pub(super) struct RawHostConfig {
 #[derive(Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawStorage {
+    backend: Option<String>,
     durability: Option<String>,
     checkpoint_every: Option<i64>,
 }
@@ -238,6 +239,18 @@ impl<'a> MemoryCap<'a> {
 
 fn validate_storage(src: &Source, raw: &RawStorage) -> Result<StorageConfig, ConfigError> {
     let mut storage = StorageConfig::default();
+    match raw.backend.as_deref() {
+        None => {}
+        Some("sqlite") => storage.backend = StorageBackend::Sqlite,
+        Some("sled") => storage.backend = StorageBackend::Sled,
+        Some(other) => {
+            return Err(src.invalid(
+                "storage.backend",
+                format!("`{other}` is not a storage backend"),
+                "write `\"sqlite\"` (SQLite in WAL mode) or `\"sled\"`; see docs/durability.md for what each guarantees",
+            ));
+        }
+    }
     match raw.durability.as_deref() {
         None | Some("flush") => {}
         Some("strict") => storage.durability = DurabilityMode::Strict,

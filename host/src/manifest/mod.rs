@@ -71,9 +71,11 @@ pub struct HostConfig {
     pub context: ContextConfig,
 }
 
-/// `[storage]`: durability of the session log and checkpoint cadence.
+/// `[storage]`: the engine, durability of the session log and checkpoint cadence.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StorageConfig {
+    /// `backend = "sqlite"` (default) or `"sled"`.
+    pub backend: StorageBackend,
     /// `durability = "flush"` (default) or `"strict"`.
     pub durability: DurabilityMode,
     /// A checkpoint every this many events of a session (0: only at handoffs,
@@ -84,9 +86,37 @@ pub struct StorageConfig {
 impl Default for StorageConfig {
     fn default() -> Self {
         StorageConfig {
+            backend: StorageBackend::DEFAULT,
             durability: DurabilityMode::Flush,
             checkpoint_every: 256,
         }
+    }
+}
+
+/// The embedded storage engine a data dir is kept in (see `docs/durability.md`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StorageBackend {
+    /// SQLite in WAL mode.
+    Sqlite,
+    /// sled 0.34.
+    Sled,
+}
+
+impl StorageBackend {
+    /// The backend of a config that names none.
+    pub const DEFAULT: StorageBackend = StorageBackend::Sled;
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StorageBackend::Sqlite => "sqlite",
+            StorageBackend::Sled => "sled",
+        }
+    }
+}
+
+impl std::fmt::Display for StorageBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

@@ -15,7 +15,7 @@
 //!
 //! [`Storage`]: crate::storage::Storage
 
-mod checkpoint;
+pub(crate) mod checkpoint;
 mod event;
 mod handoff;
 mod lifecycle;

@@ -1,20 +1,31 @@
 //! `glovebox debug ...`: hidden commands that test the host itself.
+//!
+//! `write-mix` is the workload the crash harness (`debug crash-loop`, in
+//! `crash.rs`) kills at random moments: every kind of write Glovebox makes,
+//! from several threads, each acknowledged write printed as one line once it
+//! is durable. The harness reads those lines back after every kill and checks
+//! the store holds each of them.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use anyhow::Result;
 use clap::Subcommand;
 use glovebox::HostConfig;
-use glovebox::session::{EventKind, Role, StartSession};
+use glovebox::approvals::{Approval, ApprovalStatus, Approvals};
+use glovebox::jobs::{JobInfo, JobStatus, JobStore};
+use glovebox::manifest::ContextWriter;
+use glovebox::rescue::{Category, Outcome, Rescues};
+use glovebox::session::{
+    EndOutcome, EventKind, Handoff, HandoffKind, Role, Sessions, StartSession,
+};
 
 #[derive(Subcommand)]
 pub enum DebugCommand {
     /// Append notes to sessions from several writer threads, printing one line
-    /// per acknowledged event: `ack <session id> <seq> <hash>`. Used by the
-    /// crash test, which kills this process at random moments.
+    /// per acknowledged event: `ack <session id> <seq> <hash>`.
     Append {
         /// Sessions to spread the appends over (created if fewer exist).
         #[arg(long, default_value_t = 4)]
@@ -25,16 +36,49 @@ pub enum DebugCommand {
         #[arg(long, default_value_t = 0)]
         count: u64,
     },
+    /// Every kind of write Glovebox makes (session events and checkpoints,
+    /// handoffs, job records, approvals, rescues, context entries, archived
+    /// sessions and their scratch directories), from several threads, until
+    /// killed. Prints `ack <kind> <id> <what> .` once each write is durable
+    /// (see `crash.rs` for the kinds).
+    WriteMix {
+        /// Sessions the event writers share (created if fewer exist).
+        #[arg(long, default_value_t = 3)]
+        sessions: usize,
+        #[arg(long, default_value_t = 4)]
+        writers: usize,
+        /// Seed of the writers' choices.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Operations per writer (0: until killed).
+        #[arg(long, default_value_t = 0)]
+        count: u64,
+    },
+    /// The crash harness: kills `write-mix` at random moments, over and over,
+    /// and checks after every few kills that the data dir opens and holds
+    /// every acknowledged write. See `crash.rs`.
+    CrashLoop(crate::crash::CrashArgs),
 }
 
 pub fn run(config: &Path, command: DebugCommand) -> Result<ExitCode> {
-    let DebugCommand::Append {
-        sessions: n,
-        writers,
-        count,
-    } = command;
-    let config = HostConfig::load(config)?;
-    let sessions = glovebox::open_sessions(&config)?.sessions;
+    match command {
+        DebugCommand::Append {
+            sessions,
+            writers,
+            count,
+        } => append(config, sessions, writers, count),
+        DebugCommand::WriteMix {
+            sessions,
+            writers,
+            seed,
+            count,
+        } => write_mix(config, sessions, writers, seed, count),
+        DebugCommand::CrashLoop(args) => crate::crash::run(config, args),
+    }
+}
+
+/// The shared sessions the writers append to, created if missing.
+fn stress_sessions(sessions: &Sessions, n: usize) -> Result<Vec<String>> {
     let mut ids = Vec::new();
     for i in 0..n {
         let name = format!("stress-{i}");
@@ -51,6 +95,13 @@ pub fn run(config: &Path, command: DebugCommand) -> Result<ExitCode> {
         };
         ids.push(state.id);
     }
+    Ok(ids)
+}
+
+fn append(config: &Path, n: usize, writers: usize, count: u64) -> Result<ExitCode> {
+    let config = HostConfig::load(config)?;
+    let sessions = glovebox::open_sessions(&config)?.sessions;
+    let ids = stress_sessions(&sessions, n)?;
     let out = Mutex::new(std::io::stdout());
     std::thread::scope(|scope| {
         for w in 0..writers {
@@ -64,9 +115,7 @@ pub fn run(config: &Path, command: DebugCommand) -> Result<ExitCode> {
                     };
                     match sessions.append(id, kind) {
                         Ok(event) => {
-                            let mut out = out
-                                .lock()
-                                .unwrap_or_else(std::sync::PoisonError::into_inner);
+                            let mut out = out.lock().unwrap_or_else(PoisonError::into_inner);
                             // The line is printed only after the append is durable.
                             let _ =
                                 writeln!(out, "ack {} {} {}", event.session, event.seq, event.hash);
@@ -83,4 +132,237 @@ pub fn run(config: &Path, command: DebugCommand) -> Result<ExitCode> {
         }
     });
     Ok(ExitCode::SUCCESS)
+}
+
+/// What the write-mix writers share.
+struct Mix {
+    sessions: Arc<Sessions>,
+    approvals: Approvals,
+    jobs: JobStore,
+    rescues: Rescues,
+    scratch_root: PathBuf,
+    ids: Vec<String>,
+    out: Mutex<std::io::Stdout>,
+}
+
+impl Mix {
+    /// Prints one acknowledged write. Called only once the write returned,
+    /// that is, once it is durable.
+    fn ack(&self, line: std::fmt::Arguments<'_>) {
+        let mut out = self.out.lock().unwrap_or_else(PoisonError::into_inner);
+        let _ = writeln!(out, "ack {line} .");
+        let _ = out.flush();
+    }
+
+    fn event(&self, event: &glovebox::session::Event) {
+        self.ack(format_args!(
+            "event {} {} {}",
+            event.session, event.seq, event.hash
+        ));
+    }
+}
+
+fn write_mix(config: &Path, n: usize, writers: usize, seed: u64, count: u64) -> Result<ExitCode> {
+    let config = HostConfig::load(config)?;
+    let durable = glovebox::open_sessions(&config)?;
+    for repair in &durable.repairs {
+        // Counted by the crash harness.
+        println!("repaired {repair}");
+    }
+    let ids = stress_sessions(&durable.sessions, n.max(1))?;
+    let mix = Mix {
+        approvals: Approvals::new(durable.storage.clone()),
+        jobs: JobStore::new(durable.storage.clone()),
+        rescues: Rescues::new(
+            durable.sessions.clone(),
+            durable.storage.clone(),
+            config.context.clone(),
+        ),
+        sessions: durable.sessions.clone(),
+        scratch_root: config.scratch_dir(),
+        ids,
+        out: Mutex::new(std::io::stdout()),
+    };
+    let failed = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        for w in 0..writers {
+            let (mix, failed) = (&mix, &failed);
+            scope.spawn(move || {
+                let mut rng = seed
+                    ^ (w as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+                    ^ u64::from(std::process::id());
+                let mut i = 0u64;
+                while count == 0 || i < count {
+                    rng = rng
+                        .wrapping_mul(6_364_136_223_846_793_005)
+                        .wrapping_add(1_442_695_040_888_963_407);
+                    let pick = (rng >> 33) % 20;
+                    if let Err(e) = one_write(mix, w, i, pick) {
+                        eprintln!("writer {w}: write {i} failed: {e:#}");
+                        failed.store(true, std::sync::atomic::Ordering::SeqCst);
+                        return;
+                    }
+                    i += 1;
+                }
+            });
+        }
+    });
+    Ok(if failed.into_inner() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// One write (or a short sequence of them) of the kind `pick` selects.
+fn one_write(mix: &Mix, w: usize, i: u64, pick: u64) -> Result<()> {
+    let shared = &mix.ids[(w + i as usize) % mix.ids.len()];
+    let now = mix.rescues.now();
+    match pick {
+        // Notes: most of what a session log holds; every `checkpoint_every`
+        // events a checkpoint is written with them.
+        0..=11 => {
+            let event = mix.sessions.append(
+                shared,
+                EventKind::Note {
+                    text: format!("writer {w} note {i}"),
+                },
+            )?;
+            mix.event(&event);
+        }
+        // A handoff: an event and a checkpoint.
+        12 => {
+            let mut handoff = Handoff::new(
+                HandoffKind::Continuation,
+                Role::Workagent,
+                format!("writer {w} step {i}"),
+            );
+            handoff.current_phase = "crash-test".into();
+            handoff.next_steps = vec![format!("step {}", i + 1)];
+            let event = mix.sessions.handoff(shared, handoff)?;
+            mix.event(&event);
+        }
+        // A background job's record through its lifecycle.
+        13 | 14 => {
+            let id = format!("job-w{w}x{i}x{:06x}", now & 0xff_ffff);
+            let mut job = JobInfo {
+                id: id.clone(),
+                session: shared.clone(),
+                session_name: None,
+                tool: "echo.echo".into(),
+                input: format!("{{\"writer\":{w},\"i\":{i}}}"),
+                status: JobStatus::Queued,
+                created_at_ms: now,
+                started_at_ms: None,
+                finished_at_ms: None,
+                idempotent: true,
+                attempts: 0,
+                result: None,
+            };
+            mix.jobs.put(&job)?;
+            mix.ack(format_args!("job {id} queued"));
+            job.status = JobStatus::Running;
+            job.started_at_ms = Some(now);
+            job.attempts = 1;
+            mix.jobs.put(&job)?;
+            mix.ack(format_args!("job {id} running"));
+            mix.jobs.update(&id, |job| {
+                job.status = JobStatus::Completed;
+                job.finished_at_ms = Some(now);
+                true
+            })?;
+            mix.ack(format_args!("job {id} completed"));
+        }
+        // An approval asked, then settled.
+        15 => {
+            let id = Approvals::new_id();
+            let mut approval = Approval {
+                id: id.clone(),
+                session: shared.clone(),
+                session_name: None,
+                call_id: format!("call-w{w}-{i}"),
+                tool: "files.write".into(),
+                tool_digest: "0".repeat(64),
+                input_hash: "0".repeat(64),
+                input: "{}".into(),
+                action: "write:files".into(),
+                hook: "destructive-gate".into(),
+                pattern: "write:*".into(),
+                reason: "crash test".into(),
+                requested_at_ms: now,
+                status: ApprovalStatus::Pending,
+            };
+            mix.approvals.put(&approval)?;
+            mix.ack(format_args!("approval {id} pending"));
+            approval.status = ApprovalStatus::Approved { at_ms: now };
+            mix.approvals.put(&approval)?;
+            mix.ack(format_args!("approval {id} approved"));
+        }
+        // A rescue of a fresh session, from open to resolved with a context
+        // entry; its events go to that session's log.
+        16 => {
+            let state = mix.sessions.start(StartSession {
+                role: Role::Workagent,
+                project: "crash-test".into(),
+                name: None,
+                tags: vec!["rescued".into()],
+                expected_duration: None,
+                budget: Default::default(),
+            })?;
+            mix.ack(format_args!("session {} created", state.id));
+            let session = state.id;
+            let rescue = mix.rescues.open(&session, None)?;
+            mix.ack(format_args!("rescue {} open", rescue.id));
+            mix.rescues.diagnose(
+                &rescue.id,
+                Category::MissingContext,
+                vec![format!("writer {w} op {i}")],
+                "the crash test asked for it",
+            )?;
+            mix.ack(format_args!("rescue {} diagnosed", rescue.id));
+            let resolved = mix.rescues.resolve(
+                &rescue.id,
+                Outcome::Resolved,
+                &[format!("writer {w} learned {i}")],
+            )?;
+            mix.ack(format_args!("rescue {} resolved", resolved.id));
+        }
+        // A context entry added, then retired.
+        17 => {
+            let entry = mix.rescues.index().add(
+                "crash-test",
+                &format!("writer {w} fact {i}"),
+                ContextWriter::Operator,
+                None,
+                now,
+            )?;
+            mix.ack(format_args!("context {} added", entry.id));
+            mix.rescues
+                .index()
+                .retire(&entry.id, ContextWriter::Operator, now)?;
+            mix.ack(format_args!("context {} retired", entry.id));
+        }
+        // A short session with a scratch file, ended and archived: archiving
+        // removes the scratch directory (the sweep at the next start does,
+        // if the kill came between the two).
+        _ => {
+            let state = mix.sessions.start(StartSession {
+                role: Role::Workagent,
+                project: "crash-test".into(),
+                name: None,
+                tags: vec!["scratch".into()],
+                expected_duration: None,
+                budget: Default::default(),
+            })?;
+            mix.ack(format_args!("session {} created", state.id));
+            let dir =
+                glovebox::scratch::ScratchDirs::new(mix.scratch_root.clone()).path_of(&state.id)?;
+            std::fs::create_dir_all(&dir)?;
+            std::fs::write(dir.join("notes.txt"), format!("writer {w} op {i}"))?;
+            mix.sessions.end(&state.id, EndOutcome::Completed)?;
+            mix.sessions.archive(&state.id)?;
+            mix.ack(format_args!("session {} archived", state.id));
+        }
+    }
+    Ok(())
 }

@@ -13,11 +13,13 @@ macro_rules! out {
 }
 
 mod billing;
+mod crash;
 mod debug;
 mod jobs;
 mod rescue;
 mod serve;
 mod sessions;
+mod store;
 
 use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
@@ -130,6 +132,11 @@ enum Command {
     },
     /// Serve the configured tools over MCP (stdio, or streamable HTTP with `--http`).
     Serve(serve::ServeArgs),
+    /// The data dir's store: check it, back it up, restore it.
+    Store {
+        #[command(subcommand)]
+        command: store::StoreCommand,
+    },
     /// Tools for testing the host itself.
     #[command(hide = true)]
     Debug {
@@ -172,6 +179,22 @@ fn main() -> ExitCode {
             eprintln!("error: {e:#}");
             ExitCode::from(2)
         }
+    }
+}
+
+/// A size for people: `12.3 MiB`.
+fn human_size(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
     }
 }
 
@@ -230,6 +253,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Job { command } => jobs::run(&cli.config, command).await,
         Command::Serve(args) => serve::run(&cli.config, args).await,
         Command::Debug { command } => debug::run(&cli.config, command),
+        Command::Store { command } => store::run(&cli.config, command),
     }
 }
 

@@ -12,10 +12,18 @@ use std::io::{Read, Write};
 use std::path::Path;
 use std::time::SystemTime;
 
-use crate::storage::StorageError;
+use crate::StorageError;
+
+/// Creates `dir` if needed and takes its lock: how every backend's open begins.
+pub(crate) fn create_and_lock(dir: &Path) -> Result<File, StorageError> {
+    std::fs::create_dir_all(dir).map_err(|e| {
+        StorageError::Io(format!("cannot create data dir `{}`: {e}", dir.display()))
+    })?;
+    lock_data_dir(dir)
+}
 
 /// Takes the lock on `dir` (which must exist) or says who holds it.
-pub(super) fn lock_data_dir(dir: &Path) -> Result<File, StorageError> {
+pub(crate) fn lock_data_dir(dir: &Path) -> Result<File, StorageError> {
     let path = dir.join("LOCK");
     let io = |what: &str, e: std::io::Error| {
         StorageError::Io(format!("cannot {what} `{}`: {e}", path.display()))
@@ -54,4 +62,18 @@ pub(super) fn lock_data_dir(dir: &Path) -> Result<File, StorageError> {
         .and_then(|()| file.write_all(holder.as_bytes()))
         .map_err(|e| io("write the lock file", e))?;
     Ok(file)
+}
+
+/// The data dir lock held on its own, without a store: for an operator
+/// command that replaces the store under it (a restore).
+pub struct DirLock {
+    _file: File,
+}
+
+impl DirLock {
+    /// Takes the lock on `dir` (which must exist), or fails with
+    /// [`StorageError::Locked`] naming its holder.
+    pub fn take(dir: &Path) -> Result<DirLock, StorageError> {
+        lock_data_dir(dir).map(|file| DirLock { _file: file })
+    }
 }

@@ -1,16 +1,50 @@
-//! Durable storage behind one small trait.
+//! Durable storage behind one small trait: what Glovebox keeps across crashes.
 //!
 //! The trait is shaped like a distributed log store (NATS JetStream): an append
 //! to a stream states the sequence it expects to follow, so two hosts can never
 //! both extend one session; checkpoints and indexes are values under a key in
-//! a bucket. sled is the embedded default (`sled_store`); its types stay in its
-//! module.
+//! a bucket. Each embedded backend lives in its own module and its engine's
+//! types never leave it.
+//!
+//! This crate owns the bytes on disk and nothing above them: it never imports
+//! the manifest, the ledger, the runtime or wasmtime.
 
-mod sled_store;
-
+mod backend;
 #[cfg(test)]
-pub(crate) use sled_store::raw as sled_raw;
-pub use sled_store::{Durability, SledStore};
+mod conformance;
+mod copy;
+mod dir_lock;
+#[cfg(feature = "fault-injection")]
+mod fault;
+#[cfg(feature = "sled")]
+mod sled_store;
+#[cfg(feature = "sqlite")]
+mod sqlite_store;
+
+pub use backend::{Backend, Opened, open};
+pub use copy::{CopyStats, copy_all};
+pub use dir_lock::DirLock;
+#[cfg(feature = "sled")]
+pub use sled_store::SledStore;
+#[cfg(all(feature = "sled", any(test, feature = "testing")))]
+pub use sled_store::raw as sled_raw;
+#[cfg(feature = "sqlite")]
+pub use sqlite_store::SqliteStore;
+#[cfg(all(feature = "sqlite", any(test, feature = "testing")))]
+pub use sqlite_store::raw as sqlite_raw;
+
+/// When a write counts as durable, that is, when a store acknowledges it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// Survives a killed or crashed process (the write reached the kernel),
+    /// not a power cut or a kernel crash. What each backend does for it is
+    /// in its module docs and `docs/durability.md`.
+    Flush,
+    /// Survives a power cut on a disk that honours flushes: the files the
+    /// write went to are `fdatasync`ed before it is acknowledged. Costs a
+    /// disk flush per group commit, shared by every writer waiting on it.
+    Strict,
+}
 
 /// Why a storage operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -97,4 +131,7 @@ pub trait Storage: Send + Sync + 'static {
 
     /// All keys of `bucket` starting with `prefix`, in key order, with their values.
     fn scan(&self, bucket: &str, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, StorageError>;
+
+    /// Names of all buckets that hold (or once held) a key, in name order.
+    fn buckets(&self) -> Result<Vec<String>, StorageError>;
 }

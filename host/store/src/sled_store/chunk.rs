@@ -4,7 +4,7 @@
 //! that sled writes it as one log record, recovered whole or not at all.
 //! Format: entry count (u32 BE), then per entry its length (u32 BE) and bytes.
 
-use crate::storage::StorageError;
+use crate::StorageError;
 
 /// Encodes the entries of one append.
 pub(super) fn encode(entries: &[Vec<u8>]) -> Result<Vec<u8>, StorageError> {

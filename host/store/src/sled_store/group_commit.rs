@@ -19,7 +19,7 @@
 
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
-use crate::storage::StorageError;
+use crate::StorageError;
 
 pub(super) struct GroupCommit {
     state: Mutex<State>,

@@ -27,11 +27,19 @@
 //! Appends to one stream are serialized in this process by a striped lock
 //! (read the head, compare, insert), and the data dir lock keeps other
 //! processes out, so `expected_last` needs no transaction. Durability comes
-//! from group commit ([`group_commit`]).
+//! from group commit ([`group_commit`]):
+//!
+//! - [`Durability::Flush`] is sled's `flush()`: the log is written out with
+//!   `sync_file_range`, ~100 µs per flush on this kind of VM. sled also
+//!   `fsync`s its log from a background thread every 500 ms, which bounds the
+//!   loss on a power cut without promising anything.
+//! - [`Durability::Strict`] adds `fdatasync` on the files sled wrote (its
+//!   log, new blob files; see the `strict` module): 0.1 to 4 ms more per
+//!   flush here.
 
 mod chunk;
-mod dir_lock;
 mod group_commit;
+mod repair;
 mod strict;
 #[cfg(test)]
 mod tests;
@@ -44,24 +52,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError, RwLock};
 
 use self::group_commit::GroupCommit;
 use self::strict::StrictSync;
-use super::{Storage, StorageError};
-
-/// When a write counts as durable, that is, when [`SledStore`] acknowledges it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Durability {
-    /// sled's `flush()`: the log is written out with `sync_file_range`. An
-    /// acknowledged write survives a killed or crashed process, not a power
-    /// cut or a kernel crash (the disk's cache is not flushed). ~100 µs per
-    /// flush on this kind of VM. sled also `fsync`s its log from a background
-    /// thread every 500 ms, which bounds the loss on a power cut without
-    /// promising anything.
-    Flush,
-    /// `Flush`, then `fdatasync` on the files sled wrote (its log, new blob
-    /// files; see the `strict` module): an acknowledged write survives a power
-    /// cut on a disk that honours flushes. Costs 0.1 to 4 ms more per flush
-    /// on this kind of VM, shared by every writer waiting on it.
-    Strict,
-}
+use super::{Durability, Storage, StorageError};
 
 /// [`Storage`] on sled. Open one per data dir and share it (`Arc`) between
 /// threads; a second open of the same dir, in this process or another, is
@@ -87,8 +78,10 @@ pub struct SledStore {
     buckets: RwLock<HashMap<String, sled::Tree>>,
     commit: GroupCommit,
     strict: Option<StrictSync>,
+    /// What [`repair::before_open`] moved aside at open.
+    repairs: Vec<String>,
     #[cfg(feature = "fault-injection")]
-    failing_flushes: std::sync::atomic::AtomicUsize,
+    failing_flushes: crate::fault::FailNext,
     /// Declared last, so it is released only after sled has closed its files.
     _lock: File,
 }
@@ -185,10 +178,24 @@ const APPEND_STRIPES: usize = 64;
 /// Opens sled in `dir`. We hold the data dir's `LOCK`, so a lock sled still
 /// sees on its files belongs to a store of this process that was just dropped
 /// and whose sled threads have not finished yet: wait for them, briefly.
+/// sled 0.34 panics on some damage it finds while recovering; that is an
+/// error here, not the end of the process.
 fn open_sled(dir: &Path) -> Result<sled::Db, StorageError> {
     let start = std::time::Instant::now();
     loop {
-        match sled::Config::new().path(dir).open() {
+        let opened =
+            std::panic::catch_unwind(|| sled::Config::new().path(dir).open()).map_err(|panic| {
+                let what = panic
+                    .downcast_ref::<String>()
+                    .map(String::as_str)
+                    .or_else(|| panic.downcast_ref::<&str>().copied())
+                    .unwrap_or("(no message)");
+                StorageError::Corrupt(format!(
+                    "sled panicked while recovering `{}`: {what}",
+                    dir.display()
+                ))
+            })?;
+        match opened {
             Err(sled::Error::Io(e))
                 if e.to_string().contains("could not acquire lock")
                     && start.elapsed() < std::time::Duration::from_secs(5) =>
@@ -206,11 +213,19 @@ impl SledStore {
     /// [`StorageError::Locked`] if another store has the dir.
     #[tracing::instrument(skip_all, fields(dir = %dir.display(), ?durability))]
     pub fn open(dir: &Path, durability: Durability) -> Result<SledStore, StorageError> {
-        std::fs::create_dir_all(dir).map_err(|e| {
-            StorageError::Io(format!("cannot create data dir `{}`: {e}", dir.display()))
-        })?;
-        let lock = dir_lock::lock_data_dir(dir)?;
+        let lock = crate::dir_lock::create_and_lock(dir)?;
         let sled_dir = dir.join("sled");
+        let quarantine = dir.join("quarantine").join(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis())
+                .unwrap_or(0)
+                .to_string(),
+        );
+        let repairs = repair::before_open(&sled_dir, &quarantine)?;
+        for repair in &repairs {
+            tracing::warn!(dir = %dir.display(), "{repair}");
+        }
         let db = open_sled(&sled_dir)?;
         let streams = db.open_tree(STREAMS_TREE).map_err(sled_error)?;
         let strict = match durability {
@@ -230,8 +245,9 @@ impl SledStore {
             buckets: RwLock::new(HashMap::new()),
             commit: GroupCommit::new(),
             strict,
+            repairs,
             #[cfg(feature = "fault-injection")]
-            failing_flushes: std::sync::atomic::AtomicUsize::new(0),
+            failing_flushes: Default::default(),
             _lock: lock,
         })
     }
@@ -246,6 +262,13 @@ impl SledStore {
         self.durability
     }
 
+    /// What the open moved aside so that sled would open (see the `repair`
+    /// module); empty almost always. After a repair the caller verifies
+    /// what it keeps here before serving.
+    pub fn repairs(&self) -> &[String] {
+        &self.repairs
+    }
+
     /// Number of flushes done so far (each one `db.flush()`, plus the
     /// `fdatasync`s in [`Durability::Strict`]). Concurrent writers share
     /// flushes, so this grows slower than the number of writes.
@@ -258,20 +281,14 @@ impl SledStore {
     /// failed (see [`SledStore`]).
     #[cfg(feature = "fault-injection")]
     pub fn fail_next_flushes(&self, n: usize) {
-        self.failing_flushes
-            .store(n, std::sync::atomic::Ordering::SeqCst);
+        self.failing_flushes.arm(n);
     }
 
     /// One flush, run by a group-commit leader for every writer waiting.
     fn flush(&self) -> Result<(), String> {
         #[cfg(feature = "fault-injection")]
         {
-            use std::sync::atomic::Ordering;
-            if self
-                .failing_flushes
-                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-                .is_ok()
-            {
+            if self.failing_flushes.take() {
                 return Err(format!(
                     "injected fault: flushing `{}` failed: restart glovebox to reopen the data dir",
                     self.dir.display()
@@ -572,28 +589,42 @@ impl Storage for SledStore {
             })
             .collect()
     }
+
+    fn buckets(&self) -> Result<Vec<String>, StorageError> {
+        self.commit.check()?;
+        let mut names = Vec::new();
+        for name in self.db.tree_names() {
+            if let Some(bucket) = name.strip_prefix(b"kv:") {
+                names.push(String::from_utf8(bucket.to_vec()).map_err(|_| {
+                    StorageError::Corrupt("a bucket name is not UTF-8".to_string())
+                })?);
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
 }
 
 /// The layout of streams on disk, for tests that damage a closed data dir
 /// behind the store's back.
-#[cfg(test)]
-pub(crate) mod raw {
+#[cfg(any(test, feature = "testing"))]
+pub mod raw {
     /// The sled tree, in `<data dir>/sled`, holding every stream's records.
-    pub(crate) const STREAMS_TREE: &str = super::STREAMS_TREE;
+    pub const STREAMS_TREE: &str = super::STREAMS_TREE;
 
     /// The key of the record of `stream` whose first entry has sequence `seq`.
-    pub(crate) fn record_key(stream: &str, seq: u64) -> Vec<u8> {
+    pub fn record_key(stream: &str, seq: u64) -> Vec<u8> {
         let prefix = super::stream_prefix(stream).expect("a stream name without NUL");
         super::entry_key(&prefix, seq)
     }
 
     /// A record holding `entries`.
-    pub(crate) fn encode_record(entries: &[Vec<u8>]) -> Vec<u8> {
+    pub fn encode_record(entries: &[Vec<u8>]) -> Vec<u8> {
         super::chunk::encode(entries).expect("a record under 4 GiB")
     }
 
     /// The entries of a record.
-    pub(crate) fn decode_record(bytes: &[u8]) -> Result<Vec<Vec<u8>>, String> {
+    pub fn decode_record(bytes: &[u8]) -> Result<Vec<Vec<u8>>, String> {
         Ok(super::chunk::decode(bytes)?
             .into_iter()
             .map(<[u8]>::to_vec)

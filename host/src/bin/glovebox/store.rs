@@ -1,0 +1,150 @@
+//! `glovebox store ...`: check, back up and restore the data dir's store.
+//! Exit codes: 0 whole, 8 damage found (check), 2 cannot open or bad usage.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Subcommand;
+use glovebox::HostConfig;
+use glovebox::store_admin;
+
+#[derive(Subcommand)]
+pub enum StoreCommand {
+    /// Verify the whole store: every session's hash chain, every record.
+    /// Only reads (sqlite: read-only, works while a server runs; sled: opens
+    /// it as the host does, with the server stopped).
+    Check {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write a consistent copy of the store to a new file (a SQLite
+    /// database, whatever the backend). With sqlite it works while a server runs.
+    Backup {
+        /// The backup file to create; never overwritten.
+        path: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Give the free space inside the store back to the file system
+    /// (sqlite: VACUUM). The server must be stopped.
+    Compact {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Replace the store with a backup's contents, in the configured backend
+    /// (also how a data dir moves between backends). The server must be
+    /// stopped; the old store is kept beside the new one.
+    Restore {
+        /// A file `glovebox store backup` wrote.
+        path: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub fn run(config: &Path, command: StoreCommand) -> Result<ExitCode> {
+    let config = HostConfig::load(config)?;
+    match command {
+        StoreCommand::Check { json } => {
+            let report = store_admin::check(&config)?;
+            if json {
+                out!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                out!(
+                    "{} store in {} ({}{})",
+                    report.backend,
+                    report.store_dir.display(),
+                    crate::human_size(report.size_bytes),
+                    if report.read_only {
+                        ", opened read-only"
+                    } else {
+                        ""
+                    }
+                );
+                for repair in &report.repairs {
+                    out!("repaired at open: {repair}");
+                }
+                let bad = report.sessions.iter().filter(|r| !r.ok).count();
+                out!(
+                    "sessions: {} ({} events), {} verify, {bad} damaged",
+                    report.sessions.len(),
+                    report.events,
+                    report.sessions.len() - bad
+                );
+                for (bucket, keys) in &report.buckets {
+                    out!("bucket {bucket}: {keys} keys");
+                }
+                for problem in &report.problems {
+                    out!("DAMAGED: {problem}");
+                }
+                out!(
+                    "{}",
+                    if report.ok() {
+                        "ok: the store is whole"
+                    } else {
+                        "the store is damaged: restore a backup with `glovebox store restore BACKUP` (the damaged store is kept beside it)"
+                    }
+                );
+            }
+            Ok(if report.ok() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(8)
+            })
+        }
+        StoreCommand::Backup { path, json } => {
+            let report = store_admin::backup(&config, &path)?;
+            if json {
+                out!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                out!(
+                    "backed up the {} store to {} ({}): {} streams, {} events, {} keys in {} buckets",
+                    report.from_backend,
+                    report.path.display(),
+                    crate::human_size(report.size_bytes),
+                    report.streams,
+                    report.entries,
+                    report.keys,
+                    report.buckets
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        StoreCommand::Compact { json } => {
+            let report = store_admin::compact(&config)?;
+            if json {
+                out!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                out!(
+                    "compacted the {} store: {} before, {} after",
+                    report.backend,
+                    crate::human_size(report.before_bytes),
+                    crate::human_size(report.after_bytes)
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        StoreCommand::Restore { path, json } => {
+            let report = store_admin::restore(&config, &path)?;
+            if json {
+                out!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                out!(
+                    "restored {} into the {} store in {}: {} streams, {} events, {} keys; {} sessions verify",
+                    path.display(),
+                    report.backend,
+                    report.store_dir.display(),
+                    report.streams,
+                    report.entries,
+                    report.keys,
+                    report.sessions_verified
+                );
+                if let Some(previous) = &report.previous {
+                    out!("the store that was there is kept in {}", previous.display());
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
