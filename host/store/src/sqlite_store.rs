@@ -299,7 +299,10 @@ impl SqliteStore {
             StorageError::Io(format!("cannot create `{}`: {e}", sqlite_dir.display()))
         })?;
         let trigger = Checkpointer::trigger();
-        let conn = schema::open_writer(&db_path, durability, trigger.clone())?;
+        let on_commit = trigger.clone();
+        let conn = schema::open_writer(&db_path, durability, move |pages| {
+            on_commit.committed(pages)
+        })?;
         if durability == Durability::Strict {
             for path in [&db_path, sqlite_dir, dir] {
                 File::open(path).and_then(|f| f.sync_all()).map_err(|e| {

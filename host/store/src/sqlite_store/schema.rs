@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
-use super::checkpoint::Trigger;
 use super::sqlite_error;
 use crate::{Durability, StorageError};
 
@@ -162,10 +161,12 @@ pub(super) fn open_checkpointer(
 
 /// Opens the writer connection, creating the database or checking it is a
 /// store this glovebox can use, and sets it up for `durability`.
+/// `committed` is told the WAL's size in pages after each commit (the
+/// checkpointer's trigger).
 pub(super) fn open_writer(
     db_path: &Path,
     durability: Durability,
-    trigger: Trigger,
+    committed: impl Fn(i32) + Send + 'static,
 ) -> Result<Connection, StorageError> {
     let mut conn = Connection::open_with_flags(db_path, open_flags(false))
         .map_err(|e| sqlite_error(db_path, "open", e))?;
@@ -194,7 +195,7 @@ pub(super) fn open_writer(
     conn.pragma_update(None, "wal_autocheckpoint", 0)
         .map_err(fail)?;
     conn.wal_hook(Some(move |_: &mut rusqlite::hooks::Wal, pages| {
-        trigger.committed(pages);
+        committed(pages);
         Ok(())
     }))
     .map_err(fail)?;
