@@ -21,7 +21,6 @@ pub mod fault_injection;
 pub mod hooks;
 mod host;
 pub mod jobs;
-pub mod manifest;
 pub mod mcp;
 mod names;
 mod pipeline;
@@ -35,6 +34,9 @@ pub mod scratch;
 pub mod session;
 pub mod store_admin;
 
+/// What the operator writes: the host config and plugin manifests (the
+/// `glovebox-manifest` crate).
+pub use glovebox_manifest as manifest;
 /// Durable storage: the trait and its backends (the `glovebox-store` crate).
 pub use glovebox_store as storage;
 

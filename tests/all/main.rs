@@ -1,6 +1,7 @@
 //! Glovebox's integration tests: one binary, a module per area. Every plugin
 //! used here is built from `plugins/` by `tests/build.rs`.
 
+mod architecture;
 mod billing;
 mod cli;
 mod code_js;

@@ -37,92 +37,12 @@ use crate::error::CallError;
 use crate::manifest::BudgetsConfig;
 use crate::session::{Event, EventKind, SessionError, SessionState, SessionStatus, Sessions};
 
+// The caps and the cost conversion are value types of the config: they live in
+// `glovebox-manifest` (the bottom crate) and are re-exported here, at their old paths.
+pub use glovebox_manifest::{BudgetCaps, Cap, to_micros, units};
+
 /// The name of the "hook" that denies calls past a cap.
 pub const BUDGET_HOOK: &str = "budget";
-
-/// One of the caps.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Cap {
-    Cost,
-    Calls,
-    Wall,
-}
-
-impl Cap {
-    pub const ALL: [Cap; 3] = [Cap::Cost, Cap::Calls, Cap::Wall];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Cap::Cost => "cost",
-            Cap::Calls => "calls",
-            Cap::Wall => "wall",
-        }
-    }
-
-    /// A figure of this cap (micros, calls, milliseconds) as people read it.
-    pub fn show(self, value: u64) -> String {
-        match self {
-            Cap::Cost => format!("{:.4}", units(value))
-                .trim_end_matches('0')
-                .trim_end_matches('.')
-                .to_string(),
-            Cap::Calls => value.to_string(),
-            Cap::Wall => {
-                humantime::format_duration(std::time::Duration::from_millis(value)).to_string()
-            }
-        }
-    }
-}
-
-crate::names::named_enum!(Cap, "cap");
-
-/// Caps, each optional: cost in micros, calls, wall time in milliseconds.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct BudgetCaps {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cost_micros: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub calls: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub wall_ms: Option<u64>,
-}
-
-impl BudgetCaps {
-    pub fn is_empty(&self) -> bool {
-        self.cost_micros.is_none() && self.calls.is_none() && self.wall_ms.is_none()
-    }
-
-    pub fn get(&self, cap: Cap) -> Option<u64> {
-        match cap {
-            Cap::Cost => self.cost_micros,
-            Cap::Calls => self.calls,
-            Cap::Wall => self.wall_ms,
-        }
-    }
-
-    pub fn set(&mut self, cap: Cap, value: Option<u64>) {
-        match cap {
-            Cap::Cost => self.cost_micros = value,
-            Cap::Calls => self.calls = value,
-            Cap::Wall => self.wall_ms = value,
-        }
-    }
-
-    /// Caps from decimal cost units, a call count and a duration.
-    pub fn new(
-        cost: Option<f64>,
-        calls: Option<u64>,
-        wall: Option<std::time::Duration>,
-    ) -> Result<BudgetCaps, String> {
-        Ok(BudgetCaps {
-            cost_micros: cost.map(to_micros).transpose()?,
-            calls,
-            wall_ms: wall.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
-        })
-    }
-}
 
 /// The budget part of a session's state (folded from its events).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -136,23 +56,6 @@ pub struct BudgetState {
     pub warned: Vec<Cap>,
     /// The cap that paused the session, until it is resumed.
     pub exceeded: Option<Cap>,
-}
-
-/// Decimal cost units → micros; refuses negative and non-finite costs.
-pub fn to_micros(cost: f64) -> Result<u64, String> {
-    if !cost.is_finite() || cost < 0.0 {
-        return Err(format!("cost {cost} is not a non-negative number"));
-    }
-    let micros = (cost * 1e6).round();
-    if micros >= u64::MAX as f64 {
-        return Err(format!("cost {cost} is too large"));
-    }
-    Ok(micros as u64)
-}
-
-/// Micros → decimal cost units.
-pub fn units(micros: u64) -> f64 {
-    micros as f64 / 1e6
 }
 
 /// How much of each cap a session has used.
@@ -573,33 +476,4 @@ fn now_ms() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
         .unwrap_or(0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn micros_round_trip_and_refuse_bad_costs() {
-        assert_eq!(to_micros(0.25).unwrap(), 250_000);
-        assert_eq!(to_micros(20.0).unwrap(), 20_000_000);
-        assert!(to_micros(-1.0).is_err());
-        assert!(to_micros(f64::NAN).is_err());
-        assert!((units(1_500_000) - 1.5).abs() < 1e-12);
-        assert_eq!(Cap::Cost.show(1_500_000), "1.5");
-        assert_eq!(Cap::Cost.show(20_000_000), "20");
-    }
-
-    #[test]
-    fn caps_parse_and_name() {
-        assert_eq!("wall".parse::<Cap>().unwrap(), Cap::Wall);
-        assert!("money".parse::<Cap>().is_err());
-        let caps = BudgetCaps::new(Some(1.0), Some(3), None).unwrap();
-        assert_eq!(caps.get(Cap::Cost), Some(1_000_000));
-        assert_eq!(caps.get(Cap::Wall), None);
-        assert_eq!(
-            serde_json::to_string(&caps).unwrap(),
-            r#"{"cost_micros":1000000,"calls":3}"#
-        );
-    }
 }

@@ -375,31 +375,10 @@ impl EndOutcome {
 
 crate::names::named_enum!(EndOutcome, "outcome");
 
-/// The part a session plays.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    /// Plans the work and hands parts of it to supervisors.
-    Orchestrator,
-    /// Splits a part into tasks for workagents and checks their results.
-    Supervisor,
-    /// Does one task.
-    Workagent,
-}
-
-impl Role {
-    pub const ALL: [Role; 3] = [Role::Orchestrator, Role::Supervisor, Role::Workagent];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Orchestrator => "orchestrator",
-            Role::Supervisor => "supervisor",
-            Role::Workagent => "workagent",
-        }
-    }
-}
-
-crate::names::named_enum!(Role, "role");
+// The part a session plays is a value type of the config (`[budgets.role.<role>]`):
+// it lives in `glovebox-manifest` (the bottom crate) and is re-exported here, at its
+// old path.
+pub use glovebox_manifest::Role;
 
 #[cfg(test)]
 mod tests {
@@ -444,12 +423,5 @@ mod tests {
         .unwrap();
         assert_eq!(json["type"], "call_interrupted");
         assert_eq!(EventKind::Resumed.name(), "resumed");
-    }
-
-    #[test]
-    fn unknown_role_lists_the_valid_ones() {
-        assert_eq!("supervisor".parse::<Role>().unwrap(), Role::Supervisor);
-        let err = "boss".parse::<Role>().unwrap_err();
-        assert!(err.contains("orchestrator, supervisor, workagent"), "{err}");
     }
 }

@@ -17,8 +17,7 @@ use serde::Deserialize;
 use super::ConfigError;
 use super::source::Source;
 use super::units::Millis;
-use crate::budget::{BudgetCaps, to_micros};
-use crate::session::Role;
+use crate::{BudgetCaps, Role, to_micros};
 
 /// `[budgets]`: the caps every session of a role gets, and the warning threshold.
 #[derive(Clone, Debug, PartialEq)]

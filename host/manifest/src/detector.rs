@@ -286,7 +286,7 @@ pub(super) fn validate_context(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::manifest::HostConfig;
+    use crate::HostConfig;
 
     fn load(extra: &str) -> Result<HostConfig, ConfigError> {
         let dir = tempfile::tempdir().unwrap();

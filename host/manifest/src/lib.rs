@@ -1,21 +1,40 @@
-//! What the operator writes: the host config (`glovebox.toml`) and plugin manifests.
+//! What the operator writes: the host config (`glovebox.toml`) and plugin manifests,
+//! and the value types they name (session [`Role`]s, budget caps: [`BudgetCaps`],
+//! [`Cap`]).
 //!
-//! This module only parses and validates; it has no engine dependency, so `glovebox
-//! plugin check` and tests can use it without wasmtime. Structure is checked by serde
+//! The bottom crate of Glovebox: every other glovebox crate may depend on it, it
+//! depends on none of them. It owns the operator's configuration and the words and
+//! values that configuration is written in; the host re-exports it as
+//! `glovebox::manifest` (and these value types from where they used to live, e.g.
+//! `glovebox::session::Role`, `glovebox::budget::BudgetCaps`).
+//!
+//! It must never import wasmtime (or anything else that runs components), any
+//! storage engine (sled, rusqlite, `glovebox-store`), tokio, or the other glovebox
+//! crates (`glovebox`, ...): it is serde and toml only, so `glovebox plugin check`
+//! and tests can read configs without an engine, and so the crates above can share
+//! it without a cycle. `tests/all/architecture.rs` (in the workspace root) fails if
+//! such an edge appears.
+//!
+//! This crate only parses and validates. Structure is checked by serde
 //! (`deny_unknown_fields` everywhere, so a typo is an error, not a silently ignored key),
 //! values afterwards, and every error names the file, the key and the fix.
 //!
 //! Relative paths are resolved from the directory of the file that contains them.
 
+mod budget_caps;
 mod budgets;
+mod cap;
 mod detector;
 mod error;
 mod hooks;
 mod host_config;
 mod http;
 mod limits;
+mod micros;
+mod names;
 mod paths;
 mod plugin;
+mod role;
 mod source;
 mod units;
 
@@ -28,12 +47,16 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+pub use budget_caps::BudgetCaps;
 pub use budgets::BudgetsConfig;
+pub use cap::Cap;
 pub use detector::{
     ContextConfig, ContextWriter, DetectorConfig, RULES as DETECTOR_RULES, Severity,
 };
 pub use error::ConfigError;
 pub use http::{HttpGrant, HttpScheme};
+pub use micros::{to_micros, units};
+pub use role::Role;
 pub use units::{format_size, parse_duration, parse_size};
 
 const KIB: u64 = 1 << 10;

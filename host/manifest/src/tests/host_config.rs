@@ -338,7 +338,7 @@ fn normalize_is_lexical() {
 /// components exist only after the plugins are built, so those runs check the rest.
 #[test]
 fn examples_are_valid() {
-    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
     let config = examples.join("glovebox.toml");
     let text = fs::read_to_string(&config).unwrap();
     let src = Source::parse("glovebox.toml".into(), text).unwrap();

@@ -1,0 +1,46 @@
+//! One of a session's budget caps: cost, calls, wall time.
+//!
+//! It lives here because the config's `[budgets.role.<role>]` tables are made of
+//! caps ([`BudgetCaps`](crate::BudgetCaps)); the host's budget guard, which
+//! enforces them, re-exports it as `glovebox::budget::Cap`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::micros::units;
+
+/// One of the caps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cap {
+    Cost,
+    Calls,
+    Wall,
+}
+
+impl Cap {
+    pub const ALL: [Cap; 3] = [Cap::Cost, Cap::Calls, Cap::Wall];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Cap::Cost => "cost",
+            Cap::Calls => "calls",
+            Cap::Wall => "wall",
+        }
+    }
+
+    /// A figure of this cap (micros, calls, milliseconds) as people read it.
+    pub fn show(self, value: u64) -> String {
+        match self {
+            Cap::Cost => format!("{:.4}", units(value))
+                .trim_end_matches('0')
+                .trim_end_matches('.')
+                .to_string(),
+            Cap::Calls => value.to_string(),
+            Cap::Wall => {
+                humantime::format_duration(std::time::Duration::from_millis(value)).to_string()
+            }
+        }
+    }
+}
+
+crate::named_enum!(Cap, "cap");

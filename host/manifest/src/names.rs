@@ -1,0 +1,45 @@
+//! Enums that are spelled as words on the command line, in configs and in the log.
+//!
+//! The macro lives in the bottom crate because the value types here ([`Role`],
+//! [`Cap`]) use it, and every crate above can reach it from here:
+//! `glovebox_manifest::named_enum!` (the host forwards it as
+//! `crate::names::named_enum!`). It is `#[macro_export]`ed, so it sits at this
+//! crate's root; it names nothing of this crate (only `::std` paths and the
+//! type's own `ALL` and `as_str`), so it needs no `$crate` and expands the same
+//! in any crate.
+//!
+//! [`Role`]: crate::Role
+//! [`Cap`]: crate::Cap
+
+/// `Display` and `FromStr` for a fieldless enum with `ALL` (every variant) and
+/// `as_str` (its word): it prints as its word, and parses from it (`-` taken as
+/// `_`). An unknown word is refused with an error naming `what` it should be and
+/// listing the words: ``unknown role `x`: expected one of orchestrator, ...``.
+#[macro_export]
+macro_rules! named_enum {
+    ($ty:ty, $what:literal) => {
+        impl ::std::fmt::Display for $ty {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl ::std::str::FromStr for $ty {
+            type Err = String;
+
+            fn from_str(s: &str) -> Result<Self, String> {
+                let word = s.replace('-', "_");
+                <$ty>::ALL
+                    .into_iter()
+                    .find(|v| v.as_str() == word)
+                    .ok_or_else(|| {
+                        format!(
+                            "unknown {} `{s}`: expected one of {}",
+                            $what,
+                            <$ty>::ALL.map(|v| v.as_str()).join(", ")
+                        )
+                    })
+            }
+        }
+    };
+}
