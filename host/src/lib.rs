@@ -12,25 +12,15 @@
 
 pub mod approvals;
 pub mod billing;
-mod bindings;
 pub mod budget;
-mod call;
 pub mod detect;
-mod error;
-pub mod fault_injection;
-pub mod hooks;
 mod host;
 pub mod jobs;
 pub mod mcp;
 mod names;
 mod pipeline;
-mod plugin;
-mod preinit;
 pub mod replay;
 pub mod rescue;
-mod runtime;
-mod sandbox;
-pub mod scratch;
 pub mod session;
 pub mod store_admin;
 
@@ -40,14 +30,19 @@ pub use glovebox_manifest as manifest;
 /// Durable storage: the trait and its backends (the `glovebox-store` crate).
 pub use glovebox_store as storage;
 
-pub use call::{CallContext, CallReport, Metering};
-pub use error::{CallError, LoadError};
+// The hands: the engine, the sandbox, loading and running tools and hooks (the
+// `glovebox-runtime` crate). Its public modules keep their old paths here; the
+// rest of the host names the others by their old paths too.
+pub(crate) use glovebox_runtime::{bindings, call, error, plugin, runtime};
+pub use glovebox_runtime::{fault_injection, hooks, scratch};
+
+pub use glovebox_runtime::{
+    CallContext, CallError, CallReport, Captured, LoadError, LoadedPlugin, Metering, ToolInfo,
+};
 pub use host::Host;
 pub use jobs::{
     JobError, JobErrorInfo, JobInfo, JobResult, JobStatus, Jobs, JobsConfig, WaitMode, WaitOutcome,
 };
 pub use manifest::{HostConfig, Limits, PluginManifest};
 pub use pipeline::{Durable, backend_of, open_sessions, open_store, store_dir};
-pub use plugin::{LoadedPlugin, ToolInfo};
-pub use sandbox::capture::Captured;
 pub use session::{SessionError, Sessions};

@@ -2,7 +2,8 @@
 //!
 //! The host is being cut into crates with one direction of dependency (the
 //! bottom one, `glovebox-manifest`, is the operator's config; `glovebox-store`
-//! is durable storage; `glovebox` is the host on top). Cargo refuses a cycle
+//! is durable storage; `glovebox-runtime` is the engine and the sandbox, the
+//! hands that run tools and hooks; `glovebox` is the host on top). Cargo refuses a cycle
 //! of normal dependencies, but not an edge that goes the wrong way through a
 //! third-party crate or that pulls an engine into a crate meant to be light:
 //! this test reads the resolved graph (`cargo metadata`) and fails on such an
@@ -24,13 +25,13 @@ struct Rule {
 
 /// The rules, one line per crate. A rule whose `package` is not (yet) a
 /// workspace member is skipped without error, so a crate's rule can be written
-/// before the crate is cut (e.g. `glovebox-ledger`: no wasmtime;
-/// `glovebox-runtime`: no sled, no rusqlite, no glovebox-store; `glovebox-mcp`).
+/// before the crate is cut (e.g. `glovebox-ledger`: no wasmtime; `glovebox-mcp`).
 /// A forbidden package that is nowhere in the graph is simply never reached.
 #[rustfmt::skip]
 const RULES: &[Rule] = &[
-    Rule { package: "glovebox-manifest", forbidden: &["wasmtime", "sled", "rusqlite", "tokio", "glovebox-store", "glovebox"], why: "the config is the bottom crate: serde and toml only, readable without an engine, a storage engine or a runtime, and shared by every crate above without a cycle" },
-    Rule { package: "glovebox-store", forbidden: &["wasmtime", "tokio", "glovebox-manifest", "glovebox"], why: "storage is bytes under keys: it knows no components, no async runtime, no config and no host" },
+    Rule { package: "glovebox-manifest", forbidden: &["wasmtime", "sled", "rusqlite", "tokio", "glovebox-store", "glovebox-runtime", "glovebox"], why: "the config is the bottom crate: serde and toml only, readable without an engine, a storage engine or a runtime, and shared by every crate above without a cycle" },
+    Rule { package: "glovebox-store", forbidden: &["wasmtime", "tokio", "glovebox-manifest", "glovebox-runtime", "glovebox"], why: "storage is bytes under keys: it knows no components, no async runtime, no config and no host" },
+    Rule { package: "glovebox-runtime", forbidden: &["sled", "rusqlite", "glovebox-store", "rmcp", "glovebox"], why: "the hands run a component and say how it ended: what a call did is recorded by the host above them, so they never touch a storage engine, the store, the session log or MCP, and run (and are tested) without a data dir" },
 ];
 
 /// The resolved graph of the workspace, by package id.
@@ -199,8 +200,10 @@ fn no_crate_depends_on_what_its_layer_forbids() {
         }
     }
     assert!(
-        checked.contains(&"glovebox-manifest") && checked.contains(&"glovebox-store"),
-        "the rules of glovebox-manifest and glovebox-store were not checked (renamed?): checked {checked:?}"
+        ["glovebox-manifest", "glovebox-store", "glovebox-runtime"]
+            .iter()
+            .all(|package| checked.contains(package)),
+        "the rules of glovebox-manifest, glovebox-store and glovebox-runtime were not checked (renamed?): checked {checked:?}"
     );
     assert!(
         broken.is_empty(),

@@ -31,7 +31,7 @@ pub use runner::Jobs;
 /// The job records, as the runner writes them (the crash harness writes them too).
 pub use store::JobStore;
 
-use crate::sandbox::capture::Captured;
+use crate::Captured;
 use crate::session::{CallMetering, SessionError};
 use crate::storage::StorageError;
 

@@ -3,7 +3,7 @@
 /// Bindings for components of the `tool-plugin` world.
 pub mod tool {
     wasmtime::component::bindgen!({
-        path: "../wit",
+        path: "../../wit",
         world: "tool-plugin",
         exports: { default: async },
     });
@@ -12,7 +12,7 @@ pub mod tool {
 /// Bindings for components of the `hook-plugin` world.
 pub mod hook {
     wasmtime::component::bindgen!({
-        path: "../wit",
+        path: "../../wit",
         world: "hook-plugin",
         exports: { default: async },
     });

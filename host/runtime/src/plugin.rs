@@ -41,13 +41,17 @@ pub struct LoadedPlugin {
     /// sha256 of the component file, lowercase hex.
     pub digest: String,
     pub tools: Vec<ToolInfo>,
-    pub(crate) validators: Vec<jsonschema::Validator>,
-    pub(crate) pre: ToolPluginPre<CallState>,
-    pub(crate) grants: Grants,
+    /// The input schema of each tool of `tools`, compiled, in the same order.
+    pub validators: Vec<jsonschema::Validator>,
+    /// The component, linked and ready to instantiate.
+    pub pre: ToolPluginPre<CallState>,
+    /// What its instances may reach, from its manifest.
+    pub grants: Grants,
 }
 
 impl LoadedPlugin {
-    pub(crate) fn run_limits(&self) -> RunLimits {
+    /// The limits of one call, from its manifest.
+    pub fn run_limits(&self) -> RunLimits {
         let l = &self.manifest.limits;
         RunLimits {
             memory: l.memory,

@@ -14,8 +14,10 @@ pub fn panic_on_tool(tool: &str) {
         .push(tool.to_string());
 }
 
+/// Panics if `tool` was given to [`panic_on_tool`]: called by the host's call glue.
 #[cfg(feature = "fault-injection")]
-pub(crate) fn maybe_panic(tool: &str) {
+#[doc(hidden)]
+pub fn maybe_panic(tool: &str) {
     let hit = PANIC_TOOLS
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -27,4 +29,5 @@ pub(crate) fn maybe_panic(tool: &str) {
 }
 
 #[cfg(not(feature = "fault-injection"))]
-pub(crate) fn maybe_panic(_tool: &str) {}
+#[doc(hidden)]
+pub fn maybe_panic(_tool: &str) {}

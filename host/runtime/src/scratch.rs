@@ -10,8 +10,6 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::call::CallContext;
-
 /// The root of all scratch directories of one data dir.
 #[derive(Clone, Debug)]
 pub struct ScratchDirs {
@@ -56,17 +54,18 @@ impl ScratchDirs {
         Ok(self.root.join(session_id))
     }
 
-    /// The directory for a call in `ctx`: the session's own (created on first use),
-    /// or a throwaway one for a call outside any session.
-    pub fn for_call(&self, ctx: &CallContext) -> io::Result<CallScratch> {
+    /// The directory for a call of `session` (see `CallContext::session`): the
+    /// session's own (created on first use), or a throwaway one for a call outside
+    /// any session (`None`).
+    pub fn for_call(&self, session: Option<&str>) -> io::Result<CallScratch> {
         create_private_dir(&self.root)?;
-        if ctx.session_id == CallContext::STANDALONE {
+        let Some(session_id) = session else {
             let dir = tempfile::Builder::new()
                 .prefix(".call-")
                 .tempdir_in(&self.root)?;
             return Ok(CallScratch::Throwaway(dir));
-        }
-        let dir = self.path_of(&ctx.session_id)?;
+        };
+        let dir = self.path_of(session_id)?;
         create_private_dir(&dir)?;
         Ok(CallScratch::Session(dir))
     }
@@ -145,15 +144,13 @@ mod tests {
     fn throwaway_dirs_go_away_and_session_dirs_stay() {
         let tmp = tempfile::tempdir().unwrap();
         let dirs = ScratchDirs::new(tmp.path().join("scratch"));
-        let throwaway = dirs.for_call(&CallContext::standalone()).unwrap();
+        let throwaway = dirs.for_call(None).unwrap();
         let path = throwaway.path().to_path_buf();
         assert!(path.is_dir());
         drop(throwaway);
         assert!(!path.exists());
 
-        let mut ctx = CallContext::standalone();
-        ctx.session_id = "s-1".into();
-        let dir = dirs.for_call(&ctx).unwrap();
+        let dir = dirs.for_call(Some("s-1")).unwrap();
         std::fs::write(dir.path().join("f"), "x").unwrap();
         drop(dir);
         assert!(tmp.path().join("scratch/s-1/f").is_file());

@@ -10,7 +10,7 @@ use wasmtime::Engine;
 use wasmtime::component::types::ComponentItem;
 use wasmtime::component::{Component, Linker};
 
-use super::pattern::valid_pattern;
+use super::pattern::{pattern_matches, valid_pattern};
 use super::run::{HookLimits, run_hook};
 use super::sandbox::{HookState, forbidden_imports};
 use crate::bindings::hook::HookPluginPre;
@@ -41,7 +41,7 @@ impl LoadedHook {
     pub fn trigger_for(&self, action: &str) -> Option<&str> {
         self.triggers
             .iter()
-            .find(|t| super::pattern_matches(t, action))
+            .find(|t| pattern_matches(t, action))
             .map(String::as_str)
     }
 }

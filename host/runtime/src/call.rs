@@ -36,6 +36,11 @@ impl CallContext {
             job_id: None,
         }
     }
+
+    /// The id of the calling session; `None` for a call made outside any session.
+    pub fn session(&self) -> Option<&str> {
+        (self.session_id != Self::STANDALONE).then_some(self.session_id.as_str())
+    }
 }
 
 /// A call id unique for this host: time-ordered and random enough.
@@ -83,7 +88,8 @@ pub struct CallReport {
 }
 
 impl CallReport {
-    pub(crate) fn refused(tool: &str, err: CallError) -> CallReport {
+    /// The report of a call refused before it ran: nothing ran, nothing was used.
+    pub fn refused(tool: &str, err: CallError) -> CallReport {
         CallReport {
             tool: tool.to_string(),
             outcome: Err(err),
@@ -108,7 +114,7 @@ const MIN_HOSTCALL_DATA: u64 = 2 * 1024 * 1024;
 
 /// Limits for one run in a store.
 #[derive(Clone, Debug)]
-pub(crate) struct RunLimits {
+pub struct RunLimits {
     pub memory: u64,
     pub deadline: Duration,
     pub output: u64,
@@ -117,7 +123,7 @@ pub(crate) struct RunLimits {
 }
 
 /// A store ready to run one instance, and what it observed afterwards.
-pub(crate) struct Hands {
+pub struct Hands {
     pub store: Store<CallState>,
     fuel_start: Option<u64>,
 }
@@ -242,7 +248,7 @@ pub(crate) fn classify(err: &wasmtime::Error, memory_exceeded: bool) -> Ended {
 }
 
 /// The message of a caught panic.
-pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
         (*s).to_string()
     } else if let Some(s) = payload.downcast_ref::<String>() {
@@ -277,7 +283,7 @@ impl Ended {
 
 /// How a run in a store ended, when it did not return.
 #[derive(Debug)]
-pub(crate) enum Ended {
+pub enum Ended {
     Timeout,
     Memory,
     StackOverflow,
@@ -331,7 +337,7 @@ fn first_line(s: &str) -> &str {
 }
 
 /// Checks and parses a call's input: size, JSON syntax, nesting depth.
-pub(crate) fn parse_input(
+pub fn parse_input(
     tool: &str,
     input: &str,
     max_bytes: u64,
@@ -349,4 +355,18 @@ pub(crate) fn parse_input(
     // serde_json refuses nesting deeper than 128 levels with an error, so a
     // hostile document cannot overflow the host's stack.
     serde_json::from_str(input).map_err(|e| invalid(format!("input is not valid JSON: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What picks a throwaway scratch directory (`ScratchDirs::for_call`).
+    #[test]
+    fn only_a_call_in_a_session_has_a_session() {
+        let mut ctx = CallContext::standalone();
+        assert_eq!(ctx.session(), None);
+        ctx.session_id = "s-1".into();
+        assert_eq!(ctx.session(), Some("s-1"));
+    }
 }
