@@ -10,18 +10,11 @@
 //! [`storage`]), so a session resumes after a crash with nothing acknowledged
 //! lost. The `glovebox` binary is a thin CLI over it.
 
-pub mod approvals;
-pub mod billing;
-pub mod budget;
-pub mod detect;
 mod host;
 pub mod jobs;
 pub mod mcp;
-mod names;
 mod pipeline;
 pub mod replay;
-pub mod rescue;
-pub mod session;
 pub mod store_admin;
 
 /// What the operator writes: the host config and plugin manifests (the
@@ -29,6 +22,12 @@ pub mod store_admin;
 pub use glovebox_manifest as manifest;
 /// Durable storage: the trait and its backends (the `glovebox-store` crate).
 pub use glovebox_store as storage;
+
+// The durable record of agent work: sessions and their logs, approvals, job
+// records, budgets, the stuck-agent detector, rescues and the context index,
+// billing (the `glovebox-ledger` crate). Its modules keep their old paths here;
+// `jobs` adds the runner to the ledger's job records.
+pub use glovebox_ledger::{approvals, billing, budget, detect, rescue, session};
 
 // The hands: the engine, the sandbox, loading and running tools and hooks (the
 // `glovebox-runtime` crate). Its public modules keep their old paths here; the

@@ -11,14 +11,15 @@ use anyhow::Context;
 
 use crate::approvals::{Approval, ApprovalStatus, Approvals};
 use crate::budget;
-use crate::call::{CallContext, CallReport, new_call_id};
+use crate::call::{CallContext, CallReport, Metering, new_call_id};
 use crate::error::CallError;
 use crate::hooks::{DecisionKind, Verdict};
 use crate::host::Host;
 use crate::manifest::{DurabilityMode, HostConfig, StorageBackend};
+use crate::scratch::ScratchDirs;
 use crate::session::{
-    CallMetering, EventKind, Recovery, SessionError, SessionState, Sessions, SessionsConfig,
-    digest, inline_if_small,
+    CallMetering, EventKind, Recovery, SessionDirs, SessionError, SessionState, Sessions,
+    SessionsConfig, digest, inline_if_small,
 };
 use crate::storage::{Backend, Durability, Opened, Storage, StorageError};
 
@@ -48,7 +49,7 @@ pub fn open_sessions(config: &HostConfig) -> anyhow::Result<Durable> {
         storage.clone(),
         SessionsConfig {
             checkpoint_every: config.storage.checkpoint_every,
-            scratch: Some(crate::scratch::ScratchDirs::new(config.scratch_dir())),
+            scratch: Some(Arc::new(Scratch(ScratchDirs::new(config.scratch_dir())))),
             ..SessionsConfig::default()
         },
     );
@@ -79,6 +80,52 @@ pub fn open_sessions(config: &HostConfig) -> anyhow::Result<Durable> {
         recovery,
         repairs: opened.repairs,
     })
+}
+
+/// The sessions' scratch directories (the runtime's), as the ledger sees them:
+/// directories it removes when a session is archived.
+#[derive(Debug)]
+struct Scratch(ScratchDirs);
+
+impl SessionDirs for Scratch {
+    fn remove(&self, session_id: &str) -> std::io::Result<bool> {
+        self.0.remove(session_id)
+    }
+
+    fn list(&self) -> std::io::Result<(Vec<String>, Vec<std::path::PathBuf>)> {
+        self.0.list()
+    }
+}
+
+/// What one call cost, as the log records it: the runtime's metering, without
+/// the tool's estimated cost (the pipeline adds it for calls that ran).
+pub(crate) fn call_metering(m: &Metering) -> CallMetering {
+    CallMetering {
+        wall_us: u64::try_from(m.wall.as_micros()).unwrap_or(u64::MAX),
+        fuel: m.fuel,
+        peak_memory_bytes: m.peak_memory_bytes,
+        bytes_in: m.bytes_in,
+        bytes_out: m.bytes_out,
+        cost_micros: 0,
+    }
+}
+
+/// The error of a call of `tool` the budget refuses: a denial by the hook
+/// `budget`, from the ledger's [`budget::Denial`].
+fn budget_denial(tool: &str, denial: budget::Denial) -> CallError {
+    let budget::Denial {
+        hook,
+        pattern,
+        reason,
+        alternatives,
+    } = denial;
+    CallError::Denied {
+        tool: tool.to_string(),
+        hook,
+        pattern,
+        reason,
+        alternatives,
+    }
 }
 
 /// The store dir of a config: `<data_dir>/store`.
@@ -384,26 +431,20 @@ impl Host {
         })
         .await?;
         if let Some(breach) = breach {
-            let err = breach.denial(&info.name, state);
-            let CallError::Denied {
-                pattern,
-                reason,
-                alternatives,
-                ..
-            } = &err
-            else {
-                unreachable!("a budget denial is a denial")
+            let denial = breach.denial(state);
+            let reason = denial.reason.clone();
+            let decided = EventKind::CallDecided {
+                call_id: call_id.clone(),
+                hook: denial.hook.clone(),
+                pattern: denial.pattern.clone(),
+                decision: "deny".into(),
+                reason: Some(reason.clone()),
+                alternatives: denial.alternatives.clone(),
+                took_ms: 0,
             };
+            let err = budget_denial(&info.name, denial);
             let events = vec![
-                EventKind::CallDecided {
-                    call_id: call_id.clone(),
-                    hook: budget::BUDGET_HOOK.into(),
-                    pattern: pattern.clone(),
-                    decision: "deny".into(),
-                    reason: Some(reason.clone()),
-                    alternatives: alternatives.clone(),
-                    took_ms: 0,
-                },
+                decided,
                 EventKind::CallFinished {
                     call_id: call_id.clone(),
                     outcome: err.kind().to_string(),
@@ -419,7 +460,6 @@ impl Host {
                     call_id: Some(call_id.clone()),
                 },
             ];
-            let reason = reason.clone();
             let sid = id.clone();
             blocking(sessions, move |s| {
                 for e in events {
@@ -575,7 +615,7 @@ impl Host {
                 String::new(),
             ),
         };
-        let mut metering = CallMetering::from(&report.metering);
+        let mut metering = call_metering(&report.metering);
         metering.cost_micros = call_cost;
         let finished = EventKind::CallFinished {
             call_id,

@@ -3,11 +3,12 @@
 //! The host is being cut into crates with one direction of dependency (the
 //! bottom one, `glovebox-manifest`, is the operator's config; `glovebox-store`
 //! is durable storage; `glovebox-runtime` is the engine and the sandbox, the
-//! hands that run tools and hooks; `glovebox` is the host on top). Cargo refuses a cycle
-//! of normal dependencies, but not an edge that goes the wrong way through a
-//! third-party crate or that pulls an engine into a crate meant to be light:
-//! this test reads the resolved graph (`cargo metadata`) and fails on such an
-//! edge, naming its path (`A -> B -> C`) and why it is forbidden.
+//! hands that run tools and hooks; `glovebox-ledger` is the durable record of
+//! agent work, sessions and their logs; `glovebox` is the host on top). Cargo
+//! refuses a cycle of normal dependencies, but not an edge that goes the wrong
+//! way through a third-party crate or that pulls an engine into a crate meant
+//! to be light: this test reads the resolved graph (`cargo metadata`) and fails
+//! on such an edge, naming its path (`A -> B -> C`) and why it is forbidden.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::path::Path;
@@ -25,13 +26,14 @@ struct Rule {
 
 /// The rules, one line per crate. A rule whose `package` is not (yet) a
 /// workspace member is skipped without error, so a crate's rule can be written
-/// before the crate is cut (e.g. `glovebox-ledger`: no wasmtime; `glovebox-mcp`).
+/// before the crate is cut (e.g. `glovebox-mcp`).
 /// A forbidden package that is nowhere in the graph is simply never reached.
 #[rustfmt::skip]
 const RULES: &[Rule] = &[
     Rule { package: "glovebox-manifest", forbidden: &["wasmtime", "sled", "rusqlite", "tokio", "glovebox-store", "glovebox-runtime", "glovebox"], why: "the config is the bottom crate: serde and toml only, readable without an engine, a storage engine or a runtime, and shared by every crate above without a cycle" },
     Rule { package: "glovebox-store", forbidden: &["wasmtime", "tokio", "glovebox-manifest", "glovebox-runtime", "glovebox"], why: "storage is bytes under keys: it knows no components, no async runtime, no config and no host" },
-    Rule { package: "glovebox-runtime", forbidden: &["sled", "rusqlite", "glovebox-store", "rmcp", "glovebox"], why: "the hands run a component and say how it ended: what a call did is recorded by the host above them, so they never touch a storage engine, the store, the session log or MCP, and run (and are tested) without a data dir" },
+    Rule { package: "glovebox-runtime", forbidden: &["sled", "rusqlite", "glovebox-store", "glovebox-ledger", "rmcp", "glovebox"], why: "the hands run a component and say how it ended: what a call did is recorded by the host above them, so they never touch a storage engine, the store, the session log (the hands never write the log) or MCP, and run (and are tested) without a data dir" },
+    Rule { package: "glovebox-ledger", forbidden: &["wasmtime", "tokio", "glovebox-runtime", "rmcp", "glovebox"], why: "the ledger is the durable record of agent work, kept synchronously through the storage trait: it records what the host hands it, so it never runs a component, needs no async runtime, never reaches the hands or MCP, and can be read, checked and tested without an engine" },
 ];
 
 /// The resolved graph of the workspace, by package id.
@@ -200,10 +202,15 @@ fn no_crate_depends_on_what_its_layer_forbids() {
         }
     }
     assert!(
-        ["glovebox-manifest", "glovebox-store", "glovebox-runtime"]
-            .iter()
-            .all(|package| checked.contains(package)),
-        "the rules of glovebox-manifest, glovebox-store and glovebox-runtime were not checked (renamed?): checked {checked:?}"
+        [
+            "glovebox-manifest",
+            "glovebox-store",
+            "glovebox-runtime",
+            "glovebox-ledger"
+        ]
+        .iter()
+        .all(|package| checked.contains(package)),
+        "the rules of glovebox-manifest, glovebox-store, glovebox-runtime and glovebox-ledger were not checked (renamed?): checked {checked:?}"
     );
     assert!(
         broken.is_empty(),

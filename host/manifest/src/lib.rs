@@ -1,6 +1,6 @@
 //! What the operator writes: the host config (`glovebox.toml`) and plugin manifests,
 //! and the value types they name (session [`Role`]s, budget caps: [`BudgetCaps`],
-//! [`Cap`]).
+//! [`Cap`]), with the few value types the crates above share ([`Captured`]).
 //!
 //! The bottom crate of Glovebox: every other glovebox crate may depend on it, it
 //! depends on none of them. It owns the operator's configuration and the words and
@@ -24,6 +24,7 @@
 mod budget_caps;
 mod budgets;
 mod cap;
+mod captured;
 mod detector;
 mod error;
 mod hooks;
@@ -50,6 +51,7 @@ use serde::Deserialize;
 pub use budget_caps::BudgetCaps;
 pub use budgets::BudgetsConfig;
 pub use cap::Cap;
+pub use captured::Captured;
 pub use detector::{
     ContextConfig, ContextWriter, DetectorConfig, RULES as DETECTOR_RULES, Severity,
 };

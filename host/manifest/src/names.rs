@@ -2,11 +2,10 @@
 //!
 //! The macro lives in the bottom crate because the value types here ([`Role`],
 //! [`Cap`]) use it, and every crate above can reach it from here:
-//! `glovebox_manifest::named_enum!` (the host forwards it as
-//! `crate::names::named_enum!`). It is `#[macro_export]`ed, so it sits at this
-//! crate's root; it names nothing of this crate (only `::std` paths and the
-//! type's own `ALL` and `as_str`), so it needs no `$crate` and expands the same
-//! in any crate.
+//! `glovebox_manifest::named_enum!` (so the ledger's enums write it). It is
+//! `#[macro_export]`ed, so it sits at this crate's root; it names nothing of
+//! this crate (only `::std` paths and the type's own `ALL` and `as_str`), so it
+//! needs no `$crate` and expands the same in any crate.
 //!
 //! [`Role`]: crate::Role
 //! [`Cap`]: crate::Cap

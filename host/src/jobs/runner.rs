@@ -8,14 +8,15 @@ use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 
-use super::store::JobStore;
-use super::{
-    JobError, JobErrorInfo, JobInfo, JobResult, JobStatus, JobsConfig, WaitMode, WaitOutcome,
+use glovebox_ledger::jobs::{
+    JobError, JobErrorInfo, JobInfo, JobResult, JobStatus, JobStore, JobsConfig, WaitMode,
+    WaitOutcome,
 };
+
 use crate::call::CallReport;
 use crate::error::CallError;
 use crate::host::Host;
-use crate::pipeline::Durable;
+use crate::pipeline::{Durable, call_metering};
 use crate::session::SessionError;
 
 /// How long [`Jobs::cancel`] waits for a running job's call to settle in
@@ -108,7 +109,7 @@ impl Jobs {
                             if status.is_final() {
                                 j.finished_at_ms = Some(now);
                             }
-                            j.result = Some(JobResult::failed("interrupted", message));
+                            j.result = Some(failed_result("interrupted", message));
                             true
                         })
                         .await?;
@@ -470,13 +471,10 @@ fn outcome(report: Result<CallReport, SessionError>) -> (JobStatus, JobResult) {
     let report = match report {
         Ok(report) => report,
         Err(e) => {
-            return (
-                JobStatus::Failed,
-                JobResult::failed("session", e.to_string()),
-            );
+            return (JobStatus::Failed, failed_result("session", e.to_string()));
         }
     };
-    let metering = (&report.metering).into();
+    let metering = call_metering(&report.metering);
     let (status, output, error) = match report.outcome {
         Ok(value) => (JobStatus::Completed, Some(value), None),
         Err(e) => {
@@ -502,18 +500,18 @@ fn outcome(report: Result<CallReport, SessionError>) -> (JobStatus, JobResult) {
     (status, result)
 }
 
-impl JobResult {
-    fn failed(kind: &str, message: String) -> JobResult {
-        JobResult {
-            output: None,
-            error: Some(JobErrorInfo {
-                kind: kind.to_string(),
-                message,
-            }),
-            stdout: Default::default(),
-            stderr: Default::default(),
-            metering: Default::default(),
-        }
+/// The result of a job whose call did not run (or whose outcome is lost):
+/// only an error of `kind`.
+fn failed_result(kind: &str, message: String) -> JobResult {
+    JobResult {
+        output: None,
+        error: Some(JobErrorInfo {
+            kind: kind.to_string(),
+            message,
+        }),
+        stdout: Default::default(),
+        stderr: Default::default(),
+        metering: Default::default(),
     }
 }
 

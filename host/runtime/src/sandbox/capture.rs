@@ -10,21 +10,14 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use serde::{Deserialize, Serialize};
 use tokio::io::AsyncWrite;
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
 
-/// What a guest wrote to one stream, bounded.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Captured {
-    /// The first bytes written, up to the limit (lossy UTF-8).
-    pub text: String,
-    /// Total bytes the guest wrote, kept or not.
-    pub total_bytes: u64,
-    /// True when more was written than kept.
-    pub truncated: bool,
-}
+// What a capture yields is a value type the ledger records too (a job's
+// stdout and stderr): it lives in `glovebox-manifest`, re-exported here at its
+// old path.
+pub use glovebox_manifest::Captured;
 
 #[derive(Default)]
 struct Buffer {

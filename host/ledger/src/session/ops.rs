@@ -5,14 +5,16 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::SessionError;
+use super::error::SessionError;
 use super::event::{EndOutcome, Event, EventKind, Role};
 use super::handoff::{Handoff, HandoffKind};
 use super::lifecycle::SessionStatus;
 use super::log;
 use super::state::{HandoffRecord, InterruptedCall, SessionInfo, SessionState};
 use super::store::{ID_PREFIX, SESSIONS_BUCKET, Sessions, lock, lock_slot};
-use crate::budget::BudgetCaps;
+use crate::context_index::{INDEX_SOURCE, index_entries};
+use crate::manifest::BudgetCaps;
+use crate::values::ContextEntry;
 
 /// What a session is started with.
 #[derive(Clone, Debug)]
@@ -49,7 +51,7 @@ pub struct Resumed {
     pub interrupted_calls: Vec<InterruptedCall>,
     /// Context handed to the session: its project's context index at start,
     /// and what rescues injected since (see [`crate::rescue`]).
-    pub context: Vec<crate::rescue::ContextEntry>,
+    pub context: Vec<ContextEntry>,
 }
 
 impl Sessions {
@@ -89,10 +91,10 @@ impl Sessions {
         }
         slot.state = Some(state.clone());
         // Every new session starts with its project's context index.
-        let entries = crate::rescue::index_entries(&*self.storage, &state.project);
+        let entries = index_entries(&*self.storage, &state.project);
         if !entries.is_empty() {
             let kind = EventKind::ContextInjected {
-                source: crate::rescue::INDEX_SOURCE.to_string(),
+                source: INDEX_SOURCE.to_string(),
                 entries,
             };
             self.append_locked(&mut slot, &id, kind)?;

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::event::Role;
+use crate::manifest::Role;
 
 /// Which way the work goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -73,7 +73,7 @@ impl HandoffKind {
     }
 }
 
-crate::names::named_enum!(HandoffKind, "handoff kind");
+glovebox_manifest::named_enum!(HandoffKind, "handoff kind");
 
 /// A structured note from one session or role to another.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

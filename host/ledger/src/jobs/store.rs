@@ -2,7 +2,7 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::{JobError, JobInfo};
+use super::records::{JobError, JobInfo};
 use crate::storage::{Storage, StorageError};
 
 const BUCKET: &str = "jobs";

@@ -56,7 +56,7 @@ impl GroupBy {
     }
 }
 
-crate::names::named_enum!(GroupBy, "grouping");
+glovebox_manifest::named_enum!(GroupBy, "grouping");
 
 /// A range of whole UTC days, both ends included.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -71,7 +71,7 @@ impl SessionStatus {
     }
 }
 
-crate::names::named_enum!(SessionStatus, "status");
+glovebox_manifest::named_enum!(SessionStatus, "status");
 
 /// An action that moves a session to another status.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

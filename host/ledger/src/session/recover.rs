@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::SessionError;
+use super::error::SessionError;
 use super::event::EventKind;
 use super::log::{self, VerifyReport};
 use super::state::SessionState;

@@ -33,30 +33,18 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::CallError;
 use crate::manifest::BudgetsConfig;
 use crate::session::{Event, EventKind, SessionError, SessionState, SessionStatus, Sessions};
 
 // The caps and the cost conversion are value types of the config: they live in
 // `glovebox-manifest` (the bottom crate) and are re-exported here, at their old paths.
 pub use glovebox_manifest::{BudgetCaps, Cap, to_micros, units};
+// The budget part of a session's state is held by the state: it lives below the
+// sessions and is re-exported here, at its old path.
+pub use crate::values::BudgetState;
 
 /// The name of the "hook" that denies calls past a cap.
 pub const BUDGET_HOOK: &str = "budget";
-
-/// The budget part of a session's state (folded from its events).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct BudgetState {
-    /// The caps the session was started with.
-    pub caps: BudgetCaps,
-    /// Caps an operator set since (`cap_raised`); they replace the others.
-    pub raised: BudgetCaps,
-    /// Caps whose warning was logged (cleared for a cap when it is raised).
-    pub warned: Vec<Cap>,
-    /// The cap that paused the session, until it is resumed.
-    pub exceeded: Option<Cap>,
-}
 
 /// How much of each cap a session has used.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -190,16 +178,28 @@ impl Breach {
         ]
     }
 
-    /// The denial a call past the cap gets.
-    pub fn denial(&self, tool: &str, session: &SessionState) -> CallError {
-        CallError::Denied {
-            tool: tool.to_string(),
+    /// The denial a call past the cap gets, as the hook `budget` would give
+    /// it (the host makes the call's error of it).
+    pub fn denial(&self, session: &SessionState) -> Denial {
+        Denial {
             hook: BUDGET_HOOK.to_string(),
             pattern: format!("budget:{}", self.cap),
             reason: self.reason(session),
             alternatives: self.alternatives(session),
         }
     }
+}
+
+/// Why a call past a cap is refused, in the words of a hook's denial: the
+/// `call_decided` record and the call's error are made of it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Denial {
+    /// [`BUDGET_HOOK`].
+    pub hook: String,
+    /// `budget:<cap>`.
+    pub pattern: String,
+    pub reason: String,
+    pub alternatives: Vec<String>,
 }
 
 /// Whether a call of estimated cost `call_cost` (micros) may run in `state`

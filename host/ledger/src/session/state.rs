@@ -5,13 +5,12 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::SessionError;
+use super::error::SessionError;
 use super::event::{EndOutcome, Event, EventKind, GENESIS_HASH, Role, SessionSummary};
 use super::handoff::Handoff;
 use super::lifecycle::SessionStatus;
-use crate::budget::BudgetState;
-use crate::detect::Watch;
-use crate::rescue::ContextEntry;
+use super::watch::Watch;
+use crate::values::{BudgetState, ContextEntry};
 
 /// Context entries kept in the state (the newest); older ones are still in the log.
 const MAX_CONTEXT: usize = 256;

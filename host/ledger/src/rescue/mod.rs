@@ -19,16 +19,17 @@
 //! Records are JSON in the bucket `rescues` under their id (`r-…`).
 
 mod context;
+mod error;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-pub(crate) use context::index_entries;
 pub use context::{
     ContextEntry, ContextIndex, ContextKind, INDEX_SOURCE, IndexEntry, MAX_ENTRY_BYTES,
 };
+pub use error::RescueError;
 
 use crate::detect::EscalationStep;
 use crate::manifest::{ContextConfig, ContextWriter};
@@ -37,23 +38,6 @@ use crate::storage::{Storage, StorageError};
 
 const BUCKET: &str = "rescues";
 const DAY_MS: u64 = 86_400_000;
-
-/// Why a rescue or context index operation failed.
-#[derive(Debug, thiserror::Error)]
-pub enum RescueError {
-    #[error("{0}")]
-    NotFound(String),
-    /// An argument is not acceptable, or the rescue is not in a state for it.
-    #[error("{0}")]
-    InvalidInput(String),
-    /// The operator's settings do not allow it.
-    #[error("{0}")]
-    Refused(String),
-    #[error(transparent)]
-    Session(#[from] SessionError),
-    #[error("rescue storage failed: {0}")]
-    Storage(#[from] StorageError),
-}
 
 /// The category of a blocker's root cause.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -89,7 +73,7 @@ impl Category {
     }
 }
 
-crate::names::named_enum!(Category, "category");
+glovebox_manifest::named_enum!(Category, "category");
 
 /// How a rescue ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -115,7 +99,7 @@ impl Outcome {
     }
 }
 
-crate::names::named_enum!(Outcome, "outcome");
+glovebox_manifest::named_enum!(Outcome, "outcome");
 
 /// What the blocker was.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -32,8 +32,10 @@ pub(crate) fn encode(state: &SessionState) -> Vec<u8> {
     out
 }
 
-/// The state in a stored checkpoint taken at `seq` of `session`, or why it does not count.
-pub(crate) fn decode(session: &str, seq: u64, bytes: &[u8]) -> Result<SessionState, String> {
+/// The state in a stored checkpoint taken at `seq` of `session`, or why it
+/// does not count. Public for the host's store check, which verifies every
+/// stored record it can decode.
+pub fn decode(session: &str, seq: u64, bytes: &[u8]) -> Result<SessionState, String> {
     let newline = bytes
         .iter()
         .position(|b| *b == b'\n')

@@ -3,123 +3,24 @@
 //! may write is the operator's setting (`[context] writers`).
 //!
 //! Stored in the bucket `context` under `<project>/<id>`; a retired entry
-//! stays there, marked, so the index keeps its history.
+//! stays there, marked, so the index keeps its history (the records and the
+//! read a new session makes are in `crate::context_index`).
 
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
-
-use super::RescueError;
+use super::error::RescueError;
+use crate::context_index::{BUCKET, scan};
 use crate::manifest::{ContextConfig, ContextWriter};
 use crate::storage::Storage;
 
-pub(crate) const BUCKET: &str = "context";
-/// The `source` of the context a session gets from the index when it starts.
-pub const INDEX_SOURCE: &str = "index";
+// The records of the index, and the context entries a session is handed, sit
+// below the sessions (a new session reads its project's index): re-exported
+// here, at their old paths.
+pub use crate::context_index::{INDEX_SOURCE, IndexEntry};
+pub use crate::values::{ContextEntry, ContextKind};
+
 /// The longest entry text accepted.
 pub const MAX_ENTRY_BYTES: usize = 4096;
-/// Index entries a new session gets at most (the newest).
-const MAX_AT_START: usize = 256;
-
-/// What a piece of context is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ContextKind {
-    /// Text: a fact, a rule, a pitfall.
-    Note,
-    /// A file the agent should read (its path as the operator gave it).
-    File,
-    /// A change to the task's specification.
-    SpecChange,
-}
-
-/// One piece of context handed to a session (in `context_injected` events).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ContextEntry {
-    /// The index entry's id (`c-…`), or the rescue's id for an injection.
-    pub id: String,
-    pub kind: ContextKind,
-    pub text: String,
-    /// `operator`, or `rescue:<id>`.
-    pub source: String,
-    pub at_ms: u64,
-}
-
-/// An entry of a project's context index.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct IndexEntry {
-    pub id: String,
-    pub project: String,
-    pub text: String,
-    /// Who wrote it: `operator` or `rescue`.
-    pub writer: ContextWriter,
-    /// The rescue whose enrich step added it.
-    pub rescue: Option<String>,
-    pub added_at_ms: u64,
-    /// Set once retired: new sessions no longer get it.
-    pub retired_at_ms: Option<u64>,
-}
-
-impl IndexEntry {
-    fn as_context(&self) -> ContextEntry {
-        ContextEntry {
-            id: self.id.clone(),
-            kind: ContextKind::Note,
-            text: self.text.clone(),
-            source: match &self.rescue {
-                Some(r) => format!("rescue:{r}"),
-                None => self.writer.as_str().to_string(),
-            },
-            at_ms: self.added_at_ms,
-        }
-    }
-}
-
-/// The active entries of `project`'s index, oldest first, as a new session
-/// gets them. An index that cannot be read gives nothing (logged): a session
-/// still starts.
-pub(crate) fn index_entries(storage: &dyn Storage, project: &str) -> Vec<ContextEntry> {
-    match scan(storage, Some(project)) {
-        Ok(entries) => {
-            let active: Vec<ContextEntry> = entries
-                .iter()
-                .filter(|e| e.retired_at_ms.is_none())
-                .map(IndexEntry::as_context)
-                .collect();
-            let skip = active.len().saturating_sub(MAX_AT_START);
-            active.into_iter().skip(skip).collect()
-        }
-        Err(e) => {
-            tracing::warn!(project, error = %e, "cannot read the context index: the session starts without it");
-            Vec::new()
-        }
-    }
-}
-
-/// Entries of one project (or all), oldest first.
-fn scan(storage: &dyn Storage, project: Option<&str>) -> Result<Vec<IndexEntry>, RescueError> {
-    let prefix = project.map(|p| format!("{p}/")).unwrap_or_default();
-    let mut entries: Vec<IndexEntry> = storage
-        .scan(BUCKET, &prefix)?
-        .into_iter()
-        .filter_map(
-            |(key, bytes)| match serde_json::from_slice::<IndexEntry>(&bytes) {
-                Ok(e) => Some(e),
-                Err(e) => {
-                    tracing::warn!(key, error = %e, "unreadable context index entry skipped");
-                    None
-                }
-            },
-        )
-        .filter(|e| project.is_none_or(|p| e.project == p))
-        .collect();
-    entries.sort_by(|a, b| {
-        a.added_at_ms
-            .cmp(&b.added_at_ms)
-            .then_with(|| a.id.cmp(&b.id))
-    });
-    Ok(entries)
-}
 
 /// The context index of a data dir, with the operator's writer setting.
 pub struct ContextIndex {

@@ -8,8 +8,8 @@
 
 use serde::Serialize;
 
-use super::SessionError;
 use super::checkpoint;
+use super::error::SessionError;
 use super::event::{Event, GENESIS_HASH};
 use super::state::SessionState;
 use crate::storage::{Storage, StorageError};

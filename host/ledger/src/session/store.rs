@@ -3,10 +3,13 @@
 //! checkpoints. The operations themselves are in `ops.rs`.
 
 use std::collections::HashMap;
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::SessionError;
 use super::checkpoint;
+use super::error::SessionError;
 use super::event::{Event, EventKind};
 use super::log::{self, LoadStats};
 use super::state::{SessionInfo, SessionState};
@@ -29,7 +32,20 @@ pub struct SessionsConfig {
     /// Checkpoints kept per session (the newest ones).
     pub keep_checkpoints: usize,
     /// The sessions' scratch directories, removed when a session is archived.
-    pub scratch: Option<crate::scratch::ScratchDirs>,
+    pub scratch: Option<Arc<dyn SessionDirs>>,
+}
+
+/// Directories kept per session outside the store (the host's scratch
+/// directories), which the sessions remove when a session is archived and
+/// sweep when they are opened ([`Sessions::archive`], [`Sessions::sweep_scratch`]).
+/// The host implements it; the ledger only asks for removals.
+pub trait SessionDirs: fmt::Debug + Send + Sync {
+    /// Removes the directory of `session_id`; `false` if it had none.
+    fn remove(&self, session_id: &str) -> io::Result<bool>;
+
+    /// The session ids that have a directory, and leftover directories that
+    /// belong to no session (a killed host's throwaway ones), to be removed.
+    fn list(&self) -> io::Result<(Vec<String>, Vec<PathBuf>)>;
 }
 
 impl Default for SessionsConfig {

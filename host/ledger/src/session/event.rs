@@ -8,10 +8,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::handoff::Handoff;
-use crate::budget::{BudgetCaps, Cap};
-use crate::detect::EscalationStep;
-use crate::manifest::Severity;
-use crate::rescue::ContextEntry;
+use crate::manifest::{BudgetCaps, Cap, Severity};
+use crate::values::{ContextEntry, EscalationStep};
 
 /// The `prev_hash` of a session's first event.
 pub const GENESIS_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -308,19 +306,6 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
-impl From<&crate::call::Metering> for CallMetering {
-    fn from(m: &crate::call::Metering) -> Self {
-        CallMetering {
-            wall_us: u64::try_from(m.wall.as_micros()).unwrap_or(u64::MAX),
-            fuel: m.fuel,
-            peak_memory_bytes: m.peak_memory_bytes,
-            bytes_in: m.bytes_in,
-            bytes_out: m.bytes_out,
-            cost_micros: 0,
-        }
-    }
-}
-
 /// The totals a session-end record carries.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionSummary {
@@ -373,7 +358,7 @@ impl EndOutcome {
     }
 }
 
-crate::names::named_enum!(EndOutcome, "outcome");
+glovebox_manifest::named_enum!(EndOutcome, "outcome");
 
 // The part a session plays is a value type of the config (`[budgets.role.<role>]`):
 // it lives in `glovebox-manifest` (the bottom crate) and is re-exported here, at its

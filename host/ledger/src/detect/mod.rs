@@ -1,0 +1,300 @@
+//! Stuck-agent detection and the escalation ladder.
+//!
+//! The detector is a function over a session's log: the fold of its events
+//! ([`Watch`], part of [`SessionState`]) and a set of rules. It runs after
+//! every call the pipeline logs (denied ones included) and on demand
+//! (`glovebox session check`). Each rule that holds raises a blocker flag, an
+//! event (`blocker_flag`) naming the rule, a severity, the reason and a
+//! suggested action. A flag is raised once and stays active until what clears
+//! it happens (see [`Watch`]); a critical flag pauses the session.
+//!
+//! | rule          | holds when                                                                   | default  | cleared by |
+//! |---------------|------------------------------------------------------------------------------|----------|------------|
+//! | `budget`      | a `budget_warning` at or above `budget_fraction` and the last call failed   | critical | a successful call, a raised cap |
+//! | `retry`       | the same call (tool and input digest) failed `retry_failures` times with no success of it in between | critical | a successful call |
+//! | `overrun`     | the session has run longer than `overrun_factor` × its expected duration    | warning  | never      |
+//! | `denials`     | `denials` of the last `denials_window` calls since the last success were denied | warning | a successful call |
+//! | `no_progress` | a created or active session has made no progress for `no_progress_after`    | warning  | progress   |
+//!
+//! Progress is a successful call, a note, a handoff or a resume; a failed call
+//! is activity, not progress. Resuming a session also acknowledges its
+//! critical flags, so a condition that still holds after an operator resumed
+//! the session is flagged (and pauses it) again.
+//!
+//! The escalation ladder (`escalation` events, [`Watch::escalation`]):
+//! `none` → `retry` (a call failed: retry it) → `adjust` (`adjust_after`
+//! failures in a row: change the parameters) → `blocker` (a critical flag:
+//! the session is paused) → `rescue` (an operator opened a rescue; only its
+//! resolution moves the session off this step). A successful call brings the
+//! session back to `none` from any step below `rescue`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::manifest::{DetectorConfig, Severity};
+use crate::session::{EventKind, SessionError, SessionState, SessionStatus, Sessions};
+
+// What the detector keeps of a session is part of the session's state, folded
+// as its events are applied, and the ladder's rungs are in its events: they
+// live below the sessions and are re-exported here, at their old paths.
+pub use crate::session::watch::{ActiveFlag, FailingCall, Watch};
+pub use crate::values::EscalationStep;
+
+/// A blocker flag the rules raise.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Flag {
+    pub rule: String,
+    pub severity: Severity,
+    pub reason: String,
+    pub suggested_action: String,
+    pub call_id: Option<String>,
+}
+
+impl Flag {
+    fn event(&self) -> EventKind {
+        EventKind::BlockerFlag {
+            rule: self.rule.clone(),
+            severity: self.severity,
+            reason: self.reason.clone(),
+            suggested_action: self.suggested_action.clone(),
+            call_id: self.call_id.clone(),
+        }
+    }
+}
+
+/// The rules over `state` at `now_ms`: the flags that hold and are not active yet.
+pub fn detect(state: &SessionState, config: &DetectorConfig, now_ms: u64) -> Vec<Flag> {
+    if !state.status.is_live() {
+        return Vec::new();
+    }
+    let w = &state.watch;
+    let label = state.name.as_deref().unwrap_or(&state.id);
+    let mut flags = Vec::new();
+    let mut raise = |rule: &str, reason: String, action: String, call_id: Option<String>| {
+        if !w.flags.contains_key(rule) {
+            flags.push(Flag {
+                rule: rule.to_string(),
+                severity: config.severity_of(rule),
+                reason,
+                suggested_action: action,
+                call_id,
+            });
+        }
+    };
+
+    // budget: spending near a cap while calls fail.
+    let threshold = (config.budget_fraction * 100.0).round() as u64;
+    if w.failure_streak > 0
+        && let Some((cap, percent)) = w
+            .budget_percent
+            .iter()
+            .filter(|(_, p)| **p >= threshold)
+            .max_by_key(|(_, p)| **p)
+    {
+        raise(
+            "budget",
+            format!(
+                "the {cap} budget is at {percent}% and the last {} call(s) failed",
+                w.failure_streak
+            ),
+            format!(
+                "open a rescue (`glovebox rescue open {label}`): the budget is likely to run out before the work is done"
+            ),
+            None,
+        );
+    }
+
+    // retry: the same call failing again and again (judged when it just failed).
+    if let Some(last) = &w.last_failed_call
+        && let Some(f) = w
+            .failing
+            .values()
+            .find(|f| &f.last_call_id == last && f.failures >= config.retry_failures)
+    {
+        raise(
+            "retry",
+            format!(
+                "`{}` failed {} times with the same input and no success in between{}",
+                f.tool,
+                f.failures,
+                f.last_error
+                    .as_deref()
+                    .map(|e| format!(" (last error: {e})"))
+                    .unwrap_or_default()
+            ),
+            format!(
+                "stop retrying: automatic retries are not resolving it; change the input or the approach, or have an operator diagnose it (`glovebox rescue open {label} --call {}`)",
+                f.last_call_id
+            ),
+            Some(f.last_call_id.clone()),
+        );
+    }
+
+    // overrun: much longer than expected.
+    if let Some(expected) = state.expected_duration_ms.filter(|e| *e > 0) {
+        let elapsed = now_ms.saturating_sub(state.created_at_ms);
+        if elapsed as f64 > config.overrun_factor * expected as f64 {
+            raise(
+                "overrun",
+                format!(
+                    "running for {} (expected {}, flagged past {}x)",
+                    show_ms(elapsed),
+                    show_ms(expected),
+                    config.overrun_factor
+                ),
+                "check the agent's progress: it may be stuck or working on out-of-scope items"
+                    .to_string(),
+                None,
+            );
+        }
+    }
+
+    // denials: the agent keeps asking for what it may not do.
+    let window = usize::try_from(config.denials_window).unwrap_or(usize::MAX);
+    let recent = &w.recent_denied[w.recent_denied.len().saturating_sub(window)..];
+    let denied = recent.iter().filter(|d| **d).count();
+    if denied >= usize::try_from(config.denials).unwrap_or(usize::MAX) {
+        raise(
+            "denials",
+            format!(
+                "{denied} of the last {} calls were denied by permission hooks",
+                recent.len()
+            ),
+            "read the denials' reasons and alternatives and change the approach; if the work needs the denied actions, an operator reviews the policy".to_string(),
+            None,
+        );
+    }
+
+    // no_progress: nothing useful for a long time.
+    if matches!(state.status, SessionStatus::Created | SessionStatus::Active) {
+        let idle = now_ms.saturating_sub(w.last_success_at_ms);
+        let limit = u64::try_from(config.no_progress_after.as_millis()).unwrap_or(u64::MAX);
+        if idle > limit {
+            raise(
+                "no_progress",
+                format!(
+                    "no progress (a successful call, a note, a handoff) for {}",
+                    show_ms(idle)
+                ),
+                "check whether the agent is stuck; ask it for a note or a handoff on where it stands".to_string(),
+                None,
+            );
+        }
+    }
+    flags
+}
+
+/// Where the ladder goes after `new` flags: `Some(step)` when it moves.
+pub fn next_step(
+    state: &SessionState,
+    new: &[Flag],
+    config: &DetectorConfig,
+) -> Option<EscalationStep> {
+    let w = &state.watch;
+    if w.escalation == EscalationStep::Rescue || !state.status.is_live() {
+        return None;
+    }
+    let critical = new.iter().any(|f| f.severity == Severity::Critical)
+        || w.flags.values().any(|f| f.severity == Severity::Critical);
+    let target = if critical {
+        EscalationStep::Blocker
+    } else if w.failure_streak >= config.adjust_after {
+        EscalationStep::Adjust
+    } else if w.failure_streak >= 1 {
+        EscalationStep::Retry
+    } else {
+        EscalationStep::None
+    };
+    // Up while calls fail; back down only on success.
+    let next = if w.failure_streak == 0 {
+        target
+    } else {
+        target.max(w.escalation)
+    };
+    (next != w.escalation).then_some(next)
+}
+
+/// What one run of the detector did.
+#[derive(Clone, Debug, Serialize)]
+pub struct Check {
+    /// The flags raised now.
+    pub raised: Vec<Flag>,
+    /// The ladder's new step, when it moved.
+    pub escalation: Option<EscalationStep>,
+    /// Whether a critical flag paused the session now.
+    pub paused: bool,
+    /// The session after the run.
+    pub state: SessionState,
+}
+
+/// Runs the detector on session `id_or_name` now and logs what it finds:
+/// the flags, the ladder's move, and a pause for a critical flag of an
+/// active session. Under the session's lock, so concurrent runs raise a flag once.
+pub fn check(
+    sessions: &Sessions,
+    config: &DetectorConfig,
+    id_or_name: &str,
+) -> Result<Check, SessionError> {
+    let (_, (raised, escalation, paused)) = sessions.append_with(id_or_name, |state, now| {
+        let raised = detect(state, config, now);
+        let escalation = next_step(state, &raised, config);
+        let mut events: Vec<EventKind> = raised.iter().map(Flag::event).collect();
+        if let Some(step) = escalation {
+            let reason = match raised.iter().find(|f| f.severity == Severity::Critical) {
+                Some(f) if step == EscalationStep::Blocker => {
+                    format!("critical blocker flag `{}`: {}", f.rule, f.reason)
+                }
+                _ if step == EscalationStep::None => "a call succeeded".to_string(),
+                _ => format!(
+                    "{} call(s) in a row did not succeed: {}",
+                    state.watch.failure_streak,
+                    step.suggestion()
+                ),
+            };
+            events.push(EventKind::Escalation {
+                step,
+                reason,
+                rescue: None,
+            });
+        }
+        let mut paused = false;
+        if let Some(f) = raised.iter().find(|f| f.severity == Severity::Critical)
+            && state.status == SessionStatus::Active
+        {
+            paused = true;
+            events.push(EventKind::Paused {
+                reason: format!(
+                    "blocker flag `{}` ({}): {}; {}",
+                    f.rule, f.severity, f.reason, f.suggested_action
+                ),
+            });
+        }
+        (events, (raised, escalation, paused))
+    })?;
+    let state = sessions.show(id_or_name)?;
+    Ok(Check {
+        raised,
+        escalation,
+        paused,
+        state,
+    })
+}
+
+fn show_ms(ms: u64) -> String {
+    humantime::format_duration(std::time::Duration::from_millis(ms)).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::watch::cut;
+
+    #[test]
+    fn severities_and_ladder_order() {
+        assert!(EscalationStep::Retry < EscalationStep::Adjust);
+        assert!(EscalationStep::Blocker < EscalationStep::Rescue);
+        let c = DetectorConfig::default();
+        assert_eq!(c.severity_of("retry"), Severity::Critical);
+        assert_eq!(c.severity_of("overrun"), Severity::Warning);
+        assert_eq!(cut("ééé", 3), "é…");
+    }
+}

@@ -1,0 +1,165 @@
+//! A background job as the ledger keeps it: how jobs are run, where one
+//! stands, what its call produced, its stored record, and why a job operation
+//! failed.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::manifest::Captured;
+use crate::session::{CallMetering, SessionError};
+use crate::storage::StorageError;
+
+/// How the host's jobs service (`glovebox::jobs::Jobs`) runs jobs.
+#[derive(Clone, Debug)]
+pub struct JobsConfig {
+    /// Jobs running at once; the others wait in a FIFO queue. Capped at the
+    /// host's `runtime.max_concurrent_calls`. Default: the available cores.
+    pub max_running: usize,
+    /// How long a wait without a timeout waits.
+    pub default_wait: Duration,
+    /// The longest any wait waits, whatever the caller asks.
+    pub max_wait: Duration,
+}
+
+impl Default for JobsConfig {
+    fn default() -> Self {
+        JobsConfig {
+            max_running: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(2),
+            default_wait: Duration::from_secs(30),
+            max_wait: Duration::from_secs(600),
+        }
+    }
+}
+
+/// Where a job stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobStatus {
+    /// Persisted, waiting for a runner and a free slot.
+    Queued,
+    Running,
+    /// The tool returned a result.
+    Completed,
+    /// Denied, refused by the session, or the tool failed.
+    Failed,
+    /// Stopped at the tool's deadline.
+    Timeout,
+    Cancelled,
+    /// The host stopped while it ran, and its tool is not idempotent: it is
+    /// not re-run (it may have had effects); the caller decides.
+    Interrupted,
+}
+
+impl JobStatus {
+    pub const ALL: [JobStatus; 7] = [
+        JobStatus::Queued,
+        JobStatus::Running,
+        JobStatus::Completed,
+        JobStatus::Failed,
+        JobStatus::Timeout,
+        JobStatus::Cancelled,
+        JobStatus::Interrupted,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobStatus::Queued => "queued",
+            JobStatus::Running => "running",
+            JobStatus::Completed => "completed",
+            JobStatus::Failed => "failed",
+            JobStatus::Timeout => "timeout",
+            JobStatus::Cancelled => "cancelled",
+            JobStatus::Interrupted => "interrupted",
+        }
+    }
+
+    /// The job will not change any more.
+    pub fn is_final(self) -> bool {
+        !matches!(self, JobStatus::Queued | JobStatus::Running)
+    }
+}
+
+glovebox_manifest::named_enum!(JobStatus, "job status");
+
+/// Why a job did not produce a result.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobErrorInfo {
+    /// How the call failed (the runtime's `CallError::kind`: `timeout`,
+    /// `denied`, ...), or `session` when the session refused the call, or
+    /// `interrupted`.
+    pub kind: String,
+    pub message: String,
+}
+
+/// What a job's call produced.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct JobResult {
+    pub output: Option<serde_json::Value>,
+    pub error: Option<JobErrorInfo>,
+    pub stdout: Captured,
+    pub stderr: Captured,
+    pub metering: CallMetering,
+}
+
+/// A job, as stored.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct JobInfo {
+    /// `job-` and 12 hex digits.
+    pub id: String,
+    /// The session's id.
+    pub session: String,
+    pub session_name: Option<String>,
+    /// `plugin.tool`.
+    pub tool: String,
+    /// The input, as JSON text.
+    pub input: String,
+    pub status: JobStatus,
+    pub created_at_ms: u64,
+    /// When it last started running.
+    pub started_at_ms: Option<u64>,
+    pub finished_at_ms: Option<u64>,
+    /// Whether its tool is idempotent (re-run after a host restart).
+    pub idempotent: bool,
+    /// How many times it started running.
+    pub attempts: u32,
+    /// Set once final; a job re-queued after an interruption carries the
+    /// interruption here until it runs again.
+    pub result: Option<JobResult>,
+}
+
+/// What a wait waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitMode {
+    /// Every job to be final.
+    All,
+    /// Any one job to be final.
+    First,
+}
+
+/// What a wait found: the final jobs, the others, and whether the wait ended
+/// at its timeout.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct WaitOutcome {
+    pub done: Vec<JobInfo>,
+    pub pending: Vec<JobInfo>,
+    pub timed_out: bool,
+}
+
+/// Why a job operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum JobError {
+    #[error("no job `{0}`: `glovebox job list` lists the jobs")]
+    NotFound(String),
+    /// The session does not exist (or refused).
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    /// An unknown tool, input that is not JSON, fails the tool's schema or is
+    /// too large: refused before anything was queued or logged.
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("job storage failed: {0}")]
+    Storage(#[from] StorageError),
+}

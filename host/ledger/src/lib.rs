@@ -1,0 +1,42 @@
+//! The ledger: the durable record of agent work.
+//!
+//! This crate owns what Glovebox keeps of the work agents do, and the rules that
+//! record obeys: sessions and their append-only, hash-chained logs, checkpoints
+//! and recovery ([`session`]), pending approvals ([`approvals`]), background
+//! jobs' records ([`jobs`]), budgets and their caps ([`budget`]), the stuck-agent
+//! detector and the escalation ladder ([`detect`]), rescues and the projects'
+//! context index ([`rescue`]), and billing reports over the logs ([`billing`]).
+//! Everything here is synchronous and goes through the storage trait
+//! (`glovebox_store::Storage`); async callers run it with `spawn_blocking`.
+//!
+//! The host (`glovebox`) sits on top and re-exports these modules at their old
+//! paths (`glovebox::session`, `glovebox::jobs`, ...); it runs the calls and
+//! hands the ledger what to record. This crate depends on `glovebox-manifest`
+//! (the config and its value types) and `glovebox-store` (the trait) only, among
+//! the glovebox crates. It must never import wasmtime or anything else that runs
+//! components, the runtime (`glovebox-runtime`), the MCP adapter, an async
+//! runtime, or a specific storage engine (sled, rusqlite: the store's backends
+//! are the host's choice), so the record can be read, checked and tested without
+//! an engine. `tests/all/architecture.rs` (in the workspace root) fails if such an
+//! edge appears.
+//!
+//! Inside, the modules depend one way: the value types the session state holds
+//! (`values`: budget state, escalation steps, context entries) and the context
+//! index's records sit at the bottom; [`session`] builds on them; [`budget`],
+//! [`detect`], [`rescue`], [`billing`], [`approvals`] and [`jobs`] build on
+//! [`session`], never the other way.
+
+pub mod approvals;
+pub mod billing;
+pub mod budget;
+mod context_index;
+pub mod detect;
+pub mod jobs;
+pub mod rescue;
+pub mod session;
+mod values;
+
+// The config and the storage trait, under the names the modules of this crate
+// use for them.
+use glovebox_manifest as manifest;
+use glovebox_store as storage;

@@ -1,0 +1,45 @@
+//! Sessions: named, tagged units of agent work with a role, a lifecycle and an
+//! append-only, hash-chained event log.
+//!
+//! The log is the source of truth; a session's state is the fold of its events
+//! ([`SessionState::apply`]). [`Sessions`] is the service over a [`Storage`]:
+//! it checks every event against the lifecycle before appending it, keeps the
+//! state of the sessions it has touched in memory (one storage append per
+//! event), writes checkpoints so loading a session reads the newest valid
+//! checkpoint plus the events after it, and recovers calls the host lost when
+//! it stopped.
+//!
+//! Storage layout: one stream per session (named by its id); buckets
+//! `sessions` (id → [`SessionInfo`], for listing), `names` (name → id, for live
+//! sessions) and `checkpoints` (`<id>/<seq, 20 digits>`).
+//!
+//! [`Storage`]: crate::storage::Storage
+
+pub mod checkpoint;
+mod error;
+mod event;
+mod handoff;
+mod lifecycle;
+mod log;
+mod ops;
+mod recover;
+mod state;
+mod store;
+#[cfg(test)]
+mod tests;
+pub(crate) mod watch;
+
+pub use error::SessionError;
+pub use event::{
+    CallMetering, EndOutcome, Event, EventKind, GENESIS_HASH, MAX_INLINE_BYTES, Role,
+    SessionSummary, digest, inline_if_small,
+};
+pub use handoff::{Handoff, HandoffKind};
+pub use lifecycle::{SessionStatus, TRANSITIONS, Transition};
+pub use log::{LoadStats, VerifyReport};
+pub use ops::{Resumed, SessionFilter, StartSession};
+pub use recover::{RecoveredCall, Recovery};
+pub use state::{
+    Counters, HandoffRecord, InFlightCall, InterruptedCall, SessionInfo, SessionState,
+};
+pub use store::{SessionDirs, Sessions, SessionsConfig};

@@ -1,0 +1,312 @@
+//! What the stuck-agent detector keeps of a session ([`Watch`]): the part of
+//! the session's state its rules read, folded from the session's events as
+//! they are applied, so running the rules reads no log. The rules, the flags
+//! and the escalation ladder themselves are in `crate::detect`, which
+//! re-exports these types at their old paths (`crate::detect::Watch`, ...).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::event::{Event, EventKind};
+use crate::manifest::Severity;
+use crate::values::EscalationStep;
+
+/// Finished calls remembered for the `denials` rule.
+const MAX_RECENT: usize = 64;
+/// Distinct failing calls remembered for the `retry` rule.
+const MAX_FAILING: usize = 64;
+/// Error texts kept in the state and in reasons are cut to this many bytes.
+const MAX_ERROR: usize = 300;
+
+/// A blocker flag that has not been cleared.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActiveFlag {
+    pub severity: Severity,
+    pub reason: String,
+    pub suggested_action: String,
+    pub call_id: Option<String>,
+    /// The `blocker_flag` event.
+    pub seq: u64,
+    pub at_ms: u64,
+}
+
+/// A call (tool and input) that keeps failing.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FailingCall {
+    pub tool: String,
+    pub input_digest: String,
+    /// Failures since its last success.
+    pub failures: u32,
+    pub last_call_id: String,
+    pub last_error: Option<String>,
+}
+
+/// What the detector keeps of a session: the fold of its events that the
+/// rules read, so running them reads no log.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Watch {
+    /// The rung of the escalation ladder the session is on.
+    pub escalation: EscalationStep,
+    pub escalated_at_ms: Option<u64>,
+    /// The open rescue, on the `rescue` step.
+    pub rescue: Option<String>,
+    /// Active blocker flags by rule.
+    pub flags: BTreeMap<String, ActiveFlag>,
+    /// The last progress: start, a successful call, a note, a handoff, a resume.
+    pub last_success_at_ms: u64,
+    /// Calls that did not succeed since the last one that did (approvals and
+    /// cancellations aside).
+    pub failure_streak: u32,
+    /// Calls failing since their last success, by `tool input-digest`.
+    pub failing: BTreeMap<String, FailingCall>,
+    /// The last finished call, when it failed (denials aside).
+    pub last_failed_call: Option<String>,
+    /// The finished calls since the last success, oldest first: whether each was denied.
+    pub recent_denied: Vec<bool>,
+    /// The highest percent of each budget cap from `budget_warning` (until the cap is raised).
+    pub budget_percent: BTreeMap<String, u64>,
+    /// Calls in flight: call id → (tool, input digest).
+    pub pending: BTreeMap<String, (String, String)>,
+}
+
+impl Watch {
+    /// The watch of a session started at `at_ms`.
+    pub fn new(at_ms: u64) -> Watch {
+        Watch {
+            last_success_at_ms: at_ms,
+            ..Watch::default()
+        }
+    }
+
+    /// Folds `event` in (called by [`SessionState::apply`]).
+    ///
+    /// [`SessionState::apply`]: super::SessionState::apply
+    pub(crate) fn apply(&mut self, event: &Event) {
+        let at = event.at_ms;
+        match &event.kind {
+            EventKind::CallRequested {
+                call_id,
+                tool,
+                input_digest,
+                ..
+            } => {
+                self.pending
+                    .insert(call_id.clone(), (tool.clone(), input_digest.clone()));
+            }
+            EventKind::CallInterrupted { call_id, .. } => {
+                self.pending.remove(call_id);
+            }
+            EventKind::CallFinished {
+                call_id,
+                outcome,
+                error,
+                ..
+            } => {
+                let call = self.pending.remove(call_id);
+                self.finished(at, call_id, call, outcome, error.as_deref());
+            }
+            EventKind::Note { .. } | EventKind::Handoff(_) | EventKind::HandoffReceived { .. } => {
+                self.progress(at);
+            }
+            EventKind::Resumed => {
+                self.progress(at);
+                self.flags.retain(|_, f| f.severity != Severity::Critical);
+            }
+            EventKind::BlockerFlag {
+                rule,
+                severity,
+                reason,
+                suggested_action,
+                call_id,
+            } => {
+                self.flags.insert(
+                    rule.clone(),
+                    ActiveFlag {
+                        severity: *severity,
+                        reason: reason.clone(),
+                        suggested_action: suggested_action.clone(),
+                        call_id: call_id.clone(),
+                        seq: event.seq,
+                        at_ms: at,
+                    },
+                );
+            }
+            EventKind::Escalation { step, rescue, .. } => {
+                self.escalation = *step;
+                self.escalated_at_ms = Some(at);
+                self.rescue = if *step == EscalationStep::Rescue {
+                    rescue.clone()
+                } else {
+                    None
+                };
+            }
+            EventKind::BudgetWarning { cap, percent, .. } => {
+                let entry = self
+                    .budget_percent
+                    .entry(cap.as_str().to_string())
+                    .or_default();
+                *entry = (*entry).max(*percent);
+            }
+            EventKind::BudgetExceeded {
+                cap, used, limit, ..
+            } => {
+                let percent = used.saturating_mul(100) / (*limit).max(1);
+                let entry = self
+                    .budget_percent
+                    .entry(cap.as_str().to_string())
+                    .or_default();
+                *entry = (*entry).max(percent);
+            }
+            EventKind::CapRaised { cap, .. } => {
+                self.budget_percent.remove(cap.as_str());
+                self.flags.remove("budget");
+            }
+            _ => {}
+        }
+    }
+
+    fn progress(&mut self, at: u64) {
+        self.last_success_at_ms = at;
+        self.flags.remove("no_progress");
+    }
+
+    fn finished(
+        &mut self,
+        at: u64,
+        call_id: &str,
+        call: Option<(String, String)>,
+        outcome: &str,
+        error: Option<&str>,
+    ) {
+        match outcome {
+            "ok" => {
+                self.progress(at);
+                self.failure_streak = 0;
+                self.last_failed_call = None;
+                self.recent_denied.clear();
+                if let Some((tool, digest)) = call {
+                    self.failing.remove(&format!("{tool} {digest}"));
+                }
+                for rule in ["retry", "denials", "budget"] {
+                    self.flags.remove(rule);
+                }
+            }
+            // Waiting for a person, or stopped by one: not the agent's failure.
+            "awaiting_approval" | "cancelled" => {}
+            _ => {
+                let denied = outcome == "denied";
+                self.failure_streak = self.failure_streak.saturating_add(1);
+                self.recent_denied.push(denied);
+                if self.recent_denied.len() > MAX_RECENT {
+                    self.recent_denied.remove(0);
+                }
+                self.last_failed_call = (!denied).then(|| call_id.to_string());
+                if let (false, Some((tool, digest))) = (denied, call) {
+                    let entry = self
+                        .failing
+                        .entry(format!("{tool} {digest}"))
+                        .or_insert_with(|| FailingCall {
+                            tool,
+                            input_digest: digest,
+                            failures: 0,
+                            last_call_id: String::new(),
+                            last_error: None,
+                        });
+                    entry.failures = entry.failures.saturating_add(1);
+                    entry.last_call_id = call_id.to_string();
+                    entry.last_error = error.map(|e| cut(e, MAX_ERROR));
+                    if self.failing.len() > MAX_FAILING
+                        && let Some(key) = self
+                            .failing
+                            .iter()
+                            .min_by_key(|(_, f)| f.failures)
+                            .map(|(k, _)| k.clone())
+                    {
+                        self.failing.remove(&key);
+                    }
+                }
+            }
+        }
+    }
+}
+
+pub(crate) fn cut(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::event::GENESIS_HASH;
+
+    fn ev(seq: u64, at: u64, kind: EventKind) -> Event {
+        Event {
+            session: "s-1".into(),
+            seq,
+            at_ms: at,
+            prev_hash: GENESIS_HASH.into(),
+            hash: String::new(),
+            kind,
+        }
+    }
+
+    fn finished(seq: u64, call: &str, outcome: &str) -> Event {
+        ev(
+            seq,
+            seq * 10,
+            EventKind::CallFinished {
+                call_id: call.into(),
+                outcome: outcome.into(),
+                error: Some("boom".into()),
+                output: None,
+                output_digest: String::new(),
+                metering: Default::default(),
+            },
+        )
+    }
+
+    fn requested(seq: u64, call: &str, digest: &str) -> Event {
+        ev(
+            seq,
+            seq * 10,
+            EventKind::CallRequested {
+                call_id: call.into(),
+                tool: "t.x".into(),
+                input_digest: digest.into(),
+                input: None,
+                job_id: None,
+            },
+        )
+    }
+
+    #[test]
+    fn the_same_failing_call_counts_until_it_succeeds() {
+        let mut w = Watch::new(0);
+        for (i, call) in ["a", "b", "c"].iter().enumerate() {
+            let seq = 2 * i as u64 + 1;
+            w.apply(&requested(seq, call, "d1"));
+            w.apply(&finished(seq + 1, call, "trap"));
+        }
+        assert_eq!(w.failing["t.x d1"].failures, 3);
+        assert_eq!(w.failure_streak, 3);
+        w.apply(&requested(7, "e", "d2"));
+        w.apply(&finished(8, "e", "ok"));
+        assert_eq!(
+            w.failing["t.x d1"].failures, 3,
+            "another input's success is not this call's"
+        );
+        assert_eq!(w.failure_streak, 0);
+        assert_eq!(w.last_success_at_ms, 80);
+        w.apply(&requested(9, "f", "d1"));
+        w.apply(&finished(10, "f", "ok"));
+        assert!(w.failing.is_empty());
+    }
+}

@@ -1,0 +1,19 @@
+//! The budget part of a session's state.
+
+use serde::{Deserialize, Serialize};
+
+use crate::manifest::{BudgetCaps, Cap};
+
+/// The budget part of a session's state (folded from its events).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BudgetState {
+    /// The caps the session was started with.
+    pub caps: BudgetCaps,
+    /// Caps an operator set since (`cap_raised`); they replace the others.
+    pub raised: BudgetCaps,
+    /// Caps whose warning was logged (cleared for a cap when it is raised).
+    pub warned: Vec<Cap>,
+    /// The cap that paused the session, until it is resumed.
+    pub exceeded: Option<Cap>,
+}

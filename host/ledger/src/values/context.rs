@@ -1,0 +1,28 @@
+//! Context handed to a session: what its project's context index held when
+//! it started, and what rescues injected since.
+
+use serde::{Deserialize, Serialize};
+
+/// What a piece of context is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ContextKind {
+    /// Text: a fact, a rule, a pitfall.
+    Note,
+    /// A file the agent should read (its path as the operator gave it).
+    File,
+    /// A change to the task's specification.
+    SpecChange,
+}
+
+/// One piece of context handed to a session (in `context_injected` events).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContextEntry {
+    /// The index entry's id (`c-…`), or the rescue's id for an injection.
+    pub id: String,
+    pub kind: ContextKind,
+    pub text: String,
+    /// `operator`, or `rescue:<id>`.
+    pub source: String,
+    pub at_ms: u64,
+}
