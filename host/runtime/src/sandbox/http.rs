@@ -7,7 +7,7 @@
 //! the host: a guest that follows one makes a new request, which is checked
 //! again.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use http_body_util::BodyExt;
@@ -69,41 +69,7 @@ fn find_grant<'a>(
     grants.iter().find(|g| g.matches(scheme, host, port))
 }
 
-/// True for addresses a tool may reach only when granted by address:
-/// loopback, private, link-local (cloud metadata lives there), unspecified,
-/// multicast and other non-public ranges.
-pub fn is_restricted(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => is_restricted_v4(v4),
-        IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return is_restricted_v4(v4);
-            }
-            let seg0 = v6.segments()[0];
-            v6.is_loopback()
-                || v6.is_unspecified()
-                || v6.is_multicast()
-                || (seg0 & 0xfe00) == 0xfc00 // unique local
-                || (seg0 & 0xffc0) == 0xfe80 // link-local
-                || v6 == Ipv6Addr::new(0xfd00, 0x0ec2, 0, 0, 0, 0, 0, 0x0254) // AWS metadata (IPv6)
-        }
-    }
-}
-
-fn is_restricted_v4(ip: Ipv4Addr) -> bool {
-    let [a, b, ..] = ip.octets();
-    ip.is_loopback()
-        || ip.is_private()
-        || ip.is_link_local()
-        || ip.is_unspecified()
-        || ip.is_broadcast()
-        || ip.is_multicast()
-        || ip.is_documentation()
-        || a == 0
-        || (a == 100 && (64..128).contains(&b)) // carrier-grade NAT
-        || (a == 198 && (b == 18 || b == 19)) // benchmarking
-        || a >= 240
-}
+pub use super::ranges::{is_restricted, restriction};
 
 impl WasiHttpHooks for HttpPolicy {
     fn send_request(
@@ -157,13 +123,11 @@ impl WasiHttpHooks for HttpPolicy {
                 },
             };
             let granted_by_address = grant.host_is_ip();
-            let restricted: Vec<SocketAddr> = addrs
+            let list: Vec<String> = addrs
                 .iter()
-                .copied()
-                .filter(|a| is_restricted(a.ip()))
+                .filter_map(|a| restriction(a.ip()).map(|why| format!("{} ({why})", a.ip())))
                 .collect();
-            if !granted_by_address && !restricted.is_empty() {
-                let list: Vec<String> = restricted.iter().map(|a| a.ip().to_string()).collect();
+            if !granted_by_address && !list.is_empty() {
                 return Err(Self::deny(
                     &denials,
                     format!(
@@ -196,35 +160,5 @@ impl WasiHttpHooks for HttpPolicy {
                 Box::new(io) as Box<dyn Future<Output = Result<(), HttpError>> + Send>,
             ))
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn restricted_ranges() {
-        for ip in [
-            "127.0.0.1",
-            "10.1.2.3",
-            "192.168.0.1",
-            "172.16.0.1",
-            "169.254.169.254",
-            "0.0.0.0",
-            "100.64.0.1",
-            "::1",
-            "fe80::1",
-            "fd00::1",
-            "::ffff:127.0.0.1",
-        ] {
-            assert!(
-                is_restricted(ip.parse().unwrap()),
-                "{ip} should be restricted"
-            );
-        }
-        for ip in ["93.184.215.14", "1.1.1.1", "2606:4700::1111"] {
-            assert!(!is_restricted(ip.parse().unwrap()), "{ip} should be public");
-        }
     }
 }

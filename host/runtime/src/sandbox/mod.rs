@@ -8,6 +8,7 @@
 pub mod capture;
 pub mod http;
 pub mod limiter;
+pub mod ranges;
 
 use std::path::Path;
 use std::sync::Arc;
