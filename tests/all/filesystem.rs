@@ -80,14 +80,109 @@ async fn escapes_from_the_granted_dir_are_denied() {
     )
     .await;
     assert!(!outside.path().join("planted.txt").exists());
-    // A new symlink pointing out cannot be followed either.
-    p.run(
+    // A new symlink pointing out is not even created (threat 41).
+    p.denied(
         "symlink",
         json!({"target": "/etc/passwd", "link": "/data/made-link"}),
     )
     .await;
     p.denied("read", json!({"path": "/data/made-link"})).await;
+    assert!(std::fs::symlink_metadata(p.path("made-link")).is_err());
     assert_serving(&p.host).await;
+}
+
+/// Targets that point at or above the directory of the link: each would let a
+/// host-side program that walks the grant (an editor, a backup, a build) out of it.
+const LINKS_OUT: &[&str] = &[
+    "/etc/passwd",
+    "..",
+    "../outside.txt",
+    "../../../../../../../../etc/passwd",
+    "sub/../../outside.txt",
+    "sub/../..",
+    ".",
+    "sub/..",
+    "",
+];
+
+// Threat 41: a guest cannot leave a symlink in a read-write grant that points
+// outside it: creating one is refused, and nothing is left on the host's disk.
+#[tokio::test]
+async fn threat_41_symlinks_out_of_a_read_write_grant_are_refused_at_creation() {
+    let p = probe(Access::ReadWrite).await;
+    std::fs::create_dir(p.path("sub")).unwrap();
+    for (i, target) in LINKS_OUT.iter().enumerate() {
+        for dir in ["", "sub/"] {
+            let link = format!("{dir}out-{i}");
+            let err = p
+                .denied(
+                    "symlink",
+                    json!({"target": target, "link": format!("/data/{link}")}),
+                )
+                .await;
+            assert!(
+                std::fs::symlink_metadata(p.path(&link)).is_err(),
+                "`{link}` -> `{target}` was created ({err})"
+            );
+        }
+    }
+    // A link that points below itself is still made, and works.
+    for (target, link) in [("inside.txt", "ok-1"), ("sub/../inside.txt", "ok-2")] {
+        let out = p
+            .run(
+                "symlink",
+                json!({"target": target, "link": format!("/data/{link}")}),
+            )
+            .await;
+        assert_eq!(out["ok"], true, "{target}: {out}");
+        assert_eq!(
+            std::fs::read_link(p.path(link)).unwrap().to_str(),
+            Some(target)
+        );
+        assert_eq!(
+            p.run("read", json!({"path": format!("/data/{link}")}))
+                .await["data"],
+            "inside"
+        );
+    }
+    // The rule holds under rearrangement: `l -> d/../inside.txt` passes while `d`
+    // is a directory; replacing `d` by a link to the grant's root (which would
+    // make `l` resolve above the grant) is refused.
+    p.run("mkdir", json!({"path": "/data/d"})).await;
+    let out = p
+        .run(
+            "symlink",
+            json!({"target": "d/../inside.txt", "link": "/data/l"}),
+        )
+        .await;
+    assert_eq!(out["ok"], true, "{out}");
+    p.run("rmdir", json!({"path": "/data/d"})).await;
+    for target in ["sub/..", ".", ".."] {
+        p.denied("symlink", json!({"target": target, "link": "/data/d"}))
+            .await;
+    }
+    assert!(std::fs::symlink_metadata(p.path("d")).is_err());
+    assert_serving(&p.host).await;
+}
+
+// Threat 41, in the session's scratch directory: the same rule.
+#[tokio::test]
+async fn threat_41_symlinks_out_of_the_scratch_dir_are_refused_at_creation() {
+    let mut m = manifest("fs", plugins::HOSTILE_FS);
+    m.scratch = Some("/scratch".into());
+    let h = host_with_echo(m).await;
+    let run = |target: &str| {
+        let input = json!({"target": target, "link": "/scratch/link"}).to_string();
+        let h = &h;
+        async move { call_ok(h, "fs.symlink", &input).await }
+    };
+    for target in LINKS_OUT {
+        let out = run(target).await;
+        assert_eq!(out["ok"], false, "`{target}` in scratch: {out}");
+    }
+    let out = run("notes.txt").await;
+    assert_eq!(out["ok"], true, "{out}");
+    assert_serving(&h).await;
 }
 
 // Threat 12: symlink loops are an error, not a hang.

@@ -44,6 +44,9 @@ impl Runtime {
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .map_err(anyhow::Error::from)
             .context("cannot link WASI")?;
+        // Links a guest makes must point below themselves (see `sandbox::symlink`).
+        crate::sandbox::symlink::add_to_linker(&mut linker)
+            .context("cannot link the checked `symlink-at`")?;
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
             .map_err(anyhow::Error::from)
             .context("cannot link wasi:http")?;

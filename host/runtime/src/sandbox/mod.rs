@@ -9,6 +9,7 @@ pub mod capture;
 pub mod http;
 pub mod limiter;
 pub mod ranges;
+pub mod symlink;
 
 use std::path::Path;
 use std::sync::Arc;
