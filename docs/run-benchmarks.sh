@@ -10,7 +10,7 @@
 #
 # It installs bubblewrap if it is missing (apt-get), builds the plugins the benchmark
 # loads (as the test suite's build script does), then runs
-# `cargo bench -p glovebox --bench compare`. The table goes to stdout, progress to stderr.
+# `cargo bench -p glovebox-bench --bench compare`. The table goes to stdout, progress to stderr.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -42,4 +42,4 @@ fi
 # building the CLI runs tests/build.rs, which builds them all.
 cargo build "${build_profile[@]}" --bin glovebox >&2
 
-exec cargo bench "${profile[@]}" -p glovebox --bench compare
+exec cargo bench "${profile[@]}" -p glovebox-bench --bench compare

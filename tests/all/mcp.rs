@@ -129,7 +129,7 @@ fn serve_over_stdio_lists_calls_and_refuses_bad_requests() {
     let list = server.request(2, "tools/list", json!({}));
     let tools = list["result"]["tools"].as_array().expect("a tool list");
     let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
-    for expected in ["echo.echo"].iter().chain(glovebox::mcp::BUILTINS.iter()) {
+    for expected in ["echo.echo"].iter().chain(glovebox_mcp::BUILTINS.iter()) {
         assert!(
             names.contains(expected),
             "`{expected}` missing from {names:?}"

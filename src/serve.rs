@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
-use glovebox::mcp::{HttpServer, McpServer};
+use glovebox_mcp::{HttpServer, McpServer};
 
 #[derive(Args)]
 pub struct ServeArgs {

@@ -12,8 +12,8 @@ use serde_json::{Value, json};
 use super::Connection;
 use super::results::{self, bad_arguments};
 use super::tools::*;
-use crate::jobs::{JobError, JobStatus, WaitMode};
-use crate::session::{EndOutcome, Handoff, HandoffKind, Role, StartSession};
+use glovebox::jobs::{JobError, JobStatus, WaitMode};
+use glovebox::session::{EndOutcome, Handoff, HandoffKind, Role, StartSession};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

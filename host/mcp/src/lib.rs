@@ -1,5 +1,12 @@
 //! The MCP server: agents use Glovebox over the Model Context Protocol.
 //!
+//! This crate is an adapter and stays thin: it translates MCP requests into
+//! the gateway's calls (the `glovebox` crate) and their results back. It never
+//! imports the engine, the sandbox, a storage engine or the ledger directly:
+//! whatever it serves goes through the gateway's one pipeline, so MCP gets
+//! exactly the checks, hooks and log of every other way in
+//! (`tests/all/architecture.rs` holds the rule).
+//!
 //! `tools/list` offers every configured plugin tool (`plugin.tool`, with its
 //! input schema) and built-in tools for sessions (`session_start`,
 //! `session_resume`, `session_status`, `session_handoff`, `session_end`) and
@@ -45,11 +52,11 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 
-use crate::error::CallError;
-use crate::host::Host;
-use crate::jobs::{Jobs, JobsConfig};
-use crate::pipeline::{Durable, open_sessions};
-use crate::session::{Role, SessionError, StartSession};
+use glovebox::CallError;
+use glovebox::Host;
+use glovebox::jobs::{Jobs, JobsConfig};
+use glovebox::session::{Role, SessionError, StartSession};
+use glovebox::{Durable, open_sessions};
 
 pub use http::HttpServer;
 pub use tools::BUILTINS;
@@ -190,12 +197,12 @@ impl Connection {
     /// Runs a blocking session-store operation off the async threads.
     async fn blocking<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&crate::session::Sessions) -> Result<T, SessionError> + Send + 'static,
+        f: impl FnOnce(&glovebox::session::Sessions) -> Result<T, SessionError> + Send + 'static,
     ) -> Result<T, SessionError> {
         let sessions = self.shared().durable.sessions.clone();
         match tokio::task::spawn_blocking(move || f(&sessions)).await {
             Ok(r) => r,
-            Err(e) => Err(SessionError::Storage(crate::storage::StorageError::Io(
+            Err(e) => Err(SessionError::Storage(glovebox::storage::StorageError::Io(
                 format!("the session store task failed: {e}"),
             ))),
         }

@@ -11,9 +11,9 @@ use rmcp::model::{CallToolResult, ContentBlock};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::call::CallReport;
-use crate::error::CallError;
-use crate::session::SessionError;
+use glovebox::CallError;
+use glovebox::CallReport;
+use glovebox::session::SessionError;
 
 /// A successful result: `value` as JSON text, and as structured content when
 /// it is an object (MCP's structured content is an object).

@@ -2,8 +2,8 @@
 //!
 //! ```text
 //! cargo test --no-run            # builds the plugins (tests/build.rs)
-//! cargo bench -p glovebox --bench calls --profile dev
-//! GLOVEBOX_BENCH_CALLS=5000 cargo bench -p glovebox --bench calls
+//! cargo bench -p glovebox-bench --bench calls --profile dev
+//! GLOVEBOX_BENCH_CALLS=5000 cargo bench -p glovebox-bench --bench calls
 //! ```
 //!
 //! A fresh instance per call (the echo plugin), through `Host::call`, with 0,

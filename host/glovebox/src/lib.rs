@@ -8,11 +8,16 @@
 //! Calls made in a session ([`Host::call_in_session`]) are written to the
 //! session's append-only, hash-chained log in the data dir ([`session`],
 //! [`storage`]), so a session resumes after a crash with nothing acknowledged
-//! lost. The `glovebox` binary is a thin CLI over it.
+//! lost.
+//!
+//! This crate is the gateway: it owns the hands (`glovebox-runtime`) and the
+//! ledger (`glovebox-ledger`) together and runs the one call pipeline over
+//! them. It is the embedding API, so it knows no protocol and no command line:
+//! it never imports MCP (`glovebox-mcp` adapts it), an HTTP server or clap
+//! (the `glovebox` binary, the root package, is a thin CLI over both).
 
 mod host;
 pub mod jobs;
-pub mod mcp;
 mod pipeline;
 pub mod replay;
 pub mod store_admin;
@@ -38,7 +43,7 @@ pub use glovebox_runtime::{fault_injection, hooks, scratch};
 pub use glovebox_runtime::{
     CallContext, CallError, CallReport, Captured, LoadError, LoadedPlugin, Metering, ToolInfo,
 };
-pub use host::Host;
+pub use host::{Host, Prepared};
 pub use jobs::{
     JobError, JobErrorInfo, JobInfo, JobResult, JobStatus, Jobs, JobsConfig, WaitMode, WaitOutcome,
 };

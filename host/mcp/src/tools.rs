@@ -6,7 +6,7 @@ use std::sync::Arc;
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde_json::{Value, json};
 
-use crate::plugin::ToolInfo;
+use glovebox::ToolInfo;
 
 /// Built-in tool names.
 pub const SESSION_START: &str = "session_start";

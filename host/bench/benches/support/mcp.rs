@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use glovebox::mcp::{HttpServer, McpServer};
 use glovebox::session::{Role, StartSession};
 use glovebox::{Durable, Host, HostConfig, Jobs, JobsConfig, PluginManifest, open_sessions};
+use glovebox_mcp::{HttpServer, McpServer};
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};

@@ -2,8 +2,8 @@
 //!
 //! ```text
 //! cargo test --no-run            # builds the plugins (tests/build.rs)
-//! cargo bench -p glovebox --bench mcp --profile dev
-//! GLOVEBOX_BENCH_CALLS=5000 cargo bench -p glovebox --bench mcp
+//! cargo bench -p glovebox-bench --bench mcp --profile dev
+//! GLOVEBOX_BENCH_CALLS=5000 cargo bench -p glovebox-bench --bench mcp
 //! ```
 //!
 //! One client, one call at a time, in a session (so every call is logged

@@ -157,7 +157,7 @@ impl Host {
     }
 
     /// Resolves the tool and checks the input (size, JSON, the tool's schema).
-    pub(crate) fn prepare(&self, tool: &str, input: &str) -> Result<Prepared, Box<CallReport>> {
+    pub fn prepare(&self, tool: &str, input: &str) -> Result<Prepared, Box<CallReport>> {
         let (p, t) = self
             .locate(tool)
             .map_err(|e| Box::new(CallReport::refused(tool, e)))?;
@@ -327,7 +327,7 @@ impl<T> Drop for AbortOnDrop<T> {
 }
 
 /// A call whose tool is known and whose input passed its checks.
-pub(crate) struct Prepared {
+pub struct Prepared {
     plugin: usize,
     tool: usize,
     pub name: String,

@@ -1,0 +1,238 @@
+//! The `glovebox` command: a thin layer over the library that parses
+//! arguments and prints. Exit codes: 0 success, 1 internal error, 2 bad usage or
+//! config, 3 denied, 4 invalid input or unknown tool, 5 tool error or crash,
+//! 6 timeout or limit, 7 busy, 8 refused by the session (its state or log).
+
+/// `println!` that returns an error instead of panicking when stdout is
+/// closed early (`glovebox log show x | head`).
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*)?
+    }};
+}
+
+mod billing;
+mod call;
+mod crash;
+mod debug;
+mod jobs;
+mod plugin;
+mod rescue;
+mod serve;
+mod sessions;
+mod store;
+
+// What several subcommands share: a call report printed, a refusal worded.
+pub(crate) use call::{print_report, read_input, session_refused};
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "glovebox",
+    version,
+    about = "Safe hands for AI agents: every tool call in a fresh, capability-restricted Wasm instance"
+)]
+struct Cli {
+    /// The host config.
+    #[arg(
+        long,
+        short,
+        global = true,
+        env = "GLOVEBOX_CONFIG",
+        default_value = "glovebox.toml"
+    )]
+    config: PathBuf,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Work with plugins.
+    Plugin {
+        #[command(subcommand)]
+        command: PluginCommand,
+    },
+    /// List the tools the configured plugins offer.
+    Tools {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Call a tool in a fresh sandbox and print its JSON result.
+    Call {
+        /// The tool, as `plugin.tool` (or just `tool` when unambiguous).
+        tool: String,
+        /// The input as JSON text; `-` reads it from stdin.
+        #[arg(long, short, conflicts_with = "input_file")]
+        input: Option<String>,
+        /// Read the input from a file.
+        #[arg(long)]
+        input_file: Option<PathBuf>,
+        /// Print one JSON document with the result, the metering and captured output.
+        #[arg(long)]
+        json: bool,
+        /// Run the call in this session (id or name): it is logged there.
+        #[arg(long, short)]
+        session: Option<String>,
+    },
+    /// Sessions: start, list, show, pause, resume, end, archive, hand off.
+    Session {
+        #[command(subcommand)]
+        command: sessions::SessionCommand,
+    },
+    /// Billing: what sessions used (calls, failures, wall time, fuel, bytes,
+    /// estimated tool cost, model cost) over a date range, grouped; or the
+    /// session-end records as JSON lines (`billing export`).
+    Billing(billing::BillingArgs),
+    /// Rescue missions for stuck sessions: open, diagnose, inject, resolve, list, report.
+    Rescue {
+        #[command(subcommand)]
+        command: rescue::RescueCommand,
+    },
+    /// The context index: entries every new session of a project starts with.
+    Context {
+        #[command(subcommand)]
+        command: rescue::ContextCommand,
+    },
+    /// The session log: verify its hash chain, show it, export it.
+    Log {
+        #[command(subcommand)]
+        command: sessions::LogCommand,
+    },
+    /// List pending approvals: calls a permission hook asked a human about.
+    Approvals {
+        /// Include approvals already settled.
+        #[arg(long)]
+        all: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Approve a pending call: it runs now, exactly as it was judged.
+    Approve { id: String },
+    /// Deny a pending call: it fails for good.
+    Deny {
+        id: String,
+        #[arg(long)]
+        reason: String,
+    },
+    /// Policies: replay a hook chain against a recorded session.
+    Policy {
+        #[command(subcommand)]
+        command: sessions::PolicyCommand,
+    },
+    /// Background jobs: spawn, status, wait, cancel, list. `job spawn` only
+    /// queues a job; `job wait` (or `serve`) runs the data dir's queued jobs.
+    Job {
+        #[command(subcommand)]
+        command: jobs::JobCommand,
+    },
+    /// Serve the configured tools over MCP (stdio, or streamable HTTP with `--http`).
+    Serve(serve::ServeArgs),
+    /// The data dir's store: check it, back it up, restore it.
+    Store {
+        #[command(subcommand)]
+        command: store::StoreCommand,
+    },
+    /// Tools for testing the host itself.
+    #[command(hide = true)]
+    Debug {
+        #[command(subcommand)]
+        command: debug::DebugCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum PluginCommand {
+    /// Validate a plugin (a manifest `.toml` or a component `.wasm`) and list its tools.
+    Check {
+        /// A plugin manifest or a component file.
+        path: PathBuf,
+    },
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(code) => code,
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// A size for people: `12.3 MiB`.
+fn human_size(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+/// The reader of our stdout went away: not an error of ours.
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain()
+        .filter_map(|c| c.downcast_ref::<std::io::Error>())
+        .any(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+}
+
+async fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        Command::Plugin {
+            command: PluginCommand::Check { path },
+        } => plugin::check(&cli.config, &path).await,
+        Command::Tools { json } => plugin::tools(&cli.config, json).await,
+        Command::Call {
+            tool,
+            input,
+            input_file,
+            json,
+            session,
+        } => call::run(&cli.config, &tool, input, input_file, json, session).await,
+        Command::Session { command } => sessions::run_session(&cli.config, command).await,
+        Command::Approvals { all, json } => sessions::approvals(&cli.config, all, json),
+        Command::Approve { id } => sessions::approve(&cli.config, &id).await,
+        Command::Deny { id, reason } => sessions::deny(&cli.config, &id, &reason).await,
+        Command::Policy { command } => sessions::policy(&cli.config, command).await,
+        Command::Log { command } => sessions::run_log(&cli.config, command),
+        Command::Rescue { command } => rescue::run_rescue(&cli.config, command),
+        Command::Context { command } => rescue::run_context(&cli.config, command),
+        Command::Billing(args) => billing::run(&cli.config, args),
+        Command::Job { command } => jobs::run(&cli.config, command).await,
+        Command::Serve(args) => serve::run(&cli.config, args).await,
+        Command::Debug { command } => debug::run(&cli.config, command),
+        Command::Store { command } => store::run(&cli.config, command),
+    }
+}

@@ -1,0 +1,104 @@
+//! `glovebox plugin check` and `glovebox tools`: what a plugin offers.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use glovebox::{Host, HostConfig, Limits, PluginManifest};
+
+/// Checks a plugin (a manifest or a bare component) by loading it as the host
+/// would, and lists its tools.
+pub async fn check(config: &Path, path: &Path) -> Result<ExitCode> {
+    // Use the configured data dir (and its compile cache) when there is a config.
+    let (data_dir, defaults) = match HostConfig::load(config) {
+        Ok(c) => (c.data_dir, c.defaults),
+        Err(_) => (user_cache_dir(), Limits::default()),
+    };
+    let is_manifest = path.extension().is_some_and(|e| e == "toml");
+    let manifest = if is_manifest {
+        PluginManifest::load(path, &defaults)?
+    } else {
+        if !path.exists() {
+            bail!(
+                "`{}` does not exist: give a plugin manifest (.toml) or a component (.wasm)",
+                path.display()
+            );
+        }
+        let absolute = std::path::absolute(path)
+            .with_context(|| format!("cannot resolve `{}`", path.display()))?;
+        PluginManifest::for_component(absolute, &defaults)
+    };
+    let host = Host::load(HostConfig::from_plugins(data_dir, vec![manifest])).await?;
+    let plugin = &host.plugins()[0];
+    out!(
+        "ok: plugin `{}` is a valid tool plugin",
+        plugin.manifest.name
+    );
+    out!("component: {}", plugin.manifest.component.display());
+    out!("sha256:    {}", plugin.digest);
+    out!();
+    for tool in &plugin.tools {
+        out!("{}", tool.name);
+        out!("  {}", tool.description);
+        out!(
+            "  action: {}  destructive: {}  idempotent: {}",
+            tool.action,
+            tool.destructive,
+            tool.idempotent
+        );
+        out!(
+            "  input schema: {}",
+            serde_json::to_string(&tool.input_schema)?
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Where `plugin check` keeps its compile cache when there is no config:
+/// `$XDG_CACHE_HOME/glovebox`, else `~/.cache/glovebox`, else the temp dir.
+fn user_cache_dir() -> PathBuf {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("glovebox")
+}
+
+pub async fn tools(config: &Path, json: bool) -> Result<ExitCode> {
+    let host = Host::from_config_file(config).await?;
+    print_tools(&host, json)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_tools(host: &Host, json: bool) -> Result<()> {
+    let tools = host.tools();
+    if json {
+        out!("{}", serde_json::to_string_pretty(&tools)?);
+        return Ok(());
+    }
+    if tools.is_empty() {
+        out!(
+            "no tools: add a `[[plugin]]` to {}",
+            host.config().path.display()
+        );
+    }
+    let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(0);
+    for t in tools {
+        let mut flags = Vec::new();
+        if t.destructive {
+            flags.push("destructive");
+        }
+        if t.idempotent {
+            flags.push("idempotent");
+        }
+        out!(
+            "{:width$}  {:28}  {:24}  {}",
+            t.name,
+            t.action,
+            flags.join(","),
+            t.description
+        );
+    }
+    Ok(())
+}
