@@ -18,6 +18,7 @@
 
 mod host;
 pub mod jobs;
+mod ledger;
 mod pipeline;
 pub mod replay;
 pub mod store_admin;
@@ -47,6 +48,6 @@ pub use host::{Host, Prepared};
 pub use jobs::{
     JobError, JobErrorInfo, JobInfo, JobResult, JobStatus, Jobs, JobsConfig, WaitMode, WaitOutcome,
 };
+pub use ledger::{Durable, backend_of, open_sessions, open_store, store_dir};
 pub use manifest::{HostConfig, Limits, PluginManifest};
-pub use pipeline::{Durable, backend_of, open_sessions, open_store, store_dir};
 pub use session::{SessionError, Sessions};

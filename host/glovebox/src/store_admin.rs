@@ -23,8 +23,8 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use serde::Serialize;
 
+use crate::ledger::{backend_of, store_dir};
 use crate::manifest::HostConfig;
-use crate::pipeline::{backend_of, store_dir};
 use crate::session::{Sessions, VerifyReport};
 use crate::storage::{
     Backend, CopyStats, Durability, SledStore, SqliteStore, Storage, StorageError, copy_all,

@@ -16,7 +16,8 @@ use glovebox_ledger::jobs::{
 use crate::call::CallReport;
 use crate::error::CallError;
 use crate::host::Host;
-use crate::pipeline::{Durable, call_metering};
+use crate::ledger::Durable;
+use crate::pipeline::call_metering;
 use crate::session::SessionError;
 
 /// How long [`Jobs::cancel`] waits for a running job's call to settle in

@@ -1,0 +1,160 @@
+//! What a host keeps in its data dir, opened: the store (whichever backend
+//! the config names), the sessions and approvals on it, and what recovery and
+//! repair found at open. The call pipeline (`pipeline.rs`) writes through it.
+
+use std::sync::Arc;
+
+use anyhow::Context;
+
+use crate::approvals::Approvals;
+use crate::manifest::{DurabilityMode, HostConfig, StorageBackend};
+use crate::scratch::ScratchDirs;
+use crate::session::{Recovery, SessionDirs, Sessions, SessionsConfig};
+use crate::storage::{Backend, Durability, Opened, Storage, StorageError};
+
+/// What a host keeps in its data dir.
+pub struct Durable {
+    pub sessions: Arc<Sessions>,
+    pub approvals: Arc<Approvals>,
+    /// The store itself, for the other buckets kept there (background jobs).
+    pub storage: Arc<dyn Storage>,
+    /// What recovery found at open: calls marked interrupted, damaged sessions.
+    pub recovery: Recovery,
+    /// What the store had to repair to open (see `glovebox_store::open`);
+    /// every session verified afterwards.
+    pub repairs: Vec<String>,
+}
+
+/// Opens the session store in the config's data dir (refused if another
+/// process holds it) and recovers calls that were in flight when the last
+/// process died: they are marked `interrupted`. When the open had to repair
+/// the store (see `glovebox_store::open`), every session's hash chain is
+/// verified before anything is served: a store that is not whole is refused.
+pub fn open_sessions(config: &HostConfig) -> anyhow::Result<Durable> {
+    let opened = open_store(config)?;
+    let storage = opened.storage;
+    let approvals = Arc::new(Approvals::new(storage.clone()));
+    let sessions = Sessions::with_config(
+        storage.clone(),
+        SessionsConfig {
+            checkpoint_every: config.storage.checkpoint_every,
+            scratch: Some(Arc::new(Scratch(ScratchDirs::new(config.scratch_dir())))),
+            ..SessionsConfig::default()
+        },
+    );
+    if !opened.repairs.is_empty() {
+        verify_after_repair(config, &sessions, &opened.repairs)?;
+    }
+    let recovery = sessions.recover().context("cannot recover the sessions")?;
+    let swept = sessions.sweep_scratch();
+    if swept > 0 {
+        tracing::info!(
+            swept,
+            "removed scratch directories of archived sessions and killed calls"
+        );
+    }
+    for call in &recovery.interrupted {
+        tracing::warn!(
+            session = %call.session,
+            call_id = %call.call_id,
+            tool = %call.tool,
+            idempotent = call.idempotent,
+            "call was in flight when the host stopped: marked interrupted"
+        );
+    }
+    Ok(Durable {
+        sessions: Arc::new(sessions),
+        approvals,
+        storage,
+        recovery,
+        repairs: opened.repairs,
+    })
+}
+
+/// The sessions' scratch directories (the runtime's), as the ledger sees them:
+/// directories it removes when a session is archived.
+#[derive(Debug)]
+struct Scratch(ScratchDirs);
+
+impl SessionDirs for Scratch {
+    fn remove(&self, session_id: &str) -> std::io::Result<bool> {
+        self.0.remove(session_id)
+    }
+
+    fn list(&self) -> std::io::Result<(Vec<String>, Vec<std::path::PathBuf>)> {
+        self.0.list()
+    }
+}
+
+/// The store dir of a config: `<data_dir>/store`.
+pub fn store_dir(config: &HostConfig) -> std::path::PathBuf {
+    config.data_dir.join("store")
+}
+
+/// The storage backend a config names, as the store crate knows it.
+pub fn backend_of(config: &HostConfig) -> Backend {
+    match config.storage.backend {
+        StorageBackend::Sqlite => Backend::Sqlite,
+        StorageBackend::Sled => Backend::Sled,
+    }
+}
+
+/// Opens the config's store for writing, with the error an operator can act
+/// on when it does not open: the data dir, what is wrong, and what to run.
+pub fn open_store(config: &HostConfig) -> anyhow::Result<Opened> {
+    let durability = match config.storage.durability {
+        DurabilityMode::Flush => Durability::Flush,
+        DurabilityMode::Strict => Durability::Strict,
+    };
+    let dir = store_dir(config);
+    crate::storage::open(&dir, backend_of(config), durability).map_err(|e| {
+        let what = format!(
+            "cannot open the {} store in `{}` (config `{}`): {e}",
+            config.storage.backend,
+            dir.display(),
+            config.path.display()
+        );
+        match e {
+            StorageError::Locked { .. } => anyhow::anyhow!(what),
+            StorageError::Corrupt(_) | StorageError::Damaged { .. } => anyhow::anyhow!(
+                "{what}\n  check it: `glovebox store check` reports what is damaged (it only reads)\n  restore it: `glovebox store restore BACKUP` replaces it with a backup made by `glovebox store backup` (the damaged store is kept beside it)"
+            ),
+            _ => anyhow::anyhow!(
+                "{what}\n  if the disk is fine, `glovebox store check` reports what is wrong with the store"
+            ),
+        }
+    })
+}
+
+/// After a repair at open: every session's chain must verify, or nothing is served.
+fn verify_after_repair(
+    config: &HostConfig,
+    sessions: &Sessions,
+    repairs: &[String],
+) -> anyhow::Result<()> {
+    let reports = sessions
+        .verify_all()
+        .context("cannot verify the sessions after repairing the store")?;
+    let broken: Vec<String> = reports
+        .iter()
+        .filter(|r| !r.ok)
+        .map(|r| match &r.first_bad {
+            Some((seq, why)) => format!("session {} at event {seq}: {why}", r.session),
+            None => format!("session {}", r.session),
+        })
+        .collect();
+    if !broken.is_empty() {
+        anyhow::bail!(
+            "the store in `{}` was repaired at open ({}), and then {} session log(s) did not verify: {}; nothing is served from it: run `glovebox store check`, and restore a backup with `glovebox store restore BACKUP`",
+            store_dir(config).display(),
+            repairs.join("; "),
+            broken.len(),
+            broken.join("; ")
+        );
+    }
+    tracing::warn!(
+        sessions = reports.len(),
+        "the store was repaired at open and every session's log verifies"
+    );
+    Ok(())
+}
