@@ -9,6 +9,7 @@ use super::budgets::{RawBudgets, validate_budgets};
 use super::detector::{RawContext, RawDetector, validate_context, validate_detector};
 use super::hooks::{RawHook, hooks_none, validate_hooks};
 use super::limits::{RawLimits, apply_limits};
+use super::owned::default_data_dir;
 use super::paths::{canonical, normalize, parent_dir, read_source, resolve_dir, show_beside};
 use super::plugin::load_manifest;
 use super::source::{self, SIZE_HINT, Source};
@@ -78,7 +79,16 @@ impl HostConfig {
 
         let data_dir = match &raw.data_dir {
             Some(dir_text) => resolve_dir(&src, &dir, "data_dir", dir_text)?,
-            None => dir.join(".glovebox"),
+            None => default_data_dir(&abs_path, |var| std::env::var_os(var)).map_err(|problem| {
+                src.invalid(
+                    "data_dir",
+                    problem,
+                    format!(
+                        "set `data_dir` in `{}`, or set `HOME` (or `XDG_STATE_HOME`) to the user's home (state) directory",
+                        src.file
+                    ),
+                )
+            })?,
         };
         let defaults = apply_limits(&src, "defaults", &raw.defaults, &Limits::default())?;
         let runtime = validate_runtime(&src, &raw.runtime, &dir)?;
@@ -149,7 +159,7 @@ impl HostConfig {
         let hooks = validate_hooks(&src, &dir, &raw.hook, &cap)?;
         let hooks_explicitly_none = hooks_none(&src, raw.hooks.as_deref(), hooks.len())?;
 
-        Ok(HostConfig {
+        let config = HostConfig {
             path: abs_path,
             data_dir,
             defaults,
@@ -161,7 +171,9 @@ impl HostConfig {
             budgets,
             detector,
             context,
-        })
+        };
+        config.check_grants()?;
+        Ok(config)
     }
 
     /// A config with defaults everywhere and the given plugins, for tests and

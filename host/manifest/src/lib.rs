@@ -33,6 +33,7 @@ mod http;
 mod limits;
 mod micros;
 mod names;
+mod owned;
 mod paths;
 mod plugin;
 mod role;
@@ -58,6 +59,7 @@ pub use detector::{
 pub use error::ConfigError;
 pub use http::{HttpGrant, HttpScheme};
 pub use micros::{to_micros, units};
+pub use owned::OwnedPath;
 pub use role::Role;
 pub use units::{format_size, parse_duration, parse_size};
 

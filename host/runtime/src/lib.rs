@@ -27,6 +27,7 @@ pub mod fault_injection;
 pub mod hooks;
 pub mod plugin;
 mod preinit;
+pub mod private_dir;
 pub mod runtime;
 pub mod sandbox;
 pub mod scratch;

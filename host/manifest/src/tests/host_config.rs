@@ -20,10 +20,11 @@ fn empty_host_config_is_all_defaults() {
     let c = fx.host("hooks = \"none\"\n").unwrap();
     let root = fs::canonicalize(fx.dir.path()).unwrap();
     assert_eq!(c.path, root.join("glovebox.toml"));
-    assert_eq!(c.data_dir, root.join(".glovebox"));
+    // The default data dir: see `owned::a_config_without_data_dir_uses_the_state_dir_not_its_own_directory`.
+    assert!(!c.data_dir.starts_with(&root));
     assert_eq!(c.defaults, Limits::default());
     assert_eq!(c.runtime, RuntimeConfig::default());
-    assert_eq!(c.cache_dir(), root.join(".glovebox/cache"));
+    assert_eq!(c.cache_dir(), c.data_dir.join("cache"));
     assert!(c.plugins.is_empty());
     assert!(c.hooks.is_empty());
     assert!(c.hooks_explicitly_none);

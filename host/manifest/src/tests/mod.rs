@@ -10,6 +10,7 @@ use super::{ConfigError, HostConfig, Limits, PluginManifest};
 
 mod hooks;
 mod host_config;
+mod owned;
 mod plugin;
 
 /// A temporary directory with a component file `tool.wasm` in it.

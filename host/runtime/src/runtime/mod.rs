@@ -14,6 +14,7 @@ use wasmtime::component::Linker;
 pub use engine::deadline_ticks;
 
 use crate::manifest::HostConfig;
+use crate::private_dir::ensure_private_dir;
 use crate::sandbox::CallState;
 use crate::scratch::ScratchDirs;
 
@@ -28,15 +29,24 @@ pub struct Runtime {
     fuel_enabled: bool,
     scratch: ScratchDirs,
     cache_dir: PathBuf,
+    /// `<data_dir>/digests`: what the host made in the cache, by digest.
+    digests_dir: PathBuf,
     // Dropped after the engine's users; stops the ticker thread.
     _ticker: engine::EpochTicker,
 }
 
 impl Runtime {
     pub fn new(config: &HostConfig) -> Result<Runtime> {
+        // Programs build configs without a file too: the same rule as at load.
+        config.check_grants()?;
         // The compile cache needs an absolute path.
         let cache_dir = std::path::absolute(config.cache_dir())
             .context("cannot resolve the compile cache directory")?;
+        ensure_private_dir(&config.data_dir, "the data dir")?;
+        ensure_private_dir(&cache_dir, "the compile cache")?;
+        let digests_dir = std::path::absolute(config.data_dir.join("digests"))
+            .context("cannot resolve the data dir")?;
+        ensure_private_dir(&digests_dir, "the digest records")?;
         let engine = engine::build_engine(config, &cache_dir)?;
         let mut linker = Linker::new(&engine);
         // WASI 0.2 and wasi:http are linked for every tool plugin; what they
@@ -55,6 +65,7 @@ impl Runtime {
             fuel_enabled: engine::fuel_wanted(config),
             scratch: ScratchDirs::new(config.scratch_dir()),
             cache_dir,
+            digests_dir,
             engine,
             linker,
             _ticker: ticker,
@@ -75,6 +86,12 @@ impl Runtime {
 
     pub fn scratch(&self) -> &ScratchDirs {
         &self.scratch
+    }
+
+    /// Where the digests of what the host put in the cache are recorded (absolute),
+    /// apart from the cache, which may be configured elsewhere.
+    pub fn digests_dir(&self) -> &Path {
+        &self.digests_dir
     }
 
     /// The compile cache (absolute).

@@ -1,0 +1,231 @@
+//! Glovebox's own files, and the rule that no grant reaches them.
+//!
+//! A guest that could write the data dir could rewrite its own session log; one that
+//! could write the compile cache or a snapshot could change the code the host runs;
+//! one that could write the config, a manifest, a component or a hook could grant
+//! itself anything. So no `[[fs]]` grant (read-only ones included: the log holds
+//! other sessions' data) and no scratch dir may overlap them. The default data dir
+//! lives outside the config's directory, so granting the project that holds
+//! `glovebox.toml`'s neighbours is safe by default.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use super::paths::normalize;
+use super::{ConfigError, HostConfig};
+
+/// Where the data dir of the config at `config` (canonical) goes when it names none:
+/// `$XDG_STATE_HOME/glovebox/<dir>-<hash>`, else `$HOME/.local/state/glovebox/<dir>-<hash>`,
+/// where `<dir>` is the name of the config's directory and `<hash>` 12 hex digits of the
+/// SHA-256 of the config's path (two projects never share a data dir). `Err` names what
+/// to set when neither variable is usable (never a shared temp dir).
+pub(super) fn default_data_dir(
+    config: &Path,
+    env: impl Fn(&str) -> Option<OsString>,
+) -> Result<PathBuf, String> {
+    let absolute = |var: &str| env(var).map(PathBuf::from).filter(|p| p.is_absolute());
+    let state = match (absolute("XDG_STATE_HOME"), absolute("HOME")) {
+        (Some(state), _) => state,
+        (None, Some(home)) => home.join(".local").join("state"),
+        (None, None) => {
+            return Err(
+                "no `data_dir` is set, and neither `XDG_STATE_HOME` nor `HOME` is an absolute path in the environment".to_owned(),
+            );
+        }
+    };
+    let dir_name: String = config
+        .parent()
+        .and_then(Path::file_name)
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(48)
+        .collect();
+    let dir_name = if dir_name.is_empty() {
+        "root".to_owned()
+    } else {
+        dir_name
+    };
+    let digest = Sha256::digest(config.as_os_str().as_encoded_bytes());
+    let short = hex::encode(&digest[..6]);
+    Ok(state.join("glovebox").join(format!("{dir_name}-{short}")))
+}
+
+/// The path as the disk has it: the longest existing ancestor canonicalized, the rest
+/// (not created yet) appended. Both sides of every comparison go through it.
+pub(super) fn canonical_lenient(path: &Path) -> PathBuf {
+    let path = normalize(&std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()));
+    let mut rest = Vec::new();
+    let mut at = path.as_path();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(at) {
+            return rest.iter().rev().fold(real, |p: PathBuf, c| p.join(c));
+        }
+        match (at.parent(), at.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_owned());
+                at = parent;
+            }
+            _ => return path,
+        }
+    }
+}
+
+/// One thing Glovebox owns: what it is, where, and whether it is a directory (a
+/// grant may neither contain nor lie inside a directory; it can only contain a file).
+pub struct OwnedPath {
+    pub what: String,
+    pub path: PathBuf,
+    pub is_dir: bool,
+}
+
+impl HostConfig {
+    /// Everything Glovebox owns (canonical paths): the data dir, the compile cache and
+    /// its snapshots, the config file and its directory, every manifest, component
+    /// and hook file.
+    pub fn owned_paths(&self) -> Vec<OwnedPath> {
+        let mut owned = Vec::new();
+        let mut add = |what: String, path: &Path, is_dir: bool| {
+            owned.push(OwnedPath {
+                what,
+                path: canonical_lenient(path),
+                is_dir,
+            });
+        };
+        add("the data dir".into(), &self.data_dir, true);
+        add("the compile cache".into(), &self.cache_dir(), true);
+        add(
+            "the pre-initialization snapshots".into(),
+            &self.cache_dir().join("preinit"),
+            true,
+        );
+        if !self.path.as_os_str().is_empty() {
+            add("the config file".into(), &self.path, false);
+            if let Some(dir) = self.path.parent() {
+                add("the config file's directory".into(), dir, true);
+            }
+        }
+        for plugin in &self.plugins {
+            if let Some(manifest) = &plugin.path {
+                add(
+                    format!("the manifest of plugin `{}`", plugin.name),
+                    manifest,
+                    false,
+                );
+            }
+            add(
+                format!("the component of plugin `{}`", plugin.name),
+                &plugin.component,
+                false,
+            );
+        }
+        for hook in &self.hooks {
+            add(
+                format!("the component of hook `{}`", hook.name),
+                &hook.component,
+                false,
+            );
+        }
+        owned
+    }
+
+    /// Refuses any `[[fs]]` grant, and any scratch dir, that equals, contains or lies
+    /// inside what Glovebox owns ([`HostConfig::owned_paths`]). The config file's
+    /// directory may hold granted directories (`examples/workspace` beside
+    /// `examples/glovebox.toml`), as long as they hold none of Glovebox's files: a
+    /// grant may not equal or contain it.
+    pub fn check_grants(&self) -> Result<(), ConfigError> {
+        let owned = self.owned_paths();
+        let scratch = canonical_lenient(&self.scratch_dir());
+        for plugin in &self.plugins {
+            let file = plugin
+                .path
+                .as_deref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|| format!("plugin `{}`", plugin.name));
+            let grants = plugin
+                .fs
+                .iter()
+                .enumerate()
+                .map(|(i, g)| (format!("fs[{i}].host"), canonical_lenient(&g.host)));
+            let scratch = plugin
+                .scratch
+                .is_some()
+                .then(|| ("scratch".to_owned(), scratch.clone()));
+            for (key, granted) in grants.chain(scratch) {
+                // The most telling conflict first: `is`, then `lies inside`, then `contains`.
+                let conflict = owned
+                    .iter()
+                    .filter_map(|own| relation(&key, &granted, own).map(|r| (r, own)))
+                    .min_by_key(|(r, _)| *r);
+                let Some((relation, own)) = conflict else {
+                    continue;
+                };
+                let what = if key == "scratch" {
+                    format!("the scratch dirs `{}`", granted.display())
+                } else {
+                    format!("granted directory `{}`", granted.display())
+                };
+                return Err(ConfigError::Invalid {
+                    file,
+                    key,
+                    line: None,
+                    problem: format!(
+                        "{what} {} {} `{}`, which no plugin may reach",
+                        relation.as_str(),
+                        own.what,
+                        own.path.display()
+                    ),
+                    hint: "grant a directory that holds none of Glovebox's own files, or move them: `data_dir` and `runtime.cache_dir` in glovebox.toml, the config, manifests and components elsewhere".to_owned(),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Relation {
+    Is,
+    LiesInside,
+    Contains,
+}
+
+impl Relation {
+    fn as_str(self) -> &'static str {
+        match self {
+            Relation::Is => "is",
+            Relation::LiesInside => "lies inside",
+            Relation::Contains => "contains",
+        }
+    }
+}
+
+/// How the grant at `granted` (under `key`) overlaps `own`, if it does.
+fn relation(key: &str, granted: &Path, own: &OwnedPath) -> Option<Relation> {
+    // The scratch dirs are part of the data dir by design.
+    if key == "scratch" && own.what == "the data dir" {
+        return None;
+    }
+    if granted == own.path {
+        Some(Relation::Is)
+    } else if own.path.starts_with(granted) {
+        Some(Relation::Contains)
+    } else if granted.starts_with(&own.path)
+        && own.is_dir
+        && own.what != "the config file's directory"
+    {
+        Some(Relation::LiesInside)
+    } else {
+        None
+    }
+}

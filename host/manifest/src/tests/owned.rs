@@ -1,0 +1,187 @@
+//! Threat 38: grants over Glovebox's own files are refused at load; the default data
+//! dir lies outside the config's directory.
+
+use std::ffi::OsString;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use super::super::owned::default_data_dir;
+use super::Fixture;
+
+/// A host config in a project dir with one plugin whose manifest says `fs`, and `extra`
+/// on top of the config (which sets `data_dir` relative to the project).
+fn load(
+    fx: &Fixture,
+    config_extra: &str,
+    fs_host: &str,
+) -> Result<super::HostConfig, super::ConfigError> {
+    fx.mkdir("project/src");
+    fx.mkdir("elsewhere");
+    fx.write(
+        "project/plugins/files.toml",
+        &format!(
+            "name = \"files\"\ncomponent = \"../../tool.wasm\"\n[[fs]]\nhost = {fs_host:?}\nguest = \"/data\"\naccess = \"read-write\"\n"
+        ),
+    );
+    fx.write(
+        "project/glovebox.toml",
+        &format!("hooks = \"none\"\n{config_extra}[[plugin]]\nmanifest = \"plugins/files.toml\"\n"),
+    );
+    super::HostConfig::load(&fx.path("project/glovebox.toml"))
+}
+
+#[test]
+fn threat_38_grants_over_gloveboxs_own_files_are_refused_naming_both_paths() {
+    let data = "data_dir = \"state\"\n";
+    let cache =
+        "data_dir = \"../elsewhere/state\"\n[runtime]\ncache_dir = \"../elsewhere/cache\"\n";
+    // (config extra, granted dir relative to the manifest, what the error must say)
+    let cases = [
+        (data, "..", "is the config file's directory"),
+        (data, "../..", "contains the data dir"),
+        (data, "../state", "is the data dir"),
+        (data, "../state/store", "lies inside the data dir"),
+        (cache, "../../elsewhere", "contains the data dir"),
+        (cache, "../../elsewhere/cache", "is the compile cache"),
+        (
+            cache,
+            "../../elsewhere/cache/preinit",
+            "is the pre-initialization snapshots",
+        ),
+        (
+            cache,
+            "../../elsewhere/cache/modules",
+            "lies inside the compile cache",
+        ),
+        (data, ".", "contains the manifest of plugin `files`"),
+    ];
+    for (extra, granted, says) in cases {
+        let fx = Fixture::new();
+        fx.mkdir("project/state/store");
+        fx.mkdir("elsewhere/cache/preinit");
+        fx.mkdir("elsewhere/cache/modules");
+        let err = match load(&fx, extra, granted) {
+            Ok(_) => panic!("granting `{granted}` was accepted"),
+            Err(e) => e,
+        };
+        let message = err.to_string();
+        let host = fs::canonicalize(fx.path("project/plugins").join(granted)).unwrap();
+        assert_eq!(err.key(), Some("fs[0].host"), "{message}");
+        assert!(message.contains(says), "`{granted}`: {message}");
+        assert!(
+            message.contains(&format!("`{}`", host.display())),
+            "{message}"
+        );
+        assert!(
+            message.contains("grant a directory that holds none of Glovebox's own files"),
+            "{message}"
+        );
+    }
+    // A component: the one file of a dir granted elsewhere.
+    let fx = Fixture::new();
+    fx.mkdir("elsewhere/bin");
+    fs::copy(fx.path("tool.wasm"), fx.path("elsewhere/bin/tool.wasm")).unwrap();
+    fx.write(
+        "project/plugins/other.toml",
+        "name = \"other\"\ncomponent = \"../../elsewhere/bin/tool.wasm\"\n",
+    );
+    let err = load(
+        &fx,
+        &format!("{data}[[plugin]]\nmanifest = \"plugins/other.toml\"\n"),
+        "../../elsewhere",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("contains the component of plugin `other`"),
+        "{err}"
+    );
+    // What holds none of them is granted: a directory beside the config, or elsewhere.
+    for granted in ["../src", "../../elsewhere"] {
+        let fx = Fixture::new();
+        let c = load(&fx, data, granted).unwrap_or_else(|e| panic!("`{granted}`: {e}"));
+        assert_eq!(c.plugins[0].fs.len(), 1);
+    }
+}
+
+#[test]
+fn threat_38_a_scratch_dir_over_the_compile_cache_is_refused() {
+    let fx = Fixture::new();
+    fx.write(
+        "files.toml",
+        "name = \"files\"\ncomponent = \"tool.wasm\"\nscratch = \"/scratch\"\n",
+    );
+    let err = fx
+        .host_error("hooks = \"none\"\ndata_dir = \"d\"\n[runtime]\ncache_dir = \"d/scratch/cache\"\n[[plugin]]\nmanifest = \"files.toml\"\n")
+        .to_string();
+    assert!(
+        err.contains("the scratch dirs") && err.contains("contains the compile cache"),
+        "{err}"
+    );
+    assert!(err.contains("(key `scratch`)"), "{err}");
+    // The usual layout is fine: scratch inside the data dir, the cache beside it.
+    fx.host("hooks = \"none\"\ndata_dir = \"d\"\n[[plugin]]\nmanifest = \"files.toml\"\n")
+        .unwrap();
+}
+
+fn env<'a>(vars: &'a [(&str, &str)]) -> impl Fn(&str) -> Option<OsString> + 'a {
+    move |name| {
+        vars.iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| OsString::from(v))
+    }
+}
+
+#[test]
+fn the_default_data_dir_is_a_state_dir_keyed_by_the_config_path() {
+    let config = Path::new("/home/u/my project/glovebox.toml");
+    let xdg = default_data_dir(
+        config,
+        env(&[("XDG_STATE_HOME", "/x/state"), ("HOME", "/home/u")]),
+    )
+    .unwrap();
+    assert!(xdg.starts_with("/x/state/glovebox"), "{}", xdg.display());
+    let name = xdg.file_name().unwrap().to_str().unwrap().to_owned();
+    assert!(
+        name.starts_with("my_project-") && name.len() == "my_project-".len() + 12,
+        "{name}"
+    );
+    let home = default_data_dir(config, env(&[("HOME", "/home/u")])).unwrap();
+    assert_eq!(
+        home,
+        PathBuf::from("/home/u/.local/state/glovebox").join(&name)
+    );
+    // A relative XDG_STATE_HOME is ignored, as the XDG spec says.
+    let relative = default_data_dir(
+        config,
+        env(&[("XDG_STATE_HOME", "state"), ("HOME", "/home/u")]),
+    )
+    .unwrap();
+    assert_eq!(relative, home);
+    // Another config, another data dir.
+    let other = default_data_dir(
+        Path::new("/home/u/other/my project/glovebox.toml"),
+        env(&[("HOME", "/home/u")]),
+    )
+    .unwrap();
+    assert_ne!(other, home);
+    // No HOME: an error that says what to set, never a shared temp dir.
+    let err = default_data_dir(config, env(&[])).unwrap_err();
+    assert!(
+        err.contains("`HOME`") && err.contains("`XDG_STATE_HOME`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_config_without_data_dir_uses_the_state_dir_not_its_own_directory() {
+    let fx = Fixture::new();
+    let c = fx.host("hooks = \"none\"\n").unwrap();
+    let root = fs::canonicalize(fx.dir.path()).unwrap();
+    assert!(!c.data_dir.starts_with(&root), "{}", c.data_dir.display());
+    assert_eq!(
+        c.data_dir,
+        default_data_dir(&root.join("glovebox.toml"), |v| std::env::var_os(v)).unwrap()
+    );
+    assert_eq!(c.cache_dir(), c.data_dir.join("cache"));
+}
