@@ -179,3 +179,80 @@ async fn a_failing_pre_initialization_refuses_the_plugin_and_caches_nothing() {
         .unwrap_or(0);
     assert_eq!(cached, 0, "a failed pre-initialization left a snapshot");
 }
+
+/// A host over the JavaScript runner (pre-initialized) with `data` as its data dir and
+/// `data/cache` as its compile cache.
+async fn js_host(data: &std::path::Path) -> glovebox::Host {
+    let mut m = manifest("code-js", plugins::CODE_JS);
+    m.limits.memory = 128 * 1024 * 1024;
+    let mut config = glovebox::HostConfig::from_plugins(data.to_path_buf(), vec![m]);
+    config.runtime.cache_dir = Some(data.join("cache"));
+    config.runtime.max_memory_per_instance = 1024 * 1024 * 1024;
+    glovebox::Host::load(config)
+        .await
+        .unwrap_or_else(|e| panic!("host failed to load: {e:#}"))
+}
+
+async fn js_works(h: &glovebox::Host) {
+    let out = crate::util::run_code(h, "code-js.run", "6 * 7", serde_json::json!({})).await;
+    assert_eq!(out["value"], 42, "{out}");
+}
+
+// Threat 39: a pre-initialization snapshot changed on disk after it was made is a
+// logged cache miss: made again, never loaded.
+#[tokio::test]
+async fn threat_39_a_tampered_snapshot_is_made_again_not_loaded() {
+    let data = tempfile::tempdir().unwrap();
+    // The shared cache's compiled modules, so only the snapshot is made here.
+    let modules = crate::util::cache_dir().join("modules");
+    copy_tree(&modules, &data.path().join("cache").join("modules"));
+    // A fresh "cleaned up just now" mark: wasmtime's cache worker removes files it
+    // does not know (the snapshots) when it cleans up a cache, and it cleans up a
+    // cache it has no recent mark for (see the known limits in docs/security.md).
+    std::fs::write(data.path().join("cache").join(".cleanup.wip-0"), "").unwrap();
+    let h = js_host(data.path()).await;
+    js_works(&h).await;
+    drop(h);
+    let preinit = data.path().join("cache").join("preinit");
+    let snapshots: Vec<_> = std::fs::read_dir(&preinit)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "wasm"))
+        .collect();
+    assert_eq!(snapshots.len(), 1, "{snapshots:?}");
+    let snapshot = &snapshots[0];
+    let made = std::fs::read(snapshot).unwrap();
+    // Swap in another valid component: a host that trusted the file would load the
+    // echo plugin as the JavaScript runner.
+    std::fs::write(snapshot, std::fs::read(plugins::TOOL_ECHO).unwrap()).unwrap();
+    let h = js_host(data.path()).await;
+    js_works(&h).await;
+    drop(h);
+    assert!(
+        std::fs::read(snapshot).unwrap() == made,
+        "the tampered snapshot was not replaced by a new one"
+    );
+    // A snapshot with no digest on record (copied in from elsewhere) is not trusted
+    // either.
+    std::fs::write(snapshot, std::fs::read(plugins::TOOL_ECHO).unwrap()).unwrap();
+    std::fs::remove_dir_all(data.path().join("digests")).unwrap();
+    let h = js_host(data.path()).await;
+    js_works(&h).await;
+    assert!(std::fs::read(snapshot).unwrap() == made);
+}
+
+fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    let Ok(entries) = std::fs::read_dir(from) else {
+        return;
+    };
+    for entry in entries {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}

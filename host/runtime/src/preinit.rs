@@ -82,8 +82,20 @@ pub async fn snapshot(
     limits: &RunLimits,
 ) -> Result<Vec<u8>, LoadError> {
     let cached = cache_path(runtime.cache_dir(), digest);
+    let record = runtime.digests_dir().join(record_name(&cached));
     if let Ok(snap) = std::fs::read(&cached) {
-        return Ok(snap);
+        // Used only if it is what this host made: the digest recorded then, kept
+        // in the data dir (not beside the snapshot), must match.
+        let recorded = std::fs::read_to_string(&record).unwrap_or_default();
+        if recorded.trim() == sha256_hex(&snap) {
+            return Ok(snap);
+        }
+        tracing::warn!(
+            plugin = %name,
+            path = %cached.display(),
+            record = %record.display(),
+            "the cached pre-initialized component does not match the digest recorded when it was made (or none was recorded): not used; making it again"
+        );
     }
     // In a task of its own, so that a panic in Wizer (it asserts on input it
     // cannot handle) fails this plugin's load instead of the host.
@@ -94,7 +106,9 @@ pub async fn snapshot(
             bytes.to_vec(),
             limits.clone(),
         );
-        tokio::spawn(async move { make_snapshot(&runtime, &name, &bytes, &limits, &cached).await })
+        tokio::spawn(async move {
+            make_snapshot(&runtime, &name, &bytes, &limits, &cached, &record).await
+        })
     };
     match task.await {
         Ok(result) => result,
@@ -117,6 +131,7 @@ async fn make_snapshot(
     bytes: &[u8],
     limits: &RunLimits,
     cached: &Path,
+    record: &Path,
 ) -> Result<Vec<u8>, LoadError> {
     let fail = |message: String| LoadError::PreInit {
         plugin: name.to_string(),
@@ -191,7 +206,10 @@ async fn make_snapshot(
     if let Some(e) = state.error {
         return Err(fail(format!("reading its state failed: {e}")));
     }
-    if let Err(e) = write_atomically(cached, &snap) {
+    // The digest first: a snapshot without its record is a miss, never a load.
+    let written = write_atomically(record, sha256_hex(&snap).as_bytes())
+        .and_then(|()| write_atomically(cached, &snap));
+    if let Err(e) = written {
         // Still usable; only the next load pays again.
         tracing::warn!(plugin = %name, error = %e, path = %cached.display(), "cannot cache the pre-initialized component");
     }
@@ -203,9 +221,22 @@ async fn make_snapshot(
     Ok(snap)
 }
 
+/// The file in the data dir's digest records that vouches for `cached`.
+fn record_name(cached: &Path) -> String {
+    let file = cached.file_name().unwrap_or_default().to_string_lossy();
+    format!("preinit-{file}.sha256")
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(bytes))
+}
+
+/// Writes `bytes` to `path` through a 0600 temporary file in a 0700 directory.
 fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
+    crate::private_dir::ensure_private_dir(dir, "the pre-initialization snapshots")
+        .map_err(std::io::Error::other)?;
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
     std::io::Write::write_all(&mut tmp, bytes)?;
     tmp.as_file().sync_all()?;
