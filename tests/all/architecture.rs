@@ -37,6 +37,7 @@ struct Rule {
 const RULES: &[Rule] = &[
     Rule { package: "glovebox-manifest", direct: false, forbidden: &["wasmtime", "sled", "rusqlite", "tokio", "glovebox-store", "glovebox-runtime", "glovebox"], why: "the config is the bottom crate: serde and toml only, readable without an engine, a storage engine or a runtime, and shared by every crate above without a cycle" },
     Rule { package: "glovebox-store", direct: false, forbidden: &["wasmtime", "tokio", "glovebox-manifest", "glovebox-runtime", "glovebox"], why: "storage is bytes under keys: it knows no components, no async runtime, no config and no host" },
+    Rule { package: "glovebox-store-nats", direct: false, forbidden: &["wasmtime", "glovebox-manifest", "glovebox-runtime", "glovebox-ledger", "glovebox", "rmcp"], why: "the NATS backend is the storage trait over JetStream, with a tokio runtime of its own: bytes under keys like the embedded backends, so it knows no components, no config, no session log, no host and no protocol; the gateway opens it" },
     Rule { package: "glovebox-runtime", direct: false, forbidden: &["sled", "rusqlite", "glovebox-store", "glovebox-ledger", "rmcp", "glovebox"], why: "the hands run a component and say how it ended: what a call did is recorded by the host above them, so they never touch a storage engine, the store, the session log (the hands never write the log) or MCP, and run (and are tested) without a data dir" },
     Rule { package: "glovebox-ledger", direct: false, forbidden: &["wasmtime", "tokio", "glovebox-runtime", "rmcp", "glovebox"], why: "the ledger is the durable record of agent work, kept synchronously through the storage trait: it records what the host hands it, so it never runs a component, needs no async runtime, never reaches the hands or MCP, and can be read, checked and tested without an engine" },
     Rule { package: "glovebox", direct: false, forbidden: &["rmcp", "glovebox-mcp", "clap", "glovebox-cli"], why: "the gateway is the embedding API: one pipeline for every way in, which knows no protocol (MCP, HTTP) and no command line, so an embedder gets it without a server and every adapter goes through the same path" },
@@ -59,12 +60,16 @@ impl Graph {
     fn load() -> Graph {
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| env!("CARGO").into());
         let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
+        // Only this platform's dependencies: the others (macOS's, Windows')
+        // are never downloaded on this machine, and `--offline` cannot fetch them.
         let out = Command::new(cargo)
             .args([
                 "metadata",
                 "--format-version",
                 "1",
                 "--offline",
+                "--filter-platform",
+                &host_triple(),
                 "--manifest-path",
             ])
             .arg(&manifest)
@@ -175,6 +180,21 @@ impl Graph {
     }
 }
 
+/// The target triple of this machine, as `rustc -vV` says.
+fn host_triple() -> String {
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let out = Command::new(rustc)
+        .arg("-vV")
+        .output()
+        .expect("run `rustc -vV`");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("host: "))
+        .expect("`rustc -vV` names the host triple")
+        .trim()
+        .to_string()
+}
+
 fn text(v: &Value) -> String {
     v.as_str().expect("a string in cargo metadata").to_string()
 }
@@ -228,6 +248,7 @@ fn no_crate_depends_on_what_its_layer_forbids() {
         [
             "glovebox-manifest",
             "glovebox-store",
+            "glovebox-store-nats",
             "glovebox-runtime",
             "glovebox-ledger",
             "glovebox",

@@ -1,6 +1,12 @@
 //! The behaviour every backend owes the [`Storage`] contract, tested the same
-//! way on each: every test here is a generic function over [`Backend`], and
-//! [`conformance_tests!`] instantiates all of them once per backend, as
+//! way on each: every test here is a generic function over [`Backend`].
+//! [`storage_contract_tests!`](crate::storage_contract_tests) instantiates
+//! the tests every backend passes, embedded or networked, as `#[test]`
+//! functions in the module where it is called; with the `testing` feature
+//! this module is public, so a backend in another crate (the NATS one) runs
+//! the very same tests. Here, `conformance_tests!` instantiates them, and the
+//! tests only an embedded store can pass (one process per dir, flushes it
+//! counts, injected faults), once per embedded backend, as
 //! `conformance::<backend>::<test>`. Tests that need a backend's own layout
 //! (damaging its files) live with the backend.
 
@@ -10,9 +16,16 @@ use std::sync::{Arc, Barrier};
 
 use crate::{Durability, Storage, StorageError};
 
-/// What the tests need of a backend beyond [`Storage`].
-pub(crate) trait Backend: Storage + Sized + std::fmt::Debug {
+/// What the tests need of a backend beyond [`Storage`]: a way to open it
+/// again on the same data. A backend without a data dir (a server) maps
+/// `dir` to its own place, the same one for the same `dir`.
+pub trait Backend: Storage + Sized + std::fmt::Debug {
     fn open(dir: &Path, durability: Durability) -> Result<Self, StorageError>;
+}
+
+/// What the tests of an embedded backend need besides.
+#[cfg(test)]
+pub(crate) trait Embedded: Backend {
     fn flush_count(&self) -> u64;
     #[cfg(feature = "fault-injection")]
     fn fail_next_flushes(&self, n: usize);
@@ -23,6 +36,10 @@ impl Backend for crate::SledStore {
     fn open(dir: &Path, durability: Durability) -> Result<Self, StorageError> {
         crate::SledStore::open(dir, durability)
     }
+}
+
+#[cfg(all(test, feature = "sled"))]
+impl Embedded for crate::SledStore {
     fn flush_count(&self) -> u64 {
         crate::SledStore::flush_count(self)
     }
@@ -37,6 +54,10 @@ impl Backend for crate::SqliteStore {
     fn open(dir: &Path, durability: Durability) -> Result<Self, StorageError> {
         crate::SqliteStore::open(dir, durability)
     }
+}
+
+#[cfg(all(test, feature = "sqlite"))]
+impl Embedded for crate::SqliteStore {
     fn flush_count(&self) -> u64 {
         crate::SqliteStore::flush_count(self)
     }
@@ -46,35 +67,54 @@ impl Backend for crate::SqliteStore {
     }
 }
 
-/// Instantiates each listed generic test for every backend compiled in.
+/// Instantiates every test of the contract that any backend passes, as
+/// `#[test] fn <test>()` in the calling module, for `$backend` (a type
+/// implementing [`conformance::Backend`](crate::conformance::Backend)).
+#[macro_export]
+macro_rules! storage_contract_tests {
+    ($backend:ty) => {
+        $crate::storage_contract_tests!(@each $backend;
+            append_and_read_are_ordered_and_gapless,
+            reads_past_the_head_or_of_nothing_are_empty,
+            empty_and_large_entries_round_trip,
+            streams_with_shared_prefixes_stay_apart,
+            stream_names_with_nul_are_refused,
+            append_with_a_wrong_expected_last_conflicts,
+            racing_appends_on_one_expected_last_let_exactly_one_win,
+            writers_sharing_one_stream_extend_it_without_gaps,
+            a_multi_entry_append_is_seen_whole_or_not_at_all,
+            a_reopened_store_sees_every_acknowledged_write,
+            buckets_put_get_delete_and_scan_by_prefix,
+            scan_prefixes_are_literal,
+            buckets_lists_the_buckets_holding_keys,
+        );
+    };
+    (@each $backend:ty; $($test:ident),* $(,)?) => {
+        $( #[test] fn $test() { $crate::conformance::$test::<$backend>(); } )*
+    };
+}
+
+/// Instantiates the contract and each listed embedded-only test for every
+/// embedded backend compiled in.
+#[cfg(test)]
 macro_rules! conformance_tests {
     ($($(#[$attr:meta])* $test:ident),* $(,)?) => {
         #[cfg(feature = "sled")]
         mod sled {
+            $crate::storage_contract_tests!(crate::SledStore);
             $( $(#[$attr])* #[test] fn $test() { super::$test::<crate::SledStore>(); } )*
         }
         #[cfg(feature = "sqlite")]
         mod sqlite {
+            $crate::storage_contract_tests!(crate::SqliteStore);
             $( $(#[$attr])* #[test] fn $test() { super::$test::<crate::SqliteStore>(); } )*
         }
     };
 }
 
+#[cfg(test)]
 conformance_tests!(
-    append_and_read_are_ordered_and_gapless,
-    reads_past_the_head_or_of_nothing_are_empty,
-    empty_and_large_entries_round_trip,
-    streams_with_shared_prefixes_stay_apart,
-    stream_names_with_nul_are_refused,
-    append_with_a_wrong_expected_last_conflicts,
-    racing_appends_on_one_expected_last_let_exactly_one_win,
-    writers_sharing_one_stream_extend_it_without_gaps,
-    a_multi_entry_append_is_seen_whole_or_not_at_all,
     a_second_open_of_one_dir_is_refused_until_the_first_is_dropped,
-    a_reopened_store_sees_every_acknowledged_write,
-    buckets_put_get_delete_and_scan_by_prefix,
-    scan_prefixes_are_literal,
-    buckets_lists_the_buckets_holding_keys,
     concurrent_appends_share_flushes,
     concurrent_strict_appends_share_flushes,
     strict_durability_keeps_every_write,
@@ -99,7 +139,7 @@ fn sorted(mut names: Vec<String>) -> Vec<String> {
     names
 }
 
-fn append_and_read_are_ordered_and_gapless<B: Backend>() {
+pub fn append_and_read_are_ordered_and_gapless<B: Backend>() {
     let tmp = tempfile::tempdir().unwrap();
     let store = open::<B>(tmp.path());
     assert_eq!(store.last_seq("s").unwrap(), 0);
@@ -123,7 +163,7 @@ fn append_and_read_are_ordered_and_gapless<B: Backend>() {
     assert_eq!(store.streams().unwrap(), vec!["s"]);
 }
 
-fn reads_past_the_head_or_of_nothing_are_empty<B: Backend>() {
+pub fn reads_past_the_head_or_of_nothing_are_empty<B: Backend>() {
     let tmp = tempfile::tempdir().unwrap();
     let store = open::<B>(tmp.path());
     store.append("s", 0, &entries(&["a", "b"])).unwrap();
@@ -137,7 +177,7 @@ fn reads_past_the_head_or_of_nothing_are_empty<B: Backend>() {
     assert_eq!(store.last_seq("absent").unwrap(), 0);
 }
 
-fn empty_and_large_entries_round_trip<B: Backend>() {
+pub fn empty_and_large_entries_round_trip<B: Backend>() {
     let tmp = tempfile::tempdir().unwrap();
     let store = open::<B>(tmp.path());
     let big: Vec<u8> = (0..300 * 1024).map(|i| (i % 251) as u8).collect();
@@ -156,7 +196,7 @@ fn empty_and_large_entries_round_trip<B: Backend>() {
     assert_eq!(store.get("b", "empty").unwrap(), Some(Vec::new()));
 }
 
-fn streams_with_shared_prefixes_stay_apart<B: Backend>() {
+pub fn streams_with_shared_prefixes_stay_apart<B: Backend>() {
     let tmp = tempfile::tempdir().unwrap();
     let store = open::<B>(tmp.path());
     // More than 255 entries, so a sequence's low byte wraps inside one stream.
@@ -190,7 +230,7 @@ fn streams_with_shared_prefixes_stay_apart<B: Backend>() {
     );
 }
 
-fn stream_names_with_nul_are_refused<B: Backend>() {
+pub fn stream_names_with_nul_are_refused<B: Backend>() {
     let tmp = tempfile::tempdir().unwrap();
     let store = open::<B>(tmp.path());
     let err = store.append("a\0b", 0, &entries(&["x"])).unwrap_err();
@@ -203,7 +243,7 @@ fn stream_names_with_nul_are_refused<B: Backend>() {
     assert!(store.streams().unwrap().is_empty());
 }
 
-fn append_with_a_wrong_expected_last_conflicts<B: Backend>() {
+pub fn append_with_a_wrong_expected_last_conflicts<B: Backend>() {
     let tmp = tempfile::tempdir().unwrap();
     let store = open::<B>(tmp.path());
     store.append("s", 0, &entries(&["a"])).unwrap();
@@ -231,7 +271,7 @@ fn append_with_a_wrong_expected_last_conflicts<B: Backend>() {
     assert_eq!(store.streams().unwrap(), vec!["s"]);
 }
 
-fn racing_appends_on_one_expected_last_let_exactly_one_win<B: Backend>() {
+pub fn racing_appends_on_one_expected_last_let_exactly_one_win<B: Backend>() {
     let tmp = tempfile::tempdir().unwrap();
     let store = Arc::new(open::<B>(tmp.path()));
     const RACERS: usize = 4;
@@ -266,7 +306,7 @@ fn racing_appends_on_one_expected_last_let_exactly_one_win<B: Backend>() {
 
 /// Writers that each append at the head they last saw, retrying on conflict:
 /// every append lands once, and the stream has no gap and no duplicate.
-fn writers_sharing_one_stream_extend_it_without_gaps<B: Backend>() {
+pub fn writers_sharing_one_stream_extend_it_without_gaps<B: Backend>() {
     let tmp = tempfile::tempdir().unwrap();
     let store = Arc::new(open::<B>(tmp.path()));
     const WRITERS: u64 = 6;
@@ -315,7 +355,7 @@ fn writers_sharing_one_stream_extend_it_without_gaps<B: Backend>() {
 }
 
 /// A reader never sees part of an append: it holds all of its entries or none.
-fn a_multi_entry_append_is_seen_whole_or_not_at_all<B: Backend>() {
+pub fn a_multi_entry_append_is_seen_whole_or_not_at_all<B: Backend>() {
     let tmp = tempfile::tempdir().unwrap();
     let store = Arc::new(open::<B>(tmp.path()));
     const PER_APPEND: u64 = 5;
@@ -346,7 +386,8 @@ fn a_multi_entry_append_is_seen_whole_or_not_at_all<B: Backend>() {
     assert_eq!(store.last_seq("s").unwrap(), appends * PER_APPEND);
 }
 
-fn a_second_open_of_one_dir_is_refused_until_the_first_is_dropped<B: Backend>() {
+#[cfg(test)]
+fn a_second_open_of_one_dir_is_refused_until_the_first_is_dropped<B: Embedded>() {
     let tmp = tempfile::tempdir().unwrap();
     let first = open::<B>(tmp.path());
     match B::open(tmp.path(), Durability::Flush) {
@@ -365,7 +406,7 @@ fn a_second_open_of_one_dir_is_refused_until_the_first_is_dropped<B: Backend>() 
     again.append("s", 0, &entries(&["a"])).unwrap();
 }
 
-fn a_reopened_store_sees_every_acknowledged_write<B: Backend>() {
+pub fn a_reopened_store_sees_every_acknowledged_write<B: Backend>() {
     let tmp = tempfile::tempdir().unwrap();
     {
         let store = open::<B>(tmp.path());
@@ -392,7 +433,7 @@ fn a_reopened_store_sees_every_acknowledged_write<B: Backend>() {
     assert_eq!(store.append("s1", 2, &entries(&["d"])).unwrap(), 3);
 }
 
-fn buckets_put_get_delete_and_scan_by_prefix<B: Backend>() {
+pub fn buckets_put_get_delete_and_scan_by_prefix<B: Backend>() {
     let tmp = tempfile::tempdir().unwrap();
     let store = open::<B>(tmp.path());
     assert_eq!(store.get("b", "k").unwrap(), None);
@@ -430,7 +471,7 @@ fn buckets_put_get_delete_and_scan_by_prefix<B: Backend>() {
 
 /// A prefix matches keys that start with it, byte for byte: no wildcards,
 /// no case folding, and keys at the edges of the key space.
-fn scan_prefixes_are_literal<B: Backend>() {
+pub fn scan_prefixes_are_literal<B: Backend>() {
     let tmp = tempfile::tempdir().unwrap();
     let store = open::<B>(tmp.path());
     let keys = [
@@ -485,7 +526,7 @@ fn scan_prefixes_are_literal<B: Backend>() {
     assert_eq!(store.get("k", "a\0z").unwrap(), Some(b"a\0z".to_vec()));
 }
 
-fn buckets_lists_the_buckets_holding_keys<B: Backend>() {
+pub fn buckets_lists_the_buckets_holding_keys<B: Backend>() {
     let tmp = tempfile::tempdir().unwrap();
     let store = open::<B>(tmp.path());
     assert!(store.buckets().unwrap().is_empty());
@@ -511,7 +552,8 @@ fn buckets_lists_the_buckets_holding_keys<B: Backend>() {
 /// each append, so their writes overlap however the scheduler runs them (a
 /// writer running alone for a time slice would otherwise commit all of its
 /// appends before the next one wakes). Returns the number of flushes taken.
-fn append_concurrently<B: Backend>(store: &Arc<B>, writers: u64, appends: u64) -> u64 {
+#[cfg(test)]
+fn append_concurrently<B: Embedded>(store: &Arc<B>, writers: u64, appends: u64) -> u64 {
     let barrier = Arc::new(Barrier::new(writers as usize));
     let handles: Vec<_> = (0..writers)
         .map(|w| {
@@ -543,7 +585,8 @@ fn append_concurrently<B: Backend>(store: &Arc<B>, writers: u64, appends: u64) -
     flushes
 }
 
-fn concurrent_appends_share_flushes<B: Backend>() {
+#[cfg(test)]
+fn concurrent_appends_share_flushes<B: Embedded>() {
     let tmp = tempfile::tempdir().unwrap();
     let store = Arc::new(open::<B>(tmp.path()));
     // A `Flush` flush is short (tens of microseconds, as long as waking a
@@ -553,7 +596,8 @@ fn concurrent_appends_share_flushes<B: Backend>() {
     assert!(flushes <= 800 / 2, "{flushes} flushes for 800 appends");
 }
 
-fn concurrent_strict_appends_share_flushes<B: Backend>() {
+#[cfg(test)]
+fn concurrent_strict_appends_share_flushes<B: Embedded>() {
     let tmp = tempfile::tempdir().unwrap();
     let store = Arc::new(B::open(tmp.path(), Durability::Strict).unwrap());
     let at_open = store.flush_count();
@@ -562,7 +606,8 @@ fn concurrent_strict_appends_share_flushes<B: Backend>() {
     assert!(flushes <= 320 / 3, "{flushes} flushes for 320 appends");
 }
 
-fn strict_durability_keeps_every_write<B: Backend>() {
+#[cfg(test)]
+fn strict_durability_keeps_every_write<B: Embedded>() {
     let tmp = tempfile::tempdir().unwrap();
     let big = vec![7u8; 300 * 1024];
     {
@@ -578,8 +623,8 @@ fn strict_durability_keeps_every_write<B: Backend>() {
     assert_eq!(store.append("s", 2, &entries(&["c"])).unwrap(), 3);
 }
 
-#[cfg(feature = "fault-injection")]
-fn a_failed_flush_acknowledges_nothing_and_fails_the_store<B: Backend>() {
+#[cfg(all(test, feature = "fault-injection"))]
+fn a_failed_flush_acknowledges_nothing_and_fails_the_store<B: Embedded>() {
     let tmp = tempfile::tempdir().unwrap();
     {
         let store = open::<B>(tmp.path());
@@ -617,8 +662,8 @@ fn a_failed_flush_acknowledges_nothing_and_fails_the_store<B: Backend>() {
     store.append("s", last, &entries(&["c"])).unwrap();
 }
 
-#[cfg(feature = "fault-injection")]
-fn every_writer_waiting_on_a_failed_flush_gets_the_error<B: Backend>() {
+#[cfg(all(test, feature = "fault-injection"))]
+fn every_writer_waiting_on_a_failed_flush_gets_the_error<B: Embedded>() {
     let tmp = tempfile::tempdir().unwrap();
     let store = Arc::new(open::<B>(tmp.path()));
     store.fail_next_flushes(1);
@@ -644,8 +689,8 @@ fn every_writer_waiting_on_a_failed_flush_gets_the_error<B: Backend>() {
 
 /// Writers keep appending until a flush fails under them; after a reopen,
 /// every append that was acknowledged is there, and every stream is whole.
-#[cfg(feature = "fault-injection")]
-fn a_store_reopened_after_a_failed_flush_has_every_acknowledged_write<B: Backend>() {
+#[cfg(all(test, feature = "fault-injection"))]
+fn a_store_reopened_after_a_failed_flush_has_every_acknowledged_write<B: Embedded>() {
     let tmp = tempfile::tempdir().unwrap();
     const WRITERS: u64 = 8;
     let acked: Vec<u64> = {

@@ -10,8 +10,9 @@
 //! the manifest, the ledger, the runtime or wasmtime.
 
 mod backend;
-#[cfg(test)]
-mod conformance;
+/// The storage contract's tests, for every backend (see its docs).
+#[cfg(any(test, feature = "testing"))]
+pub mod conformance;
 mod copy;
 mod dir_lock;
 #[cfg(feature = "fault-injection")]

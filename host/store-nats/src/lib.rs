@@ -1,0 +1,1053 @@
+//! Glovebox's storage on NATS JetStream, so that several hosts can share
+//! one store (issue 17): the [`Storage`] trait over a JetStream server or
+//! cluster, through the maintained `async-nats` client.
+//!
+//! Layout, for a deployment prefix `P` (several deployments share a cluster
+//! under different prefixes):
+//!
+//! - every log stream of the trait is a subject `P.log.<name>` of one
+//!   JetStream stream `P_log` (file storage, `replicas` copies, no limits,
+//!   no message deletes). One append is one message holding all of its
+//!   entries (see `record.rs`), published with
+//!   `Nats-Expected-Last-Subject-Sequence` set to the stream sequence of the
+//!   subject's last message: the server appends it only if no other writer
+//!   got there first, so two hosts racing on one session cannot both append.
+//!   The trait's own sequence numbers (1.. per log) travel in a header.
+//! - every bucket of the trait is a KV bucket `P_b<name>` (file storage,
+//!   `replicas` copies, history 1), created at its first put.
+//!
+//! Names are escaped into what NATS allows (`names.rs`). Every write
+//! returns once JetStream has acknowledged it, that is, once the stream's
+//! leader and (with R3) a majority of its replicas hold it. Reads go to the
+//! stream leader (not `allow_direct` replicas), so a read sees every write
+//! acknowledged before it.
+//!
+//! The trait is synchronous; the client is async. A store owns a small tokio
+//! runtime of its own; each call runs on it and the calling thread waits on a
+//! channel, so the trait works from any thread, in or out of another tokio
+//! runtime, like the embedded backends do.
+
+mod names;
+mod record;
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_nats::jetstream::{self, ErrorCode, consumer, kv, stream};
+use async_nats::{Client, ConnectOptions, HeaderMap};
+use bytes::Bytes;
+use futures_util::StreamExt;
+use glovebox_store::{Durability, Storage, StorageError};
+
+pub use names::check_prefix;
+
+/// How to reach and authenticate to the NATS server.
+#[derive(Clone)]
+pub enum Auth {
+    None,
+    /// A `.creds` file (a user JWT and its NKey seed), as `nsc` writes them.
+    CredsFile(PathBuf),
+    UserPassword {
+        user: String,
+        password: String,
+    },
+}
+
+impl fmt::Debug for Auth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Auth::None => f.write_str("None"),
+            Auth::CredsFile(path) => f.debug_tuple("CredsFile").field(path).finish(),
+            Auth::UserPassword { user, .. } => f
+                .debug_struct("UserPassword")
+                .field("user", user)
+                .finish_non_exhaustive(),
+        }
+    }
+}
+
+/// Where the store lives.
+#[derive(Debug, Clone)]
+pub struct NatsConfig {
+    /// One server or several, comma-separated (`nats://a:4222,nats://b:4222`).
+    /// `tls://` makes the client require TLS.
+    pub url: String,
+    pub auth: Auth,
+    /// Starts every stream and bucket name, so deployments can share a
+    /// cluster: letters, digits and `-` (see [`check_prefix`]).
+    pub prefix: String,
+    /// Copies JetStream keeps of every stream: 1 for one server, 3 for a cluster.
+    pub replicas: usize,
+    /// How long one request (a read, an acknowledgement, a connect) may take.
+    pub timeout: Duration,
+}
+
+impl NatsConfig {
+    pub const DEFAULT_PREFIX: &str = "glovebox";
+
+    pub fn new(url: impl Into<String>) -> NatsConfig {
+        NatsConfig {
+            url: url.into(),
+            auth: Auth::None,
+            prefix: NatsConfig::DEFAULT_PREFIX.to_string(),
+            replicas: 1,
+            timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// The store on NATS JetStream.
+pub struct NatsStore {
+    /// Taken in `drop`, to shut it down without waiting (dropping a runtime
+    /// inside another one would panic).
+    runtime: Option<tokio::runtime::Runtime>,
+    handle: tokio::runtime::Handle,
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for NatsStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NatsStore")
+            .field("url", &self.inner.url)
+            .field("prefix", &self.inner.prefix)
+            .field("replicas", &self.inner.replicas)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    url: String,
+    prefix: String,
+    replicas: usize,
+    timeout: Duration,
+    client: Client,
+    js: jetstream::Context,
+    /// The stream holding every log: `<prefix>_log`.
+    log: stream::Stream,
+    /// The largest message the server takes.
+    max_payload: usize,
+    /// The KV buckets met so far, by the trait's bucket name.
+    buckets: Mutex<HashMap<String, kv::Store>>,
+}
+
+/// One log message: one append.
+struct Batch {
+    /// Its sequence in the JetStream stream.
+    js_seq: u64,
+    /// The trait sequence of its first entry.
+    first: u64,
+    /// The trait sequence of its last entry.
+    last: u64,
+    payload: Bytes,
+}
+
+impl Drop for NatsStore {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            // Every write was acknowledged before its call returned: nothing
+            // is left to flush.
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl NatsStore {
+    /// Connects to the server, checks that JetStream is there, and creates
+    /// the log stream (or checks the one there fits). The errors say what
+    /// to fix: the URL, the credentials, JetStream, the stream's config.
+    pub fn open(config: &NatsConfig, durability: Durability) -> Result<NatsStore, StorageError> {
+        check_prefix(&config.prefix).map_err(|e| StorageError::Io(format!("`prefix`: {e}")))?;
+        if !(1..=5).contains(&config.replicas) {
+            return Err(StorageError::Io(format!(
+                "`replicas` is {}: JetStream keeps 1 to 5 copies (1 for one server, 3 for a cluster)",
+                config.replicas
+            )));
+        }
+        if durability == Durability::Strict {
+            tracing::warn!(
+                "durability = \"strict\" with the nats backend: a write is acknowledged once JetStream holds it; whether that survives a power cut is the NATS servers' choice (`sync_interval: always` from NATS 2.10 on, or replicas on separate machines): see docs/durability.md"
+            );
+        }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("glovebox-nats")
+            .enable_all()
+            .build()
+            .map_err(|e| {
+                StorageError::Io(format!("cannot start the NATS client's runtime: {e}"))
+            })?;
+        let handle = runtime.handle().clone();
+        let inner = run_on(&handle, connect(config.clone()))?;
+        Ok(NatsStore {
+            runtime: Some(runtime),
+            handle,
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// The deployment prefix.
+    pub fn prefix(&self) -> &str {
+        &self.inner.prefix
+    }
+
+    /// Runs `op` on the store's runtime and waits for it.
+    fn run<T, F>(&self, op: impl FnOnce(Arc<Inner>) -> F) -> Result<T, StorageError>
+    where
+        T: Send + 'static,
+        F: Future<Output = Result<T, StorageError>> + Send + 'static,
+    {
+        run_on(&self.handle, op(self.inner.clone()))
+    }
+}
+
+/// Runs `fut` on `handle` and blocks the calling thread until it is done.
+/// Not `Handle::block_on`: that panics on a thread of another runtime, and
+/// the gateway may call the store from one.
+fn run_on<T, F>(handle: &tokio::runtime::Handle, fut: F) -> Result<T, StorageError>
+where
+    T: Send + 'static,
+    F: Future<Output = Result<T, StorageError>> + Send + 'static,
+{
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    handle.spawn(async move {
+        let _ = tx.send(fut.await);
+    });
+    rx.recv()
+        .unwrap_or_else(|_| Err(StorageError::Io("the NATS client has stopped".to_string())))
+}
+
+async fn connect(config: NatsConfig) -> Result<Inner, StorageError> {
+    let url = config.url.clone();
+    let mut options = ConnectOptions::new()
+        .name("glovebox")
+        .connection_timeout(config.timeout)
+        .request_timeout(Some(config.timeout));
+    match &config.auth {
+        Auth::None => {}
+        Auth::CredsFile(path) => {
+            options = options.credentials_file(path).await.map_err(|e| {
+                StorageError::Io(format!(
+                    "cannot read the NATS credentials file `{}`: {e}: fix `creds` in `[storage]`",
+                    path.display()
+                ))
+            })?;
+        }
+        Auth::UserPassword { user, password } => {
+            options = options.user_and_password(user.clone(), password.clone());
+        }
+    }
+    let client = options.connect(url.as_str()).await.map_err(|e| {
+        StorageError::Io(format!(
+            "cannot reach the NATS server at `{url}`: {e}: start it, or fix `url` (and the credentials) in `[storage]`"
+        ))
+    })?;
+    let js = jetstream::ContextBuilder::new()
+        .timeout(config.timeout)
+        .build(client.clone());
+    check_jetstream(&client, &url, config.timeout).await?;
+    let log = open_log_stream(&js, &url, &config.prefix, config.replicas).await?;
+    let max_payload = client.server_info().max_payload;
+    Ok(Inner {
+        url,
+        prefix: config.prefix,
+        replicas: config.replicas,
+        timeout: config.timeout,
+        client,
+        js,
+        log,
+        max_payload,
+        buckets: Mutex::new(HashMap::new()),
+    })
+}
+
+/// Asks the server for this account's JetStream info (`$JS.API.INFO`): no
+/// answer at all, or an error, is a server (or an account) without JetStream.
+async fn check_jetstream(
+    client: &Client,
+    url: &str,
+    timeout: Duration,
+) -> Result<(), StorageError> {
+    let no_jetstream = |why: String| {
+        StorageError::Io(format!(
+            "the NATS server at `{url}` has no JetStream ({why}): enable it (`nats-server -js`, or a `jetstream {{ store_dir: ... }}` block in its config; for an account, `jetstream: enabled`)"
+        ))
+    };
+    let answer = match tokio::time::timeout(timeout, client.request("$JS.API.INFO", Bytes::new()))
+        .await
+    {
+        Err(_) => {
+            return Err(StorageError::Io(format!(
+                "the NATS server at `{url}` did not answer within {timeout:?}: is it overloaded, or a cluster without a JetStream leader?"
+            )));
+        }
+        Ok(Err(e)) if e.kind() == async_nats::RequestErrorKind::NoResponders => {
+            return Err(no_jetstream(
+                "nothing answers JetStream requests".to_string(),
+            ));
+        }
+        Ok(Err(e)) => {
+            return Err(io(
+                format!("cannot ask the NATS server at `{url}` for JetStream"),
+                e,
+            ));
+        }
+        Ok(Ok(answer)) => answer,
+    };
+    let info: serde_json::Value = serde_json::from_slice(&answer.payload).map_err(|e| {
+        io(
+            format!("the NATS server at `{url}` answered JetStream info with no JSON"),
+            e,
+        )
+    })?;
+    match info.get("error") {
+        Some(error) => Err(no_jetstream(
+            error
+                .get("description")
+                .and_then(|d| d.as_str())
+                .unwrap_or("it answered with an error")
+                .to_string(),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Creates the log stream, or checks that the one there keeps every entry
+/// the way the trait needs.
+async fn open_log_stream(
+    js: &jetstream::Context,
+    url: &str,
+    prefix: &str,
+    replicas: usize,
+) -> Result<stream::Stream, StorageError> {
+    let name = format!("{prefix}_log");
+    let subjects = format!("{prefix}.log.>");
+    let wanted = stream::Config {
+        name: name.clone(),
+        description: Some("Glovebox session logs: one subject per log (docs/durability.md)".into()),
+        subjects: vec![subjects.clone()],
+        storage: stream::StorageType::File,
+        num_replicas: replicas,
+        retention: stream::RetentionPolicy::Limits,
+        discard: stream::DiscardPolicy::Old,
+        max_messages: -1,
+        max_bytes: -1,
+        max_messages_per_subject: -1,
+        max_message_size: -1,
+        // A hole in a hash-chained log is damage: nothing deletes single entries.
+        deny_delete: true,
+        ..Default::default()
+    };
+    let stream = js.get_or_create_stream(wanted).await.map_err(|e| {
+        StorageError::Io(format!(
+            "cannot create the JetStream stream `{name}` for subjects `{subjects}` on `{url}`: {e}: if another stream already takes these subjects, give this deployment its own `prefix` in `[storage]`"
+        ))
+    })?;
+    let config = &stream.cached_info().config;
+    let mut problems = Vec::new();
+    if !config.subjects.contains(&subjects) {
+        problems.push(format!(
+            "its subjects are {:?}, not `{subjects}`",
+            config.subjects
+        ));
+    }
+    if config.storage != stream::StorageType::File {
+        problems.push("it keeps messages in memory, not in files".to_string());
+    }
+    if config.retention != stream::RetentionPolicy::Limits {
+        problems.push(format!(
+            "its retention is {:?}: a log needs `limits`",
+            config.retention
+        ));
+    }
+    if config.max_messages > 0
+        || config.max_bytes > 0
+        || config.max_messages_per_subject > 0
+        || !config.max_age.is_zero()
+    {
+        problems.push(
+            "it has limits (messages, bytes, per-subject messages or age) that would drop log entries"
+                .to_string(),
+        );
+    }
+    if config.sealed || config.mirror.is_some() {
+        problems.push("it is sealed or a mirror: it takes no appends".to_string());
+    }
+    if config.num_replicas != replicas {
+        problems.push(format!(
+            "it keeps {} replica(s), the config says `replicas = {replicas}`",
+            config.num_replicas
+        ));
+    }
+    if !problems.is_empty() {
+        return Err(StorageError::Io(format!(
+            "the JetStream stream `{name}` on `{url}` does not fit glovebox: {}: change it (`nats stream edit {name}`), or give this deployment its own `prefix` in `[storage]`",
+            problems.join("; ")
+        )));
+    }
+    Ok(stream)
+}
+
+fn io(what: impl fmt::Display, e: impl fmt::Display) -> StorageError {
+    StorageError::Io(format!("{what}: {e}"))
+}
+
+impl Inner {
+    fn subject(&self, stream: &str) -> String {
+        format!("{}.log.{}", self.prefix, names::to_token(stream))
+    }
+
+    fn batch(
+        &self,
+        stream: &str,
+        js_seq: u64,
+        headers: Option<&HeaderMap>,
+        payload: Bytes,
+        at: u64,
+    ) -> Result<Batch, StorageError> {
+        let damaged = |reason: String| StorageError::Damaged {
+            stream: stream.to_string(),
+            seq: at,
+            reason,
+        };
+        let first: u64 = headers
+            .and_then(|h| h.get(record::FIRST))
+            .and_then(|v| v.as_str().parse().ok())
+            .ok_or_else(|| {
+                damaged(format!(
+                    "message {js_seq} of `{}` has no `{}` header",
+                    self.log.cached_info().config.name,
+                    record::FIRST
+                ))
+            })?;
+        let count = record::decode(&payload)
+            .map_err(|why| damaged(format!("message {js_seq} does not decode: {why}")))?
+            .len() as u64;
+        if first == 0 {
+            return Err(damaged(format!("message {js_seq} starts at sequence 0")));
+        }
+        Ok(Batch {
+            js_seq,
+            first,
+            last: first + count - 1,
+            payload,
+        })
+    }
+
+    fn raw_batch(
+        &self,
+        stream: &str,
+        message: Result<jetstream::message::StreamMessage, stream::LastRawMessageError>,
+        at: u64,
+    ) -> Result<Option<Batch>, StorageError> {
+        match message {
+            Ok(m) => self
+                .batch(stream, m.sequence, Some(&m.headers), m.payload, at)
+                .map(Some),
+            Err(e) if matches!(e.kind(), stream::LastRawMessageErrorKind::NoMessageFound) => {
+                Ok(None)
+            }
+            Err(e) => Err(io(
+                format!("cannot read log `{stream}` from NATS at `{}`", self.url),
+                e,
+            )),
+        }
+    }
+
+    /// The message that ends log `stream`, if it has one.
+    async fn head(&self, stream: &str, subject: &str) -> Result<Option<Batch>, StorageError> {
+        let message = self.log.get_last_raw_message_by_subject(subject).await;
+        self.raw_batch(stream, message, 1)
+    }
+
+    /// The first message of `stream` at stream sequence `js_seq` or after it.
+    async fn next_from(
+        &self,
+        stream: &str,
+        subject: &str,
+        js_seq: u64,
+        at: u64,
+    ) -> Result<Batch, StorageError> {
+        let message = self
+            .log
+            .get_first_raw_message_by_subject(subject, js_seq)
+            .await;
+        self.raw_batch(stream, message, at)?
+            .ok_or_else(|| StorageError::Damaged {
+                stream: stream.to_string(),
+                seq: at,
+                reason: format!("no message at or after stream sequence {js_seq}"),
+            })
+    }
+
+    async fn append(
+        self: Arc<Self>,
+        stream: String,
+        expected_last: u64,
+        payload: Option<(Bytes, u64)>,
+    ) -> Result<u64, StorageError> {
+        let subject = self.subject(&stream);
+        let head = self.head(&stream, &subject).await?;
+        let conflict = |actual| StorageError::Conflict {
+            stream: stream.clone(),
+            expected: expected_last,
+            actual,
+        };
+        let actual = head.as_ref().map_or(0, |h| h.last);
+        if actual != expected_last {
+            return Err(conflict(actual));
+        }
+        let Some((payload, count)) = payload else {
+            return Ok(expected_last);
+        };
+        if payload.len() > self.max_payload {
+            return Err(StorageError::Io(format!(
+                "an append of {} bytes to log `{stream}` is larger than the NATS server's `max_payload` ({} bytes): raise `max_payload` in the server's config (up to 64 MB)",
+                payload.len(),
+                self.max_payload
+            )));
+        }
+        let message = jetstream::message::PublishMessage::build()
+            .payload(payload)
+            .header(record::FIRST, (expected_last + 1).to_string().as_str())
+            .expected_stream(self.log.cached_info().config.name.as_str())
+            .expected_last_subject_sequence(head.as_ref().map_or(0, |h| h.js_seq));
+        let ack = self
+            .js
+            .send_publish(subject.clone(), message)
+            .await
+            .map_err(|e| {
+                io(
+                    format!("cannot append to log `{stream}` on NATS at `{}`", self.url),
+                    e,
+                )
+            })?;
+        match ack.await {
+            Ok(_) => Ok(expected_last + count),
+            Err(e) if e.kind() == jetstream::context::PublishErrorKind::WrongLastSequence => {
+                // Another writer appended after our look at the head.
+                let actual = self.head(&stream, &subject).await?.map_or(0, |h| h.last);
+                Err(conflict(actual))
+            }
+            Err(e) => Err(io(
+                format!(
+                    "an append to log `{stream}` was not acknowledged by NATS at `{}` (it may or may not be stored)",
+                    self.url
+                ),
+                e,
+            )),
+        }
+    }
+
+    async fn read(
+        self: Arc<Self>,
+        stream: String,
+        from: u64,
+        max: usize,
+    ) -> Result<Vec<(u64, Vec<u8>)>, StorageError> {
+        let subject = self.subject(&stream);
+        let from = from.max(1);
+        if max == 0 {
+            return Ok(Vec::new());
+        }
+        let Some(head) = self.head(&stream, &subject).await? else {
+            return Ok(Vec::new());
+        };
+        if from > head.last {
+            return Ok(Vec::new());
+        }
+        let mut out = Vec::new();
+        if from >= head.first {
+            take(&stream, &head, from, max, &mut out)?;
+            return Ok(out);
+        }
+        let start = self.find(&stream, &subject, from, &head).await?;
+        // Every message from `start` to `head`, through an ordered consumer
+        // (one request, then the server pushes them).
+        let consumer = self
+            .log
+            .create_consumer(consumer::push::OrderedConfig {
+                deliver_subject: self.client.new_inbox(),
+                filter_subject: subject.clone(),
+                deliver_policy: consumer::DeliverPolicy::ByStartSequence {
+                    start_sequence: start.js_seq,
+                },
+                replay_policy: consumer::ReplayPolicy::Instant,
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| {
+                io(
+                    format!("cannot read log `{stream}` from NATS at `{}`", self.url),
+                    e,
+                )
+            })?;
+        let consumer_name = consumer.cached_info().name.clone();
+        let result = async {
+            let mut messages = consumer.messages().await.map_err(|e| {
+                io(
+                    format!("cannot read log `{stream}` from NATS at `{}`", self.url),
+                    e,
+                )
+            })?;
+            let mut next_first = start.first;
+            loop {
+                let message = tokio::time::timeout(self.timeout, messages.next())
+                    .await
+                    .ok()
+                    .flatten()
+                    .ok_or_else(|| {
+                        StorageError::Io(format!(
+                            "reading log `{stream}` from NATS at `{}` stopped after sequence {}",
+                            self.url,
+                            next_first - 1
+                        ))
+                    })?
+                    .map_err(|e| {
+                        io(
+                            format!("cannot read log `{stream}` from NATS at `{}`", self.url),
+                            e,
+                        )
+                    })?;
+                let js_seq = message
+                    .info()
+                    .map_err(|e| io("a log message without its stream sequence", e))?
+                    .stream_sequence;
+                let batch = self.batch(
+                    &stream,
+                    js_seq,
+                    message.headers.as_ref(),
+                    message.payload.clone(),
+                    next_first,
+                )?;
+                if batch.first != next_first {
+                    return Err(StorageError::Damaged {
+                        stream: stream.clone(),
+                        seq: next_first,
+                        reason: format!(
+                            "the entry is missing: the next message starts at sequence {}",
+                            batch.first
+                        ),
+                    });
+                }
+                take(&stream, &batch, from, max, &mut out)?;
+                next_first = batch.last + 1;
+                if out.len() >= max || js_seq >= head.js_seq {
+                    return Ok(out);
+                }
+            }
+        }
+        .await;
+        // Ordered consumers are ephemeral; remove this one now rather than
+        // when the server notices it idle.
+        let log = self.log.clone();
+        tokio::spawn(async move {
+            let _ = log.delete_consumer(&consumer_name).await;
+        });
+        result
+    }
+
+    /// The message of `stream` that holds sequence `from`, which is below the
+    /// head's first: a binary search over stream sequences, each probe one
+    /// request for the first message of the subject at or after a sequence.
+    async fn find(
+        &self,
+        stream: &str,
+        subject: &str,
+        from: u64,
+        head: &Batch,
+    ) -> Result<Batch, StorageError> {
+        let mut lo = self.next_from(stream, subject, 1, from).await?;
+        if lo.first > from {
+            return Err(StorageError::Damaged {
+                stream: stream.to_string(),
+                seq: from,
+                reason: format!("the log's first message starts at sequence {}", lo.first),
+            });
+        }
+        // `lo` starts at or before `from`; every message after `hi` starts after it.
+        let mut hi = head.js_seq - 1;
+        while lo.js_seq < hi && lo.last < from {
+            let mid = lo.js_seq + (hi - lo.js_seq).div_ceil(2);
+            let probe = self.next_from(stream, subject, mid, from).await?;
+            if probe.first <= from {
+                lo = probe;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        if lo.last < from {
+            return Err(StorageError::Damaged {
+                stream: stream.to_string(),
+                seq: lo.last + 1,
+                reason: "the entry is missing".to_string(),
+            });
+        }
+        Ok(lo)
+    }
+
+    async fn last_seq(self: Arc<Self>, stream: String) -> Result<u64, StorageError> {
+        let subject = self.subject(&stream);
+        Ok(self.head(&stream, &subject).await?.map_or(0, |h| h.last))
+    }
+
+    async fn streams(self: Arc<Self>) -> Result<Vec<String>, StorageError> {
+        let filter = format!("{}.log.>", self.prefix);
+        let failed =
+            |e: &dyn fmt::Display| io(format!("cannot list the logs on NATS at `{}`", self.url), e);
+        let mut subjects = self
+            .log
+            .info_with_subjects(&filter)
+            .await
+            .map_err(|e| failed(&e))?;
+        let token_at = format!("{}.log.", self.prefix);
+        let mut names = Vec::new();
+        while let Some(entry) = subjects.next().await {
+            let (subject, _count) = entry.map_err(|e| failed(&e))?;
+            let name = subject
+                .strip_prefix(&token_at)
+                .and_then(names::from_token)
+                .ok_or_else(|| {
+                    StorageError::Corrupt(format!(
+                        "subject `{subject}` in stream `{}` is not a glovebox log name",
+                        self.log.cached_info().config.name
+                    ))
+                })?;
+            names.push(name);
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    /// The KV bucket holding `bucket`; created when `create`, else `None`
+    /// when it does not exist (reads and deletes create nothing).
+    async fn bucket(&self, bucket: &str, create: bool) -> Result<Option<kv::Store>, StorageError> {
+        if let Some(store) = self.buckets.lock().unwrap().get(bucket) {
+            return Ok(Some(store.clone()));
+        }
+        let name = names::kv_bucket(&self.prefix, bucket);
+        let failed = |e: &dyn fmt::Display| {
+            io(
+                format!(
+                    "cannot open bucket `{bucket}` (KV `{name}`) on NATS at `{}`",
+                    self.url
+                ),
+                e,
+            )
+        };
+        let exists = match self.js.get_stream(format!("KV_{name}")).await {
+            Ok(_) => true,
+            Err(e) => match e.kind() {
+                jetstream::context::GetStreamErrorKind::JetStream(err)
+                    if err.error_code() == ErrorCode::STREAM_NOT_FOUND =>
+                {
+                    false
+                }
+                _ => return Err(failed(&e)),
+            },
+        };
+        let store = if exists {
+            self.js.get_key_value(&name).await.map_err(|e| failed(&e))?
+        } else if create {
+            // The stream `create_key_value` makes (ADR-8's KV layout), made
+            // here because that call first reads the account's info in a
+            // form servers before 2.10 do not send. Created only if absent,
+            // so hosts racing to make it get the same one.
+            let config = stream::Config {
+                name: format!("KV_{name}"),
+                description: Some(format!("Glovebox bucket `{bucket}` (docs/durability.md)")),
+                subjects: vec![format!("$KV.{name}.>")],
+                max_messages_per_subject: 1,
+                max_messages: -1,
+                max_bytes: -1,
+                max_message_size: -1,
+                storage: stream::StorageType::File,
+                num_replicas: self.replicas,
+                allow_rollup: true,
+                deny_delete: true,
+                allow_direct: true,
+                discard: stream::DiscardPolicy::New,
+                ..Default::default()
+            };
+            self.js
+                .get_or_create_stream(config)
+                .await
+                .map_err(|e| failed(&e))?;
+            self.js.get_key_value(&name).await.map_err(|e| failed(&e))?
+        } else {
+            return Ok(None);
+        };
+        self.buckets
+            .lock()
+            .unwrap()
+            .insert(bucket.to_string(), store.clone());
+        Ok(Some(store))
+    }
+
+    async fn put(
+        self: Arc<Self>,
+        bucket: String,
+        key: String,
+        value: Bytes,
+    ) -> Result<(), StorageError> {
+        let store = self.bucket(&bucket, true).await?.expect("created");
+        if value.len() > self.max_payload {
+            return Err(StorageError::Io(format!(
+                "a value of {} bytes for `{key}` in bucket `{bucket}` is larger than the NATS server's `max_payload` ({} bytes): raise `max_payload` in the server's config (up to 64 MB)",
+                value.len(),
+                self.max_payload
+            )));
+        }
+        store.put(names::to_token(&key), value).await.map_err(|e| {
+            io(
+                format!(
+                    "cannot put `{key}` in bucket `{bucket}` on NATS at `{}`",
+                    self.url
+                ),
+                e,
+            )
+        })?;
+        Ok(())
+    }
+
+    async fn get(
+        self: Arc<Self>,
+        bucket: String,
+        key: String,
+    ) -> Result<Option<Vec<u8>>, StorageError> {
+        let Some(store) = self.bucket(&bucket, false).await? else {
+            return Ok(None);
+        };
+        // From the stream leader (not a direct get, which a replica may
+        // answer before it has the latest put).
+        let subject = format!("{}{}", store.prefix, names::to_token(&key));
+        match store.stream.get_last_raw_message_by_subject(&subject).await {
+            Ok(m) if is_kv_delete(Some(&m.headers)) => Ok(None),
+            Ok(m) => Ok(Some(m.payload.to_vec())),
+            Err(e) if matches!(e.kind(), stream::LastRawMessageErrorKind::NoMessageFound) => {
+                Ok(None)
+            }
+            Err(e) => Err(io(
+                format!(
+                    "cannot get `{key}` from bucket `{bucket}` on NATS at `{}`",
+                    self.url
+                ),
+                e,
+            )),
+        }
+    }
+
+    async fn delete(self: Arc<Self>, bucket: String, key: String) -> Result<(), StorageError> {
+        let Some(store) = self.bucket(&bucket, false).await? else {
+            return Ok(());
+        };
+        store.delete(names::to_token(&key)).await.map_err(|e| {
+            io(
+                format!(
+                    "cannot delete `{key}` from bucket `{bucket}` on NATS at `{}`",
+                    self.url
+                ),
+                e,
+            )
+        })
+    }
+
+    async fn scan(
+        self: Arc<Self>,
+        bucket: String,
+        prefix: String,
+    ) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
+        let Some(store) = self.bucket(&bucket, false).await? else {
+            return Ok(Vec::new());
+        };
+        let failed = |e: &dyn fmt::Display| {
+            io(
+                format!("cannot scan bucket `{bucket}` on NATS at `{}`", self.url),
+                e,
+            )
+        };
+        // The latest value of every key, through an ordered consumer; the
+        // keys' escaped form keeps no prefix structure the server could
+        // filter on, so the prefix is applied here.
+        let consumer = store
+            .stream
+            .create_consumer(consumer::push::OrderedConfig {
+                deliver_subject: self.client.new_inbox(),
+                filter_subject: format!("{}>", store.prefix),
+                deliver_policy: consumer::DeliverPolicy::LastPerSubject,
+                replay_policy: consumer::ReplayPolicy::Instant,
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| failed(&e))?;
+        let consumer_name = consumer.cached_info().name.clone();
+        let pending = consumer.cached_info().num_pending;
+        let result = async {
+            let mut out = Vec::new();
+            if pending == 0 {
+                return Ok(out);
+            }
+            let mut messages = consumer.messages().await.map_err(|e| failed(&e))?;
+            loop {
+                let message = tokio::time::timeout(self.timeout, messages.next())
+                    .await
+                    .ok()
+                    .flatten()
+                    .ok_or_else(|| {
+                        StorageError::Io(format!(
+                            "scanning bucket `{bucket}` on NATS at `{}` stopped before its end",
+                            self.url
+                        ))
+                    })?
+                    .map_err(|e| failed(&e))?;
+                let remaining = message.info().map_err(|e| failed(&e))?.pending;
+                if !is_kv_delete(message.headers.as_ref()) {
+                    let key = message
+                        .subject
+                        .strip_prefix(store.prefix.as_str())
+                        .and_then(names::from_token)
+                        .ok_or_else(|| {
+                            StorageError::Corrupt(format!(
+                                "subject `{}` in bucket `{bucket}` is not a glovebox key",
+                                message.subject
+                            ))
+                        })?;
+                    if key.starts_with(prefix.as_str()) {
+                        out.push((key, message.payload.to_vec()));
+                    }
+                }
+                if remaining == 0 {
+                    out.sort();
+                    return Ok(out);
+                }
+            }
+        }
+        .await;
+        let stream = store.stream.clone();
+        tokio::spawn(async move {
+            let _ = stream.delete_consumer(&consumer_name).await;
+        });
+        result
+    }
+
+    async fn buckets(self: Arc<Self>) -> Result<Vec<String>, StorageError> {
+        let mut streams = self.js.stream_names();
+        let mut out = Vec::new();
+        while let Some(name) = streams.next().await {
+            let name = name.map_err(|e| {
+                io(
+                    format!("cannot list the buckets on NATS at `{}`", self.url),
+                    e,
+                )
+            })?;
+            if let Some(bucket) = names::bucket_of_kv_stream(&self.prefix, &name) {
+                out.push(bucket);
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+}
+
+/// Whether a KV message is a delete or purge marker.
+fn is_kv_delete(headers: Option<&HeaderMap>) -> bool {
+    headers
+        .and_then(|h| h.get("KV-Operation"))
+        .is_some_and(|op| matches!(op.as_str(), "DEL" | "PURGE"))
+}
+
+/// Adds the entries of `batch` from sequence `from` on to `out`, up to `max` in all.
+fn take(
+    stream: &str,
+    batch: &Batch,
+    from: u64,
+    max: usize,
+    out: &mut Vec<(u64, Vec<u8>)>,
+) -> Result<(), StorageError> {
+    let entries = record::decode(&batch.payload).map_err(|why| StorageError::Damaged {
+        stream: stream.to_string(),
+        seq: batch.first,
+        reason: why,
+    })?;
+    for (seq, entry) in (batch.first..).zip(entries) {
+        if out.len() >= max {
+            break;
+        }
+        if seq >= from {
+            out.push((seq, entry.to_vec()));
+        }
+    }
+    Ok(())
+}
+
+impl Storage for NatsStore {
+    fn append(
+        &self,
+        stream: &str,
+        expected_last: u64,
+        entries: &[Vec<u8>],
+    ) -> Result<u64, StorageError> {
+        names::check_stream_name(stream)?;
+        let payload = if entries.is_empty() {
+            None
+        } else {
+            Some((record::encode(entries)?, entries.len() as u64))
+        };
+        let stream = stream.to_string();
+        self.run(move |inner| inner.append(stream, expected_last, payload))
+    }
+
+    fn read(
+        &self,
+        stream: &str,
+        from: u64,
+        max: usize,
+    ) -> Result<Vec<(u64, Vec<u8>)>, StorageError> {
+        names::check_stream_name(stream)?;
+        let stream = stream.to_string();
+        self.run(move |inner| inner.read(stream, from, max))
+    }
+
+    fn last_seq(&self, stream: &str) -> Result<u64, StorageError> {
+        names::check_stream_name(stream)?;
+        let stream = stream.to_string();
+        self.run(move |inner| inner.last_seq(stream))
+    }
+
+    fn streams(&self) -> Result<Vec<String>, StorageError> {
+        self.run(|inner| inner.streams())
+    }
+
+    fn put(&self, bucket: &str, key: &str, value: &[u8]) -> Result<(), StorageError> {
+        let (bucket, key, value) = (
+            bucket.to_string(),
+            key.to_string(),
+            Bytes::copy_from_slice(value),
+        );
+        self.run(move |inner| inner.put(bucket, key, value))
+    }
+
+    fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>, StorageError> {
+        let (bucket, key) = (bucket.to_string(), key.to_string());
+        self.run(move |inner| inner.get(bucket, key))
+    }
+
+    fn delete(&self, bucket: &str, key: &str) -> Result<(), StorageError> {
+        let (bucket, key) = (bucket.to_string(), key.to_string());
+        self.run(move |inner| inner.delete(bucket, key))
+    }
+
+    fn scan(&self, bucket: &str, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
+        let (bucket, prefix) = (bucket.to_string(), prefix.to_string());
+        self.run(move |inner| inner.scan(bucket, prefix))
+    }
+
+    fn buckets(&self) -> Result<Vec<String>, StorageError> {
+        self.run(|inner| inner.buckets())
+    }
+}
