@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use glovebox::{CallContext, Host};
+use glovebox::{CallContext, Gateway, Host};
 
 /// Runs `tool` with the input given inline, in a file or on stdin; in
 /// `session` when one is named (the call is logged there).
@@ -19,18 +19,15 @@ pub async fn run(
     session: Option<String>,
 ) -> Result<ExitCode> {
     let input = read_input(input, input_file)?;
-    let host = Host::from_config_file(config).await?;
     match session {
         None => {
+            let host = Host::from_config_file(config).await?;
             let report = host.call(tool, &input, CallContext::standalone()).await;
             print_report(&report, json)
         }
         Some(session) => {
-            let durable = glovebox::open_sessions(host.config())?;
-            match host
-                .call_in_session(&durable, &session, tool, &input, None)
-                .await
-            {
+            let gateway = Gateway::open(config).await?;
+            match gateway.call_in_session(&session, tool, &input, None).await {
                 Ok(report) => print_report(&report, json),
                 Err(e) => Ok(session_refused(&e)),
             }

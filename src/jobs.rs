@@ -6,12 +6,12 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
+
 use std::time::Duration;
 
 use anyhow::Result;
 use clap::Subcommand;
-use glovebox::{Host, JobError, JobStatus, Jobs, JobsConfig, WaitMode};
+use glovebox::{Gateway, JobError, JobStatus, Jobs, JobsConfig, WaitMode};
 
 #[derive(Subcommand)]
 pub enum JobCommand {
@@ -69,9 +69,7 @@ pub enum JobCommand {
 }
 
 pub async fn run(config: &Path, command: JobCommand) -> Result<ExitCode> {
-    let host = Arc::new(Host::from_config_file(config).await?);
-    let durable = Arc::new(glovebox::open_sessions(host.config())?);
-    let jobs = Jobs::new(host, durable, JobsConfig::default());
+    let jobs = Jobs::new(Gateway::open(config).await?, JobsConfig::default());
     let result = match command {
         JobCommand::Spawn {
             session,

@@ -10,7 +10,7 @@ use clap::Subcommand;
 use glovebox::session::{
     EndOutcome, Handoff, HandoffKind, Role, SessionFilter, SessionStatus, StartSession,
 };
-use glovebox::{Durable, Host, HostConfig, Sessions};
+use glovebox::{Durable, Gateway, Host, HostConfig, Sessions};
 
 #[derive(Subcommand)]
 pub enum SessionCommand {
@@ -207,9 +207,8 @@ fn print_json<T: serde::Serialize>(value: &T) -> Result<()> {
 
 pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitCode> {
     if let SessionCommand::Rerun { session, call_id } = &command {
-        let host = Host::from_config_file(config).await?;
-        let durable = glovebox::open_sessions(host.config())?;
-        return match host.rerun_interrupted(&durable, session, call_id).await {
+        let gateway = Gateway::open(config).await?;
+        return match gateway.rerun_interrupted(session, call_id).await {
             Ok(report) => crate::print_report(&report, false),
             Err(e) => Ok(crate::session_refused(&e)),
         };
@@ -498,18 +497,16 @@ pub fn approvals(config: &Path, all: bool, json: bool) -> Result<ExitCode> {
 }
 
 pub async fn approve(config: &Path, id: &str) -> Result<ExitCode> {
-    let host = Host::from_config_file(config).await?;
-    let durable = glovebox::open_sessions(host.config())?;
-    match host.approve(&durable, id).await {
+    let gateway = Gateway::open(config).await?;
+    match gateway.approve(id).await {
         Ok(report) => crate::print_report(&report, false),
         Err(e) => Ok(crate::session_refused(&e)),
     }
 }
 
 pub async fn deny(config: &Path, id: &str, reason: &str) -> Result<ExitCode> {
-    let host = Host::from_config_file(config).await?;
-    let durable = glovebox::open_sessions(host.config())?;
-    match host.deny_approval(&durable, id, reason).await {
+    let gateway = Gateway::open(config).await?;
+    match gateway.deny_approval(id, reason).await {
         Ok(a) => {
             out!(
                 "denied {} ({} in session {}): {reason}",

@@ -11,7 +11,7 @@ use glovebox::budget::{self, BudgetCaps, Cap, UsageReport};
 use glovebox::manifest::ToolOverride;
 use glovebox::session::{EndOutcome, EventKind, Role, SessionStatus, StartSession};
 use glovebox::{
-    CallError, Durable, Host, Jobs, JobsConfig, PluginManifest, SessionError, WaitMode,
+    CallError, Durable, Gateway, Host, Jobs, JobsConfig, PluginManifest, SessionError, WaitMode,
 };
 use serde_json::Value;
 
@@ -41,6 +41,7 @@ fn priced_plugins() -> Vec<PluginManifest> {
 struct Fixture {
     host: Arc<Host>,
     durable: Arc<Durable>,
+    gw: Gateway,
     _data: tempfile::TempDir,
 }
 
@@ -53,8 +54,9 @@ impl Fixture {
         let host = Arc::new(Host::load(config).await.expect("host loads"));
         let (_store, durable) = crate::sessions::durable(&data.path().join("store"));
         Fixture {
+            gw: Gateway::new(host.clone(), durable.clone()),
             host,
-            durable: Arc::new(durable),
+            durable,
             _data: data,
         }
     }
@@ -75,8 +77,8 @@ impl Fixture {
     }
 
     async fn call(&self, session: &str, tool: &str, input: &str) -> glovebox::CallReport {
-        self.host
-            .call_in_session(&self.durable, session, tool, input, None)
+        self.gw
+            .call_in_session(session, tool, input, None)
             .await
             .unwrap()
     }
@@ -194,11 +196,10 @@ async fn a_cost_cap_stops_calls_and_pauses_the_session_with_alternatives() {
         EventKind::CallDecided { hook, decision, .. } if hook == "budget" && decision == "deny")));
 
     // Paused: further calls are refused by the session until a raise.
-    let err = f
-        .host
-        .call_in_session(&f.durable, &id, "echo.echo", r#"{"message":"x"}"#, None)
-        .await
-        .unwrap_err();
+    let err =
+        f.gw.call_in_session(&id, "echo.echo", r#"{"message":"x"}"#, None)
+            .await
+            .unwrap_err();
     assert!(
         matches!(err, SessionError::IllegalTransition { .. }),
         "{err}"
@@ -344,7 +345,7 @@ async fn usage_reports_count_toward_cost() {
         cost: 0.8,
         model: Some("claude".into()),
     };
-    let events = f.host.report_usage(&f.durable, &id, usage).await.unwrap();
+    let events = f.gw.report_usage(&id, usage).await.unwrap();
     let names: Vec<&str> = events.iter().map(|e| e.kind.name()).collect();
     assert_eq!(names, ["usage_reported", "budget_warning"]);
     let state = f.durable.sessions.show(&id).unwrap();
@@ -368,7 +369,7 @@ async fn usage_reports_count_toward_cost() {
         cost: 2.0,
         ..UsageReport::default()
     };
-    let events = f.host.report_usage(&f.durable, &other, over).await.unwrap();
+    let events = f.gw.report_usage(&other, over).await.unwrap();
     let names: Vec<&str> = events.iter().map(|e| e.kind.name()).collect();
     assert_eq!(
         names,
@@ -388,7 +389,7 @@ async fn usage_reports_count_toward_cost() {
         cost: -1.0,
         ..UsageReport::default()
     };
-    assert!(f.host.report_usage(&f.durable, &id, bad).await.is_err());
+    assert!(f.gw.report_usage(&id, bad).await.is_err());
 }
 
 /// The figures of `by` (foreground, background; in the order of [`exact`]),
@@ -512,7 +513,7 @@ async fn the_billing_report_matches_the_events_that_produced_it() {
         .outcome
         .unwrap();
     // Background: two jobs in the worker session.
-    let jobs = Jobs::new(f.host.clone(), f.durable.clone(), JobsConfig::default());
+    let jobs = Jobs::new(f.gw.clone(), JobsConfig::default());
     let a = jobs
         .spawn(&worker, "echo.echo", r#"{"message":"bg"}"#)
         .await
@@ -521,19 +522,17 @@ async fn the_billing_report_matches_the_events_that_produced_it() {
     jobs.wait(&[a.id, b.id], WaitMode::All, Some(Duration::from_secs(30)))
         .await
         .unwrap();
-    f.host
-        .report_usage(
-            &f.durable,
-            &worker,
-            UsageReport {
-                tokens_in: 1000,
-                tokens_out: 250,
-                cost: 0.125,
-                model: Some("m1".into()),
-            },
-        )
-        .await
-        .unwrap();
+    f.gw.report_usage(
+        &worker,
+        UsageReport {
+            tokens_in: 1000,
+            tokens_out: 250,
+            cost: 0.125,
+            model: Some("m1".into()),
+        },
+    )
+    .await
+    .unwrap();
 
     let today = billing::day_of(
         std::time::SystemTime::now()
@@ -614,19 +613,17 @@ async fn export_gives_the_session_end_records() {
     f.echo(&a).await.outcome.unwrap();
     f.echo(&a).await.outcome.unwrap();
     f.echo(&live).await.outcome.unwrap();
-    f.host
-        .report_usage(
-            &f.durable,
-            &a,
-            UsageReport {
-                tokens_in: 10,
-                tokens_out: 20,
-                cost: 0.5,
-                model: None,
-            },
-        )
-        .await
-        .unwrap();
+    f.gw.report_usage(
+        &a,
+        UsageReport {
+            tokens_in: 10,
+            tokens_out: 20,
+            cost: 0.5,
+            model: None,
+        },
+    )
+    .await
+    .unwrap();
     f.durable.sessions.end(&a, EndOutcome::Completed).unwrap();
     f.durable.sessions.end(&b, EndOutcome::Exit).unwrap();
 

@@ -7,8 +7,9 @@ use std::time::{Duration, Instant};
 use glovebox::hooks::{DecisionKind, HookStatus};
 use glovebox::manifest::{Access, HookConfig, ToolOverride};
 use glovebox::session::{EventKind, Role, SessionStatus, StartSession};
-use glovebox::{CallError, Durable, Host, PluginManifest};
+use glovebox::{CallError, Durable, Gateway, Host, PluginManifest};
 use serde_json::{Value, json};
+use std::sync::Arc;
 
 use crate::sessions::durable;
 use crate::util::{self, fs_grant, manifest, plugins};
@@ -46,8 +47,9 @@ fn tools(workspace: &std::path::Path) -> Vec<PluginManifest> {
 type Decided = (String, String, String, Option<String>, Vec<String>);
 
 struct Setup {
-    host: Host,
-    durable: Durable,
+    host: Arc<Host>,
+    durable: Arc<Durable>,
+    gw: Gateway,
     workspace: tempfile::TempDir,
     _data: tempfile::TempDir,
     _store: std::sync::Arc<glovebox::storage::SledStore>,
@@ -58,9 +60,10 @@ async fn setup(hooks: Vec<HookConfig>) -> Setup {
     let (mut config, data) = util::config(tools(workspace.path()));
     config.hooks_explicitly_none = hooks.is_empty();
     config.hooks = hooks;
-    let host = Host::load(config).await.unwrap();
+    let host = Arc::new(Host::load(config).await.unwrap());
     let (store, durable) = durable(&data.path().join("store"));
     Setup {
+        gw: Gateway::new(host.clone(), durable.clone()),
         host,
         durable,
         workspace,
@@ -87,8 +90,8 @@ impl Setup {
 
     async fn call(&self, session: &str, tool: &str, input: Value) -> Result<Value, CallError> {
         let report = self
-            .host
-            .call_in_session(&self.durable, session, tool, &input.to_string(), None)
+            .gw
+            .call_in_session(session, tool, &input.to_string(), None)
             .await
             .expect("the session accepts the call");
         report.outcome
@@ -222,7 +225,7 @@ async fn destructive_calls_wait_for_a_human_and_run_once_approved() {
     assert_eq!(pending.len(), 1);
     assert_eq!(pending[0].id, approval_id);
 
-    let report = s.host.approve(&s.durable, &approval_id).await.unwrap();
+    let report = s.gw.approve(&approval_id).await.unwrap();
     assert_eq!(report.outcome.unwrap()["written"], 13);
     assert_eq!(
         std::fs::read_to_string(s.workspace.path().join("out.txt")).unwrap(),
@@ -234,7 +237,7 @@ async fn destructive_calls_wait_for_a_human_and_run_once_approved() {
     );
     assert!(s.durable.approvals.list(false).unwrap().is_empty());
     // An approval runs its call once.
-    assert!(s.host.approve(&s.durable, &approval_id).await.is_err());
+    assert!(s.gw.approve(&approval_id).await.is_err());
     // Non-destructive calls pass; `force` on any call needs a human too.
     s.call(&id, "files.read", json!({"path": "/data/out.txt"}))
         .await
@@ -261,17 +264,14 @@ async fn a_denied_approval_fails_the_call_and_resumes_the_session() {
     let CallError::AwaitingApproval { approval_id, .. } = err else {
         panic!("{err}")
     };
-    s.host
-        .deny_approval(&s.durable, &approval_id, "not today")
-        .await
-        .unwrap();
+    s.gw.deny_approval(&approval_id, "not today").await.unwrap();
     assert!(!s.workspace.path().join("x.txt").exists());
     assert_eq!(
         s.durable.sessions.show(&id).unwrap().status,
         SessionStatus::Active
     );
     assert!(
-        s.host.approve(&s.durable, &approval_id).await.is_err(),
+        s.gw.approve(&approval_id).await.is_err(),
         "a denied approval cannot run"
     );
 }
@@ -544,11 +544,12 @@ async fn an_approval_applies_only_to_the_call_and_build_it_judged() {
     config.hooks = vec![destructive("ask")];
     config.hooks_explicitly_none = false;
     let other = Host::load(config).await.unwrap();
-    let err = other.approve(&s.durable, &approval_id).await.unwrap_err();
+    let other = Gateway::new(Arc::new(other), s.durable.clone());
+    let err = other.approve(&approval_id).await.unwrap_err();
     assert!(err.to_string().contains("component changed"), "{err}");
     assert!(!s.workspace.path().join("a.txt").exists());
     // The original build still runs it, with the judged input only.
-    s.host.approve(&s.durable, &approval_id).await.unwrap();
+    s.gw.approve(&approval_id).await.unwrap();
     assert_eq!(
         std::fs::read_to_string(s.workspace.path().join("a.txt")).unwrap(),
         "judged"
@@ -627,10 +628,8 @@ fn no_hooks_must_be_an_explicit_choice() {
 async fn decisions_carry_their_time() {
     let s = setup(vec![cost_control(), destructive("ask"), role_allowlist()]).await;
     let id = s.session("timed", Role::Supervisor);
-    let report = s
-        .host
-        .call_in_session(
-            &s.durable,
+    let report =
+        s.gw.call_in_session(
             &id,
             "files.list",
             &json!({"path": "/data"}).to_string(),

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use glovebox::session::{EventKind, Role, StartSession};
 use glovebox::{
-    Durable, Host, JobError, JobInfo, JobStatus, Jobs, JobsConfig, PluginManifest, SessionError,
-    WaitMode,
+    Durable, Gateway, Host, JobError, JobInfo, JobStatus, Jobs, JobsConfig, PluginManifest,
+    SessionError, WaitMode,
 };
 use serde_json::Value;
 
@@ -29,8 +29,7 @@ impl Fixture {
         let (host_config, data) = util::config(plugins);
         let host = Arc::new(Host::load(host_config).await.expect("host loads"));
         let (_store, durable) = crate::sessions::durable(&data.path().join("store"));
-        let durable = Arc::new(durable);
-        let jobs = Jobs::new(host.clone(), durable.clone(), config);
+        let jobs = Jobs::new(Gateway::new(host.clone(), durable.clone()), config);
         let mut f = Fixture {
             host,
             durable,

@@ -12,7 +12,7 @@ use glovebox::manifest::{ContextConfig, ContextWriter, HookConfig, Severity};
 use glovebox::rescue::{Category, ContextKind, Outcome, RescueError, Rescues};
 use glovebox::session::{EventKind, Role, SessionStatus, StartSession};
 use glovebox::storage::{Durability, SledStore, Storage};
-use glovebox::{Durable, Host, HostConfig, SessionError, Sessions};
+use glovebox::{Durable, Gateway, Host, HostConfig, SessionError, Sessions};
 use serde_json::{Value, json};
 
 use crate::util::Site;
@@ -21,8 +21,8 @@ use crate::util::{self, manifest, plugins};
 /// A host with a failing tool (`panic.panic`) and a working one (`echo.echo`),
 /// a store whose clock the test moves, and the rescues over it.
 struct Rig {
-    host: Host,
-    durable: Durable,
+    durable: Arc<Durable>,
+    gw: Gateway,
     clock: Arc<AtomicU64>,
     _data: tempfile::TempDir,
     _store: Arc<SledStore>,
@@ -50,8 +50,9 @@ async fn rig_with(edit: impl FnOnce(&mut HostConfig)) -> Rig {
         recovery: Default::default(),
         repairs: Vec::new(),
     };
+    let durable = Arc::new(durable);
     Rig {
-        host,
+        gw: Gateway::new(Arc::new(host), durable.clone()),
         durable,
         clock,
         _data: data,
@@ -97,8 +98,8 @@ impl Rig {
     async fn call(&self, session: &str, tool: &str, input: Value) -> Result<bool, SessionError> {
         self.advance(Duration::from_secs(1));
         let report = self
-            .host
-            .call_in_session(&self.durable, session, tool, &input.to_string(), None)
+            .gw
+            .call_in_session(session, tool, &input.to_string(), None)
             .await?;
         Ok(report.outcome.is_ok())
     }

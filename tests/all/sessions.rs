@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use glovebox::approvals::Approvals;
 use glovebox::session::{EventKind, Role, StartSession};
 use glovebox::storage::{Durability, SledStore, Storage};
-use glovebox::{CallError, Durable, SessionError, Sessions};
+use glovebox::{CallError, Durable, Gateway, SessionError, Sessions};
 use serde_json::Value;
 
 use crate::util::{self, manifest, plugins};
@@ -31,11 +31,11 @@ fn start(sessions: &Sessions, name: &str) -> String {
 
 fn store_sessions(dir: &Path) -> (Arc<SledStore>, Arc<Sessions>) {
     let (store, durable) = durable(dir);
-    (store, durable.sessions)
+    (store, durable.sessions.clone())
 }
 
 /// The store of `dir` as a host uses it, with the sled handle for fault injection.
-pub fn durable(dir: &Path) -> (Arc<SledStore>, Durable) {
+pub fn durable(dir: &Path) -> (Arc<SledStore>, Arc<Durable>) {
     let store = Arc::new(SledStore::open(dir, Durability::Flush).unwrap());
     let storage: Arc<dyn Storage> = store.clone();
     let durable = Durable {
@@ -45,7 +45,7 @@ pub fn durable(dir: &Path) -> (Arc<SledStore>, Durable) {
         recovery: Default::default(),
         repairs: Vec::new(),
     };
-    (store, durable)
+    (store, Arc::new(durable))
 }
 
 fn kinds(sessions: &Sessions, id: &str) -> Vec<String> {
@@ -66,15 +66,16 @@ async fn a_call_in_a_session_is_logged_requested_started_finished() {
     .await;
     let dir = tempfile::tempdir().unwrap();
     let (_store, d) = durable(dir.path());
+    let g = Gateway::new(Arc::new(h.host), d.clone());
     let sessions = d.sessions.clone();
     let id = start(&sessions, "worker");
-    let report = h
-        .call_in_session(&d, "worker", "echo.echo", r#"{"message":"logged"}"#, None)
+    let report = g
+        .call_in_session("worker", "echo.echo", r#"{"message":"logged"}"#, None)
         .await
         .unwrap();
     assert_eq!(report.outcome.unwrap()["message"], "logged");
-    let failed = h
-        .call_in_session(&d, &id, "panicky.panic", "{}", None)
+    let failed = g
+        .call_in_session(&id, "panicky.panic", "{}", None)
         .await
         .unwrap();
     assert!(matches!(failed.outcome, Err(CallError::Trap { .. })));
@@ -130,13 +131,14 @@ async fn a_paused_session_refuses_calls_and_logs_nothing_executed() {
     let h = util::host(vec![manifest("echo", plugins::TOOL_ECHO)]).await;
     let dir = tempfile::tempdir().unwrap();
     let (_store, d) = durable(dir.path());
+    let g = Gateway::new(Arc::new(h.host), d.clone());
     let sessions = d.sessions.clone();
     let id = start(&sessions, "pausable");
     sessions.resume(&id).unwrap();
     sessions.pause(&id, "waiting for review").unwrap();
     let before = kinds(&sessions, &id);
-    let err = h
-        .call_in_session(&d, &id, "echo.echo", "{}", None)
+    let err = g
+        .call_in_session(&id, "echo.echo", "{}", None)
         .await
         .unwrap_err();
     assert!(
@@ -151,10 +153,7 @@ async fn a_paused_session_refuses_calls_and_logs_nothing_executed() {
     // An unknown tool is a bad request: nothing is logged either.
     sessions.resume(&id).unwrap();
     let before = kinds(&sessions, &id);
-    let report = h
-        .call_in_session(&d, &id, "nope", "{}", None)
-        .await
-        .unwrap();
+    let report = g.call_in_session(&id, "nope", "{}", None).await.unwrap();
     assert!(matches!(report.outcome, Err(CallError::UnknownTool { .. })));
     assert_eq!(kinds(&sessions, &id), before);
 }
@@ -166,17 +165,18 @@ async fn an_io_error_on_append_is_never_acknowledged() {
     let dir = tempfile::tempdir().unwrap();
     let id = {
         let (store, d) = durable(dir.path());
+        let g = Gateway::new(Arc::new(h.host), d.clone());
         let id = start(&d.sessions, "disk");
         store.fail_next_flushes(1);
-        let err = h
-            .call_in_session(&d, &id, "echo.echo", "{}", None)
+        let err = g
+            .call_in_session(&id, "echo.echo", "{}", None)
             .await
             .unwrap_err();
         assert!(matches!(err, SessionError::Storage(_)), "{err}");
         assert!(err.to_string().contains("restart glovebox"), "{err}");
         // The failed store refuses everything after, rather than risk a false success.
-        let err = h
-            .call_in_session(&d, &id, "echo.echo", "{}", None)
+        let err = g
+            .call_in_session(&id, "echo.echo", "{}", None)
             .await
             .unwrap_err();
         assert!(matches!(err, SessionError::Storage(_)), "{err}");

@@ -45,8 +45,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use glovebox::storage::{Backend, Durability, SledStore, Storage};
 use glovebox::{
-    CallContext, Host, HostConfig, JobStatus, Jobs, JobsConfig, PluginManifest, Sessions, WaitMode,
-    open_sessions,
+    CallContext, Gateway, Host, HostConfig, JobStatus, Jobs, JobsConfig, PluginManifest, Sessions,
+    WaitMode, open_sessions,
 };
 use serde_json::{Value, json};
 
@@ -530,7 +530,10 @@ async fn cpu_jobs(table: &mut Table, p: &Params) {
     let config = HostConfig::from_plugins(data.path().to_path_buf(), vec![cpu]);
     let host = Arc::new(Host::load(config).await.expect("host loads"));
     let durable = Arc::new(open_sessions(host.config()).expect("store opens"));
-    let jobs = Jobs::new(host.clone(), durable.clone(), JobsConfig::default());
+    let jobs = Jobs::new(
+        Gateway::new(host.clone(), durable.clone()),
+        JobsConfig::default(),
+    );
     let session = start_session(&durable.sessions);
     let cores = jobs.config().max_running;
 
@@ -682,7 +685,7 @@ async fn idle_jobs(p: &Value) -> Value {
         max_running: n,
         ..JobsConfig::default()
     };
-    let jobs = Jobs::new(host.clone(), durable.clone(), config);
+    let jobs = Jobs::new(Gateway::new(host.clone(), durable.clone()), config);
     let session = start_session(&durable.sessions);
     for _ in 0..2 {
         let warm = jobs
@@ -1224,9 +1227,9 @@ fn code(t: &mut Table, p: &Params, rt: &tokio::runtime::Runtime, data: &Path) {
 fn mcp(t: &mut Table, p: &Params, rt: &tokio::runtime::Runtime, data: &Path) {
     t.section("Through the MCP server (echo in a session, logged durably; one client)");
     rt.block_on(async {
-        let (host, durable, server) = support::mcp::echo_server(&data.join("mcp")).await;
+        let (gateway, server) = support::mcp::echo_server(&data.join("mcp")).await;
         let mark = cpu_mark();
-        let direct = support::mcp::in_session(&host, &durable, p.mcp_calls).await;
+        let direct = support::mcp::in_session(&gateway, p.mcp_calls).await;
         let direct_cpu = mark.since();
         let mark = cpu_mark();
         let stdio = support::mcp::stdio(&server, p.mcp_calls).await;

@@ -34,14 +34,14 @@ async fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(2000);
     let data = tempfile::tempdir().expect("tempdir");
-    let (host, durable, server) = echo_server(data.path()).await;
+    let (gateway, server) = echo_server(data.path()).await;
 
     println!("{n} sequential echo calls in a session, one client, after 200 warm-up calls");
     println!(
         "{:<24} {:>10}  {:>12}  {:>12}",
         "path", "calls/s", "p50", "p99"
     );
-    let direct = in_session(&host, &durable, n).await;
+    let direct = in_session(&gateway, n).await;
     print("call_in_session (no MCP)", &direct);
     print("MCP over stdio (pipes)", &stdio(&server, n).await);
     print("MCP over HTTP", &http(&server, n).await);

@@ -1,6 +1,8 @@
-//! The host: plugins loaded from a config, and the one pipeline every call takes.
+//! The host: plugins and hooks loaded from a config, admission control, and
+//! the pipeline's execute stage (a call in fresh hands). The other stages are
+//! in `pipeline/`; the host with its ledger is the [`crate::Gateway`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
@@ -9,10 +11,11 @@ use anyhow::{Context, Result};
 use tokio::sync::Semaphore;
 
 use crate::bindings::tool::glovebox::plugin::types::{CallContext as WitCallContext, ToolError};
-use crate::call::{CallContext, CallReport, Hands, Metering, parse_input};
+use crate::call::{CallContext, CallReport, Hands, Metering};
 use crate::error::CallError;
-use crate::hooks::{ChainOutcome, HookChain, HookDecision, HookRequest, HookStatus, Verdict};
+use crate::hooks::{HookChain, HookStatus};
 use crate::manifest::HostConfig;
+use crate::pipeline::Admitted;
 use crate::plugin::{LoadedPlugin, ToolInfo, load_plugin};
 use crate::runtime::Runtime;
 
@@ -24,6 +27,8 @@ pub struct Host {
     hooks: Arc<HookChain>,
     /// `plugin.tool` → (plugin index, tool index).
     index: BTreeMap<String, (usize, usize)>,
+    /// Each tool's estimated cost in micros, for the budget.
+    tool_costs: Arc<HashMap<String, u64>>,
     calls: Arc<Semaphore>,
     /// Memory budget in MiB, reserved per call at its plugin's memory cap.
     memory: Arc<Semaphore>,
@@ -72,12 +77,18 @@ impl Host {
         let calls = Arc::new(Semaphore::new(config.runtime.max_concurrent_calls as usize));
         let budget_mib = usize::try_from(config.runtime.memory_budget / MIB).unwrap_or(usize::MAX);
         let memory = Arc::new(Semaphore::new(budget_mib.min(Semaphore::MAX_PERMITS)));
+        let tool_costs = plugins
+            .iter()
+            .flat_map(|p| &p.tools)
+            .filter_map(|t| Some((t.name.clone(), crate::manifest::to_micros(t.cost?).ok()?)))
+            .collect();
         Ok(Host {
             config,
             runtime,
             plugins,
             hooks,
             index,
+            tool_costs: Arc::new(tool_costs),
             calls,
             memory,
         })
@@ -101,10 +112,15 @@ impl Host {
 
     /// Finds a tool by `plugin.tool`, or by its bare name when only one plugin offers it.
     pub fn resolve(&self, name: &str) -> Result<&ToolInfo, CallError> {
-        self.locate(name).map(|(p, t)| &self.plugins[p].tools[t])
+        self.find(name).map(|(p, t)| &self.plugins[p].tools[t])
     }
 
-    fn locate(&self, name: &str) -> Result<(usize, usize), CallError> {
+    /// The plugin offering tool `name` and the tool's index in it.
+    pub(crate) fn locate(&self, name: &str) -> Result<(Arc<LoadedPlugin>, usize), CallError> {
+        self.find(name).map(|(p, t)| (self.plugins[p].clone(), t))
+    }
+
+    fn find(&self, name: &str) -> Result<(usize, usize), CallError> {
         if let Some(&found) = self.index.get(name) {
             return Ok(found);
         }
@@ -126,127 +142,28 @@ impl Host {
         }
     }
 
-    /// Runs one call outside any session: the hook chain judges it, then it
-    /// runs in fresh hands. Never panics and never leaves anything of the call
-    /// behind but what the tool wrote to a granted directory. A call a hook
-    /// wants a human to approve is denied here: only a session can wait.
-    pub async fn call(&self, tool: &str, input: &str, ctx: CallContext) -> CallReport {
-        let prepared = match self.prepare(tool, input) {
-            Ok(p) => p,
-            Err(report) => return *report,
-        };
-        let request = self.hook_request(&prepared, input, &ctx, Vec::new());
-        let outcome = self.hooks.evaluate(&request).await;
-        match &outcome.verdict {
-            Verdict::Allow => {}
-            Verdict::Deny(d) => {
-                return CallReport::refused(&prepared.name, denied(&prepared.name, d));
-            }
-            Verdict::Ask(d) => {
-                let mut d = d.clone();
-                d.reason = Some(format!(
-                    "{}: a human must approve this call; run it in a session (`--session`) so it can wait for approval",
-                    d.reason.as_deref().unwrap_or("approval needed")
-                ));
-                return CallReport::refused(&prepared.name, denied(&prepared.name, &d));
-            }
-        }
-        let report = self.execute(prepared, input, ctx).await;
-        self.after_hooks(&request, &outcome, &report);
-        report
-    }
-
-    /// Resolves the tool and checks the input (size, JSON, the tool's schema).
-    pub fn prepare(&self, tool: &str, input: &str) -> Result<Prepared, Box<CallReport>> {
-        let (p, t) = self
-            .locate(tool)
-            .map_err(|e| Box::new(CallReport::refused(tool, e)))?;
-        let plugin = &self.plugins[p];
-        let name = plugin.tools[t].name.clone();
-        let refuse = |e| Box::new(CallReport::refused(&name, e));
-        let parsed =
-            parse_input(&name, input, self.config.runtime.max_input_bytes).map_err(refuse)?;
-        if let Err(reason) = check_schema(&plugin.validators[t], &parsed) {
-            return Err(refuse(CallError::InvalidInput {
-                tool: name.clone(),
-                reason,
-            }));
-        }
-        Ok(Prepared {
-            plugin: p,
-            tool: t,
-            name,
-        })
-    }
-
-    /// What a hook sees of a prepared call.
-    pub(crate) fn hook_request(
-        &self,
-        prepared: &Prepared,
-        input: &str,
-        ctx: &CallContext,
-        tags: Vec<String>,
-    ) -> HookRequest {
-        let info = self.info(prepared);
-        HookRequest {
-            call_id: ctx.call_id.clone(),
-            tool: info.name.clone(),
-            action: info.action.clone(),
-            role: ctx.role.clone(),
-            session: ctx.session_id.clone(),
-            input: input.to_string(),
-            estimated_cost: info.cost.unwrap_or(0.0),
-            destructive: info.destructive,
-            tags,
-        }
-    }
-
-    pub(crate) fn info(&self, prepared: &Prepared) -> &ToolInfo {
-        &self.plugins[prepared.plugin].tools[prepared.tool]
-    }
-
-    pub(crate) fn digest(&self, prepared: &Prepared) -> &str {
-        &self.plugins[prepared.plugin].digest
-    }
-
     /// The hook chain every call passes.
     pub fn hooks(&self) -> &HookChain {
         &self.hooks
     }
 
-    /// Tells the hooks that allowed a call how it ended. It runs in the
-    /// background, off the caller's path: its failures are logged (by the
-    /// chain) and change nothing.
-    pub(crate) fn after_hooks(
-        &self,
-        request: &HookRequest,
-        outcome: &ChainOutcome,
-        report: &CallReport,
-    ) {
-        if outcome.decisions.is_empty() {
-            return;
-        }
-        let summary = match &report.outcome {
-            Ok(_) => format!("ok in {:.1} ms", report.metering.wall.as_secs_f64() * 1e3),
-            Err(e) => format!("{}: {e}", e.kind()),
-        };
-        let ok = report.outcome.is_ok();
-        let (hooks, request, outcome) = (self.hooks.clone(), request.clone(), outcome.clone());
-        tokio::spawn(async move {
-            hooks.after(&request, &outcome, ok, &summary).await;
-        });
+    /// The hook chain, shared (the `after` notifications outlive the call).
+    pub(crate) fn hook_chain(&self) -> Arc<HookChain> {
+        self.hooks.clone()
     }
 
-    /// Runs a prepared call in fresh hands, past admission control.
-    pub(crate) async fn execute(
-        &self,
-        prepared: Prepared,
-        input: &str,
-        ctx: CallContext,
-    ) -> CallReport {
-        let plugin = self.plugins[prepared.plugin].clone();
-        let info = &plugin.tools[prepared.tool];
-        let name = prepared.name;
+    /// The estimated cost of each tool, in micros (tools without a cost left
+    /// out): what the budget counts for calls in flight.
+    pub(crate) fn tool_costs(&self) -> &Arc<HashMap<String, u64>> {
+        &self.tool_costs
+    }
+
+    /// Runs an admitted call in fresh hands, past admission control: the
+    /// pipeline's execute stage.
+    pub(crate) async fn execute(&self, call: Admitted, ctx: CallContext) -> CallReport {
+        let plugin = call.plugin().clone();
+        let info = call.info();
+        let name = info.name.clone();
 
         // Admission: a slot and the plugin's whole memory cap, up front, so
         // calls at their caps can never add up to more than the budget.
@@ -276,26 +193,19 @@ impl Host {
 
         let runtime = self.runtime.clone();
         let tool_name = info.tool.clone();
-        let input = input.to_string();
+        let input = call.input().to_string();
         let task_name = name.clone();
         // A task of its own, so a panic in host glue ends this call only.
         // Aborted if this future is dropped (a cancelled job): its store goes.
-        let task = AbortOnDrop(tokio::spawn(async move {
+        let task = crate::tasks::owned(async move {
             let report = run_call(&runtime, &plugin, &task_name, &tool_name, input, ctx).await;
             drop((slot, reserved));
             report
-        }));
+        });
         match task.join().await {
             Ok(report) => report,
-            Err(e) => {
-                let message = if e.is_panic() {
-                    format!(
-                        "the host panicked while serving the call: {}",
-                        crate::call::panic_message(e.into_panic().as_ref())
-                    )
-                } else {
-                    "the call was cancelled".to_string()
-                };
+            Err(why) => {
+                let message = format!("the host's task serving the call ended: {why}");
                 tracing::error!(tool = %name, %message, "call failed inside the host");
                 CallReport::refused(
                     &name,
@@ -310,65 +220,6 @@ impl Host {
 }
 
 const MIB: u64 = 1024 * 1024;
-
-/// A task aborted when its handle is dropped unawaited.
-struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
-
-impl<T> AbortOnDrop<T> {
-    async fn join(mut self) -> Result<T, tokio::task::JoinError> {
-        (&mut self.0).await
-    }
-}
-
-impl<T> Drop for AbortOnDrop<T> {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-/// A call whose tool is known and whose input passed its checks.
-pub struct Prepared {
-    plugin: usize,
-    tool: usize,
-    pub name: String,
-}
-
-/// The error of a call a hook denied.
-pub(crate) fn denied(tool: &str, d: &HookDecision) -> CallError {
-    CallError::Denied {
-        tool: tool.to_string(),
-        hook: d.hook.clone(),
-        pattern: d.pattern.clone(),
-        reason: d.reason.clone().unwrap_or_default(),
-        alternatives: d.alternatives.clone(),
-    }
-}
-
-fn check_schema(
-    validator: &jsonschema::Validator,
-    input: &serde_json::Value,
-) -> Result<(), String> {
-    let errors: Vec<String> = validator
-        .iter_errors(input)
-        .take(5)
-        .map(|e| {
-            let at = e.instance_path().to_string();
-            if at.is_empty() {
-                e.to_string()
-            } else {
-                format!("at `{at}`: {e}")
-            }
-        })
-        .collect();
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(format!(
-            "it does not match the tool's input schema: {}",
-            errors.join("; ")
-        ))
-    }
-}
 
 #[tracing::instrument(skip_all, fields(tool = %name, call_id = %ctx.call_id))]
 async fn run_call(

@@ -16,12 +16,14 @@
 //! it never imports MCP (`glovebox-mcp` adapts it), an HTTP server or clap
 //! (the `glovebox` binary, the root package, is a thin CLI over both).
 
+mod gateway;
 mod host;
 pub mod jobs;
 mod ledger;
 mod pipeline;
 pub mod replay;
 pub mod store_admin;
+pub mod tasks;
 
 /// What the operator writes: the host config and plugin manifests (the
 /// `glovebox-manifest` crate).
@@ -41,13 +43,15 @@ pub use glovebox_ledger::{approvals, billing, budget, detect, rescue, session};
 pub(crate) use glovebox_runtime::{bindings, call, error, plugin, runtime};
 pub use glovebox_runtime::{fault_injection, hooks, scratch};
 
+pub use gateway::Gateway;
 pub use glovebox_runtime::{
     CallContext, CallError, CallReport, Captured, LoadError, LoadedPlugin, Metering, ToolInfo,
 };
-pub use host::{Host, Prepared};
+pub use host::Host;
 pub use jobs::{
     JobError, JobErrorInfo, JobInfo, JobResult, JobStatus, Jobs, JobsConfig, WaitMode, WaitOutcome,
 };
 pub use ledger::{Durable, backend_of, open_sessions, open_store, store_dir};
 pub use manifest::{HostConfig, Limits, PluginManifest};
+pub use pipeline::Admitted;
 pub use session::{SessionError, Sessions};

@@ -1,5 +1,6 @@
 //! Policy replay: evaluate a hook chain against the calls a session recorded,
-//! and report each decision that would change. Nothing is executed.
+//! and report each decision that would change: the pipeline's first two
+//! stages (admit, judge) for each recorded call. Nothing is recorded or run.
 
 use serde::Serialize;
 
@@ -62,11 +63,10 @@ pub async fn replay(
             ));
             continue;
         };
-        let prepared = match host.prepare(tool, input) {
-            Ok(p) => p,
-            Err(r) => {
-                let why = r.outcome.err().map(|e| e.to_string()).unwrap_or_default();
-                report.skipped.push((call_id.clone(), why));
+        let call = match host.admit(tool, input) {
+            Ok(call) => call,
+            Err(e) => {
+                report.skipped.push((call_id.clone(), e.to_string()));
                 continue;
             }
         };
@@ -78,9 +78,9 @@ pub async fn replay(
             call_id: call_id.clone(),
             job_id: None,
         };
-        let request = host.hook_request(&prepared, input, &ctx, state.tags.clone());
-        let outcome = host.hooks().evaluate(&request).await;
-        let (replayed, hook, reason) = match &outcome.verdict {
+        // The pipeline's admit and judge stages; nothing is recorded or run.
+        let verdict = host.judge_only(&call, &ctx, state.tags.clone()).await;
+        let (replayed, hook, reason) = match &verdict {
             Verdict::Allow => ("allow", None, None),
             Verdict::Deny(d) => ("deny", Some(d.hook.clone()), d.reason.clone()),
             Verdict::Ask(d) => ("ask", Some(d.hook.clone()), d.reason.clone()),

@@ -226,14 +226,13 @@ impl Connection {
                 if !a.input.is_object() {
                     return Err(bad_arguments(tool, "`input` must be a JSON object"));
                 }
-                let input = a.input.to_string();
-                let name = self.precheck(&a.tool, &input)?;
+                let call = self.admit(&a.tool, &a.input)?;
                 let session = match self.session_for_call().await {
                     Ok(s) => s,
                     Err(e) => return Ok(results::session_failure(&e)),
                 };
                 Ok(
-                    match self.shared().jobs.spawn(&session, &name, &input).await {
+                    match self.shared().jobs.spawn_admitted(&session, call).await {
                         Ok(info) => results::ok(&info),
                         Err(e) => job_failure(&e)?,
                     },

@@ -59,8 +59,15 @@ impl HttpServer {
     pub async fn run(self) -> anyhow::Result<()> {
         // Leave room for an input up to the host's own limit, so an oversized
         // input gets the host's message rather than a bare 413.
-        let max_input = usize::try_from(self.server.host().config().runtime.max_input_bytes)
-            .unwrap_or(usize::MAX);
+        let max_input = usize::try_from(
+            self.server
+                .gateway()
+                .host()
+                .config()
+                .runtime
+                .max_input_bytes,
+        )
+        .unwrap_or(usize::MAX);
         let mut config = StreamableHttpServerConfig::default()
             .with_cancellation_token(self.stop.child_token())
             .with_max_request_body_bytes(max_input.saturating_mul(2).max(4 << 20));

@@ -52,11 +52,9 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 
-use glovebox::CallError;
-use glovebox::Host;
 use glovebox::jobs::{Jobs, JobsConfig};
 use glovebox::session::{Role, SessionError, StartSession};
-use glovebox::{Durable, open_sessions};
+use glovebox::{Admitted, CallError, Gateway};
 
 pub use http::HttpServer;
 pub use tools::BUILTINS;
@@ -65,7 +63,7 @@ pub use tools::BUILTINS;
 /// elicitation; after that the approval stays pending for an operator.
 const ELICITATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
 
-/// What every connection shares: the host, its durable store, the jobs runner
+/// What every connection shares: the gateway (the host and its ledger), the jobs runner
 /// and the tool list (fixed for the life of the server).
 #[derive(Clone)]
 pub struct McpServer {
@@ -73,8 +71,7 @@ pub struct McpServer {
 }
 
 struct Shared {
-    host: Arc<Host>,
-    durable: Arc<Durable>,
+    gateway: Gateway,
     jobs: Arc<Jobs>,
     tools: Vec<Tool>,
 }
@@ -83,9 +80,8 @@ impl McpServer {
     /// Loads the host from `config`, opens its durable store and starts the
     /// jobs runner, re-queueing the jobs a previous run left.
     pub async fn open(config: &Path) -> anyhow::Result<McpServer> {
-        let host = Arc::new(Host::from_config_file(config).await?);
-        let durable = Arc::new(open_sessions(host.config())?);
-        let jobs = Jobs::new(host.clone(), durable.clone(), JobsConfig::default());
+        let gateway = Gateway::open(config).await?;
+        let jobs = Jobs::new(gateway.clone(), JobsConfig::default());
         let recovered = jobs
             .recover()
             .await
@@ -93,24 +89,28 @@ impl McpServer {
         if !recovered.is_empty() {
             tracing::info!(jobs = recovered.len(), "recovered background jobs");
         }
-        Ok(McpServer::new(host, durable, jobs))
+        Ok(McpServer::new(gateway, jobs))
     }
 
-    pub fn new(host: Arc<Host>, durable: Arc<Durable>, jobs: Arc<Jobs>) -> McpServer {
-        let mut tools: Vec<Tool> = host.tools().into_iter().map(tools::plugin_tool).collect();
+    pub fn new(gateway: Gateway, jobs: Arc<Jobs>) -> McpServer {
+        let mut tools: Vec<Tool> = gateway
+            .host()
+            .tools()
+            .into_iter()
+            .map(tools::plugin_tool)
+            .collect();
         tools.extend(tools::builtin_tools());
         McpServer {
             inner: Arc::new(Shared {
-                host,
-                durable,
+                gateway,
                 jobs,
                 tools,
             }),
         }
     }
 
-    pub fn host(&self) -> &Arc<Host> {
-        &self.inner.host
+    pub fn gateway(&self) -> &Gateway {
+        &self.inner.gateway
     }
 
     pub fn jobs(&self) -> &Arc<Jobs> {
@@ -199,45 +199,42 @@ impl Connection {
         &self,
         f: impl FnOnce(&glovebox::session::Sessions) -> Result<T, SessionError> + Send + 'static,
     ) -> Result<T, SessionError> {
-        let sessions = self.shared().durable.sessions.clone();
-        match tokio::task::spawn_blocking(move || f(&sessions)).await {
-            Ok(r) => r,
-            Err(e) => Err(SessionError::Storage(glovebox::storage::StorageError::Io(
-                format!("the session store task failed: {e}"),
-            ))),
-        }
+        let sessions = self.shared().gateway.sessions().clone();
+        glovebox::tasks::blocking(
+            move || f(&sessions),
+            |why| {
+                SessionError::Storage(glovebox::storage::StorageError::Io(format!(
+                    "the session store: {why}"
+                )))
+            },
+        )
+        .await
     }
 
-    /// Resolves a plugin tool and checks its input exactly as the pipeline
-    /// will, before anything is logged: a failure is a bad request.
-    fn precheck(&self, tool: &str, input: &str) -> Result<String, ErrorData> {
-        match self.shared().host.prepare(tool, input) {
-            Ok(prepared) => Ok(prepared.name),
-            Err(report) => Err(match &report.outcome {
-                Err(e) => results::bad_request(e),
-                Ok(_) => ErrorData::internal_error("the input check passed and failed", None),
-            }),
-        }
+    /// The pipeline's first stage, before anything is logged: an unknown
+    /// tool or a bad input is a bad request (JSON-RPC invalid params).
+    fn admit(&self, tool: &str, input: &Value) -> Result<Admitted, ErrorData> {
+        self.shared()
+            .gateway
+            .host()
+            .admit_value(tool, input)
+            .map_err(|e| results::bad_request(&e))
     }
 
     /// A plugin tool call in the bound (or default) session.
     async fn call_plugin(
         &self,
         tool: &str,
-        input: String,
+        input: Value,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let name = self.precheck(tool, &input)?;
+        let call = self.admit(tool, &input)?;
+        let name = call.name().to_string();
         let session = match self.session_for_call().await {
             Ok(s) => s,
             Err(e) => return Ok(results::session_failure(&e)),
         };
-        let shared = self.shared();
-        let report = match shared
-            .host
-            .call_in_session(&shared.durable, &session, &name, &input, None)
-            .await
-        {
+        let report = match self.shared().gateway.call(&session, call, None, None).await {
             Ok(r) => r,
             Err(e) => return Ok(results::session_failure(&e)),
         };
@@ -306,18 +303,14 @@ impl Connection {
             .and_then(Value::as_bool);
         match (answer.action, approved) {
             (ElicitationAction::Accept, Some(true)) => {
-                match shared.host.approve(&shared.durable, approval_id).await {
+                match shared.gateway.approve(approval_id).await {
                     Ok(report) => Some(results::report(report)),
                     Err(e) => Some(results::session_failure(&e)),
                 }
             }
             (ElicitationAction::Accept, _) | (ElicitationAction::Decline, _) => {
                 let why = "declined by the client's user (MCP elicitation)";
-                match shared
-                    .host
-                    .deny_approval(&shared.durable, approval_id, why)
-                    .await
-                {
+                match shared.gateway.deny_approval(approval_id, why).await {
                     Ok(a) => Some(results::call_error(&CallError::Denied {
                         tool: tool.to_string(),
                         hook: "operator".to_string(),
@@ -344,8 +337,7 @@ impl Connection {
         if BUILTINS.contains(&name.as_str()) {
             return self.builtin(&name, args).await;
         }
-        let input = Value::Object(args).to_string();
-        self.call_plugin(&name, input, &context).await
+        self.call_plugin(&name, Value::Object(args), &context).await
     }
 }
 

@@ -84,6 +84,8 @@ macro_rules! storage_contract_tests {
             writers_sharing_one_stream_extend_it_without_gaps,
             a_multi_entry_append_is_seen_whole_or_not_at_all,
             a_reopened_store_sees_every_acknowledged_write,
+            unsynced_appends_are_read_back_checked_and_made_durable_by_sync,
+            a_durable_write_makes_the_unsynced_appends_before_it_durable,
             buckets_put_get_delete_and_scan_by_prefix,
             scan_prefixes_are_literal,
             buckets_lists_the_buckets_holding_keys,
@@ -431,6 +433,51 @@ pub fn a_reopened_store_sees_every_acknowledged_write<B: Backend>() {
     );
     assert_eq!(store.get("jobs", "j1").unwrap(), None);
     assert_eq!(store.append("s1", 2, &entries(&["d"])).unwrap(), 3);
+}
+
+pub fn unsynced_appends_are_read_back_checked_and_made_durable_by_sync<B: Backend>() {
+    let tmp = tempfile::tempdir().unwrap();
+    {
+        let store = open::<B>(tmp.path());
+        assert_eq!(
+            store
+                .append_unsynced("s", 0, &entries(&["a", "b"]))
+                .unwrap(),
+            2
+        );
+        // Applied: read back, and the next append is checked against it.
+        assert_eq!(
+            store.read("s", 1, 10).unwrap(),
+            vec![(1, b"a".to_vec()), (2, b"b".to_vec())]
+        );
+        assert!(matches!(
+            store.append_unsynced("s", 0, &entries(&["x"])),
+            Err(StorageError::Conflict { actual: 2, .. })
+        ));
+        assert_eq!(store.append_unsynced("s", 2, &entries(&["c"])).unwrap(), 3);
+        store.sync().unwrap();
+    }
+    let store = open::<B>(tmp.path());
+    assert_eq!(store.last_seq("s").unwrap(), 3);
+    assert_eq!(store.read("s", 3, 10).unwrap(), vec![(3, b"c".to_vec())]);
+}
+
+pub fn a_durable_write_makes_the_unsynced_appends_before_it_durable<B: Backend>() {
+    let tmp = tempfile::tempdir().unwrap();
+    {
+        let store = open::<B>(tmp.path());
+        store
+            .append_unsynced("s", 0, &entries(&["requested"]))
+            .unwrap();
+        store.append_unsynced("t", 0, &entries(&["other"])).unwrap();
+        store.append("s", 1, &entries(&["finished"])).unwrap();
+    }
+    let store = open::<B>(tmp.path());
+    assert_eq!(
+        store.read("s", 1, 10).unwrap(),
+        vec![(1, b"requested".to_vec()), (2, b"finished".to_vec())]
+    );
+    assert_eq!(store.last_seq("t").unwrap(), 1);
 }
 
 pub fn buckets_put_get_delete_and_scan_by_prefix<B: Backend>() {

@@ -102,6 +102,28 @@ pub trait Storage: Send + Sync + 'static {
         entries: &[Vec<u8>],
     ) -> Result<u64, StorageError>;
 
+    /// [`Storage::append`] that may return before the entries are durable:
+    /// they are applied (read back, and ordered before every later write), but
+    /// a crash may lose them until [`Storage::sync`], or a later durable write,
+    /// returns. What a durable write makes durable includes every write applied
+    /// before it. A backend whose write is its own flush keeps the default,
+    /// which is `append`.
+    fn append_unsynced(
+        &self,
+        stream: &str,
+        expected_last: u64,
+        entries: &[Vec<u8>],
+    ) -> Result<u64, StorageError> {
+        self.append(stream, expected_last, entries)
+    }
+
+    /// Returns once every write applied before the call is durable. With the
+    /// default [`Storage::append_unsynced`] every write is durable on return,
+    /// so there is nothing to wait for.
+    fn sync(&self) -> Result<(), StorageError> {
+        Ok(())
+    }
+
     /// Up to `max` entries of `stream` with sequence >= `from`, in order.
     ///
     /// Fails with [`StorageError::Damaged`] when an entry it would return, or

@@ -424,8 +424,10 @@ impl SledStore {
     }
 }
 
-impl Storage for SledStore {
-    fn append(
+impl SledStore {
+    /// The append itself, applied in sled's memory (and its log's buffers);
+    /// durable once a flush that started after it completes.
+    fn apply_append(
         &self,
         stream: &str,
         expected_last: u64,
@@ -455,16 +457,46 @@ impl Storage for SledStore {
                     actual,
                 });
             }
-            // An empty append only confirms the head. It still waits for a
-            // flush below: that head may be another writer's, not yet durable.
+            // An empty append only confirms the head (a durable one still
+            // waits for a flush: see `append`).
             if let Some(record) = record {
                 self.streams
                     .insert(entry_key(&prefix, expected_last + 1), record)
                     .map_err(|e| self.write_failed(e))?;
             }
         }
+        Ok(new_last)
+    }
+}
+
+impl Storage for SledStore {
+    fn append(
+        &self,
+        stream: &str,
+        expected_last: u64,
+        entries: &[Vec<u8>],
+    ) -> Result<u64, StorageError> {
+        let new_last = self.apply_append(stream, expected_last, entries)?;
+        // An empty append only confirms the head, and still waits: that head
+        // may be another writer's, not yet durable.
         self.wait_durable()?;
         Ok(new_last)
+    }
+
+    /// Applied, not flushed: the next flush (any writer's) carries it. sled's
+    /// log is written in order, so a flush that makes a later write durable
+    /// makes this one durable too.
+    fn append_unsynced(
+        &self,
+        stream: &str,
+        expected_last: u64,
+        entries: &[Vec<u8>],
+    ) -> Result<u64, StorageError> {
+        self.apply_append(stream, expected_last, entries)
+    }
+
+    fn sync(&self) -> Result<(), StorageError> {
+        self.wait_durable()
     }
 
     fn read(

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use glovebox::session::{Role, StartSession};
-use glovebox::{Durable, Host, HostConfig, Jobs, JobsConfig, PluginManifest, open_sessions};
+use glovebox::{Gateway, Host, HostConfig, Jobs, JobsConfig, PluginManifest, open_sessions};
 use glovebox_mcp::{HttpServer, McpServer};
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
@@ -19,16 +19,17 @@ use super::artifact;
 
 /// A host with the echo plugin and no hooks in `data`, its store, and an MCP
 /// server over both.
-pub async fn echo_server(data: &Path) -> (Arc<Host>, Arc<Durable>, McpServer) {
+pub async fn echo_server(data: &Path) -> (Gateway, McpServer) {
     let mut echo = PluginManifest::for_component(artifact("tool_echo"), &Default::default());
     echo.name = "echo".into();
     let mut config = HostConfig::from_plugins(data.to_path_buf(), vec![echo]);
     config.hooks_explicitly_none = true;
     let host = Arc::new(Host::load(config).await.expect("host loads"));
     let durable = Arc::new(open_sessions(host.config()).expect("store opens"));
-    let jobs = Jobs::new(host.clone(), durable.clone(), JobsConfig::default());
-    let server = McpServer::new(host.clone(), durable.clone(), jobs);
-    (host, durable, server)
+    let gateway = Gateway::new(host, durable);
+    let jobs = Jobs::new(gateway.clone(), JobsConfig::default());
+    let server = McpServer::new(gateway.clone(), jobs);
+    (gateway, server)
 }
 
 pub struct Stats {
@@ -67,9 +68,9 @@ where
 
 /// `n` echo calls through `call_in_session` in a new session, without MCP:
 /// the reference for the MCP rows.
-pub async fn in_session(host: &Host, durable: &Durable, n: usize) -> Stats {
-    let session = durable
-        .sessions
+pub async fn in_session(gateway: &Gateway, n: usize) -> Stats {
+    let session = gateway
+        .sessions()
         .start(StartSession {
             role: Role::Workagent,
             project: "bench".into(),
@@ -83,7 +84,8 @@ pub async fn in_session(host: &Host, durable: &Durable, n: usize) -> Stats {
     measure(n, |_| {
         let session = &session;
         async move {
-            host.call_in_session(durable, session, "echo.echo", r#"{"message":"hi"}"#, None)
+            gateway
+                .call_in_session(session, "echo.echo", r#"{"message":"hi"}"#, None)
                 .await
                 .expect("session call")
                 .outcome

@@ -1,7 +1,7 @@
 //! Background jobs: tool calls run in a session without the caller waiting.
 //!
 //! A job is one call through the same pipeline as any other
-//! ([`Host::call_in_session`]: hooks, sandbox, log; its `call_requested`
+//! ([`Gateway::call`]: hooks, sandbox, log; its `call_requested`
 //! carries the job id). [`Jobs::spawn`] checks the request, persists the job
 //! as `queued` and returns at once; a task per job, admitted in FIFO order by
 //! a limit of `max_running`, runs it on the multi-threaded runtime, so
@@ -21,7 +21,7 @@
 //! The job types and the records are the ledger's (`glovebox_ledger::jobs`),
 //! re-exported here; this module is the runner, which needs the host.
 //!
-//! [`Host::call_in_session`]: crate::Host::call_in_session
+//! [`Gateway::call`]: crate::Gateway::call
 
 mod runner;
 

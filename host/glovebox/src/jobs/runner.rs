@@ -15,9 +15,8 @@ use glovebox_ledger::jobs::{
 
 use crate::call::CallReport;
 use crate::error::CallError;
-use crate::host::Host;
-use crate::ledger::Durable;
-use crate::pipeline::call_metering;
+use crate::gateway::Gateway;
+use crate::pipeline::{Admitted, call_metering};
 use crate::session::SessionError;
 
 /// How long [`Jobs::cancel`] waits for a running job's call to settle in
@@ -26,8 +25,7 @@ const CANCEL_SETTLE: Duration = Duration::from_secs(5);
 
 /// The background jobs of one host and data dir.
 pub struct Jobs {
-    host: Arc<Host>,
-    durable: Arc<Durable>,
+    gateway: Gateway,
     config: JobsConfig,
     store: Arc<JobStore>,
     /// Admission: `max_running` permits, handed out in queue order.
@@ -37,29 +35,34 @@ pub struct Jobs {
     queue_rx: Mutex<Option<mpsc::UnboundedReceiver<String>>>,
     /// Jobs this process has queued to run or runs: their cancel switch.
     live: Mutex<HashMap<String, watch::Sender<bool>>>,
+    /// Jobs spawned by this process, admitted already: run as admitted,
+    /// without checking their input again.
+    admitted: Mutex<HashMap<String, Admitted>>,
     /// Bumped at every status change; waiters watch it.
     changed: watch::Sender<u64>,
     this: Weak<Jobs>,
 }
 
 impl Jobs {
-    /// The jobs of `durable`'s store, run by `host`. `max_running` is at
-    /// least 1 and at most the host's `runtime.max_concurrent_calls`.
-    pub fn new(host: Arc<Host>, durable: Arc<Durable>, mut config: JobsConfig) -> Arc<Jobs> {
-        let cap = usize::try_from(host.config().runtime.max_concurrent_calls).unwrap_or(1);
+    /// The jobs of the gateway's store, run through its pipeline.
+    /// `max_running` is at least 1 and at most the host's
+    /// `runtime.max_concurrent_calls`.
+    pub fn new(gateway: Gateway, mut config: JobsConfig) -> Arc<Jobs> {
+        let cap =
+            usize::try_from(gateway.host().config().runtime.max_concurrent_calls).unwrap_or(1);
         config.max_running = config.max_running.clamp(1, cap.max(1));
         config.max_wait = config.max_wait.max(Duration::from_millis(1));
         let (queue, rx) = mpsc::unbounded_channel();
-        let store = Arc::new(JobStore::new(durable.storage.clone()));
+        let store = Arc::new(JobStore::new(gateway.ledger().storage.clone()));
         Arc::new_cyclic(|this| Jobs {
             permits: Arc::new(Semaphore::new(config.max_running)),
-            host,
-            durable,
+            gateway,
             config,
             store,
             queue,
             queue_rx: Mutex::new(Some(rx)),
             live: Mutex::new(HashMap::new()),
+            admitted: Mutex::new(HashMap::new()),
             changed: watch::Sender::new(0),
             this: this.clone(),
         })
@@ -87,7 +90,7 @@ impl Jobs {
                     recovered.push(job);
                 }
                 JobStatus::Running => {
-                    let now = now_ms();
+                    let now = self.now();
                     let (job, changed) = self
                         .update(&job.id, move |j| {
                             if j.status != JobStatus::Running {
@@ -140,18 +143,16 @@ impl Jobs {
         tool: &str,
         input: &str,
     ) -> Result<JobInfo, JobError> {
-        let (tool, idempotent) = match self.host.prepare(tool, input) {
-            Ok(prepared) => (prepared.name.clone(), self.host.info(&prepared).idempotent),
-            Err(report) => {
-                let message = report
-                    .outcome
-                    .err()
-                    .map(|e| e.to_string())
-                    .unwrap_or_default();
-                return Err(JobError::BadRequest(message));
-            }
-        };
-        let sessions = self.durable.sessions.clone();
+        let call = self
+            .gateway
+            .admit(tool, input)
+            .map_err(|e| JobError::BadRequest(e.to_string()))?;
+        self.persist(session, &call).await
+    }
+
+    /// Persists an admitted call as a queued job of `session`.
+    async fn persist(&self, session: &str, call: &Admitted) -> Result<JobInfo, JobError> {
+        let sessions = self.gateway.sessions().clone();
         let key = session.to_string();
         let state = blocking(move || sessions.show(&key).map_err(JobError::from)).await?;
         if !state.status.is_live() {
@@ -165,13 +166,13 @@ impl Jobs {
             id: new_job_id(),
             session: state.id.clone(),
             session_name: state.name.clone(),
-            tool,
-            input: input.to_string(),
+            tool: call.name().to_string(),
+            input: call.input().to_string(),
             status: JobStatus::Queued,
-            created_at_ms: creation_ms(),
+            created_at_ms: creation_ms(self.now()),
             started_at_ms: None,
             finished_at_ms: None,
-            idempotent,
+            idempotent: call.info().idempotent,
             attempts: 0,
             result: None,
         };
@@ -191,9 +192,31 @@ impl Jobs {
         tool: &str,
         input: &str,
     ) -> Result<JobInfo, JobError> {
-        let job = self.enqueue(session, tool, input).await?;
+        let call = self
+            .gateway
+            .admit(tool, input)
+            .map_err(|e| JobError::BadRequest(e.to_string()))?;
+        self.spawn_admitted(session, call).await
+    }
+
+    /// [`Jobs::spawn`] of a call already admitted (an adapter's).
+    pub async fn spawn_admitted(
+        self: &Arc<Self>,
+        session: &str,
+        call: Admitted,
+    ) -> Result<JobInfo, JobError> {
+        let job = self.persist(session, &call).await?;
+        self.admitted
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(job.id.clone(), call);
         self.start(&job.id);
         Ok(job)
+    }
+
+    /// Now, by the ledger's clock.
+    fn now(&self) -> u64 {
+        self.gateway.sessions().clock_ms()
     }
 
     /// The job as stored.
@@ -270,7 +293,7 @@ impl Jobs {
     /// without pause stops at the latest at its deadline). A final job is
     /// returned as it is.
     pub async fn cancel(&self, id: &str) -> Result<JobInfo, JobError> {
-        let now = now_ms();
+        let now = self.now();
         let was_running = Arc::new(AtomicBool::new(false));
         let running = was_running.clone();
         let (job, changed) = self
@@ -295,6 +318,10 @@ impl Jobs {
             } else {
                 // Queued here (or nowhere): it never runs; the dispatcher skips it.
                 live.remove(id);
+                self.admitted
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .remove(id);
                 None
             }
         };
@@ -324,7 +351,7 @@ impl Jobs {
         status: Option<JobStatus>,
     ) -> Result<Vec<JobInfo>, JobError> {
         let session = match session {
-            Some(s) => Some(self.durable.sessions.show(s)?.id),
+            Some(s) => Some(self.gateway.sessions().show(s)?.id),
             None => None,
         };
         Ok(self
@@ -375,7 +402,7 @@ impl Jobs {
             Some(switch) => switch.subscribe(),
             None => return,
         };
-        let now = now_ms();
+        let now = self.now();
         let started = self
             .update(&id, move |j| {
                 if j.status != JobStatus::Queued {
@@ -388,19 +415,27 @@ impl Jobs {
             })
             .await;
         if let Ok((job, true)) = started {
-            let report = self
-                .host
-                .call_in_session_cancellable(
-                    &self.durable,
-                    &job.session,
-                    &job.tool,
-                    &job.input,
-                    Some(job.id.clone()),
-                    Some(cancel),
-                )
-                .await;
+            let admitted = self
+                .admitted
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&id);
+            // A job this process did not spawn (recovered, or queued by the
+            // CLI) is admitted now: its tool or config may have changed.
+            let call = match admitted {
+                Some(call) => Ok(call),
+                None => self.gateway.admit(&job.tool, &job.input),
+            };
+            let report = match call {
+                Ok(call) => {
+                    self.gateway
+                        .call(&job.session, call, Some(job.id.clone()), Some(cancel))
+                        .await
+                }
+                Err(e) => Ok(CallReport::refused(&job.tool, e)),
+            };
             let (status, result) = outcome(report);
-            let now = now_ms();
+            let now = self.now();
             let finished = self
                 .update(&id, move |j| {
                     if j.status == JobStatus::Running {
@@ -520,12 +555,12 @@ fn failed_result(kind: &str, message: String) -> JobResult {
 async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, JobError> + Send + 'static,
 ) -> Result<T, JobError> {
-    match tokio::task::spawn_blocking(f).await {
-        Ok(r) => r,
-        Err(e) => Err(JobError::Storage(crate::storage::StorageError::Io(
-            format!("the job store task failed: {e}"),
-        ))),
-    }
+    crate::tasks::blocking(f, |why| {
+        JobError::Storage(crate::storage::StorageError::Io(format!(
+            "the job store: {why}"
+        )))
+    })
+    .await
 }
 
 /// `job-` and 12 hex digits.
@@ -534,23 +569,15 @@ fn new_job_id() -> String {
     format!("job-{}", &id[..12])
 }
 
-/// Now, but later than any job this process created before, so jobs list
+/// `now`, but later than any job this process created before, so jobs list
 /// in the order they were created.
-fn creation_ms() -> u64 {
+fn creation_ms(now: u64) -> u64 {
     use std::sync::atomic::AtomicU64;
     static LAST: AtomicU64 = AtomicU64::new(0);
-    let now = now_ms();
     let prev = LAST
         .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |last| {
             Some(now.max(last + 1))
         })
         .unwrap_or(now);
     now.max(prev + 1)
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-        .unwrap_or(0)
 }

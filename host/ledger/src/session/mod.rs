@@ -42,4 +42,4 @@ pub use recover::{RecoveredCall, Recovery};
 pub use state::{
     Counters, HandoffRecord, InFlightCall, InterruptedCall, SessionInfo, SessionState,
 };
-pub use store::{SessionDirs, Sessions, SessionsConfig};
+pub use store::{Commit, SessionDirs, Sessions, SessionsConfig};

@@ -11,7 +11,7 @@ use super::handoff::{Handoff, HandoffKind};
 use super::lifecycle::SessionStatus;
 use super::log;
 use super::state::{HandoffRecord, InterruptedCall, SessionInfo, SessionState};
-use super::store::{ID_PREFIX, SESSIONS_BUCKET, Sessions, lock, lock_slot};
+use super::store::{Commit, ID_PREFIX, SESSIONS_BUCKET, Sessions, lock, lock_slot};
 use crate::context_index::{INDEX_SOURCE, index_entries};
 use crate::manifest::BudgetCaps;
 use crate::values::ContextEntry;
@@ -389,23 +389,35 @@ impl Sessions {
 
     /// Appends the events `derive` makes of the session's current state (and
     /// the time), under the session's lock: nothing else is appended between
-    /// the look and the appends (the budget guard and its accounting). Each
-    /// event is checked against the lifecycle as it is appended; if one is
-    /// refused, the ones before it stay. Returns the events and what `derive`
-    /// returned besides.
+    /// the look and the appends (the budget guard and its accounting). The
+    /// events are one write: each is checked against the lifecycle as it would
+    /// stand after the ones before it, and if one is refused none is appended.
+    /// Returns the events and what `derive` returned besides.
     pub fn append_with<R>(
         &self,
         id_or_name: &str,
+        derive: impl FnOnce(&SessionState, u64) -> (Vec<EventKind>, R),
+    ) -> Result<(Vec<Event>, R), SessionError> {
+        self.append_with_commit(id_or_name, Commit::Durable, derive)
+    }
+
+    /// [`Sessions::append_with`] that returns, with [`Commit::Deferred`], once
+    /// the events are written but before they are durable (see
+    /// [`Sessions::sync`]).
+    pub fn append_with_commit<R>(
+        &self,
+        id_or_name: &str,
+        commit: Commit,
         derive: impl FnOnce(&SessionState, u64) -> (Vec<EventKind>, R),
     ) -> Result<(Vec<Event>, R), SessionError> {
         self.with_slot(id_or_name, |this, slot, id| {
             let state = this.loaded(slot, id)?;
             let now = this.now().max(state.updated_at_ms);
             let (kinds, extra) = derive(state, now);
-            let mut events = Vec::with_capacity(kinds.len());
-            for kind in kinds {
-                events.push(this.append_locked(slot, id, kind)?);
+            if kinds.is_empty() {
+                return Ok((Vec::new(), extra));
             }
+            let events = this.append_batch_locked(slot, id, kinds, commit)?;
             Ok((events, extra))
         })
     }

@@ -60,6 +60,15 @@ impl Default for SessionsConfig {
 
 type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
 
+/// When an append returns: once its events are durable, or as soon as they
+/// are written (the call pipeline's write-ahead record of a call that is safe
+/// to run again; its outcome is then appended durably, which makes both durable).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Commit {
+    Durable,
+    Deferred,
+}
+
 /// One session's lock and cached state (`None` until loaded, or after a failure
 /// that may have left the cache behind the log).
 #[derive(Default)]
@@ -130,6 +139,12 @@ impl Sessions {
         (self.clock)()
     }
 
+    /// Now, in unix millis, by the sessions' clock (injectable: see
+    /// [`Sessions::with_clock`]). Everything the ledger's users stamp uses it.
+    pub fn clock_ms(&self) -> u64 {
+        self.now()
+    }
+
     /// The lock and cache of session `id`.
     pub(crate) fn slot(&self, id: &str) -> Arc<Mutex<Slot>> {
         lock(&self.slots).entry(id.to_string()).or_default().clone()
@@ -166,21 +181,55 @@ impl Sessions {
         &self,
         slot: &mut Slot,
         id: &str,
-        mut kind: EventKind,
+        kind: EventKind,
     ) -> Result<Event, SessionError> {
+        let mut events = self.append_batch_locked(slot, id, vec![kind], Commit::Durable)?;
+        events
+            .pop()
+            .ok_or_else(|| SessionError::NotFound(id.to_string()))
+    }
+
+    /// Appends `kinds` to session `id` as one write: each is checked against
+    /// the lifecycle as it would stand after the ones before it, and either
+    /// all of them reach the log or none does. The caller holds the session's
+    /// slot. With [`Commit::Deferred`] it may return before they are durable
+    /// (see [`Storage::append_unsynced`]): a crash may lose them until a later
+    /// durable write (or [`Sessions::sync`]) returns.
+    pub(crate) fn append_batch_locked(
+        &self,
+        slot: &mut Slot,
+        id: &str,
+        kinds: Vec<EventKind>,
+        commit: Commit,
+    ) -> Result<Vec<Event>, SessionError> {
+        let mut kinds = kinds;
         let mut attempt = 0;
         loop {
             attempt += 1;
             let state = self.loaded(slot, id)?;
-            state.check(&kind)?;
-            let at = self.now().max(state.updated_at_ms);
-            let event = Event::seal(id, state.last_seq + 1, at, &state.last_hash, kind);
-            match self.storage.append(id, state.last_seq, &[event.to_bytes()]) {
+            // The events sealed and checked against a copy of the state, so a
+            // refusal anywhere in the batch leaves the cache as it was.
+            let mut next = state.clone();
+            let mut events = Vec::with_capacity(kinds.len());
+            let now = self.now();
+            for kind in kinds {
+                next.check(&kind)?;
+                let at = now.max(next.updated_at_ms);
+                let event = Event::seal(id, next.last_seq + 1, at, &next.last_hash, kind);
+                next.apply(&event)?;
+                events.push(event);
+            }
+            let bytes: Vec<Vec<u8>> = events.iter().map(Event::to_bytes).collect();
+            let written = match commit {
+                Commit::Durable => self.storage.append(id, state.last_seq, &bytes),
+                Commit::Deferred => self.storage.append_unsynced(id, state.last_seq, &bytes),
+            };
+            match written {
                 Ok(_) => {}
                 Err(StorageError::Conflict { .. }) if attempt < CONFLICT_RETRIES => {
                     // Another host extended the log: reload and check again.
                     slot.state = None;
-                    kind = event.kind;
+                    kinds = events.into_iter().map(|e| e.kind).collect();
                     continue;
                 }
                 Err(e) => {
@@ -189,14 +238,26 @@ impl Sessions {
                     return Err(log::storage_error(e, &self.label_of(id)));
                 }
             }
-            let before = SessionInfo::from(&*state);
-            if let Err(e) = state.apply(&event) {
-                slot.state = None;
-                return Err(e);
+            // Applied one by one, so each event's upkeep (index, checkpoint)
+            // sees the state it left.
+            for event in &events {
+                let before = SessionInfo::from(&*state);
+                if let Err(e) = state.apply(event) {
+                    slot.state = None;
+                    return Err(e);
+                }
+                self.after_append(state, &before, event);
             }
-            self.after_append(state, &before, &event);
-            return Ok(event);
+            return Ok(events);
         }
+    }
+
+    /// Returns once every event appended before the call is durable (after
+    /// appends with [`Commit::Deferred`]).
+    pub fn sync(&self) -> Result<(), SessionError> {
+        self.storage
+            .sync()
+            .map_err(|e| log::storage_error(e, "the session store"))
     }
 
     /// Index and checkpoint upkeep after an acknowledged append. The event is

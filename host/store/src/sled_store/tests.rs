@@ -153,3 +153,17 @@ fn strict_durability_works_and_syncs_blobs() {
     assert_eq!(store.last_seq("s").unwrap(), 2);
     assert_eq!(store.get("checkpoints", "s").unwrap(), Some(big));
 }
+
+#[test]
+fn an_unsynced_append_waits_for_no_flush_and_sync_runs_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = open(tmp.path());
+    let before = store.flush_count();
+    store.append_unsynced("s", 0, &entries(&["a"])).unwrap();
+    store.append_unsynced("s", 1, &entries(&["b"])).unwrap();
+    assert_eq!(store.flush_count(), before, "an unsynced append flushed");
+    store.sync().unwrap();
+    assert_eq!(store.flush_count(), before + 1);
+    store.append("s", 2, &entries(&["c"])).unwrap();
+    assert_eq!(store.flush_count(), before + 2);
+}

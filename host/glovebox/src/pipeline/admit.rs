@@ -1,0 +1,124 @@
+//! Admit: a request becomes a call the pipeline can take, or a bad request
+//! that is not a call at all (nothing is logged, nothing is judged).
+//!
+//! The tool is resolved and the input is checked once (size, JSON, the tool's
+//! schema) into an [`Admitted`] call; every later stage, every adapter and
+//! the jobs runner hand that on instead of the text, so no input is parsed or
+//! checked twice.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::call::parse_input;
+use crate::error::CallError;
+use crate::host::Host;
+use crate::plugin::{LoadedPlugin, ToolInfo};
+
+/// A call whose tool is known and whose input passed its checks.
+#[derive(Clone)]
+pub struct Admitted {
+    plugin: Arc<LoadedPlugin>,
+    tool: usize,
+    input: String,
+}
+
+impl Admitted {
+    /// The tool's full name, `plugin.tool`.
+    pub fn name(&self) -> &str {
+        &self.info().name
+    }
+
+    /// What the tool declares of itself (action, cost, destructive, idempotent).
+    pub fn info(&self) -> &ToolInfo {
+        &self.plugin.tools[self.tool]
+    }
+
+    /// The input as the guest will get it (JSON text).
+    pub fn input(&self) -> &str {
+        &self.input
+    }
+
+    /// The sha256 of the tool's component: an approval is for one build.
+    pub fn component_digest(&self) -> &str {
+        &self.plugin.digest
+    }
+
+    pub(crate) fn plugin(&self) -> &Arc<LoadedPlugin> {
+        &self.plugin
+    }
+
+    /// May run while its write-ahead record is still being flushed: running it
+    /// again after a crash is harmless (idempotent and not destructive).
+    pub(crate) fn may_run_before_durable(&self) -> bool {
+        let info = self.info();
+        info.idempotent && !info.destructive
+    }
+}
+
+impl Host {
+    /// Resolves `tool` (`plugin.tool`, or a bare name one plugin alone
+    /// offers) and checks `input`, JSON text: its size, that it parses, and
+    /// the tool's input schema.
+    pub fn admit(&self, tool: &str, input: &str) -> Result<Admitted, CallError> {
+        let (plugin, index) = self.locate(tool)?;
+        let name = &plugin.tools[index].name;
+        let parsed = parse_input(name, input, self.config().runtime.max_input_bytes)?;
+        check_schema(&plugin, index, &parsed)?;
+        Ok(Admitted {
+            plugin,
+            tool: index,
+            input: input.to_string(),
+        })
+    }
+
+    /// [`Host::admit`] for an input that is already parsed (an MCP request's
+    /// arguments): it is checked as it is and serialized once.
+    pub fn admit_value(&self, tool: &str, input: &Value) -> Result<Admitted, CallError> {
+        let (plugin, index) = self.locate(tool)?;
+        let text = input.to_string();
+        let max = self.config().runtime.max_input_bytes;
+        if text.len() as u64 > max {
+            return Err(CallError::InvalidInput {
+                tool: plugin.tools[index].name.clone(),
+                reason: format!(
+                    "input is {} bytes, more than the limit of {max} bytes (`runtime.max_input_bytes`)",
+                    text.len()
+                ),
+            });
+        }
+        check_schema(&plugin, index, input)?;
+        Ok(Admitted {
+            plugin,
+            tool: index,
+            input: text,
+        })
+    }
+}
+
+/// The tool's input schema, checked; the first few violations, each with
+/// where in the input it is.
+fn check_schema(plugin: &LoadedPlugin, tool: usize, input: &Value) -> Result<(), CallError> {
+    let errors: Vec<String> = plugin.validators[tool]
+        .iter_errors(input)
+        .take(5)
+        .map(|e| {
+            let at = e.instance_path().to_string();
+            if at.is_empty() {
+                e.to_string()
+            } else {
+                format!("at `{at}`: {e}")
+            }
+        })
+        .collect();
+    if errors.is_empty() {
+        return Ok(());
+    }
+    Err(CallError::InvalidInput {
+        tool: plugin.tools[tool].name.clone(),
+        reason: format!(
+            "it does not match the tool's input schema: {}",
+            errors.join("; ")
+        ),
+    })
+}

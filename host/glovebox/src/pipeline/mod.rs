@@ -1,0 +1,170 @@
+//! The one call pipeline. Every way in (the CLI, MCP, a background job, an
+//! operator's approval, a re-run of an interrupted call, a standalone call
+//! with no session) takes the same stages, each in its own file:
+//!
+//! 1. **admit** (`admit.rs`): resolve the tool, check the input once into an
+//!    [`Admitted`] call; a bad request is not a call and leaves no trace;
+//! 2. **judge** (`judge.rs`): the hook chain, or the operator's approval, or
+//!    the original judgement of a re-run;
+//! 3. **record** (`record.rs`): the write-ahead record, one write to the
+//!    session's log with the budget judged under the session's lock
+//!    (requested, decisions, and started or finished);
+//! 4. **execute**: fresh hands, past admission control ([`Host::execute`]);
+//! 5. **settle** (`settle.rs`): the outcome logged durably (then, and only
+//!    then, the result is acknowledged), budget warnings, the detector, and
+//!    the hooks told how the call ended.
+//!
+//! A call outside any session skips record and settle's log: nothing is
+//! written, and a hook's ask is a refusal, since nobody can wait for a human.
+//! A call the log cannot record is not run; a result the log cannot record is
+//! not acknowledged, and the session is paused.
+
+mod admit;
+mod judge;
+mod record;
+mod settle;
+
+use crate::call::{CallContext, CallReport, Metering, new_call_id};
+use crate::error::CallError;
+use crate::gateway::Gateway;
+use crate::hooks::Verdict;
+use crate::host::Host;
+use crate::session::{CallMetering, SessionError, SessionState};
+use crate::storage::StorageError;
+
+pub use admit::Admitted;
+pub(crate) use judge::Judge;
+use judge::{denied, judge, unanswerable};
+use record::{Recorded, call_cost, record};
+
+impl Host {
+    /// Runs one call outside any session: the hook chain judges it, then it
+    /// runs in fresh hands. Never panics and never leaves anything of the call
+    /// behind but what the tool wrote to a granted directory. A call a hook
+    /// wants a human to approve is denied here: only a session can wait.
+    pub async fn call(&self, tool: &str, input: &str, ctx: CallContext) -> CallReport {
+        match self.admit(tool, input) {
+            Ok(call) => self.call_admitted(call, ctx).await,
+            Err(e) => CallReport::refused(tool, e),
+        }
+    }
+
+    /// [`Host::call`] of a call already admitted.
+    pub async fn call_admitted(&self, call: Admitted, ctx: CallContext) -> CallReport {
+        let judgement = judge(self, &Judge::Hooks, &call, &ctx, Vec::new()).await;
+        let refusal = match &judgement.verdict {
+            Verdict::Allow => None,
+            Verdict::Deny(d) => Some(denied(call.name(), d)),
+            Verdict::Ask(d) => Some(unanswerable(call.name(), d)),
+        };
+        if let Some(err) = refusal {
+            return CallReport::refused(call.name(), err);
+        }
+        let report = self.execute(call, ctx).await;
+        settle::tell_hooks(self, &judgement, &report);
+        report
+    }
+}
+
+impl Host {
+    /// The judge stage alone, by the hook chain: what it would decide of
+    /// `call` (policy replay). Nothing is recorded or run.
+    pub(crate) async fn judge_only(
+        &self,
+        call: &Admitted,
+        ctx: &CallContext,
+        tags: Vec<String>,
+    ) -> Verdict {
+        judge(self, &Judge::Hooks, call, ctx, tags).await.verdict
+    }
+}
+
+impl Gateway {
+    /// The stages of a call in session `state`, judged by `by`; see the module docs.
+    pub(crate) async fn run(
+        &self,
+        state: &SessionState,
+        call: Admitted,
+        by: Judge,
+        job_id: Option<String>,
+        cancel: Option<tokio::sync::watch::Receiver<bool>>,
+    ) -> Result<CallReport, SessionError> {
+        let (host, ledger) = (self.host(), self.ledger());
+        let ctx = CallContext {
+            session_id: state.id.clone(),
+            session_name: state.name.clone(),
+            role: state.role.to_string(),
+            call_id: new_call_id(),
+            job_id,
+        };
+        let mut judgement = judge(host, &by, &call, &ctx, state.tags.clone()).await;
+        match record(host, ledger, state, &call, &ctx, &mut judgement).await? {
+            Recorded::Refused(err) => {
+                settle::refused(host, ledger, &state.id).await;
+                Ok(CallReport::refused(call.name(), err))
+            }
+            Recorded::Run => {
+                let cost = call_cost(&call);
+                let name = call.name().to_string();
+                let report = match cancel {
+                    None => host.execute(call, ctx.clone()).await,
+                    Some(cancel) => {
+                        cancellable(host.execute(call, ctx.clone()), cancel, &name).await
+                    }
+                };
+                settle::settle(host, ledger, &state.id, &ctx, cost, &report).await?;
+                settle::tell_hooks(host, &judgement, &report);
+                Ok(report)
+            }
+        }
+    }
+}
+
+/// Runs the ledger's (blocking) work off the async threads.
+pub(crate) async fn ledger_work<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, SessionError> + Send + 'static,
+) -> Result<T, SessionError> {
+    crate::tasks::blocking(f, |why| {
+        SessionError::Storage(StorageError::Io(format!("the session store: {why}")))
+    })
+    .await
+}
+
+/// What one call cost, as the log records it: the runtime's metering, without
+/// the tool's estimated cost (settle adds it for calls that ran).
+pub(crate) fn call_metering(m: &Metering) -> CallMetering {
+    CallMetering {
+        wall_us: u64::try_from(m.wall.as_micros()).unwrap_or(u64::MAX),
+        fuel: m.fuel,
+        peak_memory_bytes: m.peak_memory_bytes,
+        bytes_in: m.bytes_in,
+        bytes_out: m.bytes_out,
+        cost_micros: 0,
+    }
+}
+
+/// Runs `call` unless `cancel` comes first: a cancelled call ends at once
+/// (the call's future, and with it its instance, is dropped).
+async fn cancellable(
+    call: impl std::future::Future<Output = CallReport>,
+    mut cancel: tokio::sync::watch::Receiver<bool>,
+    tool: &str,
+) -> CallReport {
+    let cancelled = async move {
+        if cancel.wait_for(|c| *c).await.is_err() {
+            // Nobody can cancel any more: the call runs to its end.
+            std::future::pending::<()>().await;
+        }
+    };
+    tokio::select! {
+        biased;
+        () = cancelled => CallReport::refused(
+            tool,
+            CallError::Cancelled {
+                tool: tool.to_string(),
+                reason: "its background job was cancelled".to_string(),
+            },
+        ),
+        report = call => report,
+    }
+}

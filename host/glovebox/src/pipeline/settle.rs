@@ -1,0 +1,130 @@
+//! Settle: what happens once a call has its outcome.
+//!
+//! The outcome goes into the log, durably: the result is acknowledged only
+//! then (and that write makes the call's write-ahead record durable too, if
+//! it was not yet). Then, in the same trip to the ledger and best effort (the
+//! call is acknowledged already), the budget's warnings due and the
+//! stuck-agent detector. The hooks that judged the call hear how it ended, in
+//! the background.
+
+use crate::budget;
+use crate::call::{CallContext, CallReport};
+use crate::host::Host;
+use crate::ledger::Durable;
+use crate::session::{EventKind, SessionError, Sessions, digest, inline_if_small};
+
+use super::judge::Judgement;
+use super::{call_metering, ledger_work};
+
+/// Logs the outcome of a call that ran; see the module docs. `Err`: the
+/// outcome could not be logged, so the result is not acknowledged, and the
+/// session is paused until an operator looks.
+pub(crate) async fn settle(
+    host: &Host,
+    ledger: &Durable,
+    session: &str,
+    ctx: &CallContext,
+    cost_micros: u64,
+    report: &CallReport,
+) -> Result<(), SessionError> {
+    let (outcome, error, output, output_digest) = match &report.outcome {
+        Ok(value) => {
+            let text = value.to_string();
+            (
+                "ok".to_string(),
+                None,
+                inline_if_small(&text),
+                digest(text.as_bytes()),
+            )
+        }
+        Err(e) => (
+            e.kind().to_string(),
+            Some(e.to_string()),
+            None,
+            String::new(),
+        ),
+    };
+    let mut metering = call_metering(&report.metering);
+    metering.cost_micros = cost_micros;
+    let finished = EventKind::CallFinished {
+        call_id: ctx.call_id.clone(),
+        outcome,
+        error,
+        output,
+        output_digest,
+        metering,
+    };
+    let budgets = host.config().budgets.clone();
+    let detector = host.config().detector.clone();
+    let sessions = ledger.sessions.clone();
+    let id = session.to_string();
+    ledger_work(move || {
+        if let Err(e) = sessions.append(&id, finished) {
+            // Not acknowledged: say so, and stop the session until an
+            // operator looks (best effort: the store may be failing).
+            let reason = format!("the outcome of a call could not be logged: {e}");
+            let _ = sessions.pause(&id, &reason);
+            return Err(e);
+        }
+        if let Err(e) = budget::upkeep(&sessions, &budgets, &id) {
+            tracing::warn!(session = %id, error = %e, "could not log the session's budget warnings");
+        }
+        detect(&sessions, &detector, &id);
+        Ok(())
+    })
+    .await
+}
+
+/// The detector's look at a session after a call that did not run.
+pub(crate) async fn refused(host: &Host, ledger: &Durable, session: &str) {
+    let detector = host.config().detector.clone();
+    if !detector.enabled {
+        return;
+    }
+    let sessions = ledger.sessions.clone();
+    let id = session.to_string();
+    let _ = ledger_work(move || {
+        detect(&sessions, &detector, &id);
+        Ok(())
+    })
+    .await;
+}
+
+/// Tells the hooks that allowed a call how it ended, off the caller's path:
+/// their failures are logged (by the chain) and change nothing.
+pub(crate) fn tell_hooks(host: &Host, judgement: &Judgement, report: &CallReport) {
+    let Some(outcome) = &judgement.chain else {
+        return;
+    };
+    if outcome.decisions.is_empty() {
+        return;
+    }
+    let summary = match &report.outcome {
+        Ok(_) => format!("ok in {:.1} ms", report.metering.wall.as_secs_f64() * 1e3),
+        Err(e) => format!("{}: {e}", e.kind()),
+    };
+    let ok = report.outcome.is_ok();
+    let hooks = host.hook_chain();
+    let (request, outcome) = (judgement.request.clone(), outcome.clone());
+    crate::tasks::detached(async move {
+        hooks.after(&request, &outcome, ok, &summary).await;
+    });
+}
+
+/// Runs the stuck-agent detector on session `id` (best effort: the call is
+/// settled already). See [`crate::detect`].
+fn detect(sessions: &Sessions, config: &crate::manifest::DetectorConfig, id: &str) {
+    if !config.enabled {
+        return;
+    }
+    match crate::detect::check(sessions, config, id) {
+        Ok(check) => {
+            for flag in &check.raised {
+                tracing::warn!(session = %id, rule = %flag.rule, severity = %flag.severity, reason = %flag.reason, "blocker flag raised");
+            }
+        }
+        Err(e) => {
+            tracing::warn!(session = %id, error = %e, "the stuck-agent detector could not run")
+        }
+    }
+}

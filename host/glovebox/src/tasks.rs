@@ -1,0 +1,68 @@
+//! Every task the gateway starts and every piece of blocking work it hands
+//! off, in one place: what runs where, and what a panic or a cancellation in
+//! it turns into.
+//!
+//! The ledger is synchronous (the storage trait is), so the async callers run
+//! its work on tokio's blocking pool with [`blocking`]; a call runs in a task
+//! of its own ([`Owned`]), so a panic in host glue ends that call only, and
+//! dropping the caller's future (a cancelled job) aborts it.
+
+use std::future::Future;
+
+use tokio::task::JoinHandle;
+
+/// Runs blocking work (the ledger's) off the async threads. A panic in `f`
+/// becomes `failed(message)`, the caller's own error.
+pub async fn blocking<T, E>(
+    f: impl FnOnce() -> Result<T, E> + Send + 'static,
+    failed: impl FnOnce(String) -> E,
+) -> Result<T, E>
+where
+    T: Send + 'static,
+    E: Send + 'static,
+{
+    match tokio::task::spawn_blocking(f).await {
+        Ok(r) => r,
+        Err(e) => Err(failed(format!("a storage task failed: {}", why(e)))),
+    }
+}
+
+/// Starts `future` in a task of its own, aborted if the handle is dropped
+/// before it ends.
+pub fn owned<T: Send + 'static>(future: impl Future<Output = T> + Send + 'static) -> Owned<T> {
+    Owned(tokio::spawn(future))
+}
+
+/// Starts `future` in the background: nobody waits for it (the `after` hooks).
+pub fn detached(future: impl Future<Output = ()> + Send + 'static) {
+    drop(tokio::spawn(future));
+}
+
+/// A task aborted when its handle is dropped unawaited.
+pub struct Owned<T>(JoinHandle<T>);
+
+impl<T> Owned<T> {
+    /// The task's output, or what ended it instead (a panic's message, or a
+    /// cancellation).
+    pub async fn join(mut self) -> Result<T, String> {
+        (&mut self.0).await.map_err(why)
+    }
+}
+
+impl<T> Drop for Owned<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// What ended a task that did not return.
+fn why(e: tokio::task::JoinError) -> String {
+    if e.is_panic() {
+        format!(
+            "it panicked: {}",
+            crate::call::panic_message(e.into_panic().as_ref())
+        )
+    } else {
+        "it was cancelled".to_string()
+    }
+}
