@@ -15,6 +15,7 @@ mod malformed;
 mod mcp;
 mod mcp_sdk;
 mod memory;
+mod nats;
 mod network;
 mod regression;
 mod rescue;

@@ -61,6 +61,7 @@ fn crash_test_on_the_other_backend() {
     let other = match glovebox::manifest::StorageBackend::DEFAULT {
         glovebox::manifest::StorageBackend::Sqlite => "sled",
         glovebox::manifest::StorageBackend::Sled => "sqlite",
+        glovebox::manifest::StorageBackend::Nats => unreachable!("the default backend is embedded"),
     };
     crash_loop(50, &["--backend", other]);
 }

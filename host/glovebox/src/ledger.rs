@@ -31,8 +31,14 @@ pub struct Durable {
 /// the store (see `glovebox_store::open`), every session's hash chain is
 /// verified before anything is served: a store that is not whole is refused.
 pub fn open_sessions(config: &HostConfig) -> anyhow::Result<Durable> {
-    let opened = open_store(config)?;
-    let storage = opened.storage;
+    // The NATS store repairs nothing at open: JetStream recovers its own files.
+    let (storage, repairs) = match config.storage.backend {
+        StorageBackend::Nats => (open_nats(config)?, Vec::new()),
+        _ => {
+            let opened = open_store(config)?;
+            (opened.storage, opened.repairs)
+        }
+    };
     let approvals = Arc::new(Approvals::new(storage.clone()));
     let sessions = Sessions::with_config(
         storage.clone(),
@@ -42,8 +48,8 @@ pub fn open_sessions(config: &HostConfig) -> anyhow::Result<Durable> {
             ..SessionsConfig::default()
         },
     );
-    if !opened.repairs.is_empty() {
-        verify_after_repair(config, &sessions, &opened.repairs)?;
+    if !repairs.is_empty() {
+        verify_after_repair(config, &sessions, &repairs)?;
     }
     let recovery = sessions.recover().context("cannot recover the sessions")?;
     let swept = sessions.sweep_scratch();
@@ -67,7 +73,7 @@ pub fn open_sessions(config: &HostConfig) -> anyhow::Result<Durable> {
         approvals,
         storage,
         recovery,
-        repairs: opened.repairs,
+        repairs,
     })
 }
 
@@ -91,23 +97,66 @@ pub fn store_dir(config: &HostConfig) -> std::path::PathBuf {
     config.data_dir.join("store")
 }
 
-/// The storage backend a config names, as the store crate knows it.
-pub fn backend_of(config: &HostConfig) -> Backend {
+/// The embedded backend a config names, as the store crate knows it. A
+/// store on NATS has none: the commands that work on the files of a data
+/// dir (`glovebox store check/backup/restore/compact`) refuse it.
+pub fn backend_of(config: &HostConfig) -> anyhow::Result<Backend> {
     match config.storage.backend {
-        StorageBackend::Sqlite => Backend::Sqlite,
-        StorageBackend::Sled => Backend::Sled,
+        StorageBackend::Sqlite => Ok(Backend::Sqlite),
+        StorageBackend::Sled => Ok(Backend::Sled),
+        StorageBackend::Nats => anyhow::bail!(
+            "the store of `{}` is on NATS (`backend = \"nats\"`), not in the data dir: `glovebox store check/backup/restore/compact` work on the embedded backends (sled, sqlite) only; back up the streams with the NATS tools (`nats stream backup`, or a JetStream mirror) for now",
+            config.path.display()
+        ),
     }
+}
+
+fn durability_of(config: &HostConfig) -> Durability {
+    match config.storage.durability {
+        DurabilityMode::Flush => Durability::Flush,
+        DurabilityMode::Strict => Durability::Strict,
+    }
+}
+
+/// Opens the config's store on NATS JetStream (`backend = "nats"`). The
+/// error names the config and the server; what to fix follows from the store.
+fn open_nats(config: &HostConfig) -> anyhow::Result<Arc<dyn Storage>> {
+    use glovebox_store_nats::{Auth, NatsConfig, NatsStore};
+    let nats = config.storage.nats.as_ref().with_context(|| {
+        format!(
+            "`backend = \"nats\"` in `{}` has no `url`",
+            config.path.display()
+        )
+    })?;
+    let auth = match (&nats.creds, &nats.user, &nats.password) {
+        (Some(creds), _, _) => Auth::CredsFile(creds.clone()),
+        (None, Some(user), Some(password)) => Auth::UserPassword {
+            user: user.clone(),
+            password: password.clone(),
+        },
+        _ => Auth::None,
+    };
+    let nats_config = NatsConfig {
+        auth,
+        prefix: nats.prefix.clone(),
+        replicas: usize::from(nats.replicas),
+        ..NatsConfig::new(nats.url.clone())
+    };
+    let store = NatsStore::open(&nats_config, durability_of(config)).map_err(|e| {
+        anyhow::anyhow!(
+            "cannot open the nats store (config `{}`): {e}",
+            config.path.display()
+        )
+    })?;
+    Ok(Arc::new(store))
 }
 
 /// Opens the config's store for writing, with the error an operator can act
 /// on when it does not open: the data dir, what is wrong, and what to run.
 pub fn open_store(config: &HostConfig) -> anyhow::Result<Opened> {
-    let durability = match config.storage.durability {
-        DurabilityMode::Flush => Durability::Flush,
-        DurabilityMode::Strict => Durability::Strict,
-    };
+    let durability = durability_of(config);
     let dir = store_dir(config);
-    crate::storage::open(&dir, backend_of(config), durability).map_err(|e| {
+    crate::storage::open(&dir, backend_of(config)?, durability).map_err(|e| {
         let what = format!(
             "cannot open the {} store in `{}` (config `{}`): {e}",
             config.storage.backend,

@@ -59,7 +59,7 @@ impl CheckReport {
 /// server may hold the dir), sled as the host does.
 fn open_for_reading(config: &HostConfig) -> anyhow::Result<(Arc<dyn Storage>, Vec<String>, bool)> {
     let dir = store_dir(config);
-    match backend_of(config) {
+    match backend_of(config)? {
         Backend::Sqlite => {
             let store = SqliteStore::open_read_only(&dir)
                 .with_context(|| format!("cannot open the sqlite store in `{}`", dir.display()))?;
@@ -188,7 +188,7 @@ pub fn backup(config: &HostConfig, path: &Path) -> anyhow::Result<BackupReport> 
         );
     }
     let (storage, _, _) = open_for_reading(config)?;
-    match backend_of(config) {
+    match backend_of(config)? {
         Backend::Sqlite => {
             let dir = store_dir(config);
             let store = SqliteStore::open_read_only(&dir)?;
@@ -313,7 +313,7 @@ pub fn restore(config: &HostConfig, backup: &Path) -> anyhow::Result<RestoreRepo
         place_backup(backup, &source_dir)?;
         let source = SqliteStore::open_read_only(&source_dir)
             .with_context(|| format!("`{}` is not a glovebox backup", backup.display()))?;
-        let target: Arc<dyn Storage> = match backend_of(config) {
+        let target: Arc<dyn Storage> = match backend_of(config)? {
             Backend::Sqlite => Arc::new(SqliteStore::open(&staging, Durability::Flush)?),
             Backend::Sled => Arc::new(SledStore::open(&staging, Durability::Flush)?),
         };
@@ -421,7 +421,7 @@ pub struct CompactReport {
 /// be stopped: it rewrites the whole database.
 pub fn compact(config: &HostConfig) -> anyhow::Result<CompactReport> {
     let dir = store_dir(config);
-    match backend_of(config) {
+    match backend_of(config)? {
         Backend::Sqlite => {
             let store = SqliteStore::open(&dir, Durability::Flush).map_err(|e| match e {
                 StorageError::Locked { .. } => anyhow::anyhow!(

@@ -15,8 +15,8 @@ use super::plugin::load_manifest;
 use super::source::{self, SIZE_HINT, Source};
 use super::units::{Size, format_size};
 use super::{
-    ConfigError, DurabilityMode, HostConfig, Limits, MAX_CONCURRENT_CALLS, PluginManifest,
-    RuntimeConfig, StorageBackend, StorageConfig,
+    ConfigError, DurabilityMode, HostConfig, Limits, MAX_CONCURRENT_CALLS, NatsStorage,
+    PluginManifest, RuntimeConfig, StorageBackend, StorageConfig,
 };
 
 #[derive(Deserialize)]
@@ -48,6 +48,13 @@ pub(super) struct RawStorage {
     backend: Option<String>,
     durability: Option<String>,
     checkpoint_every: Option<i64>,
+    // `backend = "nats"` only.
+    url: Option<String>,
+    creds: Option<String>,
+    user: Option<String>,
+    password: Option<String>,
+    prefix: Option<String>,
+    replicas: Option<i64>,
 }
 
 #[derive(Deserialize)]
@@ -92,7 +99,7 @@ impl HostConfig {
         };
         let defaults = apply_limits(&src, "defaults", &raw.defaults, &Limits::default())?;
         let runtime = validate_runtime(&src, &raw.runtime, &dir)?;
-        let storage = validate_storage(&src, &raw.storage)?;
+        let storage = validate_storage(&src, &raw.storage, &dir)?;
         let budgets = validate_budgets(&src, &raw.budgets)?;
         let detector = validate_detector(&src, &raw.detector)?;
         let context = validate_context(&src, &raw.context)?;
@@ -249,20 +256,26 @@ impl<'a> MemoryCap<'a> {
     }
 }
 
-fn validate_storage(src: &Source, raw: &RawStorage) -> Result<StorageConfig, ConfigError> {
+fn validate_storage(
+    src: &Source,
+    raw: &RawStorage,
+    dir: &Path,
+) -> Result<StorageConfig, ConfigError> {
     let mut storage = StorageConfig::default();
     match raw.backend.as_deref() {
         None => {}
         Some("sqlite") => storage.backend = StorageBackend::Sqlite,
         Some("sled") => storage.backend = StorageBackend::Sled,
+        Some("nats") => storage.backend = StorageBackend::Nats,
         Some(other) => {
             return Err(src.invalid(
                 "storage.backend",
                 format!("`{other}` is not a storage backend"),
-                "write `\"sqlite\"` (SQLite in WAL mode) or `\"sled\"`; see docs/durability.md for what each guarantees",
+                "write `\"sqlite\"` (SQLite in WAL mode), `\"sled\"` or `\"nats\"` (NATS JetStream, shared by several hosts); see docs/durability.md for what each guarantees",
             ));
         }
     }
+    storage.nats = validate_nats(src, raw, dir, storage.backend)?;
     match raw.durability.as_deref() {
         None | Some("flush") => {}
         Some("strict") => storage.durability = DurabilityMode::Strict,
@@ -284,6 +297,129 @@ fn validate_storage(src: &Source, raw: &RawStorage) -> Result<StorageConfig, Con
         })?;
     }
     Ok(storage)
+}
+
+/// The keys of `[storage]` that only `backend = "nats"` reads.
+fn validate_nats(
+    src: &Source,
+    raw: &RawStorage,
+    dir: &Path,
+    backend: StorageBackend,
+) -> Result<Option<NatsStorage>, ConfigError> {
+    let nats_keys = [
+        ("url", raw.url.is_some()),
+        ("creds", raw.creds.is_some()),
+        ("user", raw.user.is_some()),
+        ("password", raw.password.is_some()),
+        ("prefix", raw.prefix.is_some()),
+        ("replicas", raw.replicas.is_some()),
+    ];
+    if backend != StorageBackend::Nats {
+        if let Some((key, _)) = nats_keys.iter().find(|(_, set)| *set) {
+            return Err(src.invalid(
+                &format!("storage.{key}"),
+                format!("`{key}` is a setting of the nats backend, and the backend is {backend}"),
+                format!("remove `{key}`, or set `backend = \"nats\"`"),
+            ));
+        }
+        return Ok(None);
+    }
+    let url = raw.url.as_deref().unwrap_or_default().trim();
+    if url.is_empty() {
+        return Err(src.invalid(
+            "storage.url",
+            "`backend = \"nats\"` needs the NATS server's URL",
+            "set `url = \"nats://host:4222\"` in `[storage]` (several servers: comma-separated; `tls://` for TLS)",
+        ));
+    }
+    for one in url.split(',').map(str::trim) {
+        if !(one.starts_with("nats://") || one.starts_with("tls://"))
+            || one.contains(char::is_whitespace)
+        {
+            return Err(src.invalid(
+                "storage.url",
+                format!("`{one}` is not a NATS URL"),
+                "write `nats://host:4222`, or `tls://host:4222` for TLS; several servers comma-separated",
+            ));
+        }
+    }
+    let creds = match raw.creds.as_deref() {
+        None => None,
+        Some(text) => {
+            let path = dir.join(text);
+            if !path.is_file() {
+                return Err(src.invalid(
+                    "storage.creds",
+                    format!("credentials file `{text}` not found"),
+                    "point `creds` at the `.creds` file `nsc` wrote for this host's NATS user (relative paths are resolved from the config file's directory)",
+                ));
+            }
+            Some(path)
+        }
+    };
+    match (&raw.user, &raw.password, &creds) {
+        (Some(_), _, Some(_)) | (_, Some(_), Some(_)) => {
+            let key = if raw.user.is_some() {
+                "user"
+            } else {
+                "password"
+            };
+            return Err(src.invalid(
+                &format!("storage.{key}"),
+                "`creds` and `user`/`password` are two ways to log in; give one",
+                format!("remove `{key}`, or `creds`"),
+            ));
+        }
+        (Some(_), None, None) => {
+            return Err(src.invalid(
+                "storage.user",
+                "`user` needs a `password`",
+                "add `password`, or log in with a `creds` file",
+            ));
+        }
+        (None, Some(_), None) => {
+            return Err(src.invalid(
+                "storage.password",
+                "`password` needs a `user`",
+                "add `user`, or log in with a `creds` file",
+            ));
+        }
+        _ => {}
+    }
+    let prefix = raw.prefix.clone().unwrap_or_else(|| "glovebox".to_string());
+    if prefix.is_empty()
+        || prefix.len() > 32
+        || !prefix
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-')
+    {
+        return Err(src.invalid(
+            "storage.prefix",
+            format!("`{prefix}` cannot start NATS stream and bucket names"),
+            "use 1 to 32 letters, digits and `-` (no `_` or `.`), one prefix per deployment",
+        ));
+    }
+    let replicas = match raw.replicas {
+        None => 1,
+        Some(n) => match u8::try_from(n) {
+            Ok(n @ 1..=5) => n,
+            _ => {
+                return Err(src.invalid(
+                    "storage.replicas",
+                    format!("{n} is not a number of JetStream replicas"),
+                    "write 1 (one NATS server) or 3 (a three-node cluster); JetStream keeps 1 to 5",
+                ));
+            }
+        },
+    };
+    Ok(Some(NatsStorage {
+        url: url.to_string(),
+        creds,
+        user: raw.user.clone(),
+        password: raw.password.clone(),
+        prefix,
+        replicas,
+    }))
 }
 
 fn validate_runtime(

@@ -108,6 +108,41 @@ pub struct StorageConfig {
     /// A checkpoint every this many events of a session (0: only at handoffs,
     /// pauses and ends). Default 256.
     pub checkpoint_every: u64,
+    /// Where the store is with `backend = "nats"` (`None` for the embedded
+    /// backends, which keep it in the data dir).
+    pub nats: Option<NatsStorage>,
+}
+
+/// `[storage]` with `backend = "nats"`: the JetStream server (or cluster)
+/// that holds the store, shared by every host with the same `prefix`.
+#[derive(Clone, PartialEq)]
+pub struct NatsStorage {
+    /// `url`: `nats://host:4222`, several comma-separated; `tls://` for TLS.
+    pub url: String,
+    /// `creds`: a `.creds` file (user JWT and NKey seed), resolved from the
+    /// config file's directory.
+    pub creds: Option<PathBuf>,
+    /// `user` and `password`, the other way to log in.
+    pub user: Option<String>,
+    pub password: Option<String>,
+    /// `prefix`: starts every stream and bucket name (default `glovebox`),
+    /// so deployments can share a cluster.
+    pub prefix: String,
+    /// `replicas`: copies JetStream keeps (1 for one server, 3 for a cluster).
+    pub replicas: u8,
+}
+
+impl std::fmt::Debug for NatsStorage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NatsStorage")
+            .field("url", &self.url)
+            .field("creds", &self.creds)
+            .field("user", &self.user)
+            .field("password", &self.password.as_ref().map(|_| "…"))
+            .field("prefix", &self.prefix)
+            .field("replicas", &self.replicas)
+            .finish()
+    }
 }
 
 impl Default for StorageConfig {
@@ -116,17 +151,20 @@ impl Default for StorageConfig {
             backend: StorageBackend::DEFAULT,
             durability: DurabilityMode::Flush,
             checkpoint_every: 256,
+            nats: None,
         }
     }
 }
 
-/// The embedded storage engine a data dir is kept in (see `docs/durability.md`).
+/// The storage engine the store is kept in (see `docs/durability.md`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StorageBackend {
-    /// SQLite in WAL mode.
+    /// SQLite in WAL mode, in the data dir.
     Sqlite,
-    /// sled 0.34.
+    /// sled 0.34, in the data dir.
     Sled,
+    /// NATS JetStream, on a server or cluster (see [`NatsStorage`]).
+    Nats,
 }
 
 impl StorageBackend {
@@ -137,6 +175,7 @@ impl StorageBackend {
         match self {
             StorageBackend::Sqlite => "sqlite",
             StorageBackend::Sled => "sled",
+            StorageBackend::Nats => "nats",
         }
     }
 }

@@ -29,6 +29,8 @@
 
 mod names;
 mod record;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 #[cfg(test)]
 mod tests;
 
@@ -183,7 +185,14 @@ impl NatsStore {
                 StorageError::Io(format!("cannot start the NATS client's runtime: {e}"))
             })?;
         let handle = runtime.handle().clone();
-        let inner = run_on(&handle, connect(config.clone()))?;
+        let inner = match run_on(&handle, connect(config.clone())) {
+            Ok(inner) => inner,
+            Err(e) => {
+                // Not dropped: that panics on a thread of another runtime.
+                runtime.shutdown_background();
+                return Err(e);
+            }
+        };
         Ok(NatsStore {
             runtime: Some(runtime),
             handle,

@@ -1,6 +1,7 @@
-//! A `nats-server` of a test's own: on a free loopback port, its files in
-//! the test's temp dir, killed when dropped. Installs Debian's `nats-server`
-//! package when the command is missing.
+//! A `nats-server` of a test's own (public with the `testing` feature, for
+//! the integration tests that run glovebox on NATS): on a free loopback
+//! port, its files in the test's temp dir, killed when dropped. Installs
+//! Debian's `nats-server` package when the command is missing.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

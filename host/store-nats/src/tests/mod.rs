@@ -3,8 +3,6 @@
 //! that is down, one without JetStream, a stream configured otherwise, a
 //! server restarted under a live store.
 
-mod server;
-
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Barrier, Mutex, Weak};
@@ -12,7 +10,7 @@ use std::time::Duration;
 
 use glovebox_store::{Durability, Storage, StorageError};
 
-use self::server::NatsServer;
+use crate::testing::NatsServer;
 use crate::{NatsConfig, NatsStore};
 
 /// A store on a server of its own, started in the test's data dir: the
@@ -370,5 +368,11 @@ fn the_store_works_and_drops_inside_another_tokio_runtime() {
         store.append("s", 0, &entries(&["a"])).unwrap();
         assert_eq!(store.read("s", 1, 1).unwrap().len(), 1);
         drop(store);
+        // A failed open leaves nothing behind that panics here either.
+        let closed = NatsConfig {
+            timeout: Duration::from_secs(1),
+            ..NatsConfig::new("nats://127.0.0.1:1")
+        };
+        assert!(NatsStore::open(&closed, Durability::Flush).is_err());
     });
 }

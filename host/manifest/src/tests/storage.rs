@@ -1,0 +1,113 @@
+//! `[storage]`: the backend and, for `backend = "nats"`, where the server is.
+
+use super::super::{NatsStorage, StorageBackend};
+use super::{Fixture, assert_error};
+
+const HEAD: &str = "data_dir = \"data\"\nhooks = \"none\"\n[storage]\n";
+
+#[test]
+fn a_nats_store_is_a_url_credentials_a_prefix_and_replicas() {
+    let fx = Fixture::new();
+    fx.write("secrets/host.creds", "-----BEGIN NATS USER JWT-----\n");
+    let c = fx
+        .host(&format!(
+            "{HEAD}backend = \"nats\"\nurl = \"nats://a:4222, nats://b:4222\"\ncreds = \"secrets/host.creds\"\nprefix = \"team-1\"\nreplicas = 3\n"
+        ))
+        .unwrap();
+    assert_eq!(c.storage.backend, StorageBackend::Nats);
+    assert_eq!(c.storage.backend.to_string(), "nats");
+    let nats = c.storage.nats.unwrap();
+    assert_eq!(
+        nats,
+        NatsStorage {
+            url: "nats://a:4222, nats://b:4222".to_string(),
+            creds: Some(fx.path("secrets/host.creds").canonicalize().unwrap()),
+            user: None,
+            password: None,
+            prefix: "team-1".to_string(),
+            replicas: 3,
+        }
+    );
+    // The defaults: prefix `glovebox`, one replica; user and password.
+    let c = fx
+        .host(&format!(
+            "{HEAD}backend = \"nats\"\nurl = \"tls://nats.example:4222\"\nuser = \"host-a\"\npassword = \"s3cret\"\n"
+        ))
+        .unwrap();
+    let nats = c.storage.nats.unwrap();
+    assert_eq!((nats.prefix.as_str(), nats.replicas), ("glovebox", 1));
+    assert_eq!(nats.user.as_deref(), Some("host-a"));
+    assert!(
+        !format!("{nats:?}").contains("s3cret"),
+        "the password is not logged"
+    );
+    // The embedded backends have no NATS settings.
+    let c = fx.host(&format!("{HEAD}backend = \"sqlite\"\n")).unwrap();
+    assert_eq!(c.storage.nats, None);
+}
+
+#[test]
+fn nats_settings_are_refused_with_what_to_fix() {
+    let fx = Fixture::new();
+    let file = fx.path("glovebox.toml");
+    let nats = format!("{HEAD}backend = \"nats\"\n");
+    let cases: &[(String, &str, &[&str])] = &[
+        (
+            nats.clone(),
+            "storage.url",
+            &["needs the NATS server's URL", "nats://host:4222"],
+        ),
+        (
+            format!("{nats}url = \"http://a:4222\"\n"),
+            "storage.url",
+            &["`http://a:4222` is not a NATS URL", "tls://"],
+        ),
+        (
+            format!("{nats}url = \"nats://a\"\ncreds = \"missing.creds\"\n"),
+            "storage.creds",
+            &["`missing.creds` not found"],
+        ),
+        (
+            format!("{nats}url = \"nats://a\"\nuser = \"u\"\n"),
+            "storage.user",
+            &["needs a `password`"],
+        ),
+        (
+            format!("{nats}url = \"nats://a\"\nprefix = \"team_1\"\n"),
+            "storage.prefix",
+            &["letters, digits and `-`"],
+        ),
+        (
+            format!("{nats}url = \"nats://a\"\nreplicas = 0\n"),
+            "storage.replicas",
+            &["0 is not a number of JetStream replicas", "3"],
+        ),
+        (
+            format!("{HEAD}backend = \"sled\"\nurl = \"nats://a\"\n"),
+            "storage.url",
+            &["the backend is sled", "set `backend = \"nats\"`"],
+        ),
+        (
+            format!("{HEAD}prefix = \"p\"\n"),
+            "storage.prefix",
+            &["a setting of the nats backend"],
+        ),
+        (
+            format!("{HEAD}backend = \"etcd\"\n"),
+            "storage.backend",
+            &["`etcd` is not a storage backend", "\"nats\""],
+        ),
+    ];
+    for (text, key, parts) in cases {
+        assert_error(&fx.host_error(text), &file, key, parts);
+    }
+    fx.write("host.creds", "x");
+    assert_error(
+        &fx.host_error(&format!(
+            "{nats}url = \"nats://a\"\ncreds = \"host.creds\"\npassword = \"p\"\n"
+        )),
+        &file,
+        "storage.password",
+        &["two ways to log in"],
+    );
+}
