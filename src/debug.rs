@@ -19,7 +19,7 @@ use glovebox::jobs::{JobInfo, JobStatus, JobStore};
 use glovebox::manifest::ContextWriter;
 use glovebox::rescue::{Category, Outcome, Rescues};
 use glovebox::session::{
-    EndOutcome, EventKind, Handoff, HandoffKind, Role, Sessions, StartSession,
+    Commit, EndOutcome, EventKind, Handoff, HandoffKind, Role, Sessions, StartSession, digest,
 };
 
 #[derive(Subcommand)]
@@ -219,9 +219,69 @@ fn one_write(mix: &Mix, w: usize, i: u64, pick: u64) -> Result<()> {
     let shared = &mix.ids[(w + i as usize) % mix.ids.len()];
     let now = mix.rescues.now();
     match pick {
+        // A call's records as the pipeline writes them: the write-ahead batch
+        // (requested, a decision, started), then finished. An idempotent call's
+        // batch is not waited for (it is acknowledged with its durable
+        // `finished`); another's is durable before the call "runs".
+        8..=11 => {
+            let idempotent = pick < 10;
+            let call_id = format!("call-w{w}-{i}-{:06x}", now & 0xff_ffff);
+            let commit = if idempotent {
+                Commit::Deferred
+            } else {
+                Commit::Durable
+            };
+            let input = format!("{{\"writer\":{w},\"i\":{i}}}");
+            let batch = vec![
+                EventKind::CallRequested {
+                    call_id: call_id.clone(),
+                    tool: "echo.echo".into(),
+                    input_digest: digest(input.as_bytes()),
+                    input: Some(input),
+                    job_id: None,
+                },
+                EventKind::CallDecided {
+                    call_id: call_id.clone(),
+                    hook: "crash-test".into(),
+                    pattern: "*".into(),
+                    decision: "allow".into(),
+                    reason: None,
+                    alternatives: Vec::new(),
+                    took_ms: 0,
+                },
+                EventKind::CallStarted {
+                    call_id: call_id.clone(),
+                    tool: "echo.echo".into(),
+                    idempotency_key: format!("{shared}/{call_id}"),
+                    idempotent,
+                    tool_digest: "0".repeat(64),
+                },
+            ];
+            let (recorded, ()) = mix
+                .sessions
+                .append_with_commit(shared, commit, |_, _| (batch, ()))?;
+            if !idempotent {
+                recorded.iter().for_each(|e| mix.event(e));
+            }
+            let finished = mix.sessions.append(
+                shared,
+                EventKind::CallFinished {
+                    call_id,
+                    outcome: "ok".into(),
+                    error: None,
+                    output: Some("{}".into()),
+                    output_digest: digest(b"{}"),
+                    metering: Default::default(),
+                },
+            )?;
+            if idempotent {
+                recorded.iter().for_each(|e| mix.event(e));
+            }
+            mix.event(&finished);
+        }
         // Notes: most of what a session log holds; every `checkpoint_every`
         // events a checkpoint is written with them.
-        0..=11 => {
+        0..=7 => {
             let event = mix.sessions.append(
                 shared,
                 EventKind::Note {
