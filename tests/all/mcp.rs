@@ -31,14 +31,14 @@ fn config(dir: &std::path::Path) -> PathBuf {
 }
 
 /// A running `glovebox serve` and the lines it writes to stdout.
-struct Server {
+pub(crate) struct Server {
     child: Child,
     stdin: Option<ChildStdin>,
     lines: mpsc::Receiver<String>,
 }
 
 impl Server {
-    fn start(config: &std::path::Path) -> Server {
+    pub(crate) fn start(config: &std::path::Path) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_glovebox"))
             .env_remove("GLOVEBOX_CONFIG")
             .env_remove("RUST_LOG")
@@ -67,14 +67,14 @@ impl Server {
         }
     }
 
-    fn send(&mut self, message: Value) {
+    pub(crate) fn send(&mut self, message: Value) {
         let stdin = self.stdin.as_mut().unwrap();
         writeln!(stdin, "{message}").unwrap();
         stdin.flush().unwrap();
     }
 
     /// Sends a request and returns the response with its id.
-    fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
+    pub(crate) fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
         self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
         loop {
             let line = self
@@ -89,7 +89,7 @@ impl Server {
         }
     }
 
-    fn call(&mut self, id: u64, tool: &str, arguments: Value) -> Value {
+    pub(crate) fn call(&mut self, id: u64, tool: &str, arguments: Value) -> Value {
         self.request(
             id,
             "tools/call",
