@@ -12,6 +12,7 @@ use super::limits::{RawLimits, apply_limits};
 use super::owned::default_data_dir;
 use super::paths::{canonical, normalize, parent_dir, read_source, resolve_dir, show_beside};
 use super::plugin::load_manifest;
+use super::principal::{RawPrincipal, validate_principals};
 use super::source::{self, SIZE_HINT, Source};
 use super::units::{Size, format_size};
 use super::{
@@ -40,6 +41,8 @@ pub(super) struct RawHostConfig {
     detector: RawDetector,
     #[serde(default)]
     context: RawContext,
+    #[serde(default)]
+    principal: Vec<RawPrincipal>,
 }
 
 #[derive(Default, Deserialize)]
@@ -103,6 +106,7 @@ impl HostConfig {
         let budgets = validate_budgets(&src, &raw.budgets)?;
         let detector = validate_detector(&src, &raw.detector)?;
         let context = validate_context(&src, &raw.context)?;
+        let principals = validate_principals(&src, &dir, &raw.principal)?;
         let cap = MemoryCap::new(&runtime, &src.file);
         if let Some((problem, hint)) = cap.check(defaults.memory) {
             return Err(src.invalid("defaults.memory", problem, hint));
@@ -178,6 +182,7 @@ impl HostConfig {
             budgets,
             detector,
             context,
+            principals,
         };
         config.check_grants()?;
         Ok(config)
@@ -200,6 +205,7 @@ impl HostConfig {
             budgets: Default::default(),
             detector: Default::default(),
             context: Default::default(),
+            principals: Vec::new(),
         }
     }
 

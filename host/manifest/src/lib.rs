@@ -36,6 +36,7 @@ mod names;
 mod owned;
 mod paths;
 mod plugin;
+mod principal;
 mod role;
 mod source;
 mod units;
@@ -60,6 +61,10 @@ pub use error::ConfigError;
 pub use http::{HttpGrant, HttpScheme};
 pub use micros::{to_micros, units};
 pub use owned::OwnedPath;
+pub use principal::{
+    LOCAL_PRINCIPAL, Principal, PrincipalConfig, PrincipalKind, authenticate, check_principal_name,
+    credential_of, pinned_tags,
+};
 pub use role::Role;
 pub use units::{format_size, parse_duration, parse_size};
 
@@ -96,6 +101,9 @@ pub struct HostConfig {
     pub detector: DetectorConfig,
     /// `[context]`: who may write to the projects' context index.
     pub context: ContextConfig,
+    /// `[[principal]]`: who may connect (empty: every connection is the
+    /// built-in agent `local`, and HTTP serves loopback only).
+    pub principals: Vec<PrincipalConfig>,
 }
 
 /// `[storage]`: the engine, durability of the session log and checkpoint cadence.

@@ -12,6 +12,7 @@ mod hooks;
 mod host_config;
 mod owned;
 mod plugin;
+mod principals;
 mod storage;
 
 /// A temporary directory with a component file `tool.wasm` in it.

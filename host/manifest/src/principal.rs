@@ -1,0 +1,442 @@
+//! `[[principal]]` in `glovebox.toml`: who may connect, and what each may do.
+//!
+//! ```toml
+//! [[principal]]
+//! name = "ci-agent"
+//! kind = "agent"                # or "operator"
+//! credential = "9f86d0…"        # hex SHA-256 of its token (never the token)
+//! # credential_file = "ci-agent.sha256"   # or: a 0600 file holding that hash
+//! roles = ["workagent"]         # the roles it may start sessions as (its ceiling)
+//! projects = ["demo"]           # the projects it may touch ("*": any)
+//! tags = ["team-a"]             # added to each session it starts; it cannot remove them
+//! ```
+//!
+//! A token is presented over HTTP (`Authorization: Bearer <token>`); only its
+//! SHA-256 is kept, and it is compared in constant time. Over stdio the
+//! operator who starts the process names the principal (`serve --as`).
+//! Operators act in every role and project; agents only within their lists.
+//! With no principal declared, every connection is the built-in agent
+//! `local` (ceiling `workagent`, any project), and HTTP serves loopback only.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use super::ConfigError;
+use super::source::Source;
+use crate::Role;
+
+/// The name of the built-in agent every connection is when no principal is
+/// declared.
+pub const LOCAL_PRINCIPAL: &str = "local";
+
+/// What a principal is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PrincipalKind {
+    /// An agent: acts within its roles and projects, sees only its own sessions.
+    Agent,
+    /// A human operator: sees every session and lifts the host's pauses.
+    Operator,
+}
+
+impl PrincipalKind {
+    pub const ALL: [PrincipalKind; 2] = [PrincipalKind::Agent, PrincipalKind::Operator];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PrincipalKind::Agent => "agent",
+            PrincipalKind::Operator => "operator",
+        }
+    }
+}
+
+crate::named_enum!(PrincipalKind, "kind");
+
+/// Who is calling: a declared principal, the built-in `local` agent, or the
+/// operator at the command line (`cli:<uid>`). It carries no credential.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Principal {
+    pub name: String,
+    pub kind: PrincipalKind,
+    /// The roles an agent may start sessions as (empty for operators: any).
+    pub roles: Vec<Role>,
+    /// The projects an agent may touch; `*` is any (empty for operators: any).
+    pub projects: Vec<String>,
+    /// Operator-pinned tags, added to every session the principal starts.
+    pub tags: Vec<String>,
+}
+
+impl Principal {
+    /// The built-in agent of a host with no declared principals: ceiling
+    /// `workagent`, any project, no pinned tags.
+    pub fn local() -> Principal {
+        Principal {
+            name: LOCAL_PRINCIPAL.to_string(),
+            kind: PrincipalKind::Agent,
+            roles: vec![Role::Workagent],
+            projects: vec!["*".to_string()],
+            tags: Vec::new(),
+        }
+    }
+
+    /// An operator by name (e.g. `cli:1000`, the command line run by uid 1000).
+    pub fn operator(name: impl Into<String>) -> Principal {
+        Principal {
+            name: name.into(),
+            kind: PrincipalKind::Operator,
+            roles: Vec::new(),
+            projects: Vec::new(),
+            tags: Vec::new(),
+        }
+    }
+
+    pub fn is_operator(&self) -> bool {
+        self.kind == PrincipalKind::Operator
+    }
+
+    /// Whether it may start a session as `role`.
+    pub fn may_act_as(&self, role: Role) -> bool {
+        self.is_operator() || self.roles.contains(&role)
+    }
+
+    /// Whether it may touch `project`.
+    pub fn may_touch(&self, project: &str) -> bool {
+        self.is_operator() || self.projects.iter().any(|p| p == "*" || p == project)
+    }
+}
+
+impl fmt::Display for Principal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} `{}`", self.kind.as_str(), self.name)
+    }
+}
+
+/// A declared principal and the hash of its token.
+#[derive(Clone, PartialEq, Eq)]
+pub struct PrincipalConfig {
+    pub principal: Principal,
+    /// The SHA-256 of its token.
+    credential: [u8; 32],
+}
+
+impl fmt::Debug for PrincipalConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PrincipalConfig")
+            .field("principal", &self.principal)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PrincipalConfig {
+    /// Whether `token` is this principal's, compared in constant time.
+    pub fn accepts(&self, token: &str) -> bool {
+        let hash: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        hash.ct_eq(&self.credential).into()
+    }
+}
+
+/// The hex SHA-256 of a token: what the config keeps of it.
+pub fn credential_of(token: &str) -> String {
+    hex::encode(Sha256::digest(token.as_bytes()))
+}
+
+/// The declared principal whose token `token` is, if any. Every credential
+/// is compared (in constant time), so the time taken does not say which one
+/// matched or how close a guess came.
+pub fn authenticate<'a>(
+    principals: &'a [PrincipalConfig],
+    token: &str,
+) -> Option<&'a PrincipalConfig> {
+    let hash: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+    let mut found = None;
+    for p in principals {
+        if bool::from(hash.ct_eq(&p.credential)) {
+            found = Some(p);
+        }
+    }
+    found
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawPrincipal {
+    name: String,
+    kind: String,
+    credential: Option<String>,
+    credential_file: Option<String>,
+    roles: Option<Vec<String>>,
+    projects: Option<Vec<String>>,
+    #[serde(default)]
+    tags: Vec<String>,
+}
+
+/// A principal name: 1 to 64 letters, digits, `.`, `_` and `-`.
+pub fn check_principal_name(name: &str) -> Result<(), String> {
+    if name.is_empty() || name.len() > 64 {
+        return Err(format!("principal name `{name}` is not 1 to 64 characters"));
+    }
+    if !name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+    {
+        return Err(format!(
+            "principal name `{name}` has characters other than letters, digits, `.`, `_` and `-`"
+        ));
+    }
+    if name == LOCAL_PRINCIPAL {
+        return Err(format!(
+            "`{LOCAL_PRINCIPAL}` is the built-in agent of a host with no declared principals"
+        ));
+    }
+    Ok(())
+}
+
+pub(super) fn validate_principals(
+    src: &Source,
+    dir: &Path,
+    raw: &[RawPrincipal],
+) -> Result<Vec<PrincipalConfig>, ConfigError> {
+    let mut out: Vec<PrincipalConfig> = Vec::new();
+    for (i, p) in raw.iter().enumerate() {
+        let key = |leaf: &str| format!("principal[{i}].{leaf}");
+        check_principal_name(&p.name).map_err(|problem| {
+            src.invalid(
+                &key("name"),
+                problem,
+                "name it with 1 to 64 letters, digits, `.`, `_` or `-` (not `local`)",
+            )
+        })?;
+        if out.iter().any(|o| o.principal.name == p.name) {
+            return Err(src.invalid(
+                &key("name"),
+                format!("principal `{}` is declared twice", p.name),
+                "give each `[[principal]]` a unique name",
+            ));
+        }
+        let kind: PrincipalKind = p.kind.parse().map_err(|e: String| {
+            src.invalid(
+                &key("kind"),
+                e,
+                "write `kind = \"agent\"` or `kind = \"operator\"`",
+            )
+        })?;
+        let hash_text = match (&p.credential, &p.credential_file) {
+            (Some(_), Some(_)) => {
+                return Err(src.invalid(
+                    &key("credential_file"),
+                    "`credential` and `credential_file` both give the token's hash",
+                    "keep one of them",
+                ));
+            }
+            (None, None) => {
+                return Err(src.invalid(
+                    &key("name"),
+                    format!("principal `{}` has no credential", p.name),
+                    format!(
+                        "run `glovebox principal add {}` to make a token and store its hash, or set `credential` (the hex SHA-256 of its token) or `credential_file`",
+                        p.name
+                    ),
+                ));
+            }
+            (Some(text), None) => text.clone(),
+            (None, Some(file)) => read_credential_file(src, &key("credential_file"), dir, file)?,
+        };
+        let credential = parse_hash(hash_text.trim()).ok_or_else(|| {
+            src.invalid(
+                &key(if p.credential.is_some() { "credential" } else { "credential_file" }),
+                "the credential is not a hex SHA-256 (64 hex digits)",
+                "store the SHA-256 of the token, never the token itself: `glovebox principal add` does it for you",
+            )
+        })?;
+        if let Some(other) = out.iter().find(|o| o.credential == credential) {
+            return Err(src.invalid(
+                &key("name"),
+                format!(
+                    "principals `{}` and `{}` have the same credential",
+                    other.principal.name, p.name
+                ),
+                format!(
+                    "give each principal a token of its own: `glovebox principal add {}` makes one",
+                    p.name
+                ),
+            ));
+        }
+        let (roles, projects) = match kind {
+            PrincipalKind::Operator => {
+                for (leaf, given) in [
+                    ("roles", p.roles.is_some()),
+                    ("projects", p.projects.is_some()),
+                ] {
+                    if given {
+                        return Err(src.invalid(
+                            &key(leaf),
+                            format!("operator `{}` acts in every role and project", p.name),
+                            format!("remove `{leaf}`, or make it `kind = \"agent\"`"),
+                        ));
+                    }
+                }
+                (Vec::new(), Vec::new())
+            }
+            PrincipalKind::Agent => {
+                let roles = p.roles.as_deref().unwrap_or_default();
+                if roles.is_empty() {
+                    return Err(src.invalid(
+                        &key("roles"),
+                        format!("agent `{}` may act as no role", p.name),
+                        "list the roles it may start sessions as, e.g. `roles = [\"workagent\"]`",
+                    ));
+                }
+                let mut parsed = Vec::new();
+                for r in roles {
+                    let role: Role = r.parse().map_err(|e: String| {
+                        src.invalid(
+                            &key("roles"),
+                            e,
+                            "write roles from orchestrator, supervisor and workagent",
+                        )
+                    })?;
+                    if !parsed.contains(&role) {
+                        parsed.push(role);
+                    }
+                }
+                let projects = p.projects.clone().unwrap_or_default();
+                if projects.is_empty() || projects.iter().any(|p| p.trim().is_empty()) {
+                    return Err(src.invalid(
+                        &key("projects"),
+                        format!("agent `{}` has no project it may touch", p.name),
+                        "list its projects, e.g. `projects = [\"demo\"]`, or `[\"*\"]` for any",
+                    ));
+                }
+                (parsed, projects)
+            }
+        };
+        for tag in &p.tags {
+            if tag.is_empty()
+                || tag.len() > 64
+                || tag
+                    .chars()
+                    .any(|c| c.is_control() || c.is_whitespace() || c == ',')
+            {
+                return Err(src.invalid(
+                    &key("tags"),
+                    format!("`{tag}` is not a session tag"),
+                    "use 1 to 64 characters, no spaces or commas",
+                ));
+            }
+        }
+        out.push(PrincipalConfig {
+            principal: Principal {
+                name: p.name.clone(),
+                kind,
+                roles,
+                projects,
+                tags: p.tags.clone(),
+            },
+            credential,
+        });
+    }
+    Ok(out)
+}
+
+fn parse_hash(text: &str) -> Option<[u8; 32]> {
+    let text = text.strip_prefix("sha256:").unwrap_or(text);
+    let bytes = hex::decode(text).ok()?;
+    bytes.try_into().ok()
+}
+
+/// Reads a credential file, which must be the owner's only (0600 or
+/// stricter): the hash is not the token, but it lets an attacker try
+/// guesses offline.
+fn read_credential_file(
+    src: &Source,
+    key: &str,
+    dir: &Path,
+    file: &str,
+) -> Result<String, ConfigError> {
+    let path = dir.join(file);
+    let meta = std::fs::metadata(&path).map_err(|e| {
+        src.invalid(
+            key,
+            format!("cannot read credential file `{file}`: {e}"),
+            "check the path (relative paths are resolved from the config file's directory)",
+        )
+    })?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            return Err(src.invalid(
+                key,
+                format!(
+                    "credential file `{file}` is readable or writable by others (mode {mode:o})"
+                ),
+                format!("make it the owner's only: `chmod 600 {}`", path.display()),
+            ));
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = meta;
+    std::fs::read_to_string(&path).map_err(|e| {
+        src.invalid(
+            key,
+            format!("cannot read credential file `{file}`: {e}"),
+            "check the path and its permissions",
+        )
+    })
+}
+
+/// Every tag some principal has pinned: an agent may not give one of these
+/// itself (it would pass for the operator's).
+pub fn pinned_tags(principals: &[PrincipalConfig]) -> HashSet<String> {
+    principals
+        .iter()
+        .flat_map(|p| p.principal.tags.iter().cloned())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn local_is_a_workagent_anywhere() {
+        let local = Principal::local();
+        assert!(local.may_act_as(Role::Workagent));
+        assert!(!local.may_act_as(Role::Supervisor));
+        assert!(!local.may_act_as(Role::Orchestrator));
+        assert!(local.may_touch("anything"));
+        assert!(!local.is_operator());
+    }
+
+    #[test]
+    fn operators_act_in_every_role_and_project() {
+        let op = Principal::operator("cli:1000");
+        assert!(Role::ALL.iter().all(|r| op.may_act_as(*r)));
+        assert!(op.may_touch("x"));
+    }
+
+    #[test]
+    fn only_the_right_token_authenticates() {
+        let a = PrincipalConfig {
+            principal: Principal::local(),
+            credential: parse_hash(&credential_of("token-a")).unwrap(),
+        };
+        let b = PrincipalConfig {
+            principal: Principal::operator("b"),
+            credential: parse_hash(&credential_of("token-b")).unwrap(),
+        };
+        let all = [a, b];
+        assert_eq!(authenticate(&all, "token-b").unwrap().principal.name, "b");
+        assert!(authenticate(&all, "token-c").is_none());
+        assert!(authenticate(&all, "").is_none());
+        assert!(all[0].accepts("token-a") && !all[0].accepts("token-b"));
+        // The debug form never shows the hash.
+        assert!(!format!("{:?}", all[0]).contains(&credential_of("token-a")));
+    }
+}
