@@ -16,6 +16,7 @@ mod billing;
 mod call;
 mod crash;
 mod debug;
+mod hook;
 mod jobs;
 mod plugin;
 mod rescue;
@@ -140,6 +141,11 @@ enum Command {
         #[command(subcommand)]
         command: store::StoreCommand,
     },
+    /// Permission hooks: dry-run one decision (`hook test`).
+    Hook {
+        #[command(subcommand)]
+        command: hook::HookCommand,
+    },
     /// Tools for testing the host itself.
     #[command(hide = true)]
     Debug {
@@ -150,7 +156,8 @@ enum Command {
 
 #[derive(Subcommand)]
 enum PluginCommand {
-    /// Validate a plugin (a manifest `.toml` or a component `.wasm`) and list its tools.
+    /// Validate a plugin (a manifest `.toml` or a component `.wasm`) and list its
+    /// tools; a permission-hook component is validated as a hook.
     Check {
         /// A plugin manifest or a component file.
         path: PathBuf,
@@ -233,6 +240,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Job { command } => jobs::run(&cli.config, command).await,
         Command::Serve(args) => serve::run(&cli.config, args).await,
         Command::Debug { command } => debug::run(&cli.config, command),
+        Command::Hook { command } => hook::run(&cli.config, command).await,
         Command::Store { command } => store::run(&cli.config, command),
     }
 }

@@ -7,12 +7,13 @@ use anyhow::{Context, Result, bail};
 use glovebox::{Host, HostConfig, Limits, PluginManifest};
 
 /// Checks a plugin (a manifest or a bare component) by loading it as the host
-/// would, and lists its tools.
+/// would, and lists its tools; a permission-hook component is checked as a
+/// hook (its triggers).
 pub async fn check(config: &Path, path: &Path) -> Result<ExitCode> {
     // Use the configured data dir (and its compile cache) when there is a config.
     let (data_dir, defaults) = match HostConfig::load(config) {
         Ok(c) => (c.data_dir, c.defaults),
-        Err(_) => (user_cache_dir(), Limits::default()),
+        Err(_) => (user_cache_dir()?, Limits::default()),
     };
     let is_manifest = path.extension().is_some_and(|e| e == "toml");
     let manifest = if is_manifest {
@@ -28,7 +29,16 @@ pub async fn check(config: &Path, path: &Path) -> Result<ExitCode> {
             .with_context(|| format!("cannot resolve `{}`", path.display()))?;
         PluginManifest::for_component(absolute, &defaults)
     };
-    let host = Host::load(HostConfig::from_plugins(data_dir, vec![manifest])).await?;
+    let component = manifest.component.clone();
+    let host = match Host::load(HostConfig::from_plugins(data_dir, vec![manifest])).await {
+        Ok(host) => host,
+        // One loader for both kinds: a component of the hook world is checked
+        // as a hook.
+        Err(e) if is_hook(&e) && !is_manifest => {
+            return crate::hook::check(config, &component).await;
+        }
+        Err(e) => return Err(e),
+    };
     let plugin = &host.plugins()[0];
     out!(
         "ok: plugin `{}` is a valid tool plugin",
@@ -55,14 +65,30 @@ pub async fn check(config: &Path, path: &Path) -> Result<ExitCode> {
 }
 
 /// Where `plugin check` keeps its compile cache when there is no config:
-/// `$XDG_CACHE_HOME/glovebox`, else `~/.cache/glovebox`, else the temp dir.
-fn user_cache_dir() -> PathBuf {
+/// `$XDG_CACHE_HOME/glovebox`, else `~/.cache/glovebox`.
+pub fn user_cache_dir() -> Result<PathBuf> {
     let base = std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(std::env::temp_dir);
-    base.join("glovebox")
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")));
+    match base {
+        Some(base) => Ok(base.join("glovebox")),
+        // Never a shared temp dir: another user could plant compiled code there.
+        None => bail!(
+            "no config, and neither `XDG_CACHE_HOME` nor `HOME` is set, so there is no private place for the compile cache: set one of them, or pass `--config` with a `data_dir`"
+        ),
+    }
+}
+
+/// The load failed because the component is of the hook world, not the tool world.
+fn is_hook(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        matches!(
+            c.downcast_ref::<glovebox::LoadError>(),
+            Some(glovebox::LoadError::WrongWorld { found, .. })
+                if found.iter().any(|f| f == glovebox::hooks::HOOK_INTERFACE)
+        )
+    })
 }
 
 pub async fn tools(config: &Path, json: bool) -> Result<ExitCode> {

@@ -747,3 +747,117 @@ fn approval_through_the_cli_after_a_restart() {
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("0 decisions would change"), "{out}");
 }
+
+/// `glovebox hook test` dry-runs one decision of a hook as a host loads it,
+/// and `plugin check` accepts a hook component, through the real binary.
+#[test]
+fn hook_authors_dry_run_a_decision_and_check_a_hook_component() {
+    // No config: the compile cache goes under a HOME of the test's own.
+    let home = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let out = util::glovebox()
+            .arg("--config")
+            .arg("/nonexistent/glovebox.toml")
+            .args(args)
+            .env("HOME", home.path())
+            .env_remove("XDG_CACHE_HOME")
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let roles = r#"{"roles":{"workagent":["echo.*"]}}"#;
+    // Allowed: exit 0, the decision and its time.
+    let (code, out, err) = run(&[
+        "hook",
+        "test",
+        plugins::HOOK_ROLE_ALLOWLIST,
+        "--settings",
+        roles,
+        "--request",
+        r#"{"action":"read:echo","tool":"echo.echo","role":"workagent"}"#,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("allow in"), "{out}");
+    // Denied: exit 3, with the reason and the alternatives the hook gives.
+    let (code, out, err) = run(&[
+        "hook",
+        "test",
+        plugins::HOOK_ROLE_ALLOWLIST,
+        "--settings",
+        roles,
+        "--request",
+        r#"{"action":"write:files","tool":"files.write","role":"workagent"}"#,
+    ]);
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(
+        out.contains("deny in") && out.contains("reason: role workagent may not use files.write"),
+        "{out}"
+    );
+    assert!(out.contains("instead: "), "{out}");
+    // Asked: exit 9, as `glovebox call` ends for a call awaiting approval.
+    let (code, out, _) = run(&[
+        "hook",
+        "test",
+        plugins::HOOK_DESTRUCTIVE,
+        "--settings",
+        r#"{"mode":"ask"}"#,
+        "--request",
+        r#"{"action":"write:files","destructive":true}"#,
+    ]);
+    assert_eq!(code, 9, "{out}");
+    // As JSON: the decision as a host logs it.
+    let (code, out, _) = run(&[
+        "hook",
+        "test",
+        plugins::HOOK_DESTRUCTIVE,
+        "--json",
+        "--request",
+        r#"{"action":"read:files","destructive":false}"#,
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["consulted"], true);
+    assert_eq!(v["decision"]["decision"], "allow", "{v}");
+    // A request without an action, settings that are not an object, and a
+    // tool component given as a hook: each a clear error, exit 2.
+    let (code, _, err) = run(&["hook", "test", plugins::HOOK_DESTRUCTIVE, "--request", "{}"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("missing field `action`"), "{err}");
+    let (code, _, err) = run(&[
+        "hook",
+        "test",
+        plugins::HOOK_DESTRUCTIVE,
+        "--settings",
+        "[1]",
+        "--request",
+        r#"{"action":"a"}"#,
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("`--settings` must be a JSON object"), "{err}");
+    let (code, _, err) = run(&[
+        "hook",
+        "test",
+        plugins::TOOL_ECHO,
+        "--request",
+        r#"{"action":"a"}"#,
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("cannot be loaded") && err.contains("hooks get no filesystem"),
+        "{err}"
+    );
+    // `plugin check` takes a hook component too, and says it is a hook.
+    let (code, out, err) = run(&["plugin", "check", plugins::HOOK_DESTRUCTIVE]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("is a valid permission hook") && out.contains("triggers:  *"),
+        "{out}"
+    );
+    let (code, out, err) = run(&["plugin", "check", plugins::TOOL_ECHO]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("is a valid tool plugin"), "{out}");
+}

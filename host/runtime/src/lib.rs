@@ -22,6 +22,7 @@
 
 pub mod bindings;
 pub mod call;
+mod component_file;
 pub mod error;
 pub mod fault_injection;
 pub mod hooks;

@@ -4,8 +4,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::component_file::{self, ComponentFile, FileProblem};
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 use wasmtime::component::types::ComponentItem;
 
@@ -71,19 +71,12 @@ pub async fn load_plugin(
 ) -> Result<LoadedPlugin, LoadError> {
     let name = manifest.name.clone();
     let path = manifest.component.clone();
-    let bytes = read_component(&name, &path, config.runtime.max_component_bytes)?;
-    let digest = hex::encode(Sha256::digest(&bytes));
-    if let Some(expected) = &manifest.sha256
-        && *expected != digest
-    {
-        return Err(LoadError::DigestMismatch {
-            plugin: name,
-            path,
-            expected: expected.clone(),
-            actual: digest,
-        });
-    }
-    check_header(&name, &path, &bytes)?;
+    let ComponentFile { bytes, digest } = component_file::read(
+        &path,
+        config.runtime.max_component_bytes,
+        manifest.sha256.as_deref(),
+    )
+    .map_err(|problem| load_error(&name, &path, problem))?;
     let limits = RunLimits {
         memory: manifest.limits.memory,
         deadline: manifest.limits.deadline,
@@ -130,40 +123,35 @@ pub async fn load_plugin(
     })
 }
 
-fn read_component(name: &str, path: &Path, limit: u64) -> Result<Vec<u8>, LoadError> {
-    let read_err = |source| LoadError::Read {
-        plugin: name.to_string(),
-        path: path.to_path_buf(),
-        source,
-    };
-    let meta = std::fs::metadata(path).map_err(read_err)?;
-    // Refuse before reading, so a huge file costs nothing.
-    if meta.len() > limit {
-        return Err(LoadError::TooLarge {
-            plugin: name.to_string(),
-            path: path.to_path_buf(),
-            size: meta.len(),
+/// A component file's problem, said of plugin `name`.
+fn load_error(name: &str, path: &Path, problem: FileProblem) -> LoadError {
+    let (plugin, path) = (name.to_string(), path.to_path_buf());
+    match problem {
+        FileProblem::Read(source) => LoadError::Read {
+            plugin,
+            path,
+            source,
+        },
+        FileProblem::NotAFile => LoadError::Read {
+            plugin,
+            path,
+            source: std::io::Error::other("it is not a file"),
+        },
+        FileProblem::TooLarge { size, limit } => LoadError::TooLarge {
+            plugin,
+            path,
+            size,
             limit,
-        });
+        },
+        FileProblem::DigestMismatch { expected, actual } => LoadError::DigestMismatch {
+            plugin,
+            path,
+            expected,
+            actual,
+        },
+        FileProblem::NotWasm => LoadError::NotWasm { plugin, path },
+        FileProblem::CoreModule => LoadError::CoreModule { plugin, path },
     }
-    std::fs::read(path).map_err(read_err)
-}
-
-fn check_header(name: &str, path: &Path, bytes: &[u8]) -> Result<(), LoadError> {
-    if bytes.len() < 8 || &bytes[..4] != b"\0asm" {
-        return Err(LoadError::NotWasm {
-            plugin: name.to_string(),
-            path: path.to_path_buf(),
-        });
-    }
-    // Version 1, layer 0 is a core module; components use layer 1.
-    if bytes[4..8] == [1, 0, 0, 0] {
-        return Err(LoadError::CoreModule {
-            plugin: name.to_string(),
-            path: path.to_path_buf(),
-        });
-    }
-    Ok(())
 }
 
 /// Checks the component exports the `tool` interface with both functions, so

@@ -5,7 +5,6 @@
 
 use std::path::Path;
 
-use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::types::ComponentItem;
 use wasmtime::component::{Component, Linker};
@@ -14,6 +13,7 @@ use super::pattern::{pattern_matches, valid_pattern};
 use super::run::{HookLimits, run_hook};
 use super::sandbox::{HookState, forbidden_imports};
 use crate::bindings::hook::HookPluginPre;
+use crate::component_file::{self, ComponentFile, FileProblem};
 use crate::manifest::{HookConfig, format_size};
 
 /// The interface hook plugins export.
@@ -53,17 +53,9 @@ pub(crate) async fn load_hook(
     config: &HookConfig,
 ) -> Result<LoadedHook, String> {
     let path = &config.component;
-    let bytes = read_component(path)?;
-    let digest = hex::encode(Sha256::digest(&bytes));
-    if let Some(expected) = &config.sha256
-        && *expected != digest
-    {
-        return Err(format!(
-            "digest mismatch for `{}`: the config pins sha256 {expected} but the file has {digest}; rebuild the pinned version or update `sha256` in its `[[hook]]` entry after reviewing the new build",
-            path.display()
-        ));
-    }
-    check_header(path, &bytes)?;
+    let ComponentFile { bytes, digest: _ } =
+        component_file::read(path, MAX_HOOK_COMPONENT_BYTES, config.sha256.as_deref())
+            .map_err(|problem| file_problem(path, problem))?;
 
     let compile_engine = engine.clone();
     let component = tokio::task::spawn_blocking(move || Component::new(&compile_engine, &bytes))
@@ -130,48 +122,31 @@ pub(crate) async fn load_hook(
     })
 }
 
-fn read_component(path: &Path) -> Result<Vec<u8>, String> {
-    let read_err = |e: std::io::Error| {
-        format!(
-            "cannot read `{}`: {}: build the hook, or fix `component` in its `[[hook]]` entry",
-            path.display(),
+/// A component file's problem, as a sentence about the hook.
+fn file_problem(path: &Path, problem: FileProblem) -> String {
+    let path = path.display();
+    match problem {
+        FileProblem::Read(e) => format!(
+            "cannot read `{path}`: {}: build the hook, or fix `component` in its `[[hook]]` entry",
             lowercase_first(&e.to_string())
-        )
-    };
-    let meta = std::fs::metadata(path).map_err(read_err)?;
-    if !meta.is_file() {
-        return Err(format!(
-            "`{}` is not a file: fix `component` in its `[[hook]]` entry",
-            path.display()
-        ));
+        ),
+        FileProblem::NotAFile => {
+            format!("`{path}` is not a file: fix `component` in its `[[hook]]` entry")
+        }
+        FileProblem::TooLarge { size, limit } => format!(
+            "`{path}` is {size} bytes, more than the {} a hook component may have",
+            format_size(limit)
+        ),
+        FileProblem::DigestMismatch { expected, actual } => format!(
+            "digest mismatch for `{path}`: the config pins sha256 {expected} but the file has {actual}; rebuild the pinned version or update `sha256` in its `[[hook]]` entry after reviewing the new build"
+        ),
+        FileProblem::NotWasm => {
+            format!("`{path}` is not a WebAssembly file (no `\\0asm` header)")
+        }
+        FileProblem::CoreModule => format!(
+            "`{path}` is a core WebAssembly module, not a component: build it for `wasm32-wasip2`"
+        ),
     }
-    // Refuse before reading, so a huge file costs nothing.
-    if meta.len() > MAX_HOOK_COMPONENT_BYTES {
-        return Err(format!(
-            "`{}` is {} bytes, more than the {} a hook component may have",
-            path.display(),
-            meta.len(),
-            format_size(MAX_HOOK_COMPONENT_BYTES)
-        ));
-    }
-    std::fs::read(path).map_err(read_err)
-}
-
-fn check_header(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    if bytes.len() < 8 || &bytes[..4] != b"\0asm" {
-        return Err(format!(
-            "`{}` is not a WebAssembly file (no `\\0asm` header)",
-            path.display()
-        ));
-    }
-    // Version 1, layer 0 is a core module; components use layer 1.
-    if bytes[4..8] == [1, 0, 0, 0] {
-        return Err(format!(
-            "`{}` is a core WebAssembly module, not a component: build it for `wasm32-wasip2`",
-            path.display()
-        ));
-    }
-    Ok(())
 }
 
 /// Checks the component exports `permission-hook` with its three functions, so a
