@@ -147,7 +147,7 @@ pub fn session_usage(config: &Path, session: &str, usage: &UsageReport) -> Resul
         Ok(events) => {
             out!("{}", serde_json::to_string_pretty(&events)?);
             for e in &events {
-                if let glovebox::session::EventKind::Paused { reason } = &e.kind {
+                if let glovebox::session::EventKind::Paused { reason, .. } = &e.kind {
                     eprintln!("warning: session paused: {reason}");
                 }
             }

@@ -59,6 +59,7 @@ pub fn session_failure(e: &SessionError) -> CallToolResult {
         SessionError::Tampered { .. } => "session_tampered",
         SessionError::BadHandoff { .. } => "bad_handoff",
         SessionError::InvalidEvent { .. } => "session_invalid_event",
+        SessionError::NotAllowed(_) => "not_allowed",
         SessionError::Storage(_) => "session_storage",
     };
     failure(kind, e.to_string())

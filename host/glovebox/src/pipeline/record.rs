@@ -136,7 +136,7 @@ pub(crate) async fn record(
                     limit: breach.limit,
                     call_id: Some(call_id.clone()),
                 });
-                events.push(EventKind::Paused { reason });
+                events.push(EventKind::Paused { reason, by: None });
                 tracing::warn!(session = %state.id, tool = %tool, cap = %breach.cap, "call denied by the budget: session paused");
                 return (events, (Outcome::OverBudget(err), now));
             }
@@ -151,6 +151,7 @@ pub(crate) async fn record(
                     if matches!(err, CallError::AwaitingApproval { .. }) {
                         events.push(EventKind::Paused {
                             reason: err.to_string(),
+                            by: None,
                         });
                     }
                     (events, (Outcome::Refused(err), now))

@@ -335,7 +335,7 @@ pub fn report_usage(
                     limit: l.limit,
                     call_id: None,
                 });
-                events.push(EventKind::Paused { reason });
+                events.push(EventKind::Paused { reason, by: None });
             }
             (events, ())
         })

@@ -266,6 +266,7 @@ pub fn check(
                     "blocker flag `{}` ({}): {}; {}",
                     f.rule, f.severity, f.reason, f.suggested_action
                 ),
+                by: None,
             });
         }
         (events, (raised, escalation, paused))

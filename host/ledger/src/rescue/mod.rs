@@ -298,6 +298,7 @@ impl Rescues {
             if state.status == SessionStatus::Active {
                 events.push(EventKind::Paused {
                     reason: format!("rescue `{id}` under way: wait for its injected context"),
+                    by: None,
                 });
             }
             (events, ())

@@ -43,6 +43,10 @@ pub enum SessionError {
     /// The event does not fit the session's state (an unknown call id, a closed log).
     #[error("cannot log this in session {session}: {reason}")]
     InvalidEvent { session: String, reason: String },
+    /// The caller's principal may not do this: the message says what was
+    /// refused, why, and who can do it (never whose session it is).
+    #[error("{0}")]
+    NotAllowed(String),
     /// The storage failed; nothing of the operation was acknowledged.
     #[error("session storage failed: {0}")]
     Storage(#[from] StorageError),

@@ -128,6 +128,16 @@ pub enum EventKind {
         /// The session's own budget caps (see [`crate::budget`]).
         #[serde(default, skip_serializing_if = "BudgetCaps::is_empty")]
         budget: BudgetCaps,
+        /// The principal that started it, and so owns it. Absent in logs
+        /// written before principals existed: those sessions belong to the
+        /// built-in agent `local` (and operators). Left out of the record when
+        /// absent, so old records hash as they did.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        owner: Option<String>,
+        /// The tags its owner's operator pinned (a subset of `tags`): they
+        /// cannot be removed by the agent.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        pinned_tags: Vec<String>,
     },
     Renamed {
         name: String,
@@ -138,6 +148,11 @@ pub enum EventKind {
     },
     Paused {
         reason: String,
+        /// The principal that asked for the pause; absent when the host took
+        /// it (a critical flag, a budget, a rescue, a pending approval, a
+        /// failed write), which only an operator lifts.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
     },
     Resumed,
     Ended {

@@ -15,6 +15,7 @@
 //!
 //! [`Storage`]: crate::storage::Storage
 
+mod access;
 pub mod checkpoint;
 mod error;
 mod event;
@@ -29,6 +30,7 @@ mod store;
 mod tests;
 pub(crate) mod watch;
 
+pub use access::{check_may_lift, may_touch};
 pub use error::SessionError;
 pub use event::{
     CallMetering, EndOutcome, Event, EventKind, GENESIS_HASH, MAX_INLINE_BYTES, Role,

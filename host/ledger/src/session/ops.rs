@@ -55,8 +55,21 @@ pub struct Resumed {
 }
 
 impl Sessions {
-    /// Starts a session in status `created`.
+    /// Starts a session in status `created`, with no owner recorded: it
+    /// belongs to the built-in agent `local` and to operators (see
+    /// [`Sessions::start_as`] for a principal's).
     pub fn start(&self, start: StartSession) -> Result<SessionState, SessionError> {
+        self.start_owned(start, None, Vec::new())
+    }
+
+    /// [`Sessions::start`] recording `owner` and the tags pinned for it
+    /// (already among `start.tags`).
+    pub(super) fn start_owned(
+        &self,
+        start: StartSession,
+        owner: Option<String>,
+        pinned_tags: Vec<String>,
+    ) -> Result<SessionState, SessionError> {
         if let Some(name) = &start.name {
             check_name(name)?;
         }
@@ -75,6 +88,8 @@ impl Sessions {
                 .expected_duration
                 .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
             budget: start.budget,
+            owner,
+            pinned_tags,
         };
         let event = Event::seal(&id, 1, self.now(), super::event::GENESIS_HASH, kind);
         let slot = self.slot(&id);
@@ -200,6 +215,7 @@ impl Sessions {
                 id,
                 EventKind::Paused {
                     reason: reason.to_string(),
+                    by: None,
                 },
             )?;
             this.current(slot, id)
@@ -433,7 +449,7 @@ impl Sessions {
         log::read_events(&*self.storage, &id, &self.label_of(&id), from_seq, limit)
     }
 
-    fn with_slot<T>(
+    pub(super) fn with_slot<T>(
         &self,
         id_or_name: &str,
         f: impl FnOnce(&Sessions, &mut super::store::Slot, &str) -> Result<T, SessionError>,
@@ -444,7 +460,7 @@ impl Sessions {
         f(self, &mut slot, &id)
     }
 
-    fn current(
+    pub(super) fn current(
         &self,
         slot: &mut super::store::Slot,
         id: &str,

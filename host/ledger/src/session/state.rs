@@ -118,9 +118,29 @@ pub struct SessionState {
     /// and rescue injections (oldest first, at most 256).
     #[serde(default)]
     pub context: Vec<ContextEntry>,
+    /// The principal that started the session (see
+    /// [`SessionState::owner_name`]).
+    #[serde(default)]
+    pub owner: Option<String>,
+    /// Tags the owner's operator pinned: the agent cannot remove them.
+    #[serde(default)]
+    pub pinned_tags: Vec<String>,
+    /// While paused: the principal that asked for the pause, or none when
+    /// the host took it (then only an operator lifts it).
+    #[serde(default)]
+    pub paused_by: Option<String>,
 }
 
 impl SessionState {
+    /// The principal that owns the session: the one that started it, or the
+    /// built-in agent `local` for a session started before principals were
+    /// recorded.
+    pub fn owner_name(&self) -> &str {
+        self.owner
+            .as_deref()
+            .unwrap_or(glovebox_manifest::LOCAL_PRINCIPAL)
+    }
+
     /// The state after a session's first event, which must be `session_started`.
     pub fn start(event: &Event) -> Result<SessionState, SessionError> {
         let EventKind::SessionStarted {
@@ -130,6 +150,8 @@ impl SessionState {
             tags,
             expected_duration_ms,
             budget,
+            owner,
+            pinned_tags,
         } = &event.kind
         else {
             return Err(SessionError::InvalidEvent {
@@ -175,6 +197,9 @@ impl SessionState {
             },
             watch: Watch::new(event.at_ms),
             context: Vec::new(),
+            owner: owner.clone(),
+            pinned_tags: pinned_tags.clone(),
+            paused_by: None,
         })
     }
 
@@ -290,7 +315,10 @@ impl SessionState {
                 self.tags.sort();
                 self.tags.dedup();
             }
-            EventKind::Paused { reason } => self.paused_reason = Some(reason.clone()),
+            EventKind::Paused { reason, by } => {
+                self.paused_reason = Some(reason.clone());
+                self.paused_by = by.clone();
+            }
             EventKind::Ended { outcome, .. } => {
                 self.outcome = Some(*outcome);
                 self.last_progress_at_ms = at;
@@ -395,6 +423,7 @@ impl SessionState {
         self.watch.apply(event);
         if next != SessionStatus::Paused {
             self.paused_reason = None;
+            self.paused_by = None;
         }
         self.status = next;
         self.last_seq = event.seq;
@@ -455,6 +484,9 @@ pub struct SessionInfo {
     /// In the bucket: the last change of status, name or tags. `Sessions::list`
     /// reports the time of the last event instead.
     pub updated_at_ms: u64,
+    /// See [`SessionState::owner`].
+    #[serde(default)]
+    pub owner: Option<String>,
 }
 
 impl From<&SessionState> for SessionInfo {
@@ -468,6 +500,7 @@ impl From<&SessionState> for SessionInfo {
             status: s.status,
             created_at_ms: s.created_at_ms,
             updated_at_ms: s.updated_at_ms,
+            owner: s.owner.clone(),
         }
     }
 }

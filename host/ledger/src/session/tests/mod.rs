@@ -1,5 +1,6 @@
 //! Tests of the session domain on the real storage (sled in a tempdir).
 
+mod access;
 mod checkpoints;
 mod handoffs;
 mod integrity;

@@ -1,0 +1,242 @@
+//! Who may touch a session: the principal that started it (its owner) and
+//! operators, nobody else.
+//!
+//! Each `*_as` method is the one of [`Sessions`] without the suffix, on
+//! behalf of `caller`:
+//! - a session that is not the caller's is "not found", exactly as one that
+//!   does not exist (the same error, the key as the caller gave it), so
+//!   names and ids leak nothing;
+//! - an agent starts sessions only as a role of its ceiling, in a project it
+//!   may touch; the tags its operator pinned for it are added, and it cannot
+//!   give a tag some principal has pinned (it would pass for the operator's),
+//!   nor remove a pinned one;
+//! - a pause the host took (a critical flag, a budget, a rescue, a pending
+//!   approval, a failed write) is lifted only by an operator; an agent may
+//!   pause its own session and lift its own pause.
+//!
+//! The checks run under the session's lock where the state could change
+//! between the look and the write (resume, pause, end).
+
+use std::collections::HashSet;
+
+use super::error::SessionError;
+use super::event::{EndOutcome, Event, EventKind};
+use super::handoff::Handoff;
+use super::lifecycle::SessionStatus;
+use super::ops::{Resumed, SessionFilter, StartSession};
+use super::state::{SessionInfo, SessionState};
+use super::store::Sessions;
+use crate::manifest::Principal;
+
+/// Whether `caller` may see and touch the session owned by `owner`.
+pub fn may_touch(caller: &Principal, owner: &str) -> bool {
+    caller.is_operator() || caller.name == owner
+}
+
+impl Sessions {
+    /// Starts a session owned by `caller`, within its ceiling. `reserved`:
+    /// every tag some principal has pinned (the config's `pinned_tags`).
+    pub fn start_as(
+        &self,
+        caller: &Principal,
+        mut start: StartSession,
+        reserved: &HashSet<String>,
+    ) -> Result<SessionState, SessionError> {
+        if !caller.may_act_as(start.role) {
+            let roles: Vec<&str> = caller.roles.iter().map(|r| r.as_str()).collect();
+            return Err(SessionError::NotAllowed(format!(
+                "cannot start a session as {}: it is above this principal's ceiling ({}); start it as one of those roles, or ask an operator to add the role to the principal's `roles`",
+                start.role,
+                roles.join(", ")
+            )));
+        }
+        if !caller.may_touch(&start.project) {
+            return Err(SessionError::NotAllowed(format!(
+                "cannot start a session in project `{}`: this principal may touch only {}; ask an operator to add the project to its `projects`",
+                start.project,
+                caller
+                    .projects
+                    .iter()
+                    .map(|p| format!("`{p}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        if !caller.is_operator()
+            && let Some(tag) = start
+                .tags
+                .iter()
+                .find(|t| reserved.contains(*t) && !caller.tags.contains(t))
+        {
+            return Err(SessionError::NotAllowed(format!(
+                "cannot give the tag `{tag}`: it is pinned by the operator and only the operator gives it; pick another tag"
+            )));
+        }
+        for tag in &caller.tags {
+            if !start.tags.contains(tag) {
+                start.tags.push(tag.clone());
+            }
+        }
+        self.start_owned(start, Some(caller.name.clone()), caller.tags.clone())
+    }
+
+    /// The session's state, if `caller` may see it; "not found" otherwise.
+    pub fn show_as(
+        &self,
+        caller: &Principal,
+        id_or_name: &str,
+    ) -> Result<SessionState, SessionError> {
+        let state = self.show(id_or_name)?;
+        if may_touch(caller, state.owner_name()) {
+            Ok(state)
+        } else {
+            Err(SessionError::NotFound(id_or_name.to_string()))
+        }
+    }
+
+    /// Resumes the session (see [`Sessions::resume`]) for `caller`: refused
+    /// for a pause only an operator may lift.
+    pub fn resume_as(&self, caller: &Principal, id_or_name: &str) -> Result<Resumed, SessionError> {
+        let id = self.show_as(caller, id_or_name)?.id;
+        self.with_slot(&id, |this, slot, id| {
+            let state = this.loaded(slot, id)?;
+            if state.status == SessionStatus::Paused {
+                check_may_lift(caller, state)?;
+            }
+            if state.status != SessionStatus::Active {
+                this.append_locked(slot, id, EventKind::Resumed)?;
+            }
+            let state = this.current(slot, id)?;
+            Ok(Resumed {
+                latest_handoff: state.latest_handoff.clone(),
+                interrupted_calls: state.interrupted.clone(),
+                context: state.context.clone(),
+                state,
+            })
+        })
+    }
+
+    /// Pauses the session for `caller`'s own reasons: the pause is recorded
+    /// as the caller's, so the caller may lift it.
+    pub fn pause_as(
+        &self,
+        caller: &Principal,
+        id_or_name: &str,
+        reason: &str,
+    ) -> Result<SessionState, SessionError> {
+        let id = self.show_as(caller, id_or_name)?.id;
+        self.with_slot(&id, |this, slot, id| {
+            let kind = EventKind::Paused {
+                reason: reason.to_string(),
+                by: Some(caller.name.clone()),
+            };
+            this.append_locked(slot, id, kind)?;
+            this.current(slot, id)
+        })
+    }
+
+    /// Ends the session (see [`Sessions::end`]) for `caller`.
+    pub fn end_as(
+        &self,
+        caller: &Principal,
+        id_or_name: &str,
+        outcome: EndOutcome,
+    ) -> Result<SessionState, SessionError> {
+        let id = self.show_as(caller, id_or_name)?.id;
+        self.end(&id, outcome)
+    }
+
+    /// Adds and removes tags for `caller`: an agent cannot remove a pinned
+    /// tag nor add a reserved one.
+    pub fn tag_as(
+        &self,
+        caller: &Principal,
+        id_or_name: &str,
+        add: &[String],
+        remove: &[String],
+        reserved: &HashSet<String>,
+    ) -> Result<SessionState, SessionError> {
+        let state = self.show_as(caller, id_or_name)?;
+        if !caller.is_operator() {
+            if let Some(tag) = remove.iter().find(|t| state.pinned_tags.contains(t)) {
+                return Err(SessionError::NotAllowed(format!(
+                    "cannot remove the tag `{tag}`: the operator pinned it; only an operator removes it"
+                )));
+            }
+            if let Some(tag) = add
+                .iter()
+                .find(|t| reserved.contains(*t) && !state.pinned_tags.contains(t))
+            {
+                return Err(SessionError::NotAllowed(format!(
+                    "cannot give the tag `{tag}`: it is pinned by the operator and only the operator gives it; pick another tag"
+                )));
+            }
+        }
+        self.tag(&state.id, add, remove)
+    }
+
+    /// Writes a handoff from the caller's session; a target must be the
+    /// caller's too (another's is "not found").
+    pub fn handoff_as(
+        &self,
+        caller: &Principal,
+        id_or_name: &str,
+        mut handoff: Handoff,
+    ) -> Result<Event, SessionError> {
+        let writer = self.show_as(caller, id_or_name)?;
+        if let Some(target) = handoff.target_session.clone() {
+            let target = self
+                .show_as(caller, &target)
+                .map_err(|e| SessionError::BadHandoff {
+                    session: writer.label(),
+                    reason: format!("its target: {e}"),
+                })?;
+            // By id: the name could pass to another session in between.
+            handoff.target_session = Some(target.id);
+        }
+        self.handoff(&writer.id, handoff)
+    }
+
+    /// Up to `limit` events of the caller's session from `from_seq`.
+    pub fn events_as(
+        &self,
+        caller: &Principal,
+        id_or_name: &str,
+        from_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<Event>, SessionError> {
+        let id = self.show_as(caller, id_or_name)?.id;
+        self.events(&id, from_seq, limit)
+    }
+
+    /// The caller's sessions matching `filter` (every session for an operator).
+    pub fn list_as(
+        &self,
+        caller: &Principal,
+        filter: &SessionFilter,
+    ) -> Result<Vec<SessionInfo>, SessionError> {
+        let mut all = self.list(filter)?;
+        all.retain(|info| {
+            let owner = info
+                .owner
+                .as_deref()
+                .unwrap_or(glovebox_manifest::LOCAL_PRINCIPAL);
+            may_touch(caller, owner)
+        });
+        Ok(all)
+    }
+}
+
+/// Whether `caller` may lift the pause of `state` (paused): an operator
+/// always; an agent only a pause it asked for itself.
+pub fn check_may_lift(caller: &Principal, state: &SessionState) -> Result<(), SessionError> {
+    if caller.is_operator() || state.paused_by.as_deref() == Some(caller.name.as_str()) {
+        return Ok(());
+    }
+    let reason = state.paused_reason.as_deref().unwrap_or("no reason given");
+    Err(SessionError::NotAllowed(format!(
+        "session {} stays paused: the host or an operator paused it ({reason}), and only an operator lifts that pause (`glovebox session resume {}`, `glovebox approve`, or the end of a rescue)",
+        state.label(),
+        state.id
+    )))
+}

@@ -1,0 +1,280 @@
+//! Who may touch a session: its owner and operators; one test per rule.
+
+use std::collections::HashSet;
+
+use super::*;
+use crate::manifest::{Principal, PrincipalKind};
+
+fn agent(name: &str, roles: &[Role], projects: &[&str], tags: &[&str]) -> Principal {
+    Principal {
+        name: name.to_string(),
+        kind: PrincipalKind::Agent,
+        roles: roles.to_vec(),
+        projects: projects.iter().map(|p| p.to_string()).collect(),
+        tags: tags.iter().map(|t| t.to_string()).collect(),
+    }
+}
+
+fn start(role: Role, project: &str, name: &str, tags: &[&str]) -> StartSession {
+    StartSession {
+        role,
+        project: project.to_string(),
+        name: Some(name.to_string()),
+        tags: tags.iter().map(|t| t.to_string()).collect(),
+        expected_duration: None,
+        budget: Default::default(),
+    }
+}
+
+fn none() -> HashSet<String> {
+    HashSet::new()
+}
+
+#[track_caller]
+fn assert_not_found<T: std::fmt::Debug>(r: Result<T, SessionError>, key: &str) {
+    match r {
+        Err(SessionError::NotFound(k)) => assert_eq!(k, key),
+        other => panic!("expected not found for `{key}`, got {other:?}"),
+    }
+}
+
+#[test]
+fn another_principals_session_is_not_found_like_one_that_does_not_exist() {
+    let env = Env::new();
+    let (a, b) = (
+        agent("a", &[Role::Workagent], &["*"], &[]),
+        agent("b", &[Role::Workagent], &["*"], &[]),
+    );
+    let s = &env.sessions;
+    let mine = s
+        .start_as(&a, start(Role::Workagent, "p", "a-work", &[]), &none())
+        .unwrap();
+    assert_eq!(mine.owner.as_deref(), Some("a"));
+    let theirs = s
+        .start_as(&b, start(Role::Workagent, "p", "b-work", &[]), &none())
+        .unwrap();
+    for key in ["b-work", theirs.id.as_str()] {
+        // The same error as for a key nothing has.
+        let absent = s.show_as(&a, "no-such-session").unwrap_err().to_string();
+        let refused = s.show_as(&a, key).unwrap_err().to_string();
+        assert_eq!(absent.replace("no-such-session", key), refused);
+        assert_not_found(s.show_as(&a, key), key);
+        assert_not_found(s.resume_as(&a, key), key);
+        assert_not_found(s.pause_as(&a, key, "mine now"), key);
+        assert_not_found(s.end_as(&a, key, EndOutcome::Completed), key);
+        assert_not_found(s.events_as(&a, key, 1, 10), key);
+        assert_not_found(s.tag_as(&a, key, &["x".into()], &[], &none()), key);
+        assert_not_found(
+            s.handoff_as(
+                &a,
+                key,
+                Handoff::new(HandoffKind::Continuation, Role::Workagent, "x"),
+            ),
+            key,
+        );
+    }
+    // A handoff into another's session: its target is not found either.
+    let mut h = Handoff::new(HandoffKind::Continuation, Role::Workagent, "take this");
+    h.target_session = Some("b-work".into());
+    let e = s.handoff_as(&a, "a-work", h).unwrap_err();
+    assert!(
+        matches!(e, SessionError::BadHandoff { .. })
+            && e.to_string()
+                .contains("no session with the id or name `b-work`"),
+        "{e}"
+    );
+    assert_eq!(s.show("b-work").unwrap().handoffs, 0);
+    // Lists show one's own only.
+    let listed: Vec<_> = s
+        .list_as(&a, &SessionFilter::default())
+        .unwrap()
+        .into_iter()
+        .map(|i| i.id)
+        .collect();
+    assert_eq!(listed, vec![mine.id.clone()]);
+    // Nothing changed in b's session.
+    assert_eq!(s.show(&theirs.id).unwrap().last_seq, theirs.last_seq);
+}
+
+#[test]
+fn operators_see_and_touch_every_session() {
+    let env = Env::new();
+    let a = agent("a", &[Role::Workagent], &["*"], &[]);
+    let op = Principal::operator("cli:1000");
+    let s = &env.sessions;
+    let id = s
+        .start_as(&a, start(Role::Workagent, "p", "w", &[]), &none())
+        .unwrap()
+        .id;
+    assert_eq!(s.show_as(&op, "w").unwrap().id, id);
+    assert_eq!(s.list_as(&op, &SessionFilter::default()).unwrap().len(), 1);
+    s.resume_as(&op, "w").unwrap();
+    s.end_as(&op, "w", EndOutcome::Completed).unwrap();
+}
+
+#[test]
+fn a_role_above_the_ceiling_or_a_project_not_allowed_is_refused() {
+    let env = Env::new();
+    let a = agent("a", &[Role::Workagent], &["demo"], &[]);
+    let s = &env.sessions;
+    let e = s
+        .start_as(&a, start(Role::Orchestrator, "demo", "o", &[]), &none())
+        .unwrap_err();
+    assert!(matches!(e, SessionError::NotAllowed(_)), "{e}");
+    let text = e.to_string();
+    assert!(
+        text.contains("as orchestrator")
+            && text.contains("ceiling (workagent)")
+            && text.contains("operator"),
+        "{text}"
+    );
+    let e = s
+        .start_as(&a, start(Role::Workagent, "secret", "x", &[]), &none())
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("project `secret`") && e.to_string().contains("`demo`"),
+        "{e}"
+    );
+    // Nothing was started, and the names are free.
+    assert!(s.list(&SessionFilter::default()).unwrap().is_empty());
+    s.start_as(&a, start(Role::Workagent, "demo", "o", &[]), &none())
+        .unwrap();
+}
+
+#[test]
+fn pinned_tags_are_added_and_cannot_be_removed_or_forged() {
+    let env = Env::new();
+    let a = agent("a", &[Role::Workagent], &["*"], &["team-a"]);
+    let reserved: HashSet<String> = ["team-a".to_string(), "team-b".to_string()].into();
+    let s = &env.sessions;
+    let state = s
+        .start_as(&a, start(Role::Workagent, "p", "w", &["mine"]), &reserved)
+        .unwrap();
+    assert_eq!(state.tags, vec!["mine".to_string(), "team-a".to_string()]);
+    assert_eq!(state.pinned_tags, vec!["team-a".to_string()]);
+    // Another principal's pinned tag, at start or later: refused.
+    let e = s
+        .start_as(
+            &a,
+            start(Role::Workagent, "p", "w2", &["team-b"]),
+            &reserved,
+        )
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("`team-b`") && e.to_string().contains("pinned"),
+        "{e}"
+    );
+    let e = s
+        .tag_as(&a, "w", &["team-b".into()], &[], &reserved)
+        .unwrap_err();
+    assert!(matches!(e, SessionError::NotAllowed(_)), "{e}");
+    let e = s
+        .tag_as(&a, "w", &[], &["team-a".into()], &reserved)
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("cannot remove the tag `team-a`"),
+        "{e}"
+    );
+    // Its own tags come and go; an operator may remove a pinned one.
+    s.tag_as(&a, "w", &["extra".into()], &["mine".into()], &reserved)
+        .unwrap();
+    let op = Principal::operator("ops");
+    let state = s
+        .tag_as(&op, "w", &[], &["team-a".into()], &reserved)
+        .unwrap();
+    assert_eq!(state.tags, vec!["extra".to_string()]);
+}
+
+#[test]
+fn a_pause_the_host_took_is_lifted_only_by_an_operator() {
+    let env = Env::new();
+    let a = agent("a", &[Role::Workagent], &["*"], &[]);
+    let s = &env.sessions;
+    let id = s
+        .start_as(&a, start(Role::Workagent, "p", "w", &[]), &none())
+        .unwrap()
+        .id;
+    s.resume_as(&a, &id).unwrap();
+    // As the budget, the detector, a rescue or a pending approval do.
+    s.append_with(&id, |_, _| {
+        (
+            vec![EventKind::Paused {
+                reason: "budget exceeded: cost".into(),
+                by: None,
+            }],
+            (),
+        )
+    })
+    .unwrap();
+    let e = s.resume_as(&a, &id).unwrap_err();
+    assert!(matches!(e, SessionError::NotAllowed(_)), "{e}");
+    let text = e.to_string();
+    assert!(
+        text.contains("budget exceeded: cost") && text.contains("only an operator"),
+        "{text}"
+    );
+    assert_eq!(s.show(&id).unwrap().status, SessionStatus::Paused);
+    s.resume_as(&Principal::operator("ops"), &id).unwrap();
+    assert_eq!(s.show(&id).unwrap().status, SessionStatus::Active);
+    // An operator's pause is not the agent's to lift either.
+    s.pause_as(&Principal::operator("ops"), &id, "look at this")
+        .unwrap();
+    assert!(s.resume_as(&a, &id).is_err());
+}
+
+#[test]
+fn an_agent_pauses_and_resumes_its_own_session() {
+    let env = Env::new();
+    let a = agent("a", &[Role::Workagent], &["*"], &[]);
+    let s = &env.sessions;
+    let id = s
+        .start_as(&a, start(Role::Workagent, "p", "w", &[]), &none())
+        .unwrap()
+        .id;
+    s.resume_as(&a, &id).unwrap();
+    let paused = s.pause_as(&a, &id, "waiting for the user").unwrap();
+    assert_eq!(paused.paused_by.as_deref(), Some("a"));
+    let resumed = s.resume_as(&a, &id).unwrap();
+    assert_eq!(resumed.state.status, SessionStatus::Active);
+    assert_eq!(resumed.state.paused_by, None);
+}
+
+/// Records written before principals existed (no `owner`, no `by`), as the
+/// old code wrote and hashed them: they still verify and load, and the
+/// session is the built-in agent `local`'s; its pause the host's.
+#[test]
+fn logs_from_before_principals_verify_unchanged_and_belong_to_local() {
+    const OLD: [&str; 3] = [
+        r#"{"session":"s-old","seq":1,"at_ms":1000,"prev_hash":"0000000000000000000000000000000000000000000000000000000000000000","hash":"2a2bd21a7a077b0f2982184d18ae533d7012963b69f5250c76ab6b15f6614d24","kind":{"type":"session_started","role":"workagent","project":"demo","name":"old","tags":["a"],"expected_duration_ms":null}}"#,
+        r#"{"session":"s-old","seq":2,"at_ms":1001,"prev_hash":"2a2bd21a7a077b0f2982184d18ae533d7012963b69f5250c76ab6b15f6614d24","hash":"083969b9fee322000e9ae75b85db167005f7d170e8194a93900d4cf4bfaf4318","kind":{"type":"resumed"}}"#,
+        r#"{"session":"s-old","seq":3,"at_ms":1002,"prev_hash":"083969b9fee322000e9ae75b85db167005f7d170e8194a93900d4cf4bfaf4318","hash":"f851aca151356cd0cb8e6cbb6326d00b183cf83cf672b42a998895927d7c62f0","kind":{"type":"paused","reason":"budget exceeded"}}"#,
+    ];
+    let env = Env::new();
+    let records: Vec<Vec<u8>> = OLD.iter().map(|e| e.as_bytes().to_vec()).collect();
+    env.store.append("s-old", 0, &records).unwrap();
+    // Each record re-encodes to the very bytes it was read from.
+    for text in OLD {
+        assert_eq!(
+            Event::from_bytes(text.as_bytes()).unwrap().to_bytes(),
+            text.as_bytes()
+        );
+    }
+    let report = env.sessions.verify("s-old").unwrap();
+    assert!(report.ok && report.events_checked == 3, "{report:?}");
+    let state = env.sessions.show("s-old").unwrap();
+    assert_eq!(
+        (state.owner.as_deref(), state.owner_name()),
+        (None, "local")
+    );
+    let local = Principal::local();
+    assert!(env.sessions.show_as(&local, "s-old").is_ok());
+    assert_not_found(
+        env.sessions
+            .show_as(&agent("a", &[Role::Workagent], &["*"], &[]), "s-old"),
+        "s-old",
+    );
+    assert!(matches!(
+        env.sessions.resume_as(&local, "s-old"),
+        Err(SessionError::NotAllowed(_))
+    ));
+}
