@@ -97,22 +97,11 @@ pub fn print_report(report: &glovebox::CallReport, json: bool) -> Result<ExitCod
         }
         Err(e) => {
             if !json {
-                match e {
-                    glovebox::CallError::Denied {
-                        tool,
-                        hook,
-                        pattern,
-                        reason,
-                        alternatives,
-                    } => {
-                        eprintln!(
-                            "error: call to `{tool}` denied by hook `{hook}` (pattern `{pattern}`): {reason}"
-                        );
-                        for alt in alternatives {
-                            eprintln!("  instead: {alt}");
-                        }
+                eprintln!("error: {}", e.headline());
+                if let glovebox::CallError::Denied { alternatives, .. } = e {
+                    for alt in alternatives {
+                        eprintln!("  instead: {alt}");
                     }
-                    other => eprintln!("error: {other}"),
                 }
                 for denial in &report.http_denials {
                     eprintln!("  network: {denial}");

@@ -73,41 +73,33 @@ pub fn report(report: CallReport) -> CallToolResult {
     }
 }
 
-/// A call that did not produce an output, as a tool error.
+/// A call that did not produce an output, as a tool error: the error's own
+/// words (`CallError` is the one place that words a refusal), and for a
+/// denial or an approval wait, its parts as structured content.
 pub fn call_error(e: &CallError) -> CallToolResult {
     match e {
         CallError::Denied {
-            tool,
             hook,
             pattern,
             reason,
             alternatives,
-        } => {
-            let mut text =
-                format!("call to `{tool}` denied by hook {hook} (pattern {pattern}): {reason}");
-            if !alternatives.is_empty() {
-                text.push_str("; alternatives: ");
-                text.push_str(&alternatives.join("; "));
-            }
-            tool_error(
-                text,
-                json!({"denied": {
-                    "hook": hook,
-                    "pattern": pattern,
-                    "reason": reason,
-                    "alternatives": alternatives,
-                }}),
-            )
-        }
+            ..
+        } => tool_error(
+            e.to_string(),
+            json!({"denied": {
+                "hook": hook,
+                "pattern": pattern,
+                "reason": reason,
+                "alternatives": alternatives,
+            }}),
+        ),
         CallError::AwaitingApproval {
-            tool,
             approval_id,
             hook,
             reason,
+            ..
         } => tool_error(
-            format!(
-                "call to `{tool}` awaits approval {approval_id} (hook {hook}: {reason}); the session is paused until an operator runs `glovebox approve {approval_id}` or `glovebox deny {approval_id} --reason ...`"
-            ),
+            format!("{e}; the session is paused until then"),
             json!({"awaiting_approval": {
                 "approval_id": approval_id,
                 "hook": hook,

@@ -19,6 +19,7 @@ pub enum CallError {
         candidates: Vec<String>,
     },
     /// A permission hook refused the call; it did not run.
+    // Worded here only: `headline` is this without the alternatives.
     #[error("call to `{tool}` denied by hook `{hook}` (pattern `{pattern}`): {reason}{}", alternatives_text(.alternatives))]
     Denied {
         tool: String,
@@ -83,6 +84,23 @@ pub enum CallError {
 }
 
 impl CallError {
+    /// The message without a denial's alternatives, for a front end that lists
+    /// them itself (one per line); the same as `to_string()` otherwise.
+    pub fn headline(&self) -> String {
+        match self {
+            CallError::Denied {
+                tool,
+                hook,
+                pattern,
+                reason,
+                ..
+            } => {
+                format!("call to `{tool}` denied by hook `{hook}` (pattern `{pattern}`): {reason}")
+            }
+            other => other.to_string(),
+        }
+    }
+
     /// A stable, machine-readable name for the kind of failure.
     pub fn kind(&self) -> &'static str {
         match self {
