@@ -329,8 +329,10 @@ impl SqliteStore {
 
     /// Opens the store in `dir` for reading only, without taking the data dir
     /// lock: for an operator's commands (check, backup) while a server has
-    /// the dir. Reads see what the server has committed when they start.
-    /// Every write fails with [`StorageError::Io`].
+    /// the dir. Every read sees the store as the server had committed it when
+    /// this open returned (one snapshot, held until the store is dropped), so
+    /// a check or a backup sees one state, never a log from before a
+    /// checkpoint from after. Every write fails with [`StorageError::Io`].
     ///
     /// Fails with [`StorageError::Io`] naming the file when `dir` holds no
     /// SQLite store yet (never opened with this backend, or the wrong dir):
@@ -359,7 +361,7 @@ impl SqliteStore {
             durability: Durability::Flush,
             commit: GroupCommit::new(),
             _checkpointer: None,
-            readers: Pool::new(&db_path, Some(conn)),
+            readers: Pool::snapshot(&db_path, conn)?,
             writer: None,
             db_path,
             #[cfg(feature = "fault-injection")]
@@ -459,8 +461,24 @@ impl SqliteStore {
             .readers
             .get()
             .and_then(|conn| {
-                conn.execute("VACUUM INTO ?1", [tmp_str])
-                    .map_err(|e| sqlite_error(&self.db_path, "back up", e))
+                // VACUUM INTO is a consistent snapshot of its own, and refuses
+                // to run inside a transaction: a read-only store's snapshot
+                // (see `Pool::snapshot`) is ended for it, and taken again after.
+                let pinned = !conn.is_autocommit();
+                let run = || -> rusqlite::Result<()> {
+                    if pinned {
+                        conn.execute_batch("COMMIT")?;
+                    }
+                    let copied = conn.execute("VACUUM INTO ?1", [tmp_str]).map(|_| ());
+                    if pinned {
+                        conn.execute_batch("BEGIN DEFERRED")?;
+                        conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| {
+                            r.get::<_, i64>(0)
+                        })?;
+                    }
+                    copied
+                };
+                run().map_err(|e| sqlite_error(&self.db_path, "back up", e))
             })
             .and_then(|_| {
                 File::open(&tmp)

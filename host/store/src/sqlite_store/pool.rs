@@ -24,6 +24,8 @@ const MAX_READERS: usize = 8;
 
 pub(super) struct Pool {
     db_path: PathBuf,
+    /// Connections open at most: [`MAX_READERS`], or 1 for a snapshot.
+    cap: usize,
     state: Mutex<State>,
     returned: Condvar,
 }
@@ -66,12 +68,37 @@ impl Pool {
         let open = usize::from(first.is_some());
         Pool {
             db_path: db_path.to_path_buf(),
+            cap: MAX_READERS,
             state: Mutex::new(State {
                 idle: first.into_iter().collect(),
                 open,
             }),
             returned: Condvar::new(),
         }
+    }
+
+    /// A pool of one connection, `conn`, whose read transaction is opened
+    /// here and kept: every read through it sees the database as it was at
+    /// this moment, whatever is committed meanwhile (a check or a backup
+    /// beside a running server must not mix two states of the store).
+    pub(super) fn snapshot(db_path: &Path, conn: Connection) -> Result<Pool, StorageError> {
+        let pin = || -> rusqlite::Result<()> {
+            conn.execute_batch("BEGIN DEFERRED")?;
+            // A deferred transaction takes its snapshot at its first read.
+            conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| {
+                r.get::<_, i64>(0)
+            })?;
+            Ok(())
+        };
+        pin().map_err(|e| {
+            StorageError::Io(format!(
+                "cannot start a read snapshot of `{}`: {e}",
+                db_path.display()
+            ))
+        })?;
+        let mut pool = Pool::new(db_path, Some(conn));
+        pool.cap = 1;
+        Ok(pool)
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -89,7 +116,7 @@ impl Pool {
                     conn: Some(conn),
                 });
             }
-            if state.open < MAX_READERS {
+            if state.open < self.cap {
                 state.open += 1;
                 drop(state);
                 return match schema::open_reader(&self.db_path) {
