@@ -38,16 +38,11 @@ pub(crate) fn engine_meters_fuel(engine: &Engine) -> bool {
     Store::new(engine, ()).set_fuel(0).is_ok()
 }
 
-/// Why a hook run produced no answer.
+/// Why a hook run produced no answer: how its store's run ended (the same
+/// [`Ended`] as a tool's), or a failure around it.
 #[derive(Debug)]
 pub(crate) enum Fault {
-    Timeout,
-    Memory,
-    StackOverflow,
-    Fuel,
-    /// The answer was larger than [`MAX_ANSWER_BYTES`].
-    DataLimit,
-    Trap(String),
+    Ended(Ended),
     /// The store or the instance could not be set up.
     Start(String),
     /// The host panicked while running the hook.
@@ -59,21 +54,23 @@ impl Fault {
     /// ("hook `x` {this}").
     pub fn describe(&self, limits: &HookLimits) -> String {
         match self {
-            Fault::Timeout => format!("timed out after {:?}", limits.deadline),
-            Fault::Memory => format!(
+            Fault::Ended(Ended::Timeout) => format!("timed out after {:?}", limits.deadline),
+            Fault::Ended(Ended::Memory) => format!(
                 "exceeded its memory limit of {} (raise `memory` in its `[[hook]]` entry if this is expected)",
                 format_size(limits.memory)
             ),
-            Fault::StackOverflow => "overflowed its stack (unbounded recursion?)".to_string(),
-            Fault::Fuel => format!(
+            Fault::Ended(Ended::StackOverflow) => {
+                "overflowed its stack (unbounded recursion?)".to_string()
+            }
+            Fault::Ended(Ended::Fuel) => format!(
                 "ran out of fuel ({} units; raise `fuel` in its `[[hook]]` entry if this is expected)",
                 limits.fuel.unwrap_or(0)
             ),
-            Fault::DataLimit => format!(
+            Fault::Ended(Ended::DataLimit) => format!(
                 "gave a malformed answer (more than {} of data)",
                 format_size(MAX_ANSWER_BYTES)
             ),
-            Fault::Trap(message) => format!("crashed: {message}"),
+            Fault::Ended(Ended::Trap(message)) => format!("crashed: {message}"),
             Fault::Start(message) => format!("could not be started: {message}"),
             Fault::Panic(message) => format!("made the host panic: {message}"),
         }
@@ -118,20 +115,13 @@ pub(crate) async fn run_hook<R>(
     match outcome {
         Ok(Ok(Ok(r))) => Ok(r),
         Ok(Ok(Err(e))) => Err(classify(&store, &e)),
-        Ok(Err(_elapsed)) => Err(Fault::Timeout),
+        Ok(Err(_elapsed)) => Err(Fault::Ended(Ended::Timeout)),
         Err(panic) => Err(Fault::Panic(panic_message(panic.as_ref()))),
     }
 }
 
 fn classify(store: &Store<HookState>, err: &wasmtime::Error) -> Fault {
-    match crate::call::classify(err, store.data().limiter.exceeded()) {
-        Ended::Timeout => Fault::Timeout,
-        Ended::Memory => Fault::Memory,
-        Ended::StackOverflow => Fault::StackOverflow,
-        Ended::Fuel => Fault::Fuel,
-        Ended::DataLimit => Fault::DataLimit,
-        Ended::Trap(message) => Fault::Trap(message),
-    }
+    Fault::Ended(crate::call::classify(err, store.data().limiter.exceeded()))
 }
 
 /// Polls a future, turning a panic while polling into an `Err`, so a panic in
@@ -179,19 +169,22 @@ mod tests {
             fuel: Some(1000),
             engine_fuel: true,
         };
-        assert_eq!(Fault::Timeout.describe(&limits), "timed out after 100ms");
+        assert_eq!(
+            Fault::Ended(Ended::Timeout).describe(&limits),
+            "timed out after 100ms"
+        );
         assert!(
-            Fault::Memory
+            Fault::Ended(Ended::Memory)
                 .describe(&limits)
                 .starts_with("exceeded its memory limit of 16 MiB")
         );
         assert!(
-            Fault::Fuel
+            Fault::Ended(Ended::Fuel)
                 .describe(&limits)
                 .starts_with("ran out of fuel (1000 units")
         );
         assert_eq!(
-            Fault::DataLimit.describe(&limits),
+            Fault::Ended(Ended::DataLimit).describe(&limits),
             "gave a malformed answer (more than 1 MiB of data)"
         );
     }
