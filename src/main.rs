@@ -19,6 +19,7 @@ mod debug;
 mod hook;
 mod jobs;
 mod plugin;
+mod principal;
 mod rescue;
 mod serve;
 mod sessions;
@@ -136,6 +137,11 @@ enum Command {
     },
     /// Serve the configured tools over MCP (stdio, or streamable HTTP with `--http`).
     Serve(serve::ServeArgs),
+    /// Principals: who may connect (`principal add` makes a token).
+    Principal {
+        #[command(subcommand)]
+        command: principal::PrincipalCommand,
+    },
     /// The data dir's store: check it, back it up, restore it.
     Store {
         #[command(subcommand)]
@@ -239,6 +245,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Billing(args) => billing::run(&cli.config, args),
         Command::Job { command } => jobs::run(&cli.config, command).await,
         Command::Serve(args) => serve::run(&cli.config, args).await,
+        Command::Principal { command } => principal::run(&cli.config, command),
         Command::Debug { command } => debug::run(&cli.config, command),
         Command::Hook { command } => hook::run(&cli.config, command).await,
         Command::Store { command } => store::run(&cli.config, command),

@@ -18,6 +18,7 @@ mod memory;
 mod nats;
 mod network;
 mod pipeline;
+mod principals;
 mod regression;
 mod rescue;
 mod scratch;

@@ -99,7 +99,7 @@ def test_bad_requests_get_mcp_errors(glovebox_bin, config):
 def test_jobs_spawn_in_parallel_and_wait_with_a_timeout(glovebox_bin, config):
     async def main():
         async with stdio_client(glovebox_bin, config) as client:
-            await client.call_tool("session_start", {"role": "supervisor", "project": "mcp-tests", "name": "jobs-lead"})
+            await client.call_tool("session_start", {"role": "workagent", "project": "mcp-tests", "name": "jobs-lead"})
             ids = []
             for i in range(4):
                 spawned = await client.call_tool("job_spawn", {"tool": "text.upper", "input": {"text": f"part {i}"}})
@@ -126,7 +126,7 @@ def test_jobs_spawn_in_parallel_and_wait_with_a_timeout(glovebox_bin, config):
 def test_a_session_resumes_by_name_after_a_server_restart(glovebox_bin, config):
     async def first():
         async with stdio_client(glovebox_bin, config) as client:
-            await client.call_tool("session_start", {"role": "supervisor", "project": "mcp-tests", "name": "survivor"})
+            await client.call_tool("session_start", {"role": "workagent", "project": "mcp-tests", "name": "survivor"})
             await client.call_tool("echo.echo", {"message": "before the restart"})
             handed = await client.call_tool(
                 "session_handoff",

@@ -21,6 +21,7 @@ mod host;
 pub mod jobs;
 mod ledger;
 mod pipeline;
+mod principals;
 pub mod replay;
 pub mod store_admin;
 pub mod tasks;
@@ -52,6 +53,7 @@ pub use jobs::{
     JobError, JobErrorInfo, JobInfo, JobResult, JobStatus, Jobs, JobsConfig, WaitMode, WaitOutcome,
 };
 pub use ledger::{Durable, backend_of, open_sessions, open_store, store_dir};
-pub use manifest::{HostConfig, Limits, PluginManifest};
+pub use manifest::{HostConfig, Limits, PluginManifest, Principal, PrincipalKind};
+pub use principals::cli_operator;
 pub use pipeline::Admitted;
 pub use session::{SessionError, Sessions};

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use super::Connection;
 use super::results::{self, bad_arguments};
 use super::tools::*;
+use glovebox::Principal;
 use glovebox::jobs::{JobError, JobStatus, WaitMode};
 use glovebox::session::{EndOutcome, Handoff, HandoffKind, Role, StartSession};
 
@@ -124,11 +125,16 @@ fn not_bound(tool: &str) -> CallToolResult {
 }
 
 impl Connection {
+    /// A built-in tool, on behalf of `caller`: the gateway enforces what is
+    /// the caller's (another's session or job is "not found").
     pub(super) async fn builtin(
         &self,
+        caller: &Principal,
         tool: &str,
         args: JsonObject,
     ) -> Result<CallToolResult, ErrorData> {
+        let gateway = &self.shared().gateway;
+        let jobs = &self.shared().jobs;
         match tool {
             SESSION_START => {
                 let a: StartArgs = parse(tool, args)?;
@@ -140,7 +146,7 @@ impl Connection {
                     expected_duration: None,
                     budget: Default::default(),
                 };
-                Ok(match self.blocking(move |s| s.start(start)).await {
+                Ok(match gateway.start_session_as(caller, start).await {
                     Ok(state) => {
                         self.bind(Some(state.id.clone())).await;
                         results::ok(&state)
@@ -150,7 +156,7 @@ impl Connection {
             }
             SESSION_RESUME => {
                 let a: SessionArg = parse(tool, args)?;
-                Ok(match self.blocking(move |s| s.resume(&a.session)).await {
+                Ok(match gateway.resume_session_as(caller, &a.session).await {
                     Ok(resumed) => {
                         self.bind(Some(resumed.state.id.clone())).await;
                         results::ok(&resumed)
@@ -164,7 +170,7 @@ impl Connection {
                     return Ok(not_bound(tool));
                 };
                 let bound = self.bound().await;
-                Ok(match self.blocking(move |s| s.show(&key)).await {
+                Ok(match gateway.session_as(caller, &key).await {
                     Ok(state) => {
                         let mut v = serde_json::to_value(&state).unwrap_or(Value::Null);
                         if let Value::Object(o) = &mut v {
@@ -184,9 +190,8 @@ impl Connection {
                 let Some(id) = self.bound().await else {
                     return Ok(not_bound(tool));
                 };
-                let result = self
-                    .blocking(move |s| {
-                        let state = s.show(&id)?;
+                let result = match gateway.session_as(caller, &id).await {
+                    Ok(state) => {
                         let mut h = Handoff::new(kind, state.role, a.objective);
                         h.requirements = a.requirements;
                         h.files = a.files;
@@ -196,9 +201,10 @@ impl Connection {
                         h.next_steps = a.next_steps;
                         h.blockers = a.blockers;
                         h.target_session = a.to;
-                        s.handoff(&id, h)
-                    })
-                    .await;
+                        gateway.handoff_as(caller, &state.id, h).await
+                    }
+                    Err(e) => Err(e),
+                };
                 Ok(match result {
                     Ok(event) => results::ok(&event),
                     Err(e) => results::session_failure(&e),
@@ -213,7 +219,7 @@ impl Connection {
                 let Some(id) = self.bound().await else {
                     return Ok(not_bound(tool));
                 };
-                Ok(match self.blocking(move |s| s.end(&id, outcome)).await {
+                Ok(match gateway.end_session_as(caller, &id, outcome).await {
                     Ok(state) => {
                         self.bind(None).await;
                         results::ok(&state)
@@ -227,16 +233,14 @@ impl Connection {
                     return Err(bad_arguments(tool, "`input` must be a JSON object"));
                 }
                 let call = self.admit(&a.tool, &a.input)?;
-                let session = match self.session_for_call().await {
+                let session = match self.session_for_call(caller).await {
                     Ok(s) => s,
                     Err(e) => return Ok(results::session_failure(&e)),
                 };
-                Ok(
-                    match self.shared().jobs.spawn_admitted(&session, call).await {
-                        Ok(info) => results::ok(&info),
-                        Err(e) => job_failure(&e)?,
-                    },
-                )
+                Ok(match jobs.spawn_as(caller, &session, call).await {
+                    Ok(info) => results::ok(&info),
+                    Err(e) => job_failure(&e)?,
+                })
             }
             JOB_WAIT => {
                 let a: WaitArgs = parse(tool, args)?;
@@ -257,21 +261,21 @@ impl Connection {
                     }
                 };
                 let timeout = a.timeout_ms.map(Duration::from_millis);
-                Ok(match self.shared().jobs.wait(&a.ids, mode, timeout).await {
+                Ok(match jobs.wait_as(caller, &a.ids, mode, timeout).await {
                     Ok(outcome) => results::ok(&outcome),
                     Err(e) => job_failure(&e)?,
                 })
             }
             JOB_STATUS => {
                 let a: IdArg = parse(tool, args)?;
-                Ok(match self.shared().jobs.status(&a.id) {
+                Ok(match jobs.status_as(caller, &a.id).await {
                     Ok(info) => results::ok(&info),
                     Err(e) => job_failure(&e)?,
                 })
             }
             JOB_CANCEL => {
                 let a: IdArg = parse(tool, args)?;
-                Ok(match self.shared().jobs.cancel(&a.id).await {
+                Ok(match jobs.cancel_as(caller, &a.id).await {
                     Ok(info) => results::ok(&info),
                     Err(e) => job_failure(&e)?,
                 })
@@ -283,16 +287,15 @@ impl Connection {
                     Some(s) => Some(parse_enum::<JobStatus>(tool, "status", s)?),
                 };
                 let session = match a.session {
-                    Some(key) => match self.blocking(move |s| s.show(&key)).await {
-                        Ok(state) => Some(state.id),
-                        Err(e) => return Ok(results::session_failure(&e)),
-                    },
+                    Some(key) => Some(key),
                     None => self.bound().await,
                 };
-                Ok(match self.shared().jobs.list(session.as_deref(), status) {
-                    Ok(jobs) => results::ok_value(json!({"jobs": jobs})),
-                    Err(e) => job_failure(&e)?,
-                })
+                Ok(
+                    match jobs.list_as(caller, session.as_deref(), status).await {
+                        Ok(jobs) => results::ok_value(json!({"jobs": jobs})),
+                        Err(e) => job_failure(&e)?,
+                    },
+                )
             }
             other => Err(ErrorData::invalid_params(
                 format!("unknown built-in tool `{other}`"),

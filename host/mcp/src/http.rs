@@ -4,10 +4,22 @@
 //! factory below, so each session gets its own [`Connection`](super::Connection)
 //! and so its own bound session. The server offers protocol revisions up to
 //! 2025-11-25, which have sessions (2026-07-28 serves requests statelessly).
+//!
+//! Who is calling: when the config declares principals, every request must
+//! carry `Authorization: Bearer <token>` of one of them; without it, or with
+//! a token that is no one's, the answer is a bare 401 (nothing else happens).
+//! The principal rides in the request's extensions to the handler, and each
+//! MCP session is pinned to the principal that opened it: another
+//! principal's requests on it are answered as for an unknown session (404).
+//! With no principals declared every request is the built-in agent `local`,
+//! and only loopback addresses may be bound. `Host` and `Origin` are
+//! checked (rmcp): loopback names and origins on the bound port, and those
+//! the operator adds.
 
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use anyhow::Context;
 use bytes::Bytes;
@@ -22,26 +34,65 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use super::McpServer;
+use glovebox::Principal;
 
 /// The path MCP is served at.
 pub const MCP_PATH: &str = "/mcp";
+
+/// What the operator allows beyond the defaults.
+#[derive(Clone, Debug, Default)]
+pub struct HttpOptions {
+    /// Serve on an address that is not loopback (needs declared principals).
+    pub allow_remote: bool,
+    /// `Host` values accepted besides loopback names and the bound address
+    /// (the public name a TLS proxy in front forwards).
+    pub allowed_hosts: Vec<String>,
+    /// Browser `Origin`s accepted besides loopback ones on the bound port.
+    pub allowed_origins: Vec<String>,
+}
 
 /// A bound HTTP listener serving MCP.
 pub struct HttpServer {
     listener: TcpListener,
     server: McpServer,
+    options: HttpOptions,
     stop: CancellationToken,
 }
 
 impl HttpServer {
-    /// Binds `addr` (port 0 picks a free port; see [`HttpServer::local_addr`]).
+    /// Binds `addr` (port 0 picks a free port; see [`HttpServer::local_addr`]),
+    /// a loopback address, with the default options.
     pub async fn bind(server: McpServer, addr: SocketAddr) -> anyhow::Result<HttpServer> {
+        HttpServer::bind_with(server, addr, HttpOptions::default()).await
+    }
+
+    /// Binds `addr`. An address that is not loopback is refused unless the
+    /// config declares principals (so every request needs a token) and the
+    /// operator allows it (`allow_remote`).
+    pub async fn bind_with(
+        server: McpServer,
+        addr: SocketAddr,
+        options: HttpOptions,
+    ) -> anyhow::Result<HttpServer> {
+        if !addr.ip().is_loopback() {
+            if !server.gateway().has_principals() {
+                anyhow::bail!(
+                    "refusing to serve MCP on {addr}: it is not a loopback address, and the config declares no principals, so anyone who reaches it would be served without a token; declare principals (`glovebox principal add NAME ...`), then pass --allow-remote, with TLS terminated in front (see the README)"
+                );
+            }
+            if !options.allow_remote {
+                anyhow::bail!(
+                    "refusing to serve MCP on {addr}: it is not a loopback address; pass --allow-remote to serve it (every request then needs a principal's token), with TLS terminated in front (see the README)"
+                );
+            }
+        }
         let listener = TcpListener::bind(addr)
             .await
             .with_context(|| format!("cannot listen on {addr}"))?;
         Ok(HttpServer {
             listener,
             server,
+            options,
             stop: CancellationToken::new(),
         })
     }
@@ -72,7 +123,7 @@ impl HttpServer {
             .with_cancellation_token(self.stop.child_token())
             .with_max_request_body_bytes(max_input.saturating_mul(2).max(4 << 20));
         if let Ok(addr) = self.listener.local_addr() {
-            let hosts = [
+            let mut hosts = vec![
                 "localhost".to_string(),
                 "127.0.0.1".to_string(),
                 "::1".to_string(),
@@ -80,7 +131,22 @@ impl HttpServer {
                 format!("localhost:{}", addr.port()),
                 addr.to_string(),
             ];
+            hosts.extend(self.options.allowed_hosts.iter().cloned());
             config = config.with_allowed_hosts(hosts);
+            // A browser page may reach a loopback server (DNS rebinding, a
+            // malicious page): only pages of this server's own origin, and
+            // those the operator lists, are served; requests without an
+            // Origin (MCP clients that are not browsers) pass.
+            let port = addr.port();
+            let mut origins = vec![
+                format!("http://localhost:{port}"),
+                format!("http://127.0.0.1:{port}"),
+                format!("http://[::1]:{port}"),
+            ];
+            origins.extend(self.options.allowed_origins.iter().cloned());
+            config = config
+                .with_allowed_origins(origins)
+                .enforce_origin_validation();
         }
         let factory = {
             let server = self.server.clone();
@@ -89,6 +155,10 @@ impl HttpServer {
         let mcp =
             StreamableHttpService::new(factory, Arc::new(LocalSessionManager::default()), config);
         let mcp = TowerToHyperService::new(mcp);
+        let auth = Arc::new(Auth {
+            server: self.server.clone(),
+            sessions: Mutex::new(HashMap::new()),
+        });
         loop {
             let (stream, peer) = tokio::select! {
                 _ = self.stop.cancelled() => return Ok(()),
@@ -103,15 +173,16 @@ impl HttpServer {
             let _ = stream.set_nodelay(true);
             let mcp = mcp.clone();
             let stop = self.stop.clone();
+            let auth = auth.clone();
             tokio::spawn(async move {
                 let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
                     let mcp = mcp.clone();
+                    let auth = auth.clone();
                     async move {
-                        if req.uri().path() == MCP_PATH {
-                            mcp.call(req).await
-                        } else {
-                            Ok::<_, Infallible>(not_found())
+                        if req.uri().path() != MCP_PATH {
+                            return Ok::<_, Infallible>(not_found());
                         }
+                        auth.serve(req, |req| mcp.call(req)).await
                     }
                 });
                 let conn = hyper::server::conn::http1::Builder::new()
@@ -131,6 +202,110 @@ impl HttpServer {
             });
         }
     }
+}
+
+type Response = hyper::Response<BoxBody<Bytes, Infallible>>;
+
+/// Authentication and the pinning of MCP sessions to principals.
+struct Auth {
+    server: McpServer,
+    /// MCP session id → the name of the principal that opened it.
+    sessions: Mutex<HashMap<String, String>>,
+}
+
+const SESSION_HEADER: &str = "mcp-session-id";
+
+impl Auth {
+    /// The principal of a request: the one whose token it carries, or the
+    /// built-in `local` agent when no principal is declared. `None`: 401.
+    fn principal<B>(&self, req: &hyper::Request<B>) -> Option<Principal> {
+        let gateway = self.server.gateway();
+        if !gateway.has_principals() {
+            return Some(Principal::local());
+        }
+        let value = req
+            .headers()
+            .get(hyper::header::AUTHORIZATION)?
+            .to_str()
+            .ok()?;
+        let (scheme, token) = value.split_once(' ')?;
+        if !scheme.eq_ignore_ascii_case("bearer") {
+            return None;
+        }
+        gateway.authenticate(token.trim())
+    }
+
+    async fn serve<F, Fut>(
+        &self,
+        mut req: hyper::Request<Incoming>,
+        inner: F,
+    ) -> Result<Response, Infallible>
+    where
+        F: FnOnce(hyper::Request<Incoming>) -> Fut,
+        Fut: std::future::Future<Output = Result<Response, Infallible>>,
+    {
+        let Some(principal) = self.principal(&req) else {
+            tracing::info!(method = %req.method(), "HTTP request without a valid token refused (401)");
+            return Ok(unauthorized());
+        };
+        let session = req
+            .headers()
+            .get(SESSION_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        if let Some(id) = &session {
+            let owner = self.pins().get(id).cloned();
+            // An MCP session this layer never saw opened, or another
+            // principal's: unknown, as rmcp answers for one it does not have.
+            if owner.as_deref() != Some(principal.name.as_str()) {
+                return Ok(session_not_found());
+            }
+        }
+        let deleting = req.method() == hyper::Method::DELETE;
+        let name = principal.name.clone();
+        req.extensions_mut().insert(principal);
+        let response = inner(req).await?;
+        match &session {
+            None => {
+                if let Some(id) = response
+                    .headers()
+                    .get(SESSION_HEADER)
+                    .and_then(|v| v.to_str().ok())
+                {
+                    self.pins().insert(id.to_string(), name);
+                }
+            }
+            Some(id) if deleting && response.status().is_success() => {
+                self.pins().remove(id);
+            }
+            Some(_) => {}
+        }
+        Ok(response)
+    }
+
+    fn pins(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
+        self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// 401 with no detail (which principals exist, or why a token failed, is
+/// not the caller's to learn).
+fn unauthorized() -> Response {
+    let mut response = hyper::Response::new(Full::new(Bytes::new()).boxed());
+    *response.status_mut() = hyper::StatusCode::UNAUTHORIZED;
+    response.headers_mut().insert(
+        hyper::header::WWW_AUTHENTICATE,
+        hyper::header::HeaderValue::from_static("Bearer"),
+    );
+    response
+}
+
+fn session_not_found() -> Response {
+    let mut response = hyper::Response::new(
+        Full::new(Bytes::from_static(b"Not Found: Session not found")).boxed(),
+    );
+    *response.status_mut() = hyper::StatusCode::NOT_FOUND;
+    response
 }
 
 fn not_found() -> hyper::Response<BoxBody<Bytes, Infallible>> {

@@ -54,9 +54,9 @@ use serde_json::Value;
 
 use glovebox::jobs::{Jobs, JobsConfig};
 use glovebox::session::{Role, SessionError, StartSession};
-use glovebox::{Admitted, CallError, Gateway};
+use glovebox::{Admitted, CallError, Gateway, Principal};
 
-pub use http::HttpServer;
+pub use http::{HttpOptions, HttpServer};
 pub use tools::BUILTINS;
 
 /// How long a call waits for the client's user to answer an approval
@@ -117,21 +117,33 @@ impl McpServer {
         &self.inner.jobs
     }
 
-    /// A handler for one new connection, with nothing bound.
+    /// A handler for one new connection over HTTP, with nothing bound: its
+    /// principal is the one the HTTP layer authenticated on its first request.
     pub fn connection(&self) -> Connection {
         Connection {
             server: self.clone(),
             state: Arc::new(ConnState {
                 id: uuid::Uuid::new_v4().simple().to_string()[..8].to_string(),
                 bound: tokio::sync::Mutex::new(None),
+                principal: std::sync::OnceLock::new(),
             }),
         }
     }
 
-    /// Serves one client over stdin/stdout until it closes stdin.
-    pub async fn serve_stdio(&self) -> anyhow::Result<()> {
+    /// A handler for one connection of `principal` (stdio: the operator who
+    /// started the process named it).
+    pub fn connection_as(&self, principal: Principal) -> Connection {
+        let connection = self.connection();
+        let _ = connection.state.principal.set(principal);
+        connection
+    }
+
+    /// Serves one client over stdin/stdout until it closes stdin, as
+    /// `principal`.
+    pub async fn serve_stdio(&self, principal: Principal) -> anyhow::Result<()> {
+        tracing::info!(principal = %principal, "serving MCP over stdio");
         let running = self
-            .connection()
+            .connection_as(principal)
             .serve(rmcp::transport::stdio())
             .await
             .context("the MCP handshake over stdio failed")?;
@@ -157,6 +169,9 @@ struct ConnState {
     id: String,
     /// The bound session's id.
     bound: tokio::sync::Mutex<Option<String>>,
+    /// Who is on the other end: set once, and never changes (over HTTP the
+    /// MCP session id is pinned to it, see `http.rs`).
+    principal: std::sync::OnceLock<Principal>,
 }
 
 impl Connection {
@@ -173,42 +188,65 @@ impl Connection {
         *self.state.bound.lock().await = session;
     }
 
+    /// The connection's principal: the one it was made for, or, over HTTP,
+    /// the one the HTTP layer authenticated for this request. None at all is
+    /// refused (fail closed).
+    fn caller(&self, context: &RequestContext<RoleServer>) -> Result<Principal, ErrorData> {
+        let from_request = context
+            .extensions
+            .get::<::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Principal>());
+        if let Some(from_request) = from_request {
+            let fixed = self.state.principal.get_or_init(|| from_request.clone());
+            if fixed.name != from_request.name {
+                return Err(ErrorData::invalid_request("session not found", None));
+            }
+        }
+        self.state
+            .principal
+            .get()
+            .cloned()
+            .ok_or_else(|| ErrorData::internal_error("the connection has no principal", None))
+    }
+
     /// The bound session, or the connection's default session, started now
-    /// if needed (and then bound).
-    async fn session_for_call(&self) -> Result<String, SessionError> {
+    /// if needed (and then bound): a workagent (or the principal's first
+    /// role) in project `mcp` (or its first project).
+    async fn session_for_call(&self, caller: &Principal) -> Result<String, SessionError> {
         let mut bound = self.state.bound.lock().await;
         if let Some(id) = bound.as_ref() {
             return Ok(id.clone());
         }
+        let role = if caller.may_act_as(Role::Workagent) {
+            Role::Workagent
+        } else {
+            caller.roles.first().copied().unwrap_or(Role::Workagent)
+        };
+        let project = if caller.may_touch("mcp") {
+            "mcp".to_string()
+        } else {
+            caller
+                .projects
+                .first()
+                .cloned()
+                .unwrap_or_else(|| "mcp".to_string())
+        };
         let start = StartSession {
-            role: Role::Workagent,
-            project: "mcp".to_string(),
+            role,
+            project,
             name: Some(format!("mcp-{}", self.state.id)),
             tags: vec!["mcp".to_string()],
             expected_duration: None,
             budget: Default::default(),
         };
-        let state = self.blocking(move |s| s.start(start)).await?;
-        tracing::info!(session = %state.id, name = ?state.name, "started the connection's default session");
+        let state = self
+            .shared()
+            .gateway
+            .start_session_as(caller, start)
+            .await?;
+        tracing::info!(session = %state.id, name = ?state.name, principal = %caller.name, "started the connection's default session");
         *bound = Some(state.id.clone());
         Ok(state.id)
-    }
-
-    /// Runs a blocking session-store operation off the async threads.
-    async fn blocking<T: Send + 'static>(
-        &self,
-        f: impl FnOnce(&glovebox::session::Sessions) -> Result<T, SessionError> + Send + 'static,
-    ) -> Result<T, SessionError> {
-        let sessions = self.shared().gateway.sessions().clone();
-        glovebox::tasks::blocking(
-            move || f(&sessions),
-            |why| {
-                SessionError::Storage(glovebox::storage::StorageError::Io(format!(
-                    "the session store: {why}"
-                )))
-            },
-        )
-        .await
     }
 
     /// The pipeline's first stage, before anything is logged: an unknown
@@ -228,13 +266,19 @@ impl Connection {
         input: Value,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
+        let caller = self.caller(context)?;
         let call = self.admit(tool, &input)?;
         let name = call.name().to_string();
-        let session = match self.session_for_call().await {
+        let session = match self.session_for_call(&caller).await {
             Ok(s) => s,
             Err(e) => return Ok(results::session_failure(&e)),
         };
-        let report = match self.shared().gateway.call(&session, call, None, None).await {
+        let report = match self
+            .shared()
+            .gateway
+            .call_as(&caller, &session, call, None, None)
+            .await
+        {
             Ok(r) => r,
             Err(e) => return Ok(results::session_failure(&e)),
         };
@@ -335,7 +379,8 @@ impl Connection {
         let name = request.name.to_string();
         let args = request.arguments.unwrap_or_default();
         if BUILTINS.contains(&name.as_str()) {
-            return self.builtin(&name, args).await;
+            let caller = self.caller(&context)?;
+            return self.builtin(&caller, &name, args).await;
         }
         self.call_plugin(&name, Value::Object(args), &context).await
     }

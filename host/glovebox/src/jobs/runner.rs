@@ -68,6 +68,11 @@ impl Jobs {
         })
     }
 
+    /// The gateway its jobs run through.
+    pub fn gateway(&self) -> &Gateway {
+        &self.gateway
+    }
+
     pub fn config(&self) -> &JobsConfig {
         &self.config
     }

@@ -1,0 +1,280 @@
+//! Who is calling: the gateway's entry points on behalf of a [`Principal`].
+//!
+//! Adapters authenticate a connection (a token over HTTP, the operator's
+//! word over stdio) and then go through these methods, which enforce the
+//! ledger's ownership rules (see `glovebox_ledger::session::access`): a
+//! session, its calls and its jobs are its owner's and operators' only, and
+//! anything else is "not found". The command line acts as the operator
+//! `cli:<uid>` ([`cli_operator`]) and keeps the unscoped methods.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use tokio::sync::watch;
+
+use crate::call::CallReport;
+use crate::gateway::Gateway;
+use crate::jobs::{JobError, JobInfo, JobStatus, Jobs, WaitMode, WaitOutcome};
+use crate::manifest::{self, Principal};
+use crate::pipeline::{Admitted, ledger_work};
+use crate::session::{
+    EndOutcome, Event, Handoff, Resumed, SessionError, SessionFilter, SessionInfo, SessionState,
+    StartSession, may_touch,
+};
+
+/// The operator at the command line: `cli:<uid>` (the uid that runs the
+/// command; `cli:unknown` where there is none).
+pub fn cli_operator() -> Principal {
+    #[cfg(unix)]
+    let uid = rustix::process::getuid().as_raw().to_string();
+    #[cfg(not(unix))]
+    let uid = "unknown".to_string();
+    Principal::operator(format!("cli:{uid}"))
+}
+
+impl Gateway {
+    /// Whether the config declares principals (then HTTP needs a token).
+    pub fn has_principals(&self) -> bool {
+        !self.host().config().principals.is_empty()
+    }
+
+    /// The declared principal whose token `token` is (compared in constant
+    /// time against every credential).
+    pub fn authenticate(&self, token: &str) -> Option<Principal> {
+        manifest::authenticate(&self.host().config().principals, token).map(|p| p.principal.clone())
+    }
+
+    /// The declared principal called `name`.
+    pub fn principal(&self, name: &str) -> Option<Principal> {
+        self.host()
+            .config()
+            .principals
+            .iter()
+            .find(|p| p.principal.name == name)
+            .map(|p| p.principal.clone())
+    }
+
+    /// Who a stdio connection is when the operator did not say (`serve`
+    /// without `--as`): the one declared agent, or the built-in `local`
+    /// agent when there is none. With several agents the operator must
+    /// name one.
+    pub fn default_stdio_principal(&self) -> Result<Principal, String> {
+        let agents: Vec<&Principal> = self
+            .host()
+            .config()
+            .principals
+            .iter()
+            .map(|p| &p.principal)
+            .filter(|p| !p.is_operator())
+            .collect();
+        match agents.as_slice() {
+            [] => Ok(Principal::local()),
+            [one] => Ok((*one).clone()),
+            many => Err(format!(
+                "the config declares {} agent principals: name the one this connection is with `serve --as NAME` ({})",
+                many.len(),
+                many.iter()
+                    .map(|p| p.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        }
+    }
+
+    fn reserved_tags(&self) -> HashSet<String> {
+        manifest::pinned_tags(&self.host().config().principals)
+    }
+
+    /// Calls `tool` in `session` (id or name) on behalf of `caller`: another
+    /// principal's session is "not found". See [`Gateway::call`].
+    pub async fn call_as(
+        &self,
+        caller: &Principal,
+        session: &str,
+        call: Admitted,
+        job_id: Option<String>,
+        cancel: Option<watch::Receiver<bool>>,
+    ) -> Result<CallReport, SessionError> {
+        let state = self.session_as(caller, session).await?;
+        self.call(&state.id, call, job_id, cancel).await
+    }
+
+    /// Starts a session owned by `caller`, within its ceiling.
+    pub async fn start_session_as(
+        &self,
+        caller: &Principal,
+        start: StartSession,
+    ) -> Result<SessionState, SessionError> {
+        let (sessions, caller, reserved) = (
+            self.sessions().clone(),
+            caller.clone(),
+            self.reserved_tags(),
+        );
+        ledger_work(move || sessions.start_as(&caller, start, &reserved)).await
+    }
+
+    /// The state of a session `caller` may see.
+    pub async fn session_as(
+        &self,
+        caller: &Principal,
+        session: &str,
+    ) -> Result<SessionState, SessionError> {
+        let (sessions, caller, key) =
+            (self.sessions().clone(), caller.clone(), session.to_string());
+        ledger_work(move || sessions.show_as(&caller, &key)).await
+    }
+
+    /// Resumes a session for `caller` (a pause the host took is refused to an agent).
+    pub async fn resume_session_as(
+        &self,
+        caller: &Principal,
+        session: &str,
+    ) -> Result<Resumed, SessionError> {
+        let (sessions, caller, key) =
+            (self.sessions().clone(), caller.clone(), session.to_string());
+        ledger_work(move || sessions.resume_as(&caller, &key)).await
+    }
+
+    /// Pauses a session for `caller`'s own reasons (it may lift that pause).
+    pub async fn pause_session_as(
+        &self,
+        caller: &Principal,
+        session: &str,
+        reason: &str,
+    ) -> Result<SessionState, SessionError> {
+        let (sessions, caller, key, reason) = (
+            self.sessions().clone(),
+            caller.clone(),
+            session.to_string(),
+            reason.to_string(),
+        );
+        ledger_work(move || sessions.pause_as(&caller, &key, &reason)).await
+    }
+
+    /// Ends a session of `caller`'s.
+    pub async fn end_session_as(
+        &self,
+        caller: &Principal,
+        session: &str,
+        outcome: EndOutcome,
+    ) -> Result<SessionState, SessionError> {
+        let (sessions, caller, key) =
+            (self.sessions().clone(), caller.clone(), session.to_string());
+        ledger_work(move || sessions.end_as(&caller, &key, outcome)).await
+    }
+
+    /// Writes a handoff from a session of `caller`'s, into one of its own
+    /// sessions when it names a target.
+    pub async fn handoff_as(
+        &self,
+        caller: &Principal,
+        session: &str,
+        handoff: Handoff,
+    ) -> Result<Event, SessionError> {
+        let (sessions, caller, key) =
+            (self.sessions().clone(), caller.clone(), session.to_string());
+        ledger_work(move || sessions.handoff_as(&caller, &key, handoff)).await
+    }
+
+    /// Events of a session of `caller`'s.
+    pub async fn events_as(
+        &self,
+        caller: &Principal,
+        session: &str,
+        from_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<Event>, SessionError> {
+        let (sessions, caller, key) =
+            (self.sessions().clone(), caller.clone(), session.to_string());
+        ledger_work(move || sessions.events_as(&caller, &key, from_seq, limit)).await
+    }
+
+    /// The sessions of `caller` matching `filter`.
+    pub async fn list_sessions_as(
+        &self,
+        caller: &Principal,
+        filter: SessionFilter,
+    ) -> Result<Vec<SessionInfo>, SessionError> {
+        let (sessions, caller) = (self.sessions().clone(), caller.clone());
+        ledger_work(move || sessions.list_as(&caller, &filter)).await
+    }
+
+    /// Whether `caller` may see session `id` (an id, as jobs record it).
+    pub(crate) fn sees_session(&self, caller: &Principal, id: &str) -> bool {
+        caller.is_operator()
+            || self
+                .sessions()
+                .show(id)
+                .is_ok_and(|s| may_touch(caller, s.owner_name()))
+    }
+}
+
+/// The jobs service on behalf of a principal: only the jobs of sessions the
+/// caller may see exist for it; another's job is "not found".
+impl Jobs {
+    /// Spawns an admitted call as a job of a session of `caller`'s.
+    pub async fn spawn_as(
+        self: &Arc<Self>,
+        caller: &Principal,
+        session: &str,
+        call: Admitted,
+    ) -> Result<JobInfo, JobError> {
+        let state = self.gateway().session_as(caller, session).await?;
+        self.spawn_admitted(&state.id, call).await
+    }
+
+    /// The job, if it is of a session `caller` may see.
+    pub async fn status_as(&self, caller: &Principal, id: &str) -> Result<JobInfo, JobError> {
+        let job = self.status(id)?;
+        self.visible(caller, job)
+    }
+
+    /// Cancels a job of `caller`'s.
+    pub async fn cancel_as(&self, caller: &Principal, id: &str) -> Result<JobInfo, JobError> {
+        self.status_as(caller, id).await?;
+        self.cancel(id).await
+    }
+
+    /// Waits for jobs of `caller`'s (see [`Jobs::wait`]); one that is not is
+    /// "not found", and nothing is waited for.
+    pub async fn wait_as(
+        &self,
+        caller: &Principal,
+        ids: &[String],
+        mode: WaitMode,
+        timeout: Option<std::time::Duration>,
+    ) -> Result<WaitOutcome, JobError> {
+        for id in ids {
+            self.status_as(caller, id).await?;
+        }
+        self.wait(ids, mode, timeout).await
+    }
+
+    /// Jobs of `caller`'s sessions, optionally of one session and status.
+    pub async fn list_as(
+        &self,
+        caller: &Principal,
+        session: Option<&str>,
+        status: Option<JobStatus>,
+    ) -> Result<Vec<JobInfo>, JobError> {
+        let session = match session {
+            Some(key) => Some(self.gateway().session_as(caller, key).await?.id),
+            None => None,
+        };
+        let jobs = self.list(session.as_deref(), status)?;
+        let gateway = self.gateway().clone();
+        let caller = caller.clone();
+        Ok(jobs
+            .into_iter()
+            .filter(|j| gateway.sees_session(&caller, &j.session))
+            .collect())
+    }
+
+    fn visible(&self, caller: &Principal, job: JobInfo) -> Result<JobInfo, JobError> {
+        if self.gateway().sees_session(caller, &job.session) {
+            Ok(job)
+        } else {
+            Err(JobError::NotFound(job.id))
+        }
+    }
+}

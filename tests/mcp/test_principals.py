@@ -1,0 +1,197 @@
+"""Principals over HTTP, driven by the official Python SDK: tokens, and two
+agents that cannot touch each other's sessions and jobs.
+
+Each test declares its principals with the real `glovebox principal add` in a
+config of its own (beside GLOVEBOX_CONFIG, with a data dir of its own).
+"""
+
+import json
+import re
+import subprocess
+import urllib.error
+import urllib.request
+import uuid
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from conftest import http_server
+
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
+}
+
+
+def structured(result):
+    if result.structured_content is not None:
+        return result.structured_content
+    return json.loads(result.content[0].text)
+
+
+def add(glovebox_bin, config, name, *args):
+    out = subprocess.run(
+        [glovebox_bin, "--config", config, "principal", "add", name, *args],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    token = out.stdout.strip()
+    assert re.fullmatch(r"gbx_[0-9a-f]{64}", token), out
+    # Only its hash is kept.
+    assert token not in Path(config).read_text()
+    return token
+
+
+@pytest.fixture
+def principals(glovebox_bin, config):
+    """A config with agents `alice` and `bob` (workagents in demo and mcp)."""
+    base = Path(config)
+    mine = base.with_name(f"principals-{uuid.uuid4().hex[:8]}.toml")
+    text = base.read_text().replace('data_dir = "data"', f'data_dir = "data-{mine.stem}"')
+    mine.write_text("# principals under test\n" + text)
+    tokens = {
+        name: add(glovebox_bin, str(mine), name, "--kind", "agent", "--roles", "workagent", "--projects", "demo,mcp")
+        for name in ("alice", "bob")
+    }
+    assert mine.read_text().startswith("# principals under test\n")
+    return str(mine), tokens
+
+
+def client(url, token):
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+    return Client(streamable_http_client(url, http_client=http), read_timeout_seconds=60)
+
+
+def post(url, body, token=None, session=None):
+    """A raw POST: (status, headers, body)."""
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    if session is not None:
+        headers["Mcp-Session-Id"] = session
+        headers["Mcp-Protocol-Version"] = "2025-06-18"
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, r.headers, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers, e.read()
+
+
+def test_http_needs_a_principals_token_on_every_request(glovebox_bin, principals):
+    config, tokens = principals
+    with http_server(glovebox_bin, config) as url:
+        # No token, a wrong one, a near miss: 401 with nothing in it.
+        for token in (None, "gbx_" + "0" * 64, tokens["alice"][:-1], ""):
+            status, headers, body = post(url, INIT, token)
+            assert (status, body) == (401, b""), (token, status, body)
+            assert headers.get("WWW-Authenticate") == "Bearer"
+        status, headers, _ = post(url, INIT, tokens["alice"])
+        assert status == 200
+        session = headers["Mcp-Session-Id"]
+        initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        # Every later request needs it too.
+        assert post(url, initialized, None, session)[0] == 401
+        # Another principal cannot use alice's MCP session: it is unknown to bob.
+        assert post(url, initialized, tokens["bob"], session)[0] == 404
+        assert post(url, initialized, tokens["alice"], session)[0] == 202
+
+
+def test_a_second_agent_cannot_touch_the_first_ones_sessions_and_jobs(glovebox_bin, principals):
+    config, tokens = principals
+
+    async def main(url):
+        async with client(url, tokens["alice"]) as alice, client(url, tokens["bob"]) as bob:
+            started = structured(
+                await alice.call_tool("session_start", {"role": "workagent", "project": "demo", "name": "alice-work"})
+            )
+            alice_id = started["id"]
+            job = structured(await alice.call_tool("job_spawn", {"tool": "sleep.sleep", "input": {"seconds": 30}}))["id"]
+            await bob.call_tool("session_start", {"role": "workagent", "project": "demo", "name": "bob-work"})
+
+            async def refused(tool, args, kind):
+                result = await bob.call_tool(tool, args)
+                assert result.is_error, (tool, args, result)
+                error = structured(result)["error"]
+                assert error["kind"] == kind, (tool, args, error)
+                return error["message"]
+
+            # Another's session, by name or id, is answered as one that does not exist.
+            for key in ("alice-work", alice_id):
+                message = await refused("session_status", {"session": key}, "session_not_found")
+                absent = await refused("session_status", {"session": "no-such-session"}, "session_not_found")
+                assert message == absent.replace("no-such-session", key)
+                await refused("session_resume", {"session": key}, "session_not_found")
+                await refused("job_list", {"session": key}, "session_not_found")
+                handoff = {"kind": "continuation", "objective": "take over", "to": key}
+                message = await refused("session_handoff", handoff, "bad_handoff")
+                assert "no session with the id or name" in message
+            # Another's job: not found, like a job that does not exist.
+            for tool, args in (
+                ("job_status", {"id": job}),
+                ("job_cancel", {"id": job}),
+                ("job_wait", {"ids": [job], "timeout_ms": 100}),
+            ):
+                message = await refused(tool, args, "job_not_found")
+                assert job in message
+            listed = structured(await bob.call_tool("job_list", {}))["jobs"]
+            assert all(j["session"] != alice_id for j in listed), listed
+            # Nothing of alice's changed: her job still runs, her session is hers.
+            status = structured(await alice.call_tool("job_status", {"id": job}))
+            assert status["status"] in ("queued", "running"), status
+            mine = structured(await alice.call_tool("session_status", {}))
+            assert mine["id"] == alice_id and mine["owner"] == "alice" and mine["handoffs"] == 0
+            cancelled = structured(await alice.call_tool("job_cancel", {"id": job}))
+            assert cancelled["status"] == "cancelled"
+
+    with http_server(glovebox_bin, config) as url:
+        anyio.run(main, url)
+
+
+def test_a_role_above_the_ceiling_or_another_project_is_refused(glovebox_bin, principals):
+    config, tokens = principals
+
+    async def main(url):
+        async with client(url, tokens["alice"]) as alice:
+            for args, words in (
+                ({"role": "orchestrator", "project": "demo"}, "above this principal's ceiling (workagent)"),
+                ({"role": "supervisor", "project": "demo"}, "above this principal's ceiling (workagent)"),
+                ({"role": "workagent", "project": "payroll"}, "project `payroll`"),
+            ):
+                result = await alice.call_tool("session_start", {**args, "name": "escalated"})
+                assert result.is_error, result
+                error = structured(result)["error"]
+                assert error["kind"] == "not_allowed" and words in error["message"], error
+            # Within the ceiling, the same name is free: nothing was started.
+            ok = await alice.call_tool("session_start", {"role": "workagent", "project": "demo", "name": "escalated"})
+            assert not ok.is_error, ok
+
+    with http_server(glovebox_bin, config) as url:
+        anyio.run(main, url)
+
+
+def test_an_agent_cannot_lift_a_pause_the_host_took(glovebox_bin, principals):
+    config, tokens = principals
+
+    async def main(url):
+        async with client(url, tokens["alice"]) as alice:
+            await alice.call_tool("session_start", {"role": "workagent", "project": "demo", "name": "careful"})
+            # The destructive hook asks a human: the host pauses the session.
+            waiting = await alice.call_tool("files.write", {"path": "/data/x.txt", "content": "x"})
+            assert "awaiting_approval" in structured(waiting), waiting
+            result = await alice.call_tool("session_resume", {"session": "careful"})
+            assert result.is_error, result
+            error = structured(result)["error"]
+            assert error["kind"] == "not_allowed" and "only an operator" in error["message"], error
+            status = structured(await alice.call_tool("session_status", {}))
+            assert status["status"] == "paused", status
+
+    with http_server(glovebox_bin, config) as url:
+        anyio.run(main, url)
