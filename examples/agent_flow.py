@@ -6,17 +6,31 @@ with a timeout, integrates the results and hands back to the orchestrator. On th
 way, a destructive call is stopped by the `destructive` permission hook.
 
 Run it with `bash examples/agent_flow.sh` (it starts the server on the example
-config and installs the SDK into a virtualenv), or against a running server:
+config as an agent principal of its own, and installs the SDK into a
+virtualenv), or against a running server, with the token of an agent principal
+that may act as orchestrator and supervisor in project `demo`:
 
-    python examples/agent_flow.py http://127.0.0.1:8765/mcp
+    GLOVEBOX_TOKEN=gbx_... python examples/agent_flow.py http://127.0.0.1:8765/mcp
 """
 
 import json
+import os
 import sys
 import time
 
 import anyio
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+
+def connect(url):
+    """A client for `url`, with the principal's token when one is given."""
+    token = os.environ.get("GLOVEBOX_TOKEN")
+    if not token:
+        return Client(url)
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+    return Client(streamable_http_client(url, http_client=http))
 
 
 def data(result):
@@ -41,7 +55,7 @@ async def main(url):
     # Names are unique among live sessions: make this run's names unique.
     run = int(time.time())
     sup_name, orch_name = f"flow-supervisor-{run}", f"flow-orchestrator-{run}"
-    async with Client(url) as orchestrator, Client(url) as supervisor:
+    async with connect(url) as orchestrator, connect(url) as supervisor:
         # Each connection binds its own session.
         await call(supervisor, "session_start", {"role": "supervisor", "project": "demo", "name": sup_name})
         await call(orchestrator, "session_start", {"role": "orchestrator", "project": "demo", "name": orch_name})

@@ -11,11 +11,19 @@ if [ ! -x "$venv/bin/python" ]; then
   "$venv/bin/pip" install --quiet "mcp==2.3.0"
 fi
 cargo build --quiet --bin glovebox
-./target/debug/glovebox --config examples/glovebox.toml serve --http "127.0.0.1:$port" &
+# The flow's sessions are an orchestrator's and a supervisor's: more than the
+# built-in `local` agent may start. So it runs as an agent principal of its own,
+# declared in a copy of the example config beside it (same relative paths),
+# with a fresh token each run.
+flow_config=examples/.agent-flow.toml
+cp examples/glovebox.toml "$flow_config"
+token=$(./target/debug/glovebox --config "$flow_config" principal add flow --kind agent \
+  --roles orchestrator,supervisor,workagent --projects demo 2>/dev/null)
+./target/debug/glovebox --config "$flow_config" serve --http "127.0.0.1:$port" &
 server=$!
 trap 'kill $server 2>/dev/null || true' EXIT
 for _ in $(seq 1 200); do
   (echo > "/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
   sleep 0.1
 done
-"$venv/bin/python" examples/agent_flow.py "http://127.0.0.1:$port/mcp"
+GLOVEBOX_TOKEN="$token" "$venv/bin/python" examples/agent_flow.py "http://127.0.0.1:$port/mcp"
