@@ -39,12 +39,18 @@ pub(crate) struct Server {
 
 impl Server {
     pub(crate) fn start(config: &std::path::Path) -> Server {
+        Server::start_with(config, &[])
+    }
+
+    /// `glovebox serve` with more arguments (`--as NAME`).
+    pub(crate) fn start_with(config: &std::path::Path, args: &[&str]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_glovebox"))
             .env_remove("GLOVEBOX_CONFIG")
             .env_remove("RUST_LOG")
             .arg("--config")
             .arg(config)
             .arg("serve")
+            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -95,6 +101,50 @@ impl Server {
             "tools/call",
             json!({"name": tool, "arguments": arguments}),
         )
+    }
+}
+
+impl Server {
+    /// Starts the server and completes the MCP handshake.
+    fn initialized(config: &std::path::Path, args: &[&str]) -> Server {
+        let mut server = Server::start_with(config, args);
+        let init = server.request(
+            0,
+            "initialize",
+            json!({
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "glovebox-tests", "version": "0"},
+            }),
+        );
+        assert!(init["result"].is_object(), "{init}");
+        server.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        server
+    }
+
+    /// A built-in's structured result, which must be a success.
+    fn ok(&mut self, id: u64, tool: &str, arguments: Value) -> Value {
+        let answer = self.call(id, tool, arguments);
+        assert_eq!(answer["result"]["isError"], false, "{tool}: {answer}");
+        answer["result"]["structuredContent"].clone()
+    }
+
+    /// A built-in's tool error: (kind, message).
+    fn refused(&mut self, id: u64, tool: &str, arguments: Value) -> (String, String) {
+        let answer = self.call(id, tool, arguments);
+        assert_eq!(answer["result"]["isError"], true, "{tool}: {answer}");
+        let error = &answer["result"]["structuredContent"]["error"];
+        (
+            error["kind"].as_str().unwrap().to_string(),
+            error["message"].as_str().unwrap().to_string(),
+        )
+    }
+
+    /// Closes stdin and waits for a clean exit.
+    fn close(mut self) {
+        self.stdin = None;
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "{status}");
     }
 }
 
@@ -220,4 +270,341 @@ fn serve_over_stdio_lists_calls_and_refuses_bad_requests() {
     server.stdin = None;
     let status = server.child.wait().unwrap();
     assert!(status.success(), "{status}");
+}
+
+/// A config with echo, sleep (idempotent, 60 s deadline) and files (writes
+/// under `work/` wait for a human: the destructive hook asks).
+fn agents_config(dir: &std::path::Path) -> PathBuf {
+    std::fs::create_dir_all(dir.join("work")).unwrap();
+    let path = dir.join("glovebox.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "data_dir = \"data\"\n[runtime]\ncache_dir = \"{}\"\n[[plugin]]\nmanifest = \"echo.toml\"\n[[plugin]]\nmanifest = \"sleep.toml\"\n[[plugin]]\nmanifest = \"files.toml\"\n[[hook]]\nname = \"destructive\"\ncomponent = \"{}\"\n[hook.settings]\nmode = \"ask\"\n",
+            cache_dir().display(),
+            plugins::HOOK_DESTRUCTIVE,
+        ),
+    )
+    .unwrap();
+    for (name, component, extra) in [
+        ("echo", plugins::TOOL_ECHO, ""),
+        (
+            "sleep",
+            plugins::HOSTILE_SLEEP,
+            "[limits]\ndeadline = \"60s\"\n[tools.sleep]\nidempotent = true\n",
+        ),
+        (
+            "files",
+            plugins::TOOL_FILES,
+            "[[fs]]\nhost = \"work\"\nguest = \"/data\"\naccess = \"read-write\"\n",
+        ),
+    ] {
+        std::fs::write(
+            dir.join(format!("{name}.toml")),
+            format!("name = \"{name}\"\ncomponent = \"{component}\"\n{extra}"),
+        )
+        .unwrap();
+    }
+    path
+}
+
+fn kinds(events: &Value) -> Vec<String> {
+    events
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"]["type"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn an_agent_notes_reports_usage_pauses_lists_and_pages_its_session_over_stdio() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = agents_config(dir.path());
+    let mut server = Server::initialized(&config, &[]);
+
+    // session_start takes an expected duration and caps of its own.
+    let state = server.ok(
+        1,
+        "session_start",
+        json!({"role": "workagent", "project": "p", "name": "work", "tags": ["t1"],
+               "expected_duration": "45m",
+               "budget": {"cost": 1.5, "calls": 10, "wall": "30m"}}),
+    );
+    assert_eq!(state["expected_duration_ms"], 45 * 60 * 1000, "{state}");
+    assert_eq!(
+        state["budget"]["caps"],
+        json!({"cost_micros": 1_500_000, "calls": 10, "wall_ms": 30 * 60 * 1000}),
+        "{state}"
+    );
+    for (args, words) in [
+        (json!({"expected_duration": "soon"}), "`expected_duration`"),
+        (json!({"budget": {"wall": "forever"}}), "`budget.wall`"),
+        (json!({"budget": {"cost": -1.0}}), "`budget.cost`"),
+    ] {
+        let mut args = args;
+        args["role"] = json!("workagent");
+        args["project"] = json!("p");
+        let bad = server.call(2, "session_start", args);
+        assert_eq!(bad["error"]["code"], -32602, "{bad}");
+        assert!(
+            bad["error"]["message"].as_str().unwrap().contains(words),
+            "{bad}"
+        );
+    }
+
+    assert_eq!(
+        server.call(3, "echo.echo", json!({"message": "one"}))["result"]["isError"],
+        false
+    );
+    let note = server.ok(4, "session_note", json!({"text": "halfway there"}));
+    assert_eq!(
+        note["kind"],
+        json!({"type": "note", "text": "halfway there"})
+    );
+    let empty = server.call(5, "session_note", json!({"text": "  "}));
+    assert_eq!(empty["error"]["code"], -32602, "{empty}");
+    let usage = server.ok(
+        6,
+        "session_usage",
+        json!({"tokens_in": 100, "tokens_out": 50, "model": "m-1", "cost": 0.25}),
+    );
+    assert_eq!(kinds(&usage["events"]), ["usage_reported"], "{usage}");
+    assert_eq!(usage["events"][0]["kind"]["cost_micros"], 250_000);
+
+    // The log, paged.
+    let page = server.ok(7, "session_log", json!({"limit": 2}));
+    assert_eq!(page["events"].as_array().unwrap().len(), 2, "{page}");
+    assert_eq!(page["events"][0]["seq"], 1);
+    let next = page["next_seq"].as_u64().unwrap();
+    assert_eq!(next, 3);
+    let rest = server.ok(8, "session_log", json!({"from_seq": next, "limit": 500}));
+    let rest_kinds = kinds(&rest["events"]);
+    assert_eq!(rest["events"][0]["seq"], 3, "{rest}");
+    assert!(
+        rest_kinds.ends_with(&["note".to_string(), "usage_reported".to_string()]),
+        "{rest_kinds:?}"
+    );
+    assert_eq!(rest["next_seq"], Value::Null);
+    let big = server.call(9, "session_log", json!({"limit": 501}));
+    assert_eq!(big["error"]["code"], -32602, "{big}");
+    assert!(
+        big["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("1 to 500"),
+        "{big}"
+    );
+
+    // The agent pauses its own session, for its own reasons, and lifts it.
+    let paused = server.ok(10, "session_pause", json!({"reason": "waiting for review"}));
+    assert_eq!(paused["status"], "paused", "{paused}");
+    assert_eq!(paused["paused_reason"], "waiting for review");
+    let call = server.call(11, "echo.echo", json!({"message": "two"}));
+    assert_eq!(call["result"]["isError"], true, "{call}");
+    let listed = server.ok(12, "session_list", json!({"status": "paused"}));
+    let names: Vec<&str> = listed["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["name"].as_str())
+        .collect();
+    assert_eq!(names, ["work"], "{listed}");
+    let none = server.ok(13, "session_list", json!({"tags": ["t1", "nope"]}));
+    assert_eq!(none["sessions"], json!([]), "{none}");
+    let tagged = server.ok(14, "session_list", json!({"tags": ["t1"]}));
+    assert_eq!(tagged["sessions"].as_array().unwrap().len(), 1, "{tagged}");
+    let resumed = server.ok(15, "session_resume", json!({"session": "work"}));
+    assert_eq!(resumed["state"]["status"], "active", "{resumed}");
+
+    // Unknown ids: refused, saying what and how to fix it.
+    let (kind, message) = server.refused(16, "approval_status", json!({"id": "ap-nope"}));
+    assert_eq!(kind, "approval_not_found");
+    assert!(message.contains("no approval `ap-nope`"), "{message}");
+    let (kind, message) = server.refused(17, "session_rerun", json!({"call_id": "c-nope"}));
+    assert_eq!(kind, "session_invalid_input");
+    assert!(
+        message.contains("no interrupted call `c-nope`"),
+        "{message}"
+    );
+
+    // Reported model cost feeds the session's cost cap: past it, the host pauses.
+    let over = server.ok(18, "session_usage", json!({"cost": 2.0}));
+    let over_kinds = kinds(&over["events"]);
+    assert!(
+        over_kinds.contains(&"budget_exceeded".to_string()),
+        "{over}"
+    );
+    let status = server.ok(19, "session_status", json!({}));
+    assert_eq!(status["status"], "paused", "{status}");
+    assert_eq!(status["budget"]["exceeded"], "cost", "{status}");
+    server.close();
+}
+
+#[test]
+fn a_connections_default_session_is_paused_when_the_connection_goes_away() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = agents_config(dir.path());
+    let mut server = Server::initialized(&config, &[]);
+    let called = server.call(1, "echo.echo", json!({"message": "hi"}));
+    assert_eq!(called["result"]["isError"], false, "{called}");
+    let state = server.ok(2, "session_status", json!({}));
+    assert_eq!(state["status"], "active", "{state}");
+    let name = state["name"].as_str().unwrap().to_string();
+    // A session the agent started itself is left as it is.
+    server.ok(
+        3,
+        "session_start",
+        json!({"role": "workagent", "project": "p", "name": "mine"}),
+    );
+    server.call(4, "echo.echo", json!({"message": "in mine"}));
+    server.close();
+
+    let mut server = Server::initialized(&config, &[]);
+    let paused = server.ok(1, "session_list", json!({"status": "paused"}));
+    let names: Vec<&str> = paused["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["name"].as_str())
+        .collect();
+    assert_eq!(names, [name.as_str()], "{paused}");
+    let log = server.ok(2, "session_log", json!({"session": name}));
+    let last = log["events"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["kind"]["type"], "paused", "{last}");
+    let reason = last["kind"]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("MCP connection") && reason.contains("went away"),
+        "{reason}"
+    );
+    let mine = server.ok(3, "session_status", json!({"session": "mine"}));
+    assert_eq!(mine["status"], "active", "{mine}");
+    // Its owner may resume it.
+    let resumed = server.ok(4, "session_resume", json!({"session": name}));
+    assert_eq!(resumed["state"]["status"], "active", "{resumed}");
+    server.close();
+}
+
+#[test]
+fn another_agent_cannot_note_pause_page_rerun_or_see_approvals_of_the_first_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = agents_config(dir.path());
+    for name in ["alice", "bob"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_glovebox"))
+            .env_remove("GLOVEBOX_CONFIG")
+            .arg("--config")
+            .arg(&config)
+            .args(["principal", "add", name, "--kind", "agent"])
+            .args(["--roles", "workagent", "--projects", "p"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+    }
+    let alice = ["--as", "alice"];
+    let bob = ["--as", "bob"];
+
+    // Alice: a call waiting for approval, and a call the host's death interrupts.
+    let mut server = Server::initialized(&config, &alice);
+    server.ok(
+        1,
+        "session_start",
+        json!({"role": "workagent", "project": "p", "name": "alice-ask"}),
+    );
+    let waiting = server.call(
+        2,
+        "files.write",
+        json!({"path": "/data/x.txt", "content": "x"}),
+    );
+    let approval = waiting["result"]["structuredContent"]["awaiting_approval"]["approval_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{waiting}"))
+        .to_string();
+    server.ok(
+        3,
+        "session_start",
+        json!({"role": "workagent", "project": "p", "name": "alice-work"}),
+    );
+    server.send(json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+                       "params": {"name": "sleep.sleep", "arguments": {"seconds": 4}}}));
+    std::thread::sleep(Duration::from_millis(2000));
+    drop(server); // SIGKILL
+
+    let mut server = Server::initialized(&config, &alice);
+    let resumed = server.ok(1, "session_resume", json!({"session": "alice-work"}));
+    let call_id = resumed["interrupted_calls"][0]["call_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{resumed}"))
+        .to_string();
+    let alice_id = resumed["state"]["id"].as_str().unwrap().to_string();
+    server.close();
+
+    // Bob: every one of alice's sessions and approvals is as if it did not exist.
+    let mut server = Server::initialized(&config, &bob);
+    let mut id = 0;
+    let mut refused = |server: &mut Server, tool: &str, args: Value| {
+        id += 1;
+        server.refused(id, tool, args)
+    };
+    for key in ["alice-work", alice_id.as_str()] {
+        let calls = [
+            (
+                "session_pause",
+                json!({"session": key, "reason": "mine now"}),
+            ),
+            ("session_log", json!({"session": key})),
+            ("session_rerun", json!({"session": key, "call_id": call_id})),
+        ];
+        for (tool, args) in calls {
+            let (kind, message) = refused(&mut server, tool, args.clone());
+            assert_eq!(kind, "session_not_found", "{tool}: {message}");
+            let mut absent = args;
+            absent["session"] = json!("no-such-session");
+            let (_, absent) = refused(&mut server, tool, absent);
+            assert_eq!(message, absent.replace("no-such-session", key), "{tool}");
+        }
+    }
+    let (kind, message) = refused(&mut server, "approval_status", json!({"id": approval}));
+    assert_eq!(kind, "approval_not_found");
+    let (_, absent) = refused(
+        &mut server,
+        "approval_status",
+        json!({"id": "ap-000000000000"}),
+    );
+    assert_eq!(message, absent.replace("ap-000000000000", &approval));
+    let listed = server.ok(100, "session_list", json!({}));
+    assert!(
+        listed["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["owner"] != "alice"),
+        "{listed}"
+    );
+    server.close();
+
+    // Nothing of alice's changed: she still sees and re-runs her own.
+    let mut server = Server::initialized(&config, &alice);
+    let status = server.ok(1, "approval_status", json!({"id": approval}));
+    assert_eq!(status["status"]["state"], "pending", "{status}");
+    assert_eq!(status["tool"], "files.write");
+    let log = server.ok(2, "session_log", json!({"session": "alice-work"}));
+    assert!(
+        !kinds(&log["events"]).contains(&"paused".to_string()),
+        "{log}"
+    );
+    // A re-run does not lift a pause the host took (the approval wait).
+    let (kind, message) = server.refused(
+        4,
+        "session_rerun",
+        json!({"session": "alice-ask", "call_id": call_id}),
+    );
+    assert_eq!(kind, "not_allowed", "{message}");
+    assert!(message.contains("only an operator"), "{message}");
+    let rerun = server.ok(
+        3,
+        "session_rerun",
+        json!({"session": "alice-work", "call_id": call_id}),
+    );
+    assert!(rerun.is_object(), "{rerun}");
+    server.close();
 }

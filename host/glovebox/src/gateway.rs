@@ -10,11 +10,13 @@ use std::sync::Arc;
 use crate::approvals::{Approval, ApprovalStatus};
 use crate::budget;
 use crate::call::CallReport;
+use crate::detect;
 use crate::error::CallError;
 use crate::host::Host;
 use crate::ledger::{Durable, open_sessions};
 use crate::pipeline::{Admitted, Judge, ledger_work};
 use crate::session::{Event, EventKind, SessionError, Sessions, digest};
+use crate::tasks;
 
 /// The host and its ledger; cheap to clone.
 #[derive(Clone)]
@@ -103,6 +105,17 @@ impl Gateway {
         let sessions = self.sessions().clone();
         let key = session.to_string();
         let resumed = ledger_work(move || sessions.resume(&key)).await?;
+        self.rerun_resumed(resumed, session, call_id).await
+    }
+
+    /// [`Gateway::rerun_interrupted`] once the session is resumed (by
+    /// whoever may resume it).
+    pub(crate) async fn rerun_resumed(
+        &self,
+        resumed: crate::session::Resumed,
+        session: &str,
+        call_id: &str,
+    ) -> Result<CallReport, SessionError> {
         let state = resumed.state;
         let Some(call) = resumed
             .interrupted_calls
@@ -214,5 +227,56 @@ impl Gateway {
         let sessions = self.sessions().clone();
         let key = session.to_string();
         ledger_work(move || budget::report_usage(&sessions, &budgets, &key, &usage)).await
+    }
+}
+
+impl Gateway {
+    /// One pass of the stuck-agent detector's sweep ([`detect::sweep`]): the
+    /// time-based rules over every live session (flags as events, a pause on
+    /// a critical flag) and, with `[detector] archive_after`, the archive of
+    /// sessions idle that long. The ledger work runs off the async threads;
+    /// what the pass did is logged and returned.
+    pub async fn sweep(&self) -> Result<detect::Swept, SessionError> {
+        let config = self.host.config().detector.clone();
+        let (sessions, approvals) = (self.sessions().clone(), self.ledger.approvals.clone());
+        let swept = ledger_work(move || detect::sweep(&sessions, &approvals, &config)).await?;
+        for f in &swept.raised {
+            tracing::warn!(session = %f.session, name = f.name.as_deref().unwrap_or("-"), rule = %f.rule, severity = %f.severity, reason = %f.reason, "sweep: blocker flag raised");
+        }
+        for id in &swept.paused {
+            tracing::warn!(session = %id, "sweep: paused on a critical flag");
+        }
+        for id in &swept.archived {
+            tracing::info!(session = %id, "sweep: archived an idle session");
+        }
+        for why in &swept.failed {
+            tracing::warn!(error = %why, "sweep: a session could not be swept");
+        }
+        tracing::debug!(
+            judged = swept.judged,
+            raised = swept.raised.len(),
+            paused = swept.paused.len(),
+            archived = swept.archived.len(),
+            "sweep pass done"
+        );
+        Ok(swept)
+    }
+
+    /// Starts the sweep every `[detector] sweep_interval` in a task of its
+    /// own (none when the interval is off or the detector is disabled). The
+    /// sweep stops when the handle is dropped.
+    pub fn start_sweeps(&self) -> Option<tasks::Owned<()>> {
+        let detector = &self.host.config().detector;
+        let every = detector.sweep_interval.filter(|_| detector.enabled)?;
+        tracing::info!(every = %humantime::format_duration(every), "the detector sweeps live sessions");
+        let gateway = self.clone();
+        Some(tasks::every(every, move || {
+            let gateway = gateway.clone();
+            async move {
+                if let Err(e) = gateway.sweep().await {
+                    tracing::warn!(error = %e, "sweep: the pass failed (the next one tries again)");
+                }
+            }
+        }))
     }
 }

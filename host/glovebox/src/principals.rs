@@ -12,14 +12,16 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
+use crate::approvals::Approval;
+use crate::budget::UsageReport;
 use crate::call::CallReport;
 use crate::gateway::Gateway;
 use crate::jobs::{JobError, JobInfo, JobStatus, Jobs, WaitMode, WaitOutcome};
 use crate::manifest::{self, Principal};
 use crate::pipeline::{Admitted, ledger_work};
 use crate::session::{
-    EndOutcome, Event, Handoff, Resumed, SessionError, SessionFilter, SessionInfo, SessionState,
-    StartSession, may_touch,
+    EndOutcome, Event, EventKind, Handoff, Resumed, SessionError, SessionFilter, SessionInfo,
+    SessionState, StartSession, may_touch,
 };
 
 /// The operator at the command line: `cli:<uid>` (the uid that runs the
@@ -197,6 +199,60 @@ impl Gateway {
     ) -> Result<Vec<SessionInfo>, SessionError> {
         let (sessions, caller) = (self.sessions().clone(), caller.clone());
         ledger_work(move || sessions.list_as(&caller, &filter)).await
+    }
+
+    /// Re-runs an interrupted idempotent call of a session of `caller`'s
+    /// (see [`Gateway::rerun_interrupted`]); the session is resumed as
+    /// `caller` may resume it (a pause the host took stays).
+    pub async fn rerun_interrupted_as(
+        &self,
+        caller: &Principal,
+        session: &str,
+        call_id: &str,
+    ) -> Result<CallReport, SessionError> {
+        let resumed = self.resume_session_as(caller, session).await?;
+        self.rerun_resumed(resumed, session, call_id).await
+    }
+
+    /// Logs usage the brain reports into a session of `caller`'s (see
+    /// [`Gateway::report_usage`]: it counts toward budgets and billing).
+    pub async fn report_usage_as(
+        &self,
+        caller: &Principal,
+        session: &str,
+        usage: UsageReport,
+    ) -> Result<Vec<Event>, SessionError> {
+        let state = self.session_as(caller, session).await?;
+        self.report_usage(&state.id, usage).await
+    }
+
+    /// Writes a progress note into a session of `caller`'s.
+    pub async fn note_as(
+        &self,
+        caller: &Principal,
+        session: &str,
+        text: &str,
+    ) -> Result<Event, SessionError> {
+        let id = self.session_as(caller, session).await?.id;
+        let (sessions, text) = (self.sessions().clone(), text.to_string());
+        ledger_work(move || sessions.append(&id, EventKind::Note { text })).await
+    }
+
+    /// Approval `id`, if it is of a session `caller` may see; `None` when
+    /// there is no such approval or it is another's (the same answer).
+    pub async fn approval_as(
+        &self,
+        caller: &Principal,
+        id: &str,
+    ) -> Result<Option<Approval>, SessionError> {
+        let (approvals, key) = (self.ledger().approvals.clone(), id.to_string());
+        let found = ledger_work(move || match approvals.get(&key) {
+            Ok(a) => Ok(Some(a)),
+            Err(SessionError::InvalidInput(_)) => Ok(None),
+            Err(e) => Err(e),
+        })
+        .await?;
+        Ok(found.filter(|a| self.sees_session(caller, &a.session)))
     }
 
     /// Whether `caller` may see session `id` (an id, as jobs record it).

@@ -13,8 +13,11 @@ use super::Connection;
 use super::results::{self, bad_arguments};
 use super::tools::*;
 use glovebox::Principal;
+use glovebox::budget::{BudgetCaps, UsageReport};
 use glovebox::jobs::{JobError, JobStatus, WaitMode};
-use glovebox::session::{EndOutcome, Handoff, HandoffKind, Role, StartSession};
+use glovebox::session::{
+    EndOutcome, Handoff, HandoffKind, Role, SessionFilter, SessionStatus, StartSession,
+};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -24,6 +27,68 @@ struct StartArgs {
     name: Option<String>,
     #[serde(default)]
     tags: Vec<String>,
+    /// Humantime text: "2h", "45m".
+    expected_duration: Option<String>,
+    #[serde(default)]
+    budget: CapsArgs,
+}
+
+/// A session's own caps; the role's caps (`[budgets.role.<role>]`) still
+/// hold, so these can only tighten them.
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CapsArgs {
+    cost: Option<f64>,
+    calls: Option<u64>,
+    wall: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoteArgs {
+    text: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UsageArgs {
+    #[serde(default)]
+    tokens_in: u64,
+    #[serde(default)]
+    tokens_out: u64,
+    model: Option<String>,
+    #[serde(default)]
+    cost: f64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PauseArgs {
+    reason: String,
+    session: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SessionListArgs {
+    status: Option<String>,
+    #[serde(default)]
+    tags: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LogArgs {
+    session: Option<String>,
+    from_seq: Option<u64>,
+    limit: Option<usize>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RerunArgs {
+    call_id: String,
+    session: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -115,6 +180,52 @@ fn job_failure(e: &JobError) -> Result<CallToolResult, ErrorData> {
     })
 }
 
+/// The most events one `session_log` page holds.
+pub(crate) const LOG_PAGE_MAX: usize = 500;
+/// The longest note or pause reason.
+const TEXT_MAX: usize = 16 * 1024;
+
+fn text_arg(tool: &str, field: &str, text: &str) -> Result<(), ErrorData> {
+    if text.trim().is_empty() {
+        return Err(bad_arguments(
+            tool,
+            format!("`{field}` is empty: say something"),
+        ));
+    }
+    if text.len() > TEXT_MAX {
+        return Err(bad_arguments(
+            tool,
+            format!(
+                "`{field}` is {} bytes, over the {TEXT_MAX}-byte limit: shorten it",
+                text.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// What `session_start` is given besides role, project, name and tags.
+fn start_extras(tool: &str, a: &StartArgs) -> Result<(Option<Duration>, BudgetCaps), ErrorData> {
+    let expected = match a.expected_duration.as_deref() {
+        None => None,
+        Some(t) => Some(glovebox::manifest::parse_duration(t).map_err(|e| {
+            bad_arguments(
+                tool,
+                format!("`expected_duration`: {e} (write e.g. \"45m\" or \"2h\")"),
+            )
+        })?),
+    };
+    let wall = match a.budget.wall.as_deref() {
+        None => None,
+        Some(t) => Some(glovebox::manifest::parse_duration(t).map_err(|e| {
+            bad_arguments(tool, format!("`budget.wall`: {e} (write e.g. \"30m\")"))
+        })?),
+    };
+    let caps = BudgetCaps::new(a.budget.cost, a.budget.calls, wall)
+        .map_err(|e| bad_arguments(tool, format!("`budget.cost`: {e}")))?;
+    Ok((expected, caps))
+}
+
 fn not_bound(tool: &str) -> CallToolResult {
     results::failure(
         "no_session",
@@ -138,13 +249,14 @@ impl Connection {
         match tool {
             SESSION_START => {
                 let a: StartArgs = parse(tool, args)?;
+                let (expected_duration, budget) = start_extras(tool, &a)?;
                 let start = StartSession {
                     role: parse_enum::<Role>(tool, "role", &a.role)?,
                     project: a.project,
                     name: a.name,
                     tags: a.tags,
-                    expected_duration: None,
-                    budget: Default::default(),
+                    expected_duration,
+                    budget,
                 };
                 Ok(match gateway.start_session_as(caller, start).await {
                     Ok(state) => {
@@ -296,6 +408,116 @@ impl Connection {
                         Err(e) => job_failure(&e)?,
                     },
                 )
+            }
+            SESSION_NOTE => {
+                let a: NoteArgs = parse(tool, args)?;
+                text_arg(tool, "text", &a.text)?;
+                let session = match self.session_for_call(caller).await {
+                    Ok(s) => s,
+                    Err(e) => return Ok(results::session_failure(&e)),
+                };
+                Ok(match gateway.note_as(caller, &session, &a.text).await {
+                    Ok(event) => results::ok(&event),
+                    Err(e) => results::session_failure(&e),
+                })
+            }
+            SESSION_USAGE => {
+                let a: UsageArgs = parse(tool, args)?;
+                let usage = UsageReport {
+                    tokens_in: a.tokens_in,
+                    tokens_out: a.tokens_out,
+                    cost: a.cost,
+                    model: a.model,
+                };
+                let session = match self.session_for_call(caller).await {
+                    Ok(s) => s,
+                    Err(e) => return Ok(results::session_failure(&e)),
+                };
+                Ok(
+                    match gateway.report_usage_as(caller, &session, usage).await {
+                        Ok(events) => results::ok_value(json!({"events": events})),
+                        Err(e) => results::session_failure(&e),
+                    },
+                )
+            }
+            SESSION_PAUSE => {
+                let a: PauseArgs = parse(tool, args)?;
+                text_arg(tool, "reason", &a.reason)?;
+                let Some(key) = a.session.or(self.bound().await) else {
+                    return Ok(not_bound(tool));
+                };
+                Ok(
+                    match gateway.pause_session_as(caller, &key, &a.reason).await {
+                        Ok(state) => results::ok(&state),
+                        Err(e) => results::session_failure(&e),
+                    },
+                )
+            }
+            SESSION_LIST => {
+                let a: SessionListArgs = parse(tool, args)?;
+                let filter = SessionFilter {
+                    status: match a.status.as_deref() {
+                        None => None,
+                        Some(s) => Some(parse_enum::<SessionStatus>(tool, "status", s)?),
+                    },
+                    tags: a.tags,
+                    ..Default::default()
+                };
+                Ok(match gateway.list_sessions_as(caller, filter).await {
+                    Ok(sessions) => results::ok_value(json!({"sessions": sessions})),
+                    Err(e) => results::session_failure(&e),
+                })
+            }
+            SESSION_LOG => {
+                let a: LogArgs = parse(tool, args)?;
+                let limit = a.limit.unwrap_or(100);
+                if limit == 0 || limit > LOG_PAGE_MAX {
+                    return Err(bad_arguments(
+                        tool,
+                        format!(
+                            "`limit` is {limit}: give 1 to {LOG_PAGE_MAX} and page on with `from_seq`"
+                        ),
+                    ));
+                }
+                let from = a.from_seq.unwrap_or(1).max(1);
+                let Some(key) = a.session.or(self.bound().await) else {
+                    return Ok(not_bound(tool));
+                };
+                Ok(match gateway.events_as(caller, &key, from, limit).await {
+                    Ok(events) => {
+                        let next = (events.len() == limit)
+                            .then(|| events.last().map(|e| e.seq + 1))
+                            .flatten();
+                        results::ok_value(json!({"events": events, "next_seq": next}))
+                    }
+                    Err(e) => results::session_failure(&e),
+                })
+            }
+            SESSION_RERUN => {
+                let a: RerunArgs = parse(tool, args)?;
+                let Some(key) = a.session.or(self.bound().await) else {
+                    return Ok(not_bound(tool));
+                };
+                Ok(
+                    match gateway.rerun_interrupted_as(caller, &key, &a.call_id).await {
+                        Ok(report) => results::report(report),
+                        Err(e) => results::session_failure(&e),
+                    },
+                )
+            }
+            APPROVAL_STATUS => {
+                let a: IdArg = parse(tool, args)?;
+                Ok(match gateway.approval_as(caller, &a.id).await {
+                    Ok(Some(approval)) => results::ok(&approval),
+                    Ok(None) => results::failure(
+                        "approval_not_found",
+                        format!(
+                            "no approval `{}`: its id is in the `awaiting_approval` result of the call that waits for it",
+                            a.id
+                        ),
+                    ),
+                    Err(e) => results::session_failure(&e),
+                })
             }
             other => Err(ErrorData::invalid_params(
                 format!("unknown built-in tool `{other}`"),

@@ -8,17 +8,18 @@
 //! (`tests/all/architecture.rs` holds the rule).
 //!
 //! `tools/list` offers every configured plugin tool (`plugin.tool`, with its
-//! input schema) and built-in tools for sessions (`session_start`,
-//! `session_resume`, `session_status`, `session_handoff`, `session_end`) and
-//! background jobs (`job_spawn`, `job_wait`, `job_status`, `job_cancel`,
-//! `job_list`).
+//! input schema) and the built-in tools ([`BUILTINS`]) for sessions, their
+//! notes, usage, pauses, logs and re-runs, approvals and background jobs,
+//! each within what the caller owns (the gateway's `*_as` entry points).
 //!
 //! Each connection (one stdio peer, or one MCP session over HTTP) has its own
 //! [`Connection`] handler and so its own bound session: `session_start` and
 //! `session_resume` bind it, `session_end` unbinds it. A plugin tool call or a
 //! `job_spawn` with nothing bound runs in a default session of the connection
 //! (role workagent, project `mcp`, name `mcp-<short id>`), started on first use
-//! and then bound. Every plugin call takes the host's one pipeline
+//! and then bound; when the connection goes away (stdin closed; over HTTP, its
+//! handler dropped as rmcp ends the MCP session) it is paused, if still
+//! active, with the reason in its log. Every plugin call takes the host's one pipeline
 //! ([`Host::call_in_session`]): hooks, sandbox, log.
 //!
 //! A denied call is a tool error (`isError`) with the hook, pattern, reason and
@@ -53,7 +54,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 
 use glovebox::jobs::{Jobs, JobsConfig};
-use glovebox::session::{Role, SessionError, StartSession};
+use glovebox::session::{Role, SessionError, SessionStatus, StartSession};
 use glovebox::{Admitted, CallError, Gateway, Principal};
 
 pub use http::{HttpOptions, HttpServer};
@@ -74,11 +75,14 @@ struct Shared {
     gateway: Gateway,
     jobs: Arc<Jobs>,
     tools: Vec<Tool>,
+    /// The detector's sweep (`[detector] sweep_interval`), stopped with the server.
+    _sweeps: Option<glovebox::tasks::Owned<()>>,
 }
 
 impl McpServer {
     /// Loads the host from `config`, opens its durable store and starts the
-    /// jobs runner, re-queueing the jobs a previous run left.
+    /// jobs runner, re-queueing the jobs a previous run left, and the
+    /// detector's sweep.
     pub async fn open(config: &Path) -> anyhow::Result<McpServer> {
         let gateway = Gateway::open(config).await?;
         let jobs = Jobs::new(gateway.clone(), JobsConfig::default());
@@ -89,10 +93,19 @@ impl McpServer {
         if !recovered.is_empty() {
             tracing::info!(jobs = recovered.len(), "recovered background jobs");
         }
-        Ok(McpServer::new(gateway, jobs))
+        let sweeps = gateway.start_sweeps();
+        Ok(McpServer::build(gateway, jobs, sweeps))
     }
 
     pub fn new(gateway: Gateway, jobs: Arc<Jobs>) -> McpServer {
+        McpServer::build(gateway, jobs, None)
+    }
+
+    fn build(
+        gateway: Gateway,
+        jobs: Arc<Jobs>,
+        sweeps: Option<glovebox::tasks::Owned<()>>,
+    ) -> McpServer {
         let mut tools: Vec<Tool> = gateway
             .host()
             .tools()
@@ -105,6 +118,7 @@ impl McpServer {
                 gateway,
                 jobs,
                 tools,
+                _sweeps: sweeps,
             }),
         }
     }
@@ -126,6 +140,8 @@ impl McpServer {
                 id: uuid::Uuid::new_v4().simple().to_string()[..8].to_string(),
                 bound: tokio::sync::Mutex::new(None),
                 principal: std::sync::OnceLock::new(),
+                default_session: std::sync::Mutex::new(None),
+                gateway: self.inner.gateway.clone(),
             }),
         }
     }
@@ -142,16 +158,17 @@ impl McpServer {
     /// `principal`.
     pub async fn serve_stdio(&self, principal: Principal) -> anyhow::Result<()> {
         tracing::info!(principal = %principal, "serving MCP over stdio");
-        let running = self
-            .connection_as(principal)
+        let connection = self.connection_as(principal);
+        let running = connection
+            .clone()
             .serve(rmcp::transport::stdio())
             .await
             .context("the MCP handshake over stdio failed")?;
         tracing::info!("serving MCP over stdio");
-        running
-            .waiting()
-            .await
-            .context("the MCP stdio service stopped")?;
+        let waited = running.waiting().await;
+        // The client is gone: its default session must not stay active.
+        connection.gone().await;
+        waited.context("the MCP stdio service stopped")?;
         Ok(())
     }
 }
@@ -172,6 +189,59 @@ struct ConnState {
     /// Who is on the other end: set once, and never changes (over HTTP the
     /// MCP session id is pinned to it, see `http.rs`).
     principal: std::sync::OnceLock<Principal>,
+    /// The default session this connection started, until the connection
+    /// goes away and pauses it (taken then, so it is paused once).
+    default_session: std::sync::Mutex<Option<String>>,
+    gateway: Gateway,
+}
+
+impl ConnState {
+    /// What pauses the default session when the connection goes away: `None`
+    /// when it started none (or it was paused already).
+    fn take_default(&self) -> Option<impl Future<Output = ()> + Send + 'static> {
+        let id = self
+            .default_session
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()?;
+        let principal = self.principal.get()?.clone();
+        let (gateway, conn) = (self.gateway.clone(), self.id.clone());
+        Some(async move { pause_default(&gateway, &principal, &id, &conn).await })
+    }
+}
+
+/// Pauses a connection's default session once the connection is gone, if it
+/// is still active (one that ended or that the host paused stays as it is);
+/// the log says why, and its owner may resume it by name.
+async fn pause_default(gateway: &Gateway, principal: &Principal, id: &str, conn: &str) {
+    match gateway.session_as(principal, id).await {
+        Ok(state) if state.status == SessionStatus::Active => {}
+        _ => return,
+    }
+    let reason = format!(
+        "the MCP connection that started this default session (mcp-{conn}) went away; resume it (`session_resume mcp-{conn}`) to carry on"
+    );
+    match gateway.pause_session_as(principal, id, &reason).await {
+        Ok(_) => {
+            tracing::info!(session = %id, connection = %conn, "paused the default session of a connection that went away")
+        }
+        Err(e) => {
+            tracing::warn!(session = %id, error = %e, "cannot pause the default session of a connection that went away")
+        }
+    }
+}
+
+/// Over HTTP the connection's handler is dropped when rmcp ends its MCP
+/// session (DELETE, idle timeout, the server stopping): the default session
+/// is paused then.
+impl Drop for ConnState {
+    fn drop(&mut self) {
+        if let Some(pause) = self.take_default()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(pause);
+        }
+    }
 }
 
 impl Connection {
@@ -182,6 +252,14 @@ impl Connection {
     /// The id of the session this connection is bound to, if any.
     pub async fn bound(&self) -> Option<String> {
         self.state.bound.lock().await.clone()
+    }
+
+    /// The client went away (stdio: it closed stdin): pauses the default
+    /// session this connection started, if it is still active.
+    pub async fn gone(&self) {
+        if let Some(pause) = self.state.take_default() {
+            pause.await;
+        }
     }
 
     async fn bind(&self, session: Option<String>) {
@@ -245,6 +323,11 @@ impl Connection {
             .start_session_as(caller, start)
             .await?;
         tracing::info!(session = %state.id, name = ?state.name, principal = %caller.name, "started the connection's default session");
+        *self
+            .state
+            .default_session
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(state.id.clone());
         *bound = Some(state.id.clone());
         Ok(state.id)
     }

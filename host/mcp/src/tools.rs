@@ -14,18 +14,32 @@ pub const SESSION_RESUME: &str = "session_resume";
 pub const SESSION_STATUS: &str = "session_status";
 pub const SESSION_HANDOFF: &str = "session_handoff";
 pub const SESSION_END: &str = "session_end";
+pub const SESSION_NOTE: &str = "session_note";
+pub const SESSION_USAGE: &str = "session_usage";
+pub const SESSION_PAUSE: &str = "session_pause";
+pub const SESSION_LIST: &str = "session_list";
+pub const SESSION_LOG: &str = "session_log";
+pub const SESSION_RERUN: &str = "session_rerun";
+pub const APPROVAL_STATUS: &str = "approval_status";
 pub const JOB_SPAWN: &str = "job_spawn";
 pub const JOB_WAIT: &str = "job_wait";
 pub const JOB_STATUS: &str = "job_status";
 pub const JOB_CANCEL: &str = "job_cancel";
 pub const JOB_LIST: &str = "job_list";
 
-pub const BUILTINS: [&str; 10] = [
+pub const BUILTINS: [&str; 17] = [
     SESSION_START,
     SESSION_RESUME,
     SESSION_STATUS,
     SESSION_HANDOFF,
     SESSION_END,
+    SESSION_NOTE,
+    SESSION_USAGE,
+    SESSION_PAUSE,
+    SESSION_LIST,
+    SESSION_LOG,
+    SESSION_RERUN,
+    APPROVAL_STATUS,
     JOB_SPAWN,
     JOB_WAIT,
     JOB_STATUS,
@@ -66,6 +80,7 @@ pub fn plugin_tool(info: &ToolInfo) -> Tool {
 /// The built-in session and job tools.
 pub fn builtin_tools() -> Vec<Tool> {
     let strings = json!({"type": "array", "items": {"type": "string"}});
+    let session = json!({"type": "string", "description": "Session id or name; the bound session when absent."});
     let tool = |name: &'static str, description: &'static str, schema: Value| {
         Tool::new(name, description, Arc::new(object(schema)))
     };
@@ -80,6 +95,17 @@ pub fn builtin_tools() -> Vec<Tool> {
                     "project": {"type": "string", "minLength": 1},
                     "name": {"type": "string", "description": "Unique among live sessions; resume it by this name later."},
                     "tags": strings.clone(),
+                    "expected_duration": {"type": "string", "description": "How long the work should take, e.g. \"45m\" or \"2h\" (the detector compares)."},
+                    "budget": {
+                        "type": "object",
+                        "description": "The session's own caps; its role's caps still hold, so these only tighten them.",
+                        "properties": {
+                            "cost": {"type": "number", "minimum": 0, "description": "Cost cap in decimal units (tool costs and reported model cost)."},
+                            "calls": {"type": "integer", "minimum": 0, "description": "Call count cap."},
+                            "wall": {"type": "string", "description": "Wall-time cap, e.g. \"30m\"."},
+                        },
+                        "additionalProperties": false,
+                    },
                 },
                 "required": ["role", "project"],
                 "additionalProperties": false,
@@ -134,6 +160,91 @@ pub fn builtin_tools() -> Vec<Tool> {
             json!({
                 "type": "object",
                 "properties": {"outcome": {"type": "string", "enum": ["completed", "interrupted", "exit"], "default": "completed"}},
+                "additionalProperties": false,
+            }),
+        ),
+        tool(
+            SESSION_NOTE,
+            "Write a progress note (a thought, a step done) into the bound session's log (the connection's default session when none is bound). It counts as progress for the stuck-session detector.",
+            json!({
+                "type": "object",
+                "properties": {"text": {"type": "string", "minLength": 1, "maxLength": 16384}},
+                "required": ["text"],
+                "additionalProperties": false,
+            }),
+        ),
+        tool(
+            SESSION_USAGE,
+            "Report the model's usage (tokens in and out, model, model cost) into the bound session (the default session when none is bound): the cost counts toward the session's cost cap and its bill.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "tokens_in": {"type": "integer", "minimum": 0},
+                    "tokens_out": {"type": "integer", "minimum": 0},
+                    "model": {"type": "string", "maxLength": 256},
+                    "cost": {"type": "number", "minimum": 0, "description": "Model cost in decimal units."},
+                },
+                "additionalProperties": false,
+            }),
+        ),
+        tool(
+            SESSION_PAUSE,
+            "Pause a session of yours (the bound one when `session` is absent) for your own reasons: calls in it are refused until `session_resume` lifts the pause.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "reason": {"type": "string", "minLength": 1, "maxLength": 16384},
+                    "session": session.clone(),
+                },
+                "required": ["reason"],
+                "additionalProperties": false,
+            }),
+        ),
+        tool(
+            SESSION_LIST,
+            "List your sessions, optionally by status and by tags (each given tag must be on the session).",
+            json!({
+                "type": "object",
+                "properties": {
+                    "status": {"type": "string", "enum": ["created", "active", "paused", "completed", "archived"]},
+                    "tags": strings.clone(),
+                },
+                "additionalProperties": false,
+            }),
+        ),
+        tool(
+            SESSION_LOG,
+            "A page of a session's log (the bound one when `session` is absent): events from `from_seq` (1 when absent), at most `limit` (100 when absent, 500 at most). `next_seq` is where the next page starts, null at the end.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "session": session.clone(),
+                    "from_seq": {"type": "integer", "minimum": 1},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 500},
+                },
+                "additionalProperties": false,
+            }),
+        ),
+        tool(
+            SESSION_RERUN,
+            "Re-run a call of a session (the bound one when `session` is absent) that the host's stop interrupted, with its original idempotency key: only calls of idempotent tools; `session_resume` lists them.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "call_id": {"type": "string"},
+                    "session": session.clone(),
+                },
+                "required": ["call_id"],
+                "additionalProperties": false,
+            }),
+        ),
+        tool(
+            APPROVAL_STATUS,
+            "Where an approval of one of your calls stands: pending, approved or denied (with the reason).",
+            json!({
+                "type": "object",
+                "properties": {"id": {"type": "string", "description": "The approval id of an `awaiting_approval` result."}},
+                "required": ["id"],
                 "additionalProperties": false,
             }),
         ),
