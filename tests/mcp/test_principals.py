@@ -195,3 +195,31 @@ def test_an_agent_cannot_lift_a_pause_the_host_took(glovebox_bin, principals):
 
     with http_server(glovebox_bin, config) as url:
         anyio.run(main, url)
+
+
+def test_a_connections_default_session_is_paused_when_the_client_goes_away(glovebox_bin, principals):
+    config, tokens = principals
+
+    async def main(url):
+        async with client(url, tokens["alice"]) as alice:
+            assert not (await alice.call_tool("echo.echo", {"message": "hi"})).is_error
+            state = structured(await alice.call_tool("session_status", {}))
+            assert state["status"] == "active" and state["name"].startswith("mcp-"), state
+            name = state["name"]
+        # The client ended its MCP session: the default session is paused, saying why.
+        async with client(url, tokens["alice"]) as alice:
+            for _ in range(100):
+                listed = structured(await alice.call_tool("session_list", {"status": "paused"}))["sessions"]
+                if any(s["name"] == name for s in listed):
+                    break
+                await anyio.sleep(0.1)
+            else:
+                raise AssertionError(f"{name} was not paused: {listed}")
+            last = structured(await alice.call_tool("session_log", {"session": name}))["events"][-1]
+            assert last["kind"]["type"] == "paused" and "went away" in last["kind"]["reason"], last
+            # Its owner may carry on with it.
+            resumed = structured(await alice.call_tool("session_resume", {"session": name}))
+            assert resumed["state"]["status"] == "active", resumed
+
+    with http_server(glovebox_bin, config) as url:
+        anyio.run(main, url)
