@@ -8,6 +8,7 @@
 //! dropping the caller's future (a cancelled job) aborts it.
 
 use std::future::Future;
+use std::time::Duration;
 
 use tokio::task::JoinHandle;
 
@@ -36,6 +37,24 @@ pub fn owned<T: Send + 'static>(future: impl Future<Output = T> + Send + 'static
 /// Starts `future` in the background: nobody waits for it (the `after` hooks).
 pub fn detached(future: impl Future<Output = ()> + Send + 'static) {
     drop(tokio::spawn(future));
+}
+
+/// Starts `pass` every `period` (the first one a period from now) in a task
+/// of its own, until the handle is dropped. A pass that overruns delays the
+/// next one; passes never overlap.
+pub fn every<F, Fut>(period: Duration, mut pass: F) -> Owned<()>
+where
+    F: FnMut() -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    owned(async move {
+        let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticks.tick().await;
+            pass().await;
+        }
+    })
 }
 
 /// A task aborted when its handle is dropped unawaited.

@@ -36,7 +36,15 @@ impl std::fmt::Display for Severity {
 }
 
 /// The detector's rules, by the name their flags carry.
-pub const RULES: [&str; 5] = ["budget", "retry", "overrun", "denials", "no_progress"];
+pub const RULES: [&str; 7] = [
+    "budget",
+    "retry",
+    "overrun",
+    "denials",
+    "no_progress",
+    "stale",
+    "approval_wait",
+];
 
 /// `[detector]`: when the stuck-agent detector raises blocker flags.
 #[derive(Clone, Debug, PartialEq)]
@@ -61,6 +69,23 @@ pub struct DetectorConfig {
     /// successful call, a note, a handoff, a resume) for this long raises
     /// `no_progress`. Default 30 minutes.
     pub no_progress_after: Duration,
+    /// `stale_after`: a live session with no event at all for this long
+    /// raises `stale` (judged by the sweep). Default 7 days.
+    pub stale_after: Duration,
+    /// `approval_wait_after`: a call waiting for a human's approval for this
+    /// long raises `approval_wait` on its session (judged by the sweep).
+    /// Default 1 hour.
+    pub approval_wait_after: Duration,
+    /// `sweep_interval`: while serving, how often the sweep runs the
+    /// time-based rules (`no_progress`, `overrun`, `stale`,
+    /// `approval_wait`) over the live sessions, with no call needed. `None`
+    /// (`0` or `"off"`) turns the sweep off. Default 30 seconds.
+    pub sweep_interval: Option<Duration>,
+    /// `archive_after`: the sweep archives a session with no event for this
+    /// long (a live one is ended first, outcome `exit`), unless it waits for
+    /// an approval or is in a rescue. `None` (`"off"`, the default) archives
+    /// nothing; at least `stale_after` otherwise.
+    pub archive_after: Option<Duration>,
     /// `budget_fraction`: budget use at or above this (from the billing's
     /// `budget_warning` events) with a failing last call raises `budget`. Default 0.8.
     pub budget_fraction: f64,
@@ -78,6 +103,10 @@ impl Default for DetectorConfig {
             denials_window: 10,
             overrun_factor: 2.0,
             no_progress_after: Duration::from_secs(30 * 60),
+            stale_after: Duration::from_secs(7 * 86_400),
+            approval_wait_after: Duration::from_secs(3600),
+            sweep_interval: Some(Duration::from_secs(30)),
+            archive_after: None,
             budget_fraction: 0.8,
             severity: default_severity(),
         }
@@ -91,6 +120,8 @@ fn default_severity() -> BTreeMap<String, Severity> {
         ("overrun", Severity::Warning),
         ("denials", Severity::Warning),
         ("no_progress", Severity::Warning),
+        ("stale", Severity::Warning),
+        ("approval_wait", Severity::Warning),
     ]
     .into_iter()
     .map(|(r, s)| (r.to_string(), s))
@@ -151,6 +182,10 @@ pub(super) struct RawDetector {
     denials_window: Option<i64>,
     overrun_factor: Option<f64>,
     no_progress_after: Option<Millis>,
+    stale_after: Option<Millis>,
+    approval_wait_after: Option<Millis>,
+    sweep_interval: Option<OffOr>,
+    archive_after: Option<OffOr>,
     budget_fraction: Option<f64>,
     #[serde(default)]
     severity: BTreeMap<String, String>,
@@ -220,6 +255,55 @@ pub(super) fn validate_detector(
         }
         d.no_progress_after = after;
     }
+    let limits = [
+        ("stale_after", raw.stale_after, &mut d.stale_after, "\"7d\""),
+        (
+            "approval_wait_after",
+            raw.approval_wait_after,
+            &mut d.approval_wait_after,
+            "\"1h\"",
+        ),
+    ];
+    for (name, value, slot, example) in limits {
+        if let Some(Millis(after)) = value {
+            if after.is_zero() {
+                return Err(src.invalid(
+                    &format!("detector.{name}"),
+                    "the duration is zero",
+                    format!("write a duration like {example}"),
+                ));
+            }
+            *slot = after;
+        }
+    }
+    if let Some(interval) = raw.sweep_interval {
+        d.sweep_interval = interval.duration();
+        if let Some(every) = d.sweep_interval
+            && every < Duration::from_millis(100)
+        {
+            return Err(src.invalid(
+                "detector.sweep_interval",
+                format!("{every:?} is shorter than 100 ms"),
+                "write a duration like \"30s\" (at least \"100ms\"), or \"off\" to turn the sweep off",
+            ));
+        }
+    }
+    if let Some(after) = raw.archive_after {
+        d.archive_after = after.duration();
+        if let Some(after) = d.archive_after
+            && after < d.stale_after
+        {
+            return Err(src.invalid(
+                "detector.archive_after",
+                format!(
+                    "{} is shorter than `stale_after` ({}): sessions would be archived before they are flagged stale",
+                    humantime::format_duration(after),
+                    humantime::format_duration(d.stale_after)
+                ),
+                "make `archive_after` at least `stale_after` (like \"30d\"), or \"off\"",
+            ));
+        }
+    }
     if let Some(f) = raw.budget_fraction {
         if !(f.is_finite() && f > 0.0 && f <= 1.0) {
             return Err(src.invalid(
@@ -254,6 +338,38 @@ pub(super) fn validate_detector(
         d.severity.insert(rule.clone(), severity);
     }
     Ok(d)
+}
+
+/// A duration that may be turned off: `"off"`, `0`, or a duration.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct OffOr(Option<Duration>);
+
+impl OffOr {
+    fn duration(self) -> Option<Duration> {
+        self.0.filter(|d| !d.is_zero())
+    }
+}
+
+impl<'de> Deserialize<'de> for OffOr {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Text(String),
+            Other(Millis),
+        }
+        match Raw::deserialize(deserializer).map_err(|_| {
+            serde::de::Error::custom(
+                "expected a duration (a string like \"30s\" or an integer number of milliseconds), 0 or \"off\"",
+            )
+        })? {
+            Raw::Text(t) if t.trim().eq_ignore_ascii_case("off") => Ok(OffOr(None)),
+            Raw::Text(t) => super::units::parse_duration(&t)
+                .map(|d| OffOr(Some(d)))
+                .map_err(serde::de::Error::custom),
+            Raw::Other(Millis(d)) => Ok(OffOr(Some(d))),
+        }
+    }
 }
 
 pub(super) fn validate_context(
@@ -311,6 +427,25 @@ mod tests {
         assert_eq!(c.detector.severity_of("denials"), Severity::Critical);
         assert_eq!(c.detector.severity_of("retry"), Severity::Critical);
         assert_eq!(c.context.writers, [ContextWriter::Operator]);
+        assert_eq!(c.detector.sweep_interval, Some(Duration::from_secs(30)));
+        assert_eq!(c.detector.archive_after, None);
+        let c = load(
+            "[detector]\nsweep_interval = \"off\"\nstale_after = \"2d\"\napproval_wait_after = 60000\n\
+             archive_after = \"30d\"\n[detector.severity]\nstale = \"info\"\n",
+        )
+        .unwrap();
+        assert_eq!(c.detector.sweep_interval, None);
+        assert_eq!(c.detector.stale_after, Duration::from_secs(2 * 86_400));
+        assert_eq!(c.detector.approval_wait_after, Duration::from_secs(60));
+        assert_eq!(
+            c.detector.archive_after,
+            Some(Duration::from_secs(30 * 86_400))
+        );
+        assert_eq!(c.detector.severity_of("stale"), Severity::Info);
+        assert_eq!(c.detector.severity_of("approval_wait"), Severity::Warning);
+        let c = load("[detector]\nsweep_interval = 0\narchive_after = \"off\"\n").unwrap();
+        assert_eq!(c.detector.sweep_interval, None);
+        assert_eq!(c.detector.archive_after, None);
     }
 
     #[test]
@@ -340,6 +475,26 @@ mod tests {
                 "[detector.severity]\nflaky = \"info\"\n",
                 "detector.severity.flaky",
                 "no_progress",
+            ),
+            (
+                "[detector]\nsweep_interval = \"10ms\"\n",
+                "detector.sweep_interval",
+                "\"off\"",
+            ),
+            (
+                "[detector]\nsweep_interval = \"soon\"\n",
+                "detector.sweep_interval",
+                "soon",
+            ),
+            (
+                "[detector]\nstale_after = \"7d\"\narchive_after = \"1d\"\n",
+                "detector.archive_after",
+                "at least `stale_after`",
+            ),
+            (
+                "[detector]\napproval_wait_after = 0\n",
+                "detector.approval_wait_after",
+                "1h",
             ),
             (
                 "[context]\nwriters = [\"agent\"]\n",

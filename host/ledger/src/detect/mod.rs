@@ -15,6 +15,14 @@
 //! | `overrun`     | the session has run longer than `overrun_factor` × its expected duration    | warning  | never      |
 //! | `denials`     | `denials` of the last `denials_window` calls since the last success were denied | warning | a successful call |
 //! | `no_progress` | a created or active session has made no progress for `no_progress_after`    | warning  | progress   |
+//! | `stale`       | a live session has done nothing at all (no event but the detector's) for `stale_after` | warning | a call or progress |
+//! | `approval_wait` | a call of the session has waited for a human's approval longer than `approval_wait_after` (sweep only) | warning | the approval settled (the session resumes) |
+//!
+//! While serving, a sweep ([`sweep()`], every `sweep_interval`) runs the
+//! time-based rules (`no_progress`, `overrun`, `stale`, `approval_wait`) over
+//! every live session, so an agent that stops calling tools is flagged
+//! without a call; it raises flags exactly as [`check`] does and, with
+//! `archive_after`, archives sessions that have done nothing for that long.
 //!
 //! Progress is a successful call, a note, a handoff or a resume; a failed call
 //! is activity, not progress. Resuming a session also acknowledges its
@@ -32,6 +40,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::manifest::{DetectorConfig, Severity};
 use crate::session::{EventKind, SessionError, SessionState, SessionStatus, Sessions};
+
+mod sweep;
+
+pub use sweep::{SweepFlag, Swept, sweep};
 
 // What the detector keeps of a session is part of the session's state, folded
 // as its events are applied, and the ladder's rungs are in its events: they
@@ -61,11 +73,42 @@ impl Flag {
     }
 }
 
+/// Which rules a run judges.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rules {
+    /// Every rule (after a call, `session check`).
+    All,
+    /// The rules that can start to hold with nothing happening: `no_progress`,
+    /// `overrun`, `stale`, `approval_wait` (the sweep).
+    Timed,
+}
+
+/// The oldest approval a session's call waits for (the `approval_wait` rule's input).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Waiting {
+    pub approval: String,
+    pub tool: String,
+    pub call_id: String,
+    pub since_ms: u64,
+}
+
 /// The rules over `state` at `now_ms`: the flags that hold and are not active yet.
 pub fn detect(state: &SessionState, config: &DetectorConfig, now_ms: u64) -> Vec<Flag> {
+    detect_rules(state, config, now_ms, Rules::All, None)
+}
+
+/// [`detect`] restricted to `rules`, with the approval the session waits for.
+pub fn detect_rules(
+    state: &SessionState,
+    config: &DetectorConfig,
+    now_ms: u64,
+    rules: Rules,
+    waiting: Option<&Waiting>,
+) -> Vec<Flag> {
     if !state.status.is_live() {
         return Vec::new();
     }
+    let all = rules == Rules::All;
     let w = &state.watch;
     let label = state.name.as_deref().unwrap_or(&state.id);
     let mut flags = Vec::new();
@@ -83,7 +126,8 @@ pub fn detect(state: &SessionState, config: &DetectorConfig, now_ms: u64) -> Vec
 
     // budget: spending near a cap while calls fail.
     let threshold = (config.budget_fraction * 100.0).round() as u64;
-    if w.failure_streak > 0
+    if all
+        && w.failure_streak > 0
         && let Some((cap, percent)) = w
             .budget_percent
             .iter()
@@ -104,7 +148,8 @@ pub fn detect(state: &SessionState, config: &DetectorConfig, now_ms: u64) -> Vec
     }
 
     // retry: the same call failing again and again (judged when it just failed).
-    if let Some(last) = &w.last_failed_call
+    if all
+        && let Some(last) = &w.last_failed_call
         && let Some(f) = w
             .failing
             .values()
@@ -152,7 +197,7 @@ pub fn detect(state: &SessionState, config: &DetectorConfig, now_ms: u64) -> Vec
     let window = usize::try_from(config.denials_window).unwrap_or(usize::MAX);
     let recent = &w.recent_denied[w.recent_denied.len().saturating_sub(window)..];
     let denied = recent.iter().filter(|d| **d).count();
-    if denied >= usize::try_from(config.denials).unwrap_or(usize::MAX) {
+    if all && denied >= usize::try_from(config.denials).unwrap_or(usize::MAX) {
         raise(
             "denials",
             format!(
@@ -177,6 +222,46 @@ pub fn detect(state: &SessionState, config: &DetectorConfig, now_ms: u64) -> Vec
                 ),
                 "check whether the agent is stuck; ask it for a note or a handoff on where it stands".to_string(),
                 None,
+            );
+        }
+    }
+
+    // stale: nothing at all for days.
+    let inactive = now_ms.saturating_sub(w.last_activity());
+    let limit = u64::try_from(config.stale_after.as_millis()).unwrap_or(u64::MAX);
+    if inactive > limit {
+        raise(
+            "stale",
+            format!(
+                "the session has been {} for {} (no call, note or handoff)",
+                state.status,
+                show_ms(inactive)
+            ),
+            format!(
+                "end it if the work is over or abandoned (`glovebox session end {label}`), or resume it and carry on"
+            ),
+            None,
+        );
+    }
+
+    // approval_wait: a human has not answered.
+    if let Some(wait) = waiting {
+        let waited = now_ms.saturating_sub(wait.since_ms);
+        let limit = u64::try_from(config.approval_wait_after.as_millis()).unwrap_or(u64::MAX);
+        if waited > limit {
+            raise(
+                "approval_wait",
+                format!(
+                    "a call of `{}` has waited for approval `{}` for {}",
+                    wait.tool,
+                    wait.approval,
+                    show_ms(waited)
+                ),
+                format!(
+                    "an operator decides: `glovebox approvals approve {0}` or `glovebox approvals deny {0} --reason ...`",
+                    wait.approval
+                ),
+                Some(wait.call_id.clone()),
             );
         }
     }
@@ -234,9 +319,33 @@ pub fn check(
     config: &DetectorConfig,
     id_or_name: &str,
 ) -> Result<Check, SessionError> {
-    let (_, (raised, escalation, paused)) = sessions.append_with(id_or_name, |state, now| {
-        let raised = detect(state, config, now);
-        let escalation = next_step(state, &raised, config);
+    let (raised, escalation, paused) = judge(sessions, config, id_or_name, Rules::All, None)?;
+    let state = sessions.show(id_or_name)?;
+    Ok(Check {
+        raised,
+        escalation,
+        paused,
+        state,
+    })
+}
+
+/// One run of `rules` on a session and its events, under the session's lock:
+/// the flags raised, the ladder's move and whether it paused the session.
+/// The ladder moves only with a flag when only the timed rules ran.
+fn judge(
+    sessions: &Sessions,
+    config: &DetectorConfig,
+    id_or_name: &str,
+    rules: Rules,
+    waiting: Option<&Waiting>,
+) -> Result<(Vec<Flag>, Option<EscalationStep>, bool), SessionError> {
+    let (_, judged) = sessions.append_with(id_or_name, |state, now| {
+        let raised = detect_rules(state, config, now, rules, waiting);
+        let escalation = if rules == Rules::All || !raised.is_empty() {
+            next_step(state, &raised, config)
+        } else {
+            None
+        };
         let mut events: Vec<EventKind> = raised.iter().map(Flag::event).collect();
         if let Some(step) = escalation {
             let reason = match raised.iter().find(|f| f.severity == Severity::Critical) {
@@ -271,13 +380,7 @@ pub fn check(
         }
         (events, (raised, escalation, paused))
     })?;
-    let state = sessions.show(id_or_name)?;
-    Ok(Check {
-        raised,
-        escalation,
-        paused,
-        state,
-    })
+    Ok(judged)
 }
 
 fn show_ms(ms: u64) -> String {

@@ -264,6 +264,34 @@ impl Sessions {
         Ok(state)
     }
 
+    /// Archives the session if `derive` (its state and the time, under its
+    /// lock) says so: it returns the events to append, `archived` last (after
+    /// `ended` for a live session), or none to leave the session as it is.
+    /// Then removes the scratch directory, as [`Sessions::archive`] does.
+    pub fn archive_if(
+        &self,
+        id_or_name: &str,
+        derive: impl FnOnce(&SessionState, u64) -> Vec<EventKind>,
+    ) -> Result<Option<SessionState>, SessionError> {
+        let (events, ()) = self.append_with(id_or_name, |state, now| {
+            let kinds = derive(state, now);
+            match kinds.last() {
+                Some(EventKind::Archived) => (kinds, ()),
+                _ => (Vec::new(), ()),
+            }
+        })?;
+        let Some(last) = events.last() else {
+            return Ok(None);
+        };
+        let state = self.state_of(&last.session)?;
+        if let Some(scratch) = &self.config.scratch
+            && let Err(e) = scratch.remove(&state.id)
+        {
+            tracing::warn!(session = %state.id, error = %e, "cannot remove the scratch directory of an archived session");
+        }
+        Ok(Some(state))
+    }
+
     /// Removes the scratch directories of archived sessions and the throwaway
     /// directories of calls a killed host left behind. Returns how many went.
     pub fn sweep_scratch(&self) -> usize {

@@ -68,6 +68,11 @@ pub struct Watch {
     pub budget_percent: BTreeMap<String, u64>,
     /// Calls in flight: call id → (tool, input digest).
     pub pending: BTreeMap<String, (String, String)>,
+    /// The last event that was not the detector's own (a flag, a move of the
+    /// ladder, a pause the host took): what the `stale` rule and the sweep's
+    /// auto-archive measure inactivity from (see [`Watch::last_activity`]).
+    #[serde(default)]
+    pub last_activity_at_ms: u64,
 }
 
 impl Watch {
@@ -75,8 +80,15 @@ impl Watch {
     pub fn new(at_ms: u64) -> Watch {
         Watch {
             last_success_at_ms: at_ms,
+            last_activity_at_ms: at_ms,
             ..Watch::default()
         }
+    }
+
+    /// When the session last did something (its progress at least, for a
+    /// state folded before activity was kept).
+    pub fn last_activity(&self) -> u64 {
+        self.last_activity_at_ms.max(self.last_success_at_ms)
     }
 
     /// Folds `event` in (called by [`SessionState::apply`]).
@@ -84,6 +96,15 @@ impl Watch {
     /// [`SessionState::apply`]: super::SessionState::apply
     pub(crate) fn apply(&mut self, event: &Event) {
         let at = event.at_ms;
+        let own = matches!(
+            &event.kind,
+            EventKind::BlockerFlag { .. }
+                | EventKind::Escalation { .. }
+                | EventKind::Paused { by: None, .. }
+        );
+        if !own {
+            self.last_activity_at_ms = self.last_activity_at_ms.max(at);
+        }
         match &event.kind {
             EventKind::CallRequested {
                 call_id,
@@ -91,6 +112,7 @@ impl Watch {
                 input_digest,
                 ..
             } => {
+                self.flags.remove("stale");
                 self.pending
                     .insert(call_id.clone(), (tool.clone(), input_digest.clone()));
             }
@@ -168,7 +190,10 @@ impl Watch {
 
     fn progress(&mut self, at: u64) {
         self.last_success_at_ms = at;
-        self.flags.remove("no_progress");
+        // Resolving an approval resumes the session: progress too.
+        for rule in ["no_progress", "stale", "approval_wait"] {
+            self.flags.remove(rule);
+        }
     }
 
     fn finished(
