@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::Subcommand;
 use glovebox::session::{
-    EndOutcome, Handoff, HandoffKind, Role, SessionFilter, SessionStatus, StartSession,
+    EndOutcome, Handoff, HandoffKind, Role, SessionFilter, SessionInfo, SessionStatus, StartSession,
 };
 use glovebox::{Durable, Gateway, Host, HostConfig, Sessions};
 
@@ -80,6 +80,10 @@ pub enum SessionCommand {
         /// Only sessions with no activity for more than this many days.
         #[arg(long)]
         inactive_days: Option<u64>,
+        /// Only sessions with active blocker flags, with their flags and
+        /// escalation step.
+        #[arg(long)]
+        blocked: bool,
         #[arg(long)]
         json: bool,
     },
@@ -200,6 +204,60 @@ pub(crate) fn open_durable(config: &Path) -> Result<Durable> {
     Ok(durable)
 }
 
+/// `session list --blocked`: the listed sessions with active blocker flags,
+/// each with its escalation step and flags (most severe first).
+fn list_blocked(sessions: &Sessions, list: &[SessionInfo], json: bool) -> Result<ExitCode> {
+    let mut blocked = Vec::new();
+    for info in list {
+        let state = match sessions.show(&info.id) {
+            Ok(state) => state,
+            Err(e) => return Ok(crate::session_refused(&e)),
+        };
+        if !state.watch.flags.is_empty() {
+            blocked.push(state);
+        }
+    }
+    if json {
+        let rows: Vec<_> = blocked
+            .iter()
+            .map(|s| {
+                serde_json::json!({
+                    "id": s.id,
+                    "name": s.name,
+                    "role": s.role,
+                    "status": s.status,
+                    "project": s.project,
+                    "owner": s.owner_name(),
+                    "escalation": s.watch.escalation,
+                    "flags": s.watch.flags,
+                })
+            })
+            .collect();
+        print_json(&rows)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    for s in &blocked {
+        let mut flags: Vec<_> = s.watch.flags.iter().collect();
+        flags.sort_by_key(|(rule, f)| (std::cmp::Reverse(f.severity), rule.as_str()));
+        let flags: Vec<String> = flags
+            .iter()
+            .map(|(rule, f)| format!("{rule}:{}", f.severity))
+            .collect();
+        out!(
+            "{:38}  {:20}  {:10}  {:8}  {}",
+            s.id,
+            s.name.as_deref().unwrap_or("-"),
+            s.status.to_string(),
+            s.watch.escalation.to_string(),
+            flags.join(",")
+        );
+        if let Some((_, top)) = s.watch.flags.iter().max_by_key(|(_, f)| f.severity) {
+            out!("    {}; {}", top.reason, top.suggested_action);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 fn print_json<T: serde::Serialize>(value: &T) -> Result<()> {
     out!("{}", serde_json::to_string_pretty(value)?);
     Ok(())
@@ -271,6 +329,7 @@ pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitC
             role,
             project,
             inactive_days,
+            blocked,
             json,
         } => {
             let filter = SessionFilter {
@@ -284,6 +343,9 @@ pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitC
                 Ok(list) => list,
                 Err(e) => return Ok(crate::session_refused(&e)),
             };
+            if blocked {
+                return list_blocked(&sessions, &list, json);
+            }
             if json {
                 print_json(&list)?;
             } else {

@@ -24,4 +24,5 @@ mod rescue;
 mod scratch;
 mod sessions;
 mod store;
+mod sweep;
 mod util;

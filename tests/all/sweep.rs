@@ -1,0 +1,415 @@
+//! The detector's sweep: the time-based rules over live sessions with no
+//! call needed (a clock the test moves), the auto-archive, and the sweep of a
+//! real `glovebox serve` flagging an idle session that `session list
+//! --blocked` then lists.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use glovebox::approvals::{Approval, ApprovalStatus, Approvals};
+use glovebox::budget::BudgetCaps;
+use glovebox::detect::EscalationStep;
+use glovebox::manifest::Severity;
+use glovebox::session::{EndOutcome, EventKind, Role, SessionStatus, StartSession};
+use glovebox::storage::{Durability, SledStore, Storage};
+use glovebox::{Durable, Gateway, Host, HostConfig, Sessions};
+use serde_json::json;
+
+use crate::mcp::Server;
+use crate::util::{self, cache_dir, manifest, plugins};
+
+/// A gateway serving echo over a store whose clock the test moves.
+struct Rig {
+    durable: Arc<Durable>,
+    gw: Gateway,
+    clock: Arc<AtomicU64>,
+    _data: tempfile::TempDir,
+    _store: Arc<SledStore>,
+}
+
+const T0: u64 = 1_700_000_000_000;
+const MIN: Duration = Duration::from_secs(60);
+const DAY: Duration = Duration::from_secs(86_400);
+
+async fn rig(edit: impl FnOnce(&mut HostConfig)) -> Rig {
+    let (mut config, data) = util::config(vec![manifest("echo", plugins::TOOL_ECHO)]);
+    edit(&mut config);
+    let host = Host::load(config).await.unwrap();
+    let clock = Arc::new(AtomicU64::new(T0));
+    let store = Arc::new(SledStore::open(&data.path().join("store"), Durability::Flush).unwrap());
+    let storage: Arc<dyn Storage> = store.clone();
+    let c = clock.clone();
+    let durable = Arc::new(Durable {
+        sessions: Arc::new(
+            Sessions::new(storage.clone()).with_clock(move || c.load(Ordering::SeqCst)),
+        ),
+        approvals: Arc::new(Approvals::new(storage.clone())),
+        storage,
+        recovery: Default::default(),
+        repairs: Vec::new(),
+    });
+    Rig {
+        gw: Gateway::new(Arc::new(host), durable.clone()),
+        durable,
+        clock,
+        _data: data,
+        _store: store,
+    }
+}
+
+impl Rig {
+    fn start(&self, name: &str, expected: Option<Duration>) -> String {
+        self.durable
+            .sessions
+            .start(StartSession {
+                role: Role::Workagent,
+                project: "p".into(),
+                name: Some(name.into()),
+                tags: vec![],
+                expected_duration: expected,
+                budget: BudgetCaps::default(),
+            })
+            .unwrap()
+            .id
+    }
+
+    fn advance(&self, by: Duration) {
+        self.clock
+            .fetch_add(by.as_millis() as u64, Ordering::SeqCst);
+    }
+
+    async fn echo(&self, session: &str) {
+        let report = self
+            .gw
+            .call_in_session(session, "echo.echo", r#"{"message":"hi"}"#, None)
+            .await
+            .unwrap();
+        assert!(report.outcome.is_ok(), "{:?}", report.outcome);
+    }
+
+    /// The rules of the session's `blocker_flag` events, in order.
+    fn flag_events(&self, id: &str) -> Vec<String> {
+        self.durable
+            .sessions
+            .events(id, 1, usize::MAX)
+            .unwrap()
+            .into_iter()
+            .filter_map(|e| match e.kind {
+                EventKind::BlockerFlag { rule, .. } => Some(rule),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+#[tokio::test]
+async fn a_sweep_flags_a_session_that_stopped_calling_tools_once() {
+    let r = rig(|c| c.detector.no_progress_after = 10 * MIN).await;
+    let idle = r.start("idle", None);
+    let busy = r.start("busy", None);
+    r.echo(&idle).await;
+    r.echo(&busy).await;
+
+    r.advance(6 * MIN);
+    r.echo(&busy).await;
+    let swept = r.gw.sweep().await.unwrap();
+    assert_eq!(swept.judged, 2);
+    assert!(swept.is_empty(), "nothing is overdue yet: {swept:?}");
+
+    // Past no_progress_after for `idle` only, with no call in between.
+    r.advance(5 * MIN);
+    let swept = r.gw.sweep().await.unwrap();
+    let raised: Vec<_> = swept
+        .raised
+        .iter()
+        .map(|f| (f.session.as_str(), f.rule.as_str(), f.severity))
+        .collect();
+    assert_eq!(
+        raised,
+        [(idle.as_str(), "no_progress", Severity::Warning)],
+        "{swept:?}"
+    );
+    assert!(swept.paused.is_empty() && swept.archived.is_empty());
+    let state = r.durable.sessions.show(&idle).unwrap();
+    assert_eq!(
+        state.status,
+        SessionStatus::Active,
+        "a warning does not pause"
+    );
+    assert!(state.watch.flags.contains_key("no_progress"));
+
+    // The condition still holds: no second flag, from later sweeps or from
+    // the per-call detector.
+    for _ in 0..2 {
+        r.advance(3 * MIN);
+        r.echo(&busy).await;
+        assert!(r.gw.sweep().await.unwrap().raised.is_empty());
+    }
+    assert_eq!(r.flag_events(&idle), ["no_progress"]);
+    assert!(r.flag_events(&busy).is_empty());
+
+    // Progress clears it; silence flags it again.
+    r.echo(&idle).await;
+    assert!(
+        r.durable
+            .sessions
+            .show(&idle)
+            .unwrap()
+            .watch
+            .flags
+            .is_empty()
+    );
+    r.advance(11 * MIN);
+    let swept = r.gw.sweep().await.unwrap();
+    assert_eq!(swept.raised.len(), 2, "both idle now: {swept:?}");
+    assert_eq!(r.flag_events(&idle), ["no_progress", "no_progress"]);
+}
+
+#[tokio::test]
+async fn a_sweep_flags_an_overrun_and_pauses_on_a_critical_one() {
+    let r = rig(|c| {
+        c.detector
+            .severity
+            .insert("overrun".into(), Severity::Critical);
+    })
+    .await;
+    let late = r.start("late", Some(10 * MIN));
+    let fine = r.start("fine", Some(60 * MIN));
+    r.echo(&late).await;
+    r.echo(&fine).await;
+
+    r.advance(15 * MIN);
+    assert!(r.gw.sweep().await.unwrap().is_empty(), "within 2x");
+
+    r.advance(6 * MIN);
+    let swept = r.gw.sweep().await.unwrap();
+    assert_eq!(swept.raised.len(), 1, "{swept:?}");
+    assert_eq!(swept.raised[0].session, late);
+    assert_eq!(swept.raised[0].rule, "overrun");
+    assert_eq!(swept.raised[0].severity, Severity::Critical);
+    assert!(swept.raised[0].reason.contains("expected 10m"), "{swept:?}");
+    assert_eq!(swept.paused, std::slice::from_ref(&late));
+
+    let state = r.durable.sessions.show(&late).unwrap();
+    assert_eq!(state.status, SessionStatus::Paused);
+    assert_eq!(state.watch.escalation, EscalationStep::Blocker);
+    assert!(
+        state.paused_reason.as_deref().unwrap().contains("overrun"),
+        "{state:?}"
+    );
+    assert_eq!(
+        r.durable.sessions.show(&fine).unwrap().status,
+        SessionStatus::Active
+    );
+
+    // Flagged and paused once.
+    r.advance(MIN);
+    let again = r.gw.sweep().await.unwrap();
+    assert!(again.is_empty(), "{again:?}");
+    assert_eq!(r.flag_events(&late), ["overrun"]);
+}
+
+#[tokio::test]
+async fn a_sweep_flags_stale_sessions_and_archives_them_only_when_configured() {
+    let r = rig(|c| {
+        c.detector.stale_after = 2 * DAY;
+        c.detector.archive_after = Some(5 * DAY);
+    })
+    .await;
+    let old = r.start("old", None);
+    let done = r.start("done", None);
+    let kept = r.start("kept", None);
+    r.echo(&old).await;
+    r.durable
+        .sessions
+        .end(&done, EndOutcome::Completed)
+        .unwrap();
+
+    r.advance(3 * DAY);
+    r.echo(&kept).await;
+    let swept = r.gw.sweep().await.unwrap();
+    let mut stale: Vec<_> = swept
+        .raised
+        .iter()
+        .filter(|f| f.rule == "stale")
+        .map(|f| f.session.clone())
+        .collect();
+    stale.sort();
+    let mut want = vec![old.clone()];
+    want.sort();
+    assert_eq!(stale, want, "only the live idle one: {swept:?}");
+    assert!(swept.archived.is_empty(), "not idle for 5 days yet");
+
+    r.advance(3 * DAY);
+    let swept = r.gw.sweep().await.unwrap();
+    let mut archived = swept.archived.clone();
+    archived.sort();
+    let mut want = vec![old.clone(), done.clone()];
+    want.sort();
+    assert_eq!(archived, want, "{swept:?}");
+    let state = r.durable.sessions.show(&old).unwrap();
+    assert_eq!(state.status, SessionStatus::Archived);
+    assert_eq!(state.outcome, Some(EndOutcome::Exit));
+    assert_eq!(
+        r.durable.sessions.show(&done).unwrap().status,
+        SessionStatus::Archived
+    );
+    // Active 3 days ago: flagged stale now, not archived.
+    let kept_state = r.durable.sessions.show(&kept).unwrap();
+    assert_eq!(kept_state.status, SessionStatus::Active);
+    assert!(kept_state.watch.flags.contains_key("stale"));
+    assert_eq!(r.flag_events(&old), ["no_progress", "stale"]);
+
+    // Without archive_after (the default), nothing is archived.
+    let r = rig(|c| c.detector.stale_after = 2 * DAY).await;
+    let old = r.start("old", None);
+    r.advance(60 * DAY);
+    let swept = r.gw.sweep().await.unwrap();
+    assert!(swept.archived.is_empty(), "{swept:?}");
+    assert_eq!(
+        r.durable.sessions.show(&old).unwrap().status,
+        SessionStatus::Created
+    );
+}
+
+#[tokio::test]
+async fn a_sweep_flags_an_approval_left_waiting_and_never_archives_its_session() {
+    let r = rig(|c| {
+        c.detector.approval_wait_after = 30 * MIN;
+        c.detector.stale_after = DAY;
+        c.detector.archive_after = Some(DAY);
+    })
+    .await;
+    let id = r.start("asks", None);
+    r.echo(&id).await;
+    r.durable.sessions.pause(&id, "awaiting approval").unwrap();
+    r.durable
+        .approvals
+        .put(&Approval {
+            id: "ap-000000000001".into(),
+            session: id.clone(),
+            session_name: Some("asks".into()),
+            call_id: "c-1".into(),
+            tool: "echo.echo".into(),
+            tool_digest: "d".into(),
+            input_hash: "h".into(),
+            input: "{}".into(),
+            action: "ask".into(),
+            hook: "h".into(),
+            pattern: "*".into(),
+            reason: "r".into(),
+            requested_at_ms: r.clock.load(Ordering::SeqCst),
+            status: ApprovalStatus::Pending,
+        })
+        .unwrap();
+
+    r.advance(20 * MIN);
+    assert!(r.gw.sweep().await.unwrap().is_empty());
+    r.advance(20 * MIN);
+    let swept = r.gw.sweep().await.unwrap();
+    assert_eq!(swept.raised.len(), 1, "{swept:?}");
+    assert_eq!(swept.raised[0].rule, "approval_wait");
+    assert!(swept.raised[0].reason.contains("ap-000000000001"));
+
+    r.advance(3 * DAY);
+    let swept = r.gw.sweep().await.unwrap();
+    assert!(swept.archived.is_empty(), "{swept:?}");
+    assert_eq!(
+        r.durable.sessions.show(&id).unwrap().status,
+        SessionStatus::Paused
+    );
+    assert_eq!(r.flag_events(&id), ["approval_wait", "stale"]);
+}
+
+/// `glovebox serve` (stdio) with a short sweep interval flags a session that
+/// made no call at all, and `session list --blocked` lists it with its step.
+#[test]
+fn serve_sweeps_an_idle_session_without_a_call_and_list_blocked_shows_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("glovebox.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "data_dir = \"data\"\nhooks = \"none\"\n[runtime]\ncache_dir = \"{}\"\n\
+             [detector]\nsweep_interval = \"200ms\"\nno_progress_after = \"1s\"\n\
+             [[plugin]]\nmanifest = \"echo.toml\"\n",
+            cache_dir().display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("echo.toml"),
+        format!("name = \"echo\"\ncomponent = \"{}\"\n", plugins::TOOL_ECHO),
+    )
+    .unwrap();
+
+    let mut server = Server::start(&config);
+    let init = server.request(
+        0,
+        "initialize",
+        json!({
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "glovebox-tests", "version": "0"},
+        }),
+    );
+    assert!(init["result"].is_object(), "{init}");
+    server.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let started = server.call(
+        1,
+        "session_start",
+        json!({"role": "workagent", "project": "p", "name": "quiet"}),
+    );
+    assert_eq!(started["result"]["isError"], false, "{started}");
+
+    // No call from here on: only the sweep can flag it.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut id = 2;
+    let flags = loop {
+        std::thread::sleep(Duration::from_millis(300));
+        let status = server.call(id, "session_status", json!({}));
+        id += 1;
+        let flags = status["result"]["structuredContent"]["watch"]["flags"].clone();
+        if flags.get("no_progress").is_some() {
+            break flags;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the sweep never flagged the idle session: {status}"
+        );
+    };
+    assert_eq!(flags["no_progress"]["severity"], "warning", "{flags}");
+    drop(server);
+
+    let out = util::glovebox()
+        .arg("--config")
+        .arg(&config)
+        .args(["session", "list", "--blocked"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = text
+        .lines()
+        .find(|l| l.contains("quiet"))
+        .unwrap_or_else(|| panic!("`quiet` is not listed as blocked: {text}"));
+    assert!(line.contains("no_progress:warning"), "{line}");
+    assert!(line.contains("none"), "its escalation step: {line}");
+
+    let out = util::glovebox()
+        .arg("--config")
+        .arg(&config)
+        .args(["session", "list", "--blocked", "--json"])
+        .output()
+        .unwrap();
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows.as_array().unwrap().len(), 1, "{rows}");
+    assert_eq!(rows[0]["name"], "quiet");
+    assert_eq!(rows[0]["escalation"], "none");
+    assert_eq!(rows[0]["flags"]["no_progress"]["severity"], "warning");
+}
