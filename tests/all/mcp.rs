@@ -592,6 +592,15 @@ fn another_agent_cannot_note_pause_page_rerun_or_see_approvals_of_the_first_ones
         !kinds(&log["events"]).contains(&"paused".to_string()),
         "{log}"
     );
+    // Pausing it again does not make the host's pause hers to lift.
+    let (kind, message) = server.refused(
+        5,
+        "session_pause",
+        json!({"session": "alice-ask", "reason": "mine"}),
+    );
+    assert_eq!(kind, "session_illegal_transition", "{message}");
+    let ask = server.ok(6, "session_status", json!({"session": "alice-ask"}));
+    assert_eq!(ask["paused_by"], Value::Null, "{ask}");
     // A re-run does not lift a pause the host took (the approval wait).
     let (kind, message) = server.refused(
         4,
