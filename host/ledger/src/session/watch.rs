@@ -69,8 +69,9 @@ pub struct Watch {
     /// Calls in flight: call id → (tool, input digest).
     pub pending: BTreeMap<String, (String, String)>,
     /// The last event that was not the detector's own (a flag, a move of the
-    /// ladder, a pause the host took): what the `stale` rule and the sweep's
-    /// auto-archive measure inactivity from (see [`Watch::last_activity`]).
+    /// ladder, a pause no principal asked for: the host's, or an operator's
+    /// from the CLI): what the `stale` rule and the sweep's auto-archive
+    /// measure inactivity from (see [`Watch::last_activity`]).
     #[serde(default)]
     pub last_activity_at_ms: u64,
 }
