@@ -148,11 +148,16 @@ impl Jobs {
         tool: &str,
         input: &str,
     ) -> Result<JobInfo, JobError> {
-        let call = self
-            .gateway
-            .admit(tool, input)
-            .map_err(|e| JobError::BadRequest(e.to_string()))?;
+        let call = self.admit(tool, input)?;
         self.persist(session, &call).await
+    }
+
+    /// The pipeline's first stage for a job: a bad request is refused before
+    /// anything is queued or logged.
+    fn admit(&self, tool: &str, input: &str) -> Result<Admitted, JobError> {
+        self.gateway
+            .admit(tool, input)
+            .map_err(|e| JobError::BadRequest(e.to_string()))
     }
 
     /// Persists an admitted call as a queued job of `session`.
@@ -197,10 +202,7 @@ impl Jobs {
         tool: &str,
         input: &str,
     ) -> Result<JobInfo, JobError> {
-        let call = self
-            .gateway
-            .admit(tool, input)
-            .map_err(|e| JobError::BadRequest(e.to_string()))?;
+        let call = self.admit(tool, input)?;
         self.spawn_admitted(session, call).await
     }
 
