@@ -10,6 +10,7 @@
 //! the manifest, the ledger, the runtime or wasmtime.
 
 mod backend;
+pub mod batch;
 /// The storage contract's tests, for every backend (see its docs).
 #[cfg(any(test, feature = "testing"))]
 pub mod conformance;

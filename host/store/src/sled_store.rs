@@ -37,7 +37,6 @@
 //!   log, new blob files; see the `strict` module): 0.1 to 4 ms more per
 //!   flush here.
 
-mod chunk;
 mod group_commit;
 mod repair;
 mod strict;
@@ -379,7 +378,7 @@ impl SledStore {
         let Some(first) = key_seq(prefix, &key) else {
             return Err(self.bad_key(stream, prefix, &key));
         };
-        let count = chunk::count(&value).map_err(|what| malformed(stream, first, what))?;
+        let count = crate::batch::count(&value).map_err(|what| malformed(stream, first, what))?;
         last_seq_of(stream, first, count)
     }
 
@@ -405,7 +404,7 @@ impl SledStore {
                 continue;
             };
             // A record that does not decode is where the damage begins.
-            break match chunk::count(&value) {
+            break match crate::batch::count(&value) {
                 Ok(count) => first.saturating_add(count),
                 Err(_) => first,
             };
@@ -445,7 +444,7 @@ impl SledStore {
             })?;
         let record = match entries {
             [] => None,
-            _ => Some(chunk::encode(entries)?),
+            _ => Some(crate::batch::encode(entries)?),
         };
         {
             let _serialized = self.append_lock(stream);
@@ -540,7 +539,8 @@ impl Storage for SledStore {
                 }
                 _ => {}
             }
-            let record = chunk::decode(&value).map_err(|what| malformed(stream, first, what))?;
+            let record =
+                crate::batch::decode(&value).map_err(|what| malformed(stream, first, what))?;
             let last = last_seq_of(stream, first, record.len() as u64)?;
             expected_first = last.checked_add(1);
             for (seq, entry) in (first..=last).zip(record) {
@@ -652,12 +652,12 @@ pub mod raw {
 
     /// A record holding `entries`.
     pub fn encode_record(entries: &[Vec<u8>]) -> Vec<u8> {
-        super::chunk::encode(entries).expect("a record under 4 GiB")
+        crate::batch::encode(entries).expect("a record under 4 GiB")
     }
 
     /// The entries of a record.
     pub fn decode_record(bytes: &[u8]) -> Result<Vec<Vec<u8>>, String> {
-        Ok(super::chunk::decode(bytes)?
+        Ok(crate::batch::decode(bytes)?
             .into_iter()
             .map(<[u8]>::to_vec)
             .collect())

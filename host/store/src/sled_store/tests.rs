@@ -90,7 +90,7 @@ fn a_record_that_does_not_decode_is_damage_at_its_first_sequence() {
     store.append("s", 2, &entries(&["c", "d"])).unwrap();
     store.append("s", 4, &entries(&["e"])).unwrap();
     // The header still reads (2 entries), an entry does not.
-    let mut cut = chunk::encode(&entries(&["c", "d"])).unwrap();
+    let mut cut = crate::batch::encode(&entries(&["c", "d"])).unwrap();
     cut.pop();
     damage(&store, "s", 3, &cut);
 
@@ -112,7 +112,12 @@ fn a_record_that_does_not_decode_is_damage_at_its_first_sequence() {
     let tmp = tempfile::tempdir().unwrap();
     let store = open(tmp.path());
     store.append("s", 0, &entries(&["a", "b", "c"])).unwrap();
-    damage(&store, "s", 2, &chunk::encode(&entries(&["x"])).unwrap());
+    damage(
+        &store,
+        "s",
+        2,
+        &crate::batch::encode(&entries(&["x"])).unwrap(),
+    );
     assert_eq!(damage_of(store.read("s", 1, 10)).1, 2);
     assert_eq!(store.read("s", 1, 1).unwrap(), vec![(1, b"a".to_vec())]);
 }
@@ -126,7 +131,7 @@ fn a_malformed_record_key_is_damage_after_the_last_record_that_reads() {
     key.push(7);
     store
         .streams
-        .insert(key, chunk::encode(&entries(&["c"])).unwrap())
+        .insert(key, crate::batch::encode(&entries(&["c"])).unwrap())
         .unwrap();
     assert_eq!(damage_of(store.read("s", 1, 10)).1, 3);
     assert_eq!(damage_of(store.last_seq("s")).1, 3);

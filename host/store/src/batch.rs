@@ -1,13 +1,12 @@
-//! The value under one stream key: the entries of one append.
-//!
-//! An append is stored as a single sled key (`<stream> 0x00 <first seq>`), so
-//! that sled writes it as one log record, recovered whole or not at all.
+//! The entries of one append as one record, for backends that store an
+//! append as a single value so it is recovered whole or not at all: sled (one
+//! key, `<stream> 0x00 <first seq>`) and NATS (one JetStream message).
 //! Format: entry count (u32 BE), then per entry its length (u32 BE) and bytes.
 
 use crate::StorageError;
 
 /// Encodes the entries of one append.
-pub(super) fn encode(entries: &[Vec<u8>]) -> Result<Vec<u8>, StorageError> {
+pub fn encode(entries: &[Vec<u8>]) -> Result<Vec<u8>, StorageError> {
     let too_big = || {
         StorageError::Io("an append is too large: keep it under 4 GiB and 2^32 entries".to_string())
     };
@@ -41,7 +40,7 @@ fn read_u32(bytes: &[u8], at: usize) -> Result<u32, String> {
 }
 
 /// The number of entries in a record, read from its header alone.
-pub(super) fn count(bytes: &[u8]) -> Result<u64, String> {
+pub fn count(bytes: &[u8]) -> Result<u64, String> {
     let n = read_u32(bytes, 0)?;
     if n == 0 {
         return Err("it holds no entry".to_string());
@@ -50,7 +49,7 @@ pub(super) fn count(bytes: &[u8]) -> Result<u64, String> {
 }
 
 /// The entries of a record, in order.
-pub(super) fn decode(bytes: &[u8]) -> Result<Vec<&[u8]>, String> {
+pub fn decode(bytes: &[u8]) -> Result<Vec<&[u8]>, String> {
     let n = count(bytes)?;
     let mut at = 4;
     let mut out = Vec::new();
