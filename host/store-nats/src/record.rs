@@ -19,26 +19,3 @@ pub fn encode(entries: &[Vec<u8>]) -> Result<Bytes, StorageError> {
 }
 
 pub use glovebox_store::batch::decode;
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn round_trips_and_rejects_damage() {
-        let entries = vec![b"one".to_vec(), Vec::new(), vec![7; 300]];
-        let bytes = encode(&entries).unwrap();
-        let decoded: Vec<Vec<u8>> = decode(&bytes)
-            .unwrap()
-            .into_iter()
-            .map(<[u8]>::to_vec)
-            .collect();
-        assert_eq!(decoded, entries);
-        assert!(decode(&bytes[..bytes.len() - 1]).is_err());
-        assert!(decode(&[0, 0, 0, 0]).is_err());
-        assert!(decode(&[0, 0]).is_err());
-        let mut longer = bytes.to_vec();
-        longer.push(0);
-        assert!(decode(&longer).is_err());
-    }
-}
