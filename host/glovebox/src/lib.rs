@@ -54,6 +54,6 @@ pub use jobs::{
 };
 pub use ledger::{Durable, backend_of, open_sessions, open_store, store_dir};
 pub use manifest::{HostConfig, Limits, PluginManifest, Principal, PrincipalKind};
-pub use principals::cli_operator;
 pub use pipeline::Admitted;
+pub use principals::cli_operator;
 pub use session::{SessionError, Sessions};
