@@ -474,19 +474,31 @@ fn spawns_printing(program: &str, args: &[&str], expected: &str, n: usize) -> Su
     timed(10, n, run)
 }
 
+/// The sandbox bubblewrap runs each compared program in: no namespaces
+/// shared, the root read-only, a fresh /dev and /proc.
+const BWRAP_SANDBOX: [&str; 8] = [
+    "--unshare-all",
+    "--ro-bind",
+    "/",
+    "/",
+    "--dev",
+    "/dev",
+    "--proc",
+    "/proc",
+];
+
+/// `BWRAP_SANDBOX` followed by `command`.
+fn bwrap_args<'a>(command: &[&'a str]) -> Vec<&'a str> {
+    BWRAP_SANDBOX
+        .iter()
+        .copied()
+        .chain(command.iter().copied())
+        .collect()
+}
+
 fn bwrap_available() -> bool {
     Command::new("bwrap")
-        .args([
-            "--unshare-all",
-            "--ro-bind",
-            "/",
-            "/",
-            "--dev",
-            "/dev",
-            "--proc",
-            "/proc",
-            "/bin/true",
-        ])
+        .args(bwrap_args(&["/bin/true"]))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
@@ -990,22 +1002,7 @@ fn per_call(t: &mut Table, p: &Params, rt: &tokio::runtime::Runtime, data: &Path
     t.cpu(plain_cpu);
     if bwrap_available() {
         let mark = cpu_mark();
-        let bw = spawns(
-            "bwrap",
-            &[
-                "--unshare-all",
-                "--ro-bind",
-                "/",
-                "/",
-                "--dev",
-                "/dev",
-                "--proc",
-                "/proc",
-                "/bin/echo",
-                INPUT,
-            ],
-            p.spawns,
-        );
+        let bw = spawns("bwrap", &bwrap_args(&["/bin/echo", INPUT]), p.spawns);
         let ratio = bw.median.as_secs_f64() / gb.median.as_secs_f64();
         t.row(
             "bubblewrap spawn: bwrap --unshare-all --ro-bind / / /bin/echo",
@@ -1175,17 +1172,7 @@ fn code(t: &mut Table, p: &Params, rt: &tokio::runtime::Runtime, data: &Path) {
         let program = (r.program)();
         match (bwrap_available(), program) {
             (true, Some(program)) => {
-                let mut args = vec![
-                    "--unshare-all",
-                    "--ro-bind",
-                    "/",
-                    "/",
-                    "--dev",
-                    "/dev",
-                    "--proc",
-                    "/proc",
-                    program.as_str(),
-                ];
+                let mut args = bwrap_args(&[program.as_str()]);
                 args.extend(r.program_args);
                 let mark = cpu_mark();
                 let bw = spawns_printing("bwrap", &args, "45", if p.quick { 20 } else { 100 });
