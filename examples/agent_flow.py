@@ -88,30 +88,32 @@ async def main(url):
         for name in chapters:
             print(f"  {name}: {summary[name]}")
 
-        # A destructive call: the hook stops it and asks a human.
-        stopped = await supervisor.call_tool(
+        # A destructive call: the hook asks a human, and the call waits (up to
+        # `[approvals] wait`) for an operator, who approves it from a second
+        # terminal: `glovebox approvals`, then `glovebox approve ID`.
+        print("destructive write: waiting for an operator (glovebox approvals; glovebox approve ID)")
+        written = await supervisor.call_tool(
             "files.write", {"path": "/data/summary.txt", "content": "\n".join(summary.values())}
         )
-        assert stopped.is_error, "the destructive call should have been stopped"
-        waiting = data(stopped)["awaiting_approval"]
-        print(f"destructive call stopped by `{waiting['hook']}`: approval {waiting['approval_id']} pending")
-        print(f"  (an operator runs: glovebox approve {waiting['approval_id']})")
+        if written.is_error:
+            raise RuntimeError(f"the destructive write was not approved: {written.content}")
+        print(f"an operator approved it: {data(written)['written']} bytes written to /data/summary.txt")
 
-        # The supervisor hands the result back; its session is paused until the
-        # approval is settled, so the handoff is written from the orchestrator's
-        # side as a record of what came back.
+        # The supervisor hands the result back to the orchestrator.
         await call(
-            orchestrator,
+            supervisor,
             "session_handoff",
             {
-                "kind": "continuation",
+                "kind": "supervisor_to_orchestrator",
+                "to": orch_name,
                 "objective": "summarize the three chapters",
                 "work_completed": [f"{k}: {v}" for k, v in summary.items()],
                 "current_phase": "integrated",
-                "next_steps": [f"approve {waiting['approval_id']} to write /data/summary.txt"],
-                "blockers": ["destructive write awaits a human"],
+                "files": ["/data/summary.txt"],
             },
         )
+        resumed = await call(orchestrator, "session_resume", {"session": orch_name})
+        print("orchestrator resumed with:", resumed["latest_handoff"]["handoff"]["work_completed"][0])
         status = await call(orchestrator, "session_status", {})
         print(f"orchestrator session `{status['name']}` is {status['status']}: flow complete")
 

@@ -26,4 +26,19 @@ for _ in $(seq 1 200); do
   (echo > "/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
   sleep 0.1
 done
+# The operator, as from a second terminal while the server runs: the flow's
+# destructive write waits for approval; `glovebox approvals` lists it (through
+# the server's control socket) and `glovebox approve` runs it.
+(
+  for _ in $(seq 1 600); do
+    id=$(./target/debug/glovebox --config "$flow_config" approvals --json 2>/dev/null |
+      "$venv/bin/python" -c 'import json,sys; l=json.load(sys.stdin); print(l[0]["id"] if l else "")')
+    if [ -n "$id" ]; then
+      echo "operator: glovebox approve $id"
+      ./target/debug/glovebox --config "$flow_config" approve "$id" >/dev/null
+      break
+    fi
+    sleep 0.2
+  done
+) &
 GLOVEBOX_TOKEN="$token" "$venv/bin/python" examples/agent_flow.py "http://127.0.0.1:$port/mcp"

@@ -10,7 +10,7 @@ use glovebox::billing::{self, DateRange, Figures, GroupBy};
 use glovebox::budget::{self, BudgetCaps, UsageReport};
 use glovebox::{Durable, HostConfig};
 
-#[derive(Args)]
+#[derive(Args, serde::Serialize, serde::Deserialize)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct BillingArgs {
     #[command(subcommand)]
@@ -19,7 +19,7 @@ pub struct BillingArgs {
     report: ReportArgs,
 }
 
-#[derive(Args)]
+#[derive(Args, serde::Serialize, serde::Deserialize)]
 struct ReportArgs {
     /// The first day, `YYYY-MM-DD` (UTC); default: the beginning.
     #[arg(long)]
@@ -35,7 +35,7 @@ struct ReportArgs {
     json: bool,
 }
 
-#[derive(Subcommand)]
+#[derive(Subcommand, serde::Serialize, serde::Deserialize)]
 enum BillingCommand {
     /// The session-end records (each `ended` event with its summary) of the
     /// sessions that ended in the range, as JSON lines.
@@ -47,9 +47,9 @@ enum BillingCommand {
     },
 }
 
-fn open(config: &Path) -> Result<(HostConfig, Durable)> {
-    let config = HostConfig::load(config)?;
-    let durable = glovebox::open_sessions(&config)?;
+fn open(config: &Path) -> Result<(HostConfig, std::sync::Arc<Durable>)> {
+    let durable = crate::sessions::open_durable(config)?;
+    let config = crate::control::config(config)?;
     Ok((config, durable))
 }
 
@@ -148,7 +148,7 @@ pub fn session_usage(config: &Path, session: &str, usage: &UsageReport) -> Resul
             out!("{}", serde_json::to_string_pretty(&events)?);
             for e in &events {
                 if let glovebox::session::EventKind::Paused { reason, .. } = &e.kind {
-                    eprintln!("warning: session paused: {reason}");
+                    err!("warning: session paused: {reason}");
                 }
             }
             Ok(ExitCode::SUCCESS)
@@ -174,7 +174,7 @@ pub fn session_budget(
         };
         for e in &raised.events {
             if let glovebox::session::EventKind::CapRaised { cap, from, to } = &e.kind {
-                eprintln!(
+                err!(
                     "{cap} cap: {} -> {}",
                     from.map(|f| cap.show(f)).unwrap_or_else(|| "none".into()),
                     cap.show(*to)
@@ -182,10 +182,10 @@ pub fn session_budget(
             }
         }
         if raised.resumed {
-            eprintln!("the session is within its caps again: resumed");
+            err!("the session is within its caps again: resumed");
         } else if !raised.still_past.is_empty() {
             let past: Vec<&str> = raised.still_past.iter().map(|c| c.as_str()).collect();
-            eprintln!(
+            err!(
                 "note: the session is still at or past its {} cap",
                 past.join(", ")
             );

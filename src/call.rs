@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use glovebox::{CallContext, Gateway, Host};
+use glovebox::{CallContext, Host};
 
 /// Runs `tool` with the input given inline, in a file or on stdin; in
 /// `session` when one is named (the call is logged there).
@@ -26,7 +26,7 @@ pub async fn run(
             print_report(&report, json)
         }
         Some(session) => {
-            let gateway = Gateway::open(config).await?;
+            let gateway = crate::control::gateway(config).await?;
             match gateway.call_in_session(&session, tool, &input, None).await {
                 Ok(report) => print_report(&report, json),
                 Err(e) => Ok(session_refused(&e)),
@@ -59,7 +59,7 @@ pub fn read_input(input: Option<String>, file: Option<PathBuf>) -> Result<String
 
 /// Exit code 8: the session refused the call, or its log failed.
 pub fn session_refused(e: &glovebox::SessionError) -> ExitCode {
-    eprintln!("error: {e}");
+    err!("error: {e}");
     ExitCode::from(8)
 }
 
@@ -91,23 +91,23 @@ pub fn print_report(report: &glovebox::CallReport, json: bool) -> Result<ExitCod
         Ok(output) => {
             if !json {
                 out!("{}", serde_json::to_string_pretty(output)?);
-                eprintln!("{}: {metering}", report.tool);
+                err!("{}: {metering}", report.tool);
             }
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
             if !json {
-                eprintln!("error: {}", e.headline());
+                err!("error: {}", e.headline());
                 if let glovebox::CallError::Denied { alternatives, .. } = e {
                     for alt in alternatives {
-                        eprintln!("  instead: {alt}");
+                        err!("  instead: {alt}");
                     }
                 }
                 for denial in &report.http_denials {
-                    eprintln!("  network: {denial}");
+                    err!("  network: {denial}");
                 }
                 if !m.wall.is_zero() {
-                    eprintln!("{}: {metering}", report.tool);
+                    err!("{}: {metering}", report.tool);
                 }
             }
             Ok(ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(1)))

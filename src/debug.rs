@@ -248,6 +248,7 @@ fn one_write(mix: &Mix, w: usize, i: u64, pick: u64) -> Result<()> {
                     reason: None,
                     alternatives: Vec::new(),
                     took_ms: 0,
+                    hook_digest: None,
                 },
                 EventKind::CallStarted {
                     call_id: call_id.clone(),
@@ -354,7 +355,10 @@ fn one_write(mix: &Mix, w: usize, i: u64, pick: u64) -> Result<()> {
             };
             mix.approvals.put(&approval)?;
             mix.ack(format_args!("approval {id} pending"));
-            approval.status = ApprovalStatus::Approved { at_ms: now };
+            approval.status = ApprovalStatus::Approved {
+                at_ms: now,
+                by: Some("debug".into()),
+            };
             mix.approvals.put(&approval)?;
             mix.ack(format_args!("approval {id} approved"));
         }

@@ -1,8 +1,10 @@
 //! `glovebox job ...`: background jobs from the command line.
 //!
-//! One process holds a data dir at a time, so `job spawn` only queues a job
-//! (persists it) and exits; the job runs in whichever process next runs the
-//! jobs of the data dir: `job wait` (while it waits) or `glovebox serve`.
+//! One process holds a data dir at a time. While `glovebox serve` runs, these
+//! commands run inside it (`control.rs`) and a spawned job starts at once on
+//! its runner; without a server, `job spawn` only queues a job (persists it)
+//! and exits, and the job runs in whichever process next runs the jobs of the
+//! data dir: `job wait` (while it waits) or `glovebox serve`.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -11,16 +13,16 @@ use std::time::Duration;
 
 use anyhow::Result;
 use clap::Subcommand;
-use glovebox::{Gateway, JobError, JobStatus, Jobs, JobsConfig, WaitMode};
+use glovebox::{JobError, JobStatus, WaitMode};
 
-#[derive(Subcommand)]
+#[derive(Subcommand, serde::Serialize, serde::Deserialize)]
 pub enum JobCommand {
     /// Queue a tool call as a background job in a session; prints the job and
     /// returns at once.
     ///
-    /// The job is only queued (persisted in the data dir): it runs when a
-    /// process runs the data dir's jobs, i.e. `glovebox job wait` or
-    /// `glovebox serve`. The request is checked first: an unknown tool or
+    /// With a server running it starts there at once. Without one, the job
+    /// is only queued (persisted in the data dir): it runs when a process
+    /// runs the data dir's jobs, i.e. `glovebox job wait` or `glovebox serve`. The request is checked first: an unknown tool or
     /// input that fails the tool's schema is refused and nothing is queued.
     Spawn {
         /// The session (id or name) the call is made and logged in.
@@ -69,7 +71,7 @@ pub enum JobCommand {
 }
 
 pub async fn run(config: &Path, command: JobCommand) -> Result<ExitCode> {
-    let jobs = Jobs::new(Gateway::open(config).await?, JobsConfig::default());
+    let jobs = crate::control::jobs(config).await?;
     let result = match command {
         JobCommand::Spawn {
             session,
@@ -78,9 +80,13 @@ pub async fn run(config: &Path, command: JobCommand) -> Result<ExitCode> {
             input_file,
         } => {
             let input = super::read_input(input, input_file)?;
-            jobs.enqueue(&session, &tool, &input)
-                .await
-                .and_then(|job| print(&job))
+            // Inside a running server the job starts now; here it is only
+            // queued for whichever process runs the data dir's jobs next.
+            let job = match crate::control::served() {
+                Some(_) => jobs.spawn(&session, &tool, &input).await,
+                None => jobs.enqueue(&session, &tool, &input).await,
+            };
+            job.and_then(|job| print(&job))
         }
         JobCommand::Status { id } => jobs.status(&id).and_then(|job| print(&job)),
         JobCommand::Wait {
@@ -93,10 +99,15 @@ pub async fn run(config: &Path, command: JobCommand) -> Result<ExitCode> {
             } else {
                 WaitMode::All
             };
-            match jobs.recover().await {
+            // Inside a running server its runner already runs the jobs.
+            let recovered = match crate::control::served() {
+                Some(_) => Ok(Vec::new()),
+                None => jobs.recover().await,
+            };
+            match recovered {
                 Ok(recovered) => {
                     for job in recovered.iter().filter(|j| j.status != JobStatus::Queued) {
-                        eprintln!("job {}: {}", job.id, job.status);
+                        err!("job {}: {}", job.id, job.status);
                     }
                     match jobs.wait(&ids, mode, timeout).await {
                         Ok(outcome) => {
@@ -121,7 +132,7 @@ pub async fn run(config: &Path, command: JobCommand) -> Result<ExitCode> {
     match result {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(e) => {
-            eprintln!("error: {e}");
+            err!("error: {e}");
             Ok(ExitCode::from(match e {
                 JobError::NotFound(_) | JobError::BadRequest(_) => 4,
                 JobError::Session(_) => 8,
@@ -132,10 +143,9 @@ pub async fn run(config: &Path, command: JobCommand) -> Result<ExitCode> {
 }
 
 fn print<T: serde::Serialize>(value: &T) -> Result<(), JobError> {
-    use std::io::Write as _;
     let text = serde_json::to_string_pretty(value)
         .map_err(|e| JobError::BadRequest(format!("cannot print the job: {e}")))?;
     // A closed stdout (`| head`) is not an error of the job's.
-    let _ = writeln!(std::io::stdout().lock(), "{text}");
+    let _ = crate::control::write_out(format_args!("{text}"));
     Ok(())
 }

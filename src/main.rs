@@ -4,16 +4,28 @@
 //! 6 timeout or limit, 7 busy, 8 refused by the session (its state or log).
 
 /// `println!` that returns an error instead of panicking when stdout is
-/// closed early (`glovebox log show x | head`).
+/// closed early (`glovebox log show x | head`), and that writes into the
+/// request's answer when the command runs inside the server (`control.rs`).
 macro_rules! out {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        writeln!(std::io::stdout().lock(), $($arg)*)?
-    }};
+    () => {
+        crate::control::write_out(format_args!(""))?
+    };
+    ($($arg:tt)*) => {
+        crate::control::write_out(format_args!($($arg)*))?
+    };
+}
+
+/// `eprintln!` for commands, which writes into the request's answer when
+/// the command runs inside the server (`control.rs`).
+macro_rules! err {
+    ($($arg:tt)*) => {
+        crate::control::write_err(format_args!($($arg)*))
+    };
 }
 
 mod billing;
 mod call;
+mod control;
 mod crash;
 mod debug;
 mod hook;
@@ -33,6 +45,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
+use serde::{Deserialize, Serialize};
 
 #[derive(Parser)]
 #[command(
@@ -54,14 +67,19 @@ struct Cli {
     command: Command,
 }
 
-#[derive(Subcommand)]
+/// The commands. Those that work on the data dir's store travel to the
+/// running server (`control.rs`) as JSON; the others never leave this
+/// process (`serde(skip)`).
+#[derive(Subcommand, Serialize, Deserialize)]
 enum Command {
     /// Work with plugins.
+    #[serde(skip)]
     Plugin {
         #[command(subcommand)]
         command: PluginCommand,
     },
     /// List the tools the configured plugins offer.
+    #[serde(skip)]
     Tools {
         /// Print JSON instead of a table.
         #[arg(long)]
@@ -135,25 +153,35 @@ enum Command {
         #[command(subcommand)]
         command: jobs::JobCommand,
     },
+    /// Re-read the config, its plugins and hooks on the running server (as
+    /// SIGHUP does): a config that does not load is refused and the current
+    /// one keeps serving; calls in flight finish under the policy that
+    /// admitted them.
+    Reload,
     /// Serve the configured tools over MCP (stdio, or streamable HTTP with `--http`).
+    #[serde(skip)]
     Serve(serve::ServeArgs),
     /// Principals: who may connect (`principal add` makes a token).
+    #[serde(skip)]
     Principal {
         #[command(subcommand)]
         command: principal::PrincipalCommand,
     },
     /// The data dir's store: check it, back it up, restore it.
+    #[serde(skip)]
     Store {
         #[command(subcommand)]
         command: store::StoreCommand,
     },
     /// Permission hooks: dry-run one decision (`hook test`).
+    #[serde(skip)]
     Hook {
         #[command(subcommand)]
         command: hook::HookCommand,
     },
     /// Tools for testing the host itself.
     #[command(hide = true)]
+    #[serde(skip)]
     Debug {
         #[command(subcommand)]
         command: debug::DebugCommand,
@@ -221,33 +249,43 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
         .any(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
 }
 
-async fn run(cli: Cli) -> Result<ExitCode> {
-    match cli.command {
+async fn run(mut cli: Cli) -> Result<ExitCode> {
+    if let Some(code) = control::forward(&cli.config, &mut cli.command).await? {
+        return Ok(code);
+    }
+    dispatch(&cli.config, cli.command).await
+}
+
+/// Runs a command here: in this process, or inside the server a command
+/// was forwarded to (`control.rs`).
+async fn dispatch(config: &std::path::Path, command: Command) -> Result<ExitCode> {
+    match command {
         Command::Plugin {
             command: PluginCommand::Check { path },
-        } => plugin::check(&cli.config, &path).await,
-        Command::Tools { json } => plugin::tools(&cli.config, json).await,
+        } => plugin::check(config, &path).await,
+        Command::Tools { json } => plugin::tools(config, json).await,
         Command::Call {
             tool,
             input,
             input_file,
             json,
             session,
-        } => call::run(&cli.config, &tool, input, input_file, json, session).await,
-        Command::Session { command } => sessions::run_session(&cli.config, command).await,
-        Command::Approvals { all, json } => sessions::approvals(&cli.config, all, json),
-        Command::Approve { id } => sessions::approve(&cli.config, &id).await,
-        Command::Deny { id, reason } => sessions::deny(&cli.config, &id, &reason).await,
-        Command::Policy { command } => sessions::policy(&cli.config, command).await,
-        Command::Log { command } => sessions::run_log(&cli.config, command),
-        Command::Rescue { command } => rescue::run_rescue(&cli.config, command),
-        Command::Context { command } => rescue::run_context(&cli.config, command),
-        Command::Billing(args) => billing::run(&cli.config, args),
-        Command::Job { command } => jobs::run(&cli.config, command).await,
-        Command::Serve(args) => serve::run(&cli.config, args).await,
-        Command::Principal { command } => principal::run(&cli.config, command),
-        Command::Debug { command } => debug::run(&cli.config, command),
-        Command::Hook { command } => hook::run(&cli.config, command).await,
-        Command::Store { command } => store::run(&cli.config, command),
+        } => call::run(config, &tool, input, input_file, json, session).await,
+        Command::Session { command } => sessions::run_session(config, command).await,
+        Command::Approvals { all, json } => sessions::approvals(config, all, json),
+        Command::Approve { id } => sessions::approve(config, &id).await,
+        Command::Deny { id, reason } => sessions::deny(config, &id, &reason).await,
+        Command::Policy { command } => sessions::policy(config, command).await,
+        Command::Log { command } => sessions::run_log(config, command),
+        Command::Rescue { command } => rescue::run_rescue(config, command),
+        Command::Context { command } => rescue::run_context(config, command),
+        Command::Billing(args) => billing::run(config, args),
+        Command::Job { command } => jobs::run(config, command).await,
+        Command::Serve(args) => serve::run(config, args).await,
+        Command::Principal { command } => principal::run(config, command),
+        Command::Debug { command } => debug::run(config, command),
+        Command::Hook { command } => hook::run(config, command).await,
+        Command::Store { command } => store::run(config, command),
+        Command::Reload => serve::reload(config).await,
     }
 }

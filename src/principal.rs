@@ -182,7 +182,7 @@ fn add(
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "{token}")?;
     eprintln!(
-        "glovebox: added {kind} `{name}` to `{}`; the token above is shown only this once (only its SHA-256 is kept): give it to the client as `Authorization: Bearer <token>`; a running server reads it when restarted",
+        "glovebox: added {kind} `{name}` to `{}`; the token above is shown only this once (only its SHA-256 is kept): give it to the client as `Authorization: Bearer <token>`; a running server takes it on `glovebox reload`",
         config.display()
     );
     Ok(ExitCode::SUCCESS)

@@ -9,7 +9,7 @@ use glovebox::HostConfig;
 use glovebox::manifest::ContextWriter;
 use glovebox::rescue::{Category, Outcome, Rescue, RescueError, Rescues};
 
-#[derive(Subcommand)]
+#[derive(Subcommand, serde::Serialize, serde::Deserialize)]
 pub enum RescueCommand {
     /// Open a rescue of a stuck session: it moves to the `rescue` step and pauses.
     Open {
@@ -66,7 +66,7 @@ pub enum RescueCommand {
     },
 }
 
-#[derive(Subcommand)]
+#[derive(Subcommand, serde::Serialize, serde::Deserialize)]
 pub enum ContextCommand {
     /// Add an entry to a project's context index (as the operator).
     Add {
@@ -98,13 +98,13 @@ pub enum ContextCommand {
 
 struct Opened {
     rescues: Rescues,
-    durable: glovebox::Durable,
+    durable: std::sync::Arc<glovebox::Durable>,
     config: HostConfig,
 }
 
 fn open(config: &Path) -> Result<Opened> {
-    let config = HostConfig::load(config)?;
-    let durable = glovebox::open_sessions(&config)?;
+    let durable = crate::sessions::open_durable(config)?;
+    let config = crate::control::config(config)?;
     let rescues = Rescues::new(
         durable.sessions.clone(),
         durable.storage.clone(),
@@ -118,7 +118,7 @@ fn open(config: &Path) -> Result<Opened> {
 }
 
 fn refused(e: &RescueError) -> ExitCode {
-    eprintln!("error: {e}");
+    err!("error: {e}");
     ExitCode::from(match e {
         RescueError::Refused(_) => 3,
         RescueError::NotFound(_) | RescueError::InvalidInput(_) => 4,

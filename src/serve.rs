@@ -35,6 +35,19 @@ pub struct ServeArgs {
 
 pub async fn run(config: &Path, args: ServeArgs) -> Result<ExitCode> {
     let server = McpServer::open(config).await?;
+    // The operator's commands reach this server on its control socket, and
+    // SIGHUP reloads the config; both stop with the server.
+    let _control = match crate::control::listen(server.gateway().clone(), server.jobs().clone()) {
+        Ok(listener) => Some(listener),
+        // Serving matters more: the operator is told what cannot work.
+        Err(e) => {
+            eprintln!(
+                "glovebox: warning: {e:#}; operator commands (`glovebox approve`, `billing`, ...) cannot reach this server and are refused while it holds the data dir"
+            );
+            None
+        }
+    };
+    let _reloads = reload_on_hangup(server.gateway().clone());
     match args.http {
         None => {
             let gateway = server.gateway();
@@ -69,6 +82,60 @@ pub async fn run(config: &Path, args: ServeArgs) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `glovebox reload`, inside the server it was sent to.
+pub async fn reload(config: &Path) -> Result<ExitCode> {
+    let Some(gateway) = crate::control::served() else {
+        bail!(
+            "no glovebox server is running on the data dir of `{}`: `glovebox reload` re-reads the config of a running `glovebox serve` (a server that starts reads it anyway)",
+            config.display()
+        );
+    };
+    match gateway.reload().await {
+        Ok(reloaded) => {
+            out!(
+                "reloaded `{}`: {} tools, {} hooks",
+                reloaded.config.display(),
+                reloaded.tools.len(),
+                reloaded.hooks.len()
+            );
+            for (hook, digest) in &reloaded.hooks {
+                match digest {
+                    Some(digest) => out!("  hook {hook}  sha256 {digest}"),
+                    None => out!(
+                        "  hook {hook}  NOT LOADED: it denies every call (see the server's log)"
+                    ),
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            err!("error: {e:#}");
+            err!("  nothing was reloaded: the server keeps serving the config it had");
+            Ok(ExitCode::from(2))
+        }
+    }
+}
+
+/// Reloads the config on every SIGHUP, for as long as the handle lives; a
+/// config that does not load is logged and the current one keeps serving.
+fn reload_on_hangup(gateway: glovebox::Gateway) -> Option<glovebox::tasks::Owned<()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut hangups = match signal(SignalKind::hangup()) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot listen for SIGHUP: reload with `glovebox reload`");
+            return None;
+        }
+    };
+    Some(glovebox::tasks::owned(async move {
+        while hangups.recv().await.is_some() {
+            if let Err(e) = gateway.reload().await {
+                tracing::error!(error = %format!("{e:#}"), "SIGHUP: the config was not reloaded; the server keeps serving the config it had");
+            }
+        }
+    }))
 }
 
 /// Ctrl-C, or SIGTERM on Unix.

@@ -10,9 +10,9 @@ use clap::Subcommand;
 use glovebox::session::{
     EndOutcome, Handoff, HandoffKind, Role, SessionFilter, SessionInfo, SessionStatus, StartSession,
 };
-use glovebox::{Durable, Gateway, Host, HostConfig, Sessions};
+use glovebox::{Durable, Host, HostConfig, Sessions};
 
-#[derive(Subcommand)]
+#[derive(Subcommand, serde::Serialize, serde::Deserialize)]
 pub enum SessionCommand {
     /// Start a session.
     Start {
@@ -157,7 +157,7 @@ pub enum SessionCommand {
     Rerun { session: String, call_id: String },
 }
 
-#[derive(Subcommand)]
+#[derive(Subcommand, serde::Serialize, serde::Deserialize)]
 pub enum LogCommand {
     /// Check the hash chain of one session, or of all; reports the first bad event.
     Verify {
@@ -178,15 +178,20 @@ pub enum LogCommand {
 }
 
 fn open(config: &Path) -> Result<Arc<Sessions>> {
-    Ok(open_durable(config)?.sessions)
+    Ok(open_durable(config)?.sessions.clone())
 }
 
-pub(crate) fn open_durable(config: &Path) -> Result<Durable> {
+/// The data dir's ledger: the running server's (`control.rs`), or opened
+/// here with what recovery found printed.
+pub(crate) fn open_durable(config: &Path) -> Result<Arc<Durable>> {
+    if let Some(gateway) = crate::control::served() {
+        return Ok(gateway.ledger().clone());
+    }
     let config = HostConfig::load(config)?;
     let durable = glovebox::open_sessions(&config)?;
     let recovery = &durable.recovery;
     for call in &recovery.interrupted {
-        eprintln!(
+        err!(
             "note: call `{}` of `{}` in session `{}` was running when the host stopped: now interrupted{}",
             call.call_id,
             call.tool,
@@ -199,9 +204,9 @@ pub(crate) fn open_durable(config: &Path) -> Result<Durable> {
         );
     }
     for refused in &recovery.refused {
-        eprintln!("warning: {refused}");
+        err!("warning: {refused}");
     }
-    Ok(durable)
+    Ok(Arc::new(durable))
 }
 
 /// `session list --blocked`: the listed sessions with active blocker flags,
@@ -265,7 +270,7 @@ fn print_json<T: serde::Serialize>(value: &T) -> Result<()> {
 
 pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitCode> {
     if let SessionCommand::Rerun { session, call_id } = &command {
-        let gateway = Gateway::open(config).await?;
+        let gateway = crate::control::gateway(config).await?;
         return match gateway.rerun_interrupted(session, call_id).await {
             Ok(report) => crate::print_report(&report, false),
             Err(e) => Ok(crate::session_refused(&e)),
@@ -516,7 +521,7 @@ pub fn run_log(config: &Path, command: LogCommand) -> Result<ExitCode> {
     }
 }
 
-#[derive(Subcommand)]
+#[derive(Subcommand, serde::Serialize, serde::Deserialize)]
 pub enum PolicyCommand {
     /// Evaluate the hook chain of `--config` against the calls recorded in a
     /// session and report each decision that would change. Nothing is executed.
@@ -559,16 +564,19 @@ pub fn approvals(config: &Path, all: bool, json: bool) -> Result<ExitCode> {
 }
 
 pub async fn approve(config: &Path, id: &str) -> Result<ExitCode> {
-    let gateway = Gateway::open(config).await?;
-    match gateway.approve(id).await {
+    let gateway = crate::control::gateway(config).await?;
+    match gateway.approve(id, &crate::control::operator()).await {
         Ok(report) => crate::print_report(&report, false),
         Err(e) => Ok(crate::session_refused(&e)),
     }
 }
 
 pub async fn deny(config: &Path, id: &str, reason: &str) -> Result<ExitCode> {
-    let gateway = Gateway::open(config).await?;
-    match gateway.deny_approval(id, reason).await {
+    let gateway = crate::control::gateway(config).await?;
+    match gateway
+        .deny_approval(id, reason, &crate::control::operator())
+        .await
+    {
         Ok(a) => {
             out!(
                 "denied {} ({} in session {}): {reason}",
@@ -588,12 +596,15 @@ pub async fn policy(config: &Path, command: PolicyCommand) -> Result<ExitCode> {
         store_config,
         json,
     } = command;
+    // The policy replayed is the config's as it is on disk now (the one a
+    // reload would serve), against the running server's log when one holds
+    // the data dir.
     let host = Host::from_config_file(config).await?;
-    let store = match &store_config {
-        Some(path) => HostConfig::load(path)?,
-        None => host.config().clone(),
+    let durable = match (&store_config, crate::control::served()) {
+        (Some(path), _) => Arc::new(glovebox::open_sessions(&HostConfig::load(path)?)?),
+        (None, Some(gateway)) => gateway.ledger().clone(),
+        (None, None) => Arc::new(glovebox::open_sessions(host.config())?),
     };
-    let durable = glovebox::open_sessions(&store)?;
     let report = match glovebox::replay::replay(&host, &durable.sessions, &session).await {
         Ok(r) => r,
         Err(e) => return Ok(crate::session_refused(&e)),

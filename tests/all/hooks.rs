@@ -225,7 +225,10 @@ async fn destructive_calls_wait_for_a_human_and_run_once_approved() {
     assert_eq!(pending.len(), 1);
     assert_eq!(pending[0].id, approval_id);
 
-    let report = s.gw.approve(&approval_id).await.unwrap();
+    let report =
+        s.gw.approve(&approval_id, &glovebox::cli_operator())
+            .await
+            .unwrap();
     assert_eq!(report.outcome.unwrap()["written"], 13);
     assert_eq!(
         std::fs::read_to_string(s.workspace.path().join("out.txt")).unwrap(),
@@ -237,7 +240,11 @@ async fn destructive_calls_wait_for_a_human_and_run_once_approved() {
     );
     assert!(s.durable.approvals.list(false).unwrap().is_empty());
     // An approval runs its call once.
-    assert!(s.gw.approve(&approval_id).await.is_err());
+    assert!(
+        s.gw.approve(&approval_id, &glovebox::cli_operator())
+            .await
+            .is_err()
+    );
     // Non-destructive calls pass; `force` on any call needs a human too.
     s.call(&id, "files.read", json!({"path": "/data/out.txt"}))
         .await
@@ -264,14 +271,18 @@ async fn a_denied_approval_fails_the_call_and_resumes_the_session() {
     let CallError::AwaitingApproval { approval_id, .. } = err else {
         panic!("{err}")
     };
-    s.gw.deny_approval(&approval_id, "not today").await.unwrap();
+    s.gw.deny_approval(&approval_id, "not today", &glovebox::cli_operator())
+        .await
+        .unwrap();
     assert!(!s.workspace.path().join("x.txt").exists());
     assert_eq!(
         s.durable.sessions.show(&id).unwrap().status,
         SessionStatus::Active
     );
     assert!(
-        s.gw.approve(&approval_id).await.is_err(),
+        s.gw.approve(&approval_id, &glovebox::cli_operator())
+            .await
+            .is_err(),
         "a denied approval cannot run"
     );
 }
@@ -545,11 +556,16 @@ async fn an_approval_applies_only_to_the_call_and_build_it_judged() {
     config.hooks_explicitly_none = false;
     let other = Host::load(config).await.unwrap();
     let other = Gateway::new(Arc::new(other), s.durable.clone());
-    let err = other.approve(&approval_id).await.unwrap_err();
+    let err = other
+        .approve(&approval_id, &glovebox::cli_operator())
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("component changed"), "{err}");
     assert!(!s.workspace.path().join("a.txt").exists());
     // The original build still runs it, with the judged input only.
-    s.gw.approve(&approval_id).await.unwrap();
+    s.gw.approve(&approval_id, &glovebox::cli_operator())
+        .await
+        .unwrap();
     assert_eq!(
         std::fs::read_to_string(s.workspace.path().join("a.txt")).unwrap(),
         "judged"

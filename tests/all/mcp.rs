@@ -73,6 +73,10 @@ impl Server {
         }
     }
 
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub(crate) fn send(&mut self, message: Value) {
         let stdin = self.stdin.as_mut().unwrap();
         writeln!(stdin, "{message}").unwrap();
@@ -82,11 +86,16 @@ impl Server {
     /// Sends a request and returns the response with its id.
     pub(crate) fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
         self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        self.response(id)
+    }
+
+    /// The response with `id` to a request already sent (other lines skipped).
+    pub(crate) fn response(&mut self, id: u64) -> Value {
         loop {
             let line = self
                 .lines
                 .recv_timeout(Duration::from_secs(120))
-                .unwrap_or_else(|e| panic!("no answer to `{method}` (id {id}): {e}"));
+                .unwrap_or_else(|e| panic!("no answer to request {id}: {e}"));
             let v: Value = serde_json::from_str(&line)
                 .unwrap_or_else(|e| panic!("stdout carries a line that is not JSON ({e}): {line}"));
             if v["id"] == json!(id) {
@@ -106,7 +115,7 @@ impl Server {
 
 impl Server {
     /// Starts the server and completes the MCP handshake.
-    fn initialized(config: &std::path::Path, args: &[&str]) -> Server {
+    pub(crate) fn initialized(config: &std::path::Path, args: &[&str]) -> Server {
         let mut server = Server::start_with(config, args);
         let init = server.request(
             0,
@@ -280,7 +289,7 @@ fn agents_config(dir: &std::path::Path) -> PathBuf {
     std::fs::write(
         &path,
         format!(
-            "data_dir = \"data\"\n[runtime]\ncache_dir = \"{}\"\n[[plugin]]\nmanifest = \"echo.toml\"\n[[plugin]]\nmanifest = \"sleep.toml\"\n[[plugin]]\nmanifest = \"files.toml\"\n[[hook]]\nname = \"destructive\"\ncomponent = \"{}\"\n[hook.settings]\nmode = \"ask\"\n",
+            "data_dir = \"data\"\n[approvals]\nwait = 0\n[runtime]\ncache_dir = \"{}\"\n[[plugin]]\nmanifest = \"echo.toml\"\n[[plugin]]\nmanifest = \"sleep.toml\"\n[[plugin]]\nmanifest = \"files.toml\"\n[[hook]]\nname = \"destructive\"\ncomponent = \"{}\"\n[hook.settings]\nmode = \"ask\"\n",
             cache_dir().display(),
             plugins::HOOK_DESTRUCTIVE,
         ),

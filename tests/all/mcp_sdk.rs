@@ -57,6 +57,10 @@ fn write_config(dir: &Path) -> PathBuf {
             r#"data_dir = "data"
 [runtime]
 cache_dir = "{cache}"
+# The agents here are told "awaiting approval" at once (the wait for an
+# operator is tested in `operator.rs`).
+[approvals]
+wait = 0
 
 [[plugin]]
 manifest = "echo.toml"

@@ -5,7 +5,7 @@
 //! ends in the one pipeline (`pipeline/`).
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use crate::approvals::{Approval, ApprovalStatus};
 use crate::budget;
@@ -14,20 +14,46 @@ use crate::detect;
 use crate::error::CallError;
 use crate::host::Host;
 use crate::ledger::{Durable, open_sessions};
+use crate::manifest::Principal;
 use crate::pipeline::{Admitted, Judge, ledger_work};
 use crate::session::{Event, EventKind, SessionError, Sessions, digest};
+use crate::settled::{Settled, Waiters};
 use crate::tasks;
 
-/// The host and its ledger; cheap to clone.
+/// The host and its ledger; cheap to clone. Every clone sees the same host,
+/// including after a [`Gateway::reload`].
 #[derive(Clone)]
 pub struct Gateway {
-    host: Arc<Host>,
+    /// The host calls are admitted by now. A reload swaps it; a call keeps
+    /// the host it was admitted by until it ends.
+    host: Arc<RwLock<Arc<Host>>>,
     ledger: Arc<Durable>,
+    /// One reload at a time.
+    reloading: Arc<tokio::sync::Mutex<()>>,
+    /// Calls waiting for their approval to be settled.
+    waiters: Waiters,
+}
+
+/// What a reload put in place.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Reloaded {
+    /// The config file read again.
+    pub config: std::path::PathBuf,
+    /// The tools now served, by name.
+    pub tools: Vec<String>,
+    /// The permission hooks now judging calls: name and component digest
+    /// (`None` for a hook that did not load and so denies every call).
+    pub hooks: Vec<(String, Option<String>)>,
 }
 
 impl Gateway {
     pub fn new(host: Arc<Host>, ledger: Arc<Durable>) -> Gateway {
-        Gateway { host, ledger }
+        Gateway {
+            host: Arc::new(RwLock::new(host)),
+            ledger,
+            reloading: Arc::default(),
+            waiters: Waiters::default(),
+        }
     }
 
     /// Loads the host from the config at `path` and opens its data dir
@@ -39,8 +65,39 @@ impl Gateway {
         Ok(Gateway::new(host, ledger))
     }
 
-    pub fn host(&self) -> &Arc<Host> {
-        &self.host
+    /// The host as it is now (a reload swaps it; what is taken here stays
+    /// as it was for as long as it is held).
+    pub fn host(&self) -> Arc<Host> {
+        self.host
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Reads the config, its plugins and hooks again and serves them from
+    /// now on (`glovebox reload`, SIGHUP). A config that does not load, or
+    /// that changes what a running server cannot (see [`Host::reloaded`]),
+    /// is refused with the reason and the current one keeps serving. Calls
+    /// already admitted finish under the host that admitted them.
+    pub async fn reload(&self) -> anyhow::Result<Reloaded> {
+        let _one = self.reloading.lock().await;
+        let next = Arc::new(self.host().reloaded().await?);
+        let reloaded = Reloaded {
+            config: next.config().path.clone(),
+            tools: next.tools().iter().map(|t| t.name.clone()).collect(),
+            hooks: next
+                .hooks()
+                .hooks()
+                .into_iter()
+                .map(|h| (h.name, h.digest))
+                .collect(),
+        };
+        *self
+            .host
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = next;
+        tracing::info!(config = %reloaded.config.display(), tools = reloaded.tools.len(), hooks = reloaded.hooks.len(), "reloaded the config, plugins and hooks");
+        Ok(reloaded)
     }
 
     pub fn ledger(&self) -> &Arc<Durable> {
@@ -54,7 +111,7 @@ impl Gateway {
     /// Stage one of the pipeline, for adapters that check a request before
     /// they commit to it: see [`Host::admit`].
     pub fn admit(&self, tool: &str, input: &str) -> Result<Admitted, CallError> {
-        self.host.admit(tool, input)
+        self.host().admit(tool, input)
     }
 
     /// Calls `tool` within `session` (id or name): the call is logged before
@@ -159,8 +216,9 @@ impl Gateway {
     }
 
     /// Runs the call approval `id` is for, exactly as it was judged, and
-    /// resumes its session.
-    pub async fn approve(&self, id: &str) -> Result<CallReport, SessionError> {
+    /// resumes its session; `by` (an operator, or the calling client when
+    /// its principal settles its own approvals) is recorded.
+    pub async fn approve(&self, id: &str, by: &Principal) -> Result<CallReport, SessionError> {
         let approval = self.ledger.approvals.pending(id)?;
         let call = self
             .admit(&approval.tool, &approval.input)
@@ -177,36 +235,58 @@ impl Gateway {
             )));
         }
         let (sessions, approvals) = (self.sessions().clone(), self.ledger.approvals.clone());
-        let settled = approval.clone();
-        let resumed = ledger_work(move || {
+        let mut settled = approval;
+        let by = by.name.clone();
+        let (resumed, settled) = ledger_work(move || {
+            check_requested(&sessions, &settled)?;
             let resumed = sessions.resume(&settled.session)?;
-            let mut settled = settled;
             settled.status = ApprovalStatus::Approved {
                 at_ms: sessions.clock_ms(),
+                by: Some(by),
             };
             approvals.put(&settled)?;
-            Ok(resumed)
+            Ok((resumed, settled))
         })
         .await?;
-        let judge = Judge::Approved(Box::new(approval));
-        self.run(&resumed.state, call, judge, None, None).await
+        let judge = Judge::Approved(Box::new(settled));
+        let report = self.run(&resumed.state, call, judge, None, None).await?;
+        self.waiters.settle(id, &Settled::Ran(report.clone()));
+        Ok(report)
+    }
+
+    /// Waits up to `within` for approval `id` to be settled by whoever
+    /// settles it (`glovebox approve` or `deny` through the control
+    /// socket). `None`: still pending; it stays pending.
+    pub async fn wait_for_approval(
+        &self,
+        id: &str,
+        within: std::time::Duration,
+    ) -> Option<Settled> {
+        self.waiters.wait(&self.ledger.approvals, id, within).await
     }
 
     /// Refuses approval `id`: its call fails for good, and its session is
     /// resumed so the agent can carry on.
-    pub async fn deny_approval(&self, id: &str, reason: &str) -> Result<Approval, SessionError> {
+    pub async fn deny_approval(
+        &self,
+        id: &str,
+        reason: &str,
+        by: &Principal,
+    ) -> Result<Approval, SessionError> {
         let approval = self.ledger.approvals.pending(id)?;
         let (sessions, approvals) = (self.sessions().clone(), self.ledger.approvals.clone());
         let reason = reason.to_string();
+        let by = by.name.clone();
         ledger_work(move || {
             let mut approval = approval;
             approval.status = ApprovalStatus::Denied {
                 at_ms: sessions.clock_ms(),
                 reason: reason.clone(),
+                by: Some(by.clone()),
             };
             approvals.put(&approval)?;
             let note = format!(
-                "approval {} of call {} ({}) denied by an operator: {reason}",
+                "approval {} of call {} ({}) denied by {by}: {reason}",
                 approval.id, approval.call_id, approval.tool
             );
             sessions.resume(&approval.session)?;
@@ -214,6 +294,10 @@ impl Gateway {
             Ok(approval)
         })
         .await
+        .inspect(|approval| {
+            self.waiters
+                .settle(&approval.id, &Settled::Denied(approval.clone()))
+        })
     }
 
     /// Logs usage the brain reports (tokens, model cost) into `session`; its
@@ -223,10 +307,57 @@ impl Gateway {
         session: &str,
         usage: budget::UsageReport,
     ) -> Result<Vec<Event>, SessionError> {
-        let budgets = self.host.config().budgets.clone();
+        let budgets = self.host().config().budgets.clone();
         let sessions = self.sessions().clone();
         let key = session.to_string();
         ledger_work(move || budget::report_usage(&sessions, &budgets, &key, &usage)).await
+    }
+}
+
+/// An approval runs only the call the log says was requested: the session's
+/// hash chain verifies, and its `call_requested` for the approval's call
+/// names the same tool and input digest as the approval. An approval record
+/// changed behind the log's back is refused.
+fn check_requested(sessions: &Sessions, approval: &Approval) -> Result<(), SessionError> {
+    let refuse = |why: String| {
+        Err(SessionError::InvalidInput(format!(
+            "approval `{}` does not match the session's log: {why}; deny it and call again",
+            approval.id
+        )))
+    };
+    let report = sessions.verify(&approval.session)?;
+    if !report.ok {
+        return refuse(format!(
+            "the log of session `{}` does not verify (`glovebox log verify {}`)",
+            approval.session, approval.session
+        ));
+    }
+    let requested = sessions
+        .events(&approval.session, 1, usize::MAX)?
+        .into_iter()
+        .find_map(|e| match e.kind {
+            EventKind::CallRequested {
+                call_id,
+                tool,
+                input_digest,
+                ..
+            } if call_id == approval.call_id => Some((tool, input_digest)),
+            _ => None,
+        });
+    match requested {
+        None => refuse(format!(
+            "no call `{}` was requested there",
+            approval.call_id
+        )),
+        Some((tool, _)) if tool != approval.tool => refuse(format!(
+            "call `{}` was a call to `{tool}`, not `{}`",
+            approval.call_id, approval.tool
+        )),
+        Some((_, input_digest)) if input_digest != approval.input_hash => refuse(format!(
+            "call `{}` was requested with another input (sha256 {input_digest})",
+            approval.call_id
+        )),
+        Some(_) => Ok(()),
     }
 }
 
@@ -237,7 +368,7 @@ impl Gateway {
     /// sessions idle that long. The ledger work runs off the async threads;
     /// what the pass did is logged and returned.
     pub async fn sweep(&self) -> Result<detect::Swept, SessionError> {
-        let config = self.host.config().detector.clone();
+        let config = self.host().config().detector.clone();
         let (sessions, approvals) = (self.sessions().clone(), self.ledger.approvals.clone());
         let swept = ledger_work(move || detect::sweep(&sessions, &approvals, &config)).await?;
         for f in &swept.raised {
@@ -266,7 +397,7 @@ impl Gateway {
     /// own (none when the interval is off or the detector is disabled). The
     /// sweep stops when the handle is dropped.
     pub fn start_sweeps(&self) -> Option<tasks::Owned<()>> {
-        let detector = &self.host.config().detector;
+        let detector = self.host().config().detector.clone();
         let every = detector.sweep_interval.filter(|_| detector.enabled)?;
         tracing::info!(every = %humantime::format_duration(every), "the detector sweeps live sessions");
         let gateway = self.clone();

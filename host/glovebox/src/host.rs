@@ -45,6 +45,48 @@ impl Host {
     /// whole host: an operator must not believe a tool is there when it is not.
     pub async fn load(config: HostConfig) -> Result<Host> {
         let runtime = Arc::new(Runtime::new(&config)?);
+        let calls = Arc::new(Semaphore::new(config.runtime.max_concurrent_calls as usize));
+        let budget_mib = usize::try_from(config.runtime.memory_budget / MIB).unwrap_or(usize::MAX);
+        let memory = Arc::new(Semaphore::new(budget_mib.min(Semaphore::MAX_PERMITS)));
+        Host::assemble(config, runtime, calls, memory).await
+    }
+
+    /// The same host with its config, plugins and hooks read again from its
+    /// config file (`glovebox reload`). The engine and admission control are
+    /// this host's, so calls admitted before and after share one pool and
+    /// one compiled-code cache; what those depend on (`[runtime]`,
+    /// `data_dir`, `[storage]`) cannot change without a restart, and a
+    /// config that changes them is refused, as is one that does not load.
+    pub async fn reloaded(&self) -> Result<Host> {
+        let path = &self.config.path;
+        let config = HostConfig::load(path)?;
+        let fixed = [
+            ("data_dir", config.data_dir != self.config.data_dir),
+            ("[storage]", config.storage != self.config.storage),
+            ("[runtime]", config.runtime != self.config.runtime),
+        ];
+        if let Some((what, _)) = fixed.iter().find(|(_, changed)| *changed) {
+            anyhow::bail!(
+                "`{}` changes {what}, which a running server cannot change: put it back to reload the rest, or restart the server (`glovebox serve`) to apply it",
+                path.display()
+            );
+        }
+        Host::assemble(
+            config,
+            self.runtime.clone(),
+            self.calls.clone(),
+            self.memory.clone(),
+        )
+        .await
+    }
+
+    /// A host from a loaded config on an engine and admission pool.
+    async fn assemble(
+        config: HostConfig,
+        runtime: Arc<Runtime>,
+        calls: Arc<Semaphore>,
+        memory: Arc<Semaphore>,
+    ) -> Result<Host> {
         let mut plugins = Vec::new();
         let mut index = BTreeMap::new();
         for manifest in config.plugins.clone() {
@@ -74,9 +116,6 @@ impl Host {
                 tracing::error!(hook = %hook.name, %reason, "permission hook cannot be loaded: every call is denied");
             }
         }
-        let calls = Arc::new(Semaphore::new(config.runtime.max_concurrent_calls as usize));
-        let budget_mib = usize::try_from(config.runtime.memory_budget / MIB).unwrap_or(usize::MAX);
-        let memory = Arc::new(Semaphore::new(budget_mib.min(Semaphore::MAX_PERMITS)));
         let tool_costs = plugins
             .iter()
             .flat_map(|p| &p.tools)

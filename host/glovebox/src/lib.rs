@@ -23,6 +23,7 @@ mod ledger;
 mod pipeline;
 mod principals;
 pub mod replay;
+pub mod settled;
 pub mod store_admin;
 pub mod tasks;
 

@@ -61,8 +61,8 @@ impl Gateway {
     /// agent when there is none. With several agents the operator must
     /// name one.
     pub fn default_stdio_principal(&self) -> Result<Principal, String> {
-        let agents: Vec<&Principal> = self
-            .host()
+        let host = self.host();
+        let agents: Vec<&Principal> = host
             .config()
             .principals
             .iter()
@@ -166,7 +166,8 @@ impl Gateway {
     }
 
     /// Writes a handoff from a session of `caller`'s, into one of its own
-    /// sessions when it names a target.
+    /// sessions when it names a target, or into another principal's along a
+    /// route of `[handoffs] routes`.
     pub async fn handoff_as(
         &self,
         caller: &Principal,
@@ -175,7 +176,8 @@ impl Gateway {
     ) -> Result<Event, SessionError> {
         let (sessions, caller, key) =
             (self.sessions().clone(), caller.clone(), session.to_string());
-        ledger_work(move || sessions.handoff_as(&caller, &key, handoff)).await
+        let routes = self.host().config().handoffs.clone();
+        ledger_work(move || sessions.handoff_as(&caller, &key, handoff, &routes)).await
     }
 
     /// Events of a session of `caller`'s.
@@ -253,6 +255,39 @@ impl Gateway {
         })
         .await?;
         Ok(found.filter(|a| self.sees_session(caller, &a.session)))
+    }
+
+    /// The live entries of the context index that match every word of
+    /// `query` (case-insensitive), in `project` or in every project
+    /// `caller` may touch. A project it may not touch is refused with the
+    /// same words as `session_start` uses.
+    pub async fn context_search_as(
+        &self,
+        caller: &Principal,
+        query: &str,
+        project: Option<&str>,
+    ) -> Result<Vec<crate::rescue::IndexEntry>, SessionError> {
+        if let Some(project) = project
+            && !caller.may_touch(project)
+        {
+            return Err(SessionError::NotAllowed(format!(
+                "{caller} may not touch project `{project}` (its projects: {})",
+                caller.projects.join(", ")
+            )));
+        }
+        let index = crate::rescue::ContextIndex::new(
+            self.ledger().storage.clone(),
+            self.host().config().context.clone(),
+        );
+        let (query, wanted) = (query.to_string(), project.map(str::to_string));
+        let mut found = ledger_work(move || {
+            index
+                .search(&query, wanted.as_deref())
+                .map_err(|e| SessionError::InvalidInput(e.to_string()))
+        })
+        .await?;
+        found.retain(|e| caller.may_touch(&e.project));
+        Ok(found)
     }
 
     /// Whether `caller` may see session `id` (an id, as jobs record it).

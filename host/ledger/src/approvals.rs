@@ -18,8 +18,19 @@ const BUCKET: &str = "approvals";
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum ApprovalStatus {
     Pending,
-    Approved { at_ms: u64 },
-    Denied { at_ms: u64, reason: String },
+    /// `by`: who approved it (a principal's name, or `cli:<uid>`); absent
+    /// in approvals settled before it was recorded.
+    Approved {
+        at_ms: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
+    },
+    Denied {
+        at_ms: u64,
+        reason: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
+    },
 }
 
 /// A call waiting for a human.

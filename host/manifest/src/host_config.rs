@@ -5,8 +5,10 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use super::approvals::{RawApprovals, validate_approvals};
 use super::budgets::{RawBudgets, validate_budgets};
 use super::detector::{RawContext, RawDetector, validate_context, validate_detector};
+use super::handoffs::{RawHandoffs, validate_handoffs};
 use super::hooks::{RawHook, hooks_none, validate_hooks};
 use super::limits::{RawLimits, apply_limits};
 use super::owned::default_data_dir;
@@ -41,6 +43,10 @@ pub(super) struct RawHostConfig {
     detector: RawDetector,
     #[serde(default)]
     context: RawContext,
+    #[serde(default)]
+    approvals: RawApprovals,
+    #[serde(default)]
+    handoffs: RawHandoffs,
     #[serde(default)]
     principal: Vec<RawPrincipal>,
 }
@@ -77,7 +83,28 @@ pub(super) struct RawRuntime {
     cache_dir: Option<String>,
 }
 
+/// Only the data dir of a config, for a config that may not load as a whole.
+#[derive(Deserialize)]
+struct RawDataDir {
+    data_dir: Option<String>,
+}
+
 impl HostConfig {
+    /// The data dir the config at `path` names, read even when the rest of
+    /// it does not load (an operator who broke the config of a running
+    /// server still reaches that server: `glovebox reload` says what is
+    /// wrong). Only a file that is not TOML, or a bad `data_dir`, fails.
+    pub fn data_dir_of(path: &Path) -> Result<PathBuf, ConfigError> {
+        let src = read_source(path, path.display().to_string())?;
+        let raw: RawDataDir = src.deserialize()?;
+        let abs_path = canonical(path, &src.file)?;
+        match &raw.data_dir {
+            Some(text) => resolve_dir(&src, &parent_dir(&abs_path), "data_dir", text),
+            None => default_data_dir(&abs_path, |var| std::env::var_os(var))
+                .map_err(|problem| src.invalid("data_dir", problem, "set `data_dir`")),
+        }
+    }
+
     /// Reads `glovebox.toml` and every plugin manifest it lists.
     pub fn load(path: &Path) -> Result<HostConfig, ConfigError> {
         let src = read_source(path, path.display().to_string())?;
@@ -106,6 +133,8 @@ impl HostConfig {
         let budgets = validate_budgets(&src, &raw.budgets)?;
         let detector = validate_detector(&src, &raw.detector)?;
         let context = validate_context(&src, &raw.context)?;
+        let approvals = validate_approvals(&src, &raw.approvals)?;
+        let handoffs = validate_handoffs(&src, &raw.handoffs)?;
         let principals = validate_principals(&src, &dir, &raw.principal)?;
         let cap = MemoryCap::new(&runtime, &src.file);
         if let Some((problem, hint)) = cap.check(defaults.memory) {
@@ -182,6 +211,8 @@ impl HostConfig {
             budgets,
             detector,
             context,
+            approvals,
+            handoffs,
             principals,
         };
         config.check_grants()?;
@@ -205,6 +236,8 @@ impl HostConfig {
             budgets: Default::default(),
             detector: Default::default(),
             context: Default::default(),
+            approvals: Default::default(),
+            handoffs: Default::default(),
             principals: Vec::new(),
         }
     }

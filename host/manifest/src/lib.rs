@@ -21,12 +21,14 @@
 //!
 //! Relative paths are resolved from the directory of the file that contains them.
 
+mod approvals;
 mod budget_caps;
 mod budgets;
 mod cap;
 mod captured;
 mod detector;
 mod error;
+mod handoffs;
 mod hooks;
 mod host_config;
 mod http;
@@ -50,6 +52,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+pub use approvals::ApprovalsConfig;
 pub use budget_caps::BudgetCaps;
 pub use budgets::BudgetsConfig;
 pub use cap::Cap;
@@ -58,12 +61,13 @@ pub use detector::{
     ContextConfig, ContextWriter, DetectorConfig, RULES as DETECTOR_RULES, Severity,
 };
 pub use error::ConfigError;
+pub use handoffs::{HandoffRoute, HandoffsConfig};
 pub use http::{HttpGrant, HttpScheme};
 pub use micros::{to_micros, units};
 pub use owned::OwnedPath;
 pub use principal::{
-    LOCAL_PRINCIPAL, Principal, PrincipalConfig, PrincipalKind, authenticate, check_principal_name,
-    credential_of, pinned_tags,
+    ApproveBy, LOCAL_PRINCIPAL, Principal, PrincipalConfig, PrincipalKind, authenticate,
+    check_principal_name, credential_of, pinned_tags,
 };
 pub use role::Role;
 pub use units::{format_size, parse_duration, parse_size};
@@ -101,6 +105,10 @@ pub struct HostConfig {
     pub detector: DetectorConfig,
     /// `[context]`: who may write to the projects' context index.
     pub context: ContextConfig,
+    /// `[approvals]`: how long a call waits for an operator's approval.
+    pub approvals: ApprovalsConfig,
+    /// `[handoffs]`: the routes into other principals' sessions.
+    pub handoffs: HandoffsConfig,
     /// `[[principal]]`: who may connect (empty: every connection is the
     /// built-in agent `local`, and HTTP serves loopback only).
     pub principals: Vec<PrincipalConfig>,

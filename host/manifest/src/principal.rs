@@ -69,6 +69,27 @@ pub struct Principal {
     pub projects: Vec<String>,
     /// Operator-pinned tags, added to every session the principal starts.
     pub tags: Vec<String>,
+    /// Who settles the approvals its calls wait for (`approve_by`).
+    #[serde(default, skip_serializing_if = "ApproveBy::is_operator")]
+    pub approve_by: ApproveBy,
+}
+
+/// Who settles an approval a permission hook asks for on a principal's
+/// call: an operator (`glovebox approve`, the default), or the calling
+/// client's own user, asked through MCP elicitation (`approve_by =
+/// "client"`, opt-in: the agent's side then answers for it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ApproveBy {
+    #[default]
+    Operator,
+    Client,
+}
+
+impl ApproveBy {
+    pub fn is_operator(&self) -> bool {
+        *self == ApproveBy::Operator
+    }
 }
 
 impl Principal {
@@ -81,6 +102,7 @@ impl Principal {
             roles: vec![Role::Workagent],
             projects: vec!["*".to_string()],
             tags: Vec::new(),
+            approve_by: ApproveBy::Operator,
         }
     }
 
@@ -92,6 +114,7 @@ impl Principal {
             roles: Vec::new(),
             projects: Vec::new(),
             tags: Vec::new(),
+            approve_by: ApproveBy::Operator,
         }
     }
 
@@ -173,6 +196,7 @@ pub(super) struct RawPrincipal {
     projects: Option<Vec<String>>,
     #[serde(default)]
     tags: Vec<String>,
+    approve_by: Option<String>,
 }
 
 /// A principal name: 1 to 64 letters, digits, `.`, `_` and `-`.
@@ -329,6 +353,17 @@ pub(super) fn validate_principals(
                 ));
             }
         }
+        let approve_by = match p.approve_by.as_deref() {
+            None | Some("operator") => ApproveBy::Operator,
+            Some("client") => ApproveBy::Client,
+            Some(other) => {
+                return Err(src.invalid(
+                    &key("approve_by"),
+                    format!("`{other}` is not who settles approvals"),
+                    "write `approve_by = \"operator\"` (the default: `glovebox approve`) or `approve_by = \"client\"` (the calling client's user, through MCP elicitation)",
+                ));
+            }
+        };
         out.push(PrincipalConfig {
             principal: Principal {
                 name: p.name.clone(),
@@ -336,6 +371,7 @@ pub(super) fn validate_principals(
                 roles,
                 projects,
                 tags: p.tags.clone(),
+                approve_by,
             },
             credential,
         });

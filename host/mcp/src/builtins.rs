@@ -154,6 +154,13 @@ struct IdArg {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+struct ContextSearchArgs {
+    query: String,
+    project: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct ListArgs {
     session: Option<String>,
     status: Option<String>,
@@ -518,6 +525,18 @@ impl Connection {
                     ),
                     Err(e) => results::session_failure(&e),
                 })
+            }
+            CONTEXT_SEARCH => {
+                let a: ContextSearchArgs = parse(tool, args)?;
+                Ok(
+                    match gateway
+                        .context_search_as(caller, &a.query, a.project.as_deref())
+                        .await
+                    {
+                        Ok(entries) => results::ok(&serde_json::json!({ "entries": entries })),
+                        Err(e) => results::session_failure(&e),
+                    },
+                )
             }
             other => Err(ErrorData::invalid_params(
                 format!("unknown built-in tool `{other}`"),

@@ -264,7 +264,12 @@ impl Auth {
         let deleting = req.method() == hyper::Method::DELETE;
         let name = principal.name.clone();
         req.extensions_mut().insert(principal);
-        let response = inner(req).await?;
+        let mut response = inner(req).await?;
+        // rmcp answers a DELETE it honoured with 202; clients (the official
+        // Python SDK among them) expect 200 or 204 and warn otherwise.
+        if deleting && response.status() == hyper::StatusCode::ACCEPTED {
+            *response.status_mut() = hyper::StatusCode::NO_CONTENT;
+        }
         match &session {
             None => {
                 if let Some(id) = response

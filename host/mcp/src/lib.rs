@@ -47,14 +47,17 @@ use anyhow::Context;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ElicitRequestParams,
     ElicitationAction, ElicitationSchema, Implementation, InitializeResult, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, Tool,
+    PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, ServerCapabilities, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 
+use glovebox::approvals::{Approval, ApprovalStatus};
 use glovebox::jobs::{Jobs, JobsConfig};
+use glovebox::manifest::ApproveBy;
 use glovebox::session::{Role, SessionError, SessionStatus, StartSession};
+use glovebox::settled::Settled;
 use glovebox::{Admitted, CallError, Gateway, Principal};
 
 pub use http::{HttpOptions, HttpServer};
@@ -65,7 +68,7 @@ pub use tools::BUILTINS;
 const ELICITATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// What every connection shares: the gateway (the host and its ledger), the jobs runner
-/// and the tool list (fixed for the life of the server).
+/// and the tool list (made again after a reload).
 #[derive(Clone)]
 pub struct McpServer {
     inner: Arc<Shared>,
@@ -74,7 +77,8 @@ pub struct McpServer {
 struct Shared {
     gateway: Gateway,
     jobs: Arc<Jobs>,
-    tools: Vec<Tool>,
+    /// The tool list and the host it was made from.
+    tools: std::sync::Mutex<(Arc<glovebox::Host>, Arc<Vec<Tool>>)>,
     /// The detector's sweep (`[detector] sweep_interval`), stopped with the server.
     _sweeps: Option<glovebox::tasks::Owned<()>>,
 }
@@ -106,18 +110,13 @@ impl McpServer {
         jobs: Arc<Jobs>,
         sweeps: Option<glovebox::tasks::Owned<()>>,
     ) -> McpServer {
-        let mut tools: Vec<Tool> = gateway
-            .host()
-            .tools()
-            .into_iter()
-            .map(tools::plugin_tool)
-            .collect();
-        tools.extend(tools::builtin_tools());
+        let host = gateway.host();
+        let tools = tool_list(&host);
         McpServer {
             inner: Arc::new(Shared {
                 gateway,
                 jobs,
-                tools,
+                tools: std::sync::Mutex::new((host, tools)),
                 _sweeps: sweeps,
             }),
         }
@@ -365,26 +364,86 @@ impl Connection {
             Ok(r) => r,
             Err(e) => return Ok(results::session_failure(&e)),
         };
-        if let Err(CallError::AwaitingApproval {
+        let Err(CallError::AwaitingApproval {
             approval_id,
             hook,
             reason,
             ..
         }) = &report.outcome
-            && let Some(result) = self
-                .elicit_approval(&name, approval_id, hook, reason, context)
+        else {
+            return Ok(results::report(report));
+        };
+        // Who settles it: the client's own user when its principal says so
+        // (`approve_by = "client"`), an operator otherwise, for whom the
+        // call waits up to `[approvals] wait`.
+        let settled = if caller.approve_by == ApproveBy::Client {
+            self.elicit_approval(&caller, &name, approval_id, hook, reason, context)
                 .await
-        {
-            return Ok(result);
+        } else {
+            self.wait_for_operator(&name, approval_id, context).await
+        };
+        Ok(settled.unwrap_or_else(|| results::report(report)))
+    }
+
+    /// Waits up to `[approvals] wait` for an operator to settle the
+    /// approval, telling a client that asked for progress that it waits.
+    /// `None`: still pending when the wait ended.
+    async fn wait_for_operator(
+        &self,
+        tool: &str,
+        approval_id: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Option<CallToolResult> {
+        let gateway = &self.shared().gateway;
+        let within = gateway.host().config().approvals.wait;
+        if within.is_zero() {
+            return None;
         }
-        Ok(results::report(report))
+        let waiting = gateway.wait_for_approval(approval_id, within);
+        let settled = match context.meta.get_progress_token() {
+            None => waiting.await,
+            Some(token) => {
+                let peer = context.peer.clone();
+                let started = std::time::Instant::now();
+                let message = format!(
+                    "waiting for an operator to approve {approval_id} (`glovebox approve {approval_id}`)"
+                );
+                tokio::pin!(waiting);
+                let mut ticks = tokio::time::interval(std::time::Duration::from_secs(1));
+                loop {
+                    tokio::select! {
+                        settled = &mut waiting => break settled,
+                        _ = ticks.tick() => {
+                            let _ = peer
+                                .notify_progress(
+                                    ProgressNotificationParam::new(
+                                        token.clone(),
+                                        started.elapsed().as_secs_f64(),
+                                    )
+                                    .with_total(within.as_secs_f64())
+                                    .with_message(message.clone()),
+                                )
+                                .await;
+                        }
+                    }
+                }
+            }
+        };
+        match settled? {
+            Settled::Ran(report) => Some(results::report(report)),
+            Settled::RanElsewhere(approval) => Some(results::approved_elsewhere(&approval)),
+            Settled::Denied(approval) => Some(results::call_error(&denied(tool, &approval))),
+        }
     }
 
     /// Asks the client's user to settle a pending approval through MCP
-    /// elicitation, when the client declared it can. `None`: not asked, or no
-    /// answer (the approval stays pending for an operator).
+    /// elicitation (its principal has `approve_by = "client"`), when the
+    /// client declared it can. The question shows the exact input (bounded,
+    /// control and bidi characters escaped) and its hash. `None`: not asked,
+    /// or no answer (the approval stays pending for an operator).
     async fn elicit_approval(
         &self,
+        caller: &Principal,
         tool: &str,
         approval_id: &str,
         hook: &str,
@@ -404,10 +463,14 @@ impl Connection {
             })
             .build()
             .ok()?;
+        let shared = self.shared();
+        let approval = shared.gateway.ledger().approvals.get(approval_id).ok()?;
         let request = ElicitRequestParams::FormElicitationParams {
             meta: None,
             message: format!(
-                "The permission hook `{hook}` asks a human to approve a call to `{tool}`: {reason}. Approve it (approval {approval_id})?"
+                "The permission hook `{hook}` asks a human to approve a call to `{tool}`: {reason}.\nInput (sha256 {}):\n{}\nApprove it (approval {approval_id})?",
+                approval.input_hash,
+                results::shown_input(&approval.input)
             ),
             requested_schema: schema,
         };
@@ -422,7 +485,6 @@ impl Connection {
                 return None;
             }
         };
-        let shared = self.shared();
         let approved = answer
             .content
             .as_ref()
@@ -430,21 +492,15 @@ impl Connection {
             .and_then(Value::as_bool);
         match (answer.action, approved) {
             (ElicitationAction::Accept, Some(true)) => {
-                match shared.gateway.approve(approval_id).await {
+                match shared.gateway.approve(approval_id, caller).await {
                     Ok(report) => Some(results::report(report)),
                     Err(e) => Some(results::session_failure(&e)),
                 }
             }
             (ElicitationAction::Accept, _) | (ElicitationAction::Decline, _) => {
                 let why = "declined by the client's user (MCP elicitation)";
-                match shared.gateway.deny_approval(approval_id, why).await {
-                    Ok(a) => Some(results::call_error(&CallError::Denied {
-                        tool: tool.to_string(),
-                        hook: "operator".to_string(),
-                        pattern: a.pattern,
-                        reason: format!("approval {approval_id} ({hook}: {reason}) {why}"),
-                        alternatives: Vec::new(),
-                    })),
+                match shared.gateway.deny_approval(approval_id, why, caller).await {
+                    Ok(a) => Some(results::call_error(&denied(tool, &a))),
                     Err(e) => Some(results::session_failure(&e)),
                 }
             }
@@ -496,11 +552,17 @@ impl ServerHandler for Connection {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.shared().tools.clone()))
+        Ok(ListToolsResult::with_all_items(
+            self.shared().tools().as_ref().clone(),
+        ))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.shared().tools.iter().find(|t| t.name == name).cloned()
+        self.shared()
+            .tools()
+            .iter()
+            .find(|t| t.name == name)
+            .cloned()
     }
 
     async fn call_tool(
@@ -523,5 +585,48 @@ impl ServerHandler for Connection {
                 Ok(results::failure("internal", message).into())
             }
         }
+    }
+}
+
+/// A denied approval as the call's refusal: who denied it and why.
+fn denied(tool: &str, approval: &Approval) -> CallError {
+    let (why, by) = match &approval.status {
+        ApprovalStatus::Denied { reason, by, .. } => (reason.as_str(), by.as_deref()),
+        _ => ("", None),
+    };
+    CallError::Denied {
+        tool: tool.to_string(),
+        hook: "operator".to_string(),
+        pattern: approval.pattern.clone(),
+        reason: format!(
+            "approval {} ({}: {}) denied by {}: {why}",
+            approval.id,
+            approval.hook,
+            approval.reason,
+            by.unwrap_or("an operator")
+        ),
+        alternatives: Vec::new(),
+    }
+}
+
+/// The tools a host offers over MCP: its plugins' tools, then the built-ins.
+fn tool_list(host: &glovebox::Host) -> Arc<Vec<Tool>> {
+    let mut tools: Vec<Tool> = host.tools().into_iter().map(tools::plugin_tool).collect();
+    tools.extend(tools::builtin_tools());
+    Arc::new(tools)
+}
+
+impl Shared {
+    /// The tool list of the host served now (made again after a reload).
+    fn tools(&self) -> Arc<Vec<Tool>> {
+        let host = self.gateway.host();
+        let mut cached = self
+            .tools
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !Arc::ptr_eq(&cached.0, &host) {
+            *cached = (host.clone(), tool_list(&host));
+        }
+        cached.1.clone()
     }
 }

@@ -123,3 +123,63 @@ pub fn bad_arguments(tool: &str, reason: impl std::fmt::Display) -> ErrorData {
         Some(json!({"kind": "invalid_input"})),
     )
 }
+
+/// An approval an operator settled before this call's wait began: the call
+/// ran for them, and its outcome is in the session's log.
+pub fn approved_elsewhere(approval: &glovebox::approvals::Approval) -> CallToolResult {
+    let by = match &approval.status {
+        glovebox::approvals::ApprovalStatus::Approved { by, .. } => by.as_deref(),
+        _ => None,
+    };
+    ok_value(json!({
+        "approved": {
+            "approval_id": approval.id,
+            "call_id": approval.call_id,
+            "by": by,
+            "note": "the call ran when it was approved; its outcome is in the session's log (`session_log`)",
+        }
+    }))
+}
+
+/// The most of an input shown to a person who approves it.
+const SHOWN_INPUT_BYTES: usize = 4096;
+
+/// An input as a person approving it sees it: at most
+/// [`SHOWN_INPUT_BYTES`], with control and bidirectional-override
+/// characters escaped (`\u{202e}`), so what is shown is what runs.
+pub fn shown_input(input: &str) -> String {
+    let mut shown = String::new();
+    for c in input.chars() {
+        if shown.len() >= SHOWN_INPUT_BYTES {
+            shown.push_str(&format!(
+                " ... ({} bytes in all; its sha256 above is of the whole input)",
+                input.len()
+            ));
+            break;
+        }
+        let bidi = matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{061c}');
+        if (c.is_control() && c != '\n') || bidi {
+            shown.push_str(&c.escape_unicode().to_string());
+        } else {
+            shown.push(c);
+        }
+    }
+    shown
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shown_input;
+
+    #[test]
+    fn an_input_shown_for_approval_escapes_bidi_and_control_characters_and_is_bounded() {
+        assert_eq!(
+            shown_input("{\"path\":\"a\u{202e}txt.exe\"}\u{7}"),
+            "{\"path\":\"a\\u{202e}txt.exe\"}\\u{7}"
+        );
+        let long = "x".repeat(10_000);
+        let shown = shown_input(&long);
+        assert!(shown.len() < 4200, "{}", shown.len());
+        assert!(shown.ends_with("(10000 bytes in all; its sha256 above is of the whole input)"));
+    }
+}

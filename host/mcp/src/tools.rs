@@ -21,13 +21,14 @@ pub const SESSION_LIST: &str = "session_list";
 pub const SESSION_LOG: &str = "session_log";
 pub const SESSION_RERUN: &str = "session_rerun";
 pub const APPROVAL_STATUS: &str = "approval_status";
+pub const CONTEXT_SEARCH: &str = "context_search";
 pub const JOB_SPAWN: &str = "job_spawn";
 pub const JOB_WAIT: &str = "job_wait";
 pub const JOB_STATUS: &str = "job_status";
 pub const JOB_CANCEL: &str = "job_cancel";
 pub const JOB_LIST: &str = "job_list";
 
-pub const BUILTINS: [&str; 17] = [
+pub const BUILTINS: [&str; 18] = [
     SESSION_START,
     SESSION_RESUME,
     SESSION_STATUS,
@@ -40,6 +41,7 @@ pub const BUILTINS: [&str; 17] = [
     SESSION_LOG,
     SESSION_RERUN,
     APPROVAL_STATUS,
+    CONTEXT_SEARCH,
     JOB_SPAWN,
     JOB_WAIT,
     JOB_STATUS,
@@ -245,6 +247,19 @@ pub fn builtin_tools() -> Vec<Tool> {
                 "type": "object",
                 "properties": {"id": {"type": "string", "description": "The approval id of an `awaiting_approval` result."}},
                 "required": ["id"],
+                "additionalProperties": false,
+            }),
+        ),
+        tool(
+            CONTEXT_SEARCH,
+            "Search the projects' context index (what sessions of a project start with: rules, decisions, lessons from rescues): the live entries with every word of `query`, in `project` or in every project you may touch.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "Words that must all appear (case-insensitive)."},
+                    "project": {"type": "string", "description": "Only this project (one you may touch)."},
+                },
+                "required": ["query"],
                 "additionalProperties": false,
             }),
         ),

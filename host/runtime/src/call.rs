@@ -75,7 +75,7 @@ fn as_millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error
 }
 
 /// The whole story of one call: its outcome, what it cost and what it printed.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct CallReport {
     /// `plugin.tool`, or the name asked for if it did not resolve.
     pub tool: String,

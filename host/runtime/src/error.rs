@@ -7,7 +7,7 @@ use std::time::Duration;
 ///
 /// Every variant is an expected outcome of running untrusted code: none of them
 /// takes the host down, and the instance that produced it is dropped.
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 pub enum CallError {
     /// No configured plugin offers a tool by that name.
     #[error("unknown tool `{name}`: configured tools are {}", list_or_none(.known))]

@@ -6,7 +6,7 @@
 //! This is also the one place that words a refusal: a hook's deny, a hook's
 //! ask where no human can answer, the budget's deny.
 
-use crate::approvals::Approval;
+use crate::approvals::{Approval, ApprovalStatus};
 use crate::budget;
 use crate::call::CallContext;
 use crate::error::CallError;
@@ -62,6 +62,7 @@ pub(crate) async fn judge(
                     reason: d.reason.clone(),
                     alternatives: d.alternatives.clone(),
                     took_ms: u64::try_from(d.took.as_millis()).unwrap_or(u64::MAX),
+                    hook_digest: d.digest.clone(),
                 })
                 .collect();
             Judgement {
@@ -80,11 +81,20 @@ pub(crate) async fn judge(
                 pattern: a.pattern.clone(),
                 decision: "allow".into(),
                 reason: Some(format!(
-                    "approval {} of call {} ({}: {})",
-                    a.id, a.call_id, a.hook, a.reason
+                    "approval {} of call {} ({}: {}){}",
+                    a.id,
+                    a.call_id,
+                    a.hook,
+                    a.reason,
+                    match &a.status {
+                        ApprovalStatus::Approved { by: Some(by), .. } =>
+                            format!(", approved by {by}"),
+                        _ => String::new(),
+                    }
                 )),
                 alternatives: Vec::new(),
                 took_ms: 0,
+                hook_digest: None,
             }],
             verdict: Verdict::Allow,
             chain: None,

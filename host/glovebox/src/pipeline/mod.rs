@@ -89,7 +89,10 @@ impl Gateway {
         job_id: Option<String>,
         cancel: Option<tokio::sync::watch::Receiver<bool>>,
     ) -> Result<CallReport, SessionError> {
-        let (host, ledger) = (self.host(), self.ledger());
+        // The host as it is now: a reload while the call runs does not
+        // change the hooks that judged it or the settle that follows.
+        let host = self.host();
+        let (host, ledger) = (&*host, self.ledger());
         let ctx = CallContext {
             session_id: state.id.clone(),
             session_name: state.name.clone(),

@@ -127,6 +127,7 @@ pub(crate) async fn record(
                     reason: Some(reason.clone()),
                     alternatives: denial.alternatives.clone(),
                     took_ms: 0,
+                    hook_digest: None,
                 });
                 let err = over_budget(&tool, denial);
                 events.push(finished_refused(&call_id, &err));

@@ -26,7 +26,7 @@ use crate::session::{
 const DAY_MS: u64 = 86_400_000;
 
 /// What a report groups by.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum GroupBy {
     Role,

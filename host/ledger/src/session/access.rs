@@ -26,7 +26,7 @@ use super::lifecycle::SessionStatus;
 use super::ops::{Resumed, SessionFilter, StartSession};
 use super::state::{SessionInfo, SessionState};
 use super::store::Sessions;
-use crate::manifest::Principal;
+use crate::manifest::{HandoffsConfig, Principal};
 
 /// Whether `caller` may see and touch the session owned by `owner`.
 pub fn may_touch(caller: &Principal, owner: &str) -> bool {
@@ -182,15 +182,29 @@ impl Sessions {
         caller: &Principal,
         id_or_name: &str,
         mut handoff: Handoff,
+        routes: &HandoffsConfig,
     ) -> Result<Event, SessionError> {
         let writer = self.show_as(caller, id_or_name)?;
         if let Some(target) = handoff.target_session.clone() {
-            let target = self
-                .show_as(caller, &target)
-                .map_err(|e| SessionError::BadHandoff {
+            // Another principal's session only along a configured route
+            // (writer's role to the target's), in a project the caller may
+            // touch; otherwise it is not found, as for a name nobody has.
+            let routed = |e: SessionError| match self.show(&target) {
+                Ok(t)
+                    if routes.allows(writer.role, t.role)
+                        && caller.may_touch(&t.project)
+                        && t.status.is_live() =>
+                {
+                    Ok(t)
+                }
+                _ => Err(e),
+            };
+            let target = self.show_as(caller, &target).or_else(routed).map_err(|e| {
+                SessionError::BadHandoff {
                     session: writer.label(),
                     reason: format!("its target: {e}"),
-                })?;
+                }
+            })?;
             // By id: the name could pass to another session in between.
             handoff.target_session = Some(target.id);
         }

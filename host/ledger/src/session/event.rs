@@ -186,6 +186,11 @@ pub enum EventKind {
         reason: Option<String>,
         alternatives: Vec<String>,
         took_ms: u64,
+        /// The sha256 of the hook's component that decided; absent for a
+        /// hook that did not load, an operator's approval, and in logs
+        /// written before it was recorded (their hashes stay as they were).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        hook_digest: Option<String>,
     },
     /// Logged before the tool runs, so a crash leaves the idempotency key behind.
     CallStarted {

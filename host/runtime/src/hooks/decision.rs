@@ -42,6 +42,10 @@ pub struct HookDecision {
     /// How long the evaluation took, instantiation included.
     #[serde(rename = "took_ms", with = "millis")]
     pub took: Duration,
+    /// The sha256 of the hook's component that decided (`None` for a hook
+    /// that could not be loaded): which build of the policy judged the call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
 }
 
 impl HookDecision {
@@ -54,6 +58,7 @@ impl HookDecision {
             reason: Some(reason),
             alternatives: Vec::new(),
             took,
+            digest: None,
         }
     }
 }
@@ -83,6 +88,7 @@ pub(crate) fn check_decision(
             reason,
             alternatives,
             took,
+            digest: None,
         },
         Err(problem) => HookDecision::fail_closed(
             hook,

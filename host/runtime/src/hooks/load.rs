@@ -29,6 +29,8 @@ pub const MAX_TRIGGER_BYTES: usize = 256;
 /// A hook ready to judge calls.
 pub(crate) struct LoadedHook {
     pub name: String,
+    /// The sha256 of its component file (hex): which build judged a call.
+    pub digest: String,
     pub triggers: Vec<String>,
     /// `[hook.settings]` as JSON text, passed to every call of the hook.
     pub settings: String,
@@ -53,7 +55,7 @@ pub(crate) async fn load_hook(
     config: &HookConfig,
 ) -> Result<LoadedHook, String> {
     let path = &config.component;
-    let ComponentFile { bytes, digest: _ } =
+    let ComponentFile { bytes, digest } =
         component_file::read(path, MAX_HOOK_COMPONENT_BYTES, config.sha256.as_deref())
             .map_err(|problem| file_problem(path, problem))?;
 
@@ -115,6 +117,7 @@ pub(crate) async fn load_hook(
 
     Ok(LoadedHook {
         name: config.name.clone(),
+        digest,
         triggers,
         settings: config.settings.to_string(),
         limits,

@@ -99,6 +99,8 @@ pub struct ChainOutcome {
 #[derive(Clone, Debug, Serialize)]
 pub struct HookInfo {
     pub name: String,
+    /// The sha256 of its component (hex); `None` when it could not be loaded.
+    pub digest: Option<String>,
     /// The action patterns it judges; empty when it could not be loaded.
     pub triggers: Vec<String>,
     pub status: HookStatus,
@@ -166,11 +168,13 @@ impl HookChain {
             .map(|slot| match slot {
                 Slot::Ready(hook) => HookInfo {
                     name: hook.name.clone(),
+                    digest: Some(hook.digest.clone()),
                     triggers: hook.triggers.clone(),
                     status: HookStatus::Ready,
                 },
                 Slot::Broken { name, reason } => HookInfo {
                     name: name.clone(),
+                    digest: None,
                     triggers: Vec::new(),
                     status: HookStatus::Broken(reason.clone()),
                 },
@@ -233,7 +237,7 @@ impl HookChain {
         })
         .await;
         let took = start.elapsed();
-        match answer {
+        let mut decision = match answer {
             Ok(answer) => decision::check_decision(&hook.name, pattern, answer, took),
             Err(fault) => HookDecision::fail_closed(
                 &hook.name,
@@ -245,7 +249,9 @@ impl HookChain {
                 ),
                 took,
             ),
-        }
+        };
+        decision.digest = Some(hook.digest.clone());
+        decision
     }
 
     /// Tells every hook that allowed the call how it ended (`ok`, and a short

@@ -89,6 +89,7 @@ fn decision(hook: &str, kind: DecisionKind) -> HookDecision {
         reason: (kind != DecisionKind::Allow).then(|| format!("{hook} says so")),
         alternatives: Vec::new(),
         took: Duration::from_millis(1),
+        digest: None,
     }
 }
 

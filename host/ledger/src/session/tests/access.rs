@@ -3,7 +3,7 @@
 use std::collections::HashSet;
 
 use super::*;
-use crate::manifest::{Principal, PrincipalKind};
+use crate::manifest::{HandoffRoute, HandoffsConfig, Principal, PrincipalKind};
 
 fn agent(name: &str, roles: &[Role], projects: &[&str], tags: &[&str]) -> Principal {
     Principal {
@@ -12,6 +12,7 @@ fn agent(name: &str, roles: &[Role], projects: &[&str], tags: &[&str]) -> Princi
         roles: roles.to_vec(),
         projects: projects.iter().map(|p| p.to_string()).collect(),
         tags: tags.iter().map(|t| t.to_string()).collect(),
+        approve_by: Default::default(),
     }
 }
 
@@ -69,6 +70,7 @@ fn another_principals_session_is_not_found_like_one_that_does_not_exist() {
                 &a,
                 key,
                 Handoff::new(HandoffKind::Continuation, Role::Workagent, "x"),
+                &HandoffsConfig::default(),
             ),
             key,
         );
@@ -76,7 +78,9 @@ fn another_principals_session_is_not_found_like_one_that_does_not_exist() {
     // A handoff into another's session: its target is not found either.
     let mut h = Handoff::new(HandoffKind::Continuation, Role::Workagent, "take this");
     h.target_session = Some("b-work".into());
-    let e = s.handoff_as(&a, "a-work", h).unwrap_err();
+    let e = s
+        .handoff_as(&a, "a-work", h, &HandoffsConfig::default())
+        .unwrap_err();
     assert!(
         matches!(e, SessionError::BadHandoff { .. })
             && e.to_string()
@@ -277,4 +281,59 @@ fn logs_from_before_principals_verify_unchanged_and_belong_to_local() {
         env.sessions.resume_as(&local, "s-old"),
         Err(SessionError::NotAllowed(_))
     ));
+}
+
+#[test]
+fn a_handoff_into_another_principals_session_follows_a_configured_route_only() {
+    let env = Env::new();
+    let worker = agent("w", &[Role::Workagent], &["p"], &[]);
+    let lead = agent("l", &[Role::Supervisor], &["p", "q"], &[]);
+    let s = &env.sessions;
+    s.start_as(&worker, start(Role::Workagent, "p", "w-task", &[]), &none())
+        .unwrap();
+    s.start_as(&lead, start(Role::Supervisor, "p", "l-sup", &[]), &none())
+        .unwrap();
+    s.start_as(&lead, start(Role::Supervisor, "q", "l-other", &[]), &none())
+        .unwrap();
+    let done = |to: &str| {
+        let mut h = Handoff::new(HandoffKind::WorkagentCompletion, Role::Workagent, "done");
+        h.target_session = Some(to.into());
+        h
+    };
+    let route = HandoffsConfig {
+        routes: vec![HandoffRoute {
+            from: Role::Workagent,
+            to: Role::Supervisor,
+        }],
+    };
+    // No route: the lead's session does not exist for the worker.
+    let e = s
+        .handoff_as(&worker, "w-task", done("l-sup"), &HandoffsConfig::default())
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("no session with the id or name `l-sup`"),
+        "{e}"
+    );
+    // A route the other way round opens nothing either.
+    let back = HandoffsConfig {
+        routes: vec![HandoffRoute {
+            from: Role::Supervisor,
+            to: Role::Workagent,
+        }],
+    };
+    assert!(
+        s.handoff_as(&worker, "w-task", done("l-sup"), &back)
+            .is_err()
+    );
+    // A project the worker may not touch stays closed on the route.
+    let e = s
+        .handoff_as(&worker, "w-task", done("l-other"), &route)
+        .unwrap_err();
+    assert!(e.to_string().contains("`l-other`"), "{e}");
+    assert_eq!(s.show("l-other").unwrap().handoffs, 0);
+    // Along the route, into a project it may touch: the lead receives it.
+    s.handoff_as(&worker, "w-task", done("l-sup"), &route)
+        .unwrap();
+    assert_eq!(s.show("l-sup").unwrap().handoffs, 1);
 }

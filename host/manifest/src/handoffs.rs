@@ -1,0 +1,100 @@
+//! `[handoffs]`: the routes along which an agent may hand work to a session
+//! that is not its own. Without a route, a handoff's target must be one of
+//! the writer's own sessions (an operator's reach every session).
+
+use serde::Deserialize;
+
+use super::ConfigError;
+use super::source::Source;
+use crate::Role;
+
+/// One route: a session of role `from` may hand off into a live session of
+/// role `to` owned by another principal, in a project the writer may touch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HandoffRoute {
+    pub from: Role,
+    pub to: Role,
+}
+
+/// `[handoffs]`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HandoffsConfig {
+    /// `routes = ["workagent -> supervisor", ...]`. Default none.
+    pub routes: Vec<HandoffRoute>,
+}
+
+impl HandoffsConfig {
+    /// Whether a session of role `from` may hand off into another
+    /// principal's session of role `to`.
+    pub fn allows(&self, from: Role, to: Role) -> bool {
+        self.routes.iter().any(|r| r.from == from && r.to == to)
+    }
+}
+
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawHandoffs {
+    #[serde(default)]
+    routes: Vec<String>,
+}
+
+pub(super) fn validate_handoffs(
+    src: &Source,
+    raw: &RawHandoffs,
+) -> Result<HandoffsConfig, ConfigError> {
+    let mut config = HandoffsConfig::default();
+    for text in &raw.routes {
+        let route = parse_route(text).map_err(|problem| {
+            src.invalid(
+                "handoffs.routes",
+                problem,
+                "write each route as `\"<role> -> <role>\"`, e.g. `\"workagent -> supervisor\"` (roles: orchestrator, supervisor, workagent)",
+            )
+        })?;
+        if !config.routes.contains(&route) {
+            config.routes.push(route);
+        }
+    }
+    Ok(config)
+}
+
+fn parse_route(text: &str) -> Result<HandoffRoute, String> {
+    let Some((from, to)) = text.split_once("->") else {
+        return Err(format!("route `{text}` has no `->`"));
+    };
+    let role = |t: &str| -> Result<Role, String> {
+        t.trim()
+            .parse()
+            .map_err(|e: String| format!("route `{text}`: {e}"))
+    };
+    Ok(HandoffRoute {
+        from: role(from)?,
+        to: role(to)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_route_is_two_roles_and_an_arrow() {
+        assert_eq!(
+            parse_route(" workagent->supervisor "),
+            Ok(HandoffRoute {
+                from: Role::Workagent,
+                to: Role::Supervisor
+            })
+        );
+        assert!(
+            parse_route("workagent supervisor")
+                .unwrap_err()
+                .contains("no `->`")
+        );
+        assert!(
+            parse_route("workagent -> boss")
+                .unwrap_err()
+                .contains("boss")
+        );
+    }
+}

@@ -1,0 +1,402 @@
+//! The operator plane while serving: the command line talks to the running
+//! server instead of opening the data dir it holds.
+//!
+//! One process holds a data dir (its store is locked). `glovebox serve`
+//! therefore listens on a control socket in the data dir (`control.sock`, a
+//! Unix domain socket, mode 0600 in the 0700 data dir, and every peer's uid
+//! checked against the server's own), and every command that opens the
+//! store first tries that socket: when a server answers, the command is sent
+//! there, run inside the server against its gateway, and its output and exit
+//! code come back as if it had run here; when none answers, it opens the
+//! store itself as before. Either way the same code runs: the handlers ask
+//! this module for the gateway ([`gateway`], [`served`]) and print with
+//! `out!`/`err!`, which write into the request's buffers inside the server.
+//!
+//! What the command needs from this machine (its input on stdin or in a
+//! file, paths relative to its directory) is resolved before it is sent, so
+//! the server never reads the client's stdin or guesses its directory. The
+//! person at the socket is the operator `cli:<uid>` (the peer's uid), and
+//! that is who approvals and denials are recorded as.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+use anyhow::{Context, Result};
+use glovebox::{Gateway, HostConfig, Jobs, JobsConfig, Principal};
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+
+use crate::Command;
+
+/// The socket's file name in the data dir.
+const SOCKET: &str = "control.sock";
+/// The largest request accepted (a call's input travels inline).
+const MAX_REQUEST_BYTES: u64 = 64 << 20;
+/// The wire format's version: a client and server that disagree refuse.
+const VERSION: u32 = 1;
+
+/// A command sent to the running server.
+#[derive(Serialize, Deserialize)]
+struct Request {
+    version: u32,
+    command: Command,
+}
+
+/// What the command printed and how it ended.
+#[derive(Serialize, Deserialize)]
+struct Response {
+    stdout: String,
+    stderr: String,
+    exit: u8,
+}
+
+/// Inside the server: the gateway and jobs runner a forwarded command uses,
+/// who sent it, and what it prints.
+struct Served {
+    gateway: Gateway,
+    jobs: Arc<Jobs>,
+    operator: Principal,
+    stdout: Mutex<Vec<u8>>,
+    stderr: Mutex<Vec<u8>>,
+}
+
+tokio::task_local! {
+    static SERVED: Arc<Served>;
+}
+
+/// The server's gateway when this command runs inside it.
+pub fn served() -> Option<Gateway> {
+    SERVED.try_with(|s| s.gateway.clone()).ok()
+}
+
+/// The gateway: the running server's, or the config's opened here.
+pub async fn gateway(config: &Path) -> Result<Gateway> {
+    match served() {
+        Some(gateway) => Ok(gateway),
+        None => Gateway::open(config).await,
+    }
+}
+
+/// The jobs runner: the running server's (it already runs the data dir's
+/// jobs), or one started here on the config's gateway.
+pub async fn jobs(config: &Path) -> Result<Arc<Jobs>> {
+    if let Ok(jobs) = SERVED.try_with(|s| s.jobs.clone()) {
+        return Ok(jobs);
+    }
+    Ok(Jobs::new(
+        Gateway::open(config).await?,
+        JobsConfig::default(),
+    ))
+}
+
+/// The config: the running server's (what it serves now), or the file's.
+pub fn config(path: &Path) -> Result<HostConfig> {
+    match served() {
+        Some(gateway) => Ok(gateway.host().config().clone()),
+        None => Ok(HostConfig::load(path)?),
+    }
+}
+
+/// Who is acting at the command line: the socket's peer inside the server,
+/// this process's user otherwise.
+pub fn operator() -> Principal {
+    SERVED
+        .try_with(|s| s.operator.clone())
+        .unwrap_or_else(|_| glovebox::cli_operator())
+}
+
+/// Writes to the command's stdout: the request's buffer inside the server.
+pub fn write_out(args: std::fmt::Arguments<'_>) -> std::io::Result<()> {
+    match SERVED.try_with(|s| append(&s.stdout, args)) {
+        Ok(r) => r,
+        Err(_) => writeln!(std::io::stdout().lock(), "{args}"),
+    }
+}
+
+/// Writes to the command's stderr: the request's buffer inside the server.
+pub fn write_err(args: std::fmt::Arguments<'_>) {
+    match SERVED.try_with(|s| append(&s.stderr, args)) {
+        Ok(_) => {}
+        Err(_) => {
+            let _ = writeln!(std::io::stderr().lock(), "{args}");
+        }
+    }
+}
+
+fn append(buffer: &Mutex<Vec<u8>>, args: std::fmt::Arguments<'_>) -> std::io::Result<()> {
+    let mut buffer = buffer
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    writeln!(buffer, "{args}")
+}
+
+/// The control socket of a data dir.
+pub fn socket_path(data_dir: &Path) -> PathBuf {
+    data_dir.join(SOCKET)
+}
+
+/// Whether `command` works on the data dir's store, and so goes to the
+/// running server when there is one.
+fn needs_store(command: &Command) -> bool {
+    match command {
+        Command::Call { session, .. } => session.is_some(),
+        Command::Policy {
+            command: crate::sessions::PolicyCommand::Replay { store_config, .. },
+        } => store_config.is_none(),
+        Command::Session { .. }
+        | Command::Billing(_)
+        | Command::Rescue { .. }
+        | Command::Context { .. }
+        | Command::Log { .. }
+        | Command::Approvals { .. }
+        | Command::Approve { .. }
+        | Command::Deny { .. }
+        | Command::Job { .. }
+        | Command::Reload => true,
+        _ => false,
+    }
+}
+
+/// Runs `command` on the server that holds the config's data dir, when one
+/// does: `Some(exit code)` once it ran there (its output printed here),
+/// `None` when no server answers and the command runs here.
+pub async fn forward(config: &Path, command: &mut Command) -> Result<Option<ExitCode>> {
+    if !needs_store(command) {
+        return Ok(None);
+    }
+    // Only the data dir: a config broken since the server started still
+    // reaches that server (which reports what is wrong with it on reload).
+    let Ok(data_dir) = HostConfig::data_dir_of(config) else {
+        // The command reports the config's problem itself.
+        return Ok(None);
+    };
+    let path = socket_path(&data_dir);
+    let stream = match UnixStream::connect(&path).await {
+        Ok(s) => s,
+        // No server (or one that died and left its socket): run here.
+        Err(_) => return Ok(None),
+    };
+    inline_local_inputs(command)?;
+    let request = Request {
+        version: VERSION,
+        command: std::mem::replace(command, Command::Reload),
+    };
+    let response = exchange(stream, &request).await.with_context(|| {
+        format!(
+            "the glovebox server holding `{}` did not answer on `{}`",
+            data_dir.display(),
+            path.display()
+        )
+    })?;
+    std::io::stdout()
+        .lock()
+        .write_all(response.stdout.as_bytes())?;
+    std::io::stderr()
+        .lock()
+        .write_all(response.stderr.as_bytes())?;
+    Ok(Some(ExitCode::from(response.exit)))
+}
+
+async fn exchange(stream: UnixStream, request: &Request) -> Result<Response> {
+    let (read, mut write) = stream.into_split();
+    let mut line = serde_json::to_vec(request)?;
+    line.push(b'\n');
+    write.write_all(&line).await?;
+    write.shutdown().await?;
+    let mut answer = String::new();
+    BufReader::new(read).read_line(&mut answer).await?;
+    if answer.is_empty() {
+        anyhow::bail!("it closed the connection (see the server's log)");
+    }
+    Ok(serde_json::from_str(&answer)?)
+}
+
+/// Reads what the command would read here (stdin, input files) into the
+/// command, and makes its other paths absolute.
+fn inline_local_inputs(command: &mut Command) -> Result<()> {
+    let absolute = |p: &mut PathBuf| -> Result<()> {
+        if p.is_relative() {
+            *p = std::env::current_dir()?.join(&*p);
+        }
+        Ok(())
+    };
+    match command {
+        Command::Call {
+            input, input_file, ..
+        }
+        | Command::Job {
+            command:
+                crate::jobs::JobCommand::Spawn {
+                    input, input_file, ..
+                },
+        } => {
+            *input = Some(crate::read_input(input.take(), input_file.take())?);
+        }
+        Command::Session {
+            command:
+                crate::sessions::SessionCommand::Handoff {
+                    from_file: Some(path),
+                    ..
+                },
+        } => absolute(path)?,
+        Command::Policy {
+            command:
+                crate::sessions::PolicyCommand::Replay {
+                    store_config: Some(path),
+                    ..
+                },
+        } => absolute(path)?,
+        _ => {}
+    }
+    Ok(())
+}
+
+/// The control socket of a running server; removed when dropped.
+pub struct Listener {
+    path: PathBuf,
+    _accepting: glovebox::tasks::Owned<()>,
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Listens on the data dir's control socket and runs the commands sent
+/// there against `gateway` and `jobs`. The server holds the store's lock, so
+/// a socket file already there is a dead server's and is replaced.
+pub fn listen(gateway: Gateway, jobs: Arc<Jobs>) -> Result<Listener> {
+    let path = socket_path(&gateway.host().config().data_dir);
+    match std::fs::remove_file(&path) {
+        Ok(()) => {
+            tracing::info!(socket = %path.display(), "replaced the control socket a stopped server left")
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => {
+            return Err(e).with_context(|| format!("cannot remove `{}`", path.display()));
+        }
+    }
+    let listener = UnixListener::bind(&path).with_context(|| {
+        format!(
+            "cannot listen on the control socket `{}` (the operator's commands reach the server there); a data dir path shorter than about 100 bytes is needed for it",
+            path.display()
+        )
+    })?;
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
+            .with_context(|| format!("cannot make `{}` owner-only", path.display()))?;
+    }
+    let own_uid = rustix::process::geteuid().as_raw();
+    let accepting = glovebox::tasks::owned(async move {
+        loop {
+            let stream = match listener.accept().await {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    tracing::warn!(error = %e, "control socket: accept failed");
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                    continue;
+                }
+            };
+            let (gateway, jobs) = (gateway.clone(), jobs.clone());
+            glovebox::tasks::detached(async move {
+                if let Err(e) = serve_one(stream, own_uid, gateway, jobs).await {
+                    tracing::warn!(error = %format!("{e:#}"), "control socket: a request failed");
+                }
+            });
+        }
+    });
+    tracing::info!(socket = %path.display(), "the operator's commands reach this server on its control socket");
+    Ok(Listener {
+        path,
+        _accepting: accepting,
+    })
+}
+
+async fn serve_one(
+    stream: UnixStream,
+    own_uid: u32,
+    gateway: Gateway,
+    jobs: Arc<Jobs>,
+) -> Result<()> {
+    let peer = stream
+        .peer_cred()
+        .context("cannot read the peer's credentials")?;
+    if peer.uid() != own_uid {
+        // The socket is 0600 in a 0700 dir: only root gets here.
+        anyhow::bail!(
+            "refused a connection from uid {}: the control socket serves its owner (uid {own_uid}) only",
+            peer.uid()
+        );
+    }
+    let (read, mut write) = stream.into_split();
+    let mut line = String::new();
+    BufReader::new(read.take(MAX_REQUEST_BYTES))
+        .read_line(&mut line)
+        .await?;
+    let response = match serde_json::from_str::<Request>(&line) {
+        Ok(request) if request.version == VERSION => {
+            let served = Arc::new(Served {
+                gateway,
+                jobs,
+                operator: Principal::operator(format!("cli:{}", peer.uid())),
+                stdout: Mutex::default(),
+                stderr: Mutex::default(),
+            });
+            let config = served.gateway.host().config().path.clone();
+            let code = SERVED
+                .scope(served.clone(), crate::dispatch(&config, request.command))
+                .await;
+            let take = |b: &Mutex<Vec<u8>>| {
+                String::from_utf8_lossy(
+                    &b.lock().unwrap_or_else(std::sync::PoisonError::into_inner),
+                )
+                .into_owned()
+            };
+            let mut stderr = take(&served.stderr);
+            let exit = match code {
+                Ok(code) => exit_number(code),
+                Err(e) => {
+                    stderr.push_str(&format!("error: {e:#}\n"));
+                    2
+                }
+            };
+            Response {
+                stdout: take(&served.stdout),
+                stderr,
+                exit,
+            }
+        }
+        Ok(request) => Response {
+            stdout: String::new(),
+            stderr: format!(
+                "error: this glovebox speaks version {} of the control socket and the running server version {VERSION}: use the same glovebox binary as the server\n",
+                request.version
+            ),
+            exit: 2,
+        },
+        Err(e) => Response {
+            stdout: String::new(),
+            stderr: format!(
+                "error: the running server cannot read this command ({e}): use the same glovebox binary as the server\n"
+            ),
+            exit: 2,
+        },
+    };
+    let mut answer = serde_json::to_vec(&response)?;
+    answer.push(b'\n');
+    write.write_all(&answer).await?;
+    write.shutdown().await?;
+    Ok(())
+}
+
+/// An exit code as its number (`ExitCode` keeps it opaque).
+fn exit_number(code: ExitCode) -> u8 {
+    (0..=u8::MAX)
+        .find(|n| ExitCode::from(*n) == code)
+        .unwrap_or(1)
+}

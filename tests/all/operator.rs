@@ -1,0 +1,428 @@
+//! The operator plane while a server runs: every command that opens the
+//! store reaches the running server through its control socket with the
+//! same output and exit code as without one; an operator approves or denies
+//! a call an MCP client is waiting on, and is recorded as the approver;
+//! `glovebox reload` (and SIGHUP) swaps the config, and a broken one is
+//! refused while the old one keeps serving. All over the real binary.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::mcp::Server;
+use crate::util::{self, Site, plugins};
+
+/// The uid this test runs as: the operator the server records.
+fn operator() -> String {
+    let out = std::process::Command::new("id").arg("-u").output().unwrap();
+    format!("cli:{}", String::from_utf8_lossy(&out.stdout).trim())
+}
+
+/// Waits for the server's control socket.
+fn wait_for_socket(site: &Site) {
+    let socket = site.path().join("data/control.sock");
+    let start = Instant::now();
+    while !socket.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no control socket at {}",
+            socket.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn mcp_server(site: &Site) -> Server {
+    let server = Server::initialized(&site.config(), &[]);
+    wait_for_socket(site);
+    server
+}
+
+/// The commands an operator runs against a data dir, read-only ones whose
+/// output does not depend on when they run.
+const READS: &[&[&str]] = &[
+    &["session", "show", "s1"],
+    &["session", "list", "--json"],
+    &["session", "budget", "s1"],
+    &["log", "verify", "s1"],
+    &["log", "show", "s1"],
+    &["log", "export", "s1"],
+    &["approvals", "--all", "--json"],
+    &["job", "list"],
+    &["rescue", "list"],
+    &["context", "list", "--project", "demo"],
+    &["billing", "--json", "--by", "role"],
+    &["policy", "replay", "--session", "s1"],
+    // Refusals: the same words and exit codes.
+    &["session", "show", "nosuch"],
+    &["log", "verify", "nosuch"],
+    &["job", "status", "job-nosuch"],
+    &["approve", "ap-nosuch"],
+];
+
+#[test]
+fn every_store_command_answers_the_same_through_a_running_server() {
+    let site = Site::new(false);
+    let (code, _, err) = site.run(&[
+        "session",
+        "start",
+        "--role",
+        "workagent",
+        "--project",
+        "demo",
+        "--name",
+        "s1",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = site.run(&[
+        "call",
+        "--session",
+        "s1",
+        "echo.echo",
+        "--input",
+        r#"{"message":"hi"}"#,
+    ]);
+    assert_eq!(code, 0, "{err}");
+
+    // Without a server: each command opens the store itself.
+    let alone: Vec<(i32, String, String)> = READS.iter().map(|args| site.run(args)).collect();
+
+    let server = mcp_server(&site);
+    for (args, before) in READS.iter().zip(&alone) {
+        let now = site.run(args);
+        assert!(
+            !now.2.contains("in use by another glovebox process"),
+            "{args:?} did not reach the server: {}",
+            now.2
+        );
+        assert_eq!(now.0, before.0, "exit code of {args:?}: {}", now.2);
+        assert_eq!(now.1, before.1, "stdout of {args:?}");
+        assert_eq!(now.2, before.2, "stderr of {args:?}");
+    }
+
+    // Writes work too, and land in the log the server keeps.
+    for args in [
+        &[
+            "session",
+            "usage",
+            "s1",
+            "--tokens-in",
+            "10",
+            "--cost",
+            "0.5",
+        ][..],
+        &["session", "budget", "s1", "--cost", "20"],
+        &["session", "pause", "s1", "--reason", "operator looks"],
+        &["session", "resume", "s1"],
+        &["session", "tag", "s1", "--add", "reviewed"],
+    ] {
+        let (code, _, err) = site.run(args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+    }
+    // Input from stdin and from a file is read here and sent along.
+    let input = site.path().join("input.json");
+    std::fs::write(&input, r#"{"message":"from a file"}"#).unwrap();
+    let (code, out, err) = site.run(&[
+        "call",
+        "--session",
+        "s1",
+        "echo.echo",
+        "--input-file",
+        input.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("from a file"), "{out}");
+    let mut child = util::glovebox()
+        .arg("--config")
+        .arg(site.config())
+        .args([
+            "job",
+            "spawn",
+            "--session",
+            "s1",
+            "echo.echo",
+            "--input",
+            "-",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(br#"{"message":"from stdin"}"#)
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let job: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let id = job["id"].as_str().unwrap();
+    // The server's own runner runs it; `job wait` only waits.
+    let (code, out, err) = site.run(&["job", "wait", id, "--timeout", "60s"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("from stdin"), "{out}");
+
+    let (code, _, err) = site.run(&["rescue", "open", "s1"]);
+    assert_eq!(code, 0, "{err}");
+
+    let (_, log, _) = site.run(&["log", "export", "s1"]);
+    for kind in [
+        "usage_reported",
+        "cap_raised",
+        "paused",
+        "resumed",
+        "rescue",
+    ] {
+        assert!(log.contains(kind), "no {kind} in the log: {log}");
+    }
+    let (code, out, err) = site.run(&["log", "verify", "s1"]);
+    assert_eq!(code, 0, "{out}{err}");
+    drop(server);
+
+    // With the server gone, the commands open the store themselves again.
+    let (code, out, err) = site.run(&["session", "show", "s1"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("reviewed"), "{out}");
+}
+
+/// A config whose `files.write` waits for a human, served to the built-in
+/// agent over stdio.
+fn approval_site(extra: &str) -> Site {
+    let site = Site::with_config(
+        &format!(
+            "{extra}[[hook]]\nname = \"destructive\"\ncomponent = \"{}\"\n[hook.settings]\nmode = \"ask\"\n",
+            plugins::HOOK_DESTRUCTIVE
+        ),
+        &[(
+            "files.toml",
+            format!(
+                "name = \"files\"\ncomponent = \"{}\"\n[[fs]]\nhost = \"work\"\nguest = \"/data\"\naccess = \"read-write\"\n",
+                plugins::TOOL_FILES
+            ),
+        )],
+    );
+    // `Site` says `hooks = "none"`; this config has a hook instead.
+    let config = std::fs::read_to_string(site.config())
+        .unwrap()
+        .replace("hooks = \"none\"\n", "");
+    std::fs::write(site.config(), config).unwrap();
+    std::fs::create_dir(site.path().join("work")).unwrap();
+    site
+}
+
+/// The one pending approval's id, once there is one.
+fn pending_approval(site: &Site) -> Value {
+    let start = Instant::now();
+    loop {
+        let list = site.json(&["approvals", "--json"]);
+        if let Some(first) = list.as_array().and_then(|l| l.first()) {
+            return first.clone();
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no pending approval"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn an_operator_settles_a_call_an_mcp_client_waits_on_and_is_recorded() {
+    let site = approval_site("");
+    let mut server = mcp_server(&site);
+    let input = json!({"path": "/data/notes.txt", "content": "approved"});
+
+    // The client's call waits for the operator (`[approvals] wait`, 5 min).
+    server.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "files.write", "arguments": input}}));
+    let approval = pending_approval(&site);
+    assert_eq!(approval["tool"], "files.write");
+    assert!(!site.path().join("work/notes.txt").exists());
+    let id = approval["id"].as_str().unwrap();
+    let (code, out, err) = site.run(&["approve", id]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("\"written\": 8"), "{out}");
+    // The client gets the result of the call it made.
+    let answer = server.response(1);
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    assert_eq!(
+        answer["result"]["structuredContent"]["written"], 8,
+        "{answer}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(site.path().join("work/notes.txt")).unwrap(),
+        "approved"
+    );
+    let all = site.json(&["approvals", "--all", "--json"]);
+    assert_eq!(all[0]["status"]["state"], "approved", "{all}");
+    assert_eq!(all[0]["status"]["by"], operator(), "{all}");
+
+    // A denial reaches the waiting client with who denied it and why.
+    let input = json!({"path": "/data/other.txt", "content": "no"});
+    server.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "files.write", "arguments": input}}));
+    let approval = pending_approval(&site);
+    let id = approval["id"].as_str().unwrap();
+    let (code, out, err) = site.run(&["deny", id, "--reason", "not today"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("not today"), "{out}");
+    let answer = server.response(2);
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    let message = answer["result"]["structuredContent"]["denied"]["reason"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{answer}"))
+        .to_string();
+    assert!(
+        message.contains(&format!("denied by {}", operator())),
+        "{message}"
+    );
+    assert!(message.contains("not today"), "{message}");
+    assert!(!site.path().join("work/other.txt").exists());
+    let (_, log, _) = site.run(&["log", "export", approval["session"].as_str().unwrap()]);
+    assert!(log.contains(&format!("denied by {}", operator())), "{log}");
+}
+
+#[test]
+fn a_call_answers_at_once_when_approvals_do_not_wait() {
+    let site = approval_site("[approvals]\nwait = 0\n");
+    let mut server = mcp_server(&site);
+    let answer = server.call(
+        1,
+        "files.write",
+        json!({"path": "/data/notes.txt", "content": "later"}),
+    );
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    assert!(
+        answer["result"]["structuredContent"]["awaiting_approval"]["approval_id"].is_string(),
+        "{answer}"
+    );
+    // Settled later from the command line, it runs then.
+    let approval = pending_approval(&site);
+    let (code, _, err) = site.run(&["approve", approval["id"].as_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        std::fs::read_to_string(site.path().join("work/notes.txt")).unwrap(),
+        "later"
+    );
+}
+
+fn tool_names(server: &mut Server, id: u64) -> Vec<String> {
+    let list = server.request(id, "tools/list", json!({}));
+    list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .filter(|n| n.contains('.'))
+        .collect()
+}
+
+fn add_plugin(config: &Path, manifest: &str) {
+    let mut text = std::fs::read_to_string(config).unwrap();
+    text += &format!("[[plugin]]\nmanifest = \"{manifest}\"\n");
+    std::fs::write(config, text).unwrap();
+}
+
+#[test]
+fn reload_swaps_the_config_and_refuses_a_broken_one_while_the_old_one_serves() {
+    let site = Site::with_plugins(&[(
+        "echo.toml",
+        format!("name = \"echo\"\ncomponent = \"{}\"\n", plugins::TOOL_ECHO),
+    )]);
+    std::fs::write(
+        site.path().join("files.toml"),
+        format!(
+            "name = \"files\"\ncomponent = \"{}\"\n",
+            plugins::TOOL_FILES
+        ),
+    )
+    .unwrap();
+    // No server: nothing to reload, and the error says so.
+    let (code, _, err) = site.run(&["reload"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no glovebox server is running"), "{err}");
+
+    let mut server = mcp_server(&site);
+    assert_eq!(tool_names(&mut server, 1), ["echo.echo"]);
+
+    // A broken config is refused with its error; the old one keeps serving.
+    let good = std::fs::read_to_string(site.config()).unwrap();
+    std::fs::write(site.config(), format!("{good}[bogus]\n")).unwrap();
+    let (code, _, err) = site.run(&["reload"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("bogus"), "{err}");
+    assert!(err.contains("keeps serving the config it had"), "{err}");
+    let answer = server.call(2, "echo.echo", json!({"message": "still here"}));
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+
+    // What a running server cannot change is refused too, saying what.
+    std::fs::write(
+        site.config(),
+        good.replace("[runtime]\n", "[runtime]\nmax_concurrent_calls = 3\n"),
+    )
+    .unwrap();
+    let (code, _, err) = site.run(&["reload"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("changes [runtime]") && err.contains("restart"),
+        "{err}"
+    );
+
+    // A good one is served from now on: the new plugin's tools are listed.
+    std::fs::write(site.config(), &good).unwrap();
+    add_plugin(&site.config(), "files.toml");
+    let (code, out, err) = site.run(&["reload"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("reloaded `"), "{out}");
+    let mut names = tool_names(&mut server, 3);
+    names.sort();
+    assert!(names.contains(&"files.write".to_string()), "{names:?}");
+
+    // SIGHUP does the same: back to the echo plugin alone.
+    std::fs::write(site.config(), &good).unwrap();
+    let pid = server.pid();
+    let status = std::process::Command::new("kill")
+        .args(["-HUP", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let start = Instant::now();
+    while tool_names(&mut server, 4) != ["echo.echo"] {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "SIGHUP did not reload"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn an_entry_the_operator_adds_while_serving_is_found_by_an_agents_context_search() {
+    let site = Site::new(false);
+    let mut server = mcp_server(&site);
+    let (code, _, err) = site.run(&[
+        "context",
+        "add",
+        "--project",
+        "demo",
+        "never write to the production bucket on Fridays",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let search = |server: &mut Server, id: u64, args: Value| {
+        let answer = server.call(id, "context_search", args);
+        assert_eq!(answer["result"]["isError"], false, "{answer}");
+        answer["result"]["structuredContent"]["entries"].clone()
+    };
+    let found = search(
+        &mut server,
+        1,
+        json!({"query": "PRODUCTION fridays", "project": "demo"}),
+    );
+    assert_eq!(found.as_array().unwrap().len(), 1, "{found}");
+    assert_eq!(found[0]["project"], "demo");
+    let none = search(&mut server, 2, json!({"query": "production mondays"}));
+    assert_eq!(none, json!([]));
+}
