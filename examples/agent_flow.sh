@@ -29,10 +29,16 @@ done
 # The operator, as from a second terminal while the server runs: the flow's
 # destructive write waits for approval; `glovebox approvals` lists it (through
 # the server's control socket) and `glovebox approve` runs it.
+# Approvals an earlier run left pending in the data dir are not this flow's.
+ids() { ./target/debug/glovebox --config "$flow_config" approvals --json 2>/dev/null |
+  "$venv/bin/python" -c 'import json,sys; print(" ".join(a["id"] for a in json.load(sys.stdin)))'; }
+earlier=" $(ids) "
 (
   for _ in $(seq 1 600); do
-    id=$(./target/debug/glovebox --config "$flow_config" approvals --json 2>/dev/null |
-      "$venv/bin/python" -c 'import json,sys; l=json.load(sys.stdin); print(l[0]["id"] if l else "")')
+    id=""
+    for pending in $(ids); do
+      case "$earlier" in *" $pending "*) ;; *) id=$pending; break ;; esac
+    done
     if [ -n "$id" ]; then
       echo "operator: glovebox approve $id"
       ./target/debug/glovebox --config "$flow_config" approve "$id" >/dev/null
