@@ -626,3 +626,52 @@ fn another_agent_cannot_note_pause_page_rerun_or_see_approvals_of_the_first_ones
     assert!(rerun.is_object(), "{rerun}");
     server.close();
 }
+
+/// A client that probes with `server/discover` at 2026-07-28 (the official
+/// Python SDK does) is answered with the revisions served, all with
+/// `initialize`, and then connects the old way with no error; a request
+/// that declares 2026-07-28 inline is refused with -32022 and those revisions.
+#[test]
+fn a_2026_07_28_probe_is_answered_and_negotiated_down_without_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = config(dir.path());
+    let mut server = Server::start(&path);
+    let modern = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "probe", "version": "0"},
+    });
+    let discovered = server.request(1, "server/discover", json!({"_meta": modern}));
+    let versions = discovered["result"]["supportedVersions"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{discovered}"));
+    assert!(versions.contains(&json!("2025-11-25")), "{discovered}");
+    assert!(!versions.contains(&json!("2026-07-28")), "{discovered}");
+
+    let init = server.request(
+        3,
+        "initialize",
+        json!({
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "glovebox-tests", "version": "0"},
+        }),
+    );
+    assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
+    server.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let answer = server.call(4, "echo.echo", json!({"message": "hi"}));
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    server.close();
+
+    // A client that goes 2026-07-28 inline, with no handshake: refused.
+    let mut server = Server::start(&path);
+    let refused = server.request(1, "tools/list", json!({"_meta": modern}));
+    assert_eq!(refused["error"]["code"], -32022, "{refused}");
+    assert!(
+        refused["error"]["data"]["supported"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("2025-11-25")),
+        "{refused}"
+    );
+}

@@ -3,7 +3,9 @@
 //! rmcp makes one handler per MCP session (`Mcp-Session-Id`) through the
 //! factory below, so each session gets its own [`Connection`](super::Connection)
 //! and so its own bound session. The server offers protocol revisions up to
-//! 2025-11-25, which have sessions (2026-07-28 serves requests statelessly).
+//! 2025-11-25, which have sessions (2026-07-28 serves requests statelessly):
+//! a 2026-07-28 `server/discover` probe is answered with those revisions, so
+//! a client negotiates down to `initialize` without an error.
 //!
 //! Who is calling: when the config declares principals, every request must
 //! carry `Authorization: Bearer <token>` of one of them; without it, or with

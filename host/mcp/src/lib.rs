@@ -45,7 +45,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ElicitRequestParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, DiscoverResult, ElicitRequestParams,
     ElicitationAction, ElicitationSchema, Implementation, InitializeResult, ListToolsResult,
     PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, ServerCapabilities, Tool,
 };
@@ -538,20 +538,35 @@ impl ServerHandler for Connection {
             )
     }
 
-    /// Up to 2025-11-25, the last revision with `initialize` and MCP
-    /// sessions: a connection, and so a bound session, needs them (2026-07-28
-    /// serves every request statelessly).
+    /// The revisions rmcp lets through to this handler: up to 2026-07-28,
+    /// so that a client's `server/discover` probe at 2026-07-28 reaches
+    /// [`Self::discover`] and is answered, not refused with -32022. What
+    /// this server serves is the revisions up to 2025-11-25 (see
+    /// [`served_versions`]).
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        Cow::Borrowed(ProtocolVersion::known_up_to(
-            &ProtocolVersion::LATEST_WITH_INITIALIZE,
+        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2026_07_28))
+    }
+
+    /// Advertises the revisions with `initialize` and MCP sessions only: a
+    /// connection, and so a bound session, needs them (2026-07-28 serves
+    /// every request statelessly). A client that probes (the official
+    /// Python SDK does) falls back to `initialize` without an error.
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, ErrorData> {
+        Ok(DiscoverResult::from_server_info(
+            served_versions().to_vec(),
+            self.get_info(),
         ))
     }
 
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        served_version(&context)?;
         Ok(ListToolsResult::with_all_items(
             self.shared().tools().as_ref().clone(),
         ))
@@ -570,6 +585,7 @@ impl ServerHandler for Connection {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        served_version(&context)?;
         // A task of its own, so a panic ends this call, not the connection.
         let this = self.clone();
         let name = request.name.to_string();
@@ -585,6 +601,23 @@ impl ServerHandler for Connection {
                 Ok(results::failure("internal", message).into())
             }
         }
+    }
+}
+
+/// The revisions served: those with `initialize` and MCP sessions.
+fn served_versions() -> &'static [ProtocolVersion] {
+    ProtocolVersion::known_up_to(&ProtocolVersion::LATEST_WITH_INITIALIZE)
+}
+
+/// Refuses a request that declares a revision this server does not serve
+/// in its `_meta` (a 2026-07-28 client that skipped the discovery answer):
+/// -32022 with the revisions it serves, so the client can negotiate down.
+fn served_version(context: &RequestContext<RoleServer>) -> Result<(), ErrorData> {
+    match context.meta.protocol_version() {
+        Some(asked) if !served_versions().contains(&asked) => Err(
+            ErrorData::unsupported_protocol_version(asked, served_versions()),
+        ),
+        _ => Ok(()),
     }
 }
 
