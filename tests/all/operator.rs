@@ -426,3 +426,70 @@ fn an_entry_the_operator_adds_while_serving_is_found_by_an_agents_context_search
     let none = search(&mut server, 2, json!({"query": "production mondays"}));
     assert_eq!(none, json!([]));
 }
+
+#[test]
+fn an_approval_left_pending_past_expire_after_is_denied_and_cannot_be_approved() {
+    let site = approval_site("[approvals]\nwait = 0\nexpire_after = \"1s\"\n");
+    let (code, _, err) = site.run(&[
+        "session",
+        "start",
+        "--role",
+        "workagent",
+        "--project",
+        "p",
+        "--name",
+        "w",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let write = |path: &str| {
+        let input = format!(r#"{{"path":"{path}","content":"late"}}"#);
+        let (code, _, err) =
+            site.run(&["call", "--session", "w", "files.write", "--input", &input]);
+        assert_eq!(code, 9, "awaits approval: {err}");
+        pending_approval(&site)["id"].as_str().unwrap().to_string()
+    };
+    // Approved too late, from the command line: refused, and denied by the host.
+    let id = write("/data/a.txt");
+    std::thread::sleep(Duration::from_millis(1200));
+    let (code, _, err) = site.run(&["approve", &id]);
+    assert_ne!(code, 0);
+    assert!(err.contains("has expired"), "{err}");
+    assert!(!site.path().join("work/a.txt").exists());
+    let all = site.json(&["approvals", "--all", "--json"]);
+    assert_eq!(all[0]["status"]["state"], "denied", "{all}");
+    assert_eq!(all[0]["status"]["by"], "host", "{all}");
+    let show = site.json(&["session", "show", "w"]);
+    assert_eq!(show["status"], "active", "{show}");
+
+    // While serving, the sweep expires one nobody touched.
+    site.set_config(&format!(
+        "[approvals]\nwait = 0\nexpire_after = \"1s\"\n[detector]\nsweep_interval = \"200ms\"\n[[hook]]\nname = \"destructive\"\ncomponent = \"{}\"\n[hook.settings]\nmode = \"ask\"\n",
+        plugins::HOOK_DESTRUCTIVE
+    ));
+    let config = std::fs::read_to_string(site.config())
+        .unwrap()
+        .replace("hooks = \"none\"\n", "");
+    std::fs::write(site.config(), config).unwrap();
+    let _server = mcp_server(&site);
+    let id = write("/data/b.txt");
+    let start = Instant::now();
+    loop {
+        let all = site.json(&["approvals", "--all", "--json"]);
+        let this = all
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["id"] == id.as_str())
+            .unwrap()
+            .clone();
+        if this["status"]["state"] == "denied" {
+            assert_eq!(this["status"]["by"], "host", "{this}");
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "never expired: {this}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

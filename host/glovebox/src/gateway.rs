@@ -34,6 +34,9 @@ pub struct Gateway {
     waiters: Waiters,
 }
 
+/// Who settles what the host settles by itself (an expired approval).
+const HOST: &str = "host";
+
 /// What a reload put in place.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Reloaded {
@@ -220,6 +223,13 @@ impl Gateway {
     /// its principal settles its own approvals) is recorded.
     pub async fn approve(&self, id: &str, by: &Principal) -> Result<CallReport, SessionError> {
         let approval = self.ledger.approvals.pending(id)?;
+        if let Some(why) = self.expired(&approval) {
+            self.deny_approval(id, &why, &Principal::operator(HOST))
+                .await?;
+            return Err(SessionError::InvalidInput(format!(
+                "approval `{id}` has expired ({why}); the call was denied and its session resumed: the agent calls again"
+            )));
+        }
         let call = self
             .admit(&approval.tool, &approval.input)
             .map_err(|e| SessionError::InvalidInput(format!("approval `{id}` cannot run: {e}")))?;
@@ -252,6 +262,41 @@ impl Gateway {
         let report = self.run(&resumed.state, call, judge, None, None).await?;
         self.waiters.settle(id, &Settled::Ran(report.clone()));
         Ok(report)
+    }
+
+    /// Why `approval` has expired (`[approvals] expire_after`), if it has.
+    fn expired(&self, approval: &Approval) -> Option<String> {
+        let after = self.host().config().approvals.expire_after?;
+        let age = self
+            .sessions()
+            .clock_ms()
+            .saturating_sub(approval.requested_at_ms);
+        (u128::from(age) >= after.as_millis()).then(|| {
+            format!(
+                "pending longer than `[approvals] expire_after` = {}",
+                humantime::format_duration(after)
+            )
+        })
+    }
+
+    /// Denies every pending approval that has expired (the sweep's step):
+    /// its call fails for good and its session resumes. Returns their ids.
+    pub async fn expire_approvals(&self) -> Result<Vec<String>, SessionError> {
+        if self.host().config().approvals.expire_after.is_none() {
+            return Ok(Vec::new());
+        }
+        let approvals = self.ledger.approvals.clone();
+        let pending = ledger_work(move || approvals.list(false)).await?;
+        let mut expired = Vec::new();
+        for approval in pending {
+            if let Some(why) = self.expired(&approval) {
+                self.deny_approval(&approval.id, &why, &Principal::operator(HOST))
+                    .await?;
+                tracing::warn!(approval = %approval.id, session = %approval.session, "approval expired: denied");
+                expired.push(approval.id);
+            }
+        }
+        Ok(expired)
     }
 
     /// Waits up to `within` for approval `id` to be settled by whoever
@@ -368,6 +413,7 @@ impl Gateway {
     /// sessions idle that long. The ledger work runs off the async threads;
     /// what the pass did is logged and returned.
     pub async fn sweep(&self) -> Result<detect::Swept, SessionError> {
+        self.expire_approvals().await?;
         let config = self.host().config().detector.clone();
         let (sessions, approvals) = (self.sessions().clone(), self.ledger.approvals.clone());
         let swept = ledger_work(move || detect::sweep(&sessions, &approvals, &config)).await?;

@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::ConfigError;
+use super::detector::OffOr;
 use super::source::Source;
 use super::units::Millis;
 
@@ -23,12 +24,19 @@ pub struct ApprovalsConfig {
     /// approval" (the approval stays pending, and `approval_status` tells
     /// the agent later). `0` answers at once. Default 5 minutes, at most 1 hour.
     pub wait: Duration,
+    /// `expire_after`: an approval still pending this long after its call
+    /// was requested expires: it can no longer be approved, it is denied
+    /// (by `host`, with the reason) the next time anyone tries or the
+    /// detector's sweep passes, and its session resumes. `None` (`"off"`,
+    /// the default): approvals wait until someone settles them.
+    pub expire_after: Option<Duration>,
 }
 
 impl Default for ApprovalsConfig {
     fn default() -> Self {
         ApprovalsConfig {
             wait: Duration::from_secs(300),
+            expire_after: None,
         }
     }
 }
@@ -37,6 +45,7 @@ impl Default for ApprovalsConfig {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawApprovals {
     wait: Option<Millis>,
+    expire_after: Option<OffOr>,
 }
 
 pub(super) fn validate_approvals(
@@ -56,6 +65,22 @@ pub(super) fn validate_approvals(
             ));
         }
         config.wait = wait;
+    }
+    if let Some(expire) = raw.expire_after {
+        config.expire_after = expire.duration();
+        if let Some(after) = config.expire_after
+            && after < config.wait
+        {
+            return Err(src.invalid(
+                "approvals.expire_after",
+                format!(
+                    "approvals would expire after {} but calls wait {} for them",
+                    humantime::format_duration(after),
+                    humantime::format_duration(config.wait)
+                ),
+                "set `expire_after` to at least `wait`, or `\"off\"`",
+            ));
+        }
     }
     Ok(config)
 }

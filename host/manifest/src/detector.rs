@@ -345,7 +345,7 @@ pub(super) fn validate_detector(
 pub(super) struct OffOr(Option<Duration>);
 
 impl OffOr {
-    fn duration(self) -> Option<Duration> {
+    pub(super) fn duration(self) -> Option<Duration> {
         self.0.filter(|d| !d.is_zero())
     }
 }
