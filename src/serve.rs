@@ -23,6 +23,10 @@ pub struct ServeArgs {
     /// principals; terminate TLS in front (see the README).
     #[arg(long, requires = "http")]
     allow_remote: bool,
+    /// With `--http`: the connections served at once; more wait to be
+    /// accepted until one ends.
+    #[arg(long, value_name = "N", default_value_t = glovebox_mcp::DEFAULT_MAX_CONNECTIONS, requires = "http")]
+    max_connections: usize,
     /// With `--http`: also accept this `Host` (the public name a proxy in
     /// front forwards); repeatable.
     #[arg(long, value_name = "HOST", requires = "http")]
@@ -67,6 +71,7 @@ pub async fn run(config: &Path, args: ServeArgs) -> Result<ExitCode> {
         }
         Some(addr) => {
             let options = HttpOptions {
+                max_connections: args.max_connections,
                 allow_remote: args.allow_remote,
                 allowed_hosts: args.allow_host,
                 allowed_origins: args.allow_origin,

@@ -10,6 +10,7 @@ mod cpu;
 mod examples;
 mod filesystem;
 mod hooks;
+mod http_limits;
 mod jobs;
 mod malformed;
 mod mcp;

@@ -122,7 +122,7 @@ fn the_python_mcp_sdk_drives_the_server_over_stdio_and_http() {
     let config = write_config(dir.path());
     let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp");
     let output = Command::new(python)
-        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
+        .args(["-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider"])
         .arg(&tests)
         .current_dir(&tests)
         .env("GLOVEBOX_BIN", env!("CARGO_BIN_EXE_glovebox"))
@@ -137,4 +137,6 @@ fn the_python_mcp_sdk_drives_the_server_over_stdio_and_http() {
         "the Python MCP tests failed:\n{stdout}\n{stderr}"
     );
     assert!(stdout.contains(" passed"), "{stdout}");
+    // pytest's summary, shown with `--nocapture`.
+    eprintln!("{stdout}");
 }

@@ -153,3 +153,59 @@ def test_a_session_resumes_by_name_after_a_server_restart(glovebox_bin, config):
 
     anyio.run(first)
     anyio.run(second)
+
+
+def test_threat_46_a_call_in_flight_at_sigterm_still_answers(glovebox_bin, config):
+    """SIGTERM: the server takes nothing new, lets the call in flight finish
+    and answer, then exits cleanly; its log says the call finished."""
+    import signal
+    import subprocess
+    import time
+
+    from conftest import free_port
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    port = free_port()
+    proc = subprocess.Popen(
+        [glovebox_bin, "--config", config, "serve", "--http", f"127.0.0.1:{port}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            import socket
+
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.05)
+        url = f"http://127.0.0.1:{port}/mcp"
+
+        async def main():
+            async with Client(streamable_http_client(url), read_timeout_seconds=60) as client:
+                await client.call_tool("session_start", {"role": "workagent", "project": "mcp-tests", "name": "draining"})
+                answer = {}
+
+                async def slow_call():
+                    answer["result"] = await client.call_tool("sleep.sleep", {"seconds": 2})
+
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(slow_call)
+                    await anyio.sleep(0.7)
+                    proc.send_signal(signal.SIGTERM)
+                result = answer["result"]
+                assert not result.is_error, result
+
+        anyio.run(main)
+        assert proc.wait(timeout=30) == 0, proc.stderr.read().decode()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    # The call finished in the log, not interrupted.
+    exported = subprocess.run(
+        [glovebox_bin, "--config", config, "log", "export", "draining"], capture_output=True, text=True, check=True
+    ).stdout
+    assert '"call_finished"' in exported and '"call_interrupted"' not in exported, exported

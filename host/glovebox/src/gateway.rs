@@ -77,6 +77,19 @@ impl Gateway {
             .clone()
     }
 
+    /// Waits until no call runs (a stopping server's drain), up to
+    /// `within`; `false` when calls still run then.
+    pub async fn wait_idle(&self, within: std::time::Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + within;
+        while self.host().calls_in_flight() > 0 {
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        true
+    }
+
     /// Reads the config, its plugins and hooks again and serves them from
     /// now on (`glovebox reload`, SIGHUP). A config that does not load, or
     /// that changes what a running server cannot (see [`Host::reloaded`]),

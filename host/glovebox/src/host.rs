@@ -182,6 +182,13 @@ impl Host {
     }
 
     /// The hook chain every call passes.
+    /// The calls running now, foreground and background (admission
+    /// control's slots in use; shared across reloads).
+    pub fn calls_in_flight(&self) -> usize {
+        (self.config.runtime.max_concurrent_calls as usize)
+            .saturating_sub(self.calls.available_permits())
+    }
+
     pub fn hooks(&self) -> &HookChain {
         &self.hooks
     }

@@ -41,9 +41,24 @@ use glovebox::Principal;
 /// The path MCP is served at.
 pub const MCP_PATH: &str = "/mcp";
 
+/// How long a connection may take to send a request's headers (and how
+/// long an idle keep-alive connection is kept): a client that dribbles
+/// bytes cannot hold a connection open.
+pub const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+/// The most a request's line and headers may take (bodies are bounded by
+/// the host's input limit).
+pub const MAX_HEADER_BYTES: usize = 64 << 10;
+/// The connections served at once by default; more wait to be accepted.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+/// How long a stopping server lets the calls in flight finish.
+pub const DRAIN: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// What the operator allows beyond the defaults.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct HttpOptions {
+    /// Connections served at once; further ones wait in the listen backlog
+    /// until one ends ([`DEFAULT_MAX_CONNECTIONS`]).
+    pub max_connections: usize,
     /// Serve on an address that is not loopback (needs declared principals).
     pub allow_remote: bool,
     /// `Host` values accepted besides loopback names and the bound address
@@ -51,6 +66,17 @@ pub struct HttpOptions {
     pub allowed_hosts: Vec<String>,
     /// Browser `Origin`s accepted besides loopback ones on the bound port.
     pub allowed_origins: Vec<String>,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions {
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            allow_remote: false,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+        }
+    }
 }
 
 /// A bound HTTP listener serving MCP.
@@ -103,12 +129,15 @@ impl HttpServer {
         Ok(self.listener.local_addr()?)
     }
 
-    /// Cancelling this token stops the server and ends its MCP sessions.
+    /// Cancelling this token stops the server: it takes no new connection
+    /// or request, lets the calls in flight finish and answer (up to
+    /// [`DRAIN`]), then ends its MCP sessions.
     pub fn stop_token(&self) -> CancellationToken {
         self.stop.clone()
     }
 
-    /// Serves until the stop token is cancelled.
+    /// Serves until the stop token is cancelled, then drains (see
+    /// [`HttpServer::stop_token`]) before it returns.
     pub async fn run(self) -> anyhow::Result<()> {
         // Leave room for an input up to the host's own limit, so an oversized
         // input gets the host's message rather than a bare 413.
@@ -121,8 +150,10 @@ impl HttpServer {
                 .max_input_bytes,
         )
         .unwrap_or(usize::MAX);
+        // Ends the MCP sessions once the calls in flight have drained.
+        let sessions_end = CancellationToken::new();
         let mut config = StreamableHttpServerConfig::default()
-            .with_cancellation_token(self.stop.child_token())
+            .with_cancellation_token(sessions_end.clone())
             .with_max_request_body_bytes(max_input.saturating_mul(2).max(4 << 20));
         if let Ok(addr) = self.listener.local_addr() {
             let mut hosts = vec![
@@ -160,10 +191,23 @@ impl HttpServer {
         let auth = Arc::new(Auth {
             server: self.server.clone(),
             sessions: Mutex::new(HashMap::new()),
+            stopping: std::sync::atomic::AtomicBool::new(false),
         });
+        let slots = Arc::new(tokio::sync::Semaphore::new(
+            self.options.max_connections.max(1),
+        ));
+        let connections = tokio_util::task::TaskTracker::new();
         loop {
+            // A slot first: at the cap, new connections wait in the backlog.
+            let slot = tokio::select! {
+                _ = self.stop.cancelled() => break,
+                slot = slots.clone().acquire_owned() => match slot {
+                    Ok(slot) => slot,
+                    Err(_) => break,
+                },
+            };
             let (stream, peer) = tokio::select! {
-                _ = self.stop.cancelled() => return Ok(()),
+                _ = self.stop.cancelled() => break,
                 accepted = self.listener.accept() => match accepted {
                     Ok(a) => a,
                     Err(e) => {
@@ -174,9 +218,10 @@ impl HttpServer {
             };
             let _ = stream.set_nodelay(true);
             let mcp = mcp.clone();
-            let stop = self.stop.clone();
+            let stop = sessions_end.clone();
             let auth = auth.clone();
-            tokio::spawn(async move {
+            connections.spawn(async move {
+                let _slot = slot;
                 let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
                     let mcp = mcp.clone();
                     let auth = auth.clone();
@@ -188,6 +233,9 @@ impl HttpServer {
                     }
                 });
                 let conn = hyper::server::conn::http1::Builder::new()
+                    .timer(hyper_util::rt::TokioTimer::new())
+                    .header_read_timeout(HEADER_TIMEOUT)
+                    .max_buf_size(MAX_HEADER_BYTES)
                     .serve_connection(TokioIo::new(stream), service);
                 let mut conn = std::pin::pin!(conn);
                 tokio::select! {
@@ -203,6 +251,23 @@ impl HttpServer {
                 }
             });
         }
+        // Stopping: no new connection (above) and no new request (503);
+        // the calls in flight finish and their answers go out; then the MCP
+        // sessions end and the connections close.
+        auth.stopping
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let gateway = self.server.gateway();
+        if !gateway.wait_idle(DRAIN).await {
+            tracing::warn!(
+                calls = gateway.host().calls_in_flight(),
+                "stopping: calls still running after {}s are cut off (they are marked interrupted at the next start)",
+                DRAIN.as_secs()
+            );
+        }
+        sessions_end.cancel();
+        connections.close();
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), connections.wait()).await;
+        Ok(())
     }
 }
 
@@ -213,6 +278,8 @@ struct Auth {
     server: McpServer,
     /// MCP session id → the name of the principal that opened it.
     sessions: Mutex<HashMap<String, String>>,
+    /// Set once the server stops: new requests get 503.
+    stopping: std::sync::atomic::AtomicBool,
 }
 
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -246,6 +313,11 @@ impl Auth {
         F: FnOnce(hyper::Request<Incoming>) -> Fut,
         Fut: std::future::Future<Output = Result<Response, Infallible>>,
     {
+        if self.stopping.load(std::sync::atomic::Ordering::SeqCst)
+            && req.method() != hyper::Method::DELETE
+        {
+            return Ok(unavailable());
+        }
         let Some(principal) = self.principal(&req) else {
             tracing::info!(method = %req.method(), "HTTP request without a valid token refused (401)");
             return Ok(unauthorized());
@@ -304,6 +376,14 @@ fn unauthorized() -> Response {
         hyper::header::WWW_AUTHENTICATE,
         hyper::header::HeaderValue::from_static("Bearer"),
     );
+    response
+}
+
+/// 503: the server is stopping and takes no new request.
+fn unavailable() -> Response {
+    let mut response =
+        hyper::Response::new(Full::new(Bytes::from_static(b"the server is stopping\n")).boxed());
+    *response.status_mut() = hyper::StatusCode::SERVICE_UNAVAILABLE;
     response
 }
 

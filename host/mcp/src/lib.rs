@@ -60,7 +60,7 @@ use glovebox::session::{Role, SessionError, SessionStatus, StartSession};
 use glovebox::settled::Settled;
 use glovebox::{Admitted, CallError, Gateway, Principal};
 
-pub use http::{HttpOptions, HttpServer};
+pub use http::{DEFAULT_MAX_CONNECTIONS, HttpOptions, HttpServer};
 pub use tools::BUILTINS;
 
 /// How long a call waits for the client's user to answer an approval
