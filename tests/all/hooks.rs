@@ -877,3 +877,48 @@ fn hook_authors_dry_run_a_decision_and_check_a_hook_component() {
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("is a valid tool plugin"), "{out}");
 }
+
+// Threat 37: an approval is settled by an operator, or by the calling agent
+// only where the operator opted its principal in (`approve_by = "client"`).
+#[tokio::test]
+async fn threat_37_only_an_operator_or_an_opted_in_caller_settles_an_approval() {
+    use glovebox::manifest::ApproveBy;
+    let s = setup(vec![destructive("ask")]).await;
+    let id = s.session("asker", Role::Supervisor);
+    let err = s
+        .call(
+            &id,
+            "files.write",
+            json!({"path": "/data/x.txt", "content": "x"}),
+        )
+        .await
+        .unwrap_err();
+    let CallError::AwaitingApproval { approval_id, .. } = err else {
+        panic!("{err}")
+    };
+    // The session's own agent, not opted in: refused, saying who settles it.
+    let agent = glovebox::Principal::local();
+    let e = s.gw.approve(&approval_id, &agent).await.unwrap_err();
+    assert!(e.to_string().contains("settled by an operator"), "{e}");
+    let e =
+        s.gw.deny_approval(&approval_id, "no", &agent)
+            .await
+            .unwrap_err();
+    assert!(e.to_string().contains("settled by an operator"), "{e}");
+    // Another agent, even opted in: the approval does not exist for it.
+    let mut stranger = glovebox::Principal::local();
+    stranger.name = "mallory".into();
+    stranger.approve_by = ApproveBy::Client;
+    let e = s.gw.approve(&approval_id, &stranger).await.unwrap_err();
+    assert!(e.to_string().contains("no approval"), "{e}");
+    // The session's agent, opted in by the operator: it may, and is recorded.
+    let mut opted = glovebox::Principal::local();
+    opted.approve_by = ApproveBy::Client;
+    s.gw.approve(&approval_id, &opted).await.unwrap();
+    let settled = s.durable.approvals.get(&approval_id).unwrap();
+    assert!(
+        matches!(&settled.status, glovebox::approvals::ApprovalStatus::Approved { by: Some(by), .. } if by == "local"),
+        "{:?}",
+        settled.status
+    );
+}

@@ -236,6 +236,7 @@ impl Gateway {
     /// its principal settles its own approvals) is recorded.
     pub async fn approve(&self, id: &str, by: &Principal) -> Result<CallReport, SessionError> {
         let approval = self.ledger.approvals.pending(id)?;
+        self.may_settle(by, &approval)?;
         if let Some(why) = self.expired(&approval) {
             self.deny_approval(id, &why, &Principal::operator(HOST))
                 .await?;
@@ -275,6 +276,27 @@ impl Gateway {
         let report = self.run(&resumed.state, call, judge, None, None).await?;
         self.waiters.settle(id, &Settled::Ran(report.clone()));
         Ok(report)
+    }
+
+    /// Threat 37: an approval is settled by an operator, or by the agent
+    /// whose call it is when the operator let its principal settle its own
+    /// (`approve_by = "client"`). Anyone else is told it does not exist.
+    fn may_settle(&self, by: &Principal, approval: &Approval) -> Result<(), SessionError> {
+        let own_client = by.approve_by == crate::manifest::ApproveBy::Client
+            && self.sees_session(by, &approval.session);
+        if by.is_operator() || own_client {
+            return Ok(());
+        }
+        if self.sees_session(by, &approval.session) {
+            return Err(SessionError::NotAllowed(format!(
+                "approval `{}` is settled by an operator (`glovebox approve {}`): {by} may not settle its own calls' approvals",
+                approval.id, approval.id
+            )));
+        }
+        Err(SessionError::InvalidInput(format!(
+            "no approval `{}`: `glovebox approvals` lists the pending ones",
+            approval.id
+        )))
     }
 
     /// Why `approval` has expired (`[approvals] expire_after`), if it has.
@@ -332,6 +354,7 @@ impl Gateway {
         by: &Principal,
     ) -> Result<Approval, SessionError> {
         let approval = self.ledger.approvals.pending(id)?;
+        self.may_settle(by, &approval)?;
         let (sessions, approvals) = (self.sessions().clone(), self.ledger.approvals.clone());
         let reason = reason.to_string();
         let by = by.name.clone();
