@@ -348,9 +348,18 @@ async fn serve_one(
                 stderr: Mutex::default(),
             });
             let config = served.gateway.host().config().path.clone();
-            let code = SERVED
-                .scope(served.clone(), crate::dispatch(&config, request.command))
-                .await;
+            // Off the async workers: an operator's command may read a whole
+            // log or bill every session with the ledger's blocking calls,
+            // and the agents' requests must not wait behind it.
+            let runtime = tokio::runtime::Handle::current();
+            let scope = served.clone();
+            let code = glovebox::tasks::blocking(
+                move || {
+                    runtime.block_on(SERVED.scope(scope, crate::dispatch(&config, request.command)))
+                },
+                |why| anyhow::anyhow!("the command failed inside the server: {why}"),
+            )
+            .await;
             let take = |b: &Mutex<Vec<u8>>| {
                 String::from_utf8_lossy(
                     &b.lock().unwrap_or_else(std::sync::PoisonError::into_inner),

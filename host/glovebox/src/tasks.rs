@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use tokio::task::JoinHandle;
 
-/// Runs blocking work (the ledger's) off the async threads. A panic in `f`
-/// becomes `failed(message)`, the caller's own error.
+/// Runs blocking work (the ledger's, an operator's command) off the async
+/// threads. A panic in `f` becomes `failed(message)`, the caller's own error.
 pub async fn blocking<T, E>(
     f: impl FnOnce() -> Result<T, E> + Send + 'static,
     failed: impl FnOnce(String) -> E,
@@ -24,7 +24,7 @@ where
 {
     match tokio::task::spawn_blocking(f).await {
         Ok(r) => r,
-        Err(e) => Err(failed(format!("a storage task failed: {}", why(e)))),
+        Err(e) => Err(failed(format!("a blocking task failed: {}", why(e)))),
     }
 }
 
