@@ -9,6 +9,7 @@ use super::budgets::{RawBudgets, validate_budgets};
 use super::detector::{RawContext, RawDetector, validate_context, validate_detector};
 use super::hooks::{RawHook, hooks_none, validate_hooks};
 use super::limits::{RawLimits, apply_limits};
+use super::notify::{RawNotify, validate_notify};
 use super::owned::default_data_dir;
 use super::paths::{canonical, normalize, parent_dir, read_source, resolve_dir, show_beside};
 use super::plugin::load_manifest;
@@ -43,6 +44,8 @@ pub(super) struct RawHostConfig {
     context: RawContext,
     #[serde(default)]
     principal: Vec<RawPrincipal>,
+    #[serde(default)]
+    notify: Vec<RawNotify>,
 }
 
 #[derive(Default, Deserialize)]
@@ -107,6 +110,7 @@ impl HostConfig {
         let detector = validate_detector(&src, &raw.detector)?;
         let context = validate_context(&src, &raw.context)?;
         let principals = validate_principals(&src, &dir, &raw.principal)?;
+        let notify = validate_notify(&src, &dir, &raw.notify)?;
         let cap = MemoryCap::new(&runtime, &src.file);
         if let Some((problem, hint)) = cap.check(defaults.memory) {
             return Err(src.invalid("defaults.memory", problem, hint));
@@ -183,6 +187,7 @@ impl HostConfig {
             detector,
             context,
             principals,
+            notify,
         };
         config.check_grants()?;
         Ok(config)
@@ -206,6 +211,7 @@ impl HostConfig {
             detector: Default::default(),
             context: Default::default(),
             principals: Vec::new(),
+            notify: Vec::new(),
         }
     }
 
