@@ -18,6 +18,7 @@ mod crash;
 mod debug;
 mod hook;
 mod jobs;
+mod notify;
 mod plugin;
 mod principal;
 mod rescue;
@@ -152,6 +153,11 @@ enum Command {
         #[command(subcommand)]
         command: hook::HookCommand,
     },
+    /// Notifications to the `[[notify]]` targets: delivery status, a test send.
+    Notify {
+        #[command(subcommand)]
+        command: notify::NotifyCommand,
+    },
     /// Tools for testing the host itself.
     #[command(hide = true)]
     Debug {
@@ -249,5 +255,6 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Debug { command } => debug::run(&cli.config, command),
         Command::Hook { command } => hook::run(&cli.config, command).await,
         Command::Store { command } => store::run(&cli.config, command),
+        Command::Notify { command } => notify::run(&cli.config, command).await,
     }
 }
