@@ -17,6 +17,7 @@ mod mcp_sdk;
 mod memory;
 mod nats;
 mod network;
+mod notify;
 mod pipeline;
 mod principals;
 mod regression;
