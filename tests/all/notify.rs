@@ -503,6 +503,17 @@ fn a_receiver_that_is_down_at_first_gets_the_delivery_when_it_comes_up() {
         "no secret, no signature"
     );
     drop(server);
+
+    // `notify test` sends one now, through the same delivery code.
+    let (code, out, err) = glovebox(&config, &["notify", "test", &format!("127.0.0.1_{port}")]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("the receiver answered 200"), "{out}");
+    receiver.wait_until("the test notification", |got| {
+        got.iter().any(|d| d.event() == "test")
+    });
+    let (code, _, err) = glovebox(&config, &["notify", "test", "nope"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("the targets are 127.0.0.1_"), "{err}");
 }
 
 #[test]
@@ -609,6 +620,9 @@ fn a_killed_host_delivers_its_outbox_after_a_restart_and_status_shows_a_failing_
     assert_eq!(code, 0, "{err}");
     assert!(text.contains("dead — failed (gave up):"), "{text}");
     assert!(text.contains("last error: cannot connect"), "{text}");
+    let (code, _, err) = glovebox(&config, &["notify", "test", "dead"]);
+    assert_eq!(code, 5, "{err}");
+    assert!(err.contains("was not delivered: cannot connect"), "{err}");
 }
 
 #[test]
