@@ -155,6 +155,9 @@ fn needs_store(command: &Command) -> bool {
         | Command::Approve { .. }
         | Command::Deny { .. }
         | Command::Job { .. }
+        | Command::Notify {
+            command: crate::notify::NotifyCommand::Status { .. },
+        }
         | Command::Reload => true,
         _ => false,
     }

@@ -30,6 +30,7 @@ mod crash;
 mod debug;
 mod hook;
 mod jobs;
+mod notify;
 mod plugin;
 mod principal;
 mod rescue;
@@ -179,6 +180,11 @@ enum Command {
         #[command(subcommand)]
         command: hook::HookCommand,
     },
+    /// Notifications to the `[[notify]]` targets: delivery status, a test send.
+    Notify {
+        #[command(subcommand)]
+        command: notify::NotifyCommand,
+    },
     /// Tools for testing the host itself.
     #[command(hide = true)]
     #[serde(skip)]
@@ -287,5 +293,6 @@ async fn dispatch(config: &std::path::Path, command: Command) -> Result<ExitCode
         Command::Hook { command } => hook::run(config, command).await,
         Command::Store { command } => store::run(config, command),
         Command::Reload => serve::reload(config).await,
+        Command::Notify { command } => notify::run(config, command).await,
     }
 }

@@ -18,6 +18,7 @@ mod mcp_sdk;
 mod memory;
 mod nats;
 mod network;
+mod notify;
 mod operator;
 mod pipeline;
 mod principals;

@@ -54,6 +54,8 @@ const READS: &[&[&str]] = &[
     &["context", "list", "--project", "demo"],
     &["billing", "--json", "--by", "role"],
     &["policy", "replay", "--session", "s1"],
+    &["notify", "status", "--json"],
+    &["notify", "status"],
     // Refusals: the same words and exit codes.
     &["session", "show", "nosuch"],
     &["log", "verify", "nosuch"],

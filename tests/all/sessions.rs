@@ -41,6 +41,7 @@ pub fn durable(dir: &Path) -> (Arc<SledStore>, Arc<Durable>) {
     let durable = Durable {
         sessions: Arc::new(Sessions::new(storage.clone())),
         approvals: Arc::new(Approvals::new(storage.clone())),
+        outbox: Arc::new(glovebox::notify::Outbox::new(storage.clone(), Vec::new())),
         storage,
         recovery: Default::default(),
         repairs: Vec::new(),

@@ -45,6 +45,7 @@ async fn rig(edit: impl FnOnce(&mut HostConfig)) -> Rig {
             Sessions::new(storage.clone()).with_clock(move || c.load(Ordering::SeqCst)),
         ),
         approvals: Arc::new(Approvals::new(storage.clone())),
+        outbox: Arc::new(glovebox::notify::Outbox::new(storage.clone(), Vec::new())),
         storage,
         recovery: Default::default(),
         repairs: Vec::new(),

@@ -475,6 +475,14 @@ impl Gateway {
         Ok(swept)
     }
 
+    /// Starts the delivery of notifications to the `[[notify]]` targets (see
+    /// [`crate::notify`]): what is in the outbox, including what a previous
+    /// process left there, and what the sessions add to it. `None` without
+    /// targets. Delivery stops when the handle is dropped.
+    pub fn start_notify(&self) -> Option<tasks::Owned<()>> {
+        crate::notify::start(self.ledger.outbox.clone())
+    }
+
     /// Starts the sweep every `[detector] sweep_interval` in a task of its
     /// own (none when the interval is off or the detector is disabled). The
     /// sweep stops when the handle is dropped.

@@ -8,6 +8,7 @@ use anyhow::Context;
 
 use crate::approvals::Approvals;
 use crate::manifest::{DurabilityMode, HostConfig, StorageBackend};
+use crate::notify::Outbox;
 use crate::scratch::ScratchDirs;
 use crate::session::{Recovery, SessionDirs, Sessions, SessionsConfig};
 use crate::storage::{Backend, Durability, Opened, Storage, StorageError};
@@ -18,6 +19,9 @@ pub struct Durable {
     pub approvals: Arc<Approvals>,
     /// The store itself, for the other buckets kept there (background jobs).
     pub storage: Arc<dyn Storage>,
+    /// The notifications waiting for delivery to the `[[notify]]` targets
+    /// (the sessions write to it; `crate::notify` delivers from it).
+    pub outbox: Arc<Outbox>,
     /// What recovery found at open: calls marked interrupted, damaged sessions.
     pub recovery: Recovery,
     /// What the store had to repair to open (see `glovebox_store::open`);
@@ -40,11 +44,13 @@ pub fn open_sessions(config: &HostConfig) -> anyhow::Result<Durable> {
         }
     };
     let approvals = Arc::new(Approvals::new(storage.clone()));
+    let outbox = Arc::new(Outbox::new(storage.clone(), config.notify.clone()));
     let sessions = Sessions::with_config(
         storage.clone(),
         SessionsConfig {
             checkpoint_every: config.storage.checkpoint_every,
             scratch: Some(Arc::new(Scratch(ScratchDirs::new(config.scratch_dir())))),
+            notify: (!config.notify.is_empty()).then(|| outbox.clone()),
             ..SessionsConfig::default()
         },
     );
@@ -72,6 +78,7 @@ pub fn open_sessions(config: &HostConfig) -> anyhow::Result<Durable> {
         sessions: Arc::new(sessions),
         approvals,
         storage,
+        outbox,
         recovery,
         repairs,
     })

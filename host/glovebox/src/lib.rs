@@ -8,7 +8,9 @@
 //! Calls made in a session ([`Host::call_in_session`]) are written to the
 //! session's append-only, hash-chained log in the data dir ([`session`],
 //! [`storage`]), so a session resumes after a crash with nothing acknowledged
-//! lost.
+//! lost. Events that need a person (an approval, a flag, a budget, a job, a
+//! rescue) go to the operator's `[[notify]]` webhooks through a persisted
+//! outbox ([`notify`]).
 //!
 //! This crate is the gateway: it owns the hands (`glovebox-runtime`) and the
 //! ledger (`glovebox-ledger`) together and runs the one call pipeline over
@@ -38,6 +40,8 @@ pub use glovebox_store as storage;
 // billing (the `glovebox-ledger` crate). Its modules keep their old paths here;
 // `jobs` adds the runner to the ledger's job records.
 pub use glovebox_ledger::{approvals, billing, budget, detect, rescue, session};
+/// Notifications: the outbox (the ledger's) and its delivery worker.
+pub mod notify;
 
 // The hands: the engine, the sandbox, loading and running tools and hooks (the
 // `glovebox-runtime` crate). Its public modules keep their old paths here; the

@@ -57,6 +57,15 @@ where
     })
 }
 
+/// One handle for several tasks (the notification worker's, one per
+/// target): dropping it stops them all.
+pub fn holding(tasks: Vec<Owned<()>>) -> Owned<()> {
+    owned(async move {
+        let _tasks = tasks;
+        std::future::pending::<()>().await
+    })
+}
+
 /// A task aborted when its handle is dropped unawaited.
 pub struct Owned<T>(JoinHandle<T>);
 

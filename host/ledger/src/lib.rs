@@ -5,7 +5,9 @@
 //! and recovery ([`session`]), pending approvals ([`approvals`]), background
 //! jobs' records ([`jobs`]), budgets and their caps ([`budget`]), the stuck-agent
 //! detector and the escalation ladder ([`detect`]), rescues and the projects'
-//! context index ([`rescue`]), and billing reports over the logs ([`billing`]).
+//! context index ([`rescue`]), billing reports over the logs ([`billing`]), and
+//! the notifications the operator's `[[notify]]` targets get, derived from
+//! appended events and kept in a persisted outbox ([`notify`]).
 //! Everything here is synchronous and goes through the storage trait
 //! (`glovebox_store::Storage`); async callers run it with `spawn_blocking`.
 //!
@@ -32,6 +34,7 @@ pub mod budget;
 mod context_index;
 pub mod detect;
 pub mod jobs;
+pub mod notify;
 pub mod rescue;
 pub mod session;
 mod values;

@@ -11,6 +11,7 @@ use super::detector::{RawContext, RawDetector, validate_context, validate_detect
 use super::handoffs::{RawHandoffs, validate_handoffs};
 use super::hooks::{RawHook, hooks_none, validate_hooks};
 use super::limits::{RawLimits, apply_limits};
+use super::notify::{RawNotify, validate_notify};
 use super::owned::default_data_dir;
 use super::paths::{canonical, normalize, parent_dir, read_source, resolve_dir, show_beside};
 use super::plugin::load_manifest;
@@ -49,6 +50,8 @@ pub(super) struct RawHostConfig {
     handoffs: RawHandoffs,
     #[serde(default)]
     principal: Vec<RawPrincipal>,
+    #[serde(default)]
+    notify: Vec<RawNotify>,
 }
 
 #[derive(Default, Deserialize)]
@@ -136,6 +139,7 @@ impl HostConfig {
         let approvals = validate_approvals(&src, &raw.approvals)?;
         let handoffs = validate_handoffs(&src, &raw.handoffs)?;
         let principals = validate_principals(&src, &dir, &raw.principal)?;
+        let notify = validate_notify(&src, &dir, &raw.notify)?;
         let cap = MemoryCap::new(&runtime, &src.file);
         if let Some((problem, hint)) = cap.check(defaults.memory) {
             return Err(src.invalid("defaults.memory", problem, hint));
@@ -214,6 +218,7 @@ impl HostConfig {
             approvals,
             handoffs,
             principals,
+            notify,
         };
         config.check_grants()?;
         Ok(config)
@@ -239,6 +244,7 @@ impl HostConfig {
             approvals: Default::default(),
             handoffs: Default::default(),
             principals: Vec::new(),
+            notify: Vec::new(),
         }
     }
 

@@ -35,6 +35,7 @@ mod http;
 mod limits;
 mod micros;
 mod names;
+mod notify;
 mod owned;
 mod paths;
 mod plugin;
@@ -64,6 +65,7 @@ pub use error::ConfigError;
 pub use handoffs::{HandoffRoute, HandoffsConfig};
 pub use http::{HttpGrant, HttpScheme};
 pub use micros::{to_micros, units};
+pub use notify::{NotifyFormat, NotifyKind, NotifyTarget};
 pub use owned::OwnedPath;
 pub use principal::{
     ApproveBy, LOCAL_PRINCIPAL, Principal, PrincipalConfig, PrincipalKind, authenticate,
@@ -112,6 +114,10 @@ pub struct HostConfig {
     /// `[[principal]]`: who may connect (empty: every connection is the
     /// built-in agent `local`, and HTTP serves loopback only).
     pub principals: Vec<PrincipalConfig>,
+    /// `[[notify]]`: the webhooks told about approvals, flags, budgets, jobs,
+    /// rescues and sessions (see [`NotifyTarget`]). The only URLs the host's
+    /// delivery worker ever contacts.
+    pub notify: Vec<NotifyTarget>,
 }
 
 /// `[storage]`: the engine, durability of the session log and checkpoint cadence.

@@ -388,7 +388,7 @@ fn parse_hash(text: &str) -> Option<[u8; 32]> {
 /// Reads a credential file, which must be the owner's only (0600 or
 /// stricter): the hash is not the token, but it lets an attacker try
 /// guesses offline.
-fn read_credential_file(
+pub(super) fn read_credential_file(
     src: &Source,
     key: &str,
     dir: &Path,

@@ -79,7 +79,8 @@ struct Shared {
     jobs: Arc<Jobs>,
     /// The tool list and the host it was made from.
     tools: std::sync::Mutex<(Arc<glovebox::Host>, Arc<Vec<Tool>>)>,
-    /// The detector's sweep (`[detector] sweep_interval`), stopped with the server.
+    /// The detector's sweep (`[detector] sweep_interval`) and the notification
+    /// worker (`[[notify]]`), stopped with the server.
     _sweeps: Option<glovebox::tasks::Owned<()>>,
 }
 
@@ -97,8 +98,13 @@ impl McpServer {
         if !recovered.is_empty() {
             tracing::info!(jobs = recovered.len(), "recovered background jobs");
         }
-        let sweeps = gateway.start_sweeps();
-        Ok(McpServer::build(gateway, jobs, sweeps))
+        // The detector's sweeps and the notification worker run while this serves.
+        let background: Vec<_> = [gateway.start_sweeps(), gateway.start_notify()]
+            .into_iter()
+            .flatten()
+            .collect();
+        let background = (!background.is_empty()).then(|| glovebox::tasks::holding(background));
+        Ok(McpServer::build(gateway, jobs, background))
     }
 
     pub fn new(gateway: Gateway, jobs: Arc<Jobs>) -> McpServer {

@@ -55,6 +55,9 @@ pub struct InFlightCall {
     pub started_at_ms: Option<u64>,
     pub idempotency_key: Option<String>,
     pub idempotent: bool,
+    /// The background job the call runs for (notifications of jobs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_id: Option<String>,
 }
 
 /// A call the host lost while it was requested or running.
@@ -328,13 +331,19 @@ impl SessionState {
                 from_session,
                 handoff,
             } => self.record_handoff(event, from_session, handoff),
-            EventKind::CallRequested { call_id, tool, .. } => {
+            EventKind::CallRequested {
+                call_id,
+                tool,
+                job_id,
+                ..
+            } => {
                 let call = InFlightCall {
                     tool: tool.clone(),
                     requested_at_ms: at,
                     started_at_ms: None,
                     idempotency_key: None,
                     idempotent: false,
+                    job_id: job_id.clone(),
                 };
                 self.in_flight.insert(call_id.clone(), call);
             }

@@ -13,6 +13,7 @@ use super::error::SessionError;
 use super::event::{Event, EventKind};
 use super::log::{self, LoadStats};
 use super::state::{SessionInfo, SessionState};
+use crate::notify::{self, Outbox};
 use crate::storage::{Storage, StorageError};
 
 pub(crate) const SESSIONS_BUCKET: &str = "sessions";
@@ -33,6 +34,9 @@ pub struct SessionsConfig {
     pub keep_checkpoints: usize,
     /// The sessions' scratch directories, removed when a session is archived.
     pub scratch: Option<Arc<dyn SessionDirs>>,
+    /// Where the notifications derived from appended events go (see
+    /// [`crate::notify`]); none without `[[notify]]` targets.
+    pub notify: Option<Arc<Outbox>>,
 }
 
 /// Directories kept per session outside the store (the host's scratch
@@ -54,6 +58,7 @@ impl Default for SessionsConfig {
             checkpoint_every: 256,
             keep_checkpoints: 2,
             scratch: None,
+            notify: None,
         }
     }
 }
@@ -242,11 +247,16 @@ impl Sessions {
             // sees the state it left.
             for event in &events {
                 let before = SessionInfo::from(&*state);
+                let notifications = match &self.config.notify {
+                    Some(_) => notify::derive(state, event),
+                    None => Vec::new(),
+                };
                 if let Err(e) = state.apply(event) {
                     slot.state = None;
                     return Err(e);
                 }
                 self.after_append(state, &before, event);
+                self.enqueue(notifications);
             }
             return Ok(events);
         }
@@ -290,6 +300,20 @@ impl Sessions {
             && let Err(e) = checkpoint::write(&*self.storage, state, self.config.keep_checkpoints)
         {
             tracing::warn!(session = %state.id, error = %e, "could not write a checkpoint");
+        }
+    }
+
+    /// Puts what an acknowledged event means for the `[[notify]]` targets
+    /// into the outbox. Never fails the append (the event is durable
+    /// already): a failed write is logged, and that notification is lost.
+    fn enqueue(&self, notifications: Vec<(notify::NotifyKind, notify::Notification)>) {
+        let Some(outbox) = &self.config.notify else {
+            return;
+        };
+        for (kind, n) in notifications {
+            if let Err(e) = outbox.enqueue(kind, &n, self.now()) {
+                tracing::warn!(session = %n.session, seq = n.seq, event = %kind, error = %e, "notify: could not write the notification to the outbox; it is not sent");
+            }
         }
     }
 

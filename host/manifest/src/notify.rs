@@ -1,0 +1,468 @@
+//! `[[notify]]`: the webhooks an operator wants told about what happens in
+//! the sessions (an approval needed, a flag, a budget, a job, a rescue, a
+//! stalled or completed session). Only these URLs are ever contacted by the
+//! delivery worker; nothing an agent or a plugin says adds one.
+//!
+//! ```toml
+//! [[notify]]
+//! name = "ops"                                  # default: the URL's host[:port]
+//! url = "https://hooks.slack.com/services/T000/B000/XXXX"
+//! format = "slack"                              # or "json" (the default)
+//! events = ["approval_needed", "flag:warning", "budget_exceeded", "job_failed"]
+//! secret_file = "notify-ops.secret"             # or `secret = "..."`; signs each delivery
+//! timeout = "10s"                               # per delivery
+//! max_attempts = 8                              # then the entry is kept as `failed`
+//! retry_initial = "5s"                          # doubled after each failed attempt …
+//! retry_max = "10m"                             # … up to this
+//! ```
+//!
+//! `events` names [`NotifyKind`]s; `"flag"` is every blocker flag and
+//! `"flag:<severity>"` (`info`, `warning`, `critical`) those at or above it.
+//! `"*"` is every kind (flags of every severity).
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::ConfigError;
+use super::detector::Severity;
+use super::principal::read_credential_file;
+use super::source::Source;
+use super::units::Millis;
+
+/// What a notification is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum NotifyKind {
+    /// A call waits for an operator's approval (a hook answered `ask`).
+    ApprovalNeeded,
+    /// The stuck-agent detector raised a blocker flag.
+    Flag,
+    /// A session reached the warning threshold of a budget cap.
+    BudgetWarning,
+    /// A call or a usage report went past a cap; the session paused.
+    BudgetExceeded,
+    /// A background job's call succeeded.
+    JobFinished,
+    /// A background job's call failed, timed out, was denied or cancelled.
+    JobFailed,
+    /// An operator opened a rescue of a session.
+    RescueOpened,
+    /// A rescue was closed (resolved, or given up on).
+    RescueResolved,
+    /// A session made no progress for too long (the `no_progress` or `stale` flag).
+    SessionStalled,
+    /// A session ended with its work done.
+    SessionCompleted,
+}
+
+impl NotifyKind {
+    pub const ALL: [NotifyKind; 10] = [
+        NotifyKind::ApprovalNeeded,
+        NotifyKind::Flag,
+        NotifyKind::BudgetWarning,
+        NotifyKind::BudgetExceeded,
+        NotifyKind::JobFinished,
+        NotifyKind::JobFailed,
+        NotifyKind::RescueOpened,
+        NotifyKind::RescueResolved,
+        NotifyKind::SessionStalled,
+        NotifyKind::SessionCompleted,
+    ];
+
+    /// The name used in `events` and in the delivered body's `event` field.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NotifyKind::ApprovalNeeded => "approval_needed",
+            NotifyKind::Flag => "flag",
+            NotifyKind::BudgetWarning => "budget_warning",
+            NotifyKind::BudgetExceeded => "budget_exceeded",
+            NotifyKind::JobFinished => "job_finished",
+            NotifyKind::JobFailed => "job_failed",
+            NotifyKind::RescueOpened => "rescue_opened",
+            NotifyKind::RescueResolved => "rescue_resolved",
+            NotifyKind::SessionStalled => "session_stalled",
+            NotifyKind::SessionCompleted => "session_completed",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<NotifyKind> {
+        NotifyKind::ALL.into_iter().find(|k| k.as_str() == text)
+    }
+}
+
+impl std::fmt::Display for NotifyKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The body a target gets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NotifyFormat {
+    /// The notification as a JSON object (see the README).
+    Json,
+    /// A Slack incoming-webhook body: `{"text": "..."}`.
+    Slack,
+}
+
+impl NotifyFormat {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NotifyFormat::Json => "json",
+            NotifyFormat::Slack => "slack",
+        }
+    }
+}
+
+/// One `[[notify]]` target.
+#[derive(Clone, PartialEq)]
+pub struct NotifyTarget {
+    /// Unique among the targets; names the target in `glovebox notify status`
+    /// and in each delivery's idempotency key.
+    pub name: String,
+    /// `http://` or `https://`.
+    pub url: String,
+    /// The kinds it wants, in [`NotifyKind::ALL`] order.
+    pub events: Vec<NotifyKind>,
+    /// Flags below this severity are not sent (`Info` unless `flag:<severity>`).
+    pub flag_min_severity: Severity,
+    pub format: NotifyFormat,
+    /// The HMAC-SHA256 key each delivery is signed with, if any.
+    pub secret: Option<String>,
+    /// How long one delivery may take (connect, send, answer). Default 10 s.
+    pub timeout: Duration,
+    /// Attempts before an entry is kept as `failed`. Default 8.
+    pub max_attempts: u32,
+    /// The wait after the first failed attempt, doubled after each. Default 5 s.
+    pub retry_initial: Duration,
+    /// The longest wait between attempts. Default 10 min.
+    pub retry_max: Duration,
+}
+
+impl std::fmt::Debug for NotifyTarget {
+    // The secret never reaches a log line.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NotifyTarget")
+            .field("name", &self.name)
+            .field("url", &self.url)
+            .field("events", &self.events)
+            .field("flag_min_severity", &self.flag_min_severity)
+            .field("format", &self.format)
+            .field("secret", &self.secret.as_ref().map(|_| "<set>"))
+            .field("timeout", &self.timeout)
+            .field("max_attempts", &self.max_attempts)
+            .field("retry_initial", &self.retry_initial)
+            .field("retry_max", &self.retry_max)
+            .finish()
+    }
+}
+
+impl NotifyTarget {
+    /// Whether this target wants a notification of `kind` (with the flag's
+    /// `severity`, for flags).
+    pub fn wants(&self, kind: NotifyKind, severity: Option<Severity>) -> bool {
+        self.events.contains(&kind)
+            && (kind != NotifyKind::Flag || severity.is_none_or(|s| s >= self.flag_min_severity))
+    }
+
+    /// The wait before attempt `attempt + 1` after `attempt` failed ones (1 or more).
+    pub fn backoff(&self, attempts: u32) -> Duration {
+        let doublings = attempts.saturating_sub(1).min(30);
+        self.retry_initial
+            .saturating_mul(1u32 << doublings)
+            .min(self.retry_max)
+    }
+}
+
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+pub const DEFAULT_MAX_ATTEMPTS: u32 = 8;
+pub const DEFAULT_RETRY_INITIAL: Duration = Duration::from_secs(5);
+pub const DEFAULT_RETRY_MAX: Duration = Duration::from_secs(600);
+/// More attempts than this is a typo, not a policy.
+const MAX_ATTEMPTS: i64 = 100;
+
+const EVENTS_HINT: &str = "list some of `approval_needed`, `flag` (or `flag:info`, `flag:warning`, `flag:critical`: flags at or above that severity), `budget_warning`, `budget_exceeded`, `job_finished`, `job_failed`, `rescue_opened`, `rescue_resolved`, `session_stalled`, `session_completed`, or `\"*\"` for all";
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawNotify {
+    name: Option<String>,
+    url: Option<String>,
+    events: Option<Vec<String>>,
+    format: Option<String>,
+    secret: Option<String>,
+    secret_file: Option<String>,
+    timeout: Option<Millis>,
+    max_attempts: Option<i64>,
+    retry_initial: Option<Millis>,
+    retry_max: Option<Millis>,
+}
+
+pub(super) fn validate_notify(
+    src: &Source,
+    dir: &Path,
+    raw: &[RawNotify],
+) -> Result<Vec<NotifyTarget>, ConfigError> {
+    let mut targets: Vec<NotifyTarget> = Vec::new();
+    for (i, entry) in raw.iter().enumerate() {
+        let at = |key: &str| format!("notify[{i}].{key}");
+        let url = entry.url.as_deref().unwrap_or_default().trim().to_string();
+        let host = url_host(&url).map_err(|problem| {
+            src.invalid(
+                &at("url"),
+                problem,
+                "write the receiver's full URL, e.g. `url = \"https://hooks.slack.com/services/...\"` or `url = \"http://127.0.0.1:9000/glovebox\"`",
+            )
+        })?;
+        let name = match &entry.name {
+            Some(name) => {
+                if name.is_empty()
+                    || name.len() > 64
+                    || !name
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+                {
+                    return Err(src.invalid(
+                        &at("name"),
+                        format!("`{name}` is not a target name"),
+                        "use 1 to 64 letters, digits, `-`, `_` and `.`",
+                    ));
+                }
+                name.clone()
+            }
+            None => host.replace(':', "_"),
+        };
+        if let Some(other) = targets.iter().position(|t| t.name == name) {
+            return Err(src.invalid(
+                &at(if entry.name.is_some() { "name" } else { "url" }),
+                format!("two `[[notify]]` targets are named `{name}` (also `notify[{other}]`)"),
+                "give each target its own `name = \"...\"` (it defaults to the URL's host)",
+            ));
+        }
+        let (events, flag_min_severity) = parse_events(entry.events.as_deref())
+            .map_err(|problem| src.invalid(&at("events"), problem, EVENTS_HINT))?;
+        let format = match entry.format.as_deref() {
+            None | Some("json") => NotifyFormat::Json,
+            Some("slack") => NotifyFormat::Slack,
+            Some(other) => {
+                return Err(src.invalid(
+                    &at("format"),
+                    format!("`{other}` is not a notification format"),
+                    "write `\"json\"` (the notification as a JSON object) or `\"slack\"` (a Slack incoming-webhook body)",
+                ));
+            }
+        };
+        let secret = match (&entry.secret, &entry.secret_file) {
+            (Some(_), Some(_)) => {
+                return Err(src.invalid(
+                    &at("secret"),
+                    "`secret` and `secret_file` both give the signing key",
+                    "keep one: `secret_file` (a 0600 file) keeps it out of the config",
+                ));
+            }
+            (Some(s), None) => Some(s.clone()),
+            (None, Some(file)) => {
+                let text = read_credential_file(src, &at("secret_file"), dir, file)?;
+                Some(text.trim().to_string())
+            }
+            (None, None) => None,
+        };
+        if secret.as_deref().is_some_and(|s| s.len() < 16) {
+            let key = if entry.secret.is_some() {
+                "secret"
+            } else {
+                "secret_file"
+            };
+            return Err(src.invalid(
+                &at(key),
+                "the signing secret is shorter than 16 characters",
+                "use a long random value, e.g. `openssl rand -hex 32`",
+            ));
+        }
+        let duration = |key: &str, value: Option<Millis>, default: Duration| match value {
+            None => Ok(default),
+            Some(Millis(d)) if d.is_zero() => Err(src.invalid(
+                &at(key),
+                format!("`{key}` is zero"),
+                "write a duration such as \"500ms\", \"5s\" or \"10m\"",
+            )),
+            Some(Millis(d)) => Ok(d),
+        };
+        let timeout = duration("timeout", entry.timeout, DEFAULT_TIMEOUT)?;
+        let retry_initial = duration("retry_initial", entry.retry_initial, DEFAULT_RETRY_INITIAL)?;
+        let retry_max = duration(
+            "retry_max",
+            entry.retry_max,
+            DEFAULT_RETRY_MAX.max(retry_initial),
+        )?;
+        if retry_max < retry_initial {
+            return Err(src.invalid(
+                &at("retry_max"),
+                "`retry_max` is shorter than `retry_initial`",
+                "raise `retry_max`, or lower `retry_initial`",
+            ));
+        }
+        let max_attempts = match entry.max_attempts {
+            None => DEFAULT_MAX_ATTEMPTS,
+            Some(n @ 1..=MAX_ATTEMPTS) => n as u32,
+            Some(n) => {
+                return Err(src.invalid(
+                    &at("max_attempts"),
+                    format!("{n} attempts is out of range"),
+                    format!(
+                        "write an integer from 1 to {MAX_ATTEMPTS} (default {DEFAULT_MAX_ATTEMPTS})"
+                    ),
+                ));
+            }
+        };
+        targets.push(NotifyTarget {
+            name,
+            url,
+            events,
+            flag_min_severity,
+            format,
+            secret,
+            timeout,
+            max_attempts,
+            retry_initial,
+            retry_max,
+        });
+    }
+    Ok(targets)
+}
+
+/// `host[:port]` of an `http://` or `https://` URL, or what is wrong with it.
+fn url_host(url: &str) -> Result<String, String> {
+    if url.is_empty() {
+        return Err("`[[notify]]` needs the receiver's `url`".to_string());
+    }
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))
+        .ok_or_else(|| format!("`{url}` is not an http:// or https:// URL"))?;
+    if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!("`{url}` contains whitespace"));
+    }
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    if authority.contains('@') {
+        return Err(format!(
+            "`{url}` carries credentials before the host; sign deliveries with `secret` instead"
+        ));
+    }
+    let host = authority.rsplit_once(':').map_or(authority, |(h, port)| {
+        if port.chars().all(|c| c.is_ascii_digit()) && !h.is_empty() {
+            h
+        } else {
+            authority
+        }
+    });
+    if host.is_empty() {
+        return Err(format!("`{url}` has no host"));
+    }
+    Ok(authority.to_string())
+}
+
+/// `events`: the kinds, and the lowest severity of flag wanted.
+fn parse_events(events: Option<&[String]>) -> Result<(Vec<NotifyKind>, Severity), String> {
+    let Some(events) = events.filter(|e| !e.is_empty()) else {
+        return Err("`events` is missing or empty: the target would get nothing".to_string());
+    };
+    let mut kinds = Vec::new();
+    let mut severity = None;
+    for event in events {
+        let event = event.trim();
+        if event == "*" {
+            kinds.extend(NotifyKind::ALL);
+            severity = Some(Severity::Info);
+            continue;
+        }
+        let (name, min) = match event.split_once(':') {
+            Some((name, min)) => (name, Some(min)),
+            None => (event, None),
+        };
+        let kind = NotifyKind::parse(name).ok_or_else(|| format!("`{event}` is not an event"))?;
+        match (kind, min) {
+            (NotifyKind::Flag, min) => {
+                let min = match min {
+                    None | Some("info") => Severity::Info,
+                    Some("warning") => Severity::Warning,
+                    Some("critical") => Severity::Critical,
+                    Some(other) => {
+                        return Err(format!(
+                            "`{other}` in `{event}` is not a severity (info, warning, critical)"
+                        ));
+                    }
+                };
+                severity = Some(severity.map_or(min, |s: Severity| s.min(min)));
+            }
+            (_, Some(_)) => {
+                return Err(format!(
+                    "`{event}`: only `flag` takes a severity (`flag:warning`)"
+                ));
+            }
+            _ => {}
+        }
+        kinds.push(kind);
+    }
+    kinds.sort();
+    kinds.dedup();
+    Ok((kinds, severity.unwrap_or(Severity::Info)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn events(list: &[&str]) -> Result<(Vec<NotifyKind>, Severity), String> {
+        let owned: Vec<String> = list.iter().map(|s| s.to_string()).collect();
+        parse_events(Some(&owned))
+    }
+
+    #[test]
+    fn flag_severity_is_the_lowest_asked_for() {
+        let (kinds, min) = events(&["flag:critical", "job_failed"]).unwrap();
+        assert_eq!(kinds, vec![NotifyKind::Flag, NotifyKind::JobFailed]);
+        assert_eq!(min, Severity::Critical);
+        let (_, min) = events(&["flag:critical", "flag:warning"]).unwrap();
+        assert_eq!(min, Severity::Warning);
+        assert!(events(&["job_failed:warning"]).is_err());
+        assert!(events(&["flag:loud"]).is_err());
+        assert!(events(&["nope"]).is_err());
+        assert_eq!(events(&["*"]).unwrap().0.len(), NotifyKind::ALL.len());
+    }
+
+    #[test]
+    fn urls_must_be_http_with_a_host() {
+        assert_eq!(
+            url_host("http://127.0.0.1:9000/x").unwrap(),
+            "127.0.0.1:9000"
+        );
+        assert_eq!(
+            url_host("https://hooks.slack.com/services/a").unwrap(),
+            "hooks.slack.com"
+        );
+        assert!(url_host("ftp://x").is_err());
+        assert!(url_host("http:///x").is_err());
+        assert!(url_host("https://user:pw@host/").is_err());
+        assert!(url_host("http://a b/").is_err());
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_the_cap() {
+        let target = NotifyTarget {
+            name: "t".into(),
+            url: "http://x".into(),
+            events: vec![],
+            flag_min_severity: Severity::Info,
+            format: NotifyFormat::Json,
+            secret: None,
+            timeout: DEFAULT_TIMEOUT,
+            max_attempts: 8,
+            retry_initial: Duration::from_secs(1),
+            retry_max: Duration::from_secs(5),
+        };
+        let waits: Vec<u64> = (1..=5).map(|a| target.backoff(a).as_secs()).collect();
+        assert_eq!(waits, vec![1, 2, 4, 5, 5]);
+    }
+}
