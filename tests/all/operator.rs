@@ -193,26 +193,29 @@ fn every_store_command_answers_the_same_through_a_running_server() {
 /// A config whose `files.write` waits for a human, served to the built-in
 /// agent over stdio.
 fn approval_site(extra: &str) -> Site {
-    let site = Site::with_config(
-        &format!(
-            "{extra}[[hook]]\nname = \"destructive\"\ncomponent = \"{}\"\n[hook.settings]\nmode = \"ask\"\n",
-            plugins::HOOK_DESTRUCTIVE
+    let site = Site::with_plugins(&[(
+        "files.toml",
+        format!(
+            "name = \"files\"\ncomponent = \"{}\"\n[[fs]]\nhost = \"work\"\nguest = \"/data\"\naccess = \"read-write\"\n",
+            plugins::TOOL_FILES
         ),
-        &[(
-            "files.toml",
-            format!(
-                "name = \"files\"\ncomponent = \"{}\"\n[[fs]]\nhost = \"work\"\nguest = \"/data\"\naccess = \"read-write\"\n",
-                plugins::TOOL_FILES
-            ),
-        )],
-    );
+    )]);
+    set_approval_config(&site, extra);
+    std::fs::create_dir(site.path().join("work")).unwrap();
+    site
+}
+
+/// The site's config with `extra` tables and the destructive hook asking.
+fn set_approval_config(site: &Site, extra: &str) {
+    site.set_config(&format!(
+        "{extra}[[hook]]\nname = \"destructive\"\ncomponent = \"{}\"\n[hook.settings]\nmode = \"ask\"\n",
+        plugins::HOOK_DESTRUCTIVE
+    ));
     // `Site` says `hooks = "none"`; this config has a hook instead.
     let config = std::fs::read_to_string(site.config())
         .unwrap()
         .replace("hooks = \"none\"\n", "");
     std::fs::write(site.config(), config).unwrap();
-    std::fs::create_dir(site.path().join("work")).unwrap();
-    site
 }
 
 /// The one pending approval's id, once there is one.
@@ -464,14 +467,10 @@ fn an_approval_left_pending_past_expire_after_is_denied_and_cannot_be_approved()
     assert_eq!(show["status"], "active", "{show}");
 
     // While serving, the sweep expires one nobody touched.
-    site.set_config(&format!(
-        "[approvals]\nwait = 0\nexpire_after = \"1s\"\n[detector]\nsweep_interval = \"200ms\"\n[[hook]]\nname = \"destructive\"\ncomponent = \"{}\"\n[hook.settings]\nmode = \"ask\"\n",
-        plugins::HOOK_DESTRUCTIVE
-    ));
-    let config = std::fs::read_to_string(site.config())
-        .unwrap()
-        .replace("hooks = \"none\"\n", "");
-    std::fs::write(site.config(), config).unwrap();
+    set_approval_config(
+        &site,
+        "[approvals]\nwait = 0\nexpire_after = \"1s\"\n[detector]\nsweep_interval = \"200ms\"\n",
+    );
     let _server = mcp_server(&site);
     let id = write("/data/b.txt");
     let start = Instant::now();

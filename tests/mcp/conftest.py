@@ -40,27 +40,32 @@ def free_port():
         return s.getsockname()[1]
 
 
-@contextmanager
-def http_server(glovebox_bin, config):
-    """`glovebox serve --http` on a free port; yields its MCP URL."""
+def start_http_server(glovebox_bin, config):
+    """`glovebox serve --http` on a free port, listening: (process, MCP URL)."""
     port = free_port()
     proc = subprocess.Popen(
         [glovebox_bin, "--config", config, "serve", "--http", f"127.0.0.1:{port}"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"glovebox serve --http exited: {proc.stderr.read().decode()}")
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return proc, f"http://127.0.0.1:{port}/mcp"
+        time.sleep(0.05)
+    proc.kill()
+    raise RuntimeError("glovebox serve --http did not start listening")
+
+
+@contextmanager
+def http_server(glovebox_bin, config):
+    """`glovebox serve --http` on a free port; yields its MCP URL."""
+    proc, url = start_http_server(glovebox_bin, config)
     try:
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            if proc.poll() is not None:
-                raise RuntimeError(f"glovebox serve --http exited: {proc.stderr.read().decode()}")
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.05)
-        else:
-            raise RuntimeError("glovebox serve --http did not start listening")
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield url
     finally:
         proc.terminate()
         try:

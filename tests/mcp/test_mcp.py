@@ -160,28 +160,14 @@ def test_threat_46_a_call_in_flight_at_sigterm_still_answers(glovebox_bin, confi
     and answer, then exits cleanly; its log says the call finished."""
     import signal
     import subprocess
-    import time
 
-    from conftest import free_port
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
 
-    port = free_port()
-    proc = subprocess.Popen(
-        [glovebox_bin, "--config", config, "serve", "--http", f"127.0.0.1:{port}"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            import socket
+    from conftest import start_http_server
 
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.05)
-        url = f"http://127.0.0.1:{port}/mcp"
+    proc, url = start_http_server(glovebox_bin, config)
+    try:
 
         async def main():
             async with Client(streamable_http_client(url), read_timeout_seconds=60) as client:
