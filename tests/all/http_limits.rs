@@ -1,8 +1,9 @@
-//! Threat 43 (a client that holds the HTTP server's connections): a request
-//! whose headers never finish is cut off after the header timeout, the
-//! connections served at once are capped (`serve --max-connections`), and
-//! what waits beyond the cap is served as soon as a slot frees. Over the
-//! real binary and raw TCP.
+//! The HTTP server beyond MCP, over the real binary and raw TCP. Threat 43
+//! (a client that holds the server's connections): a request whose headers
+//! never finish is cut off after the header timeout, the connections served
+//! at once are capped (`serve --max-connections`), and what waits beyond the
+//! cap is served as soon as a slot frees. `/metrics`: an operator's, and it
+//! counts what the server did.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -86,6 +87,190 @@ fn threat_43_dribbled_headers_are_cut_off_and_connections_are_capped() {
         answered(&addr, Duration::from_secs(10)),
         "a freed slot is served"
     );
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// `GET path` with `headers`: (status, body).
+fn get(addr: &str, path: &str, headers: &[(&str, &str)]) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut request = format!("GET {path} HTTP/1.1\r\nConnection: close\r\n");
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        request += &format!("Host: {addr}\r\n");
+    }
+    for (k, v) in headers {
+        request += &format!("{k}: {v}\r\n");
+    }
+    request += "\r\n";
+    s.write_all(request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    let status = answer[9..12].parse().unwrap();
+    let body = answer
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
+
+#[test]
+fn metrics_are_an_operators_and_count_what_the_server_did() {
+    let site = Site::new(false);
+    // A hook that judges every call (and allows echo), and a sweep that
+    // flags a session idle for a second.
+    site.set_config(&format!(
+        "[detector]\nsweep_interval = \"200ms\"\nno_progress_after = \"1s\"\n[[hook]]\nname = \"destructive\"\ncomponent = \"{}\"\n[hook.settings]\nmode = \"ask\"\n",
+        crate::util::plugins::HOOK_DESTRUCTIVE
+    ));
+    let config = std::fs::read_to_string(site.config())
+        .unwrap()
+        .replace("hooks = \"none\"\n", "");
+    std::fs::write(site.config(), config).unwrap();
+    let token = |args: &[&str]| {
+        let (code, out, err) = site.run(args);
+        assert_eq!(code, 0, "{err}");
+        out.trim().to_string()
+    };
+    let operator = token(&["principal", "add", "ops", "--kind", "operator"]);
+    let agent = token(&[
+        "principal",
+        "add",
+        "alice",
+        "--kind",
+        "agent",
+        "--roles",
+        "workagent",
+        "--projects",
+        "demo",
+    ]);
+    let (mut child, addr) = serve(&site, &[]);
+    // Work done through the server (the command line reaches it on its socket).
+    for args in [
+        &[
+            "session",
+            "start",
+            "--role",
+            "workagent",
+            "--project",
+            "demo",
+            "--name",
+            "m1",
+        ][..],
+        &[
+            "call",
+            "--session",
+            "m1",
+            "echo.echo",
+            "--input",
+            r#"{"message":"hi"}"#,
+        ],
+        &[
+            "call",
+            "--session",
+            "m1",
+            "echo.echo",
+            "--input",
+            r#"{"message":"again"}"#,
+        ],
+    ] {
+        let (code, _, err) = site.run(args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+    }
+    let job = site.json(&[
+        "job",
+        "spawn",
+        "--session",
+        "m1",
+        "echo.echo",
+        "--input",
+        r#"{"message":"bg"}"#,
+    ]);
+    let (code, _, err) = site.run(&[
+        "job",
+        "wait",
+        job["id"].as_str().unwrap(),
+        "--timeout",
+        "60s",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    // Idle past `no_progress_after`: the sweep flags the session.
+    let start = Instant::now();
+    while site.json(&["session", "list", "--blocked", "--json"]) == serde_json::json!([]) {
+        assert!(start.elapsed() < Duration::from_secs(30), "never flagged");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let bearer = |t: &str| format!("Bearer {t}");
+    assert_eq!(get(&addr, "/metrics", &[]).0, 401);
+    assert_eq!(
+        get(
+            &addr,
+            "/metrics",
+            &[("Authorization", &bearer("gbx_wrong"))]
+        )
+        .0,
+        401
+    );
+    assert_eq!(
+        get(&addr, "/metrics", &[("Authorization", &bearer(&agent))]).0,
+        403
+    );
+    assert_eq!(
+        get(
+            &addr,
+            "/metrics",
+            &[
+                ("Authorization", &bearer(&operator)),
+                ("Host", "rebound.example")
+            ]
+        )
+        .0,
+        403
+    );
+    let (status, text) = get(&addr, "/metrics", &[("Authorization", &bearer(&operator))]);
+    assert_eq!(status, 200, "{text}");
+    assert!(
+        text.contains(r#"glovebox_calls_total{tool="echo.echo",outcome="ok"} 3"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"glovebox_call_duration_seconds_count{tool="echo.echo"} 3"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"glovebox_sessions{status="active"} 1"#),
+        "{text}"
+    );
+    assert!(
+        text.contains("glovebox_log_append_duration_seconds_count 3"),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"glovebox_hook_decisions_total{hook="destructive",decision="allow"} 3"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"glovebox_jobs{status="completed"} 1"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"glovebox_flags{rule="no_progress",severity="#),
+        "{text}"
+    );
+    for family in [
+        "glovebox_hook_decisions",
+        "glovebox_hook_duration_seconds",
+        "glovebox_jobs",
+        "glovebox_approvals_pending",
+        "glovebox_flags",
+        "glovebox_calls_in_flight",
+        "glovebox_notify_outbox_depth",
+    ] {
+        assert!(
+            text.contains(&format!("# TYPE {family} ")),
+            "no {family}: {text}"
+        );
+    }
     let _ = child.kill();
     let _ = child.wait();
 }

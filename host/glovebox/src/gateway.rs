@@ -32,6 +32,8 @@ pub struct Gateway {
     reloading: Arc<tokio::sync::Mutex<()>>,
     /// Calls waiting for their approval to be settled.
     waiters: Waiters,
+    /// What the pipeline counts (`/metrics`).
+    metrics: Arc<crate::metrics::Metrics>,
 }
 
 /// Who settles what the host settles by itself (an expired approval).
@@ -56,6 +58,7 @@ impl Gateway {
             ledger,
             reloading: Arc::default(),
             waiters: Waiters::default(),
+            metrics: Arc::default(),
         }
     }
 
@@ -75,6 +78,20 @@ impl Gateway {
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
+    }
+
+    /// What the pipeline counts.
+    pub(crate) fn metrics(&self) -> &crate::metrics::Metrics {
+        &self.metrics
+    }
+
+    /// The metrics in Prometheus' text format: the pipeline's counters and
+    /// what the ledger holds now (read here, off the async threads).
+    pub async fn metrics_text(&self) -> Result<String, SessionError> {
+        let ledger = self.ledger.clone();
+        let in_flight = i64::try_from(self.host().calls_in_flight()).unwrap_or(i64::MAX);
+        let snapshot = ledger_work(move || snapshot(&ledger, in_flight)).await?;
+        Ok(self.metrics.encode(&snapshot))
     }
 
     /// Waits until no call runs (a stopping server's drain), up to
@@ -393,6 +410,50 @@ impl Gateway {
         let key = session.to_string();
         ledger_work(move || budget::report_usage(&sessions, &budgets, &key, &usage)).await
     }
+}
+
+/// What the ledger holds now, for the gauges of a scrape.
+fn snapshot(
+    ledger: &Durable,
+    calls_in_flight: i64,
+) -> Result<crate::metrics::Snapshot, SessionError> {
+    use std::collections::BTreeMap;
+    let count = |map: &mut BTreeMap<String, i64>, key: String| *map.entry(key).or_default() += 1;
+    let (mut sessions, mut flags) = (BTreeMap::new(), BTreeMap::new());
+    for info in ledger.sessions.list(&Default::default())? {
+        count(&mut sessions, info.status.to_string());
+        if info.status.is_live()
+            && let Ok(state) = ledger.sessions.show(&info.id)
+        {
+            for (rule, flag) in &state.watch.flags {
+                *flags
+                    .entry((rule.clone(), flag.severity.to_string()))
+                    .or_default() += 1;
+            }
+        }
+    }
+    let mut jobs = BTreeMap::new();
+    let store = crate::jobs::JobStore::new(ledger.storage.clone());
+    for job in store
+        .all()
+        .map_err(|e| SessionError::InvalidInput(e.to_string()))?
+    {
+        count(&mut jobs, job.status.to_string());
+    }
+    let approvals_pending = i64::try_from(ledger.approvals.list(false)?.len()).unwrap_or(i64::MAX);
+    let outbox_depth = ledger
+        .outbox
+        .depth()
+        .map(|n| i64::try_from(n).unwrap_or(i64::MAX))
+        .unwrap_or(0);
+    Ok(crate::metrics::Snapshot {
+        sessions_by_status: sessions.into_iter().collect(),
+        jobs_by_status: jobs.into_iter().collect(),
+        approvals_pending,
+        flags: flags.into_iter().collect(),
+        calls_in_flight,
+        outbox_depth,
+    })
 }
 
 /// An approval runs only the call the log says was requested: the session's

@@ -22,6 +22,7 @@ mod gateway;
 mod host;
 pub mod jobs;
 mod ledger;
+pub mod metrics;
 mod pipeline;
 mod principals;
 pub mod replay;

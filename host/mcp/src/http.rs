@@ -40,6 +40,9 @@ use glovebox::Principal;
 
 /// The path MCP is served at.
 pub const MCP_PATH: &str = "/mcp";
+/// The path the metrics are served at (Prometheus text format): an
+/// operator's token when principals are declared.
+pub const METRICS_PATH: &str = "/metrics";
 
 /// How long a connection may take to send a request's headers (and how
 /// long an idle keep-alive connection is kept): a client that dribbles
@@ -152,6 +155,8 @@ impl HttpServer {
         .unwrap_or(usize::MAX);
         // Ends the MCP sessions once the calls in flight have drained.
         let sessions_end = CancellationToken::new();
+        // The `Host`s served (rmcp checks them for MCP; `/metrics` here).
+        let mut allowed_hosts: Vec<String> = Vec::new();
         let mut config = StreamableHttpServerConfig::default()
             .with_cancellation_token(sessions_end.clone())
             .with_max_request_body_bytes(max_input.saturating_mul(2).max(4 << 20));
@@ -165,6 +170,7 @@ impl HttpServer {
                 addr.to_string(),
             ];
             hosts.extend(self.options.allowed_hosts.iter().cloned());
+            allowed_hosts.clone_from(&hosts);
             config = config.with_allowed_hosts(hosts);
             // A browser page may reach a loopback server (DNS rebinding, a
             // malicious page): only pages of this server's own origin, and
@@ -192,6 +198,7 @@ impl HttpServer {
             server: self.server.clone(),
             sessions: Mutex::new(HashMap::new()),
             stopping: std::sync::atomic::AtomicBool::new(false),
+            allowed_hosts,
         });
         let slots = Arc::new(tokio::sync::Semaphore::new(
             self.options.max_connections.max(1),
@@ -226,6 +233,9 @@ impl HttpServer {
                     let mcp = mcp.clone();
                     let auth = auth.clone();
                     async move {
+                        if req.uri().path() == METRICS_PATH {
+                            return Ok::<_, Infallible>(auth.metrics(&req).await);
+                        }
                         if req.uri().path() != MCP_PATH {
                             return Ok::<_, Infallible>(not_found());
                         }
@@ -280,6 +290,8 @@ struct Auth {
     sessions: Mutex<HashMap<String, String>>,
     /// Set once the server stops: new requests get 503.
     stopping: std::sync::atomic::AtomicBool,
+    /// The `Host` values served (a page that rebinds a name to loopback is not).
+    allowed_hosts: Vec<String>,
 }
 
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -362,6 +374,53 @@ impl Auth {
         Ok(response)
     }
 
+    /// `GET /metrics`: an operator's (401 without a valid token, 403 for an
+    /// agent's); anyone on a loopback server without principals.
+    async fn metrics<B>(&self, req: &hyper::Request<B>) -> Response {
+        let host = req
+            .headers()
+            .get(hyper::header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .unwrap_or_default();
+        if !self.allowed_hosts.iter().any(|h| h == host) {
+            return plain(
+                hyper::StatusCode::FORBIDDEN,
+                "this Host is not served (`serve --allow-host` adds one)\n".into(),
+            );
+        }
+        let Some(principal) = self.principal(req) else {
+            return unauthorized();
+        };
+        if self.server.gateway().has_principals() && !principal.is_operator() {
+            return plain(
+                hyper::StatusCode::FORBIDDEN,
+                "the metrics are an operator's: use an operator principal's token\n".into(),
+            );
+        }
+        if req.method() != hyper::Method::GET {
+            return plain(
+                hyper::StatusCode::METHOD_NOT_ALLOWED,
+                "GET /metrics\n".into(),
+            );
+        }
+        match self.server.gateway().metrics_text().await {
+            Ok(text) => {
+                let mut response = plain(hyper::StatusCode::OK, text);
+                response.headers_mut().insert(
+                    hyper::header::CONTENT_TYPE,
+                    hyper::header::HeaderValue::from_static(
+                        "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                    ),
+                );
+                response
+            }
+            Err(e) => plain(
+                hyper::StatusCode::INTERNAL_SERVER_ERROR,
+                format!("cannot read the ledger for the metrics: {e}\n"),
+            ),
+        }
+    }
+
     fn pins(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
         self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -376,6 +435,13 @@ fn unauthorized() -> Response {
         hyper::header::WWW_AUTHENTICATE,
         hyper::header::HeaderValue::from_static("Bearer"),
     );
+    response
+}
+
+/// A text answer with `status`.
+fn plain(status: hyper::StatusCode, text: String) -> Response {
+    let mut response = hyper::Response::new(Full::new(Bytes::from(text)).boxed());
+    *response.status_mut() = status;
     response
 }
 

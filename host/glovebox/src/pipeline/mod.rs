@@ -101,10 +101,16 @@ impl Gateway {
             job_id,
         };
         let mut judgement = judge(host, &by, &call, &ctx, state.tags.clone()).await;
-        match record(host, ledger, state, &call, &ctx, &mut judgement).await? {
+        self.metrics().decisions(&judgement.decisions);
+        let writing = std::time::Instant::now();
+        let recorded = record(host, ledger, state, &call, &ctx, &mut judgement).await?;
+        self.metrics().ledger_write(writing.elapsed());
+        match recorded {
             Recorded::Refused(err) => {
                 settle::refused(host, ledger, &state.id).await;
-                Ok(CallReport::refused(call.name(), err))
+                let report = CallReport::refused(call.name(), err);
+                self.metrics().call(&report);
+                Ok(report)
             }
             Recorded::Run => {
                 let cost = call_cost(&call);
@@ -117,6 +123,7 @@ impl Gateway {
                 };
                 settle::settle(host, ledger, &state.id, &ctx, cost, &report).await?;
                 settle::tell_hooks(host, &judgement, &report);
+                self.metrics().call(&report);
                 Ok(report)
             }
         }
