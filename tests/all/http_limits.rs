@@ -10,6 +10,7 @@ use std::net::TcpStream;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::principals::add;
 use crate::util::Site;
 
 /// `glovebox serve --http 127.0.0.1:0` with `args`; the process and its address.
@@ -123,27 +124,19 @@ fn metrics_are_an_operators_and_count_what_the_server_did() {
         "[detector]\nsweep_interval = \"200ms\"\nno_progress_after = \"1s\"\n[[hook]]\nname = \"destructive\"\ncomponent = \"{}\"\n[hook.settings]\nmode = \"ask\"\n",
         crate::util::plugins::HOOK_DESTRUCTIVE
     ));
-    let config = std::fs::read_to_string(site.config())
-        .unwrap()
-        .replace("hooks = \"none\"\n", "");
-    std::fs::write(site.config(), config).unwrap();
-    let token = |args: &[&str]| {
-        let (code, out, err) = site.run(args);
-        assert_eq!(code, 0, "{err}");
-        out.trim().to_string()
-    };
-    let operator = token(&["principal", "add", "ops", "--kind", "operator"]);
-    let agent = token(&[
-        "principal",
-        "add",
-        "alice",
-        "--kind",
-        "agent",
-        "--roles",
-        "workagent",
-        "--projects",
-        "demo",
-    ]);
+    let operator = add(&site, &["ops", "--kind", "operator"]);
+    let agent = add(
+        &site,
+        &[
+            "alice",
+            "--kind",
+            "agent",
+            "--roles",
+            "workagent",
+            "--projects",
+            "demo",
+        ],
+    );
     let (mut child, addr) = serve(&site, &[]);
     // Work done through the server (the command line reaches it on its socket).
     for args in [

@@ -211,11 +211,6 @@ fn set_approval_config(site: &Site, extra: &str) {
         "{extra}[[hook]]\nname = \"destructive\"\ncomponent = \"{}\"\n[hook.settings]\nmode = \"ask\"\n",
         plugins::HOOK_DESTRUCTIVE
     ));
-    // `Site` says `hooks = "none"`; this config has a hook instead.
-    let config = std::fs::read_to_string(site.config())
-        .unwrap()
-        .replace("hooks = \"none\"\n", "");
-    std::fs::write(site.config(), config).unwrap();
 }
 
 /// The one pending approval's id, once there is one.

@@ -5,7 +5,8 @@
 
 use crate::util::Site;
 
-fn add(site: &Site, args: &[&str]) -> String {
+/// `principal add ARGS`: the token it prints.
+pub(crate) fn add(site: &Site, args: &[&str]) -> String {
     let (code, out, err) = site.run(&[&["principal", "add"], args].concat());
     assert_eq!(code, 0, "principal add {args:?}: {err}");
     out.trim().to_string()

@@ -201,9 +201,15 @@ impl Site {
     }
 
     /// Rewrites the config with other `extra` tables (the plugins stay).
+    /// Without a `[[hook]]` in `extra` the config says `hooks = "none"`.
     pub fn set_config(&self, extra: &str) {
+        let hooks = if extra.contains("[[hook]]") {
+            ""
+        } else {
+            "hooks = \"none\"\n"
+        };
         let mut config = format!(
-            "data_dir = \"data\"\nhooks = \"none\"\n[runtime]\ncache_dir = \"{}\"\n[storage]\ncheckpoint_every = 64\n{extra}",
+            "data_dir = \"data\"\n{hooks}[runtime]\ncache_dir = \"{}\"\n[storage]\ncheckpoint_every = 64\n{extra}",
             cache_dir().display()
         );
         for file in &self.plugins {
