@@ -177,9 +177,21 @@ def test_threat_46_a_call_in_flight_at_sigterm_still_answers(glovebox_bin, confi
                 async def slow_call():
                     answer["result"] = await client.call_tool("sleep.sleep", {"seconds": 2})
 
+                def started():
+                    log = subprocess.run(
+                        [glovebox_bin, "--config", config, "log", "export", "draining"],
+                        capture_output=True,
+                        text=True,
+                    ).stdout
+                    return '"call_started"' in log
+
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(slow_call)
-                    await anyio.sleep(0.7)
+                    # SIGTERM once the call runs (the log says so, read
+                    # through the server's control socket), not before.
+                    with anyio.fail_after(30):
+                        while not await anyio.to_thread.run_sync(started):
+                            await anyio.sleep(0.05)
                     proc.send_signal(signal.SIGTERM)
                 result = answer["result"]
                 assert not result.is_error, result
