@@ -356,9 +356,12 @@ async fn serve_one(
             // and the agents' requests must not wait behind it.
             let runtime = tokio::runtime::Handle::current();
             let scope = served.clone();
+            let by = served.operator.name.clone();
             let code = glovebox::tasks::blocking(
                 move || {
-                    runtime.block_on(SERVED.scope(scope, crate::dispatch(&config, request.command)))
+                    // What the command writes to a log is this operator's doing.
+                    let command = crate::dispatch(&config, request.command);
+                    runtime.block_on(SERVED.scope(scope, glovebox::tasks::acting(by, command)))
                 },
                 |why| anyhow::anyhow!("the command failed inside the server: {why}"),
             )

@@ -259,7 +259,13 @@ async fn run(mut cli: Cli) -> Result<ExitCode> {
     if let Some(code) = control::forward(&cli.config, &mut cli.command).await? {
         return Ok(code);
     }
-    dispatch(&cli.config, cli.command).await
+    if matches!(cli.command, Command::Serve(_)) {
+        // A server's own work is the host's; each request names its principal.
+        return dispatch(&cli.config, cli.command).await;
+    }
+    // Run here, what the command writes to a log is its user's doing.
+    let by = glovebox::cli_operator().name;
+    glovebox::tasks::acting(by, dispatch(&cli.config, cli.command)).await
 }
 
 /// Runs a command here: in this process, or inside the server a command

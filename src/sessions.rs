@@ -499,9 +499,10 @@ pub fn run_log(config: &Path, command: LogCommand) -> Result<ExitCode> {
             for e in events {
                 let detail = serde_json::to_string(&e.kind)?;
                 out!(
-                    "{:>6}  {}  {:16}  {}",
+                    "{:>6}  {}  {:16}  {:16}  {}",
                     e.seq,
                     e.at_ms,
+                    e.by.as_deref().unwrap_or("-"),
                     e.kind.name(),
                     detail
                 );

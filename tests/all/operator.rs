@@ -489,3 +489,106 @@ fn an_approval_left_pending_past_expire_after_is_denied_and_cannot_be_approved()
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// Every event of a log names the principal that caused it: the agent for
+/// its session, calls, notes and jobs; the operator (`cli:<uid>`) for what
+/// it does through the server or without one, and for the call it approved;
+/// the host for what it finds by itself. A forged `by` breaks the chain.
+#[test]
+fn every_event_names_the_principal_that_caused_it() {
+    let site = approval_site("");
+    let mut server = mcp_server(&site);
+    let me = operator();
+    let call = |server: &mut Server, id: u64, name: &str, args: Value| {
+        let answer = server.call(id, name, args);
+        assert_eq!(answer["result"]["isError"], false, "{answer}");
+        answer
+    };
+    call(
+        &mut server,
+        1,
+        "session_start",
+        json!({"name": "mine", "role": "workagent", "project": "demo"}),
+    );
+    call(&mut server, 2, "session_note", json!({"text": "thinking"}));
+    let job = call(
+        &mut server,
+        3,
+        "job_spawn",
+        json!({"tool": "files.list", "input": {"path": "/data"}}),
+    );
+    let job_id = job["result"]["structuredContent"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{job}"))
+        .to_string();
+    call(
+        &mut server,
+        4,
+        "job_wait",
+        json!({"ids": [job_id], "timeout_ms": 60000}),
+    );
+    // A destructive call waits; the operator approves it through the server.
+    server.send(json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+        "params": {"name": "files.write", "arguments": {"path": "/data/a.txt", "content": "x"}}}));
+    let approval = pending_approval(&site);
+    let (code, _, err) = site.run(&["approve", approval["id"].as_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(server.response(5)["result"]["isError"], false);
+    let (code, _, err) = site.run(&["session", "budget", "mine", "--calls", "500"]);
+    assert_eq!(code, 0, "{err}");
+    drop(server);
+    // Without a server, the command line writes as its user too.
+    let (code, _, err) = site.run(&["session", "tag", "mine", "--add", "audited"]);
+    assert_eq!(code, 0, "{err}");
+
+    let (_, export, _) = site.run(&["log", "export", "mine"]);
+    let events: Vec<Value> = export
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    fn by(event: &Value) -> &str {
+        event["by"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no `by`: {event}"))
+    }
+    for event in &events {
+        let kind = event["kind"]["type"].as_str().unwrap();
+        let who = by(event);
+        let expected: &[&str] = match kind {
+            "session_started" | "note" => &["local"],
+            "cap_raised" | "tagged" | "resumed" => &[me.as_str()],
+            // The hooks' verdicts and a call's run are the caller's; the
+            // operator's approval and the call it let run are the operator's.
+            "call_requested" | "call_decided" | "call_started" | "call_finished" => {
+                &["local", me.as_str()]
+            }
+            // The pause for the approval is the host's; the one when the
+            // connection went away is the agent's own.
+            "paused" => &["host", "local"],
+            _ => &["local", "host", me.as_str()],
+        };
+        assert!(
+            expected.contains(&who),
+            "{kind} by `{who}`, expected one of {expected:?}: {event}"
+        );
+    }
+    let approved = events
+        .iter()
+        .find(|e| e["kind"]["type"] == "call_decided" && e["kind"]["hook"] == "operator")
+        .unwrap_or_else(|| panic!("no operator decision: {export}"));
+    assert_eq!(by(approved), me, "{approved}");
+    let asked = events
+        .iter()
+        .find(|e| e["kind"]["type"] == "call_requested" && e["kind"]["tool"] == "files.write")
+        .unwrap_or_else(|| panic!("no write: {export}"));
+    assert_eq!(by(asked), "local", "the agent asked for the write: {asked}");
+    let job_started = events
+        .iter()
+        .find(|e| e["kind"]["type"] == "call_requested" && e["kind"]["job_id"].is_string())
+        .unwrap_or_else(|| panic!("no job call: {export}"));
+    assert_eq!(by(job_started), "local", "{job_started}");
+    let (code, out, err) = site.run(&["log", "verify", "mine"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (_, show, _) = site.run(&["log", "show", "mine"]);
+    assert!(show.contains(&format!("  {me}")), "{show}");
+}

@@ -6,9 +6,18 @@
 //! its work on tokio's blocking pool with [`blocking`]; a call runs in a task
 //! of its own ([`Owned`]), so a panic in host glue ends that call only, and
 //! dropping the caller's future (a cancelled job) aborts it.
+//!
+//! Who acts ([`acting`]): an entry point (an MCP request, an operator's
+//! command, a background job) names the principal once; the ledger's work
+//! that its future does, directly or through [`blocking`], and the tasks it
+//! starts here, append events that carry that principal (see
+//! [`crate::session::actor`]).
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
+
+use crate::session::actor;
 
 use tokio::task::JoinHandle;
 
@@ -22,6 +31,11 @@ where
     T: Send + 'static,
     E: Send + 'static,
 {
+    let by = actor::named();
+    let f = move || match by {
+        Some(by) => actor::scoped(by, f),
+        None => f(),
+    };
     match tokio::task::spawn_blocking(f).await {
         Ok(r) => r,
         Err(e) => Err(failed(format!("a blocking task failed: {}", why(e)))),
@@ -30,13 +44,37 @@ where
 
 /// Starts `future` in a task of its own, aborted if the handle is dropped
 /// before it ends.
+/// It acts for whoever the caller acts for.
 pub fn owned<T: Send + 'static>(future: impl Future<Output = T> + Send + 'static) -> Owned<T> {
-    Owned(tokio::spawn(future))
+    Owned(tokio::spawn(inherit(future)))
 }
 
 /// Starts `future` in the background: nobody waits for it (the `after` hooks).
+/// It acts for whoever the caller acts for.
 pub fn detached(future: impl Future<Output = ()> + Send + 'static) {
-    drop(tokio::spawn(future));
+    drop(tokio::spawn(inherit(future)));
+}
+
+/// Runs `future` on behalf of `by` (a principal's name, or `cli:<uid>`):
+/// every event the ledger appends while it runs, on whichever thread polls
+/// it, and in the blocking work and tasks it starts here, is `by`'s.
+pub fn acting<F: Future>(by: impl Into<Arc<str>>, future: F) -> impl Future<Output = F::Output> {
+    let by: Arc<str> = by.into();
+    let mut future = Box::pin(future);
+    std::future::poll_fn(move |cx| actor::scoped(by.clone(), || future.as_mut().poll(cx)))
+}
+
+/// `future`, acting for the actor named where it is created, if one is.
+fn inherit<F>(future: F) -> impl Future<Output = F::Output> + Send + 'static
+where
+    F: Future + Send + 'static,
+{
+    let by = actor::named();
+    let mut future = Box::pin(future);
+    std::future::poll_fn(move |cx| match &by {
+        Some(by) => actor::scoped(by.clone(), || future.as_mut().poll(cx)),
+        None => future.as_mut().poll(cx),
+    })
 }
 
 /// Starts `pass` every `period` (the first one a period from now) in a task

@@ -523,11 +523,15 @@ impl Connection {
     ) -> Result<CallToolResult, ErrorData> {
         let name = request.name.to_string();
         let args = request.arguments.unwrap_or_default();
-        if BUILTINS.contains(&name.as_str()) {
-            let caller = self.caller(&context)?;
-            return self.builtin(&caller, &name, args).await;
-        }
-        self.call_plugin(&name, Value::Object(args), &context).await
+        let caller = self.caller(&context)?;
+        // Everything this request writes to a log is its principal's doing.
+        glovebox::tasks::acting(caller.name.clone(), async {
+            if BUILTINS.contains(&name.as_str()) {
+                return self.builtin(&caller, &name, args).await;
+            }
+            self.call_plugin(&name, Value::Object(args), &context).await
+        })
+        .await
     }
 }
 

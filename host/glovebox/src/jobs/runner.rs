@@ -185,6 +185,7 @@ impl Jobs {
             idempotent: call.info().idempotent,
             attempts: 0,
             result: None,
+            by: Some(crate::session::actor::current().to_string()),
         };
         let store = self.store.clone();
         let stored = job.clone();
@@ -435,9 +436,14 @@ impl Jobs {
             };
             let report = match call {
                 Ok(call) => {
-                    self.gateway
-                        .call(&job.session, call, Some(job.id.clone()), Some(cancel))
-                        .await
+                    let run =
+                        self.gateway
+                            .call(&job.session, call, Some(job.id.clone()), Some(cancel));
+                    match job.by.clone() {
+                        // The call's events are the spawner's.
+                        Some(by) => crate::tasks::acting(by, run).await,
+                        None => run.await,
+                    }
                 }
                 Err(e) => Ok(CallReport::refused(&job.tool, e)),
             };

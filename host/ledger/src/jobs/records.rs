@@ -128,6 +128,11 @@ pub struct JobInfo {
     /// Set once final; a job re-queued after an interruption carries the
     /// interruption here until it runs again.
     pub result: Option<JobResult>,
+    /// The principal that spawned it: its call's events are that
+    /// principal's (see [`crate::session::actor`]). Absent in records
+    /// written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
 }
 
 /// What a wait waits for.

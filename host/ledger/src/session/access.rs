@@ -19,6 +19,7 @@
 
 use std::collections::HashSet;
 
+use super::actor;
 use super::error::SessionError;
 use super::event::{EndOutcome, Event, EventKind};
 use super::handoff::Handoff;
@@ -27,6 +28,11 @@ use super::ops::{Resumed, SessionFilter, StartSession};
 use super::state::{SessionInfo, SessionState};
 use super::store::Sessions;
 use crate::manifest::{HandoffsConfig, Principal};
+
+/// Runs `f` with `caller` as the actor of the events it appends.
+fn by<T>(caller: &Principal, f: impl FnOnce() -> T) -> T {
+    actor::scoped(caller.name.as_str(), f)
+}
 
 /// Whether `caller` may see and touch the session owned by `owner`.
 pub fn may_touch(caller: &Principal, owner: &str) -> bool {
@@ -77,7 +83,9 @@ impl Sessions {
                 start.tags.push(tag.clone());
             }
         }
-        self.start_owned(start, Some(caller.name.clone()), caller.tags.clone())
+        by(caller, || {
+            self.start_owned(start, Some(caller.name.clone()), caller.tags.clone())
+        })
     }
 
     /// The session's state, if `caller` may see it; "not found" otherwise.
@@ -104,7 +112,7 @@ impl Sessions {
                 check_may_lift(caller, state)?;
             }
             if state.status != SessionStatus::Active {
-                this.append_locked(slot, id, EventKind::Resumed)?;
+                by(caller, || this.append_locked(slot, id, EventKind::Resumed))?;
             }
             let state = this.current(slot, id)?;
             Ok(Resumed {
@@ -130,7 +138,7 @@ impl Sessions {
                 reason: reason.to_string(),
                 by: Some(caller.name.clone()),
             };
-            this.append_locked(slot, id, kind)?;
+            by(caller, || this.append_locked(slot, id, kind))?;
             this.current(slot, id)
         })
     }
@@ -143,7 +151,7 @@ impl Sessions {
         outcome: EndOutcome,
     ) -> Result<SessionState, SessionError> {
         let id = self.show_as(caller, id_or_name)?.id;
-        self.end(&id, outcome)
+        by(caller, || self.end(&id, outcome))
     }
 
     /// Adds and removes tags for `caller`: an agent cannot remove a pinned
@@ -172,7 +180,7 @@ impl Sessions {
                 )));
             }
         }
-        self.tag(&state.id, add, remove)
+        by(caller, || self.tag(&state.id, add, remove))
     }
 
     /// Writes a handoff from the caller's session; a target must be the
@@ -208,7 +216,7 @@ impl Sessions {
             // By id: the name could pass to another session in between.
             handoff.target_session = Some(target.id);
         }
-        self.handoff(&writer.id, handoff)
+        by(caller, || self.handoff(&writer.id, handoff))
     }
 
     /// Up to `limit` events of the caller's session from `from_seq`.

@@ -28,6 +28,13 @@ pub struct Event {
     pub at_ms: u64,
     /// `hash` of the event before, or [`GENESIS_HASH`].
     pub prev_hash: String,
+    /// The principal that caused it (an agent's or operator's name,
+    /// `cli:<uid>` for an operator at the command line, or
+    /// [`actor::HOST`](super::actor::HOST) for the host's own doing); see
+    /// [`actor`](super::actor). Absent only in logs written before it was
+    /// recorded: it is then left out of the hash, so they verify as before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
     /// Hex sha256 of `prev_hash` followed by the canonical JSON of this event without `hash`.
     pub hash: String,
     pub kind: EventKind,
@@ -40,17 +47,34 @@ struct Body<'a> {
     seq: u64,
     at_ms: u64,
     prev_hash: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    by: Option<&'a str>,
     kind: &'a EventKind,
 }
 
 impl Event {
-    /// A new event with its hash computed.
+    /// A new event with its hash computed, caused by the actor in force
+    /// (see [`actor::current`](super::actor::current)).
     pub fn seal(session: &str, seq: u64, at_ms: u64, prev_hash: &str, kind: EventKind) -> Event {
+        let by = super::actor::current();
+        Event::seal_by(session, seq, at_ms, prev_hash, Some(&by), kind)
+    }
+
+    /// A new event caused by `by`, with its hash computed.
+    pub fn seal_by(
+        session: &str,
+        seq: u64,
+        at_ms: u64,
+        prev_hash: &str,
+        by: Option<&str>,
+        kind: EventKind,
+    ) -> Event {
         let mut event = Event {
             session: session.to_string(),
             seq,
             at_ms,
             prev_hash: prev_hash.to_string(),
+            by: by.map(str::to_string),
             hash: String::new(),
             kind,
         };
@@ -65,6 +89,7 @@ impl Event {
             seq: self.seq,
             at_ms: self.at_ms,
             prev_hash: &self.prev_hash,
+            by: self.by.as_deref(),
             kind: &self.kind,
         };
         // Serializing plain structs, enums, strings and integers cannot fail.
@@ -417,6 +442,34 @@ mod tests {
                 .contains("prev_hash")
         );
         assert_eq!(Event::from_bytes(&b.to_bytes()).unwrap(), b);
+    }
+
+    #[test]
+    fn the_actor_is_covered_by_the_hash_and_absent_in_old_records() {
+        let kind = || EventKind::Note { text: "x".into() };
+        let by_alice = Event::seal_by("s-1", 1, 10, GENESIS_HASH, Some("alice"), kind());
+        let mut forged = by_alice.clone();
+        forged.by = Some("bob".into());
+        assert!(
+            forged
+                .check_link("s-1", 1, GENESIS_HASH)
+                .unwrap_err()
+                .contains("content"),
+            "changing who caused an event breaks the chain"
+        );
+        // A record written before `by` existed: no field, the same hash as then.
+        let old = Event::seal_by("s-1", 1, 10, GENESIS_HASH, None, kind());
+        let json = String::from_utf8(old.to_bytes()).unwrap();
+        assert!(!json.contains("\"by\""), "{json}");
+        assert_eq!(Event::from_bytes(json.as_bytes()).unwrap(), old);
+        assert!(old.check_link("s-1", 1, GENESIS_HASH).is_ok());
+        // Sealed with no actor named: the host's.
+        let sealed = Event::seal("s-1", 1, 10, GENESIS_HASH, kind());
+        assert_eq!(sealed.by.as_deref(), Some(super::super::actor::HOST));
+        let sealed = super::super::actor::scoped("alice", || {
+            Event::seal("s-1", 1, 10, GENESIS_HASH, kind())
+        });
+        assert_eq!(sealed.by.as_deref(), Some("alice"));
     }
 
     #[test]

@@ -16,6 +16,7 @@
 //! [`Storage`]: crate::storage::Storage
 
 mod access;
+pub mod actor;
 pub mod checkpoint;
 mod error;
 mod event;

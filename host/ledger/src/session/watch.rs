@@ -279,6 +279,7 @@ mod tests {
             seq,
             at_ms: at,
             prev_hash: GENESIS_HASH.into(),
+            by: None,
             hash: String::new(),
             kind,
         }
