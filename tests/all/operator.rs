@@ -592,3 +592,54 @@ fn every_event_names_the_principal_that_caused_it() {
     let (_, show, _) = site.run(&["log", "show", "mine"]);
     assert!(show.contains(&format!("  {me}")), "{show}");
 }
+
+/// An agent's built-in actions over MCP are judged by the hook chain as
+/// the tools `glovebox.<name>` (actions `glovebox:session:start`, ...): a
+/// role allow-list that lists only `glovebox.session_*` lets the agent start
+/// a session and call its tools, and refuses it `job_spawn`, naming the hook
+/// and the action; no job is made.
+#[test]
+fn builtin_actions_are_judged_by_the_hook_chain() {
+    let site = Site::with_plugins(&[(
+        "echo.toml",
+        format!("name = \"echo\"\ncomponent = \"{}\"\n", plugins::TOOL_ECHO),
+    )]);
+    site.set_config(&format!(
+        "[[hook]]\nname = \"roles\"\ncomponent = \"{}\"\n[hook.settings.roles]\nworkagent = [\"echo.*\", \"glovebox.session_*\"]\n",
+        plugins::HOOK_ROLE_ALLOWLIST
+    ));
+    let mut server = mcp_server(&site);
+    let started = server.call(
+        1,
+        "session_start",
+        json!({"name": "w", "role": "workagent", "project": "demo"}),
+    );
+    assert_eq!(started["result"]["isError"], false, "{started}");
+    let echoed = server.call(2, "echo.echo", json!({"message": "hi"}));
+    assert_eq!(echoed["result"]["isError"], false, "{echoed}");
+    let spawned = server.call(
+        3,
+        "job_spawn",
+        json!({"tool": "echo.echo", "input": {"message": "later"}}),
+    );
+    assert_eq!(spawned["result"]["isError"], true, "{spawned}");
+    let denied = &spawned["result"]["structuredContent"]["denied"];
+    assert_eq!(denied["hook"], "roles", "{spawned}");
+    assert!(
+        denied["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("glovebox.job_spawn")),
+        "{spawned}"
+    );
+    let text = spawned["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.contains("glovebox.job_spawn"), "{spawned}");
+    // Nothing was queued: the operator sees no job.
+    let (code, jobs, err) = site.run(&["job", "list"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!jobs.contains("job-"), "{jobs}");
+    // The session's own built-ins stay allowed.
+    let status = server.call(4, "session_status", json!({}));
+    assert_eq!(status["result"]["isError"], false, "{status}");
+}

@@ -46,8 +46,9 @@ use std::sync::Arc;
 use anyhow::Context;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, DiscoverResult, ElicitRequestParams,
-    ElicitationAction, ElicitationSchema, Implementation, InitializeResult, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, ServerCapabilities, Tool,
+    ElicitationAction, ElicitationSchema, Implementation, InitializeResult, JsonObject,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion,
+    ServerCapabilities, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -215,6 +216,16 @@ impl ConnState {
     }
 }
 
+/// The role a connection's default session takes: a workagent, or the
+/// principal's first role when it may not act as one.
+fn default_role(caller: &Principal) -> Role {
+    if caller.may_act_as(Role::Workagent) {
+        Role::Workagent
+    } else {
+        caller.roles.first().copied().unwrap_or(Role::Workagent)
+    }
+}
+
 /// Pauses a connection's default session once the connection is gone, if it
 /// is still active (one that ended or that the host paused stays as it is);
 /// the log says why, and its owner may resume it by name.
@@ -292,6 +303,55 @@ impl Connection {
             .ok_or_else(|| ErrorData::internal_error("the connection has no principal", None))
     }
 
+    /// The hook chain's verdict on built-in `name` with `args` (see
+    /// `glovebox::actions`): it acts as the session it names (or the bound
+    /// one), or, for `session_start`, as the role it asks for.
+    async fn judge_builtin(
+        &self,
+        caller: &Principal,
+        name: &str,
+        args: &JsonObject,
+    ) -> Result<(), CallError> {
+        let gateway = &self.shared().gateway;
+        let input = serde_json::to_string(args).unwrap_or_default();
+        let text = |key: &str| args.get(key).and_then(Value::as_str).map(str::to_string);
+        let (role, session, tags) = if name == tools::SESSION_START {
+            let tags = args
+                .get("tags")
+                .and_then(Value::as_array)
+                .map(|t| {
+                    t.iter()
+                        .filter_map(|t| t.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let role = text("role").unwrap_or_else(|| default_role(caller).to_string());
+            (role, String::new(), tags)
+        } else {
+            let key = match text("session") {
+                Some(key) => Some(key),
+                None => self.bound().await,
+            };
+            let state = match key {
+                // Another's or no such session: the action itself says "not found".
+                Some(key) => gateway.session_as(caller, &key).await.ok(),
+                None => None,
+            };
+            match state {
+                Some(s) => (s.role.to_string(), s.id, s.tags),
+                None => (default_role(caller).to_string(), String::new(), Vec::new()),
+            }
+        };
+        let action = glovebox::actions::Action {
+            builtin: name,
+            input: &input,
+            role: &role,
+            session: &session,
+            tags,
+        };
+        gateway.judge_action(caller, action).await
+    }
+
     /// The bound session, or the connection's default session, started now
     /// if needed (and then bound): a workagent (or the principal's first
     /// role) in project `mcp` (or its first project).
@@ -300,11 +360,7 @@ impl Connection {
         if let Some(id) = bound.as_ref() {
             return Ok(id.clone());
         }
-        let role = if caller.may_act_as(Role::Workagent) {
-            Role::Workagent
-        } else {
-            caller.roles.first().copied().unwrap_or(Role::Workagent)
-        };
+        let role = default_role(caller);
         let project = if caller.may_touch("mcp") {
             "mcp".to_string()
         } else {
@@ -527,6 +583,9 @@ impl Connection {
         // Everything this request writes to a log is its principal's doing.
         glovebox::tasks::acting(caller.name.clone(), async {
             if BUILTINS.contains(&name.as_str()) {
+                if let Err(refused) = self.judge_builtin(&caller, &name, &args).await {
+                    return Ok(results::call_error(&refused));
+                }
                 return self.builtin(&caller, &name, args).await;
             }
             self.call_plugin(&name, Value::Object(args), &context).await

@@ -33,8 +33,8 @@ use crate::session::{CallMetering, SessionError, SessionState};
 use crate::storage::StorageError;
 
 pub use admit::Admitted;
-pub(crate) use judge::Judge;
-use judge::{denied, judge, unanswerable};
+pub(crate) use judge::{Judge, denied};
+use judge::{judge, unanswerable};
 use record::{Recorded, call_cost, record};
 
 impl Host {

@@ -1,0 +1,133 @@
+//! Built-in actions judged by the hook chain, as tool calls are.
+//!
+//! What an agent does besides calling tools (start or end a session, write a
+//! handoff, spawn or cancel a job, read a log, search the context index) is
+//! policy too: each is an action `glovebox:<noun>:<verb>` (`session_start` is
+//! `glovebox:session:start`) that the hooks whose triggers cover it judge,
+//! before the gateway's ownership rules and the action itself run. A hook
+//! that triggers on `*` sees them, so a config's allow-lists must name them
+//! (the tool name is `glovebox.<builtin>`: `glovebox.*` allows them all).
+//!
+//! Nothing is written for an action's verdict (it is not a call, and a
+//! session may not exist yet); a denial is the caller's error, worded as a
+//! tool call's, and is counted in the metrics. An `ask` refuses the action:
+//! only calls wait for a human, so the message says who can change the policy.
+
+use crate::call::new_call_id;
+use crate::error::CallError;
+use crate::gateway::Gateway;
+use crate::hooks::{DecisionKind, HookRequest, Verdict};
+use crate::manifest::Principal;
+use crate::session::EventKind;
+
+/// The tool name and action of built-in `builtin` (`session_start`):
+/// `glovebox.session_start` and `glovebox:session:start`.
+pub fn builtin_action(builtin: &str) -> (String, String) {
+    let action = match builtin.split_once('_') {
+        Some((noun, verb)) => format!("glovebox:{noun}:{verb}"),
+        None => format!("glovebox:{builtin}"),
+    };
+    (format!("glovebox.{builtin}"), action)
+}
+
+/// One built-in action, as the hooks see it.
+#[derive(Clone, Debug)]
+pub struct Action<'a> {
+    /// The built-in's name (`session_start`, `job_spawn`).
+    pub builtin: &'a str,
+    /// Its arguments, as JSON text.
+    pub input: &'a str,
+    /// The role it acts as: the session's it concerns, or the one it starts.
+    pub role: &'a str,
+    /// The session it concerns (id), or empty when none.
+    pub session: &'a str,
+    /// That session's tags.
+    pub tags: Vec<String>,
+}
+
+impl Gateway {
+    /// Whether `caller` may take `action` by the hook chain: `Err` with the
+    /// denial (or the refused ask) when a hook says no.
+    pub async fn judge_action(
+        &self,
+        caller: &Principal,
+        action: Action<'_>,
+    ) -> Result<(), CallError> {
+        let (tool, name) = builtin_action(action.builtin);
+        let request = HookRequest {
+            call_id: new_call_id(),
+            tool: tool.clone(),
+            action: name.clone(),
+            role: action.role.to_string(),
+            session: action.session.to_string(),
+            input: action.input.to_string(),
+            estimated_cost: 0.0,
+            destructive: false,
+            tags: action.tags,
+        };
+        let host = self.host();
+        let outcome = host.hooks().evaluate(&request).await;
+        let decided: Vec<EventKind> = outcome
+            .decisions
+            .iter()
+            .map(|d| EventKind::CallDecided {
+                call_id: request.call_id.clone(),
+                hook: d.hook.clone(),
+                pattern: d.pattern.clone(),
+                decision: match d.decision {
+                    DecisionKind::Allow => "allow",
+                    DecisionKind::Deny => "deny",
+                    DecisionKind::Ask => "ask",
+                }
+                .to_string(),
+                reason: d.reason.clone(),
+                alternatives: d.alternatives.clone(),
+                took_ms: u64::try_from(d.took.as_millis()).unwrap_or(u64::MAX),
+                hook_digest: d.digest.clone(),
+            })
+            .collect();
+        self.metrics().decisions(&decided);
+        let refusal = match &outcome.verdict {
+            Verdict::Allow => return Ok(()),
+            Verdict::Deny(d) => crate::pipeline::denied(&tool, d),
+            Verdict::Ask(d) => {
+                let mut d = d.clone();
+                d.reason = Some(format!(
+                    "{}: built-in actions do not wait for approval (only tool calls do); ask an operator to allow `{name}` in hook `{}`",
+                    d.reason.as_deref().unwrap_or("approval needed"),
+                    d.hook
+                ));
+                crate::pipeline::denied(&tool, &d)
+            }
+        };
+        tracing::info!(principal = %caller.name, action = %name, error = %refusal, "a built-in action was refused by a hook");
+        Err(refusal)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtins_are_named_as_actions() {
+        assert_eq!(
+            builtin_action("session_start"),
+            (
+                "glovebox.session_start".to_string(),
+                "glovebox:session:start".to_string()
+            )
+        );
+        assert_eq!(builtin_action("job_spawn").1, "glovebox:job:spawn");
+        assert_eq!(
+            builtin_action("approval_status").1,
+            "glovebox:approval:status"
+        );
+        for builtin in ["session_start", "job_cancel", "context_search"] {
+            assert!(crate::hooks::pattern_matches(
+                "glovebox:*",
+                &builtin_action(builtin).1
+            ));
+        }
+    }
+}
