@@ -257,6 +257,10 @@ fn metrics_are_an_operators_and_count_what_the_server_did() {
         "glovebox_approvals_pending",
         "glovebox_flags",
         "glovebox_calls_in_flight",
+        "glovebox_admission_call_slots",
+        "glovebox_admission_memory_reserved_bytes",
+        "glovebox_admission_memory_budget_bytes",
+        "glovebox_group_commit_batch_writers",
         "glovebox_notify_outbox_depth",
     ] {
         assert!(
@@ -264,6 +268,20 @@ fn metrics_are_an_operators_and_count_what_the_server_did() {
             "no {family}: {text}"
         );
     }
+    // Every durable write went through a group-commit flush of one or more.
+    let flushed = text
+        .lines()
+        .find_map(|l| l.strip_prefix("glovebox_group_commit_batch_writers_sum "))
+        .and_then(|n| n.trim().parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("no batch sizes: {text}"));
+    assert!(flushed >= 3.0, "{text}");
+    // Every durable write went through a group-commit flush of one or more.
+    let flushed = text
+        .lines()
+        .find_map(|l| l.strip_prefix("glovebox_group_commit_batch_writers_sum "))
+        .and_then(|n| n.trim().parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("no batch sizes: {text}"));
+    assert!(flushed >= 3.0, "{text}");
     let _ = child.kill();
     let _ = child.wait();
 }

@@ -53,12 +53,14 @@ pub struct Reloaded {
 
 impl Gateway {
     pub fn new(host: Arc<Host>, ledger: Arc<Durable>) -> Gateway {
+        let metrics: Arc<crate::metrics::Metrics> = Arc::default();
+        ledger.storage.observe_flushes(metrics.flush_observer());
         Gateway {
             host: Arc::new(RwLock::new(host)),
             ledger,
             reloading: Arc::default(),
             waiters: Waiters::default(),
-            metrics: Arc::default(),
+            metrics,
         }
     }
 
@@ -89,8 +91,16 @@ impl Gateway {
     /// what the ledger holds now (read here, off the async threads).
     pub async fn metrics_text(&self) -> Result<String, SessionError> {
         let ledger = self.ledger.clone();
-        let in_flight = i64::try_from(self.host().calls_in_flight()).unwrap_or(i64::MAX);
-        let snapshot = ledger_work(move || snapshot(&ledger, in_flight)).await?;
+        let host = self.host();
+        let gauge = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        let admission = crate::metrics::Admission {
+            calls_in_flight: gauge(host.calls_in_flight() as u64),
+            call_slots: gauge(u64::from(host.config().runtime.max_concurrent_calls)),
+            memory_reserved_bytes: gauge(host.memory_reserved()),
+            memory_budget_bytes: gauge(host.config().runtime.memory_budget),
+        };
+        let mut snapshot = ledger_work(move || snapshot(&ledger)).await?;
+        snapshot.admission = admission;
         Ok(self.metrics.encode(&snapshot))
     }
 
@@ -413,10 +423,7 @@ impl Gateway {
 }
 
 /// What the ledger holds now, for the gauges of a scrape.
-fn snapshot(
-    ledger: &Durable,
-    calls_in_flight: i64,
-) -> Result<crate::metrics::Snapshot, SessionError> {
+fn snapshot(ledger: &Durable) -> Result<crate::metrics::Snapshot, SessionError> {
     use std::collections::BTreeMap;
     let count = |map: &mut BTreeMap<String, i64>, key: String| *map.entry(key).or_default() += 1;
     let (mut sessions, mut flags) = (BTreeMap::new(), BTreeMap::new());
@@ -451,8 +458,8 @@ fn snapshot(
         jobs_by_status: jobs.into_iter().collect(),
         approvals_pending,
         flags: flags.into_iter().collect(),
-        calls_in_flight,
         outbox_depth,
+        admission: Default::default(),
     })
 }
 

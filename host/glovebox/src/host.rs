@@ -184,6 +184,15 @@ impl Host {
     /// The hook chain every call passes.
     /// The calls running now, foreground and background (admission
     /// control's slots in use; shared across reloads).
+    /// The memory the calls running now reserve (each its plugin's whole
+    /// cap, at admission), in bytes.
+    pub fn memory_reserved(&self) -> u64 {
+        let budget_mib = usize::try_from(self.config.runtime.memory_budget / MIB)
+            .unwrap_or(usize::MAX)
+            .min(Semaphore::MAX_PERMITS);
+        (budget_mib.saturating_sub(self.memory.available_permits()) as u64).saturating_mul(MIB)
+    }
+
     pub fn calls_in_flight(&self) -> usize {
         (self.config.runtime.max_concurrent_calls as usize)
             .saturating_sub(self.calls.available_permits())

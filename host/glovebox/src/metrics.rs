@@ -60,8 +60,19 @@ pub struct Snapshot {
     pub jobs_by_status: Vec<(String, i64)>,
     pub approvals_pending: i64,
     pub flags: Vec<((String, String), i64)>,
-    pub calls_in_flight: i64,
     pub outbox_depth: i64,
+    pub admission: Admission,
+}
+
+/// Admission control now: the host's, read at each scrape. A call that finds
+/// no slot or not enough of the memory budget is refused at once (`busy`,
+/// counted in `glovebox_calls`): there is no queue to wait in.
+#[derive(Debug, Default)]
+pub struct Admission {
+    pub calls_in_flight: i64,
+    pub call_slots: i64,
+    pub memory_reserved_bytes: i64,
+    pub memory_budget_bytes: i64,
 }
 
 /// The host's metrics.
@@ -77,7 +88,11 @@ pub struct Metrics {
     approvals_pending: Gauge,
     flags: Family<Flag, Gauge>,
     calls_in_flight: Gauge,
+    call_slots: Gauge,
+    memory_reserved: Gauge,
+    memory_budget: Gauge,
     outbox_depth: Gauge,
+    commit_batches: Histogram,
 }
 
 /// Latency buckets from 50 µs to about 27 s.
@@ -146,6 +161,30 @@ impl Metrics {
             "Calls running now, foreground and background (admission control's slots in use)",
             calls_in_flight.clone(),
         );
+        let call_slots = Gauge::default();
+        registry.register(
+            "admission_call_slots",
+            "Calls admission control lets run at once (`runtime.max_concurrent_calls`); a call past them is refused as busy",
+            call_slots.clone(),
+        );
+        let memory_reserved = Gauge::default();
+        registry.register(
+            "admission_memory_reserved_bytes",
+            "Memory the running calls reserve (each its plugin's whole cap)",
+            memory_reserved.clone(),
+        );
+        let memory_budget = Gauge::default();
+        registry.register(
+            "admission_memory_budget_bytes",
+            "The memory budget calls reserve from (`runtime.memory_budget`); a call that does not fit is refused as busy",
+            memory_budget.clone(),
+        );
+        let commit_batches = Histogram::new(exponential_buckets(1.0, 2.0, 9));
+        registry.register(
+            "group_commit_batch_writers",
+            "Writes each flush of the store made durable at once (group commit; the embedded stores only)",
+            commit_batches.clone(),
+        );
         let outbox_depth = Gauge::default();
         registry.register(
             "notify_outbox_depth",
@@ -164,8 +203,18 @@ impl Metrics {
             approvals_pending,
             flags,
             calls_in_flight,
+            call_slots,
+            memory_reserved,
+            memory_budget,
             outbox_depth,
+            commit_batches,
         }
+    }
+
+    /// What the store tells of each group-commit flush.
+    pub(crate) fn flush_observer(&self) -> crate::storage::FlushObserver {
+        let batches = self.commit_batches.clone();
+        std::sync::Arc::new(move |writers| batches.observe(writers as f64))
     }
 
     /// A call's report.
@@ -245,7 +294,11 @@ impl Metrics {
                 .set(*n);
         }
         self.approvals_pending.set(now.approvals_pending);
-        self.calls_in_flight.set(now.calls_in_flight);
+        self.calls_in_flight.set(now.admission.calls_in_flight);
+        self.call_slots.set(now.admission.call_slots);
+        self.memory_reserved
+            .set(now.admission.memory_reserved_bytes);
+        self.memory_budget.set(now.admission.memory_budget_bytes);
         self.outbox_depth.set(now.outbox_depth);
         let mut text = String::new();
         // Writing into a String cannot fail.

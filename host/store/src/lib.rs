@@ -24,6 +24,9 @@ mod sled_store;
 mod sqlite_store;
 
 pub use backend::{Backend, Opened, open};
+
+/// What [`Storage::observe_flushes`] calls with each flush's batch size.
+pub type FlushObserver = std::sync::Arc<dyn Fn(usize) + Send + Sync>;
 pub use copy::{CopyStats, copy_all};
 pub use dir_lock::DirLock;
 #[cfg(feature = "sled")]
@@ -123,6 +126,13 @@ pub trait Storage: Send + Sync + 'static {
     /// so there is nothing to wait for.
     fn sync(&self) -> Result<(), StorageError> {
         Ok(())
+    }
+
+    /// Tells `observer`, after each flush that made writes durable, how many
+    /// writers it covered (a group commit's batch size, for the metrics).
+    /// Backends that do not batch flushes never call it.
+    fn observe_flushes(&self, observer: FlushObserver) {
+        let _ = observer;
     }
 
     /// Up to `max` entries of `stream` with sequence >= `from`, in order.

@@ -469,6 +469,10 @@ impl SledStore {
 }
 
 impl Storage for SledStore {
+    fn observe_flushes(&self, observer: crate::FlushObserver) {
+        self.commit.observe(observer);
+    }
+
     fn append(
         &self,
         stream: &str,

@@ -17,9 +17,9 @@
 //! first error, because the database may now hold writes that were never
 //! acknowledged and no later flush can be trusted to say which are on disk.
 
-use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 
-use crate::StorageError;
+use crate::{FlushObserver, StorageError};
 
 pub(super) struct GroupCommit {
     state: Mutex<State>,
@@ -27,6 +27,8 @@ pub(super) struct GroupCommit {
     /// the second: the end of a flush wakes only the writers it made durable,
     /// plus one writer of the next flush to lead it.
     flushed: [Condvar; 2],
+    /// Told how many writers each successful flush made durable (metrics).
+    observer: OnceLock<FlushObserver>,
 }
 
 fn parity(generation: u64) -> usize {
@@ -46,6 +48,9 @@ struct State {
     failed: Option<(u64, String)>,
     /// Flushes that succeeded.
     flushes: u64,
+    /// Writers waiting on each flush to come, by the parity of its number
+    /// (at most two flushes have writers: the running one and the next).
+    joined: [usize; 2],
 }
 
 impl GroupCommit {
@@ -53,7 +58,14 @@ impl GroupCommit {
         GroupCommit {
             state: Mutex::new(State::default()),
             flushed: [Condvar::new(), Condvar::new()],
+            observer: OnceLock::new(),
         }
+    }
+
+    /// Tells `observer` the size of every successful flush's batch (the
+    /// first observer set stays).
+    pub(super) fn observe(&self, observer: FlushObserver) {
+        let _ = self.observer.set(observer);
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -97,6 +109,7 @@ impl GroupCommit {
             return Err(StorageError::Io(e.clone()));
         }
         let mine = st.started + 1;
+        st.joined[parity(mine)] += 1;
         loop {
             if st.finished >= mine {
                 return match &st.failed {
@@ -157,6 +170,7 @@ impl Drop for Leader<'_> {
         let mut st = self.commit.lock();
         st.flushing = false;
         st.finished = self.generation;
+        let batch = std::mem::take(&mut st.joined[parity(self.generation)]);
         let ok = result.is_ok();
         match result {
             Ok(()) => st.flushes += 1,
@@ -170,6 +184,9 @@ impl Drop for Leader<'_> {
             }
         }
         drop(st);
+        if ok && let Some(observer) = self.commit.observer.get() {
+            observer(batch);
+        }
         let [this, next] = [self.generation, self.generation + 1].map(parity);
         self.commit.flushed[this].notify_all();
         if ok {

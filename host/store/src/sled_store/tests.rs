@@ -172,3 +172,38 @@ fn an_unsynced_append_waits_for_no_flush_and_sync_runs_one() {
     store.append("s", 2, &entries(&["c"])).unwrap();
     assert_eq!(store.flush_count(), before + 2);
 }
+
+/// The flush observer hears every durable append once, in the batch of the
+/// flush that covered it: the batch sizes add up to the appends.
+#[test]
+fn the_flush_observer_hears_each_writer_once() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let tmp = tempfile::tempdir().unwrap();
+    let store = std::sync::Arc::new(open(tmp.path()));
+    let (writers, batches) = (
+        std::sync::Arc::new(AtomicUsize::new(0)),
+        std::sync::Arc::new(AtomicUsize::new(0)),
+    );
+    let (w, b) = (writers.clone(), batches.clone());
+    store.observe_flushes(std::sync::Arc::new(move |batch| {
+        assert!(batch > 0, "a flush with no writer reported");
+        w.fetch_add(batch, Ordering::SeqCst);
+        b.fetch_add(1, Ordering::SeqCst);
+    }));
+    let threads: Vec<_> = (0..8)
+        .map(|t| {
+            let store = store.clone();
+            std::thread::spawn(move || {
+                for i in 0..25u64 {
+                    store.append(&format!("w{t}"), i, &entries(&["x"])).unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(writers.load(Ordering::SeqCst), 200);
+    let flushes = batches.load(Ordering::SeqCst);
+    assert!((1..=200).contains(&flushes), "{flushes} flushes");
+}
