@@ -89,6 +89,35 @@ impl Server {
         self.response(id)
     }
 
+    /// The next line the server writes within `within`, if any.
+    pub(crate) fn next_line(&mut self, within: Duration) -> Option<Value> {
+        let line = self.lines.recv_timeout(within).ok()?;
+        Some(
+            serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("stdout carries a line that is not JSON ({e}): {line}")),
+        )
+    }
+
+    /// The response with `id` to a request already sent, and the lines
+    /// without an id (notifications) that came before it.
+    pub(crate) fn response_and_notifications(&mut self, id: u64) -> (Value, Vec<Value>) {
+        let mut notifications = Vec::new();
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(Duration::from_secs(120))
+                .unwrap_or_else(|e| panic!("no answer to request {id}: {e}"));
+            let v: Value = serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("stdout carries a line that is not JSON ({e}): {line}"));
+            if v["id"] == json!(id) {
+                return (v, notifications);
+            }
+            if v.get("id").is_none() {
+                notifications.push(v);
+            }
+        }
+    }
+
     /// The response with `id` to a request already sent (other lines skipped).
     pub(crate) fn response(&mut self, id: u64) -> Value {
         loop {

@@ -643,3 +643,106 @@ fn builtin_actions_are_judged_by_the_hook_chain() {
     let status = server.call(4, "session_status", json!({}));
     assert_eq!(status["result"]["isError"], false, "{status}");
 }
+
+/// A request that takes more than a second tells a client that gave a
+/// progress token how long it has run and what it waits for, every second,
+/// until its answer.
+#[test]
+fn a_long_request_sends_progress_to_a_client_that_asked() {
+    let site = approval_site("");
+    let mut server = mcp_server(&site);
+    server.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "files.write", "_meta": {"progressToken": "w1"},
+                   "arguments": {"path": "/data/slow.txt", "content": "x"}}}));
+    let approval = pending_approval(&site);
+    std::thread::sleep(Duration::from_millis(2500));
+    let (code, _, err) = site.run(&["approve", approval["id"].as_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let (answer, notifications) = server.response_and_notifications(1);
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    let progress: Vec<&Value> = notifications
+        .iter()
+        .filter(|n| n["method"] == "notifications/progress")
+        .collect();
+    assert!(progress.len() >= 2, "{notifications:?}");
+    let mut last = 0.0;
+    for p in &progress {
+        assert_eq!(p["params"]["progressToken"], "w1", "{p}");
+        let at = p["params"]["progress"].as_f64().unwrap();
+        assert!(at > last, "progress goes up: {progress:?}");
+        last = at;
+        assert!(
+            p["params"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains(approval["id"].as_str().unwrap())),
+            "{p}"
+        );
+    }
+}
+
+/// The `logging` capability: once a connection sets its level, it hears the
+/// server's log lines about its own requests at or above it (a hook's
+/// decision is `info`); at `error` it hears none of those.
+#[test]
+fn a_connection_hears_the_log_lines_of_its_requests_at_its_level() {
+    let site = approval_site("");
+    let mut server = mcp_server(&site);
+    let set = server.request(1, "logging/setLevel", json!({"level": "info"}));
+    assert!(set["result"].is_object(), "{set}");
+    server.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "files.list", "arguments": {"path": "/data"}}}));
+    let (listed, mut lines) = server.response_and_notifications(2);
+    assert_eq!(listed["result"]["isError"], false, "{listed}");
+    let decided = |line: &Value| {
+        line["method"] == "notifications/message"
+            && line["params"]["data"]
+                .as_str()
+                .is_some_and(|d| d.contains("permission hook decided"))
+    };
+    let start = Instant::now();
+    let heard = loop {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no log line about the hook's decision"
+        );
+        if lines.is_empty()
+            && let Some(line) = server.next_line(Duration::from_secs(1))
+        {
+            lines.push(line);
+        }
+        if let Some(found) = lines.iter().find(|l| decided(l)) {
+            break found.clone();
+        }
+        lines.clear();
+    };
+    assert_eq!(heard["params"]["level"], "info", "{heard}");
+    assert!(
+        heard["params"]["logger"]
+            .as_str()
+            .is_some_and(|l| l.starts_with("glovebox")),
+        "{heard}"
+    );
+    assert!(
+        heard["params"]["data"]
+            .as_str()
+            .is_some_and(|d| d.contains("hook=destructive")),
+        "{heard}"
+    );
+
+    let set = server.request(3, "logging/setLevel", json!({"level": "error"}));
+    assert!(set["result"].is_object(), "{set}");
+    server.send(json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+        "params": {"name": "files.list", "arguments": {"path": "/data"}}}));
+    let (answer, notifications) = server.response_and_notifications(4);
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    let mut later = notifications;
+    while let Some(line) = server.next_line(Duration::from_secs(1)) {
+        later.push(line);
+    }
+    assert!(
+        !later
+            .iter()
+            .any(|l| decided(l) && l["params"]["level"] == "info"),
+        "an info line after setLevel error: {later:?}"
+    );
+}

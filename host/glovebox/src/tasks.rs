@@ -11,13 +11,58 @@
 //! command, a background job) names the principal once; the ledger's work
 //! that its future does, directly or through [`blocking`], and the tasks it
 //! starts here, append events that carry that principal (see
-//! [`crate::session::actor`]).
+//! [`crate::session::actor`]). It may name a [`LogSink`] too (an MCP
+//! connection's `logging`): the log lines its work writes, wherever it runs,
+//! are handed to it as well ([`log_sink`]).
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::session::actor;
+
+/// Where the log lines of one caller's work go besides the host's log:
+/// called with the line's level, target and text. It must not block.
+pub type LogSink = Arc<dyn Fn(tracing::Level, &str, String) + Send + Sync>;
+
+thread_local! {
+    static SINK: std::cell::RefCell<Option<LogSink>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The log sink of the work running on this thread, if its entry point
+/// named one (see [`acting_with`]).
+pub fn log_sink() -> Option<LogSink> {
+    SINK.with(|s| s.borrow().clone())
+}
+
+/// Runs `f` with `sink` as this thread's log sink (the previous one back
+/// afterwards, also on a panic).
+fn with_sink<T>(sink: Option<LogSink>, f: impl FnOnce() -> T) -> T {
+    struct Restore(Option<LogSink>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let previous = self.0.take();
+            SINK.with(|s| *s.borrow_mut() = previous);
+        }
+    }
+    let previous = SINK.with(|s| std::mem::replace(&mut *s.borrow_mut(), sink));
+    let _restore = Restore(previous);
+    f()
+}
+
+/// Who acts and where its log lines go, as named here: carried to the
+/// blocking work and the tasks started from here.
+fn here() -> (Option<Arc<str>>, Option<LogSink>) {
+    (actor::named(), log_sink())
+}
+
+/// Runs `f` as `by` with `sink`, as [`here`] found them.
+fn within<T>(by: &Option<Arc<str>>, sink: &Option<LogSink>, f: impl FnOnce() -> T) -> T {
+    with_sink(sink.clone(), || match by {
+        Some(by) => actor::scoped(by.clone(), f),
+        None => f(),
+    })
+}
 
 use tokio::task::JoinHandle;
 
@@ -31,11 +76,8 @@ where
     T: Send + 'static,
     E: Send + 'static,
 {
-    let by = actor::named();
-    let f = move || match by {
-        Some(by) => actor::scoped(by, f),
-        None => f(),
-    };
+    let (by, sink) = here();
+    let f = move || within(&by, &sink, f);
     match tokio::task::spawn_blocking(f).await {
         Ok(r) => r,
         Err(e) => Err(failed(format!("a blocking task failed: {}", why(e)))),
@@ -59,21 +101,33 @@ pub fn detached(future: impl Future<Output = ()> + Send + 'static) {
 /// every event the ledger appends while it runs, on whichever thread polls
 /// it, and in the blocking work and tasks it starts here, is `by`'s.
 pub fn acting<F: Future>(by: impl Into<Arc<str>>, future: F) -> impl Future<Output = F::Output> {
-    let by: Arc<str> = by.into();
-    let mut future = Box::pin(future);
-    std::future::poll_fn(move |cx| actor::scoped(by.clone(), || future.as_mut().poll(cx)))
+    acting_with(by, None, future)
 }
 
-/// `future`, acting for the actor named where it is created, if one is.
+/// [`acting`], with `sink` getting the log lines of the work as well.
+pub fn acting_with<F: Future>(
+    by: impl Into<Arc<str>>,
+    sink: Option<LogSink>,
+    future: F,
+) -> impl Future<Output = F::Output> {
+    let by = Some(by.into());
+    let mut future = Box::pin(future);
+    std::future::poll_fn(move |cx| within(&by, &sink, || future.as_mut().poll(cx)))
+}
+
+/// `future`, acting for the actor (and its log sink) named where it is
+/// created, if one is.
 fn inherit<F>(future: F) -> impl Future<Output = F::Output> + Send + 'static
 where
     F: Future + Send + 'static,
 {
-    let by = actor::named();
+    let (by, sink) = here();
     let mut future = Box::pin(future);
-    std::future::poll_fn(move |cx| match &by {
-        Some(by) => actor::scoped(by.clone(), || future.as_mut().poll(cx)),
-        None => future.as_mut().poll(cx),
+    std::future::poll_fn(move |cx| {
+        if by.is_none() && sink.is_none() {
+            return future.as_mut().poll(cx);
+        }
+        within(&by, &sink, || future.as_mut().poll(cx))
     })
 }
 

@@ -36,6 +36,7 @@
 
 mod builtins;
 mod http;
+mod logging;
 mod results;
 mod tools;
 
@@ -50,6 +51,9 @@ use rmcp::model::{
     ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion,
     ServerCapabilities, Tool,
 };
+// `logging` is deprecated from revision 2026-07-28 on (see `logging.rs`).
+#[allow(deprecated)]
+use rmcp::model::SetLevelRequestParams;
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
@@ -62,6 +66,7 @@ use glovebox::settled::Settled;
 use glovebox::{Admitted, CallError, Gateway, Principal};
 
 pub use http::{DEFAULT_MAX_CONNECTIONS, HttpOptions, HttpServer};
+pub use logging::connection_log;
 pub use tools::BUILTINS;
 
 /// How long a call waits for the client's user to answer an approval
@@ -148,6 +153,7 @@ impl McpServer {
                 principal: std::sync::OnceLock::new(),
                 default_session: std::sync::Mutex::new(None),
                 gateway: self.inner.gateway.clone(),
+                log: logging::ConnectionLog::new(),
             }),
         }
     }
@@ -199,6 +205,8 @@ struct ConnState {
     /// goes away and pauses it (taken then, so it is paused once).
     default_session: std::sync::Mutex<Option<String>>,
     gateway: Gateway,
+    /// The server's log lines about this connection's requests (`logging`).
+    log: logging::ConnectionLog,
 }
 
 impl ConnState {
@@ -461,36 +469,13 @@ impl Connection {
         if within.is_zero() {
             return None;
         }
-        let waiting = gateway.wait_for_approval(approval_id, within);
-        let settled = match context.meta.get_progress_token() {
-            None => waiting.await,
-            Some(token) => {
-                let peer = context.peer.clone();
-                let started = std::time::Instant::now();
-                let message = format!(
-                    "waiting for an operator to approve {approval_id} (`glovebox approve {approval_id}`)"
-                );
-                tokio::pin!(waiting);
-                let mut ticks = tokio::time::interval(std::time::Duration::from_secs(1));
-                loop {
-                    tokio::select! {
-                        settled = &mut waiting => break settled,
-                        _ = ticks.tick() => {
-                            let _ = peer
-                                .notify_progress(
-                                    ProgressNotificationParam::new(
-                                        token.clone(),
-                                        started.elapsed().as_secs_f64(),
-                                    )
-                                    .with_total(within.as_secs_f64())
-                                    .with_message(message.clone()),
-                                )
-                                .await;
-                        }
-                    }
-                }
-            }
-        };
+        if let Some(status) = context.extensions.get::<Progress>() {
+            status.set(format!(
+                "waiting up to {}s for an operator to approve {approval_id} (`glovebox approve {approval_id}`)",
+                within.as_secs()
+            ));
+        }
+        let settled = gateway.wait_for_approval(approval_id, within).await;
         match settled? {
             Settled::Ran(report) => Some(results::report(report)),
             Settled::RanElsewhere(approval) => Some(results::approved_elsewhere(&approval)),
@@ -580,8 +565,10 @@ impl Connection {
         let name = request.name.to_string();
         let args = request.arguments.unwrap_or_default();
         let caller = self.caller(&context)?;
-        // Everything this request writes to a log is its principal's doing.
-        glovebox::tasks::acting(caller.name.clone(), async {
+        // Everything this request writes to a log is its principal's doing,
+        // and the server's log lines about it reach the connection too.
+        let sink = self.state.log.sink(&context.peer);
+        glovebox::tasks::acting_with(caller.name.clone(), Some(sink), async {
             if BUILTINS.contains(&name.as_str()) {
                 if let Err(refused) = self.judge_builtin(&caller, &name, &args).await {
                     return Ok(results::call_error(&refused));
@@ -595,16 +582,23 @@ impl Connection {
 }
 
 impl ServerHandler for Connection {
+    // `enable_logging`: see `logging.rs`.
+    #[allow(deprecated)]
     fn get_info(&self) -> InitializeResult {
-        InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
-            .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
-            .with_server_info(Implementation::new("glovebox", env!("CARGO_PKG_VERSION")))
-            .with_instructions(
-                "Glovebox runs each tool call in a fresh, capability-restricted Wasm sandbox after \
+        InitializeResult::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_logging()
+                .build(),
+        )
+        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+        .with_server_info(Implementation::new("glovebox", env!("CARGO_PKG_VERSION")))
+        .with_instructions(
+            "Glovebox runs each tool call in a fresh, capability-restricted Wasm sandbox after \
                  permission hooks judge it, and logs it in a durable session. Bind a session with \
                  session_start or session_resume (otherwise calls run in a default session of this \
                  connection); run long calls in the background with job_spawn and job_wait.",
-            )
+        )
     }
 
     /// The revisions rmcp lets through to this handler: up to 2026-07-28,
@@ -628,6 +622,18 @@ impl ServerHandler for Connection {
             served_versions().to_vec(),
             self.get_info(),
         ))
+    }
+
+    /// `logging/setLevel`: the least severe of the server's lines about
+    /// this connection's requests that it gets (see `logging.rs`).
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.state.log.set_level(request.level);
+        Ok(())
     }
 
     async fn list_tools(
@@ -658,7 +664,18 @@ impl ServerHandler for Connection {
         // A task of its own, so a panic ends this call, not the connection.
         let this = self.clone();
         let name = request.name.to_string();
-        match tokio::spawn(async move { this.dispatch(request, context).await }).await {
+        let mut context = context;
+        let status = Progress::new(format!("running `{name}`"));
+        context.extensions.insert(status.clone());
+        let serve = async move {
+            let (token, peer) = (context.meta.get_progress_token(), context.peer.clone());
+            let dispatched = this.dispatch(request, context);
+            match token {
+                Some(token) => with_progress(dispatched, token, peer, status).await,
+                None => dispatched.await,
+            }
+        };
+        match tokio::spawn(serve).await {
             Ok(r) => r.map(CallToolResponse::from),
             Err(e) => {
                 let message = if e.is_panic() {
@@ -668,6 +685,60 @@ impl ServerHandler for Connection {
                 };
                 tracing::error!(tool = %name, %message, "MCP call failed inside the host");
                 Ok(results::failure("internal", message).into())
+            }
+        }
+    }
+}
+
+/// What a request that takes long is doing, for its progress notifications
+/// (the approval wait says what it waits for).
+#[derive(Clone)]
+struct Progress(Arc<std::sync::Mutex<String>>);
+
+impl Progress {
+    fn new(message: String) -> Progress {
+        Progress(Arc::new(std::sync::Mutex::new(message)))
+    }
+
+    fn set(&self, message: String) {
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = message;
+    }
+
+    fn get(&self) -> String {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+}
+
+/// Runs `request`; when it takes more than a second, the client that gave
+/// a progress token hears every second how long it has run and what it does.
+async fn with_progress<F: Future>(
+    request: F,
+    token: rmcp::model::ProgressToken,
+    peer: rmcp::Peer<RoleServer>,
+    status: Progress,
+) -> F::Output {
+    const EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+    let started = tokio::time::Instant::now();
+    let mut ticks = tokio::time::interval_at(started + EVERY, EVERY);
+    tokio::pin!(request);
+    loop {
+        tokio::select! {
+            done = &mut request => break done,
+            _ = ticks.tick() => {
+                let progress = ProgressNotificationParam::new(
+                    token.clone(),
+                    started.elapsed().as_secs_f64(),
+                )
+                .with_message(status.get());
+                if let Err(e) = peer.notify_progress(progress).await {
+                    tracing::debug!(error = %e, "a progress notification was not sent");
+                }
             }
         }
     }
