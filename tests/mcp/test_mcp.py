@@ -207,3 +207,68 @@ def test_threat_46_a_call_in_flight_at_sigterm_still_answers(glovebox_bin, confi
         [glovebox_bin, "--config", config, "log", "export", "draining"], capture_output=True, text=True, check=True
     ).stdout
     assert '"call_finished"' in exported and '"call_interrupted"' not in exported, exported
+
+
+def test_threat_46_a_call_waiting_for_approval_at_sigterm_answers_at_once(glovebox_bin, config):
+    """SIGTERM while a client waits for an operator's approval: the wait ends
+    at once with "awaiting approval" (the approval stays pending for the next
+    start), and the server exits well within its 30 s drain."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    from conftest import start_http_server
+
+    # The same config, with calls waiting up to five minutes for an operator.
+    waiting = os.path.join(os.path.dirname(config), "waiting.toml")
+    with open(config) as f:
+        text = f.read()
+    assert "wait = 0" in text
+    with open(waiting, "w") as f:
+        f.write(text.replace("wait = 0", 'wait = "5m"'))
+
+    proc, url = start_http_server(glovebox_bin, waiting)
+    try:
+
+        async def main():
+            async with Client(streamable_http_client(url), read_timeout_seconds=60) as client:
+                await client.call_tool("session_start", {"role": "workagent", "project": "mcp-tests", "name": "waiting-at-stop"})
+                answer = {}
+
+                async def waiting_call():
+                    answer["result"] = await client.call_tool("files.write", {"path": "/data/at-stop.txt", "content": "x"})
+
+                def pending():
+                    listed = subprocess.run(
+                        [glovebox_bin, "--config", waiting, "approvals"],
+                        capture_output=True,
+                        text=True,
+                    ).stdout
+                    return "files.write" in listed
+
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(waiting_call)
+                    with anyio.fail_after(30):
+                        while not await anyio.to_thread.run_sync(pending):
+                            await anyio.sleep(0.05)
+                    answer["signalled"] = time.monotonic()
+                    proc.send_signal(signal.SIGTERM)
+                result = answer["result"]
+                assert result.is_error, result
+                assert "awaiting_approval" in (result.structured_content or {}), result
+                return answer["signalled"]
+
+        signalled = anyio.run(main)
+        assert proc.wait(timeout=30) == 0, proc.stderr.read().decode()
+        assert time.monotonic() - signalled < 15, "the drain waited for the approval"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    # The approval is still pending, for an operator after the restart.
+    listed = subprocess.run([glovebox_bin, "--config", waiting, "approvals"], capture_output=True, text=True, check=True)
+    assert "files.write" in listed.stdout, listed.stdout

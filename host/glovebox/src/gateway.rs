@@ -34,6 +34,27 @@ pub struct Gateway {
     waiters: Waiters,
     /// What the pipeline counts (`/metrics`).
     metrics: Arc<crate::metrics::Metrics>,
+    /// Requests an adapter received and has not answered yet (see
+    /// [`Gateway::request`]), and whether a drain has begun.
+    requests: Arc<Requests>,
+}
+
+/// The adapters' requests in flight, for a stopping server's drain.
+#[derive(Default)]
+struct Requests {
+    open: std::sync::atomic::AtomicUsize,
+    draining: tokio::sync::watch::Sender<bool>,
+}
+
+/// One request in flight (see [`Gateway::request`]); it ends when dropped.
+pub struct InFlight(Arc<Requests>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0
+            .open
+            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 /// Who settles what the host settles by itself (an expired approval).
@@ -61,7 +82,19 @@ impl Gateway {
             reloading: Arc::default(),
             waiters: Waiters::default(),
             metrics,
+            requests: Arc::default(),
         }
+    }
+
+    /// Counts a request an adapter received (an MCP `tools/call`) until the
+    /// guard is dropped with its answer: a stopping server's drain
+    /// ([`Gateway::wait_idle`]) waits for it even before its call is
+    /// admitted to run.
+    pub fn request(&self) -> InFlight {
+        self.requests
+            .open
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        InFlight(self.requests.clone())
     }
 
     /// Loads the host from the config at `path` and opens its data dir
@@ -106,9 +139,14 @@ impl Gateway {
 
     /// Waits until no call runs (a stopping server's drain), up to
     /// `within`; `false` when calls still run then.
+    /// Waits for approvals stop waiting from here on: their calls answer
+    /// "awaiting approval" (the approval stays pending, also across the
+    /// restart), so a client waiting on a human does not hold the drain.
     pub async fn wait_idle(&self, within: std::time::Duration) -> bool {
+        self.requests.draining.send_replace(true);
         let deadline = tokio::time::Instant::now() + within;
-        while self.host().calls_in_flight() > 0 {
+        let open = || self.requests.open.load(std::sync::atomic::Ordering::SeqCst);
+        while self.host().calls_in_flight() > 0 || open() > 0 {
             if tokio::time::Instant::now() >= deadline {
                 return false;
             }
@@ -369,7 +407,12 @@ impl Gateway {
         id: &str,
         within: std::time::Duration,
     ) -> Option<Settled> {
-        self.waiters.wait(&self.ledger.approvals, id, within).await
+        let mut draining = self.requests.draining.subscribe();
+        tokio::select! {
+            settled = self.waiters.wait(&self.ledger.approvals, id, within) => settled,
+            // The server is stopping: the approval stays pending.
+            _ = draining.wait_for(|d| *d) => None,
+        }
     }
 
     /// Refuses approval `id`: its call fails for good, and its session is

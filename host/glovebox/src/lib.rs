@@ -51,7 +51,7 @@ pub mod notify;
 pub(crate) use glovebox_runtime::{bindings, call, error, plugin, runtime};
 pub use glovebox_runtime::{fault_injection, hooks, scratch};
 
-pub use gateway::Gateway;
+pub use gateway::{Gateway, InFlight};
 pub use glovebox_runtime::{
     CallContext, CallError, CallReport, Captured, LoadError, LoadedPlugin, Metering, ToolInfo,
 };

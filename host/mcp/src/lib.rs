@@ -661,6 +661,8 @@ impl ServerHandler for Connection {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         served_version(&context)?;
+        // Counted from here to its answer: a stopping server drains it.
+        let in_flight = self.shared().gateway.request();
         // A task of its own, so a panic ends this call, not the connection.
         let this = self.clone();
         let name = request.name.to_string();
@@ -668,6 +670,7 @@ impl ServerHandler for Connection {
         let status = Progress::new(format!("running `{name}`"));
         context.extensions.insert(status.clone());
         let serve = async move {
+            let _in_flight = in_flight;
             let (token, peer) = (context.meta.get_progress_token(), context.peer.clone());
             let dispatched = this.dispatch(request, context);
             match token {
