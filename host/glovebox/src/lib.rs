@@ -18,6 +18,7 @@
 //! it never imports MCP (`glovebox-mcp` adapts it), an HTTP server or clap
 //! (the `glovebox` binary, the root package, is a thin CLI over both).
 
+pub mod doctor;
 mod gateway;
 mod host;
 pub mod jobs;

@@ -63,6 +63,15 @@ impl JobStore {
         Ok(jobs)
     }
 
+    /// The jobs of session `session` (its id) still queued or running.
+    pub fn unfinished_of(&self, session: &str) -> Result<Vec<JobInfo>, JobError> {
+        Ok(self
+            .all()?
+            .into_iter()
+            .filter(|j| j.session == session && !j.status.is_final())
+            .collect())
+    }
+
     /// Applies `change` to job `id` and stores it if `change` says it
     /// changed it. Returns the record as it is now and whether it changed.
     pub fn update(

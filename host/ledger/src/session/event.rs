@@ -275,6 +275,24 @@ pub enum EventKind {
         source: String,
         entries: Vec<ContextEntry>,
     },
+    /// The session ended while background jobs of its own were still
+    /// queued or running: nobody waited for their results (seed 001's
+    /// fire-and-forget antipattern; `glovebox doctor` reports it). Appended
+    /// just before its `ended` event.
+    JobsUnwaited {
+        jobs: Vec<UnwaitedJob>,
+    },
+}
+
+/// A background job still queued or running when its session ended.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnwaitedJob {
+    /// `job-…`.
+    pub id: String,
+    /// `plugin.tool`.
+    pub tool: String,
+    /// `queued` or `running`.
+    pub status: String,
 }
 
 impl EventKind {
@@ -303,6 +321,7 @@ impl EventKind {
             EventKind::BlockerFlag { .. } => "blocker_flag",
             EventKind::Escalation { .. } => "escalation",
             EventKind::ContextInjected { .. } => "context_injected",
+            EventKind::JobsUnwaited { .. } => "jobs_unwaited",
         }
     }
 }
