@@ -319,6 +319,7 @@ fn one_write(mix: &Mix, w: usize, i: u64, pick: u64) -> Result<()> {
                 idempotent: true,
                 attempts: 0,
                 result: None,
+                result_read: None,
             };
             mix.jobs.put(&job)?;
             mix.ack(format_args!("job {id} queued"));

@@ -443,12 +443,45 @@ fn doctor_and_session_end_work_while_serving() {
         .as_str()
         .unwrap()
         .to_string();
+    // A job that finished, whose result nobody read, was not waited for either.
+    let answer = server.call(
+        4,
+        "job_spawn",
+        json!({"tool": "echo.echo", "input": {"message": "unread"}}),
+    );
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    let unread = answer["result"]["structuredContent"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let start = std::time::Instant::now();
+    loop {
+        // `job list` shows the status without reading the result.
+        let list = site.json(&["job", "list", "--session", "mcp-w"]);
+        let done = list
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|j| j["id"] == unread.as_str() && j["status"] == "completed");
+        if done {
+            break;
+        }
+        assert!(
+            start.elapsed().as_secs() < 60,
+            "the echo job never ran: {list}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     let answer = server.call(3, "session_end", json!({}));
     assert_eq!(answer["result"]["isError"], false, "{answer}");
     let warning = answer["result"]["structuredContent"]["warning"]
         .as_str()
         .unwrap_or_else(|| panic!("a warning: {answer}"));
     assert!(warning.contains(&job_id), "{warning}");
+    assert!(
+        warning.contains(&format!("{unread} (echo.echo, completed)")),
+        "{warning}"
+    );
 
     // The running server holds the store: doctor runs inside it.
     let (code, out, err) = site.run(&["doctor"]);

@@ -3,7 +3,7 @@
 //!
 //! | rule | what | severity |
 //! |---|---|---|
-//! | `unwaited_jobs` | background jobs still queued or running when their session ended (nobody waited for their results) | warning |
+//! | `unwaited_jobs` | background jobs of an ended session nobody waited for: still queued or running at its end, or with a result nobody read | warning |
 //! | `unnamed_session` | a session with no name (it cannot be resumed by name) | warning while live, notice once ended |
 //! | `permissive_hook` | a hook triggered on `*` (or a whole verb, `execute:*`) that allowed every probe call, a destructive one included | warning |
 //! | `role_without_budget` | a role principals or sessions use with no `[budgets.role.<role>]` caps | warning |
@@ -20,8 +20,8 @@
 //! [`check`] returns structured findings, for the command line and a
 //! dashboard alike. This module also ends sessions for the `session_end`
 //! entry points ([`Gateway::end_session_noting_jobs_as`], [`end_session`]):
-//! jobs still queued or running are recorded (`jobs_unwaited`) and returned
-//! so the caller can warn.
+//! jobs nobody waited for (still queued or running, or with a result nobody
+//! read) are recorded (`jobs_unwaited`) and returned so the caller can warn.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -364,9 +364,10 @@ fn quoted(names: &[String]) -> String {
     out.join(", ")
 }
 
-/// Jobs still queued or running when their session ended, grouped by
-/// session: from the `jobs_unwaited` events `session_end` records, and for
-/// sessions ended otherwise, from the jobs' records against the end's time.
+/// Jobs of ended sessions nobody waited for, grouped by session: those
+/// `session_end` recorded (`jobs_unwaited`), and from the jobs' records
+/// those still queued or running, finished after the end, or final with a
+/// result nobody read.
 fn unwaited_jobs(durable: &Durable, jobs: &[JobInfo]) -> Result<Vec<Finding>, SessionError> {
     let sessions = &durable.sessions;
     let mut by_session: BTreeMap<&str, Vec<&JobInfo>> = BTreeMap::new();
@@ -400,7 +401,7 @@ fn unwaited_jobs(durable: &Durable, jobs: &[JobInfo]) -> Result<Vec<Finding>, Se
             .iter()
             .filter(|j| {
                 recorded.contains(&j.id)
-                    || !j.status.is_final()
+                    || j.unwaited()
                     || j.finished_at_ms.is_some_and(|f| f > ended_at)
             })
             .collect();
@@ -416,7 +417,7 @@ fn unwaited_jobs(durable: &Durable, jobs: &[JobInfo]) -> Result<Vec<Finding>, Se
             Severity::Warning,
             session_culprit(&state),
             format!(
-                "session `{}` ended while {} background job(s) of its own were still queued or running, so nobody checked their results: {}",
+                "session `{}` ended without waiting for {} background job(s) of its own (still queued or running at its end, or with a result nobody read): {}",
                 shown(&state),
                 unwaited.len(),
                 list.join(", ")
@@ -695,7 +696,7 @@ async fn permissive_hooks(host: &Host) -> Vec<Finding> {
 }
 
 /// What ending a session did: its state, and the background jobs of its own
-/// that were still queued or running (recorded as `jobs_unwaited`).
+/// nobody waited for (recorded as `jobs_unwaited`).
 #[derive(Clone, Debug, Serialize)]
 pub struct SessionEnded {
     pub state: SessionState,
@@ -720,14 +721,14 @@ pub fn unwaited_warning(unwaited: &[UnwaitedJob]) -> Option<String> {
         .map(|j| format!("{} ({}, {})", j.id, j.tool, j.status))
         .collect();
     Some(format!(
-        "the session ended with {} background job(s) nobody waited for: {}; they still run, but nobody will read their results. Wait for jobs (job_wait) before ending a session, or cancel them",
+        "the session ended with {} background job(s) nobody waited for: {}; nobody will read their results. Wait for jobs (job_wait) before ending a session, or cancel them",
         unwaited.len(),
         list.join(", ")
     ))
 }
 
-fn unfinished_jobs(storage: &Arc<dyn crate::storage::Storage>, session: &str) -> Vec<UnwaitedJob> {
-    match JobStore::new(storage.clone()).unfinished_of(session) {
+fn unwaited_jobs_of(storage: &Arc<dyn crate::storage::Storage>, session: &str) -> Vec<UnwaitedJob> {
+    match JobStore::new(storage.clone()).unwaited_of(session) {
         Ok(jobs) => jobs
             .into_iter()
             .map(|j| UnwaitedJob {
@@ -744,14 +745,14 @@ fn unfinished_jobs(storage: &Arc<dyn crate::storage::Storage>, session: &str) ->
 }
 
 /// Ends a session at the command line (an operator's, unscoped), recording
-/// the jobs of its own still queued or running.
+/// the jobs of its own nobody waited for.
 pub fn end_session(
     durable: &Durable,
     session: &str,
     outcome: EndOutcome,
 ) -> Result<SessionEnded, SessionError> {
     let id = durable.sessions.show(session)?.id;
-    let unwaited = unfinished_jobs(&durable.storage, &id);
+    let unwaited = unwaited_jobs_of(&durable.storage, &id);
     let state = durable
         .sessions
         .end_with_unwaited(&id, outcome, unwaited.clone())?;
@@ -760,8 +761,8 @@ pub fn end_session(
 
 impl Gateway {
     /// Ends a session of `caller`'s, as [`Gateway::end_session_as`] does,
-    /// recording the jobs of its own still queued or running
-    /// (`jobs_unwaited`) and returning them for a warning.
+    /// recording the jobs of its own nobody waited for (`jobs_unwaited`)
+    /// and returning them for a warning.
     pub async fn end_session_noting_jobs_as(
         &self,
         caller: &Principal,
@@ -777,7 +778,7 @@ impl Gateway {
         ledger_work(move || {
             let mut unwaited = Vec::new();
             let state = sessions.end_as_with_unwaited(&caller, &key, outcome, |id| {
-                unwaited = unfinished_jobs(&storage, id);
+                unwaited = unwaited_jobs_of(&storage, id);
                 unwaited.clone()
             })?;
             Ok(SessionEnded { state, unwaited })

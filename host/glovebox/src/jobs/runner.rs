@@ -185,6 +185,7 @@ impl Jobs {
             idempotent: call.info().idempotent,
             attempts: 0,
             result: None,
+            result_read: Some(false),
         };
         let store = self.store.clone();
         let stored = job.clone();
@@ -226,8 +227,14 @@ impl Jobs {
         self.gateway.sessions().clock_ms()
     }
 
-    /// The job as stored.
+    /// The job as stored; a final one is marked as read (its result is
+    /// returned to someone: see `JobInfo::result_read`).
     pub fn status(&self, id: &str) -> Result<JobInfo, JobError> {
+        self.store.read(id)
+    }
+
+    /// The job as stored, not marked as read.
+    pub(crate) fn peek(&self, id: &str) -> Result<JobInfo, JobError> {
         self.store.get(id)
     }
 

@@ -128,6 +128,20 @@ pub struct JobInfo {
     /// Set once final; a job re-queued after an interruption carries the
     /// interruption here until it runs again.
     pub result: Option<JobResult>,
+    /// Whether anyone has read its final result (`job status`, `job wait`
+    /// and their MCP tools): `Some(false)` from its creation until then,
+    /// `None` in records written before reads were tracked. A session that
+    /// ends with a result unread left it unwaited (`glovebox doctor`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_read: Option<bool>,
+}
+
+impl JobInfo {
+    /// Nobody waited for it: it is still queued or running, or its result
+    /// was never read.
+    pub fn unwaited(&self) -> bool {
+        !self.status.is_final() || self.result_read == Some(false)
+    }
 }
 
 /// What a wait waits for.

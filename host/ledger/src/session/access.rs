@@ -147,8 +147,8 @@ impl Sessions {
     }
 
     /// Ends the session for `caller` as [`Sessions::end_with_unwaited`] does:
-    /// `unwaited` gets the session's id and returns its jobs still queued or
-    /// running, recorded with the end.
+    /// `unwaited` gets the session's id and returns its jobs nobody waited
+    /// for, recorded with the end.
     pub fn end_as_with_unwaited(
         &self,
         caller: &Principal,

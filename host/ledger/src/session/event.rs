@@ -275,23 +275,24 @@ pub enum EventKind {
         source: String,
         entries: Vec<ContextEntry>,
     },
-    /// The session ended while background jobs of its own were still
-    /// queued or running: nobody waited for their results (seed 001's
-    /// fire-and-forget antipattern; `glovebox doctor` reports it). Appended
-    /// just before its `ended` event.
+    /// The session ended with background jobs of its own nobody waited
+    /// for: still queued or running, or with a result nobody read (seed
+    /// 001's fire-and-forget antipattern; `glovebox doctor` reports it).
+    /// Appended just before its `ended` event.
     JobsUnwaited {
         jobs: Vec<UnwaitedJob>,
     },
 }
 
-/// A background job still queued or running when its session ended.
+/// A background job nobody waited for when its session ended.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UnwaitedJob {
     /// `job-…`.
     pub id: String,
     /// `plugin.tool`.
     pub tool: String,
-    /// `queued` or `running`.
+    /// Its status then: `queued`, `running`, or a final one (its result
+    /// never read).
     pub status: String,
 }
 

@@ -249,8 +249,8 @@ impl Sessions {
     }
 
     /// Ends the session as [`Sessions::end`] does, first recording (one
-    /// write with the `ended` event) the background jobs of its own that are
-    /// still queued or running (`jobs_unwaited`), when there are any.
+    /// write with the `ended` event) the background jobs of its own nobody
+    /// waited for (`jobs_unwaited`), when there are any.
     pub fn end_with_unwaited(
         &self,
         id_or_name: &str,
