@@ -234,6 +234,28 @@ fn roles_without_budgets_are_found() {
             .contains("[budgets.role.supervisor]"),
         "{f}"
     );
+
+    // An agent principal that may act as an orchestrator uses that role.
+    let (code, _, err) = site.run(&[
+        "principal",
+        "add",
+        "planner",
+        "--kind",
+        "agent",
+        "--roles",
+        "orchestrator,workagent",
+        "--projects",
+        "*",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let (_, list) = findings(&site);
+    assert_eq!(of(&list, "role_without_budget").len(), 2, "{list:#?}");
+    let f = finding(&list, "role_without_budget", "orchestrator");
+    let message = f["message"].as_str().unwrap();
+    assert!(
+        message.contains("principals `planner`") && !message.contains("capped-itself"),
+        "{message}"
+    );
 }
 
 #[test]

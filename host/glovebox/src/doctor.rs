@@ -786,3 +786,50 @@ impl Gateway {
         .await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broad_triggers_cover_everything_or_a_whole_verb() {
+        assert!(broad("*"));
+        assert!(broad("execute:*"));
+        assert!(!broad("execute:database:*"));
+        assert!(!broad("execute:api"));
+        assert_eq!(destructive_action("*"), "execute:database:drop");
+        assert_eq!(destructive_action("write:*"), "write:database:drop");
+    }
+
+    #[test]
+    fn probe_inputs_fill_the_required_properties() {
+        let schema = json!({
+            "type": "object",
+            "required": ["text", "n", "mode", "flag"],
+            "properties": {
+                "text": {"type": "string"},
+                "n": {"type": "integer"},
+                "mode": {"type": "string", "enum": ["fast", "slow"]},
+                "flag": {"type": ["boolean", "null"]},
+                "optional": {"type": "string"},
+            },
+        });
+        assert_eq!(
+            probe_input(&schema),
+            json!({"text": "probe", "n": 1, "mode": "fast", "flag": false})
+        );
+        assert_eq!(probe_input(&json!({})), json!({}));
+    }
+
+    #[test]
+    fn the_warning_names_each_job() {
+        assert_eq!(unwaited_warning(&[]), None);
+        let warning = unwaited_warning(&[UnwaitedJob {
+            id: "job-1".into(),
+            tool: "sleep.sleep".into(),
+            status: "queued".into(),
+        }])
+        .unwrap();
+        assert!(warning.contains("job-1 (sleep.sleep, queued)"), "{warning}");
+    }
+}

@@ -440,6 +440,21 @@ mod tests {
     }
 
     #[test]
+    fn jobs_unwaited_is_tagged_and_round_trips() {
+        let kind = EventKind::JobsUnwaited {
+            jobs: vec![UnwaitedJob {
+                id: "job-1".into(),
+                tool: "sleep.sleep".into(),
+                status: "queued".into(),
+            }],
+        };
+        let json = serde_json::to_value(&kind).unwrap();
+        assert_eq!(json["type"], "jobs_unwaited");
+        assert_eq!(kind.name(), "jobs_unwaited");
+        assert_eq!(serde_json::from_value::<EventKind>(json).unwrap(), kind);
+    }
+
+    #[test]
     fn kinds_are_tagged_snake_case() {
         let json = serde_json::to_value(EventKind::CallInterrupted {
             call_id: "c".into(),
