@@ -155,6 +155,7 @@ fn needs_store(command: &Command) -> bool {
         | Command::Approve { .. }
         | Command::Deny { .. }
         | Command::Job { .. }
+        | Command::Doctor { .. }
         | Command::Notify {
             command: crate::notify::NotifyCommand::Status { .. },
         }

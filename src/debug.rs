@@ -320,6 +320,7 @@ fn one_write(mix: &Mix, w: usize, i: u64, pick: u64) -> Result<()> {
                 attempts: 0,
                 result: None,
                 by: None,
+                result_read: None,
             };
             mix.jobs.put(&job)?;
             mix.ack(format_args!("job {id} queued"));

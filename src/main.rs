@@ -2,6 +2,8 @@
 //! arguments and prints. Exit codes: 0 success, 1 internal error, 2 bad usage or
 //! config, 3 denied, 4 invalid input or unknown tool, 5 tool error or crash,
 //! 6 timeout or limit, 7 busy, 8 refused by the session (its state or log).
+//! `glovebox doctor` exits 1 when it finds a warning (ripgrep-style: a
+//! finding, not a failure), 0 when it finds none.
 
 /// `println!` that returns an error instead of panicking when stdout is
 /// closed early (`glovebox log show x | head`), and that writes into the
@@ -28,6 +30,7 @@ mod call;
 mod control;
 mod crash;
 mod debug;
+mod doctor;
 mod hook;
 mod jobs;
 mod notify;
@@ -180,6 +183,15 @@ enum Command {
         #[command(subcommand)]
         command: hook::HookCommand,
     },
+    /// Antipattern warnings: unwaited background jobs, unnamed sessions,
+    /// hooks that allow everything (probed), roles without budgets, long
+    /// sessions without a handoff, plugins without a digest pin, read-write
+    /// directories shared by plugins. Exits 1 when there is a warning.
+    Doctor {
+        /// Print the findings as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Notifications to the `[[notify]]` targets: delivery status, a test send.
     Notify {
         #[command(subcommand)]
@@ -309,5 +321,6 @@ async fn dispatch(config: &std::path::Path, command: Command) -> Result<ExitCode
         Command::Store { command } => store::run(config, command),
         Command::Reload => serve::reload(config).await,
         Command::Notify { command } => notify::run(config, command).await,
+        Command::Doctor { json } => doctor::run(config, json).await,
     }
 }

@@ -301,6 +301,7 @@ pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitC
         SessionCommand::Check { session, json } => {
             return crate::rescue::check(config, &session, json);
         }
+        SessionCommand::End { session, outcome } => return end(config, &session, outcome),
         _ => {}
     }
     let sessions = open(config)?;
@@ -387,9 +388,6 @@ pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitC
         SessionCommand::Resume { session } => {
             sessions.resume(&session).map(|r| serde_json::to_value(&r))
         }
-        SessionCommand::End { session, outcome } => sessions
-            .end(&session, outcome)
-            .map(|s| serde_json::to_value(&s)),
         SessionCommand::Archive { session } => {
             sessions.archive(&session).map(|s| serde_json::to_value(&s))
         }
@@ -442,6 +440,7 @@ pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitC
                 .map(|e| serde_json::to_value(&e))
         }
         SessionCommand::Rerun { .. }
+        | SessionCommand::End { .. }
         | SessionCommand::Usage { .. }
         | SessionCommand::Budget { .. }
         | SessionCommand::Check { .. } => unreachable!("handled above"),
@@ -453,6 +452,26 @@ pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitC
         }
         Err(e) => Ok(crate::session_refused(&e)),
     }
+}
+
+/// `session end`: the state as JSON, with a `warning` (also on stderr) when
+/// jobs of the session's own were still queued or running (recorded in its
+/// log as `jobs_unwaited`; `glovebox doctor` reports them).
+fn end(config: &Path, session: &str, outcome: EndOutcome) -> Result<ExitCode> {
+    let durable = open_durable(config)?;
+    let ended = match glovebox::doctor::end_session(&durable, session, outcome) {
+        Ok(ended) => ended,
+        Err(e) => return Ok(crate::session_refused(&e)),
+    };
+    let mut value = serde_json::to_value(&ended.state)?;
+    if let Some(warning) = ended.warning() {
+        err!("warning: {warning}");
+        if let Some(map) = value.as_object_mut() {
+            map.insert("warning".into(), warning.into());
+        }
+    }
+    print_json(&value)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 pub fn run_log(config: &Path, command: LogCommand) -> Result<ExitCode> {

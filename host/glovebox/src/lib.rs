@@ -19,6 +19,7 @@
 //! (the `glovebox` binary, the root package, is a thin CLI over both).
 
 pub mod actions;
+pub mod doctor;
 mod gateway;
 mod host;
 pub mod jobs;

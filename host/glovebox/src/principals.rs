@@ -316,8 +316,9 @@ impl Jobs {
 
     /// The job, if it is of a session `caller` may see.
     pub async fn status_as(&self, caller: &Principal, id: &str) -> Result<JobInfo, JobError> {
-        let job = self.status(id)?;
-        self.visible(caller, job)
+        // Seen first: only a caller it is shown to reads it.
+        self.visible(caller, self.peek(id)?)?;
+        self.status(id)
     }
 
     /// Cancels a job of `caller`'s.

@@ -46,6 +46,10 @@ pub const RULES: [&str; 7] = [
     "approval_wait",
 ];
 
+/// The default of `[detector] handoff_after_events`: about a hundred calls
+/// (each logs a request, decisions, a start and a finish) with no handoff.
+pub const DEFAULT_HANDOFF_AFTER_EVENTS: u32 = 500;
+
 /// `[detector]`: when the stuck-agent detector raises blocker flags.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DetectorConfig {
@@ -89,6 +93,11 @@ pub struct DetectorConfig {
     /// `budget_fraction`: budget use at or above this (from the billing's
     /// `budget_warning` events) with a failing last call raises `budget`. Default 0.8.
     pub budget_fraction: f64,
+    /// `handoff_after_events`: `glovebox doctor` warns about a live session
+    /// with more than this many events since its last handoff (or its start)
+    /// — a long session with no handoff cannot be picked up by anyone else.
+    /// Default [`DEFAULT_HANDOFF_AFTER_EVENTS`].
+    pub handoff_after_events: u32,
     /// `[detector.severity]`: each rule's severity (rule name → info, warning or critical).
     pub severity: BTreeMap<String, Severity>,
 }
@@ -108,6 +117,7 @@ impl Default for DetectorConfig {
             sweep_interval: Some(Duration::from_secs(30)),
             archive_after: None,
             budget_fraction: 0.8,
+            handoff_after_events: DEFAULT_HANDOFF_AFTER_EVENTS,
             severity: default_severity(),
         }
     }
@@ -187,6 +197,7 @@ pub(super) struct RawDetector {
     sweep_interval: Option<OffOr>,
     archive_after: Option<OffOr>,
     budget_fraction: Option<f64>,
+    handoff_after_events: Option<i64>,
     #[serde(default)]
     severity: BTreeMap<String, String>,
 }
@@ -313,6 +324,15 @@ pub(super) fn validate_detector(
             ));
         }
         d.budget_fraction = f;
+    }
+    if let Some(n) = raw.handoff_after_events {
+        d.handoff_after_events = u32::try_from(n).ok().filter(|n| *n >= 1).ok_or_else(|| {
+            src.invalid(
+                "detector.handoff_after_events",
+                format!("{n} is not a number of events"),
+                "write a whole number of at least 1, like 500",
+            )
+        })?;
     }
     for (rule, text) in &raw.severity {
         let key = format!("detector.severity.{rule}");

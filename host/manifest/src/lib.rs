@@ -59,7 +59,8 @@ pub use budgets::BudgetsConfig;
 pub use cap::Cap;
 pub use captured::Captured;
 pub use detector::{
-    ContextConfig, ContextWriter, DetectorConfig, RULES as DETECTOR_RULES, Severity,
+    ContextConfig, ContextWriter, DEFAULT_HANDOFF_AFTER_EVENTS, DetectorConfig,
+    RULES as DETECTOR_RULES, Severity,
 };
 pub use error::ConfigError;
 pub use handoffs::{HandoffRoute, HandoffsConfig};

@@ -338,13 +338,27 @@ impl Connection {
                 let Some(id) = self.bound().await else {
                     return Ok(not_bound(tool));
                 };
-                Ok(match gateway.end_session_as(caller, &id, outcome).await {
-                    Ok(state) => {
-                        self.bind(None).await;
-                        results::ok(&state)
-                    }
-                    Err(e) => results::session_failure(&e),
-                })
+                Ok(
+                    match gateway
+                        .end_session_noting_jobs_as(caller, &id, outcome)
+                        .await
+                    {
+                        Ok(ended) => {
+                            self.bind(None).await;
+                            // The state, with a `warning` when jobs of the
+                            // session's own were left unwaited (`glovebox doctor`).
+                            let mut value = serde_json::to_value(&ended.state)
+                                .unwrap_or(serde_json::Value::Null);
+                            if let (Some(warning), Some(map)) =
+                                (ended.warning(), value.as_object_mut())
+                            {
+                                map.insert("warning".into(), warning.into());
+                            }
+                            results::ok(&value)
+                        }
+                        Err(e) => results::session_failure(&e),
+                    },
+                )
             }
             JOB_SPAWN => {
                 let a: SpawnArgs = parse(tool, args)?;

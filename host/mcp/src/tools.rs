@@ -158,7 +158,7 @@ pub fn builtin_tools() -> Vec<Tool> {
         ),
         tool(
             SESSION_END,
-            "End the bound session and unbind this connection (the next call starts a new default session).",
+            "End the bound session and unbind this connection (the next call starts a new default session). Wait for its background jobs first: ending with jobs still queued or running, or with results nobody read, is recorded, and the result carries a `warning` naming them.",
             json!({
                 "type": "object",
                 "properties": {"outcome": {"type": "string", "enum": ["completed", "interrupted", "exit"], "default": "completed"}},

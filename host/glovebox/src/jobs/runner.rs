@@ -186,6 +186,7 @@ impl Jobs {
             attempts: 0,
             result: None,
             by: Some(crate::session::actor::current().to_string()),
+            result_read: Some(false),
         };
         let store = self.store.clone();
         let stored = job.clone();
@@ -227,8 +228,14 @@ impl Jobs {
         self.gateway.sessions().clock_ms()
     }
 
-    /// The job as stored.
+    /// The job as stored; a final one is marked as read (its result is
+    /// returned to someone: see `JobInfo::result_read`).
     pub fn status(&self, id: &str) -> Result<JobInfo, JobError> {
+        self.store.read(id)
+    }
+
+    /// The job as stored, not marked as read.
+    pub(crate) fn peek(&self, id: &str) -> Result<JobInfo, JobError> {
         self.store.get(id)
     }
 

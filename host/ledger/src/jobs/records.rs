@@ -133,6 +133,20 @@ pub struct JobInfo {
     /// written before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by: Option<String>,
+    /// Whether anyone has read its final result (`job status`, `job wait`
+    /// and their MCP tools): `Some(false)` from its creation until then,
+    /// `None` in records written before reads were tracked. A session that
+    /// ends with a result unread left it unwaited (`glovebox doctor`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_read: Option<bool>,
+}
+
+impl JobInfo {
+    /// Nobody waited for it: it is still queued or running, or its result
+    /// was never read.
+    pub fn unwaited(&self) -> bool {
+        !self.status.is_final() || self.result_read == Some(false)
+    }
 }
 
 /// What a wait waits for.

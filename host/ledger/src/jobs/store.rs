@@ -63,6 +63,32 @@ impl JobStore {
         Ok(jobs)
     }
 
+    /// The jobs of session `session` (its id) nobody waited for: still
+    /// queued or running, or final with a result nobody read.
+    pub fn unwaited_of(&self, session: &str) -> Result<Vec<JobInfo>, JobError> {
+        Ok(self
+            .all()?
+            .into_iter()
+            .filter(|j| j.session == session && j.unwaited())
+            .collect())
+    }
+
+    /// Job `id`, marked as read (see [`JobInfo::result_read`]) when it is final.
+    pub fn read(&self, id: &str) -> Result<JobInfo, JobError> {
+        let job = self.get(id)?;
+        if !(job.status.is_final() && job.result_read == Some(false)) {
+            return Ok(job);
+        }
+        let (job, _) = self.update(id, |j| {
+            let unread = j.status.is_final() && j.result_read == Some(false);
+            if unread {
+                j.result_read = Some(true);
+            }
+            unread
+        })?;
+        Ok(job)
+    }
+
     /// Applies `change` to job `id` and stores it if `change` says it
     /// changed it. Returns the record as it is now and whether it changed.
     pub fn update(

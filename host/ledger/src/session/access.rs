@@ -154,6 +154,21 @@ impl Sessions {
         by(caller, || self.end(&id, outcome))
     }
 
+    /// Ends the session for `caller` as [`Sessions::end_with_unwaited`] does:
+    /// `unwaited` gets the session's id and returns its jobs nobody waited
+    /// for, recorded with the end.
+    pub fn end_as_with_unwaited(
+        &self,
+        caller: &Principal,
+        id_or_name: &str,
+        outcome: EndOutcome,
+        unwaited: impl FnOnce(&str) -> Vec<super::UnwaitedJob>,
+    ) -> Result<SessionState, SessionError> {
+        let id = self.show_as(caller, id_or_name)?.id;
+        let jobs = unwaited(&id);
+        by(caller, || self.end_with_unwaited(&id, outcome, jobs))
+    }
+
     /// Adds and removes tags for `caller`: an agent cannot remove a pinned
     /// tag nor add a reserved one.
     pub fn tag_as(

@@ -300,6 +300,25 @@ pub enum EventKind {
         source: String,
         entries: Vec<ContextEntry>,
     },
+    /// The session ended with background jobs of its own nobody waited
+    /// for: still queued or running, or with a result nobody read (seed
+    /// 001's fire-and-forget antipattern; `glovebox doctor` reports it).
+    /// Appended just before its `ended` event.
+    JobsUnwaited {
+        jobs: Vec<UnwaitedJob>,
+    },
+}
+
+/// A background job nobody waited for when its session ended.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnwaitedJob {
+    /// `job-…`.
+    pub id: String,
+    /// `plugin.tool`.
+    pub tool: String,
+    /// Its status then: `queued`, `running`, or a final one (its result
+    /// never read).
+    pub status: String,
 }
 
 impl EventKind {
@@ -328,6 +347,7 @@ impl EventKind {
             EventKind::BlockerFlag { .. } => "blocker_flag",
             EventKind::Escalation { .. } => "escalation",
             EventKind::ContextInjected { .. } => "context_injected",
+            EventKind::JobsUnwaited { .. } => "jobs_unwaited",
         }
     }
 }
@@ -470,6 +490,21 @@ mod tests {
             Event::seal("s-1", 1, 10, GENESIS_HASH, kind())
         });
         assert_eq!(sealed.by.as_deref(), Some("alice"));
+    }
+
+    #[test]
+    fn jobs_unwaited_is_tagged_and_round_trips() {
+        let kind = EventKind::JobsUnwaited {
+            jobs: vec![UnwaitedJob {
+                id: "job-1".into(),
+                tool: "sleep.sleep".into(),
+                status: "queued".into(),
+            }],
+        };
+        let json = serde_json::to_value(&kind).unwrap();
+        assert_eq!(json["type"], "jobs_unwaited");
+        assert_eq!(kind.name(), "jobs_unwaited");
+        assert_eq!(serde_json::from_value::<EventKind>(json).unwrap(), kind);
     }
 
     #[test]

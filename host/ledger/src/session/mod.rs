@@ -35,7 +35,7 @@ pub use access::{check_may_lift, may_touch};
 pub use error::SessionError;
 pub use event::{
     CallMetering, EndOutcome, Event, EventKind, GENESIS_HASH, MAX_INLINE_BYTES, Role,
-    SessionSummary, digest, inline_if_small,
+    SessionSummary, UnwaitedJob, digest, inline_if_small,
 };
 pub use handoff::{Handoff, HandoffKind};
 pub use lifecycle::{SessionStatus, TRANSITIONS, Transition};

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::error::SessionError;
-use super::event::{EndOutcome, Event, EventKind, Role};
+use super::event::{EndOutcome, Event, EventKind, Role, UnwaitedJob};
 use super::handoff::{Handoff, HandoffKind};
 use super::lifecycle::SessionStatus;
 use super::log;
@@ -248,6 +248,29 @@ impl Sessions {
         })
     }
 
+    /// Ends the session as [`Sessions::end`] does, first recording (one
+    /// write with the `ended` event) the background jobs of its own nobody
+    /// waited for (`jobs_unwaited`), when there are any.
+    pub fn end_with_unwaited(
+        &self,
+        id_or_name: &str,
+        outcome: EndOutcome,
+        unwaited: Vec<UnwaitedJob>,
+    ) -> Result<SessionState, SessionError> {
+        if unwaited.is_empty() {
+            return self.end(id_or_name, outcome);
+        }
+        self.with_slot(id_or_name, |this, slot, id| {
+            let summary = this.loaded(slot, id)?.summary(this.now());
+            let kinds = vec![
+                EventKind::JobsUnwaited { jobs: unwaited },
+                EventKind::Ended { outcome, summary },
+            ];
+            this.append_batch_locked(slot, id, kinds, Commit::Durable)?;
+            this.current(slot, id)
+        })
+    }
+
     /// Archives a completed or paused session, then removes its scratch
     /// directory. The archive stands even if the removal fails (it is logged, and
     /// retried the next time the sessions are opened).
@@ -407,7 +430,8 @@ impl Sessions {
             | EventKind::CapRaised { .. }
             | EventKind::BlockerFlag { .. }
             | EventKind::Escalation { .. }
-            | EventKind::ContextInjected { .. } => None,
+            | EventKind::ContextInjected { .. }
+            | EventKind::JobsUnwaited { .. } => None,
             EventKind::SessionStarted { .. } => Some("start"),
             EventKind::Renamed { .. } => Some("rename"),
             EventKind::Tagged { .. } => Some("tag"),

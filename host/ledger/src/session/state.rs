@@ -249,7 +249,8 @@ impl SessionState {
             | EventKind::CapRaised { .. }
             | EventKind::BlockerFlag { .. }
             | EventKind::Escalation { .. }
-            | EventKind::ContextInjected { .. } => {
+            | EventKind::ContextInjected { .. }
+            | EventKind::JobsUnwaited { .. } => {
                 if status == Archived {
                     Err(self.invalid("the session is archived: its log is closed"))
                 } else {
@@ -422,7 +423,9 @@ impl SessionState {
                 self.budget.raised.set(*cap, Some(*to));
                 self.budget.warned.retain(|c| c != cap);
             }
-            EventKind::BlockerFlag { .. } | EventKind::Escalation { .. } => {}
+            EventKind::BlockerFlag { .. }
+            | EventKind::Escalation { .. }
+            | EventKind::JobsUnwaited { .. } => {}
             EventKind::ContextInjected { entries, .. } => {
                 self.context.extend(entries.iter().cloned());
                 let over = self.context.len().saturating_sub(MAX_CONTEXT);

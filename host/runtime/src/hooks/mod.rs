@@ -228,6 +228,19 @@ impl HookChain {
         }
     }
 
+    /// What the hook `name` alone decides about a call (as if it were the
+    /// only hook in the chain): `None` when there is no such loaded hook or
+    /// its triggers do not cover the call's action. Nothing is recorded; used
+    /// by `glovebox doctor` to probe how permissive each hook is.
+    pub async fn evaluate_one(&self, name: &str, req: &HookRequest) -> Option<HookDecision> {
+        let hook = self.hooks.iter().find_map(|slot| match slot {
+            Slot::Ready(hook) if hook.name == name => Some(hook),
+            _ => None,
+        })?;
+        let pattern = hook.trigger_for(&req.action)?;
+        Some(self.validate(hook, pattern, &req.to_wit()).await)
+    }
+
     async fn validate(&self, hook: &LoadedHook, pattern: &str, request: &Request) -> HookDecision {
         let start = Instant::now();
         let answer = run_hook(&self.engine, &hook.pre, &hook.limits, async |h, store| {
