@@ -11,6 +11,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
+use std::os::unix::process::CommandExt as _;
 use std::path::PathBuf;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
@@ -479,13 +480,34 @@ fn the_admin_listener_refuses_a_non_loopback_address_without_principals_and_allo
 
 // ------------------------------------------------------------ the browser
 
-/// A process killed when dropped.
+/// chromedriver in a process group of its own, killed with everything in
+/// it (the browser it started) when dropped, also when the test fails
+/// before the WebDriver session is closed.
 struct Killed(Child);
 
 impl Drop for Killed {
     fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", self.0.id())])
+            .status();
         let _ = self.0.kill();
         let _ = self.0.wait();
+    }
+}
+
+/// The browser's processes, found by the profile directory only this test
+/// uses, killed when dropped (a browser that left chromedriver's group).
+struct Profile(tempfile::TempDir);
+
+impl Drop for Profile {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("pkill")
+            .args([
+                "-KILL",
+                "-f",
+                &format!("--user-data-dir={}", self.0.path().display()),
+            ])
+            .status();
     }
 }
 
@@ -524,8 +546,9 @@ return true;
 struct Browser {
     client: fantoccini::Client,
     driver: String,
+    // Dropped in this order: the driver's group, then what is left.
     _chromedriver: Killed,
-    _profile: tempfile::TempDir,
+    _profile: Profile,
     admin: String,
     shots: PathBuf,
 }
@@ -538,6 +561,7 @@ impl Browser {
         let chromedriver = Killed(
             std::process::Command::new("chromedriver")
                 .arg(format!("--port={port}"))
+                .process_group(0)
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn()
@@ -587,7 +611,7 @@ impl Browser {
             client,
             driver,
             _chromedriver: chromedriver,
-            _profile: profile,
+            _profile: Profile(profile),
             admin: admin.to_string(),
             shots: screenshots(),
         }
