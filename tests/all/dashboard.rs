@@ -469,6 +469,25 @@ fn the_admin_listener_refuses_a_non_loopback_address_without_principals_and_allo
         err.contains("not a loopback address") && err.contains("declares no principals"),
         "{err}"
     );
+    // On loopback, without principals, whoever reaches it is the operator
+    // at the command line.
+    {
+        let served = serve(&site);
+        let a = http(&served.admin, "GET", "/ui/approvals", &[], "");
+        assert_eq!(a.status, 200, "{}", a.body);
+        assert!(a.body.contains("operator <b>cli:"), "{}", a.body);
+        let a = http(&served.admin, "GET", "/metrics", &[], "");
+        assert_eq!(a.status, 200);
+        // Still no POST from another origin.
+        let a = http(
+            &served.admin,
+            "POST",
+            "/ui/approvals/ap-x/deny",
+            &[("Origin", "http://evil.example")],
+            "reason=x",
+        );
+        assert_eq!(a.status, 403);
+    }
     add(&site, &["ops", "--kind", "operator"]);
     let (code, _, err) = site.run(&["serve", "--admin", "0.0.0.0:0"]);
     assert_ne!(code, 0);
@@ -505,7 +524,7 @@ impl Drop for Profile {
             .args([
                 "-KILL",
                 "-f",
-                &format!("--user-data-dir={}", self.0.path().display()),
+                &format!("user-data-dir={}", self.0.path().display()),
             ])
             .status();
     }

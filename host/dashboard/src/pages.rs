@@ -1062,11 +1062,30 @@ fn render_billing(app: &App, q: &BillingQuery) -> Rendered {
                 shown: format!("{:.4} · {} calls", g.total.cost, g.total.calls),
             })
             .collect();
+        body += "<div class=\"charts\">";
         body += &html::bar_chart(
             &format!("cost by {}", by.as_str()),
             &bars,
             &[("foreground", "fg"), ("background (jobs)", "bg")],
         );
+        let calls: Vec<Bar> = report
+            .groups
+            .iter()
+            .map(|g| Bar {
+                label: g.label.clone().unwrap_or_else(|| g.key.clone()),
+                parts: vec![
+                    (g.foreground.calls as f64, "fg"),
+                    (g.background.calls as f64, "bg"),
+                ],
+                shown: format!("{} calls ({} failed)", g.total.calls, g.total.failures),
+            })
+            .collect();
+        body += &html::bar_chart(
+            &format!("calls by {}", by.as_str()),
+            &calls,
+            &[("foreground", "fg"), ("background (jobs)", "bg")],
+        );
+        body += "</div>";
         body += "<table><thead><tr><th>key</th><th>calls</th><th>failures</th><th>tool cost</th><th>model cost</th><th>cost</th><th>fg calls</th><th>fg cost</th><th>bg calls</th><th>bg cost</th></tr></thead><tbody>";
         for g in report.groups.iter().chain([&report.total]) {
             let f = &g.total;
