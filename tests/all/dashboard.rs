@@ -297,6 +297,7 @@ fn the_admin_listener_is_an_operators_checks_origin_and_host_and_escapes_tool_ou
         "/ui/jobs",
         "/ui/billing",
         "/ui/rescues",
+        "/ui/notify",
         "/ui/static/style.css",
         "/ui/static/app.js",
     ] {
@@ -904,6 +905,7 @@ async fn an_operator_logs_in_approves_a_call_by_clicking_and_visits_every_page_i
             "/ui/rescues".to_string(),
             "read the README first",
         ),
+        ("notify", "/ui/notify".to_string(), "no [[notify]] targets"),
     ] {
         b.goto(&path).await;
         b.find("main").await;

@@ -115,12 +115,13 @@ pub struct Chrome<'a> {
     pub logins: bool,
 }
 
-const NAV: [(&str, &str, &str); 6] = [
+const NAV: [(&str, &str, &str); 7] = [
     ("sessions", "/ui/sessions", "Sessions"),
     ("approvals", "/ui/approvals", "Approvals"),
     ("jobs", "/ui/jobs", "Jobs"),
     ("billing", "/ui/billing", "Billing"),
     ("rescues", "/ui/rescues", "Rescues"),
+    ("notify", "/ui/notify", "Notifications"),
     ("metrics", "/metrics", "Metrics"),
 ];
 

@@ -169,6 +169,7 @@ fn router(app: Arc<App>) -> Router {
         .route("/ui/billing", get(pages::billing))
         .route("/ui/billing.csv", get(pages::billing_csv))
         .route("/ui/rescues", get(pages::rescues))
+        .route("/ui/notify", get(pages::notify))
         .fallback(pages::not_found)
         .layer(axum::middleware::from_fn_with_state(
             app.clone(),
