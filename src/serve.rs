@@ -19,25 +19,39 @@ pub struct ServeArgs {
     /// one agent principal, or the built-in agent `local` when it has none).
     #[arg(long = "as", value_name = "NAME", conflicts_with = "http")]
     as_principal: Option<String>,
-    /// With `--http`: serve an address that is not loopback. Needs declared
-    /// principals; terminate TLS in front (see the README).
-    #[arg(long, requires = "http")]
+    /// Also serve the operator's admin listener on this address (e.g.
+    /// `127.0.0.1:8081`): the dashboard at `/ui` and `/metrics`, for an
+    /// operator principal's token (or a login with it). Works with stdio
+    /// and with `--http`.
+    #[arg(long, value_name = "ADDR")]
+    admin: Option<SocketAddr>,
+    /// With `--http` or `--admin`: serve an address that is not loopback.
+    /// Needs declared principals; terminate TLS in front (see the README).
+    #[arg(long)]
     allow_remote: bool,
     /// With `--http`: the connections served at once; more wait to be
     /// accepted until one ends.
     #[arg(long, value_name = "N", default_value_t = glovebox_mcp::DEFAULT_MAX_CONNECTIONS, requires = "http")]
     max_connections: usize,
-    /// With `--http`: also accept this `Host` (the public name a proxy in
-    /// front forwards); repeatable.
-    #[arg(long, value_name = "HOST", requires = "http")]
+    /// With `--http` or `--admin`: also accept this `Host` (the public name
+    /// a proxy in front forwards); repeatable.
+    #[arg(long, value_name = "HOST")]
     allow_host: Vec<String>,
-    /// With `--http`: also accept requests from pages of this browser
-    /// origin (`https://app.example.com:443`); repeatable.
-    #[arg(long, value_name = "ORIGIN", requires = "http")]
+    /// With `--http` or `--admin`: also accept requests from pages of this
+    /// browser origin (`https://app.example.com:443`); repeatable.
+    #[arg(long, value_name = "ORIGIN")]
     allow_origin: Vec<String>,
 }
 
 pub async fn run(config: &Path, args: ServeArgs) -> Result<ExitCode> {
+    if args.http.is_none()
+        && args.admin.is_none()
+        && (args.allow_remote || !args.allow_host.is_empty() || !args.allow_origin.is_empty())
+    {
+        bail!(
+            "--allow-remote, --allow-host and --allow-origin are settings of the HTTP listeners: use them with --http or --admin"
+        );
+    }
     let server = McpServer::open(config).await?;
     // The operator's commands reach this server on its control socket, and
     // SIGHUP reloads the config; both stop with the server.
@@ -52,6 +66,34 @@ pub async fn run(config: &Path, args: ServeArgs) -> Result<ExitCode> {
         }
     };
     let _reloads = reload_on_hangup(server.gateway().clone());
+    // The operator's admin listener (the dashboard and `/metrics`), beside
+    // whichever MCP transport serves; it stops with the process.
+    let _admin = match args.admin {
+        Some(addr) => {
+            let options = glovebox_dashboard::AdminOptions {
+                allow_remote: args.allow_remote,
+                allowed_hosts: args.allow_host.clone(),
+                allowed_origins: args.allow_origin.clone(),
+            };
+            let admin = glovebox_dashboard::AdminServer::bind(
+                server.gateway().clone(),
+                server.jobs().clone(),
+                addr,
+                options,
+            )
+            .await?;
+            eprintln!(
+                "glovebox: serving the dashboard at http://{}/ui (and /metrics)",
+                admin.local_addr()?
+            );
+            Some(glovebox::tasks::owned(async move {
+                if let Err(e) = admin.run(shutdown_signal()).await {
+                    tracing::error!(error = %format!("{e:#}"), "the admin listener stopped");
+                }
+            }))
+        }
+        None => None,
+    };
     match args.http {
         None => {
             let gateway = server.gateway();

@@ -7,6 +7,7 @@ mod cli;
 mod code_js;
 mod code_python;
 mod cpu;
+mod dashboard;
 mod doctor;
 mod examples;
 mod filesystem;

@@ -1,0 +1,321 @@
+//! Who is asking, and whether they may: the `Host` check, operator
+//! authentication (a bearer token, or a login cookie holding a random
+//! session id mapped here to the principal), the same-origin check of POSTs,
+//! and the headers every answer carries.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Form};
+use glovebox::Principal;
+
+use crate::App;
+use crate::html;
+
+/// The cookie that holds a logged-in browser's session id.
+pub const COOKIE: &str = "glovebox_admin";
+/// How long a login lasts.
+const LOGIN_LIFETIME: Duration = Duration::from_secs(12 * 3600);
+/// Logins kept at most (the oldest go first).
+const MAX_LOGINS: usize = 1024;
+
+/// The operator a request acts as (set by [`guard`]).
+#[derive(Clone)]
+pub struct Operator(pub Principal);
+
+/// Logged-in browsers: a random session id → the operator's name and when
+/// the login happened. The token itself is never kept or sent back.
+#[derive(Default)]
+pub struct Logins {
+    map: Mutex<HashMap<String, (String, Instant)>>,
+}
+
+impl Logins {
+    fn create(&self, name: &str) -> String {
+        let mut bytes = [0u8; 32];
+        // The OS's CSPRNG; without one no login can be made safely.
+        if getrandom::fill(&mut bytes).is_err() {
+            return String::new();
+        }
+        let id = hex::encode(bytes);
+        let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
+        map.retain(|_, (_, at)| at.elapsed() < LOGIN_LIFETIME);
+        if map.len() >= MAX_LOGINS
+            && let Some(oldest) = map
+                .iter()
+                .min_by_key(|(_, (_, at))| *at)
+                .map(|(k, _)| k.clone())
+        {
+            map.remove(&oldest);
+        }
+        map.insert(id.clone(), (name.to_string(), Instant::now()));
+        id
+    }
+
+    fn name(&self, id: &str) -> Option<String> {
+        let map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
+        map.get(id)
+            .filter(|(_, at)| at.elapsed() < LOGIN_LIFETIME)
+            .map(|(name, _)| name.clone())
+    }
+
+    fn remove(&self, id: &str) {
+        self.map
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(id);
+    }
+}
+
+enum Who {
+    Operator(Principal),
+    /// A valid token or login of a principal that is not an operator.
+    Agent,
+    Nobody,
+}
+
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then_some(token.trim())
+}
+
+fn cookie(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(k, _)| *k == COOKIE)
+        .map(|(_, v)| v.to_string())
+}
+
+fn who(app: &App, headers: &HeaderMap) -> Who {
+    let gateway = &app.gateway;
+    if !gateway.has_principals() {
+        // Loopback only (see `AdminServer::bind`): whoever reaches it is the
+        // operator at this machine, as at the command line.
+        return Who::Operator(glovebox::cli_operator());
+    }
+    let principal = if let Some(token) = bearer(headers) {
+        gateway.authenticate(token)
+    } else if let Some(id) = cookie(headers) {
+        // The principal as the config declares it now (a reload that drops
+        // it ends its logins).
+        app.logins
+            .name(&id)
+            .and_then(|name| gateway.principal(&name))
+    } else {
+        None
+    };
+    match principal {
+        Some(p) if p.is_operator() => Who::Operator(p),
+        Some(_) => Who::Agent,
+        None => Who::Nobody,
+    }
+}
+
+/// A POST comes from a page of this listener's origin: its `Origin` is one
+/// of ours, or (without an `Origin`) the browser says `Sec-Fetch-Site:
+/// same-origin`, or it carries a bearer token (which no browser adds by itself).
+fn same_origin(app: &App, headers: &HeaderMap) -> bool {
+    let same_site = headers
+        .get("sec-fetch-site")
+        .map(|site| site.as_bytes() == b"same-origin");
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let origin = origin.to_str().unwrap_or_default();
+        // A browser that hides the origin (`null`) still says where the
+        // request comes from.
+        if origin == "null" {
+            return same_site == Some(true);
+        }
+        return app.origins.iter().any(|o| o == origin);
+    }
+    match same_site {
+        Some(same) => same,
+        None => bearer(headers).is_some(),
+    }
+}
+
+fn forbidden(text: &str) -> Response {
+    (
+        StatusCode::FORBIDDEN,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        format!("{text}\n"),
+    )
+        .into_response()
+}
+
+/// Every request: `Host`, then the same-origin check of POSTs, then who is
+/// asking (the login page and the static assets are anyone's).
+pub async fn guard(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Response {
+    let host = req
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or_default();
+    if !app.hosts.iter().any(|h| h == host) {
+        return secured(forbidden(
+            "this Host is not served (`serve --allow-host` adds one)",
+        ));
+    }
+    if req.method() == Method::POST && !same_origin(&app, req.headers()) {
+        tracing::info!(path = %req.uri().path(), "admin listener: a POST from another origin refused (403)");
+        return secured(forbidden(
+            "refused: this form was not sent from a page of this dashboard",
+        ));
+    }
+    let path = req.uri().path().to_string();
+    if path == "/ui/login" || path.starts_with("/ui/static/") {
+        return secured(next.run(req).await);
+    }
+    match who(&app, req.headers()) {
+        Who::Operator(p) => {
+            // What the request writes to a log is this operator's doing.
+            let by = p.name.clone();
+            req.extensions_mut().insert(Operator(p));
+            secured(glovebox::tasks::acting(by, next.run(req)).await)
+        }
+        Who::Agent => secured(forbidden(
+            "the dashboard and the metrics are an operator's: an agent principal's token does not open them",
+        )),
+        Who::Nobody => {
+            if req.method() == Method::GET && path != "/ui/events" && path.starts_with("/ui") {
+                secured(
+                    (StatusCode::SEE_OTHER, [(header::LOCATION, "/ui/login")], "").into_response(),
+                )
+            } else {
+                secured(
+                    (
+                        StatusCode::UNAUTHORIZED,
+                        [(header::WWW_AUTHENTICATE, "Bearer")],
+                        "",
+                    )
+                        .into_response(),
+                )
+            }
+        }
+    }
+}
+
+/// The headers every answer carries: no framing, no sniffing, no caching,
+/// and a content security policy that runs only this listener's own script.
+fn secured(mut response: Response) -> Response {
+    let h = response.headers_mut();
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+        ),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("same-origin"),
+    );
+    if !h.contains_key(header::CACHE_CONTROL) {
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
+    response
+}
+
+#[derive(serde::Deserialize)]
+pub struct LoginForm {
+    #[serde(default)]
+    token: String,
+}
+
+fn login_form(message: Option<&str>) -> String {
+    let mut body = String::from(
+        "<section class=\"login\"><h1>Glovebox operator login</h1>\
+         <p>Paste an operator principal's token (<code>glovebox principal add NAME --kind operator</code> prints one).</p>",
+    );
+    if let Some(m) = message {
+        body += &format!("<p class=\"error\" id=\"login-error\">{}</p>", html::esc(m));
+    }
+    body += "<form method=\"post\" action=\"/ui/login\" id=\"login\">\
+             <label>Token <input type=\"password\" name=\"token\" id=\"token\" autocomplete=\"off\" required autofocus></label> \
+             <button type=\"submit\" id=\"login-submit\">Log in</button></form></section>";
+    html::bare("Log in", &body)
+}
+
+/// `GET /ui/login`.
+pub async fn login_page(State(app): State<Arc<App>>) -> Response {
+    if !app.gateway.has_principals() {
+        return axum::response::Redirect::to("/ui").into_response();
+    }
+    axum::response::Html(login_form(None)).into_response()
+}
+
+/// `POST /ui/login`: an operator's token sets the login cookie.
+pub async fn login(State(app): State<Arc<App>>, Form(form): Form<LoginForm>) -> Response {
+    if !app.gateway.has_principals() {
+        return axum::response::Redirect::to("/ui").into_response();
+    }
+    match app.gateway.authenticate(form.token.trim()) {
+        Some(p) if p.is_operator() => {
+            let id = app.logins.create(&p.name);
+            if id.is_empty() {
+                return (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "no randomness for a login: use a bearer token\n",
+                )
+                    .into_response();
+            }
+            tracing::info!(principal = %p.name, "admin listener: operator logged in");
+            let cookie = format!("{COOKIE}={id}; HttpOnly; SameSite=Strict; Path=/");
+            (
+                StatusCode::SEE_OTHER,
+                [
+                    (header::SET_COOKIE, cookie),
+                    (header::LOCATION, "/ui".to_string()),
+                ],
+            )
+                .into_response()
+        }
+        Some(_) => (
+            StatusCode::FORBIDDEN,
+            axum::response::Html(login_form(Some(
+                "that is an agent principal's token: the dashboard is an operator's",
+            ))),
+        )
+            .into_response(),
+        None => (
+            StatusCode::UNAUTHORIZED,
+            axum::response::Html(login_form(Some("that token is not an operator's"))),
+        )
+            .into_response(),
+    }
+}
+
+/// `POST /ui/logout`: forgets the login.
+pub async fn logout(
+    State(app): State<Arc<App>>,
+    Extension(_): Extension<Operator>,
+    headers: HeaderMap,
+) -> Response {
+    if let Some(id) = cookie(&headers) {
+        app.logins.remove(&id);
+    }
+    let cookie = format!("{COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0");
+    (
+        StatusCode::SEE_OTHER,
+        [
+            (header::SET_COOKIE, cookie),
+            (header::LOCATION, "/ui/login".to_string()),
+        ],
+    )
+        .into_response()
+}

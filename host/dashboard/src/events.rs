@@ -1,0 +1,108 @@
+//! `GET /ui/events`: server-sent events telling open pages what changed.
+//!
+//! Every second the connection reads a cheap fingerprint of each part of
+//! the ledger a page shows (the sessions with their last activity, the
+//! approvals, the jobs, the rescues) and sends a `change` event naming the
+//! parts that differ; the page's script then fetches itself again and swaps
+//! its content (`assets/app.js`).
+
+use std::collections::hash_map::DefaultHasher;
+use std::convert::Infallible;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Extension;
+use axum::extract::State;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use futures_util::Stream;
+use glovebox::rescue::Rescues;
+use glovebox::session::SessionFilter;
+
+use crate::App;
+use crate::auth::Operator;
+
+/// How often the ledger is looked at.
+const POLL: Duration = Duration::from_secs(1);
+
+const PARTS: [&str; 4] = ["sessions", "approvals", "jobs", "rescues"];
+
+fn fingerprints(app: &App) -> [u64; 4] {
+    let ledger = app.gateway.ledger();
+    let mut out = [0u64; 4];
+    let mut h = DefaultHasher::new();
+    if let Ok(list) = ledger.sessions.list(&SessionFilter::default()) {
+        for s in &list {
+            (&s.id, s.status.as_str(), s.updated_at_ms, &s.tags, &s.name).hash(&mut h);
+        }
+    }
+    out[0] = h.finish();
+    let mut h = DefaultHasher::new();
+    if let Ok(list) = ledger.approvals.list(true) {
+        for a in &list {
+            (&a.id, serde_json::to_string(&a.status).unwrap_or_default()).hash(&mut h);
+        }
+    }
+    out[1] = h.finish();
+    let mut h = DefaultHasher::new();
+    if let Ok(list) = app.jobs.list(None, None) {
+        for j in &list {
+            (&j.id, j.status.as_str()).hash(&mut h);
+        }
+    }
+    out[2] = h.finish();
+    let mut h = DefaultHasher::new();
+    let host = app.gateway.host();
+    let rescues = Rescues::new(
+        ledger.sessions.clone(),
+        ledger.storage.clone(),
+        host.config().context.clone(),
+    );
+    if let Ok(list) = rescues.list() {
+        for r in &list {
+            (&r.id, r.status()).hash(&mut h);
+        }
+    }
+    if let Ok(entries) = rescues.index().list(None, true) {
+        for e in &entries {
+            (&e.id, e.retired_at_ms).hash(&mut h);
+        }
+    }
+    out[3] = h.finish();
+    out
+}
+
+async fn read(app: &Arc<App>) -> Option<[u64; 4]> {
+    let app = app.clone();
+    crate::blocking(move || fingerprints(&app)).await.ok()
+}
+
+pub async fn events(
+    State(app): State<Arc<App>>,
+    Extension(_): Extension<Operator>,
+) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+    let first = read(&app).await;
+    let stream = futures_util::stream::unfold((app, first), |(app, mut last)| async move {
+        loop {
+            tokio::time::sleep(POLL).await;
+            let Some(now) = read(&app).await else {
+                continue;
+            };
+            let changed: Vec<&str> = match last {
+                None => Vec::new(),
+                Some(before) => PARTS
+                    .iter()
+                    .zip(before.iter().zip(now.iter()))
+                    .filter(|(_, (a, b))| a != b)
+                    .map(|(name, _)| *name)
+                    .collect(),
+            };
+            last = Some(now);
+            if !changed.is_empty() {
+                let event = Event::default().event("change").data(changed.join(" "));
+                return Some((Ok(event), (app, last)));
+            }
+        }
+    });
+    Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+}

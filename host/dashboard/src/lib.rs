@@ -1,0 +1,188 @@
+//! The operator's admin listener: a second HTTP listener of `glovebox serve
+//! --admin ADDR`, for people. It serves the dashboard at `/ui` (server-rendered
+//! HTML, a stylesheet and a little JavaScript embedded in the binary, live
+//! updates by server-sent events at `/ui/events`) and `GET /metrics`.
+//!
+//! This crate owns the admin listener's HTTP side: binding (loopback only
+//! unless the config declares principals and the operator passes
+//! `--allow-remote`), the `Host` check against DNS rebinding, who is asking
+//! (an operator principal's token as `Authorization: Bearer`, or a login at
+//! `/ui/login` that sets a cookie holding a random session id, never the
+//! token), the same-origin check of every POST (CSRF), and the pages. What it
+//! shows it reads through the `glovebox` crate's public API, the one the
+//! command line uses; what it does (approve, deny) goes through the same
+//! gateway entry points as `glovebox approve` and `glovebox deny`, recording
+//! the operator principal.
+//!
+//! It must never import wasmtime, sled or MCP: it knows the gateway
+//! (`glovebox::Gateway`) and the jobs runner (`glovebox::Jobs`) only.
+
+mod auth;
+mod events;
+mod html;
+mod pages;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use axum::Router;
+use axum::routing::{get, post};
+use glovebox::{Gateway, Jobs};
+use tokio::net::TcpListener;
+
+/// The path the dashboard is served under.
+pub const UI_PATH: &str = "/ui";
+/// The path the metrics are served at on the admin listener.
+pub const METRICS_PATH: &str = "/metrics";
+
+/// What the operator allows beyond the defaults.
+#[derive(Clone, Debug, Default)]
+pub struct AdminOptions {
+    /// Serve on an address that is not loopback (needs declared principals).
+    pub allow_remote: bool,
+    /// `Host` values accepted besides loopback names and the bound address
+    /// (the public name a TLS proxy in front forwards).
+    pub allowed_hosts: Vec<String>,
+    /// Origins accepted for POSTs besides this listener's own (the public
+    /// origin a TLS proxy in front serves, `https://ops.example.com`).
+    pub allowed_origins: Vec<String>,
+}
+
+/// What the handlers share.
+pub(crate) struct App {
+    pub gateway: Gateway,
+    pub jobs: Arc<Jobs>,
+    /// `Host` values served.
+    pub hosts: Vec<String>,
+    /// Origins whose POSTs are accepted.
+    pub origins: Vec<String>,
+    /// Logged-in browsers: session id → operator.
+    pub logins: auth::Logins,
+}
+
+/// A bound admin listener.
+pub struct AdminServer {
+    listener: TcpListener,
+    app: Arc<App>,
+}
+
+impl AdminServer {
+    /// Binds `addr` (port 0 picks a free port; see
+    /// [`AdminServer::local_addr`]). An address that is not loopback is
+    /// refused unless the config declares principals (so every request needs
+    /// an operator's token) and the operator allows it (`allow_remote`).
+    pub async fn bind(
+        gateway: Gateway,
+        jobs: Arc<Jobs>,
+        addr: SocketAddr,
+        options: AdminOptions,
+    ) -> anyhow::Result<AdminServer> {
+        if !addr.ip().is_loopback() {
+            if !gateway.has_principals() {
+                anyhow::bail!(
+                    "refusing to serve the admin listener on {addr}: it is not a loopback address, and the config declares no principals, so anyone who reaches it would act as the operator without a token; declare an operator principal (`glovebox principal add NAME --kind operator`), then pass --allow-remote, with TLS terminated in front (see the README)"
+                );
+            }
+            if !options.allow_remote {
+                anyhow::bail!(
+                    "refusing to serve the admin listener on {addr}: it is not a loopback address; pass --allow-remote to serve it (every request then needs an operator principal's token), with TLS terminated in front (see the README)"
+                );
+            }
+        }
+        let listener = TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("cannot listen on {addr} (the admin listener)"))?;
+        let bound = listener.local_addr()?;
+        let port = bound.port();
+        let mut hosts = vec![
+            "localhost".to_string(),
+            "127.0.0.1".to_string(),
+            "::1".to_string(),
+            "[::1]".to_string(),
+            format!("localhost:{port}"),
+            format!("127.0.0.1:{port}"),
+            format!("[::1]:{port}"),
+            bound.ip().to_string(),
+            bound.to_string(),
+        ];
+        hosts.extend(options.allowed_hosts.iter().cloned());
+        let mut origins = vec![
+            format!("http://localhost:{port}"),
+            format!("http://127.0.0.1:{port}"),
+            format!("http://[::1]:{port}"),
+            format!("http://{bound}"),
+        ];
+        origins.extend(
+            options
+                .allowed_origins
+                .iter()
+                .map(|o| o.trim_end_matches('/').to_string()),
+        );
+        Ok(AdminServer {
+            listener,
+            app: Arc::new(App {
+                gateway,
+                jobs,
+                hosts,
+                origins,
+                logins: auth::Logins::default(),
+            }),
+        })
+    }
+
+    pub fn local_addr(&self) -> anyhow::Result<SocketAddr> {
+        Ok(self.listener.local_addr()?)
+    }
+
+    /// Serves until `stop` completes.
+    pub async fn run(
+        self,
+        stop: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> anyhow::Result<()> {
+        let router = router(self.app);
+        axum::serve(self.listener, router)
+            .with_graceful_shutdown(stop)
+            .await
+            .context("the admin listener failed")
+    }
+}
+
+fn router(app: Arc<App>) -> Router {
+    Router::new()
+        .route(METRICS_PATH, get(pages::metrics))
+        .route("/", get(pages::to_ui))
+        .route(UI_PATH, get(pages::sessions))
+        .route("/ui/", get(pages::sessions))
+        .route("/ui/login", get(auth::login_page).post(auth::login))
+        .route("/ui/logout", post(auth::logout))
+        .route("/ui/static/style.css", get(pages::style))
+        .route("/ui/static/app.js", get(pages::script))
+        .route("/ui/static/icon.svg", get(pages::icon))
+        .route("/ui/events", get(events::events))
+        .route("/ui/sessions", get(pages::sessions))
+        .route("/ui/sessions/{id}", get(pages::session))
+        .route("/ui/approvals", get(pages::approvals))
+        .route("/ui/approvals/{id}/approve", post(pages::approve))
+        .route("/ui/approvals/{id}/deny", post(pages::deny))
+        .route("/ui/jobs", get(pages::jobs))
+        .route("/ui/billing", get(pages::billing))
+        .route("/ui/billing.csv", get(pages::billing_csv))
+        .route("/ui/rescues", get(pages::rescues))
+        .route("/ui/notify", get(pages::notify))
+        .fallback(pages::not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            app.clone(),
+            auth::guard,
+        ))
+        .with_state(app)
+}
+
+/// Runs blocking ledger reads off the async threads.
+pub(crate) async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> anyhow::Result<T> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .context("a dashboard read panicked")
+}

@@ -1,0 +1,1424 @@
+//! The pages: sessions, one session, the approvals inbox, jobs, billing,
+//! rescues; and `/metrics`. Each page reads the ledger off the async threads
+//! ([`crate::blocking`]) through the `glovebox` crate's public API and
+//! escapes everything it shows.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::sync::Arc;
+
+use axum::Extension;
+use axum::Form;
+use axum::extract::{Path as UrlPath, Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use glovebox::approvals::ApprovalStatus;
+use glovebox::billing::{self, DateRange, GroupBy};
+use glovebox::rescue::Rescues;
+use glovebox::session::{Event, EventKind, Role, SessionFilter, SessionState, SessionStatus};
+
+use crate::App;
+use crate::auth::Operator;
+use crate::html::{self, Bar, Chrome, badge, esc, url};
+
+/// What a page's reader returns: its title and body, or an answer that is not a page.
+type Rendered = Result<(String, String), (StatusCode, String)>;
+
+/// Renders a page: `read` runs off the async threads, the layout around it.
+async fn page(
+    app: Arc<App>,
+    op: Operator,
+    active: &'static str,
+    watch: &'static str,
+    status: StatusCode,
+    read: impl FnOnce(&App) -> Rendered + Send + 'static,
+) -> Response {
+    let result = crate::blocking(move || {
+        let pending = app
+            .gateway
+            .ledger()
+            .approvals
+            .list(false)
+            .map(|l| l.len())
+            .unwrap_or(0);
+        let logins = app.gateway.has_principals();
+        (read(&app), pending, logins)
+    })
+    .await;
+    let (read, pending, logins) = match result {
+        Ok(r) => r,
+        Err(e) => return (StatusCode::INTERNAL_SERVER_ERROR, format!("{e:#}\n")).into_response(),
+    };
+    let (status, title, body) = match read {
+        Ok((title, body)) => (status, title, body),
+        Err((status, message)) => (
+            status,
+            "Error".to_string(),
+            format!("<p class=\"error\">{}</p>", esc(&message)),
+        ),
+    };
+    let chrome = Chrome {
+        title: &title,
+        active,
+        watch,
+        operator: &op.0.name,
+        pending_approvals: pending,
+        logins,
+    };
+    (status, Html(html::page(&chrome, &body))).into_response()
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+fn some(v: &Option<String>) -> Option<&str> {
+    v.as_deref().map(str::trim).filter(|s| !s.is_empty())
+}
+
+fn session_link(id: &str, name: Option<&str>) -> String {
+    format!(
+        "<a href=\"/ui/sessions/{}\">{}</a>",
+        url(id),
+        esc(name.unwrap_or(id))
+    )
+}
+
+fn short(digest: &str) -> String {
+    let (s, _) = html::cut(digest, 12);
+    format!("<code title=\"{}\">{}</code>", esc(digest), esc(s))
+}
+
+// ---------------------------------------------------------------- assets
+
+pub async fn style() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/css; charset=utf-8"),
+            (header::CACHE_CONTROL, "max-age=300"),
+        ],
+        include_str!("assets/style.css"),
+    )
+        .into_response()
+}
+
+pub async fn script() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
+            (header::CACHE_CONTROL, "max-age=300"),
+        ],
+        include_str!("assets/app.js"),
+    )
+        .into_response()
+}
+
+pub async fn icon() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "image/svg+xml"),
+            (header::CACHE_CONTROL, "max-age=86400"),
+        ],
+        include_str!("assets/icon.svg"),
+    )
+        .into_response()
+}
+
+pub async fn to_ui() -> Redirect {
+    Redirect::to("/ui")
+}
+
+pub async fn not_found() -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        "not found: the dashboard is at /ui, the metrics at /metrics\n",
+    )
+        .into_response()
+}
+
+/// `GET /metrics`, as on the MCP listener.
+pub async fn metrics(State(app): State<Arc<App>>, Extension(_): Extension<Operator>) -> Response {
+    match app.gateway.metrics_text().await {
+        Ok(text) => (
+            [(
+                header::CONTENT_TYPE,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            )],
+            text,
+        )
+            .into_response(),
+        Err(e) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("cannot read the ledger for the metrics: {e}\n"),
+        )
+            .into_response(),
+    }
+}
+
+// ---------------------------------------------------------------- sessions
+
+#[derive(serde::Deserialize, Default)]
+pub struct SessionsQuery {
+    blocked: Option<String>,
+    project: Option<String>,
+    role: Option<String>,
+    owner: Option<String>,
+    status: Option<String>,
+}
+
+pub async fn sessions(
+    State(app): State<Arc<App>>,
+    Extension(op): Extension<Operator>,
+    Query(q): Query<SessionsQuery>,
+) -> Response {
+    page(
+        app,
+        op,
+        "sessions",
+        "sessions",
+        StatusCode::OK,
+        move |app| render_sessions(app, &q),
+    )
+    .await
+}
+
+fn render_sessions(app: &App, q: &SessionsQuery) -> Rendered {
+    let bad = |e: String| (StatusCode::BAD_REQUEST, e);
+    let role = some(&q.role)
+        .map(|r| r.parse::<Role>())
+        .transpose()
+        .map_err(bad)?;
+    let status = some(&q.status)
+        .map(|s| s.parse::<SessionStatus>())
+        .transpose()
+        .map_err(bad)?;
+    let blocked = some(&q.blocked).is_some();
+    let owner = some(&q.owner);
+    let filter = SessionFilter {
+        status,
+        role,
+        project: some(&q.project).map(str::to_string),
+        ..SessionFilter::default()
+    };
+    let sessions = app.gateway.sessions();
+    let list = sessions
+        .list(&filter)
+        .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+    let host = app.gateway.host();
+    let budgets = &host.config().budgets;
+    let now = now_ms();
+    let mut body = String::from("<h1>Sessions</h1>");
+    // The filters, as query parameters.
+    let _ = write!(
+        body,
+        "<form method=\"get\" action=\"/ui/sessions\" class=\"filters\" id=\"filters\">\
+         <label><input type=\"checkbox\" name=\"blocked\" value=\"1\"{}> blocked only</label> \
+         <label>project <input name=\"project\" value=\"{}\" size=\"12\"></label> \
+         <label>role <select name=\"role\"><option value=\"\">any</option>",
+        if blocked { " checked" } else { "" },
+        esc(some(&q.project).unwrap_or(""))
+    );
+    for r in Role::ALL {
+        let _ = write!(
+            body,
+            "<option{}>{}</option>",
+            if role == Some(r) { " selected" } else { "" },
+            r.as_str()
+        );
+    }
+    let _ = write!(
+        body,
+        "</select></label> <label>owner <input name=\"owner\" value=\"{}\" size=\"12\"></label> \
+         <label>status <input name=\"status\" value=\"{}\" size=\"10\"></label> \
+         <button type=\"submit\">Filter</button> <a href=\"/ui/sessions\">clear</a></form>",
+        esc(owner.unwrap_or("")),
+        esc(some(&q.status).unwrap_or(""))
+    );
+    let mut rows = String::new();
+    let mut shown = 0;
+    for info in list.iter().take(500) {
+        if owner.is_some_and(|o| {
+            info.owner
+                .as_deref()
+                .unwrap_or(glovebox::manifest::LOCAL_PRINCIPAL)
+                != o
+        }) {
+            continue;
+        }
+        let Ok(state) = sessions.show(&info.id) else {
+            continue;
+        };
+        if blocked && state.watch.flags.is_empty() {
+            continue;
+        }
+        shown += 1;
+        rows += &session_row(&state, budgets, sessions, now);
+    }
+    if shown == 0 {
+        body += "<p class=\"muted\" id=\"no-sessions\">no sessions match</p>";
+    } else {
+        let _ = write!(
+            body,
+            "<table id=\"sessions\"><thead><tr><th>session</th><th>status</th><th>role</th><th>owner</th><th>project</th><th>tags</th><th>age</th><th>last progress</th><th>flags</th><th>escalation</th><th>budget</th></tr></thead><tbody>{rows}</tbody></table>"
+        );
+    }
+    Ok(("Sessions".into(), body))
+}
+
+fn session_row(
+    s: &SessionState,
+    budgets: &glovebox::manifest::BudgetsConfig,
+    sessions: &glovebox::Sessions,
+    now: u64,
+) -> String {
+    let mut flags = String::new();
+    let mut list: Vec<_> = s.watch.flags.iter().collect();
+    list.sort_by_key(|(rule, f)| (std::cmp::Reverse(f.severity), rule.as_str()));
+    for (rule, f) in list {
+        let _ = write!(
+            flags,
+            "<div class=\"flag\">{} <b>{}</b>: {}<br><span class=\"muted\">suggested: {}</span></div>",
+            badge(f.severity.as_str()),
+            esc(rule),
+            esc(&f.reason),
+            esc(&f.suggested_action)
+        );
+    }
+    let mut budget = String::new();
+    if let Ok(status) = glovebox::budget::status(sessions, budgets, &s.id) {
+        for l in &status.limits {
+            budget += &html::meter(l.used, l.limit, &format!("{}: {}", l.cap.as_str(), l.shown));
+        }
+    }
+    if budget.is_empty() {
+        budget = "<span class=\"muted\">no caps</span>".into();
+    }
+    let paused = s
+        .paused_reason
+        .as_deref()
+        .map(|r| format!("<br><span class=\"muted\">{}</span>", esc(r)))
+        .unwrap_or_default();
+    format!(
+        "<tr data-session=\"{}\"><td>{}<br><code class=\"muted\">{}</code></td><td>{}{paused}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{budget}</td></tr>",
+        esc(&s.id),
+        session_link(&s.id, s.name.as_deref()),
+        esc(&s.id),
+        badge(s.status.as_str()),
+        esc(s.role.as_str()),
+        esc(s.owner_name()),
+        esc(&s.project),
+        s.tags
+            .iter()
+            .map(|t| format!("<span class=\"tag plain\">{}</span>", esc(t)))
+            .collect::<Vec<_>>()
+            .join(" "),
+        html::duration(now.saturating_sub(s.created_at_ms)),
+        html::when(s.last_progress_at_ms, now),
+        if flags.is_empty() {
+            "-".to_string()
+        } else {
+            flags
+        },
+        badge(&s.watch.escalation.to_string()),
+    )
+}
+
+// ---------------------------------------------------------------- one session
+
+#[derive(serde::Deserialize, Default)]
+pub struct SessionQuery {
+    from: Option<u64>,
+}
+
+/// Events shown on a session's page at once.
+const TIMELINE: u64 = 500;
+
+pub async fn session(
+    State(app): State<Arc<App>>,
+    Extension(op): Extension<Operator>,
+    UrlPath(id): UrlPath<String>,
+    Query(q): Query<SessionQuery>,
+) -> Response {
+    page(
+        app,
+        op,
+        "sessions",
+        "sessions",
+        StatusCode::OK,
+        move |app| render_session(app, &id, q.from),
+    )
+    .await
+}
+
+fn render_session(app: &App, id: &str, from: Option<u64>) -> Rendered {
+    let sessions = app.gateway.sessions();
+    let state = sessions
+        .show(id)
+        .map_err(|e| (StatusCode::NOT_FOUND, e.to_string()))?;
+    let now = now_ms();
+    let host = app.gateway.host();
+    let mut body = format!(
+        "<h1>Session {}</h1><p><code>{}</code> · {} · role <b>{}</b> · owner <b>{}</b> · project <b>{}</b> · started {} · last progress {}</p>",
+        esc(state.name.as_deref().unwrap_or(&state.id)),
+        esc(&state.id),
+        badge(state.status.as_str()),
+        esc(state.role.as_str()),
+        esc(state.owner_name()),
+        esc(&state.project),
+        html::when(state.created_at_ms, now),
+        html::when(state.last_progress_at_ms, now),
+    );
+    if let Some(reason) = &state.paused_reason {
+        let _ = write!(
+            body,
+            "<p class=\"warn\">paused: {}{}</p>",
+            esc(reason),
+            match &state.paused_by {
+                Some(by) => format!(" (by {})", esc(by)),
+                None => " (by the host: an operator lifts it)".into(),
+            }
+        );
+    }
+    // The hash chain.
+    match sessions.verify(&state.id) {
+        Ok(r) if r.ok => {
+            let _ = write!(
+                body,
+                "<p id=\"verify\" class=\"good\">log verify: ok, {} events, chain intact</p>",
+                r.events_checked
+            );
+        }
+        Ok(r) => {
+            let (seq, reason) = r.first_bad.clone().unwrap_or_default();
+            let _ = write!(
+                body,
+                "<p id=\"verify\" class=\"error\">log verify: BAD, first bad event {seq}: {}</p>",
+                esc(&reason)
+            );
+        }
+        Err(e) => {
+            let _ = write!(
+                body,
+                "<p id=\"verify\" class=\"error\">log verify failed: {}</p>",
+                esc(&e.to_string())
+            );
+        }
+    }
+    // Flags and budget.
+    let budgets = &host.config().budgets;
+    let _ = write!(
+        body,
+        "<h2>Watch</h2><table><tbody>{}</tbody></table>",
+        session_row(&state, budgets, sessions, now).replace("<tr ", "<tr class=\"single\" ")
+    );
+    // The timeline.
+    let last = state.last_seq;
+    let from = from
+        .unwrap_or_else(|| last.saturating_sub(TIMELINE - 1))
+        .max(1);
+    let events = sessions
+        .events(&state.id, from, TIMELINE as usize)
+        .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+    let _ = write!(
+        body,
+        "<h2>Timeline</h2><p class=\"muted\">events {from} to {} of {last}",
+        events.last().map(|e| e.seq).unwrap_or(from)
+    );
+    if from > 1 {
+        let _ = write!(
+            body,
+            " · <a href=\"/ui/sessions/{}?from={}\">earlier</a>",
+            url(&state.id),
+            from.saturating_sub(TIMELINE).max(1)
+        );
+    }
+    body += "</p><table id=\"timeline\"><thead><tr><th>#</th><th>time</th><th>event</th><th>detail</th></tr></thead><tbody>";
+    for e in &events {
+        let _ = write!(
+            body,
+            "<tr class=\"ev {}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            e.kind.name(),
+            e.seq,
+            html::time(e.at_ms),
+            e.kind.name(),
+            event_detail(e)
+        );
+    }
+    body += "</tbody></table>";
+    // The scratch directory.
+    body += "<h2>Scratch directory</h2>";
+    body += &scratch_listing(&host.config().scratch_dir(), &state.id);
+    Ok((
+        format!("Session {}", state.name.as_deref().unwrap_or(&state.id)),
+        body,
+    ))
+}
+
+/// How much of an input or output a timeline row shows.
+const SHOWN: usize = 4096;
+
+fn event_detail(e: &Event) -> String {
+    match &e.kind {
+        EventKind::CallRequested {
+            call_id,
+            tool,
+            input_digest,
+            input,
+            job_id,
+        } => format!(
+            "call <code>{}</code> of <b>{}</b>{} · input {}<details><summary>input</summary>{}</details>",
+            esc(call_id),
+            esc(tool),
+            job_id
+                .as_deref()
+                .map(|j| format!(" (job <code>{}</code>)", esc(j)))
+                .unwrap_or_default(),
+            short(input_digest),
+            input
+                .as_deref()
+                .map(|i| html::pre(i, SHOWN))
+                .unwrap_or_else(|| {
+                    "<p class=\"muted\">too large to keep in the log: digest only</p>".into()
+                })
+        ),
+        EventKind::CallDecided {
+            call_id,
+            hook,
+            pattern,
+            decision,
+            reason,
+            alternatives,
+            took_ms,
+            hook_digest,
+        } => {
+            let mut out = format!(
+                "{} by hook <b>{}</b> (<code>{}</code>, {took_ms} ms{}) on call <code>{}</code>",
+                badge(decision),
+                esc(hook),
+                esc(pattern),
+                hook_digest
+                    .as_deref()
+                    .map(|d| format!(", sha256 {}", short(d)))
+                    .unwrap_or_default(),
+                esc(call_id)
+            );
+            if let Some(r) = reason {
+                let _ = write!(out, "<br>{}", esc(r));
+            }
+            if !alternatives.is_empty() {
+                out += "<ul class=\"alternatives\">";
+                for a in alternatives {
+                    let _ = write!(out, "<li>{}</li>", esc(a));
+                }
+                out += "</ul>";
+            }
+            out
+        }
+        EventKind::CallStarted {
+            call_id,
+            tool,
+            idempotent,
+            tool_digest,
+            ..
+        } => format!(
+            "call <code>{}</code> of <b>{}</b> runs (tool {}{})",
+            esc(call_id),
+            esc(tool),
+            short(tool_digest),
+            if *idempotent { ", idempotent" } else { "" }
+        ),
+        EventKind::CallFinished {
+            call_id,
+            outcome,
+            error,
+            output,
+            metering: m,
+            ..
+        } => {
+            let mut out = format!(
+                "{} call <code>{}</code> · {:.1} ms · {} B in · {} B out{}{}",
+                badge(outcome),
+                esc(call_id),
+                m.wall_us as f64 / 1000.0,
+                m.bytes_in,
+                m.bytes_out,
+                m.fuel.map(|f| format!(" · fuel {f}")).unwrap_or_default(),
+                if m.cost_micros > 0 {
+                    format!(" · cost {:.4}", m.cost_micros as f64 / 1e6)
+                } else {
+                    String::new()
+                }
+            );
+            if let Some(err) = error {
+                let _ = write!(out, "<br><span class=\"error\">{}</span>", esc(err));
+            }
+            if let Some(o) = output {
+                let _ = write!(
+                    out,
+                    "<details><summary>output</summary>{}</details>",
+                    html::pre(o, SHOWN)
+                );
+            }
+            out
+        }
+        EventKind::CallInterrupted { call_id, reason } => format!(
+            "{} call <code>{}</code>: {}",
+            badge("interrupted"),
+            esc(call_id),
+            esc(reason)
+        ),
+        EventKind::Note { text } => format!("<q>{}</q>", esc(text)),
+        EventKind::UsageReported {
+            tokens_in,
+            tokens_out,
+            cost_micros,
+            model,
+        } => format!(
+            "{tokens_in} tokens in, {tokens_out} out, model cost {:.4}{}",
+            *cost_micros as f64 / 1e6,
+            model
+                .as_deref()
+                .map(|m| format!(" ({})", esc(m)))
+                .unwrap_or_default()
+        ),
+        EventKind::Paused { reason, by } => format!(
+            "{} {}{}",
+            badge("paused"),
+            esc(reason),
+            by.as_deref()
+                .map(|b| format!(" (by {})", esc(b)))
+                .unwrap_or_else(|| " (by the host)".into())
+        ),
+        EventKind::BlockerFlag {
+            rule,
+            severity,
+            reason,
+            suggested_action,
+            call_id,
+        } => format!(
+            "{} <b>{}</b>: {}{}<br><span class=\"muted\">suggested: {}</span>",
+            badge(severity.as_str()),
+            esc(rule),
+            esc(reason),
+            call_id
+                .as_deref()
+                .map(|c| format!(" (call <code>{}</code>)", esc(c)))
+                .unwrap_or_default(),
+            esc(suggested_action)
+        ),
+        EventKind::Escalation {
+            step,
+            reason,
+            rescue,
+        } => format!(
+            "step {}: {}{}",
+            badge(&step.to_string()),
+            esc(reason),
+            rescue
+                .as_deref()
+                .map(|r| format!(" (rescue <code>{}</code>)", esc(r)))
+                .unwrap_or_default()
+        ),
+        EventKind::BudgetWarning {
+            cap,
+            used,
+            limit,
+            percent,
+        } => format!(
+            "{} {} at {percent}%: {}",
+            badge("warning"),
+            cap.as_str(),
+            esc(&format!("{} of {}", cap.show(*used), cap.show(*limit)))
+        ),
+        EventKind::BudgetExceeded {
+            cap, used, limit, ..
+        } => format!(
+            "{} {}: {}",
+            badge("critical"),
+            cap.as_str(),
+            esc(&format!("{} past {}", cap.show(*used), cap.show(*limit)))
+        ),
+        other => {
+            // Handoffs, context, lifecycle: the record itself.
+            let text = serde_json::to_string_pretty(other).unwrap_or_default();
+            let first = text
+                .lines()
+                .skip(1)
+                .find(|l| !l.trim_start().starts_with("\"type\""))
+                .unwrap_or("");
+            let (first, _) = html::cut(first, 120);
+            format!(
+                "<details><summary>{}</summary>{}</details>",
+                esc(first.trim()),
+                html::pre(&text, SHOWN)
+            )
+        }
+    }
+}
+
+/// Entries of a scratch directory listed at most.
+const MAX_SCRATCH: usize = 200;
+
+fn scratch_listing(root: &Path, session: &str) -> String {
+    let Ok(dir) = glovebox::scratch::ScratchDirs::new(root.to_path_buf()).path_of(session) else {
+        return "<p class=\"muted\">no scratch directory</p>".into();
+    };
+    let mut entries = Vec::new();
+    walk(&dir, &dir, 0, &mut entries);
+    if entries.is_empty() {
+        return "<p class=\"muted\" id=\"scratch\">empty (or not created yet)</p>".into();
+    }
+    let mut out = String::from(
+        "<table id=\"scratch\"><thead><tr><th>path</th><th>size</th></tr></thead><tbody>",
+    );
+    for (path, size) in &entries {
+        let _ = write!(
+            out,
+            "<tr><td><code>{}</code></td><td>{}</td></tr>",
+            esc(path),
+            size.map(|s| format!("{s} B"))
+                .unwrap_or_else(|| "dir".into())
+        );
+    }
+    out += "</tbody></table>";
+    if entries.len() >= MAX_SCRATCH {
+        let _ = write!(out, "<p class=\"muted\">first {MAX_SCRATCH} entries</p>");
+    }
+    out
+}
+
+fn walk(root: &Path, dir: &Path, depth: usize, out: &mut Vec<(String, Option<u64>)>) {
+    let Ok(read) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut items: Vec<_> = read.filter_map(Result::ok).collect();
+    items.sort_by_key(|e| e.file_name());
+    for entry in items {
+        if out.len() >= MAX_SCRATCH {
+            return;
+        }
+        let path = entry.path();
+        // Never follows a link out of the directory.
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        let rel = path
+            .strip_prefix(root)
+            .unwrap_or(&path)
+            .to_string_lossy()
+            .into_owned();
+        if meta.is_dir() {
+            out.push((format!("{rel}/"), None));
+            if depth < 4 {
+                walk(root, &path, depth + 1, out);
+            }
+        } else {
+            out.push((rel, Some(meta.len())));
+        }
+    }
+}
+
+// ---------------------------------------------------------------- approvals
+
+#[derive(serde::Deserialize, Default)]
+pub struct ApprovalsQuery {
+    done: Option<String>,
+}
+
+pub async fn approvals(
+    State(app): State<Arc<App>>,
+    Extension(op): Extension<Operator>,
+    Query(q): Query<ApprovalsQuery>,
+) -> Response {
+    page(
+        app,
+        op,
+        "approvals",
+        "approvals",
+        StatusCode::OK,
+        move |app| render_approvals(app, q.done.as_deref(), None),
+    )
+    .await
+}
+
+fn render_approvals(app: &App, done: Option<&str>, error: Option<&str>) -> Rendered {
+    let store = &app.gateway.ledger().approvals;
+    let all = store
+        .list(true)
+        .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+    let now = now_ms();
+    let mut body = String::from("<h1>Approvals</h1>");
+    if let Some(message) = error {
+        let _ = write!(body, "<p class=\"error\" id=\"flash\">{}</p>", esc(message));
+    }
+    if let Some(a) = done.and_then(|id| all.iter().find(|a| a.id == id)) {
+        let said = match &a.status {
+            ApprovalStatus::Approved { by, .. } => format!(
+                "approved by {}: the call ran (its outcome is in the session's timeline)",
+                esc(by.as_deref().unwrap_or("?"))
+            ),
+            ApprovalStatus::Denied { by, reason, .. } => format!(
+                "denied by {}: {}",
+                esc(by.as_deref().unwrap_or("?")),
+                esc(reason)
+            ),
+            ApprovalStatus::Pending => "still pending".into(),
+        };
+        let _ = write!(
+            body,
+            "<p class=\"good\" id=\"flash\"><code>{}</code> ({} in {}): {said}</p>",
+            esc(&a.id),
+            esc(&a.tool),
+            session_link(&a.session, a.session_name.as_deref())
+        );
+    }
+    let pending: Vec<_> = all
+        .iter()
+        .filter(|a| a.status == ApprovalStatus::Pending)
+        .collect();
+    if pending.is_empty() {
+        body += "<p class=\"muted\" id=\"no-pending\">no pending approvals</p>";
+    }
+    for a in &pending {
+        let _ = write!(
+            body,
+            "<article class=\"approval\" id=\"approval-{id}\" data-approval=\"{id}\">\
+             <h2><b>{tool}</b> in {session} <span class=\"muted\">requested {when}</span></h2>\
+             <p class=\"question\">hook <b>{hook}</b> (<code>{pattern}</code>) asks: {reason}</p>\
+             <dl><dt>approval</dt><dd><code>{id}</code></dd><dt>call</dt><dd><code>{call}</code></dd>\
+             <dt>action</dt><dd><code>{action}</code></dd><dt>tool digest</dt><dd><code>{digest}</code></dd>\
+             <dt>input sha256</dt><dd><code>{hash}</code></dd></dl>\
+             <p>exact input:</p>{input}\
+             <div class=\"actions\"><form method=\"post\" action=\"/ui/approvals/{uid}/approve\" class=\"inline\">\
+             <button type=\"submit\" class=\"approve\" id=\"approve-{id}\">Approve</button></form>\
+             <form method=\"post\" action=\"/ui/approvals/{uid}/deny\" class=\"inline\">\
+             <input name=\"reason\" required placeholder=\"why not\" id=\"reason-{id}\"> \
+             <button type=\"submit\" class=\"deny\" id=\"deny-{id}\">Deny</button></form></div></article>",
+            id = esc(&a.id),
+            uid = url(&a.id),
+            tool = esc(&a.tool),
+            session = session_link(&a.session, a.session_name.as_deref()),
+            when = html::when(a.requested_at_ms, now),
+            hook = esc(&a.hook),
+            pattern = esc(&a.pattern),
+            reason = esc(&a.reason),
+            call = esc(&a.call_id),
+            action = esc(&a.action),
+            digest = esc(&a.tool_digest),
+            hash = esc(&a.input_hash),
+            input = html::pre(&a.input, 64 * 1024),
+        );
+    }
+    let settled: Vec<_> = all
+        .iter()
+        .rev()
+        .filter(|a| a.status != ApprovalStatus::Pending)
+        .take(50)
+        .collect();
+    if !settled.is_empty() {
+        body += "<h2>Settled</h2><table id=\"settled\"><thead><tr><th>approval</th><th>tool</th><th>session</th><th>settled</th><th>by</th><th>reason</th></tr></thead><tbody>";
+        for a in settled {
+            let (word, by, reason, at) = match &a.status {
+                ApprovalStatus::Approved { by, at_ms } => {
+                    ("approved", by.clone(), String::new(), *at_ms)
+                }
+                ApprovalStatus::Denied { by, reason, at_ms } => {
+                    ("denied", by.clone(), reason.clone(), *at_ms)
+                }
+                ApprovalStatus::Pending => continue,
+            };
+            let _ = write!(
+                body,
+                "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{} {}</td><td>{}</td><td>{}</td></tr>",
+                esc(&a.id),
+                esc(&a.tool),
+                session_link(&a.session, a.session_name.as_deref()),
+                badge(word),
+                html::when(at, now),
+                esc(by.as_deref().unwrap_or("-")),
+                esc(&reason)
+            );
+        }
+        body += "</tbody></table>";
+    }
+    Ok(("Approvals".into(), body))
+}
+
+/// `POST /ui/approvals/ID/approve`: as `glovebox approve ID`, recording the operator.
+pub async fn approve(
+    State(app): State<Arc<App>>,
+    Extension(op): Extension<Operator>,
+    UrlPath(id): UrlPath<String>,
+) -> Response {
+    tracing::info!(approval = %id, principal = %op.0.name, "dashboard: approve");
+    match app.gateway.approve(&id, &op.0).await {
+        Ok(_) => Redirect::to(&format!("/ui/approvals?done={}", url(&id))).into_response(),
+        Err(e) => {
+            let message = e.to_string();
+            page(
+                app,
+                op,
+                "approvals",
+                "approvals",
+                StatusCode::CONFLICT,
+                move |app| render_approvals(app, None, Some(&message)),
+            )
+            .await
+        }
+    }
+}
+
+#[derive(serde::Deserialize)]
+pub struct DenyForm {
+    #[serde(default)]
+    reason: String,
+}
+
+/// `POST /ui/approvals/ID/deny`: as `glovebox deny ID --reason ...`.
+pub async fn deny(
+    State(app): State<Arc<App>>,
+    Extension(op): Extension<Operator>,
+    UrlPath(id): UrlPath<String>,
+    Form(form): Form<DenyForm>,
+) -> Response {
+    let reason = form.reason.trim().to_string();
+    let result = if reason.is_empty() {
+        Err("a denial needs a reason: the agent is told it".to_string())
+    } else {
+        tracing::info!(approval = %id, principal = %op.0.name, "dashboard: deny");
+        app.gateway
+            .deny_approval(&id, &reason, &op.0)
+            .await
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    };
+    match result {
+        Ok(()) => Redirect::to(&format!("/ui/approvals?done={}", url(&id))).into_response(),
+        Err(message) => {
+            page(
+                app,
+                op,
+                "approvals",
+                "approvals",
+                StatusCode::CONFLICT,
+                move |app| render_approvals(app, None, Some(&message)),
+            )
+            .await
+        }
+    }
+}
+
+// ---------------------------------------------------------------- jobs
+
+pub async fn jobs(State(app): State<Arc<App>>, Extension(op): Extension<Operator>) -> Response {
+    page(app, op, "jobs", "jobs", StatusCode::OK, render_jobs).await
+}
+
+type JobFilter = fn(&glovebox::JobInfo) -> bool;
+
+fn render_jobs(app: &App) -> Rendered {
+    let list = app
+        .jobs
+        .list(None, None)
+        .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+    let now = now_ms();
+    let mut body = String::from("<h1>Jobs</h1>");
+    let groups: [(&str, &str, JobFilter); 3] = [
+        ("Queued", "queued", |j| {
+            j.status == glovebox::JobStatus::Queued
+        }),
+        ("Running", "running", |j| {
+            j.status == glovebox::JobStatus::Running
+        }),
+        ("Finished", "finished", |j| j.status.is_final()),
+    ];
+    for (title, key, keep) in groups {
+        let mut jobs: Vec<_> = list.iter().filter(|j| keep(j)).collect();
+        if key == "finished" {
+            jobs.reverse();
+        }
+        let _ = write!(body, "<h2>{title} ({})</h2>", jobs.len());
+        if jobs.is_empty() {
+            let _ = write!(body, "<p class=\"muted\">none</p>");
+            continue;
+        }
+        let _ = write!(
+            body,
+            "<table id=\"jobs-{key}\"><thead><tr><th>job</th><th>session</th><th>tool</th><th>status</th><th>created</th><th>took</th><th>attempts</th><th>input</th><th>result</th></tr></thead><tbody>"
+        );
+        for j in jobs.iter().take(200) {
+            let took = match (j.started_at_ms, j.finished_at_ms) {
+                (Some(s), Some(f)) => html::duration(f.saturating_sub(s)),
+                (Some(s), None) => format!("{} so far", html::duration(now.saturating_sub(s))),
+                _ => "-".into(),
+            };
+            let result = match &j.result {
+                None => "-".to_string(),
+                Some(r) => {
+                    let mut out = String::new();
+                    if let Some(e) = &r.error {
+                        let _ = write!(
+                            out,
+                            "<span class=\"error\">{}: {}</span>",
+                            esc(&e.kind),
+                            esc(&e.message)
+                        );
+                    }
+                    if let Some(o) = &r.output {
+                        let _ = write!(
+                            out,
+                            "<details><summary>output</summary>{}</details>",
+                            html::pre(&serde_json::to_string_pretty(o).unwrap_or_default(), SHOWN)
+                        );
+                    }
+                    out
+                }
+            };
+            let _ = write!(
+                body,
+                "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{took}</td><td>{}</td><td><details><summary>input</summary>{}</details></td><td>{result}</td></tr>",
+                esc(&j.id),
+                session_link(&j.session, j.session_name.as_deref()),
+                esc(&j.tool),
+                badge(j.status.as_str()),
+                html::when(j.created_at_ms, now),
+                j.attempts,
+                html::pre(&j.input, SHOWN),
+            );
+        }
+        body += "</tbody></table>";
+    }
+    Ok(("Jobs".into(), body))
+}
+
+// ---------------------------------------------------------------- billing
+
+#[derive(serde::Deserialize, Default)]
+pub struct BillingQuery {
+    from: Option<String>,
+    to: Option<String>,
+    by: Option<String>,
+}
+
+const GROUPINGS: [GroupBy; 4] = [GroupBy::Role, GroupBy::Project, GroupBy::Tool, GroupBy::Day];
+
+pub async fn billing(
+    State(app): State<Arc<App>>,
+    Extension(op): Extension<Operator>,
+    Query(q): Query<BillingQuery>,
+) -> Response {
+    page(app, op, "billing", "sessions", StatusCode::OK, move |app| {
+        render_billing(app, &q)
+    })
+    .await
+}
+
+fn range(q: &BillingQuery) -> Result<DateRange, (StatusCode, String)> {
+    DateRange::parse(some(&q.from), some(&q.to)).map_err(|e| (StatusCode::BAD_REQUEST, e))
+}
+
+fn render_billing(app: &App, q: &BillingQuery) -> Rendered {
+    let range = range(q)?;
+    let sessions = app.gateway.sessions();
+    let mut body = format!(
+        "<h1>Billing</h1><form method=\"get\" action=\"/ui/billing\" class=\"filters\">\
+         <label>from <input name=\"from\" value=\"{}\" placeholder=\"YYYY-MM-DD\" size=\"10\"></label> \
+         <label>to <input name=\"to\" value=\"{}\" placeholder=\"YYYY-MM-DD\" size=\"10\"></label> \
+         <button type=\"submit\">Show</button></form>",
+        esc(some(&q.from).unwrap_or("")),
+        esc(some(&q.to).unwrap_or(""))
+    );
+    for by in GROUPINGS {
+        let report = billing::report(sessions, &range, by)
+            .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+        let csv = format!(
+            "/ui/billing.csv?by={}{}{}",
+            by.as_str(),
+            some(&q.from)
+                .map(|f| format!("&from={}", url(f)))
+                .unwrap_or_default(),
+            some(&q.to)
+                .map(|t| format!("&to={}", url(t)))
+                .unwrap_or_default()
+        );
+        let _ = write!(
+            body,
+            "<section class=\"billing\" id=\"billing-{by}\"><h2>By {by} <span class=\"muted\">{} to {}, {} sessions</span> <a href=\"{}\" class=\"csv\" download>CSV</a></h2>",
+            esc(&report.from),
+            esc(&report.to),
+            report.sessions,
+            esc(&csv),
+            by = by.as_str()
+        );
+        let bars: Vec<Bar> = report
+            .groups
+            .iter()
+            .map(|g| Bar {
+                label: g.label.clone().unwrap_or_else(|| g.key.clone()),
+                parts: vec![(g.foreground.cost, "fg"), (g.background.cost, "bg")],
+                shown: format!("{:.4} · {} calls", g.total.cost, g.total.calls),
+            })
+            .collect();
+        body += "<div class=\"charts\">";
+        body += &html::bar_chart(
+            &format!("cost by {}", by.as_str()),
+            &bars,
+            &[("foreground", "fg"), ("background (jobs)", "bg")],
+        );
+        let calls: Vec<Bar> = report
+            .groups
+            .iter()
+            .map(|g| Bar {
+                label: g.label.clone().unwrap_or_else(|| g.key.clone()),
+                parts: vec![
+                    (g.foreground.calls as f64, "fg"),
+                    (g.background.calls as f64, "bg"),
+                ],
+                shown: format!("{} calls ({} failed)", g.total.calls, g.total.failures),
+            })
+            .collect();
+        body += &html::bar_chart(
+            &format!("calls by {}", by.as_str()),
+            &calls,
+            &[("foreground", "fg"), ("background (jobs)", "bg")],
+        );
+        body += "</div>";
+        body += "<table><thead><tr><th>key</th><th>calls</th><th>failures</th><th>tool cost</th><th>model cost</th><th>cost</th><th>fg calls</th><th>fg cost</th><th>bg calls</th><th>bg cost</th></tr></thead><tbody>";
+        for g in report.groups.iter().chain([&report.total]) {
+            let f = &g.total;
+            let _ = write!(
+                body,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.4}</td><td>{:.4}</td><td>{:.4}</td><td>{}</td><td>{:.4}</td><td>{}</td><td>{:.4}</td></tr>",
+                esc(&g
+                    .label
+                    .clone()
+                    .map(|l| format!("{l} ({})", g.key))
+                    .unwrap_or_else(|| g.key.clone())),
+                f.calls,
+                f.failures,
+                f.tool_cost,
+                f.model_cost,
+                f.cost,
+                g.foreground.calls,
+                g.foreground.cost,
+                g.background.calls,
+                g.background.cost
+            );
+        }
+        body += "</tbody></table></section>";
+    }
+    Ok(("Billing".into(), body))
+}
+
+/// A CSV field: quoted, and a leading formula character defused.
+fn csv_field(text: &str) -> String {
+    let text = if text.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        format!("'{text}")
+    } else {
+        text.to_string()
+    };
+    format!("\"{}\"", text.replace('"', "\"\""))
+}
+
+/// `GET /ui/billing.csv?by=role&from=&to=`.
+pub async fn billing_csv(
+    State(app): State<Arc<App>>,
+    Extension(_): Extension<Operator>,
+    Query(q): Query<BillingQuery>,
+) -> Response {
+    let by = match some(&q.by).unwrap_or("role").parse::<GroupBy>() {
+        Ok(by) => by,
+        Err(e) => return (StatusCode::BAD_REQUEST, format!("{e}\n")).into_response(),
+    };
+    let range = match range(&q) {
+        Ok(r) => r,
+        Err((status, e)) => return (status, format!("{e}\n")).into_response(),
+    };
+    let result = crate::blocking(move || billing::report(app.gateway.sessions(), &range, by)).await;
+    let report = match result {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => return (StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")).into_response(),
+        Err(e) => return (StatusCode::INTERNAL_SERVER_ERROR, format!("{e:#}\n")).into_response(),
+    };
+    let mut out = String::from(
+        "by,key,label,calls,failures,wall_ms,fuel,bytes_in,bytes_out,tool_cost,model_cost,cost,foreground_calls,foreground_cost,background_calls,background_cost\n",
+    );
+    for g in report.groups.iter().chain([&report.total]) {
+        let f = &g.total;
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},{:.3},{},{},{},{:.6},{:.6},{:.6},{},{:.6},{},{:.6}",
+            by.as_str(),
+            csv_field(&g.key),
+            csv_field(g.label.as_deref().unwrap_or("")),
+            f.calls,
+            f.failures,
+            f.wall_us as f64 / 1000.0,
+            f.fuel,
+            f.bytes_in,
+            f.bytes_out,
+            f.tool_cost,
+            f.model_cost,
+            f.cost,
+            g.foreground.calls,
+            g.foreground.cost,
+            g.background.calls,
+            g.background.cost
+        );
+    }
+    (
+        [
+            (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_string()),
+            (
+                header::CONTENT_DISPOSITION,
+                format!(
+                    "attachment; filename=\"glovebox-billing-by-{}.csv\"",
+                    by.as_str()
+                ),
+            ),
+        ],
+        out,
+    )
+        .into_response()
+}
+
+// ---------------------------------------------------------------- rescues
+
+pub async fn rescues(State(app): State<Arc<App>>, Extension(op): Extension<Operator>) -> Response {
+    page(
+        app,
+        op,
+        "rescues",
+        "rescues",
+        StatusCode::OK,
+        render_rescues,
+    )
+    .await
+}
+
+fn render_rescues(app: &App) -> Rendered {
+    let ledger = app.gateway.ledger();
+    let host = app.gateway.host();
+    let rescues = Rescues::new(
+        ledger.sessions.clone(),
+        ledger.storage.clone(),
+        host.config().context.clone(),
+    );
+    let err = |e: glovebox::rescue::RescueError| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string());
+    let list = rescues.list().map_err(err)?;
+    let report = rescues.report(30).map_err(err)?;
+    let now = now_ms();
+    let minutes = |ms: u64| format!("{:.1} min", ms as f64 / 60_000.0);
+    let mut body = format!(
+        "<h1>Rescues</h1><p id=\"rescue-summary\">last 30 days: <b>{}</b> rescues ({} open, {} resolved, {} re-escalated, {} abandoned) · mean time to unblock <b>{}</b> · {} context updates</p>",
+        report.rescues,
+        report.open,
+        report.resolved,
+        report.re_escalated,
+        report.abandoned,
+        report
+            .mean_time_to_unblock_ms
+            .map(minutes)
+            .unwrap_or_else(|| "- (none resolved)".into()),
+        report.context_updates
+    );
+    let open: Vec<_> = list.iter().filter(|r| r.outcome.is_none()).collect();
+    let _ = write!(body, "<h2>Open missions ({})</h2>", open.len());
+    if open.is_empty() {
+        body += "<p class=\"muted\">none</p>";
+    } else {
+        body += "<table id=\"rescues-open\"><thead><tr><th>rescue</th><th>session</th><th>project</th><th>status</th><th>open for</th><th>flags</th><th>diagnosis</th></tr></thead><tbody>";
+        for r in &open {
+            let _ = write!(
+                body,
+                "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&r.id),
+                session_link(&r.session, r.session_name.as_deref()),
+                esc(&r.project),
+                badge(r.status()),
+                html::duration(now.saturating_sub(r.opened_at_ms)),
+                esc(&r.flags.join(", ")),
+                r.diagnosis
+                    .as_ref()
+                    .map(|d| format!("{}: {}", esc(d.category.as_str()), esc(&d.root_cause)))
+                    .unwrap_or_else(|| "-".into())
+            );
+        }
+        body += "</tbody></table>";
+    }
+    // Time to unblock of the resolved rescues, oldest first.
+    let mut resolved: Vec<_> = list
+        .iter()
+        .filter_map(|r| Some((r.resolved_at_ms?, r.time_to_unblock_ms()?, r)))
+        .collect();
+    resolved.sort_by_key(|(at, _, _)| *at);
+    let bars: Vec<Bar> = resolved
+        .iter()
+        .rev()
+        .take(20)
+        .rev()
+        .map(|(at, ttu, r)| Bar {
+            label: format!(
+                "{} {}",
+                html::time(*at),
+                r.session_name.as_deref().unwrap_or(&r.session)
+            ),
+            parts: vec![(*ttu as f64, "fg")],
+            shown: minutes(*ttu),
+        })
+        .collect();
+    body += "<h2>Time to unblock</h2>";
+    body += &html::bar_chart("time to unblock of the last resolved rescues", &bars, &[]);
+    let mut cats: Vec<_> = report.by_category.iter().collect();
+    cats.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
+    let bars: Vec<Bar> = cats
+        .iter()
+        .map(|(cat, n)| Bar {
+            label: (*cat).clone(),
+            parts: vec![(**n as f64, "bg")],
+            shown: format!(
+                "{n} ({:.0}%)",
+                **n as f64 * 100.0 / report.rescues.max(1) as f64
+            ),
+        })
+        .collect();
+    body += "<h2>Root causes</h2>";
+    body += &html::bar_chart("root causes, last 30 days", &bars, &[]);
+    let closed: Vec<_> = list
+        .iter()
+        .rev()
+        .filter(|r| r.outcome.is_some())
+        .take(50)
+        .collect();
+    if !closed.is_empty() {
+        body += "<h2>Closed</h2><table><thead><tr><th>rescue</th><th>session</th><th>outcome</th><th>time to unblock</th><th>root cause</th></tr></thead><tbody>";
+        for r in closed {
+            let _ = write!(
+                body,
+                "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&r.id),
+                session_link(&r.session, r.session_name.as_deref()),
+                badge(r.status()),
+                r.time_to_unblock_ms()
+                    .map(minutes)
+                    .unwrap_or_else(|| "-".into()),
+                r.diagnosis
+                    .as_ref()
+                    .map(|d| format!("{}: {}", esc(d.category.as_str()), esc(&d.root_cause)))
+                    .unwrap_or_else(|| "-".into())
+            );
+        }
+        body += "</tbody></table>";
+    }
+    let entries = rescues.index().list(None, false).map_err(err)?;
+    let _ = write!(
+        body,
+        "<h2>Context index ({} active entries)</h2>",
+        entries.len()
+    );
+    if entries.is_empty() {
+        body += "<p class=\"muted\">none</p>";
+    } else {
+        body += "<table id=\"context-index\"><thead><tr><th>entry</th><th>project</th><th>writer</th><th>added</th><th>text</th></tr></thead><tbody>";
+        for e in &entries {
+            let _ = write!(
+                body,
+                "<tr><td><code>{}</code></td><td>{}</td><td>{}{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&e.id),
+                esc(&e.project),
+                esc(e.writer.as_str()),
+                e.rescue
+                    .as_deref()
+                    .map(|r| format!(" (<code>{}</code>)", esc(r)))
+                    .unwrap_or_default(),
+                html::when(e.added_at_ms, now),
+                esc(&e.text)
+            );
+        }
+        body += "</tbody></table>";
+    }
+    Ok(("Rescues".into(), body))
+}
+
+// ---------------------------------------------------------------- notifications
+
+pub async fn notify(State(app): State<Arc<App>>, Extension(op): Extension<Operator>) -> Response {
+    page(
+        app,
+        op,
+        "notify",
+        "sessions approvals jobs rescues",
+        StatusCode::OK,
+        render_notify,
+    )
+    .await
+}
+
+/// The `[[notify]]` targets and their outbox, as `glovebox notify status`.
+fn render_notify(app: &App) -> Rendered {
+    let targets = app
+        .gateway
+        .ledger()
+        .outbox
+        .status()
+        .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+    let now = now_ms();
+    let mut body = String::from("<h1>Notifications</h1>");
+    if targets.is_empty() {
+        body += "<p class=\"muted\" id=\"no-targets\">no <code>[[notify]]</code> targets are configured and the outbox is empty</p>";
+        return Ok(("Notifications".into(), body));
+    }
+    body += "<table id=\"targets\"><thead><tr><th>target</th><th>url</th><th>pending</th><th>delivered</th><th>failed (gave up)</th><th>last delivery</th></tr></thead><tbody>";
+    for t in &targets {
+        let _ = write!(
+            body,
+            "<tr><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&t.target),
+            esc(&t
+                .url
+                .as_deref()
+                .map(glovebox::notify::redacted)
+                .unwrap_or_else(|| "(no longer configured)".into())),
+            t.pending,
+            t.delivered,
+            t.failed,
+            t.last_delivered_at_ms
+                .map(|at| html::when(at, now))
+                .unwrap_or_else(|| "-".into())
+        );
+    }
+    body += "</tbody></table>";
+    for t in &targets {
+        for (what, entries) in [
+            ("failed (gave up)", &t.failed_entries),
+            ("retrying", &t.retrying),
+        ] {
+            if entries.is_empty() {
+                continue;
+            }
+            let _ = write!(
+                body,
+                "<h2>{}: {what}</h2><table><thead><tr><th>delivery</th><th>event</th><th>session</th><th>attempts</th><th>last error</th></tr></thead><tbody>",
+                esc(&t.target)
+            );
+            for e in entries.iter().take(100) {
+                let n = &e.notification;
+                let _ = write!(
+                    body,
+                    "<tr><td><code>{}</code></td><td>{}</td><td>{} event {}</td><td>{}</td><td>{}</td></tr>",
+                    esc(&e.delivery_id),
+                    esc(&n.event),
+                    session_link(&n.session, n.session_name.as_deref()),
+                    n.seq,
+                    e.attempts,
+                    esc(e.last_error.as_deref().unwrap_or("-"))
+                );
+            }
+            body += "</tbody></table>";
+        }
+    }
+    Ok(("Notifications".into(), body))
+}
