@@ -94,37 +94,40 @@ fn short(digest: &str) -> String {
 
 // ---------------------------------------------------------------- assets
 
-pub async fn style() -> Response {
+/// An embedded asset, cached by the browser for `max_age` seconds.
+fn asset(content_type: &'static str, max_age: &'static str, body: &'static str) -> Response {
     (
         [
-            (header::CONTENT_TYPE, "text/css; charset=utf-8"),
-            (header::CACHE_CONTROL, "max-age=300"),
+            (header::CONTENT_TYPE, content_type),
+            (header::CACHE_CONTROL, max_age),
         ],
-        include_str!("assets/style.css"),
+        body,
     )
         .into_response()
+}
+
+pub async fn style() -> Response {
+    asset(
+        "text/css; charset=utf-8",
+        "max-age=300",
+        include_str!("assets/style.css"),
+    )
 }
 
 pub async fn script() -> Response {
-    (
-        [
-            (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
-            (header::CACHE_CONTROL, "max-age=300"),
-        ],
+    asset(
+        "text/javascript; charset=utf-8",
+        "max-age=300",
         include_str!("assets/app.js"),
     )
-        .into_response()
 }
 
 pub async fn icon() -> Response {
-    (
-        [
-            (header::CONTENT_TYPE, "image/svg+xml"),
-            (header::CACHE_CONTROL, "max-age=86400"),
-        ],
+    asset(
+        "image/svg+xml",
+        "max-age=86400",
         include_str!("assets/icon.svg"),
     )
-        .into_response()
 }
 
 pub async fn to_ui() -> Redirect {
@@ -143,10 +146,7 @@ pub async fn not_found() -> Response {
 pub async fn metrics(State(app): State<Arc<App>>, Extension(_): Extension<Operator>) -> Response {
     match app.gateway.metrics_text().await {
         Ok(text) => (
-            [(
-                header::CONTENT_TYPE,
-                "application/openmetrics-text; version=1.0.0; charset=utf-8",
-            )],
+            [(header::CONTENT_TYPE, glovebox::metrics::CONTENT_TYPE)],
             text,
         )
             .into_response(),

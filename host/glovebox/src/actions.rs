@@ -16,9 +16,8 @@
 use crate::call::new_call_id;
 use crate::error::CallError;
 use crate::gateway::Gateway;
-use crate::hooks::{DecisionKind, HookRequest, Verdict};
+use crate::hooks::{HookRequest, Verdict};
 use crate::manifest::Principal;
-use crate::session::EventKind;
 
 /// The tool name and action of built-in `builtin` (`session_start`):
 /// `glovebox.session_start` and `glovebox:session:start`.
@@ -67,25 +66,7 @@ impl Gateway {
         };
         let host = self.host();
         let outcome = host.hooks().evaluate(&request).await;
-        let decided: Vec<EventKind> = outcome
-            .decisions
-            .iter()
-            .map(|d| EventKind::CallDecided {
-                call_id: request.call_id.clone(),
-                hook: d.hook.clone(),
-                pattern: d.pattern.clone(),
-                decision: match d.decision {
-                    DecisionKind::Allow => "allow",
-                    DecisionKind::Deny => "deny",
-                    DecisionKind::Ask => "ask",
-                }
-                .to_string(),
-                reason: d.reason.clone(),
-                alternatives: d.alternatives.clone(),
-                took_ms: u64::try_from(d.took.as_millis()).unwrap_or(u64::MAX),
-                hook_digest: d.digest.clone(),
-            })
-            .collect();
+        let decided = crate::pipeline::decided(&request.call_id, &outcome.decisions);
         self.metrics().decisions(&decided);
         let refusal = match &outcome.verdict {
             Verdict::Allow => return Ok(()),

@@ -95,6 +95,9 @@ pub struct Metrics {
     commit_batches: Histogram,
 }
 
+/// The content type of [`Metrics::encode`]'s text, for every listener that serves it.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
 /// Latency buckets from 50 µs to about 27 s.
 fn seconds() -> Histogram {
     Histogram::new(exponential_buckets(0.000_05, 3.0, 13))

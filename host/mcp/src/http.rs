@@ -408,9 +408,7 @@ impl Auth {
                 let mut response = plain(hyper::StatusCode::OK, text);
                 response.headers_mut().insert(
                     hyper::header::CONTENT_TYPE,
-                    hyper::header::HeaderValue::from_static(
-                        "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                    ),
+                    hyper::header::HeaderValue::from_static(glovebox::metrics::CONTENT_TYPE),
                 );
                 response
             }

@@ -51,20 +51,7 @@ pub(crate) async fn judge(
     match judge {
         Judge::Hooks => {
             let outcome = host.hooks().evaluate(&request).await;
-            let decisions = outcome
-                .decisions
-                .iter()
-                .map(|d| EventKind::CallDecided {
-                    call_id: ctx.call_id.clone(),
-                    hook: d.hook.clone(),
-                    pattern: d.pattern.clone(),
-                    decision: decision_name(&d.decision).to_string(),
-                    reason: d.reason.clone(),
-                    alternatives: d.alternatives.clone(),
-                    took_ms: u64::try_from(d.took.as_millis()).unwrap_or(u64::MAX),
-                    hook_digest: d.digest.clone(),
-                })
-                .collect();
+            let decisions = decided(&ctx.call_id, &outcome.decisions);
             Judgement {
                 request,
                 decisions,
@@ -108,6 +95,23 @@ pub(crate) async fn judge(
             idempotency_key: Some(idempotency_key.clone()),
         },
     }
+}
+
+/// The `call_decided` events of the hooks' `decisions` on call `call_id`.
+pub(crate) fn decided(call_id: &str, decisions: &[HookDecision]) -> Vec<EventKind> {
+    decisions
+        .iter()
+        .map(|d| EventKind::CallDecided {
+            call_id: call_id.to_string(),
+            hook: d.hook.clone(),
+            pattern: d.pattern.clone(),
+            decision: decision_name(&d.decision).to_string(),
+            reason: d.reason.clone(),
+            alternatives: d.alternatives.clone(),
+            took_ms: u64::try_from(d.took.as_millis()).unwrap_or(u64::MAX),
+            hook_digest: d.digest.clone(),
+        })
+        .collect()
 }
 
 /// What a hook sees of a call.

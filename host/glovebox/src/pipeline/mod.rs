@@ -33,7 +33,7 @@ use crate::session::{CallMetering, SessionError, SessionState};
 use crate::storage::StorageError;
 
 pub use admit::Admitted;
-pub(crate) use judge::{Judge, denied};
+pub(crate) use judge::{Judge, decided, denied};
 use judge::{judge, unanswerable};
 use record::{Recorded, call_cost, record};
 
