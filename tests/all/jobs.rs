@@ -6,10 +6,11 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use glovebox::manifest::QuotasConfig;
 use glovebox::session::{EventKind, Role, StartSession};
 use glovebox::{
     Durable, Gateway, Host, JobError, JobInfo, JobStatus, Jobs, JobsConfig, PluginManifest,
-    SessionError, WaitMode,
+    Principal, SessionError, WaitMode,
 };
 use serde_json::Value;
 
@@ -26,7 +27,16 @@ struct Fixture {
 
 impl Fixture {
     async fn new(plugins: Vec<PluginManifest>, config: JobsConfig) -> Fixture {
-        let (host_config, data) = util::config(plugins);
+        Fixture::with_quotas(plugins, config, QuotasConfig::default()).await
+    }
+
+    async fn with_quotas(
+        plugins: Vec<PluginManifest>,
+        config: JobsConfig,
+        quotas: QuotasConfig,
+    ) -> Fixture {
+        let (mut host_config, data) = util::config(plugins);
+        host_config.quotas = quotas;
         let host = Arc::new(Host::load(host_config).await.expect("host loads"));
         let (_store, durable) = crate::sessions::durable(&data.path().join("store"));
         let jobs = Jobs::new(Gateway::new(host.clone(), durable.clone()), config);
@@ -42,16 +52,13 @@ impl Fixture {
     }
 
     fn start_session(&self, name: &str) -> String {
+        self.durable.sessions.start(start(name)).unwrap().id
+    }
+
+    fn start_session_as(&self, owner: &Principal, name: &str) -> String {
         self.durable
             .sessions
-            .start(StartSession {
-                role: Role::Workagent,
-                project: "jobs".into(),
-                name: Some(name.into()),
-                tags: vec![],
-                expected_duration: None,
-                budget: Default::default(),
-            })
+            .start_as(owner, start(name), &Default::default())
             .unwrap()
             .id
     }
@@ -81,6 +88,17 @@ impl Fixture {
             );
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
+    }
+}
+
+fn start(name: &str) -> StartSession {
+    StartSession {
+        role: Role::Workagent,
+        project: "jobs".into(),
+        name: Some(name.into()),
+        tags: vec![],
+        expected_duration: None,
+        budget: Default::default(),
     }
 }
 
@@ -663,4 +681,107 @@ fn jobs_survive_a_restart_of_the_real_binary() {
             assert_eq!(cancelled["status"], "cancelled");
         }
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn threat_43_live_jobs_past_the_session_or_principal_quota_are_refused_and_nothing_is_queued() {
+    let quotas = QuotasConfig {
+        jobs_per_session: 2,
+        jobs_per_principal: 3,
+        ..QuotasConfig::default()
+    };
+    let f = Fixture::with_quotas(plugins_all(), config(1), quotas).await;
+    let agent = Principal {
+        name: "worker-bot".into(),
+        kind: glovebox::PrincipalKind::Agent,
+        roles: vec![Role::Workagent],
+        projects: vec!["*".into()],
+        tags: vec![],
+        approve_by: Default::default(),
+    };
+    let (one, two) = (
+        f.start_session_as(&agent, "bot-1"),
+        f.start_session_as(&agent, "bot-2"),
+    );
+    let slow = |f: &Fixture| {
+        f.jobs
+            .gateway()
+            .admit("sleep", r#"{"seconds":30}"#)
+            .unwrap()
+    };
+    let a = f.jobs.spawn_as(&agent, &one, slow(&f)).await.unwrap();
+    f.jobs.spawn_as(&agent, &one, slow(&f)).await.unwrap();
+    let err = f.jobs.spawn_as(&agent, &one, slow(&f)).await.unwrap_err();
+    let message = err.to_string();
+    assert!(
+        matches!(
+            err,
+            JobError::Session(SessionError::Quota {
+                key: "jobs_per_session",
+                ..
+            })
+        ),
+        "{message}"
+    );
+    assert!(
+        message.contains("`quotas.jobs_per_session` = 2"),
+        "{message}"
+    );
+    // Another session of the same agent takes one more; then the agent is full.
+    f.jobs.spawn_as(&agent, &two, slow(&f)).await.unwrap();
+    let err = f.jobs.spawn_as(&agent, &two, slow(&f)).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            JobError::Session(SessionError::Quota {
+                key: "jobs_per_principal",
+                ..
+            })
+        ),
+        "{err}"
+    );
+    assert_eq!(
+        f.jobs.list(None, None).unwrap().len(),
+        3,
+        "refused jobs are not stored"
+    );
+    // The operator is not held to the agent's quota, only to the session's.
+    f.jobs
+        .spawn("worker", "echo", r#"{"message":"op"}"#)
+        .await
+        .unwrap();
+    // A job that ends frees its place.
+    f.jobs.cancel(&a.id).await.unwrap();
+    f.jobs.spawn_as(&agent, &one, slow(&f)).await.unwrap();
+    for job in f.jobs.list(None, None).unwrap() {
+        let _ = f.jobs.cancel(&job.id).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn threat_43_job_wait_takes_a_set_of_at_most_256_ids() {
+    let f = Fixture::new(plugins_all(), config(2)).await;
+    let job = f
+        .jobs
+        .spawn("worker", "echo", r#"{"message":"hi"}"#)
+        .await
+        .unwrap();
+    // Repeated ids are one job: ten thousand of one id is a wait for one job.
+    let same = vec![job.id.clone(); 10_000];
+    let out = f
+        .jobs
+        .wait(&same, WaitMode::All, Some(Duration::from_secs(10)))
+        .await
+        .unwrap();
+    assert_eq!(out.done.len(), 1);
+    let many: Vec<String> = (0..257).map(|i| format!("job-{i:012}")).collect();
+    let err = f
+        .jobs
+        .wait(&many, WaitMode::All, Some(Duration::from_secs(1)))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, JobError::BadRequest(_)) && err.to_string().contains("at most 256 jobs"),
+        "{err}"
+    );
 }

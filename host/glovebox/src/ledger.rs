@@ -51,6 +51,7 @@ pub fn open_sessions(config: &HostConfig) -> anyhow::Result<Durable> {
             checkpoint_every: config.storage.checkpoint_every,
             scratch: Some(Arc::new(Scratch(ScratchDirs::new(config.scratch_dir())))),
             notify: (!config.notify.is_empty()).then(|| outbox.clone()),
+            quotas: config.quotas.clone(),
             ..SessionsConfig::default()
         },
     );

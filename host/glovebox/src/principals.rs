@@ -311,7 +311,8 @@ impl Jobs {
         call: Admitted,
     ) -> Result<JobInfo, JobError> {
         let state = self.gateway().session_as(caller, session).await?;
-        self.spawn_admitted(&state.id, call).await
+        let counted = (!caller.is_operator()).then_some(caller.name.as_str());
+        self.spawn_counted(&state.id, call, counted).await
     }
 
     /// The job, if it is of a session `caller` may see.
@@ -336,7 +337,7 @@ impl Jobs {
         mode: WaitMode,
         timeout: Option<std::time::Duration>,
     ) -> Result<WaitOutcome, JobError> {
-        for id in ids {
+        for id in crate::jobs::runner::wait_set(ids)? {
             self.status_as(caller, id).await?;
         }
         self.wait(ids, mode, timeout).await

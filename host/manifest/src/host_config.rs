@@ -16,6 +16,7 @@ use super::owned::default_data_dir;
 use super::paths::{canonical, normalize, parent_dir, read_source, resolve_dir, show_beside};
 use super::plugin::load_manifest;
 use super::principal::{RawPrincipal, validate_principals};
+use super::quotas::{RawQuotas, validate_quotas};
 use super::source::{self, SIZE_HINT, Source};
 use super::units::{Size, format_size};
 use super::{
@@ -48,6 +49,8 @@ pub(super) struct RawHostConfig {
     approvals: RawApprovals,
     #[serde(default)]
     handoffs: RawHandoffs,
+    #[serde(default)]
+    quotas: RawQuotas,
     #[serde(default)]
     principal: Vec<RawPrincipal>,
     #[serde(default)]
@@ -138,6 +141,7 @@ impl HostConfig {
         let context = validate_context(&src, &raw.context)?;
         let approvals = validate_approvals(&src, &raw.approvals)?;
         let handoffs = validate_handoffs(&src, &raw.handoffs)?;
+        let quotas = validate_quotas(&src, &raw.quotas)?;
         let principals = validate_principals(&src, &dir, &raw.principal)?;
         let notify = validate_notify(&src, &dir, &raw.notify)?;
         let cap = MemoryCap::new(&runtime, &src.file);
@@ -217,6 +221,7 @@ impl HostConfig {
             context,
             approvals,
             handoffs,
+            quotas,
             principals,
             notify,
         };
@@ -243,6 +248,7 @@ impl HostConfig {
             context: Default::default(),
             approvals: Default::default(),
             handoffs: Default::default(),
+            quotas: Default::default(),
             principals: Vec::new(),
             notify: Vec::new(),
         }

@@ -40,6 +40,7 @@ mod owned;
 mod paths;
 mod plugin;
 mod principal;
+mod quotas;
 mod role;
 mod source;
 mod units;
@@ -72,6 +73,7 @@ pub use principal::{
     ApproveBy, LOCAL_PRINCIPAL, Principal, PrincipalConfig, PrincipalKind, authenticate,
     check_principal_name, credential_of, pinned_tags,
 };
+pub use quotas::{MAX_WAIT_IDS, QuotasConfig};
 pub use role::Role;
 pub use units::{format_size, parse_duration, parse_size};
 
@@ -112,6 +114,8 @@ pub struct HostConfig {
     pub approvals: ApprovalsConfig,
     /// `[handoffs]`: the routes into other principals' sessions.
     pub handoffs: HandoffsConfig,
+    /// `[quotas]`: how much one principal or session may hold at a time.
+    pub quotas: QuotasConfig,
     /// `[[principal]]`: who may connect (empty: every connection is the
     /// built-in agent `local`, and HTTP serves loopback only).
     pub principals: Vec<PrincipalConfig>,

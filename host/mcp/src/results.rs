@@ -60,6 +60,7 @@ pub fn session_failure(e: &SessionError) -> CallToolResult {
         SessionError::BadHandoff { .. } => "bad_handoff",
         SessionError::InvalidEvent { .. } => "session_invalid_event",
         SessionError::NotAllowed(_) => "not_allowed",
+        SessionError::Quota { .. } => "quota",
         SessionError::Storage(_) => "session_storage",
     };
     failure(kind, e.to_string())

@@ -23,7 +23,7 @@
 //!
 //! [`Gateway::call`]: crate::Gateway::call
 
-mod runner;
+pub(crate) mod runner;
 
 pub use glovebox_ledger::jobs::{
     JobError, JobErrorInfo, JobInfo, JobResult, JobStatus, JobStore, JobsConfig, WaitMode,

@@ -1,7 +1,7 @@
 //! The jobs service: validation, the FIFO run queue, one task per job,
 //! waiting, cancelling, recovery.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
@@ -16,12 +16,60 @@ use glovebox_ledger::jobs::{
 use crate::call::CallReport;
 use crate::error::CallError;
 use crate::gateway::Gateway;
+use crate::manifest::MAX_WAIT_IDS;
 use crate::pipeline::{Admitted, call_metering};
 use crate::session::SessionError;
 
 /// How long [`Jobs::cancel`] waits for a running job's call to settle in
 /// the session log before it returns.
 const CANCEL_SETTLE: Duration = Duration::from_secs(5);
+
+/// A job this process has queued to run or runs.
+struct Live {
+    /// Set to cancel it.
+    cancel: watch::Sender<bool>,
+    session: String,
+    /// The agent principal it counts against (`quotas.jobs_per_principal`).
+    principal: Option<String>,
+}
+
+impl Live {
+    fn new(session: &str, principal: Option<String>) -> Live {
+        Live {
+            cancel: watch::Sender::new(false),
+            session: session.to_string(),
+            principal,
+        }
+    }
+}
+
+/// The jobs a wait is for: `ids` without repeats, at most
+/// [`MAX_WAIT_IDS`] of them.
+pub(crate) fn wait_set(ids: &[String]) -> Result<Vec<&String>, JobError> {
+    let mut seen = HashSet::with_capacity(ids.len().min(MAX_WAIT_IDS + 1));
+    let mut unique = Vec::new();
+    for id in ids {
+        if seen.insert(id) {
+            unique.push(id);
+            if unique.len() > MAX_WAIT_IDS {
+                return Err(JobError::BadRequest(format!(
+                    "wait for at most {MAX_WAIT_IDS} jobs at a time, not more: wait for them in batches, or with `first` for whichever ends first"
+                )));
+            }
+        }
+    }
+    Ok(unique)
+}
+
+/// A `[quotas]` refusal of a job.
+fn quota(key: &'static str, limit: u64, what: String) -> JobError {
+    JobError::Session(SessionError::Quota {
+        key,
+        limit,
+        what,
+        fix: "wait for jobs to finish (`job_wait`) or cancel some, or ask an operator to raise the quota".into(),
+    })
+}
 
 /// The background jobs of one host and data dir.
 pub struct Jobs {
@@ -33,8 +81,9 @@ pub struct Jobs {
     queue: mpsc::UnboundedSender<String>,
     /// Taken by the dispatcher when the first job is run.
     queue_rx: Mutex<Option<mpsc::UnboundedReceiver<String>>>,
-    /// Jobs this process has queued to run or runs: their cancel switch.
-    live: Mutex<HashMap<String, watch::Sender<bool>>>,
+    /// Jobs this process has queued to run or runs: their cancel switch,
+    /// and whose they are (the quotas count them).
+    live: Mutex<HashMap<String, Live>>,
     /// Jobs spawned by this process, admitted already: run as admitted,
     /// without checking their input again.
     admitted: Mutex<HashMap<String, Admitted>>,
@@ -91,7 +140,7 @@ impl Jobs {
             }
             match job.status {
                 JobStatus::Queued => {
-                    self.start(&job.id);
+                    self.start(&job);
                     recovered.push(job);
                 }
                 JobStatus::Running => {
@@ -125,7 +174,7 @@ impl Jobs {
                     if changed {
                         tracing::warn!(job = %job.id, tool = %job.tool, status = %job.status, "job was running when the host stopped");
                         if job.status == JobStatus::Queued {
-                            self.start(&job.id);
+                            self.start(&job);
                         }
                         recovered.push(job);
                     }
@@ -162,6 +211,13 @@ impl Jobs {
 
     /// Persists an admitted call as a queued job of `session`.
     async fn persist(&self, session: &str, call: &Admitted) -> Result<JobInfo, JobError> {
+        let job = self.new_job(session, call).await?;
+        self.store_job(&job).await?;
+        Ok(job)
+    }
+
+    /// The record of a new queued job of `session` (a live one), not stored yet.
+    async fn new_job(&self, session: &str, call: &Admitted) -> Result<JobInfo, JobError> {
         let sessions = self.gateway.sessions().clone();
         let key = session.to_string();
         let state = blocking(move || sessions.show(&key).map_err(JobError::from)).await?;
@@ -172,7 +228,7 @@ impl Jobs {
                 state.status
             )));
         }
-        let job = JobInfo {
+        Ok(JobInfo {
             id: new_job_id(),
             session: state.id.clone(),
             session_name: state.name.clone(),
@@ -187,12 +243,15 @@ impl Jobs {
             result: None,
             by: Some(crate::session::actor::current().to_string()),
             result_read: Some(false),
-        };
+        })
+    }
+
+    async fn store_job(&self, job: &JobInfo) -> Result<(), JobError> {
         let store = self.store.clone();
         let stored = job.clone();
         blocking(move || store.put(&stored)).await?;
         self.notify();
-        Ok(job)
+        Ok(())
     }
 
     /// Queues a call to `tool` in `session` (id or name) and returns the job
@@ -214,13 +273,68 @@ impl Jobs {
         session: &str,
         call: Admitted,
     ) -> Result<JobInfo, JobError> {
-        let job = self.persist(session, &call).await?;
+        self.spawn_counted(session, call, None).await
+    }
+
+    /// [`Jobs::spawn_admitted`], held to `quotas.jobs_per_session` and, for
+    /// an agent `principal`, to `quotas.jobs_per_principal`: the job's
+    /// place among the live jobs is taken before it is stored, so two
+    /// spawns cannot both pass the last place.
+    pub(crate) async fn spawn_counted(
+        self: &Arc<Self>,
+        session: &str,
+        call: Admitted,
+        principal: Option<&str>,
+    ) -> Result<JobInfo, JobError> {
+        let job = self.new_job(session, &call).await?;
+        self.reserve(&job, principal)?;
+        if let Err(e) = self.store_job(&job).await {
+            self.live
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&job.id);
+            return Err(e);
+        }
         self.admitted
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .insert(job.id.clone(), call);
-        self.start(&job.id);
+        self.queue_up(&job.id);
         Ok(job)
+    }
+
+    /// Takes a place among the live jobs of this process for `job`, or
+    /// refuses it past a quota.
+    fn reserve(&self, job: &JobInfo, principal: Option<&str>) -> Result<(), JobError> {
+        let host = self.gateway.host();
+        let quotas = &host.config().quotas;
+        let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
+        let of_session = live.values().filter(|l| l.session == job.session).count() as u64;
+        if of_session >= quotas.jobs_per_session {
+            return Err(quota(
+                "jobs_per_session",
+                quotas.jobs_per_session,
+                format!("session {} already has {of_session} live jobs", job.session),
+            ));
+        }
+        if let Some(principal) = principal {
+            let of_principal = live
+                .values()
+                .filter(|l| l.principal.as_deref() == Some(principal))
+                .count() as u64;
+            if of_principal >= quotas.jobs_per_principal {
+                return Err(quota(
+                    "jobs_per_principal",
+                    quotas.jobs_per_principal,
+                    format!("principal `{principal}` already has {of_principal} live jobs"),
+                ));
+            }
+        }
+        live.insert(
+            job.id.clone(),
+            Live::new(&job.session, principal.map(str::to_string)),
+        );
+        Ok(())
     }
 
     /// Now, by the ledger's clock.
@@ -254,12 +368,7 @@ impl Jobs {
                 "wait for which jobs? give job ids".into(),
             ));
         }
-        let mut unique: Vec<&String> = Vec::new();
-        for id in ids {
-            if !unique.contains(&id) {
-                unique.push(id);
-            }
-        }
+        let unique = wait_set(ids)?;
         let timeout = timeout
             .unwrap_or(self.config.default_wait)
             .min(self.config.max_wait);
@@ -329,7 +438,7 @@ impl Jobs {
         let switch = {
             let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
             if was_running.load(Ordering::SeqCst) {
-                live.get(id).cloned()
+                live.get(id).map(|l| l.cancel.clone())
             } else {
                 // Queued here (or nowhere): it never runs; the dispatcher skips it.
                 live.remove(id);
@@ -385,15 +494,20 @@ impl Jobs {
             .contains_key(id)
     }
 
-    /// Puts job `id` in the run queue of this process.
-    fn start(&self, id: &str) {
+    /// Puts `job`, found in the store, in the run queue of this process.
+    fn start(&self, job: &JobInfo) {
         {
             let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
-            if live.contains_key(id) {
+            if live.contains_key(&job.id) {
                 return;
             }
-            live.insert(id.to_string(), watch::Sender::new(false));
+            live.insert(job.id.clone(), Live::new(&job.session, job.by.clone()));
         }
+        self.queue_up(&job.id);
+    }
+
+    /// Hands job `id`, live already, to the dispatcher.
+    fn queue_up(&self, id: &str) {
         let rx = self
             .queue_rx
             .lock()
@@ -414,7 +528,7 @@ impl Jobs {
             .unwrap_or_else(PoisonError::into_inner)
             .get(&id)
         {
-            Some(switch) => switch.subscribe(),
+            Some(live) => live.cancel.subscribe(),
             None => return,
         };
         let now = self.now();

@@ -84,7 +84,12 @@ impl Sessions {
             }
         }
         by(caller, || {
-            self.start_owned(start, Some(caller.name.clone()), caller.tags.clone())
+            self.start_owned(
+                start,
+                Some(caller.name.clone()),
+                caller.tags.clone(),
+                !caller.is_operator(),
+            )
         })
     }
 

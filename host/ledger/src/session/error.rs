@@ -47,6 +47,14 @@ pub enum SessionError {
     /// refused, why, and who can do it (never whose session it is).
     #[error("{0}")]
     NotAllowed(String),
+    /// A `[quotas]` bound would be passed; nothing was written.
+    #[error("quota reached: {what} (`quotas.{key}` = {limit}); {fix}")]
+    Quota {
+        key: &'static str,
+        limit: u64,
+        what: String,
+        fix: String,
+    },
     /// The storage failed; nothing of the operation was acknowledged.
     #[error("session storage failed: {0}")]
     Storage(#[from] StorageError),

@@ -24,6 +24,7 @@ mod handoff;
 mod lifecycle;
 mod log;
 mod ops;
+mod quota;
 mod recover;
 mod state;
 mod store;

@@ -10,6 +10,7 @@ use super::event::{EndOutcome, Event, EventKind, Role, UnwaitedJob};
 use super::handoff::{Handoff, HandoffKind};
 use super::lifecycle::SessionStatus;
 use super::log;
+use super::quota;
 use super::state::{HandoffRecord, InterruptedCall, SessionInfo, SessionState};
 use super::store::{Commit, ID_PREFIX, SESSIONS_BUCKET, Sessions, lock, lock_slot};
 use crate::context_index::{INDEX_SOURCE, index_entries};
@@ -59,23 +60,29 @@ impl Sessions {
     /// belongs to the built-in agent `local` and to operators (see
     /// [`Sessions::start_as`] for a principal's).
     pub fn start(&self, start: StartSession) -> Result<SessionState, SessionError> {
-        self.start_owned(start, None, Vec::new())
+        self.start_owned(start, None, Vec::new(), false)
     }
 
     /// [`Sessions::start`] recording `owner` and the tags pinned for it
-    /// (already among `start.tags`).
+    /// (already among `start.tags`); `counted`: the owner is held to
+    /// `quotas.sessions_per_principal` (agents are, operators are not).
     pub(super) fn start_owned(
         &self,
         start: StartSession,
         owner: Option<String>,
         pinned_tags: Vec<String>,
+        counted: bool,
     ) -> Result<SessionState, SessionError> {
         if let Some(name) = &start.name {
             check_name(name)?;
         }
         check_tags(&start.tags)?;
+        quota::check_tags(&self.config.quotas, &[], &start.tags, &[])?;
         let id = format!("{ID_PREFIX}{}", uuid::Uuid::new_v4().simple());
         let _names = lock(&self.names);
+        if let (true, Some(owner)) = (counted, &owner) {
+            self.check_session_quota(owner)?;
+        }
         if let Some(name) = &start.name {
             self.claim_name(name, &id)?;
         }
@@ -159,6 +166,8 @@ impl Sessions {
     ) -> Result<SessionState, SessionError> {
         check_tags(add)?;
         self.with_slot(id_or_name, |this, slot, id| {
+            let state = this.loaded(slot, id)?;
+            quota::check_tags(&this.config.quotas, &state.tags, add, remove)?;
             let kind = EventKind::Tagged {
                 add: add.to_vec(),
                 remove: remove.to_vec(),
@@ -356,6 +365,7 @@ impl Sessions {
             reason,
         };
         handoff.validate(writer.role).map_err(bad)?;
+        quota::check_handoff(&self.config.quotas, &handoff)?;
         let target = match handoff.target_session.as_deref() {
             None => None,
             Some(t) => {

@@ -13,6 +13,7 @@ use super::error::SessionError;
 use super::event::{Event, EventKind};
 use super::log::{self, LoadStats};
 use super::state::{SessionInfo, SessionState};
+use crate::manifest::QuotasConfig;
 use crate::notify::{self, Outbox};
 use crate::storage::{Storage, StorageError};
 
@@ -37,6 +38,8 @@ pub struct SessionsConfig {
     /// Where the notifications derived from appended events go (see
     /// [`crate::notify`]); none without `[[notify]]` targets.
     pub notify: Option<Arc<Outbox>>,
+    /// `[quotas]`: tags per session, handoff sizes, live sessions per principal.
+    pub quotas: QuotasConfig,
 }
 
 /// Directories kept per session outside the store (the host's scratch
@@ -59,6 +62,7 @@ impl Default for SessionsConfig {
             keep_checkpoints: 2,
             scratch: None,
             notify: None,
+            quotas: QuotasConfig::default(),
         }
     }
 }

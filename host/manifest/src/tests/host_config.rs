@@ -357,3 +357,40 @@ fn examples_are_valid() {
         Err(error) => assert_eq!(error.key(), Some("component"), "{error}"),
     }
 }
+
+#[test]
+fn quotas_have_safe_defaults_and_bad_values_name_their_key() {
+    let fx = Fixture::new();
+    let file = fx.path("glovebox.toml");
+    let c = fx.host("data_dir = \"data\"\nhooks = \"none\"\n").unwrap();
+    assert_eq!(c.quotas, crate::QuotasConfig::default());
+    assert_eq!(c.quotas.jobs_per_session, 64);
+
+    let c = fx
+        .host("data_dir = \"data\"\nhooks = \"none\"\n[quotas]\njobs_per_session = 3\nhandoff_bytes = \"8 KiB\"\n")
+        .unwrap();
+    assert_eq!(c.quotas.jobs_per_session, 3);
+    assert_eq!(c.quotas.handoff_bytes, 8192);
+
+    for (text, key, part) in [
+        (
+            "jobs_per_session = 0",
+            "quotas.jobs_per_session",
+            "from 1 to",
+        ),
+        (
+            "sessions_per_principal = -1",
+            "quotas.sessions_per_principal",
+            "from 1 to",
+        ),
+        (
+            "handoff_bytes = 10",
+            "quotas.handoff_bytes",
+            "between 1 KiB",
+        ),
+        ("log_bytes = 10", "quotas.log_bytes", "unknown key"),
+    ] {
+        let error = fx.host_error(&format!("[quotas]\n{text}\n"));
+        assert_error(&error, &file, key, &[part, "at line 2"]);
+    }
+}

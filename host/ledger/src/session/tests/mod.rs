@@ -6,6 +6,7 @@ mod handoffs;
 mod integrity;
 mod lifecycle;
 mod names;
+mod quotas;
 mod recovery;
 
 use std::path::Path;

@@ -1,0 +1,96 @@
+//! The `[quotas]` the sessions enforce: tags per session, the size of a
+//! handoff, live sessions per agent principal. Each check runs before
+//! anything is written, so a refused request changes nothing; the error
+//! names the key to raise (see `glovebox_manifest::QuotasConfig`).
+
+use super::error::SessionError;
+use super::handoff::Handoff;
+use super::state::SessionInfo;
+use super::store::{SESSIONS_BUCKET, Sessions};
+use crate::manifest::QuotasConfig;
+
+/// The tags a session would have with `add` added and `remove` removed,
+/// against `quotas.tags_per_session`.
+pub(super) fn check_tags(
+    quotas: &QuotasConfig,
+    current: &[String],
+    add: &[String],
+    remove: &[String],
+) -> Result<(), SessionError> {
+    let mut after: Vec<&String> = current.iter().filter(|t| !remove.contains(t)).collect();
+    for tag in add {
+        if !after.contains(&tag) {
+            after.push(tag);
+        }
+    }
+    let limit = quotas.tags_per_session;
+    if after.len() as u64 > limit {
+        return Err(SessionError::Quota {
+            key: "tags_per_session",
+            limit,
+            what: format!("the session would carry {} tags", after.len()),
+            fix: "remove tags it no longer needs, or ask an operator to raise the quota".into(),
+        });
+    }
+    Ok(())
+}
+
+/// One handoff's size (its JSON, every field) and the entries of each of
+/// its lists, against `quotas.handoff_bytes` and `quotas.handoff_items`.
+pub(super) fn check_handoff(quotas: &QuotasConfig, handoff: &Handoff) -> Result<(), SessionError> {
+    let lists = [
+        ("requirements", &handoff.requirements),
+        ("files", &handoff.files),
+        ("success_criteria", &handoff.success_criteria),
+        ("work_completed", &handoff.work_completed),
+        ("next_steps", &handoff.next_steps),
+        ("blockers", &handoff.blockers),
+    ];
+    let limit = quotas.handoff_items;
+    if let Some((field, list)) = lists.iter().find(|(_, l)| l.len() as u64 > limit) {
+        return Err(SessionError::Quota {
+            key: "handoff_items",
+            limit,
+            what: format!("the handoff's `{field}` has {} entries", list.len()),
+            fix: "summarize: put the details in a file in the scratch dir and list the file".into(),
+        });
+    }
+    let bytes = serde_json::to_vec(handoff).map_or(u64::MAX, |v| v.len() as u64);
+    let limit = quotas.handoff_bytes;
+    if bytes > limit {
+        return Err(SessionError::Quota {
+            key: "handoff_bytes",
+            limit,
+            what: format!("the handoff is {bytes} bytes"),
+            fix: "summarize: put the details in a file in the scratch dir and list the file".into(),
+        });
+    }
+    Ok(())
+}
+
+impl Sessions {
+    /// Refuses a new session for `owner` when it already owns
+    /// `quotas.sessions_per_principal` live ones. Called with the names lock
+    /// held, which every start takes, so two starts cannot both pass.
+    pub(super) fn check_session_quota(&self, owner: &str) -> Result<(), SessionError> {
+        let limit = self.config.quotas.sessions_per_principal;
+        let mut live = 0u64;
+        for (_, bytes) in self.storage.scan(SESSIONS_BUCKET, "")? {
+            let Ok(info) = serde_json::from_slice::<SessionInfo>(&bytes) else {
+                continue;
+            };
+            if info.status.is_live() && info.owner.as_deref() == Some(owner) {
+                live += 1;
+            }
+        }
+        if live >= limit {
+            return Err(SessionError::Quota {
+                key: "sessions_per_principal",
+                limit,
+                what: format!("principal `{owner}` already has {live} live sessions"),
+                fix: "end or archive sessions it is done with (`session_end`), or ask an operator to raise the quota".into(),
+            });
+        }
+        Ok(())
+    }
+}
