@@ -41,6 +41,11 @@ pub struct ServeArgs {
     /// browser origin (`https://app.example.com:443`); repeatable.
     #[arg(long, value_name = "ORIGIN")]
     allow_origin: Vec<String>,
+    /// On SIGTERM or Ctrl-C: how long the calls and jobs in flight get to
+    /// finish before the server stops the rest (recording them as
+    /// interrupted) and exits 0. A second signal stops at once.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "30s")]
+    grace: std::time::Duration,
 }
 
 pub async fn run(config: &Path, args: ServeArgs) -> Result<ExitCode> {
@@ -109,7 +114,9 @@ pub async fn run(config: &Path, args: ServeArgs) -> Result<ExitCode> {
                     .map_err(anyhow::Error::msg)?,
             };
             // stdout is the MCP channel: everything else goes to stderr.
-            server.serve_stdio(principal).await?;
+            server
+                .serve_stdio_until(principal, stop_on_signal(), args.grace)
+                .await?;
         }
         Some(addr) => {
             let options = HttpOptions {
@@ -117,12 +124,14 @@ pub async fn run(config: &Path, args: ServeArgs) -> Result<ExitCode> {
                 allow_remote: args.allow_remote,
                 allowed_hosts: args.allow_host,
                 allowed_origins: args.allow_origin,
+                grace: args.grace,
             };
             let http = HttpServer::bind_with(server, addr, options).await?;
             let stop = http.stop_token();
             eprintln!("glovebox: serving MCP at http://{}/mcp", http.local_addr()?);
+            let signalled = stop_on_signal();
             tokio::spawn(async move {
-                shutdown_signal().await;
+                signalled.cancelled().await;
                 stop.cancel();
             });
             http.run().await?;
@@ -183,6 +192,24 @@ fn reload_on_hangup(gateway: glovebox::Gateway) -> Option<glovebox::tasks::Owned
             }
         }
     }))
+}
+
+/// A token cancelled at the first SIGTERM or Ctrl-C (the server drains);
+/// at the second the process exits at once, with 130.
+fn stop_on_signal() -> tokio_util::sync::CancellationToken {
+    let stop = tokio_util::sync::CancellationToken::new();
+    let token = stop.clone();
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        eprintln!(
+            "glovebox: stopping: the calls and jobs in flight may finish (signal again to stop at once)"
+        );
+        token.cancel();
+        shutdown_signal().await;
+        eprintln!("glovebox: stopped at once by a second signal");
+        std::process::exit(130);
+    });
+    stop
 }
 
 /// Ctrl-C, or SIGTERM on Unix.

@@ -684,7 +684,8 @@ fn jobs_survive_a_restart_of_the_real_binary() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn threat_43_live_jobs_past_the_session_or_principal_quota_are_refused_and_nothing_is_queued() {
+async fn threat_43_live_jobs_past_the_session_or_principal_quota_are_refused_and_nothing_is_queued()
+{
     let quotas = QuotasConfig {
         jobs_per_session: 2,
         jobs_per_principal: 3,
@@ -784,4 +785,192 @@ async fn threat_43_job_wait_takes_a_set_of_at_most_256_ids() {
         matches!(err, JobError::BadRequest(_)) && err.to_string().contains("at most 256 jobs"),
         "{err}"
     );
+}
+
+/// `glovebox serve` over stdio, as a client starts it, past the MCP hello.
+fn serve_stdio(site: &Site, grace: &str) -> std::process::Child {
+    use std::io::Write;
+    let mut child = glovebox()
+        .arg("--config")
+        .arg(site.config())
+        .args(["serve", "--grace", grace])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.as_mut().unwrap();
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{{}},"clientInfo":{{"name":"t","version":"1"}}}}}}"#
+    )
+    .unwrap();
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+    )
+    .unwrap();
+    child
+}
+
+fn signal(child: &std::process::Child, name: &str) {
+    let sent = std::process::Command::new("kill")
+        .args([&format!("-{name}"), &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+}
+
+/// Waits for `child` to exit, at most `within`; its exit code (`None`: killed by a signal).
+fn exit_within(child: &mut std::process::Child, within: Duration) -> Option<i32> {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status.code();
+        }
+        if start.elapsed() > within {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the server did not exit within {within:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Polls `job status` (through the running server, once its control socket
+/// listens) until the job has `status`.
+fn until_status(site: &Site, id: &str, status: &str) {
+    let start = Instant::now();
+    loop {
+        let (code, out, err) = site.run(&["job", "status", id]);
+        let job: Value = serde_json::from_str(&out).unwrap_or_default();
+        if code == 0 && job["status"] == status {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "job {id} never became {status}: {out}{err}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn threat_46_sigterm_drains_a_stdio_server_and_records_the_jobs_it_stops_as_interrupted() {
+    let site = Site::new(false);
+    site.json(&[
+        "session",
+        "start",
+        "--role",
+        "workagent",
+        "--project",
+        "p",
+        "--name",
+        "w",
+    ]);
+    let spawn = |seconds: u32| {
+        site.json(&[
+            "job",
+            "spawn",
+            "--session",
+            "w",
+            "sleep.sleep",
+            "--input",
+            &format!(r#"{{"seconds":{seconds}}}"#),
+        ])["id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let (short, long) = (spawn(3), spawn(60));
+    let mut server = serve_stdio(&site, "5s");
+    // The server runs the queued jobs; the operator watches them through it.
+    until_status(&site, &long, "running");
+    until_status(&site, &short, "running");
+    let signalled = Instant::now();
+    signal(&server, "TERM");
+    let code = exit_within(&mut server, Duration::from_secs(30));
+    assert_eq!(code, Some(0), "a drained server exits 0");
+    let took = signalled.elapsed();
+    assert!(
+        took < Duration::from_secs(20),
+        "the long job did not hold the server past its grace: {took:?}"
+    );
+
+    // The short job finished within the grace period; the long one was
+    // stopped and recorded at once, not left `running` for the next start.
+    assert_eq!(site.json(&["job", "status", &short])["status"], "completed");
+    let job = site.json(&["job", "status", &long]);
+    assert_eq!(job["status"], "interrupted", "{job}");
+    assert_eq!(job["result"]["error"]["kind"], "interrupted", "{job}");
+    let message = job["result"]["error"]["message"].as_str().unwrap();
+    assert!(message.contains("grace period of 5s"), "{message}");
+
+    // Its call ended in the session log, with the reason; nothing is left in flight.
+    let (_, export, _) = site.run(&["log", "export", "w"]);
+    let events: Vec<Value> = export
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let started = events
+        .iter()
+        .find(|e| e["kind"]["type"] == "call_requested" && e["kind"]["job_id"] == long.as_str())
+        .expect("the long job's call was logged");
+    let call_id = &started["kind"]["call_id"];
+    let finished = events
+        .iter()
+        .find(|e| e["kind"]["type"] == "call_finished" && &e["kind"]["call_id"] == call_id)
+        .expect("the long job's call finished in the log");
+    assert_eq!(finished["kind"]["outcome"], "cancelled", "{finished}");
+    assert!(
+        finished["kind"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("the host stopped"),
+        "{finished}"
+    );
+    let (code, out, err) = site.run(&["log", "verify", "w"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (_, show, _) = site.run(&["session", "show", "w"]);
+    assert!(!show.contains("in flight: 1"), "{show}");
+}
+
+#[test]
+fn threat_46_a_second_signal_stops_the_server_at_once() {
+    let site = Site::new(true);
+    site.json(&[
+        "session",
+        "start",
+        "--role",
+        "workagent",
+        "--project",
+        "p",
+        "--name",
+        "w",
+    ]);
+    let long = site.json(&[
+        "job",
+        "spawn",
+        "--session",
+        "w",
+        "sleep.sleep",
+        "--input",
+        r#"{"seconds":60}"#,
+    ])["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut server = serve_stdio(&site, "60s");
+    until_status(&site, &long, "running");
+    signal(&server, "TERM");
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        server.try_wait().unwrap().is_none(),
+        "the first signal drains: the server waits for the job"
+    );
+    signal(&server, "TERM");
+    let code = exit_within(&mut server, Duration::from_secs(10));
+    assert_eq!(code, Some(130), "the second signal stops it at once");
+    // Nothing was recorded for the job: the next start recovers it.
+    assert_eq!(site.json(&["job", "status", &long])["status"], "running");
 }

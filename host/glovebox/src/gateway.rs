@@ -224,7 +224,7 @@ impl Gateway {
         session: &str,
         call: Admitted,
         job_id: Option<String>,
-        cancel: Option<tokio::sync::watch::Receiver<bool>>,
+        cancel: Option<crate::pipeline::Cancel>,
     ) -> Result<CallReport, SessionError> {
         let sessions = self.sessions().clone();
         let key = session.to_string();

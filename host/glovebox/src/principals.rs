@@ -10,8 +10,6 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use tokio::sync::watch;
-
 use crate::approvals::Approval;
 use crate::budget::UsageReport;
 use crate::call::CallReport;
@@ -95,7 +93,7 @@ impl Gateway {
         session: &str,
         call: Admitted,
         job_id: Option<String>,
-        cancel: Option<watch::Receiver<bool>>,
+        cancel: Option<crate::pipeline::Cancel>,
     ) -> Result<CallReport, SessionError> {
         let state = self.session_as(caller, session).await?;
         self.call(&state.id, call, job_id, cancel).await

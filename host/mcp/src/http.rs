@@ -53,8 +53,9 @@ pub const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1
 pub const MAX_HEADER_BYTES: usize = 64 << 10;
 /// The connections served at once by default; more wait to be accepted.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
-/// How long a stopping server lets the calls in flight finish.
-pub const DRAIN: std::time::Duration = std::time::Duration::from_secs(30);
+/// How long a stopping server lets the calls and jobs in flight finish, by
+/// default (`serve --grace`).
+pub const DEFAULT_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// What the operator allows beyond the defaults.
 #[derive(Clone, Debug)]
@@ -69,6 +70,9 @@ pub struct HttpOptions {
     pub allowed_hosts: Vec<String>,
     /// Browser `Origin`s accepted besides loopback ones on the bound port.
     pub allowed_origins: Vec<String>,
+    /// How long a stopping server lets the calls and jobs in flight finish
+    /// ([`DEFAULT_GRACE`]); see [`McpServer::drain`].
+    pub grace: std::time::Duration,
 }
 
 impl Default for HttpOptions {
@@ -78,6 +82,7 @@ impl Default for HttpOptions {
             allow_remote: false,
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
+            grace: DEFAULT_GRACE,
         }
     }
 }
@@ -134,7 +139,7 @@ impl HttpServer {
 
     /// Cancelling this token stops the server: it takes no new connection
     /// or request, lets the calls in flight finish and answer (up to
-    /// [`DRAIN`]), then ends its MCP sessions.
+    /// [`HttpOptions::grace`]), then ends its MCP sessions.
     pub fn stop_token(&self) -> CancellationToken {
         self.stop.clone()
     }
@@ -266,14 +271,7 @@ impl HttpServer {
         // sessions end and the connections close.
         auth.stopping
             .store(true, std::sync::atomic::Ordering::SeqCst);
-        let gateway = self.server.gateway();
-        if !gateway.wait_idle(DRAIN).await {
-            tracing::warn!(
-                calls = gateway.host().calls_in_flight(),
-                "stopping: calls still running after {}s are cut off (they are marked interrupted at the next start)",
-                DRAIN.as_secs()
-            );
-        }
+        self.server.drain(self.options.grace).await;
         sessions_end.cancel();
         connections.close();
         let _ = tokio::time::timeout(std::time::Duration::from_secs(5), connections.wait()).await;

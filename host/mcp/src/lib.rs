@@ -43,6 +43,7 @@ mod tools;
 use std::borrow::Cow;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 use rmcp::model::{
@@ -51,6 +52,7 @@ use rmcp::model::{
     ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion,
     ServerCapabilities, Tool,
 };
+use tokio_util::sync::CancellationToken;
 // `logging` is deprecated from revision 2026-07-28 on (see `logging.rs`).
 #[allow(deprecated)]
 use rmcp::model::SetLevelRequestParams;
@@ -65,7 +67,7 @@ use glovebox::session::{Role, SessionError, SessionStatus, StartSession};
 use glovebox::settled::Settled;
 use glovebox::{Admitted, CallError, Gateway, Principal};
 
-pub use http::{DEFAULT_MAX_CONNECTIONS, HttpOptions, HttpServer};
+pub use http::{DEFAULT_GRACE, DEFAULT_MAX_CONNECTIONS, HttpOptions, HttpServer};
 pub use logging::connection_log;
 pub use tools::BUILTINS;
 
@@ -169,19 +171,68 @@ impl McpServer {
     /// Serves one client over stdin/stdout until it closes stdin, as
     /// `principal`.
     pub async fn serve_stdio(&self, principal: Principal) -> anyhow::Result<()> {
+        self.serve_stdio_until(principal, CancellationToken::new(), Duration::ZERO)
+            .await
+    }
+
+    /// [`McpServer::serve_stdio`] until the client closes stdin or `stop` is
+    /// cancelled; then the server drains for up to `grace` (see
+    /// [`McpServer::drain`]) while the client still gets its answers.
+    pub async fn serve_stdio_until(
+        &self,
+        principal: Principal,
+        stop: CancellationToken,
+        grace: Duration,
+    ) -> anyhow::Result<()> {
         tracing::info!(principal = %principal, "serving MCP over stdio");
         let connection = self.connection_as(principal);
-        let running = connection
-            .clone()
-            .serve(rmcp::transport::stdio())
-            .await
-            .context("the MCP handshake over stdio failed")?;
-        tracing::info!("serving MCP over stdio");
-        let waited = running.waiting().await;
+        let running = tokio::select! {
+            running = connection.clone().serve(rmcp::transport::stdio()) => {
+                running.context("the MCP handshake over stdio failed")?
+            }
+            () = stop.cancelled() => {
+                // Stopped before a client said hello: the jobs still drain.
+                self.drain(grace).await;
+                return Ok(());
+            }
+        };
+        let cancel = running.cancellation_token();
+        let mut waiting = std::pin::pin!(running.waiting());
+        let waited = tokio::select! {
+            waited = waiting.as_mut() => waited,
+            () = stop.cancelled() => {
+                self.drain(grace).await;
+                cancel.cancel();
+                waiting.await
+            }
+        };
         // The client is gone: its default session must not stay active.
         connection.gone().await;
         waited.context("the MCP stdio service stopped")?;
         Ok(())
+    }
+
+    /// For a server that stops: the requests, calls and jobs in flight get
+    /// until `grace` to finish (a request waiting for an operator's approval
+    /// is answered "awaiting approval" at once); queued jobs stay queued for
+    /// the next start; jobs still running then are stopped and recorded as
+    /// interrupted (or re-queued, if idempotent; see [`Jobs::shutdown`]).
+    pub async fn drain(&self, grace: Duration) {
+        let gateway = self.gateway();
+        let (idle, stopped) = tokio::join!(gateway.wait_idle(grace), self.jobs().shutdown(grace));
+        if !stopped.is_empty() {
+            tracing::warn!(
+                jobs = stopped.len(),
+                "stopping: jobs still running after the grace period were stopped and recorded as interrupted"
+            );
+        }
+        if !idle {
+            tracing::warn!(
+                calls = gateway.host().calls_in_flight(),
+                "stopping: calls still running after {}s are cut off (they are marked interrupted at the next start)",
+                grace.as_secs()
+            );
+        }
     }
 }
 

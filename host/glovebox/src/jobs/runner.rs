@@ -26,19 +26,22 @@ const CANCEL_SETTLE: Duration = Duration::from_secs(5);
 
 /// A job this process has queued to run or runs.
 struct Live {
-    /// Set to cancel it.
-    cancel: watch::Sender<bool>,
+    /// Set to the reason to cancel it.
+    cancel: watch::Sender<Option<Arc<str>>>,
     session: String,
     /// The agent principal it counts against (`quotas.jobs_per_principal`).
     principal: Option<String>,
+    /// Its call runs (it left the queue).
+    running: bool,
 }
 
 impl Live {
     fn new(session: &str, principal: Option<String>) -> Live {
         Live {
-            cancel: watch::Sender::new(false),
+            cancel: watch::Sender::new(None),
             session: session.to_string(),
             principal,
+            running: false,
         }
     }
 }
@@ -89,6 +92,8 @@ pub struct Jobs {
     admitted: Mutex<HashMap<String, Admitted>>,
     /// Bumped at every status change; waiters watch it.
     changed: watch::Sender<u64>,
+    /// Set by [`Jobs::shutdown`]: queued jobs are not started any more.
+    stopping: AtomicBool,
     this: Weak<Jobs>,
 }
 
@@ -113,6 +118,7 @@ impl Jobs {
             live: Mutex::new(HashMap::new()),
             admitted: Mutex::new(HashMap::new()),
             changed: watch::Sender::new(0),
+            stopping: AtomicBool::new(false),
             this: this.clone(),
         })
     }
@@ -452,7 +458,7 @@ impl Jobs {
         let Some(switch) = switch else {
             return Ok(job);
         };
-        switch.send_replace(true);
+        switch.send_replace(Some(Arc::from("its background job was cancelled")));
         // Its task leaves `live` once the call is settled in the session log.
         let settled = async {
             loop {
@@ -466,6 +472,96 @@ impl Jobs {
             tracing::warn!(job = %id, "cancelled job still winding down");
         }
         self.status(id)
+    }
+
+    /// For a host that stops: no queued job starts any more (they stay
+    /// queued in the store, for the next start); the running ones get until
+    /// `grace` to finish. Those still running then are stopped and recorded
+    /// as a restart would find them: re-queued if their tool is idempotent,
+    /// `interrupted` otherwise; their calls end in the session log, cancelled
+    /// with the reason. Returns the jobs it stopped.
+    pub async fn shutdown(&self, grace: Duration) -> Vec<JobInfo> {
+        self.stopping.store(true, Ordering::SeqCst);
+        let deadline = tokio::time::Instant::now() + grace;
+        let mut changes = self.changed.subscribe();
+        loop {
+            changes.borrow_and_update();
+            if self.running().is_empty()
+                || tokio::time::timeout_at(deadline, changes.changed())
+                    .await
+                    .is_err()
+            {
+                break;
+            }
+        }
+        let mut stopped = Vec::new();
+        for (id, switch) in self.running() {
+            let now = self.now();
+            let grace_text = humantime::format_duration(grace).to_string();
+            let changed = self
+                .update(&id, move |j| {
+                    if j.status != JobStatus::Running {
+                        return false;
+                    }
+                    let message = format!(
+                        "the host stopped while the job was running (attempt {}): it did not finish within the shutdown grace period of {grace_text}",
+                        j.attempts
+                    );
+                    let (status, message) = if j.idempotent {
+                        (
+                            JobStatus::Queued,
+                            format!("{message}; re-queued: its tool is idempotent"),
+                        )
+                    } else {
+                        (
+                            JobStatus::Interrupted,
+                            format!("{message}; not re-run: its tool is not idempotent, so it may have had effects (spawn it again if it is safe)"),
+                        )
+                    };
+                    j.status = status;
+                    if status.is_final() {
+                        j.finished_at_ms = Some(now);
+                    }
+                    j.result = Some(failed_result("interrupted", message));
+                    true
+                })
+                .await;
+            match changed {
+                Ok((job, true)) => {
+                    tracing::warn!(job = %job.id, tool = %job.tool, status = %job.status, "stopping: job still running after the grace period");
+                    switch.send_replace(Some(Arc::from(
+                        "the host stopped before its background job finished",
+                    )));
+                    stopped.push(job);
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::error!(job = %id, error = %e, "stopping: the job's record could not be updated; the next start marks it")
+                }
+            }
+        }
+        // Their calls settle in the session log (the instance is dropped at once).
+        let settle = tokio::time::Instant::now() + CANCEL_SETTLE;
+        while !stopped.iter().all(|j| !self.is_live(&j.id)) {
+            if tokio::time::timeout_at(settle, changes.changed())
+                .await
+                .is_err()
+            {
+                break;
+            }
+        }
+        stopped
+    }
+
+    /// The jobs this process runs now, with their cancel switch.
+    fn running(&self) -> Vec<(String, watch::Sender<Option<Arc<str>>>)> {
+        self.live
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter(|(_, l)| l.running)
+            .map(|(id, l)| (id.clone(), l.cancel.clone()))
+            .collect()
     }
 
     /// Jobs, oldest first, optionally of one session (id or name) and status.
@@ -522,6 +618,15 @@ impl Jobs {
 
     /// Runs job `id` with its admission `permit`.
     async fn run(self: Arc<Self>, id: String, permit: OwnedSemaphorePermit) {
+        if self.stopping.load(Ordering::SeqCst) {
+            // The host stops: the job stays queued in the store, for the
+            // next process that runs jobs.
+            self.live
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&id);
+            return;
+        }
         let cancel = match self
             .live
             .lock()
@@ -544,6 +649,14 @@ impl Jobs {
             })
             .await;
         if let Ok((job, true)) = started {
+            if let Some(live) = self
+                .live
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get_mut(&id)
+            {
+                live.running = true;
+            }
             let admitted = self
                 .admitted
                 .lock()

@@ -87,7 +87,7 @@ impl Gateway {
         call: Admitted,
         by: Judge,
         job_id: Option<String>,
-        cancel: Option<tokio::sync::watch::Receiver<bool>>,
+        cancel: Option<Cancel>,
     ) -> Result<CallReport, SessionError> {
         // The host as it is now: a reload while the call runs does not
         // change the hooks that judged it or the settle that follows.
@@ -153,26 +153,36 @@ pub(crate) fn call_metering(m: &Metering) -> CallMetering {
     }
 }
 
+/// How a running call is stopped from outside: it holds `None` until
+/// whoever may stop the call (its job's cancel, a host that stops) sets the
+/// reason, which the call's `cancelled` outcome then says.
+pub type Cancel = tokio::sync::watch::Receiver<Option<std::sync::Arc<str>>>;
+
 /// Runs `call` unless `cancel` comes first: a cancelled call ends at once
 /// (the call's future, and with it its instance, is dropped).
 async fn cancellable(
     call: impl std::future::Future<Output = CallReport>,
-    mut cancel: tokio::sync::watch::Receiver<bool>,
+    mut cancel: Cancel,
     tool: &str,
 ) -> CallReport {
     let cancelled = async move {
-        if cancel.wait_for(|c| *c).await.is_err() {
+        let reason = cancel
+            .wait_for(Option::is_some)
+            .await
+            .map(|reason| reason.as_deref().unwrap_or_default().to_string());
+        match reason {
+            Ok(reason) => reason,
             // Nobody can cancel any more: the call runs to its end.
-            std::future::pending::<()>().await;
+            Err(_) => std::future::pending().await,
         }
     };
     tokio::select! {
         biased;
-        () = cancelled => CallReport::refused(
+        reason = cancelled => CallReport::refused(
             tool,
             CallError::Cancelled {
                 tool: tool.to_string(),
-                reason: "its background job was cancelled".to_string(),
+                reason,
             },
         ),
         report = call => report,
