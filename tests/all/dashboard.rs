@@ -459,6 +459,40 @@ fn the_admin_listener_is_an_operators_checks_origin_and_host_and_escapes_tool_ou
         "",
     );
     assert_eq!(a.status, 303);
+
+    // Guessing: ten failed logins or tokens a minute from one address (two
+    // failed above), then its credentials are not even checked (429), the
+    // operator's own token included; a login cookie made before still works.
+    let a = post("/ui/login", &[("Origin", &own_origin)], &form(&operator));
+    let kept = a
+        .header("set-cookie")
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string();
+    for i in 0..8 {
+        let a = if i % 2 == 0 {
+            post("/ui/login", &[("Origin", &own_origin)], &form("guess"))
+        } else {
+            http(
+                admin,
+                "GET",
+                "/metrics",
+                &[("Authorization", "Bearer guess")],
+                "",
+            )
+        };
+        assert_eq!(a.status, 401, "failure {i}: {}", a.body);
+    }
+    let a = post("/ui/login", &[("Origin", &own_origin)], &form(&operator));
+    assert_eq!(a.status, 429, "{}", a.body);
+    assert!(a.header("retry-after").is_some(), "{}", a.head);
+    assert!(a.body.contains("too many failed logins"), "{}", a.body);
+    let a = http(admin, "GET", "/ui/jobs", &[("Authorization", &op)], "");
+    assert_eq!(a.status, 429, "a bearer token is not checked either");
+    let a = http(admin, "GET", "/ui/jobs", &[("Cookie", &kept)], "");
+    assert_eq!(a.status, 200, "an existing login is not a guess");
 }
 
 #[test]

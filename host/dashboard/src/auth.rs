@@ -4,6 +4,7 @@
 //! and the headers every answer carries.
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -23,6 +24,67 @@ pub const COOKIE: &str = "glovebox_admin";
 const LOGIN_LIFETIME: Duration = Duration::from_secs(12 * 3600);
 /// Logins kept at most (the oldest go first).
 const MAX_LOGINS: usize = 1024;
+
+/// Failed credential checks one address may make in a [`FAILURE_WINDOW`];
+/// past them its credentials are not checked until the window ends (429).
+const MAX_FAILURES: u32 = 10;
+const FAILURE_WINDOW: Duration = Duration::from_secs(60);
+/// Addresses whose failures are remembered at most (the oldest go first).
+const MAX_FAILING_ADDRESSES: usize = 4096;
+
+/// The address a request came from (set by the listener for every
+/// connection).
+#[derive(Clone, Copy, Debug)]
+pub struct Peer(pub IpAddr);
+
+/// Failed logins and bearer tokens per address, in fixed windows: a
+/// guesser gets [`MAX_FAILURES`] tries a minute, not thousands a second.
+/// Tokens are 256-bit random, so this is a bound on noise and load more
+/// than on luck; it also keeps a guesser out of the logs' way.
+#[derive(Default)]
+pub struct Failures {
+    map: Mutex<HashMap<IpAddr, (u32, Instant)>>,
+}
+
+impl Failures {
+    /// How long `peer` must wait before its credentials are checked again.
+    fn locked(&self, peer: IpAddr) -> Option<Duration> {
+        let map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
+        let (count, since) = map.get(&peer)?;
+        let left = FAILURE_WINDOW.checked_sub(since.elapsed())?;
+        (*count >= MAX_FAILURES).then_some(left)
+    }
+
+    fn failed(&self, peer: IpAddr) {
+        let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
+        if map.len() >= MAX_FAILING_ADDRESSES && !map.contains_key(&peer) {
+            map.retain(|_, (_, since)| since.elapsed() < FAILURE_WINDOW);
+            if map.len() >= MAX_FAILING_ADDRESSES
+                && let Some(oldest) = map.iter().min_by_key(|(_, (_, at))| *at).map(|(k, _)| *k)
+            {
+                map.remove(&oldest);
+            }
+        }
+        let entry = map.entry(peer).or_insert((0, Instant::now()));
+        if entry.1.elapsed() >= FAILURE_WINDOW {
+            *entry = (0, Instant::now());
+        }
+        entry.0 += 1;
+        if entry.0 == MAX_FAILURES {
+            tracing::warn!(%peer, "admin listener: {MAX_FAILURES} failed logins or tokens from one address in a minute; its credentials are refused until the minute ends");
+        }
+    }
+}
+
+fn too_many(wait: Duration) -> Response {
+    let seconds = wait.as_secs().max(1);
+    (
+        StatusCode::TOO_MANY_REQUESTS,
+        [(header::RETRY_AFTER, seconds.to_string())],
+        format!("too many failed logins or tokens from this address: try again in {seconds} s\n"),
+    )
+        .into_response()
+}
 
 /// The operator a request acts as (set by [`guard`]).
 #[derive(Clone)]
@@ -174,10 +236,24 @@ pub async fn guard(State(app): State<Arc<App>>, mut req: Request, next: Next) ->
         ));
     }
     let path = req.uri().path().to_string();
+    let peer = req.extensions().get::<Peer>().map(|p| p.0);
+    let credential =
+        bearer(req.headers()).is_some() || (path == "/ui/login" && req.method() == Method::POST);
+    if let (true, Some(peer)) = (credential, peer)
+        && let Some(wait) = app.failures.locked(peer)
+    {
+        return secured(too_many(wait));
+    }
     if path == "/ui/login" || path.starts_with("/ui/static/") {
         return secured(next.run(req).await);
     }
-    match who(&app, req.headers()) {
+    let who = who(&app, req.headers());
+    if let (Who::Nobody, Some(peer)) = (&who, peer)
+        && bearer(req.headers()).is_some()
+    {
+        app.failures.failed(peer);
+    }
+    match who {
         Who::Operator(p) => {
             // What the request writes to a log is this operator's doing.
             let by = p.name.clone();
@@ -260,7 +336,11 @@ pub async fn login_page(State(app): State<Arc<App>>) -> Response {
 }
 
 /// `POST /ui/login`: an operator's token sets the login cookie.
-pub async fn login(State(app): State<Arc<App>>, Form(form): Form<LoginForm>) -> Response {
+pub async fn login(
+    State(app): State<Arc<App>>,
+    peer: Option<Extension<Peer>>,
+    Form(form): Form<LoginForm>,
+) -> Response {
     if !app.gateway.has_principals() {
         return axum::response::Redirect::to("/ui").into_response();
     }
@@ -292,11 +372,16 @@ pub async fn login(State(app): State<Arc<App>>, Form(form): Form<LoginForm>) -> 
             ))),
         )
             .into_response(),
-        None => (
-            StatusCode::UNAUTHORIZED,
-            axum::response::Html(login_form(Some("that token is not an operator's"))),
-        )
-            .into_response(),
+        None => {
+            if let Some(Extension(Peer(peer))) = peer {
+                app.failures.failed(peer);
+            }
+            (
+                StatusCode::UNAUTHORIZED,
+                axum::response::Html(login_form(Some("that token is not an operator's"))),
+            )
+                .into_response()
+        }
     }
 }
 

@@ -33,6 +33,9 @@ use tokio::net::TcpListener;
 
 /// The path the dashboard is served under.
 pub const UI_PATH: &str = "/ui";
+/// Connections the admin listener serves at once (operators' browsers and
+/// a scraper); more wait to be accepted.
+pub const MAX_CONNECTIONS: usize = 64;
 /// The path the metrics are served at on the admin listener.
 pub const METRICS_PATH: &str = "/metrics";
 
@@ -59,6 +62,8 @@ pub(crate) struct App {
     pub origins: Vec<String>,
     /// Logged-in browsers: session id → operator.
     pub logins: auth::Logins,
+    /// Failed logins and tokens per address.
+    pub failures: auth::Failures,
 }
 
 /// A bound admin listener.
@@ -127,6 +132,7 @@ impl AdminServer {
                 hosts,
                 origins,
                 logins: auth::Logins::default(),
+                failures: auth::Failures::default(),
             }),
         })
     }
@@ -135,16 +141,42 @@ impl AdminServer {
         Ok(self.listener.local_addr()?)
     }
 
-    /// Serves until `stop` completes.
+    /// Serves until `stop` completes, within the same transport limits as
+    /// the MCP listener (a connection cap, a header-read timeout, back-off
+    /// on accept errors: `glovebox-listener`). Open pages' live-update
+    /// streams are then cut after a moment.
     pub async fn run(
         self,
         stop: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
-        let router = router(self.app);
-        axum::serve(self.listener, router)
-            .with_graceful_shutdown(stop)
-            .await
-            .context("the admin listener failed")
+        let service = hyper_util::service::TowerToHyperService::new(router(self.app));
+        let (stopping, close) = (
+            tokio_util::sync::CancellationToken::new(),
+            tokio_util::sync::CancellationToken::new(),
+        );
+        let token = stopping.clone();
+        tokio::spawn(async move {
+            stop.await;
+            token.cancel();
+        });
+        let limits = glovebox_listener::Limits {
+            max_connections: MAX_CONNECTIONS,
+            ..Default::default()
+        };
+        let connections =
+            glovebox_listener::accept_until(&self.listener, limits, &stopping, &close, |peer| {
+                let service = service.clone();
+                hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+                    // Who is asking, for the failed-login bound.
+                    req.extensions_mut().insert(auth::Peer(peer.ip()));
+                    hyper::service::Service::call(&service, req)
+                })
+            })
+            .await;
+        close.cancel();
+        connections.close();
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(2), connections.wait()).await;
+        Ok(())
     }
 }
 

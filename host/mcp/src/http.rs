@@ -28,7 +28,6 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full, combinators::BoxBody};
 use hyper::body::Incoming;
 use hyper::service::Service as _;
-use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
@@ -44,15 +43,8 @@ pub const MCP_PATH: &str = "/mcp";
 /// operator's token when principals are declared.
 pub const METRICS_PATH: &str = "/metrics";
 
-/// How long a connection may take to send a request's headers (and how
-/// long an idle keep-alive connection is kept): a client that dribbles
-/// bytes cannot hold a connection open.
-pub const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
-/// The most a request's line and headers may take (bodies are bounded by
-/// the host's input limit).
-pub const MAX_HEADER_BYTES: usize = 64 << 10;
-/// The connections served at once by default; more wait to be accepted.
-pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+pub use glovebox_listener::DEFAULT_MAX_CONNECTIONS;
+
 /// How long a stopping server lets the calls and jobs in flight finish, by
 /// default (`serve --grace`).
 pub const DEFAULT_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
@@ -205,36 +197,19 @@ impl HttpServer {
             stopping: std::sync::atomic::AtomicBool::new(false),
             allowed_hosts,
         });
-        let slots = Arc::new(tokio::sync::Semaphore::new(
-            self.options.max_connections.max(1),
-        ));
-        let connections = tokio_util::task::TaskTracker::new();
-        loop {
-            // A slot first: at the cap, new connections wait in the backlog.
-            let slot = tokio::select! {
-                _ = self.stop.cancelled() => break,
-                slot = slots.clone().acquire_owned() => match slot {
-                    Ok(slot) => slot,
-                    Err(_) => break,
-                },
-            };
-            let (stream, peer) = tokio::select! {
-                _ = self.stop.cancelled() => break,
-                accepted = self.listener.accept() => match accepted {
-                    Ok(a) => a,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "cannot accept an HTTP connection");
-                        continue;
-                    }
-                },
-            };
-            let _ = stream.set_nodelay(true);
-            let mcp = mcp.clone();
-            let stop = sessions_end.clone();
-            let auth = auth.clone();
-            connections.spawn(async move {
-                let _slot = slot;
-                let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
+        let limits = glovebox_listener::Limits {
+            max_connections: self.options.max_connections,
+            ..Default::default()
+        };
+        let connections = glovebox_listener::accept_until(
+            &self.listener,
+            limits,
+            &self.stop,
+            &sessions_end,
+            |_| {
+                let mcp = mcp.clone();
+                let auth = auth.clone();
+                hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
                     let mcp = mcp.clone();
                     let auth = auth.clone();
                     async move {
@@ -246,26 +221,10 @@ impl HttpServer {
                         }
                         auth.serve(req, |req| mcp.call(req)).await
                     }
-                });
-                let conn = hyper::server::conn::http1::Builder::new()
-                    .timer(hyper_util::rt::TokioTimer::new())
-                    .header_read_timeout(HEADER_TIMEOUT)
-                    .max_buf_size(MAX_HEADER_BYTES)
-                    .serve_connection(TokioIo::new(stream), service);
-                let mut conn = std::pin::pin!(conn);
-                tokio::select! {
-                    r = conn.as_mut() => {
-                        if let Err(e) = r {
-                            tracing::debug!(%peer, error = %e, "HTTP connection ended with an error");
-                        }
-                    }
-                    _ = stop.cancelled() => {
-                        conn.as_mut().graceful_shutdown();
-                        let _ = conn.as_mut().await;
-                    }
-                }
-            });
-        }
+                })
+            },
+        )
+        .await;
         // Stopping: no new connection (above) and no new request (503);
         // the calls in flight finish and their answers go out; then the MCP
         // sessions end and the connections close.
