@@ -6,7 +6,8 @@
 //! second time: a DNS answer that changes between the two lookups (rebinding)
 //! would send the request to an address nobody vetted, such as loopback or the
 //! cloud metadata service. [`send_to`] therefore never resolves anything: it
-//! opens the TCP connection to the vetted [`SocketAddr`] itself, runs TLS over it
+//! opens the TCP connection to a vetted [`SocketAddr`] itself (each in turn, as
+//! the default does with the addresses it resolves), runs TLS over it
 //! for `https` with the *granted* host name as the server name (SNI and the
 //! certificate check, against the Mozilla roots of `webpki-roots`), then speaks
 //! HTTP/1.1 with hyper. Timeouts and error variants follow the default sender's,
@@ -78,13 +79,14 @@ impl Tls {
     }
 }
 
-/// Sends `request` over a new connection to `addr`, never to wherever the
-/// request's host name may resolve now. With `tls`, the connection is TLS with
-/// its server name; the request's `Host` header is left as the guest set it.
+/// Sends `request` over a new connection to the first of `addrs` that accepts
+/// one, never to wherever the request's host name may resolve now. With `tls`,
+/// the connection is TLS with its server name; the request's `Host` header is
+/// left as the guest set it.
 pub async fn send_to(
     mut request: http::Request<WasiBody>,
     options: Option<RequestOptions>,
-    addr: SocketAddr,
+    addrs: &[SocketAddr],
     tls: Option<Tls>,
 ) -> Result<(http::Response<WasiBody>, IoFuture), HttpError> {
     let options = options.unwrap_or_default();
@@ -102,8 +104,8 @@ pub async fn send_to(
     *request.uri_mut() = http::Uri::try_from(path).map_err(|_| HttpError::HttpRequestUriInvalid)?;
 
     let deadline = Instant::now() + connect_timeout;
-    let tcp = match tokio::time::timeout_at(deadline, TcpStream::connect(addr)).await {
-        Ok(stream) => stream.map_err(HttpError::Connect)?,
+    let tcp = match tokio::time::timeout_at(deadline, connect_any(addrs)).await {
+        Ok(stream) => stream?,
         Err(_) => return Err(HttpError::ConnectionTimeout),
     };
     match tls {
@@ -118,6 +120,18 @@ pub async fn send_to(
             exchange(stream, request, deadline, timeouts).await
         }
     }
+}
+
+/// A TCP connection to the first of `addrs` that accepts, else the last error.
+async fn connect_any(addrs: &[SocketAddr]) -> Result<TcpStream, HttpError> {
+    let mut last = HttpError::DestinationNotFound;
+    for addr in addrs {
+        match TcpStream::connect(addr).await {
+            Ok(stream) => return Ok(stream),
+            Err(err) => last = HttpError::Connect(err),
+        }
+    }
+    Err(last)
 }
 
 #[derive(Clone, Copy)]
@@ -346,7 +360,7 @@ mod tests {
         let (addr, sni) = serve_once(&pki).await;
         let tls = Tls::with_config("rebind.invalid", trusting(&pki.root)).unwrap();
         let url = format!("https://rebind.invalid:{}/hello", addr.port());
-        let (response, io) = send_to(get(&url), None, addr, Some(tls)).await.unwrap();
+        let (response, io) = send_to(get(&url), None, &[addr], Some(tls)).await.unwrap();
         assert_eq!(response.status(), 200);
         let body = response.into_body().collect().await.unwrap().to_bytes();
         assert_eq!(body, Bytes::from_static(b"hello over tls"));
@@ -366,7 +380,7 @@ mod tests {
         let (addr, _sni) = serve_once(&pki).await;
         let tls = Tls::with_config("rebind.invalid", trusting(&pki.root)).unwrap();
         let url = format!("https://rebind.invalid:{}/hello", addr.port());
-        let err = send_to(get(&url), None, addr, Some(tls))
+        let err = send_to(get(&url), None, &[addr], Some(tls))
             .await
             .err()
             .expect("a certificate for another name must be refused");
@@ -375,17 +389,23 @@ mod tests {
         let stranger = pki_for("rebind.invalid");
         let (addr, _sni) = serve_once(&stranger).await;
         let tls = Tls::with_config("rebind.invalid", trusting(&pki.root)).unwrap();
-        let err = send_to(get(&url), None, addr, Some(tls))
+        let err = send_to(get(&url), None, &[addr], Some(tls))
             .await
             .err()
             .unwrap();
         assert!(matches!(err, HttpError::TlsCertificateError), "{err}");
     }
 
-    // Plain HTTP goes to the vetted address too, with the Host header intact,
-    // and a server that never answers is cut off at the first-byte timeout.
+    // Plain HTTP goes to the vetted addresses too, in order (the first one here
+    // refuses), with the Host header intact, and a server that never answers is
+    // cut off at the first-byte timeout.
     #[tokio::test]
     async fn threat_17_http_connects_to_the_vetted_address_with_its_timeouts() {
+        let closed = TcpListener::bind("127.0.0.1:0")
+            .await
+            .unwrap()
+            .local_addr()
+            .unwrap();
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (head_tx, head_rx) = oneshot::channel();
@@ -416,7 +436,7 @@ mod tests {
         *request.body_mut() = Full::new(Bytes::new())
             .map_err(|never| match never {})
             .boxed_unsync();
-        let err = send_to(request, Some(options), addr, None)
+        let err = send_to(request, Some(options), &[closed, addr], None)
             .await
             .err()
             .expect("a silent server must time out");

@@ -186,10 +186,10 @@ impl WasiHttpHooks for HttpPolicy {
                     ),
                 ));
             }
-            let Some(addr) = addrs.first().copied() else {
+            if addrs.is_empty() {
                 return Err(HttpError::DestinationNotFound);
-            };
-            // Connect to the vetted address itself, never to what the name
+            }
+            // Connect to a vetted address itself, never to what the name
             // resolves to by then; TLS checks the certificate against the
             // granted name (`sandbox::connect`).
             let tls = if scheme == "https" {
@@ -197,7 +197,7 @@ impl WasiHttpHooks for HttpPolicy {
             } else {
                 None
             };
-            send_to(request, options, addr, tls).await
+            send_to(request, options, &addrs, tls).await
         })
     }
 }
