@@ -299,6 +299,36 @@ async fn fetch_reaches_granted_hosts_only() {
     assert_serving(&h).await;
 }
 
+// Threat 40: generated code that makes request after refused request, each to a
+// host name tens of kilobytes long, leaves the host a bounded list of refusals.
+#[tokio::test]
+async fn threat_40_a_fetch_loop_to_refused_hosts_leaves_a_bounded_list() {
+    let mut m = runner();
+    m.limits.deadline = Duration::from_secs(30);
+    let h = host_with(vec![m]).await;
+    let code = "const host = 'a'.repeat(60000) + '.example';\n\
+                let refused = 0;\n\
+                for (let i = 0; i < 40; i++) {\n\
+                  try { await fetch('http://' + host + '/' + i); } catch (e) { refused++; }\n\
+                }\n\
+                return refused";
+    let report = util::call(&h, "code-js.run", &json!({ "code": code }).to_string()).await;
+    let out = report.outcome.expect("a result, not a failed call");
+    assert_eq!(out["value"], 40, "{out}");
+    let denials = &report.http_denials;
+    assert_eq!(denials.len(), 33, "32 kept and a count of the rest");
+    for reason in &denials[..32] {
+        assert!(
+            reason.len() < 600,
+            "a reason of {} bytes was kept",
+            reason.len()
+        );
+        assert!(reason.contains(" bytes in all)"), "{reason}");
+    }
+    assert_eq!(denials[32], "and 8 more refused requests");
+    assert_serving(&h).await;
+}
+
 #[tokio::test]
 async fn hostile_code_ends_in_a_clear_error_and_the_host_serves_on() {
     let h = host_with(vec![runner()]).await;

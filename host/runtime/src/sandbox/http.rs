@@ -5,15 +5,25 @@
 //! `[[http]]` grant, and the addresses the host name resolves to must be public
 //! unless the grant names the address itself. Redirects are not followed by
 //! the host: a guest that follows one makes a new request, which is checked
-//! again.
+//! again. The connection goes to the address that was vetted, never to a
+//! second lookup of the name ([`super::connect`]).
+//!
+//! The refused requests are kept for the call's report, bounded: the guest
+//! chooses both how many requests it makes and how long their host names are.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use http_body_util::BodyExt;
 use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
 
+use super::connect::{Tls, send_to};
 use crate::manifest::HttpGrant;
+
+/// At most this many refused requests are kept per call; the rest are counted.
+pub const MAX_DENIALS: usize = 32;
+/// A refusal's reason is cut to this many bytes (a guest's host name can be
+/// megabytes long).
+pub const MAX_DENIAL_BYTES: usize = 512;
 
 type ResponseFuture = Box<
     dyn Future<
@@ -30,7 +40,45 @@ type ResponseFuture = Box<
 /// The HTTP grants of one call, and the requests it refused.
 pub struct HttpPolicy {
     grants: Arc<[HttpGrant]>,
-    denials: Arc<Mutex<Vec<String>>>,
+    denials: Arc<Mutex<Denials>>,
+}
+
+/// The first [`MAX_DENIALS`] refusals, each cut to [`MAX_DENIAL_BYTES`], and
+/// how many more there were.
+#[derive(Default)]
+struct Denials {
+    kept: Vec<String>,
+    dropped: usize,
+}
+
+impl Denials {
+    fn push(&mut self, reason: String) {
+        if self.kept.len() < MAX_DENIALS {
+            self.kept.push(reason);
+        } else {
+            self.dropped += 1;
+        }
+    }
+
+    fn list(&self) -> Vec<String> {
+        let mut list = self.kept.clone();
+        if self.dropped > 0 {
+            let s = if self.dropped == 1 { "" } else { "s" };
+            list.push(format!("and {} more refused request{s}", self.dropped));
+        }
+        list
+    }
+}
+
+/// `reason` cut to [`MAX_DENIAL_BYTES`] on a character boundary, saying how
+/// long it was.
+fn bounded(mut reason: String) -> String {
+    if reason.len() > MAX_DENIAL_BYTES {
+        let total = reason.len();
+        reason.truncate(reason.floor_char_boundary(MAX_DENIAL_BYTES));
+        reason.push_str(&format!("… ({total} bytes in all)"));
+    }
+    reason
 }
 
 impl HttpPolicy {
@@ -41,15 +89,17 @@ impl HttpPolicy {
         }
     }
 
-    /// The requests refused so far, each with the reason.
+    /// The requests refused so far, each with the reason: at most
+    /// [`MAX_DENIALS`] of them, then a line counting the rest.
     pub fn denials(&self) -> Vec<String> {
         self.denials
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+            .list()
     }
 
-    fn deny(denials: &Mutex<Vec<String>>, reason: String) -> HttpError {
+    fn deny(denials: &Mutex<Denials>, reason: String) -> HttpError {
+        let reason = bounded(reason);
         tracing::info!(%reason, "outgoing http request denied");
         denials
             .lock()
@@ -74,7 +124,7 @@ pub use super::ranges::{is_restricted, restriction};
 impl WasiHttpHooks for HttpPolicy {
     fn send_request(
         &mut self,
-        mut request: http::Request<WasiBody>,
+        request: http::Request<WasiBody>,
         options: Option<RequestOptions>,
         fut: Box<dyn Future<Output = Result<(), HttpError>> + Send>,
     ) -> ResponseFuture {
@@ -136,29 +186,72 @@ impl WasiHttpHooks for HttpPolicy {
                     ),
                 ));
             }
-            let Some(addr) = addrs.first().copied() else {
+            if addrs.is_empty() {
                 return Err(HttpError::DestinationNotFound);
-            };
-            if scheme == "http" {
-                // Pin the connection to the vetted address; the Host header
-                // still carries the name.
-                let pinned = match addr {
-                    SocketAddr::V4(a) => format!("{}:{}", a.ip(), a.port()),
-                    SocketAddr::V6(a) => format!("[{}]:{}", a.ip(), a.port()),
-                };
-                let mut parts = uri.into_parts();
-                parts.authority = pinned.parse().ok();
-                if let Ok(pinned_uri) = http::Uri::from_parts(parts) {
-                    *request.uri_mut() = pinned_uri;
-                }
             }
-            // For https the name must stay for certificate checks, so the
-            // connection resolves it again (see docs/security.md).
-            let (response, io) = wasmtime_wasi_http::default_send_request(request, options).await?;
-            Ok((
-                response.map(BodyExt::boxed_unsync),
-                Box::new(io) as Box<dyn Future<Output = Result<(), HttpError>> + Send>,
-            ))
+            // Connect to a vetted address itself, never to what the name
+            // resolves to by then; TLS checks the certificate against the
+            // granted name (`sandbox::connect`).
+            let tls = if scheme == "https" {
+                Some(Tls::public(&host)?)
+            } else {
+                None
+            };
+            send_to(request, options, &addrs, tls).await
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use http_body_util::{BodyExt, Empty};
+
+    fn refused(policy: &mut HttpPolicy, url: &str) {
+        let request = http::Request::get(url)
+            .body(Empty::new().map_err(|never| match never {}).boxed_unsync())
+            .unwrap();
+        // Refused before anything is awaited: the future is never polled.
+        drop(policy.send_request(request, None, Box::new(async { Ok(()) })));
+    }
+
+    // A guest picks how many requests it makes and how long their host names
+    // are; what the host keeps of its refusals stays bounded either way.
+    #[test]
+    fn threat_40_the_refused_requests_list_is_bounded_in_count_and_length() {
+        let mut policy = HttpPolicy::new(Arc::from(Vec::new()));
+        let long_host = format!("{}.example", "a".repeat(60_000));
+        for _ in 0..1000 {
+            refused(&mut policy, &format!("http://{long_host}/"));
+        }
+        refused(&mut policy, "http://short.example/");
+        let denials = policy.denials();
+        assert_eq!(denials.len(), MAX_DENIALS + 1, "{:?}", denials.last());
+        for reason in &denials[..MAX_DENIALS] {
+            assert!(reason.len() <= MAX_DENIAL_BYTES + 32, "{}", reason.len());
+            assert!(reason.starts_with("request to http://aaaa"), "{reason}");
+            let total = "request to http://:80 refused: the plugin has no `[[http]]` grant".len()
+                + long_host.len();
+            assert!(
+                reason.ends_with(&format!("… ({total} bytes in all)")),
+                "{}",
+                &reason[MAX_DENIAL_BYTES - 40..]
+            );
+        }
+        assert_eq!(denials[MAX_DENIALS], "and 969 more refused requests");
+    }
+
+    #[test]
+    fn a_reason_is_cut_on_a_character_boundary() {
+        // 'é' is two bytes: 511 bytes of ASCII put a boundary mid-character.
+        let reason = format!("{}{}", "x".repeat(MAX_DENIAL_BYTES - 1), "é".repeat(100));
+        let cut = bounded(reason.clone());
+        assert!(cut.starts_with(&"x".repeat(MAX_DENIAL_BYTES - 1)));
+        assert!(
+            cut.ends_with(&format!("… ({} bytes in all)", reason.len())),
+            "{cut}"
+        );
+        assert_eq!(bounded("short".to_string()), "short");
     }
 }

@@ -6,6 +6,7 @@
 //! it; sockets are never granted.
 
 pub mod capture;
+pub mod connect;
 pub mod http;
 pub mod limiter;
 pub mod ranges;
