@@ -363,3 +363,115 @@ fn a_session_resumes_by_name_with_its_handoff_after_a_kill() {
     assert_eq!(code, 0);
     assert!(out.starts_with("ok"), "{out}");
 }
+
+#[test]
+fn threat_40_a_tool_error_of_100_kb_is_cut_in_the_log_with_its_length() {
+    let site = Site::with_plugins(&[(
+        "files.toml",
+        format!(
+            "name = \"files\"\ncomponent = \"{}\"\n[[fs]]\nhost = \"work\"\nguest = \"/data\"\n",
+            plugins::TOOL_FILES
+        ),
+    )]);
+    std::fs::create_dir(site.path().join("work")).unwrap();
+    site.json(&[
+        "session",
+        "start",
+        "--role",
+        "workagent",
+        "--project",
+        "p",
+        "--name",
+        "w",
+    ]);
+    // The tool words its error with the path the caller chose: 100 KB of it.
+    let path = format!("/data/{}", "é".repeat(50_000));
+    let input = serde_json::json!({ "path": path }).to_string();
+    let (code, _, err) = site.run(&["call", "--session", "w", "files.read", "--input", &input]);
+    assert_ne!(code, 0);
+    assert!(err.len() > 100_000, "the caller gets the whole error");
+
+    let (_, export, _) = site.run(&["log", "export", "w"]);
+    let finished: Value = export
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|e| e["kind"]["type"] == "call_finished")
+        .expect("the call finished in the log");
+    let logged = finished["kind"]["error"].as_str().unwrap();
+    assert!(
+        logged.starts_with("tool `files.read` failed"),
+        "{logged:.200}"
+    );
+    assert!(
+        logged.len() <= glovebox::session::MAX_ERROR_BYTES + 64,
+        "the log keeps {} bytes of the error",
+        logged.len()
+    );
+    let full = err.trim_end().trim_start_matches("error: ").len();
+    assert!(
+        logged.ends_with(" bytes in all)") && logged.contains('…'),
+        "the cut is marked with the full length: {}",
+        &logged[logged.len() - 40..]
+    );
+    assert!(full > 100_000, "{full}");
+    let (code, out, err) = site.run(&["log", "verify", "w"]);
+    assert_eq!(code, 0, "{out}{err}");
+}
+
+#[test]
+fn threat_48_a_data_dir_others_may_write_or_own_is_refused_by_every_command() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let site = Site::new(true);
+    site.json(&[
+        "session",
+        "start",
+        "--role",
+        "workagent",
+        "--project",
+        "p",
+        "--name",
+        "w",
+    ]);
+    let data = site.path().join("data");
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().mode() & 0o777;
+    assert_eq!(mode(&data), 0o700, "the data dir is created private");
+    assert_eq!(mode(&data.join("store")), 0o700, "the store dir too");
+
+    // Group- or world-writable: every command refuses, naming the fix.
+    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o777)).unwrap();
+    for args in [
+        &["session", "list"][..],
+        &["tools"][..],
+        &["log", "verify", "w"][..],
+    ] {
+        let (code, _, err) = site.run(args);
+        assert_ne!(code, 0, "{args:?} ran on a world-writable data dir");
+        assert!(
+            err.contains("writable by its group or by others") && err.contains("chmod 700"),
+            "{args:?}: {err}"
+        );
+    }
+    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let (code, out, err) = site.run(&["session", "list"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains(" w "), "{out}");
+
+    // Owned by another user (only root can hand it over: skipped otherwise).
+    let me = std::process::Command::new("id").arg("-u").output().unwrap();
+    if String::from_utf8_lossy(&me.stdout).trim() == "0" {
+        let chown = std::process::Command::new("chown")
+            .args(["65534", data.to_str().unwrap()])
+            .status()
+            .unwrap();
+        assert!(chown.success());
+        let (code, _, err) = site.run(&["session", "list"]);
+        assert_ne!(code, 0);
+        assert!(err.contains("owned by uid 65534"), "{err}");
+        std::process::Command::new("chown")
+            .args(["0", data.to_str().unwrap()])
+            .status()
+            .unwrap();
+    } else {
+        eprintln!("not root: the other-owner half of threat 48 is not checked here");
+    }
+}

@@ -164,6 +164,10 @@ fn open_nats(config: &HostConfig) -> anyhow::Result<Arc<dyn Storage>> {
 pub fn open_store(config: &HostConfig) -> anyhow::Result<Opened> {
     let durability = durability_of(config);
     let dir = store_dir(config);
+    // Every command that opens the store, not only those that load plugins:
+    // a data dir another user owns or may write is refused (threat 48).
+    glovebox_runtime::private_dir::ensure_private_dir(&config.data_dir, "the data dir")?;
+    glovebox_runtime::private_dir::ensure_private_dir(&dir, "the store dir")?;
     crate::storage::open(&dir, backend_of(config)?, durability).map_err(|e| {
         let what = format!(
             "cannot open the {} store in `{}` (config `{}`): {e}",

@@ -192,7 +192,7 @@ fn finished_refused(call_id: &str, err: &CallError) -> EventKind {
     EventKind::CallFinished {
         call_id: call_id.to_string(),
         outcome: err.kind().to_string(),
-        error: Some(err.to_string()),
+        error: Some(crate::session::bounded_error(err.to_string())),
         output: None,
         output_digest: String::new(),
         metering: Default::default(),

@@ -11,7 +11,7 @@ use crate::budget;
 use crate::call::{CallContext, CallReport};
 use crate::host::Host;
 use crate::ledger::Durable;
-use crate::session::{EventKind, SessionError, Sessions, digest, inline_if_small};
+use crate::session::{EventKind, SessionError, Sessions, bounded_error, digest, inline_if_small};
 
 use super::judge::Judgement;
 use super::{call_metering, ledger_work};
@@ -39,7 +39,7 @@ pub(crate) async fn settle(
         }
         Err(e) => (
             e.kind().to_string(),
-            Some(e.to_string()),
+            Some(bounded_error(e.to_string())),
             None,
             String::new(),
         ),

@@ -139,6 +139,23 @@ pub fn inline_if_small(text: &str) -> Option<String> {
     (text.len() <= MAX_INLINE_BYTES).then(|| text.to_string())
 }
 
+/// The longest error text an event keeps: a tool chooses its error message,
+/// up to its whole output cap, and the log is not the place for megabytes.
+pub const MAX_ERROR_BYTES: usize = 4096;
+
+/// An error text as the log keeps it: whole up to [`MAX_ERROR_BYTES`], else
+/// cut there (on a character boundary) with its full length noted.
+pub fn bounded_error(text: String) -> String {
+    if text.len() <= MAX_ERROR_BYTES {
+        return text;
+    }
+    let mut end = MAX_ERROR_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes in all)", &text[..end], text.len())
+}
+
 /// Everything that can happen in a session.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]

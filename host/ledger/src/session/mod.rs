@@ -35,8 +35,8 @@ pub(crate) mod watch;
 pub use access::{check_may_lift, may_touch};
 pub use error::SessionError;
 pub use event::{
-    CallMetering, EndOutcome, Event, EventKind, GENESIS_HASH, MAX_INLINE_BYTES, Role,
-    SessionSummary, UnwaitedJob, digest, inline_if_small,
+    CallMetering, EndOutcome, Event, EventKind, GENESIS_HASH, MAX_ERROR_BYTES, MAX_INLINE_BYTES,
+    Role, SessionSummary, UnwaitedJob, bounded_error, digest, inline_if_small,
 };
 pub use handoff::{Handoff, HandoffKind};
 pub use lifecycle::{SessionStatus, TRANSITIONS, Transition};
