@@ -493,7 +493,16 @@ pub fn run_log(config: &Path, command: LogCommand) -> Result<ExitCode> {
                 for r in &reports {
                     let label = r.name.as_deref().unwrap_or(&r.session);
                     match &r.first_bad {
-                        None => out!("ok   {label}: {} events, chain intact", r.events_checked),
+                        None => match r.head_checked {
+                            Some(head) => out!(
+                                "ok   {label}: {} events, chain intact, reaches its recorded head (event {head})",
+                                r.events_checked
+                            ),
+                            None => out!(
+                                "ok   {label}: {} events, chain intact (no head recorded: written before heads were)",
+                                r.events_checked
+                            ),
+                        },
                         Some((seq, reason)) => {
                             out!("BAD  {label}: first bad event {seq}: {reason}")
                         }

@@ -157,6 +157,14 @@ pub trait Storage: Send + Sync + 'static {
     /// Stores `value` under `key` in `bucket`; durable on return.
     fn put(&self, bucket: &str, key: &str, value: &[u8]) -> Result<(), StorageError>;
 
+    /// [`Storage::put`] that may return before the value is durable, with
+    /// the ordering of [`Storage::append_unsynced`]: it is applied after
+    /// every write before it, so once it is durable they are too. A backend
+    /// whose write is its own flush keeps the default, which is `put`.
+    fn put_unsynced(&self, bucket: &str, key: &str, value: &[u8]) -> Result<(), StorageError> {
+        self.put(bucket, key, value)
+    }
+
     /// The value under `key` in `bucket`.
     fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>, StorageError>;
 

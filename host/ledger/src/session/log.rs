@@ -42,6 +42,10 @@ pub struct VerifyReport {
     pub last_seq: u64,
     /// The first bad event and what is wrong with it.
     pub first_bad: Option<(u64, String)>,
+    /// The head the session's index recorded, which the log was checked
+    /// against (`None`: no head was recorded, as for logs written before
+    /// heads were).
+    pub head_checked: Option<u64>,
 }
 
 /// `e`, from the storage of the session named `label` in errors, as a
@@ -234,6 +238,7 @@ pub(crate) fn verify(
     storage: &dyn Storage,
     id: &str,
     name: Option<String>,
+    head: Option<(u64, String)>,
 ) -> Result<VerifyReport, StorageError> {
     // When the record ending the log does not read, check the events before it.
     let (last, damaged_end) = match storage.last_seq(id) {
@@ -250,6 +255,7 @@ pub(crate) fn verify(
         events_checked: 0,
         last_seq: last,
         first_bad: None,
+        head_checked: None,
     };
     let mut prev = GENESIS_HASH.to_string();
     let mut next = 1;
@@ -297,8 +303,39 @@ pub(crate) fn verify(
             }
         }
     }
+    if report.first_bad.is_none()
+        && let Some(head) = head
+    {
+        report.head_checked = Some(head.0);
+        if let Some(reason) = cut_from_head(storage, id, last, &head) {
+            report.first_bad = Some(((last + 1).min(head.0), reason));
+        }
+    }
     report.ok = report.first_bad.is_none();
     Ok(report)
+}
+
+/// Why the log of session `id`, ending at `last`, does not reach the head
+/// its index recorded (`None` when it does): events were cut off its tail,
+/// or the event at the recorded head is not the one that was there.
+pub(crate) fn cut_from_head(
+    storage: &dyn Storage,
+    id: &str,
+    last: u64,
+    (seq, hash): &(u64, String),
+) -> Option<String> {
+    if *seq > last {
+        return Some(format!(
+            "the log ends at event {last} but its head was recorded at event {seq}: events were cut off the tail"
+        ));
+    }
+    let at = storage.read(id, *seq, 1).ok()?.into_iter().next();
+    match at.map(|(_, bytes)| Event::from_bytes(&bytes)) {
+        Some(Ok(event)) if event.hash == *hash => None,
+        _ => Some(format!(
+            "event {seq} is not the one recorded as the log's head when it was written: the tail was replaced"
+        )),
+    }
 }
 
 /// Up to `limit` events of session `id` from `from`, decoded but not verified.

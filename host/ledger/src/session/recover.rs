@@ -36,7 +36,12 @@ impl Sessions {
     pub fn verify(&self, id_or_name: &str) -> Result<VerifyReport, SessionError> {
         let id = self.resolve(id_or_name)?;
         let name = self.get_info(&id)?.and_then(|i| i.name);
-        Ok(log::verify(&*self.storage, &id, name)?)
+        Ok(log::verify(
+            &*self.storage,
+            &id,
+            name,
+            self.recorded_head(&id),
+        )?)
     }
 
     /// [`Sessions::verify`] for every session.
@@ -44,7 +49,12 @@ impl Sessions {
         let mut reports = Vec::new();
         for id in self.session_ids()? {
             let name = self.get_info(&id)?.and_then(|i| i.name);
-            reports.push(log::verify(&*self.storage, &id, name)?);
+            reports.push(log::verify(
+                &*self.storage,
+                &id,
+                name,
+                self.recorded_head(&id),
+            )?);
         }
         Ok(reports)
     }

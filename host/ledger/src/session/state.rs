@@ -499,6 +499,15 @@ pub struct SessionInfo {
     /// See [`SessionState::owner`].
     #[serde(default)]
     pub owner: Option<String>,
+    /// The log's head when this entry was written: the sequence and hash of
+    /// its last event, recorded after every append (never before the append
+    /// it names). `log verify` and loading check the log against it, so
+    /// events cut off the tail are found even between checkpoints. 0: an
+    /// entry written before heads were recorded.
+    #[serde(default)]
+    pub head_seq: u64,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub head_hash: String,
 }
 
 impl From<&SessionState> for SessionInfo {
@@ -513,6 +522,8 @@ impl From<&SessionState> for SessionInfo {
             created_at_ms: s.created_at_ms,
             updated_at_ms: s.updated_at_ms,
             owner: s.owner.clone(),
+            head_seq: s.last_seq,
+            head_hash: s.last_hash.clone(),
         }
     }
 }

@@ -167,6 +167,16 @@ impl Sessions {
     ) -> Result<&'a mut SessionState, SessionError> {
         if slot.state.is_none() {
             let (state, stats) = log::load(&*self.storage, id, &self.label_of(id), true)?;
+            if let Some(reason) = self
+                .recorded_head(id)
+                .and_then(|head| log::cut_from_head(&*self.storage, id, state.last_seq, &head))
+            {
+                return Err(SessionError::Tampered {
+                    session: self.label_of(id),
+                    seq: state.last_seq + 1,
+                    reason,
+                });
+            }
             *lock(&self.last_load) = Some(stats);
             self.reconcile_info(&state);
             slot.state = Some(state);
@@ -234,7 +244,7 @@ impl Sessions {
                 Commit::Deferred => self.storage.append_unsynced(id, state.last_seq, &bytes),
             };
             match written {
-                Ok(_) => {}
+                Ok(_) => self.record_head(&next, state),
                 Err(StorageError::Conflict { .. }) if attempt < CONFLICT_RETRIES => {
                     // Another host extended the log: reload and check again.
                     slot.state = None;
@@ -274,15 +284,38 @@ impl Sessions {
             .map_err(|e| log::storage_error(e, "the session store"))
     }
 
+    /// Records the head of `after` (the state the append left) in the
+    /// session's index entry, ordered after the append: a crash can leave
+    /// the recorded head behind the log, never ahead of it. An entry whose
+    /// listed fields changed is written durably; otherwise the next flush
+    /// carries it. A failure costs only the check, and is logged.
+    fn record_head(&self, after: &SessionState, before: &SessionState) {
+        let info = serde_json::to_vec(&SessionInfo::from(after)).unwrap_or_default();
+        let listed_changed =
+            before.status != after.status || before.name != after.name || before.tags != after.tags;
+        let written = if listed_changed {
+            self.storage.put(SESSIONS_BUCKET, &after.id, &info)
+        } else {
+            self.storage.put_unsynced(SESSIONS_BUCKET, &after.id, &info)
+        };
+        if let Err(e) = written {
+            tracing::warn!(session = %after.id, error = %e, "could not record the log's head in the session index");
+        }
+    }
+
+    /// The head the index recorded for session `id`, if any.
+    pub(crate) fn recorded_head(&self, id: &str) -> Option<(u64, String)> {
+        self.get_info(id)
+            .ok()
+            .flatten()
+            .filter(|i| i.head_seq > 0)
+            .map(|i| (i.head_seq, i.head_hash))
+    }
+
     /// Index and checkpoint upkeep after an acknowledged append. The event is
     /// durable already, so failures here only cost a slower load or a stale
     /// listing (repaired by `recover`); they are logged, not returned.
     fn after_append(&self, state: &SessionState, before: &SessionInfo, event: &Event) {
-        let changed =
-            before.status != state.status || before.name != state.name || before.tags != state.tags;
-        if changed && let Err(e) = self.put_info(state) {
-            tracing::warn!(session = %state.id, error = %e, "could not update the session index");
-        }
         if before.status.is_live()
             && !state.status.is_live()
             && let Some(name) = &state.name

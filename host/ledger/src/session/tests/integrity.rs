@@ -254,3 +254,73 @@ fn an_alteration_before_the_newest_checkpoint_is_found_by_verify() {
         Some(22)
     );
 }
+
+/// No checkpoint covers the last events (they come every 256 by default):
+/// the head the session's index recorded after every append is what finds
+/// the cut.
+#[test]
+fn threat_45_a_tail_cut_between_checkpoints_is_caught_by_the_recorded_head() {
+    let (env, victim, bystander) = two_sessions();
+    let last = env.sessions.show(&victim).unwrap().last_seq;
+    assert_eq!(last, 20);
+    assert!(
+        checkpoint::list(&*env.store, &victim).unwrap().is_empty(),
+        "no checkpoint: the head alone must find the cut"
+    );
+    let env = env.offline(SessionsConfig::default(), |dir| {
+        with_raw_streams(dir, |streams| {
+            for seq in [20, 19] {
+                streams
+                    .remove(record_key(&victim, seq))
+                    .unwrap()
+                    .expect("the event");
+            }
+        })
+    });
+    let report = env.sessions.verify(&victim).unwrap();
+    assert!(!report.ok);
+    assert_eq!(report.events_checked, 18, "the chain itself is intact");
+    let (seq, reason) = report.first_bad.expect("a problem");
+    assert_eq!(seq, 19);
+    assert!(
+        reason.contains("ends at event 18") && reason.contains("recorded at event 20"),
+        "{reason}"
+    );
+    assert!(matches!(
+        env.sessions.resume(&victim),
+        Err(SessionError::Tampered { seq: 19, .. })
+    ));
+    // The other session reaches its head.
+    let other = env.sessions.verify(&bystander).unwrap();
+    assert!(other.ok, "{other:?}");
+    assert_eq!(other.head_checked, Some(5));
+}
+
+/// The last event replaced by another one sealed onto the same chain (what
+/// someone who can write the store, but holds no key, can forge): the chain
+/// verifies, but its head is not the one that was recorded.
+#[test]
+fn threat_45_a_resealed_tail_differs_from_the_recorded_head() {
+    let (env, victim, _) = two_sessions();
+    let at_19 = env.sessions.events(&victim, 19, 1).unwrap().remove(0);
+    let forged = Event::seal(
+        &victim,
+        20,
+        at_19.at_ms + 1,
+        &at_19.hash,
+        EventKind::Note {
+            text: "nothing happened".into(),
+        },
+    );
+    let env = env.offline(SessionsConfig::default(), |dir| {
+        with_raw_streams(dir, |streams| {
+            edit_raw_event(streams, &victim, 20, |_| forged.to_bytes());
+        })
+    });
+    let report = env.sessions.verify(&victim).unwrap();
+    assert!(!report.ok, "{report:?}");
+    assert_eq!(report.events_checked, 20, "the forged chain links");
+    let (seq, reason) = report.first_bad.expect("a problem");
+    assert_eq!(seq, 20);
+    assert!(reason.contains("not the one recorded"), "{reason}");
+}
