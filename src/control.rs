@@ -146,6 +146,10 @@ fn needs_store(command: &Command) -> bool {
         Command::Policy {
             command: crate::sessions::PolicyCommand::Replay { store_config, .. },
         } => store_config.is_none(),
+        // An export is checked here, offline: it needs no store.
+        Command::Log {
+            command: crate::sessions::LogCommand::Verify { file: Some(_), .. },
+        } => false,
         Command::Session { .. }
         | Command::Billing(_)
         | Command::Rescue { .. }

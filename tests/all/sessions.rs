@@ -475,3 +475,75 @@ fn threat_48_a_data_dir_others_may_write_or_own_is_refused_by_every_command() {
         eprintln!("not root: the other-owner half of threat 48 is not checked here");
     }
 }
+
+#[test]
+fn threat_45_an_export_is_checked_offline_against_the_head_printed_with_it() {
+    let site = Site::new(true);
+    site.json(&[
+        "session",
+        "start",
+        "--role",
+        "workagent",
+        "--project",
+        "p",
+        "--name",
+        "w",
+    ]);
+    for i in 0..3 {
+        let (code, _, err) = site.run(&["session", "tag", "w", "--add", &format!("t{i}")]);
+        assert_eq!(code, 0, "{err}");
+    }
+    let (code, export, err) = site.run(&["log", "export", "w"]);
+    assert_eq!(code, 0, "{err}");
+    let head = err
+        .lines()
+        .find_map(|l| l.strip_prefix("head: "))
+        .expect("the export prints its head")
+        .to_string();
+    assert!(head.starts_with("4:"), "{head}");
+    let dir = tempfile::tempdir().unwrap();
+    let whole = dir.path().join("whole.jsonl");
+    std::fs::write(&whole, &export).unwrap();
+    let cut = dir.path().join("cut.jsonl");
+    let lines: Vec<&str> = export.lines().collect();
+    std::fs::write(&cut, lines[..3].join("\n")).unwrap();
+
+    // Offline: a config that does not exist, no data dir.
+    let verify = |file: &Path, head: Option<&str>| {
+        let mut cmd = util::glovebox();
+        cmd.args([
+            "--config",
+            "/nonexistent/glovebox.toml",
+            "log",
+            "verify",
+            "--file",
+        ])
+        .arg(file);
+        if let Some(head) = head {
+            cmd.args(["--head", head]);
+        }
+        let out = cmd.output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned()
+                + &String::from_utf8_lossy(&out.stderr),
+        )
+    };
+    let (code, out) = verify(&whole, Some(&head));
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("4 events") && out.contains("ends at its head (event 4)"),
+        "{out}"
+    );
+    // The cut export still links, but does not reach the head.
+    let (code, out) = verify(&cut, None);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("no --head given"), "{out}");
+    let (code, out) = verify(&cut, Some(&head));
+    assert_eq!(code, Some(8), "{out}");
+    assert!(out.contains("cut off the tail"), "{out}");
+    // A bad --head is named.
+    let (code, out) = verify(&whole, Some("4:nothex"));
+    assert_eq!(code, Some(2), "{out}");
+    assert!(out.contains("SEQ:HASH"), "{out}");
+}

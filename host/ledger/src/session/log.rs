@@ -315,6 +315,74 @@ pub(crate) fn verify(
     Ok(report)
 }
 
+/// Checks an exported log (`log export`: one event per line) without a
+/// store: every event links to the one before, from the first; with `head`
+/// (the sequence and hash the operator took from a trusted place, such as
+/// what `log export` printed when the export was made), the export must end
+/// exactly there.
+pub fn verify_export(
+    lines: impl IntoIterator<Item = String>,
+    head: Option<(u64, String)>,
+) -> VerifyReport {
+    let mut report = VerifyReport {
+        session: String::new(),
+        name: None,
+        ok: false,
+        events_checked: 0,
+        last_seq: 0,
+        first_bad: None,
+        head_checked: None,
+    };
+    let mut prev = GENESIS_HASH.to_string();
+    for (line, seq) in lines
+        .into_iter()
+        .filter(|l| !l.trim().is_empty())
+        .zip(1u64..)
+    {
+        let checked = Event::from_bytes(line.as_bytes()).and_then(|e| {
+            if seq == 1 {
+                report.session.clone_from(&e.session);
+            }
+            e.check_link(&report.session, seq, &prev).map(|()| e)
+        });
+        match checked {
+            Ok(event) => {
+                prev = event.hash;
+                report.events_checked = seq;
+                report.last_seq = seq;
+            }
+            Err(reason) => {
+                report.first_bad = Some((seq, format!("line {seq}: {reason}")));
+                return report;
+            }
+        }
+    }
+    if let Some((seq, hash)) = head {
+        report.head_checked = Some(seq);
+        let last = report.last_seq;
+        if seq > last {
+            report.first_bad = Some((
+                last + 1,
+                format!(
+                    "the export ends at event {last} but the head is event {seq}: events were cut off the tail"
+                ),
+            ));
+        } else if seq < last {
+            report.first_bad = Some((
+                seq + 1,
+                format!("the export goes on past the head (event {seq}) to event {last}"),
+            ));
+        } else if prev != hash {
+            report.first_bad = Some((
+                seq,
+                format!("event {seq} is not the head: its hash is {prev}, the head's {hash}"),
+            ));
+        }
+    }
+    report.ok = report.first_bad.is_none();
+    report
+}
+
 /// Why the log of session `id`, ending at `last`, does not reach the head
 /// its index recorded (`None` when it does): events were cut off its tail,
 /// or the event at the recorded head is not the one that was there.

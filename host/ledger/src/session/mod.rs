@@ -40,7 +40,7 @@ pub use event::{
 };
 pub use handoff::{Handoff, HandoffKind};
 pub use lifecycle::{SessionStatus, TRANSITIONS, Transition};
-pub use log::{LoadStats, VerifyReport};
+pub use log::{LoadStats, VerifyReport, verify_export};
 pub use ops::{Resumed, SessionFilter, StartSession};
 pub use recover::{RecoveredCall, Recovery};
 pub use state::{
