@@ -974,3 +974,80 @@ fn threat_46_a_second_signal_stops_the_server_at_once() {
     // Nothing was recorded for the job: the next start recovers it.
     assert_eq!(site.json(&["job", "status", &long])["status"], "running");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn threat_43_final_jobs_and_settled_approvals_are_removed_after_their_retention() {
+    use glovebox::approvals::{Approval, ApprovalStatus, Approvals};
+    let quotas = QuotasConfig {
+        retain_finished: Some(Duration::from_millis(1)),
+        ..QuotasConfig::default()
+    };
+    let f = Fixture::with_quotas(plugins_all(), config(2), quotas).await;
+    let done = f
+        .jobs
+        .spawn("worker", "echo", r#"{"message":"hi"}"#)
+        .await
+        .unwrap();
+    f.until(&done.id, JobStatus::Completed).await;
+    let running = f
+        .jobs
+        .spawn("worker", "sleep", r#"{"seconds":30}"#)
+        .await
+        .unwrap();
+    f.until(&running.id, JobStatus::Running).await;
+    let approval = |id: &str, status: ApprovalStatus| Approval {
+        id: id.into(),
+        session: f.session.clone(),
+        session_name: None,
+        call_id: "c".into(),
+        tool: "echo.echo".into(),
+        tool_digest: String::new(),
+        input_hash: String::new(),
+        input: "{}".into(),
+        action: "echo".into(),
+        hook: "h".into(),
+        pattern: "*".into(),
+        reason: String::new(),
+        requested_at_ms: 1,
+        status,
+    };
+    let approvals = &f.durable.approvals;
+    approvals
+        .put(&approval(
+            &Approvals::new_id(),
+            ApprovalStatus::Denied {
+                at_ms: 2,
+                reason: "no".into(),
+                by: None,
+            },
+        ))
+        .unwrap();
+    let pending = Approvals::new_id();
+    approvals
+        .put(&approval(&pending, ApprovalStatus::Pending))
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+
+    f.jobs.gateway().collect_finished().await;
+    assert!(
+        matches!(f.jobs.status(&done.id), Err(JobError::NotFound(_))),
+        "the finished job is removed"
+    );
+    assert_eq!(
+        f.jobs.status(&running.id).unwrap().status,
+        JobStatus::Running
+    );
+    let left: Vec<String> = approvals
+        .list(true)
+        .unwrap()
+        .into_iter()
+        .map(|a| a.id)
+        .collect();
+    assert_eq!(left, vec![pending], "only the pending approval stays");
+    // The job's call stays in the session log.
+    assert!(f.events(&f.session).iter().any(|e| matches!(
+        e,
+        EventKind::CallRequested { job_id: Some(id), .. } if *id == done.id
+    )));
+    f.jobs.cancel(&running.id).await.unwrap();
+}

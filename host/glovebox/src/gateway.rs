@@ -576,6 +576,7 @@ impl Gateway {
         for why in &swept.failed {
             tracing::warn!(error = %why, "sweep: a session could not be swept");
         }
+        self.collect_finished().await;
         tracing::debug!(
             judged = swept.judged,
             raised = swept.raised.len(),
@@ -584,6 +585,38 @@ impl Gateway {
             "sweep pass done"
         );
         Ok(swept)
+    }
+
+    /// Removes the final jobs and settled approvals older than
+    /// `[quotas] retain_finished` (their calls stay in the session logs), so
+    /// the store does not grow with every job ever run. Failures are logged:
+    /// the next sweep tries again.
+    pub async fn collect_finished(&self) {
+        let Some(keep) = self.host().config().quotas.retain_finished else {
+            return;
+        };
+        let keep_ms = u64::try_from(keep.as_millis()).unwrap_or(u64::MAX);
+        let before = self.sessions().clock_ms().saturating_sub(keep_ms);
+        let storage = self.ledger.storage.clone();
+        let approvals = self.ledger.approvals.clone();
+        let collected = ledger_work(move || {
+            let jobs = glovebox_ledger::jobs::JobStore::new(storage)
+                .collect(before)
+                .map_err(|e| SessionError::InvalidInput(e.to_string()))?;
+            Ok::<_, SessionError>((jobs, approvals.collect(before)?))
+        })
+        .await;
+        match collected {
+            Ok((0, 0)) => {}
+            Ok((jobs, approvals)) => {
+                tracing::info!(
+                    jobs,
+                    approvals,
+                    "sweep: removed final jobs and settled approvals past `quotas.retain_finished`"
+                )
+            }
+            Err(e) => tracing::warn!(error = %e, "sweep: could not remove old jobs and approvals"),
+        }
     }
 
     /// Starts the delivery of notifications to the `[[notify]]` targets (see

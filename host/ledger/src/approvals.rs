@@ -101,6 +101,25 @@ impl Approvals {
         Ok(out)
     }
 
+    /// Removes the approvals settled before `before_ms`; returns how many.
+    /// Pending ones are never removed.
+    pub fn collect(&self, before_ms: u64) -> Result<usize, SessionError> {
+        let mut removed = 0;
+        for approval in self.list(true)? {
+            let settled = match approval.status {
+                ApprovalStatus::Pending => continue,
+                ApprovalStatus::Approved { at_ms, .. } | ApprovalStatus::Denied { at_ms, .. } => {
+                    at_ms
+                }
+            };
+            if settled < before_ms {
+                self.storage.delete(BUCKET, &approval.id)?;
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
+
     /// The pending approval `id`, or an error saying how it was settled.
     pub fn pending(&self, id: &str) -> Result<Approval, SessionError> {
         let approval = self.get(id)?;

@@ -10,9 +10,12 @@
 //! per-principal quotas: they are the ones who clean up. The per-session
 //! quotas (tags, handoff sizes, jobs) hold for everyone.
 
+use std::time::Duration;
+
 use serde::Deserialize;
 
 use super::ConfigError;
+use super::detector::OffOr;
 use super::source::Source;
 use super::units::{Size, format_size};
 
@@ -36,6 +39,10 @@ pub struct QuotasConfig {
     /// `handoff_items`: entries in each list of a handoff (requirements,
     /// files, success criteria, ...). Default 64.
     pub handoff_items: u64,
+    /// `retain_finished`: how long final jobs and settled approvals are
+    /// kept after they ended; the sweep removes older ones (their calls stay
+    /// in the session logs). Default 30 days; `"off"` keeps them forever.
+    pub retain_finished: Option<Duration>,
 }
 
 impl Default for QuotasConfig {
@@ -47,6 +54,7 @@ impl Default for QuotasConfig {
             tags_per_session: 32,
             handoff_bytes: 64 * 1024,
             handoff_items: 64,
+            retain_finished: Some(Duration::from_secs(30 * 24 * 3600)),
         }
     }
 }
@@ -63,6 +71,7 @@ pub(super) struct RawQuotas {
     tags_per_session: Option<i64>,
     handoff_bytes: Option<Size>,
     handoff_items: Option<i64>,
+    retain_finished: Option<OffOr>,
 }
 
 /// Upper bounds: a quota is a bound, and a bound past these is no bound.
@@ -121,6 +130,9 @@ pub(super) fn validate_quotas(src: &Source, raw: &RawQuotas) -> Result<QuotasCon
             ));
         }
         config.handoff_bytes = bytes;
+    }
+    if let Some(retain) = raw.retain_finished {
+        config.retain_finished = retain.duration();
     }
     Ok(config)
 }

@@ -63,6 +63,20 @@ impl JobStore {
         Ok(jobs)
     }
 
+    /// Removes the final jobs that ended before `before_ms`; returns how
+    /// many. Queued and running jobs are never removed.
+    pub fn collect(&self, before_ms: u64) -> Result<usize, JobError> {
+        let mut removed = 0;
+        for job in self.all()? {
+            let ended = job.finished_at_ms.unwrap_or(job.created_at_ms);
+            if job.status.is_final() && ended < before_ms {
+                self.storage.delete(BUCKET, &job.id)?;
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
+
     /// The jobs of session `session` (its id) nobody waited for: still
     /// queued or running, or final with a result nobody read.
     pub fn unwaited_of(&self, session: &str) -> Result<Vec<JobInfo>, JobError> {

@@ -371,6 +371,14 @@ fn quotas_have_safe_defaults_and_bad_values_name_their_key() {
         .unwrap();
     assert_eq!(c.quotas.jobs_per_session, 3);
     assert_eq!(c.quotas.handoff_bytes, 8192);
+    assert_eq!(
+        c.quotas.retain_finished,
+        Some(Duration::from_secs(30 * 24 * 3600))
+    );
+    let c = fx
+        .host("data_dir = \"data\"\nhooks = \"none\"\n[quotas]\nretain_finished = \"off\"\n")
+        .unwrap();
+    assert_eq!(c.quotas.retain_finished, None);
 
     for (text, key, part) in [
         (
