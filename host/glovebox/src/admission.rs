@@ -81,8 +81,11 @@ impl Key {
 pub(crate) enum Short {
     /// Every slot was taken.
     Slots,
-    /// A slot was free, but not enough units (or the principal was at its share).
+    /// A slot was free, but not enough units.
     Units,
+    /// A slot and the units were free, but the principal held its share
+    /// while other principals waited.
+    Share,
 }
 
 /// Why a waiter got no slot.
@@ -318,11 +321,13 @@ impl State {
         self.slots_free > 0 && self.units_free >= units
     }
 
-    fn short(&self, _units: u64) -> Short {
+    fn short(&self, units: u64) -> Short {
         if self.slots_free == 0 {
             Short::Slots
-        } else {
+        } else if self.units_free < units {
             Short::Units
+        } else {
+            Short::Share
         }
     }
 
@@ -701,6 +706,43 @@ mod tests {
         // The slot it did not get is there for the next one.
         let next = a.acquire(key("q", "s"), 1, Duration::ZERO).await;
         assert!(next.is_ok());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_principal_at_its_share_is_not_served_past_it_even_by_a_free_slot() {
+        let a = Admission::new(Limits {
+            slots: 2,
+            units: 100,
+            share: 1,
+            queue: 10,
+        });
+        let alice = a.acquire(key("alice", "s"), 10, LONG).await.unwrap();
+        // Bob waits for room in the units (alice's 10 are in the way).
+        let bob = tokio::spawn({
+            let a = a.clone();
+            async move {
+                a.acquire(key("bob", "s"), 100, Duration::from_secs(10))
+                    .await
+            }
+        });
+        settle().await;
+        assert_eq!(a.waiting(), 1);
+        // A slot and the units are free, but alice holds her share while bob
+        // waits: she waits too, and is refused saying why.
+        let more = a.acquire(key("alice", "s"), 10, Duration::from_secs(1));
+        let more = tokio::time::timeout(Duration::from_secs(60), more)
+            .await
+            .expect("the wait ends at its limit");
+        assert_eq!(more.unwrap_err(), Refused::TimedOut(Short::Share));
+        // Alice's slot goes back: bob fits now, and is served.
+        drop(alice);
+        let bob = bob
+            .await
+            .unwrap()
+            .expect("bob is served once alice is done");
+        assert_eq!((a.in_use(), a.units_in_use(), a.waiting()), (1, 100, 0));
+        drop(bob);
+        assert_eq!((a.in_use(), a.units_in_use()), (0, 0));
     }
 
     #[tokio::test]

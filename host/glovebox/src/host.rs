@@ -413,6 +413,10 @@ impl Host {
             Short::Units => format!(
                 "running calls already reserve the memory budget of {budget} MiB (`runtime.memory_budget`); this call needs {mib} MiB"
             ),
+            Short::Share => format!(
+                "its principal already holds its share of the {} call slots (`runtime.principal_share` = {}) while other principals wait",
+                runtime.max_concurrent_calls, runtime.principal_share
+            ),
         };
         match refused {
             Refused::TooBig => format!(
