@@ -31,6 +31,15 @@
 //! the hooks judge a call (holding a hook slot, no call slot) before it asks
 //! for its call slot, and its call slot is released when the tool ends,
 //! before the hooks hear how it ended (`after`, again under a hook slot only).
+//! A chain takes one hook slot for all its hooks (they run one at a time).
+//! Hook runs wait at least 1 s and queue at least 64 deep whatever
+//! `runtime.admission_wait` and `runtime.admission_queue` say: a hook refused
+//! a slot denies its call (fail closed, saying admission was full), so a zero
+//! wait, which only means "do not queue calls", must not turn into denials.
+//!
+//! The share cap is per principal only: the sessions of one principal are
+//! served round robin among themselves, but one of them may hold all of that
+//! principal's slots.
 
 use std::collections::{HashMap, VecDeque};
 use std::future::poll_fn;
