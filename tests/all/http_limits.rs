@@ -260,12 +260,27 @@ fn metrics_are_an_operators_and_count_what_the_server_did() {
         "glovebox_admission_call_slots",
         "glovebox_admission_memory_reserved_bytes",
         "glovebox_admission_memory_budget_bytes",
+        "glovebox_admission_queue_depth",
+        "glovebox_admission_wait_seconds",
         "glovebox_group_commit_batch_writers",
         "glovebox_notify_outbox_depth",
     ] {
         assert!(
             text.contains(&format!("# TYPE {family} ")),
             "no {family}: {text}"
+        );
+    }
+    // Nobody waits now; the calls and the hooks that judged them were admitted.
+    assert!(
+        text.contains(r#"glovebox_admission_queue_depth{pool="calls"} 0"#),
+        "{text}"
+    );
+    for pool in ["calls", "hooks"] {
+        assert!(
+            text.contains(&format!(
+                r#"glovebox_admission_wait_seconds_count{{pool="{pool}"}} "#
+            )),
+            "{text}"
         );
     }
     // Every durable write went through a group-commit flush of one or more.

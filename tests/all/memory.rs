@@ -1,6 +1,10 @@
 //! THREATS.md "Memory and size".
 
-use glovebox::CallError;
+use std::sync::Arc;
+use std::time::Duration;
+
+use glovebox::manifest::HookConfig;
+use glovebox::{CallContext, CallError, CallReport, Host};
 
 use crate::util::{self, assert_serving, call_err, call_ok, host_with_echo, manifest, plugins};
 
@@ -101,6 +105,8 @@ async fn admission_control_answers_busy_past_the_memory_budget() {
     echo.limits.memory = 32 * MIB;
     let (mut config, _data) = util::config(vec![sleeper, echo]);
     config.runtime.memory_budget = 512 * MIB;
+    // Refuse at once, as before the queue (threat 44 tests the waiting).
+    config.runtime.admission_wait = Duration::ZERO;
     let h = std::sync::Arc::new(glovebox::Host::load(config).await.unwrap());
     // Two sleepers reserve the whole budget...
     let a = tokio::spawn({
@@ -129,6 +135,7 @@ async fn admission_control_answers_busy_past_the_call_limit() {
     sleeper.limits.deadline = std::time::Duration::from_secs(1);
     let (mut config, _data) = util::config(vec![sleeper, manifest("echo", plugins::TOOL_ECHO)]);
     config.runtime.max_concurrent_calls = 1;
+    config.runtime.admission_wait = Duration::ZERO;
     let h = std::sync::Arc::new(glovebox::Host::load(config).await.unwrap());
     let running = tokio::spawn({
         let h = h.clone();
@@ -138,6 +145,237 @@ async fn admission_control_answers_busy_past_the_call_limit() {
     let err = call_err(&h, "echo.echo", "{}").await;
     assert!(matches!(err, CallError::Busy { .. }), "{err}");
     assert!(err.to_string().contains("max_concurrent_calls"), "{err}");
+    assert!(
+        err.to_string().contains("`runtime.admission_wait` is 0s"),
+        "{err}"
+    );
     running.await.unwrap();
     assert_serving(&h).await;
+}
+
+/// A call of `tool` by `principal` in session `session` (outside the ledger:
+/// the principal is the actor its entry point names).
+async fn call_as(h: &Host, principal: &str, session: &str, tool: &str, input: &str) -> CallReport {
+    let mut ctx = CallContext::standalone();
+    ctx.session_id = session.to_string();
+    glovebox::tasks::acting(principal, h.call(tool, input, ctx)).await
+}
+
+/// Waits until `n` calls wait for admission.
+async fn until_waiting(h: &Host, n: usize) {
+    for _ in 0..500 {
+        if h.admission_waiting().0 == n {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!(
+        "{n} calls never waited for admission (waiting: {})",
+        h.admission_waiting().0
+    );
+}
+
+// Threat 44: one tenant's slow calls do not make everyone else's calls
+// busy. Two slots; mallory keeps four slow calls going (each holds its slot
+// to its 1 s deadline, then is sent again), and alice's calls, sent all the
+// while, wait their turn in the queue and all succeed: never `busy`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn threat_44_a_tenants_slow_calls_do_not_make_other_tenants_busy() {
+    let mut sleeper = manifest("sleep", plugins::HOSTILE_SLEEP);
+    sleeper.limits.deadline = Duration::from_secs(1);
+    let (mut config, _data) = util::config(vec![sleeper, manifest("echo", plugins::TOOL_ECHO)]);
+    config.runtime.max_concurrent_calls = 2;
+    config.runtime.admission_wait = Duration::from_secs(30);
+    let h = Arc::new(Host::load(config).await.unwrap());
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let slow: Vec<_> = (0..4)
+        .map(|i| {
+            let (h, stop) = (h.clone(), stop.clone());
+            tokio::spawn(async move {
+                let session = format!("mallory-{i}");
+                let mut outcomes = Vec::new();
+                while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                    let report = call_as(&h, "mallory", &session, "sleep.sleep", "{}").await;
+                    outcomes.push(report.outcome.map(|_| ()));
+                }
+                outcomes
+            })
+        })
+        .collect();
+    // Mallory fills both slots and queues more before alice comes.
+    until_waiting(&h, 2).await;
+    let fast = (0..6).map(|i| {
+        let h = h.clone();
+        async move {
+            let mut outcomes = Vec::new();
+            for _ in 0..2 {
+                let session = format!("alice-{i}");
+                let report =
+                    call_as(&h, "alice", &session, "echo.echo", r#"{"message":"hi"}"#).await;
+                outcomes.push(report.outcome);
+            }
+            outcomes
+        }
+    });
+    let fast = futures::future::join_all(fast).await;
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    for outcome in fast.into_iter().flatten() {
+        let out = outcome.expect("alice's call waits its turn and runs: never busy");
+        assert_eq!(out["message"], "hi");
+    }
+    // Mallory's calls ran to their deadline (or, past its own deadline in
+    // the queue, were busy): the load was real.
+    let mut timeouts = 0;
+    for task in slow {
+        for outcome in task.await.unwrap() {
+            match outcome {
+                Err(CallError::Timeout { .. }) => timeouts += 1,
+                Err(CallError::Busy { reason }) => {
+                    assert!(reason.contains("runtime.admission_wait"), "{reason}")
+                }
+                other => panic!("a slow call ended otherwise: {other:?}"),
+            }
+        }
+    }
+    assert!(timeouts >= 2, "mallory's slow calls held the slots");
+    assert_eq!(h.admission_waiting(), (0, 0));
+    assert_eq!(h.calls_in_flight(), 0, "every slot came back");
+    assert_serving(&h).await;
+}
+
+// Threat 44: the queue is bounded. Past `runtime.admission_queue` waiters a
+// call is busy at once, and past `runtime.admission_wait` a waiter is busy;
+// each answer names its key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn threat_44_past_the_queue_or_the_wait_a_call_is_busy_naming_the_key() {
+    let mut sleeper = manifest("sleep", plugins::HOSTILE_SLEEP);
+    sleeper.limits.deadline = Duration::from_secs(5);
+    let (mut config, _data) = util::config(vec![sleeper, manifest("echo", plugins::TOOL_ECHO)]);
+    config.runtime.max_concurrent_calls = 1;
+    config.runtime.admission_queue = 1;
+    config.runtime.admission_wait = Duration::from_millis(1500);
+    let h = Arc::new(Host::load(config).await.unwrap());
+    let running = tokio::spawn({
+        let h = h.clone();
+        async move { call_as(&h, "mallory", "m", "sleep.sleep", "{}").await }
+    });
+    while h.calls_in_flight() == 0 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let waiting = tokio::spawn({
+        let h = h.clone();
+        async move { call_as(&h, "alice", "a", "echo.echo", "{}").await }
+    });
+    until_waiting(&h, 1).await;
+    // The queue's one place is taken: busy at once.
+    let report = call_as(&h, "bob", "b", "echo.echo", "{}").await;
+    let err = report.outcome.expect_err("the queue is full");
+    assert!(matches!(err, CallError::Busy { .. }), "{err}");
+    assert!(
+        err.to_string().contains("`runtime.admission_queue`"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("max_concurrent_calls"), "{err}");
+    // The waiter gives up at its wait, while the sleeper still runs.
+    let err = waiting.await.unwrap().outcome.expect_err("no slot in time");
+    assert!(matches!(err, CallError::Busy { .. }), "{err}");
+    assert!(
+        err.to_string().contains("`runtime.admission_wait`"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("waited 1.5s"), "{err}");
+    let ended = running.await.unwrap();
+    assert!(matches!(ended.outcome, Err(CallError::Timeout { .. })));
+    assert_eq!(h.admission_waiting(), (0, 0));
+    assert_serving(&h).await;
+}
+
+fn cost_hook(deadline: Duration, component: &str) -> HookConfig {
+    HookConfig {
+        name: "cost".into(),
+        component: component.into(),
+        sha256: None,
+        settings: serde_json::json!({}),
+        deadline,
+        memory: 16 * MIB,
+        fuel: None,
+    }
+}
+
+// Threat 44, hooks: a burst of calls far past the call slots, each judged by
+// a permission hook, queues for the hooks and for the slots instead of being
+// refused or denied: every call runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn threat_44_a_burst_of_judged_calls_waits_and_runs() {
+    let (mut config, _data) = util::config(vec![manifest("echo", plugins::TOOL_ECHO)]);
+    config.runtime.max_concurrent_calls = 2;
+    config.hooks = vec![cost_hook(
+        Duration::from_secs(5),
+        plugins::HOOK_COST_CONTROL,
+    )];
+    let h = Arc::new(Host::load(config).await.unwrap());
+    let calls = (0..64).map(|i| {
+        let h = h.clone();
+        async move {
+            let principal = format!("p{}", i % 4);
+            call_as(
+                &h,
+                &principal,
+                &format!("s{i}"),
+                "echo.echo",
+                r#"{"message":"x"}"#,
+            )
+            .await
+        }
+    });
+    for report in futures::future::join_all(calls).await {
+        report.outcome.expect("every judged call of the burst runs");
+    }
+    assert_eq!(h.admission_waiting(), (0, 0));
+    assert_eq!(h.calls_in_flight(), 0);
+}
+
+// Threat 44, hooks: a hook run that finds every hook slot taken past its
+// wait fails closed, and the denial says admission was full (not that the
+// hook misbehaved). Eight looping hook runs hold the eight hook slots (each
+// on its own worker thread) to their deadline; a ninth call is denied.
+#[tokio::test(flavor = "multi_thread", worker_threads = 10)]
+async fn threat_44_a_hook_that_finds_no_slot_in_time_fails_closed_saying_why() {
+    let (mut config, _data) = util::config(vec![manifest("echo", plugins::TOOL_ECHO)]);
+    config.runtime.admission_wait = Duration::ZERO; // hook runs still wait 1 s
+    config.hooks = vec![cost_hook(
+        Duration::from_secs(3),
+        plugins::HOSTILE_HOOK_LOOP,
+    )];
+    let h = Arc::new(Host::load(config).await.unwrap());
+    let calls: Vec<_> = (0..9)
+        .map(|i| {
+            let h = h.clone();
+            tokio::spawn(async move { call_as(&h, "p", &format!("s{i}"), "echo.echo", "{}").await })
+        })
+        .collect();
+    let mut full = 0;
+    let mut timed_out = 0;
+    for call in calls {
+        let err = call
+            .await
+            .unwrap()
+            .outcome
+            .expect_err("the looping hook denies");
+        assert!(matches!(err, CallError::Denied { .. }), "{err}");
+        let text = err.to_string();
+        if text.contains("admission was full") {
+            assert!(text.contains("`runtime.admission_wait`"), "{text}");
+            full += 1;
+        } else {
+            assert!(text.contains("timed out"), "{text}");
+            timed_out += 1;
+        }
+    }
+    assert_eq!(
+        (timed_out, full),
+        (8, 1),
+        "eight hook slots, one call left out"
+    );
+    assert_eq!(h.admission_waiting(), (0, 0));
 }

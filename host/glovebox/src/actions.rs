@@ -65,7 +65,7 @@ impl Gateway {
             tags: action.tags,
         };
         let host = self.host();
-        let outcome = host.hooks().evaluate(&request).await;
+        let outcome = host.evaluate_hooks(&request).await;
         let decided = crate::pipeline::decided(&request.call_id, &outcome.decisions);
         self.metrics().decisions(&decided);
         let refusal = match &outcome.verdict {

@@ -660,6 +660,10 @@ async fn permissive_hooks(host: &Host) -> Vec<Finding> {
         let mut allowed = 0;
         for (i, mut probe) in probes.into_iter().enumerate() {
             probe.call_id = format!("c-doctor-probe-{i}");
+            // A hook run like any other: through the admission of hook runs.
+            let Ok(_slot) = host.hook_gate().admit(&probe.session).await else {
+                continue;
+            };
             if let Some(decision) = chain.evaluate_one(&info.name, &probe).await {
                 consulted += 1;
                 if decision.decision == DecisionKind::Allow {

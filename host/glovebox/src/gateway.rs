@@ -76,6 +76,7 @@ impl Gateway {
     pub fn new(host: Arc<Host>, ledger: Arc<Durable>) -> Gateway {
         let metrics: Arc<crate::metrics::Metrics> = Arc::default();
         ledger.storage.observe_flushes(metrics.flush_observer());
+        host.observe_admission_waits(metrics.admission_wait_observer());
         Gateway {
             host: Arc::new(RwLock::new(host)),
             ledger,
@@ -131,6 +132,8 @@ impl Gateway {
             call_slots: gauge(u64::from(host.config().runtime.max_concurrent_calls)),
             memory_reserved_bytes: gauge(host.memory_reserved()),
             memory_budget_bytes: gauge(host.config().runtime.memory_budget),
+            calls_waiting: gauge(host.admission_waiting().0 as u64),
+            hooks_waiting: gauge(host.admission_waiting().1 as u64),
         };
         let mut snapshot = ledger_work(move || snapshot(&ledger)).await?;
         snapshot.admission = admission;

@@ -4,16 +4,17 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
-use std::sync::Arc;
-use std::time::Instant;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use tokio::sync::Semaphore;
+
+use crate::admission::{self, Admission, Key, Refused, Short};
 
 use crate::bindings::tool::glovebox::plugin::types::{CallContext as WitCallContext, ToolError};
 use crate::call::{CallContext, CallReport, Hands, Metering};
 use crate::error::CallError;
-use crate::hooks::{HookChain, HookStatus};
+use crate::hooks::{ChainOutcome, HookChain, HookRequest, HookStatus};
 use crate::manifest::HostConfig;
 use crate::pipeline::Admitted;
 use crate::plugin::{LoadedPlugin, ToolInfo, load_plugin};
@@ -29,9 +30,91 @@ pub struct Host {
     index: BTreeMap<String, (usize, usize)>,
     /// Each tool's estimated cost in micros, for the budget.
     tool_costs: Arc<HashMap<String, u64>>,
-    calls: Arc<Semaphore>,
-    /// Memory budget in MiB, reserved per call at its plugin's memory cap.
-    memory: Arc<Semaphore>,
+    /// Admission control, shared across reloads.
+    admission: Admissions,
+}
+
+/// Admission control (see [`crate::admission`]): the call slots with the
+/// memory budget (in MiB, reserved per call at its plugin's memory cap), and
+/// the hook runs' slots.
+#[derive(Clone)]
+struct Admissions {
+    calls: Admission,
+    hooks: Admission,
+    /// Where each admission's wait is reported (the gateway's metrics).
+    waits: Arc<OnceLock<WaitObserver>>,
+}
+
+/// Told the pool (`calls` or `hooks`) and how long each admission waited
+/// (admitted or refused).
+pub(crate) type WaitObserver = Arc<dyn Fn(&'static str, Duration) + Send + Sync>;
+
+/// A hook run waits at least this long for a slot, whatever
+/// `runtime.admission_wait` says: hooks are waited for, not failed (a hook
+/// refused a slot denies its call).
+const HOOK_WAIT_FLOOR: Duration = Duration::from_secs(1);
+/// And this many hook runs may wait at once, whatever `runtime.admission_queue` says.
+const HOOK_QUEUE_FLOOR: usize = 64;
+
+impl Admissions {
+    fn new(config: &HostConfig) -> Admissions {
+        let runtime = &config.runtime;
+        let slots = runtime.max_concurrent_calls as usize;
+        let queue = runtime.admission_queue as usize;
+        let hook_slots = crate::runtime::HOOK_INSTANCES as usize;
+        Admissions {
+            calls: Admission::new(admission::Limits {
+                slots,
+                units: runtime.memory_budget / MIB,
+                share: admission::Limits::share_of(slots, runtime.principal_share),
+                queue,
+            }),
+            hooks: Admission::new(admission::Limits {
+                slots: hook_slots,
+                units: 0,
+                share: admission::Limits::share_of(hook_slots, runtime.principal_share),
+                queue: queue.max(HOOK_QUEUE_FLOOR),
+            }),
+            waits: Arc::default(),
+        }
+    }
+
+    fn observe(&self, pool: &'static str, waited: Duration) {
+        if let Some(observe) = self.waits.get() {
+            observe(pool, waited);
+        }
+    }
+}
+
+/// Admits hook runs (see [`crate::admission`]): a hook slot for the
+/// principal acting here, for a session.
+#[derive(Clone)]
+pub(crate) struct HookGate {
+    admissions: Admissions,
+    wait: Duration,
+}
+
+impl HookGate {
+    /// A hook slot, or why there is none (a sentence naming the config keys).
+    pub(crate) async fn admit(&self, session: &str) -> Result<admission::Permit, String> {
+        let key = Key::new(crate::session::actor::current(), session);
+        let start = Instant::now();
+        let admitted = self.admissions.hooks.acquire(key, 0, self.wait).await;
+        self.admissions.observe("hooks", start.elapsed());
+        admitted.map_err(|refused| {
+            let slots = self.admissions.hooks.limits().slots;
+            match refused {
+                Refused::QueueFull(_) => format!(
+                    "all {slots} hook slots are in use and {} hook runs already wait for one (`runtime.admission_queue`, at least {HOOK_QUEUE_FLOOR})",
+                    self.admissions.hooks.limits().queue
+                ),
+                _ => format!(
+                    "all {slots} hook slots stayed in use for {:?} (`runtime.admission_wait`, at least {HOOK_WAIT_FLOOR:?}); raise `runtime.admission_wait`, or lower the load",
+                    self.wait
+                ),
+            }
+        })
+    }
 }
 
 impl Host {
@@ -45,10 +128,8 @@ impl Host {
     /// whole host: an operator must not believe a tool is there when it is not.
     pub async fn load(config: HostConfig) -> Result<Host> {
         let runtime = Arc::new(Runtime::new(&config)?);
-        let calls = Arc::new(Semaphore::new(config.runtime.max_concurrent_calls as usize));
-        let budget_mib = usize::try_from(config.runtime.memory_budget / MIB).unwrap_or(usize::MAX);
-        let memory = Arc::new(Semaphore::new(budget_mib.min(Semaphore::MAX_PERMITS)));
-        Host::assemble(config, runtime, calls, memory).await
+        let admission = Admissions::new(&config);
+        Host::assemble(config, runtime, admission).await
     }
 
     /// The same host with its config, plugins and hooks read again from its
@@ -71,21 +152,14 @@ impl Host {
                 path.display()
             );
         }
-        Host::assemble(
-            config,
-            self.runtime.clone(),
-            self.calls.clone(),
-            self.memory.clone(),
-        )
-        .await
+        Host::assemble(config, self.runtime.clone(), self.admission.clone()).await
     }
 
     /// A host from a loaded config on an engine and admission pool.
     async fn assemble(
         config: HostConfig,
         runtime: Arc<Runtime>,
-        calls: Arc<Semaphore>,
-        memory: Arc<Semaphore>,
+        admission: Admissions,
     ) -> Result<Host> {
         let mut plugins = Vec::new();
         let mut index = BTreeMap::new();
@@ -128,8 +202,7 @@ impl Host {
             hooks,
             index,
             tool_costs: Arc::new(tool_costs),
-            calls,
-            memory,
+            admission,
         })
     }
 
@@ -181,23 +254,72 @@ impl Host {
         }
     }
 
-    /// The hook chain every call passes.
-    /// The calls running now, foreground and background (admission
-    /// control's slots in use; shared across reloads).
     /// The memory the calls running now reserve (each its plugin's whole
     /// cap, at admission), in bytes.
     pub fn memory_reserved(&self) -> u64 {
-        let budget_mib = usize::try_from(self.config.runtime.memory_budget / MIB)
-            .unwrap_or(usize::MAX)
-            .min(Semaphore::MAX_PERMITS);
-        (budget_mib.saturating_sub(self.memory.available_permits()) as u64).saturating_mul(MIB)
+        self.admission.calls.units_in_use().saturating_mul(MIB)
     }
 
+    /// The calls running now, foreground and background (admission
+    /// control's slots in use; shared across reloads).
     pub fn calls_in_flight(&self) -> usize {
-        (self.config.runtime.max_concurrent_calls as usize)
-            .saturating_sub(self.calls.available_permits())
+        self.admission.calls.in_use()
     }
 
+    /// The calls, and the hook runs, waiting for a slot now.
+    pub fn admission_waiting(&self) -> (usize, usize) {
+        (
+            self.admission.calls.waiting(),
+            self.admission.hooks.waiting(),
+        )
+    }
+
+    /// Reports each admission's wait to `observe` (the first observer set
+    /// stays: the admission is shared across reloads).
+    pub(crate) fn observe_admission_waits(&self, observe: WaitObserver) {
+        let _ = self.admission.waits.set(observe);
+    }
+
+    /// The admission of hook runs, to take along (the `after` notifications
+    /// outlive the call).
+    pub(crate) fn hook_gate(&self) -> HookGate {
+        HookGate {
+            admissions: self.admission.clone(),
+            wait: self.config.runtime.admission_wait.max(HOOK_WAIT_FLOOR),
+        }
+    }
+
+    /// The hook chain's judgement of `request`, its hooks' runs admitted
+    /// first (one hook slot for the chain: its hooks run one at a time). A
+    /// chain that finds no slot in time denies, saying admission was full
+    /// (hooks fail closed).
+    pub(crate) async fn evaluate_hooks(&self, request: &HookRequest) -> ChainOutcome {
+        let Some((hook, pattern)) = self.hooks.first_to_run(&request.action) else {
+            // No hook runs an instance for this call.
+            return self.hooks.evaluate(request).await;
+        };
+        let start = Instant::now();
+        match self.hook_gate().admit(&request.session).await {
+            Ok(slot) => {
+                let outcome = self.hooks.evaluate(request).await;
+                drop(slot);
+                outcome
+            }
+            Err(full) => {
+                tracing::warn!(hook, reason = %full, "a permission hook could not run: admission was full");
+                HookChain::failed_closed(
+                    hook,
+                    pattern,
+                    format!(
+                        "hook `{hook}` could not run, admission was full: {full}; the call is denied (hooks fail closed)"
+                    ),
+                    start.elapsed(),
+                )
+            }
+        }
+    }
+
+    /// The hook chain every call passes.
     pub fn hooks(&self) -> &HookChain {
         &self.hooks
     }
@@ -221,29 +343,30 @@ impl Host {
         let name = info.name.clone();
 
         // Admission: a slot and the plugin's whole memory cap, up front, so
-        // calls at their caps can never add up to more than the budget.
-        let Ok(slot) = self.calls.clone().try_acquire_owned() else {
-            return CallReport::refused(
-                &name,
-                CallError::Busy {
-                    reason: format!(
-                        "{} calls are already running (`runtime.max_concurrent_calls`)",
-                        self.config.runtime.max_concurrent_calls
-                    ),
-                },
-            );
-        };
-        let mib = u32::try_from(plugin.manifest.limits.memory.div_ceil(MIB)).unwrap_or(u32::MAX);
-        let Ok(reserved) = self.memory.clone().try_acquire_many_owned(mib) else {
-            return CallReport::refused(
-                &name,
-                CallError::Busy {
-                    reason: format!(
-                        "running calls already reserve the memory budget of {} MiB (`runtime.memory_budget`); this call needs {mib} MiB",
-                        self.config.runtime.memory_budget / MIB
-                    ),
-                },
-            );
+        // calls at their caps can never add up to more than the budget. A
+        // call that finds no room waits its turn (fair between principals
+        // and their sessions), up to `runtime.admission_wait` and never past
+        // its own deadline.
+        let mib = plugin.manifest.limits.memory.div_ceil(MIB);
+        let wait = self
+            .config
+            .runtime
+            .admission_wait
+            .min(plugin.manifest.limits.deadline);
+        let key = Key::new(crate::session::actor::current(), ctx.session_id.as_str());
+        let start = Instant::now();
+        let admitted = self.admission.calls.acquire(key, mib, wait).await;
+        self.admission.observe("calls", start.elapsed());
+        let slot = match admitted {
+            Ok(slot) => slot,
+            Err(refused) => {
+                return CallReport::refused(
+                    &name,
+                    CallError::Busy {
+                        reason: self.refusal(refused, mib, wait),
+                    },
+                );
+            }
         };
 
         let runtime = self.runtime.clone();
@@ -254,7 +377,7 @@ impl Host {
         // Aborted if this future is dropped (a cancelled job): its store goes.
         let task = crate::tasks::owned(async move {
             let report = run_call(&runtime, &plugin, &task_name, &tool_name, input, ctx).await;
-            drop((slot, reserved));
+            drop(slot);
             report
         });
         match task.join().await {
@@ -275,6 +398,46 @@ impl Host {
 }
 
 const MIB: u64 = 1024 * 1024;
+
+impl Host {
+    /// Why admission refused a call needing `mib` MiB after waiting up to
+    /// `wait`: what was full and the keys that size it.
+    fn refusal(&self, refused: Refused, mib: u64, wait: Duration) -> String {
+        let runtime = &self.config.runtime;
+        let budget = runtime.memory_budget / MIB;
+        let short = |short: Short| match short {
+            Short::Slots => format!(
+                "{} calls are already running (`runtime.max_concurrent_calls`)",
+                runtime.max_concurrent_calls
+            ),
+            Short::Units => format!(
+                "running calls already reserve the memory budget of {budget} MiB (`runtime.memory_budget`); this call needs {mib} MiB"
+            ),
+            Short::Share => format!(
+                "its principal already holds its share of the {} call slots (`runtime.principal_share` = {}) while other principals wait",
+                runtime.max_concurrent_calls, runtime.principal_share
+            ),
+        };
+        match refused {
+            Refused::TooBig => format!(
+                "this call needs {mib} MiB, more than the whole memory budget of {budget} MiB (`runtime.memory_budget`): raise the budget, or lower the plugin's `memory` limit"
+            ),
+            Refused::Full(what) => format!(
+                "{}, and calls do not wait for room (`runtime.admission_wait` is 0s)",
+                short(what)
+            ),
+            Refused::QueueFull(what) => format!(
+                "{}, and {} more calls already wait for room (`runtime.admission_queue`)",
+                short(what),
+                runtime.admission_queue
+            ),
+            Refused::TimedOut(what) => format!(
+                "{}, and this call waited {wait:?} for room (`runtime.admission_wait`, or the tool's deadline when shorter)",
+                short(what)
+            ),
+        }
+    }
+}
 
 #[tracing::instrument(skip_all, fields(tool = %name, call_id = %ctx.call_id))]
 async fn run_call(

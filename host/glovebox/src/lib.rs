@@ -19,6 +19,7 @@
 //! (the `glovebox` binary, the root package, is a thin CLI over both).
 
 pub mod actions;
+mod admission;
 pub mod doctor;
 mod gateway;
 mod host;

@@ -43,6 +43,12 @@ struct HookLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Pool {
+    /// `calls` or `hooks`.
+    pool: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct Status {
     status: String,
 }
@@ -65,14 +71,20 @@ pub struct Snapshot {
 }
 
 /// Admission control now: the host's, read at each scrape. A call that finds
-/// no slot or not enough of the memory budget is refused at once (`busy`,
-/// counted in `glovebox_calls`): there is no queue to wait in.
+/// no slot or not enough of the memory budget waits in a bounded queue, fair
+/// between principals (`runtime.admission_wait`, `runtime.admission_queue`),
+/// and is refused as `busy` (counted in `glovebox_calls`) past them; hook
+/// runs wait for hook slots the same way.
 #[derive(Debug, Default)]
 pub struct Admission {
     pub calls_in_flight: i64,
     pub call_slots: i64,
     pub memory_reserved_bytes: i64,
     pub memory_budget_bytes: i64,
+    /// Calls waiting for a slot (or room in the memory budget).
+    pub calls_waiting: i64,
+    /// Hook runs waiting for a hook slot.
+    pub hooks_waiting: i64,
 }
 
 /// The host's metrics.
@@ -91,6 +103,8 @@ pub struct Metrics {
     call_slots: Gauge,
     memory_reserved: Gauge,
     memory_budget: Gauge,
+    admission_queue: Family<Pool, Gauge>,
+    admission_wait_seconds: Family<Pool, Histogram>,
     outbox_depth: Gauge,
     commit_batches: Histogram,
 }
@@ -167,7 +181,7 @@ impl Metrics {
         let call_slots = Gauge::default();
         registry.register(
             "admission_call_slots",
-            "Calls admission control lets run at once (`runtime.max_concurrent_calls`); a call past them is refused as busy",
+            "Calls admission control lets run at once (`runtime.max_concurrent_calls`); a call past them waits its turn, up to `runtime.admission_wait`",
             call_slots.clone(),
         );
         let memory_reserved = Gauge::default();
@@ -179,8 +193,20 @@ impl Metrics {
         let memory_budget = Gauge::default();
         registry.register(
             "admission_memory_budget_bytes",
-            "The memory budget calls reserve from (`runtime.memory_budget`); a call that does not fit is refused as busy",
+            "The memory budget calls reserve from (`runtime.memory_budget`); a call that does not fit waits its turn, up to `runtime.admission_wait`",
             memory_budget.clone(),
+        );
+        let admission_queue = Family::<Pool, Gauge>::default();
+        registry.register(
+            "admission_queue_depth",
+            "Calls (pool `calls`) and hook runs (pool `hooks`) waiting for a slot now; past `runtime.admission_queue` waiters a call is refused as busy",
+            admission_queue.clone(),
+        );
+        let admission_wait_seconds = Family::<Pool, Histogram>::new_with_constructor(seconds);
+        registry.register(
+            "admission_wait_seconds",
+            "Time each call (pool `calls`) or hook run (pool `hooks`) waited for admission, admitted or refused",
+            admission_wait_seconds.clone(),
         );
         let commit_batches = Histogram::new(exponential_buckets(1.0, 2.0, 9));
         registry.register(
@@ -209,6 +235,8 @@ impl Metrics {
             call_slots,
             memory_reserved,
             memory_budget,
+            admission_queue,
+            admission_wait_seconds,
             outbox_depth,
             commit_batches,
         }
@@ -218,6 +246,18 @@ impl Metrics {
     pub(crate) fn flush_observer(&self) -> crate::storage::FlushObserver {
         let batches = self.commit_batches.clone();
         std::sync::Arc::new(move |writers| batches.observe(writers as f64))
+    }
+
+    /// Where the host reports each admission's wait.
+    pub(crate) fn admission_wait_observer(&self) -> crate::host::WaitObserver {
+        let waits = self.admission_wait_seconds.clone();
+        std::sync::Arc::new(move |pool, waited| {
+            waits
+                .get_or_create(&Pool {
+                    pool: pool.to_string(),
+                })
+                .observe(waited.as_secs_f64());
+        })
     }
 
     /// A call's report.
@@ -302,6 +342,16 @@ impl Metrics {
         self.memory_reserved
             .set(now.admission.memory_reserved_bytes);
         self.memory_budget.set(now.admission.memory_budget_bytes);
+        for (pool, waiting) in [
+            ("calls", now.admission.calls_waiting),
+            ("hooks", now.admission.hooks_waiting),
+        ] {
+            self.admission_queue
+                .get_or_create(&Pool {
+                    pool: pool.to_string(),
+                })
+                .set(waiting);
+        }
         self.outbox_depth.set(now.outbox_depth);
         let mut text = String::new();
         // Writing into a String cannot fail.

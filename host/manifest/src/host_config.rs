@@ -18,10 +18,10 @@ use super::plugin::load_manifest;
 use super::principal::{RawPrincipal, validate_principals};
 use super::quotas::{RawQuotas, validate_quotas};
 use super::source::{self, SIZE_HINT, Source};
-use super::units::{Size, format_size};
+use super::units::{Millis, Size, format_size};
 use super::{
-    ConfigError, DurabilityMode, HostConfig, Limits, MAX_CONCURRENT_CALLS, NatsStorage,
-    PluginManifest, RuntimeConfig, StorageBackend, StorageConfig,
+    ConfigError, DurabilityMode, HostConfig, Limits, MAX_ADMISSION_QUEUE, MAX_CONCURRENT_CALLS,
+    NatsStorage, PluginManifest, RuntimeConfig, StorageBackend, StorageConfig,
 };
 
 #[derive(Deserialize)]
@@ -83,6 +83,9 @@ pub(super) struct RawPluginEntry {
 pub(super) struct RawRuntime {
     max_concurrent_calls: Option<i64>,
     memory_budget: Option<Size>,
+    admission_wait: Option<Millis>,
+    admission_queue: Option<i64>,
+    principal_share: Option<f64>,
     max_input_bytes: Option<Size>,
     max_component_bytes: Option<Size>,
     max_memory_per_instance: Option<Size>,
@@ -492,6 +495,31 @@ fn validate_runtime(
                 ));
             }
         }
+    }
+    if let Some(Millis(wait)) = raw.admission_wait {
+        runtime.admission_wait = wait;
+    }
+    if let Some(queue) = raw.admission_queue {
+        match u32::try_from(queue) {
+            Ok(queue) if queue <= MAX_ADMISSION_QUEUE => runtime.admission_queue = queue,
+            _ => {
+                return Err(src.invalid(
+                    "runtime.admission_queue",
+                    format!("{queue} waiting calls is out of range"),
+                    "write an integer from 0 (no queue: busy at once) to 1000000",
+                ));
+            }
+        }
+    }
+    if let Some(share) = raw.principal_share {
+        if !(share > 0.0 && share <= 1.0) {
+            return Err(src.invalid(
+                "runtime.principal_share",
+                format!("{share} is not a share of the call slots"),
+                "write a fraction above 0 and at most 1, e.g. `principal_share = 0.5` (one principal holds at most half the slots while others wait)",
+            ));
+        }
+        runtime.principal_share = share;
     }
     let sizes = [
         (

@@ -83,6 +83,8 @@ const GIB: u64 = 1 << 30;
 
 /// The most calls a host may run at once, whatever the config says.
 pub const MAX_CONCURRENT_CALLS: u32 = 1000;
+/// The most calls `runtime.admission_queue` lets wait for a slot at once.
+pub const MAX_ADMISSION_QUEUE: u32 = 1_000_000;
 
 /// The host configuration, read from `glovebox.toml`.
 #[derive(Clone, Debug)]
@@ -230,6 +232,15 @@ pub struct RuntimeConfig {
     pub max_concurrent_calls: u32,
     /// Bytes: the sum of the memory caps of the calls running at once (admission control).
     pub memory_budget: u64,
+    /// How long a call (or a hook run) waits for a slot or for room in the
+    /// memory budget before it is refused as busy; zero refuses at once.
+    pub admission_wait: Duration,
+    /// How many calls may wait for a slot at once; one more is refused as
+    /// busy at once (0 to [`MAX_ADMISSION_QUEUE`]).
+    pub admission_queue: u32,
+    /// The fraction of the slots one principal may hold while others wait
+    /// (more than 0, at most 1; at least one slot).
+    pub principal_share: f64,
     /// Bytes: the largest input a call accepts.
     pub max_input_bytes: u64,
     /// Bytes: bigger component files are refused before they are read.
@@ -245,6 +256,9 @@ impl Default for RuntimeConfig {
         RuntimeConfig {
             max_concurrent_calls: 16,
             memory_budget: 4 * GIB,
+            admission_wait: Duration::from_secs(5),
+            admission_queue: 1024,
+            principal_share: 0.5,
             max_input_bytes: MIB,
             max_component_bytes: 256 * MIB,
             max_memory_per_instance: 4 * GIB,

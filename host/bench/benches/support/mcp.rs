@@ -240,3 +240,124 @@ pub async fn http(server: &McpServer, n: usize) -> Stats {
     stop.cancel();
     s
 }
+
+/// The fast calls of a fairness run: how many, how many were refused
+/// (`busy`) or failed otherwise, and their latency.
+pub struct Fairness {
+    pub fast: usize,
+    pub refused: usize,
+    pub failed: usize,
+    /// The failures other than `busy`, by kind.
+    pub failures: std::collections::BTreeMap<String, usize>,
+    pub p50: Duration,
+    pub p99: Duration,
+    pub took: Duration,
+}
+
+/// The deadline of the looping calls of [`fairness`].
+pub const LOOP_DEADLINE: Duration = Duration::from_millis(250);
+
+/// `clients` MCP clients over HTTP at once, each with a session of its own,
+/// each making `calls` calls one after another; with `loops`, every tenth
+/// call of each is a loop that runs to its deadline ([`LOOP_DEADLINE`]), the
+/// rest echo calls. What the fast (echo) calls got. A host of its own in
+/// `data` with the default `[runtime]` (16 call slots) but its admission wait,
+/// the stuck-agent detector off.
+/// `admission_wait` is `runtime.admission_wait` (zero: refused at once, as
+/// before the queue).
+pub async fn fairness(
+    data: &Path,
+    clients: usize,
+    calls: usize,
+    loops: bool,
+    admission_wait: Duration,
+) -> Fairness {
+    let limits = Default::default();
+    let mut echo = PluginManifest::for_component(artifact("tool_echo"), &limits);
+    echo.name = "echo".into();
+    let mut spin = PluginManifest::for_component(artifact("hostile_infinite_loop"), &limits);
+    spin.name = "loop".into();
+    spin.limits.deadline = LOOP_DEADLINE;
+    let mut config = HostConfig::from_plugins(data.to_path_buf(), vec![echo, spin]);
+    config.hooks_explicitly_none = true;
+    // The same loop timing out again would flag the session as stuck and
+    // pause it (the detector): not what this measures.
+    config.detector.enabled = false;
+    config.runtime.admission_wait = admission_wait;
+    let host = Arc::new(Host::load(config).await.expect("host loads"));
+    let durable = Arc::new(open_sessions(host.config()).expect("store opens"));
+    let gateway = Gateway::new(host, durable);
+    let jobs = Jobs::new(gateway.clone(), JobsConfig::default());
+    let server = McpServer::new(gateway.clone(), jobs);
+    let http = HttpServer::bind(server, "127.0.0.1:0".parse().unwrap())
+        .await
+        .expect("bind");
+    let addr = http.local_addr().unwrap();
+    let stop = http.stop_token();
+    tokio::spawn(http.run());
+
+    let all = Instant::now();
+    let runs = (0..clients).map(|c| {
+        tokio::spawn(async move {
+            let mut client = HttpClient::connect(addr).await;
+            client.post(INIT.to_string()).await;
+            client.post(INITIALIZED.to_string()).await;
+            client.post(START.to_string()).await;
+            // (latency, "ok" | "busy" | another error kind) of each fast call.
+            let mut fast = Vec::new();
+            for i in 0..calls {
+                let id = (c * calls + i) as u64 + 100;
+                if loops && i % 10 == 9 {
+                    let spin = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                                      "params": {"name": "loop.spin", "arguments": {}}});
+                    client.post(spin.to_string()).await;
+                    continue;
+                }
+                let start = Instant::now();
+                let v = client.post(echo_call(id).to_string()).await;
+                let took = start.elapsed();
+                let outcome = if v["result"]["structuredContent"]["message"] == "hi" {
+                    "ok".to_string()
+                } else {
+                    let error = &v["result"]["structuredContent"]["error"];
+                    match error["kind"].as_str() {
+                        Some(kind) => kind.to_string(),
+                        None => format!("malformed: {v}"),
+                    }
+                };
+                fast.push((took, outcome));
+            }
+            fast
+        })
+    });
+    let runs: Vec<_> = runs.collect();
+    let mut samples = Vec::new();
+    let (mut refused, mut failed) = (0, 0);
+    let mut failures = std::collections::BTreeMap::new();
+    for run in runs {
+        for (took, outcome) in run.await.expect("client") {
+            match outcome.as_str() {
+                "ok" => {}
+                "busy" => refused += 1,
+                _ => {
+                    failed += 1;
+                    *failures.entry(outcome).or_default() += 1;
+                }
+            }
+            samples.push(took);
+        }
+    }
+    let took = all.elapsed();
+    stop.cancel();
+    let fast = samples.len();
+    let s = stats(samples, took);
+    Fairness {
+        fast,
+        refused,
+        failed,
+        failures,
+        p50: s.p50,
+        p99: s.p99,
+        took,
+    }
+}

@@ -50,7 +50,7 @@ pub(crate) async fn judge(
     let request = hook_request(call, ctx, tags);
     match judge {
         Judge::Hooks => {
-            let outcome = host.hooks().evaluate(&request).await;
+            let outcome = host.evaluate_hooks(&request).await;
             let decisions = decided(&ctx.call_id, &outcome.decisions);
             Judgement {
                 request,

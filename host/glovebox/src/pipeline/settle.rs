@@ -90,8 +90,9 @@ pub(crate) async fn refused(host: &Host, ledger: &Durable, session: &str) {
     .await;
 }
 
-/// Tells the hooks that allowed a call how it ended, off the caller's path:
-/// their failures are logged (by the chain) and change nothing.
+/// Tells the hooks that allowed a call how it ended, off the caller's path
+/// and through the admission of hook runs: their failures are logged (by
+/// the chain) and change nothing.
 pub(crate) fn tell_hooks(host: &Host, judgement: &Judgement, report: &CallReport) {
     let Some(outcome) = &judgement.chain else {
         return;
@@ -105,9 +106,21 @@ pub(crate) fn tell_hooks(host: &Host, judgement: &Judgement, report: &CallReport
     };
     let ok = report.outcome.is_ok();
     let hooks = host.hook_chain();
+    let gate = host.hook_gate();
     let (request, outcome) = (judgement.request.clone(), outcome.clone());
     crate::tasks::detached(async move {
-        hooks.after(&request, &outcome, ok, &summary).await;
+        // Through admission like the judging: a burst of notifications
+        // waits for hook slots instead of exhausting the instance pool.
+        match gate.admit(&request.session).await {
+            Ok(_slot) => {
+                hooks.after(&request, &outcome, ok, &summary).await;
+            }
+            Err(full) => tracing::warn!(
+                call_id = %request.call_id,
+                reason = %full,
+                "the hooks were not told how a call ended: admission was full"
+            ),
+        }
     });
 }
 

@@ -52,6 +52,9 @@ output = "1 MiB"
 [runtime]
 max_concurrent_calls = 4
 memory_budget = "2 GiB"
+admission_wait = "250ms"
+admission_queue = 0
+principal_share = 1
 max_input_bytes = "64 KiB"
 max_component_bytes = "10 MB"
 max_memory_per_instance = "1 GiB"
@@ -79,6 +82,9 @@ manifest = "./plugins/big.toml"
         RuntimeConfig {
             max_concurrent_calls: 4,
             memory_budget: 2 << 30,
+            admission_wait: Duration::from_millis(250),
+            admission_queue: 0,
+            principal_share: 1.0,
             max_input_bytes: 64 << 10,
             max_component_bytes: 10_000_000,
             max_memory_per_instance: 1 << 30,
@@ -251,6 +257,31 @@ fn runtime_values_are_checked() {
         &file,
         "runtime.memory_budget",
         &["invalid size `lots`", "at line 2"],
+    );
+    for queue in ["-1", "1000001"] {
+        let error = fx.host_error(&format!("[runtime]\nadmission_queue = {queue}\n"));
+        assert_error(
+            &error,
+            &file,
+            "runtime.admission_queue",
+            &["out of range", "from 0 (no queue: busy at once) to 1000000"],
+        );
+    }
+    for share in ["0", "1.5", "-0.25", "nan"] {
+        let error = fx.host_error(&format!("[runtime]\nprincipal_share = {share}\n"));
+        assert_error(
+            &error,
+            &file,
+            "runtime.principal_share",
+            &["not a share of the call slots", "above 0 and at most 1"],
+        );
+    }
+    let error = fx.host_error("[runtime]\nadmission_wait = \"soon\"\n");
+    assert_error(
+        &error,
+        &file,
+        "runtime.admission_wait",
+        &["invalid duration `soon`", "\"250ms\""],
     );
     let error = fx.host_error("[runtime]\nthreads = 4\n");
     assert_error(

@@ -228,6 +228,35 @@ impl HookChain {
         }
     }
 
+    /// The first hook that runs an instance to judge a call of `action`
+    /// (its name and the trigger that covers the action): `None` when the
+    /// chain runs none for it (no hook's triggers cover it, or only broken
+    /// hooks, which deny without running). The host admits a chain that runs
+    /// one before it judges (see its admission of hook runs).
+    pub fn first_to_run(&self, action: &str) -> Option<(&str, &str)> {
+        self.hooks.iter().find_map(|slot| match slot {
+            Slot::Ready(hook) => hook
+                .trigger_for(action)
+                .map(|pattern| (hook.name.as_str(), pattern)),
+            Slot::Broken { .. } => None,
+        })
+    }
+
+    /// The outcome of a chain that could not run: the hook `name` (judging
+    /// through `pattern`) denies, saying `reason` (hooks fail closed).
+    pub fn failed_closed(
+        name: &str,
+        pattern: &str,
+        reason: String,
+        took: Duration,
+    ) -> ChainOutcome {
+        let decisions = vec![HookDecision::fail_closed(name, pattern, reason, took)];
+        ChainOutcome {
+            verdict: verdict_of(&decisions),
+            decisions,
+        }
+    }
+
     /// What the hook `name` alone decides about a call (as if it were the
     /// only hook in the chain): `None` when there is no such loaded hook or
     /// its triggers do not cover the call's action. Nothing is recorded; used

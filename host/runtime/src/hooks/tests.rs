@@ -307,3 +307,31 @@ fn requests_reach_the_hook_unchanged() {
     assert!(wit.destructive);
     assert_eq!(wit.tags, ["nightly"]);
 }
+
+// The host admits a chain's hook runs only when one runs an instance: a
+// broken hook denies without one, an empty chain runs none.
+#[tokio::test]
+async fn only_a_loaded_hook_whose_trigger_covers_the_action_runs_an_instance() {
+    let empty = HookChain::load(&engine(), &[]).await;
+    assert_eq!(empty.first_to_run("execute:database:delete"), None);
+    let dir = tempfile::tempdir().unwrap();
+    let broken = [HookConfig::new("gone", dir.path().join("gone.wasm"))];
+    let chain = HookChain::load(&engine(), &broken).await;
+    assert_eq!(chain.first_to_run("execute:database:delete"), None);
+}
+
+#[test]
+fn a_chain_that_could_not_run_denies_in_the_hooks_name() {
+    let outcome = HookChain::failed_closed(
+        "cost",
+        "*",
+        "admission was full".to_string(),
+        Duration::from_millis(5),
+    );
+    let Verdict::Deny(d) = &outcome.verdict else {
+        panic!("a chain that could not run must deny: {outcome:?}");
+    };
+    assert_eq!((d.hook.as_str(), d.pattern.as_str()), ("cost", "*"));
+    assert_eq!(d.reason.as_deref(), Some("admission was full"));
+    assert_eq!(outcome.decisions.len(), 1);
+}

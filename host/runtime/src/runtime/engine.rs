@@ -30,6 +30,11 @@ const TABLE_KEEP_RESIDENT: usize = 2 * 1024 * 1024;
 /// The same for the async stacks calls run on.
 const STACK_KEEP_RESIDENT: usize = 1024 * 1024;
 
+/// Instances the pool keeps beyond the call slots, for permission hooks: the
+/// host admits at most this many hook runs at once (its hook admission), so
+/// hooks and calls together never exhaust the pool.
+pub const HOOK_INSTANCES: u32 = 8;
+
 /// Builds the engine for a host config.
 ///
 /// Engine-wide choices (fuel metering, the pool's sizes, the wasm stack) come
@@ -47,7 +52,7 @@ pub fn build_engine(config: &HostConfig, cache_dir: &Path) -> Result<Engine> {
     cfg.memory_may_move(false);
 
     let max_memory = usize::try_from(config.runtime.max_memory_per_instance).unwrap_or(usize::MAX);
-    let slots = config.runtime.max_concurrent_calls + 8;
+    let slots = config.runtime.max_concurrent_calls + HOOK_INSTANCES;
     let mut pool = PoolingAllocationConfig::new();
     pool.total_component_instances(slots)
         .total_core_instances(slots * 16)
