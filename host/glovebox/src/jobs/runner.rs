@@ -46,6 +46,39 @@ impl Live {
     }
 }
 
+/// Records that the host stopped while job `j` was running (`why` is
+/// appended to the message): re-queued if its tool is idempotent, else
+/// `interrupted`. `false` (nothing changed) if it was not running. The one
+/// rule for a restart's recovery and a shutdown's grace period alike.
+fn stopped_running(j: &mut JobInfo, now: u64, why: &str) -> bool {
+    if j.status != JobStatus::Running {
+        return false;
+    }
+    let message = format!(
+        "the host stopped while the job was running (attempt {}){why}",
+        j.attempts
+    );
+    let (status, message) = if j.idempotent {
+        (
+            JobStatus::Queued,
+            format!("{message}; re-queued: its tool is idempotent"),
+        )
+    } else {
+        (
+            JobStatus::Interrupted,
+            format!(
+                "{message}; not re-run: its tool is not idempotent, so it may have had effects (spawn it again if it is safe)"
+            ),
+        )
+    };
+    j.status = status;
+    if status.is_final() {
+        j.finished_at_ms = Some(now);
+    }
+    j.result = Some(failed_result("interrupted", message));
+    true
+}
+
 /// The jobs a wait is for: `ids` without repeats, at most
 /// [`MAX_WAIT_IDS`] of them.
 pub(crate) fn wait_set(ids: &[String]) -> Result<Vec<&String>, JobError> {
@@ -152,30 +185,7 @@ impl Jobs {
                 JobStatus::Running => {
                     let now = self.now();
                     let (job, changed) = self
-                        .update(&job.id, move |j| {
-                            if j.status != JobStatus::Running {
-                                return false;
-                            }
-                            let message = format!(
-                                "the host stopped while the job was running (attempt {})",
-                                j.attempts
-                            );
-                            let (status, message) = if j.idempotent {
-                                let m = format!("{message}; re-queued: its tool is idempotent");
-                                (JobStatus::Queued, m)
-                            } else {
-                                let m = format!(
-                                    "{message}; not re-run: its tool is not idempotent, so it may have had effects (spawn it again if it is safe)"
-                                );
-                                (JobStatus::Interrupted, m)
-                            };
-                            j.status = status;
-                            if status.is_final() {
-                                j.finished_at_ms = Some(now);
-                            }
-                            j.result = Some(failed_result("interrupted", message));
-                            true
-                        })
+                        .update(&job.id, move |j| stopped_running(j, now, ""))
                         .await?;
                     if changed {
                         tracing::warn!(job = %job.id, tool = %job.tool, status = %job.status, "job was running when the host stopped");
@@ -500,30 +510,10 @@ impl Jobs {
             let grace_text = humantime::format_duration(grace).to_string();
             let changed = self
                 .update(&id, move |j| {
-                    if j.status != JobStatus::Running {
-                        return false;
-                    }
-                    let message = format!(
-                        "the host stopped while the job was running (attempt {}): it did not finish within the shutdown grace period of {grace_text}",
-                        j.attempts
+                    let why = format!(
+                        ": it did not finish within the shutdown grace period of {grace_text}"
                     );
-                    let (status, message) = if j.idempotent {
-                        (
-                            JobStatus::Queued,
-                            format!("{message}; re-queued: its tool is idempotent"),
-                        )
-                    } else {
-                        (
-                            JobStatus::Interrupted,
-                            format!("{message}; not re-run: its tool is not idempotent, so it may have had effects (spawn it again if it is safe)"),
-                        )
-                    };
-                    j.status = status;
-                    if status.is_final() {
-                        j.finished_at_ms = Some(now);
-                    }
-                    j.result = Some(failed_result("interrupted", message));
-                    true
+                    stopped_running(j, now, &why)
                 })
                 .await;
             match changed {
