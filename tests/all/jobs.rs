@@ -556,16 +556,7 @@ use crate::util::glovebox;
 fn jobs_survive_a_restart_of_the_real_binary() {
     for idempotent in [true, false] {
         let site = Site::new(idempotent);
-        site.json(&[
-            "session",
-            "start",
-            "--role",
-            "workagent",
-            "--project",
-            "p",
-            "--name",
-            "w",
-        ]);
+        site.start_workagent("w");
         // `job spawn` only queues: the process exits at once.
         let echo = site.json(&[
             "job",
@@ -849,6 +840,22 @@ fn exit_within(child: &mut std::process::Child, within: Duration) -> Option<i32>
     }
 }
 
+/// `job spawn` of `sleep.sleep` for `seconds` in session `w`: its id.
+fn spawn_sleep(site: &Site, seconds: u32) -> String {
+    site.json(&[
+        "job",
+        "spawn",
+        "--session",
+        "w",
+        "sleep.sleep",
+        "--input",
+        &format!(r#"{{"seconds":{seconds}}}"#),
+    ])["id"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
 /// Polls `job status` (through the running server, once its control socket
 /// listens) until the job has `status`.
 fn until_status(site: &Site, id: &str, status: &str) {
@@ -879,31 +886,8 @@ fn until_one_of(site: &Site, id: &str, statuses: &[&str]) -> String {
 #[test]
 fn threat_46_sigterm_drains_a_stdio_server_and_records_the_jobs_it_stops_as_interrupted() {
     let site = Site::new(false);
-    site.json(&[
-        "session",
-        "start",
-        "--role",
-        "workagent",
-        "--project",
-        "p",
-        "--name",
-        "w",
-    ]);
-    let spawn = |seconds: u32| {
-        site.json(&[
-            "job",
-            "spawn",
-            "--session",
-            "w",
-            "sleep.sleep",
-            "--input",
-            &format!(r#"{{"seconds":{seconds}}}"#),
-        ])["id"]
-            .as_str()
-            .unwrap()
-            .to_string()
-    };
-    let (short, long) = (spawn(3), spawn(60));
+    site.start_workagent("w");
+    let (short, long) = (spawn_sleep(&site, 3), spawn_sleep(&site, 60));
     let mut server = serve_stdio(&site, "5s");
     // The server runs the queued jobs; the operator watches them through it.
     // (On a loaded machine the short one may be done before it is seen.)
@@ -960,28 +944,8 @@ fn threat_46_sigterm_drains_a_stdio_server_and_records_the_jobs_it_stops_as_inte
 #[test]
 fn threat_46_a_second_signal_stops_the_server_at_once() {
     let site = Site::new(true);
-    site.json(&[
-        "session",
-        "start",
-        "--role",
-        "workagent",
-        "--project",
-        "p",
-        "--name",
-        "w",
-    ]);
-    let long = site.json(&[
-        "job",
-        "spawn",
-        "--session",
-        "w",
-        "sleep.sleep",
-        "--input",
-        r#"{"seconds":60}"#,
-    ])["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    site.start_workagent("w");
+    let long = spawn_sleep(&site, 60);
     let mut server = serve_stdio(&site, "60s");
     until_status(&site, &long, "running");
     signal(&server, "TERM");

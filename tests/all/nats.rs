@@ -23,16 +23,7 @@ fn two_hosts_on_one_nats_server_share_a_session() {
     let tmp = tempfile::tempdir().unwrap();
     let server = NatsServer::start(tmp.path(), true);
     let (a, b) = (site_on(&server.url()), site_on(&server.url()));
-    a.json(&[
-        "session",
-        "start",
-        "--role",
-        "workagent",
-        "--project",
-        "p",
-        "--name",
-        "w",
-    ]);
+    a.start_workagent("w");
     let call = |site: &Site, message: &str| {
         let input = format!(r#"{{"message":"{message}"}}"#);
         let (code, out, err) = site.run(&["call", "echo.echo", "-i", &input, "-s", "w"]);

@@ -209,16 +209,7 @@ pub use crate::util::Site;
 fn a_call_in_flight_when_the_host_is_killed_is_interrupted_and_rerun_if_idempotent() {
     for idempotent in [true, false] {
         let site = Site::new(idempotent);
-        site.json(&[
-            "session",
-            "start",
-            "--role",
-            "workagent",
-            "--project",
-            "p",
-            "--name",
-            "sleeper",
-        ]);
+        site.start_workagent("sleeper");
         let mut child = glovebox()
             .arg("--config")
             .arg(site.config())
@@ -374,16 +365,7 @@ fn threat_40_a_tool_error_of_100_kb_is_cut_in_the_log_with_its_length() {
         ),
     )]);
     std::fs::create_dir(site.path().join("work")).unwrap();
-    site.json(&[
-        "session",
-        "start",
-        "--role",
-        "workagent",
-        "--project",
-        "p",
-        "--name",
-        "w",
-    ]);
+    site.start_workagent("w");
     // The tool words its error with the path the caller chose: 100 KB of it.
     let path = format!("/data/{}", "é".repeat(50_000));
     let input = serde_json::json!({ "path": path }).to_string();
@@ -422,16 +404,7 @@ fn threat_40_a_tool_error_of_100_kb_is_cut_in_the_log_with_its_length() {
 fn threat_48_a_data_dir_others_may_write_or_own_is_refused_by_every_command() {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let site = Site::new(true);
-    site.json(&[
-        "session",
-        "start",
-        "--role",
-        "workagent",
-        "--project",
-        "p",
-        "--name",
-        "w",
-    ]);
+    site.start_workagent("w");
     let data = site.path().join("data");
     let mode = |p: &Path| std::fs::metadata(p).unwrap().mode() & 0o777;
     assert_eq!(mode(&data), 0o700, "the data dir is created private");
@@ -479,16 +452,7 @@ fn threat_48_a_data_dir_others_may_write_or_own_is_refused_by_every_command() {
 #[test]
 fn threat_45_an_export_is_checked_offline_against_the_head_printed_with_it() {
     let site = Site::new(true);
-    site.json(&[
-        "session",
-        "start",
-        "--role",
-        "workagent",
-        "--project",
-        "p",
-        "--name",
-        "w",
-    ]);
+    site.start_workagent("w");
     for i in 0..3 {
         let (code, _, err) = site.run(&["session", "tag", "w", "--add", &format!("t{i}")]);
         assert_eq!(code, 0, "{err}");

@@ -245,6 +245,20 @@ impl Site {
         )
     }
 
+    /// `session start` of a workagent session named `name` in project `p`.
+    pub fn start_workagent(&self, name: &str) -> serde_json::Value {
+        self.json(&[
+            "session",
+            "start",
+            "--role",
+            "workagent",
+            "--project",
+            "p",
+            "--name",
+            name,
+        ])
+    }
+
     pub fn json(&self, args: &[&str]) -> serde_json::Value {
         let (code, out, err) = self.run(args);
         assert_eq!(code, 0, "glovebox {args:?}: {err}");
