@@ -233,6 +233,10 @@ fn main() -> ExitCode {
             .init();
     }
     let cli = Cli::parse();
+    // Everything this process creates is its user's alone: the store's files (sled
+    // and SQLite open them with the default mode), snapshots, exports, and the
+    // files tools create in read-write grants and scratch dirs (0600, dirs 0700).
+    rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -203,13 +203,14 @@ async fn js_works(h: &glovebox::Host) {
 #[tokio::test]
 async fn threat_39_a_tampered_snapshot_is_made_again_not_loaded() {
     let data = tempfile::tempdir().unwrap();
-    // The shared cache's compiled modules, so only the snapshot is made here.
-    let modules = crate::util::cache_dir().join("modules");
-    copy_tree(&modules, &data.path().join("cache").join("modules"));
-    // A fresh "cleaned up just now" mark: wasmtime's cache worker removes files it
-    // does not know (the snapshots) when it cleans up a cache, and it cleans up a
-    // cache it has no recent mark for (see the known limits in docs/security.md).
-    std::fs::write(data.path().join("cache").join(".cleanup.wip-0"), "").unwrap();
+    // The shared cache's compiled code, so only the snapshot is made here. wasmtime's
+    // cache (and its cleaner, which removes files it did not write) has a directory
+    // of its own, so the snapshot needs no "cleaned up just now" mark to survive it.
+    let compiled = glovebox::compiled_dir(&crate::util::cache_dir());
+    copy_tree(
+        &compiled,
+        &glovebox::compiled_dir(&data.path().join("cache")),
+    );
     let h = js_host(data.path()).await;
     js_works(&h).await;
     drop(h);

@@ -409,6 +409,26 @@ fn threat_48_a_data_dir_others_may_write_or_own_is_refused_by_every_command() {
     let mode = |p: &Path| std::fs::metadata(p).unwrap().mode() & 0o777;
     assert_eq!(mode(&data), 0o700, "the data dir is created private");
     assert_eq!(mode(&data.join("store")), 0o700, "the store dir too");
+    // And every file the store wrote is its user's alone (the binary's umask).
+    let mut files = 0;
+    let mut dirs = vec![data.join("store")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            assert_eq!(
+                mode(&path) & 0o077,
+                0,
+                "{} is open to others",
+                path.display()
+            );
+            if path.is_dir() {
+                dirs.push(path);
+            } else {
+                files += 1;
+            }
+        }
+    }
+    assert!(files >= 2, "the store wrote its files");
 
     // Group- or world-writable: every command refuses, naming the fix.
     std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o777)).unwrap();

@@ -56,6 +56,7 @@ pub use glovebox_runtime::{fault_injection, hooks, scratch};
 pub use gateway::{Gateway, InFlight};
 pub use glovebox_runtime::{
     CallContext, CallError, CallReport, Captured, LoadError, LoadedPlugin, Metering, ToolInfo,
+    compiled_dir,
 };
 pub use host::Host;
 pub use jobs::{

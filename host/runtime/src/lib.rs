@@ -39,5 +39,5 @@ use glovebox_manifest as manifest;
 pub use call::{CallContext, CallReport, Metering};
 pub use error::{CallError, LoadError};
 pub use plugin::{LoadedPlugin, ToolInfo, load_plugin};
-pub use runtime::Runtime;
+pub use runtime::{Runtime, compiled_dir};
 pub use sandbox::capture::Captured;

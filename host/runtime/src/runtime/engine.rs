@@ -1,7 +1,7 @@
 //! The one wasmtime [`Engine`] of a host: async, epoch-interrupted, pooled, with
-//! compiled components cached on disk.
+//! compiled components cached on disk (in `<cache_dir>/compiled`).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
@@ -77,10 +77,13 @@ pub fn build_engine(config: &HostConfig, cache_dir: &Path) -> Result<Engine> {
         .pagemap_scan(Enabled::Auto);
     cfg.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
 
-    std::fs::create_dir_all(cache_dir)
-        .with_context(|| format!("cannot create the compile cache `{}`", cache_dir.display()))?;
+    // wasmtime's cache gets a directory of its own: its cleaner removes files it
+    // did not write, and the pre-initialization snapshots live beside it
+    // (`<cache_dir>/preinit`, see `preinit.rs`).
+    let compiled = compiled_dir(cache_dir);
+    crate::private_dir::ensure_private_dir(&compiled, "the compile cache")?;
     let mut cache = CacheConfig::new();
-    cache.with_directory(cache_dir);
+    cache.with_directory(&compiled);
     let cache = Cache::new(cache)
         .map_err(anyhow::Error::from)
         .context("cannot set up the compile cache")?;
@@ -89,6 +92,11 @@ pub fn build_engine(config: &HostConfig, cache_dir: &Path) -> Result<Engine> {
     Engine::new(&cfg)
         .map_err(anyhow::Error::from)
         .context("cannot create the wasmtime engine")
+}
+
+/// Where wasmtime keeps compiled code under the compile cache `cache_dir`.
+pub fn compiled_dir(cache_dir: &Path) -> PathBuf {
+    cache_dir.join("compiled")
 }
 
 /// Whether any plugin or hook meters fuel: then the engine consumes fuel, and

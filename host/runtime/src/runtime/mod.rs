@@ -11,7 +11,7 @@ use wasmtime::Engine;
 use wasmtime::component::Component;
 use wasmtime::component::Linker;
 
-pub use engine::{HOOK_INSTANCES, deadline_ticks};
+pub use engine::{HOOK_INSTANCES, compiled_dir, deadline_ticks};
 
 use crate::manifest::HostConfig;
 use crate::private_dir::ensure_private_dir;
