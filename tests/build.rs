@@ -46,6 +46,7 @@ const CARGO_ARTIFACTS: &[(&str, &str, &str)] = &[
     ("HOSTILE_STDOUT_FLOOD", "hostile_stdout_flood", "`flood`: writes `mib` MiB to stdout and stderr (default 2048)."),
     ("HOSTILE_FS", "hostile_fs", "Filesystem probes; answers `{\"ok\": bool, ...}`."),
     ("HOSTILE_NET", "hostile_net", "`resolve`, `connect`, `udp-send` over wasi:sockets."),
+    ("HOSTILE_RESOURCES", "hostile_resources", "`pollables`, `descriptors`, `random`, `headers`: grows host-side structures."),
     ("HOSTILE_ENV", "hostile_env", "`env`: dumps env vars and args."),
     ("HOSTILE_PANIC", "hostile_panic", "`panic`: panics (traps)."),
     ("HOSTILE_PREINIT", "hostile_preinit", "Exports `wizer-initialize`, which panics: never loads."),

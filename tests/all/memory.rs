@@ -379,3 +379,108 @@ async fn threat_44_a_hook_that_finds_no_slot_in_time_fails_closed_saying_why() {
     );
     assert_eq!(h.admission_waiting(), (0, 0));
 }
+
+/// Runs `glovebox ARGS` with `site`'s config under a Python parent that reports
+/// the child's peak RSS in KiB (the test binary's own RSS is shared by every test).
+fn peak_rss_kib(site: &util::Site, args: &[&str]) -> (i32, String, u64) {
+    let script = "import resource, subprocess, sys\n\
+        p = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n\
+        sys.stdout.write(p.stdout)\n\
+        sys.stderr.write(p.stderr)\n\
+        print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n\
+        sys.exit(p.returncode)\n";
+    let out = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(env!("CARGO_BIN_EXE_glovebox"))
+        .arg("--config")
+        .arg(site.config())
+        .args(args)
+        .env_remove("GLOVEBOX_CONFIG")
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let (body, rss) = stdout.trim_end().rsplit_once('\n').unwrap_or(("", &stdout));
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    (
+        out.status.code().unwrap_or(-1),
+        format!("{body}\n{err}"),
+        rss.trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("no RSS in {stdout:?}")),
+    )
+}
+
+// Threat 40: what a call can make the host hold on its side (resource-table
+// entries, open descriptors, random bytes, header maps) is bounded per call. Each
+// hostile loop ends in a typed `host_limit` error naming the bound, the real
+// binary's peak RSS stays within 48 MiB of an echo call's, and the host serves the
+// next call.
+#[test]
+fn threat_40_host_side_structures_a_call_grows_are_bounded() {
+    let site = util::Site::with_plugins(&[
+        (
+            "res.toml",
+            format!(
+                "name = \"res\"\ncomponent = \"{}\"\n[limits]\ndeadline = \"20s\"\nmemory = \"256 MiB\"\n[[fs]]\nhost = \"files\"\nguest = \"/files\"\n",
+                plugins::HOSTILE_RESOURCES
+            ),
+        ),
+        (
+            "echo.toml",
+            format!("name = \"echo\"\ncomponent = \"{}\"\n", plugins::TOOL_ECHO),
+        ),
+    ]);
+    std::fs::create_dir(site.path().join("files")).unwrap();
+    std::fs::write(site.path().join("files").join("f"), "x").unwrap();
+    let call =
+        |tool: &str, input: &str| peak_rss_kib(&site, &["call", tool, "--json", "--input", input]);
+    // The baseline: the same binary and config, one echo call.
+    let (code, out, base) = call("echo.echo", r#"{"message":"hi"}"#);
+    assert_eq!(code, 0, "{out}");
+
+    for (tool, input, bound) in [
+        ("res.pollables", "{}", "1024 resource-table entries"),
+        (
+            "res.descriptors",
+            r#"{"path":"/files/f"}"#,
+            "256 open files and directories",
+        ),
+        (
+            "res.random",
+            r#"{"len":1073741824}"#,
+            "1048576 random bytes in one request",
+        ),
+        (
+            "res.random",
+            r#"{"len":1048576,"count":1000}"#,
+            "16777216 random bytes in all",
+        ),
+        (
+            "res.headers",
+            r#"{"size":8192}"#,
+            "1024 resource-table entries",
+        ),
+        (
+            "res.headers",
+            r#"{"size":61440,"count":1}"#,
+            "16384 bytes of names and values in one header map",
+        ),
+    ] {
+        let (code, out, peak) = call(tool, input);
+        assert_eq!(code, 6, "{tool} {input}: {out}");
+        assert!(
+            out.contains("host_limit") && out.contains(bound),
+            "{tool} {input}: {out}"
+        );
+        // Without the bounds, `pollables` holds a million entries and `headers`
+        // grows by 8 KiB a map until its deadline: hundreds of MiB.
+        assert!(
+            peak < base + 48 * 1024,
+            "{tool} {input}: peak RSS {peak} KiB against {base} KiB for an echo call"
+        );
+    }
+    let (code, out, _) = call("echo.echo", r#"{"message":"still here"}"#);
+    assert_eq!(code, 0, "{out}");
+}

@@ -233,6 +233,9 @@ pub(crate) fn classify(err: &wasmtime::Error, memory_exceeded: bool) -> Ended {
     if memory_exceeded {
         return Ended::Memory;
     }
+    if let Some(bound) = crate::sandbox::bounds::exceeded(err) {
+        return Ended::Bound(bound);
+    }
     match err.downcast_ref::<Trap>() {
         Some(Trap::Interrupt) => Ended::Timeout,
         Some(Trap::StackOverflow) => Ended::StackOverflow,
@@ -276,6 +279,11 @@ impl Ended {
             Ended::DataLimit => format!(
                 "{what} passed the host more data than its output limit: raise `limits.output`"
             ),
+            Ended::Bound(bound) => format!(
+                "{what} asked the host to hold more than {} {}",
+                bound.limit(),
+                bound.what()
+            ),
             Ended::Trap(m) => format!("{what} trapped: {m}"),
         }
     }
@@ -290,6 +298,8 @@ pub enum Ended {
     Fuel,
     /// The guest passed the host more data in one go than the output cap allows.
     DataLimit,
+    /// The guest asked the host to hold more than a bound of `sandbox::bounds`.
+    Bound(crate::sandbox::bounds::Bound),
     Trap(String),
 }
 
@@ -313,6 +323,11 @@ impl Ended {
             Ended::DataLimit => CallError::OutputTooLarge {
                 tool,
                 limit: limits.output,
+            },
+            Ended::Bound(bound) => CallError::HostLimit {
+                tool,
+                limit: bound.limit(),
+                what: bound.what(),
             },
             Ended::Trap(message) => {
                 // A Rust guest prints its panic message to stderr before it

@@ -66,6 +66,16 @@ pub enum CallError {
         "tool `{tool}` returned more than its output limit of {limit} bytes: the result was discarded; raise `limits.output` in its manifest if this is expected"
     )]
     OutputTooLarge { tool: String, limit: u64 },
+    /// The guest asked the host to hold more than a fixed per-call bound allows
+    /// (resource-table entries, open files, random bytes): it was stopped.
+    #[error(
+        "tool `{tool}` asked the host to hold more than {limit} {what}: it was stopped (a fixed bound per call, see threat 40 in docs/security.md)"
+    )]
+    HostLimit {
+        tool: String,
+        limit: u64,
+        what: &'static str,
+    },
     /// The guest trapped (a panic, `unreachable`, an out-of-bounds access...).
     #[error("tool `{tool}` crashed: {message}")]
     Trap { tool: String, message: String },
@@ -115,6 +125,7 @@ impl CallError {
             CallError::FuelExhausted { .. } => "fuel_exhausted",
             CallError::StackOverflow { .. } => "stack_overflow",
             CallError::OutputTooLarge { .. } => "output_too_large",
+            CallError::HostLimit { .. } => "host_limit",
             CallError::Trap { .. } => "trap",
             CallError::Busy { .. } => "busy",
             CallError::Internal { .. } => "internal",
@@ -135,7 +146,8 @@ impl CallError {
             | CallError::MemoryLimit { .. }
             | CallError::FuelExhausted { .. }
             | CallError::StackOverflow { .. }
-            | CallError::OutputTooLarge { .. } => 6,
+            | CallError::OutputTooLarge { .. }
+            | CallError::HostLimit { .. } => 6,
             CallError::Busy { .. } => 7,
             CallError::Internal { .. } => 1,
             CallError::Cancelled { .. } => 10,

@@ -70,6 +70,11 @@ impl Fault {
                 "gave a malformed answer (more than {} of data)",
                 format_size(MAX_ANSWER_BYTES)
             ),
+            Fault::Ended(Ended::Bound(bound)) => format!(
+                "asked the host to hold more than {} {}",
+                bound.limit(),
+                bound.what()
+            ),
             Fault::Ended(Ended::Trap(message)) => format!("crashed: {message}"),
             Fault::Start(message) => format!("could not be started: {message}"),
             Fault::Panic(message) => format!("made the host panic: {message}"),

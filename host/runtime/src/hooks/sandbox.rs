@@ -28,7 +28,7 @@ impl HookState {
         HookState {
             clocks: WasiClocksCtx::default(),
             random: WasiRandomCtx::default(),
-            table: ResourceTable::new(),
+            table: crate::sandbox::bounds::table(),
             limiter: CallLimiter::new(memory_cap),
         }
     }

@@ -57,6 +57,9 @@ impl Runtime {
         // Links a guest makes must point below themselves (see `sandbox::symlink`).
         crate::sandbox::symlink::add_to_linker(&mut linker)
             .context("cannot link the checked `symlink-at`")?;
+        // What a call can make the host hold is counted (see `sandbox::bounds`).
+        crate::sandbox::bounds::add_to_linker(&mut linker)
+            .context("cannot link the counted `open-at` and random bytes")?;
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
             .map_err(anyhow::Error::from)
             .context("cannot link wasi:http")?;

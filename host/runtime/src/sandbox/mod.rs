@@ -5,6 +5,7 @@
 //! and arms the HTTP allowlist. Everything is denied unless a manifest grants
 //! it; sockets are never granted.
 
+pub mod bounds;
 pub mod capture;
 pub mod connect;
 pub mod http;
@@ -66,6 +67,8 @@ pub struct CallState {
     wasi: WasiCtx,
     http_ctx: WasiHttpCtx,
     table: ResourceTable,
+    /// What the call used of the bounds `bounds` counts.
+    bounds: bounds::Usage,
     pub(crate) http: HttpPolicy,
     pub(crate) limiter: CallLimiter,
     pub(crate) stdout: CapturePipe,
@@ -89,7 +92,8 @@ impl CallState {
             .stderr(stderr.clone())
             .allow_tcp(false)
             .allow_udp(false)
-            .allow_ip_name_lookup(false);
+            .allow_ip_name_lookup(false)
+            .max_random_size(bounds::RANDOM_REQUEST);
         for grant in grants.fs.iter() {
             let perms = match grant.access {
                 Access::ReadOnly => FsPerms::ReadOnly,
@@ -123,8 +127,13 @@ impl CallState {
         }
         Ok(CallState {
             wasi: b.build(),
-            http_ctx: WasiHttpCtx::new(),
-            table: ResourceTable::new(),
+            http_ctx: {
+                let mut ctx = WasiHttpCtx::new();
+                ctx.set_field_size_limit(bounds::HEADER_MAP_BYTES);
+                ctx
+            },
+            table: bounds::table(),
+            bounds: bounds::Usage::default(),
             http: HttpPolicy::new(grants.http.clone()),
             limiter: CallLimiter::new(memory_cap),
             stdout,
