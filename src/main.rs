@@ -5,6 +5,8 @@
 //! `glovebox doctor` exits 1 when it finds a warning (ripgrep-style: a
 //! finding, not a failure), 0 when it finds none.
 
+#![forbid(unsafe_code)]
+
 /// `println!` that returns an error instead of panicking when stdout is
 /// closed early (`glovebox log show x | head`), and that writes into the
 /// request's answer when the command runs inside the server (`control.rs`).

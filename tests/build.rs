@@ -15,6 +15,8 @@
 //!    Set `GLOVEBOX_ALLOW_UNTESTED_PLUGINS=1` to turn that failure into a warning while
 //!    the tests for a new plugin are being written.
 
+#![forbid(unsafe_code)]
+
 use std::env;
 use std::fmt::Write as _;
 use std::fs;

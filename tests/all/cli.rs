@@ -35,8 +35,8 @@ impl TempConfig {
         std::fs::write(
             dir.path().join("glovebox.toml"),
             format!(
-                "data_dir = \"data\"\nhooks = \"none\"\n[runtime]\ncache_dir = \"{}\"\n[[plugin]]\nmanifest = \"{name}.toml\"\n",
-                crate::util::cache_dir().display()
+                "data_dir = \"data\"\nhooks = \"none\"\n[runtime]\n{}\n[[plugin]]\nmanifest = \"{name}.toml\"\n",
+                crate::util::cache_keys()
             ),
         )
         .unwrap();

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use crate::mcp::Server;
-use crate::util::{Site, cache_dir, plugins};
+use crate::util::{Site, plugins};
 
 /// `glovebox doctor --json`: the exit code and the findings.
 fn findings(site: &Site) -> (i32, Vec<Value>) {
@@ -399,7 +399,7 @@ fn example_config(dir: &Path) -> PathBuf {
         )
         .replace(
             "[runtime]\n",
-            &format!("[runtime]\ncache_dir = \"{}\"\n", cache_dir().display()),
+            &format!("[runtime]\n{}\n", crate::util::cache_keys()),
         )
         .replace(
             "manifest = \"plugins/",

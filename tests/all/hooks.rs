@@ -691,9 +691,9 @@ fn approval_through_the_cli_after_a_restart() {
     std::fs::write(
         p.join("glovebox.toml"),
         format!(
-            "data_dir = \"data\"\n[runtime]\ncache_dir = \"{}\"\n[[plugin]]\nmanifest = \"files.toml\"\n\
+            "data_dir = \"data\"\n[runtime]\n{}\n[[plugin]]\nmanifest = \"files.toml\"\n\
              [[hook]]\nname = \"destructive\"\ncomponent = \"{}\"\n[hook.settings]\nmode = \"ask\"\n",
-            util::cache_dir().display(),
+            crate::util::cache_keys(),
             plugins::HOOK_DESTRUCTIVE
         ),
     )

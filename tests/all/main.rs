@@ -1,6 +1,8 @@
 //! Glovebox's integration tests: one binary, a module per area. Every plugin
 //! used here is built from `plugins/` by `tests/build.rs`.
 
+#![forbid(unsafe_code)]
+
 mod architecture;
 mod billing;
 mod cli;

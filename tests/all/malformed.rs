@@ -203,14 +203,14 @@ async fn js_works(h: &glovebox::Host) {
 #[tokio::test]
 async fn threat_39_a_tampered_snapshot_is_made_again_not_loaded() {
     let data = tempfile::tempdir().unwrap();
-    // The shared cache's compiled code, so only the snapshot is made here. wasmtime's
-    // cache (and its cleaner, which removes files it did not write) has a directory
-    // of its own, so the snapshot needs no "cleaned up just now" mark to survive it.
+    // The shared cache's compiled code and the digests that vouch for it, so only
+    // the snapshot is made here.
     let compiled = glovebox::compiled_dir(&crate::util::cache_dir());
     copy_tree(
         &compiled,
         &glovebox::compiled_dir(&data.path().join("cache")),
     );
+    copy_tree(&crate::util::digests_dir(), &data.path().join("digests"));
     let h = js_host(data.path()).await;
     js_works(&h).await;
     drop(h);
@@ -243,6 +243,66 @@ async fn threat_39_a_tampered_snapshot_is_made_again_not_loaded() {
     js_works(&h).await;
     let remade = std::fs::read(snapshot).unwrap();
     assert!(remade != std::fs::read(plugins::TOOL_ECHO).unwrap() && !remade.is_empty());
+}
+
+// Threat 39: a compiled component changed in the compile cache is a logged cache
+// miss: compiled again, never loaded (and run as machine code with the host's rights).
+#[tokio::test]
+async fn threat_39_a_tampered_compiled_component_is_compiled_again_not_loaded() {
+    let dir = tempfile::tempdir().unwrap();
+    let load = async |name: &str, component: &str| {
+        let mut config = glovebox::HostConfig::from_plugins(
+            dir.path().join("data"),
+            vec![manifest(name, component)],
+        );
+        config.runtime.cache_dir = Some(dir.path().join("cache"));
+        glovebox::Host::load(config)
+            .await
+            .unwrap_or_else(|e| panic!("host failed to load: {e:#}"))
+    };
+    let compiled = glovebox::compiled_dir(&dir.path().join("cache"));
+    let files = || -> std::collections::BTreeSet<std::path::PathBuf> {
+        std::fs::read_dir(&compiled)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "cwasm"))
+            .collect()
+    };
+    let echo_works = async |h: &glovebox::Host| {
+        let out = crate::util::call_ok(h, "echo.echo", r#"{"message":"m"}"#).await;
+        assert_eq!(out["message"], "m", "{out}");
+    };
+    let h = load("echo", plugins::TOOL_ECHO).await;
+    echo_works(&h).await;
+    drop(h);
+    let echo_files = files();
+    assert_eq!(echo_files.len(), 1, "{echo_files:?}");
+    let echo = echo_files.first().unwrap().clone();
+    drop(load("text", plugins::TOOL_TEXT).await);
+    let text = files().difference(&echo_files).next().unwrap().clone();
+    let text_bytes = std::fs::read(&text).unwrap();
+
+    // Another valid compiled component in echo's place: a host that trusted the
+    // file would run the text plugin's code as `echo`.
+    std::fs::write(&echo, &text_bytes).unwrap();
+    let h = load("echo", plugins::TOOL_ECHO).await;
+    echo_works(&h).await;
+    drop(h);
+    assert_ne!(
+        std::fs::read(&echo).unwrap(),
+        text_bytes,
+        "not compiled again"
+    );
+    // With no digest on record (a cache copied in from elsewhere), not trusted either.
+    std::fs::write(&echo, &text_bytes).unwrap();
+    std::fs::remove_dir_all(dir.path().join("data").join("digests")).unwrap();
+    let h = load("echo", plugins::TOOL_ECHO).await;
+    echo_works(&h).await;
+    assert_ne!(
+        std::fs::read(&echo).unwrap(),
+        text_bytes,
+        "not compiled again"
+    );
 }
 
 fn copy_tree(from: &std::path::Path, to: &std::path::Path) {

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::util::{cache_dir, plugins};
+use crate::util::plugins;
 
 /// A config serving echo, with a 1 KiB input limit.
 fn config(dir: &std::path::Path) -> PathBuf {
@@ -17,8 +17,8 @@ fn config(dir: &std::path::Path) -> PathBuf {
     std::fs::write(
         &path,
         format!(
-            "data_dir = \"data\"\nhooks = \"none\"\n[runtime]\ncache_dir = \"{}\"\nmax_input_bytes = \"1 KiB\"\n[[plugin]]\nmanifest = \"echo.toml\"\n",
-            cache_dir().display()
+            "data_dir = \"data\"\nhooks = \"none\"\n[runtime]\n{}\nmax_input_bytes = \"1 KiB\"\n[[plugin]]\nmanifest = \"echo.toml\"\n",
+            crate::util::cache_keys()
         ),
     )
     .unwrap();
@@ -318,8 +318,8 @@ fn agents_config(dir: &std::path::Path) -> PathBuf {
     std::fs::write(
         &path,
         format!(
-            "data_dir = \"data\"\n[approvals]\nwait = 0\n[runtime]\ncache_dir = \"{}\"\n[[plugin]]\nmanifest = \"echo.toml\"\n[[plugin]]\nmanifest = \"sleep.toml\"\n[[plugin]]\nmanifest = \"files.toml\"\n[[hook]]\nname = \"destructive\"\ncomponent = \"{}\"\n[hook.settings]\nmode = \"ask\"\n",
-            cache_dir().display(),
+            "data_dir = \"data\"\n[approvals]\nwait = 0\n[runtime]\n{}\n[[plugin]]\nmanifest = \"echo.toml\"\n[[plugin]]\nmanifest = \"sleep.toml\"\n[[plugin]]\nmanifest = \"files.toml\"\n[[hook]]\nname = \"destructive\"\ncomponent = \"{}\"\n[hook.settings]\nmode = \"ask\"\n",
+            crate::util::cache_keys(),
             plugins::HOOK_DESTRUCTIVE,
         ),
     )

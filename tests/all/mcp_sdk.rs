@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::util::{self, plugins};
+use crate::util::plugins;
 
 /// The `mcp` release the tests are written against (2.x: `mcp.Client`).
 const MCP_VERSION: &str = "2.3.0";
@@ -56,7 +56,7 @@ fn write_config(dir: &Path) -> PathBuf {
         format!(
             r#"data_dir = "data"
 [runtime]
-cache_dir = "{cache}"
+{cache}
 # The agents here are told "awaiting approval" at once (the wait for an
 # operator is tested in `operator.rs`).
 [approvals]
@@ -81,7 +81,7 @@ component = "{destructive}"
 [hook.settings]
 mode = "ask"
 "#,
-            cache = util::cache_dir().display(),
+            cache = crate::util::cache_keys(),
             cost = plugins::HOOK_COST_CONTROL,
             destructive = plugins::HOOK_DESTRUCTIVE,
         ),

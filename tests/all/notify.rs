@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use sha2::Sha256;
 
 use crate::mcp::Server;
-use crate::util::{self, cache_dir, plugins};
+use crate::util::{self, plugins};
 
 const SECRET: &str = "test-secret-0123456789abcdef";
 
@@ -208,11 +208,11 @@ fn site(dir: &Path, notify: &str) -> PathBuf {
     std::fs::write(
         &path,
         format!(
-            "data_dir = \"data\"\n[approvals]\nwait = 0\n[runtime]\ncache_dir = \"{}\"\n\
+            "data_dir = \"data\"\n[approvals]\nwait = 0\n[runtime]\n{}\n\
              [detector]\nsweep_interval = \"200ms\"\nno_progress_after = \"1s\"\n\
              [[plugin]]\nmanifest = \"echo.toml\"\n[[plugin]]\nmanifest = \"sleep.toml\"\n[[plugin]]\nmanifest = \"files.toml\"\n\
              [[hook]]\nname = \"destructive\"\ncomponent = \"{}\"\n[hook.settings]\nmode = \"ask\"\n{notify}",
-            cache_dir().display(),
+            crate::util::cache_keys(),
             plugins::HOOK_DESTRUCTIVE,
         ),
     )

@@ -10,7 +10,7 @@ use glovebox::session::{Event, EventKind};
 use serde_json::{Value, json};
 
 use crate::mcp::Server;
-use crate::util::{Site, cache_dir, plugins};
+use crate::util::{Site, plugins};
 
 const INPUT: &str = r#"{"message":"the same call"}"#;
 
@@ -35,10 +35,10 @@ fn site() -> Site {
         ),
     ]);
     let config = format!(
-        "data_dir = \"data\"\n[runtime]\ncache_dir = \"{}\"\n\
+        "data_dir = \"data\"\n[runtime]\n{}\n\
          [[plugin]]\nmanifest = \"echo.toml\"\n[[plugin]]\nmanifest = \"guarded.toml\"\n\
          [[hook]]\nname = \"destructive\"\ncomponent = \"{}\"\n[hook.settings]\nmode = \"ask\"\n",
-        cache_dir().display(),
+        crate::util::cache_keys(),
         plugins::HOOK_DESTRUCTIVE
     );
     std::fs::write(site.config(), config).unwrap();

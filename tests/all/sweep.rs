@@ -17,7 +17,7 @@ use glovebox::{Durable, Gateway, Host, HostConfig, Sessions};
 use serde_json::json;
 
 use crate::mcp::Server;
-use crate::util::{self, cache_dir, manifest, plugins};
+use crate::util::{self, manifest, plugins};
 
 /// A gateway serving echo over a store whose clock the test moves.
 struct Rig {
@@ -332,10 +332,10 @@ fn serve_sweeps_an_idle_session_without_a_call_and_list_blocked_shows_it() {
     std::fs::write(
         &config,
         format!(
-            "data_dir = \"data\"\nhooks = \"none\"\n[runtime]\ncache_dir = \"{}\"\n\
+            "data_dir = \"data\"\nhooks = \"none\"\n[runtime]\n{}\n\
              [detector]\nsweep_interval = \"200ms\"\nno_progress_after = \"1s\"\n\
              [[plugin]]\nmanifest = \"echo.toml\"\n",
-            cache_dir().display()
+            crate::util::cache_keys()
         ),
     )
     .unwrap();

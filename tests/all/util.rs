@@ -26,6 +26,22 @@ pub fn cache_dir() -> PathBuf {
     .clone()
 }
 
+/// Where the shared compile cache's digests are recorded: shared too, so every
+/// test host trusts what another compiled (`runtime.digests_dir`).
+pub fn digests_dir() -> PathBuf {
+    cache_dir().with_file_name("glovebox-compile-cache-digests")
+}
+
+/// The `[runtime]` keys that point a config at the shared compile cache and its
+/// digest records, for configs written as TOML.
+pub fn cache_keys() -> String {
+    format!(
+        "cache_dir = \"{}\"\ndigests_dir = \"{}\"",
+        cache_dir().display(),
+        digests_dir().display()
+    )
+}
+
 /// A manifest for `component` named `name`, with test-friendly limits.
 pub fn manifest(name: &str, component: &str) -> PluginManifest {
     let mut m = PluginManifest::for_component(PathBuf::from(component), &limits());
@@ -87,6 +103,7 @@ pub fn config(plugins: Vec<PluginManifest>) -> (HostConfig, tempfile::TempDir) {
     let data = tempfile::tempdir().expect("tempdir");
     let mut config = HostConfig::from_plugins(data.path().to_path_buf(), plugins);
     config.runtime.cache_dir = Some(cache_dir());
+    config.runtime.digests_dir = Some(digests_dir());
     config.runtime.max_memory_per_instance = 1024 * 1024 * 1024;
     (config, data)
 }
@@ -209,8 +226,9 @@ impl Site {
             "hooks = \"none\"\n"
         };
         let mut config = format!(
-            "data_dir = \"data\"\n{hooks}[runtime]\ncache_dir = \"{}\"\n[storage]\ncheckpoint_every = 64\n{extra}",
-            cache_dir().display()
+            "data_dir = \"data\"\n{hooks}[runtime]\ncache_dir = \"{}\"\ndigests_dir = \"{}\"\n[storage]\ncheckpoint_every = 64\n{extra}",
+            cache_dir().display(),
+            digests_dir().display()
         );
         for file in &self.plugins {
             config += &format!("[[plugin]]\nmanifest = \"{file}\"\n");

@@ -19,6 +19,8 @@
 //! (`support/append.rs` says why). Each store and session-log case is
 //! compared with its own engine's raw batched rate.
 
+#![forbid(unsafe_code)]
+
 mod support;
 
 use std::time::Duration;

@@ -10,6 +10,8 @@
 //! 1 and 3 hooks (cost control, role allow-list, destructive gate, all
 //! allowing). Reports median and p99 per call, and the ratio to no hooks.
 
+#![forbid(unsafe_code)]
+
 mod support;
 
 use support::calls::{host, sample, stats};

@@ -36,6 +36,8 @@
 //! `GLOVEBOX_BENCH_ONLY=calls,code,mcp,callers,appends,resume,jobs,memory` (any
 //! of them) runs some sections only.
 
+#![forbid(unsafe_code)]
+
 mod support;
 
 use std::path::Path;

@@ -21,6 +21,8 @@
 //! `runtime.admission_wait = "0s"` (refused at once, as before the queue).
 //! `GLOVEBOX_BENCH_FAIR_CALLS` sets each client's calls (default 40).
 
+#![forbid(unsafe_code)]
+
 mod support;
 
 use support::mcp::{

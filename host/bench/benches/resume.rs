@@ -12,6 +12,8 @@
 //! checkpoint plus the tail, and from the first event. Each load is repeated
 //! and the median reported. Then the store is closed and its dir measured.
 
+#![forbid(unsafe_code)]
+
 mod support;
 
 use std::time::Duration;

@@ -17,6 +17,8 @@
 //! It must never import wasmtime, sled or MCP: it knows the gateway
 //! (`glovebox::Gateway`) and the jobs runner (`glovebox::Jobs`) only.
 
+#![forbid(unsafe_code)]
+
 mod auth;
 mod events;
 mod html;

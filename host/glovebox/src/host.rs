@@ -184,7 +184,8 @@ impl Host {
             plugins.push(Arc::new(plugin));
         }
         // Hooks never fail the load: a broken hook denies every call instead.
-        let hooks = Arc::new(HookChain::load(runtime.engine(), &config.hooks).await);
+        let hooks =
+            Arc::new(HookChain::load(runtime.engine(), runtime.compiled(), &config.hooks).await);
         for hook in hooks.hooks() {
             if let HookStatus::Broken(reason) = &hook.status {
                 tracing::error!(hook = %hook.name, %reason, "permission hook cannot be loaded: every call is denied");

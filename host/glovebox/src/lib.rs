@@ -18,6 +18,8 @@
 //! it never imports MCP (`glovebox-mcp` adapts it), an HTTP server or clap
 //! (the `glovebox` binary, the root package, is a thin CLI over both).
 
+#![forbid(unsafe_code)]
+
 pub mod actions;
 mod admission;
 pub mod doctor;

@@ -28,6 +28,8 @@
 //! [`detect`], [`rescue`], [`billing`], [`approvals`] and [`jobs`] build on
 //! [`session`], never the other way.
 
+#![forbid(unsafe_code)]
+
 pub mod approvals;
 pub mod billing;
 pub mod budget;

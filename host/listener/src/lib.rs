@@ -16,6 +16,8 @@
 //! It knows no route and no protocol above HTTP/1.1: the caller hands it the
 //! service. It never imports the host.
 
+#![forbid(unsafe_code)]
+
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;

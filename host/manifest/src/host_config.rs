@@ -90,6 +90,7 @@ pub(super) struct RawRuntime {
     max_component_bytes: Option<Size>,
     max_memory_per_instance: Option<Size>,
     cache_dir: Option<String>,
+    digests_dir: Option<String>,
 }
 
 /// Only the data dir of a config, for a config that may not load as a whole.
@@ -260,6 +261,15 @@ impl HostConfig {
     /// Where the sessions' scratch directories live: `<data_dir>/scratch`.
     pub fn scratch_dir(&self) -> PathBuf {
         self.data_dir.join("scratch")
+    }
+
+    /// `runtime.digests_dir`, or `<data_dir>/digests` when unset: where the host
+    /// records the digest of what it puts in the compile cache.
+    pub fn digests_dir(&self) -> PathBuf {
+        self.runtime
+            .digests_dir
+            .clone()
+            .unwrap_or_else(|| self.data_dir.join("digests"))
     }
 
     /// `runtime.cache_dir`, or `<data_dir>/cache` when unset.
@@ -557,6 +567,9 @@ fn validate_runtime(
     }
     if let Some(cache) = &raw.cache_dir {
         runtime.cache_dir = Some(resolve_dir(src, dir, "runtime.cache_dir", cache)?);
+    }
+    if let Some(digests) = &raw.digests_dir {
+        runtime.digests_dir = Some(resolve_dir(src, dir, "runtime.digests_dir", digests)?);
     }
     Ok(runtime)
 }

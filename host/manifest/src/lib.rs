@@ -21,6 +21,8 @@
 //!
 //! Relative paths are resolved from the directory of the file that contains them.
 
+#![forbid(unsafe_code)]
+
 mod approvals;
 mod budget_caps;
 mod budgets;
@@ -249,6 +251,10 @@ pub struct RuntimeConfig {
     pub max_memory_per_instance: u64,
     /// The compiled-component cache; `None` means `<data_dir>/cache`.
     pub cache_dir: Option<PathBuf>,
+    /// Where the digests of the cache's files are recorded, the trust anchor of
+    /// the cache; `None` means `<data_dir>/digests`. Hosts that share a compile
+    /// cache may share this too, so they trust each other's compiled files.
+    pub digests_dir: Option<PathBuf>,
 }
 
 impl Default for RuntimeConfig {
@@ -263,6 +269,7 @@ impl Default for RuntimeConfig {
             max_component_bytes: 256 * MIB,
             max_memory_per_instance: 4 * GIB,
             cache_dir: None,
+            digests_dir: None,
         }
     }
 }

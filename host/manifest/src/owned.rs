@@ -108,6 +108,11 @@ impl HostConfig {
             &self.cache_dir().join("preinit"),
             true,
         );
+        add(
+            "the compile cache's digest records".into(),
+            &self.digests_dir(),
+            true,
+        );
         if !self.path.as_os_str().is_empty() {
             add("the config file".into(), &self.path, false);
             if let Some(dir) = self.path.parent() {

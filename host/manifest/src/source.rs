@@ -265,10 +265,10 @@ pub(super) fn hint_for(key: &str) -> &'static str {
             "write a table with any of `memory`, `deadline`, `output`, `stdio`, `fuel`, `max_wasm_stack`"
         }
         "runtime" => {
-            "write a table with any of `max_concurrent_calls`, `memory_budget`, `admission_wait`, `admission_queue`, `principal_share`, `max_input_bytes`, `max_component_bytes`, `max_memory_per_instance`, `cache_dir`"
+            "write a table with any of `max_concurrent_calls`, `memory_budget`, `admission_wait`, `admission_queue`, `principal_share`, `max_input_bytes`, `max_component_bytes`, `max_memory_per_instance`, `cache_dir`, `digests_dir`"
         }
         "max_concurrent_calls" => "write an integer from 1 to 1000",
-        "data_dir" | "cache_dir" => {
+        "data_dir" | "cache_dir" | "digests_dir" => {
             "write a directory path; relative paths are resolved from the directory of the config file"
         }
         "hooks" => {

@@ -34,6 +34,8 @@
 //! JSON-RPC `invalid params` error that says what is wrong. A panic while
 //! serving a call ends that call with an internal error, not the server.
 
+#![forbid(unsafe_code)]
+
 mod builtins;
 mod http;
 mod logging;

@@ -27,6 +27,8 @@
 //! channel, so the trait works from any thread, in or out of another tokio
 //! runtime, like the embedded backends do.
 
+#![forbid(unsafe_code)]
+
 mod names;
 mod record;
 #[cfg(any(test, feature = "testing"))]

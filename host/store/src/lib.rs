@@ -9,6 +9,8 @@
 //! This crate owns the bytes on disk and nothing above them: it never imports
 //! the manifest, the ledger, the runtime or wasmtime.
 
+#![forbid(unsafe_code)]
+
 mod backend;
 pub mod batch;
 /// The storage contract's tests, for every backend (see its docs).

@@ -59,6 +59,7 @@ max_input_bytes = "64 KiB"
 max_component_bytes = "10 MB"
 max_memory_per_instance = "1 GiB"
 cache_dir = "/var/cache/glovebox"
+digests_dir = "/var/lib/glovebox/digests"
 
 [[plugin]]
 manifest = "plugins/echo.toml"
@@ -89,8 +90,10 @@ manifest = "./plugins/big.toml"
             max_component_bytes: 10_000_000,
             max_memory_per_instance: 1 << 30,
             cache_dir: Some(PathBuf::from("/var/cache/glovebox")),
+            digests_dir: Some(PathBuf::from("/var/lib/glovebox/digests")),
         }
     );
+    assert_eq!(c.digests_dir(), PathBuf::from("/var/lib/glovebox/digests"));
     assert_eq!(c.cache_dir(), PathBuf::from("/var/cache/glovebox"));
     let names: Vec<&str> = c.plugins.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(names, ["echo", "big"]);

@@ -15,6 +15,7 @@ use super::sandbox::{HookState, forbidden_imports};
 use crate::bindings::hook::HookPluginPre;
 use crate::component_file::{self, ComponentFile, FileProblem};
 use crate::manifest::{HookConfig, format_size};
+use crate::runtime::CompiledCache;
 
 /// The interface hook plugins export.
 pub const HOOK_INTERFACE: &str = "glovebox:plugin/permission-hook@0.1.0";
@@ -51,6 +52,7 @@ impl LoadedHook {
 /// Loads one hook, or says why it cannot be (lowercase, without the hook's name).
 pub(crate) async fn load_hook(
     engine: &Engine,
+    cache: &CompiledCache,
     linker: &Linker<HookState>,
     config: &HookConfig,
 ) -> Result<LoadedHook, String> {
@@ -59,8 +61,8 @@ pub(crate) async fn load_hook(
         component_file::read(path, MAX_HOOK_COMPONENT_BYTES, config.sha256.as_deref())
             .map_err(|problem| file_problem(path, problem))?;
 
-    let compile_engine = engine.clone();
-    let component = tokio::task::spawn_blocking(move || Component::new(&compile_engine, &bytes))
+    let (compile_engine, cache) = (engine.clone(), cache.clone());
+    let component = tokio::task::spawn_blocking(move || cache.component(&compile_engine, &bytes))
         .await
         .map_err(|e| format!("the compiler crashed on `{}`: {e}", path.display()))?
         .map_err(|e| format!("`{}` is not a valid component: {e:#}", path.display()))?;

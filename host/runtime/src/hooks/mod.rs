@@ -25,6 +25,7 @@ use wasmtime::Engine;
 
 use crate::bindings::hook::exports::glovebox::plugin::permission_hook::Request;
 use crate::manifest::HookConfig;
+use crate::runtime::CompiledCache;
 use load::{LoadedHook, load_hook};
 use run::run_hook;
 use sandbox::hook_linker;
@@ -136,12 +137,12 @@ impl HookChain {
     /// does); without it only the timer stops a hook, which cannot interrupt a
     /// guest that computes.
     #[tracing::instrument(skip_all, fields(hooks = hooks.len()))]
-    pub async fn load(engine: &Engine, hooks: &[HookConfig]) -> HookChain {
+    pub async fn load(engine: &Engine, cache: &CompiledCache, hooks: &[HookConfig]) -> HookChain {
         let linker = hook_linker(engine).map_err(|e| format!("{e:#}"));
         let mut slots = Vec::with_capacity(hooks.len());
         for config in hooks {
             let loaded = match &linker {
-                Ok(linker) => load_hook(engine, linker, config).await,
+                Ok(linker) => load_hook(engine, cache, linker, config).await,
                 Err(e) => Err(format!("the host cannot link hooks: {e}")),
             };
             slots.push(match loaded {

@@ -74,7 +74,7 @@ async fn broken_reason(bytes: &[u8], sha256: Option<String>) -> String {
     let dir = tempfile::tempdir().unwrap();
     let mut config = HookConfig::new("h", write(dir.path(), "h.wasm", bytes));
     config.sha256 = sha256;
-    let chain = HookChain::load(&engine(), &[config]).await;
+    let chain = HookChain::load(&engine(), &CompiledCache::none(), &[config]).await;
     match &chain.hooks()[0].status {
         HookStatus::Broken(reason) => reason.clone(),
         HookStatus::Ready => panic!("expected the hook to be broken"),
@@ -117,7 +117,7 @@ fn deny_wins_then_the_first_ask_then_allow() {
 
 #[tokio::test]
 async fn an_empty_chain_allows_everything() {
-    let chain = HookChain::load(&engine(), &[]).await;
+    let chain = HookChain::load(&engine(), &CompiledCache::none(), &[]).await;
     assert!(chain.is_empty());
     assert!(chain.hooks().is_empty());
     let outcome = chain.evaluate(&request("execute:database:delete")).await;
@@ -134,7 +134,7 @@ async fn a_missing_hook_denies_every_call_and_stops_the_chain() {
         HookConfig::new("gone", missing.clone()),
         HookConfig::new("later", write(dir.path(), "later.wasm", b"not wasm")),
     ];
-    let chain = HookChain::load(&engine(), &hooks).await;
+    let chain = HookChain::load(&engine(), &CompiledCache::none(), &hooks).await;
     assert!(!chain.is_empty());
     let infos = chain.hooks();
     assert_eq!(infos.len(), 2);
@@ -208,7 +208,7 @@ async fn files_that_are_not_hook_components_are_broken_with_the_reason() {
     let dir = tempfile::tempdir().unwrap();
     let reason = {
         let config = HookConfig::new("h", dir.path());
-        let chain = HookChain::load(&engine(), &[config]).await;
+        let chain = HookChain::load(&engine(), &CompiledCache::none(), &[config]).await;
         match &chain.hooks()[0].status {
             HookStatus::Broken(reason) => reason.clone(),
             HookStatus::Ready => unreachable!(),
@@ -312,11 +312,11 @@ fn requests_reach_the_hook_unchanged() {
 // broken hook denies without one, an empty chain runs none.
 #[tokio::test]
 async fn only_a_loaded_hook_whose_trigger_covers_the_action_runs_an_instance() {
-    let empty = HookChain::load(&engine(), &[]).await;
+    let empty = HookChain::load(&engine(), &CompiledCache::none(), &[]).await;
     assert_eq!(empty.first_to_run("execute:database:delete"), None);
     let dir = tempfile::tempdir().unwrap();
     let broken = [HookConfig::new("gone", dir.path().join("gone.wasm"))];
-    let chain = HookChain::load(&engine(), &broken).await;
+    let chain = HookChain::load(&engine(), &CompiledCache::none(), &broken).await;
     assert_eq!(chain.first_to_run("execute:database:delete"), None);
 }
 

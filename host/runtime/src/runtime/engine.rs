@@ -1,5 +1,5 @@
 //! The one wasmtime [`Engine`] of a host: async, epoch-interrupted, pooled, with
-//! compiled components cached on disk (in `<cache_dir>/compiled`).
+//! compiled components cached on disk (in `<cache_dir>/compiled`, see `compiled.rs`).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -8,10 +8,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use wasmtime::{
-    Cache, CacheConfig, Config, Enabled, Engine, InstanceAllocationStrategy,
-    PoolingAllocationConfig,
-};
+use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use crate::manifest::HostConfig;
 
@@ -77,24 +74,17 @@ pub fn build_engine(config: &HostConfig, cache_dir: &Path) -> Result<Engine> {
         .pagemap_scan(Enabled::Auto);
     cfg.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
 
-    // wasmtime's cache gets a directory of its own: its cleaner removes files it
-    // did not write, and the pre-initialization snapshots live beside it
+    // Compiled components are cached by the host itself, verified before reuse
+    // (`compiled.rs`), in a directory of their own beside the snapshots
     // (`<cache_dir>/preinit`, see `preinit.rs`).
-    let compiled = compiled_dir(cache_dir);
-    crate::private_dir::ensure_private_dir(&compiled, "the compile cache")?;
-    let mut cache = CacheConfig::new();
-    cache.with_directory(&compiled);
-    let cache = Cache::new(cache)
-        .map_err(anyhow::Error::from)
-        .context("cannot set up the compile cache")?;
-    cfg.cache(Some(cache));
+    crate::private_dir::ensure_private_dir(&compiled_dir(cache_dir), "the compile cache")?;
 
     Engine::new(&cfg)
         .map_err(anyhow::Error::from)
         .context("cannot create the wasmtime engine")
 }
 
-/// Where wasmtime keeps compiled code under the compile cache `cache_dir`.
+/// Where compiled components are kept under the compile cache `cache_dir`.
 pub fn compiled_dir(cache_dir: &Path) -> PathBuf {
     cache_dir.join("compiled")
 }

@@ -1,6 +1,7 @@
 //! The runtime a host shares between all its plugins: the engine, its epoch
 //! ticker and the linker that defines what a tool plugin may import.
 
+mod compiled;
 mod engine;
 
 use std::path::{Path, PathBuf};
@@ -11,6 +12,7 @@ use wasmtime::Engine;
 use wasmtime::component::Component;
 use wasmtime::component::Linker;
 
+pub use compiled::CompiledCache;
 pub use engine::{HOOK_INSTANCES, compiled_dir, deadline_ticks};
 
 use crate::manifest::HostConfig;
@@ -29,6 +31,7 @@ pub struct Runtime {
     fuel_enabled: bool,
     scratch: ScratchDirs,
     cache_dir: PathBuf,
+    compiled: CompiledCache,
     /// `<data_dir>/digests`: what the host made in the cache, by digest.
     digests_dir: PathBuf,
     // Dropped after the engine's users; stops the ticker thread.
@@ -44,8 +47,8 @@ impl Runtime {
             .context("cannot resolve the compile cache directory")?;
         ensure_private_dir(&config.data_dir, "the data dir")?;
         ensure_private_dir(&cache_dir, "the compile cache")?;
-        let digests_dir = std::path::absolute(config.data_dir.join("digests"))
-            .context("cannot resolve the data dir")?;
+        let digests_dir = std::path::absolute(config.digests_dir())
+            .context("cannot resolve the digest records' directory")?;
         ensure_private_dir(&digests_dir, "the digest records")?;
         let engine = engine::build_engine(config, &cache_dir)?;
         let mut linker = Linker::new(&engine);
@@ -67,6 +70,7 @@ impl Runtime {
         Ok(Runtime {
             fuel_enabled: engine::fuel_wanted(config),
             scratch: ScratchDirs::new(config.scratch_dir()),
+            compiled: CompiledCache::new(engine::compiled_dir(&cache_dir), digests_dir.clone()),
             cache_dir,
             digests_dir,
             engine,
@@ -97,6 +101,11 @@ impl Runtime {
         &self.digests_dir
     }
 
+    /// Where compiled components are cached, verified (hooks compile through it too).
+    pub fn compiled(&self) -> &CompiledCache {
+        &self.compiled
+    }
+
     /// The compile cache (absolute).
     pub fn cache_dir(&self) -> &Path {
         &self.cache_dir
@@ -113,8 +122,8 @@ impl Runtime {
         bytes: Vec<u8>,
     ) -> std::result::Result<Component, String> {
         let size = bytes.len() as f64 / 1e6;
-        let engine = self.engine.clone();
-        let mut job = tokio::task::spawn_blocking(move || Component::new(&engine, &bytes));
+        let (engine, cache) = (self.engine.clone(), self.compiled.clone());
+        let mut job = tokio::task::spawn_blocking(move || cache.component(&engine, &bytes));
         let started = Instant::now();
         let mut ticker =
             tokio::time::interval_at(tokio::time::Instant::now() + ANNOUNCE_AFTER, PROGRESS_EVERY);
