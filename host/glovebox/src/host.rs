@@ -472,8 +472,7 @@ async fn run_call(
     } else {
         None
     };
-    let scratch_path = scratch.as_ref().map(|s| s.path());
-    let mut hands = match Hands::new(runtime, &plugin.grants, scratch_path, &limits) {
+    let mut hands = match Hands::new(runtime, &plugin.grants, scratch.as_ref(), &limits) {
         Ok(h) => h,
         Err(e) => {
             return CallReport::refused(
@@ -527,6 +526,12 @@ async fn run_call(
                 })
             }
         }
+    };
+    // A write past the budget failed as "no space" in the guest, which may
+    // have carried on, or failed in its own words: the call is a quota error.
+    let outcome = match hands.quota_hit() {
+        Some(hit) => Err(CallError::quota(name, &hit)),
+        None => outcome,
     };
     let report = CallReport {
         tool: name.to_string(),

@@ -10,30 +10,58 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
+use crate::sandbox::quota::dir_bytes;
+
+/// A scratch directory with more entries than this counts as full: measuring
+/// it would cost every call of the session a long walk.
+pub const MAX_ENTRIES: usize = 100_000;
+
 /// The root of all scratch directories of one data dir.
 #[derive(Clone, Debug)]
 pub struct ScratchDirs {
     root: PathBuf,
+    quota: u64,
 }
 
-/// The scratch directory of one call: a session's own, or a throwaway one.
-pub enum CallScratch {
+/// The scratch directory of one call: a session's own, or a throwaway one,
+/// and how full it was when the call started.
+pub struct CallScratch {
+    place: Place,
+    quota: u64,
+    used: u64,
+}
+
+enum Place {
     Session(PathBuf),
     Throwaway(tempfile::TempDir),
 }
 
 impl CallScratch {
     pub fn path(&self) -> &Path {
-        match self {
-            CallScratch::Session(p) => p,
-            CallScratch::Throwaway(t) => t.path(),
+        match &self.place {
+            Place::Session(p) => p,
+            Place::Throwaway(t) => t.path(),
         }
+    }
+
+    /// The session's quota and the bytes its directory held when the call started.
+    pub fn room(&self) -> (u64, u64) {
+        (self.quota, self.used)
     }
 }
 
 impl ScratchDirs {
+    /// The scratch directories under `root`, with the default quota.
     pub fn new(root: PathBuf) -> ScratchDirs {
-        ScratchDirs { root }
+        ScratchDirs {
+            root,
+            quota: crate::manifest::RuntimeConfig::default().scratch_quota,
+        }
+    }
+
+    /// The same directories with `runtime.scratch_quota` = `quota` bytes.
+    pub fn with_quota(self, quota: u64) -> ScratchDirs {
+        ScratchDirs { quota, ..self }
     }
 
     pub fn root(&self) -> &Path {
@@ -56,18 +84,27 @@ impl ScratchDirs {
 
     /// The directory for a call of `session` (see `CallContext::session`): the
     /// session's own (created on first use), or a throwaway one for a call outside
-    /// any session (`None`).
+    /// any session (`None`), measured against the quota.
     pub fn for_call(&self, session: Option<&str>) -> io::Result<CallScratch> {
         create_private_dir(&self.root)?;
         let Some(session_id) = session else {
             let dir = tempfile::Builder::new()
                 .prefix(".call-")
                 .tempdir_in(&self.root)?;
-            return Ok(CallScratch::Throwaway(dir));
+            return Ok(CallScratch {
+                place: Place::Throwaway(dir),
+                quota: self.quota,
+                used: 0,
+            });
         };
         let dir = self.path_of(session_id)?;
         create_private_dir(&dir)?;
-        Ok(CallScratch::Session(dir))
+        let used = dir_bytes(&dir, MAX_ENTRIES)?.unwrap_or(self.quota);
+        Ok(CallScratch {
+            place: Place::Session(dir),
+            quota: self.quota,
+            used,
+        })
     }
 
     /// Removes the scratch directory of `session_id`; `false` if it had none.
@@ -153,6 +190,8 @@ mod tests {
         let dir = dirs.for_call(Some("s-1")).unwrap();
         std::fs::write(dir.path().join("f"), "x").unwrap();
         drop(dir);
+        let dirs = dirs.with_quota(10);
+        assert_eq!(dirs.for_call(Some("s-1")).unwrap().room(), (10, 1));
         assert!(tmp.path().join("scratch/s-1/f").is_file());
         assert_eq!(dirs.list().unwrap().0, vec!["s-1".to_string()]);
         assert!(dirs.remove("s-1").unwrap());

@@ -59,6 +59,10 @@ max_input_bytes = "64 KiB"
 max_component_bytes = "10 MB"
 max_memory_per_instance = "1 GiB"
 cache_dir = "/var/cache/glovebox"
+scratch_quota = "1 GiB"
+
+[storage]
+min_free = "2 GiB"
 
 [[plugin]]
 manifest = "plugins/echo.toml"
@@ -89,8 +93,10 @@ manifest = "./plugins/big.toml"
             max_component_bytes: 10_000_000,
             max_memory_per_instance: 1 << 30,
             cache_dir: Some(PathBuf::from("/var/cache/glovebox")),
+            scratch_quota: 1 << 30,
         }
     );
+    assert_eq!(c.storage.min_free, 2 << 30);
     assert_eq!(c.cache_dir(), PathBuf::from("/var/cache/glovebox"));
     let names: Vec<&str> = c.plugins.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(names, ["echo", "big"]);
