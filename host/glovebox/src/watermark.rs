@@ -79,10 +79,20 @@ fn about(bytes: u64) -> String {
     }
 }
 
-/// Bytes an unprivileged process may still write on the file system of `dir`.
+/// Bytes an unprivileged process may still write on the file system of `dir`,
+/// or of its nearest existing ancestor: a data dir not made yet (a store on
+/// NATS keeps nothing there until a scratch dir is needed) will be made there.
 fn free_bytes(dir: &Path) -> std::io::Result<u64> {
-    let stat = rustix::fs::statvfs(dir)?;
-    Ok(stat.f_bavail.saturating_mul(stat.f_frsize))
+    let mut at = dir;
+    loop {
+        match rustix::fs::statvfs(at) {
+            Ok(stat) => return Ok(stat.f_bavail.saturating_mul(stat.f_frsize)),
+            Err(rustix::io::Errno::NOENT) if at.parent().is_some() => {
+                at = at.parent().unwrap_or(at);
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -108,8 +118,10 @@ mod tests {
             .unwrap_err();
         assert!(refused.contains("`storage.min_free`"), "{refused}");
         assert!(refused.contains(&dir.display().to_string()));
-        let missing = at(&dir.join("no-such-dir"), 1).check().unwrap_err();
-        assert!(missing.contains("cannot measure"), "{missing}");
+        // A dir not made yet is measured where it will be made.
+        assert!(at(&dir.join("not-yet/made"), 1).check().is_ok());
+        let refused = at(&dir.join("not-yet"), 1 << 60).check().unwrap_err();
+        assert!(refused.contains("`storage.min_free`"), "{refused}");
     }
 
     #[test]
