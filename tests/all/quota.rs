@@ -119,7 +119,10 @@ fn threat_42_the_scratch_quota_holds_across_the_calls_of_a_session() {
     let (code, out) = fill(&site, "a", "/scratch/two.bin", 700 * KIB, "stream");
     assert_eq!(code, 6, "{out}");
     assert!(out.contains("`runtime.scratch_quota`"), "{out}");
-    assert!(out.contains("held 700 KiB of its quota of 1 MiB"), "{out}");
+    assert!(
+        out.contains("700 KiB of its session's scratch quota of 1 MiB"),
+        "{out}"
+    );
     assert_eq!(size(&dir.join("two.bin")), 324 * KIB);
     // Full now: even a byte is refused.
     let (code, out) = fill(&site, "a", "/scratch/three.bin", 1, "pwrite");

@@ -454,7 +454,7 @@ async fn run_call(
     let start = Instant::now();
     // Kept until the call ends: a throwaway directory is removed on drop.
     let scratch = if plugin.grants.wants_scratch() {
-        match runtime.scratch().for_call(ctx.session()) {
+        match runtime.scratch().for_call(ctx.session(), limits.write) {
             Ok(s) => Some(s),
             Err(e) => {
                 return CallReport::refused(

@@ -100,7 +100,7 @@ impl CallError {
     pub fn quota(tool: &str, hit: &QuotaHit) -> CallError {
         let reason = match (hit.key, hit.scratch) {
             (QuotaKey::Scratch, Some((quota, used))) => format!(
-                "its session's scratch directory held {} of its quota of {} (`runtime.scratch_quota`), which left this call {}: delete files from the scratch directory, or raise `runtime.scratch_quota` in the host config",
+                "{} of its session's scratch quota of {} (`runtime.scratch_quota`) was taken when it started (files, and what the session's other running calls reserved), which left this call {}: delete files from the scratch directory, or raise `runtime.scratch_quota` in the host config",
                 format_size(used),
                 format_size(quota),
                 format_size(hit.budget)

@@ -7,8 +7,10 @@
 //! session is archived. Sessions never see each other's directories. A call made
 //! outside any session gets a throwaway directory, removed when the call ends.
 
+use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::sandbox::quota::dir_bytes;
 
@@ -21,6 +23,8 @@ pub const MAX_ENTRIES: usize = 100_000;
 pub struct ScratchDirs {
     root: PathBuf,
     quota: u64,
+    /// Bytes reserved by the running calls of each session.
+    running: Arc<Mutex<HashMap<String, u64>>>,
 }
 
 /// The scratch directory of one call: a session's own, or a throwaway one,
@@ -29,6 +33,26 @@ pub struct CallScratch {
     place: Place,
     quota: u64,
     used: u64,
+    _reserved: Option<Reservation>,
+}
+
+/// Bytes of a session's quota held by one running call, given back when it ends.
+struct Reservation {
+    running: Arc<Mutex<HashMap<String, u64>>>,
+    session: String,
+    bytes: u64,
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(held) = running.get_mut(&self.session) {
+            *held = held.saturating_sub(self.bytes);
+            if *held == 0 {
+                running.remove(&self.session);
+            }
+        }
+    }
 }
 
 enum Place {
@@ -44,7 +68,8 @@ impl CallScratch {
         }
     }
 
-    /// The session's quota and the bytes its directory held when the call started.
+    /// The session's quota and the bytes its directory held when the call
+    /// started, with what other running calls of the session reserved.
     pub fn room(&self) -> (u64, u64) {
         (self.quota, self.used)
     }
@@ -56,6 +81,7 @@ impl ScratchDirs {
         ScratchDirs {
             root,
             quota: crate::manifest::RuntimeConfig::default().scratch_quota,
+            running: Arc::default(),
         }
     }
 
@@ -84,8 +110,10 @@ impl ScratchDirs {
 
     /// The directory for a call of `session` (see `CallContext::session`): the
     /// session's own (created on first use), or a throwaway one for a call outside
-    /// any session (`None`), measured against the quota.
-    pub fn for_call(&self, session: Option<&str>) -> io::Result<CallScratch> {
+    /// any session (`None`), measured against the quota; a session's call
+    /// reserves up to `write` bytes (its `limits.write`) of what is left
+    /// until it ends.
+    pub fn for_call(&self, session: Option<&str>, write: u64) -> io::Result<CallScratch> {
         create_private_dir(&self.root)?;
         let Some(session_id) = session else {
             let dir = tempfile::Builder::new()
@@ -95,15 +123,27 @@ impl ScratchDirs {
                 place: Place::Throwaway(dir),
                 quota: self.quota,
                 used: 0,
+                _reserved: None,
             });
         };
         let dir = self.path_of(session_id)?;
         create_private_dir(&dir)?;
-        let used = dir_bytes(&dir, MAX_ENTRIES)?.unwrap_or(self.quota);
+        let on_disk = dir_bytes(&dir, MAX_ENTRIES)?.unwrap_or(self.quota);
+        let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+        let held = running.entry(session_id.to_string()).or_default();
+        let used = on_disk.saturating_add(*held);
+        let bytes = write.min(self.quota.saturating_sub(used));
+        *held += bytes;
+        drop(running);
         Ok(CallScratch {
             place: Place::Session(dir),
             quota: self.quota,
             used,
+            _reserved: Some(Reservation {
+                running: self.running.clone(),
+                session: session_id.to_string(),
+                bytes,
+            }),
         })
     }
 
@@ -178,20 +218,38 @@ mod tests {
     }
 
     #[test]
+    fn calls_of_one_session_running_at_once_share_its_quota() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dirs = ScratchDirs::new(tmp.path().join("scratch")).with_quota(100);
+        std::fs::create_dir_all(tmp.path().join("scratch/s-1")).unwrap();
+        std::fs::write(tmp.path().join("scratch/s-1/f"), [0u8; 10]).unwrap();
+        // The first may write 60 of the 90 left; the second sees it reserved.
+        let first = dirs.for_call(Some("s-1"), 60).unwrap();
+        assert_eq!(first.room(), (100, 10));
+        let second = dirs.for_call(Some("s-1"), 60).unwrap();
+        assert_eq!(second.room(), (100, 70));
+        // Another session's calls are not held to it.
+        assert_eq!(dirs.for_call(Some("s-2"), 60).unwrap().room(), (100, 0));
+        drop(first);
+        drop(second);
+        assert_eq!(dirs.for_call(Some("s-1"), 60).unwrap().room(), (100, 10));
+    }
+
+    #[test]
     fn throwaway_dirs_go_away_and_session_dirs_stay() {
         let tmp = tempfile::tempdir().unwrap();
         let dirs = ScratchDirs::new(tmp.path().join("scratch"));
-        let throwaway = dirs.for_call(None).unwrap();
+        let throwaway = dirs.for_call(None, 1).unwrap();
         let path = throwaway.path().to_path_buf();
         assert!(path.is_dir());
         drop(throwaway);
         assert!(!path.exists());
 
-        let dir = dirs.for_call(Some("s-1")).unwrap();
+        let dir = dirs.for_call(Some("s-1"), 1).unwrap();
         std::fs::write(dir.path().join("f"), "x").unwrap();
         drop(dir);
         let dirs = dirs.with_quota(10);
-        assert_eq!(dirs.for_call(Some("s-1")).unwrap().room(), (10, 1));
+        assert_eq!(dirs.for_call(Some("s-1"), 5).unwrap().room(), (10, 1));
         assert!(tmp.path().join("scratch/s-1/f").is_file());
         assert_eq!(dirs.list().unwrap().0, vec!["s-1".to_string()]);
         assert!(dirs.remove("s-1").unwrap());
