@@ -247,6 +247,27 @@ async fn the_scratch_dir_is_the_working_dir_and_the_only_place_to_write() {
     assert_runner_serves(&h).await;
 }
 
+/// Generated code that writes without end stops at `limits.write`: its
+/// writes fail as a full disk (OSError in Python), the call ends in a
+/// `quota` error, and no more than the budget reached the disk.
+#[tokio::test]
+async fn threat_42_python_writing_past_its_write_quota_gets_a_quota_error() {
+    let scratch = tempfile::tempdir().unwrap();
+    let mut m = runner_with_scratch(scratch.path());
+    m.limits.write = MIB;
+    let h = host_with(vec![m]).await;
+    let code = "f = open('big.bin', 'wb')\nfor _ in range(64):\n    f.write(b'x' * 131072)\n    f.flush()\nf.close()";
+    let input = json!({ "code": code }).to_string();
+    let err = call_err(&h, "code-python.run", &input).await;
+    assert!(matches!(err, CallError::Quota { .. }), "{err}");
+    assert!(err.to_string().contains("`limits.write`"), "{err}");
+    let on_disk = std::fs::metadata(scratch.path().join("big.bin"))
+        .unwrap()
+        .len();
+    assert!(on_disk <= MIB, "{on_disk} bytes on disk");
+    assert_runner_serves(&h).await;
+}
+
 #[tokio::test]
 async fn hostile_code_ends_in_a_clear_error_and_the_host_serves_on() {
     let scratch = tempfile::tempdir().unwrap();

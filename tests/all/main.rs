@@ -26,6 +26,7 @@ mod notify;
 mod operator;
 mod pipeline;
 mod principals;
+mod quota;
 mod regression;
 mod rescue;
 mod scratch;

@@ -455,7 +455,7 @@ async fn run_call(
     let start = Instant::now();
     // Kept until the call ends: a throwaway directory is removed on drop.
     let scratch = if plugin.grants.wants_scratch() {
-        match runtime.scratch().for_call(ctx.session()) {
+        match runtime.scratch().for_call(ctx.session(), limits.write) {
             Ok(s) => Some(s),
             Err(e) => {
                 return CallReport::refused(
@@ -473,8 +473,7 @@ async fn run_call(
     } else {
         None
     };
-    let scratch_path = scratch.as_ref().map(|s| s.path());
-    let mut hands = match Hands::new(runtime, &plugin.grants, scratch_path, &limits) {
+    let mut hands = match Hands::new(runtime, &plugin.grants, scratch.as_ref(), &limits) {
         Ok(h) => h,
         Err(e) => {
             return CallReport::refused(
@@ -528,6 +527,12 @@ async fn run_call(
                 })
             }
         }
+    };
+    // A write past the budget failed as "no space" in the guest, which may
+    // have carried on, or failed in its own words: the call is a quota error.
+    let outcome = match hands.quota_hit() {
+        Some(hit) => Err(CallError::quota(name, &hit)),
+        None => outcome,
     };
     let report = CallReport {
         tool: name.to_string(),

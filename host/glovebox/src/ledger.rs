@@ -12,6 +12,7 @@ use crate::notify::Outbox;
 use crate::scratch::ScratchDirs;
 use crate::session::{Recovery, SessionDirs, Sessions, SessionsConfig};
 use crate::storage::{Backend, Durability, Opened, Storage, StorageError};
+use crate::watermark::Watermark;
 
 /// What a host keeps in its data dir.
 pub struct Durable {
@@ -52,6 +53,7 @@ pub fn open_sessions(config: &HostConfig) -> anyhow::Result<Durable> {
             scratch: Some(Arc::new(Scratch(ScratchDirs::new(config.scratch_dir())))),
             notify: (!config.notify.is_empty()).then(|| outbox.clone()),
             quotas: config.quotas.clone(),
+            disk: Some(Arc::new(Watermark::of(config))),
             ..SessionsConfig::default()
         },
     );

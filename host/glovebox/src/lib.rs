@@ -34,6 +34,7 @@ pub mod replay;
 pub mod settled;
 pub mod store_admin;
 pub mod tasks;
+pub mod watermark;
 
 /// What the operator writes: the host config and plugin manifests (the
 /// `glovebox-manifest` crate).

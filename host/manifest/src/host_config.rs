@@ -63,6 +63,7 @@ pub(super) struct RawStorage {
     backend: Option<String>,
     durability: Option<String>,
     checkpoint_every: Option<i64>,
+    min_free: Option<Size>,
     // `backend = "nats"` only.
     url: Option<String>,
     creds: Option<String>,
@@ -91,6 +92,7 @@ pub(super) struct RawRuntime {
     max_memory_per_instance: Option<Size>,
     cache_dir: Option<String>,
     digests_dir: Option<String>,
+    scratch_quota: Option<Size>,
 }
 
 /// Only the data dir of a config, for a config that may not load as a whole.
@@ -360,6 +362,10 @@ fn validate_storage(
             )
         })?;
     }
+    if let Some(Size(min_free)) = raw.min_free {
+        // Zero is meaningful: no watermark (the operator watches the disk).
+        storage.min_free = min_free;
+    }
     Ok(storage)
 }
 
@@ -551,6 +557,11 @@ fn validate_runtime(
             "max_memory_per_instance",
             raw.max_memory_per_instance,
             &mut runtime.max_memory_per_instance,
+        ),
+        (
+            "scratch_quota",
+            raw.scratch_quota,
+            &mut runtime.scratch_quota,
         ),
     ];
     for (name, value, slot) in sizes {

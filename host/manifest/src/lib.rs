@@ -142,6 +142,10 @@ pub struct StorageConfig {
     /// Where the store is with `backend = "nats"` (`None` for the embedded
     /// backends, which keep it in the data dir).
     pub nats: Option<NatsStorage>,
+    /// Bytes free on the data dir's file system below which new work (calls,
+    /// jobs, sessions) is refused, so the store never meets a full disk
+    /// mid-write; 0 turns the check off.
+    pub min_free: u64,
 }
 
 /// `[storage]` with `backend = "nats"`: the JetStream server (or cluster)
@@ -183,6 +187,7 @@ impl Default for StorageConfig {
             durability: DurabilityMode::Flush,
             checkpoint_every: 256,
             nats: None,
+            min_free: 256 * MIB,
         }
     }
 }
@@ -255,6 +260,9 @@ pub struct RuntimeConfig {
     /// the cache; `None` means `<data_dir>/digests`. Hosts that share a compile
     /// cache may share this too, so they trust each other's compiled files.
     pub digests_dir: Option<PathBuf>,
+    /// Bytes: how much one session's scratch directory may hold; a call
+    /// writes at most what is left of it.
+    pub scratch_quota: u64,
 }
 
 impl Default for RuntimeConfig {
@@ -270,6 +278,7 @@ impl Default for RuntimeConfig {
             max_memory_per_instance: 4 * GIB,
             cache_dir: None,
             digests_dir: None,
+            scratch_quota: 256 * MIB,
         }
     }
 }
@@ -289,6 +298,10 @@ pub struct Limits {
     pub fuel: Option<u64>,
     /// Bytes of native stack wasm code may use.
     pub max_wasm_stack: u64,
+    /// Bytes one call may write into its read-write grants and scratch
+    /// directory (0: no writes at all); past it a write fails with
+    /// "no space" and the call with a `quota` error.
+    pub write: u64,
 }
 
 impl Default for Limits {
@@ -300,6 +313,7 @@ impl Default for Limits {
             stdio: 64 * KIB,
             fuel: None,
             max_wasm_stack: 512 * KIB,
+            write: 64 * MIB,
         }
     }
 }

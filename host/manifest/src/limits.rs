@@ -16,6 +16,7 @@ pub(super) struct RawLimits {
     pub(super) stdio: Option<Size>,
     pub(super) fuel: Option<Fuel>,
     pub(super) max_wasm_stack: Option<Size>,
+    pub(super) write: Option<Size>,
 }
 
 /// `base` with the keys of `raw` applied; `table` is `limits` or `defaults`, for messages.
@@ -84,6 +85,10 @@ pub(super) fn apply_limits(
             ));
         }
         limits.max_wasm_stack = stack;
+    }
+    if let Some(Size(write)) = raw.write {
+        // Zero is meaningful: a plugin that may not write at all.
+        limits.write = write;
     }
     Ok(limits)
 }

@@ -61,6 +61,7 @@ pub fn session_failure(e: &SessionError) -> CallToolResult {
         SessionError::InvalidEvent { .. } => "session_invalid_event",
         SessionError::NotAllowed(_) => "not_allowed",
         SessionError::Quota { .. } => "quota",
+        SessionError::LowDisk(_) => "low_disk",
         SessionError::Storage(_) => "session_storage",
     };
     failure(kind, e.to_string())

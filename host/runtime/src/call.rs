@@ -10,7 +10,9 @@ use crate::bindings::tool::{ToolPlugin, ToolPluginPre};
 use crate::error::CallError;
 use crate::runtime::{Runtime, deadline_ticks};
 use crate::sandbox::capture::Captured;
+use crate::sandbox::quota::{QuotaHit, WriteBudget};
 use crate::sandbox::{CallState, Grants};
+use crate::scratch::CallScratch;
 
 /// Who is calling: passed to the tool for information, and to the log.
 #[derive(Clone, Debug, Serialize)]
@@ -120,6 +122,8 @@ pub struct RunLimits {
     pub output: u64,
     pub stdio: u64,
     pub fuel: Option<u64>,
+    /// Bytes the call may write to its directories (`limits.write`).
+    pub write: u64,
 }
 
 /// A store ready to run one instance, and what it observed afterwards.
@@ -129,15 +133,24 @@ pub struct Hands {
 }
 
 impl Hands {
-    /// A store for one call with `grants`; `scratch` is the host directory mounted
-    /// at the grants' scratch path, if they have one.
+    /// A store for one call with `grants`; `scratch` is the directory mounted
+    /// at the grants' scratch path, if they have one. The call may write
+    /// `limits.write` bytes, and no more than is left of the scratch quota.
     pub fn new(
         runtime: &Runtime,
         grants: &Grants,
-        scratch: Option<&std::path::Path>,
+        scratch: Option<&CallScratch>,
         limits: &RunLimits,
     ) -> anyhow::Result<Hands> {
-        let state = CallState::new(grants, scratch, limits.memory, limits.stdio)?;
+        let mounted = scratch.filter(|_| grants.wants_scratch());
+        let writes = WriteBudget::new(limits.write, mounted.map(CallScratch::room));
+        let state = CallState::new(
+            grants,
+            mounted.map(CallScratch::path),
+            limits.memory,
+            limits.stdio,
+            writes,
+        )?;
         let mut store = Store::new(runtime.engine(), state);
         store.limiter(|s| &mut s.limiter);
         // At every epoch tick a computing guest yields to the async runtime,
@@ -224,6 +237,11 @@ impl Hands {
 
     pub fn http_denials(&self) -> Vec<String> {
         self.store.data().http.denials()
+    }
+
+    /// `Some` if the guest tried to write past its write budget.
+    pub fn quota_hit(&self) -> Option<QuotaHit> {
+        self.store.data().writes.hit()
     }
 }
 

@@ -3,6 +3,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::manifest::format_size;
+use crate::sandbox::quota::{QuotaHit, QuotaKey};
+
 /// Why a tool call did not produce a result.
 ///
 /// Every variant is an expected outcome of running untrusted code: none of them
@@ -58,6 +61,15 @@ pub enum CallError {
         "tool `{tool}` ran out of fuel ({fuel} units): raise `limits.fuel` in its manifest if this is expected"
     )]
     FuelExhausted { tool: String, fuel: u64 },
+    /// The guest wrote past its write budget (`limits.write`, or what was left
+    /// of its session's `runtime.scratch_quota`): the write failed as "no space"
+    /// and the call with this. What it wrote up to the budget stays.
+    #[error("tool `{tool}` passed its write quota: {reason}")]
+    Quota { tool: String, reason: String },
+    /// The data dir's disk has less free space than `storage.min_free`: new
+    /// work is refused before the store meets a full disk. Nothing was written.
+    #[error("{reason}")]
+    LowDisk { reason: String },
     /// The guest overflowed its stack (unbounded recursion).
     #[error("tool `{tool}` overflowed its stack (unbounded recursion?)")]
     StackOverflow { tool: String },
@@ -94,6 +106,26 @@ pub enum CallError {
 }
 
 impl CallError {
+    /// The quota error of a call of `tool` that wrote past `hit`'s budget.
+    pub fn quota(tool: &str, hit: &QuotaHit) -> CallError {
+        let reason = match (hit.key, hit.scratch) {
+            (QuotaKey::Scratch, Some((quota, used))) => format!(
+                "{} of its session's scratch quota of {} (`runtime.scratch_quota`) was taken when it started (files, and what the session's other running calls reserved), which left this call {}: delete files from the scratch directory, or raise `runtime.scratch_quota` in the host config",
+                format_size(used),
+                format_size(quota),
+                format_size(hit.budget)
+            ),
+            _ => format!(
+                "a call may write {} to its directories (`limits.write`): raise `limits.write` in its manifest if this is expected",
+                format_size(hit.budget)
+            ),
+        };
+        CallError::Quota {
+            tool: tool.to_string(),
+            reason,
+        }
+    }
+
     /// The message without a denial's alternatives, for a front end that lists
     /// them itself (one per line); the same as `to_string()` otherwise.
     pub fn headline(&self) -> String {
@@ -123,6 +155,8 @@ impl CallError {
             CallError::Timeout { .. } => "timeout",
             CallError::MemoryLimit { .. } => "memory_limit",
             CallError::FuelExhausted { .. } => "fuel_exhausted",
+            CallError::Quota { .. } => "quota",
+            CallError::LowDisk { .. } => "low_disk",
             CallError::StackOverflow { .. } => "stack_overflow",
             CallError::OutputTooLarge { .. } => "output_too_large",
             CallError::HostLimit { .. } => "host_limit",
@@ -147,8 +181,9 @@ impl CallError {
             | CallError::FuelExhausted { .. }
             | CallError::StackOverflow { .. }
             | CallError::OutputTooLarge { .. }
-            | CallError::HostLimit { .. } => 6,
-            CallError::Busy { .. } => 7,
+            | CallError::HostLimit { .. }
+            | CallError::Quota { .. } => 6,
+            CallError::Busy { .. } | CallError::LowDisk { .. } => 7,
             CallError::Internal { .. } => 1,
             CallError::Cancelled { .. } => 10,
         }

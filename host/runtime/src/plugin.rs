@@ -59,6 +59,7 @@ impl LoadedPlugin {
             output: l.output,
             stdio: l.stdio,
             fuel: l.fuel,
+            write: l.write,
         }
     }
 }
@@ -83,6 +84,7 @@ pub async fn load_plugin(
         output: manifest.limits.output,
         stdio: manifest.limits.stdio,
         fuel: manifest.limits.fuel,
+        write: manifest.limits.write,
     };
 
     let wasm = if preinit::wanted(&bytes) {

@@ -7,33 +7,87 @@
 //! session is archived. Sessions never see each other's directories. A call made
 //! outside any session gets a throwaway directory, removed when the call ends.
 
+use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use crate::sandbox::quota::dir_bytes;
+
+/// A scratch directory with more entries than this counts as full: measuring
+/// it would cost every call of the session a long walk.
+pub const MAX_ENTRIES: usize = 100_000;
 
 /// The root of all scratch directories of one data dir.
 #[derive(Clone, Debug)]
 pub struct ScratchDirs {
     root: PathBuf,
+    quota: u64,
+    /// Bytes reserved by the running calls of each session.
+    running: Arc<Mutex<HashMap<String, u64>>>,
 }
 
-/// The scratch directory of one call: a session's own, or a throwaway one.
-pub enum CallScratch {
+/// The scratch directory of one call: a session's own, or a throwaway one,
+/// and how full it was when the call started.
+pub struct CallScratch {
+    place: Place,
+    quota: u64,
+    used: u64,
+    _reserved: Option<Reservation>,
+}
+
+/// Bytes of a session's quota held by one running call, given back when it ends.
+struct Reservation {
+    running: Arc<Mutex<HashMap<String, u64>>>,
+    session: String,
+    bytes: u64,
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(held) = running.get_mut(&self.session) {
+            *held = held.saturating_sub(self.bytes);
+            if *held == 0 {
+                running.remove(&self.session);
+            }
+        }
+    }
+}
+
+enum Place {
     Session(PathBuf),
     Throwaway(tempfile::TempDir),
 }
 
 impl CallScratch {
     pub fn path(&self) -> &Path {
-        match self {
-            CallScratch::Session(p) => p,
-            CallScratch::Throwaway(t) => t.path(),
+        match &self.place {
+            Place::Session(p) => p,
+            Place::Throwaway(t) => t.path(),
         }
+    }
+
+    /// The session's quota and the bytes its directory held when the call
+    /// started, with what other running calls of the session reserved.
+    pub fn room(&self) -> (u64, u64) {
+        (self.quota, self.used)
     }
 }
 
 impl ScratchDirs {
+    /// The scratch directories under `root`, with the default quota.
     pub fn new(root: PathBuf) -> ScratchDirs {
-        ScratchDirs { root }
+        ScratchDirs {
+            root,
+            quota: crate::manifest::RuntimeConfig::default().scratch_quota,
+            running: Arc::default(),
+        }
+    }
+
+    /// The same directories with `runtime.scratch_quota` = `quota` bytes.
+    pub fn with_quota(self, quota: u64) -> ScratchDirs {
+        ScratchDirs { quota, ..self }
     }
 
     pub fn root(&self) -> &Path {
@@ -56,18 +110,41 @@ impl ScratchDirs {
 
     /// The directory for a call of `session` (see `CallContext::session`): the
     /// session's own (created on first use), or a throwaway one for a call outside
-    /// any session (`None`).
-    pub fn for_call(&self, session: Option<&str>) -> io::Result<CallScratch> {
+    /// any session (`None`), measured against the quota; a session's call
+    /// reserves up to `write` bytes (its `limits.write`) of what is left
+    /// until it ends.
+    pub fn for_call(&self, session: Option<&str>, write: u64) -> io::Result<CallScratch> {
         create_private_dir(&self.root)?;
         let Some(session_id) = session else {
             let dir = tempfile::Builder::new()
                 .prefix(".call-")
                 .tempdir_in(&self.root)?;
-            return Ok(CallScratch::Throwaway(dir));
+            return Ok(CallScratch {
+                place: Place::Throwaway(dir),
+                quota: self.quota,
+                used: 0,
+                _reserved: None,
+            });
         };
         let dir = self.path_of(session_id)?;
         create_private_dir(&dir)?;
-        Ok(CallScratch::Session(dir))
+        let on_disk = dir_bytes(&dir, MAX_ENTRIES)?.unwrap_or(self.quota);
+        let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+        let held = running.entry(session_id.to_string()).or_default();
+        let used = on_disk.saturating_add(*held);
+        let bytes = write.min(self.quota.saturating_sub(used));
+        *held += bytes;
+        drop(running);
+        Ok(CallScratch {
+            place: Place::Session(dir),
+            quota: self.quota,
+            used,
+            _reserved: Some(Reservation {
+                running: self.running.clone(),
+                session: session_id.to_string(),
+                bytes,
+            }),
+        })
     }
 
     /// Removes the scratch directory of `session_id`; `false` if it had none.
@@ -141,18 +218,38 @@ mod tests {
     }
 
     #[test]
+    fn calls_of_one_session_running_at_once_share_its_quota() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dirs = ScratchDirs::new(tmp.path().join("scratch")).with_quota(100);
+        std::fs::create_dir_all(tmp.path().join("scratch/s-1")).unwrap();
+        std::fs::write(tmp.path().join("scratch/s-1/f"), [0u8; 10]).unwrap();
+        // The first may write 60 of the 90 left; the second sees it reserved.
+        let first = dirs.for_call(Some("s-1"), 60).unwrap();
+        assert_eq!(first.room(), (100, 10));
+        let second = dirs.for_call(Some("s-1"), 60).unwrap();
+        assert_eq!(second.room(), (100, 70));
+        // Another session's calls are not held to it.
+        assert_eq!(dirs.for_call(Some("s-2"), 60).unwrap().room(), (100, 0));
+        drop(first);
+        drop(second);
+        assert_eq!(dirs.for_call(Some("s-1"), 60).unwrap().room(), (100, 10));
+    }
+
+    #[test]
     fn throwaway_dirs_go_away_and_session_dirs_stay() {
         let tmp = tempfile::tempdir().unwrap();
         let dirs = ScratchDirs::new(tmp.path().join("scratch"));
-        let throwaway = dirs.for_call(None).unwrap();
+        let throwaway = dirs.for_call(None, 1).unwrap();
         let path = throwaway.path().to_path_buf();
         assert!(path.is_dir());
         drop(throwaway);
         assert!(!path.exists());
 
-        let dir = dirs.for_call(Some("s-1")).unwrap();
+        let dir = dirs.for_call(Some("s-1"), 1).unwrap();
         std::fs::write(dir.path().join("f"), "x").unwrap();
         drop(dir);
+        let dirs = dirs.with_quota(10);
+        assert_eq!(dirs.for_call(Some("s-1"), 5).unwrap().room(), (10, 1));
         assert!(tmp.path().join("scratch/s-1/f").is_file());
         assert_eq!(dirs.list().unwrap().0, vec!["s-1".to_string()]);
         assert!(dirs.remove("s-1").unwrap());

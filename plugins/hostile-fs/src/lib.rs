@@ -8,6 +8,10 @@
 //! Tests use it for escapes (`../../etc/passwd`, absolute paths, symlinks out of the
 //! preopen, symlink loops), for every kind of write into a read-only grant, and to show
 //! that a plugin without a grant sees no preopens at all.
+//!
+//! `fill` writes without end (or `bytes` bytes) through each way WASI has to put
+//! bytes in a file, and reports how far it got: the write quota's probe. It answers
+//! `{"ok": bool, "written": n, "error"?: ...}`.
 
 use std::fs;
 use std::io;
@@ -133,6 +137,15 @@ const TOOLS: &[(&str, &str, &[&str], &str, bool)] = &[
         false,
     ),
     (
+        "fill",
+        "Writes `bytes` bytes (a decimal number) to `path` in 64 KiB chunks, `via` \
+         `stream` (std's write), `append` (an append-mode file), `pwrite` \
+         (`descriptor.write` at offsets) or `set-size` (grows the file).",
+        &["path", "bytes", "via"],
+        "execute:hostile:fs",
+        true,
+    ),
+    (
         "preopens",
         "Lists the guest paths of the preopened directories.",
         &[],
@@ -164,6 +177,17 @@ impl Guest for HostileFs {
         };
         let input = Input::parse_strict(&input, fields)?;
         let arg = |name: &str| input.str(name);
+        if tool == "fill" {
+            let bytes: u64 = arg("bytes")?
+                .parse()
+                .map_err(|_| ToolError::InvalidInput("`bytes` is a decimal number".to_string()))?;
+            let mut written = 0u64;
+            let result = fill(arg("path")?, bytes, arg("via")?, &mut written);
+            return output(&match result {
+                Ok(()) => json!({ "ok": true, "written": written }),
+                Err(e) => json!({ "ok": false, "written": written, "error": e.to_string() }),
+            });
+        }
         let result: io::Result<Value> = match tool.as_str() {
             "read" => fs::read(arg("path")?).map(|b| json!(String::from_utf8_lossy(&b))),
             "write" => fs::write(arg("path")?, arg("content")?).map(|()| Value::Null),
@@ -211,10 +235,75 @@ impl Guest for HostileFs {
 /// `symlink(target, link)`: std's `symlink_path` is unstable on WASI, so this does what
 /// wasi-libc does: find the preopen that holds `link` and call `symlink-at` on it.
 fn symlink(target: &str, link: &str) -> io::Result<()> {
-    let (dir, relative) = wasip2::filesystem::preopens::get_directories()
+    let (dir, relative) = preopen_of(link)?;
+    dir.symlink_at(target, &relative)
+        .map_err(|e| io::Error::other(format!("{}: {}", e.name(), e.message())))
+}
+
+/// Writes `bytes` bytes to `path` through `via`, counting what was written.
+fn fill(path: &str, bytes: u64, via: &str, written: &mut u64) -> io::Result<()> {
+    const CHUNK: u64 = 64 * 1024;
+    let chunk = vec![b'x'; CHUNK as usize];
+    let next = |written: u64| (bytes - written).min(CHUNK) as usize;
+    match via {
+        "stream" | "append" => {
+            use std::io::Write;
+            let mut file = if via == "append" {
+                fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)?
+            } else {
+                fs::File::create(path)?
+            };
+            while *written < bytes {
+                let n = file.write(&chunk[..next(*written)])?;
+                *written += n as u64;
+            }
+            file.flush()
+        }
+        "pwrite" => {
+            use wasip2::filesystem::types::{DescriptorFlags, OpenFlags, PathFlags};
+            let (dir, relative) = preopen_of(path)?;
+            let file = dir
+                .open_at(
+                    PathFlags::empty(),
+                    &relative,
+                    OpenFlags::CREATE | OpenFlags::TRUNCATE,
+                    DescriptorFlags::WRITE,
+                )
+                .map_err(wasi_error)?;
+            while *written < bytes {
+                let n = file
+                    .write(&chunk[..next(*written)], *written)
+                    .map_err(wasi_error)?;
+                *written += n;
+            }
+            Ok(())
+        }
+        "set-size" => {
+            let file = fs::File::create(path)?;
+            file.set_len(bytes)?;
+            *written = bytes;
+            Ok(())
+        }
+        other => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("`via` is stream, append, pwrite or set-size, not `{other}`"),
+        )),
+    }
+}
+
+fn wasi_error(e: wasip2::filesystem::types::ErrorCode) -> io::Error {
+    io::Error::other(format!("{}: {}", e.name(), e.message()))
+}
+
+/// The preopen that holds `path` (the longest), and `path` relative to it.
+fn preopen_of(path: &str) -> io::Result<(wasip2::filesystem::types::Descriptor, String)> {
+    wasip2::filesystem::preopens::get_directories()
         .into_iter()
         .filter_map(|(dir, guest_path)| {
-            let rest = strip_dir_prefix(link, &guest_path)?;
+            let rest = strip_dir_prefix(path, &guest_path)?;
             Some((guest_path.len(), dir, rest.to_owned()))
         })
         .max_by_key(|(len, _, _)| *len)
@@ -222,11 +311,9 @@ fn symlink(target: &str, link: &str) -> io::Result<()> {
         .ok_or_else(|| {
             io::Error::new(
                 io::ErrorKind::NotFound,
-                format!("no preopened directory contains `{link}`"),
+                format!("no preopened directory contains `{path}`"),
             )
-        })?;
-    dir.symlink_at(target, &relative)
-        .map_err(|e| io::Error::other(format!("{}: {}", e.name(), e.message())))
+        })
 }
 
 /// `path` relative to the preopen `dir`, if `path` lies inside it.

@@ -19,6 +19,7 @@ use crate::gateway::Gateway;
 use crate::manifest::MAX_WAIT_IDS;
 use crate::pipeline::{Admitted, call_metering};
 use crate::session::SessionError;
+use crate::watermark::Watermark;
 
 /// How long [`Jobs::cancel`] waits for a running job's call to settle in
 /// the session log before it returns.
@@ -234,6 +235,10 @@ impl Jobs {
 
     /// The record of a new queued job of `session` (a live one), not stored yet.
     async fn new_job(&self, session: &str, call: &Admitted) -> Result<JobInfo, JobError> {
+        // Below the disk watermark no job is queued (nor stored).
+        Watermark::of(self.gateway.host().config())
+            .check()
+            .map_err(|reason| JobError::Session(SessionError::LowDisk(reason)))?;
         let sessions = self.gateway.sessions().clone();
         let key = session.to_string();
         let state = blocking(move || sessions.show(&key).map_err(JobError::from)).await?;

@@ -31,6 +31,7 @@ use crate::hooks::Verdict;
 use crate::host::Host;
 use crate::session::{CallMetering, SessionError, SessionState};
 use crate::storage::StorageError;
+use crate::watermark::Watermark;
 
 pub use admit::Admitted;
 pub(crate) use judge::{Judge, decided, denied};
@@ -93,6 +94,12 @@ impl Gateway {
         // change the hooks that judged it or the settle that follows.
         let host = self.host();
         let (host, ledger) = (&*host, self.ledger());
+        // Below the disk watermark nothing new starts, and nothing is written.
+        if let Err(reason) = Watermark::of(host.config()).check() {
+            let report = CallReport::refused(call.name(), CallError::LowDisk { reason });
+            self.metrics().call(&report);
+            return Ok(report);
+        }
         let ctx = CallContext {
             session_id: state.id.clone(),
             session_name: state.name.clone(),

@@ -55,6 +55,10 @@ pub enum SessionError {
         what: String,
         fix: String,
     },
+    /// The data dir's disk is nearly full (`storage.min_free`): new work is
+    /// refused, nothing was written.
+    #[error("{0}")]
+    LowDisk(String),
     /// The storage failed; nothing of the operation was acknowledged.
     #[error("session storage failed: {0}")]
     Storage(#[from] StorageError),

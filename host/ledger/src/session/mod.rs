@@ -46,4 +46,4 @@ pub use recover::{RecoveredCall, Recovery};
 pub use state::{
     Counters, HandoffRecord, InFlightCall, InterruptedCall, SessionInfo, SessionState,
 };
-pub use store::{Commit, SessionDirs, Sessions, SessionsConfig};
+pub use store::{Commit, DiskRoom, SessionDirs, Sessions, SessionsConfig};

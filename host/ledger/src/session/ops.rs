@@ -78,6 +78,9 @@ impl Sessions {
         }
         check_tags(&start.tags)?;
         quota::check_tags(&self.config.quotas, &[], &start.tags, &[])?;
+        if let Some(disk) = &self.config.disk {
+            disk.check().map_err(SessionError::LowDisk)?;
+        }
         let id = format!("{ID_PREFIX}{}", uuid::Uuid::new_v4().simple());
         let _names = lock(&self.names);
         if let (true, Some(owner)) = (counted, &owner) {

@@ -40,6 +40,9 @@ pub struct SessionsConfig {
     pub notify: Option<Arc<Outbox>>,
     /// `[quotas]`: tags per session, handoff sizes, live sessions per principal.
     pub quotas: QuotasConfig,
+    /// The disk watermark a session start must pass (`storage.min_free`);
+    /// none: no check.
+    pub disk: Option<Arc<dyn DiskRoom>>,
 }
 
 /// Directories kept per session outside the store (the host's scratch
@@ -55,6 +58,15 @@ pub trait SessionDirs: fmt::Debug + Send + Sync {
     fn list(&self) -> io::Result<(Vec<String>, Vec<PathBuf>)>;
 }
 
+/// Room on the disk for new work: a session start is refused, with nothing
+/// written, while the host's data dir is nearly full (`storage.min_free`).
+/// The host implements it; the ledger only asks.
+pub trait DiskRoom: fmt::Debug + Send + Sync {
+    /// `Err(reason)` (naming the free space, the key and the fix) while
+    /// there is too little room for new work.
+    fn check(&self) -> Result<(), String>;
+}
+
 impl Default for SessionsConfig {
     fn default() -> Self {
         SessionsConfig {
@@ -63,6 +75,7 @@ impl Default for SessionsConfig {
             scratch: None,
             notify: None,
             quotas: QuotasConfig::default(),
+            disk: None,
         }
     }
 }

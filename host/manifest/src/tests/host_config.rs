@@ -60,6 +60,10 @@ max_component_bytes = "10 MB"
 max_memory_per_instance = "1 GiB"
 cache_dir = "/var/cache/glovebox"
 digests_dir = "/var/lib/glovebox/digests"
+scratch_quota = "1 GiB"
+
+[storage]
+min_free = "2 GiB"
 
 [[plugin]]
 manifest = "plugins/echo.toml"
@@ -91,9 +95,11 @@ manifest = "./plugins/big.toml"
             max_memory_per_instance: 1 << 30,
             cache_dir: Some(PathBuf::from("/var/cache/glovebox")),
             digests_dir: Some(PathBuf::from("/var/lib/glovebox/digests")),
+            scratch_quota: 1 << 30,
         }
     );
     assert_eq!(c.digests_dir(), PathBuf::from("/var/lib/glovebox/digests"));
+    assert_eq!(c.storage.min_free, 2 << 30);
     assert_eq!(c.cache_dir(), PathBuf::from("/var/cache/glovebox"));
     let names: Vec<&str> = c.plugins.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(names, ["echo", "big"]);

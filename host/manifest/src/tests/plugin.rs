@@ -45,6 +45,7 @@ output = 2048
 stdio = "1 KiB"
 fuel = 1000000
 max_wasm_stack = "512 KiB"
+write = "2 MiB"
 
 [[fs]]
 host = "work/data"
@@ -85,6 +86,7 @@ cost = 1
             stdio: 1024,
             fuel: Some(1_000_000),
             max_wasm_stack: 512 << 10,
+            write: 2 << 20,
         }
     );
     let root = fs::canonicalize(fx.dir.path()).unwrap();

@@ -63,14 +63,18 @@ impl Runtime {
         // What a call can make the host hold is counted (see `sandbox::bounds`).
         crate::sandbox::bounds::add_to_linker(&mut linker)
             .context("cannot link the counted `open-at` and random bytes")?;
+        // Writes count against the call's budget (see `sandbox::quota`).
+        crate::sandbox::quota::add_to_linker(&mut linker)
+            .context("cannot link the counted file writes")?;
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
             .map_err(anyhow::Error::from)
             .context("cannot link wasi:http")?;
         let ticker = engine::EpochTicker::start(&engine)?;
         Ok(Runtime {
             fuel_enabled: engine::fuel_wanted(config),
-            scratch: ScratchDirs::new(config.scratch_dir()),
             compiled: CompiledCache::new(engine::compiled_dir(&cache_dir), digests_dir.clone()),
+            scratch: ScratchDirs::new(config.scratch_dir())
+                .with_quota(config.runtime.scratch_quota),
             cache_dir,
             digests_dir,
             engine,

@@ -10,6 +10,7 @@ pub mod capture;
 pub mod connect;
 pub mod http;
 pub mod limiter;
+pub mod quota;
 pub mod ranges;
 pub mod symlink;
 
@@ -25,6 +26,7 @@ use crate::manifest::{Access, FsGrant, HttpGrant, PluginManifest};
 use capture::CapturePipe;
 use http::HttpPolicy;
 use limiter::CallLimiter;
+use quota::WriteBudget;
 
 /// The grants of one plugin, prepared once at load so each call only copies them.
 #[derive(Clone)]
@@ -73,17 +75,21 @@ pub struct CallState {
     pub(crate) limiter: CallLimiter,
     pub(crate) stdout: CapturePipe,
     pub(crate) stderr: CapturePipe,
+    /// What the call may still write to its grants and scratch directory.
+    pub(crate) writes: Arc<WriteBudget>,
 }
 
 impl CallState {
     /// Builds the state for a call with `grants`, a memory cap and a cap on
     /// captured output per stream. `scratch` is the host directory mounted
-    /// read-write at the grants' scratch path (ignored if they have none).
+    /// read-write at the grants' scratch path (ignored if they have none);
+    /// `writes` counts what the guest writes to its directories.
     pub fn new(
         grants: &Grants,
         scratch: Option<&Path>,
         memory_cap: u64,
         stdio_cap: u64,
+        writes: Arc<WriteBudget>,
     ) -> Result<CallState> {
         let stdout = CapturePipe::new(stdio_cap);
         let stderr = CapturePipe::new(stdio_cap);
@@ -138,6 +144,7 @@ impl CallState {
             limiter: CallLimiter::new(memory_cap),
             stdout,
             stderr,
+            writes,
         })
     }
 }

@@ -1,0 +1,148 @@
+//! The disk watermark: new work is refused while the data dir's file system
+//! has less than `storage.min_free` bytes free.
+//!
+//! An embedded store (sled, SQLite) that meets a full disk fails mid-write, and
+//! every session of the host pays for it. Refusing new work (calls, jobs,
+//! session starts) a margin before that point keeps the store's own writes
+//! (the outcomes of calls already running, checkpoints) inside the margin, and
+//! says why in words an operator can act on. Work already admitted finishes.
+//!
+//! Measured with `statvfs` on every check: about a microsecond (see the test
+//! below), nothing next to a call, so nothing is cached and the host sees space
+//! come back at once.
+
+use std::path::{Path, PathBuf};
+
+use crate::manifest::HostConfig;
+use crate::session::DiskRoom;
+
+/// `storage.min_free` of a data dir.
+#[derive(Clone, Debug)]
+pub struct Watermark {
+    dir: PathBuf,
+    min_free: u64,
+}
+
+impl Watermark {
+    pub fn of(config: &HostConfig) -> Watermark {
+        Watermark {
+            dir: config.data_dir.clone(),
+            min_free: config.storage.min_free,
+        }
+    }
+
+    /// `Err(reason)` while the data dir's disk has less than `min_free` bytes
+    /// available (or cannot be measured: the check fails closed).
+    pub fn check(&self) -> Result<(), String> {
+        if self.min_free == 0 {
+            return Ok(());
+        }
+        match free_bytes(&self.dir) {
+            Ok(free) if free >= self.min_free => Ok(()),
+            Ok(free) => Err(format!(
+                "low disk: the disk of the data dir `{}` has {} free, less than `storage.min_free` ({}): new calls, jobs and sessions are refused until there is room; free space on that disk, or lower `storage.min_free` in the host config",
+                self.dir.display(),
+                about(free),
+                about(self.min_free)
+            )),
+            Err(e) => Err(format!(
+                "cannot measure the free space of the data dir `{}` ({e}), so new work is refused (`storage.min_free`): check that the directory exists and is readable, or set `storage.min_free = 0` to turn the check off",
+                self.dir.display()
+            )),
+        }
+    }
+}
+
+impl DiskRoom for Watermark {
+    fn check(&self) -> Result<(), String> {
+        Watermark::check(self)
+    }
+}
+
+/// `bytes` for a reader: "8.8 GiB", "512 B".
+fn about(bytes: u64) -> String {
+    const UNITS: [(&str, u32); 6] = [
+        ("EiB", 60),
+        ("PiB", 50),
+        ("TiB", 40),
+        ("GiB", 30),
+        ("MiB", 20),
+        ("KiB", 10),
+    ];
+    match UNITS.iter().find(|(_, shift)| bytes >> shift > 0) {
+        Some((unit, shift)) => {
+            let value = bytes as f64 / (1u64 << shift) as f64;
+            let text = format!("{value:.1}");
+            format!("{} {unit}", text.strip_suffix(".0").unwrap_or(&text))
+        }
+        None => format!("{bytes} B"),
+    }
+}
+
+/// Bytes an unprivileged process may still write on the file system of `dir`,
+/// or of its nearest existing ancestor: a data dir not made yet (a store on
+/// NATS keeps nothing there until a scratch dir is needed) will be made there.
+fn free_bytes(dir: &Path) -> std::io::Result<u64> {
+    let mut at = dir;
+    loop {
+        match rustix::fs::statvfs(at) {
+            Ok(stat) => return Ok(stat.f_bavail.saturating_mul(stat.f_frsize)),
+            Err(rustix::io::Errno::NOENT) if at.parent().is_some() => {
+                at = at.parent().unwrap_or(at);
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(dir: &Path, min_free: u64) -> Watermark {
+        Watermark {
+            dir: dir.to_path_buf(),
+            min_free,
+        }
+    }
+
+    #[test]
+    fn a_watermark_above_the_free_space_refuses_and_says_why() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let free = free_bytes(dir).unwrap();
+        assert!(free > 0);
+        assert!(at(dir, 1).check().is_ok());
+        assert!(at(dir, 0).check().is_ok());
+        let refused = at(dir, free.saturating_mul(4).max(1 << 40))
+            .check()
+            .unwrap_err();
+        assert!(refused.contains("`storage.min_free`"), "{refused}");
+        assert!(refused.contains(&dir.display().to_string()));
+        // A dir not made yet is measured where it will be made.
+        assert!(at(&dir.join("not-yet/made"), 1).check().is_ok());
+        let refused = at(&dir.join("not-yet"), 1 << 60).check().unwrap_err();
+        assert!(refused.contains("`storage.min_free`"), "{refused}");
+    }
+
+    #[test]
+    fn sizes_read_like_sizes() {
+        assert_eq!(about(512), "512 B");
+        assert_eq!(about(256 << 20), "256 MiB");
+        assert_eq!(about((9 << 30) - (200 << 20)), "8.8 GiB");
+        assert_eq!(about(1 << 60), "1 EiB");
+    }
+
+    /// What a check costs: printed, and bounded loosely so a slow machine passes.
+    #[test]
+    fn a_check_costs_microseconds() {
+        let mark = at(Path::new(env!("CARGO_MANIFEST_DIR")), 1);
+        let n = 10_000;
+        let start = std::time::Instant::now();
+        for _ in 0..n {
+            mark.check().unwrap();
+        }
+        let each = start.elapsed() / n;
+        eprintln!("statvfs watermark check: {each:?} each");
+        assert!(each < std::time::Duration::from_millis(1), "{each:?}");
+    }
+}

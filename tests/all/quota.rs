@@ -1,0 +1,206 @@
+//! Write quotas and the disk watermark, through the real binary: a guest that
+//! writes without end into a read-write grant or its scratch directory stops at
+//! its budget with a `quota` error while its session, and the others, go on;
+//! a disk below `storage.min_free` refuses new work and writes nothing.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::util::{Site, plugins};
+
+const KIB: u64 = 1024;
+const MIB: u64 = 1024 * KIB;
+
+/// The hostile file-system plugin, with `extra` manifest text.
+fn hostile_fs(extra: &str) -> (&'static str, String) {
+    (
+        "fs.toml",
+        format!(
+            "name = \"fs\"\ncomponent = \"{}\"\n{extra}",
+            plugins::HOSTILE_FS
+        ),
+    )
+}
+
+/// `fs.fill` of `bytes` bytes at `path` through `via`, in `session`: the exit
+/// code, and stdout and stderr together.
+fn fill(site: &Site, session: &str, path: &str, bytes: u64, via: &str) -> (i32, String) {
+    let input = serde_json::json!({ "path": path, "bytes": bytes.to_string(), "via": via });
+    let (code, out, err) = site.run(&[
+        "call",
+        "fs.fill",
+        "--input",
+        &input.to_string(),
+        "--session",
+        session,
+    ]);
+    (code, format!("{out}{err}"))
+}
+
+/// A `fill` the quota let through whole.
+fn filled(site: &Site, session: &str, path: &str, bytes: u64) {
+    let (code, out) = fill(site, session, path, bytes, "stream");
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("\"ok\": true") || out.contains("\"ok\":true"),
+        "{out}"
+    );
+}
+
+fn size(path: &Path) -> u64 {
+    std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
+}
+
+/// The events of session `name`'s log.
+fn events(site: &Site, name: &str) -> Vec<Value> {
+    let (code, export, err) = site.run(&["log", "export", name]);
+    assert_eq!(code, 0, "{err}");
+    export
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn threat_42_a_call_writing_past_limits_write_gets_a_quota_error_and_its_session_goes_on() {
+    let site = Site::with_plugins(&[hostile_fs(
+        "[limits]\nwrite = \"1 MiB\"\n[[fs]]\nhost = \"work\"\nguest = \"/work\"\naccess = \"read-write\"\n",
+    )]);
+    let work = site.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    site.start_workagent("a");
+    site.start_workagent("b");
+
+    // Every way WASI writes a file: std's stream writes, an append-mode
+    // stream, `descriptor.write` at offsets, and growing with `set-size`.
+    for via in ["stream", "append", "pwrite", "set-size"] {
+        let file = format!("{via}.bin");
+        let (code, out) = fill(&site, "a", &format!("/work/{file}"), 16 * MIB, via);
+        assert_eq!(code, 6, "{via}: {out}");
+        assert!(out.contains("passed its write quota"), "{via}: {out}");
+        assert!(out.contains("`limits.write`"), "{via}: {out}");
+        // It wrote up to its budget, never past it.
+        let on_disk = size(&work.join(&file));
+        assert!(on_disk <= MIB, "{via}: {on_disk} bytes on disk");
+        if via != "set-size" {
+            assert_eq!(on_disk, MIB, "{via}: wrote up to the budget");
+        }
+    }
+
+    // The session's log has the calls, failed as `quota`, and it goes on.
+    let failed: Vec<Value> = events(&site, "a")
+        .into_iter()
+        .filter(|e| e.to_string().contains("passed its write quota"))
+        .collect();
+    assert_eq!(failed.len(), 4, "{failed:?}");
+    filled(&site, "a", "/work/after.bin", 100 * KIB);
+    filled(&site, "b", "/work/other.bin", 900 * KIB);
+    assert_eq!(size(&work.join("after.bin")), 100 * KIB);
+    assert_eq!(site.run(&["log", "verify", "a"]).0, 0);
+}
+
+#[test]
+fn threat_42_the_scratch_quota_holds_across_the_calls_of_a_session() {
+    let site = Site::with_plugins(&[hostile_fs("scratch = \"/scratch\"\n")]);
+    // `[runtime]` is the site's own table: add the key to it.
+    let config = std::fs::read_to_string(site.config()).unwrap();
+    let config = config.replace("[runtime]\n", "[runtime]\nscratch_quota = \"1 MiB\"\n");
+    std::fs::write(site.config(), config).unwrap();
+    let a = site.start_workagent("a")["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    site.start_workagent("b");
+    let dir = site.path().join("data/scratch").join(&a);
+
+    filled(&site, "a", "/scratch/one.bin", 700 * KIB);
+    // The second call finds 324 KiB left of the session's MiB.
+    let (code, out) = fill(&site, "a", "/scratch/two.bin", 700 * KIB, "stream");
+    assert_eq!(code, 6, "{out}");
+    assert!(out.contains("`runtime.scratch_quota`"), "{out}");
+    assert!(
+        out.contains("700 KiB of its session's scratch quota of 1 MiB"),
+        "{out}"
+    );
+    assert_eq!(size(&dir.join("two.bin")), 324 * KIB);
+    // Full now: even a byte is refused.
+    let (code, out) = fill(&site, "a", "/scratch/three.bin", 1, "pwrite");
+    assert_eq!(code, 6, "{out}");
+    assert_eq!(size(&dir.join("three.bin")), 0);
+
+    // Another session has its own quota.
+    filled(&site, "b", "/scratch/one.bin", 900 * KIB);
+    // Deleting files makes room again.
+    let (code, out, err) = site.run(&[
+        "call",
+        "fs.delete",
+        "--input",
+        r#"{"path": "/scratch/one.bin"}"#,
+        "--session",
+        "a",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    filled(&site, "a", "/scratch/four.bin", 600 * KIB);
+}
+
+#[test]
+fn threat_28_below_the_disk_watermark_new_work_is_refused_and_nothing_is_written() {
+    let site = Site::with_plugins(&[(
+        "echo.toml",
+        format!("name = \"echo\"\ncomponent = \"{}\"\n", plugins::TOOL_ECHO),
+    )]);
+    site.start_workagent("w");
+    let before = events(&site, "w").len();
+
+    // `extra` lands in the site's `[storage]` table. No disk has an EiB free.
+    site.set_config("min_free = \"1 EiB\"\n");
+    let (code, out, err) = site.run(&[
+        "call",
+        "echo.echo",
+        "--input",
+        r#"{"message": "hi"}"#,
+        "--session",
+        "w",
+    ]);
+    assert_eq!(code, 7, "{out}{err}");
+    for words in ["low disk", "free, less than `storage.min_free` (1 EiB)"] {
+        assert!(err.contains(words), "{err}");
+    }
+    let (code, _, err) = site.run(&[
+        "session",
+        "start",
+        "--role",
+        "workagent",
+        "--project",
+        "p",
+        "--name",
+        "x",
+    ]);
+    assert_ne!(code, 0);
+    assert!(err.contains("`storage.min_free`"), "{err}");
+    let (code, _, err) = site.run(&[
+        "job",
+        "spawn",
+        "--session",
+        "w",
+        "echo.echo",
+        "--input",
+        r#"{"message": "hi"}"#,
+    ]);
+    assert_ne!(code, 0);
+    assert!(err.contains("`storage.min_free`"), "{err}");
+    assert_eq!(events(&site, "w").len(), before, "nothing was written");
+
+    // Room again (the watermark lowered): work is admitted at once.
+    site.set_config("");
+    let (code, out, err) = site.run(&[
+        "call",
+        "echo.echo",
+        "--input",
+        r#"{"message": "hi"}"#,
+        "--session",
+        "w",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+}
