@@ -35,6 +35,12 @@ pub struct Durable {
 /// the store (see `glovebox_store::open`), every session's hash chain is
 /// verified before anything is served: a store that is not whole is refused.
 pub fn open_sessions(config: &HostConfig) -> anyhow::Result<Durable> {
+    // Read before the store opens: a key that is set and cannot be used
+    // stops the host, never downgrades new sessions to the plain chain.
+    let chain_key = match &config.storage.chain_key_file {
+        Some(path) => Some(crate::chain_key::read_chain_key(path)?),
+        None => None,
+    };
     // The NATS store repairs nothing at open: JetStream recovers its own files.
     let (storage, repairs) = match config.storage.backend {
         StorageBackend::Nats => (open_nats(config)?, Vec::new()),
@@ -52,6 +58,7 @@ pub fn open_sessions(config: &HostConfig) -> anyhow::Result<Durable> {
             scratch: Some(Arc::new(Scratch(ScratchDirs::new(config.scratch_dir())))),
             notify: (!config.notify.is_empty()).then(|| outbox.clone()),
             quotas: config.quotas.clone(),
+            chain_key,
             ..SessionsConfig::default()
         },
     );

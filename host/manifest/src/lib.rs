@@ -140,6 +140,12 @@ pub struct StorageConfig {
     /// Where the store is with `backend = "nats"` (`None` for the embedded
     /// backends, which keep it in the data dir).
     pub nats: Option<NatsStorage>,
+    /// `chain_key_file`: a key (at least 32 bytes, mode 0600, the user's
+    /// own, outside the data dir) under which new sessions' logs are chained
+    /// with HMAC-SHA256 instead of SHA-256, so that whoever can write the
+    /// data dir but not read the key cannot re-seal an altered log. Resolved
+    /// from the config file's directory. None (default): plain SHA-256.
+    pub chain_key_file: Option<PathBuf>,
 }
 
 /// `[storage]` with `backend = "nats"`: the JetStream server (or cluster)
@@ -181,6 +187,7 @@ impl Default for StorageConfig {
             durability: DurabilityMode::Flush,
             checkpoint_every: 256,
             nats: None,
+            chain_key_file: None,
         }
     }
 }
