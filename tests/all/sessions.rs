@@ -560,6 +560,11 @@ fn threat_26_a_keyed_log_verifies_with_its_key_and_not_after_a_reseal_without_it
         out.contains(&format!("keyed (key id {key_id}) chain intact")),
         "{out}"
     );
+    let (code, out, err) = site.run(&["store", "check"]);
+    assert_eq!(
+        code, 0,
+        "the store check verifies keyed logs with the key: {out}{err}"
+    );
 
     // Exported, and checked offline with the key.
     let (code, export, err) = site.run(&["log", "export", "w"]);

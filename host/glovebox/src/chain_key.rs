@@ -13,7 +13,19 @@ use std::sync::Arc;
 
 use anyhow::bail;
 
+use crate::manifest::HostConfig;
 use crate::session::ChainKey;
+
+/// The chain key `config` names (`[storage] chain_key_file`), checked;
+/// none when it names none.
+pub fn chain_key_of(config: &HostConfig) -> anyhow::Result<Option<Arc<ChainKey>>> {
+    config
+        .storage
+        .chain_key_file
+        .as_deref()
+        .map(read_chain_key)
+        .transpose()
+}
 
 /// The chain key in `path`, checked.
 pub fn read_chain_key(path: &Path) -> anyhow::Result<Arc<ChainKey>> {

@@ -37,10 +37,7 @@ pub struct Durable {
 pub fn open_sessions(config: &HostConfig) -> anyhow::Result<Durable> {
     // Read before the store opens: a key that is set and cannot be used
     // stops the host, never downgrades new sessions to the plain chain.
-    let chain_key = match &config.storage.chain_key_file {
-        Some(path) => Some(crate::chain_key::read_chain_key(path)?),
-        None => None,
-    };
+    let chain_key = crate::chain_key::chain_key_of(config)?;
     // The NATS store repairs nothing at open: JetStream recovers its own files.
     let (storage, repairs) = match config.storage.backend {
         StorageBackend::Nats => (open_nats(config)?, Vec::new()),
