@@ -47,7 +47,9 @@ pub struct KeyedChain {
 /// The key of a keyed chain, with its id and where it was read from.
 #[derive(Clone)]
 pub struct ChainKey {
-    key: Vec<u8>,
+    /// HMAC-SHA256 with the key already absorbed: each MAC clones it
+    /// instead of hashing the key again.
+    keyed: HmacSha256,
     id: String,
     file: String,
 }
@@ -73,7 +75,10 @@ impl ChainKey {
             ));
         }
         let id = hex::encode(&Sha256::digest(&key)[..8]);
-        Ok(ChainKey { key, id, file })
+        // HMAC takes a key of any length.
+        let keyed = HmacSha256::new_from_slice(&key)
+            .map_err(|e| format!("the chain key file `{file}`: {e}"))?;
+        Ok(ChainKey { keyed, id, file })
     }
 
     /// The key's id: the first 8 bytes of its SHA-256, in hex. Says which
@@ -88,8 +93,7 @@ impl ChainKey {
     }
 
     fn mac(&self, parts: &[&[u8]]) -> [u8; 32] {
-        // HMAC takes a key of any length.
-        let mut mac = HmacSha256::new_from_slice(&self.key).expect("HMAC takes any key length");
+        let mut mac = self.keyed.clone();
         for part in parts {
             mac.update(part);
         }
