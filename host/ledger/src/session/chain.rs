@@ -183,15 +183,10 @@ impl Chain {
             Chain::Keyed(key) => Some(key.id()),
         }
     }
-
-    /// The mode as `log verify` prints it.
-    pub fn describe(&self) -> String {
-        describe(self.key_id())
-    }
 }
 
 /// A mode as `log verify` prints it: `keyed (key id …)` or `plain`.
-pub fn describe(key_id: Option<&str>) -> String {
+pub(crate) fn describe(key_id: Option<&str>) -> String {
     match key_id {
         Some(id) => format!("keyed (key id {id})"),
         None => "plain".to_string(),

@@ -38,7 +38,7 @@ mod tests;
 pub(crate) mod watch;
 
 pub use access::{check_may_lift, may_touch};
-pub use chain::{Chain, ChainKey, KeyedChain, MIN_KEY_BYTES, describe as describe_chain};
+pub use chain::{Chain, ChainKey, KeyedChain, MIN_KEY_BYTES};
 pub use error::SessionError;
 pub use event::{
     CallMetering, EndOutcome, Event, EventKind, GENESIS_HASH, MAX_ERROR_BYTES, MAX_INLINE_BYTES,
