@@ -173,6 +173,10 @@ pub enum LogCommand {
         /// `log export` printed it when the export was made.
         #[arg(long, value_name = "SEQ:HASH", requires = "file")]
         head: Option<String>,
+        /// With `--file`: the chain key a keyed export was sealed with (the
+        /// host's `[storage] chain_key_file`; 0600, at least 32 bytes).
+        #[arg(long, value_name = "FILE", requires = "file")]
+        key: Option<PathBuf>,
     },
     /// Print a session's events, one line each.
     Show {
@@ -186,8 +190,14 @@ pub enum LogCommand {
     Export { session: String },
 }
 
-/// `log verify --file EXPORT [--head SEQ:HASH]`: an export checked offline.
-fn verify_export(file: &Path, head: Option<&str>, json: bool) -> Result<ExitCode> {
+/// `log verify --file EXPORT [--head SEQ:HASH] [--key FILE]`: an export
+/// checked offline (a keyed one under its key).
+fn verify_export(
+    file: &Path,
+    head: Option<&str>,
+    key: Option<&Path>,
+    json: bool,
+) -> Result<ExitCode> {
     let head = match head {
         None => None,
         Some(text) => {
@@ -210,23 +220,37 @@ fn verify_export(file: &Path, head: Option<&str>, json: bool) -> Result<ExitCode
     };
     let text = std::fs::read_to_string(file)
         .with_context(|| format!("cannot read the export `{}`", file.display()))?;
-    let report = glovebox::session::verify_export(text.lines().map(str::to_string), head);
+    let key = key.map(glovebox::read_chain_key).transpose()?;
+    let report = match glovebox::session::verify_export(
+        text.lines().map(str::to_string),
+        head,
+        key.as_ref(),
+    ) {
+        Ok(report) => report,
+        Err(why) => {
+            err!("error: `{}`: {why}", file.display());
+            return Ok(ExitCode::from(2));
+        }
+    };
     if json {
         print_json(&report)?;
     } else {
         let label = file.display();
+        let mode = report.mode();
         match (&report.first_bad, report.head_checked) {
             (None, Some(head)) => out!(
-                "ok   {label}: {} events of {}, chain intact, ends at its head (event {head})",
+                "ok   {label}: {} events of {}, {mode} chain intact, ends at its head (event {head})",
                 report.events_checked,
                 report.session
             ),
             (None, None) => out!(
-                "ok   {label}: {} events of {}, chain intact (no --head given: a cut tail would not show)",
+                "ok   {label}: {} events of {}, {mode} chain intact (no --head given: a cut tail would not show)",
                 report.events_checked,
                 report.session
             ),
-            (Some((seq, reason)), _) => out!("BAD  {label}: first bad event {seq}: {reason}"),
+            (Some((seq, reason)), _) => {
+                out!("BAD  {label} ({mode} chain): first bad event {seq}: {reason}")
+            }
         }
     }
     Ok(if report.ok {
@@ -537,11 +561,12 @@ pub fn run_log(config: &Path, command: LogCommand) -> Result<ExitCode> {
     if let LogCommand::Verify {
         file: Some(file),
         head,
+        key,
         json,
         ..
     } = &command
     {
-        return verify_export(file, head.as_deref(), *json);
+        return verify_export(file, head.as_deref(), key.as_deref(), *json);
     }
     let sessions = open(config)?;
     match command {
@@ -560,19 +585,20 @@ pub fn run_log(config: &Path, command: LogCommand) -> Result<ExitCode> {
             } else {
                 for r in &reports {
                     let label = r.name.as_deref().unwrap_or(&r.session);
+                    let mode = r.mode();
                     match &r.first_bad {
                         None => match r.head_checked {
                             Some(head) => out!(
-                                "ok   {label}: {} events, chain intact, reaches its recorded head (event {head})",
+                                "ok   {label}: {} events, {mode} chain intact, reaches its recorded head (event {head})",
                                 r.events_checked
                             ),
                             None => out!(
-                                "ok   {label}: {} events, chain intact (no head recorded: written before heads were)",
+                                "ok   {label}: {} events, {mode} chain intact (no head recorded: written before heads were)",
                                 r.events_checked
                             ),
                         },
                         Some((seq, reason)) => {
-                            out!("BAD  {label}: first bad event {seq}: {reason}")
+                            out!("BAD  {label} ({mode} chain): first bad event {seq}: {reason}")
                         }
                     }
                 }

@@ -531,3 +531,150 @@ fn threat_45_an_export_is_checked_offline_against_the_head_printed_with_it() {
     assert_eq!(code, Some(2), "{out}");
     assert!(out.contains("SEQ:HASH"), "{out}");
 }
+
+/// Threat 26 with the real binary, on the SQLite backend (the ledger's tests
+/// run on sled: the chain is computed above the storage): a keyed session
+/// verifies and says so; without its key it refuses, naming the key file;
+/// its export verifies offline with `--key`; an event altered and re-sealed
+/// with SHA-256 by someone who can write the store, but not read the key,
+/// fails.
+#[test]
+fn threat_26_a_keyed_log_verifies_with_its_key_and_not_after_a_reseal_without_it() {
+    use glovebox::session::{Chain, Event, digest};
+    use std::os::unix::fs::PermissionsExt;
+
+    let site = Site::new(true);
+    let keys = tempfile::tempdir().unwrap();
+    let key = keys.path().join("chain.key");
+    std::fs::write(&key, [42u8; 32]).unwrap();
+    let keyed = format!(
+        "backend = \"sqlite\"\nchain_key_file = \"{}\"\n",
+        key.display()
+    );
+
+    // A key others can read is refused, with the fix.
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+    site.set_config(&keyed);
+    let (code, _, err) = site.run(&["session", "list"]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains(&format!("chmod 600 {}", key.display())),
+        "{err}"
+    );
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+
+    let id = site.start_workagent("w")["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for i in 0..2 {
+        let input = format!(r#"{{"message":"call {i}"}}"#);
+        let (code, _, err) = site.run(&["call", "--session", "w", "echo.echo", "--input", &input]);
+        assert_eq!(code, 0, "{err}");
+    }
+    // The key id: the first 8 bytes of the key's SHA-256.
+    let key_id = digest(&[42u8; 32])[..16].to_string();
+    let (code, out, err) = site.run(&["log", "verify", "w"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains(&format!("keyed (key id {key_id}) chain intact")),
+        "{out}"
+    );
+    let (code, out, err) = site.run(&["store", "check"]);
+    assert_eq!(
+        code, 0,
+        "the store check verifies keyed logs with the key: {out}{err}"
+    );
+
+    // Exported, and checked offline with the key.
+    let (code, export, err) = site.run(&["log", "export", "w"]);
+    assert_eq!(code, 0, "{err}");
+    let head = err
+        .lines()
+        .find_map(|l| l.strip_prefix("head: "))
+        .expect("the export prints its head")
+        .to_string();
+    let file = keys.path().join("export.jsonl");
+    std::fs::write(&file, &export).unwrap();
+    let offline = |key_arg: Option<&Path>| {
+        let mut cmd = util::glovebox();
+        cmd.args([
+            "--config",
+            "/nonexistent/glovebox.toml",
+            "log",
+            "verify",
+            "--file",
+        ])
+        .arg(&file)
+        .args(["--head", &head]);
+        if let Some(k) = key_arg {
+            cmd.arg("--key").arg(k);
+        }
+        let out = cmd.output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned()
+                + &String::from_utf8_lossy(&out.stderr),
+        )
+    };
+    let (code, out) = offline(Some(&key));
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains(&format!(
+            "keyed (key id {key_id}) chain intact, ends at its head"
+        )),
+        "{out}"
+    );
+    let (code, out) = offline(None);
+    assert_eq!(code, Some(2), "{out}");
+    assert!(out.contains("--key FILE") && out.contains(&key_id), "{out}");
+
+    // The key taken out of the config: the keyed session is refused, not read as plain.
+    site.set_config("backend = \"sqlite\"\n");
+    for args in [&["log", "verify", "w"][..], &["session", "resume", "w"]] {
+        let (code, out, err) = site.run(args);
+        assert_ne!(code, 0, "{args:?}: {out}");
+        assert!(
+            err.contains("no `[storage] chain_key_file` is configured")
+                && err.contains(&key.display().to_string()),
+            "{args:?}: {err}"
+        );
+    }
+    site.set_config(&keyed);
+
+    // Someone who can write the store but not read the key alters the first
+    // call's output and re-seals the chain from there with SHA-256.
+    let events: Vec<Event> = export
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let at = events
+        .iter()
+        .position(|e| e.kind.name() == "call_finished")
+        .expect("a finished call");
+    let mut prev = events[at - 1].hash.clone();
+    for event in &events[at..] {
+        let mut event = event.clone();
+        if let EventKind::CallFinished { output, .. } = &mut event.kind {
+            *output = Some("\"forged\"".to_string());
+        }
+        event.prev_hash = prev;
+        event.hash = event.compute_hash(&Chain::Plain);
+        prev = event.hash.clone();
+        glovebox_store::sqlite_raw::overwrite_entry(
+            &site.data(),
+            &id,
+            event.seq,
+            &event.to_bytes(),
+        );
+    }
+    let (code, out, err) = site.run(&["log", "verify", "w"]);
+    assert_eq!(code, 8, "{out}{err}");
+    assert!(
+        out.contains(&format!(
+            "BAD  w (keyed (key id {key_id}) chain): first bad event {}",
+            at + 1
+        )) && out.contains("re-sealed without the key"),
+        "{out}"
+    );
+}

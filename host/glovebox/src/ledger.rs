@@ -36,6 +36,9 @@ pub struct Durable {
 /// the store (see `glovebox_store::open`), every session's hash chain is
 /// verified before anything is served: a store that is not whole is refused.
 pub fn open_sessions(config: &HostConfig) -> anyhow::Result<Durable> {
+    // Read before the store opens: a key that is set and cannot be used
+    // stops the host, never downgrades new sessions to the plain chain.
+    let chain_key = crate::chain_key::chain_key_of(config)?;
     // The NATS store repairs nothing at open: JetStream recovers its own files.
     let (storage, repairs) = match config.storage.backend {
         StorageBackend::Nats => (open_nats(config)?, Vec::new()),
@@ -54,6 +57,7 @@ pub fn open_sessions(config: &HostConfig) -> anyhow::Result<Durable> {
             notify: (!config.notify.is_empty()).then(|| outbox.clone()),
             quotas: config.quotas.clone(),
             disk: Some(Arc::new(Watermark::of(config))),
+            chain_key,
             ..SessionsConfig::default()
         },
     );

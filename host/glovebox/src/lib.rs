@@ -22,6 +22,7 @@
 
 pub mod actions;
 mod admission;
+mod chain_key;
 pub mod doctor;
 mod gateway;
 mod host;
@@ -56,6 +57,7 @@ pub mod notify;
 pub(crate) use glovebox_runtime::{bindings, call, error, plugin, runtime};
 pub use glovebox_runtime::{fault_injection, hooks, scratch};
 
+pub use chain_key::read_chain_key;
 pub use gateway::{Gateway, InFlight};
 pub use glovebox_runtime::{
     CallContext, CallError, CallReport, Captured, LoadError, LoadedPlugin, Metering, ToolInfo,

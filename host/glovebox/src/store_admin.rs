@@ -23,9 +23,10 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use serde::Serialize;
 
+use crate::chain_key::chain_key_of;
 use crate::ledger::{backend_of, store_dir};
 use crate::manifest::HostConfig;
-use crate::session::{Sessions, VerifyReport};
+use crate::session::{ChainKey, Sessions, SessionsConfig, VerifyReport};
 use crate::storage::{
     Backend, CopyStats, Durability, SledStore, SqliteStore, Storage, StorageError, copy_all,
 };
@@ -78,16 +79,29 @@ fn open_for_reading(config: &HostConfig) -> anyhow::Result<(Arc<dyn Storage>, Ve
     }
 }
 
+/// The sessions of `storage`, with the config's chain key (keyed logs
+/// verify only with it).
+fn keyed_sessions(storage: Arc<dyn Storage>, chain_key: Option<Arc<ChainKey>>) -> Sessions {
+    Sessions::with_config(
+        storage,
+        SessionsConfig {
+            chain_key,
+            ..SessionsConfig::default()
+        },
+    )
+}
+
 /// `glovebox store check`: opens the store without changing what it holds
 /// and verifies everything in it.
 pub fn check(config: &HostConfig) -> anyhow::Result<CheckReport> {
+    let chain_key = chain_key_of(config)?;
     let (storage, repairs, read_only) = open_for_reading(config)?;
     let mut problems = Vec::new();
-    let sessions = Sessions::new(storage.clone());
+    let sessions = keyed_sessions(storage.clone(), chain_key);
     let reports = match sessions.verify_all() {
         Ok(r) => r,
         Err(e) => {
-            problems.push(format!("the session index does not read: {e}"));
+            problems.push(format!("the sessions do not verify: {e}"));
             Vec::new()
         }
     };
@@ -318,7 +332,7 @@ pub fn restore(config: &HostConfig, backup: &Path) -> anyhow::Result<RestoreRepo
             Backend::Sled => Arc::new(SledStore::open(&staging, Durability::Flush)?),
         };
         let stats = copy_all(&source, &*target).context("cannot copy the backup")?;
-        let sessions = Sessions::new(target.clone());
+        let sessions = keyed_sessions(target.clone(), chain_key_of(config)?);
         let reports = sessions.verify_all()?;
         if let Some(bad) = reports.iter().find(|r| !r.ok) {
             bail!(

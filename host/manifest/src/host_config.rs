@@ -64,6 +64,7 @@ pub(super) struct RawStorage {
     durability: Option<String>,
     checkpoint_every: Option<i64>,
     min_free: Option<Size>,
+    chain_key_file: Option<String>,
     // `backend = "nats"` only.
     url: Option<String>,
     creds: Option<String>,
@@ -231,8 +232,32 @@ impl HostConfig {
             principals,
             notify,
         };
+        config.check_chain_key(&src)?;
         config.check_grants()?;
         Ok(config)
+    }
+
+    /// `[storage] chain_key_file` must lie outside the data dir: a key kept
+    /// beside the log it seals protects nothing from whoever can write the
+    /// log. (Its mode, owner and length are checked when the store opens.)
+    fn check_chain_key(&self, src: &Source) -> Result<(), ConfigError> {
+        let Some(key) = &self.storage.chain_key_file else {
+            return Ok(());
+        };
+        let key = super::owned::canonical_lenient(key);
+        let data = super::owned::canonical_lenient(&self.data_dir);
+        if key.starts_with(&data) {
+            return Err(src.invalid(
+                "storage.chain_key_file",
+                format!(
+                    "the chain key file `{}` lies inside the data dir `{}`, where whoever can rewrite the log could read the key",
+                    key.display(),
+                    data.display()
+                ),
+                "keep the key outside the data dir, e.g. in `$HOME/.config/glovebox/` (`head -c 32 /dev/urandom > FILE && chmod 600 FILE`)",
+            ));
+        }
+        Ok(())
     }
 
     /// A config with defaults everywhere and the given plugins, for tests and
@@ -352,6 +377,16 @@ fn validate_storage(
                 "write `\"flush\"` (survives a killed process) or `\"strict\"` (also fdatasync, survives a power cut)",
             ));
         }
+    }
+    if let Some(text) = &raw.chain_key_file {
+        if text.trim().is_empty() {
+            return Err(src.invalid(
+                "storage.chain_key_file",
+                "`chain_key_file` is empty",
+                "name the chain key file (at least 32 bytes, mode 0600, outside the data dir), or remove the key for a plain SHA-256 chain",
+            ));
+        }
+        storage.chain_key_file = Some(normalize(&dir.join(text)));
     }
     if let Some(every) = raw.checkpoint_every {
         storage.checkpoint_every = u64::try_from(every).map_err(|_| {

@@ -146,6 +146,12 @@ pub struct StorageConfig {
     /// jobs, sessions) is refused, so the store never meets a full disk
     /// mid-write; 0 turns the check off.
     pub min_free: u64,
+    /// `chain_key_file`: a key (at least 32 bytes, mode 0600, the user's
+    /// own, outside the data dir) under which new sessions' logs are chained
+    /// with HMAC-SHA256 instead of SHA-256, so that whoever can write the
+    /// data dir but not read the key cannot re-seal an altered log. Resolved
+    /// from the config file's directory. None (default): plain SHA-256.
+    pub chain_key_file: Option<PathBuf>,
 }
 
 /// `[storage]` with `backend = "nats"`: the JetStream server (or cluster)
@@ -188,6 +194,7 @@ impl Default for StorageConfig {
             checkpoint_every: 256,
             nats: None,
             min_free: 256 * MIB,
+            chain_key_file: None,
         }
     }
 }

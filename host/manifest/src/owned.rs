@@ -4,7 +4,8 @@
 //! could write the compile cache or a snapshot could change the code the host runs;
 //! one that could write the config, a manifest, a component or a hook could grant
 //! itself anything. So no `[[fs]]` grant (read-only ones included: the log holds
-//! other sessions' data) and no scratch dir may overlap them. The default data dir
+//! other sessions' data) and no scratch dir may overlap them. Nor the chain key
+//! (`[storage] chain_key_file`): a guest that could read it could re-seal a log. The default data dir
 //! lives outside the config's directory, so granting the project that holds
 //! `glovebox.toml`'s neighbours is safe by default.
 
@@ -90,8 +91,8 @@ pub struct OwnedPath {
 
 impl HostConfig {
     /// Everything Glovebox owns (canonical paths): the data dir, the compile cache and
-    /// its snapshots, the config file and its directory, every manifest, component
-    /// and hook file.
+    /// its snapshots, the chain key file, the config file and its directory, every
+    /// manifest, component and hook file.
     pub fn owned_paths(&self) -> Vec<OwnedPath> {
         let mut owned = Vec::new();
         let mut add = |what: String, path: &Path, is_dir: bool| {
@@ -113,6 +114,9 @@ impl HostConfig {
             &self.digests_dir(),
             true,
         );
+        if let Some(key) = &self.storage.chain_key_file {
+            add("the chain key file".into(), key, false);
+        }
         if !self.path.as_os_str().is_empty() {
             add("the config file".into(), &self.path, false);
             if let Some(dir) = self.path.parent() {

@@ -57,6 +57,7 @@ pub fn session_failure(e: &SessionError) -> CallToolResult {
         SessionError::InvalidInput(_) => "session_invalid_input",
         SessionError::IllegalTransition { .. } => "session_illegal_transition",
         SessionError::Tampered { .. } => "session_tampered",
+        SessionError::KeyRequired(_) => "session_key_required",
         SessionError::BadHandoff { .. } => "bad_handoff",
         SessionError::InvalidEvent { .. } => "session_invalid_event",
         SessionError::NotAllowed(_) => "not_allowed",

@@ -6,9 +6,15 @@
 //! the state JSON. A checkpoint counts only if its checksum verifies and the
 //! event at N is still the one it was taken after (same hash); a crash while
 //! writing one leaves it torn, and loading falls back to the one before.
+//!
+//! A checkpoint of a keyed session (see `chain.rs`) carries a fourth header
+//! field, a MAC of the state JSON under the chain key: the checksum finds a
+//! torn write, the MAC a state rewritten by someone without the key (who
+//! could otherwise recompute the checksum and hand loading a forged state).
 
 use sha2::{Digest, Sha256};
 
+use super::chain::Chain;
 use super::state::SessionState;
 use crate::storage::{Storage, StorageError};
 
@@ -24,18 +30,68 @@ fn prefix(session: &str) -> String {
     format!("{session}/")
 }
 
-pub(crate) fn encode(state: &SessionState) -> Vec<u8> {
+/// The stored form of a checkpoint of `state`, whose log is sealed on `chain`.
+pub(crate) fn encode(state: &SessionState, chain: &Chain) -> Vec<u8> {
     let json = serde_json::to_vec(state).unwrap_or_default();
     let sum = hex::encode(Sha256::digest(&json));
-    let mut out = format!("{MAGIC} {} {sum}\n", state.last_seq).into_bytes();
+    let mac = chain
+        .checkpoint_mac(&json)
+        .map(|mac| format!(" {mac}"))
+        .unwrap_or_default();
+    let mut out = format!("{MAGIC} {} {sum}{mac}\n", state.last_seq).into_bytes();
     out.extend_from_slice(&json);
     out
+}
+
+/// [`decode`], for a session whose log is sealed on `chain`: a keyed
+/// session's checkpoint must carry a valid MAC under its key, a plain
+/// one's none, and the state's chain must be the session's.
+pub(crate) fn decode_on(
+    session: &str,
+    seq: u64,
+    bytes: &[u8],
+    chain: &Chain,
+) -> Result<SessionState, String> {
+    let (state, mac) = decode_with_mac(session, seq, bytes)?;
+    let json = bytes
+        .iter()
+        .position(|b| *b == b'\n')
+        .map(|newline| &bytes[newline + 1..])
+        .unwrap_or_default();
+    match (chain.checkpoint_mac(json), mac) {
+        (None, None) => {}
+        (Some(expected), Some(mac)) if expected == mac => {}
+        (Some(_), Some(_)) => {
+            return Err(
+                "its MAC does not verify under the chain key (written without the key)".to_string(),
+            );
+        }
+        (Some(_), None) => {
+            return Err("it carries no MAC, and the session is keyed".to_string());
+        }
+        (None, Some(_)) => {
+            return Err("it carries a MAC, and the session is plain".to_string());
+        }
+    }
+    if state.keyed.as_ref().map(|k| k.key_id.as_str()) != chain.key_id() {
+        return Err("its state is of another chain mode than the session's log".to_string());
+    }
+    Ok(state)
 }
 
 /// The state in a stored checkpoint taken at `seq` of `session`, or why it
 /// does not count. Public for the host's store check, which verifies every
 /// stored record it can decode.
 pub fn decode(session: &str, seq: u64, bytes: &[u8]) -> Result<SessionState, String> {
+    decode_with_mac(session, seq, bytes).map(|(state, _)| state)
+}
+
+/// [`decode`], and the MAC of a keyed session's checkpoint (not checked).
+fn decode_with_mac(
+    session: &str,
+    seq: u64,
+    bytes: &[u8],
+) -> Result<(SessionState, Option<String>), String> {
     let newline = bytes
         .iter()
         .position(|b| *b == b'\n')
@@ -46,7 +102,9 @@ pub fn decode(session: &str, seq: u64, bytes: &[u8]) -> Result<SessionState, Str
         .strip_prefix(MAGIC)
         .ok_or("its header is not a checkpoint header")?;
     let mut fields = rest.split_whitespace();
-    let (Some(header_seq), Some(sum), None) = (fields.next(), fields.next(), fields.next()) else {
+    let (Some(header_seq), Some(sum), mac, None) =
+        (fields.next(), fields.next(), fields.next(), fields.next())
+    else {
         return Err("its header is malformed".to_string());
     };
     if header_seq != seq.to_string() {
@@ -63,7 +121,7 @@ pub fn decode(session: &str, seq: u64, bytes: &[u8]) -> Result<SessionState, Str
             state.last_seq, state.id
         ));
     }
-    Ok(state)
+    Ok((state, mac.map(str::to_string)))
 }
 
 /// The checkpoints of `session`, newest first, as (seq, stored bytes).
@@ -81,13 +139,19 @@ pub(crate) fn list(
     Ok(found)
 }
 
-/// Stores a checkpoint of `state`, then deletes all but the newest `keep`.
+/// Stores a checkpoint of `state` (sealed on `chain`), then deletes all but
+/// the newest `keep`.
 pub(crate) fn write(
     storage: &dyn Storage,
     state: &SessionState,
+    chain: &Chain,
     keep: usize,
 ) -> Result<(), StorageError> {
-    storage.put(BUCKET, &key(&state.id, state.last_seq), &encode(state))?;
+    storage.put(
+        BUCKET,
+        &key(&state.id, state.last_seq),
+        &encode(state, chain),
+    )?;
     for (seq, _) in list(storage, &state.id)?.into_iter().skip(keep.max(1)) {
         storage.delete(BUCKET, &key(&state.id, seq))?;
     }

@@ -37,6 +37,11 @@ pub enum SessionError {
         seq: u64,
         reason: String,
     },
+    /// The session's log is keyed (see `chain.rs`) and its chain key is not
+    /// the configured one: it is neither read nor written, never taken for
+    /// plain. The message names the key file to set.
+    #[error("{0}")]
+    KeyRequired(String),
     /// The handoff does not fit the session (its role, its target).
     #[error("bad handoff from session {session}: {reason}")]
     BadHandoff { session: String, reason: String },

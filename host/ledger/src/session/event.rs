@@ -2,11 +2,13 @@
 //!
 //! An event's `hash` covers the previous event's hash and the canonical JSON of
 //! the event without its own `hash`, so changing, dropping or reordering any
-//! record breaks the chain from that point on.
+//! record breaks the chain from that point on. The function is the session's
+//! [`Chain`]: SHA-256, or HMAC-SHA256 under the chain key (see `chain.rs`).
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::chain::{Chain, KeyedChain};
 use super::handoff::Handoff;
 use crate::manifest::{BudgetCaps, Cap, Severity};
 use crate::values::{ContextEntry, EscalationStep};
@@ -35,7 +37,8 @@ pub struct Event {
     /// recorded: it is then left out of the hash, so they verify as before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by: Option<String>,
-    /// Hex sha256 of `prev_hash` followed by the canonical JSON of this event without `hash`.
+    /// The session's chain value: hex SHA-256 (or, keyed, HMAC-SHA256) of
+    /// `prev_hash` followed by the canonical JSON of this event without `hash`.
     pub hash: String,
     pub kind: EventKind,
 }
@@ -53,15 +56,23 @@ struct Body<'a> {
 }
 
 impl Event {
-    /// A new event with its hash computed, caused by the actor in force
-    /// (see [`actor::current`](super::actor::current)).
-    pub fn seal(session: &str, seq: u64, at_ms: u64, prev_hash: &str, kind: EventKind) -> Event {
+    /// A new event with its hash computed on `chain`, caused by the actor
+    /// in force (see [`actor::current`](super::actor::current)).
+    pub fn seal(
+        chain: &Chain,
+        session: &str,
+        seq: u64,
+        at_ms: u64,
+        prev_hash: &str,
+        kind: EventKind,
+    ) -> Event {
         let by = super::actor::current();
-        Event::seal_by(session, seq, at_ms, prev_hash, Some(&by), kind)
+        Event::seal_by(chain, session, seq, at_ms, prev_hash, Some(&by), kind)
     }
 
-    /// A new event caused by `by`, with its hash computed.
+    /// A new event caused by `by`, with its hash computed on `chain`.
     pub fn seal_by(
+        chain: &Chain,
         session: &str,
         seq: u64,
         at_ms: u64,
@@ -78,12 +89,12 @@ impl Event {
             hash: String::new(),
             kind,
         };
-        event.hash = event.compute_hash();
+        event.hash = event.compute_hash(chain);
         event
     }
 
-    /// The hash this event should carry, computed from its content.
-    pub fn compute_hash(&self) -> String {
+    /// The hash this event should carry on `chain`, computed from its content.
+    pub fn compute_hash(&self, chain: &Chain) -> String {
         let body = Body {
             session: &self.session,
             seq: self.seq,
@@ -94,10 +105,16 @@ impl Event {
         };
         // Serializing plain structs, enums, strings and integers cannot fail.
         let json = serde_json::to_vec(&body).unwrap_or_default();
-        let mut hasher = Sha256::new();
-        hasher.update(self.prev_hash.as_bytes());
-        hasher.update(&json);
-        hex::encode(hasher.finalize())
+        chain.link(&self.prev_hash, &json)
+    }
+
+    /// What a session's first event records about its chain: none for a
+    /// plain log (or an event that is not `session_started`).
+    pub fn keyed_chain(&self) -> Option<&KeyedChain> {
+        match &self.kind {
+            EventKind::SessionStarted { keyed, .. } => keyed.as_ref(),
+            _ => None,
+        }
     }
 
     /// The stored form.
@@ -111,8 +128,15 @@ impl Event {
     }
 
     /// Checks that this event is the one stored at `seq` of `session` after an
-    /// event whose hash is `prev_hash`, and that its own hash matches its content.
-    pub fn check_link(&self, session: &str, seq: u64, prev_hash: &str) -> Result<(), String> {
+    /// event whose hash is `prev_hash`, and that its own hash matches its
+    /// content on `chain`.
+    pub fn check_link(
+        &self,
+        session: &str,
+        seq: u64,
+        prev_hash: &str,
+        chain: &Chain,
+    ) -> Result<(), String> {
         if self.session != session {
             return Err(format!("the record belongs to session `{}`", self.session));
         }
@@ -122,8 +146,14 @@ impl Event {
         if self.prev_hash != prev_hash {
             return Err("its prev_hash does not match the hash of the event before".to_string());
         }
-        if self.compute_hash() != self.hash {
-            return Err("its hash does not match its content".to_string());
+        if self.compute_hash(chain) != self.hash {
+            return Err(match chain {
+                Chain::Plain => "its hash does not match its content".to_string(),
+                Chain::Keyed(key) => format!(
+                    "its hash does not match its content under the chain key (key id {}): altered, or re-sealed without the key",
+                    key.id()
+                ),
+            });
         }
         Ok(())
     }
@@ -180,6 +210,11 @@ pub enum EventKind {
         /// cannot be removed by the agent.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         pinned_tags: Vec<String>,
+        /// The chain key the log is sealed with (its id, never the key);
+        /// absent for a plain log, and in every log written before keyed
+        /// chains existed, so those hash as they did and load as plain.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        keyed: Option<KeyedChain>,
     },
     Renamed {
         name: String,
@@ -454,6 +489,7 @@ mod tests {
     #[test]
     fn hash_covers_content_and_previous_hash() {
         let a = Event::seal(
+            &Chain::Plain,
             "s-1",
             1,
             10,
@@ -461,20 +497,20 @@ mod tests {
             EventKind::Note { text: "x".into() },
         );
         assert_eq!(a.hash.len(), 64);
-        assert!(a.check_link("s-1", 1, GENESIS_HASH).is_ok());
+        assert!(a.check_link("s-1", 1, GENESIS_HASH, &Chain::Plain).is_ok());
 
         let mut changed = a.clone();
         changed.kind = EventKind::Note { text: "y".into() };
         assert!(
             changed
-                .check_link("s-1", 1, GENESIS_HASH)
+                .check_link("s-1", 1, GENESIS_HASH, &Chain::Plain)
                 .unwrap_err()
                 .contains("content")
         );
 
-        let b = Event::seal("s-1", 2, 11, &a.hash, EventKind::Resumed);
+        let b = Event::seal(&Chain::Plain, "s-1", 2, 11, &a.hash, EventKind::Resumed);
         assert!(
-            b.check_link("s-1", 2, GENESIS_HASH)
+            b.check_link("s-1", 2, GENESIS_HASH, &Chain::Plain)
                 .unwrap_err()
                 .contains("prev_hash")
         );
@@ -484,27 +520,38 @@ mod tests {
     #[test]
     fn the_actor_is_covered_by_the_hash_and_absent_in_old_records() {
         let kind = || EventKind::Note { text: "x".into() };
-        let by_alice = Event::seal_by("s-1", 1, 10, GENESIS_HASH, Some("alice"), kind());
+        let by_alice = Event::seal_by(
+            &Chain::Plain,
+            "s-1",
+            1,
+            10,
+            GENESIS_HASH,
+            Some("alice"),
+            kind(),
+        );
         let mut forged = by_alice.clone();
         forged.by = Some("bob".into());
         assert!(
             forged
-                .check_link("s-1", 1, GENESIS_HASH)
+                .check_link("s-1", 1, GENESIS_HASH, &Chain::Plain)
                 .unwrap_err()
                 .contains("content"),
             "changing who caused an event breaks the chain"
         );
         // A record written before `by` existed: no field, the same hash as then.
-        let old = Event::seal_by("s-1", 1, 10, GENESIS_HASH, None, kind());
+        let old = Event::seal_by(&Chain::Plain, "s-1", 1, 10, GENESIS_HASH, None, kind());
         let json = String::from_utf8(old.to_bytes()).unwrap();
         assert!(!json.contains("\"by\""), "{json}");
         assert_eq!(Event::from_bytes(json.as_bytes()).unwrap(), old);
-        assert!(old.check_link("s-1", 1, GENESIS_HASH).is_ok());
+        assert!(
+            old.check_link("s-1", 1, GENESIS_HASH, &Chain::Plain)
+                .is_ok()
+        );
         // Sealed with no actor named: the host's.
-        let sealed = Event::seal("s-1", 1, 10, GENESIS_HASH, kind());
+        let sealed = Event::seal(&Chain::Plain, "s-1", 1, 10, GENESIS_HASH, kind());
         assert_eq!(sealed.by.as_deref(), Some(super::super::actor::HOST));
         let sealed = super::super::actor::scoped("alice", || {
-            Event::seal("s-1", 1, 10, GENESIS_HASH, kind())
+            Event::seal(&Chain::Plain, "s-1", 1, 10, GENESIS_HASH, kind())
         });
         assert_eq!(sealed.by.as_deref(), Some("alice"));
     }

@@ -5,13 +5,20 @@
 //! a missing or undecodable record) is damage to the session's log, reported
 //! like an altered event: [`SessionError::Tampered`], or `first_bad` in a
 //! [`VerifyReport`], at the first sequence that cannot be read.
+//!
+//! Every read starts at event 1, which says the log's chain mode (see
+//! `chain.rs`): a keyed log is checked under its key, and refused, naming the
+//! key file, when that key is not the configured one.
+
+use std::sync::Arc;
 
 use serde::Serialize;
 
+use super::chain::{self, Chain, ChainKey, Refusal};
 use super::checkpoint;
 use super::error::SessionError;
 use super::event::{Event, GENESIS_HASH};
-use super::state::SessionState;
+use super::state::{SessionInfo, SessionState};
 use crate::storage::{Storage, StorageError};
 
 /// Events read from storage per batch.
@@ -23,7 +30,9 @@ pub struct LoadStats {
     pub session: String,
     /// The checkpoint the load started from, if any.
     pub checkpoint_seq: Option<u64>,
-    /// Events read from the log: the checkpoint's anchor event plus the tail.
+    /// Events read to fold the state: the checkpoint's anchor event plus
+    /// the tail (event 1, always read for the log's chain mode, counts only
+    /// when the fold starts from it).
     pub events_read: u64,
     /// Newer checkpoints passed over, with why.
     pub checkpoints_rejected: Vec<(u64, String)>,
@@ -46,6 +55,17 @@ pub struct VerifyReport {
     /// against (`None`: no head was recorded, as for logs written before
     /// heads were).
     pub head_checked: Option<u64>,
+    /// The chain mode checked: the id of the chain key for a keyed log,
+    /// none for a plain one (see [`VerifyReport::mode`]).
+    pub key_id: Option<String>,
+}
+
+impl VerifyReport {
+    /// The chain mode checked, as `log verify` prints it: `keyed (key id …)`
+    /// or `plain`.
+    pub fn mode(&self) -> String {
+        chain::describe(self.key_id.as_deref())
+    }
 }
 
 /// `e`, from the storage of the session named `label` in errors, as a
@@ -93,11 +113,44 @@ fn read_to_damage(
 }
 
 /// Loads the state of session `id` (named `label` in errors).
+/// The first event of session `id` (named `label` in errors), checked, and
+/// the chain its log is sealed with (see `chain.rs`), with `key` the
+/// configured chain key.
+fn first_event(
+    storage: &dyn Storage,
+    id: &str,
+    label: &str,
+    key: Option<&Arc<ChainKey>>,
+) -> Result<(Event, Chain), SessionError> {
+    let tampered = |seq: u64, reason: String| SessionError::Tampered {
+        session: label.to_string(),
+        seq,
+        reason,
+    };
+    let (first, damage) = read_to_damage(storage, id, 1, 1)?;
+    let Some((1, bytes)) = first.first() else {
+        let (seq, reason) = damage.unwrap_or((1, "it is missing".to_string()));
+        return Err(tampered(seq, reason));
+    };
+    let event = Event::from_bytes(bytes).map_err(|r| tampered(1, r))?;
+    let chain = chain::chain_of(id, label, event.keyed_chain(), key).map_err(|r| match r {
+        Refusal::KeyRequired(reason) => SessionError::KeyRequired(reason),
+        Refusal::Downgraded(reason) => tampered(1, reason),
+    })?;
+    event
+        .check_link(id, 1, GENESIS_HASH, &chain)
+        .map_err(|r| tampered(1, r))?;
+    Ok((event, chain))
+}
+
+/// Loads the state of session `id` (named `label` in errors), its log
+/// checked on its chain, with `key` the configured chain key.
 pub(crate) fn load(
     storage: &dyn Storage,
     id: &str,
     label: &str,
     use_checkpoints: bool,
+    key: Option<&Arc<ChainKey>>,
 ) -> Result<(SessionState, LoadStats), SessionError> {
     let last = storage.last_seq(id).map_err(|e| storage_error(e, label))?;
     if last == 0 {
@@ -112,10 +165,11 @@ pub(crate) fn load(
         seq,
         reason,
     };
+    let (first, chain) = first_event(storage, id, label, key)?;
     let mut start = None;
     if use_checkpoints {
         for (seq, bytes) in checkpoint::list(storage, id)? {
-            match anchored(storage, id, seq, last, &bytes) {
+            match anchored(storage, id, seq, last, &bytes, &chain) {
                 Ok(state) => {
                     stats.events_read += 1;
                     stats.checkpoint_seq = Some(seq);
@@ -134,17 +188,8 @@ pub(crate) fn load(
     let mut state = match start {
         Some(state) => state,
         None => {
-            let (first, damage) = read_to_damage(storage, id, 1, 1)?;
-            let Some((1, bytes)) = first.first() else {
-                let (seq, reason) = damage.unwrap_or((1, "it is missing".to_string()));
-                return Err(tampered(seq, reason));
-            };
             stats.events_read += 1;
-            let event = Event::from_bytes(bytes).map_err(|r| tampered(1, r))?;
-            event
-                .check_link(id, 1, GENESIS_HASH)
-                .map_err(|r| tampered(1, r))?;
-            SessionState::start(&event).map_err(|e| tampered(1, e.to_string()))?
+            SessionState::start(&first).map_err(|e| tampered(1, e.to_string()))?
         }
     };
     while state.last_seq < last {
@@ -160,7 +205,7 @@ pub(crate) fn load(
             stats.events_read += 1;
             let event = Event::from_bytes(&bytes).map_err(|r| tampered(seq, r))?;
             event
-                .check_link(id, seq, &state.last_hash)
+                .check_link(id, seq, &state.last_hash, &chain)
                 .map_err(|r| tampered(seq, r))?;
             state.apply(&event).map_err(|e| {
                 tampered(
@@ -195,8 +240,9 @@ fn anchored(
     seq: u64,
     last: u64,
     bytes: &[u8],
+    chain: &Chain,
 ) -> Result<SessionState, Anchor> {
-    let state = checkpoint::decode(id, seq, bytes).map_err(Anchor::Rejected)?;
+    let state = checkpoint::decode_on(id, seq, bytes, chain).map_err(Anchor::Rejected)?;
     if seq > last {
         return Err(Anchor::Truncated(format!(
             "the log ends at event {last} but was checkpointed at event {seq}: events were removed"
@@ -220,7 +266,7 @@ fn anchored(
         return Err(Anchor::Rejected(format!("event {seq} is not in the log")));
     }
     let anchor = Event::from_bytes(anchor).map_err(Anchor::Rejected)?;
-    if anchor.session != id || anchor.seq != seq || anchor.compute_hash() != anchor.hash {
+    if anchor.session != id || anchor.seq != seq || anchor.compute_hash(chain) != anchor.hash {
         return Err(Anchor::Rejected(format!("event {seq} does not verify")));
     }
     if anchor.hash != state.last_hash {
@@ -231,22 +277,55 @@ fn anchored(
     Ok(state)
 }
 
-/// Checks the whole chain of session `id`, and that no valid checkpoint lies
-/// past its end. Damage the storage finds in the stream is reported in the
-/// report, not as an error.
+/// The head recorded in `info` (the session index entry of session `id`)
+/// for a log on `chain`: none when no head was recorded, for a plain log
+/// (written before heads were). A keyed log must have one, with a valid MAC
+/// under its key: `Err` says why it does not (the index was rewritten
+/// without the key, which could hide a cut tail).
+pub(crate) fn recorded_head(
+    info: Option<&SessionInfo>,
+    id: &str,
+    chain: &Chain,
+) -> Result<Option<(u64, String)>, String> {
+    let head = info
+        .filter(|i| i.head_seq > 0)
+        .map(|i| (i.head_seq, i.head_hash.clone()));
+    let Some(key_id) = chain.key_id() else {
+        return Ok(head);
+    };
+    let (Some(info), Some((seq, hash))) = (info, head) else {
+        return Err(format!(
+            "the session index records no head for this keyed log (key id {key_id}): its entry was removed or rewritten, which would hide a cut tail"
+        ));
+    };
+    if chain.head_mac(id, seq, &hash).as_deref() != Some(info.head_mac.as_str()) {
+        return Err(format!(
+            "the head the session index records (event {seq}) carries no valid MAC under the chain key (key id {key_id}): the index was rewritten without the key"
+        ));
+    }
+    Ok(Some((seq, hash)))
+}
+
+/// Checks the whole chain of session `id` on its chain (with `key` the
+/// configured chain key), that no valid checkpoint lies past its end, and
+/// that it reaches the head `info` (its index entry) records. Damage the
+/// storage finds in the stream is reported in the report, not as an error;
+/// a keyed log whose key is not configured is an error
+/// ([`SessionError::KeyRequired`]).
 pub(crate) fn verify(
     storage: &dyn Storage,
     id: &str,
     name: Option<String>,
-    head: Option<(u64, String)>,
-) -> Result<VerifyReport, StorageError> {
+    key: Option<&Arc<ChainKey>>,
+    info: Option<&SessionInfo>,
+) -> Result<VerifyReport, SessionError> {
     // When the record ending the log does not read, check the events before it.
     let (last, damaged_end) = match storage.last_seq(id) {
         Ok(last) => (last, None),
         Err(StorageError::Damaged { seq, reason, .. }) => {
             (seq.saturating_sub(1), Some((seq, reason)))
         }
-        Err(e) => return Err(e),
+        Err(e) => return Err(e.into()),
     };
     let mut report = VerifyReport {
         session: id.to_string(),
@@ -256,7 +335,28 @@ pub(crate) fn verify(
         last_seq: last,
         first_bad: None,
         head_checked: None,
+        key_id: None,
     };
+    let label = match &report.name {
+        Some(name) => format!("`{name}` ({id})"),
+        None => format!("`{id}`"),
+    };
+    // The mode, from event 1; an event 1 that does not read is reported
+    // below, by the chain check.
+    let first = read_to_damage(storage, id, 1, 1)?
+        .0
+        .first()
+        .and_then(|(_, bytes)| Event::from_bytes(bytes).ok());
+    let chain = match first.map(|e| chain::chain_of(id, &label, e.keyed_chain(), key)) {
+        None => Chain::Plain,
+        Some(Ok(chain)) => chain,
+        Some(Err(Refusal::KeyRequired(reason))) => return Err(SessionError::KeyRequired(reason)),
+        Some(Err(Refusal::Downgraded(reason))) => {
+            report.first_bad = Some((1, reason));
+            return Ok(report);
+        }
+    };
+    report.key_id = chain.key_id().map(str::to_string);
     let mut prev = GENESIS_HASH.to_string();
     let mut next = 1;
     'read: while next <= last {
@@ -269,8 +369,8 @@ pub(crate) fn verify(
                 report.first_bad = Some((next, "it is missing".to_string()));
                 break 'read;
             }
-            let checked =
-                Event::from_bytes(&bytes).and_then(|e| e.check_link(id, seq, &prev).map(|()| e));
+            let checked = Event::from_bytes(&bytes)
+                .and_then(|e| e.check_link(id, seq, &prev, &chain).map(|()| e));
             match checked {
                 Ok(event) => prev = event.hash,
                 Err(reason) => {
@@ -294,7 +394,7 @@ pub(crate) fn verify(
     }
     if report.first_bad.is_none() {
         for (seq, bytes) in checkpoint::list(storage, id)? {
-            if seq > last && checkpoint::decode(id, seq, &bytes).is_ok() {
+            if seq > last && checkpoint::decode_on(id, seq, &bytes, &chain).is_ok() {
                 let reason = format!(
                     "the log ends at event {last} but was checkpointed at event {seq}: events were removed"
                 );
@@ -303,12 +403,16 @@ pub(crate) fn verify(
             }
         }
     }
-    if report.first_bad.is_none()
-        && let Some(head) = head
-    {
-        report.head_checked = Some(head.0);
-        if let Some(reason) = cut_from_head(storage, id, last, &head) {
-            report.first_bad = Some(((last + 1).min(head.0), reason));
+    if report.first_bad.is_none() {
+        match recorded_head(info, id, &chain) {
+            Err(reason) => report.first_bad = Some((last + 1, reason)),
+            Ok(None) => {}
+            Ok(Some(head)) => {
+                report.head_checked = Some(head.0);
+                if let Some(reason) = cut_from_head(storage, id, last, &head) {
+                    report.first_bad = Some(((last + 1).min(head.0), reason));
+                }
+            }
         }
     }
     report.ok = report.first_bad.is_none();
@@ -319,11 +423,14 @@ pub(crate) fn verify(
 /// store: every event links to the one before, from the first; with `head`
 /// (the sequence and hash the operator took from a trusted place, such as
 /// what `log export` printed when the export was made), the export must end
-/// exactly there.
+/// exactly there. An export of a keyed log is checked under `key` (the
+/// chain key it was sealed with, `--key`); `Err` when that is not the key
+/// given, saying which key it needs.
 pub fn verify_export(
     lines: impl IntoIterator<Item = String>,
     head: Option<(u64, String)>,
-) -> VerifyReport {
+    key: Option<&Arc<ChainKey>>,
+) -> Result<VerifyReport, String> {
     let mut report = VerifyReport {
         session: String::new(),
         name: None,
@@ -332,18 +439,53 @@ pub fn verify_export(
         last_seq: 0,
         first_bad: None,
         head_checked: None,
+        key_id: None,
     };
     let mut prev = GENESIS_HASH.to_string();
+    let mut chain = Chain::Plain;
     for (line, seq) in lines
         .into_iter()
         .filter(|l| !l.trim().is_empty())
         .zip(1u64..)
     {
-        let checked = Event::from_bytes(line.as_bytes()).and_then(|e| {
-            if seq == 1 {
-                report.session.clone_from(&e.session);
-            }
-            e.check_link(&report.session, seq, &prev).map(|()| e)
+        let event = Event::from_bytes(line.as_bytes());
+        if seq == 1
+            && let Ok(first) = &event
+        {
+            report.session.clone_from(&first.session);
+            chain = match (first.keyed_chain(), key) {
+                (Some(keyed), None) => {
+                    return Err(format!(
+                        "the export is of a keyed log (key id {}): check it with `--key FILE`, the chain key it was sealed with (`{}` on the host that wrote it)",
+                        keyed.key_id, keyed.key_file
+                    ));
+                }
+                (Some(keyed), Some(key)) if keyed.key_id != key.id() => {
+                    return Err(format!(
+                        "the export is sealed with key id {}, and `--key {}` has key id {}: give the chain key it was sealed with (`{}` on the host that wrote it)",
+                        keyed.key_id,
+                        key.file(),
+                        key.id(),
+                        keyed.key_file
+                    ));
+                }
+                (keyed, key) => {
+                    let label = format!("`{}`", first.session);
+                    match chain::chain_of(&first.session, &label, keyed, key) {
+                        Ok(chain) => chain,
+                        Err(Refusal::KeyRequired(reason)) => return Err(reason),
+                        Err(Refusal::Downgraded(reason)) => {
+                            report.first_bad = Some((1, format!("line 1: {reason}")));
+                            return Ok(report);
+                        }
+                    }
+                }
+            };
+            report.key_id = chain.key_id().map(str::to_string);
+        }
+        let checked = event.and_then(|e| {
+            e.check_link(&report.session, seq, &prev, &chain)
+                .map(|()| e)
         });
         match checked {
             Ok(event) => {
@@ -353,7 +495,7 @@ pub fn verify_export(
             }
             Err(reason) => {
                 report.first_bad = Some((seq, format!("line {seq}: {reason}")));
-                return report;
+                return Ok(report);
             }
         }
     }
@@ -380,7 +522,7 @@ pub fn verify_export(
         }
     }
     report.ok = report.first_bad.is_none();
-    report
+    Ok(report)
 }
 
 /// Why the log of session `id`, ending at `last`, does not reach the head

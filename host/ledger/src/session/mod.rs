@@ -1,6 +1,10 @@
 //! Sessions: named, tagged units of agent work with a role, a lifecycle and an
 //! append-only, hash-chained event log.
 //!
+//! The chain is plain SHA-256, or HMAC-SHA256 under a key kept outside the
+//! data dir, per session (see `chain.rs`); it is computed here, above the
+//! [`Storage`] trait, so every backend stores the same sealed bytes.
+//!
 //! The log is the source of truth; a session's state is the fold of its events
 //! ([`SessionState::apply`]). [`Sessions`] is the service over a [`Storage`]:
 //! it checks every event against the lifecycle before appending it, keeps the
@@ -17,6 +21,7 @@
 
 mod access;
 pub mod actor;
+mod chain;
 pub mod checkpoint;
 mod error;
 mod event;
@@ -33,6 +38,7 @@ mod tests;
 pub(crate) mod watch;
 
 pub use access::{check_may_lift, may_touch};
+pub use chain::{Chain, ChainKey, KeyedChain, MIN_KEY_BYTES};
 pub use error::SessionError;
 pub use event::{
     CallMetering, EndOutcome, Event, EventKind, GENESIS_HASH, MAX_ERROR_BYTES, MAX_INLINE_BYTES,

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use super::chain::{Chain, KeyedChain};
 use super::error::SessionError;
 use super::event::{EndOutcome, Event, EventKind, Role, UnwaitedJob};
 use super::handoff::{Handoff, HandoffKind};
@@ -81,7 +82,11 @@ impl Sessions {
         if let Some(disk) = &self.config.disk {
             disk.check().map_err(SessionError::LowDisk)?;
         }
-        let id = format!("{ID_PREFIX}{}", uuid::Uuid::new_v4().simple());
+        // A keyed session's id carries a MAC tag (see `chain.rs`).
+        let id = match self.chain_key() {
+            Some(key) => key.session_id(),
+            None => format!("{ID_PREFIX}{}", uuid::Uuid::new_v4().simple()),
+        };
         let _names = lock(&self.names);
         if let (true, Some(owner)) = (counted, &owner) {
             self.check_session_quota(owner)?;
@@ -100,8 +105,16 @@ impl Sessions {
             budget: start.budget,
             owner,
             pinned_tags,
+            keyed: self.chain_key().map(|key| KeyedChain {
+                key_id: key.id().to_string(),
+                key_file: key.file().to_string(),
+            }),
         };
-        let event = Event::seal(&id, 1, self.now(), super::event::GENESIS_HASH, kind);
+        let chain = match self.chain_key() {
+            Some(key) => Chain::Keyed(key.clone()),
+            None => Chain::Plain,
+        };
+        let event = Event::seal(&chain, &id, 1, self.now(), super::event::GENESIS_HASH, kind);
         let slot = self.slot(&id);
         let mut slot = lock_slot(&slot);
         if let Err(e) = self.storage.append(&id, 0, &[event.to_bytes()]) {

@@ -32,29 +32,25 @@ pub struct Recovery {
 }
 
 impl Sessions {
-    /// Checks the session's whole hash chain; works on a damaged log.
+    /// Checks the session's whole hash chain, on its chain (plain or keyed);
+    /// works on a damaged log. A keyed log whose key is not configured is
+    /// an error ([`SessionError::KeyRequired`]), never checked as plain.
     pub fn verify(&self, id_or_name: &str) -> Result<VerifyReport, SessionError> {
         let id = self.resolve(id_or_name)?;
-        let name = self.get_info(&id)?.and_then(|i| i.name);
-        Ok(log::verify(
-            &*self.storage,
-            &id,
-            name,
-            self.recorded_head(&id),
-        )?)
+        self.verify_id(&id)
+    }
+
+    fn verify_id(&self, id: &str) -> Result<VerifyReport, SessionError> {
+        let info = self.get_info(id)?;
+        let name = info.as_ref().and_then(|i| i.name.clone());
+        log::verify(&*self.storage, id, name, self.chain_key(), info.as_ref())
     }
 
     /// [`Sessions::verify`] for every session.
     pub fn verify_all(&self) -> Result<Vec<VerifyReport>, SessionError> {
         let mut reports = Vec::new();
         for id in self.session_ids()? {
-            let name = self.get_info(&id)?.and_then(|i| i.name);
-            reports.push(log::verify(
-                &*self.storage,
-                &id,
-                name,
-                self.recorded_head(&id),
-            )?);
+            reports.push(self.verify_id(&id)?);
         }
         Ok(reports)
     }

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::chain::KeyedChain;
 use super::error::SessionError;
 use super::event::{EndOutcome, Event, EventKind, GENESIS_HASH, Role, SessionSummary};
 use super::handoff::Handoff;
@@ -132,6 +133,10 @@ pub struct SessionState {
     /// the host took it (then only an operator lifts it).
     #[serde(default)]
     pub paused_by: Option<String>,
+    /// The chain key its log is sealed with, from its first event; none
+    /// for a plain log (see `chain.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keyed: Option<KeyedChain>,
 }
 
 impl SessionState {
@@ -155,6 +160,7 @@ impl SessionState {
             budget,
             owner,
             pinned_tags,
+            keyed,
         } = &event.kind
         else {
             return Err(SessionError::InvalidEvent {
@@ -203,6 +209,7 @@ impl SessionState {
             owner: owner.clone(),
             pinned_tags: pinned_tags.clone(),
             paused_by: None,
+            keyed: keyed.clone(),
         })
     }
 
@@ -508,6 +515,10 @@ pub struct SessionInfo {
     pub head_seq: u64,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub head_hash: String,
+    /// For a keyed session: a MAC of the head under the chain key, so the
+    /// head cannot be moved back along with a cut tail without the key.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub head_mac: String,
 }
 
 impl From<&SessionState> for SessionInfo {
@@ -524,6 +535,7 @@ impl From<&SessionState> for SessionInfo {
             owner: s.owner.clone(),
             head_seq: s.last_seq,
             head_hash: s.last_hash.clone(),
+            head_mac: String::new(),
         }
     }
 }

@@ -8,6 +8,7 @@ use std::io;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use super::chain::{self, Chain, ChainKey, Refusal};
 use super::checkpoint;
 use super::error::SessionError;
 use super::event::{Event, EventKind};
@@ -43,6 +44,10 @@ pub struct SessionsConfig {
     /// The disk watermark a session start must pass (`storage.min_free`);
     /// none: no check.
     pub disk: Option<Arc<dyn DiskRoom>>,
+    /// `[storage] chain_key_file`, read: new sessions' logs are sealed with
+    /// HMAC-SHA256 under it, and keyed sessions verify only with it (see
+    /// `chain.rs`). None: new sessions are plain.
+    pub chain_key: Option<Arc<ChainKey>>,
 }
 
 /// Directories kept per session outside the store (the host's scratch
@@ -76,6 +81,7 @@ impl Default for SessionsConfig {
             notify: None,
             quotas: QuotasConfig::default(),
             disk: None,
+            chain_key: None,
         }
     }
 }
@@ -151,7 +157,13 @@ impl Sessions {
         let slot = self.slot(&id);
         let mut slot = lock_slot(&slot);
         slot.state = None;
-        let (state, stats) = log::load(&*self.storage, &id, &self.label_of(&id), use_checkpoints)?;
+        let (state, stats) = log::load(
+            &*self.storage,
+            &id,
+            &self.label_of(&id),
+            use_checkpoints,
+            self.chain_key(),
+        )?;
         *lock(&self.last_load) = Some(stats.clone());
         slot.state = Some(state.clone());
         Ok((state, stats))
@@ -179,13 +191,18 @@ impl Sessions {
         id: &str,
     ) -> Result<&'a mut SessionState, SessionError> {
         if slot.state.is_none() {
-            let (state, stats) = log::load(&*self.storage, id, &self.label_of(id), true)?;
-            if let Some(reason) = self
-                .recorded_head(id)
-                .and_then(|head| log::cut_from_head(&*self.storage, id, state.last_seq, &head))
-            {
+            let label = self.label_of(id);
+            let (state, stats) = log::load(&*self.storage, id, &label, true, self.chain_key())?;
+            let chain = self.chain_of(&state)?;
+            let info = self.get_info(id).ok().flatten();
+            let cut = match log::recorded_head(info.as_ref(), id, &chain) {
+                Err(reason) => Some(reason),
+                Ok(head) => head
+                    .and_then(|head| log::cut_from_head(&*self.storage, id, state.last_seq, &head)),
+            };
+            if let Some(reason) = cut {
                 return Err(SessionError::Tampered {
-                    session: self.label_of(id),
+                    session: label,
                     seq: state.last_seq + 1,
                     reason,
                 });
@@ -197,6 +214,42 @@ impl Sessions {
         slot.state
             .as_mut()
             .ok_or_else(|| SessionError::NotFound(id.to_string()))
+    }
+
+    /// The configured chain key (`[storage] chain_key_file`).
+    pub(crate) fn chain_key(&self) -> Option<&Arc<ChainKey>> {
+        self.config.chain_key.as_ref()
+    }
+
+    /// The chain the log of the session in `state` is sealed with; an error
+    /// when it is keyed and its key is not the configured one.
+    pub(crate) fn chain_of(&self, state: &SessionState) -> Result<Chain, SessionError> {
+        chain::chain_of(
+            &state.id,
+            &state.label(),
+            state.keyed.as_ref(),
+            self.chain_key(),
+        )
+        .map_err(|refusal| match refusal {
+            Refusal::KeyRequired(reason) => SessionError::KeyRequired(reason),
+            Refusal::Downgraded(reason) => SessionError::Tampered {
+                session: state.label(),
+                seq: 1,
+                reason,
+            },
+        })
+    }
+
+    /// The index entry of the session in `state`: with a MAC of its head
+    /// when it is keyed.
+    pub(crate) fn info_of(&self, state: &SessionState) -> SessionInfo {
+        let mut info = SessionInfo::from(state);
+        if let Ok(chain) = self.chain_of(state)
+            && let Some(mac) = chain.head_mac(&state.id, state.last_seq, &state.last_hash)
+        {
+            info.head_mac = mac;
+        }
+        info
     }
 
     /// A copy of the state of session `id`.
@@ -239,6 +292,7 @@ impl Sessions {
         loop {
             attempt += 1;
             let state = self.loaded(slot, id)?;
+            let chain = self.chain_of(state)?;
             // The events sealed and checked against a copy of the state, so a
             // refusal anywhere in the batch leaves the cache as it was.
             let mut next = state.clone();
@@ -247,7 +301,7 @@ impl Sessions {
             for kind in kinds {
                 next.check(&kind)?;
                 let at = now.max(next.updated_at_ms);
-                let event = Event::seal(id, next.last_seq + 1, at, &next.last_hash, kind);
+                let event = Event::seal(&chain, id, next.last_seq + 1, at, &next.last_hash, kind);
                 next.apply(&event)?;
                 events.push(event);
             }
@@ -303,7 +357,7 @@ impl Sessions {
     /// listed fields changed is written durably; otherwise the next flush
     /// carries it. A failure costs only the check, and is logged.
     fn record_head(&self, after: &SessionState, before: &SessionState) {
-        let info = serde_json::to_vec(&SessionInfo::from(after)).unwrap_or_default();
+        let info = serde_json::to_vec(&self.info_of(after)).unwrap_or_default();
         let listed_changed =
             before.status != after.status || before.name != after.name || before.tags != after.tags;
         let written = if listed_changed {
@@ -314,15 +368,6 @@ impl Sessions {
         if let Err(e) = written {
             tracing::warn!(session = %after.id, error = %e, "could not record the log's head in the session index");
         }
-    }
-
-    /// The head the index recorded for session `id`, if any.
-    pub(crate) fn recorded_head(&self, id: &str) -> Option<(u64, String)> {
-        self.get_info(id)
-            .ok()
-            .flatten()
-            .filter(|i| i.head_seq > 0)
-            .map(|i| (i.head_seq, i.head_hash))
     }
 
     /// Index and checkpoint upkeep after an acknowledged append. The event is
@@ -347,7 +392,9 @@ impl Sessions {
         ) || event.seq.is_multiple_of(every.max(1));
         if every > 0
             && due
-            && let Err(e) = checkpoint::write(&*self.storage, state, self.config.keep_checkpoints)
+            && let Ok(chain) = self.chain_of(state)
+            && let Err(e) =
+                checkpoint::write(&*self.storage, state, &chain, self.config.keep_checkpoints)
         {
             tracing::warn!(session = %state.id, error = %e, "could not write a checkpoint");
         }
@@ -368,7 +415,7 @@ impl Sessions {
     }
 
     pub(crate) fn put_info(&self, state: &SessionState) -> Result<(), StorageError> {
-        let info = serde_json::to_vec(&SessionInfo::from(state)).unwrap_or_default();
+        let info = serde_json::to_vec(&self.info_of(state)).unwrap_or_default();
         self.storage.put(SESSIONS_BUCKET, &state.id, &info)
     }
 

@@ -185,3 +185,44 @@ fn a_config_without_data_dir_uses_the_state_dir_not_its_own_directory() {
     );
     assert_eq!(c.cache_dir(), c.data_dir.join("cache"));
 }
+
+#[test]
+fn threat_26_a_grant_over_the_chain_key_file_is_refused() {
+    let key = "data_dir = \"state\"\n[storage]\nchain_key_file = \"../elsewhere/keys/chain.key\"\n";
+    for granted in ["../../elsewhere/keys", "../../elsewhere"] {
+        let fx = Fixture::new();
+        fx.mkdir("elsewhere/keys");
+        let err = match load(&fx, key, granted) {
+            Ok(_) => panic!("granting `{granted}` was accepted"),
+            Err(e) => e.to_string(),
+        };
+        assert!(err.contains("contains the chain key file"), "{err}");
+    }
+    // A grant beside it, holding none of it, is fine.
+    let fx = Fixture::new();
+    fx.mkdir("elsewhere/keys");
+    fx.mkdir("elsewhere/work");
+    let c = load(&fx, key, "../../elsewhere/work").unwrap();
+    assert_eq!(
+        c.storage.chain_key_file,
+        Some(fx.path("elsewhere/keys/chain.key"))
+    );
+}
+
+#[test]
+fn threat_26_a_chain_key_file_inside_the_data_dir_is_refused() {
+    let fx = Fixture::new();
+    fx.mkdir("project/state");
+    let err = load(
+        &fx,
+        "data_dir = \"state\"\n[storage]\nchain_key_file = \"state/chain.key\"\n",
+        "../src",
+    )
+    .unwrap_err();
+    let message = err.to_string();
+    assert_eq!(err.key(), Some("storage.chain_key_file"), "{message}");
+    assert!(
+        message.contains("lies inside the data dir") && message.contains("chain.key"),
+        "{message}"
+    );
+}

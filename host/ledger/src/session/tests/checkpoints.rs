@@ -86,7 +86,7 @@ fn a_corrupt_newest_checkpoint_falls_back_to_the_older_one_then_to_a_full_replay
         .put(
             checkpoint::BUCKET,
             &checkpoint::key(&s.id, 20),
-            &checkpoint::encode(&other),
+            &checkpoint::encode(&other, &Chain::Plain),
         )
         .unwrap();
     let (state, stats) = env.sessions.reload(&s.id, true).unwrap();

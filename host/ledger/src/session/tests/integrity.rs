@@ -304,6 +304,7 @@ fn threat_45_a_resealed_tail_differs_from_the_recorded_head() {
     let (env, victim, _) = two_sessions();
     let at_19 = env.sessions.events(&victim, 19, 1).unwrap().remove(0);
     let forged = Event::seal(
+        &Chain::Plain,
         &victim,
         20,
         at_19.at_ms + 1,

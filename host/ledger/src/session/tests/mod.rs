@@ -4,6 +4,7 @@ mod access;
 mod checkpoints;
 mod handoffs;
 mod integrity;
+mod keyed;
 mod lifecycle;
 mod names;
 mod quotas;
