@@ -369,25 +369,17 @@ fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or(s)
 }
 
-/// Checks and parses a call's input: size, JSON syntax, nesting depth.
+/// Checks and parses a call's input: size, JSON syntax, nesting depth
+/// (`glovebox_input::parse`), refused as `tool`'s invalid input.
 pub fn parse_input(
     tool: &str,
     input: &str,
     max_bytes: u64,
 ) -> Result<serde_json::Value, CallError> {
-    let invalid = |reason: String| CallError::InvalidInput {
+    glovebox_input::parse(input, max_bytes).map_err(|reason| CallError::InvalidInput {
         tool: tool.to_string(),
         reason,
-    };
-    if input.len() as u64 > max_bytes {
-        return Err(invalid(format!(
-            "input is {} bytes, more than the limit of {max_bytes} bytes (`runtime.max_input_bytes`)",
-            input.len()
-        )));
-    }
-    // serde_json refuses nesting deeper than 128 levels with an error, so a
-    // hostile document cannot overflow the host's stack.
-    serde_json::from_str(input).map_err(|e| invalid(format!("input is not valid JSON: {e}")))
+    })
 }
 
 #[cfg(test)]

@@ -42,7 +42,7 @@ pub struct LoadedPlugin {
     pub digest: String,
     pub tools: Vec<ToolInfo>,
     /// The input schema of each tool of `tools`, compiled, in the same order.
-    pub validators: Vec<jsonschema::Validator>,
+    pub validators: Vec<glovebox_input::Validator>,
     /// The component, linked and ready to instantiate.
     pub pre: ToolPluginPre<CallState>,
     /// What its instances may reach, from its manifest.
@@ -247,7 +247,7 @@ async fn list_tools(
 fn apply_manifest(
     manifest: &PluginManifest,
     specs: Vec<crate::bindings::tool::glovebox::plugin::types::ToolSpec>,
-) -> Result<(Vec<ToolInfo>, Vec<jsonschema::Validator>), LoadError> {
+) -> Result<(Vec<ToolInfo>, Vec<glovebox_input::Validator>), LoadError> {
     let plugin = &manifest.name;
     let bad = |tool: &str, message: String| LoadError::BadToolSpec {
         plugin: plugin.clone(),
@@ -274,18 +274,8 @@ fn apply_manifest(
         if tools.iter().any(|t: &ToolInfo| t.tool == spec.name) {
             return Err(bad(&spec.name, "the plugin lists this tool twice".into()));
         }
-        let schema: serde_json::Value = serde_json::from_str(&spec.input_schema).map_err(|e| {
-            bad(
-                &spec.name,
-                format!("its input schema is not valid JSON: {e}"),
-            )
-        })?;
-        let validator = jsonschema::validator_for(&schema).map_err(|e| {
-            bad(
-                &spec.name,
-                format!("its input schema is not a valid JSON Schema: {e}"),
-            )
-        })?;
+        let (schema, validator) = glovebox_input::compile_schema(&spec.input_schema)
+            .map_err(|e| bad(&spec.name, e.to_string()))?;
         let over = manifest.tools.get(&spec.name);
         let action = over.and_then(|o| o.action.clone()).unwrap_or(spec.action);
         if !valid_action(&action) {

@@ -77,16 +77,12 @@ impl Host {
     pub fn admit_value(&self, tool: &str, input: &Value) -> Result<Admitted, CallError> {
         let (plugin, index) = self.locate(tool)?;
         let text = input.to_string();
-        let max = self.config().runtime.max_input_bytes;
-        if text.len() as u64 > max {
-            return Err(CallError::InvalidInput {
+        glovebox_input::check_size(text.len(), self.config().runtime.max_input_bytes).map_err(
+            |reason| CallError::InvalidInput {
                 tool: plugin.tools[index].name.clone(),
-                reason: format!(
-                    "input is {} bytes, more than the limit of {max} bytes (`runtime.max_input_bytes`)",
-                    text.len()
-                ),
-            });
-        }
+                reason,
+            },
+        )?;
         check_schema(&plugin, index, input)?;
         Ok(Admitted {
             plugin,
@@ -96,29 +92,13 @@ impl Host {
     }
 }
 
-/// The tool's input schema, checked; the first few violations, each with
-/// where in the input it is.
+/// The tool's input schema, checked (`glovebox_input::check_schema`): the
+/// first few violations, each with where in the input it is.
 fn check_schema(plugin: &LoadedPlugin, tool: usize, input: &Value) -> Result<(), CallError> {
-    let errors: Vec<String> = plugin.validators[tool]
-        .iter_errors(input)
-        .take(5)
-        .map(|e| {
-            let at = e.instance_path().to_string();
-            if at.is_empty() {
-                e.to_string()
-            } else {
-                format!("at `{at}`: {e}")
-            }
-        })
-        .collect();
-    if errors.is_empty() {
-        return Ok(());
-    }
-    Err(CallError::InvalidInput {
-        tool: plugin.tools[tool].name.clone(),
-        reason: format!(
-            "it does not match the tool's input schema: {}",
-            errors.join("; ")
-        ),
+    glovebox_input::check_schema(&plugin.validators[tool], input).map_err(|reason| {
+        CallError::InvalidInput {
+            tool: plugin.tools[tool].name.clone(),
+            reason,
+        }
     })
 }
