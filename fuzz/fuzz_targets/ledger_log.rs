@@ -18,7 +18,9 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use glovebox_ledger::session::{Event, GENESIS_HASH, SessionState, Sessions, verify_export};
+use glovebox_ledger::session::{
+    Chain, ChainKey, Event, GENESIS_HASH, SessionState, Sessions, verify_export,
+};
 use glovebox_store::{Storage, StorageError};
 use libfuzzer_sys::fuzz_target;
 
@@ -41,9 +43,12 @@ fuzz_target!(|data: &[u8]| {
         .iter()
         .map(|l| String::from_utf8_lossy(l).into_owned())
         .collect();
-    let _ = verify_export(text.clone(), None);
+    let _ = verify_export(text.clone(), None, None);
+    // The keyed chain's checks too, under a fixed key.
+    let key = Arc::new(ChainKey::new(vec![7; 32], "fuzz.key").expect("a 32-byte key"));
+    let _ = verify_export(text.clone(), None, Some(&key));
     if let Some(last) = decoded.last() {
-        let _ = verify_export(text, Some((last.seq, last.hash.clone())));
+        let _ = verify_export(text, Some((last.seq, last.hash.clone())), None);
     }
 
     let storage = Arc::new(Memory::default());
@@ -66,7 +71,7 @@ fuzz_target!(|data: &[u8]| {
                 e.session = chained.to_string();
                 e.seq = seq;
                 e.prev_hash = prev.clone();
-                e.hash = e.compute_hash();
+                e.hash = e.compute_hash(&Chain::Plain);
                 prev = e.hash.clone();
                 e.to_bytes()
             })

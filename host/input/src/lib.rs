@@ -13,6 +13,8 @@
 //! Errors are the reason alone (the caller names the tool): each says what is
 //! wrong and, for a limit, which setting holds it.
 
+#![forbid(unsafe_code)]
+
 use serde_json::Value;
 
 pub use jsonschema::Validator;
