@@ -207,8 +207,9 @@ async fn make_snapshot(
         return Err(fail(format!("reading its state failed: {e}")));
     }
     // The digest first: a snapshot without its record is a miss, never a load.
-    let written = write_atomically(record, sha256_hex(&snap).as_bytes())
-        .and_then(|()| write_atomically(cached, &snap));
+    let what = "the pre-initialization snapshots";
+    let written = write_atomically(record, sha256_hex(&snap).as_bytes(), what)
+        .and_then(|()| write_atomically(cached, &snap, what));
     if let Err(e) = written {
         // Still usable; only the next load pays again.
         tracing::warn!(plugin = %name, error = %e, path = %cached.display(), "cannot cache the pre-initialized component");
@@ -227,16 +228,16 @@ fn record_name(cached: &Path) -> String {
     format!("preinit-{file}.sha256")
 }
 
-fn sha256_hex(bytes: &[u8]) -> String {
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::Digest;
     hex::encode(sha2::Sha256::digest(bytes))
 }
 
-/// Writes `bytes` to `path` through a 0600 temporary file in a 0700 directory.
-fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+/// Writes `bytes` to `path` through a 0600 temporary file in a 0700 directory
+/// (`what` names the directory in an error). Shared by the compile cache.
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8], what: &str) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    crate::private_dir::ensure_private_dir(dir, "the pre-initialization snapshots")
-        .map_err(std::io::Error::other)?;
+    crate::private_dir::ensure_private_dir(dir, what).map_err(std::io::Error::other)?;
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
     std::io::Write::write_all(&mut tmp, bytes)?;
     tmp.as_file().sync_all()?;

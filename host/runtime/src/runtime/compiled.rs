@@ -20,12 +20,11 @@
 use std::hash::Hasher;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
-use crate::private_dir::ensure_private_dir;
+use crate::preinit::{sha256_hex, write_atomically};
 
 /// Where compiled components are kept, and where their digests are recorded.
 #[derive(Clone, Debug)]
@@ -62,8 +61,9 @@ impl CompiledCache {
         }
         let compiled = engine.precompile_component(bytes)?;
         // The digest first: a file without its record is a miss, never a load.
-        let written = write_private(&record, sha256_hex(&compiled).as_bytes())
-            .and_then(|()| write_private(&file, &compiled));
+        let what = "the compile cache";
+        let written = write_atomically(&record, sha256_hex(&compiled).as_bytes(), what)
+            .and_then(|()| write_atomically(&file, &compiled, what));
         if let Err(e) = written {
             // Still usable; only the next load pays again.
             tracing::warn!(path = %file.display(), error = %format!("{e:#}"), "cannot cache a compiled component");
@@ -124,21 +124,4 @@ impl Hasher for ShaHasher {
     fn finish(&self) -> u64 {
         0
     }
-}
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
-}
-
-/// Writes `bytes` to `path` through a temporary file in its (private) directory.
-fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
-    use std::io::Write;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    ensure_private_dir(dir, "the compile cache")?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("cannot write in `{}`", dir.display()))?;
-    tmp.write_all(bytes)?;
-    tmp.persist(path)
-        .with_context(|| format!("cannot write `{}`", path.display()))?;
-    Ok(())
 }
