@@ -249,7 +249,20 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let result = runtime.block_on(run(cli));
+    let result = runtime.block_on(async {
+        // A file-size limit (`ulimit -f`) reached by a write makes that write
+        // fail (EFBIG), as a full disk does, instead of killing the process
+        // with SIGXFSZ: the store fails and is reopened once it can (see
+        // `glovebox_store::Reopening`). Once handled, the signal stays
+        // handled for the life of the process.
+        let xfsz = tokio::signal::unix::SignalKind::from_raw(
+            rustix::process::Signal::XFSZ.as_raw(),
+        );
+        if let Err(e) = tokio::signal::unix::signal(xfsz) {
+            tracing::warn!(error = %e, "cannot handle SIGXFSZ: a file-size limit would stop the process");
+        }
+        run(cli).await
+    });
     // A blocking read of stdin (a stdio server stopped by a signal while its
     // client keeps stdin open) never ends by itself: don't wait for it.
     // Everything acknowledged is durable already.

@@ -204,3 +204,112 @@ fn threat_28_below_the_disk_watermark_new_work_is_refused_and_nothing_is_written
     ]);
     assert_eq!(code, 0, "{out}{err}");
 }
+
+/// Sets the file-size limit (`soft`, in bytes or `unlimited`) of process
+/// `pid`; the hard limit stays unlimited, so it can be raised again.
+fn set_file_size_limit(pid: &str, soft: &str) {
+    let out = std::process::Command::new("prlimit")
+        .args(["--pid", pid, &format!("--fsize={soft}:unlimited")])
+        .output()
+        .expect("run prlimit (util-linux)");
+    assert!(
+        out.status.success(),
+        "prlimit: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The size of the largest file under `dir`.
+fn largest_file(dir: &Path) -> u64 {
+    let mut largest = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        let meta = entry.metadata().unwrap();
+        largest = largest.max(if meta.is_dir() {
+            largest_file(&entry.path())
+        } else {
+            meta.len()
+        });
+    }
+    largest
+}
+
+// Threat 28, its second half, with a real write failure: a file-size limit
+// set on the running server (`prlimit`) makes the store's writes fail
+// (EFBIG) as a full disk would. Calls fail naming the fix and the server
+// stays up; once the limit is lifted, the store is reopened in place: calls
+// work again without a restart, and the log, read through the same server,
+// verifies, holds every acknowledged call and leaves none in flight.
+#[test]
+fn threat_28_a_failed_store_is_reopened_without_a_restart_once_writes_work_again() {
+    let site = Site::with_plugins(&[(
+        "echo.toml",
+        format!("name = \"echo\"\ncomponent = \"{}\"\n", plugins::TOOL_ECHO),
+    )]);
+    site.start_workagent("w");
+    let server = crate::mcp::Server::initialized(&site.config(), &[]);
+    let pid = server.pid().to_string();
+    let call = |n: usize| {
+        let input = format!(r#"{{"message": "m{n}"}}"#);
+        site.run(&["call", "echo.echo", "--input", &input, "--session", "w"])
+    };
+    for n in 0..3 {
+        let (code, out, err) = call(n);
+        assert_eq!(code, 0, "{out}{err}");
+    }
+
+    // Writes past the end of the store's largest file now fail.
+    set_file_size_limit(&pid, &largest_file(&site.data()).to_string());
+    let mut acked = 3;
+    let mut failure = None;
+    for n in 3..2000 {
+        let (code, out, err) = call(n);
+        if code == 0 {
+            acked += 1;
+        } else {
+            failure = Some(format!("{out}{err}"));
+            break;
+        }
+    }
+    let failure = failure.expect("a write past the file-size limit failed");
+    assert!(
+        failure.contains("reopens the data dir by itself"),
+        "{failure}"
+    );
+    // While writes still fail, so do calls (a reopen's first write fails again).
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    let (code, ..) = call(5000);
+    assert_ne!(code, 0);
+
+    set_file_size_limit(&pid, "unlimited");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let (code, out, err) = call(6000);
+        if code == 0 {
+            acked += 1;
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not reopened: {out}{err}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+    assert!(
+        Path::new(&format!("/proc/{pid}")).exists(),
+        "the same server serves"
+    );
+
+    // Read through the running server: no restart's recovery ran.
+    let (code, out, err) = site.run(&["log", "verify", "w"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let events = events(&site, "w");
+    let count = |kind: &str| events.iter().filter(|e| e["kind"]["type"] == kind).count();
+    assert!(count("call_finished") >= acked, "{acked} acknowledged");
+    assert_eq!(
+        count("call_requested"),
+        count("call_finished") + count("call_interrupted"),
+        "no call left in flight: {events:?}"
+    );
+    drop(server);
+}

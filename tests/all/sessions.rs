@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use glovebox::approvals::Approvals;
 use glovebox::session::{EventKind, Role, StartSession};
-use glovebox::storage::{Durability, SledStore, Storage};
+use glovebox::storage::{Durability, Reopening, SledStore, Storage};
 use glovebox::{CallError, Durable, Gateway, SessionError, Sessions};
 use serde_json::Value;
 
@@ -174,7 +174,10 @@ async fn an_io_error_on_append_is_never_acknowledged() {
             .await
             .unwrap_err();
         assert!(matches!(err, SessionError::Storage(_)), "{err}");
-        assert!(err.to_string().contains("restart glovebox"), "{err}");
+        assert!(
+            err.to_string().contains("reopens the data dir by itself"),
+            "{err}"
+        );
         // The failed store refuses everything after, rather than risk a false success.
         let err = g
             .call_in_session(&id, "echo.echo", "{}", None)
@@ -195,6 +198,101 @@ async fn an_io_error_on_append_is_never_acknowledged() {
         .filter(|e| matches!(e.kind, EventKind::CallFinished { .. }))
         .count();
     assert_eq!(finished, 0);
+}
+
+// Threat 28: a failed flush stops only the work that wrote through it; once
+// the store can be reopened, it is, in place: no restart, nothing
+// acknowledged lost, and the call that gave up is marked interrupted.
+#[tokio::test]
+async fn a_failed_flush_is_recovered_without_a_restart() {
+    let h = util::host(vec![manifest("echo", plugins::TOOL_ECHO)]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let first = Arc::new(SledStore::open(dir.path(), Durability::Flush).unwrap());
+    let path = dir.path().to_path_buf();
+    let storage: Arc<dyn Storage> = Arc::new(Reopening::new(
+        first.clone(),
+        Box::new(move || {
+            Ok(Arc::new(SledStore::open(&path, Durability::Flush)?) as Arc<dyn Storage>)
+        }),
+        Box::new(|| Ok(())),
+    ));
+    let d = Arc::new(Durable {
+        sessions: Arc::new(Sessions::new(storage.clone())),
+        approvals: Arc::new(Approvals::new(storage.clone())),
+        outbox: Arc::new(glovebox::notify::Outbox::new(storage.clone(), Vec::new())),
+        storage: storage.clone(),
+        recovery: Default::default(),
+        repairs: Vec::new(),
+    });
+    let g = Gateway::new(Arc::new(h.host), d.clone());
+    let sessions = d.sessions.clone();
+    let id = start(&sessions, "disk");
+    let bystander = start(&sessions, "bystander");
+    let acked = g
+        .call_in_session(&id, "echo.echo", r#"{"message":"before"}"#, None)
+        .await
+        .unwrap();
+    assert!(acked.outcome.is_ok());
+
+    first.fail_next_flushes(1);
+    drop(first);
+    let err = g
+        .call_in_session(&id, "echo.echo", r#"{"message":"lost"}"#, None)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, SessionError::Storage(_)), "{err}");
+    assert!(
+        err.to_string().contains("reopens the data dir by itself"),
+        "{err}"
+    );
+    // Right after, the store refuses (it cannot tell what reached the disk).
+    assert!(
+        g.call_in_session(&bystander, "echo.echo", "{}", None)
+            .await
+            .is_err()
+    );
+
+    // Once a reopen is due, the next request reopens it: no restart.
+    tokio::time::sleep(glovebox::storage::RETRY).await;
+    let after = g
+        .call_in_session(&id, "echo.echo", r#"{"message":"after"}"#, None)
+        .await
+        .unwrap();
+    assert!(after.outcome.is_ok(), "{:?}", after.outcome);
+    assert_eq!(storage.generation(), 1);
+    let other = g
+        .call_in_session(&bystander, "echo.echo", "{}", None)
+        .await
+        .unwrap();
+    assert!(other.outcome.is_ok());
+
+    // The log verifies; the acknowledged call and the one after are there;
+    // the call that failed is never left in flight: its record may have
+    // reached the disk whole (the failed flush's writes may, as after a
+    // crash), or in part, and then it is interrupted.
+    let report = sessions.verify(&id).unwrap();
+    assert!(report.ok, "{report:?}");
+    let events = sessions.events(&id, 1, usize::MAX).unwrap();
+    let requested: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::CallRequested { call_id, .. } => Some(call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    let finished = events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::CallFinished { .. }))
+        .count();
+    let interrupted = events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::CallInterrupted { .. }))
+        .count();
+    assert!(finished >= 2, "{:?}", kinds(&sessions, &id));
+    assert_eq!(requested.len(), 3, "{:?}", kinds(&sessions, &id));
+    assert_eq!(finished + interrupted, 3, "{:?}", kinds(&sessions, &id));
+    let state = sessions.show(&id).unwrap();
+    assert!(state.in_flight.is_empty(), "{:?}", state.in_flight);
 }
 
 // ---- the real binary -------------------------------------------------------

@@ -11,7 +11,7 @@ use crate::manifest::{DurabilityMode, HostConfig, StorageBackend};
 use crate::notify::Outbox;
 use crate::scratch::ScratchDirs;
 use crate::session::{Recovery, SessionDirs, Sessions, SessionsConfig};
-use crate::storage::{Backend, Durability, Opened, Storage, StorageError};
+use crate::storage::{Backend, Durability, Opened, Reopening, Storage, StorageError};
 use crate::watermark::Watermark;
 
 /// What a host keeps in its data dir.
@@ -44,7 +44,7 @@ pub fn open_sessions(config: &HostConfig) -> anyhow::Result<Durable> {
         StorageBackend::Nats => (open_nats(config)?, Vec::new()),
         _ => {
             let opened = open_store(config)?;
-            (opened.storage, opened.repairs)
+            (reopening(config, opened.storage), opened.repairs)
         }
     };
     let approvals = Arc::new(Approvals::new(storage.clone()));
@@ -89,6 +89,30 @@ pub fn open_sessions(config: &HostConfig) -> anyhow::Result<Durable> {
         recovery,
         repairs,
     })
+}
+
+/// The embedded store `storage` of `config`, reopened in place after it
+/// failed (a flush that failed on a full disk or an I/O error), once the
+/// disk watermark says there is room again: see `glovebox_store::Reopening`.
+/// The sessions notice the reopen and reload what they cached.
+fn reopening(config: &HostConfig, storage: Arc<dyn Storage>) -> Arc<dyn Storage> {
+    let reopen_config = config.clone();
+    let watermark = Watermark::of(config);
+    Arc::new(Reopening::new(
+        storage,
+        Box::new(move || {
+            let opened = crate::storage::open(
+                &store_dir(&reopen_config),
+                backend_of(&reopen_config).map_err(|e| StorageError::Io(e.to_string()))?,
+                durability_of(&reopen_config),
+            )?;
+            for repair in &opened.repairs {
+                tracing::warn!(repair = %repair, "reopening the failed store repaired it");
+            }
+            Ok(opened.storage)
+        }),
+        Box::new(move || watermark.check()),
+    ))
 }
 
 /// The sessions' scratch directories (the runtime's), as the ledger sees them:

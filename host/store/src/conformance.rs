@@ -126,6 +126,8 @@ conformance_tests!(
     every_writer_waiting_on_a_failed_flush_gets_the_error,
     #[cfg(feature = "fault-injection")]
     a_store_reopened_after_a_failed_flush_has_every_acknowledged_write,
+    #[cfg(feature = "fault-injection")]
+    a_reopening_store_recovers_from_a_failed_flush_without_a_restart,
 );
 
 fn open<B: Backend>(dir: &Path) -> B {
@@ -780,4 +782,75 @@ fn a_store_reopened_after_a_failed_flush_has_every_acknowledged_write<B: Embedde
         assert_eq!(all.len() as u64, last);
         assert!(all.iter().zip(1u64..).all(|((seq, _), want)| *seq == want));
     }
+}
+
+/// A failed store behind [`crate::Reopening`]: it refuses work until a
+/// reopen is due and the readiness check passes, then opens the dir again in
+/// place, with every acknowledged write and a new generation.
+#[cfg(all(test, feature = "fault-injection"))]
+fn a_reopening_store_recovers_from_a_failed_flush_without_a_restart<B: Embedded + 'static>() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    let first = Arc::new(open::<B>(&dir));
+    let full = Arc::new(AtomicBool::new(false));
+    let opens = Arc::new(AtomicUsize::new(0));
+    let store = {
+        let (full, opens) = (full.clone(), opens.clone());
+        crate::Reopening::new(
+            first.clone(),
+            Box::new(move || {
+                opens.fetch_add(1, Ordering::SeqCst);
+                Ok(Arc::new(open::<B>(&dir)) as Arc<dyn Storage>)
+            }),
+            Box::new(move || match full.load(Ordering::SeqCst) {
+                true => Err("the disk is still full".to_string()),
+                false => Ok(()),
+            }),
+        )
+    };
+    store.append("s", 0, &entries(&["a"])).unwrap();
+    assert_eq!(store.failure(), None);
+    first.fail_next_flushes(1);
+    let err = store.append("s", 1, &entries(&["b"])).unwrap_err();
+    assert!(
+        matches!(&err, StorageError::Io(m) if m.contains("injected fault")),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("reopens the data dir by itself"),
+        "{err}"
+    );
+    let held = Arc::downgrade(&first);
+    drop(first);
+    // Failed: reads and writes refuse at once, with the failure, until a
+    // reopen is due.
+    assert!(store.failure().is_some());
+    assert_eq!(
+        store.last_seq("s").unwrap_err().to_string(),
+        err.to_string()
+    );
+    assert_eq!(store.generation(), 0);
+    // Due, but not ready: still failed, saying why.
+    full.store(true, Ordering::SeqCst);
+    std::thread::sleep(crate::RETRY);
+    let err = store.get("b", "k").unwrap_err().to_string();
+    assert!(
+        err.contains("not reopened yet: the disk is still full"),
+        "{err}"
+    );
+    assert_eq!(opens.load(Ordering::SeqCst), 0);
+    // Ready: the next operation after the pause reopens the dir.
+    full.store(false, Ordering::SeqCst);
+    std::thread::sleep(crate::RETRY);
+    let last = store.last_seq("s").unwrap();
+    assert_eq!(opens.load(Ordering::SeqCst), 1);
+    assert_eq!(store.generation(), 1);
+    assert_eq!(store.failure(), None);
+    assert!(held.upgrade().is_none(), "the failed store was closed");
+    // The unacknowledged append may have reached the disk (sled) or not.
+    assert!(last == 1 || last == 2, "{last}");
+    assert_eq!(store.read("s", 1, 10).unwrap().len() as u64, last);
+    store.append("s", last, &entries(&["c"])).unwrap();
+    store.put("b", "k", b"v").unwrap();
+    assert_eq!(store.get("b", "k").unwrap().as_deref(), Some(&b"v"[..]));
 }

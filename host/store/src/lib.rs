@@ -20,6 +20,7 @@ mod copy;
 mod dir_lock;
 #[cfg(feature = "fault-injection")]
 mod fault;
+mod reopen;
 #[cfg(feature = "sled")]
 mod sled_store;
 #[cfg(feature = "sqlite")]
@@ -31,6 +32,7 @@ pub use backend::{Backend, Opened, open};
 pub type FlushObserver = std::sync::Arc<dyn Fn(usize) + Send + Sync>;
 pub use copy::{CopyStats, copy_all};
 pub use dir_lock::DirLock;
+pub use reopen::{Opener, RETRY, Ready, Reopening};
 #[cfg(feature = "sled")]
 pub use sled_store::SledStore;
 #[cfg(all(feature = "sled", any(test, feature = "testing")))]
@@ -39,6 +41,10 @@ pub use sled_store::raw as sled_raw;
 pub use sqlite_store::SqliteStore;
 #[cfg(all(feature = "sqlite", any(test, feature = "testing")))]
 pub use sqlite_store::raw as sqlite_raw;
+
+/// What to do about a failed store, in every error that says it failed
+/// (see [`Reopening`]).
+pub(crate) const REOPEN_FIX: &str = "free disk space or fix the disk; a running glovebox reopens the data dir by itself once there is room (a one-off command: run it again)";
 
 /// When a write counts as durable, that is, when a store acknowledges it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -178,4 +184,18 @@ pub trait Storage: Send + Sync + 'static {
 
     /// Names of all buckets that hold (or once held) a key, in name order.
     fn buckets(&self) -> Result<Vec<String>, StorageError>;
+
+    /// Why the store refuses all work, once a write or a flush failed and it
+    /// can no longer tell what is on disk; `None` while it works. Only a new
+    /// open clears it: see [`Reopening`].
+    fn failure(&self) -> Option<String> {
+        None
+    }
+
+    /// How many times the store was opened again after a failure (see
+    /// [`Reopening`]). What was read before it changed may be ahead of the
+    /// disk: a cache of it must be dropped.
+    fn generation(&self) -> u64 {
+        0
+    }
 }

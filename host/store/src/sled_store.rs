@@ -51,7 +51,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError, RwLock};
 
 use self::group_commit::GroupCommit;
 use self::strict::StrictSync;
-use super::{Durability, Storage, StorageError};
+use super::{Durability, REOPEN_FIX, Storage, StorageError};
 
 /// [`Storage`] on sled. Open one per data dir and share it (`Arc`) between
 /// threads; a second open of the same dir, in this process or another, is
@@ -64,9 +64,10 @@ use super::{Durability, Storage, StorageError};
 /// reads included, fails at once with that first error. sled's memory may by
 /// then hold writes that were never acknowledged, and they may or may not be
 /// on disk, so neither reads nor later flushes can be trusted. Drop the store
-/// and open the dir again: what recovery finds is consistent (whole appends,
-/// no gaps), and includes every acknowledged write and perhaps some
-/// unacknowledged ones, as with any database.
+/// and open the dir again ([`crate::Reopening`] does it in place): what
+/// recovery finds is consistent (whole appends, no gaps), and includes every
+/// acknowledged write and perhaps some unacknowledged ones, as with any
+/// database.
 pub struct SledStore {
     dir: PathBuf,
     durability: Durability,
@@ -289,14 +290,14 @@ impl SledStore {
         {
             if self.failing_flushes.take() {
                 return Err(format!(
-                    "injected fault: flushing `{}` failed: restart glovebox to reopen the data dir",
+                    "injected fault: flushing `{}` failed: {REOPEN_FIX}",
                     self.dir.display()
                 ));
             }
         }
         let fail = |e: String| {
             format!(
-                "flushing `{}` failed: {e}: free disk space or fix the disk, then restart glovebox to reopen the data dir",
+                "flushing `{}` failed: {e}: {REOPEN_FIX}",
                 self.dir.display()
             )
         };
@@ -314,12 +315,12 @@ impl SledStore {
     /// A write to sled failed: nothing tells how much of it is in memory, so
     /// the store fails from now on.
     fn write_failed(&self, e: sled::Error) -> StorageError {
-        let error = sled_error(e);
-        self.commit.poison(format!(
-            "writing to `{}` failed: {error}: restart glovebox to reopen the data dir",
+        let error = format!(
+            "writing to `{}` failed: {e}: {REOPEN_FIX}",
             self.dir.display()
-        ));
-        error
+        );
+        self.commit.poison(error.clone());
+        StorageError::Io(error)
     }
 
     /// The tree of `bucket` if it exists. Reads use this: they must not
@@ -632,6 +633,10 @@ impl Storage for SledStore {
                 Ok((key, value.to_vec()))
             })
             .collect()
+    }
+
+    fn failure(&self) -> Option<String> {
+        self.commit.failure()
     }
 
     fn buckets(&self) -> Result<Vec<String>, StorageError> {

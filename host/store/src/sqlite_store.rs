@@ -401,8 +401,9 @@ impl SqliteStore {
         {
             if self.failing_commits.take() {
                 return Some(format!(
-                    "injected fault: committing to `{}` failed: restart glovebox to reopen the data dir",
-                    self.db_path.display()
+                    "injected fault: committing to `{}` failed: {}",
+                    self.db_path.display(),
+                    crate::REOPEN_FIX
                 ));
             }
         }
@@ -731,6 +732,10 @@ impl Storage for SqliteStore {
                 .collect::<Result<Vec<_>, _>>()
         })
         .map_err(|e| self.read_error(e))
+    }
+
+    fn failure(&self) -> Option<String> {
+        self.commit.failure()
     }
 
     fn buckets(&self) -> Result<Vec<String>, StorageError> {

@@ -19,6 +19,7 @@ use crate::gateway::Gateway;
 use crate::manifest::MAX_WAIT_IDS;
 use crate::pipeline::{Admitted, call_metering};
 use crate::session::SessionError;
+use crate::storage::StorageError;
 use crate::watermark::Watermark;
 
 /// How long [`Jobs::cancel`] waits for a running job's call to settle in
@@ -678,25 +679,50 @@ impl Jobs {
             };
             let (status, result) = outcome(report);
             let now = self.now();
-            let finished = self
-                .update(&id, move |j| {
-                    if j.status == JobStatus::Running {
-                        j.status = status;
-                        j.finished_at_ms = Some(now);
-                        j.result = Some(result);
-                        true
-                    } else if j.status == JobStatus::Cancelled {
-                        // Cancelled while running: keep what the call says of itself.
-                        j.result = Some(result);
-                        true
-                    } else {
-                        false
+            // The slot is not needed to store the outcome, which may wait
+            // for a failed store to be reopened.
+            drop(permit);
+            let mut waited = Duration::ZERO;
+            loop {
+                let result = result.clone();
+                let finished = self
+                    .update(&id, move |j| {
+                        if j.status == JobStatus::Running {
+                            j.status = status;
+                            j.finished_at_ms = Some(now);
+                            j.result = Some(result);
+                            true
+                        } else if j.status == JobStatus::Cancelled {
+                            // Cancelled while running: keep what the call says of itself.
+                            j.result = Some(result);
+                            true
+                        } else {
+                            false
+                        }
+                    })
+                    .await;
+                match finished {
+                    Err(JobError::Storage(StorageError::Io(e))) if waited < OUTCOME_PATIENCE => {
+                        // A failed store is reopened once there is room (see
+                        // `glovebox_store::Reopening`): try again then, rather
+                        // than leave the record `running` until a restart.
+                        tracing::warn!(job = %id, error = %e, "the job's outcome could not be stored yet; trying again");
+                        tokio::time::sleep(crate::storage::RETRY).await;
+                        waited += crate::storage::RETRY;
                     }
-                })
-                .await;
-            if let Err(e) = finished {
-                tracing::error!(job = %id, error = %e, "the job's outcome could not be stored");
+                    Err(e) => {
+                        tracing::error!(job = %id, error = %e, "the job's outcome could not be stored; the next start's recovery ends its record");
+                        break;
+                    }
+                    Ok(_) => break,
+                }
             }
+            self.live
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&id);
+            self.notify();
+            return;
         } else if let Err(e) = started {
             tracing::error!(job = %id, error = %e, "the job could not be started");
         }
@@ -727,6 +753,10 @@ impl Jobs {
         self.changed.send_modify(|n| *n = n.wrapping_add(1));
     }
 }
+
+/// How long a job that ran keeps trying to store its outcome in a failed
+/// store (which is reopened once there is room) before it gives up.
+const OUTCOME_PATIENCE: Duration = Duration::from_secs(600);
 
 /// Hands queued jobs permits in queue order and starts their tasks.
 async fn dispatch(

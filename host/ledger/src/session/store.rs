@@ -102,7 +102,20 @@ pub enum Commit {
 #[derive(Default)]
 pub(crate) struct Slot {
     pub(crate) state: Option<SessionState>,
+    /// The store's generation when `state` was loaded: a reopened store (see
+    /// `glovebox_store::Reopening`) may hold less than was cached.
+    pub(crate) generation: u64,
 }
+
+/// Calls whose record failed with the store, by session: each with the
+/// store's generation at the failure. Once the store was reopened, the next
+/// load of the session marks each one still in flight `interrupted`
+/// (`Sessions::settle_owed`), as a restart's recovery would.
+type Owed = HashMap<String, Vec<(String, u64)>>;
+
+/// At most this many calls are kept owed; past it a failed call is left to
+/// the recovery of the next start, which marks every call in flight.
+const OWED_MAX: usize = 10_000;
 
 /// The sessions of one storage. Methods are blocking (the storage is); async
 /// callers run them with `spawn_blocking`.
@@ -115,6 +128,7 @@ pub struct Sessions {
     /// Lock order: `names`, then a session's slot.
     pub(crate) names: Mutex<()>,
     last_load: Mutex<Option<LoadStats>>,
+    owed: Mutex<Owed>,
 }
 
 impl Sessions {
@@ -131,6 +145,7 @@ impl Sessions {
             slots: Mutex::new(HashMap::new()),
             names: Mutex::new(()),
             last_load: Mutex::new(None),
+            owed: Mutex::new(HashMap::new()),
         }
     }
 
@@ -190,6 +205,10 @@ impl Sessions {
         slot: &'a mut Slot,
         id: &str,
     ) -> Result<&'a mut SessionState, SessionError> {
+        let generation = self.storage.generation();
+        if slot.generation != generation {
+            slot.state = None;
+        }
         if slot.state.is_none() {
             let label = self.label_of(id);
             let (state, stats) = log::load(&*self.storage, id, &label, true, self.chain_key())?;
@@ -210,10 +229,84 @@ impl Sessions {
             *lock(&self.last_load) = Some(stats);
             self.reconcile_info(&state);
             slot.state = Some(state);
+            slot.generation = generation;
+            self.settle_owed(slot, id, generation)?;
         }
         slot.state
             .as_mut()
             .ok_or_else(|| SessionError::NotFound(id.to_string()))
+    }
+
+    /// Keeps the calls of `events`, whose write failed, owed an ending
+    /// (see [`Owed`]).
+    fn owe(&self, id: &str, events: &[Event]) {
+        let generation = self.storage.generation();
+        let mut owed = lock(&self.owed);
+        let mut count: usize = owed.values().map(Vec::len).sum();
+        for event in events {
+            let call_id = match &event.kind {
+                EventKind::CallRequested { call_id, .. }
+                | EventKind::CallDecided { call_id, .. }
+                | EventKind::CallStarted { call_id, .. }
+                | EventKind::CallFinished { call_id, .. } => call_id,
+                _ => continue,
+            };
+            if count >= OWED_MAX {
+                tracing::warn!(session = %id, call_id = %call_id, "too many calls owed an ending; the next start's recovery ends this one");
+                continue;
+            }
+            let calls = owed.entry(id.to_string()).or_default();
+            if !calls.iter().any(|(c, _)| c == call_id) {
+                calls.push((call_id.clone(), generation));
+                count += 1;
+            }
+        }
+    }
+
+    /// Ends the calls of session `id` (just loaded into `slot`) whose record
+    /// failed before the store was reopened: each still in flight in the log
+    /// is marked `interrupted`, as a restart's recovery would, since the call
+    /// that made it gave up when its write failed.
+    fn settle_owed(&self, slot: &mut Slot, id: &str, generation: u64) -> Result<(), SessionError> {
+        let due: Vec<String> = {
+            let mut owed = lock(&self.owed);
+            let Some(calls) = owed.get_mut(id) else {
+                return Ok(());
+            };
+            let (due, later): (Vec<_>, Vec<_>) =
+                calls.drain(..).partition(|(_, g)| *g < generation);
+            *calls = later;
+            if calls.is_empty() {
+                owed.remove(id);
+            }
+            due.into_iter().map(|(call_id, _)| call_id).collect()
+        };
+        for (i, call_id) in due.iter().enumerate() {
+            let in_flight = slot
+                .state
+                .as_ref()
+                .is_some_and(|state| state.in_flight.contains_key(call_id));
+            if !in_flight {
+                continue;
+            }
+            let kind = EventKind::CallInterrupted {
+                call_id: call_id.clone(),
+                reason: "the store failed while the call was being recorded, and the call gave up; the store was reopened without a restart".to_string(),
+            };
+            if let Err(e) = self.append_batch_locked(slot, id, vec![kind], Commit::Durable) {
+                // Owed still: the next load after the next reopen tries again.
+                let mut owed = lock(&self.owed);
+                let calls = owed.entry(id.to_string()).or_default();
+                calls.extend(
+                    due[i..]
+                        .iter()
+                        .map(|c| (c.clone(), generation.saturating_sub(1))),
+                );
+                return Err(e);
+            }
+            tracing::warn!(session = %id, call_id = %call_id, "call marked interrupted: its record failed with the store, which was reopened");
+        }
+        Ok(())
     }
 
     /// The configured chain key (`[storage] chain_key_file`).
@@ -321,6 +414,9 @@ impl Sessions {
                 Err(e) => {
                     // The write may or may not have reached the log: reload next time.
                     slot.state = None;
+                    if matches!(e, StorageError::Io(_)) {
+                        self.owe(id, &events);
+                    }
                     return Err(log::storage_error(e, &self.label_of(id)));
                 }
             }

@@ -83,6 +83,11 @@ impl GroupCommit {
         }
     }
 
+    /// The first failure, once the committer has failed.
+    pub(super) fn failure(&self) -> Option<String> {
+        self.lock().failed.as_ref().map(|(_, e)| e.clone())
+    }
+
     /// Marks the committer failed outside a flush (a write that failed half
     /// way): flushes already started still acknowledge their writers.
     pub(super) fn poison(&self, error: String) {

@@ -142,6 +142,11 @@ impl<Op> GroupCommit<Op> {
         }
     }
 
+    /// The first error, once the store has failed.
+    pub(super) fn failure(&self) -> Option<String> {
+        self.failed.get().cloned()
+    }
+
     /// Fails with the first error once the store has failed.
     pub(super) fn check(&self) -> Result<(), StorageError> {
         match self.failed.get() {

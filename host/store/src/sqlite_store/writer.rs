@@ -93,7 +93,7 @@ impl Writer {
                 StorageError::Io(m) | StorageError::Corrupt(m) => m,
                 other => other.to_string(),
             };
-            format!("{message}: restart glovebox to reopen the data dir")
+            format!("{message}: {}", crate::REOPEN_FIX)
         };
         // Cached: parsing these two costs as much as a small append.
         self.conn
