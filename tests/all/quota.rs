@@ -11,6 +11,8 @@ use crate::util::{Site, plugins};
 
 const KIB: u64 = 1024;
 const MIB: u64 = 1024 * KIB;
+/// What a new directory entry takes from a write budget.
+const ENTRY: u64 = 4 * KIB;
 
 /// The hostile file-system plugin, with `extra` manifest text.
 fn hostile_fs(extra: &str) -> (&'static str, String) {
@@ -84,7 +86,8 @@ fn threat_42_a_call_writing_past_limits_write_gets_a_quota_error_and_its_session
         let on_disk = size(&work.join(&file));
         assert!(on_disk <= MIB, "{via}: {on_disk} bytes on disk");
         if via != "set-size" {
-            assert_eq!(on_disk, MIB, "{via}: wrote up to the budget");
+            // The new file's entry took a block of the budget.
+            assert_eq!(on_disk, MIB - ENTRY, "{via}: wrote up to the budget");
         }
     }
 
@@ -98,6 +101,18 @@ fn threat_42_a_call_writing_past_limits_write_gets_a_quota_error_and_its_session
     filled(&site, "b", "/work/other.bin", 900 * KIB);
     assert_eq!(size(&work.join("after.bin")), 100 * KIB);
     assert_eq!(site.run(&["log", "verify", "a"]).0, 0);
+
+    // Empty files and directories without end: each new entry takes a block,
+    // so the call stops at 1 MiB / 4 KiB = 256 entries.
+    for via in ["files", "dirs"] {
+        let dir = work.join(via);
+        std::fs::create_dir(&dir).unwrap();
+        let (code, out) = fill(&site, "a", &format!("/work/{via}"), 100_000, via);
+        assert_eq!(code, 6, "{via}: {out}");
+        assert!(out.contains("passed its write quota"), "{via}: {out}");
+        let made = std::fs::read_dir(&dir).unwrap().count() as u64;
+        assert_eq!(made, MIB / ENTRY, "{via}: entries made");
+    }
 }
 
 #[test]
@@ -115,15 +130,16 @@ fn threat_42_the_scratch_quota_holds_across_the_calls_of_a_session() {
     let dir = site.path().join("data/scratch").join(&a);
 
     filled(&site, "a", "/scratch/one.bin", 700 * KIB);
-    // The second call finds 324 KiB left of the session's MiB.
+    // The second call finds 320 KiB left of the session's MiB (one.bin's
+    // entry counts a block), and two.bin's own entry takes a block of it.
     let (code, out) = fill(&site, "a", "/scratch/two.bin", 700 * KIB, "stream");
     assert_eq!(code, 6, "{out}");
     assert!(out.contains("`runtime.scratch_quota`"), "{out}");
     assert!(
-        out.contains("700 KiB of its session's scratch quota of 1 MiB"),
+        out.contains("704 KiB of its session's scratch quota of 1 MiB"),
         "{out}"
     );
-    assert_eq!(size(&dir.join("two.bin")), 324 * KIB);
+    assert_eq!(size(&dir.join("two.bin")), 320 * KIB - ENTRY);
     // Full now: even a byte is refused.
     let (code, out) = fill(&site, "a", "/scratch/three.bin", 1, "pwrite");
     assert_eq!(code, 6, "{out}");

@@ -140,7 +140,8 @@ const TOOLS: &[(&str, &str, &[&str], &str, bool)] = &[
         "fill",
         "Writes `bytes` bytes (a decimal number) to `path` in 64 KiB chunks, `via` \
          `stream` (std's write), `append` (an append-mode file), `pwrite` \
-         (`descriptor.write` at offsets) or `set-size` (grows the file).",
+         (`descriptor.write` at offsets) or `set-size` (grows the file); or \
+         `bytes` empty entries under directory `path`, `via` `files` or `dirs`.",
         &["path", "bytes", "via"],
         "execute:hostile:fs",
         true,
@@ -287,9 +288,23 @@ fn fill(path: &str, bytes: u64, via: &str, written: &mut u64) -> io::Result<()> 
             *written = bytes;
             Ok(())
         }
+        // Entries rather than bytes: `bytes` empty files (or directories)
+        // `path/0`, `path/1`, ...; `written` counts the entries made.
+        "files" | "dirs" => {
+            while *written < bytes {
+                let entry = format!("{path}/{written}");
+                if via == "files" {
+                    fs::File::create_new(&entry)?;
+                } else {
+                    fs::create_dir(&entry)?;
+                }
+                *written += 1;
+            }
+            Ok(())
+        }
         other => Err(io::Error::new(
             io::ErrorKind::InvalidInput,
-            format!("`via` is stream, append, pwrite or set-size, not `{other}`"),
+            format!("`via` is stream, append, pwrite, set-size, files or dirs, not `{other}`"),
         )),
     }
 }

@@ -25,12 +25,13 @@ use anyhow::Result;
 use wasmtime::component::{Linker, Resource, ResourceTable, ResourceTableError};
 use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemView};
 use wasmtime_wasi::p2::bindings::filesystem::types::{
-    DescriptorFlags, HostDescriptor, OpenFlags, PathFlags,
+    DescriptorFlags, ErrorCode, HostDescriptor, OpenFlags, PathFlags,
 };
 use wasmtime_wasi::p2::bindings::random::{insecure, random};
 use wasmtime_wasi_http::FieldMapError;
 
 use super::CallState;
+use super::quota::ENTRY_BYTES;
 
 /// Resource-table entries a call may hold at once.
 pub const RESOURCES: usize = 1024;
@@ -169,7 +170,22 @@ fn shadow(linker: &mut Linker<CallState>) -> Result<()> {
                 if state.bounds.open_descriptors(&state.table) >= DESCRIPTORS {
                     return Err(Exceeded(Bound::Descriptors).into());
                 }
+                // A file this open creates takes a block of the call's write
+                // budget (see `quota`): one that exists already does not.
+                let budget = state.writes.clone();
                 let mut view = state.filesystem();
+                let creates = open_flags.contains(OpenFlags::CREATE)
+                    && HostDescriptor::stat_at(
+                        &mut view,
+                        Resource::new_borrow(fd.rep()),
+                        path_flags,
+                        path.clone(),
+                    )
+                    .await
+                    .is_err();
+                if creates && !budget.take(ENTRY_BYTES) {
+                    return Ok((Err(ErrorCode::InsufficientSpace),));
+                }
                 match HostDescriptor::open_at(&mut view, fd, path_flags, path, open_flags, flags)
                     .await
                 {
@@ -177,7 +193,12 @@ fn shadow(linker: &mut Linker<CallState>) -> Result<()> {
                         store.data_mut().bounds.opened.insert(opened.rep());
                         Ok((Ok(opened),))
                     }
-                    Err(e) => Ok((Err(e.downcast()?),)),
+                    Err(e) => {
+                        if creates {
+                            budget.give_back(ENTRY_BYTES);
+                        }
+                        Ok((Err(e.downcast()?),))
+                    }
                 }
             })
         },

@@ -16,9 +16,12 @@
 //! that it was hit, so the call ends in a typed `quota` error that names the
 //! key to raise. The guest wrote exactly up to the budget, never past it.
 //!
-//! Not counted: directory entries themselves (creating files and directories
-//! costs the file system a few blocks each), which the deadline and the
-//! guest's fuel bound.
+//! New directory entries count too: creating a file (`open-at` with `create`
+//! on a path that did not exist), a directory, a symlink or a hard link takes
+//! [`ENTRY_BYTES`] (about the block a file system gives it), so a guest that
+//! makes empty files without end runs out of budget as one that writes does,
+//! and the scratch measure counts each entry the same way. Deleting gives
+//! nothing back within the call (the scratch measure at the next call sees it).
 
 use std::io;
 use std::path::Path;
@@ -29,13 +32,17 @@ use anyhow::Result;
 use bytes::Bytes;
 use wasmtime::component::{Linker, Resource};
 use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemView};
-use wasmtime_wasi::p2::bindings::filesystem::types::{ErrorCode, HostDescriptor};
+use wasmtime_wasi::p2::bindings::filesystem::types::{ErrorCode, HostDescriptor, PathFlags};
 use wasmtime_wasi::p2::{DynOutputStream, OutputStream, Pollable, StreamError, StreamResult};
 
 use super::CallState;
 
 /// The `wasi:filesystem/types` instance that `wasmtime_wasi::p2` links.
 const FILESYSTEM_TYPES: &str = "wasi:filesystem/types@0.2.12";
+
+/// What one new directory entry (file, directory, link) takes from a write
+/// budget and counts for in a scratch directory: a block.
+pub const ENTRY_BYTES: u64 = 4096;
 
 /// Which key bounds a call's writes: the one its quota error names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -108,7 +115,7 @@ impl WriteBudget {
     }
 
     /// Takes exactly `wanted` bytes, or nothing (and marks the budget as hit).
-    fn take(&self, wanted: u64) -> bool {
+    pub(crate) fn take(&self, wanted: u64) -> bool {
         let taken = self
             .left
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |left| {
@@ -122,7 +129,7 @@ impl WriteBudget {
     }
 
     /// Gives back bytes taken for a write that failed.
-    fn give_back(&self, bytes: u64) {
+    pub(crate) fn give_back(&self, bytes: u64) {
         self.left.fetch_add(bytes, Ordering::AcqRel);
     }
 
@@ -265,6 +272,53 @@ fn define(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
             })
         },
     )?;
+    types.func_wrap_async(
+        "[method]descriptor.create-directory-at",
+        |mut store, (fd, path): (Resource<Descriptor>, String)| {
+            Box::new(async move {
+                let budget = store.data().writes.clone();
+                if !budget.take(ENTRY_BYTES) {
+                    return Ok((Err(ErrorCode::InsufficientSpace),));
+                }
+                let mut view = store.data_mut().filesystem();
+                match HostDescriptor::create_directory_at(&mut view, fd, path).await {
+                    Ok(()) => Ok((Ok(()),)),
+                    Err(e) => {
+                        budget.give_back(ENTRY_BYTES);
+                        Ok((Err(e.downcast()?),))
+                    }
+                }
+            })
+        },
+    )?;
+    types.func_wrap_async(
+        "[method]descriptor.link-at",
+        |mut store,
+         (fd, old_flags, old_path, new_dir, new_path): (
+            Resource<Descriptor>,
+            PathFlags,
+            String,
+            Resource<Descriptor>,
+            String,
+        )| {
+            Box::new(async move {
+                let budget = store.data().writes.clone();
+                if !budget.take(ENTRY_BYTES) {
+                    return Ok((Err(ErrorCode::InsufficientSpace),));
+                }
+                let mut view = store.data_mut().filesystem();
+                match HostDescriptor::link_at(&mut view, fd, old_flags, old_path, new_dir, new_path)
+                    .await
+                {
+                    Ok(()) => Ok((Ok(()),)),
+                    Err(e) => {
+                        budget.give_back(ENTRY_BYTES);
+                        Ok((Err(e.downcast()?),))
+                    }
+                }
+            })
+        },
+    )?;
     types.func_wrap(
         "[method]descriptor.write-via-stream",
         |mut store, (fd, offset): (Resource<Descriptor>, u64)| {
@@ -328,6 +382,8 @@ pub fn dir_bytes(dir: &Path, max_entries: usize) -> io::Result<Option<u64>> {
                 Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
                 Err(e) => return Err(e),
             };
+            // Each entry takes a block, as a new one takes from a call's budget.
+            total = total.saturating_add(ENTRY_BYTES);
             if meta.is_dir() {
                 pending.push(entry.path());
             } else {
@@ -378,7 +434,11 @@ mod tests {
         std::fs::write(tmp.path().join("g"), vec![1u8; 24]).unwrap();
         #[cfg(unix)]
         std::os::unix::fs::symlink("/usr", tmp.path().join("link")).unwrap();
-        assert_eq!(dir_bytes(tmp.path(), 100).unwrap(), Some(1024 + link_len()));
+        // Five entries (a, a/b, a/b/f, g, link), a block each.
+        assert_eq!(
+            dir_bytes(tmp.path(), 100).unwrap(),
+            Some(1024 + link_len() + 5 * ENTRY_BYTES)
+        );
         assert_eq!(dir_bytes(tmp.path(), 2).unwrap(), None);
     }
 

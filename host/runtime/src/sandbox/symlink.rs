@@ -41,10 +41,18 @@ pub fn add_to_linker(linker: &mut Linker<CallState>) -> Result<()> {
                         tracing::info!(%target, %link, "guest symlink refused: it would point outside the directory that holds it");
                         return Ok((Err(ErrorCode::NotPermitted),));
                     }
+                    // A new entry: it takes a block of the call's write budget.
+                    let budget = store.data().writes.clone();
+                    if !budget.take(super::quota::ENTRY_BYTES) {
+                        return Ok((Err(ErrorCode::InsufficientSpace),));
+                    }
                     let mut view = store.data_mut().filesystem();
                     match HostDescriptor::symlink_at(&mut view, fd, target, link).await {
                         Ok(()) => Ok((Ok(()),)),
-                        Err(e) => Ok((Err(e.downcast()?),)),
+                        Err(e) => {
+                            budget.give_back(super::quota::ENTRY_BYTES);
+                            Ok((Err(e.downcast()?),))
+                        }
                     }
                 })
             },
