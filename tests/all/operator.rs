@@ -642,6 +642,31 @@ fn builtin_actions_are_judged_by_the_hook_chain() {
     // The session's own built-ins stay allowed.
     let status = server.call(4, "session_status", json!({}));
     assert_eq!(status["result"]["isError"], false, "{status}");
+    // The refusal is in the session's log, by the agent, naming the hook.
+    let (code, export, err) = site.run(&["log", "export", "w"]);
+    assert_eq!(code, 0, "{err}");
+    let refused: Vec<Value> = export
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["kind"]["type"] == "action_refused")
+        .collect();
+    assert_eq!(refused.len(), 1, "{export}");
+    let event = &refused[0];
+    assert_eq!(event["kind"]["action"], "glovebox:job:spawn", "{event}");
+    assert_eq!(event["kind"]["hook"], "roles", "{event}");
+    assert!(
+        event["kind"]["hook_digest"]
+            .as_str()
+            .is_some_and(|d| d.len() == 64),
+        "{event}"
+    );
+    assert!(
+        event["by"]
+            .as_str()
+            .is_some_and(|by| !by.starts_with("cli:")),
+        "{event}"
+    );
+    assert_eq!(site.run(&["log", "verify", "w"]).0, 0);
 }
 
 /// A request that takes more than a second tells a client that gave a

@@ -8,16 +8,23 @@
 //! that triggers on `*` sees them, so a config's allow-lists must name them
 //! (the tool name is `glovebox.<builtin>`: `glovebox.*` allows them all).
 //!
-//! Nothing is written for an action's verdict (it is not a call, and a
-//! session may not exist yet); a denial is the caller's error, worded as a
-//! tool call's, and is counted in the metrics. An `ask` refuses the action:
-//! only calls wait for a human, so the message says who can change the policy.
+//! A refusal is the caller's error, worded as a tool call's, and is counted
+//! in the metrics; when the action concerns one of the caller's sessions it
+//! is also written to that session's log (`action_refused`, by the caller,
+//! naming the hook and its digest). An allowed action writes nothing of its
+//! verdict (the action's own events say what it did), and neither does a
+//! refusal with no session (`session_start`, or a session that is not the
+//! caller's: that one gets "not found" from the action itself).
+//!
+//! An `ask` refuses the action: only calls wait for a human, so the message
+//! says who can change the policy.
 
 use crate::call::new_call_id;
 use crate::error::CallError;
 use crate::gateway::Gateway;
 use crate::hooks::{HookRequest, Verdict};
 use crate::manifest::Principal;
+use crate::session::EventKind;
 
 /// The tool name and action of built-in `builtin` (`session_start`):
 /// `glovebox.session_start` and `glovebox:session:start`.
@@ -68,9 +75,9 @@ impl Gateway {
         let outcome = host.evaluate_hooks(&request).await;
         let decided = crate::pipeline::decided(&request.call_id, &outcome.decisions);
         self.metrics().decisions(&decided);
-        let refusal = match &outcome.verdict {
+        let (refusal, by) = match &outcome.verdict {
             Verdict::Allow => return Ok(()),
-            Verdict::Deny(d) => crate::pipeline::denied(&tool, d),
+            Verdict::Deny(d) => (crate::pipeline::denied(&tool, d), d.clone()),
             Verdict::Ask(d) => {
                 let mut d = d.clone();
                 d.reason = Some(format!(
@@ -78,10 +85,27 @@ impl Gateway {
                     d.reason.as_deref().unwrap_or("approval needed"),
                     d.hook
                 ));
-                crate::pipeline::denied(&tool, &d)
+                (crate::pipeline::denied(&tool, &d), d)
             }
         };
         tracing::info!(principal = %caller.name, action = %name, error = %refusal, "a built-in action was refused by a hook");
+        // The caller's own session (the adapter resolved it as the caller's,
+        // or left it empty): the refusal goes in its log, by the caller.
+        if !action.session.is_empty() {
+            let sessions = self.sessions().clone();
+            let session = action.session.to_string();
+            let kind = EventKind::ActionRefused {
+                action: name.clone(),
+                hook: by.hook.clone(),
+                reason: refusal.to_string(),
+                hook_digest: by.digest.clone(),
+            };
+            let logged =
+                crate::pipeline::ledger_work(move || sessions.append(&session, kind)).await;
+            if let Err(e) = logged {
+                tracing::warn!(session = %action.session, action = %name, error = %e, "a refused built-in action could not be logged in its session");
+            }
+        }
         Err(refusal)
     }
 }

@@ -359,6 +359,20 @@ pub enum EventKind {
     JobsUnwaited {
         jobs: Vec<UnwaitedJob>,
     },
+    /// A built-in action on this session (`glovebox:<noun>:<verb>`, e.g.
+    /// `glovebox:job:spawn`) that the hook chain refused: denied, or asked
+    /// (built-ins do not wait for approval). Nothing else of it happened.
+    ActionRefused {
+        /// The action, `glovebox:<noun>:<verb>`.
+        action: String,
+        /// The hook that refused it.
+        hook: String,
+        /// The refusal, as the caller got it.
+        reason: String,
+        /// The SHA-256 of that hook's component.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        hook_digest: Option<String>,
+    },
 }
 
 /// A background job nobody waited for when its session ended.
@@ -400,6 +414,7 @@ impl EventKind {
             EventKind::Escalation { .. } => "escalation",
             EventKind::ContextInjected { .. } => "context_injected",
             EventKind::JobsUnwaited { .. } => "jobs_unwaited",
+            EventKind::ActionRefused { .. } => "action_refused",
         }
     }
 }

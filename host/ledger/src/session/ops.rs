@@ -457,7 +457,8 @@ impl Sessions {
             | EventKind::BlockerFlag { .. }
             | EventKind::Escalation { .. }
             | EventKind::ContextInjected { .. }
-            | EventKind::JobsUnwaited { .. } => None,
+            | EventKind::JobsUnwaited { .. }
+            | EventKind::ActionRefused { .. } => None,
             EventKind::SessionStarted { .. } => Some("start"),
             EventKind::Renamed { .. } => Some("rename"),
             EventKind::Tagged { .. } => Some("tag"),

@@ -257,7 +257,8 @@ impl SessionState {
             | EventKind::BlockerFlag { .. }
             | EventKind::Escalation { .. }
             | EventKind::ContextInjected { .. }
-            | EventKind::JobsUnwaited { .. } => {
+            | EventKind::JobsUnwaited { .. }
+            | EventKind::ActionRefused { .. } => {
                 if status == Archived {
                     Err(self.invalid("the session is archived: its log is closed"))
                 } else {
@@ -432,7 +433,8 @@ impl SessionState {
             }
             EventKind::BlockerFlag { .. }
             | EventKind::Escalation { .. }
-            | EventKind::JobsUnwaited { .. } => {}
+            | EventKind::JobsUnwaited { .. }
+            | EventKind::ActionRefused { .. } => {}
             EventKind::ContextInjected { entries, .. } => {
                 self.context.extend(entries.iter().cloned());
                 let over = self.context.len().saturating_sub(MAX_CONTEXT);
