@@ -277,17 +277,9 @@ fn define(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
         |mut store, (fd, path): (Resource<Descriptor>, String)| {
             Box::new(async move {
                 let budget = store.data().writes.clone();
-                if !budget.take(ENTRY_BYTES) {
-                    return Ok((Err(ErrorCode::InsufficientSpace),));
-                }
                 let mut view = store.data_mut().filesystem();
-                match HostDescriptor::create_directory_at(&mut view, fd, path).await {
-                    Ok(()) => Ok((Ok(()),)),
-                    Err(e) => {
-                        budget.give_back(ENTRY_BYTES);
-                        Ok((Err(e.downcast()?),))
-                    }
-                }
+                let made = HostDescriptor::create_directory_at(&mut view, fd, path);
+                Ok((new_entry(&budget, made).await?,))
             })
         },
     )?;
@@ -303,19 +295,10 @@ fn define(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
         )| {
             Box::new(async move {
                 let budget = store.data().writes.clone();
-                if !budget.take(ENTRY_BYTES) {
-                    return Ok((Err(ErrorCode::InsufficientSpace),));
-                }
                 let mut view = store.data_mut().filesystem();
-                match HostDescriptor::link_at(&mut view, fd, old_flags, old_path, new_dir, new_path)
-                    .await
-                {
-                    Ok(()) => Ok((Ok(()),)),
-                    Err(e) => {
-                        budget.give_back(ENTRY_BYTES);
-                        Ok((Err(e.downcast()?),))
-                    }
-                }
+                let made =
+                    HostDescriptor::link_at(&mut view, fd, old_flags, old_path, new_dir, new_path);
+                Ok((new_entry(&budget, made).await?,))
             })
         },
     )?;
@@ -336,6 +319,25 @@ fn define(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
         },
     )?;
     Ok(())
+}
+
+/// Runs `make`, which adds one directory entry, against `budget`: it takes
+/// [`ENTRY_BYTES`] first (the guest gets `insufficient-space` when they are
+/// not there, and `make` never runs) and gives them back if `make` fails.
+pub(crate) async fn new_entry(
+    budget: &WriteBudget,
+    make: impl std::future::Future<Output = wasmtime_wasi::p2::FsResult<()>>,
+) -> wasmtime::Result<Result<(), ErrorCode>> {
+    if !budget.take(ENTRY_BYTES) {
+        return Ok(Err(ErrorCode::InsufficientSpace));
+    }
+    match make.await {
+        Ok(()) => Ok(Ok(())),
+        Err(e) => {
+            budget.give_back(ENTRY_BYTES);
+            Ok(Err(e.downcast()?))
+        }
+    }
 }
 
 /// The stream wasmtime-wasi opened, replaced in the table by the same stream

@@ -43,17 +43,9 @@ pub fn add_to_linker(linker: &mut Linker<CallState>) -> Result<()> {
                     }
                     // A new entry: it takes a block of the call's write budget.
                     let budget = store.data().writes.clone();
-                    if !budget.take(super::quota::ENTRY_BYTES) {
-                        return Ok((Err(ErrorCode::InsufficientSpace),));
-                    }
                     let mut view = store.data_mut().filesystem();
-                    match HostDescriptor::symlink_at(&mut view, fd, target, link).await {
-                        Ok(()) => Ok((Ok(()),)),
-                        Err(e) => {
-                            budget.give_back(super::quota::ENTRY_BYTES);
-                            Ok((Err(e.downcast()?),))
-                        }
-                    }
+                    let made = HostDescriptor::symlink_at(&mut view, fd, target, link);
+                    Ok((super::quota::new_entry(&budget, made).await?,))
                 })
             },
         )
