@@ -257,7 +257,9 @@ impl SessionState {
             | EventKind::BlockerFlag { .. }
             | EventKind::Escalation { .. }
             | EventKind::ContextInjected { .. }
-            | EventKind::JobsUnwaited { .. } => {
+            | EventKind::JobsUnwaited { .. }
+            | EventKind::MemoryProposed { .. }
+            | EventKind::MemorySearched { .. } => {
                 if status == Archived {
                     Err(self.invalid("the session is archived: its log is closed"))
                 } else {
@@ -432,7 +434,9 @@ impl SessionState {
             }
             EventKind::BlockerFlag { .. }
             | EventKind::Escalation { .. }
-            | EventKind::JobsUnwaited { .. } => {}
+            | EventKind::JobsUnwaited { .. }
+            | EventKind::MemoryProposed { .. }
+            | EventKind::MemorySearched { .. } => {}
             EventKind::ContextInjected { entries, .. } => {
                 self.context.extend(entries.iter().cloned());
                 let over = self.context.len().saturating_sub(MAX_CONTEXT);
