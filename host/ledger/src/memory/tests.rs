@@ -191,16 +191,16 @@ fn user_and_role_scopes_reach_their_sessions_only() {
     // Newest approval first.
     assert_eq!(
         ids(&r.start(&alice, "alpha", Role::Supervisor)),
-        [role.id.clone(), mine.id.clone()]
+        [role.id.as_str(), mine.id.as_str()]
     );
     assert_eq!(
         ids(&r.start(&alice, "alpha", Role::Workagent)),
-        [mine.id.clone()]
+        [mine.id.as_str()]
     );
     let bob = agent("bob", &["alpha"]);
     assert_eq!(
         ids(&r.start(&bob, "alpha", Role::Supervisor)),
-        [role.id.clone()]
+        [role.id.as_str()]
     );
     assert!(ids(&r.start(&bob, "alpha", Role::Workagent)).is_empty());
 }
