@@ -154,6 +154,7 @@ fn needs_store(command: &Command) -> bool {
         | Command::Billing(_)
         | Command::Rescue { .. }
         | Command::Context { .. }
+        | Command::Memory { .. }
         | Command::Log { .. }
         | Command::Approvals { .. }
         | Command::Approve { .. }

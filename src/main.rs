@@ -35,6 +35,7 @@ mod debug;
 mod doctor;
 mod hook;
 mod jobs;
+mod memory;
 mod notify;
 mod plugin;
 mod principal;
@@ -126,6 +127,12 @@ enum Command {
     Context {
         #[command(subcommand)]
         command: rescue::ContextCommand,
+    },
+    /// The memory bank: review what agents and rescues proposed (approve,
+    /// reject), retire, list. Only approved entries reach new sessions.
+    Memory {
+        #[command(subcommand)]
+        command: memory::MemoryCommand,
     },
     /// The session log: verify its hash chain, show it, export it.
     Log {
@@ -336,6 +343,7 @@ async fn dispatch(config: &std::path::Path, command: Command) -> Result<ExitCode
         Command::Log { command } => sessions::run_log(config, command),
         Command::Rescue { command } => rescue::run_rescue(config, command),
         Command::Context { command } => rescue::run_context(config, command),
+        Command::Memory { command } => memory::run(config, command),
         Command::Billing(args) => billing::run(config, args),
         Command::Job { command } => jobs::run(config, command).await,
         Command::Serve(args) => serve::run(config, args).await,

@@ -40,13 +40,14 @@ pub enum RescueCommand {
         #[arg(long = "spec-change")]
         spec_changes: Vec<String>,
     },
-    /// Close the rescue; `--enrich` adds entries to the project's context index.
+    /// Close the rescue; `--enrich` proposes entries to the project's memory
+    /// (`glovebox memory review` approves them).
     Resolve {
         id: String,
         /// resolved, re_escalated or abandoned.
         #[arg(long)]
         outcome: Outcome,
-        /// A context index entry for every new session of the project (repeatable).
+        /// A lesson for every new session of the project, once approved (repeatable).
         #[arg(long = "enrich")]
         enrich: Vec<String>,
     },
@@ -109,7 +110,8 @@ fn open(config: &Path) -> Result<Opened> {
         durable.sessions.clone(),
         durable.storage.clone(),
         config.context.clone(),
-    );
+    )
+    .with_memory(config.memory.clone());
     Ok(Opened {
         rescues,
         durable,

@@ -20,6 +20,7 @@ mod malformed;
 mod mcp;
 mod mcp_sdk;
 mod memory;
+mod memory_bank;
 mod nats;
 mod network;
 mod notify;

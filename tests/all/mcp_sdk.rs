@@ -62,6 +62,10 @@ fn write_config(dir: &Path) -> PathBuf {
 [approvals]
 wait = 0
 
+# Agents may propose to their project's memory (`test_memory.py`).
+[memory.propose]
+project = ["workagent"]
+
 [[plugin]]
 manifest = "echo.toml"
 [[plugin]]

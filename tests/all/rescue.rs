@@ -1,5 +1,6 @@
-//! Stuck-agent detection, the escalation ladder, rescue missions and the
-//! context index, with real sessions and real calls through real plugins.
+//! Stuck-agent detection, the escalation ladder, rescue missions, the
+//! context index and rescues' proposals to the memory bank, with real
+//! sessions and real calls through real plugins.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -8,7 +9,8 @@ use std::time::Duration;
 use glovebox::approvals::Approvals;
 use glovebox::budget::BudgetCaps;
 use glovebox::detect::{self, EscalationStep};
-use glovebox::manifest::{ContextConfig, ContextWriter, HookConfig, Severity};
+use glovebox::manifest::{ContextConfig, ContextWriter, HookConfig, MemoryConfig, Severity};
+use glovebox::memory::{MemoryBank, MemoryState};
 use glovebox::rescue::{Category, ContextKind, Outcome, RescueError, Rescues};
 use glovebox::session::{EventKind, Role, SessionStatus, StartSession};
 use glovebox::storage::{Durability, SledStore, Storage};
@@ -553,7 +555,21 @@ async fn a_rescue_from_open_to_resolved_changes_the_next_sessions_starting_conte
         "stored as returned"
     );
 
-    // The next session of the project starts with it; others do not.
+    // The lesson is a proposed memory entry of the project: the next session
+    // starts with it only once an operator approved it; others never do.
+    let bank = MemoryBank::new(r.durable.storage.clone(), MemoryConfig::default());
+    let proposed = bank.get(&rescue.context_updates[0]).unwrap();
+    assert_eq!(proposed.state, MemoryState::Proposed);
+    assert_eq!(proposed.text, lesson);
+    assert_eq!(
+        proposed.provenance.rescue.as_deref(),
+        Some(rescue.id.as_str())
+    );
+    assert_eq!(proposed.provenance.session.as_deref(), Some(id.as_str()));
+    let unreviewed = r.start("unreviewed", "alpha", None);
+    assert!(sessions.show(&unreviewed).unwrap().context.is_empty());
+    bank.approve(&proposed.id, "cli:test", rescues.now())
+        .unwrap();
     let next = sessions
         .start(StartSession {
             role: Role::Workagent,
@@ -567,10 +583,10 @@ async fn a_rescue_from_open_to_resolved_changes_the_next_sessions_starting_conte
     assert_eq!(next.context.len(), 1, "{:?}", next.context);
     assert_eq!(next.context[0].text, lesson);
     assert_eq!(next.context[0].id, rescue.context_updates[0]);
-    assert_eq!(next.context[0].source, source);
+    assert_eq!(next.context[0].source, "memory:project:alpha");
     assert!(matches!(
         &r.events(&next.id)[1],
-        EventKind::ContextInjected { source, entries } if source == "index" && entries.len() == 1
+        EventKind::ContextInjected { source, entries } if source == "memory" && entries.len() == 1
     ));
     assert_eq!(sessions.resume(&next.id).unwrap().context, next.context);
     let other = r.start("other", "beta", None);
@@ -581,19 +597,25 @@ async fn a_rescue_from_open_to_resolved_changes_the_next_sessions_starting_conte
     );
 
     // Retired entries are no longer handed out.
-    let index = rescues.index();
-    assert_eq!(index.search("NEVER call", Some("alpha")).unwrap().len(), 1);
-    index
-        .retire(
-            &rescue.context_updates[0],
-            ContextWriter::Operator,
-            rescues.now(),
-        )
+    bank.retire(&proposed.id, "cli:test", None, rescues.now())
         .unwrap();
     let later = r.start("later", "alpha", None);
     assert!(sessions.show(&later).unwrap().context.is_empty());
-    assert_eq!(index.list(Some("alpha"), true).unwrap().len(), 1);
-    assert!(index.list(Some("alpha"), false).unwrap().is_empty());
+
+    // The operator's own context index entries reach sessions at once.
+    let index = rescues.index();
+    index
+        .add(
+            "alpha",
+            "NEVER call panic.panic",
+            ContextWriter::Operator,
+            None,
+            1,
+        )
+        .unwrap();
+    assert_eq!(index.search("never CALL", Some("alpha")).unwrap().len(), 1);
+    let indexed = r.start("indexed", "alpha", None);
+    assert_eq!(sessions.show(&indexed).unwrap().context.len(), 1);
 }
 
 #[tokio::test]
@@ -617,6 +639,13 @@ async fn context_writers_is_an_operator_setting() {
         "nothing changed"
     );
     assert!(rescues.index().list(None, true).unwrap().is_empty());
+    assert!(
+        MemoryBank::new(r.durable.storage.clone(), MemoryConfig::default())
+            .list(&Default::default())
+            .unwrap()
+            .is_empty(),
+        "nothing proposed"
+    );
     // Without enrich it resolves; the operator may still write.
     rescues.resolve(&rescue.id, Outcome::Resolved, &[]).unwrap();
     rescues
@@ -852,15 +881,24 @@ fn rescue_and_context_through_the_cli() {
         "panic.panic is for tests only",
     ]);
     assert_eq!(resolved["outcome"], "resolved");
-
-    let next = site.json(&[
-        "session",
-        "start",
-        "--role",
-        "workagent",
-        "--project",
-        "cli",
-    ]);
+    // The enrichment is proposed to the project's memory, and reaches new
+    // sessions once `glovebox memory approve` approved it.
+    let start_cli = || {
+        site.json(&[
+            "session",
+            "start",
+            "--role",
+            "workagent",
+            "--project",
+            "cli",
+        ])
+    };
+    assert_eq!(start_cli()["context"], json!([]));
+    let review = site.json(&["memory", "review", "--json"]);
+    assert_eq!(review[0]["provenance"]["rescue"], rid.as_str());
+    assert_eq!(review[0]["id"], resolved["context_updates"][0]);
+    site.json(&["memory", "approve", review[0]["id"].as_str().unwrap()]);
+    let next = start_cli();
     assert_eq!(next["context"][0]["text"], "panic.panic is for tests only");
 
     let added = site.json(&[
@@ -872,12 +910,12 @@ fn rescue_and_context_through_the_cli() {
     ]);
     let cid = added["id"].as_str().unwrap().to_string();
     let listed = site.json(&["context", "list", "--project", "cli", "--json"]);
-    assert_eq!(listed.as_array().unwrap().len(), 2);
+    assert_eq!(listed.as_array().unwrap().len(), 1);
     let found = site.json(&["context", "search", "ECHO input", "--json"]);
     assert_eq!(found.as_array().unwrap().len(), 1);
     site.json(&["context", "retire", &cid]);
     let listed = site.json(&["context", "list", "--project", "cli", "--json"]);
-    assert_eq!(listed.as_array().unwrap().len(), 1);
+    assert_eq!(listed.as_array().unwrap().len(), 0);
 
     let (code, out, _) = site.run(&["rescue", "list"]);
     assert_eq!(code, 0);

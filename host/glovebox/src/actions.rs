@@ -1,7 +1,8 @@
 //! Built-in actions judged by the hook chain, as tool calls are.
 //!
 //! What an agent does besides calling tools (start or end a session, write a
-//! handoff, spawn or cancel a job, read a log, search the context index) is
+//! handoff, spawn or cancel a job, read a log, search the context index,
+//! propose to or search the memory bank) is
 //! policy too: each is an action `glovebox:<noun>:<verb>` (`session_start` is
 //! `glovebox:session:start`) that the hooks whose triggers cover it judge,
 //! before the gateway's ownership rules and the action itself run. A hook
@@ -128,7 +129,17 @@ mod tests {
             builtin_action("approval_status").1,
             "glovebox:approval:status"
         );
-        for builtin in ["session_start", "job_cancel", "context_search"] {
+        assert_eq!(
+            builtin_action("memory_propose").1,
+            "glovebox:memory:propose"
+        );
+        assert_eq!(builtin_action("memory_search").1, "glovebox:memory:search");
+        for builtin in [
+            "session_start",
+            "job_cancel",
+            "context_search",
+            "memory_propose",
+        ] {
             assert!(crate::hooks::pattern_matches(
                 "glovebox:*",
                 &builtin_action(builtin).1

@@ -58,6 +58,7 @@ pub fn open_sessions(config: &HostConfig) -> anyhow::Result<Durable> {
             quotas: config.quotas.clone(),
             disk: Some(Arc::new(Watermark::of(config))),
             chain_key,
+            memory: config.memory.clone(),
             ..SessionsConfig::default()
         },
     );

@@ -28,6 +28,7 @@ mod gateway;
 mod host;
 pub mod jobs;
 mod ledger;
+mod memory_bank;
 pub mod metrics;
 mod pipeline;
 mod principals;
@@ -45,9 +46,9 @@ pub use glovebox_store as storage;
 
 // The durable record of agent work: sessions and their logs, approvals, job
 // records, budgets, the stuck-agent detector, rescues and the context index,
-// billing (the `glovebox-ledger` crate). Its modules keep their old paths here;
+// the memory bank, billing (the `glovebox-ledger` crate). Its modules keep their old paths here;
 // `jobs` adds the runner to the ledger's job records.
-pub use glovebox_ledger::{approvals, billing, budget, detect, rescue, session};
+pub use glovebox_ledger::{approvals, billing, budget, detect, memory, rescue, session};
 /// Notifications: the outbox (the ledger's) and its delivery worker.
 pub mod notify;
 

@@ -7,7 +7,8 @@
 //! detector and the escalation ladder ([`detect`]), rescues and the projects'
 //! context index ([`rescue`]), billing reports over the logs ([`billing`]), and
 //! the notifications the operator's `[[notify]]` targets get, derived from
-//! appended events and kept in a persisted outbox ([`notify`]).
+//! appended events and kept in a persisted outbox ([`notify`]), and the
+//! governed memory bank agents propose to and operators review ([`memory`]).
 //! Everything here is synchronous and goes through the storage trait
 //! (`glovebox_store::Storage`); async callers run it with `spawn_blocking`.
 //!
@@ -23,10 +24,11 @@
 //! edge appears.
 //!
 //! Inside, the modules depend one way: the value types the session state holds
-//! (`values`: budget state, escalation steps, context entries) and the context
-//! index's records sit at the bottom; [`session`] builds on them; [`budget`],
-//! [`detect`], [`rescue`], [`billing`], [`approvals`] and [`jobs`] build on
-//! [`session`], never the other way.
+//! (`values`: budget state, escalation steps, context entries), the context
+//! index's records and the memory bank's records (`memory/records.rs`) sit at
+//! the bottom; [`session`] builds on them; [`budget`], [`detect`],
+//! [`rescue`], [`billing`], [`approvals`], [`jobs`] and the memory bank's
+//! operations ([`memory`]) build on [`session`], never the other way.
 
 #![forbid(unsafe_code)]
 
@@ -36,6 +38,7 @@ pub mod budget;
 mod context_index;
 pub mod detect;
 pub mod jobs;
+pub mod memory;
 pub mod notify;
 pub mod rescue;
 pub mod session;

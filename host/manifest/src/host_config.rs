@@ -11,6 +11,7 @@ use super::detector::{RawContext, RawDetector, validate_context, validate_detect
 use super::handoffs::{RawHandoffs, validate_handoffs};
 use super::hooks::{RawHook, hooks_none, validate_hooks};
 use super::limits::{RawLimits, apply_limits};
+use super::memory::{RawMemory, validate_memory};
 use super::notify::{RawNotify, validate_notify};
 use super::owned::default_data_dir;
 use super::paths::{canonical, normalize, parent_dir, read_source, resolve_dir, show_beside};
@@ -51,6 +52,8 @@ pub(super) struct RawHostConfig {
     handoffs: RawHandoffs,
     #[serde(default)]
     quotas: RawQuotas,
+    #[serde(default)]
+    memory: RawMemory,
     #[serde(default)]
     principal: Vec<RawPrincipal>,
     #[serde(default)]
@@ -149,6 +152,7 @@ impl HostConfig {
         let approvals = validate_approvals(&src, &raw.approvals)?;
         let handoffs = validate_handoffs(&src, &raw.handoffs)?;
         let quotas = validate_quotas(&src, &raw.quotas)?;
+        let memory = validate_memory(&src, &raw.memory)?;
         let principals = validate_principals(&src, &dir, &raw.principal)?;
         let notify = validate_notify(&src, &dir, &raw.notify)?;
         let cap = MemoryCap::new(&runtime, &src.file);
@@ -229,6 +233,7 @@ impl HostConfig {
             approvals,
             handoffs,
             quotas,
+            memory,
             principals,
             notify,
         };
@@ -280,6 +285,7 @@ impl HostConfig {
             approvals: Default::default(),
             handoffs: Default::default(),
             quotas: Default::default(),
+            memory: Default::default(),
             principals: Vec::new(),
             notify: Vec::new(),
         }

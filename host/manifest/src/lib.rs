@@ -35,6 +35,7 @@ mod hooks;
 mod host_config;
 mod http;
 mod limits;
+mod memory;
 mod micros;
 mod names;
 mod notify;
@@ -68,6 +69,7 @@ pub use detector::{
 pub use error::ConfigError;
 pub use handoffs::{HandoffRoute, HandoffsConfig};
 pub use http::{HttpGrant, HttpScheme};
+pub use memory::{MemoryConfig, MemoryScopeKind};
 pub use micros::{to_micros, units};
 pub use notify::{NotifyFormat, NotifyKind, NotifyTarget};
 pub use owned::OwnedPath;
@@ -120,6 +122,8 @@ pub struct HostConfig {
     pub handoffs: HandoffsConfig,
     /// `[quotas]`: how much one principal or session may hold at a time.
     pub quotas: QuotasConfig,
+    /// `[memory]`: the memory bank's bounds and who may propose to it.
+    pub memory: MemoryConfig,
     /// `[[principal]]`: who may connect (empty: every connection is the
     /// built-in agent `local`, and HTTP serves loopback only).
     pub principals: Vec<PrincipalConfig>,

@@ -1,4 +1,5 @@
-//! The built-in tools: sessions and background jobs.
+//! The built-in tools: sessions, background jobs, the context index and
+//! the memory bank.
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -15,6 +16,7 @@ use super::tools::*;
 use glovebox::Principal;
 use glovebox::budget::{BudgetCaps, UsageReport};
 use glovebox::jobs::{JobError, JobStatus, WaitMode};
+use glovebox::memory::MemoryError;
 use glovebox::session::{
     EndOutcome, Handoff, HandoffKind, Role, SessionFilter, SessionStatus, StartSession,
 };
@@ -161,6 +163,20 @@ struct ContextSearchArgs {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+struct MemoryProposeArgs {
+    scope: String,
+    text: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MemorySearchArgs {
+    query: String,
+    limit: Option<usize>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct ListArgs {
     session: Option<String>,
     status: Option<String>,
@@ -231,6 +247,18 @@ fn start_extras(tool: &str, a: &StartArgs) -> Result<(Option<Duration>, BudgetCa
     let caps = BudgetCaps::new(a.budget.cost, a.budget.calls, wall)
         .map_err(|e| bad_arguments(tool, format!("`budget.cost`: {e}")))?;
     Ok((expected, caps))
+}
+
+/// A memory bank refusal, as a tool error: its own words name the rule
+/// and the fix; nothing was written.
+fn memory_failure(e: &MemoryError) -> CallToolResult {
+    match e {
+        MemoryError::NotAllowed(_) => results::failure("memory_not_allowed", e.to_string()),
+        MemoryError::NotFound(_) => results::failure("memory_not_found", e.to_string()),
+        MemoryError::InvalidInput(_) => results::failure("memory_invalid_input", e.to_string()),
+        MemoryError::Session(s) => results::session_failure(s),
+        MemoryError::Storage(_) => results::failure("memory_storage", e.to_string()),
+    }
 }
 
 fn not_bound(tool: &str) -> CallToolResult {
@@ -549,6 +577,38 @@ impl Connection {
                     {
                         Ok(entries) => results::ok(&serde_json::json!({ "entries": entries })),
                         Err(e) => results::session_failure(&e),
+                    },
+                )
+            }
+            MEMORY_PROPOSE => {
+                let a: MemoryProposeArgs = parse(tool, args)?;
+                let Some(id) = self.bound().await else {
+                    return Ok(not_bound(tool));
+                };
+                Ok(
+                    match gateway
+                        .memory_propose_as(caller, &id, &a.scope, &a.text)
+                        .await
+                    {
+                        Ok((entry, event)) => {
+                            results::ok_value(json!({"entry": entry, "seq": event.seq}))
+                        }
+                        Err(e) => memory_failure(&e),
+                    },
+                )
+            }
+            MEMORY_SEARCH => {
+                let a: MemorySearchArgs = parse(tool, args)?;
+                let Some(id) = self.bound().await else {
+                    return Ok(not_bound(tool));
+                };
+                let limit = a.limit.unwrap_or(10);
+                Ok(
+                    match gateway.memory_search_as(caller, &id, &a.query, limit).await {
+                        Ok((found, event)) => {
+                            results::ok_value(json!({"entries": found, "seq": event.seq}))
+                        }
+                        Err(e) => memory_failure(&e),
                     },
                 )
             }

@@ -22,13 +22,15 @@ pub const SESSION_LOG: &str = "session_log";
 pub const SESSION_RERUN: &str = "session_rerun";
 pub const APPROVAL_STATUS: &str = "approval_status";
 pub const CONTEXT_SEARCH: &str = "context_search";
+pub const MEMORY_PROPOSE: &str = "memory_propose";
+pub const MEMORY_SEARCH: &str = "memory_search";
 pub const JOB_SPAWN: &str = "job_spawn";
 pub const JOB_WAIT: &str = "job_wait";
 pub const JOB_STATUS: &str = "job_status";
 pub const JOB_CANCEL: &str = "job_cancel";
 pub const JOB_LIST: &str = "job_list";
 
-pub const BUILTINS: [&str; 18] = [
+pub const BUILTINS: [&str; 20] = [
     SESSION_START,
     SESSION_RESUME,
     SESSION_STATUS,
@@ -42,6 +44,8 @@ pub const BUILTINS: [&str; 18] = [
     SESSION_RERUN,
     APPROVAL_STATUS,
     CONTEXT_SEARCH,
+    MEMORY_PROPOSE,
+    MEMORY_SEARCH,
     JOB_SPAWN,
     JOB_WAIT,
     JOB_STATUS,
@@ -258,6 +262,32 @@ pub fn builtin_tools() -> Vec<Tool> {
                 "properties": {
                     "query": {"type": "string", "description": "Words that must all appear (case-insensitive)."},
                     "project": {"type": "string", "description": "Only this project (one you may touch)."},
+                },
+                "required": ["query"],
+                "additionalProperties": false,
+            }),
+        ),
+        tool(
+            MEMORY_PROPOSE,
+            "Propose an entry to the memory bank from the bound session (needs one: the proposal is logged there): a fact, rule or lesson for later sessions of a scope. It reaches new sessions only once an operator approves it (`glovebox memory review`).",
+            json!({
+                "type": "object",
+                "properties": {
+                    "scope": {"type": "string", "description": "`project`, `user` or `role` (the bound session's project, your principal, the session's role), or in full: `project:NAME` (a project you may touch), `user:YOU`, `role:ROLE` (the session's)."},
+                    "text": {"type": "string", "minLength": 1, "description": "The entry; at most `[memory] max_entry_bytes` (4 KiB by default)."},
+                },
+                "required": ["scope", "text"],
+                "additionalProperties": false,
+            }),
+        ),
+        tool(
+            MEMORY_SEARCH,
+            "Search the approved entries of the memory bank in your scopes (your projects, your user, the bound session's role), best first: most query words matched, then most hits, then newest. Needs a bound session: the search is logged there.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "Words to look for (any case)."},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
                 },
                 "required": ["query"],
                 "additionalProperties": false,

@@ -11,8 +11,10 @@
 //! - `inject` hands the session context files and spec changes: a
 //!   `context_injected` event in its log, which its next `resume` returns.
 //! - `resolve` records the outcome (resolved, re-escalated, abandoned) and
-//!   the time; its enrich step adds entries to the project's context index,
-//!   which every new session of the project gets when it starts. A resolved
+//!   the time; its enrich step proposes entries to the project's scope of
+//!   the memory bank (`crate::memory`), which every new session of the
+//!   project gets when it starts once an operator approved them (a lesson
+//!   drawn in the heat of a rescue is reviewed like any other). A resolved
 //!   rescue takes the session back to the ladder's `none` step; the others
 //!   leave it on `blocker`.
 //!
@@ -32,7 +34,8 @@ pub use context::{
 pub use error::RescueError;
 
 use crate::detect::EscalationStep;
-use crate::manifest::{ContextConfig, ContextWriter};
+use crate::manifest::{ContextConfig, ContextWriter, MemoryConfig};
+use crate::memory::{MemoryBank, MemoryError, Proposal, Provenance, Scope};
 use crate::session::{EventKind, SessionError, SessionStatus, Sessions};
 use crate::storage::{Storage, StorageError};
 
@@ -137,7 +140,8 @@ pub struct Rescue {
     pub diagnosis: Option<Diagnosis>,
     pub injections: Vec<Injection>,
     pub outcome: Option<Outcome>,
-    /// The context index entries its enrich step added.
+    /// The memory entries (`m-…`) its enrich step proposed (context index
+    /// entries, `c-…`, in rescues resolved before the memory bank).
     pub context_updates: Vec<String>,
     pub resolved_at_ms: Option<u64>,
 }
@@ -174,7 +178,8 @@ pub struct RescueReport {
     pub abandoned: usize,
     /// Mean of detection → resolution over the resolved rescues.
     pub mean_time_to_unblock_ms: Option<u64>,
-    /// Context index entries the rescues added.
+    /// Memory entries the rescues proposed (context index entries before
+    /// the memory bank).
     pub context_updates: usize,
     /// Rescues by root-cause category (`undiagnosed` for those without a diagnosis).
     pub by_category: BTreeMap<String, usize>,
@@ -185,6 +190,8 @@ pub struct Rescues {
     sessions: Arc<Sessions>,
     storage: Arc<dyn Storage>,
     index: ContextIndex,
+    /// Where the enrich step proposes its lessons (for an operator's review).
+    memory: MemoryBank,
 }
 
 impl Rescues {
@@ -196,11 +203,20 @@ impl Rescues {
         context: ContextConfig,
     ) -> Rescues {
         let index = ContextIndex::new(storage.clone(), context);
+        let memory = MemoryBank::new(storage.clone(), MemoryConfig::default());
         Rescues {
             sessions,
             storage,
             index,
+            memory,
         }
+    }
+
+    /// The same, with the operator's `[memory]` settings for the entries the
+    /// enrich step proposes (the default ones otherwise).
+    pub fn with_memory(mut self, config: MemoryConfig) -> Rescues {
+        self.memory = MemoryBank::new(self.storage.clone(), config);
+        self
     }
 
     /// The context index.
@@ -390,9 +406,10 @@ impl Rescues {
         Ok(rescue)
     }
 
-    /// Closes a rescue with `outcome`; `enrich` adds entries to the project's
-    /// context index (refused, with nothing changed, unless `[context]
-    /// writers` allows rescues).
+    /// Closes a rescue with `outcome`; `enrich` proposes entries to the
+    /// project's scope of the memory bank, for an operator's review (refused,
+    /// with nothing changed, unless `[context] writers` allows rescues, or
+    /// when an entry is empty or longer than `[memory] max_entry_bytes`).
     pub fn resolve(
         &self,
         id: &str,
@@ -403,24 +420,31 @@ impl Rescues {
         if !enrich.is_empty() {
             self.index.check_writer(ContextWriter::Rescue)?;
         }
-        if let Some(bad) = enrich
-            .iter()
-            .find(|t| t.trim().is_empty() || t.len() > MAX_ENTRY_BYTES)
-        {
-            return Err(RescueError::InvalidInput(format!(
-                "an enrich entry has 1 to {MAX_ENTRY_BYTES} bytes of text, not {}",
-                bad.len()
-            )));
-        }
+        // Each lesson becomes a proposed memory entry of the project: every
+        // one is checked before any is written.
         let now = self.now();
+        let by = crate::session::actor::current().to_string();
+        let mut proposed = Vec::new();
         for text in enrich {
-            let entry = self.index.add(
-                &rescue.project,
-                text,
-                ContextWriter::Rescue,
-                Some(&rescue.id),
-                now,
-            )?;
+            let proposal = Proposal {
+                scope: Scope::Project(rescue.project.clone()),
+                text: text.clone(),
+                provenance: Provenance {
+                    by: by.clone(),
+                    session: Some(rescue.session.clone()),
+                    rescue: Some(rescue.id.clone()),
+                },
+            };
+            let entry = self.memory.prepare(proposal, now).map_err(|e| {
+                RescueError::InvalidInput(format!("an enrich entry is refused: {e}"))
+            })?;
+            proposed.push(entry);
+        }
+        for entry in proposed {
+            self.memory.record(&entry).map_err(|e| match e {
+                MemoryError::Storage(s) => RescueError::Storage(s),
+                other => RescueError::InvalidInput(other.to_string()),
+            })?;
             rescue.context_updates.push(entry.id);
         }
         rescue.outcome = Some(outcome);

@@ -373,6 +373,23 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         hook_digest: Option<String>,
     },
+    /// The session proposed an entry to the memory bank (`memory_propose`,
+    /// see [`crate::memory`]); it reaches new sessions only once an
+    /// operator approves it.
+    MemoryProposed {
+        /// The entry (`m-…`).
+        id: String,
+        /// `project:NAME`, `user:NAME` or `role:ROLE`.
+        scope: String,
+        text: String,
+    },
+    /// The session searched the memory bank (`memory_search`): what it
+    /// asked and the entries it was shown, best first.
+    MemorySearched {
+        query: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        found: Vec<String>,
+    },
 }
 
 /// A background job nobody waited for when its session ended.
@@ -415,6 +432,8 @@ impl EventKind {
             EventKind::ContextInjected { .. } => "context_injected",
             EventKind::JobsUnwaited { .. } => "jobs_unwaited",
             EventKind::ActionRefused { .. } => "action_refused",
+            EventKind::MemoryProposed { .. } => "memory_proposed",
+            EventKind::MemorySearched { .. } => "memory_searched",
         }
     }
 }

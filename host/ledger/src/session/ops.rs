@@ -16,6 +16,7 @@ use super::state::{HandoffRecord, InterruptedCall, SessionInfo, SessionState};
 use super::store::{Commit, ID_PREFIX, SESSIONS_BUCKET, Sessions, lock, lock_slot};
 use crate::context_index::{INDEX_SOURCE, index_entries};
 use crate::manifest::BudgetCaps;
+use crate::memory::{MEMORY_SOURCE, start_entries};
 use crate::values::ContextEntry;
 
 /// What a session is started with.
@@ -128,14 +129,28 @@ impl Sessions {
             tracing::warn!(session = %id, error = %e, "could not update the session index");
         }
         slot.state = Some(state.clone());
-        // Every new session starts with its project's context index.
-        let entries = index_entries(&*self.storage, &state.project);
-        if !entries.is_empty() {
-            let kind = EventKind::ContextInjected {
-                source: INDEX_SOURCE.to_string(),
-                entries,
-            };
-            self.append_locked(&mut slot, &id, kind)?;
+        // Every new session starts with its project's context index, and
+        // the approved memory entries of its project, user and role.
+        let index = index_entries(&*self.storage, &state.project);
+        let memory = start_entries(
+            &*self.storage,
+            &self.config.memory,
+            &state.project,
+            state.owner_name(),
+            state.role,
+        );
+        let mut appended = false;
+        for (source, entries) in [(INDEX_SOURCE, index), (MEMORY_SOURCE, memory)] {
+            if !entries.is_empty() {
+                let kind = EventKind::ContextInjected {
+                    source: source.to_string(),
+                    entries,
+                };
+                self.append_locked(&mut slot, &id, kind)?;
+                appended = true;
+            }
+        }
+        if appended {
             return self.current(&mut slot, &id);
         }
         Ok(state)
@@ -458,7 +473,9 @@ impl Sessions {
             | EventKind::Escalation { .. }
             | EventKind::ContextInjected { .. }
             | EventKind::JobsUnwaited { .. }
-            | EventKind::ActionRefused { .. } => None,
+            | EventKind::ActionRefused { .. }
+            | EventKind::MemoryProposed { .. }
+            | EventKind::MemorySearched { .. } => None,
             EventKind::SessionStarted { .. } => Some("start"),
             EventKind::Renamed { .. } => Some("rename"),
             EventKind::Tagged { .. } => Some("tag"),

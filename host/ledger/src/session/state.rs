@@ -258,7 +258,9 @@ impl SessionState {
             | EventKind::Escalation { .. }
             | EventKind::ContextInjected { .. }
             | EventKind::JobsUnwaited { .. }
-            | EventKind::ActionRefused { .. } => {
+            | EventKind::ActionRefused { .. }
+            | EventKind::MemoryProposed { .. }
+            | EventKind::MemorySearched { .. } => {
                 if status == Archived {
                     Err(self.invalid("the session is archived: its log is closed"))
                 } else {
@@ -434,7 +436,9 @@ impl SessionState {
             EventKind::BlockerFlag { .. }
             | EventKind::Escalation { .. }
             | EventKind::JobsUnwaited { .. }
-            | EventKind::ActionRefused { .. } => {}
+            | EventKind::ActionRefused { .. }
+            | EventKind::MemoryProposed { .. }
+            | EventKind::MemorySearched { .. } => {}
             EventKind::ContextInjected { entries, .. } => {
                 self.context.extend(entries.iter().cloned());
                 let over = self.context.len().saturating_sub(MAX_CONTEXT);

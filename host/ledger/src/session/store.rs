@@ -14,7 +14,7 @@ use super::error::SessionError;
 use super::event::{Event, EventKind};
 use super::log::{self, LoadStats};
 use super::state::{SessionInfo, SessionState};
-use crate::manifest::QuotasConfig;
+use crate::manifest::{MemoryConfig, QuotasConfig};
 use crate::notify::{self, Outbox};
 use crate::storage::{Storage, StorageError};
 
@@ -48,6 +48,8 @@ pub struct SessionsConfig {
     /// HMAC-SHA256 under it, and keyed sessions verify only with it (see
     /// `chain.rs`). None: new sessions are plain.
     pub chain_key: Option<Arc<ChainKey>>,
+    /// `[memory]`: how many approved memory entries a new session is handed.
+    pub memory: MemoryConfig,
 }
 
 /// Directories kept per session outside the store (the host's scratch
@@ -82,6 +84,7 @@ impl Default for SessionsConfig {
             quotas: QuotasConfig::default(),
             disk: None,
             chain_key: None,
+            memory: MemoryConfig::default(),
         }
     }
 }

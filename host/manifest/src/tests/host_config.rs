@@ -442,3 +442,57 @@ fn quotas_have_safe_defaults_and_bad_values_name_their_key() {
         assert_error(&error, &file, key, &[part, "at line 2"]);
     }
 }
+
+#[test]
+fn memory_denies_proposals_by_default_and_bad_values_name_their_key() {
+    let fx = Fixture::new();
+    let file = fx.path("glovebox.toml");
+    let c = fx.host("data_dir = \"data\"\nhooks = \"none\"\n").unwrap();
+    assert_eq!(c.memory, crate::MemoryConfig::default());
+    assert!(
+        crate::MemoryScopeKind::ALL.iter().all(|k| crate::Role::ALL
+            .iter()
+            .all(|r| !c.memory.may_propose(*r, *k))),
+        "nobody proposes until the operator says so"
+    );
+
+    let c = fx
+        .host("data_dir = \"data\"\nhooks = \"none\"\n[memory]\nmax_entries_at_start = 0\nmax_entry_bytes = \"1 KiB\"\n[memory.propose]\nrole = [\"supervisor\", \"supervisor\"]\n")
+        .unwrap();
+    assert_eq!(c.memory.max_entries_at_start, 0);
+    assert_eq!(c.memory.max_entry_bytes, 1024);
+    assert!(
+        c.memory
+            .may_propose(crate::Role::Supervisor, crate::MemoryScopeKind::Role)
+    );
+    assert!(
+        !c.memory
+            .may_propose(crate::Role::Workagent, crate::MemoryScopeKind::Role)
+    );
+    assert!(
+        !c.memory
+            .may_propose(crate::Role::Supervisor, crate::MemoryScopeKind::Project)
+    );
+
+    for (text, key, part) in [
+        (
+            "[memory]\nmax_entries_at_start = -1",
+            "memory.max_entries_at_start",
+            "from 0 to",
+        ),
+        (
+            "[memory]\nmax_entry_bytes = 2",
+            "memory.max_entry_bytes",
+            "between 16 B",
+        ),
+        (
+            "[memory.propose]\nproject = [\"boss\"]",
+            "memory.propose.project",
+            "unknown role `boss`",
+        ),
+        ("[memory]\nmax_size = 1", "memory.max_size", "unknown key"),
+    ] {
+        let error = fx.host_error(&format!("{text}\n"));
+        assert_error(&error, &file, key, &[part]);
+    }
+}

@@ -1,0 +1,430 @@
+//! The governed memory bank: what agents learn, kept past their sessions
+//! only once an operator approved it.
+//!
+//! Long-running agent work needs memory that outlives a session, but memory
+//! that an agent writes and every later session reads is a channel by which
+//! one bad session (a confused one, a prompt-injected one) steers all the
+//! others. So the bank is governed like a service: every entry has a
+//! [`Scope`] (a project, a user, a role), a [`Provenance`] (the principal,
+//! and the session or rescue it came from) and a [`MemoryState`]:
+//!
+//! - agents **propose** (`memory_propose`), only to their own scopes (their
+//!   principal's projects, their own user, their session's role) and only
+//!   where `[memory.propose]` lets their session's role; the entry is
+//!   `proposed` and reaches nobody;
+//! - operators **review** (`glovebox memory review|approve|reject|retire`):
+//!   an approved entry is handed to every new session of its scope
+//!   (bounded by `[memory] max_entries_at_start` and `max_bytes_at_start`,
+//!   the most recently approved first), until it is retired;
+//! - agents **search** (`memory_search`) the approved entries of their own
+//!   scopes, ranked (see `rank.rs`).
+//!
+//! Reads and writes are logged in the caller's session: a proposal is a
+//! `memory_proposed` event, a search a `memory_searched` event, and the
+//! entries a session starts with a `context_injected` event with source
+//! `memory` (which `resume` returns, as it does the context index's). The
+//! review steps are stamped on the entry with the operator who took them.
+//!
+//! Beside the context index, not instead of it: the index
+//! (`crate::rescue::ContextIndex`, `glovebox context add`) is the operators'
+//! own word about a project, applied at once because its author is the
+//! reviewer. Everything written by someone else (agents, and rescues'
+//! enrich step, which is the rescuer's lesson about an agent's failure) goes
+//! through the bank's review.
+
+mod rank;
+mod records;
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+
+pub use rank::Ranked;
+pub(crate) use records::start_entries;
+pub use records::{MEMORY_SOURCE, MemoryEntry, MemoryState, Provenance, Scope, Stamp};
+
+use crate::manifest::{MemoryConfig, MemoryScopeKind, Principal};
+use crate::session::{Event, EventKind, SessionError, SessionState, Sessions, actor};
+use crate::storage::{Storage, StorageError};
+
+/// The most entries one search returns.
+pub const SEARCH_LIMIT_MAX: usize = 50;
+/// The longest search query.
+pub const MAX_QUERY_BYTES: usize = 1024;
+
+/// Why a memory bank operation was refused or failed. Nothing is written
+/// when one is returned.
+#[derive(Debug, thiserror::Error)]
+pub enum MemoryError {
+    /// No entry has that id.
+    #[error("{0}")]
+    NotFound(String),
+    /// A rule of the bank forbids it (a scope that is not the writer's, a
+    /// role `[memory.propose]` does not list).
+    #[error("{0}")]
+    NotAllowed(String),
+    /// An argument is not acceptable, or the entry is not in a state for it.
+    #[error("{0}")]
+    InvalidInput(String),
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    #[error("memory bank storage failed: {0}")]
+    Storage(#[from] StorageError),
+}
+
+/// A new entry, before it is checked.
+#[derive(Clone, Debug)]
+pub struct Proposal {
+    pub scope: Scope,
+    pub text: String,
+    pub provenance: Provenance,
+}
+
+/// Which entries `list` returns; every given criterion must match.
+#[derive(Clone, Debug, Default)]
+pub struct MemoryFilter {
+    pub scope: Option<Scope>,
+    pub state: Option<MemoryState>,
+}
+
+/// The memory bank of a data dir, with the operator's `[memory]` settings.
+pub struct MemoryBank {
+    storage: Arc<dyn Storage>,
+    config: MemoryConfig,
+}
+
+impl MemoryBank {
+    pub fn new(storage: Arc<dyn Storage>, config: MemoryConfig) -> MemoryBank {
+        MemoryBank { storage, config }
+    }
+
+    pub fn config(&self) -> &MemoryConfig {
+        &self.config
+    }
+
+    /// A new id: `m-` and 12 hex digits.
+    pub fn new_id() -> String {
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        format!("m-{}", &id[..12])
+    }
+
+    /// The entry `proposal` would be, checked (its text trimmed), not written.
+    pub fn prepare(&self, proposal: Proposal, now_ms: u64) -> Result<MemoryEntry, MemoryError> {
+        let text = proposal.text.trim();
+        let max = self.config.max_entry_bytes;
+        if text.is_empty() {
+            return Err(MemoryError::InvalidInput(
+                "a memory entry's text is empty: write the fact, rule or lesson to remember"
+                    .to_string(),
+            ));
+        }
+        if text.len() as u64 > max {
+            return Err(MemoryError::InvalidInput(format!(
+                "a memory entry has at most {max} bytes of text (`[memory] max_entry_bytes`), not {}: shorten it, or split it into entries that each stand alone",
+                text.len()
+            )));
+        }
+        Ok(MemoryEntry {
+            id: MemoryBank::new_id(),
+            scope: proposal.scope,
+            text: text.to_string(),
+            state: MemoryState::Proposed,
+            provenance: proposal.provenance,
+            proposed_at_ms: now_ms,
+            approved: None,
+            rejected: None,
+            retired: None,
+        })
+    }
+
+    /// Records `proposal` as a proposed entry (no scope rule is checked
+    /// here: see [`MemoryBank::propose_in`] for an agent's proposal).
+    pub fn propose(&self, proposal: Proposal, now_ms: u64) -> Result<MemoryEntry, MemoryError> {
+        let entry = self.prepare(proposal, now_ms)?;
+        self.put(&entry)?;
+        Ok(entry)
+    }
+
+    /// Writes an entry [`MemoryBank::prepare`] made.
+    pub(crate) fn record(&self, entry: &MemoryEntry) -> Result<(), MemoryError> {
+        self.put(entry)
+    }
+
+    /// The entry `id`, in any state.
+    pub fn get(&self, id: &str) -> Result<MemoryEntry, MemoryError> {
+        let bytes = self.storage.get(records::BUCKET, id)?.ok_or_else(|| {
+            MemoryError::NotFound(format!(
+                "no memory entry `{id}`: `glovebox memory list` lists them (`glovebox memory review` the proposed ones)"
+            ))
+        })?;
+        serde_json::from_slice(&bytes).map_err(|e| {
+            MemoryError::Storage(StorageError::Corrupt(format!("memory entry `{id}`: {e}")))
+        })
+    }
+
+    /// The entries matching `filter`, oldest proposal first.
+    pub fn list(&self, filter: &MemoryFilter) -> Result<Vec<MemoryEntry>, MemoryError> {
+        let mut entries = records::scan(&*self.storage)?;
+        entries.retain(|e| {
+            filter.scope.as_ref().is_none_or(|s| &e.scope == s)
+                && filter.state.is_none_or(|s| e.state == s)
+        });
+        Ok(entries)
+    }
+
+    /// Approves proposed entry `id`: from now on new sessions of its scope
+    /// are handed it. `by`: the operator.
+    pub fn approve(&self, id: &str, by: &str, now_ms: u64) -> Result<MemoryEntry, MemoryError> {
+        let mut entry = self.in_state(id, MemoryState::Proposed, "approve")?;
+        entry.state = MemoryState::Approved;
+        entry.approved = Some(stamp(by, now_ms, None));
+        self.put(&entry)?;
+        Ok(entry)
+    }
+
+    /// Rejects proposed entry `id` for `reason`: it never reaches a session.
+    pub fn reject(
+        &self,
+        id: &str,
+        by: &str,
+        reason: &str,
+        now_ms: u64,
+    ) -> Result<MemoryEntry, MemoryError> {
+        if reason.trim().is_empty() {
+            return Err(MemoryError::InvalidInput(
+                "a rejection needs a reason (`--reason`): it tells the proposer what was wrong"
+                    .to_string(),
+            ));
+        }
+        let mut entry = self.in_state(id, MemoryState::Proposed, "reject")?;
+        entry.state = MemoryState::Rejected;
+        entry.rejected = Some(stamp(by, now_ms, Some(reason)));
+        self.put(&entry)?;
+        Ok(entry)
+    }
+
+    /// Retires approved entry `id`: new sessions are no longer handed it (it
+    /// stays in the bank, and in the logs of the sessions that got it).
+    pub fn retire(
+        &self,
+        id: &str,
+        by: &str,
+        reason: Option<&str>,
+        now_ms: u64,
+    ) -> Result<MemoryEntry, MemoryError> {
+        let mut entry = self.in_state(id, MemoryState::Approved, "retire")?;
+        entry.state = MemoryState::Retired;
+        entry.retired = Some(stamp(by, now_ms, reason));
+        self.put(&entry)?;
+        Ok(entry)
+    }
+
+    /// The approved entries of `scopes` that match `query`, best first (see
+    /// `rank.rs`), at most `limit`.
+    pub fn search(
+        &self,
+        query: &str,
+        scopes: &dyn Fn(&Scope) -> bool,
+        limit: usize,
+    ) -> Result<Vec<Ranked>, MemoryError> {
+        if query.len() > MAX_QUERY_BYTES {
+            return Err(MemoryError::InvalidInput(format!(
+                "a memory search query has at most {MAX_QUERY_BYTES} bytes, not {}: search for a few words",
+                query.len()
+            )));
+        }
+        let words = rank::words(query);
+        if words.is_empty() {
+            return Err(MemoryError::InvalidInput(
+                "the memory search query has no words: give the words to look for".to_string(),
+            ));
+        }
+        if limit == 0 || limit > SEARCH_LIMIT_MAX {
+            return Err(MemoryError::InvalidInput(format!(
+                "`limit` is {limit}: give 1 to {SEARCH_LIMIT_MAX}"
+            )));
+        }
+        let mut entries = self.list(&MemoryFilter {
+            scope: None,
+            state: Some(MemoryState::Approved),
+        })?;
+        entries.retain(|e| scopes(&e.scope));
+        Ok(rank::rank(entries, &words, limit))
+    }
+
+    /// `caller`'s proposal, from its session `session` (an id it owns: the
+    /// caller's ownership is the gateway's check), to the scope `spec`
+    /// names (`project`, `user`, `role` for the session's own, or a full
+    /// `kind:name`), logged as a `memory_proposed` event in that session.
+    /// Refused, with nothing written, for a scope that is not the caller's or
+    /// that `[memory.propose]` does not open to the session's role, and for
+    /// a text that is empty or too long.
+    pub fn propose_in(
+        &self,
+        sessions: &Sessions,
+        caller: &Principal,
+        session: &str,
+        spec: &str,
+        text: &str,
+    ) -> Result<(MemoryEntry, Event), MemoryError> {
+        let state = sessions.show(session)?;
+        let scope = resolve_scope(spec, &state, caller)?;
+        check_proposer(&self.config, caller, &state, &scope)?;
+        let proposal = Proposal {
+            scope,
+            text: text.to_string(),
+            provenance: Provenance {
+                by: caller.name.clone(),
+                session: Some(state.id.clone()),
+                rescue: None,
+            },
+        };
+        let entry = self.prepare(proposal, sessions.now())?;
+        let kind = EventKind::MemoryProposed {
+            id: entry.id.clone(),
+            scope: entry.scope.to_string(),
+            text: entry.text.clone(),
+        };
+        // A session whose log is closed takes no proposal: checked before
+        // the entry is written, and the entry is taken back if the append fails.
+        state.check(&kind)?;
+        self.put(&entry)?;
+        match actor::scoped(caller.name.as_str(), || sessions.append(&state.id, kind)) {
+            Ok(event) => Ok((entry, event)),
+            Err(e) => {
+                if let Err(undo) = self.storage.delete(records::BUCKET, &entry.id) {
+                    tracing::warn!(entry = %entry.id, error = %undo, "could not take back a memory proposal whose log append failed");
+                }
+                Err(e.into())
+            }
+        }
+    }
+
+    /// `caller`'s search, from its session `session`, of the approved
+    /// entries of its scopes (see [`readable`]), logged as a
+    /// `memory_searched` event in that session.
+    pub fn search_in(
+        &self,
+        sessions: &Sessions,
+        caller: &Principal,
+        session: &str,
+        query: &str,
+        limit: usize,
+    ) -> Result<(Vec<Ranked>, Event), MemoryError> {
+        let state = sessions.show(session)?;
+        let found = self.search(query, &|s| readable(caller, &state, s), limit)?;
+        let kind = EventKind::MemorySearched {
+            query: query.to_string(),
+            found: found.iter().map(|r| r.entry.id.clone()).collect(),
+        };
+        let event = actor::scoped(caller.name.as_str(), || sessions.append(&state.id, kind))?;
+        Ok((found, event))
+    }
+
+    fn in_state(
+        &self,
+        id: &str,
+        wanted: MemoryState,
+        action: &str,
+    ) -> Result<MemoryEntry, MemoryError> {
+        let entry = self.get(id)?;
+        if entry.state == wanted {
+            return Ok(entry);
+        }
+        let fix = match (action, entry.state) {
+            ("retire", MemoryState::Proposed) => {
+                "it never reached a session: `glovebox memory reject ID --reason ...` it instead"
+            }
+            (_, MemoryState::Proposed) => "`glovebox memory review` lists what awaits review",
+            (_, MemoryState::Approved) => {
+                "it is already approved: `glovebox memory retire ID` takes it out of new sessions"
+            }
+            (_, MemoryState::Rejected | MemoryState::Retired) => {
+                "it is closed: propose a new entry if it is wanted again"
+            }
+        };
+        Err(MemoryError::InvalidInput(format!(
+            "cannot {action} memory entry `{id}`: it is {}, and only a {wanted} entry can be; {fix}",
+            entry.state
+        )))
+    }
+
+    fn put(&self, entry: &MemoryEntry) -> Result<(), MemoryError> {
+        let bytes = serde_json::to_vec(entry).map_err(|e| {
+            MemoryError::InvalidInput(format!("cannot encode memory entry `{}`: {e}", entry.id))
+        })?;
+        self.storage.put(records::BUCKET, &entry.id, &bytes)?;
+        Ok(())
+    }
+}
+
+fn stamp(by: &str, at_ms: u64, reason: Option<&str>) -> Stamp {
+    Stamp {
+        by: by.to_string(),
+        at_ms,
+        reason: reason.map(|r| r.trim().to_string()),
+    }
+}
+
+/// The scope `spec` names from a session: `project`, `user` and `role` are
+/// the session's own (its project, its owner, its role); anything else is
+/// read as `kind:name`.
+pub fn resolve_scope(
+    spec: &str,
+    session: &SessionState,
+    caller: &Principal,
+) -> Result<Scope, MemoryError> {
+    let spec = spec.trim();
+    match spec.parse::<MemoryScopeKind>() {
+        Ok(MemoryScopeKind::Project) => Ok(Scope::Project(session.project.clone())),
+        Ok(MemoryScopeKind::User) => Ok(Scope::User(caller.name.clone())),
+        Ok(MemoryScopeKind::Role) => Ok(Scope::Role(session.role)),
+        Err(_) => spec.parse().map_err(MemoryError::InvalidInput),
+    }
+}
+
+/// Whether `scope` is one of `caller`'s from `session`: one of its
+/// principal's projects, its own user, or its session's role.
+pub fn readable(caller: &Principal, session: &SessionState, scope: &Scope) -> bool {
+    match scope {
+        Scope::Project(p) => caller.may_touch(p),
+        Scope::User(u) => *u == caller.name,
+        Scope::Role(r) => *r == session.role,
+    }
+}
+
+/// Refuses a proposal by `caller` from `session` to `scope` unless the
+/// scope is the caller's ([`readable`]) and `[memory.propose]` lists the
+/// session's role for that kind of scope.
+pub fn check_proposer(
+    config: &MemoryConfig,
+    caller: &Principal,
+    session: &SessionState,
+    scope: &Scope,
+) -> Result<(), MemoryError> {
+    if !readable(caller, session, scope) {
+        return Err(MemoryError::NotAllowed(format!(
+            "{caller} may not write to memory scope `{scope}`: an agent writes only to its own scopes (its principal's projects, `user:{}`, and `role:{}` from this session); propose to one of those",
+            caller.name, session.role
+        )));
+    }
+    let kind = scope.kind();
+    if !config.may_propose(session.role, kind) {
+        let listed = config
+            .propose
+            .get(&kind)
+            .map(|roles| {
+                roles
+                    .iter()
+                    .map(|r| format!("\"{r}\""))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .unwrap_or_default();
+        return Err(MemoryError::NotAllowed(format!(
+            "sessions of role `{role}` may not propose to {kind} scopes: `[memory.propose] {kind}` in the host config is [{listed}]; an operator adds \"{role}\" there to allow it",
+            role = session.role,
+        )));
+    }
+    Ok(())
+}

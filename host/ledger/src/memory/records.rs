@@ -1,0 +1,261 @@
+//! The memory bank's records, and what a new session is handed from it.
+//!
+//! Stored in the bucket `memory` under the entry's id (`m-…`): one small
+//! JSON value per entry, rewritten on each review step, never deleted, so
+//! the bank keeps who proposed, approved, rejected and retired what. A new
+//! session reads the approved entries of its scopes when it starts
+//! ([`start_entries`]), which is why the records sit here, below
+//! `crate::session` (the operations on the bank, which log into sessions,
+//! build on it in `super`).
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::manifest::{MemoryConfig, MemoryScopeKind, Role};
+use crate::storage::{Storage, StorageError};
+use crate::values::{ContextEntry, ContextKind};
+
+pub(crate) const BUCKET: &str = "memory";
+/// The `source` of the `context_injected` event with which a new session
+/// gets its approved memory entries.
+pub const MEMORY_SOURCE: &str = "memory";
+/// The longest project or user name a scope takes.
+const MAX_SCOPE_NAME: usize = 128;
+
+/// Whom an entry is for: every session of a project, of a principal (the
+/// user that owns the session), or of a role.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Scope {
+    Project(String),
+    User(String),
+    Role(Role),
+}
+
+impl Scope {
+    pub fn kind(&self) -> MemoryScopeKind {
+        match self {
+            Scope::Project(_) => MemoryScopeKind::Project,
+            Scope::User(_) => MemoryScopeKind::User,
+            Scope::Role(_) => MemoryScopeKind::Role,
+        }
+    }
+
+    /// The scopes a session of `project`, owned by `user`, as `role` reads.
+    pub fn of_session(project: &str, user: &str, role: Role) -> [Scope; 3] {
+        [
+            Scope::Project(project.to_string()),
+            Scope::User(user.to_string()),
+            Scope::Role(role),
+        ]
+    }
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Scope::Project(p) => write!(f, "project:{p}"),
+            Scope::User(u) => write!(f, "user:{u}"),
+            Scope::Role(r) => write!(f, "role:{r}"),
+        }
+    }
+}
+
+impl FromStr for Scope {
+    type Err = String;
+
+    /// `project:NAME`, `user:NAME` or `role:ROLE`.
+    fn from_str(s: &str) -> Result<Scope, String> {
+        let hint = "write `project:NAME`, `user:NAME` or `role:ROLE`";
+        let Some((kind, name)) = s.split_once(':') else {
+            return Err(format!("`{s}` is not a memory scope: {hint}"));
+        };
+        let name = name.trim();
+        if name.is_empty() || name.len() > MAX_SCOPE_NAME || name.chars().any(char::is_control) {
+            return Err(format!(
+                "`{s}` is not a memory scope: the name after `{kind}:` must have 1 to {MAX_SCOPE_NAME} printable characters"
+            ));
+        }
+        match kind.parse::<MemoryScopeKind>() {
+            Ok(MemoryScopeKind::Project) => Ok(Scope::Project(name.to_string())),
+            Ok(MemoryScopeKind::User) => Ok(Scope::User(name.to_string())),
+            Ok(MemoryScopeKind::Role) => name.parse().map(Scope::Role),
+            Err(e) => Err(format!("`{s}` is not a memory scope ({e}): {hint}")),
+        }
+    }
+}
+
+impl Serialize for Scope {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Scope {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Scope, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// Where an entry stands: proposed → approved → retired, or proposed →
+/// rejected. Only approved entries reach sessions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryState {
+    Proposed,
+    Approved,
+    Rejected,
+    Retired,
+}
+
+impl MemoryState {
+    pub const ALL: [MemoryState; 4] = [
+        MemoryState::Proposed,
+        MemoryState::Approved,
+        MemoryState::Rejected,
+        MemoryState::Retired,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemoryState::Proposed => "proposed",
+            MemoryState::Approved => "approved",
+            MemoryState::Rejected => "rejected",
+            MemoryState::Retired => "retired",
+        }
+    }
+}
+
+glovebox_manifest::named_enum!(MemoryState, "memory state");
+
+/// Who wrote an entry, and from where.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// The principal that proposed it (an agent, or the operator who
+    /// resolved a rescue).
+    pub by: String,
+    /// The session it was proposed from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// The rescue whose enrich step proposed it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rescue: Option<String>,
+}
+
+/// A review step: who took it, when, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stamp {
+    /// The operator (`cli:<uid>`, or a declared operator's name).
+    pub by: String,
+    pub at_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// One entry of the memory bank.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryEntry {
+    /// `m-` and 12 hex digits.
+    pub id: String,
+    pub scope: Scope,
+    pub text: String,
+    pub state: MemoryState,
+    pub provenance: Provenance,
+    pub proposed_at_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved: Option<Stamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rejected: Option<Stamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retired: Option<Stamp>,
+}
+
+impl MemoryEntry {
+    /// When it was approved (0 while it is not).
+    pub fn approved_at_ms(&self) -> u64 {
+        self.approved.as_ref().map_or(0, |s| s.at_ms)
+    }
+
+    /// The entry as a piece of context handed to a session.
+    pub fn as_context(&self) -> ContextEntry {
+        ContextEntry {
+            id: self.id.clone(),
+            kind: ContextKind::Note,
+            text: self.text.clone(),
+            source: format!("{MEMORY_SOURCE}:{}", self.scope),
+            at_ms: self.approved_at_ms(),
+        }
+    }
+}
+
+/// Every entry, oldest proposal first; unreadable records are skipped (logged).
+pub(crate) fn scan(storage: &dyn Storage) -> Result<Vec<MemoryEntry>, StorageError> {
+    let mut entries: Vec<MemoryEntry> = storage
+        .scan(BUCKET, "")?
+        .into_iter()
+        .filter_map(
+            |(key, bytes)| match serde_json::from_slice::<MemoryEntry>(&bytes) {
+                Ok(e) => Some(e),
+                Err(e) => {
+                    tracing::warn!(key, error = %e, "unreadable memory entry skipped");
+                    None
+                }
+            },
+        )
+        .collect();
+    entries.sort_by(|a, b| {
+        a.proposed_at_ms
+            .cmp(&b.proposed_at_ms)
+            .then_with(|| a.id.cmp(&b.id))
+    });
+    Ok(entries)
+}
+
+/// What a new session of `project`, owned by `user`, as `role`, is handed:
+/// the approved entries of its three scopes, the most recently approved
+/// first, as many as `[memory] max_entries_at_start` and
+/// `max_bytes_at_start` allow (an entry that would pass the byte bound ends
+/// the list, so what is handed is always the newest). A bank that cannot be
+/// read gives nothing (logged): the session still starts.
+pub(crate) fn start_entries(
+    storage: &dyn Storage,
+    config: &MemoryConfig,
+    project: &str,
+    user: &str,
+    role: Role,
+) -> Vec<ContextEntry> {
+    if config.max_entries_at_start == 0 {
+        return Vec::new();
+    }
+    let scopes = Scope::of_session(project, user, role);
+    let mut approved = match scan(storage) {
+        Ok(entries) => entries
+            .into_iter()
+            .filter(|e| e.state == MemoryState::Approved && scopes.contains(&e.scope))
+            .collect::<Vec<_>>(),
+        Err(e) => {
+            tracing::warn!(project, error = %e, "cannot read the memory bank: the session starts without it");
+            return Vec::new();
+        }
+    };
+    approved.sort_by(|a, b| {
+        b.approved_at_ms()
+            .cmp(&a.approved_at_ms())
+            .then_with(|| b.id.cmp(&a.id))
+    });
+    let mut handed = Vec::new();
+    let mut bytes = 0u64;
+    for entry in approved {
+        let len = entry.text.len() as u64;
+        if handed.len() as u64 >= config.max_entries_at_start
+            || bytes + len > config.max_bytes_at_start
+        {
+            break;
+        }
+        bytes += len;
+        handed.push(entry.as_context());
+    }
+    handed
+}

@@ -1,0 +1,289 @@
+//! The governed memory bank over the real binary: an agent proposes over
+//! MCP, an operator reviews with `glovebox memory ...` through the running
+//! server's control socket, and only approved entries reach new sessions;
+//! proposals and searches are events in the agent's session log; each
+//! refusal names its rule and writes nothing.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::mcp::Server;
+use crate::util::Site;
+
+const MEMORY: &str = "[memory]\nmax_entry_bytes = \"64B\"\n[memory.propose]\nproject = [\"workagent\"]\nuser = [\"workagent\"]\n";
+
+/// The uid this test runs as: the operator the server records.
+fn operator() -> String {
+    let out = std::process::Command::new("id").arg("-u").output().unwrap();
+    format!("cli:{}", String::from_utf8_lossy(&out.stdout).trim())
+}
+
+/// A site with the memory settings, and its MCP server (the built-in agent
+/// `local`) once its control socket is up.
+fn serving() -> (Site, Server) {
+    let site = Site::with_config(MEMORY, &[]);
+    let server = Server::initialized(&site.config(), &[]);
+    let socket = site.path().join("data/control.sock");
+    let start = Instant::now();
+    while !socket.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no control socket"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (site, server)
+}
+
+fn ok(server: &mut Server, id: u64, tool: &str, args: Value) -> Value {
+    let answer = server.call(id, tool, args);
+    assert_eq!(answer["result"]["isError"], false, "{tool}: {answer}");
+    answer["result"]["structuredContent"].clone()
+}
+
+fn refused(server: &mut Server, id: u64, tool: &str, args: Value) -> (String, String) {
+    let answer = server.call(id, tool, args);
+    assert_eq!(answer["result"]["isError"], true, "{tool}: {answer}");
+    let error = &answer["result"]["structuredContent"]["error"];
+    (
+        error["kind"].as_str().unwrap().to_string(),
+        error["message"].as_str().unwrap().to_string(),
+    )
+}
+
+/// The memory texts a session started with (its `context` from memory).
+fn memory_context(state: &Value) -> Vec<String> {
+    state["context"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["source"].as_str().unwrap().starts_with("memory:"))
+        .map(|c| c["text"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn start(server: &mut Server, id: u64) -> Value {
+    ok(
+        server,
+        id,
+        "session_start",
+        json!({"role": "workagent", "project": "demo"}),
+    )
+}
+
+#[test]
+fn a_proposed_entry_reaches_new_sessions_only_after_memory_review_and_approve() {
+    let (site, mut server) = serving();
+    let worker = start(&mut server, 1);
+    let proposed = ok(
+        &mut server,
+        2,
+        "memory_propose",
+        json!({"scope": "project", "text": "the staging DB needs --ssl"}),
+    );
+    let entry = &proposed["entry"];
+    let id = entry["id"].as_str().unwrap().to_string();
+    assert_eq!(entry["state"], "proposed");
+    assert_eq!(entry["scope"], "project:demo");
+    assert_eq!(entry["provenance"]["by"], "local");
+    assert_eq!(entry["provenance"]["session"], worker["id"]);
+
+    // Not approved: a new session does not get it, nor does a search.
+    let before = start(&mut server, 3);
+    assert!(memory_context(&before).is_empty(), "{before}");
+    let found = ok(
+        &mut server,
+        4,
+        "memory_search",
+        json!({"query": "staging ssl"}),
+    );
+    assert_eq!(found["entries"], json!([]));
+
+    // The operator reviews it while the server runs.
+    let (code, out, err) = site.run(&["memory", "review"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains(&id) && out.contains("the staging DB needs --ssl"),
+        "{out}"
+    );
+    let review = site.json(&["memory", "review", "--json"]);
+    assert_eq!(review.as_array().unwrap().len(), 1);
+    let approved = site.json(&["memory", "approve", &id]);
+    assert_eq!(approved["state"], "approved");
+    assert_eq!(approved["approved"]["by"], operator());
+    assert_eq!(site.json(&["memory", "review", "--json"]), json!([]));
+
+    let after = start(&mut server, 5);
+    assert_eq!(memory_context(&after), ["the staging DB needs --ssl"]);
+    let found = ok(
+        &mut server,
+        6,
+        "memory_search",
+        json!({"query": "SSL", "limit": 5}),
+    );
+    assert_eq!(found["entries"][0]["id"], id.as_str(), "{found}");
+    assert_eq!(found["entries"][0]["matched_words"], 1);
+
+    // Logged: the start's memory, and the search, in this session; the
+    // proposal in the worker's.
+    let log = ok(&mut server, 7, "session_log", json!({}));
+    let types: Vec<&str> = log["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"]["type"].as_str().unwrap())
+        .collect();
+    assert!(
+        types.contains(&"context_injected") && types.contains(&"memory_searched"),
+        "{types:?}"
+    );
+    let worker_log = ok(
+        &mut server,
+        8,
+        "session_log",
+        json!({"session": worker["id"]}),
+    );
+    let proposal = worker_log["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["kind"]["type"] == "memory_proposed")
+        .expect("a memory_proposed event")
+        .clone();
+    assert_eq!(proposal["kind"]["id"], id.as_str());
+    assert_eq!(proposal["by"], "local");
+
+    // Retired: new sessions no longer get it; the bank keeps it.
+    let retired = site.json(&["memory", "retire", &id, "--reason", "migrated"]);
+    assert_eq!(retired["retired"]["by"], operator());
+    assert!(memory_context(&start(&mut server, 9)).is_empty());
+    let listed = site.json(&[
+        "memory",
+        "list",
+        "--scope",
+        "project:demo",
+        "--state",
+        "retired",
+        "--json",
+    ]);
+    assert_eq!(listed.as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn bad_memory_input_is_refused_with_its_rule_and_nothing_is_written() {
+    let (site, mut server) = serving();
+    // No session bound: the proposal has no session to be logged in.
+    let (kind, message) = refused(
+        &mut server,
+        1,
+        "memory_propose",
+        json!({"scope": "project", "text": "x"}),
+    );
+    assert_eq!(kind, "no_session", "{message}");
+    start(&mut server, 2);
+    for (n, args, kind, parts) in [
+        (
+            3,
+            json!({"scope": "user:bob", "text": "x"}),
+            "memory_not_allowed",
+            &["`user:bob`", "own scopes"][..],
+        ),
+        (
+            4,
+            json!({"scope": "role", "text": "x"}),
+            "memory_not_allowed",
+            &["[memory.propose] role", "adds \"workagent\""][..],
+        ),
+        (
+            5,
+            json!({"scope": "project", "text": "x".repeat(65)}),
+            "memory_invalid_input",
+            &["at most 64 bytes", "max_entry_bytes", "shorten"][..],
+        ),
+        (
+            6,
+            json!({"scope": "team", "text": "x"}),
+            "memory_invalid_input",
+            &["project:NAME"][..],
+        ),
+    ] {
+        let (got, message) = refused(&mut server, n, "memory_propose", args);
+        assert_eq!(got, kind, "{message}");
+        for part in parts {
+            assert!(message.contains(part), "{part:?} not in {message}");
+        }
+    }
+    assert_eq!(
+        site.json(&["memory", "list", "--json"]),
+        json!([]),
+        "nothing written"
+    );
+
+    // The operator's side: an unknown id, a second approval, a reject without reason.
+    let (code, _, err) = site.run(&["memory", "approve", "m-000000000000"]);
+    assert_eq!(code, 4, "{err}");
+    assert!(
+        err.contains("no memory entry `m-000000000000`") && err.contains("memory list"),
+        "{err}"
+    );
+    let entry = ok(
+        &mut server,
+        7,
+        "memory_propose",
+        json!({"scope": "user", "text": "I like tabs"}),
+    )["entry"]
+        .clone();
+    assert_eq!(entry["scope"], "user:local");
+    let id = entry["id"].as_str().unwrap();
+    let (code, _, err) = site.run(&["memory", "retire", id]);
+    assert_eq!(code, 4, "{err}");
+    assert!(
+        err.contains("is proposed") && err.contains("reject"),
+        "{err}"
+    );
+    site.json(&["memory", "approve", id]);
+    let (code, _, err) = site.run(&["memory", "approve", id]);
+    assert_eq!(code, 4, "{err}");
+    assert!(err.contains("already approved"), "{err}");
+    let (code, _, err) = site.run(&["memory", "list", "--scope", "team:x"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--scope"), "{err}");
+}
+
+/// `memory_propose` and `memory_search` are actions the hook chain judges
+/// (`glovebox.memory_propose`, `glovebox:memory:propose`): a role allow-list
+/// that names only the search refuses the proposal, naming the hook and the
+/// tool, and nothing is written.
+#[test]
+fn memory_actions_are_judged_by_the_hook_chain() {
+    let site = Site::with_config(MEMORY, &[]);
+    site.set_config(&format!(
+        "{MEMORY}[[hook]]\nname = \"roles\"\ncomponent = \"{}\"\n[hook.settings.roles]\nworkagent = [\"glovebox.session_*\", \"glovebox.memory_search\"]\n",
+        crate::util::plugins::HOOK_ROLE_ALLOWLIST
+    ));
+    let mut server = Server::initialized(&site.config(), &[]);
+    start(&mut server, 1);
+    let answer = server.call(
+        2,
+        "memory_propose",
+        json!({"scope": "project", "text": "x"}),
+    );
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    let denied = &answer["result"]["structuredContent"]["denied"];
+    assert_eq!(denied["hook"], "roles", "{answer}");
+    assert!(
+        denied["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("glovebox.memory_propose")),
+        "{answer}"
+    );
+    let found = ok(&mut server, 3, "memory_search", json!({"query": "x"}));
+    assert_eq!(found["entries"], json!([]));
+    drop(server);
+    assert_eq!(
+        site.json(&["memory", "list", "--json"]),
+        json!([]),
+        "nothing written"
+    );
+}
