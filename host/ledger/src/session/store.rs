@@ -115,6 +115,8 @@ pub struct Sessions {
     /// Lock order: `names`, then a session's slot.
     pub(crate) names: Mutex<()>,
     last_load: Mutex<Option<LoadStats>>,
+    /// Told when a child session may have settled (see `family.rs`).
+    pub(crate) observers: Mutex<Vec<Arc<dyn super::family::ChildObserver>>>,
 }
 
 impl Sessions {
@@ -131,6 +133,7 @@ impl Sessions {
             slots: Mutex::new(HashMap::new()),
             names: Mutex::new(()),
             last_load: Mutex::new(None),
+            observers: Mutex::new(Vec::new()),
         }
     }
 
@@ -338,6 +341,7 @@ impl Sessions {
                 }
                 self.after_append(state, &before, event);
                 self.enqueue(notifications);
+                self.wake_parents(state, event);
             }
             return Ok(events);
         }
