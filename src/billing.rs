@@ -27,7 +27,8 @@ struct ReportArgs {
     /// The last day, included, `YYYY-MM-DD` (UTC); default: today.
     #[arg(long)]
     to: Option<String>,
-    /// Group by role, session, tool, project or day.
+    /// Group by role, session, tool, project, day or family (child sessions
+    /// under their root session, split by role with session hours).
     #[arg(long, default_value = "session")]
     by: GroupBy,
     /// Print JSON instead of a table.
@@ -112,6 +113,16 @@ pub fn run(config: &Path, args: BillingArgs) -> Result<ExitCode> {
             );
             for g in report.groups.iter().chain([&report.total]) {
                 out!("{:width$}  {}", shown_key(g), row(&g.total, &g.background));
+                for (role, share) in &g.roles {
+                    out!(
+                        "  {role}: {} sessions, {:.2} session hours, {} calls, {} background, cost {:.4}",
+                        share.sessions,
+                        share.session_hours,
+                        share.total.calls,
+                        share.background.calls,
+                        share.total.cost
+                    );
+                }
             }
         }
     }

@@ -29,6 +29,7 @@ macro_rules! err {
 
 mod billing;
 mod call;
+mod children;
 mod control;
 mod crash;
 mod debug;

@@ -84,8 +84,59 @@ pub enum SessionCommand {
         /// escalation step.
         #[arg(long)]
         blocked: bool,
+        /// The child sessions of this session instead (`session spawn`), with
+        /// their status, outcome, carved budget and latest handoff to it.
+        #[arg(long, value_name = "PARENT", conflicts_with_all = ["status", "tags", "role", "project", "inactive_days", "blocked"])]
+        children: Option<String>,
         #[arg(long)]
         json: bool,
+    },
+    /// Spawn a child session of PARENT: a role at or below the parent's, a
+    /// task handoff, and caps carved out of the parent's budget (required for
+    /// each cap the parent has). The child's agent resumes it to get the task.
+    Spawn {
+        parent: String,
+        /// orchestrator, supervisor or workagent, at or below the parent's.
+        #[arg(long)]
+        role: Role,
+        /// What the child is to do.
+        #[arg(long)]
+        objective: String,
+        /// How to tell the task is done (repeatable).
+        #[arg(long = "success")]
+        success_criteria: Vec<String>,
+        /// Context: a requirement (repeatable).
+        #[arg(long = "requirement")]
+        requirements: Vec<String>,
+        /// Context: a file the task concerns (repeatable).
+        #[arg(long = "file")]
+        files: Vec<String>,
+        /// Context: a next step (repeatable).
+        #[arg(long = "next")]
+        next_steps: Vec<String>,
+        /// A name, unique among live sessions.
+        #[arg(long)]
+        name: Option<String>,
+        #[arg(long = "tag")]
+        tags: Vec<String>,
+        #[arg(long, value_parser = humantime::parse_duration)]
+        expected_duration: Option<Duration>,
+        /// The child's cost cap, carved out of the parent's.
+        #[arg(long)]
+        budget_cost: Option<f64>,
+        /// The child's calls cap, carved out of the parent's.
+        #[arg(long)]
+        budget_calls: Option<u64>,
+        /// The child's wall-time cap (e.g. `30m`), within the parent's.
+        #[arg(long, value_parser = humantime::parse_duration)]
+        budget_wall: Option<Duration>,
+    },
+    /// Wait until every child of PARENT has posted a handoff to it or ended,
+    /// up to the timeout (default 30s, at most 10m); exit 6 on timeout.
+    Wait {
+        parent: String,
+        #[arg(long, value_parser = humantime::parse_duration)]
+        timeout: Option<Duration>,
     },
     /// Show a session's state (its blocker flags and escalation step under `watch`).
     Show { session: String },
@@ -114,12 +165,16 @@ pub enum SessionCommand {
     },
     /// Resume a session: prints its state, its latest handoff and interrupted calls.
     Resume { session: String },
-    /// End a session.
+    /// End a session. One with live child sessions is refused unless
+    /// `--cancel-children` ends them first (as interrupted).
     End {
         session: String,
         /// completed, interrupted or exit.
         #[arg(long, default_value = "completed")]
         outcome: EndOutcome,
+        /// End the session's live children (and theirs) first, as interrupted.
+        #[arg(long)]
+        cancel_children: bool,
     },
     /// Archive an ended (or paused) session.
     Archive { session: String },
@@ -346,7 +401,7 @@ fn list_blocked(sessions: &Sessions, list: &[SessionInfo], json: bool) -> Result
     Ok(ExitCode::SUCCESS)
 }
 
-fn print_json<T: serde::Serialize>(value: &T) -> Result<()> {
+pub(crate) fn print_json<T: serde::Serialize>(value: &T) -> Result<()> {
     out!("{}", serde_json::to_string_pretty(value)?);
     Ok(())
 }
@@ -384,7 +439,15 @@ pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitC
         SessionCommand::Check { session, json } => {
             return crate::rescue::check(config, &session, json);
         }
-        SessionCommand::End { session, outcome } => return end(config, &session, outcome),
+        SessionCommand::End {
+            session,
+            outcome,
+            cancel_children,
+        } => return end(config, &session, outcome, cancel_children),
+        SessionCommand::Spawn { .. } => return crate::children::spawn(config, command),
+        SessionCommand::Wait { parent, timeout } => {
+            return crate::children::wait(config, &parent, timeout).await;
+        }
         _ => {}
     }
     let sessions = open(config)?;
@@ -419,8 +482,34 @@ pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitC
             project,
             inactive_days,
             blocked,
+            children,
             json,
         } => {
+            if let Some(parent) = children {
+                let children = match sessions.children_as(&crate::control::operator(), &parent) {
+                    Ok(children) => children,
+                    Err(e) => return Ok(crate::session_refused(&e)),
+                };
+                if json {
+                    print_json(&children)?;
+                } else {
+                    for c in &children {
+                        out!(
+                            "{:38}  {:20}  {:12}  {:10}  {:12}  {}",
+                            c.id,
+                            c.name.as_deref().unwrap_or("-"),
+                            c.role.to_string(),
+                            c.status.to_string(),
+                            c.outcome.map_or_else(|| "-".to_string(), |o| o.to_string()),
+                            c.handoff.as_ref().map_or_else(
+                                || "-".to_string(),
+                                |h| format!("{}: {}", h.handoff.kind, h.handoff.objective)
+                            )
+                        );
+                    }
+                }
+                return Ok(ExitCode::SUCCESS);
+            }
             let filter = SessionFilter {
                 status,
                 tags,
@@ -524,6 +613,8 @@ pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitC
         }
         SessionCommand::Rerun { .. }
         | SessionCommand::End { .. }
+        | SessionCommand::Spawn { .. }
+        | SessionCommand::Wait { .. }
         | SessionCommand::Usage { .. }
         | SessionCommand::Budget { .. }
         | SessionCommand::Check { .. } => unreachable!("handled above"),
@@ -540,8 +631,26 @@ pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitC
 /// `session end`: the state as JSON, with a `warning` (also on stderr) when
 /// jobs of the session's own were still queued or running (recorded in its
 /// log as `jobs_unwaited`; `glovebox doctor` reports them).
-fn end(config: &Path, session: &str, outcome: EndOutcome) -> Result<ExitCode> {
+fn end(
+    config: &Path,
+    session: &str,
+    outcome: EndOutcome,
+    cancel_children: bool,
+) -> Result<ExitCode> {
     let durable = open_durable(config)?;
+    if cancel_children {
+        match durable
+            .sessions
+            .cancel_children_as(&crate::control::operator(), session)
+        {
+            Ok(ids) => {
+                for id in ids {
+                    err!("child session {id} ended as interrupted");
+                }
+            }
+            Err(e) => return Ok(crate::session_refused(&e)),
+        }
+    }
     let ended = match glovebox::doctor::end_session(&durable, session, outcome) {
         Ok(ended) => ended,
         Err(e) => return Ok(crate::session_refused(&e)),

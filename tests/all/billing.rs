@@ -464,6 +464,14 @@ fn expected(f: &Fixture, sessions: &[&str], by: GroupBy) -> BTreeMap<String, [[u
                 GroupBy::Tool => tool,
                 GroupBy::Project => state.project.clone(),
                 GroupBy::Day => billing::day_of(e.at_ms),
+                GroupBy::Family => {
+                    // The root ancestor (child sessions count under it).
+                    let mut root = state.clone();
+                    while let Some(parent) = root.parent.clone() {
+                        root = f.durable.sessions.show(&parent).unwrap();
+                    }
+                    root.id
+                }
             };
             let entry = &mut out.entry(key).or_default()[usize::from(bg)];
             for (sum, d) in entry.iter_mut().zip(delta) {

@@ -5,6 +5,7 @@
 
 mod architecture;
 mod billing;
+mod children;
 mod cli;
 mod code_js;
 mod code_python;

@@ -37,6 +37,8 @@ pub struct Gateway {
     /// Requests an adapter received and has not answered yet (see
     /// [`Gateway::request`]), and whether a drain has begun.
     requests: Arc<Requests>,
+    /// Bumped when a child session may have settled (`session_wait`).
+    children: crate::children::ChildBell,
 }
 
 /// The adapters' requests in flight, for a stopping server's drain.
@@ -77,6 +79,8 @@ impl Gateway {
         let metrics: Arc<crate::metrics::Metrics> = Arc::default();
         ledger.storage.observe_flushes(metrics.flush_observer());
         host.observe_admission_waits(metrics.admission_wait_observer());
+        let children = crate::children::ChildBell::default();
+        ledger.sessions.observe_children(Arc::new(children.clone()));
         Gateway {
             host: Arc::new(RwLock::new(host)),
             ledger,
@@ -84,7 +88,13 @@ impl Gateway {
             waiters: Waiters::default(),
             metrics,
             requests: Arc::default(),
+            children,
         }
+    }
+
+    /// Rung when a child session may have settled.
+    pub(crate) fn child_bell(&self) -> &crate::children::ChildBell {
+        &self.children
     }
 
     /// Counts a request an adapter received (an MCP `tools/call`) until the

@@ -23,6 +23,7 @@
 pub mod actions;
 mod admission;
 mod chain_key;
+pub mod children;
 pub mod doctor;
 mod gateway;
 mod host;

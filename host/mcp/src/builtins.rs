@@ -18,7 +18,7 @@ use glovebox::budget::{BudgetCaps, UsageReport};
 use glovebox::jobs::{JobError, JobStatus, WaitMode};
 use glovebox::memory::MemoryError;
 use glovebox::session::{
-    EndOutcome, Handoff, HandoffKind, Role, SessionFilter, SessionStatus, StartSession,
+    EndOutcome, Handoff, HandoffKind, Role, SessionFilter, SessionStatus, SpawnChild, StartSession,
 };
 
 #[derive(Deserialize)]
@@ -76,6 +76,40 @@ struct SessionListArgs {
     status: Option<String>,
     #[serde(default)]
     tags: Vec<String>,
+    #[serde(default)]
+    children: bool,
+    session: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SessionSpawnArgs {
+    role: String,
+    name: Option<String>,
+    #[serde(default)]
+    tags: Vec<String>,
+    expected_duration: Option<String>,
+    #[serde(default)]
+    budget: CapsArgs,
+    objective: String,
+    #[serde(default)]
+    success_criteria: Vec<String>,
+    #[serde(default)]
+    requirements: Vec<String>,
+    #[serde(default)]
+    files: Vec<String>,
+    #[serde(default)]
+    next_steps: Vec<String>,
+    #[serde(default)]
+    current_phase: String,
+    session: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SessionWaitArgs {
+    timeout_ms: Option<u64>,
+    session: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -131,6 +165,8 @@ struct HandoffArgs {
 #[serde(deny_unknown_fields)]
 struct EndArgs {
     outcome: Option<String>,
+    #[serde(default)]
+    cancel_children: bool,
 }
 
 #[derive(Deserialize)]
@@ -227,9 +263,14 @@ fn text_arg(tool: &str, field: &str, text: &str) -> Result<(), ErrorData> {
     Ok(())
 }
 
-/// What `session_start` is given besides role, project, name and tags.
-fn start_extras(tool: &str, a: &StartArgs) -> Result<(Option<Duration>, BudgetCaps), ErrorData> {
-    let expected = match a.expected_duration.as_deref() {
+/// What `session_start` and `session_spawn` are given besides role,
+/// project, name and tags: the expected duration and the caps.
+fn start_extras(
+    tool: &str,
+    expected_duration: Option<&str>,
+    budget: &CapsArgs,
+) -> Result<(Option<Duration>, BudgetCaps), ErrorData> {
+    let expected = match expected_duration {
         None => None,
         Some(t) => Some(glovebox::manifest::parse_duration(t).map_err(|e| {
             bad_arguments(
@@ -238,13 +279,13 @@ fn start_extras(tool: &str, a: &StartArgs) -> Result<(Option<Duration>, BudgetCa
             )
         })?),
     };
-    let wall = match a.budget.wall.as_deref() {
+    let wall = match budget.wall.as_deref() {
         None => None,
         Some(t) => Some(glovebox::manifest::parse_duration(t).map_err(|e| {
             bad_arguments(tool, format!("`budget.wall`: {e} (write e.g. \"30m\")"))
         })?),
     };
-    let caps = BudgetCaps::new(a.budget.cost, a.budget.calls, wall)
+    let caps = BudgetCaps::new(budget.cost, budget.calls, wall)
         .map_err(|e| bad_arguments(tool, format!("`budget.cost`: {e}")))?;
     Ok((expected, caps))
 }
@@ -271,6 +312,26 @@ fn not_bound(tool: &str) -> CallToolResult {
 }
 
 impl Connection {
+    /// A refusal (as the tool's result) when the bound session is a child and
+    /// `key` is a session outside its family and every route (see
+    /// `glovebox_ledger::session::check_addressable`).
+    async fn family_guard(&self, caller: &Principal, key: &str) -> Option<CallToolResult> {
+        let bound = self.bound().await?;
+        if bound == key {
+            return None;
+        }
+        match self
+            .shared()
+            .gateway
+            .check_addressable_as(caller, &bound, key)
+            .await
+        {
+            // "Not found" is the action's own answer to give.
+            Ok(()) | Err(glovebox::session::SessionError::NotFound(_)) => None,
+            Err(e) => Some(results::session_failure(&e)),
+        }
+    }
+
     /// A built-in tool, on behalf of `caller`: the gateway enforces what is
     /// the caller's (another's session or job is "not found").
     pub(super) async fn builtin(
@@ -284,7 +345,8 @@ impl Connection {
         match tool {
             SESSION_START => {
                 let a: StartArgs = parse(tool, args)?;
-                let (expected_duration, budget) = start_extras(tool, &a)?;
+                let (expected_duration, budget) =
+                    start_extras(tool, a.expected_duration.as_deref(), &a.budget)?;
                 let start = StartSession {
                     role: parse_enum::<Role>(tool, "role", &a.role)?,
                     project: a.project,
@@ -303,6 +365,9 @@ impl Connection {
             }
             SESSION_RESUME => {
                 let a: SessionArg = parse(tool, args)?;
+                if let Some(refused) = self.family_guard(caller, &a.session).await {
+                    return Ok(refused);
+                }
                 Ok(match gateway.resume_session_as(caller, &a.session).await {
                     Ok(resumed) => {
                         self.bind(Some(resumed.state.id.clone())).await;
@@ -316,6 +381,9 @@ impl Connection {
                 let Some(key) = a.session.or(self.bound().await) else {
                     return Ok(not_bound(tool));
                 };
+                if let Some(refused) = self.family_guard(caller, &key).await {
+                    return Ok(refused);
+                }
                 let bound = self.bound().await;
                 Ok(match gateway.session_as(caller, &key).await {
                     Ok(state) => {
@@ -366,6 +434,14 @@ impl Connection {
                 let Some(id) = self.bound().await else {
                     return Ok(not_bound(tool));
                 };
+                let cancelled = if a.cancel_children {
+                    match gateway.cancel_children_as(caller, &id).await {
+                        Ok(ids) => ids,
+                        Err(e) => return Ok(results::session_failure(&e)),
+                    }
+                } else {
+                    Vec::new()
+                };
                 Ok(
                     match gateway
                         .end_session_noting_jobs_as(caller, &id, outcome)
@@ -381,6 +457,11 @@ impl Connection {
                                 (ended.warning(), value.as_object_mut())
                             {
                                 map.insert("warning".into(), warning.into());
+                            }
+                            if let (false, Some(map)) =
+                                (cancelled.is_empty(), value.as_object_mut())
+                            {
+                                map.insert("cancelled_children".into(), json!(cancelled));
                             }
                             results::ok(&value)
                         }
@@ -448,7 +529,12 @@ impl Connection {
                     Some(s) => Some(parse_enum::<JobStatus>(tool, "status", s)?),
                 };
                 let session = match a.session {
-                    Some(key) => Some(key),
+                    Some(key) => {
+                        if let Some(refused) = self.family_guard(caller, &key).await {
+                            return Ok(refused);
+                        }
+                        Some(key)
+                    }
                     None => self.bound().await,
                 };
                 Ok(
@@ -495,6 +581,9 @@ impl Connection {
                 let Some(key) = a.session.or(self.bound().await) else {
                     return Ok(not_bound(tool));
                 };
+                if let Some(refused) = self.family_guard(caller, &key).await {
+                    return Ok(refused);
+                }
                 Ok(
                     match gateway.pause_session_as(caller, &key, &a.reason).await {
                         Ok(state) => results::ok(&state),
@@ -504,6 +593,24 @@ impl Connection {
             }
             SESSION_LIST => {
                 let a: SessionListArgs = parse(tool, args)?;
+                if a.children {
+                    let Some(key) = a.session.or(self.bound().await) else {
+                        return Ok(not_bound(tool));
+                    };
+                    if let Some(refused) = self.family_guard(caller, &key).await {
+                        return Ok(refused);
+                    }
+                    return Ok(match gateway.children_as(caller, &key).await {
+                        Ok(children) => results::ok_value(json!({"children": children})),
+                        Err(e) => results::session_failure(&e),
+                    });
+                }
+                if a.session.is_some() {
+                    return Err(bad_arguments(
+                        tool,
+                        "`session` names the parent whose children to list: give it with `children: true`",
+                    ));
+                }
                 let filter = SessionFilter {
                     status: match a.status.as_deref() {
                         None => None,
@@ -532,6 +639,9 @@ impl Connection {
                 let Some(key) = a.session.or(self.bound().await) else {
                     return Ok(not_bound(tool));
                 };
+                if let Some(refused) = self.family_guard(caller, &key).await {
+                    return Ok(refused);
+                }
                 Ok(match gateway.events_as(caller, &key, from, limit).await {
                     Ok(events) => {
                         let next = (events.len() == limit)
@@ -547,9 +657,61 @@ impl Connection {
                 let Some(key) = a.session.or(self.bound().await) else {
                     return Ok(not_bound(tool));
                 };
+                if let Some(refused) = self.family_guard(caller, &key).await {
+                    return Ok(refused);
+                }
                 Ok(
                     match gateway.rerun_interrupted_as(caller, &key, &a.call_id).await {
                         Ok(report) => results::report(report),
+                        Err(e) => results::session_failure(&e),
+                    },
+                )
+            }
+            SESSION_SPAWN => {
+                let a: SessionSpawnArgs = parse(tool, args)?;
+                let role = parse_enum::<Role>(tool, "role", &a.role)?;
+                let (expected_duration, budget) =
+                    start_extras(tool, a.expected_duration.as_deref(), &a.budget)?;
+                let Some(parent) = a.session.or(self.bound().await) else {
+                    return Ok(not_bound(tool));
+                };
+                if let Some(refused) = self.family_guard(caller, &parent).await {
+                    return Ok(refused);
+                }
+                // Kind, roles and target are the spawn's to set.
+                let mut task = Handoff::new(HandoffKind::Task, role, a.objective);
+                task.success_criteria = a.success_criteria;
+                task.requirements = a.requirements;
+                task.files = a.files;
+                task.next_steps = a.next_steps;
+                task.current_phase = a.current_phase;
+                let spawn = SpawnChild {
+                    role,
+                    name: a.name,
+                    tags: a.tags,
+                    expected_duration,
+                    budget,
+                    task,
+                };
+                Ok(
+                    match gateway.spawn_session_as(caller, &parent, spawn).await {
+                        Ok(spawned) => results::ok(&spawned),
+                        Err(e) => results::session_failure(&e),
+                    },
+                )
+            }
+            SESSION_WAIT => {
+                let a: SessionWaitArgs = parse(tool, args)?;
+                let Some(parent) = a.session.or(self.bound().await) else {
+                    return Ok(not_bound(tool));
+                };
+                if let Some(refused) = self.family_guard(caller, &parent).await {
+                    return Ok(refused);
+                }
+                let timeout = a.timeout_ms.map(Duration::from_millis);
+                Ok(
+                    match gateway.wait_children_as(caller, &parent, timeout).await {
+                        Ok(waited) => results::ok(&waited),
                         Err(e) => results::session_failure(&e),
                     },
                 )

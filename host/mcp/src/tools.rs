@@ -20,6 +20,8 @@ pub const SESSION_PAUSE: &str = "session_pause";
 pub const SESSION_LIST: &str = "session_list";
 pub const SESSION_LOG: &str = "session_log";
 pub const SESSION_RERUN: &str = "session_rerun";
+pub const SESSION_SPAWN: &str = "session_spawn";
+pub const SESSION_WAIT: &str = "session_wait";
 pub const APPROVAL_STATUS: &str = "approval_status";
 pub const CONTEXT_SEARCH: &str = "context_search";
 pub const MEMORY_PROPOSE: &str = "memory_propose";
@@ -30,7 +32,7 @@ pub const JOB_STATUS: &str = "job_status";
 pub const JOB_CANCEL: &str = "job_cancel";
 pub const JOB_LIST: &str = "job_list";
 
-pub const BUILTINS: [&str; 20] = [
+pub const BUILTINS: [&str; 22] = [
     SESSION_START,
     SESSION_RESUME,
     SESSION_STATUS,
@@ -42,6 +44,8 @@ pub const BUILTINS: [&str; 20] = [
     SESSION_LIST,
     SESSION_LOG,
     SESSION_RERUN,
+    SESSION_SPAWN,
+    SESSION_WAIT,
     APPROVAL_STATUS,
     CONTEXT_SEARCH,
     MEMORY_PROPOSE,
@@ -162,10 +166,13 @@ pub fn builtin_tools() -> Vec<Tool> {
         ),
         tool(
             SESSION_END,
-            "End the bound session and unbind this connection (the next call starts a new default session). Wait for its background jobs first: ending with jobs still queued or running, or with results nobody read, is recorded, and the result carries a `warning` naming them.",
+            "End the bound session and unbind this connection (the next call starts a new default session). Wait for its background jobs first: ending with jobs still queued or running, or with results nobody read, is recorded, and the result carries a `warning` naming them. A session with live child sessions is not ended unless `cancel_children` ends them (as interrupted) first.",
             json!({
                 "type": "object",
-                "properties": {"outcome": {"type": "string", "enum": ["completed", "interrupted", "exit"], "default": "completed"}},
+                "properties": {
+                    "outcome": {"type": "string", "enum": ["completed", "interrupted", "exit"], "default": "completed"},
+                    "cancel_children": {"type": "boolean", "default": false, "description": "End the session's live child sessions first, as interrupted."},
+                },
                 "additionalProperties": false,
             }),
         ),
@@ -208,12 +215,58 @@ pub fn builtin_tools() -> Vec<Tool> {
         ),
         tool(
             SESSION_LIST,
-            "List your sessions, optionally by status and by tags (each given tag must be on the session).",
+            "List your sessions, optionally by status and by tags (each given tag must be on the session); with `children`, the child sessions of a session (the bound one when `session` is absent) instead, with their status, outcome, carved budget and latest handoff to the parent.",
             json!({
                 "type": "object",
                 "properties": {
                     "status": {"type": "string", "enum": ["created", "active", "paused", "completed", "archived"]},
                     "tags": strings.clone(),
+                    "children": {"type": "boolean", "default": false},
+                    "session": session.clone(),
+                },
+                "additionalProperties": false,
+            }),
+        ),
+        tool(
+            SESSION_SPAWN,
+            "Spawn a child session of the bound session (or `session`): a role at or below its own, a task (objective, success criteria, context), and caps carved out of the parent's budget (the children's caps plus the parent's own use stay within the parent's caps). The connection stays bound to the parent; the child's agent binds with `session_resume`, which returns the task.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "role": {"type": "string", "enum": ["orchestrator", "supervisor", "workagent"]},
+                    "name": {"type": "string", "description": "Unique among live sessions."},
+                    "tags": strings.clone(),
+                    "expected_duration": {"type": "string", "description": "e.g. \"45m\"."},
+                    "budget": {
+                        "type": "object",
+                        "description": "The child's caps, carved out of the parent's: required for each cap the parent has.",
+                        "properties": {
+                            "cost": {"type": "number", "minimum": 0},
+                            "calls": {"type": "integer", "minimum": 0},
+                            "wall": {"type": "string", "description": "e.g. \"30m\"."},
+                        },
+                        "additionalProperties": false,
+                    },
+                    "objective": {"type": "string", "minLength": 1, "description": "What the child is to do."},
+                    "success_criteria": strings.clone(),
+                    "requirements": strings.clone(),
+                    "files": strings.clone(),
+                    "next_steps": strings.clone(),
+                    "current_phase": {"type": "string"},
+                    "session": {"type": "string", "description": "The parent (id or name); the bound session when absent."},
+                },
+                "required": ["role", "objective"],
+                "additionalProperties": false,
+            }),
+        ),
+        tool(
+            SESSION_WAIT,
+            "Wait until every child session of the bound session (or `session`) has posted a handoff to it or ended, up to a timeout (30 s when absent, 600 s at most; never forever). Returns each child's status, outcome and latest handoff, the pending ones and whether the wait timed out.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "timeout_ms": {"type": "integer", "minimum": 0, "maximum": 600000},
+                    "session": {"type": "string", "description": "The parent (id or name); the bound session when absent."},
                 },
                 "additionalProperties": false,
             }),

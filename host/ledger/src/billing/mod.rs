@@ -10,7 +10,12 @@
 //!   (`metering.cost_micros`, the tool's manifest `cost`, for calls that ran);
 //! - a call is background when its `call_requested` carries a job id;
 //! - a `usage_reported` adds the model's tokens and cost, foreground, under
-//!   the tool key `model:<model>` when grouped by tool.
+//!   the tool key `model:<model>` when grouped by tool;
+//! - grouped by family, child sessions (`session_spawn`) count under their
+//!   root ancestor (a session with no parent is its own family), split by
+//!   role, each role with its sessions and session hours (the time from a
+//!   session's start to its end, or its last event while it is live, within
+//!   the range), so a supervisor's bill shows what its workagents used.
 //!
 //! Dates are `YYYY-MM-DD` in UTC; a range includes both its days.
 
@@ -34,15 +39,18 @@ pub enum GroupBy {
     Tool,
     Project,
     Day,
+    /// The root session of each family of sessions, with a split by role.
+    Family,
 }
 
 impl GroupBy {
-    pub const ALL: [GroupBy; 5] = [
+    pub const ALL: [GroupBy; 6] = [
         GroupBy::Role,
         GroupBy::Session,
         GroupBy::Tool,
         GroupBy::Project,
         GroupBy::Day,
+        GroupBy::Family,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -52,6 +60,7 @@ impl GroupBy {
             GroupBy::Tool => "tool",
             GroupBy::Project => "project",
             GroupBy::Day => "day",
+            GroupBy::Family => "family",
         }
     }
 }
@@ -233,6 +242,9 @@ pub struct Group {
     pub foreground: Figures,
     /// Calls run as background jobs.
     pub background: Figures,
+    /// Grouped by family: the family's figures by role.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub roles: BTreeMap<String, RoleShare>,
 }
 
 impl Group {
@@ -244,6 +256,44 @@ impl Group {
             self.foreground.add(figures);
         }
     }
+}
+
+/// One role's part of a family (see [`GroupBy::Family`]).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct RoleShare {
+    /// The family's sessions of the role.
+    pub sessions: u64,
+    /// Their time within the range, in milliseconds.
+    pub session_ms: u64,
+    /// `session_ms` in hours.
+    pub session_hours: f64,
+    pub total: Figures,
+    pub foreground: Figures,
+    pub background: Figures,
+}
+
+impl RoleShare {
+    fn add(&mut self, figures: &Figures, background: bool) {
+        self.total.add(figures);
+        if background {
+            self.background.add(figures);
+        } else {
+            self.foreground.add(figures);
+        }
+    }
+}
+
+/// The root ancestor of session `id` (itself when it has no parent).
+fn root_of<'a>(id: &'a str, parents: &'a HashMap<String, Option<String>>) -> &'a str {
+    let mut at = id;
+    // Bounded: a parent link is written once, at start, to an older session.
+    for _ in 0..parents.len() {
+        match parents.get(at) {
+            Some(Some(parent)) => at = parent.as_str(),
+            _ => break,
+        }
+    }
+    at
 }
 
 /// A billing report.
@@ -268,10 +318,24 @@ pub fn report(sessions: &Sessions, range: &DateRange, by: GroupBy) -> Result<Rep
         ..Group::default()
     };
     let mut counted = 0;
+    let all = sessions.list(&SessionFilter::default())?;
+    let parents: HashMap<String, Option<String>> = all
+        .iter()
+        .map(|s| (s.id.clone(), s.parent.clone()))
+        .collect();
+    let names: HashMap<&str, Option<&String>> = all
+        .iter()
+        .map(|s| (s.id.as_str(), s.name.as_ref()))
+        .collect();
     for info in candidates(sessions, range)? {
         let mut calls: HashMap<String, (String, bool)> = HashMap::new();
         let mut any = false;
+        let family = root_of(&info.id, &parents).to_string();
+        let mut ended_at = None;
         for event in sessions.events(&info.id, 1, usize::MAX)? {
+            if let EventKind::Ended { .. } = &event.kind {
+                ended_at = Some(event.at_ms);
+            }
             let mut figures = Figures::default();
             let (tool, background) = match &event.kind {
                 EventKind::CallRequested {
@@ -335,6 +399,10 @@ pub fn report(sessions: &Sessions, range: &DateRange, by: GroupBy) -> Result<Rep
                 GroupBy::Tool => (tool, None),
                 GroupBy::Project => (info.project.clone(), None),
                 GroupBy::Day => (day_of(event.at_ms), None),
+                GroupBy::Family => (
+                    family.clone(),
+                    names.get(family.as_str()).copied().flatten().cloned(),
+                ),
             };
             let group = groups.entry(key.clone()).or_insert_with(|| Group {
                 key,
@@ -342,7 +410,25 @@ pub fn report(sessions: &Sessions, range: &DateRange, by: GroupBy) -> Result<Rep
                 ..Group::default()
             });
             group.add(&figures, background);
+            if by == GroupBy::Family {
+                let share = group.roles.entry(info.role.to_string()).or_default();
+                share.add(&figures, background);
+            }
             total.add(&figures, background);
+        }
+        if by == GroupBy::Family {
+            // Session hours count whether or not the session made calls.
+            let from = info.created_at_ms.max(range.start_ms());
+            let to = ended_at.unwrap_or(info.updated_at_ms).min(range.end_ms());
+            let group = groups.entry(family.clone()).or_insert_with(|| Group {
+                key: family.clone(),
+                label: names.get(family.as_str()).copied().flatten().cloned(),
+                ..Group::default()
+            });
+            let share = group.roles.entry(info.role.to_string()).or_default();
+            share.sessions += 1;
+            share.session_ms = share.session_ms.saturating_add(to.saturating_sub(from));
+            share.session_hours = share.session_ms as f64 / 3_600_000.0;
         }
         counted += u64::from(any);
     }

@@ -8,6 +8,10 @@
 //! | `calls` | the session's calls that ran (`call_started`): calls refused by a hook or by the budget do not count |
 //! | `wall`  | the time since the session started (paused time included)                |
 //!
+//! A parent session's cost and calls also count what it carved out of them
+//! for its children (`child_spawned`): the children's caps plus the
+//! parent's own use stay within the parent's cap (see `session/family.rs`).
+//!
 //! Where caps come from: the config's `[budgets.role.<role>]` applies to each
 //! session of that role on its own (it is a per-session cap, not a pool shared
 //! by all the role's sessions); the session's own caps are given when it
@@ -55,11 +59,23 @@ pub struct Used {
 }
 
 impl Used {
+    /// The session's own spending plus, for cost and calls, what it
+    /// carved out for its children.
     pub fn of(state: &SessionState, now_ms: u64) -> Used {
         let c = &state.counters;
+        let carved = |cap: Cap| {
+            state
+                .children
+                .values()
+                .filter_map(|child| child.budget.get(cap))
+                .fold(0u64, u64::saturating_add)
+        };
         Used {
-            cost_micros: c.cost_micros.saturating_add(c.model_cost_micros),
-            calls: c.calls_run,
+            cost_micros: c
+                .cost_micros
+                .saturating_add(c.model_cost_micros)
+                .saturating_add(carved(Cap::Cost)),
+            calls: c.calls_run.saturating_add(carved(Cap::Calls)),
             wall_ms: now_ms.saturating_sub(state.created_at_ms),
         }
     }
@@ -143,7 +159,7 @@ impl Breach {
                 cap.show(self.projected)
             ),
             Cap::Calls => format!(
-                "budget exceeded: session {} has a cap of {} calls ({from}); {} ran or are running, and this call would be call {}",
+                "budget exceeded: session {} has a cap of {} calls ({from}); {} ran, are running or are carved for its children, and this call would be call {}",
                 session.label(),
                 self.limit,
                 self.used,

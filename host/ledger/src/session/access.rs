@@ -89,6 +89,7 @@ impl Sessions {
                 Some(caller.name.clone()),
                 caller.tags.clone(),
                 !caller.is_operator(),
+                None,
             )
         })
     }
@@ -231,6 +232,13 @@ impl Sessions {
                 SessionError::BadHandoff {
                     session: writer.label(),
                     reason: format!("its target: {e}"),
+                }
+            })?;
+            // A child addresses only its family, or along a route.
+            super::family::check_addressable(&writer, &target, routes).map_err(|reason| {
+                SessionError::BadHandoff {
+                    session: writer.label(),
+                    reason,
                 }
             })?;
             // By id: the name could pass to another session in between.

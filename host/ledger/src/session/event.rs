@@ -215,6 +215,11 @@ pub enum EventKind {
         /// chains existed, so those hash as they did and load as plain.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         keyed: Option<KeyedChain>,
+        /// The session that spawned it (`session_spawn`), by id; absent for
+        /// a session started on its own, and in every log written before
+        /// child sessions existed, so those hash as they did.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        parent: Option<String>,
     },
     Renamed {
         name: String,
@@ -291,6 +296,21 @@ pub enum EventKind {
     CallInterrupted {
         call_id: String,
         reason: String,
+    },
+    /// This session spawned a child session (`session_spawn`): the child's
+    /// id, role and name, the caps carved out of this session's budget for
+    /// it, and the task handed to it (the child's log has the same handoff as
+    /// `handoff_received`).
+    ChildSpawned {
+        child: String,
+        role: Role,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        /// The child's caps in force when it was spawned (its own, or its
+        /// role's where lower): what this session's caps keep for it.
+        #[serde(default, skip_serializing_if = "BudgetCaps::is_empty")]
+        budget: BudgetCaps,
+        task: Handoff,
     },
     /// Free-form progress.
     Note {
@@ -434,6 +454,7 @@ impl EventKind {
             EventKind::ActionRefused { .. } => "action_refused",
             EventKind::MemoryProposed { .. } => "memory_proposed",
             EventKind::MemorySearched { .. } => "memory_searched",
+            EventKind::ChildSpawned { .. } => "child_spawned",
         }
     }
 }

@@ -19,15 +19,19 @@ pub enum HandoffKind {
     SupervisorToOrchestrator,
     /// A session to itself: what the next agent in this session needs to carry on.
     Continuation,
+    /// A session gives a child session it spawns its task (`session_spawn`
+    /// writes it; it goes to the child's role, at or below the writer's).
+    Task,
 }
 
 impl HandoffKind {
-    pub const ALL: [HandoffKind; 5] = [
+    pub const ALL: [HandoffKind; 6] = [
         HandoffKind::OrchestratorToSupervisor,
         HandoffKind::SupervisorToWorkagent,
         HandoffKind::WorkagentCompletion,
         HandoffKind::SupervisorToOrchestrator,
         HandoffKind::Continuation,
+        HandoffKind::Task,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -37,6 +41,7 @@ impl HandoffKind {
             HandoffKind::WorkagentCompletion => "workagent_completion",
             HandoffKind::SupervisorToOrchestrator => "supervisor_to_orchestrator",
             HandoffKind::Continuation => "continuation",
+            HandoffKind::Task => "task",
         }
     }
 
@@ -48,7 +53,7 @@ impl HandoffKind {
                 Some(Role::Supervisor)
             }
             HandoffKind::WorkagentCompletion => Some(Role::Workagent),
-            HandoffKind::Continuation => None,
+            HandoffKind::Continuation | HandoffKind::Task => None,
         }
     }
 
@@ -60,15 +65,16 @@ impl HandoffKind {
             }
             HandoffKind::SupervisorToWorkagent => Some(Role::Workagent),
             HandoffKind::SupervisorToOrchestrator => Some(Role::Orchestrator),
-            HandoffKind::Continuation => None,
+            HandoffKind::Continuation | HandoffKind::Task => None,
         }
     }
 
-    /// The kinds a session of `role` may write.
+    /// The kinds a session of `role` may write with `session_handoff` (a
+    /// `task` is written only by `session_spawn`).
     pub fn allowed_for(role: Role) -> Vec<HandoffKind> {
         HandoffKind::ALL
             .into_iter()
-            .filter(|k| k.from_role().is_none_or(|r| r == role))
+            .filter(|k| *k != HandoffKind::Task && k.from_role().is_none_or(|r| r == role))
             .collect()
     }
 }
@@ -126,6 +132,12 @@ impl Handoff {
     /// Checks that a session of `role` may write this handoff, and fills in
     /// `to_role` when it is absent. The error is the reason, for `BadHandoff`.
     pub fn validate(&mut self, role: Role) -> Result<(), String> {
+        if self.kind == HandoffKind::Task {
+            return Err(
+                "a `task` handoff is written by `session_spawn` when it creates the child session: spawn a child with the task instead"
+                    .to_string(),
+            );
+        }
         let allowed = HandoffKind::allowed_for(role);
         if !allowed.contains(&self.kind) {
             return Err(format!(

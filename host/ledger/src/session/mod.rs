@@ -25,6 +25,7 @@ mod chain;
 pub mod checkpoint;
 mod error;
 mod event;
+mod family;
 mod handoff;
 mod lifecycle;
 mod log;
@@ -44,12 +45,16 @@ pub use event::{
     CallMetering, EndOutcome, Event, EventKind, GENESIS_HASH, MAX_ERROR_BYTES, MAX_INLINE_BYTES,
     Role, SessionSummary, UnwaitedJob, bounded_error, digest, inline_if_small,
 };
+pub use family::{
+    ChildObserver, ChildStatus, SpawnChild, Spawned, WAIT_DEFAULT, WAIT_MAX, carve,
+    check_addressable,
+};
 pub use handoff::{Handoff, HandoffKind};
 pub use lifecycle::{SessionStatus, TRANSITIONS, Transition};
 pub use log::{LoadStats, VerifyReport, verify_export};
 pub use ops::{Resumed, SessionFilter, StartSession};
 pub use recover::{RecoveredCall, Recovery};
 pub use state::{
-    Counters, HandoffRecord, InFlightCall, InterruptedCall, SessionInfo, SessionState,
+    ChildLink, Counters, HandoffRecord, InFlightCall, InterruptedCall, SessionInfo, SessionState,
 };
 pub use store::{Commit, DiskRoom, SessionDirs, Sessions, SessionsConfig};

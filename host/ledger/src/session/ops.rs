@@ -62,18 +62,20 @@ impl Sessions {
     /// belongs to the built-in agent `local` and to operators (see
     /// [`Sessions::start_as`] for a principal's).
     pub fn start(&self, start: StartSession) -> Result<SessionState, SessionError> {
-        self.start_owned(start, None, Vec::new(), false)
+        self.start_owned(start, None, Vec::new(), false, None)
     }
 
     /// [`Sessions::start`] recording `owner` and the tags pinned for it
     /// (already among `start.tags`); `counted`: the owner is held to
-    /// `quotas.sessions_per_principal` (agents are, operators are not).
+    /// `quotas.sessions_per_principal` (agents are, operators are not);
+    /// `parent`: the session that spawns it (see `family.rs`).
     pub(super) fn start_owned(
         &self,
         start: StartSession,
         owner: Option<String>,
         pinned_tags: Vec<String>,
         counted: bool,
+        parent: Option<String>,
     ) -> Result<SessionState, SessionError> {
         if let Some(name) = &start.name {
             check_name(name)?;
@@ -110,6 +112,7 @@ impl Sessions {
                 key_id: key.id().to_string(),
                 key_file: key.file().to_string(),
             }),
+            parent,
         };
         let chain = match self.chain_key() {
             Some(key) => Chain::Keyed(key.clone()),
@@ -280,8 +283,10 @@ impl Sessions {
     }
 
     /// Ends the session with `outcome`; the end record carries its totals.
+    /// Refused while the session has live children (see `family.rs`).
     pub fn end(&self, id_or_name: &str, outcome: EndOutcome) -> Result<SessionState, SessionError> {
         self.with_slot(id_or_name, |this, slot, id| {
+            this.check_no_live_children(this.loaded(slot, id)?)?;
             let summary = this.loaded(slot, id)?.summary(this.now());
             this.append_locked(slot, id, EventKind::Ended { outcome, summary })?;
             this.current(slot, id)
@@ -301,6 +306,7 @@ impl Sessions {
             return self.end(id_or_name, outcome);
         }
         self.with_slot(id_or_name, |this, slot, id| {
+            this.check_no_live_children(this.loaded(slot, id)?)?;
             let summary = this.loaded(slot, id)?.summary(this.now());
             let kinds = vec![
                 EventKind::JobsUnwaited { jobs: unwaited },
@@ -311,11 +317,14 @@ impl Sessions {
         })
     }
 
-    /// Archives a completed or paused session, then removes its scratch
+    /// Archives a completed or paused session (refused while it has live
+    /// children, see `family.rs`), then removes its scratch
     /// directory. The archive stands even if the removal fails (it is logged, and
     /// retried the next time the sessions are opened).
     pub fn archive(&self, id_or_name: &str) -> Result<SessionState, SessionError> {
         let state = self.with_slot(id_or_name, |this, slot, id| {
+            // A paused parent is not archived from under its live children.
+            this.check_no_live_children(this.loaded(slot, id)?)?;
             this.append_locked(slot, id, EventKind::Archived)?;
             this.current(slot, id)
         })?;
@@ -414,6 +423,11 @@ impl Sessions {
                     let target = self
                         .state_of(&target_id)
                         .map_err(|e| bad(format!("its target: {e}")))?;
+                    // Within a family the parent is the child's supervisor,
+                    // whatever its role: the handoff goes to the target's role.
+                    if super::family::parent_or_child(&writer, &target) {
+                        handoff.to_role = Some(target.role);
+                    }
                     let to = handoff.to_role.unwrap_or(writer.role);
                     if target.role != to {
                         return Err(bad(format!(
@@ -476,6 +490,7 @@ impl Sessions {
             | EventKind::ActionRefused { .. }
             | EventKind::MemoryProposed { .. }
             | EventKind::MemorySearched { .. } => None,
+            EventKind::ChildSpawned { .. } => Some("spawn"),
             EventKind::SessionStarted { .. } => Some("start"),
             EventKind::Renamed { .. } => Some("rename"),
             EventKind::Tagged { .. } => Some("tag"),

@@ -8,9 +8,10 @@ use serde::{Deserialize, Serialize};
 use super::chain::KeyedChain;
 use super::error::SessionError;
 use super::event::{EndOutcome, Event, EventKind, GENESIS_HASH, Role, SessionSummary};
-use super::handoff::Handoff;
+use super::handoff::{Handoff, HandoffKind};
 use super::lifecycle::SessionStatus;
 use super::watch::Watch;
+use crate::manifest::BudgetCaps;
 use crate::values::{BudgetState, ContextEntry};
 
 /// Context entries kept in the state (the newest); older ones are still in the log.
@@ -85,6 +86,22 @@ pub struct HandoffRecord {
     pub handoff: Handoff,
 }
 
+/// A child session as its parent's state keeps it (see `family.rs`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChildLink {
+    pub role: Role,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The caps carved out of the parent's for the child.
+    #[serde(default)]
+    pub budget: BudgetCaps,
+    pub spawned_at_ms: u64,
+    /// The latest handoff the child wrote to its parent (any kind but a
+    /// continuation): its completion report, what `session_wait` waits for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report: Option<HandoffRecord>,
+}
+
 /// The fold of a session's events.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionState {
@@ -137,6 +154,12 @@ pub struct SessionState {
     /// for a plain log (see `chain.rs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keyed: Option<KeyedChain>,
+    /// The session that spawned this one (`session_spawn`), by id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    /// The sessions this one spawned, by id.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub children: BTreeMap<String, ChildLink>,
 }
 
 impl SessionState {
@@ -161,6 +184,7 @@ impl SessionState {
             owner,
             pinned_tags,
             keyed,
+            parent,
         } = &event.kind
         else {
             return Err(SessionError::InvalidEvent {
@@ -210,6 +234,8 @@ impl SessionState {
             pinned_tags: pinned_tags.clone(),
             paused_by: None,
             keyed: keyed.clone(),
+            parent: parent.clone(),
+            children: BTreeMap::new(),
         })
     }
 
@@ -263,6 +289,17 @@ impl SessionState {
             | EventKind::MemorySearched { .. } => {
                 if status == Archived {
                     Err(self.invalid("the session is archived: its log is closed"))
+                } else {
+                    Ok(status)
+                }
+            }
+            EventKind::ChildSpawned { child, .. } => {
+                if !status.is_live() {
+                    Err(self.invalid(&format!(
+                        "the session is {status}: only a live session spawns children"
+                    )))
+                } else if self.children.contains_key(child) {
+                    Err(self.invalid(&format!("session `{child}` is already its child")))
                 } else {
                     Ok(status)
                 }
@@ -341,7 +378,33 @@ impl SessionState {
             EventKind::HandoffReceived {
                 from_session,
                 handoff,
-            } => self.record_handoff(event, from_session, handoff),
+            } => {
+                self.record_handoff(event, from_session, handoff);
+                if handoff.kind != HandoffKind::Continuation
+                    && let Some(link) = self.children.get_mut(from_session)
+                {
+                    link.report = self.latest_handoff.clone();
+                }
+            }
+            EventKind::ChildSpawned {
+                child,
+                role,
+                name,
+                budget,
+                ..
+            } => {
+                self.children.insert(
+                    child.clone(),
+                    ChildLink {
+                        role: *role,
+                        name: name.clone(),
+                        budget: budget.clone(),
+                        spawned_at_ms: at,
+                        report: None,
+                    },
+                );
+                self.last_progress_at_ms = at;
+            }
             EventKind::CallRequested {
                 call_id,
                 tool,
@@ -525,6 +588,9 @@ pub struct SessionInfo {
     /// head cannot be moved back along with a cut tail without the key.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub head_mac: String,
+    /// See [`SessionState::parent`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
 }
 
 impl From<&SessionState> for SessionInfo {
@@ -542,6 +608,7 @@ impl From<&SessionState> for SessionInfo {
             head_seq: s.last_seq,
             head_hash: s.last_hash.clone(),
             head_mac: String::new(),
+            parent: s.parent.clone(),
         }
     }
 }

@@ -132,6 +132,8 @@ pub struct Sessions {
     pub(crate) names: Mutex<()>,
     last_load: Mutex<Option<LoadStats>>,
     owed: Mutex<Owed>,
+    /// Told when a child session may have settled (see `family.rs`).
+    pub(crate) observers: Mutex<Vec<Arc<dyn super::family::ChildObserver>>>,
 }
 
 impl Sessions {
@@ -149,6 +151,7 @@ impl Sessions {
             names: Mutex::new(()),
             last_load: Mutex::new(None),
             owed: Mutex::new(HashMap::new()),
+            observers: Mutex::new(Vec::new()),
         }
     }
 
@@ -437,6 +440,7 @@ impl Sessions {
                 }
                 self.after_append(state, &before, event);
                 self.enqueue(notifications);
+                self.wake_parents(state, event);
             }
             return Ok(events);
         }

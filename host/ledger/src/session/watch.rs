@@ -129,7 +129,10 @@ impl Watch {
                 let call = self.pending.remove(call_id);
                 self.finished(at, call_id, call, outcome, error.as_deref());
             }
-            EventKind::Note { .. } | EventKind::Handoff(_) | EventKind::HandoffReceived { .. } => {
+            EventKind::Note { .. }
+            | EventKind::Handoff(_)
+            | EventKind::HandoffReceived { .. }
+            | EventKind::ChildSpawned { .. } => {
                 self.progress(at);
             }
             EventKind::Resumed => {

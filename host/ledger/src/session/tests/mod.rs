@@ -2,6 +2,7 @@
 
 mod access;
 mod checkpoints;
+mod children;
 mod handoffs;
 mod integrity;
 mod keyed;

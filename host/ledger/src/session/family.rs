@@ -1,0 +1,493 @@
+//! Child sessions: a session spawns children (`session_spawn`), each with a
+//! role at or below its own, a task handoff, a budget carved out of its own
+//! and a parent link; it waits for them (`session_wait`) and cannot end
+//! while any is live.
+//!
+//! Why these rules:
+//! - a supervisor's workagents are sessions of their own (own log, own
+//!   billing line, own budget), yet the supervisor stays answerable for
+//!   them: its caps bound what its children may spend (cost and calls: the
+//!   children's caps plus the parent's own use stay within the parent's cap;
+//!   wall time runs side by side, so a child's wall cap may not outlast its
+//!   parent's), and a parent does not end leaving children behind;
+//! - the link is recorded on both sides, in the child's `session_started`
+//!   (`parent`) and in the parent's log (`child_spawned`, with the carved
+//!   caps and the task), so the family can be rebuilt from the logs alone;
+//! - a child reaches only its family (parent, siblings, own children), or
+//!   other sessions along a configured route (`[handoffs] routes`), so a
+//!   worker cannot wander into its owner's unrelated sessions.
+//!
+//! Children belong to their parent's owner (whoever spawns them, an agent
+//! or an operator): the ownership rules of `access.rs` apply to them
+//! unchanged. Ending a parent with live children is refused; the parent
+//! may end them first, wait for them, or end with `cancel_children`, which
+//! ends each live child (and its own children first) as `interrupted`.
+//! Children are never adopted: one rule, no orphans.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::actor;
+use super::error::SessionError;
+use super::event::{EndOutcome, Event, EventKind, Role};
+use super::handoff::{Handoff, HandoffKind};
+use super::lifecycle::SessionStatus;
+use super::ops::StartSession;
+use super::quota;
+use super::state::{HandoffRecord, SessionState};
+use super::store::Sessions;
+use crate::budget::{self, Cap, Used};
+use crate::manifest::{BudgetCaps, BudgetsConfig, HandoffsConfig, Principal};
+
+/// How long `session_wait` waits when no timeout is given.
+pub const WAIT_DEFAULT: Duration = Duration::from_secs(30);
+/// The longest `session_wait`: wait again for longer.
+pub const WAIT_MAX: Duration = Duration::from_secs(600);
+
+/// Told when a child session may have settled: it ended, or its parent
+/// received a handoff from it. The host wakes its `session_wait`s with it;
+/// the ledger only calls it, after the event is durable.
+pub trait ChildObserver: std::fmt::Debug + Send + Sync {
+    /// Something changed for the children of session `parent`.
+    fn changed(&self, parent: &str);
+}
+
+/// What a child session is spawned with. Its project is its parent's.
+#[derive(Clone, Debug)]
+pub struct SpawnChild {
+    pub role: Role,
+    /// Unique among live sessions.
+    pub name: Option<String>,
+    pub tags: Vec<String>,
+    pub expected_duration: Option<Duration>,
+    /// The child's own caps, carved out of its parent's.
+    pub budget: BudgetCaps,
+    /// The task: objective, success criteria, and context (requirements,
+    /// files, next steps). Its kind, roles and target are set by the spawn.
+    pub task: Handoff,
+}
+
+/// A child session as its parent sees it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ChildStatus {
+    pub id: String,
+    pub name: Option<String>,
+    pub role: Role,
+    pub status: SessionStatus,
+    pub outcome: Option<EndOutcome>,
+    pub spawned_at_ms: u64,
+    /// The caps carved out of the parent's for it.
+    pub budget: BudgetCaps,
+    /// The latest handoff it wrote to its parent: its completion report.
+    pub handoff: Option<HandoffRecord>,
+    /// It posted a handoff to its parent, or it ended: `session_wait` is
+    /// done with it.
+    pub settled: bool,
+}
+
+/// A spawned child, and the parent's `child_spawned` event.
+#[derive(Clone, Debug, Serialize)]
+pub struct Spawned {
+    pub child: SessionState,
+    pub event: Event,
+}
+
+/// Orchestrator above supervisor above workagent.
+fn rank(role: Role) -> u8 {
+    match role {
+        Role::Orchestrator => 3,
+        Role::Supervisor => 2,
+        Role::Workagent => 1,
+    }
+}
+
+/// The roles a child of a `role` session may have.
+fn child_roles(role: Role) -> Vec<&'static str> {
+    Role::ALL
+        .into_iter()
+        .filter(|r| rank(*r) <= rank(role))
+        .map(Role::as_str)
+        .collect()
+}
+
+/// Whether `a` and `b` are parent and child (either way).
+pub(super) fn parent_or_child(a: &SessionState, b: &SessionState) -> bool {
+    a.parent.as_deref() == Some(b.id.as_str()) || b.parent.as_deref() == Some(a.id.as_str())
+}
+
+/// Whether session `from` may address `target`: a session that is not a
+/// child reaches what ownership lets it; a child only its family (itself,
+/// its parent, its siblings, its own children) or a session of a role a
+/// `[handoffs] routes` entry leads to from its own. The error is the reason.
+pub fn check_addressable(
+    from: &SessionState,
+    target: &SessionState,
+    routes: &HandoffsConfig,
+) -> Result<(), String> {
+    let Some(parent) = from.parent.as_deref() else {
+        return Ok(());
+    };
+    let family = target.id == from.id
+        || target.id == parent
+        || target.parent.as_deref() == Some(parent)
+        || target.parent.as_deref() == Some(from.id.as_str());
+    if family || routes.allows(from.role, target.role) {
+        return Ok(());
+    }
+    Err(format!(
+        "session {} is outside the family of child session {} (a child reaches its parent, its siblings and its own children): hand the work to the parent, or ask an operator for a route `\"{} -> {}\"` in `[handoffs] routes`",
+        target.label(),
+        from.label(),
+        from.role,
+        target.role
+    ))
+}
+
+/// What `parent`'s caps leave for a new child of role `role` asking for
+/// `asked`: the child's caps in force (its own, or its role's where lower),
+/// or why they do not fit, naming the cap and the fix.
+pub fn carve(
+    parent: &SessionState,
+    config: &BudgetsConfig,
+    role: Role,
+    asked: &BudgetCaps,
+    now_ms: u64,
+) -> Result<BudgetCaps, String> {
+    let by_role = config.roles.get(&role);
+    let mut caps = BudgetCaps::default();
+    for cap in Cap::ALL {
+        let own = asked.get(cap);
+        let role_cap = by_role.and_then(|r| r.get(cap));
+        caps.set(
+            cap,
+            match (own, role_cap) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            },
+        );
+    }
+    let used = Used::of(parent, now_ms);
+    for limit in budget::effective(parent, config) {
+        let cap = limit.cap;
+        let left = limit.limit.saturating_sub(used.get(cap));
+        let flag = cap.as_str();
+        let fix = format!(
+            "give the child a `budget.{flag}` of at most {} (`--budget-{flag}` at the command line), or ask an operator to raise the parent's cap (`glovebox session budget {} --{flag} <higher>`)",
+            cap.show(left),
+            parent.id
+        );
+        let what = match cap {
+            Cap::Wall => format!(
+                "its parent {} has a wall-time cap of {} ({}) and has run for {}, so {} is left",
+                parent.label(),
+                cap.show(limit.limit),
+                limit.source,
+                cap.show(used.wall_ms),
+                cap.show(left)
+            ),
+            _ => format!(
+                "its parent {} has a {flag} cap of {} ({}), of which {} is used by the parent or carved for its {} children, so {} is left",
+                parent.label(),
+                cap.show(limit.limit),
+                limit.source,
+                cap.show(used.get(cap)),
+                parent.children.len(),
+                cap.show(left)
+            ),
+        };
+        match caps.get(cap) {
+            None => {
+                return Err(format!(
+                    "the child has no `{flag}` cap, but {what}: a child's budget is carved out of its parent's; {fix}"
+                ));
+            }
+            Some(c) if c > left => {
+                return Err(format!(
+                    "the child's `{flag}` cap of {} is beyond its parent's budget: {what}; {fix}",
+                    cap.show(c)
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(caps)
+}
+
+impl Sessions {
+    /// Spawns a child of session `parent` for `caller` (its owner or an
+    /// operator; another's parent is "not found"): checks the role, the
+    /// caller's ceiling, the task and the budget before anything is written,
+    /// then starts the child (owned by the parent's owner, with its pinned
+    /// tags, `parent` in its `session_started`), gives it the task
+    /// (`handoff_received`) and logs `child_spawned` in the parent. The
+    /// budget is checked again under the parent's lock; if it no longer fits
+    /// (the parent spent meanwhile) the child is ended as interrupted and
+    /// the error returned.
+    pub fn spawn_as(
+        &self,
+        caller: &Principal,
+        parent: &str,
+        spawn: SpawnChild,
+        budgets: &BudgetsConfig,
+        reserved: &HashSet<String>,
+    ) -> Result<Spawned, SessionError> {
+        let parent = self.show_as(caller, parent)?;
+        if !matches!(
+            parent.status,
+            SessionStatus::Created | SessionStatus::Active
+        ) {
+            return Err(SessionError::NotAllowed(format!(
+                "cannot spawn a child of session {}: it is {}; only a created or active session spawns children (resume it first)",
+                parent.label(),
+                parent.status
+            )));
+        }
+        if rank(spawn.role) > rank(parent.role) {
+            return Err(SessionError::NotAllowed(format!(
+                "cannot spawn a {} child of session {}, a {}: a child's role is at or below its parent's; spawn it as {}",
+                spawn.role,
+                parent.label(),
+                parent.role,
+                child_roles(parent.role).join(" or ")
+            )));
+        }
+        if !caller.may_act_as(spawn.role) {
+            let roles: Vec<&str> = caller.roles.iter().map(|r| r.as_str()).collect();
+            return Err(SessionError::NotAllowed(format!(
+                "cannot spawn a child as {}: it is above this principal's ceiling ({}); spawn it as one of those roles, or ask an operator to add the role to the principal's `roles`",
+                spawn.role,
+                roles.join(", ")
+            )));
+        }
+        if !caller.is_operator()
+            && let Some(tag) = spawn
+                .tags
+                .iter()
+                .find(|t| reserved.contains(*t) && !parent.pinned_tags.contains(t))
+        {
+            return Err(SessionError::NotAllowed(format!(
+                "cannot give the tag `{tag}`: it is pinned by the operator and only the operator gives it; pick another tag"
+            )));
+        }
+        let mut task = spawn.task;
+        task.kind = HandoffKind::Task;
+        task.from_role = parent.role;
+        task.to_role = Some(spawn.role);
+        task.target_session = None;
+        if task.objective.trim().is_empty() {
+            return Err(SessionError::InvalidInput(
+                "the child's task has no objective: say what the child is to do".into(),
+            ));
+        }
+        quota::check_handoff(&self.config.quotas, &task)?;
+        let now = self.now();
+        carve(&parent, budgets, spawn.role, &spawn.budget, now)
+            .map_err(|e| SessionError::NotAllowed(format!("cannot spawn the child: {e}")))?;
+
+        let mut tags = spawn.tags;
+        for tag in &parent.pinned_tags {
+            if !tags.contains(tag) {
+                tags.push(tag.clone());
+            }
+        }
+        let start = StartSession {
+            role: spawn.role,
+            project: parent.project.clone(),
+            name: spawn.name,
+            tags,
+            expected_duration: spawn.expected_duration,
+            budget: spawn.budget.clone(),
+        };
+        let by = caller.name.as_str();
+        let child = actor::scoped(by, || {
+            self.start_owned(
+                start,
+                parent.owner.clone(),
+                parent.pinned_tags.clone(),
+                !caller.is_operator(),
+                Some(parent.id.clone()),
+            )
+        })?;
+        task.target_session = Some(child.id.clone());
+        let linked = actor::scoped(by, || {
+            self.with_slot(&child.id, |this, slot, id| {
+                this.append_locked(
+                    slot,
+                    id,
+                    EventKind::HandoffReceived {
+                        from_session: parent.id.clone(),
+                        handoff: task.clone(),
+                    },
+                )?;
+                this.current(slot, id)
+            })
+            .and_then(|child_state| {
+                let (events, carved) = self.append_with(&parent.id, |state, now| {
+                    match carve(state, budgets, spawn.role, &spawn.budget, now) {
+                        Ok(caps) => (
+                            vec![EventKind::ChildSpawned {
+                                child: child_state.id.clone(),
+                                role: child_state.role,
+                                name: child_state.name.clone(),
+                                budget: caps,
+                                task: task.clone(),
+                            }],
+                            Ok(()),
+                        ),
+                        Err(e) => (Vec::new(), Err(e)),
+                    }
+                })?;
+                carved.map_err(|e| {
+                    SessionError::NotAllowed(format!("cannot spawn the child: {e}"))
+                })?;
+                let event = events
+                    .into_iter()
+                    .next()
+                    .ok_or_else(|| SessionError::NotFound(parent.id.clone()))?;
+                Ok(Spawned {
+                    child: child_state,
+                    event,
+                })
+            })
+        });
+        if linked.is_err() {
+            // The child is not its parent's: end it rather than leave a
+            // session nobody waits for.
+            let _ = actor::scoped(by, || self.end(&child.id, EndOutcome::Interrupted));
+        }
+        linked
+    }
+
+    /// The children of session `parent` (one `caller` may see), oldest first.
+    pub fn children_as(
+        &self,
+        caller: &Principal,
+        parent: &str,
+    ) -> Result<Vec<ChildStatus>, SessionError> {
+        let parent = self.show_as(caller, parent)?;
+        self.children_of(&parent)
+    }
+
+    /// The children of `parent`, oldest first.
+    pub fn children_of(&self, parent: &SessionState) -> Result<Vec<ChildStatus>, SessionError> {
+        let mut children = Vec::with_capacity(parent.children.len());
+        for (id, link) in &parent.children {
+            let state = self.state_of(id)?;
+            children.push(ChildStatus {
+                id: id.clone(),
+                name: state.name.clone(),
+                role: link.role,
+                status: state.status,
+                outcome: state.outcome,
+                spawned_at_ms: link.spawned_at_ms,
+                budget: link.budget.clone(),
+                handoff: link.report.clone(),
+                settled: link.report.is_some() || !state.status.is_live(),
+            });
+        }
+        children.sort_by(|a, b| {
+            a.spawned_at_ms
+                .cmp(&b.spawned_at_ms)
+                .then_with(|| a.id.cmp(&b.id))
+        });
+        Ok(children)
+    }
+
+    /// What `session_wait` looks at: the parent (one `caller` may see) and
+    /// its children. Refused for a session with no children.
+    pub fn wait_check_as(
+        &self,
+        caller: &Principal,
+        parent: &str,
+    ) -> Result<(SessionState, Vec<ChildStatus>), SessionError> {
+        let parent = self.show_as(caller, parent)?;
+        if parent.children.is_empty() {
+            return Err(SessionError::InvalidInput(format!(
+                "session {} has no children to wait for: spawn one first (`session_spawn`, `glovebox session spawn`)",
+                parent.label()
+            )));
+        }
+        let children = self.children_of(&parent)?;
+        Ok((parent, children))
+    }
+
+    /// Ends the live children of session `parent` (one `caller` may see),
+    /// each after its own children, as `interrupted`; returns their ids.
+    pub fn cancel_children_as(
+        &self,
+        caller: &Principal,
+        parent: &str,
+    ) -> Result<Vec<String>, SessionError> {
+        let parent = self.show_as(caller, parent)?;
+        let mut ended = Vec::new();
+        actor::scoped(caller.name.as_str(), || {
+            self.cancel_children_of(&parent, &mut ended)
+        })?;
+        Ok(ended)
+    }
+
+    fn cancel_children_of(
+        &self,
+        parent: &SessionState,
+        ended: &mut Vec<String>,
+    ) -> Result<(), SessionError> {
+        for id in parent.children.keys() {
+            let child = self.state_of(id)?;
+            self.cancel_children_of(&child, ended)?;
+            if child.status.is_live() {
+                self.end(id, EndOutcome::Interrupted)?;
+                ended.push(id.clone());
+            }
+        }
+        Ok(())
+    }
+
+    /// Refuses to end `state` while it has live children, naming them and
+    /// the ways out.
+    pub(super) fn check_no_live_children(&self, state: &SessionState) -> Result<(), SessionError> {
+        let mut live = Vec::new();
+        for id in state.children.keys() {
+            if self.state_of(id).is_ok_and(|c| c.status.is_live()) {
+                live.push(self.label_of(id));
+            }
+        }
+        if live.is_empty() {
+            return Ok(());
+        }
+        Err(SessionError::NotAllowed(format!(
+            "session {} has live children: {}; a parent does not end before its children: end them, wait for them (`session_wait`), or end it with `cancel_children` (`glovebox session end {} --cancel-children`), which ends them as interrupted",
+            state.label(),
+            live.join(", "),
+            state.id
+        )))
+    }
+
+    /// Registers `observer`, told whenever a child of some session may
+    /// have settled.
+    pub fn observe_children(&self, observer: Arc<dyn ChildObserver>) {
+        super::store::lock(&self.observers).push(observer);
+    }
+
+    /// After `event` was applied to `state`: tells the observers when it
+    /// may settle a child (the child ended, or the parent received its
+    /// handoff).
+    pub(super) fn wake_parents(&self, state: &SessionState, event: &Event) {
+        let parent = match &event.kind {
+            EventKind::Ended { .. } | EventKind::Archived => state.parent.as_deref(),
+            EventKind::HandoffReceived { from_session, .. }
+                if state.children.contains_key(from_session) =>
+            {
+                Some(state.id.as_str())
+            }
+            _ => None,
+        };
+        if let Some(parent) = parent {
+            for observer in super::store::lock(&self.observers).iter() {
+                observer.changed(parent);
+            }
+        }
+    }
+}

@@ -1,0 +1,499 @@
+//! Child sessions: the link on both sides, the role and budget a child may
+//! have, waiting for children, ending a parent, the family's reach; one test
+//! per rule (see `family.rs`).
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use super::*;
+use crate::manifest::{BudgetCaps, BudgetsConfig, HandoffRoute, HandoffsConfig, Principal};
+use crate::manifest::{Cap, PrincipalKind};
+
+fn agent(name: &str, roles: &[Role]) -> Principal {
+    Principal {
+        name: name.to_string(),
+        kind: PrincipalKind::Agent,
+        roles: roles.to_vec(),
+        projects: vec!["*".to_string()],
+        tags: Vec::new(),
+        approve_by: Default::default(),
+    }
+}
+
+fn boss() -> Principal {
+    agent(
+        "boss",
+        &[Role::Orchestrator, Role::Supervisor, Role::Workagent],
+    )
+}
+
+fn start_as(
+    env: &Env,
+    who: &Principal,
+    name: &str,
+    role: Role,
+    budget: BudgetCaps,
+) -> SessionState {
+    env.sessions
+        .start_as(
+            who,
+            StartSession {
+                role,
+                project: "demo".into(),
+                name: Some(name.into()),
+                tags: vec![],
+                expected_duration: None,
+                budget,
+            },
+            &HashSet::new(),
+        )
+        .expect("start")
+}
+
+fn child(name: &str, role: Role, budget: BudgetCaps) -> SpawnChild {
+    let mut task = Handoff::new(HandoffKind::Task, role, format!("do {name}"));
+    task.success_criteria = vec!["tests pass".into()];
+    task.files = vec!["src/lib.rs".into()];
+    SpawnChild {
+        role,
+        name: Some(name.into()),
+        tags: vec![],
+        expected_duration: None,
+        budget,
+        task,
+    }
+}
+
+fn spawn(
+    env: &Env,
+    who: &Principal,
+    parent: &str,
+    spawn: SpawnChild,
+) -> Result<Spawned, SessionError> {
+    env.sessions.spawn_as(
+        who,
+        parent,
+        spawn,
+        &BudgetsConfig::default(),
+        &HashSet::new(),
+    )
+}
+
+fn caps(cost: Option<f64>, calls: Option<u64>) -> BudgetCaps {
+    BudgetCaps::new(cost, calls, None).unwrap()
+}
+
+fn kinds(env: &Env, id: &str) -> Vec<String> {
+    env.sessions
+        .events(id, 1, usize::MAX)
+        .unwrap()
+        .iter()
+        .map(|e| e.kind.name().to_string())
+        .collect()
+}
+
+#[test]
+fn a_spawn_links_child_and_parent_and_hands_the_child_its_task() {
+    let env = Env::new();
+    let me = boss();
+    let parent = start_as(&env, &me, "lead", Role::Supervisor, BudgetCaps::default());
+    let spawned = spawn(
+        &env,
+        &me,
+        "lead",
+        child("w1", Role::Workagent, caps(None, None)),
+    )
+    .unwrap();
+    let kid = &spawned.child;
+    assert_eq!(kid.parent.as_deref(), Some(parent.id.as_str()));
+    assert_eq!(kid.owner.as_deref(), Some("boss"));
+    assert_eq!(kid.project, "demo", "a child works in its parent's project");
+
+    // The child's first event names its parent; its resume returns the task.
+    let first = &env.sessions.events(&kid.id, 1, 1).unwrap()[0];
+    let EventKind::SessionStarted { parent: link, .. } = &first.kind else {
+        panic!("{first:?}")
+    };
+    assert_eq!(link.as_deref(), Some(parent.id.as_str()));
+    let resumed = env.sessions.resume_as(&me, "w1").unwrap();
+    let task = resumed.latest_handoff.expect("the task");
+    assert_eq!(task.from_session, parent.id);
+    assert_eq!(task.handoff.kind, HandoffKind::Task);
+    assert_eq!(task.handoff.from_role, Role::Supervisor);
+    assert_eq!(task.handoff.to_role, Some(Role::Workagent));
+    assert_eq!(task.handoff.success_criteria, ["tests pass"]);
+
+    // The parent's log names the child.
+    assert_eq!(
+        kinds(&env, &parent.id),
+        ["session_started", "child_spawned"]
+    );
+    let EventKind::ChildSpawned {
+        child: id, role, ..
+    } = &spawned.event.kind
+    else {
+        panic!("{:?}", spawned.event)
+    };
+    assert_eq!((id, *role), (&kid.id, Role::Workagent));
+    let children = env.sessions.children_as(&me, "lead").unwrap();
+    assert_eq!(children.len(), 1);
+    assert_eq!(children[0].id, kid.id);
+    assert!(!children[0].settled);
+    // The family survives a restart: it is in the logs.
+    let env = env.reopen(SessionsConfig::default());
+    assert_eq!(
+        env.sessions
+            .show("lead")
+            .unwrap()
+            .children
+            .keys()
+            .collect::<Vec<_>>(),
+        [&kid.id]
+    );
+}
+
+#[test]
+fn a_session_without_a_parent_records_no_parent_field_so_old_logs_hash_the_same() {
+    let env = Env::new();
+    let s = env.start("solo", Role::Workagent);
+    let first = &env.sessions.events(&s.id, 1, 1).unwrap()[0];
+    let json = String::from_utf8(first.to_bytes()).unwrap();
+    assert!(!json.contains("\"parent\""), "{json}");
+    let info = env.sessions.list(&SessionFilter::default()).unwrap();
+    assert!(!serde_json::to_string(&info).unwrap().contains("\"parent\""));
+}
+
+#[test]
+fn a_child_above_its_parents_role_is_refused_and_nothing_is_written() {
+    let env = Env::new();
+    let me = boss();
+    let parent = start_as(&env, &me, "lead", Role::Supervisor, BudgetCaps::default());
+    let err = spawn(
+        &env,
+        &me,
+        "lead",
+        child("up", Role::Orchestrator, caps(None, None)),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("at or below its parent's"), "{err}");
+    assert!(err.contains("supervisor or workagent"), "{err}");
+    assert_eq!(
+        env.sessions.list(&SessionFilter::default()).unwrap().len(),
+        1
+    );
+    assert_eq!(env.sessions.show("lead").unwrap().last_seq, parent.last_seq);
+}
+
+#[test]
+fn a_child_above_the_principals_ceiling_is_refused() {
+    let env = Env::new();
+    // May run supervisors, not workagents.
+    let me = agent("sup-only", &[Role::Supervisor]);
+    start_as(&env, &me, "lead", Role::Supervisor, BudgetCaps::default());
+    let err = spawn(
+        &env,
+        &me,
+        "lead",
+        child("w", Role::Workagent, caps(None, None)),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("ceiling"), "{err}");
+    assert_eq!(
+        env.sessions.list(&SessionFilter::default()).unwrap().len(),
+        1
+    );
+}
+
+#[test]
+fn an_unknown_or_anothers_parent_is_not_found() {
+    let env = Env::new();
+    let (me, other) = (boss(), agent("other", &[Role::Supervisor, Role::Workagent]));
+    start_as(
+        &env,
+        &other,
+        "theirs",
+        Role::Supervisor,
+        BudgetCaps::default(),
+    );
+    for key in ["nope", "theirs"] {
+        match spawn(
+            &env,
+            &me,
+            key,
+            child("w", Role::Workagent, caps(None, None)),
+        ) {
+            Err(SessionError::NotFound(k)) => assert_eq!(k, key),
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(
+        env.sessions.list(&SessionFilter::default()).unwrap().len(),
+        1
+    );
+}
+
+#[test]
+fn childrens_caps_are_carved_out_of_the_parents_and_a_spawn_beyond_them_is_refused() {
+    let env = Env::new();
+    let me = boss();
+    let parent = start_as(
+        &env,
+        &me,
+        "lead",
+        Role::Supervisor,
+        caps(Some(1.0), Some(10)),
+    );
+    // A child must carry each cap its parent has.
+    let err = spawn(
+        &env,
+        &me,
+        "lead",
+        child("w0", Role::Workagent, caps(Some(0.5), None)),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("no `calls` cap"), "{err}");
+    assert!(err.contains("--budget-calls"), "{err}");
+    spawn(
+        &env,
+        &me,
+        "lead",
+        child("w1", Role::Workagent, caps(Some(0.6), Some(4))),
+    )
+    .unwrap();
+    // 0.6 of 1.0 is carved: 0.4 is left, and a child of 0.5 does not fit.
+    let before = env.sessions.show("lead").unwrap().last_seq;
+    let err = spawn(
+        &env,
+        &me,
+        "lead",
+        child("w2", Role::Workagent, caps(Some(0.5), Some(4))),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("`cost` cap"), "{err}");
+    assert!(err.contains("beyond its parent's budget"), "{err}");
+    assert!(err.contains("0.4"), "{err}");
+    assert!(
+        err.contains(&format!("glovebox session budget {}", parent.id)),
+        "{err}"
+    );
+    assert_eq!(env.sessions.show("lead").unwrap().last_seq, before);
+    assert_eq!(
+        env.sessions.list(&SessionFilter::default()).unwrap().len(),
+        2
+    );
+    // What fits is accepted, and the parent's own use counts the carve.
+    spawn(
+        &env,
+        &me,
+        "lead",
+        child("w3", Role::Workagent, caps(Some(0.4), Some(6))),
+    )
+    .unwrap();
+    let lead = env.sessions.show("lead").unwrap();
+    let used = crate::budget::Used::of(&lead, lead.created_at_ms);
+    assert_eq!(used.get(Cap::Cost), 1_000_000);
+    assert_eq!(used.get(Cap::Calls), 10);
+    let breach =
+        crate::budget::check_call(&lead, &BudgetsConfig::default(), lead.created_at_ms, 0, 0)
+            .expect("the parent has no call left of its own");
+    assert_eq!(breach.cap, Cap::Calls);
+}
+
+#[test]
+fn a_wait_without_children_is_refused() {
+    let env = Env::new();
+    let me = boss();
+    start_as(&env, &me, "lonely", Role::Supervisor, BudgetCaps::default());
+    let err = env
+        .sessions
+        .wait_check_as(&me, "lonely")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("has no children to wait for"), "{err}");
+    assert!(err.contains("session_spawn"), "{err}");
+}
+
+#[derive(Debug, Default)]
+struct Count(AtomicUsize);
+
+impl ChildObserver for Count {
+    fn changed(&self, _parent: &str) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn a_child_settles_by_a_handoff_to_its_parent_or_by_ending_and_the_observers_hear_it() {
+    let env = Env::new();
+    let rung = std::sync::Arc::new(Count::default());
+    env.sessions.observe_children(rung.clone());
+    let me = boss();
+    // An orchestrator's workagent reports to it all the same: the parent is
+    // its supervisor.
+    start_as(&env, &me, "top", Role::Orchestrator, BudgetCaps::default());
+    let a = spawn(
+        &env,
+        &me,
+        "top",
+        child("a", Role::Workagent, caps(None, None)),
+    )
+    .unwrap();
+    let b = spawn(
+        &env,
+        &me,
+        "top",
+        child("b", Role::Workagent, caps(None, None)),
+    )
+    .unwrap();
+    let (_, children) = env.sessions.wait_check_as(&me, "top").unwrap();
+    assert!(children.iter().all(|c| !c.settled));
+    assert_eq!(rung.0.load(Ordering::SeqCst), 0);
+
+    let mut done = Handoff::new(HandoffKind::WorkagentCompletion, Role::Workagent, "did a");
+    done.work_completed = vec!["a".into()];
+    done.target_session = Some("top".into());
+    env.sessions
+        .handoff_as(&me, "a", done, &HandoffsConfig::default())
+        .unwrap();
+    assert_eq!(rung.0.load(Ordering::SeqCst), 1);
+    env.sessions.end_as(&me, "b", EndOutcome::Exit).unwrap();
+    assert_eq!(rung.0.load(Ordering::SeqCst), 2);
+
+    let (_, children) = env.sessions.wait_check_as(&me, "top").unwrap();
+    let by_id = |id: &str| children.iter().find(|c| c.id == id).unwrap().clone();
+    let (ca, cb) = (by_id(&a.child.id), by_id(&b.child.id));
+    assert!(ca.settled && cb.settled);
+    let report = ca.handoff.expect("a's report");
+    assert_eq!(report.handoff.objective, "did a");
+    assert_eq!(report.handoff.to_role, Some(Role::Orchestrator));
+    assert_eq!(ca.status, SessionStatus::Active);
+    assert_eq!(cb.outcome, Some(EndOutcome::Exit));
+    assert!(cb.handoff.is_none());
+}
+
+#[test]
+fn a_parent_with_live_children_does_not_end_unless_it_cancels_them() {
+    let env = Env::new();
+    let me = boss();
+    start_as(&env, &me, "lead", Role::Supervisor, BudgetCaps::default());
+    let w = spawn(
+        &env,
+        &me,
+        "lead",
+        child("w", Role::Supervisor, caps(None, None)),
+    )
+    .unwrap();
+    let grandchild = spawn(
+        &env,
+        &me,
+        "w",
+        child("ww", Role::Workagent, caps(None, None)),
+    )
+    .unwrap();
+    let err = env
+        .sessions
+        .end_as(&me, "lead", EndOutcome::Completed)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("has live children"), "{err}");
+    assert!(err.contains(&w.child.id), "{err}");
+    assert!(err.contains("--cancel-children"), "{err}");
+    assert!(env.sessions.show("lead").unwrap().status.is_live());
+
+    let cancelled = env.sessions.cancel_children_as(&me, "lead").unwrap();
+    assert_eq!(cancelled, [grandchild.child.id.clone(), w.child.id.clone()]);
+    for id in &cancelled {
+        let s = env.sessions.show(id).unwrap();
+        assert_eq!(s.outcome, Some(EndOutcome::Interrupted));
+        assert_eq!(
+            env.sessions.events(id, s.last_seq, 1).unwrap()[0]
+                .by
+                .as_deref(),
+            Some("boss")
+        );
+    }
+    let ended = env
+        .sessions
+        .end_as(&me, "lead", EndOutcome::Completed)
+        .unwrap();
+    assert_eq!(ended.outcome, Some(EndOutcome::Completed));
+}
+
+#[test]
+fn a_child_reaches_its_family_and_other_sessions_only_along_a_route() {
+    let env = Env::new();
+    let me = boss();
+    let lead = start_as(&env, &me, "lead", Role::Supervisor, BudgetCaps::default());
+    let other = start_as(
+        &env,
+        &me,
+        "other-lead",
+        Role::Supervisor,
+        BudgetCaps::default(),
+    );
+    let a = spawn(
+        &env,
+        &me,
+        "lead",
+        child("a", Role::Workagent, caps(None, None)),
+    )
+    .unwrap();
+    let b = spawn(
+        &env,
+        &me,
+        "lead",
+        child("b", Role::Workagent, caps(None, None)),
+    )
+    .unwrap();
+    let done = |to: &str| {
+        let mut h = Handoff::new(HandoffKind::WorkagentCompletion, Role::Workagent, "done");
+        h.target_session = Some(to.to_string());
+        h
+    };
+    // The same principal's unrelated session is outside the family.
+    let err = env
+        .sessions
+        .handoff_as(&me, "a", done("other-lead"), &HandoffsConfig::default())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("outside the family"), "{err}");
+    assert!(err.contains("\"workagent -> supervisor\""), "{err}");
+    assert_eq!(
+        env.sessions.show("other-lead").unwrap().last_seq,
+        other.last_seq
+    );
+    // Along a route it goes.
+    let routes = HandoffsConfig {
+        routes: vec![HandoffRoute {
+            from: Role::Workagent,
+            to: Role::Supervisor,
+        }],
+    };
+    env.sessions
+        .handoff_as(&me, "a", done("other-lead"), &routes)
+        .unwrap();
+    // Parent, sibling and self are family; a session with no parent is free.
+    let (sa, sb) = (
+        env.sessions.show(&a.child.id).unwrap(),
+        env.sessions.show(&b.child.id).unwrap(),
+    );
+    let none = HandoffsConfig::default();
+    assert!(check_addressable(&sa, &lead, &none).is_ok());
+    assert!(check_addressable(&sa, &sb, &none).is_ok());
+    assert!(check_addressable(&sa, &sa, &none).is_ok());
+    assert!(check_addressable(&lead, &other, &none).is_ok());
+    assert!(check_addressable(&sa, &other, &none).is_err());
+}
+
+#[test]
+fn a_task_handoff_is_written_only_by_a_spawn() {
+    let env = Env::new();
+    env.start("solo", Role::Supervisor);
+    let h = Handoff::new(HandoffKind::Task, Role::Supervisor, "sneak");
+    let err = env.sessions.handoff("solo", h).unwrap_err().to_string();
+    assert!(err.contains("written by `session_spawn`"), "{err}");
+}

@@ -1,0 +1,114 @@
+//! `glovebox session spawn` and `glovebox session wait`: child sessions at
+//! the command line, as the operator (the rules are the ledger's, see
+//! `glovebox_ledger::session::family`; `session list --children` and
+//! `session end --cancel-children` are in `sessions.rs`).
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Result;
+use glovebox::session::{Handoff, HandoffKind, SpawnChild};
+
+use crate::sessions::{SessionCommand, open_durable, print_json};
+
+/// `session spawn`: the child's state and the parent's `child_spawned`
+/// event, as JSON.
+pub(crate) fn spawn(config: &Path, command: SessionCommand) -> Result<ExitCode> {
+    let SessionCommand::Spawn {
+        parent,
+        role,
+        objective,
+        success_criteria,
+        requirements,
+        files,
+        next_steps,
+        name,
+        tags,
+        expected_duration,
+        budget_cost,
+        budget_calls,
+        budget_wall,
+    } = command
+    else {
+        anyhow::bail!("not a spawn command");
+    };
+    let durable = open_durable(config)?;
+    let host = crate::control::config(config)?;
+    let budget = glovebox::budget::BudgetCaps::new(budget_cost, budget_calls, budget_wall)
+        .map_err(|e| anyhow::anyhow!("--budget-cost: {e}"))?;
+    let mut task = Handoff::new(HandoffKind::Task, role, objective);
+    task.success_criteria = success_criteria;
+    task.requirements = requirements;
+    task.files = files;
+    task.next_steps = next_steps;
+    let spawn = SpawnChild {
+        role,
+        name,
+        tags,
+        expected_duration,
+        budget,
+        task,
+    };
+    let reserved = glovebox::manifest::pinned_tags(&host.principals);
+    match durable.sessions.spawn_as(
+        &crate::control::operator(),
+        &parent,
+        spawn,
+        &host.budgets,
+        &reserved,
+    ) {
+        Ok(spawned) => {
+            print_json(&spawned)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => Ok(crate::session_refused(&e)),
+    }
+}
+
+/// `session wait`: inside a running server, waits on its gateway; with no
+/// server nothing can change the children while this command holds the data
+/// dir, so it reports them at once.
+pub(crate) async fn wait(
+    config: &Path,
+    parent: &str,
+    timeout: Option<Duration>,
+) -> Result<ExitCode> {
+    let operator = crate::control::operator();
+    let waited = match crate::control::served() {
+        Some(gateway) => gateway.wait_children_as(&operator, parent, timeout).await,
+        None => {
+            let durable = open_durable(config)?;
+            glovebox::children::wait_timeout(timeout).and_then(|_| {
+                let (state, children) = durable.sessions.wait_check_as(&operator, parent)?;
+                let pending: Vec<String> = children
+                    .iter()
+                    .filter(|c| !c.settled)
+                    .map(|c| c.id.clone())
+                    .collect();
+                if !pending.is_empty() {
+                    err!(
+                        "note: no server runs on this data dir, so nothing can settle the children while this command holds it: reported at once"
+                    );
+                }
+                Ok(glovebox::children::ChildrenWaited {
+                    parent: state.id,
+                    timed_out: !pending.is_empty(),
+                    children,
+                    pending,
+                })
+            })
+        }
+    };
+    match waited {
+        Ok(waited) => {
+            print_json(&waited)?;
+            Ok(if waited.timed_out {
+                ExitCode::from(6)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        Err(e) => Ok(crate::session_refused(&e)),
+    }
+}
