@@ -204,6 +204,7 @@ fn create_private_dir(dir: &Path) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sandbox::quota::ENTRY_BYTES;
 
     #[test]
     fn session_ids_cannot_escape_the_root() {
@@ -220,19 +221,24 @@ mod tests {
     #[test]
     fn calls_of_one_session_running_at_once_share_its_quota() {
         let tmp = tempfile::tempdir().unwrap();
-        let dirs = ScratchDirs::new(tmp.path().join("scratch")).with_quota(100);
+        let dirs = ScratchDirs::new(tmp.path().join("scratch")).with_quota(10_000);
         std::fs::create_dir_all(tmp.path().join("scratch/s-1")).unwrap();
         std::fs::write(tmp.path().join("scratch/s-1/f"), [0u8; 10]).unwrap();
-        // The first may write 60 of the 90 left; the second sees it reserved.
+        // The file holds its 10 bytes and its entry's block.
+        let used = 10 + ENTRY_BYTES;
+        // The first may write 60 of what is left; the second sees it reserved.
         let first = dirs.for_call(Some("s-1"), 60).unwrap();
-        assert_eq!(first.room(), (100, 10));
+        assert_eq!(first.room(), (10_000, used));
         let second = dirs.for_call(Some("s-1"), 60).unwrap();
-        assert_eq!(second.room(), (100, 70));
+        assert_eq!(second.room(), (10_000, used + 60));
         // Another session's calls are not held to it.
-        assert_eq!(dirs.for_call(Some("s-2"), 60).unwrap().room(), (100, 0));
+        assert_eq!(dirs.for_call(Some("s-2"), 60).unwrap().room(), (10_000, 0));
         drop(first);
         drop(second);
-        assert_eq!(dirs.for_call(Some("s-1"), 60).unwrap().room(), (100, 10));
+        assert_eq!(
+            dirs.for_call(Some("s-1"), 60).unwrap().room(),
+            (10_000, used)
+        );
     }
 
     #[test]
@@ -248,8 +254,11 @@ mod tests {
         let dir = dirs.for_call(Some("s-1"), 1).unwrap();
         std::fs::write(dir.path().join("f"), "x").unwrap();
         drop(dir);
-        let dirs = dirs.with_quota(10);
-        assert_eq!(dirs.for_call(Some("s-1"), 5).unwrap().room(), (10, 1));
+        let dirs = dirs.with_quota(10_000);
+        assert_eq!(
+            dirs.for_call(Some("s-1"), 5).unwrap().room(),
+            (10_000, 1 + ENTRY_BYTES)
+        );
         assert!(tmp.path().join("scratch/s-1/f").is_file());
         assert_eq!(dirs.list().unwrap().0, vec!["s-1".to_string()]);
         assert!(dirs.remove("s-1").unwrap());
