@@ -332,6 +332,24 @@ impl Connection {
         }
     }
 
+    /// The session a built-in acts on: the one it names, else the bound one.
+    /// `Err` holds the answer when there is none, or when the caller's family
+    /// may not reach it (see [`Self::family_guard`]).
+    async fn target(
+        &self,
+        caller: &Principal,
+        tool: &str,
+        named: Option<String>,
+    ) -> Result<String, CallToolResult> {
+        let Some(key) = named.or(self.bound().await) else {
+            return Err(not_bound(tool));
+        };
+        match self.family_guard(caller, &key).await {
+            Some(refused) => Err(refused),
+            None => Ok(key),
+        }
+    }
+
     /// A built-in tool, on behalf of `caller`: the gateway enforces what is
     /// the caller's (another's session or job is "not found").
     pub(super) async fn builtin(
@@ -378,12 +396,10 @@ impl Connection {
             }
             SESSION_STATUS => {
                 let a: OptionalSessionArg = parse(tool, args)?;
-                let Some(key) = a.session.or(self.bound().await) else {
-                    return Ok(not_bound(tool));
+                let key = match self.target(caller, tool, a.session).await {
+                    Ok(key) => key,
+                    Err(answer) => return Ok(answer),
                 };
-                if let Some(refused) = self.family_guard(caller, &key).await {
-                    return Ok(refused);
-                }
                 let bound = self.bound().await;
                 Ok(match gateway.session_as(caller, &key).await {
                     Ok(state) => {
@@ -578,12 +594,10 @@ impl Connection {
             SESSION_PAUSE => {
                 let a: PauseArgs = parse(tool, args)?;
                 text_arg(tool, "reason", &a.reason)?;
-                let Some(key) = a.session.or(self.bound().await) else {
-                    return Ok(not_bound(tool));
+                let key = match self.target(caller, tool, a.session).await {
+                    Ok(key) => key,
+                    Err(answer) => return Ok(answer),
                 };
-                if let Some(refused) = self.family_guard(caller, &key).await {
-                    return Ok(refused);
-                }
                 Ok(
                     match gateway.pause_session_as(caller, &key, &a.reason).await {
                         Ok(state) => results::ok(&state),
@@ -594,12 +608,10 @@ impl Connection {
             SESSION_LIST => {
                 let a: SessionListArgs = parse(tool, args)?;
                 if a.children {
-                    let Some(key) = a.session.or(self.bound().await) else {
-                        return Ok(not_bound(tool));
+                    let key = match self.target(caller, tool, a.session).await {
+                        Ok(key) => key,
+                        Err(answer) => return Ok(answer),
                     };
-                    if let Some(refused) = self.family_guard(caller, &key).await {
-                        return Ok(refused);
-                    }
                     return Ok(match gateway.children_as(caller, &key).await {
                         Ok(children) => results::ok_value(json!({"children": children})),
                         Err(e) => results::session_failure(&e),
@@ -636,12 +648,10 @@ impl Connection {
                     ));
                 }
                 let from = a.from_seq.unwrap_or(1).max(1);
-                let Some(key) = a.session.or(self.bound().await) else {
-                    return Ok(not_bound(tool));
+                let key = match self.target(caller, tool, a.session).await {
+                    Ok(key) => key,
+                    Err(answer) => return Ok(answer),
                 };
-                if let Some(refused) = self.family_guard(caller, &key).await {
-                    return Ok(refused);
-                }
                 Ok(match gateway.events_as(caller, &key, from, limit).await {
                     Ok(events) => {
                         let next = (events.len() == limit)
@@ -654,12 +664,10 @@ impl Connection {
             }
             SESSION_RERUN => {
                 let a: RerunArgs = parse(tool, args)?;
-                let Some(key) = a.session.or(self.bound().await) else {
-                    return Ok(not_bound(tool));
+                let key = match self.target(caller, tool, a.session).await {
+                    Ok(key) => key,
+                    Err(answer) => return Ok(answer),
                 };
-                if let Some(refused) = self.family_guard(caller, &key).await {
-                    return Ok(refused);
-                }
                 Ok(
                     match gateway.rerun_interrupted_as(caller, &key, &a.call_id).await {
                         Ok(report) => results::report(report),
@@ -672,12 +680,10 @@ impl Connection {
                 let role = parse_enum::<Role>(tool, "role", &a.role)?;
                 let (expected_duration, budget) =
                     start_extras(tool, a.expected_duration.as_deref(), &a.budget)?;
-                let Some(parent) = a.session.or(self.bound().await) else {
-                    return Ok(not_bound(tool));
+                let parent = match self.target(caller, tool, a.session).await {
+                    Ok(key) => key,
+                    Err(answer) => return Ok(answer),
                 };
-                if let Some(refused) = self.family_guard(caller, &parent).await {
-                    return Ok(refused);
-                }
                 // Kind, roles and target are the spawn's to set.
                 let mut task = Handoff::new(HandoffKind::Task, role, a.objective);
                 task.success_criteria = a.success_criteria;
@@ -702,12 +708,10 @@ impl Connection {
             }
             SESSION_WAIT => {
                 let a: SessionWaitArgs = parse(tool, args)?;
-                let Some(parent) = a.session.or(self.bound().await) else {
-                    return Ok(not_bound(tool));
+                let parent = match self.target(caller, tool, a.session).await {
+                    Ok(key) => key,
+                    Err(answer) => return Ok(answer),
                 };
-                if let Some(refused) = self.family_guard(caller, &parent).await {
-                    return Ok(refused);
-                }
                 let timeout = a.timeout_ms.map(Duration::from_millis);
                 Ok(
                     match gateway.wait_children_as(caller, &parent, timeout).await {

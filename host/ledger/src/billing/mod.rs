@@ -249,12 +249,22 @@ pub struct Group {
 
 impl Group {
     fn add(&mut self, figures: &Figures, background: bool) {
-        self.total.add(figures);
-        if background {
-            self.background.add(figures);
-        } else {
-            self.foreground.add(figures);
-        }
+        split(
+            [&mut self.total, &mut self.foreground, &mut self.background],
+            figures,
+            background,
+        );
+    }
+}
+
+/// Adds `figures` to a `[total, foreground, background]` split.
+fn split(into: [&mut Figures; 3], figures: &Figures, background: bool) {
+    let [total, foreground, back] = into;
+    total.add(figures);
+    if background {
+        back.add(figures);
+    } else {
+        foreground.add(figures);
     }
 }
 
@@ -274,12 +284,11 @@ pub struct RoleShare {
 
 impl RoleShare {
     fn add(&mut self, figures: &Figures, background: bool) {
-        self.total.add(figures);
-        if background {
-            self.background.add(figures);
-        } else {
-            self.foreground.add(figures);
-        }
+        split(
+            [&mut self.total, &mut self.foreground, &mut self.background],
+            figures,
+            background,
+        );
     }
 }
 
