@@ -14,7 +14,7 @@ use crate::sessions::{SessionCommand, open_durable, print_json};
 
 /// `session spawn`: the child's state and the parent's `child_spawned`
 /// event, as JSON.
-pub(crate) fn spawn(config: &Path, command: SessionCommand) -> Result<ExitCode> {
+pub(crate) async fn spawn(config: &Path, command: SessionCommand) -> Result<ExitCode> {
     let SessionCommand::Spawn {
         parent,
         role,
@@ -29,10 +29,12 @@ pub(crate) fn spawn(config: &Path, command: SessionCommand) -> Result<ExitCode> 
         budget_cost,
         budget_calls,
         budget_wall,
+        completion,
     } = command
     else {
         anyhow::bail!("not a spawn command");
     };
+    let completion = crate::completion::completion_arg(config, completion.as_deref()).await?;
     let durable = open_durable(config)?;
     let host = crate::control::config(config)?;
     let budget = glovebox::budget::BudgetCaps::new(budget_cost, budget_calls, budget_wall)
@@ -49,6 +51,7 @@ pub(crate) fn spawn(config: &Path, command: SessionCommand) -> Result<ExitCode> 
         expected_duration,
         budget,
         task,
+        completion,
     };
     let reserved = glovebox::manifest::pinned_tags(&host.principals);
     match durable.sessions.spawn_as(

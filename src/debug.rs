@@ -91,6 +91,7 @@ fn stress_sessions(sessions: &Sessions, n: usize) -> Result<Vec<String>> {
                 tags: vec!["stress".into()],
                 expected_duration: None,
                 budget: Default::default(),
+                completion: Default::default(),
             })?,
         };
         ids.push(state.id);
@@ -374,6 +375,7 @@ fn one_write(mix: &Mix, w: usize, i: u64, pick: u64) -> Result<()> {
                 tags: vec!["rescued".into()],
                 expected_duration: None,
                 budget: Default::default(),
+                completion: Default::default(),
             })?;
             mix.ack(format_args!("session {} created", state.id));
             let session = state.id;
@@ -419,6 +421,7 @@ fn one_write(mix: &Mix, w: usize, i: u64, pick: u64) -> Result<()> {
                 tags: vec!["scratch".into()],
                 expected_duration: None,
                 budget: Default::default(),
+                completion: Default::default(),
             })?;
             mix.ack(format_args!("session {} created", state.id));
             let dir =

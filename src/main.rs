@@ -30,6 +30,7 @@ macro_rules! err {
 mod billing;
 mod call;
 mod children;
+mod completion;
 mod control;
 mod crash;
 mod debug;

@@ -40,6 +40,11 @@ pub enum SessionCommand {
         /// Budget: a cap on the time since the session started (e.g. `30m`).
         #[arg(long, value_parser = humantime::parse_duration)]
         budget_wall: Option<Duration>,
+        /// What must hold before it ends as `completed`, as JSON: `gates`
+        /// (tool calls whose result must hold each `expect` field) and/or
+        /// `"judge": true`. The config's `[[completion]]` is added.
+        #[arg(long, value_name = "JSON")]
+        completion: Option<String>,
     },
     /// Report the brain's own usage (tokens, model cost) into a session; the
     /// cost counts toward its cost cap.
@@ -130,6 +135,30 @@ pub enum SessionCommand {
         /// The child's wall-time cap (e.g. `30m`), within the parent's.
         #[arg(long, value_parser = humantime::parse_duration)]
         budget_wall: Option<Duration>,
+        /// What must hold before the child ends as `completed`, as JSON (see
+        /// `session start --completion`).
+        #[arg(long, value_name = "JSON")]
+        completion: Option<String>,
+    },
+    /// From a judge session (role `judge`, yours), pass or fail WORKER's
+    /// latest handoff, which its `completed` waits for when its condition
+    /// asks for a judge. WORKER must belong to another principal.
+    Verdict {
+        worker: String,
+        /// Your judge session.
+        #[arg(long)]
+        judge: String,
+        /// Pass the handoff (else `--fail`).
+        #[arg(long, conflicts_with = "fail", required_unless_present = "fail")]
+        pass: bool,
+        #[arg(long)]
+        fail: bool,
+        /// Why (repeatable; a failing verdict needs one).
+        #[arg(long = "reason")]
+        reasons: Vec<String>,
+        /// The handoff judged (its seq); refused if it is no longer the latest.
+        #[arg(long)]
+        handoff_seq: Option<u64>,
     },
     /// Wait until every child of PARENT has posted a handoff to it or ended,
     /// up to the timeout (default 30s, at most 10m); exit 6 on timeout.
@@ -443,13 +472,35 @@ pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitC
             session,
             outcome,
             cancel_children,
-        } => return end(config, &session, outcome, cancel_children),
-        SessionCommand::Spawn { .. } => return crate::children::spawn(config, command),
+        } => return end(config, &session, outcome, cancel_children).await,
+        SessionCommand::Verdict {
+            worker,
+            judge,
+            pass,
+            fail: _,
+            reasons,
+            handoff_seq,
+        } => {
+            let input = glovebox::session::VerdictInput {
+                pass,
+                reasons,
+                handoff_seq,
+            };
+            return crate::completion::verdict(config, &judge, &worker, input).await;
+        }
+        SessionCommand::Spawn { .. } => return crate::children::spawn(config, command).await,
         SessionCommand::Wait { parent, timeout } => {
             return crate::children::wait(config, &parent, timeout).await;
         }
         _ => {}
     }
+    // Checked against the host's tools before the data dir is opened.
+    let completion = match &command {
+        SessionCommand::Start { completion, .. } => {
+            crate::completion::completion_arg(config, completion.as_deref()).await?
+        }
+        _ => Default::default(),
+    };
     let sessions = open(config)?;
     let result = match command {
         SessionCommand::Start {
@@ -461,6 +512,7 @@ pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitC
             budget_cost,
             budget_calls,
             budget_wall,
+            completion: _,
         } => {
             let budget = glovebox::budget::BudgetCaps::new(budget_cost, budget_calls, budget_wall)
                 .map_err(|e| anyhow::anyhow!("--budget-cost: {e}"))?;
@@ -472,6 +524,7 @@ pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitC
                     tags,
                     expected_duration,
                     budget,
+                    completion,
                 })
                 .map(|s| serde_json::to_value(&s))
         }
@@ -614,6 +667,7 @@ pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitC
         SessionCommand::Rerun { .. }
         | SessionCommand::End { .. }
         | SessionCommand::Spawn { .. }
+        | SessionCommand::Verdict { .. }
         | SessionCommand::Wait { .. }
         | SessionCommand::Usage { .. }
         | SessionCommand::Budget { .. }
@@ -630,28 +684,40 @@ pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitC
 
 /// `session end`: the state as JSON, with a `warning` (also on stderr) when
 /// jobs of the session's own were still queued or running (recorded in its
-/// log as `jobs_unwaited`; `glovebox doctor` reports them).
-fn end(
+/// log as `jobs_unwaited`; `glovebox doctor` reports them). `completed`
+/// goes through the gateway, which runs the session's completion gates
+/// (refused, exit 8, with the failing gate's output, until they pass).
+async fn end(
     config: &Path,
     session: &str,
     outcome: EndOutcome,
     cancel_children: bool,
 ) -> Result<ExitCode> {
-    let durable = open_durable(config)?;
-    if cancel_children {
-        match durable
-            .sessions
-            .cancel_children_as(&crate::control::operator(), session)
-        {
-            Ok(ids) => {
-                for id in ids {
-                    err!("child session {id} ended as interrupted");
-                }
+    let operator = crate::control::operator();
+    let ended = if outcome == EndOutcome::Completed {
+        let gateway = crate::control::gateway(config).await?;
+        if cancel_children {
+            match gateway.cancel_children_as(&operator, session).await {
+                Ok(ids) => ids
+                    .iter()
+                    .for_each(|id| err!("child session {id} ended as interrupted")),
+                Err(e) => return Ok(crate::session_refused(&e)),
             }
-            Err(e) => return Ok(crate::session_refused(&e)),
         }
-    }
-    let ended = match glovebox::doctor::end_session(&durable, session, outcome) {
+        gateway.end_checked_as(&operator, session, outcome).await
+    } else {
+        let durable = open_durable(config)?;
+        if cancel_children {
+            match durable.sessions.cancel_children_as(&operator, session) {
+                Ok(ids) => ids
+                    .iter()
+                    .for_each(|id| err!("child session {id} ended as interrupted")),
+                Err(e) => return Ok(crate::session_refused(&e)),
+            }
+        }
+        glovebox::doctor::end_session(&durable, session, outcome)
+    };
+    let ended = match ended {
         Ok(ended) => ended,
         Err(e) => return Ok(crate::session_refused(&e)),
     };

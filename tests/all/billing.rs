@@ -71,6 +71,7 @@ impl Fixture {
                 tags: vec![],
                 expected_duration: None,
                 budget,
+                completion: Default::default(),
             })
             .unwrap()
             .id

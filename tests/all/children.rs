@@ -345,6 +345,7 @@ async fn a_wait_is_woken_by_a_childs_handoff_not_by_its_timeout() {
             tags: vec![],
             expected_duration: None,
             budget: Default::default(),
+            completion: Default::default(),
         })
         .unwrap();
     let spawn = SpawnChild {
@@ -354,6 +355,7 @@ async fn a_wait_is_woken_by_a_childs_handoff_not_by_its_timeout() {
         expected_duration: None,
         budget: Default::default(),
         task: Handoff::new(HandoffKind::Task, Role::Workagent, "count"),
+        completion: Default::default(),
     };
     gateway.spawn_session_as(&op, "lead", spawn).await.unwrap();
     let waiter = {

@@ -83,6 +83,7 @@ impl Setup {
                 tags: vec![],
                 expected_duration: None,
                 budget: Default::default(),
+                completion: Default::default(),
             })
             .unwrap()
             .id

@@ -99,6 +99,7 @@ fn start(name: &str) -> StartSession {
         tags: vec![],
         expected_duration: None,
         budget: Default::default(),
+        completion: Default::default(),
     }
 }
 

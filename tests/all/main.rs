@@ -9,6 +9,7 @@ mod children;
 mod cli;
 mod code_js;
 mod code_python;
+mod completion;
 mod cpu;
 mod dashboard;
 mod doctor;

@@ -144,3 +144,166 @@ fn the_python_mcp_sdk_drives_the_server_over_stdio_and_http() {
     // pytest's summary, shown with `--nocapture`.
     eprintln!("{stdout}");
 }
+
+/// `examples/supervisor/`'s config in a temp dir of its own (its data dir and
+/// the tests' compile cache), with its paths made absolute; the agents still
+/// work in `examples/workspace/`, as the example's manifests grant.
+fn supervisor_config(dir: &Path) -> PathBuf {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/supervisor");
+    let text = std::fs::read_to_string(example.join("glovebox.toml")).unwrap();
+    let text =
+        text.replace(
+            "data_dir = \".glovebox-data\"",
+            &format!("data_dir = \"{}\"", dir.join("data").display()),
+        )
+        .replace(
+            "manifest = \"../plugins/",
+            &format!("manifest = \"{}/../plugins/", example.display()),
+        )
+        .replace(
+            "component = \"../../plugins/",
+            &format!("component = \"{}/../../plugins/", example.display()),
+        ) + &format!("\n[runtime]\n{}\n", crate::util::cache_keys());
+    let path = dir.join("glovebox.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Issue 16's supervisor flow, as `examples/supervisor/flow.sh` runs it: the
+/// example's own script, with the official Python SDK, against the real
+/// server on the example's config; then the bill by family.
+#[test]
+fn the_supervisor_example_spawns_three_workagents_gates_and_judges_them_and_bills_them_under_it() {
+    let python = venv();
+    let dir = tempfile::tempdir().unwrap();
+    let config = supervisor_config(dir.path());
+    let glovebox = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_glovebox"))
+            .arg("--config")
+            .arg(&config)
+            .args(args)
+            .env_remove("RUST_LOG")
+            .output()
+            .unwrap();
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        );
+        assert!(out.status.success(), "glovebox {args:?}: {stderr}");
+        stdout
+    };
+    let lead = glovebox(&[
+        "principal",
+        "add",
+        "team",
+        "--kind",
+        "agent",
+        "--roles",
+        "supervisor,workagent",
+        "--projects",
+        "demo",
+    ]);
+    let judge = glovebox(&[
+        "principal",
+        "add",
+        "reviewer",
+        "--kind",
+        "agent",
+        "--roles",
+        "judge",
+        "--projects",
+        "demo",
+    ]);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut server = Command::new(env!("CARGO_BIN_EXE_glovebox"))
+        .arg("--config")
+        .arg(&config)
+        .args(["serve", "--http", &format!("127.0.0.1:{port}")])
+        .env_remove("RUST_LOG")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "the server did not listen"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let flow = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/supervisor/flow.py");
+    let output = Command::new(python)
+        .arg(&flow)
+        .arg(format!("http://127.0.0.1:{port}/mcp"))
+        .env("LEAD_TOKEN", lead.trim())
+        .env("JUDGE_TOKEN", judge.trim())
+        .output()
+        .expect("the flow runs");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let sup = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("supervisor: sup-"))
+        .map(|run| format!("sup-{run}"));
+    // The flow's files in examples/workspace/ go, whatever happened.
+    if let Some(sup) = &sup {
+        let run = sup.trim_start_matches("sup-");
+        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/workspace");
+        for entry in std::fs::read_dir(&workspace).unwrap().flatten() {
+            if entry
+                .file_name()
+                .to_string_lossy()
+                .starts_with(&format!("sv-{run}-"))
+            {
+                std::fs::remove_file(entry.path()).unwrap();
+            }
+        }
+    }
+    assert!(
+        output.status.success(),
+        "the supervisor flow failed:\n{stdout}\n{stderr}"
+    );
+    eprintln!("{stdout}");
+    assert!(
+        stdout.contains("completed refused: session `w2-") && stdout.contains("gate.json_schema"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("session_wait returned 3 reports"),
+        "{stdout}"
+    );
+    assert_eq!(stdout.matches("judge: passed").count(), 3, "{stdout}");
+    let sup = sup.expect("the flow names its supervisor");
+
+    // The bill, by family, through the running server's control socket: the
+    // three children under their supervisor.
+    let bill: serde_json::Value =
+        serde_json::from_str(&glovebox(&["billing", "--by", "family", "--json"])).unwrap();
+    let family = bill["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["label"] == sup.as_str() || g["key"] == sup.as_str())
+        .unwrap_or_else(|| panic!("no family of {sup}: {bill:#}"));
+    assert_eq!(family["roles"]["workagent"]["sessions"], 3, "{family:#}");
+    assert_eq!(family["roles"]["supervisor"]["sessions"], 1, "{family:#}");
+    // Each child read, counted, wrote and ran its gate at least once.
+    assert!(
+        family["roles"]["workagent"]["total"]["calls"]
+            .as_u64()
+            .unwrap()
+            >= 12,
+        "{family:#}"
+    );
+    let report = glovebox(&["billing", "--by", "family"]);
+    eprintln!("{report}");
+    let verified = glovebox(&["log", "verify", &sup]);
+    assert!(verified.starts_with("ok"), "{verified}");
+    let _ = server.kill();
+    let _ = server.wait();
+}

@@ -88,6 +88,7 @@ impl Rig {
                 tags: vec![],
                 expected_duration: expected,
                 budget,
+                completion: Default::default(),
             })
             .unwrap()
             .id
@@ -578,6 +579,7 @@ async fn a_rescue_from_open_to_resolved_changes_the_next_sessions_starting_conte
             tags: vec![],
             expected_duration: None,
             budget: Default::default(),
+            completion: Default::default(),
         })
         .unwrap();
     assert_eq!(next.context.len(), 1, "{:?}", next.context);

@@ -24,6 +24,7 @@ fn start(sessions: &Sessions, name: &str) -> String {
             tags: vec![],
             expected_duration: None,
             budget: Default::default(),
+            completion: Default::default(),
         })
         .unwrap()
         .id

@@ -70,6 +70,7 @@ impl Rig {
                 tags: vec![],
                 expected_duration: expected,
                 budget: BudgetCaps::default(),
+                completion: Default::default(),
             })
             .unwrap()
             .id

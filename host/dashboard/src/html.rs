@@ -281,11 +281,13 @@ pub fn bar_chart(title: &str, bars: &[Bar], legend: &[(&str, &'static str)]) -> 
 /// A badge for a status or verdict word.
 pub fn badge(word: &str) -> String {
     let class = match word {
-        "ok" | "allow" | "completed" | "approved" | "active" | "resolved" => "good",
+        "ok" | "allow" | "completed" | "approved" | "active" | "resolved" | "pass" | "passed" => {
+            "good"
+        }
         "ask" | "pending" | "paused" | "queued" | "running" | "warning" | "open" | "diagnosed"
         | "injected" => "warn",
         "deny" | "denied" | "failed" | "critical" | "timeout" | "interrupted" | "cancelled"
-        | "blocker" | "rescue" | "abandoned" | "re_escalated" => "bad",
+        | "blocker" | "rescue" | "abandoned" | "re_escalated" | "fail" => "bad",
         _ => "plain",
     };
     format!("<span class=\"tag {class}\">{}</span>", esc(word))

@@ -641,6 +641,38 @@ fn event_detail(e: &Event) -> String {
             cap.as_str(),
             esc(&format!("{} past {}", cap.show(*used), cap.show(*limit)))
         ),
+        EventKind::GatesChecked { passed, gates } => {
+            let rows: Vec<String> = gates
+                .iter()
+                .map(|g| {
+                    format!(
+                        "{} <code>{}</code> {}",
+                        badge(if g.passed { "passed" } else { "failed" }),
+                        esc(&g.tool),
+                        esc(html::cut(&g.detail, 300).0)
+                    )
+                })
+                .collect();
+            format!(
+                "completion gates {}<br>{}",
+                badge(if *passed { "passed" } else { "failed" }),
+                rows.join("<br>")
+            )
+        }
+        EventKind::VerdictReceived { verdict } | EventKind::VerdictGiven { verdict, .. } => {
+            format!(
+                "{} on handoff {} by judge <code>{}</code> (session <code>{}</code>){}",
+                badge(if verdict.pass { "pass" } else { "fail" }),
+                verdict.handoff_seq,
+                esc(&verdict.judge),
+                esc(&verdict.judge_session),
+                if verdict.reasons.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", esc(&verdict.reasons.join("; ")))
+                }
+            )
+        }
         other => {
             // Handoffs, context, lifecycle: the record itself.
             let text = serde_json::to_string_pretty(other).unwrap_or_default();

@@ -183,6 +183,13 @@ impl Host {
             }
             plugins.push(Arc::new(plugin));
         }
+        // A required gate that names no tool could never pass: refused here,
+        // where the components have said which tools they have.
+        for (i, rule) in config.completion.iter().enumerate() {
+            rule.completion
+                .check(|tool| index.contains_key(tool))
+                .map_err(|e| anyhow::anyhow!("`{}`: completion[{i}].{e}", config.path.display()))?;
+        }
         // Hooks never fail the load: a broken hook denies every call instead.
         let hooks =
             Arc::new(HookChain::load(runtime.engine(), runtime.compiled(), &config.hooks).await);

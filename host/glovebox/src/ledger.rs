@@ -59,6 +59,7 @@ pub fn open_sessions(config: &HostConfig) -> anyhow::Result<Durable> {
             disk: Some(Arc::new(Watermark::of(config))),
             chain_key,
             memory: config.memory.clone(),
+            completion: config.completion.clone(),
             ..SessionsConfig::default()
         },
     );

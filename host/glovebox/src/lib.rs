@@ -24,6 +24,7 @@ pub mod actions;
 mod admission;
 mod chain_key;
 pub mod children;
+mod completion;
 pub mod doctor;
 mod gateway;
 mod host;

@@ -7,6 +7,7 @@ use serde::Deserialize;
 
 use super::approvals::{RawApprovals, validate_approvals};
 use super::budgets::{RawBudgets, validate_budgets};
+use super::completion::{RawCompletion, validate_completion};
 use super::detector::{RawContext, RawDetector, validate_context, validate_detector};
 use super::handoffs::{RawHandoffs, validate_handoffs};
 use super::hooks::{RawHook, hooks_none, validate_hooks};
@@ -58,6 +59,8 @@ pub(super) struct RawHostConfig {
     principal: Vec<RawPrincipal>,
     #[serde(default)]
     notify: Vec<RawNotify>,
+    #[serde(default)]
+    completion: Vec<RawCompletion>,
 }
 
 #[derive(Default, Deserialize)]
@@ -215,6 +218,12 @@ impl HostConfig {
             plugins.push(plugin);
         }
 
+        // Tools are named by the components, not the manifests: here a gate's
+        // plugin must be listed; the host checks the tool when it loads them.
+        let completion = validate_completion(&src, &raw.completion, |tool| {
+            tool.split_once('.')
+                .is_some_and(|(plugin, _)| plugins.iter().any(|p| p.name == plugin))
+        })?;
         let hooks = validate_hooks(&src, &dir, &raw.hook, &cap)?;
         let hooks_explicitly_none = hooks_none(&src, raw.hooks.as_deref(), hooks.len())?;
 
@@ -236,6 +245,7 @@ impl HostConfig {
             memory,
             principals,
             notify,
+            completion,
         };
         config.check_chain_key(&src)?;
         config.check_grants()?;
@@ -288,6 +298,7 @@ impl HostConfig {
             memory: Default::default(),
             principals: Vec::new(),
             notify: Vec::new(),
+            completion: Vec::new(),
         }
     }
 

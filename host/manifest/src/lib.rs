@@ -28,6 +28,7 @@ mod budget_caps;
 mod budgets;
 mod cap;
 mod captured;
+mod completion;
 mod detector;
 mod error;
 mod handoffs;
@@ -62,6 +63,9 @@ pub use budget_caps::BudgetCaps;
 pub use budgets::BudgetsConfig;
 pub use cap::Cap;
 pub use captured::Captured;
+pub use completion::{
+    Completion, CompletionRule, Gate, MAX_GATES, required as required_completion,
+};
 pub use detector::{
     ContextConfig, ContextWriter, DEFAULT_HANDOFF_AFTER_EVENTS, DetectorConfig,
     RULES as DETECTOR_RULES, Severity,
@@ -131,6 +135,9 @@ pub struct HostConfig {
     /// rescues and sessions (see [`NotifyTarget`]). The only URLs the host's
     /// delivery worker ever contacts.
     pub notify: Vec<NotifyTarget>,
+    /// `[[completion]]`: the completion conditions the operator requires per
+    /// role and project (see [`Completion`]).
+    pub completion: Vec<CompletionRule>,
 }
 
 /// `[storage]`: the engine, durability of the session log and checkpoint cadence.

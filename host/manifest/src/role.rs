@@ -16,16 +16,25 @@ pub enum Role {
     Supervisor,
     /// Does one task.
     Workagent,
+    /// Passes or fails another principal's completion handoff
+    /// (`session_verdict`); never spawned, never judges its own principal.
+    Judge,
 }
 
 impl Role {
-    pub const ALL: [Role; 3] = [Role::Orchestrator, Role::Supervisor, Role::Workagent];
+    pub const ALL: [Role; 4] = [
+        Role::Orchestrator,
+        Role::Supervisor,
+        Role::Workagent,
+        Role::Judge,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Role::Orchestrator => "orchestrator",
             Role::Supervisor => "supervisor",
             Role::Workagent => "workagent",
+            Role::Judge => "judge",
         }
     }
 }

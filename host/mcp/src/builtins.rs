@@ -16,9 +16,11 @@ use super::tools::*;
 use glovebox::Principal;
 use glovebox::budget::{BudgetCaps, UsageReport};
 use glovebox::jobs::{JobError, JobStatus, WaitMode};
+use glovebox::manifest::Completion;
 use glovebox::memory::MemoryError;
 use glovebox::session::{
     EndOutcome, Handoff, HandoffKind, Role, SessionFilter, SessionStatus, SpawnChild, StartSession,
+    VerdictInput,
 };
 
 #[derive(Deserialize)]
@@ -33,6 +35,7 @@ struct StartArgs {
     expected_duration: Option<String>,
     #[serde(default)]
     budget: CapsArgs,
+    completion: Option<Completion>,
 }
 
 /// A session's own caps; the role's caps (`[budgets.role.<role>]`) still
@@ -103,6 +106,17 @@ struct SessionSpawnArgs {
     #[serde(default)]
     current_phase: String,
     session: Option<String>,
+    completion: Option<Completion>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct VerdictArgs {
+    session: String,
+    verdict: String,
+    #[serde(default)]
+    reasons: Vec<String>,
+    handoff_seq: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -365,6 +379,10 @@ impl Connection {
                 let a: StartArgs = parse(tool, args)?;
                 let (expected_duration, budget) =
                     start_extras(tool, a.expected_duration.as_deref(), &a.budget)?;
+                let completion = a.completion.unwrap_or_default();
+                if let Err(e) = gateway.check_completion(&completion) {
+                    return Ok(results::session_failure(&e));
+                }
                 let start = StartSession {
                     role: parse_enum::<Role>(tool, "role", &a.role)?,
                     project: a.project,
@@ -372,6 +390,7 @@ impl Connection {
                     tags: a.tags,
                     expected_duration,
                     budget,
+                    completion,
                 };
                 Ok(match gateway.start_session_as(caller, start).await {
                     Ok(state) => {
@@ -458,32 +477,24 @@ impl Connection {
                 } else {
                     Vec::new()
                 };
-                Ok(
-                    match gateway
-                        .end_session_noting_jobs_as(caller, &id, outcome)
-                        .await
-                    {
-                        Ok(ended) => {
-                            self.bind(None).await;
-                            // The state, with a `warning` when jobs of the
-                            // session's own were left unwaited (`glovebox doctor`).
-                            let mut value = serde_json::to_value(&ended.state)
-                                .unwrap_or(serde_json::Value::Null);
-                            if let (Some(warning), Some(map)) =
-                                (ended.warning(), value.as_object_mut())
-                            {
-                                map.insert("warning".into(), warning.into());
-                            }
-                            if let (false, Some(map)) =
-                                (cancelled.is_empty(), value.as_object_mut())
-                            {
-                                map.insert("cancelled_children".into(), json!(cancelled));
-                            }
-                            results::ok(&value)
+                Ok(match gateway.end_checked_as(caller, &id, outcome).await {
+                    Ok(ended) => {
+                        self.bind(None).await;
+                        // The state, with a `warning` when jobs of the
+                        // session's own were left unwaited (`glovebox doctor`).
+                        let mut value =
+                            serde_json::to_value(&ended.state).unwrap_or(serde_json::Value::Null);
+                        if let (Some(warning), Some(map)) = (ended.warning(), value.as_object_mut())
+                        {
+                            map.insert("warning".into(), warning.into());
                         }
-                        Err(e) => results::session_failure(&e),
-                    },
-                )
+                        if let (false, Some(map)) = (cancelled.is_empty(), value.as_object_mut()) {
+                            map.insert("cancelled_children".into(), json!(cancelled));
+                        }
+                        results::ok(&value)
+                    }
+                    Err(e) => results::session_failure(&e),
+                })
             }
             JOB_SPAWN => {
                 let a: SpawnArgs = parse(tool, args)?;
@@ -691,6 +702,10 @@ impl Connection {
                 task.files = a.files;
                 task.next_steps = a.next_steps;
                 task.current_phase = a.current_phase;
+                let completion = a.completion.unwrap_or_default();
+                if let Err(e) = gateway.check_completion(&completion) {
+                    return Ok(results::session_failure(&e));
+                }
                 let spawn = SpawnChild {
                     role,
                     name: a.name,
@@ -698,10 +713,38 @@ impl Connection {
                     expected_duration,
                     budget,
                     task,
+                    completion,
                 };
                 Ok(
                     match gateway.spawn_session_as(caller, &parent, spawn).await {
                         Ok(spawned) => results::ok(&spawned),
+                        Err(e) => results::session_failure(&e),
+                    },
+                )
+            }
+            SESSION_VERDICT => {
+                let a: VerdictArgs = parse(tool, args)?;
+                let pass = match a.verdict.as_str() {
+                    "pass" => true,
+                    "fail" => false,
+                    other => {
+                        return Err(bad_arguments(
+                            tool,
+                            format!("`verdict`: `{other}` is not a verdict: expected pass or fail"),
+                        ));
+                    }
+                };
+                let Some(judge) = self.bound().await else {
+                    return Ok(not_bound(tool));
+                };
+                let input = VerdictInput {
+                    pass,
+                    reasons: a.reasons,
+                    handoff_seq: a.handoff_seq,
+                };
+                Ok(
+                    match gateway.verdict_as(caller, &judge, &a.session, input).await {
+                        Ok(judged) => results::ok(&judged),
                         Err(e) => results::session_failure(&e),
                     },
                 )

@@ -438,6 +438,7 @@ impl Connection {
             tags: vec!["mcp".to_string()],
             expected_duration: None,
             budget: Default::default(),
+            completion: Default::default(),
         };
         let state = self
             .shared()

@@ -63,6 +63,7 @@ pub fn session_failure(e: &SessionError) -> CallToolResult {
         SessionError::NotAllowed(_) => "not_allowed",
         SessionError::Quota { .. } => "quota",
         SessionError::LowDisk(_) => "low_disk",
+        SessionError::Incomplete(_) => "not_complete",
         SessionError::Storage(_) => "session_storage",
     };
     failure(kind, e.to_string())

@@ -22,6 +22,7 @@ pub const SESSION_LOG: &str = "session_log";
 pub const SESSION_RERUN: &str = "session_rerun";
 pub const SESSION_SPAWN: &str = "session_spawn";
 pub const SESSION_WAIT: &str = "session_wait";
+pub const SESSION_VERDICT: &str = "session_verdict";
 pub const APPROVAL_STATUS: &str = "approval_status";
 pub const CONTEXT_SEARCH: &str = "context_search";
 pub const MEMORY_PROPOSE: &str = "memory_propose";
@@ -32,7 +33,7 @@ pub const JOB_STATUS: &str = "job_status";
 pub const JOB_CANCEL: &str = "job_cancel";
 pub const JOB_LIST: &str = "job_list";
 
-pub const BUILTINS: [&str; 22] = [
+pub const BUILTINS: [&str; 23] = [
     SESSION_START,
     SESSION_RESUME,
     SESSION_STATUS,
@@ -46,6 +47,7 @@ pub const BUILTINS: [&str; 22] = [
     SESSION_RERUN,
     SESSION_SPAWN,
     SESSION_WAIT,
+    SESSION_VERDICT,
     APPROVAL_STATUS,
     CONTEXT_SEARCH,
     MEMORY_PROPOSE,
@@ -91,6 +93,28 @@ pub fn plugin_tool(info: &ToolInfo) -> Tool {
 pub fn builtin_tools() -> Vec<Tool> {
     let strings = json!({"type": "array", "items": {"type": "string"}});
     let session = json!({"type": "string", "description": "Session id or name; the bound session when absent."});
+    let completion = json!({
+        "type": "object",
+        "description": "What must hold before the session ends as `completed` (the operator's `[[completion]]` for its role and project is added): gates, tool calls run at every `session_end completed` whose JSON result must hold every `expect` field; and/or `judge`, a `judge` session of another principal must pass its latest handoff (`session_verdict`).",
+        "properties": {
+            "gates": {
+                "type": "array",
+                "maxItems": 16,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "tool": {"type": "string", "description": "`plugin.tool`."},
+                        "input": {"type": "object"},
+                        "expect": {"type": "object", "description": "Fields the result must have, with these values."},
+                    },
+                    "required": ["tool"],
+                    "additionalProperties": false,
+                },
+            },
+            "judge": {"type": "boolean", "default": false},
+        },
+        "additionalProperties": false,
+    });
     let tool = |name: &'static str, description: &'static str, schema: Value| {
         Tool::new(name, description, Arc::new(object(schema)))
     };
@@ -101,7 +125,7 @@ pub fn builtin_tools() -> Vec<Tool> {
             json!({
                 "type": "object",
                 "properties": {
-                    "role": {"type": "string", "enum": ["orchestrator", "supervisor", "workagent"]},
+                    "role": {"type": "string", "enum": ["orchestrator", "supervisor", "workagent", "judge"]},
                     "project": {"type": "string", "minLength": 1},
                     "name": {"type": "string", "description": "Unique among live sessions; resume it by this name later."},
                     "tags": strings.clone(),
@@ -116,6 +140,7 @@ pub fn builtin_tools() -> Vec<Tool> {
                         },
                         "additionalProperties": false,
                     },
+                    "completion": completion.clone(),
                 },
                 "required": ["role", "project"],
                 "additionalProperties": false,
@@ -166,7 +191,7 @@ pub fn builtin_tools() -> Vec<Tool> {
         ),
         tool(
             SESSION_END,
-            "End the bound session and unbind this connection (the next call starts a new default session). Wait for its background jobs first: ending with jobs still queued or running, or with results nobody read, is recorded, and the result carries a `warning` naming them. A session with live child sessions is not ended unless `cancel_children` ends them (as interrupted) first.",
+            "End the bound session and unbind this connection (the next call starts a new default session). `completed` runs the session's completion gates again (each a call in the session) and is refused, with the failing gate's output, until every gate passes and, where a judge is required, a judge passed its latest handoff. Wait for its background jobs first: ending with jobs still queued or running, or with results nobody read, is recorded, and the result carries a `warning` naming them. A session with live child sessions is not ended unless `cancel_children` ends them (as interrupted) first.",
             json!({
                 "type": "object",
                 "properties": {
@@ -254,6 +279,7 @@ pub fn builtin_tools() -> Vec<Tool> {
                     "next_steps": strings.clone(),
                     "current_phase": {"type": "string"},
                     "session": {"type": "string", "description": "The parent (id or name); the bound session when absent."},
+                    "completion": completion.clone(),
                 },
                 "required": ["role", "objective"],
                 "additionalProperties": false,
@@ -268,6 +294,21 @@ pub fn builtin_tools() -> Vec<Tool> {
                     "timeout_ms": {"type": "integer", "minimum": 0, "maximum": 600000},
                     "session": {"type": "string", "description": "The parent (id or name); the bound session when absent."},
                 },
+                "additionalProperties": false,
+            }),
+        ),
+        tool(
+            SESSION_VERDICT,
+            "From the bound session, which must be of role `judge`: pass or fail another principal's session's latest handoff (its completion claim). A failing verdict needs reasons; the worker's `session_end completed` is refused until a judge passes its latest handoff, and a new handoff needs a new verdict.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "session": {"type": "string", "description": "The worker's session (id or name)."},
+                    "verdict": {"type": "string", "enum": ["pass", "fail"]},
+                    "reasons": {"type": "array", "items": {"type": "string", "maxLength": 2048}, "maxItems": 32},
+                    "handoff_seq": {"type": "integer", "minimum": 1, "description": "The handoff judged (its seq in the worker's log); refused if it is no longer the latest."},
+                },
+                "required": ["session", "verdict"],
                 "additionalProperties": false,
             }),
         ),

@@ -78,6 +78,7 @@ pub async fn in_session(gateway: &Gateway, n: usize) -> Stats {
             tags: Vec::new(),
             expected_duration: None,
             budget: Default::default(),
+            completion: Default::default(),
         })
         .expect("session")
         .id;

@@ -77,6 +77,7 @@ pub fn start_session(sessions: &Sessions) -> String {
             tags: Vec::new(),
             expected_duration: None,
             budget: Default::default(),
+            completion: Default::default(),
         })
         .expect("start session")
         .id

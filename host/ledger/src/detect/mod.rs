@@ -10,7 +10,7 @@
 //!
 //! | rule          | holds when                                                                   | default  | cleared by |
 //! |---------------|------------------------------------------------------------------------------|----------|------------|
-//! | `budget`      | a `budget_warning` at or above `budget_fraction` and the last call failed   | critical | a successful call, a raised cap |
+//! | `budget`      | a `budget_warning` at or above `budget_fraction` and the last call failed, or the last completion gate run failed | critical | a successful call, a raised cap |
 //! | `retry`       | the same call (tool and input digest) failed `retry_failures` times with no success of it in between | critical | a successful call |
 //! | `overrun`     | the session has run longer than `overrun_factor` × its expected duration    | warning  | never      |
 //! | `denials`     | `denials` of the last `denials_window` calls since the last success were denied | warning | a successful call |
@@ -124,10 +124,11 @@ pub fn detect_rules(
         }
     };
 
-    // budget: spending near a cap while calls fail.
+    // budget: spending near a cap while calls (or completion gates) fail.
     let threshold = (config.budget_fraction * 100.0).round() as u64;
+    let failing_gates = state.completion.failing_runs;
     if all
-        && w.failure_streak > 0
+        && (w.failure_streak > 0 || failing_gates > 0)
         && let Some((cap, percent)) = w
             .budget_percent
             .iter()
@@ -136,10 +137,16 @@ pub fn detect_rules(
     {
         raise(
             "budget",
-            format!(
-                "the {cap} budget is at {percent}% and the last {} call(s) failed",
-                w.failure_streak
-            ),
+            if w.failure_streak > 0 {
+                format!(
+                    "the {cap} budget is at {percent}% and the last {} call(s) failed",
+                    w.failure_streak
+                )
+            } else {
+                format!(
+                    "the {cap} budget is at {percent}% and its completion gates failed {failing_gates} time(s) in a row"
+                )
+            },
             format!(
                 "open a rescue (`glovebox rescue open {label}`): the budget is likely to run out before the work is done"
             ),

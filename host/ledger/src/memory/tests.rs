@@ -70,6 +70,7 @@ impl Rig {
                     tags: vec![],
                     expected_duration: None,
                     budget: Default::default(),
+                    completion: Default::default(),
                 },
                 &HashSet::new(),
             )

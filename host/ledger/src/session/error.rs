@@ -64,6 +64,10 @@ pub enum SessionError {
     /// refused, nothing was written.
     #[error("{0}")]
     LowDisk(String),
+    /// `completed` refused: the session's completion condition does not
+    /// hold (a gate failed, no judge passed its handoff).
+    #[error("{0}")]
+    Incomplete(String),
     /// The storage failed; nothing of the operation was acknowledged.
     #[error("session storage failed: {0}")]
     Storage(#[from] StorageError),

@@ -9,8 +9,9 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::chain::{Chain, KeyedChain};
+use super::completion::{GateResult, Verdict};
 use super::handoff::Handoff;
-use crate::manifest::{BudgetCaps, Cap, Severity};
+use crate::manifest::{BudgetCaps, Cap, Completion, Severity};
 use crate::values::{ContextEntry, EscalationStep};
 
 /// The `prev_hash` of a session's first event.
@@ -220,6 +221,12 @@ pub enum EventKind {
         /// child sessions existed, so those hash as they did.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         parent: Option<String>,
+        /// What must hold before it ends as `completed` (see
+        /// `completion.rs`): its own condition, its parent's for it and the
+        /// operator's `[[completion]]` together. Left out when empty, so
+        /// logs written before conditions existed hash as they did.
+        #[serde(default, skip_serializing_if = "Completion::is_empty")]
+        completion: Completion,
     },
     Renamed {
         name: String,
@@ -410,6 +417,21 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         found: Vec<String>,
     },
+    /// The session's completion gates ran (at `session_end completed`),
+    /// each as a call of its own in this log: what each gave.
+    GatesChecked {
+        passed: bool,
+        gates: Vec<GateResult>,
+    },
+    /// A judge recorded a verdict on this session's handoff.
+    VerdictReceived {
+        verdict: Verdict,
+    },
+    /// This judge session recorded a verdict on session `session`'s handoff.
+    VerdictGiven {
+        session: String,
+        verdict: Verdict,
+    },
 }
 
 /// A background job nobody waited for when its session ended.
@@ -455,6 +477,9 @@ impl EventKind {
             EventKind::MemoryProposed { .. } => "memory_proposed",
             EventKind::MemorySearched { .. } => "memory_searched",
             EventKind::ChildSpawned { .. } => "child_spawned",
+            EventKind::GatesChecked { .. } => "gates_checked",
+            EventKind::VerdictReceived { .. } => "verdict_received",
+            EventKind::VerdictGiven { .. } => "verdict_given",
         }
     }
 }

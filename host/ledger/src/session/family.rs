@@ -68,6 +68,10 @@ pub struct SpawnChild {
     /// The task: objective, success criteria, and context (requirements,
     /// files, next steps). Its kind, roles and target are set by the spawn.
     pub task: Handoff,
+    /// What must hold before the child ends as `completed`, set by its
+    /// parent so the worker does not choose its own bar (see
+    /// `completion.rs`).
+    pub completion: crate::manifest::Completion,
 }
 
 /// A child session as its parent sees it.
@@ -101,6 +105,8 @@ fn rank(role: Role) -> u8 {
         Role::Orchestrator => 3,
         Role::Supervisor => 2,
         Role::Workagent => 1,
+        // Not in the chain of command: never spawned, spawns nothing.
+        Role::Judge => 0,
     }
 }
 
@@ -108,7 +114,7 @@ fn rank(role: Role) -> u8 {
 fn child_roles(role: Role) -> Vec<&'static str> {
     Role::ALL
         .into_iter()
-        .filter(|r| rank(*r) <= rank(role))
+        .filter(|r| *r != Role::Judge && rank(*r) <= rank(role))
         .map(Role::as_str)
         .collect()
 }
@@ -245,6 +251,17 @@ impl Sessions {
                 parent.status
             )));
         }
+        if spawn.role == Role::Judge {
+            return Err(SessionError::NotAllowed(
+                "cannot spawn a judge: a child belongs to its parent's owner, and a verdict counts only from another principal; start the judge with `session_start` as a principal with the `judge` role".into(),
+            ));
+        }
+        if parent.role == Role::Judge {
+            return Err(SessionError::NotAllowed(format!(
+                "session {} is a judge, and a judge spawns no children: it records verdicts (`session_verdict`)",
+                parent.label()
+            )));
+        }
         if rank(spawn.role) > rank(parent.role) {
             return Err(SessionError::NotAllowed(format!(
                 "cannot spawn a {} child of session {}, a {}: a child's role is at or below its parent's; spawn it as {}",
@@ -300,6 +317,7 @@ impl Sessions {
             tags,
             expected_duration: spawn.expected_duration,
             budget: spawn.budget.clone(),
+            completion: spawn.completion.clone(),
         };
         let by = caller.name.as_str();
         let child = actor::scoped(by, || {

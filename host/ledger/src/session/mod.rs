@@ -23,6 +23,7 @@ mod access;
 pub mod actor;
 mod chain;
 pub mod checkpoint;
+mod completion;
 mod error;
 mod event;
 mod family;
@@ -40,6 +41,9 @@ pub(crate) mod watch;
 
 pub use access::{check_may_lift, may_touch};
 pub use chain::{Chain, ChainKey, KeyedChain, MIN_KEY_BYTES};
+pub use completion::{
+    CompletionState, GateResult, GatesRun, Judged, MAX_GATE_DETAIL, Verdict, VerdictInput, bounded,
+};
 pub use error::SessionError;
 pub use event::{
     CallMetering, EndOutcome, Event, EventKind, GENESIS_HASH, MAX_ERROR_BYTES, MAX_INLINE_BYTES,

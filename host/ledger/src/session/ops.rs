@@ -15,7 +15,7 @@ use super::quota;
 use super::state::{HandoffRecord, InterruptedCall, SessionInfo, SessionState};
 use super::store::{Commit, ID_PREFIX, SESSIONS_BUCKET, Sessions, lock, lock_slot};
 use crate::context_index::{INDEX_SOURCE, index_entries};
-use crate::manifest::BudgetCaps;
+use crate::manifest::{BudgetCaps, Completion, required_completion};
 use crate::memory::{MEMORY_SOURCE, start_entries};
 use crate::values::ContextEntry;
 
@@ -31,6 +31,10 @@ pub struct StartSession {
     /// The session's own budget caps; the lower of these and its role's
     /// (`[budgets.role.<role>]`) hold. See [`crate::budget`].
     pub budget: BudgetCaps,
+    /// What must hold before it ends as `completed`; the operator's
+    /// `[[completion]]` for its role and project is added (see
+    /// `completion.rs`).
+    pub completion: Completion,
 }
 
 /// Which sessions `list` returns; every given criterion must match.
@@ -90,6 +94,11 @@ impl Sessions {
             Some(key) => key.session_id(),
             None => format!("{ID_PREFIX}{}", uuid::Uuid::new_v4().simple()),
         };
+        let completion = start.completion.clone().and(&required_completion(
+            &self.config.completion,
+            start.role,
+            &start.project,
+        ));
         let _names = lock(&self.names);
         if let (true, Some(owner)) = (counted, &owner) {
             self.check_session_quota(owner)?;
@@ -113,6 +122,7 @@ impl Sessions {
                 key_file: key.file().to_string(),
             }),
             parent,
+            completion,
         };
         let chain = match self.chain_key() {
             Some(key) => Chain::Keyed(key.clone()),
@@ -287,6 +297,7 @@ impl Sessions {
     pub fn end(&self, id_or_name: &str, outcome: EndOutcome) -> Result<SessionState, SessionError> {
         self.with_slot(id_or_name, |this, slot, id| {
             this.check_no_live_children(this.loaded(slot, id)?)?;
+            check_complete(this.loaded(slot, id)?, outcome)?;
             let summary = this.loaded(slot, id)?.summary(this.now());
             this.append_locked(slot, id, EventKind::Ended { outcome, summary })?;
             this.current(slot, id)
@@ -307,6 +318,7 @@ impl Sessions {
         }
         self.with_slot(id_or_name, |this, slot, id| {
             this.check_no_live_children(this.loaded(slot, id)?)?;
+            check_complete(this.loaded(slot, id)?, outcome)?;
             let summary = this.loaded(slot, id)?.summary(this.now());
             let kinds = vec![
                 EventKind::JobsUnwaited { jobs: unwaited },
@@ -491,6 +503,8 @@ impl Sessions {
             | EventKind::MemoryProposed { .. }
             | EventKind::MemorySearched { .. } => None,
             EventKind::ChildSpawned { .. } => Some("spawn"),
+            EventKind::GatesChecked { .. } => Some("record_gates"),
+            EventKind::VerdictReceived { .. } | EventKind::VerdictGiven { .. } => Some("verdict"),
             EventKind::SessionStarted { .. } => Some("start"),
             EventKind::Renamed { .. } => Some("rename"),
             EventKind::Tagged { .. } => Some("tag"),
@@ -620,6 +634,15 @@ fn check_tags(tags: &[String]) -> Result<(), SessionError> {
                 "invalid tag `{tag}`: use 1 to 64 characters, no spaces or commas"
             )));
         }
+    }
+    Ok(())
+}
+
+/// A session ends as `completed` only when its completion condition holds
+/// (see `completion.rs`); other outcomes are not held to it.
+fn check_complete(state: &SessionState, outcome: EndOutcome) -> Result<(), SessionError> {
+    if outcome == EndOutcome::Completed {
+        state.completion.ready(&state.label())?;
     }
     Ok(())
 }

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::chain::KeyedChain;
+use super::completion::CompletionState;
 use super::error::SessionError;
 use super::event::{EndOutcome, Event, EventKind, GENESIS_HASH, Role, SessionSummary};
 use super::handoff::{Handoff, HandoffKind};
@@ -160,6 +161,9 @@ pub struct SessionState {
     /// The sessions this one spawned, by id.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub children: BTreeMap<String, ChildLink>,
+    /// Its completion condition and where it stands (see `completion.rs`).
+    #[serde(default)]
+    pub completion: CompletionState,
 }
 
 impl SessionState {
@@ -185,6 +189,7 @@ impl SessionState {
             pinned_tags,
             keyed,
             parent,
+            completion,
         } = &event.kind
         else {
             return Err(SessionError::InvalidEvent {
@@ -236,6 +241,7 @@ impl SessionState {
             keyed: keyed.clone(),
             parent: parent.clone(),
             children: BTreeMap::new(),
+            completion: CompletionState::new(completion.clone()),
         })
     }
 
@@ -286,7 +292,8 @@ impl SessionState {
             | EventKind::JobsUnwaited { .. }
             | EventKind::ActionRefused { .. }
             | EventKind::MemoryProposed { .. }
-            | EventKind::MemorySearched { .. } => {
+            | EventKind::MemorySearched { .. }
+            | EventKind::VerdictGiven { .. } => {
                 if status == Archived {
                     Err(self.invalid("the session is archived: its log is closed"))
                 } else {
@@ -302,6 +309,15 @@ impl SessionState {
                     Err(self.invalid(&format!("session `{child}` is already its child")))
                 } else {
                     Ok(status)
+                }
+            }
+            EventKind::GatesChecked { .. } | EventKind::VerdictReceived { .. } => {
+                if status.is_live() {
+                    Ok(status)
+                } else {
+                    Err(self.invalid(&format!(
+                        "the session is {status}: gates and verdicts concern a live session"
+                    )))
                 }
             }
             EventKind::Paused { .. } => self.transition("pause", Paused),
@@ -501,7 +517,10 @@ impl SessionState {
             | EventKind::JobsUnwaited { .. }
             | EventKind::ActionRefused { .. }
             | EventKind::MemoryProposed { .. }
-            | EventKind::MemorySearched { .. } => {}
+            | EventKind::MemorySearched { .. }
+            | EventKind::GatesChecked { .. }
+            | EventKind::VerdictReceived { .. }
+            | EventKind::VerdictGiven { .. } => {}
             EventKind::ContextInjected { entries, .. } => {
                 self.context.extend(entries.iter().cloned());
                 let over = self.context.len().saturating_sub(MAX_CONTEXT);
@@ -509,6 +528,7 @@ impl SessionState {
             }
         }
         self.watch.apply(event);
+        self.completion.apply(event);
         if next != SessionStatus::Paused {
             self.paused_reason = None;
             self.paused_by = None;

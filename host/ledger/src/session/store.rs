@@ -50,6 +50,9 @@ pub struct SessionsConfig {
     pub chain_key: Option<Arc<ChainKey>>,
     /// `[memory]`: how many approved memory entries a new session is handed.
     pub memory: MemoryConfig,
+    /// `[[completion]]`: the conditions the operator requires of every
+    /// session of a role or project, added to each new session's own.
+    pub completion: Vec<crate::manifest::CompletionRule>,
 }
 
 /// Directories kept per session outside the store (the host's scratch
@@ -85,6 +88,7 @@ impl Default for SessionsConfig {
             disk: None,
             chain_key: None,
             memory: MemoryConfig::default(),
+            completion: Vec::new(),
         }
     }
 }

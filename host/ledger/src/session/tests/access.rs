@@ -24,6 +24,7 @@ fn start(role: Role, project: &str, name: &str, tags: &[&str]) -> StartSession {
         tags: tags.iter().map(|t| t.to_string()).collect(),
         expected_duration: None,
         budget: Default::default(),
+        completion: Default::default(),
     }
 }
 

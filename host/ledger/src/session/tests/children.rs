@@ -44,6 +44,7 @@ fn start_as(
                 tags: vec![],
                 expected_duration: None,
                 budget,
+                completion: Default::default(),
             },
             &HashSet::new(),
         )
@@ -61,6 +62,7 @@ fn child(name: &str, role: Role, budget: BudgetCaps) -> SpawnChild {
         expected_duration: None,
         budget,
         task,
+        completion: Default::default(),
     }
 }
 

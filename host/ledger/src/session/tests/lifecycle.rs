@@ -248,6 +248,7 @@ fn list_filters_by_status_tags_role_project_and_idleness() {
                 tags: tags.iter().map(|t| t.to_string()).collect(),
                 expected_duration: Some(Duration::from_secs(600)),
                 budget: Default::default(),
+                completion: Default::default(),
             })
             .unwrap()
     };

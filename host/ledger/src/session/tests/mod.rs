@@ -3,6 +3,7 @@
 mod access;
 mod checkpoints;
 mod children;
+mod completion;
 mod handoffs;
 mod integrity;
 mod keyed;
@@ -89,6 +90,7 @@ impl Env {
                 tags: vec![],
                 expected_duration: None,
                 budget: Default::default(),
+                completion: Default::default(),
             })
             .expect("start session")
     }

@@ -15,6 +15,7 @@ fn a_live_name_cannot_be_taken_twice() {
             tags: vec![],
             expected_duration: None,
             budget: Default::default(),
+            completion: Default::default(),
         })
         .unwrap_err();
     assert_eq!(
@@ -77,6 +78,7 @@ fn bad_names_and_unknown_sessions_are_explained() {
                 tags: vec![],
                 expected_duration: None,
                 budget: Default::default(),
+                completion: Default::default(),
             })
             .unwrap_err();
         assert!(err.to_string().starts_with("invalid session name"), "{err}");

@@ -32,6 +32,7 @@ fn start(name: &str, tags: &[&str]) -> StartSession {
         tags: tags.iter().map(|t| t.to_string()).collect(),
         expected_duration: None,
         budget: Default::default(),
+        completion: Default::default(),
     }
 }
 

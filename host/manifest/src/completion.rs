@@ -1,0 +1,308 @@
+//! Completion conditions: what must hold before a session may end as
+//! `completed`, written down before the work starts.
+//!
+//! A condition has gates (tool calls that must succeed with an expected
+//! result: a test-runner, a lint, a schema check) and may require a judge (a
+//! `judge` session of another principal that passes the worker's completion
+//! handoff). A session declares its own at start, its parent declares one for
+//! a child it spawns, and the operator requires more per role or project in
+//! `[[completion]]`; the session carries the sum of all of them, recorded in
+//! its first event, so its log says what "done" meant.
+//!
+//! The rules themselves (run every gate again at each `completed`, require a
+//! passing verdict on the latest handoff) are the ledger's and the gateway's;
+//! this file owns the words and their validation, so the config and the
+//! start of a session refuse a condition the same way.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::ConfigError;
+use super::role::Role;
+use super::source::Source;
+
+/// Gates one condition may hold: each runs at every `completed`, so a long
+/// list makes every end slow.
+pub const MAX_GATES: usize = 16;
+/// The largest gate input (JSON).
+pub const MAX_GATE_INPUT_BYTES: usize = 64 << 10;
+
+/// A tool call that must succeed, with the result it must give.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Gate {
+    /// `plugin.tool`.
+    pub tool: String,
+    /// The call's input; `{}` when left out.
+    #[serde(default = "empty_object")]
+    pub input: Value,
+    /// Fields the tool's JSON result must have, each with exactly this
+    /// value (nested objects compare the same way, key by key); empty: the
+    /// call only has to succeed.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub expect: Map<String, Value>,
+}
+
+fn empty_object() -> Value {
+    Value::Object(Map::new())
+}
+
+impl Gate {
+    /// Whether `output` (the tool's JSON result) is what the gate expects;
+    /// the error says the first field that differs, and how.
+    pub fn judge_output(&self, output: &Value) -> Result<(), String> {
+        subset("", &self.expect, output)
+    }
+}
+
+fn subset(at: &str, expect: &Map<String, Value>, got: &Value) -> Result<(), String> {
+    for (key, want) in expect {
+        let path = format!("{at}/{key}");
+        let Some(have) = got.get(key) else {
+            return Err(format!("the result has no `{path}` (expected {want})"));
+        };
+        match (want, have) {
+            (Value::Object(want), Value::Object(_)) => subset(&path, want, have)?,
+            _ if want == have => {}
+            _ => return Err(format!("`{path}` is {have}, expected {want}")),
+        }
+    }
+    Ok(())
+}
+
+/// What must hold before a session ends as `completed`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Completion {
+    /// Run in order, every time; all must pass.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gates: Vec<Gate>,
+    /// A `judge` session of another principal must pass the session's latest
+    /// handoff.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub judge: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+impl Completion {
+    pub fn is_empty(&self) -> bool {
+        self.gates.is_empty() && !self.judge
+    }
+
+    /// This condition and `more`: every gate of both (once each, this
+    /// one's first), and a judge if either asks for one.
+    pub fn and(mut self, more: &Completion) -> Completion {
+        for gate in &more.gates {
+            if !self.gates.contains(gate) {
+                self.gates.push(gate.clone());
+            }
+        }
+        self.judge |= more.judge;
+        self
+    }
+
+    /// Checks the condition: at most [`MAX_GATES`] gates, each naming a tool
+    /// `known` accepts, with an object input of at most
+    /// [`MAX_GATE_INPUT_BYTES`]. The error names the gate (`gates[i]`) and
+    /// the fix.
+    pub fn check(&self, known: impl Fn(&str) -> bool) -> Result<(), String> {
+        if self.gates.len() > MAX_GATES {
+            return Err(format!(
+                "{} gates is more than the {MAX_GATES} a completion condition may hold: merge checks into fewer gates",
+                self.gates.len()
+            ));
+        }
+        for (i, gate) in self.gates.iter().enumerate() {
+            if !known(&gate.tool) {
+                return Err(format!(
+                    "gates[{i}]: `{}` is not a tool of this host, so the gate could never run: name a tool as `plugin.tool` (`glovebox plugin list` shows them)",
+                    gate.tool
+                ));
+            }
+            if !gate.input.is_object() {
+                return Err(format!(
+                    "gates[{i}].input must be a JSON object (the tool's input), got {}",
+                    gate.input
+                ));
+            }
+            let size = gate.input.to_string().len();
+            if size > MAX_GATE_INPUT_BYTES {
+                return Err(format!(
+                    "gates[{i}].input is {size} bytes, more than the {MAX_GATE_INPUT_BYTES} a gate's input may be: point the tool at a file instead"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One `[[completion]]` entry: the condition the operator requires of every
+/// session of a role and/or project.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CompletionRule {
+    /// Sessions of this role; every role when absent.
+    pub role: Option<Role>,
+    /// Sessions of this project; every project when absent.
+    pub project: Option<String>,
+    pub completion: Completion,
+}
+
+/// What the operator requires of a session of `role` in `project`: every
+/// matching rule's condition together.
+pub fn required(rules: &[CompletionRule], role: Role, project: &str) -> Completion {
+    rules
+        .iter()
+        .filter(|r| r.role.is_none_or(|want| want == role))
+        .filter(|r| r.project.as_deref().is_none_or(|want| want == project))
+        .fold(Completion::default(), |acc, r| acc.and(&r.completion))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawCompletion {
+    role: Option<String>,
+    project: Option<String>,
+    #[serde(default)]
+    gates: Vec<Gate>,
+    #[serde(default)]
+    judge: bool,
+}
+
+/// `[[completion]]`: each entry's role is a role, its condition is not empty
+/// and every gate names a tool of a listed plugin (`known`).
+pub(super) fn validate_completion(
+    src: &Source,
+    raw: &[RawCompletion],
+    known: impl Fn(&str) -> bool,
+) -> Result<Vec<CompletionRule>, ConfigError> {
+    let mut rules = Vec::with_capacity(raw.len());
+    for (i, entry) in raw.iter().enumerate() {
+        let at = |key: &str| format!("completion[{i}].{key}");
+        let role = match &entry.role {
+            None => None,
+            Some(role) => Some(role.parse::<Role>().map_err(|e| {
+                src.invalid(
+                    &at("role"),
+                    e,
+                    "leave `role` out to require the condition of every role",
+                )
+            })?),
+        };
+        let completion = Completion {
+            gates: entry.gates.clone(),
+            judge: entry.judge,
+        };
+        if completion.is_empty() {
+            return Err(src.invalid(
+                &at("gates"),
+                "the entry requires nothing: no gates and `judge = false`",
+                "add `gates = [{ tool = \"plugin.tool\", expect = { ... } }]` or `judge = true`, or remove the entry",
+            ));
+        }
+        completion
+            .check(&known)
+            .map_err(|e| src.invalid(&at("gates"), e, "see the README's `[[completion]]`"))?;
+        rules.push(CompletionRule {
+            role,
+            project: entry.project.clone(),
+            completion,
+        });
+    }
+    Ok(rules)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn gate(expect: Value) -> Gate {
+        Gate {
+            tool: "gate.report".into(),
+            input: json!({}),
+            expect: expect.as_object().cloned().unwrap_or_default(),
+        }
+    }
+
+    #[test]
+    fn a_gate_expects_a_subset_of_the_result() {
+        let g = gate(json!({"passed": true, "summary": {"failed": 0}}));
+        g.judge_output(&json!({"passed": true, "summary": {"failed": 0, "ok": 3}, "x": 1}))
+            .unwrap();
+        let err = g
+            .judge_output(&json!({"passed": false, "summary": {"failed": 0}}))
+            .unwrap_err();
+        assert_eq!(err, "`/passed` is false, expected true");
+        let err = g
+            .judge_output(&json!({"passed": true, "summary": {"failed": 2}}))
+            .unwrap_err();
+        assert_eq!(err, "`/summary/failed` is 2, expected 0");
+        let err = g.judge_output(&json!({"passed": true})).unwrap_err();
+        assert!(err.contains("no `/summary`"), "{err}");
+        gate(json!({})).judge_output(&json!("anything")).unwrap();
+    }
+
+    #[test]
+    fn conditions_add_up_without_repeating_a_gate() {
+        let a = Completion {
+            gates: vec![gate(json!({"passed": true}))],
+            judge: false,
+        };
+        let b = Completion {
+            gates: vec![gate(json!({"passed": true})), gate(json!({"n": 1}))],
+            judge: true,
+        };
+        let both = a.clone().and(&b);
+        assert_eq!(both.gates.len(), 2);
+        assert!(both.judge);
+        let rules = vec![
+            CompletionRule {
+                role: Some(Role::Workagent),
+                project: None,
+                completion: a.clone(),
+            },
+            CompletionRule {
+                role: None,
+                project: Some("demo".into()),
+                completion: b,
+            },
+        ];
+        assert_eq!(required(&rules, Role::Workagent, "other"), a);
+        assert_eq!(required(&rules, Role::Workagent, "demo"), both);
+        assert!(required(&rules, Role::Supervisor, "other").is_empty());
+    }
+
+    #[test]
+    fn a_gate_that_could_never_run_is_refused() {
+        let c = Completion {
+            gates: vec![gate(json!({}))],
+            judge: false,
+        };
+        let err = c.check(|_| false).unwrap_err();
+        assert!(
+            err.starts_with("gates[0]: `gate.report` is not a tool"),
+            "{err}"
+        );
+        c.check(|t| t == "gate.report").unwrap();
+        let mut bad = c.clone();
+        bad.gates[0].input = json!([1]);
+        assert!(
+            bad.check(|_| true)
+                .unwrap_err()
+                .contains("must be a JSON object")
+        );
+        let many = Completion {
+            gates: vec![gate(json!({})); MAX_GATES + 1],
+            judge: false,
+        };
+        assert!(
+            many.check(|_| true)
+                .unwrap_err()
+                .contains("more than the 16")
+        );
+    }
+}
