@@ -15,6 +15,7 @@ mod dashboard;
 mod doctor;
 mod examples;
 mod filesystem;
+mod gate_plugins;
 mod hooks;
 mod http_limits;
 mod jobs;
