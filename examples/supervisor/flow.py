@@ -142,7 +142,7 @@ async def main(url, lead_token, judge_token):
                 )
                 if wrong:
                     error = await refused(worker, "session_end", {"outcome": "completed"})
-                    assert error["code"] == "not_complete", error
+                    assert error["kind"] == "not_complete", error
                     assert "gate.json_schema" in error["message"], error
                     print(f"{names[child]}: completed refused: {error['message']}")
                     await call(worker, "files.write", {"path": out[child], "content": json.dumps({"chapter": child, "words": words})})

@@ -399,6 +399,7 @@ impl Judged {
                 tags: vec![],
                 expected_duration: None,
                 budget: Default::default(),
+                completion: Default::default(),
             })
             .unwrap()
             .id

@@ -12,7 +12,7 @@ use glovebox::detect::{self, EscalationStep};
 use glovebox::manifest::{ContextConfig, ContextWriter, HookConfig, MemoryConfig, Severity};
 use glovebox::memory::{MemoryBank, MemoryState};
 use glovebox::rescue::{Category, ContextKind, Outcome, RescueError, Rescues};
-use glovebox::session::{EventKind, Role, SessionStatus, StartSession};
+use glovebox::session::{EndOutcome, EventKind, Role, SessionStatus, StartSession};
 use glovebox::storage::{Durability, SledStore, Storage};
 use glovebox::{Durable, Gateway, Host, HostConfig, SessionError, Sessions};
 use serde_json::{Value, json};
@@ -439,6 +439,58 @@ async fn budget_above_80_percent_with_failing_calls_is_critical() {
     assert_eq!((rule.as_str(), *severity), ("budget", Severity::Critical));
     assert!(reason.contains("calls budget is at 80%"), "{reason}");
     assert!(action.contains("rescue"), "{action}");
+    assert_eq!(
+        r.durable.sessions.show(&id).unwrap().status,
+        SessionStatus::Paused
+    );
+}
+
+#[tokio::test]
+async fn budget_above_80_percent_with_failing_completion_gates_is_critical() {
+    let r = rig().await;
+    let completion: glovebox::manifest::Completion = serde_json::from_value(json!({
+        "gates": [{"tool": "echo.echo", "input": {"message": "draft"}, "expect": {"message": "final"}}],
+    }))
+    .unwrap();
+    let id = r
+        .durable
+        .sessions
+        .start(StartSession {
+            role: Role::Workagent,
+            project: "alpha".into(),
+            name: Some("gated".into()),
+            tags: vec![],
+            expected_duration: None,
+            budget: BudgetCaps {
+                calls: Some(5),
+                ..Default::default()
+            },
+            completion,
+        })
+        .unwrap()
+        .id;
+    for n in 0..3 {
+        assert!(
+            r.call(&id, "echo.echo", json!({"message": n.to_string()}))
+                .await
+                .unwrap()
+        );
+    }
+    // The gate's call is the fourth (80% of the cap), and succeeds; its
+    // result is not what the gate expects.
+    let err =
+        r.gw.end_checked_as(&glovebox::cli_operator(), &id, EndOutcome::Completed)
+            .await
+            .unwrap_err();
+    assert!(err.to_string().contains("`/message` is \"draft\""), "{err}");
+    let flags = r.flags(&id);
+    assert_eq!(flags.len(), 1, "{flags:?}");
+    let (rule, severity, reason, _, _) = &flags[0];
+    assert_eq!((rule.as_str(), *severity), ("budget", Severity::Critical));
+    assert!(
+        reason.contains("completion gates failed 1 time(s) in a row"),
+        "{reason}"
+    );
     assert_eq!(
         r.durable.sessions.show(&id).unwrap().status,
         SessionStatus::Paused
