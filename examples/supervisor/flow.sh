@@ -22,11 +22,13 @@ cp examples/supervisor/glovebox.toml "$flow_config"
 glovebox() { ./target/debug/glovebox --config "$flow_config" "$@"; }
 lead=$(glovebox principal add team --kind agent --roles supervisor,workagent --projects demo 2>/dev/null)
 judge=$(glovebox principal add reviewer --kind agent --roles judge --projects demo 2>/dev/null)
-glovebox serve --http "127.0.0.1:$port" &
+./target/debug/glovebox --config "$flow_config" serve --http "127.0.0.1:$port" &
 server=$!
 trap 'kill $server 2>/dev/null || true' EXIT
-for _ in $(seq 1 200); do
+# The first start compiles the components (a minute or so in a debug build).
+for _ in $(seq 1 3000); do
   (echo > "/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+  kill -0 $server 2>/dev/null || { echo "glovebox serve exited" >&2; exit 1; }
   sleep 0.1
 done
 LEAD_TOKEN="$lead" JUDGE_TOKEN="$judge" "$venv/bin/python" examples/supervisor/flow.py \
