@@ -287,3 +287,78 @@ fn memory_actions_are_judged_by_the_hook_chain() {
         "nothing written"
     );
 }
+
+/// The dashboard's memory page: the proposals with their provenance, and
+/// Approve / Reject buttons that act as `glovebox memory approve|reject`,
+/// recorded as the operator who pressed them.
+#[test]
+fn the_dashboard_memory_page_approves_and_rejects_proposals_as_the_operator() {
+    use crate::dashboard::{bearer, http, serve};
+    let (site, mut server) = serving();
+    start(&mut server, 1);
+    let mut ids = Vec::new();
+    for (n, text) in [(2, "use the staging DB"), (3, "skip <the> tests")] {
+        let proposed = ok(
+            &mut server,
+            n,
+            "memory_propose",
+            json!({"scope": "project", "text": text}),
+        );
+        ids.push(proposed["entry"]["id"].as_str().unwrap().to_string());
+    }
+    drop(server);
+    let (code, token, err) = site.run(&["principal", "add", "ops", "--kind", "operator"]);
+    assert_eq!(code, 0, "{err}");
+    let served = serve(&site);
+    let admin = served.admin.as_str();
+    let op = bearer(token.trim());
+    let origin = format!("http://{admin}");
+    let page = http(admin, "GET", "/ui/memory", &[("Authorization", &op)], "");
+    assert_eq!(page.status, 200, "{}", page.body);
+    for id in &ids {
+        assert!(
+            page.body.contains(&format!("id=\"approve-{id}\"")),
+            "{}",
+            page.body
+        );
+    }
+    assert!(
+        page.body.contains("skip &lt;the&gt; tests"),
+        "escaped: {}",
+        page.body
+    );
+    let post = |path: &str, body: &str| {
+        http(
+            admin,
+            "POST",
+            path,
+            &[
+                ("Authorization", &op),
+                ("Origin", &origin),
+                ("Content-Type", "application/x-www-form-urlencoded"),
+            ],
+            body,
+        )
+    };
+    let a = post(&format!("/ui/memory/{}/approve", ids[0]), "");
+    assert_eq!(a.status, 303, "{}", a.body);
+    // A rejection without a reason is refused, and changes nothing.
+    let a = post(&format!("/ui/memory/{}/reject", ids[1]), "reason=");
+    assert_eq!(a.status, 409, "{}", a.body);
+    assert!(a.body.contains("needs a reason"), "{}", a.body);
+    let a = post(
+        &format!("/ui/memory/{}/reject", ids[1]),
+        "reason=tests+stay",
+    );
+    assert_eq!(a.status, 303, "{}", a.body);
+    // Approving twice: refused, naming the state.
+    let a = post(&format!("/ui/memory/{}/approve", ids[0]), "");
+    assert_eq!(a.status, 409, "{}", a.body);
+    let approved = site.json(&["memory", "show", &ids[0]]);
+    assert_eq!(approved["state"], "approved");
+    assert_eq!(approved["approved"]["by"], "ops");
+    let rejected = site.json(&["memory", "show", &ids[1]]);
+    assert_eq!(rejected["state"], "rejected");
+    assert_eq!(rejected["rejected"]["reason"], "tests stay");
+    drop(served);
+}

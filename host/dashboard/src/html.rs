@@ -115,12 +115,13 @@ pub struct Chrome<'a> {
     pub logins: bool,
 }
 
-const NAV: [(&str, &str, &str); 7] = [
+const NAV: [(&str, &str, &str); 8] = [
     ("sessions", "/ui/sessions", "Sessions"),
     ("approvals", "/ui/approvals", "Approvals"),
     ("jobs", "/ui/jobs", "Jobs"),
     ("billing", "/ui/billing", "Billing"),
     ("rescues", "/ui/rescues", "Rescues"),
+    ("memory", "/ui/memory", "Memory"),
     ("notify", "/ui/notify", "Notifications"),
     ("metrics", "/metrics", "Metrics"),
 ];
@@ -285,9 +286,9 @@ pub fn badge(word: &str) -> String {
             "good"
         }
         "ask" | "pending" | "paused" | "queued" | "running" | "warning" | "open" | "diagnosed"
-        | "injected" => "warn",
+        | "injected" | "proposed" => "warn",
         "deny" | "denied" | "failed" | "critical" | "timeout" | "interrupted" | "cancelled"
-        | "blocker" | "rescue" | "abandoned" | "re_escalated" | "fail" => "bad",
+        | "blocker" | "rescue" | "abandoned" | "re_escalated" | "fail" | "rejected" => "bad",
         _ => "plain",
     };
     format!("<span class=\"tag {class}\">{}</span>", esc(word))

@@ -22,6 +22,7 @@
 mod auth;
 mod events;
 mod html;
+mod memory;
 mod pages;
 
 use std::net::SocketAddr;
@@ -203,6 +204,10 @@ fn router(app: Arc<App>) -> Router {
         .route("/ui/billing", get(pages::billing))
         .route("/ui/billing.csv", get(pages::billing_csv))
         .route("/ui/rescues", get(pages::rescues))
+        .route("/ui/memory", get(memory::memory))
+        .route("/ui/memory/{id}/approve", post(memory::approve))
+        .route("/ui/memory/{id}/reject", post(memory::reject))
+        .route("/ui/memory/{id}/retire", post(memory::retire))
         .route("/ui/notify", get(pages::notify))
         .fallback(pages::not_found)
         .layer(axum::middleware::from_fn_with_state(

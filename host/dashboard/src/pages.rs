@@ -22,10 +22,10 @@ use crate::auth::Operator;
 use crate::html::{self, Bar, Chrome, badge, esc, url};
 
 /// What a page's reader returns: its title and body, or an answer that is not a page.
-type Rendered = Result<(String, String), (StatusCode, String)>;
+pub(crate) type Rendered = Result<(String, String), (StatusCode, String)>;
 
 /// Renders a page: `read` runs off the async threads, the layout around it.
-async fn page(
+pub(crate) async fn page(
     app: Arc<App>,
     op: Operator,
     active: &'static str,
@@ -68,7 +68,7 @@ async fn page(
     (status, Html(html::page(&chrome, &body))).into_response()
 }
 
-fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
@@ -79,7 +79,7 @@ fn some(v: &Option<String>) -> Option<&str> {
     v.as_deref().map(str::trim).filter(|s| !s.is_empty())
 }
 
-fn session_link(id: &str, name: Option<&str>) -> String {
+pub(crate) fn session_link(id: &str, name: Option<&str>) -> String {
     format!(
         "<a href=\"/ui/sessions/{}\">{}</a>",
         url(id),

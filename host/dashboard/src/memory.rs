@@ -1,0 +1,221 @@
+//! The memory review page (`/ui/memory`): what agents and rescues proposed
+//! for later sessions, waiting for an operator, with Approve and Reject
+//! buttons; the approved entries (what new sessions are handed), with
+//! Retire; and the last entries settled.
+//!
+//! The buttons act through the memory bank exactly as `glovebox memory
+//! approve|reject|retire` does, recording the operator who pressed them.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use axum::Extension;
+use axum::extract::{Form, Path as UrlPath, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use glovebox::memory::{MemoryEntry, MemoryFilter, MemoryState};
+
+use crate::App;
+use crate::auth::Operator;
+use crate::html::{self, badge, esc, url};
+use crate::pages::{Rendered, now_ms, page, session_link};
+
+/// Settled (rejected or retired) entries shown at most.
+const SETTLED_SHOWN: usize = 50;
+
+#[derive(serde::Deserialize)]
+pub struct DoneQuery {
+    done: Option<String>,
+}
+
+/// `GET /ui/memory`.
+pub async fn memory(
+    State(app): State<Arc<App>>,
+    Extension(op): Extension<Operator>,
+    Query(q): Query<DoneQuery>,
+) -> Response {
+    page(app, op, "memory", "memory", StatusCode::OK, move |app| {
+        render(app, q.done.as_deref(), None)
+    })
+    .await
+}
+
+fn render(app: &App, done: Option<&str>, error: Option<&str>) -> Rendered {
+    let all = app
+        .gateway
+        .memory_bank()
+        .list(&MemoryFilter::default())
+        .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+    let now = now_ms();
+    let mut body = String::from("<h1>Memory</h1>");
+    if let Some(message) = error {
+        let _ = write!(body, "<p class=\"error\" id=\"flash\">{}</p>", esc(message));
+    }
+    if let Some(e) = done.and_then(|id| all.iter().find(|e| e.id == id)) {
+        let _ = write!(
+            body,
+            "<p class=\"good\" id=\"flash\"><code>{}</code> ({}) is now {}</p>",
+            esc(&e.id),
+            esc(&e.scope.to_string()),
+            e.state.as_str()
+        );
+    }
+    let of = |state: MemoryState| all.iter().filter(move |e| e.state == state);
+    body += "<h2>Proposed</h2><p class=\"muted\">Nothing proposed reaches a session until it is approved here (or with <code>glovebox memory approve</code>).</p>";
+    let mut any = false;
+    for e in of(MemoryState::Proposed) {
+        any = true;
+        let _ = write!(
+            body,
+            "<article class=\"approval\" id=\"memory-{id}\">\
+             <h2><code>{scope}</code> <span class=\"muted\">proposed {when} by {by}{from}</span></h2>\
+             {text}\
+             <div class=\"actions\"><form method=\"post\" action=\"/ui/memory/{uid}/approve\" class=\"inline\">\
+             <button type=\"submit\" class=\"approve\" id=\"approve-{id}\">Approve</button></form>\
+             <form method=\"post\" action=\"/ui/memory/{uid}/reject\" class=\"inline\">\
+             <input name=\"reason\" required placeholder=\"what is wrong with it\" id=\"reason-{id}\"> \
+             <button type=\"submit\" class=\"deny\" id=\"reject-{id}\">Reject</button></form></div></article>",
+            id = esc(&e.id),
+            uid = url(&e.id),
+            scope = esc(&e.scope.to_string()),
+            when = html::when(e.proposed_at_ms, now),
+            by = esc(&e.provenance.by),
+            from = provenance(e),
+            text = html::pre(&e.text, 8 * 1024),
+        );
+    }
+    if !any {
+        body += "<p class=\"muted\" id=\"no-proposed\">no proposed entries</p>";
+    }
+    body += "<h2>Approved</h2><table id=\"approved\"><thead><tr><th>entry</th><th>scope</th><th>text</th><th>approved</th><th></th></tr></thead><tbody>";
+    for e in of(MemoryState::Approved) {
+        let _ = write!(
+            body,
+            "<tr><td><code>{id}</code></td><td><code>{scope}</code></td><td>{text}</td><td>{when} by {by}</td>\
+             <td><form method=\"post\" action=\"/ui/memory/{uid}/retire\" class=\"inline\">\
+             <button type=\"submit\" id=\"retire-{id}\">Retire</button></form></td></tr>",
+            id = esc(&e.id),
+            uid = url(&e.id),
+            scope = esc(&e.scope.to_string()),
+            text = esc(html::cut(&e.text, 200).0),
+            when = html::when(e.approved_at_ms(), now),
+            by = esc(e.approved.as_ref().map_or("-", |s| s.by.as_str())),
+        );
+    }
+    body += "</tbody></table>";
+    let mut settled: Vec<&MemoryEntry> = all
+        .iter()
+        .filter(|e| matches!(e.state, MemoryState::Rejected | MemoryState::Retired))
+        .collect();
+    settled.sort_by_key(|e| std::cmp::Reverse(settled_at(e)));
+    if !settled.is_empty() {
+        body += "<h2>Settled</h2><table id=\"settled\"><thead><tr><th>entry</th><th>scope</th><th>state</th><th>by</th><th>reason</th></tr></thead><tbody>";
+        for e in settled.into_iter().take(SETTLED_SHOWN) {
+            let stamp = e.rejected.as_ref().or(e.retired.as_ref());
+            let _ = write!(
+                body,
+                "<tr><td><code>{}</code></td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&e.id),
+                esc(&e.scope.to_string()),
+                badge(e.state.as_str()),
+                esc(stamp.map_or("-", |s| s.by.as_str())),
+                esc(stamp.and_then(|s| s.reason.as_deref()).unwrap_or(""))
+            );
+        }
+        body += "</tbody></table>";
+    }
+    Ok(("Memory".into(), body))
+}
+
+fn provenance(e: &MemoryEntry) -> String {
+    match (&e.provenance.session, &e.provenance.rescue) {
+        (Some(session), _) => format!(" in {}", session_link(session, None)),
+        (None, Some(rescue)) => format!(" from rescue <code>{}</code>", esc(rescue)),
+        (None, None) => String::new(),
+    }
+}
+
+fn settled_at(e: &MemoryEntry) -> u64 {
+    e.rejected
+        .as_ref()
+        .or(e.retired.as_ref())
+        .map_or(0, |s| s.at_ms)
+}
+
+#[derive(serde::Deserialize)]
+pub struct ReasonForm {
+    #[serde(default)]
+    reason: String,
+}
+
+/// What a button does to an entry.
+#[derive(Clone, Copy)]
+enum Act {
+    Approve,
+    Reject,
+    Retire,
+}
+
+async fn act(app: Arc<App>, op: Operator, id: String, act: Act, reason: String) -> Response {
+    let bank = app.gateway.memory_bank();
+    let by = op.0.name.clone();
+    let target = id.clone();
+    let result = crate::blocking(move || {
+        let now = now_ms();
+        let reason = reason.trim();
+        match act {
+            Act::Approve => bank.approve(&target, &by, now),
+            Act::Reject => bank.reject(&target, &by, reason, now),
+            Act::Retire => bank.retire(&target, &by, Some(reason).filter(|r| !r.is_empty()), now),
+        }
+        .map_err(|e| e.to_string())
+    })
+    .await;
+    let result = result.map_err(|e| format!("{e:#}")).and_then(|r| r);
+    match result {
+        Ok(entry) => {
+            tracing::info!(memory = %entry.id, principal = %op.0.name, state = entry.state.as_str(), "dashboard: memory review");
+            Redirect::to(&format!("/ui/memory?done={}", url(&id))).into_response()
+        }
+        Err(message) => {
+            page(
+                app,
+                op,
+                "memory",
+                "memory",
+                StatusCode::CONFLICT,
+                move |app| render(app, None, Some(&message)),
+            )
+            .await
+        }
+    }
+}
+
+/// `POST /ui/memory/ID/approve`: as `glovebox memory approve ID`.
+pub async fn approve(
+    State(app): State<Arc<App>>,
+    Extension(op): Extension<Operator>,
+    UrlPath(id): UrlPath<String>,
+) -> Response {
+    act(app, op, id, Act::Approve, String::new()).await
+}
+
+/// `POST /ui/memory/ID/reject`: as `glovebox memory reject ID --reason ...`.
+pub async fn reject(
+    State(app): State<Arc<App>>,
+    Extension(op): Extension<Operator>,
+    UrlPath(id): UrlPath<String>,
+    Form(form): Form<ReasonForm>,
+) -> Response {
+    act(app, op, id, Act::Reject, form.reason).await
+}
+
+/// `POST /ui/memory/ID/retire`: as `glovebox memory retire ID`.
+pub async fn retire(
+    State(app): State<Arc<App>>,
+    Extension(op): Extension<Operator>,
+    UrlPath(id): UrlPath<String>,
+    Form(form): Form<ReasonForm>,
+) -> Response {
+    act(app, op, id, Act::Retire, form.reason).await
+}
