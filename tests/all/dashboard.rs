@@ -22,9 +22,9 @@ use crate::principals::add;
 use crate::util::{self, Site, plugins};
 
 /// A running `glovebox serve --http ... --admin ...`, killed when dropped.
-struct Served {
+pub(crate) struct Served {
     child: Child,
-    admin: String,
+    pub(crate) admin: String,
 }
 
 impl Drop for Served {
@@ -34,7 +34,7 @@ impl Drop for Served {
     }
 }
 
-fn serve(site: &Site) -> Served {
+pub(crate) fn serve(site: &Site) -> Served {
     let mut child = util::glovebox()
         .arg("--config")
         .arg(site.config())
@@ -72,10 +72,10 @@ fn serve(site: &Site) -> Served {
 }
 
 /// An answer: status, head (lowercased header lines) and body.
-struct Answer {
-    status: u16,
+pub(crate) struct Answer {
+    pub(crate) status: u16,
     head: String,
-    body: String,
+    pub(crate) body: String,
 }
 
 impl Answer {
@@ -89,7 +89,13 @@ impl Answer {
 }
 
 /// One HTTP/1.1 request over a fresh connection.
-fn http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Answer {
+pub(crate) fn http(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Answer {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
     let mut request = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
@@ -603,7 +609,7 @@ struct Browser {
     // Dropped in this order: the driver's group, then what is left.
     _chromedriver: Killed,
     _profile: Profile,
-    admin: String,
+    pub(crate) admin: String,
     shots: PathBuf,
 }
 

@@ -31,6 +31,7 @@ mod principals;
 mod quota;
 mod regression;
 mod rescue;
+mod schedule;
 mod scratch;
 mod sessions;
 mod store;

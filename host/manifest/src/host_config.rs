@@ -18,6 +18,7 @@ use super::paths::{canonical, normalize, parent_dir, read_source, resolve_dir, s
 use super::plugin::load_manifest;
 use super::principal::{RawPrincipal, validate_principals};
 use super::quotas::{RawQuotas, validate_quotas};
+use super::schedule::{RawSchedule, RawTrigger, validate_schedules, validate_triggers};
 use super::source::{self, SIZE_HINT, Source};
 use super::units::{Millis, Size, format_size};
 use super::{
@@ -58,6 +59,10 @@ pub(super) struct RawHostConfig {
     principal: Vec<RawPrincipal>,
     #[serde(default)]
     notify: Vec<RawNotify>,
+    #[serde(default)]
+    schedule: Vec<RawSchedule>,
+    #[serde(default)]
+    trigger: Vec<RawTrigger>,
 }
 
 #[derive(Default, Deserialize)]
@@ -155,6 +160,8 @@ impl HostConfig {
         let memory = validate_memory(&src, &raw.memory)?;
         let principals = validate_principals(&src, &dir, &raw.principal)?;
         let notify = validate_notify(&src, &dir, &raw.notify)?;
+        let schedules = validate_schedules(&src, &raw.schedule, &notify)?;
+        let triggers = validate_triggers(&src, &dir, &raw.trigger, &notify)?;
         let cap = MemoryCap::new(&runtime, &src.file);
         if let Some((problem, hint)) = cap.check(defaults.memory) {
             return Err(src.invalid("defaults.memory", problem, hint));
@@ -236,6 +243,8 @@ impl HostConfig {
             memory,
             principals,
             notify,
+            schedules,
+            triggers,
         };
         config.check_chain_key(&src)?;
         config.check_grants()?;
@@ -288,6 +297,8 @@ impl HostConfig {
             memory: Default::default(),
             principals: Vec::new(),
             notify: Vec::new(),
+            schedules: Vec::new(),
+            triggers: Vec::new(),
         }
     }
 

@@ -45,6 +45,7 @@ mod plugin;
 mod principal;
 mod quotas;
 mod role;
+mod schedule;
 mod source;
 mod units;
 
@@ -79,6 +80,10 @@ pub use principal::{
 };
 pub use quotas::{MAX_WAIT_IDS, QuotasConfig};
 pub use role::Role;
+pub use schedule::{
+    Action, AlertIf, Cmp, CronExpr, HandoffNote, Run, ScheduleConfig, SessionTarget, TriggerConfig,
+    TriggerOn,
+};
 pub use units::{format_size, parse_duration, parse_size};
 
 const KIB: u64 = 1 << 10;
@@ -131,6 +136,10 @@ pub struct HostConfig {
     /// rescues and sessions (see [`NotifyTarget`]). The only URLs the host's
     /// delivery worker ever contacts.
     pub notify: Vec<NotifyTarget>,
+    /// `[[schedule]]`: work started on a cron expression.
+    pub schedules: Vec<ScheduleConfig>,
+    /// `[[trigger]]`: work started when an event happens or a webhook comes.
+    pub triggers: Vec<TriggerConfig>,
 }
 
 /// `[storage]`: the engine, durability of the session log and checkpoint cadence.

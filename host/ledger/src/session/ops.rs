@@ -489,7 +489,8 @@ impl Sessions {
             | EventKind::JobsUnwaited { .. }
             | EventKind::ActionRefused { .. }
             | EventKind::MemoryProposed { .. }
-            | EventKind::MemorySearched { .. } => None,
+            | EventKind::MemorySearched { .. }
+            | EventKind::ScheduleAlert { .. } => None,
             EventKind::ChildSpawned { .. } => Some("spawn"),
             EventKind::SessionStarted { .. } => Some("start"),
             EventKind::Renamed { .. } => Some("rename"),

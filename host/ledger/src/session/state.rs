@@ -286,7 +286,8 @@ impl SessionState {
             | EventKind::JobsUnwaited { .. }
             | EventKind::ActionRefused { .. }
             | EventKind::MemoryProposed { .. }
-            | EventKind::MemorySearched { .. } => {
+            | EventKind::MemorySearched { .. }
+            | EventKind::ScheduleAlert { .. } => {
                 if status == Archived {
                     Err(self.invalid("the session is archived: its log is closed"))
                 } else {
@@ -501,7 +502,8 @@ impl SessionState {
             | EventKind::JobsUnwaited { .. }
             | EventKind::ActionRefused { .. }
             | EventKind::MemoryProposed { .. }
-            | EventKind::MemorySearched { .. } => {}
+            | EventKind::MemorySearched { .. }
+            | EventKind::ScheduleAlert { .. } => {}
             EventKind::ContextInjected { entries, .. } => {
                 self.context.extend(entries.iter().cloned());
                 let over = self.context.len().saturating_sub(MAX_CONTEXT);
