@@ -117,6 +117,24 @@ async fn a_schedule_fires_on_a_fast_clock_and_its_alert_reaches_the_named_target
         "{calls} calls, {} alerts",
         alerts.len()
     );
+    // Each alert names the call it is about, the one just before it.
+    for alert in &alerts {
+        let EventKind::ScheduleAlert {
+            call_id: Some(call),
+            ..
+        } = &alert.kind
+        else {
+            panic!("an alert without its call: {alert:?}");
+        };
+        let finished = log
+            .iter()
+            .rev()
+            .find(|e| e.seq < alert.seq && matches!(&e.kind, EventKind::CallFinished { .. }));
+        assert!(
+            matches!(finished.map(|e| &e.kind), Some(EventKind::CallFinished { call_id, .. }) if call_id == call),
+            "{alert:?}"
+        );
+    }
     assert!(log.iter().any(|e| matches!(&e.kind, EventKind::Note { text } if text.contains("schedule:watch runs `call`"))));
 
     // Each alert waits in the outbox for `ops`, though its `events` list only `job_failed`.

@@ -149,6 +149,7 @@ impl Gateway {
                 return RunOutcome::failed(format!("the call to `{tool}` failed: {e}"), session);
             }
         };
+        let call_id = self.last_call_id(id).await;
         let mut outcome = RunOutcome {
             ok: true,
             summary: format!("called `{tool}`"),
@@ -161,7 +162,7 @@ impl Gateway {
                     let field = alert.path.join(".");
                     let reason = format!("the alert `{}` holds: {field} = {seen}", alert.as_str());
                     outcome.summary = format!("called `{tool}`; {reason}");
-                    outcome.alerted = self.alert(principal, run, id, reason, None).await;
+                    outcome.alerted = self.alert(principal, run, id, reason, call_id).await;
                 }
                 Some(seen) => {
                     outcome.summary = format!(
@@ -205,6 +206,23 @@ impl Gateway {
                 false
             }
         }
+    }
+
+    /// The id of the newest finished call in session `id` (the run's own:
+    /// the session is the run's principal's, and its runs go one at a time).
+    async fn last_call_id(&self, id: &str) -> Option<String> {
+        let (sessions, id) = (self.sessions().clone(), id.to_string());
+        ledger_work(move || {
+            let last = sessions.show(&id)?.last_seq;
+            let events = sessions.events(&id, last.saturating_sub(16).max(1), 17)?;
+            Ok(events.into_iter().rev().find_map(|e| match e.kind {
+                EventKind::CallFinished { call_id, .. } => Some(call_id),
+                _ => None,
+            }))
+        })
+        .await
+        .ok()
+        .flatten()
     }
 
     async fn append_as_run(&self, id: &str, kind: EventKind) -> Result<(), SessionError> {
