@@ -164,6 +164,7 @@ fn needs_store(command: &Command) -> bool {
         | Command::Notify {
             command: crate::notify::NotifyCommand::Status { .. },
         }
+        | Command::Schedule { .. }
         | Command::Reload => true,
         _ => false,
     }

@@ -42,6 +42,7 @@ mod notify;
 mod plugin;
 mod principal;
 mod rescue;
+mod schedule;
 mod serve;
 mod sessions;
 mod store;
@@ -208,6 +209,12 @@ enum Command {
         #[command(subcommand)]
         command: notify::NotifyCommand,
     },
+    /// The `[[schedule]]` and `[[trigger]]` entries: their next and last
+    /// runs, and a schedule run now.
+    Schedule {
+        #[command(subcommand)]
+        command: schedule::ScheduleCommand,
+    },
     /// Tools for testing the host itself.
     #[command(hide = true)]
     #[serde(skip)]
@@ -355,6 +362,7 @@ async fn dispatch(config: &std::path::Path, command: Command) -> Result<ExitCode
         Command::Store { command } => store::run(config, command),
         Command::Reload => serve::reload(config).await,
         Command::Notify { command } => notify::run(config, command).await,
+        Command::Schedule { command } => schedule::run(config, command).await,
         Command::Doctor { json } => doctor::run(config, json).await,
     }
 }

@@ -609,7 +609,7 @@ struct Browser {
     // Dropped in this order: the driver's group, then what is left.
     _chromedriver: Killed,
     _profile: Profile,
-    admin: String,
+    pub(crate) admin: String,
     shots: PathBuf,
 }
 

@@ -33,6 +33,7 @@ mod principals;
 mod quota;
 mod regression;
 mod rescue;
+mod schedule;
 mod scratch;
 mod sessions;
 mod store;

@@ -56,6 +56,7 @@ const READS: &[&[&str]] = &[
     &["policy", "replay", "--session", "s1"],
     &["notify", "status", "--json"],
     &["notify", "status"],
+    &["schedule", "list", "--json"],
     // Refusals: the same words and exit codes.
     &["session", "show", "nosuch"],
     &["log", "verify", "nosuch"],

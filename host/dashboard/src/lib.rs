@@ -1,7 +1,8 @@
 //! The operator's admin listener: a second HTTP listener of `glovebox serve
 //! --admin ADDR`, for people. It serves the dashboard at `/ui` (server-rendered
 //! HTML, a stylesheet and a little JavaScript embedded in the binary, live
-//! updates by server-sent events at `/ui/events`) and `GET /metrics`.
+//! updates by server-sent events at `/ui/events`), `GET /metrics`, and the
+//! signed webhooks of `[[trigger]] on = "webhook"` at `POST /hooks/<name>`.
 //!
 //! This crate owns the admin listener's HTTP side: binding (loopback only
 //! unless the config declares principals and the operator passes
@@ -21,6 +22,7 @@
 
 mod auth;
 mod events;
+mod hooks;
 mod html;
 mod memory;
 mod pages;
@@ -209,6 +211,7 @@ fn router(app: Arc<App>) -> Router {
         .route("/ui/memory/{id}/reject", post(memory::reject))
         .route("/ui/memory/{id}/retire", post(memory::retire))
         .route("/ui/notify", get(pages::notify))
+        .route("/hooks/{name}", post(hooks::webhook))
         .fallback(pages::not_found)
         .layer(axum::middleware::from_fn_with_state(
             app.clone(),

@@ -35,9 +35,11 @@ pub mod metrics;
 mod pipeline;
 mod principals;
 pub mod replay;
+pub mod schedule;
 pub mod settled;
 pub mod store_admin;
 pub mod tasks;
+pub mod triggers;
 pub mod watermark;
 
 /// What the operator writes: the host config and plugin manifests (the

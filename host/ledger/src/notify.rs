@@ -53,6 +53,19 @@ pub struct Notification {
     pub summary: String,
     /// The event's particulars (call, tool, rule, cap, job, rescue, ...).
     pub details: serde_json::Value,
+    /// Targets the event itself names (a schedule's `notify`): they get it
+    /// besides those whose `events` want its kind.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub to: Vec<String>,
+}
+
+/// Told of every notification an acknowledged event means, whether or not
+/// a `[[notify]]` target wants it (the host's `[[trigger]]`s listen here).
+/// Called after the event is durable, under the session's lock: it must
+/// only hand the notification on, never block or touch the session.
+pub trait NotifyObserver: std::fmt::Debug + Send + Sync {
+    /// `by` is the event's principal.
+    fn raised(&self, by: Option<&str>, kind: NotifyKind, notification: &Notification);
 }
 
 /// One notification for one target, as kept in the store.
@@ -160,7 +173,8 @@ impl Outbox {
     ) -> Result<usize, StorageError> {
         let mut written = 0;
         for target in &self.targets {
-            if !target.wants(kind, notification.severity) {
+            if !target.wants(kind, notification.severity) && !notification.to.contains(&target.name)
+            {
                 continue;
             }
             let entry = OutboxEntry::new(target, kind.as_str(), notification.clone(), now_ms);
@@ -309,6 +323,7 @@ pub fn derive(before: &SessionState, event: &Event) -> Vec<(NotifyKind, Notifica
                 at_ms: event.at_ms,
                 summary,
                 details,
+                to: Vec::new(),
             },
         ));
     };
@@ -435,6 +450,22 @@ pub fn derive(before: &SessionState, event: &Event) -> Vec<(NotifyKind, Notifica
             format!("session `{label}` completed"),
             serde_json::to_value(summary).unwrap_or_default(),
         ),
+        EventKind::ScheduleAlert {
+            source,
+            reason,
+            notify,
+            call_id,
+        } => {
+            push(
+                NotifyKind::ScheduleAlert,
+                None,
+                format!("session `{label}`: {source}: {reason}"),
+                json!({ "source": source, "reason": reason, "call_id": call_id }),
+            );
+            if let Some((_, n)) = out.last_mut() {
+                n.to = notify.clone();
+            }
+        }
         _ => {}
     }
     out
@@ -459,12 +490,105 @@ pub fn test_notification(target: &str, now_ms: u64) -> Notification {
         at_ms: now_ms,
         summary: format!("a test notification for target `{target}` from `glovebox notify test`"),
         details: json!({}),
+        to: Vec::new(),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::session::{Sessions, SessionsConfig, StartSession};
+    use crate::storage::{Durability, SledStore};
+    use std::sync::Mutex;
+
+    /// What an observer was told: the event's principal, the kind, the named targets.
+    type Told = (Option<String>, NotifyKind, Vec<String>);
+
+    #[derive(Debug, Default)]
+    struct Heard(Mutex<Vec<Told>>);
+
+    impl NotifyObserver for Heard {
+        fn raised(&self, by: Option<&str>, kind: NotifyKind, n: &Notification) {
+            let mut heard = self.0.lock().unwrap();
+            heard.push((by.map(str::to_string), kind, n.to.clone()));
+        }
+    }
+
+    fn target(name: &str, events: Vec<NotifyKind>) -> NotifyTarget {
+        NotifyTarget {
+            name: name.into(),
+            url: "http://127.0.0.1:9/x".into(),
+            events,
+            flag_min_severity: Severity::Info,
+            format: crate::manifest::NotifyFormat::Json,
+            secret: None,
+            timeout: std::time::Duration::from_secs(1),
+            max_attempts: 1,
+            retry_initial: std::time::Duration::from_secs(1),
+            retry_max: std::time::Duration::from_secs(1),
+        }
+    }
+
+    #[test]
+    fn a_schedule_alert_reaches_the_targets_it_names_and_the_observers() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage: Arc<dyn Storage> =
+            Arc::new(SledStore::open(dir.path(), Durability::Flush).unwrap());
+        let outbox = Arc::new(Outbox::new(
+            storage.clone(),
+            vec![
+                // Named by the schedule, though its `events` do not list alerts.
+                target("ops", vec![NotifyKind::JobFailed]),
+                target("all", NotifyKind::ALL.to_vec()),
+                target("other", vec![NotifyKind::Flag]),
+            ],
+        ));
+        let config = SessionsConfig {
+            notify: Some(outbox.clone()),
+            ..SessionsConfig::default()
+        };
+        let sessions = Sessions::with_config(storage, config);
+        let heard = Arc::new(Heard::default());
+        sessions.observe_notifications(heard.clone());
+        let state = sessions
+            .start(StartSession {
+                role: crate::manifest::Role::Workagent,
+                project: "billing".into(),
+                name: Some("billing-watch".into()),
+                tags: vec![],
+                expected_duration: None,
+                budget: Default::default(),
+                completion: Default::default(),
+            })
+            .unwrap();
+        let alert = EventKind::ScheduleAlert {
+            source: "schedule:watch".into(),
+            reason: "the alert `count > 0` holds: count = 3".into(),
+            notify: vec!["ops".into()],
+            call_id: Some("c-1".into()),
+        };
+        crate::session::actor::scoped("schedule:watch", || {
+            sessions.append(&state.id, alert).unwrap()
+        });
+        assert_eq!(outbox.pending("ops").unwrap().len(), 1);
+        assert_eq!(outbox.pending("all").unwrap().len(), 1);
+        assert!(outbox.pending("other").unwrap().is_empty());
+        let entry = &outbox.pending("ops").unwrap()[0];
+        assert_eq!(entry.notification.event, "schedule_alert");
+        assert!(
+            entry.notification.summary.contains("count = 3"),
+            "{entry:?}"
+        );
+        let heard = heard.0.lock().unwrap();
+        assert!(
+            heard.contains(&(
+                Some("schedule:watch".into()),
+                NotifyKind::ScheduleAlert,
+                vec!["ops".into()]
+            )),
+            "{heard:?}"
+        );
+    }
 
     #[test]
     fn the_approval_id_is_read_from_the_error() {

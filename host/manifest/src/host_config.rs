@@ -19,6 +19,7 @@ use super::paths::{canonical, normalize, parent_dir, read_source, resolve_dir, s
 use super::plugin::load_manifest;
 use super::principal::{RawPrincipal, validate_principals};
 use super::quotas::{RawQuotas, validate_quotas};
+use super::schedule::{RawSchedule, RawTrigger, validate_schedules, validate_triggers};
 use super::source::{self, SIZE_HINT, Source};
 use super::units::{Millis, Size, format_size};
 use super::{
@@ -61,6 +62,10 @@ pub(super) struct RawHostConfig {
     notify: Vec<RawNotify>,
     #[serde(default)]
     completion: Vec<RawCompletion>,
+    #[serde(default)]
+    schedule: Vec<RawSchedule>,
+    #[serde(default)]
+    trigger: Vec<RawTrigger>,
 }
 
 #[derive(Default, Deserialize)]
@@ -158,6 +163,8 @@ impl HostConfig {
         let memory = validate_memory(&src, &raw.memory)?;
         let principals = validate_principals(&src, &dir, &raw.principal)?;
         let notify = validate_notify(&src, &dir, &raw.notify)?;
+        let schedules = validate_schedules(&src, &raw.schedule, &notify)?;
+        let triggers = validate_triggers(&src, &dir, &raw.trigger, &notify)?;
         let cap = MemoryCap::new(&runtime, &src.file);
         if let Some((problem, hint)) = cap.check(defaults.memory) {
             return Err(src.invalid("defaults.memory", problem, hint));
@@ -246,6 +253,8 @@ impl HostConfig {
             principals,
             notify,
             completion,
+            schedules,
+            triggers,
         };
         config.check_chain_key(&src)?;
         config.check_grants()?;
@@ -299,6 +308,8 @@ impl HostConfig {
             principals: Vec::new(),
             notify: Vec::new(),
             completion: Vec::new(),
+            schedules: Vec::new(),
+            triggers: Vec::new(),
         }
     }
 

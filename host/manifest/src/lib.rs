@@ -46,6 +46,7 @@ mod plugin;
 mod principal;
 mod quotas;
 mod role;
+mod schedule;
 mod source;
 mod units;
 
@@ -83,6 +84,10 @@ pub use principal::{
 };
 pub use quotas::{MAX_WAIT_IDS, QuotasConfig};
 pub use role::Role;
+pub use schedule::{
+    Action, AlertIf, Cmp, CronExpr, HandoffNote, Run, ScheduleConfig, SessionTarget, TriggerConfig,
+    TriggerOn,
+};
 pub use units::{format_size, parse_duration, parse_size};
 
 const KIB: u64 = 1 << 10;
@@ -138,6 +143,10 @@ pub struct HostConfig {
     /// `[[completion]]`: the completion conditions the operator requires per
     /// role and project (see [`Completion`]).
     pub completion: Vec<CompletionRule>,
+    /// `[[schedule]]`: work started on a cron expression.
+    pub schedules: Vec<ScheduleConfig>,
+    /// `[[trigger]]`: work started when an event happens or a webhook comes.
+    pub triggers: Vec<TriggerConfig>,
 }
 
 /// `[storage]`: the engine, durability of the session log and checkpoint cadence.

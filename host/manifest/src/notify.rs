@@ -54,10 +54,12 @@ pub enum NotifyKind {
     SessionStalled,
     /// A session ended with its work done.
     SessionCompleted,
+    /// A `[[schedule]]` or `[[trigger]]` run met its `alert_if`, or failed.
+    ScheduleAlert,
 }
 
 impl NotifyKind {
-    pub const ALL: [NotifyKind; 10] = [
+    pub const ALL: [NotifyKind; 11] = [
         NotifyKind::ApprovalNeeded,
         NotifyKind::Flag,
         NotifyKind::BudgetWarning,
@@ -68,6 +70,7 @@ impl NotifyKind {
         NotifyKind::RescueResolved,
         NotifyKind::SessionStalled,
         NotifyKind::SessionCompleted,
+        NotifyKind::ScheduleAlert,
     ];
 
     /// The name used in `events` and in the delivered body's `event` field.
@@ -83,6 +86,7 @@ impl NotifyKind {
             NotifyKind::RescueResolved => "rescue_resolved",
             NotifyKind::SessionStalled => "session_stalled",
             NotifyKind::SessionCompleted => "session_completed",
+            NotifyKind::ScheduleAlert => "schedule_alert",
         }
     }
 
@@ -182,7 +186,7 @@ pub const DEFAULT_RETRY_MAX: Duration = Duration::from_secs(600);
 /// More attempts than this is a typo, not a policy.
 const MAX_ATTEMPTS: i64 = 100;
 
-const EVENTS_HINT: &str = "list some of `approval_needed`, `flag` (or `flag:info`, `flag:warning`, `flag:critical`: flags at or above that severity), `budget_warning`, `budget_exceeded`, `job_finished`, `job_failed`, `rescue_opened`, `rescue_resolved`, `session_stalled`, `session_completed`, or `\"*\"` for all";
+const EVENTS_HINT: &str = "list some of `approval_needed`, `flag` (or `flag:info`, `flag:warning`, `flag:critical`: flags at or above that severity), `budget_warning`, `budget_exceeded`, `job_finished`, `job_failed`, `rescue_opened`, `rescue_resolved`, `session_stalled`, `session_completed`, `schedule_alert`, or `\"*\"` for all";
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -364,7 +368,9 @@ fn url_host(url: &str) -> Result<String, String> {
 }
 
 /// `events`: the kinds, and the lowest severity of flag wanted.
-fn parse_events(events: Option<&[String]>) -> Result<(Vec<NotifyKind>, Severity), String> {
+pub(super) fn parse_events(
+    events: Option<&[String]>,
+) -> Result<(Vec<NotifyKind>, Severity), String> {
     let Some(events) = events.filter(|e| !e.is_empty()) else {
         return Err("`events` is missing or empty: the target would get nothing".to_string());
     };

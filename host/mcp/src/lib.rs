@@ -108,11 +108,17 @@ impl McpServer {
         if !recovered.is_empty() {
             tracing::info!(jobs = recovered.len(), "recovered background jobs");
         }
-        // The detector's sweeps and the notification worker run while this serves.
-        let background: Vec<_> = [gateway.start_sweeps(), gateway.start_notify()]
-            .into_iter()
-            .flatten()
-            .collect();
+        // The detector's sweeps, the notification worker, the scheduler and
+        // the event triggers run while this serves.
+        let background: Vec<_> = [
+            gateway.start_sweeps(),
+            gateway.start_notify(),
+            gateway.start_schedules(),
+            gateway.start_triggers(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
         let background = (!background.is_empty()).then(|| glovebox::tasks::holding(background));
         Ok(McpServer::build(gateway, jobs, background))
     }

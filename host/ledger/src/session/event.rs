@@ -432,6 +432,21 @@ pub enum EventKind {
         session: String,
         verdict: Verdict,
     },
+    /// A `[[schedule]]` or `[[trigger]]` run in this session met its
+    /// `alert_if`, or failed: its `notify` targets are told (see
+    /// [`crate::notify::derive`]).
+    ScheduleAlert {
+        /// `schedule:<name>` or `trigger:<name>`.
+        source: String,
+        /// What holds, for a person: ``the alert `count > 0` holds: count = 3``.
+        reason: String,
+        /// The `[[notify]]` targets it names.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        notify: Vec<String>,
+        /// The call whose result it is about.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        call_id: Option<String>,
+    },
 }
 
 /// A background job nobody waited for when its session ended.
@@ -476,6 +491,7 @@ impl EventKind {
             EventKind::ActionRefused { .. } => "action_refused",
             EventKind::MemoryProposed { .. } => "memory_proposed",
             EventKind::MemorySearched { .. } => "memory_searched",
+            EventKind::ScheduleAlert { .. } => "schedule_alert",
             EventKind::ChildSpawned { .. } => "child_spawned",
             EventKind::GatesChecked { .. } => "gates_checked",
             EventKind::VerdictReceived { .. } => "verdict_received",

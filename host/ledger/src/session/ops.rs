@@ -501,7 +501,8 @@ impl Sessions {
             | EventKind::JobsUnwaited { .. }
             | EventKind::ActionRefused { .. }
             | EventKind::MemoryProposed { .. }
-            | EventKind::MemorySearched { .. } => None,
+            | EventKind::MemorySearched { .. }
+            | EventKind::ScheduleAlert { .. } => None,
             EventKind::ChildSpawned { .. } => Some("spawn"),
             EventKind::GatesChecked { .. } => Some("record_gates"),
             EventKind::VerdictReceived { .. } | EventKind::VerdictGiven { .. } => Some("verdict"),

@@ -293,7 +293,8 @@ impl SessionState {
             | EventKind::ActionRefused { .. }
             | EventKind::MemoryProposed { .. }
             | EventKind::MemorySearched { .. }
-            | EventKind::VerdictGiven { .. } => {
+            | EventKind::VerdictGiven { .. }
+            | EventKind::ScheduleAlert { .. } => {
                 if status == Archived {
                     Err(self.invalid("the session is archived: its log is closed"))
                 } else {
@@ -520,7 +521,8 @@ impl SessionState {
             | EventKind::MemorySearched { .. }
             | EventKind::GatesChecked { .. }
             | EventKind::VerdictReceived { .. }
-            | EventKind::VerdictGiven { .. } => {}
+            | EventKind::VerdictGiven { .. }
+            | EventKind::ScheduleAlert { .. } => {}
             EventKind::ContextInjected { entries, .. } => {
                 self.context.extend(entries.iter().cloned());
                 let over = self.context.len().saturating_sub(MAX_CONTEXT);

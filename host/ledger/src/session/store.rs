@@ -138,6 +138,8 @@ pub struct Sessions {
     owed: Mutex<Owed>,
     /// Told when a child session may have settled (see `family.rs`).
     pub(crate) observers: Mutex<Vec<Arc<dyn super::family::ChildObserver>>>,
+    /// Told of every notification an event means (see [`notify::NotifyObserver`]).
+    notified: Mutex<Vec<Arc<dyn notify::NotifyObserver>>>,
 }
 
 impl Sessions {
@@ -156,6 +158,7 @@ impl Sessions {
             last_load: Mutex::new(None),
             owed: Mutex::new(HashMap::new()),
             observers: Mutex::new(Vec::new()),
+            notified: Mutex::new(Vec::new()),
         }
     }
 
@@ -434,8 +437,10 @@ impl Sessions {
             // sees the state it left.
             for event in &events {
                 let before = SessionInfo::from(&*state);
+                let watched = !lock(&self.notified).is_empty();
                 let notifications = match &self.config.notify {
                     Some(_) => notify::derive(state, event),
+                    None if watched => notify::derive(state, event),
                     None => Vec::new(),
                 };
                 if let Err(e) = state.apply(event) {
@@ -443,6 +448,13 @@ impl Sessions {
                     return Err(e);
                 }
                 self.after_append(state, &before, event);
+                if watched {
+                    for observer in lock(&self.notified).iter() {
+                        for (kind, n) in &notifications {
+                            observer.raised(event.by.as_deref(), *kind, n);
+                        }
+                    }
+                }
                 self.enqueue(notifications);
                 self.wake_parents(state, event);
             }
@@ -505,6 +517,12 @@ impl Sessions {
         {
             tracing::warn!(session = %state.id, error = %e, "could not write a checkpoint");
         }
+    }
+
+    /// Registers `observer`, told of every notification an acknowledged
+    /// event means from now on.
+    pub fn observe_notifications(&self, observer: Arc<dyn notify::NotifyObserver>) {
+        lock(&self.notified).push(observer);
     }
 
     /// Puts what an acknowledged event means for the `[[notify]]` targets

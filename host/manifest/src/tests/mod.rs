@@ -13,6 +13,7 @@ mod host_config;
 mod owned;
 mod plugin;
 mod principals;
+mod schedules;
 mod storage;
 
 /// A temporary directory with a component file `tool.wasm` in it.

@@ -1,0 +1,206 @@
+//! `[[trigger]]`: work the host starts when something happens, as the
+//! trigger's own principal (`trigger:<name>`, see `manifest::Run`).
+//!
+//! Event triggers listen where notifications come from: the ledger tells
+//! every [`NotifyObserver`] what each acknowledged event means (a job
+//! finished or failed, a flag, a session completed, ...), the same
+//! derivation the `[[notify]]` outbox uses, so there is one notion of "what
+//! happened" and no polling. The observer only hands the notification to
+//! the trigger worker (a bounded queue; the append never waits for it);
+//! the worker runs the matching triggers one at a time. Events that a
+//! trigger caused do not fire triggers, so triggers cannot chain into a
+//! loop.
+//!
+//! Webhook triggers are `POST /hooks/<name>` on the admin listener, signed
+//! like our notifications: `X-Glovebox-Signature: t=<unix seconds>,v1=<hex
+//! HMAC-SHA256(secret, "<t>.<body>")>`, checked in constant time, within
+//! [`WEBHOOK_SKEW`] of now (a replayed old request is refused).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use hmac::{Hmac, Mac};
+use sha2::{Digest, Sha256};
+use tokio::sync::mpsc;
+
+use crate::gateway::Gateway;
+use crate::manifest::{TriggerConfig, TriggerOn};
+use crate::notify::{Notification, NotifyKind};
+use crate::schedule::records::{self, Records};
+use crate::schedule::{RunOutcome, record_run};
+use crate::tasks;
+use glovebox_ledger::notify::NotifyObserver;
+
+/// Notifications waiting for the trigger worker; past this they are dropped
+/// (and logged), so a flood of events never holds the log's appends.
+const QUEUE: usize = 1024;
+/// How far a webhook's signed timestamp may be from now.
+pub const WEBHOOK_SKEW: Duration = Duration::from_secs(300);
+/// The largest webhook body taken.
+pub const WEBHOOK_MAX_BODY: usize = 64 * 1024;
+
+/// The ledger's side: hands each notification to the worker.
+#[derive(Debug)]
+struct Tap(mpsc::Sender<(NotifyKind, Notification)>);
+
+impl NotifyObserver for Tap {
+    fn raised(&self, by: Option<&str>, kind: NotifyKind, notification: &Notification) {
+        if by.is_some_and(|by| by.starts_with("trigger:")) {
+            return;
+        }
+        if let Err(mpsc::error::TrySendError::Full(_)) =
+            self.0.try_send((kind, notification.clone()))
+        {
+            tracing::warn!(event = %kind, session = %notification.session, "trigger: the queue is full; this event fires no trigger");
+        }
+    }
+}
+
+/// Why a webhook request is refused.
+#[derive(Debug, PartialEq, Eq)]
+pub enum WebhookRefusal {
+    /// No webhook trigger of that name.
+    Unknown,
+    /// The signature is missing, malformed, stale or wrong.
+    Unsigned(String),
+}
+
+impl Gateway {
+    /// Starts the trigger worker when the config has event triggers at
+    /// start (a reload's changes to them count from the next event; the
+    /// first event trigger needs a restart). It stops when the handle is
+    /// dropped.
+    pub fn start_triggers(&self) -> Option<tasks::Owned<()>> {
+        let events = self
+            .host()
+            .config()
+            .triggers
+            .iter()
+            .filter(|t| t.on != TriggerOn::Webhook)
+            .count();
+        if events == 0 {
+            return None;
+        }
+        let (tx, mut rx) = mpsc::channel(QUEUE);
+        self.sessions().observe_notifications(Arc::new(Tap(tx)));
+        tracing::info!(triggers = events, "event triggers listen");
+        let gateway = self.clone();
+        Some(tasks::owned(async move {
+            while let Some((kind, n)) = rx.recv().await {
+                let triggers = gateway.host().config().triggers.clone();
+                for trigger in triggers.iter().filter(|t| {
+                    t.on.fires_on(kind, n.severity)
+                        && t.from_project.as_ref().is_none_or(|p| *p == n.project)
+                }) {
+                    let cause = format!(
+                        "`{kind}` in session `{}` (event {}): {}",
+                        n.session_name.as_deref().unwrap_or(&n.session),
+                        n.seq,
+                        n.summary
+                    );
+                    gateway.fire_trigger(trigger, &cause).await;
+                }
+            }
+        }))
+    }
+
+    /// Runs `trigger` now, noting `cause`, and records the outcome.
+    pub async fn fire_trigger(&self, trigger: &TriggerConfig, cause: &str) -> RunOutcome {
+        let principal = trigger.run.principal("trigger", &trigger.name);
+        let started = self.sessions().clock_ms();
+        let outcome = self.run_action(&principal, &trigger.run, cause).await;
+        let records = Records(self.ledger().storage.clone());
+        record_run(
+            &records,
+            &records::key("trigger", &trigger.name),
+            started,
+            &outcome,
+        )
+        .await;
+        outcome
+    }
+
+    /// A webhook for trigger `name`: checks its signature (`header`, the
+    /// `X-Glovebox-Signature` value) against the trigger's secret at
+    /// `now_s` (unix seconds), then runs it.
+    pub async fn fire_webhook(
+        &self,
+        name: &str,
+        header: Option<&str>,
+        body: &[u8],
+        now_s: u64,
+    ) -> Result<RunOutcome, WebhookRefusal> {
+        let trigger = self
+            .host()
+            .config()
+            .triggers
+            .iter()
+            .find(|t| t.name == name && t.on == TriggerOn::Webhook)
+            .cloned()
+            .ok_or(WebhookRefusal::Unknown)?;
+        let secret = trigger.secret.as_deref().ok_or(WebhookRefusal::Unknown)?;
+        verify_signature(secret, header, body, now_s).map_err(WebhookRefusal::Unsigned)?;
+        let cause = format!(
+            "a webhook ({} bytes, sha256 {})",
+            body.len(),
+            hex::encode(Sha256::digest(body))
+        );
+        Ok(self.fire_trigger(&trigger, &cause).await)
+    }
+}
+
+/// Checks `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`.
+pub fn verify_signature(
+    secret: &str,
+    header: Option<&str>,
+    body: &[u8],
+    now_s: u64,
+) -> Result<(), String> {
+    let header = header.ok_or("no `X-Glovebox-Signature` header")?;
+    let (mut t, mut v1) = (None, None);
+    for part in header.split(',') {
+        match part.trim().split_once('=') {
+            Some(("t", value)) => t = value.parse::<u64>().ok(),
+            Some(("v1", value)) => v1 = hex::decode(value).ok(),
+            _ => {}
+        }
+    }
+    let (Some(t), Some(v1)) = (t, v1) else {
+        return Err("the signature is not `t=<unix seconds>,v1=<hex>`".to_string());
+    };
+    if t.abs_diff(now_s) > WEBHOOK_SKEW.as_secs() {
+        return Err(format!(
+            "the signed time is more than {} s from now",
+            WEBHOOK_SKEW.as_secs()
+        ));
+    }
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes())
+        .unwrap_or_else(|_| unreachable!("HMAC accepts keys of every length"));
+    mac.update(t.to_string().as_bytes());
+    mac.update(b".");
+    mac.update(body);
+    mac.verify_slice(&v1)
+        .map_err(|_| "the signature does not match".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::notify::signature;
+
+    #[test]
+    fn a_webhook_signature_is_checked_in_full() {
+        let secret = "0123456789abcdef";
+        let body = br#"{"deploy":"done"}"#;
+        let good = signature(secret, 1000, body);
+        assert_eq!(verify_signature(secret, Some(&good), body, 1000), Ok(()));
+        assert_eq!(verify_signature(secret, Some(&good), body, 1200), Ok(()));
+        // Another body, another secret, a stale time, no header, garbage.
+        assert!(verify_signature(secret, Some(&good), b"{}", 1000).is_err());
+        assert!(verify_signature("another-secret-16", Some(&good), body, 1000).is_err());
+        let stale = verify_signature(secret, Some(&good), body, 1000 + 301).unwrap_err();
+        assert!(stale.contains("from now"), "{stale}");
+        assert!(verify_signature(secret, None, body, 1000).is_err());
+        assert!(verify_signature(secret, Some("sha256=abc"), body, 1000).is_err());
+    }
+}

@@ -1,0 +1,442 @@
+//! Schedules and triggers: a schedule fires on a fast clock (minutes of
+//! cron time in milliseconds) and its threshold alert reaches the named
+//! `[[notify]]` target; fires missed while the host was down run once at
+//! start, or not at all with `catch_up = false`; a schedule acts as its own
+//! principal and reaches no other principal's session; an event trigger
+//! runs when a session completes; and, over the real binary, a schedule
+//! fires in `glovebox serve`, `glovebox schedule list` and `run` report
+//! and run it, and a signed webhook fires its trigger while an unsigned
+//! one is refused.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use glovebox::Gateway;
+use glovebox::manifest::Principal;
+use glovebox::schedule::Scheduler;
+use glovebox::schedule::records::{self, FireRecord, Records};
+use glovebox::session::{EndOutcome, Event, EventKind, Role, StartSession};
+
+use crate::util::{self, Site, plugins};
+
+/// 2023-11-14T22:13:20Z.
+const T0: u64 = 1_700_000_000_000;
+const MINUTE: u64 = 60_000;
+const HOUR: u64 = 60 * MINUTE;
+
+/// A site with the echo plugin, a `[[notify]]` target `ops` (nobody
+/// listens: entries stay in the outbox) and `extra`.
+fn site(dir: &Path, extra: &str) -> PathBuf {
+    std::fs::write(
+        dir.join("echo.toml"),
+        format!("name = \"echo\"\ncomponent = \"{}\"\n", plugins::TOOL_ECHO),
+    )
+    .unwrap();
+    let path = dir.join("glovebox.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "data_dir = \"data\"\nhooks = \"none\"\n[runtime]\n{}\n[[plugin]]\nmanifest = \"echo.toml\"\n\
+             [[notify]]\nname = \"ops\"\nurl = \"http://127.0.0.1:9/none\"\nevents = [\"job_failed\"]\n{extra}",
+            util::cache_keys()
+        ),
+    )
+    .unwrap();
+    path
+}
+
+fn record(gw: &Gateway, kind: &str, name: &str) -> FireRecord {
+    Records(gw.ledger().storage.clone())
+        .get(&records::key(kind, name))
+        .unwrap()
+        .unwrap_or_default()
+}
+
+fn events(gw: &Gateway, session: &str) -> Vec<Event> {
+    let id = gw.sessions().show(session).unwrap().id;
+    gw.sessions().events(&id, 1, usize::MAX).unwrap()
+}
+
+const WATCH: &str = "[[schedule]]\nname = \"watch\"\ncron = \"*/10 * * * *\"\naction = \"call\"\nsession = \"billing-watch\"\nproject = \"billing\"\ntool = \"echo.echo\"\ninput = { message = \"overdue\", count = 3 }\nalert_if = \"count > 0\"\nnotify = [\"ops\"]\n";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_schedule_fires_on_a_fast_clock_and_its_alert_reaches_the_named_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = Gateway::open(&site(dir.path(), WATCH)).await.unwrap();
+    // One real millisecond is one minute of cron time: a fire every 10 ms.
+    let start = Instant::now();
+    let clock = Arc::new(move || T0 + start.elapsed().as_millis() as u64 * MINUTE);
+    let ticking = Scheduler::new(gw.clone(), clock).start(Duration::from_millis(5));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while record(&gw, "schedule", "watch").runs < 3 {
+        assert!(
+            Instant::now() < deadline,
+            "the schedule did not fire 3 times: {:?}",
+            record(&gw, "schedule", "watch")
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    drop(ticking);
+    // Let a run the abort may have cut short settle before reading.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let rec = record(&gw, "schedule", "watch");
+    assert_eq!(rec.last_ok, Some(true), "{rec:?}");
+    assert!(
+        rec.last_outcome
+            .as_deref()
+            .unwrap()
+            .contains("`count > 0` holds: count = 3"),
+        "{rec:?}"
+    );
+
+    // The session is the schedule's own, and everything in it names the schedule.
+    let state = gw.sessions().show("billing-watch").unwrap();
+    assert_eq!(state.owner_name(), "schedule:watch");
+    assert_eq!(state.project, "billing");
+    let log = events(&gw, "billing-watch");
+    assert!(
+        log.iter()
+            .all(|e| e.by.as_deref() == Some("schedule:watch")),
+        "{:#?}",
+        log.iter()
+            .map(|e| (e.kind.name(), e.by.clone()))
+            .collect::<Vec<_>>()
+    );
+    let calls = log
+        .iter()
+        .filter(|e| matches!(&e.kind, EventKind::CallFinished { outcome, .. } if outcome == "ok"))
+        .count();
+    let alerts: Vec<&Event> = log
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::ScheduleAlert { .. }))
+        .collect();
+    assert!(
+        calls >= 3 && alerts.len() >= 3,
+        "{calls} calls, {} alerts",
+        alerts.len()
+    );
+    // Each alert names the call it is about, the one just before it.
+    for alert in &alerts {
+        let EventKind::ScheduleAlert {
+            call_id: Some(call),
+            ..
+        } = &alert.kind
+        else {
+            panic!("an alert without its call: {alert:?}");
+        };
+        let finished = log
+            .iter()
+            .rev()
+            .find(|e| e.seq < alert.seq && matches!(&e.kind, EventKind::CallFinished { .. }));
+        assert!(
+            matches!(finished.map(|e| &e.kind), Some(EventKind::CallFinished { call_id, .. }) if call_id == call),
+            "{alert:?}"
+        );
+    }
+    assert!(log.iter().any(|e| matches!(&e.kind, EventKind::Note { text } if text.contains("schedule:watch runs `call`"))));
+
+    // Each alert waits in the outbox for `ops`, though its `events` list only `job_failed`.
+    let pending = gw.ledger().outbox.pending("ops").unwrap();
+    assert!(pending.len() >= 3, "{pending:#?}");
+    assert!(
+        pending
+            .iter()
+            .all(|e| e.notification.event == "schedule_alert")
+    );
+    assert!(pending[0].notification.summary.contains("count = 3"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn missed_fires_run_once_at_start_and_not_at_all_without_catch_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let hourly = |name: &str, catch_up: bool| {
+        format!(
+            "[[schedule]]\nname = \"{name}\"\ncron = \"0 * * * *\"\ncatch_up = {catch_up}\naction = \"call\"\nsession = \"{name}\"\nproject = \"p\"\ntool = \"echo.echo\"\n"
+        )
+    };
+    let extra = hourly("caught", true) + &hourly("skipped", false);
+    let gw = Gateway::open(&site(dir.path(), &extra)).await.unwrap();
+    let now = Arc::new(AtomicU64::new(T0));
+    let clock = {
+        let now = now.clone();
+        Arc::new(move || now.load(Ordering::SeqCst))
+    };
+
+    // The first host sees the schedules for the first time: armed, nothing due.
+    let first = Scheduler::new(gw.clone(), clock.clone());
+    assert!(first.tick().await.is_empty());
+    now.store(T0 + 30 * MINUTE, Ordering::SeqCst); // 22:43: the next fire is 23:00
+    assert!(first.tick().await.is_empty());
+    drop(first);
+
+    // Down for five hours (23:00 .. 03:00 missed), then a new host starts.
+    now.store(T0 + 5 * HOUR, Ordering::SeqCst);
+    let second = Scheduler::new(gw.clone(), clock.clone());
+    let ran = second.tick().await;
+    assert_eq!(ran.len(), 1, "{ran:?}");
+    assert_eq!(ran[0].0, "caught");
+    assert!(ran[0].1.ok, "{ran:?}");
+    let caught = record(&gw, "schedule", "caught");
+    assert_eq!(caught.runs, 1, "five missed fires run once: {caught:?}");
+    let skipped = record(&gw, "schedule", "skipped");
+    assert_eq!(skipped.runs, 0);
+    assert!(
+        skipped
+            .last_outcome
+            .as_deref()
+            .unwrap()
+            .contains("catch_up = false"),
+        "{skipped:?}"
+    );
+    let note = events(&gw, "caught")
+        .into_iter()
+        .find_map(|e| match e.kind {
+            EventKind::Note { text } => Some(text),
+            _ => None,
+        })
+        .unwrap();
+    assert!(note.contains("missed while the host was down"), "{note}");
+    // Nothing more is due at the same time.
+    assert!(second.tick().await.is_empty());
+
+    // The next hour both run, once each.
+    now.store(T0 + 6 * HOUR, Ordering::SeqCst);
+    let ran = second.tick().await;
+    assert_eq!(ran.len(), 2, "{ran:?}");
+    assert_eq!(record(&gw, "schedule", "caught").runs, 2);
+    assert_eq!(record(&gw, "schedule", "skipped").runs, 1);
+    let status = second.status().await.unwrap();
+    assert_eq!(
+        status[0].next_fire_ms,
+        Some(T0 + 6 * HOUR + 46 * MINUTE + 40_000)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_schedule_acts_as_itself_and_reaches_no_other_principals_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let extra = "[[schedule]]\nname = \"intruder\"\ncron = \"@hourly\"\naction = \"call\"\nsession = \"theirs\"\nproject = \"p\"\ntool = \"echo.echo\"\nnotify = [\"ops\"]\n";
+    let gw = Gateway::open(&site(dir.path(), extra)).await.unwrap();
+    let local = Principal::local();
+    gw.start_session_as(
+        &local,
+        StartSession {
+            role: Role::Workagent,
+            project: "p".into(),
+            name: Some("theirs".into()),
+            tags: vec![],
+            expected_duration: None,
+            budget: Default::default(),
+            completion: Default::default(),
+        },
+    )
+    .await
+    .unwrap();
+    let schedule = gw.host().config().schedules[0].clone();
+    let outcome = gw.scheduler().fire(&schedule, "a test").await;
+    assert!(!outcome.ok, "{outcome:?}");
+    assert!(outcome.summary.contains("is taken"), "{outcome:?}");
+    // The other principal's session saw nothing of it.
+    let log = events(&gw, "theirs");
+    assert!(
+        log.iter().all(|e| e.by.as_deref() == Some("local")),
+        "{log:#?}"
+    );
+    let rec = record(&gw, "schedule", "intruder");
+    assert_eq!((rec.runs, rec.last_ok), (1, Some(false)));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_event_trigger_starts_a_session_with_a_handoff_when_a_session_completes() {
+    let dir = tempfile::tempdir().unwrap();
+    let extra = "[[trigger]]\nname = \"review\"\non = \"session_completed\"\nfrom_project = \"p\"\naction = \"start\"\nsession = \"review\"\nproject = \"p\"\nrole = \"supervisor\"\nobjective = \"review what was completed\"\nnext_steps = [\"read the handoff\"]\n";
+    let gw = Gateway::open(&site(dir.path(), extra)).await.unwrap();
+    let _triggers = gw.start_triggers().expect("an event trigger is configured");
+    let operator = Principal::operator("cli:test");
+    for (name, project) in [("elsewhere", "q"), ("worker", "p")] {
+        gw.start_session_as(
+            &operator,
+            StartSession {
+                role: Role::Workagent,
+                project: project.into(),
+                name: Some(name.into()),
+                tags: vec![],
+                expected_duration: None,
+                budget: Default::default(),
+                completion: Default::default(),
+            },
+        )
+        .await
+        .unwrap();
+        gw.end_session_as(&operator, name, EndOutcome::Completed)
+            .await
+            .unwrap();
+        if name == "elsewhere" {
+            // Another project's completion fires nothing.
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            assert_eq!(record(&gw, "trigger", "review").runs, 0);
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while record(&gw, "trigger", "review").runs == 0 {
+        assert!(Instant::now() < deadline, "the trigger never ran");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let rec = record(&gw, "trigger", "review");
+    assert_eq!(rec.last_ok, Some(true), "{rec:?}");
+    let review = gw.sessions().show("review").unwrap();
+    assert_eq!(review.owner_name(), "trigger:review");
+    assert_eq!(review.role, Role::Supervisor);
+    let handoff = review.latest_handoff.expect("a handoff").handoff;
+    assert_eq!(handoff.objective, "review what was completed");
+    assert_eq!(handoff.next_steps, vec!["read the handoff".to_string()]);
+    let note = events(&gw, "review")
+        .into_iter()
+        .find_map(|e| match e.kind {
+            EventKind::Note { text } => Some(text),
+            _ => None,
+        })
+        .unwrap();
+    assert!(
+        note.contains("`session_completed` in session `worker`"),
+        "{note}"
+    );
+    assert_eq!(record(&gw, "trigger", "review").runs, 1);
+}
+
+fn sign(secret: &str, t: u64, body: &str) -> String {
+    glovebox::notify::signature(secret, t, body.as_bytes())
+}
+
+#[test]
+fn a_schedule_fires_in_the_real_server_and_a_signed_webhook_fires_its_trigger() {
+    let secret = "webhook-secret-0123456789";
+    let site = Site::new(false);
+    site.set_config(&format!(
+        "[[schedule]]\nname = \"tick\"\ncron = \"* * * * * *\"\naction = \"call\"\nsession = \"ticker\"\nproject = \"p\"\ntool = \"echo.echo\"\ninput = {{ message = \"tick\" }}\n\
+         [[trigger]]\nname = \"deploy\"\non = \"webhook\"\nsecret = \"{secret}\"\naction = \"start\"\nsession = \"deploy-check\"\nproject = \"p\"\nobjective = \"check the deploy\"\n"
+    ));
+    let served = crate::dashboard::serve(&site);
+    let admin = served.admin.as_str();
+
+    // Every second: it fires within a few.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let listed = loop {
+        let listed = site.json(&["schedule", "list", "--json"]);
+        if listed["schedules"][0]["runs"].as_u64().unwrap_or(0) >= 1 {
+            break listed;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the schedule never fired: {listed}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(listed["schedules"][0]["name"], "tick");
+    assert_eq!(listed["schedules"][0]["last_ok"], true, "{listed}");
+    assert!(listed["schedules"][0]["next_fire_ms"].is_u64(), "{listed}");
+    let (code, text, err) = site.run(&["schedule", "list"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        text.contains("schedule tick  `* * * * * *`  call  next "),
+        "{text}"
+    );
+    assert!(
+        text.contains("trigger deploy  on webhook /hooks/deploy  start  last never"),
+        "{text}"
+    );
+    let (code, text, err) = site.run(&["schedule", "run", "tick"]);
+    assert_eq!(code, 0, "{text}{err}");
+    assert!(text.contains("\"ok\": true"), "{text}");
+    let (code, _, err) = site.run(&["schedule", "run", "nope"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("no schedule `nope`"), "{err}");
+
+    // Unsigned, wrongly signed, stale, or for no trigger: refused alike.
+    let body = r#"{"release":"v2"}"#;
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let good = sign(secret, now, body);
+    for (path, sig) in [
+        ("/hooks/deploy", None),
+        (
+            "/hooks/deploy",
+            Some(sign("another-secret-0123", now, body)),
+        ),
+        ("/hooks/deploy", Some(sign(secret, now - 3600, body))),
+        ("/hooks/nope", Some(good.clone())),
+    ] {
+        let headers: Vec<(&str, &str)> = sig
+            .as_deref()
+            .map(|s| vec![("X-Glovebox-Signature", s)])
+            .unwrap_or_default();
+        let answer = crate::dashboard::http(admin, "POST", path, &headers, body);
+        assert_eq!(answer.status, 401, "{path} {sig:?}: {}", answer.body);
+    }
+    let (_, listed, _) = site.run(&["schedule", "list"]);
+    assert!(
+        listed.contains("trigger deploy  on webhook /hooks/deploy  start  last never"),
+        "{listed}"
+    );
+
+    let answer = crate::dashboard::http(
+        admin,
+        "POST",
+        "/hooks/deploy",
+        &[("X-Glovebox-Signature", &good)],
+        body,
+    );
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let outcome: serde_json::Value = serde_json::from_str(&answer.body).unwrap();
+    assert_eq!(outcome["ok"], true, "{outcome}");
+    let shown = site.json(&["session", "show", "deploy-check"]);
+    assert_eq!(shown["owner"], "trigger:deploy", "{shown}");
+    let (_, text, _) = site.run(&["schedule", "list"]);
+    assert!(
+        text.contains("trigger deploy  on webhook /hooks/deploy  start  last "),
+        "{text}"
+    );
+    assert!(text.contains("ok: posted a handoff"), "{text}");
+    drop(served);
+}
+
+/// The commented-out `[[schedule]]` and `[[trigger]]` examples of
+/// `examples/glovebox.toml` load as written once uncommented.
+#[test]
+fn the_example_configs_schedules_load_when_uncommented() {
+    let example = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/glovebox.toml"),
+    )
+    .unwrap();
+    let block = example
+        .split_once("# Schedules and triggers")
+        .expect("the example documents schedules")
+        .1;
+    let uncommented: String = block
+        .lines()
+        .filter_map(|l| l.strip_prefix("# "))
+        .filter(|l| {
+            l.starts_with('[') || l.split_once(" = ").is_some_and(|(k, _)| !k.contains(' '))
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("nightly.secret");
+    std::fs::write(&secret, "0123456789abcdef0123456789abcdef\n").unwrap();
+    std::fs::set_permissions(&secret, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let path = dir.path().join("glovebox.toml");
+    std::fs::write(
+        &path,
+        format!("data_dir = \"data\"\nhooks = \"none\"\n{uncommented}"),
+    )
+    .unwrap();
+    let config = glovebox::HostConfig::load(&path).unwrap_or_else(|e| panic!("{e}\n{uncommented}"));
+    let names: Vec<&str> = config.schedules.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["text-watch"]);
+    let names: Vec<&str> = config.triggers.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["review-completed", "nightly"]);
+}
