@@ -61,6 +61,11 @@ pub struct MemoryConfig {
     /// propose entries to it. Empty by default: no agent proposes until the
     /// operator lists its role.
     pub propose: BTreeMap<MemoryScopeKind, Vec<Role>>,
+    /// `[memory.approve]`: for each scope listed, the operators (a declared
+    /// operator principal's name, or `cli:<uid>` at the command line) who
+    /// may approve, reject and retire its entries. A scope not listed: every
+    /// operator. Agents never review.
+    pub approve: BTreeMap<MemoryScopeKind, Vec<String>>,
 }
 
 impl Default for MemoryConfig {
@@ -70,6 +75,7 @@ impl Default for MemoryConfig {
             max_bytes_at_start: 16 * 1024,
             max_entry_bytes: 4 * 1024,
             propose: BTreeMap::new(),
+            approve: BTreeMap::new(),
         }
     }
 }
@@ -78,6 +84,14 @@ impl MemoryConfig {
     /// Whether a session of `role` may propose to a scope of `kind`.
     pub fn may_propose(&self, role: Role, kind: MemoryScopeKind) -> bool {
         self.propose.get(&kind).is_some_and(|r| r.contains(&role))
+    }
+
+    /// Whether operator `name` may review (approve, reject, retire) entries
+    /// of a scope of `kind`.
+    pub fn may_review(&self, name: &str, kind: MemoryScopeKind) -> bool {
+        self.approve
+            .get(&kind)
+            .is_none_or(|names| names.iter().any(|n| n == name))
     }
 }
 
@@ -89,6 +103,8 @@ pub(super) struct RawMemory {
     max_entry_bytes: Option<Size>,
     #[serde(default)]
     propose: RawPropose,
+    #[serde(default)]
+    approve: RawPropose,
 }
 
 #[derive(Default, Deserialize)]
@@ -162,6 +178,21 @@ pub(super) fn validate_memory(src: &Source, raw: &RawMemory) -> Result<MemoryCon
             }
         }
         c.propose.insert(kind, parsed);
+    }
+    for (kind, names) in [
+        (MemoryScopeKind::Project, &raw.approve.project),
+        (MemoryScopeKind::User, &raw.approve.user),
+        (MemoryScopeKind::Role, &raw.approve.role),
+    ] {
+        let Some(names) = names else { continue };
+        if names.is_empty() || names.iter().any(|n| n.trim().is_empty()) {
+            return Err(src.invalid(
+                &format!("memory.approve.{}", kind.as_str()),
+                "an empty list or name would let nobody review this scope",
+                "list the operators who may approve its entries (a declared operator's name, or `cli:<uid>`), or leave the scope out so every operator may",
+            ));
+        }
+        c.approve.insert(kind, names.clone());
     }
     Ok(c)
 }

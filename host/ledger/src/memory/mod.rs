@@ -176,6 +176,7 @@ impl MemoryBank {
     /// are handed it. `by`: the operator.
     pub fn approve(&self, id: &str, by: &str, now_ms: u64) -> Result<MemoryEntry, MemoryError> {
         let mut entry = self.in_state(id, MemoryState::Proposed, "approve")?;
+        self.check_reviewer(&entry, by, "approve")?;
         entry.state = MemoryState::Approved;
         entry.approved = Some(stamp(by, now_ms, None));
         self.put(&entry)?;
@@ -197,6 +198,7 @@ impl MemoryBank {
             ));
         }
         let mut entry = self.in_state(id, MemoryState::Proposed, "reject")?;
+        self.check_reviewer(&entry, by, "reject")?;
         entry.state = MemoryState::Rejected;
         entry.rejected = Some(stamp(by, now_ms, Some(reason)));
         self.put(&entry)?;
@@ -213,6 +215,7 @@ impl MemoryBank {
         now_ms: u64,
     ) -> Result<MemoryEntry, MemoryError> {
         let mut entry = self.in_state(id, MemoryState::Approved, "retire")?;
+        self.check_reviewer(&entry, by, "retire")?;
         entry.state = MemoryState::Retired;
         entry.retired = Some(stamp(by, now_ms, reason));
         self.put(&entry)?;
@@ -319,6 +322,31 @@ impl MemoryBank {
         };
         let event = actor::scoped(caller.name.as_str(), || sessions.append(&state.id, kind))?;
         Ok((found, event))
+    }
+
+    /// `[memory.approve]`: operator `by` may review entries of `entry`'s scope.
+    fn check_reviewer(
+        &self,
+        entry: &MemoryEntry,
+        by: &str,
+        action: &str,
+    ) -> Result<(), MemoryError> {
+        let kind = entry.scope.kind();
+        if self.config.may_review(by, kind) {
+            return Ok(());
+        }
+        let names = self.config.approve.get(&kind).cloned().unwrap_or_default();
+        Err(MemoryError::NotAllowed(format!(
+            "`{by}` may not {action} memory entry `{}`: entries of {} scopes are reviewed by {} (`[memory.approve] {}`); ask one of them, or have the config list this operator",
+            entry.id,
+            kind.as_str(),
+            names
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            kind.as_str()
+        )))
     }
 
     fn in_state(

@@ -509,3 +509,48 @@ fn an_unreadable_bank_does_not_stop_a_session_start() {
     let s = r.start(&agent("alice", &["alpha"]), "alpha", Role::Workagent);
     assert!(r.memory_of(&s).is_empty());
 }
+
+#[test]
+fn only_the_operators_a_scope_lists_review_its_entries() {
+    let mut config = open_to_all();
+    config
+        .approve
+        .insert(MemoryScopeKind::Project, vec!["lead-ops".into()]);
+    let r = rig(config);
+    let alice = agent("alice", &["alpha"]);
+    let s = r.start(&alice, "alpha", Role::Workagent);
+    let (project, _) = r
+        .bank
+        .propose_in(&r.sessions, &alice, &s.id, "project", "use the staging DB")
+        .unwrap();
+    let (user, _) = r
+        .bank
+        .propose_in(
+            &r.sessions,
+            &alice,
+            &s.id,
+            "user",
+            "alice prefers short PRs",
+        )
+        .unwrap();
+    for refused in [
+        r.bank.approve(&project.id, "cli:1000", 1).map(|_| ()),
+        r.bank.reject(&project.id, "cli:1000", "no", 1).map(|_| ()),
+    ] {
+        let err = refused.unwrap_err();
+        assert!(matches!(err, MemoryError::NotAllowed(_)), "{err:?}");
+        assert!(
+            err.to_string().contains("`[memory.approve] project`"),
+            "{err}"
+        );
+    }
+    assert_eq!(
+        r.bank.get(&project.id).unwrap().state,
+        MemoryState::Proposed
+    );
+    // The listed operator reviews it; a scope not listed is every operator's.
+    r.bank.approve(&project.id, "lead-ops", 2).unwrap();
+    let err = r.bank.retire(&project.id, "cli:1000", None, 3).unwrap_err();
+    assert!(matches!(err, MemoryError::NotAllowed(_)), "{err:?}");
+    r.bank.approve(&user.id, "cli:1000", 4).unwrap();
+}

@@ -473,6 +473,25 @@ fn memory_denies_proposals_by_default_and_bad_values_name_their_key() {
         !c.memory
             .may_propose(crate::Role::Supervisor, crate::MemoryScopeKind::Project)
     );
+    assert!(
+        c.memory
+            .may_review("cli:1000", crate::MemoryScopeKind::Project)
+    );
+    let c = fx
+        .host("data_dir = \"data\"\nhooks = \"none\"\n[memory.approve]\nproject = [\"lead-ops\"]\n")
+        .unwrap();
+    assert!(
+        c.memory
+            .may_review("lead-ops", crate::MemoryScopeKind::Project)
+    );
+    assert!(
+        !c.memory
+            .may_review("cli:1000", crate::MemoryScopeKind::Project)
+    );
+    assert!(
+        c.memory
+            .may_review("cli:1000", crate::MemoryScopeKind::User)
+    );
 
     for (text, key, part) in [
         (
@@ -491,6 +510,11 @@ fn memory_denies_proposals_by_default_and_bad_values_name_their_key() {
             "unknown role `boss`",
         ),
         ("[memory]\nmax_size = 1", "memory.max_size", "unknown key"),
+        (
+            "[memory.approve]\nuser = []",
+            "memory.approve.user",
+            "would let nobody review",
+        ),
     ] {
         let error = fx.host_error(&format!("{text}\n"));
         assert_error(&error, &file, key, &[part]);
