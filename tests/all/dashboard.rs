@@ -304,6 +304,8 @@ fn the_admin_listener_is_an_operators_checks_origin_and_host_and_escapes_tool_ou
         "/ui/billing",
         "/ui/rescues",
         "/ui/notify",
+        "/ui/memory",
+        "/ui/doctor",
         "/ui/static/style.css",
         "/ui/static/app.js",
     ] {
@@ -948,6 +950,12 @@ async fn an_operator_logs_in_approves_a_call_by_clicking_and_visits_every_page_i
             "read the README first",
         ),
         ("notify", "/ui/notify".to_string(), "no [[notify]] targets"),
+        ("memory", "/ui/memory".to_string(), "no proposed entries"),
+        (
+            "doctor",
+            "/ui/doctor".to_string(),
+            "what glovebox doctor finds",
+        ),
     ] {
         b.goto(&path).await;
         b.find("main").await;

@@ -515,3 +515,49 @@ fn doctor_and_session_end_work_while_serving() {
     assert!(out.contains("session `mcp-w`"), "{out}");
     drop(server);
 }
+
+/// The dashboard's Doctor page shows what `glovebox doctor` finds in the
+/// running server's data dir: the same findings, each with its culprit
+/// and fix (here an unnamed session and a plugin without a digest pin).
+#[test]
+fn the_dashboard_doctor_page_shows_the_same_findings_as_the_command() {
+    use crate::dashboard::{http, serve};
+    let site = Site::with_plugins(&[(
+        "echo.toml",
+        format!("name = \"echo\"\ncomponent = \"{}\"\n", plugins::TOOL_ECHO),
+    )]);
+    site.set_config("[budgets.role.workagent]\ncalls = 100\n");
+    let id = start(&site, "workagent", None, &[]);
+    let served = serve(&site);
+    // Through the server's control socket: the same data dir, read live.
+    let (_, list) = findings(&site);
+    assert!(!of(&list, "unnamed_session").is_empty(), "{list:#?}");
+    assert!(!of(&list, "unpinned_digest").is_empty(), "{list:#?}");
+    let page = http(&served.admin, "GET", "/ui/doctor", &[], "");
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert_eq!(
+        page.body.matches("<tr class=\"finding ").count(),
+        list.len(),
+        "{}",
+        page.body
+    );
+    assert!(
+        page.body.contains(&format!("/ui/sessions/{id}")),
+        "{}",
+        page.body
+    );
+    for f in &list {
+        let fix = f["fix"].as_str().unwrap();
+        let shown = fix
+            .replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+            .replace('"', "&quot;")
+            .replace('\'', "&#39;");
+        assert!(
+            page.body.contains(&shown),
+            "fix not shown: {fix}\n{}",
+            page.body
+        );
+    }
+}

@@ -115,13 +115,14 @@ pub struct Chrome<'a> {
     pub logins: bool,
 }
 
-const NAV: [(&str, &str, &str); 8] = [
+const NAV: [(&str, &str, &str); 9] = [
     ("sessions", "/ui/sessions", "Sessions"),
     ("approvals", "/ui/approvals", "Approvals"),
     ("jobs", "/ui/jobs", "Jobs"),
     ("billing", "/ui/billing", "Billing"),
     ("rescues", "/ui/rescues", "Rescues"),
     ("memory", "/ui/memory", "Memory"),
+    ("doctor", "/ui/doctor", "Doctor"),
     ("notify", "/ui/notify", "Notifications"),
     ("metrics", "/metrics", "Metrics"),
 ];

@@ -21,6 +21,7 @@
 #![forbid(unsafe_code)]
 
 mod auth;
+mod doctor;
 mod events;
 mod hooks;
 mod html;
@@ -207,6 +208,7 @@ fn router(app: Arc<App>) -> Router {
         .route("/ui/billing.csv", get(pages::billing_csv))
         .route("/ui/rescues", get(pages::rescues))
         .route("/ui/memory", get(memory::memory))
+        .route("/ui/doctor", get(doctor::doctor))
         .route("/ui/memory/{id}/approve", post(memory::approve))
         .route("/ui/memory/{id}/reject", post(memory::reject))
         .route("/ui/memory/{id}/retire", post(memory::retire))

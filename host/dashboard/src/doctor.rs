@@ -1,0 +1,69 @@
+//! The antipattern page (`/ui/doctor`): what `glovebox doctor` finds in the
+//! running server's config and data dir (seed 001's list: jobs nobody waited
+//! for, sessions without a name, hooks on `*` that allow everything, roles
+//! without budgets, long sessions without a handoff, plugins without a digest
+//! pin, read-write directories shared by plugins), warnings first, each with
+//! its culprit and the fix.
+//!
+//! The findings come from the same function as the command (`doctor::check`),
+//! so the page and `glovebox doctor --json` never disagree.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use axum::Extension;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::Response;
+use glovebox::doctor::{Finding, Severity};
+
+use crate::App;
+use crate::auth::Operator;
+use crate::html::{badge, esc};
+use crate::pages::{Rendered, page, session_link};
+
+/// `GET /ui/doctor`.
+pub async fn doctor(State(app): State<Arc<App>>, Extension(op): Extension<Operator>) -> Response {
+    let found = glovebox::doctor::check(&app.gateway)
+        .await
+        .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()));
+    page(app, op, "doctor", "sessions", StatusCode::OK, move |_| {
+        render(found)
+    })
+    .await
+}
+
+fn render(found: Result<Vec<Finding>, (StatusCode, String)>) -> Rendered {
+    let found = found?;
+    let warnings = found
+        .iter()
+        .filter(|f| f.severity == Severity::Warning)
+        .count();
+    let mut body = format!(
+        "<h1>Doctor</h1><p id=\"doctor-summary\">{} warning(s), {} notice(s): what <code>glovebox doctor</code> finds in this server's config and data dir.</p>",
+        warnings,
+        found.len() - warnings
+    );
+    if found.is_empty() {
+        body += "<p class=\"muted\" id=\"no-findings\">no antipatterns found</p>";
+        return Ok(("Doctor".into(), body));
+    }
+    body += "<table id=\"findings\"><thead><tr><th>severity</th><th>rule</th><th>culprit</th><th>what is wrong</th><th>fix</th></tr></thead><tbody>";
+    for f in &found {
+        let culprit = match (&f.culprit.id, f.culprit.kind.as_str()) {
+            (Some(id), _) => session_link(id, Some(&f.culprit.name)),
+            (None, "session") => session_link(&f.culprit.name, None),
+            (None, kind) => format!("{kind} <code>{}</code>", esc(&f.culprit.name)),
+        };
+        let _ = write!(
+            body,
+            "<tr class=\"finding {rule}\"><td>{sev}</td><td><code>{rule}</code></td><td>{culprit}</td><td>{message}</td><td>{fix}</td></tr>",
+            sev = badge(f.severity.as_str()),
+            rule = f.rule.as_str(),
+            message = esc(&f.message),
+            fix = esc(&f.fix),
+        );
+    }
+    body += "</tbody></table>";
+    Ok(("Doctor".into(), body))
+}
