@@ -812,6 +812,27 @@ async fn an_operator_logs_in_approves_a_call_by_clicking_and_visits_every_page_i
             "read the README first",
         ],
     );
+    // A rescue opened and resolved today: one bar of the mean time to unblock by day.
+    start_session(&site, "stuck");
+    let rescue = site.json(&["rescue", "open", "stuck"]);
+    let rid = rescue["id"].as_str().unwrap().to_string();
+    run_ok(
+        &site,
+        &[
+            "rescue",
+            "diagnose",
+            &rid,
+            "--category",
+            "tool_defect",
+            "--root-cause",
+            "a broken tool",
+        ],
+    );
+    let resolved = site.json(&["rescue", "resolve", &rid, "--outcome", "resolved"]);
+    let resolved_day = glovebox::billing::format_day(
+        (resolved["resolved_at_ms"].as_u64().expect("resolved_at_ms") / 86_400_000) as i64,
+    );
+    let mttu_bar = format!("{resolved_day} (1)");
     let first = pending_write(&site, "w1", "/data/approved.txt", "approved by a click");
 
     let browser = Browser::start(&served.admin).await;
@@ -949,6 +970,7 @@ async fn an_operator_logs_in_approves_a_call_by_clicking_and_visits_every_page_i
             "/ui/rescues".to_string(),
             "read the README first",
         ),
+        ("rescues-mttu", "/ui/rescues".to_string(), mttu_bar.as_str()),
         ("notify", "/ui/notify".to_string(), "no [[notify]] targets"),
         ("memory", "/ui/memory".to_string(), "no proposed entries"),
         (

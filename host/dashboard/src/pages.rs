@@ -3,6 +3,7 @@
 //! ([`crate::blocking`]) through the `glovebox` crate's public API and
 //! escapes everything it shows.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::Arc;
@@ -1304,6 +1305,30 @@ fn render_rescues(app: &App) -> Rendered {
         .collect();
     body += "<h2>Time to unblock</h2>";
     body += &html::bar_chart("time to unblock of the last resolved rescues", &bars, &[]);
+    // MTTU over time: the mean per day of resolution, the last 30 days that had any.
+    let mut by_day: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    for (at, ttu, _) in &resolved {
+        let day = html::time(*at).chars().take(10).collect::<String>();
+        let slot = by_day.entry(day).or_default();
+        slot.0 += ttu;
+        slot.1 += 1;
+    }
+    let bars: Vec<Bar> = by_day
+        .iter()
+        .rev()
+        .take(30)
+        .rev()
+        .map(|(day, (sum, n))| Bar {
+            label: format!("{day} ({n})"),
+            parts: vec![(*sum as f64 / *n as f64, "fg")],
+            shown: minutes(sum / n),
+        })
+        .collect();
+    body += &html::bar_chart(
+        "mean time to unblock by day of resolution (rescues resolved that day)",
+        &bars,
+        &[],
+    );
     let mut cats: Vec<_> = report.by_category.iter().collect();
     cats.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
     let bars: Vec<Bar> = cats
