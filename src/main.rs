@@ -39,6 +39,8 @@ mod hook;
 mod jobs;
 mod memory;
 mod notify;
+#[cfg(feature = "otlp")]
+mod otlp;
 mod plugin;
 mod principal;
 mod rescue;
@@ -235,21 +237,38 @@ enum PluginCommand {
 }
 
 fn main() -> ExitCode {
+    #[cfg(feature = "otlp")]
+    let (otlp, exporter) = match otlp::layer() {
+        Some((layer, exporter)) => (Some(layer), Some(exporter)),
+        None => (None, None),
+    };
     {
         use tracing_subscriber::prelude::*;
         // The host's log on stderr (`RUST_LOG`, warnings by default), and
-        // the lines an MCP connection asked for about its own requests.
+        // the lines an MCP connection asked for about its own requests;
+        // with `OTEL_EXPORTER_OTLP_ENDPOINT`, the spans to a collector.
         let filter =
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into());
-        tracing_subscriber::registry()
+        let subscriber = tracing_subscriber::registry()
             .with(
                 tracing_subscriber::fmt::layer()
                     .with_writer(std::io::stderr)
                     .with_filter(filter),
             )
-            .with(glovebox_mcp::connection_log())
-            .init();
+            .with(glovebox_mcp::connection_log());
+        #[cfg(feature = "otlp")]
+        let subscriber = subscriber.with(otlp);
+        subscriber.init();
     }
+    let code = run_main();
+    #[cfg(feature = "otlp")]
+    if let Some(exporter) = exporter {
+        exporter.shutdown();
+    }
+    code
+}
+
+fn run_main() -> ExitCode {
     let cli = Cli::parse();
     // Everything this process creates is its user's alone: the store's files (sled
     // and SQLite open them with the default mode), snapshots, exports, and the

@@ -28,6 +28,7 @@ mod nats;
 mod network;
 mod notify;
 mod operator;
+mod otlp;
 mod pipeline;
 mod principals;
 mod quota;
