@@ -685,3 +685,50 @@ pub(crate) fn now_ms() -> u64 {
         .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
         .unwrap_or(0)
 }
+
+#[cfg(test)]
+mod owed_tests {
+    use super::*;
+    use crate::session::GENESIS_HASH;
+    use crate::storage::{Durability, SledStore};
+
+    fn requested(n: usize) -> Vec<Event> {
+        (0..n)
+            .map(|i| {
+                let kind = EventKind::CallRequested {
+                    call_id: format!("c-{i}"),
+                    tool: "echo.echo".into(),
+                    input_digest: String::new(),
+                    input: None,
+                    job_id: None,
+                };
+                Event::seal(&Chain::Plain, "s-a", i as u64 + 1, 0, GENESIS_HASH, kind)
+            })
+            .collect()
+    }
+
+    fn owed(sessions: &Sessions) -> usize {
+        lock(&sessions.owed).values().map(Vec::len).sum()
+    }
+
+    /// The cap the README states: at most `OWED_MAX` calls are kept owed an
+    /// ending, over all sessions; a call owed twice is kept once.
+    #[test]
+    fn at_most_owed_max_calls_are_kept_owed_and_none_twice() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(SledStore::open(dir.path(), Durability::Flush).unwrap());
+        let sessions = Sessions::new(store);
+        let events = requested(OWED_MAX + 5);
+        sessions.owe("s-a", &events);
+        assert_eq!(owed(&sessions), OWED_MAX);
+        sessions.owe("s-b", &events[..1]);
+        assert_eq!(owed(&sessions), OWED_MAX, "the cap holds across sessions");
+
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(SledStore::open(dir.path(), Durability::Flush).unwrap());
+        let sessions = Sessions::new(store);
+        sessions.owe("s-a", &events[..3]);
+        sessions.owe("s-a", &events[..3]);
+        assert_eq!(owed(&sessions), 3);
+    }
+}
