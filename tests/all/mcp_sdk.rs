@@ -219,15 +219,25 @@ fn the_supervisor_example_spawns_three_workagents_gates_and_judges_them_and_bill
         .local_addr()
         .unwrap()
         .port();
-    let mut server = Command::new(env!("CARGO_BIN_EXE_glovebox"))
-        .arg("--config")
-        .arg(&config)
-        .args(["serve", "--http", &format!("127.0.0.1:{port}")])
-        .env_remove("RUST_LOG")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    /// The server, killed when the test ends, also when it fails.
+    struct Killed(std::process::Child);
+    impl Drop for Killed {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _server = Killed(
+        Command::new(env!("CARGO_BIN_EXE_glovebox"))
+            .arg("--config")
+            .arg(&config)
+            .args(["serve", "--http", &format!("127.0.0.1:{port}")])
+            .env_remove("RUST_LOG")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     let started = std::time::Instant::now();
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(
@@ -304,6 +314,4 @@ fn the_supervisor_example_spawns_three_workagents_gates_and_judges_them_and_bill
     eprintln!("{report}");
     let verified = glovebox(&["log", "verify", &sup]);
     assert!(verified.starts_with("ok"), "{verified}");
-    let _ = server.kill();
-    let _ = server.wait();
 }
