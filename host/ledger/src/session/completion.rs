@@ -25,7 +25,6 @@ use serde::{Deserialize, Serialize};
 use super::actor;
 use super::error::SessionError;
 use super::event::{Event, EventKind, Role};
-use super::lifecycle::SessionStatus;
 use super::state::SessionState;
 use super::store::Sessions;
 use crate::manifest::{Completion, Principal};
@@ -296,7 +295,7 @@ impl Sessions {
                         state.label()
                     )));
                 }
-                if state.status == SessionStatus::Completed || !state.status.is_live() {
+                if !state.status.is_live() {
                     return Err(SessionError::NotAllowed(format!(
                         "session {} is {}: there is nothing left to judge",
                         state.label(),
