@@ -1038,3 +1038,180 @@ async fn threat_43_final_jobs_and_settled_approvals_are_removed_after_their_rete
     )));
     f.jobs.cancel(&running.id).await.unwrap();
 }
+
+/// A store whose writes to the jobs bucket fail on demand, the way a failed
+/// flush does: the write is applied (a reader may see it) but not
+/// acknowledged. Everything else goes to the sled store under it.
+struct FailingJobWrites {
+    inner: Arc<dyn glovebox::storage::Storage>,
+    /// Jobs-bucket writes to let through before failing `fail` of them.
+    skip: std::sync::atomic::AtomicUsize,
+    fail: std::sync::atomic::AtomicUsize,
+    /// Whether a failed write is applied first (its flush failed) or not at
+    /// all (the store reopened without it).
+    applied: std::sync::atomic::AtomicBool,
+    failed: std::sync::atomic::AtomicUsize,
+}
+
+impl FailingJobWrites {
+    fn arm(&self, skip: usize, fail: usize, applied: bool) {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.applied.store(applied, SeqCst);
+        self.skip.store(skip, SeqCst);
+        self.fail.store(fail, SeqCst);
+    }
+
+    fn failed(&self) -> usize {
+        self.failed.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl glovebox::storage::Storage for FailingJobWrites {
+    fn append(
+        &self,
+        stream: &str,
+        expected: u64,
+        entries: &[Vec<u8>],
+    ) -> Result<u64, StorageError> {
+        self.inner.append(stream, expected, entries)
+    }
+    fn read(
+        &self,
+        stream: &str,
+        from: u64,
+        max: usize,
+    ) -> Result<Vec<(u64, Vec<u8>)>, StorageError> {
+        self.inner.read(stream, from, max)
+    }
+    fn last_seq(&self, stream: &str) -> Result<u64, StorageError> {
+        self.inner.last_seq(stream)
+    }
+    fn streams(&self) -> Result<Vec<String>, StorageError> {
+        self.inner.streams()
+    }
+    fn put(&self, bucket: &str, key: &str, value: &[u8]) -> Result<(), StorageError> {
+        use std::sync::atomic::Ordering::SeqCst;
+        if bucket == "jobs"
+            && self
+                .skip
+                .fetch_update(SeqCst, SeqCst, |n| n.checked_sub(1))
+                .is_err()
+            && self
+                .fail
+                .fetch_update(SeqCst, SeqCst, |n| n.checked_sub(1))
+                .is_ok()
+        {
+            if self.applied.load(SeqCst) {
+                self.inner.put(bucket, key, value)?;
+            }
+            self.failed.fetch_add(1, SeqCst);
+            return Err(StorageError::Io("injected: the flush failed".into()));
+        }
+        self.inner.put(bucket, key, value)
+    }
+    fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>, StorageError> {
+        self.inner.get(bucket, key)
+    }
+    fn delete(&self, bucket: &str, key: &str) -> Result<(), StorageError> {
+        self.inner.delete(bucket, key)
+    }
+    fn scan(&self, bucket: &str, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
+        self.inner.scan(bucket, prefix)
+    }
+    fn buckets(&self) -> Result<Vec<String>, StorageError> {
+        self.inner.buckets()
+    }
+}
+
+use glovebox::storage::StorageError;
+
+/// Jobs over a store whose job-record writes fail when armed.
+async fn failing_job_writes() -> (Arc<FailingJobWrites>, Arc<Jobs>, String, tempfile::TempDir) {
+    let (host_config, data) = util::config(plugins_all());
+    let host = Arc::new(Host::load(host_config).await.expect("host loads"));
+    let (_sled, sled) = crate::sessions::durable(&data.path().join("store"));
+    let store = Arc::new(FailingJobWrites {
+        inner: sled.storage.clone(),
+        skip: 0.into(),
+        fail: 0.into(),
+        applied: false.into(),
+        failed: 0.into(),
+    });
+    let storage: Arc<dyn glovebox::storage::Storage> = store.clone();
+    let durable = Arc::new(Durable {
+        sessions: sled.sessions.clone(),
+        approvals: sled.approvals.clone(),
+        outbox: sled.outbox.clone(),
+        storage,
+        recovery: Default::default(),
+        repairs: Vec::new(),
+    });
+    let session = durable.sessions.start(start("worker")).unwrap().id;
+    let jobs = Jobs::new(Gateway::new(host, durable), config(1));
+    (store, jobs, session, data)
+}
+
+// Threat 28: a job whose start could not be stored (the write reached the
+// store, its flush failed) is neither left `running` without running nor
+// left for a restart: it starts once the store takes writes again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn threat_28_a_job_whose_start_failed_to_store_runs_once_the_store_works() {
+    let (store, jobs, _session, _data) = failing_job_writes().await;
+    // The spawn's `queued` record goes through; the start's `running` is
+    // written but not acknowledged, twice.
+    store.arm(1, 2, true);
+    let job = jobs
+        .spawn("worker", "echo", r#"{"message":"hi"}"#)
+        .await
+        .unwrap();
+    let done = jobs
+        .wait(
+            std::slice::from_ref(&job.id),
+            WaitMode::All,
+            Some(Duration::from_secs(30)),
+        )
+        .await
+        .unwrap();
+    assert!(!done.timed_out, "{:?}", jobs.status(&job.id).unwrap());
+    assert_eq!(store.failed(), 2, "both injected failures were met");
+    let done = &done.done[0];
+    assert_eq!(done.status, JobStatus::Completed, "{done:?}");
+    assert_eq!(done.attempts, 1, "one start, not one per try: {done:?}");
+}
+
+// Threat 28: a job that ran but could not store its outcome keeps trying
+// (for up to 10 minutes) and ends with its outcome once the store works,
+// rather than staying `running` until a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn threat_28_a_job_retries_storing_its_outcome_until_the_store_works() {
+    let (store, jobs, _session, _data) = failing_job_writes().await;
+    let job = jobs
+        .spawn("worker", "sleep", r#"{"seconds":1}"#)
+        .await
+        .unwrap();
+    let until = Instant::now() + Duration::from_secs(20);
+    while jobs.status(&job.id).unwrap().status != JobStatus::Running {
+        assert!(Instant::now() < until, "the job never ran");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Its outcome is the next job write: it fails three times, unwritten.
+    store.arm(0, 3, false);
+    let done = jobs
+        .wait(
+            std::slice::from_ref(&job.id),
+            WaitMode::All,
+            Some(Duration::from_secs(30)),
+        )
+        .await
+        .unwrap();
+    assert!(!done.timed_out, "{:?}", jobs.status(&job.id).unwrap());
+    assert_eq!(store.failed(), 3, "every injected failure was met");
+    let done = &done.done[0];
+    assert_eq!(done.status, JobStatus::Completed, "{done:?}");
+    let output = done
+        .result
+        .as_ref()
+        .and_then(|r| r.output.as_ref())
+        .unwrap();
+    assert_eq!(output["slept_seconds"], 1);
+}

@@ -195,6 +195,7 @@ impl HttpServer {
             server: self.server.clone(),
             sessions: Mutex::new(HashMap::new()),
             stopping: std::sync::atomic::AtomicBool::new(false),
+            answering: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
             allowed_hosts,
         });
         let limits = glovebox_listener::Limits {
@@ -230,7 +231,18 @@ impl HttpServer {
         // sessions end and the connections close.
         auth.stopping
             .store(true, std::sync::atomic::Ordering::SeqCst);
+        let started = std::time::Instant::now();
         self.server.drain(self.options.grace).await;
+        // A call that just finished has its answer on its way into the
+        // request's stream: ending the sessions now could cut that stream
+        // before the answer is written. Wait (within the grace) until every
+        // request's stream has ended.
+        let settle = self
+            .options
+            .grace
+            .saturating_sub(started.elapsed())
+            .max(std::time::Duration::from_secs(1));
+        let _ = tokio::time::timeout(settle, auth.answered()).await;
         sessions_end.cancel();
         connections.close();
         let _ = tokio::time::timeout(std::time::Duration::from_secs(5), connections.wait()).await;
@@ -247,6 +259,8 @@ struct Auth {
     sessions: Mutex<HashMap<String, String>>,
     /// Set once the server stops: new requests get 503.
     stopping: std::sync::atomic::AtomicBool,
+    /// POST answers whose body (a request's stream) has not ended yet.
+    answering: Arc<std::sync::atomic::AtomicUsize>,
     /// The `Host` values served (a page that rebinds a name to loopback is not).
     allowed_hosts: Vec<String>,
 }
@@ -305,6 +319,7 @@ impl Auth {
             }
         }
         let deleting = req.method() == hyper::Method::DELETE;
+        let posting = req.method() == hyper::Method::POST;
         let name = principal.name.clone();
         req.extensions_mut().insert(principal);
         let mut response = inner(req).await?;
@@ -328,7 +343,26 @@ impl Auth {
             }
             Some(_) => {}
         }
+        if posting {
+            // Counted until the body ends or is dropped (the guard lives in
+            // the body's frame mapper).
+            let guard = Answering::new(&self.answering);
+            response = response.map(move |body| {
+                body.map_frame(move |frame| {
+                    let _ = &guard;
+                    frame
+                })
+                .boxed()
+            });
+        }
         Ok(response)
+    }
+
+    /// Returns once no POST answer is still being streamed.
+    async fn answered(&self) {
+        while self.answering.load(std::sync::atomic::Ordering::SeqCst) > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
     }
 
     /// `GET /metrics`: an operator's (401 without a valid token, 403 for an
@@ -378,6 +412,22 @@ impl Auth {
 
     fn pins(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
         self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// One POST answer still being streamed, counted in `Auth::answering`.
+struct Answering(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Answering {
+    fn new(count: &Arc<std::sync::atomic::AtomicUsize>) -> Self {
+        count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Self(count.clone())
+    }
+}
+
+impl Drop for Answering {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
     }
 }
 

@@ -633,17 +633,40 @@ impl Jobs {
             None => return,
         };
         let now = self.now();
-        let started = self
-            .update(&id, move |j| {
-                if j.status != JobStatus::Queued {
-                    return false;
+        let mut waited = Duration::ZERO;
+        let started = loop {
+            let started = self
+                .update(&id, move |j| {
+                    if j.status == JobStatus::Running && j.started_at_ms == Some(now) {
+                        // This start's own write, which reached the store
+                        // though its flush was not acknowledged: it runs.
+                        return true;
+                    }
+                    if j.status != JobStatus::Queued {
+                        return false;
+                    }
+                    j.status = JobStatus::Running;
+                    j.started_at_ms = Some(now);
+                    j.attempts += 1;
+                    true
+                })
+                .await;
+            match started {
+                Err(JobError::Storage(StorageError::Io(ref e))) if waited < OUTCOME_PATIENCE => {
+                    // The store failed (it is reopened once there is room):
+                    // the record may say `running` or still `queued`. Try
+                    // again then, so the job neither stays `running` without
+                    // running nor waits for a restart to start.
+                    tracing::warn!(job = %id, error = %e, "the job could not be started yet; trying again");
+                    tokio::time::sleep(crate::storage::RETRY).await;
+                    waited += crate::storage::RETRY;
+                    if self.stopping.load(Ordering::SeqCst) {
+                        break started;
+                    }
                 }
-                j.status = JobStatus::Running;
-                j.started_at_ms = Some(now);
-                j.attempts += 1;
-                true
-            })
-            .await;
+                other => break other,
+            }
+        };
         if let Ok((job, true)) = started {
             if let Some(live) = self
                 .live
@@ -754,8 +777,9 @@ impl Jobs {
     }
 }
 
-/// How long a job that ran keeps trying to store its outcome in a failed
-/// store (which is reopened once there is room) before it gives up.
+/// How long a job keeps trying to store its start, and after it ran its
+/// outcome, in a failed store (which is reopened once there is room) before
+/// it gives up.
 const OUTCOME_PATIENCE: Duration = Duration::from_secs(600);
 
 /// Hands queued jobs permits in queue order and starts their tasks.
