@@ -1,5 +1,9 @@
 //! Durable appends per second on each backend (sled, SQLite): the store
-//! (group commit) and the session log against the raw engine.
+//! (group commit) and the session log against the raw engine; then the
+//! store on NATS JetStream, R1 (one `nats-server`) and R3 (a three-node
+//! cluster), both started by the bench on 127.0.0.1 (Debian's `nats-server`
+//! is installed when missing; `GLOVEBOX_BENCH_NO_NATS=1` leaves these rows
+//! out), against the sled store at `Durability::Flush`.
 //!
 //! ```text
 //! cargo bench -p glovebox-bench --bench append                 # release build
@@ -18,6 +22,11 @@
 //! `synchronous=NORMAL`, 4 KiB pages), all writers sharing one connection
 //! (`support/append.rs` says why). Each store and session-log case is
 //! compared with its own engine's raw batched rate.
+//!
+//! A NATS append is acknowledged once JetStream holds it (with R3, on the
+//! stream's leader and one more node); the servers sync their files to disk
+//! on their own schedule, not per write (docs/durability.md), so these rows
+//! compare acknowledged appends, not fsyncs.
 
 #![forbid(unsafe_code)]
 
@@ -25,9 +34,9 @@ mod support;
 
 use std::time::Duration;
 
-use glovebox::storage::Backend;
+use glovebox::storage::{Backend, Durability};
 
-use support::append::{CASES, Case, ENTRY_BYTES, WRITERS};
+use support::append::{CASES, Case, ENTRY_BYTES, NATS_CASES, Nats, WRITERS};
 
 fn main() {
     let run_for = Duration::from_secs_f64(
@@ -40,7 +49,12 @@ fn main() {
         "durable appends of {ENTRY_BYTES}-byte events, one stream per writer, {:.1} s per case\n",
         run_for.as_secs_f64()
     );
-    let width = CASES.iter().map(|c| c.label().len()).max().unwrap_or(0);
+    let width = CASES
+        .iter()
+        .map(|c| c.label().len())
+        .chain(NATS_CASES.iter().map(|c| c.label().len()))
+        .max()
+        .unwrap_or(0);
     println!(
         "{:<width$} {:>7} {:>9} {:>10} {:>8} {:>8} {:>12}",
         "case", "writers", "events", "events/s", "p50 µs", "p99 µs", "events/flush"
@@ -48,6 +62,9 @@ fn main() {
     // Each engine's raw batched rate, by writer count.
     let mut reference: Vec<(Backend, usize, f64)> = Vec::new();
     let mut at_16: Vec<(Case, f64)> = Vec::new();
+    // The sled store's rate at `Durability::Flush`, by writer count: what
+    // the NATS rows are compared with.
+    let mut sled_flush: Vec<(usize, f64)> = Vec::new();
     for case in CASES {
         let name = case.label();
         for threads in WRITERS {
@@ -66,6 +83,35 @@ fn main() {
             if threads == 16 {
                 at_16.push((case, o.per_sec()));
             }
+            if matches!(
+                case,
+                Case::Store {
+                    backend: Backend::Sled,
+                    durability: Durability::Flush
+                }
+            ) {
+                sled_flush.push((threads, o.per_sec()));
+            }
+        }
+    }
+    // The NATS rows, in the same table: R1 (one server) and R3 (a 3-node
+    // cluster), started by the bench on loopback, each run on fresh servers.
+    let mut nats: Vec<(Nats, usize, f64)> = Vec::new();
+    if std::env::var_os("GLOVEBOX_BENCH_NO_NATS").is_none() {
+        for case in NATS_CASES {
+            let name = case.label();
+            for threads in WRITERS {
+                let tmp = tempfile::tempdir().expect("temp dir");
+                let mut o = case.run(tmp.path(), threads, run_for);
+                let (p50, p99) = (o.percentile(0.50), o.percentile(0.99));
+                println!(
+                    "{name:<width$} {threads:>7} {:>9} {:>10.0} {p50:>8} {p99:>8} {:>12}",
+                    o.events,
+                    o.per_sec(),
+                    ""
+                );
+                nats.push((case, threads, o.per_sec()));
+            }
         }
     }
     println!("\nat 16 writers, against the engine's raw batched rate:");
@@ -81,6 +127,18 @@ fn main() {
                 rate / base,
                 case.reference()
             );
+        }
+    }
+    if !nats.is_empty() {
+        println!("\nNATS against the sled store (SledStore::append, Flush), same writers:");
+        for (case, threads, rate) in nats {
+            if let Some((_, sled)) = sled_flush.iter().find(|(t, _)| *t == threads) {
+                println!(
+                    "  {:<width$} {threads:>2} writers: {:.2}x",
+                    case.label(),
+                    rate / sled
+                );
+            }
         }
     }
 }

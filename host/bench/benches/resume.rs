@@ -1,5 +1,8 @@
 //! Resume time against session length, with and without checkpoints, and
-//! the space the session takes on disk, on each backend (sled, SQLite).
+//! the space the session takes on disk, on each backend (sled, SQLite) and
+//! on NATS JetStream (a `nats-server` the bench starts on 127.0.0.1, R1;
+//! `GLOVEBOX_BENCH_NO_NATS=1` leaves it out). On NATS the disk column is
+//! the server's files, measured after it is killed.
 //!
 //! ```text
 //! cargo bench -p glovebox-bench --bench resume --profile dev   # optimized deps
@@ -18,6 +21,7 @@ mod support;
 
 use std::time::Duration;
 
+use glovebox::storage::Backend;
 use support::BACKENDS;
 use support::resume::{Filled, ms};
 
@@ -40,20 +44,30 @@ fn main() {
         "file lengths",
         "B/event"
     );
+    // Where the session is stored: each embedded backend, then NATS (one
+    // server of the bench's own) unless `GLOVEBOX_BENCH_NO_NATS` is set.
+    let mut backends: Vec<Option<Backend>> = BACKENDS.into_iter().map(Some).collect();
+    if std::env::var_os("GLOVEBOX_BENCH_NO_NATS").is_none() {
+        backends.push(None);
+    }
+    let name = |backend: Option<Backend>| backend.map_or("nats", |b| b.as_str());
     // Each backend's checkpointed resume of the first size, and of the last
-    // (in the order of `BACKENDS`).
-    let mut first: [Option<Duration>; BACKENDS.len()] = Default::default();
-    let mut last = first;
+    // (in the order of `backends`).
+    let mut first: Vec<Option<Duration>> = vec![None; backends.len()];
+    let mut last = first.clone();
     for &n in &sizes {
-        for (i, backend) in BACKENDS.into_iter().enumerate() {
-            let session = Filled::new(backend, n);
+        for (i, &backend) in backends.iter().enumerate() {
+            let session = match backend {
+                Some(backend) => Filled::new(backend, n),
+                None => Filled::on_nats(n),
+            };
             let (with, read_with) = session.median_load(true);
             let (without, read_without) = session.median_load(false);
             let disk = session.close();
             let bytes = disk.allocated;
             println!(
                 "{:>7}  {n:>9}  {:>13.2} ms  {:>12}  {:>15.2} ms  {:>12}  {:>9.1} MiB  {:>8.1} MiB  {:>8.0}",
-                backend.as_str(),
+                name(backend),
                 ms(with),
                 read_with,
                 ms(without),
@@ -67,12 +81,13 @@ fn main() {
         }
     }
     if sizes.len() > 1 {
-        for (backend, (base, with)) in BACKENDS.iter().zip(first.iter().zip(&last)) {
+        for (&backend, (base, with)) in backends.iter().zip(first.iter().zip(&last)) {
             let (Some(base), Some(with)) = (base, with) else {
                 continue;
             };
             println!(
-                "{backend}: resume of {} events with checkpoints = {:.2}x the time of {} events",
+                "{}: resume of {} events with checkpoints = {:.2}x the time of {} events",
+                name(backend),
                 sizes[sizes.len() - 1],
                 with.as_secs_f64() / base.as_secs_f64(),
                 sizes[0]

@@ -253,7 +253,9 @@ async fn connect(config: NatsConfig) -> Result<Inner, StorageError> {
             options = options.user_and_password(user.clone(), password.clone());
         }
     }
-    let client = options.connect(url.as_str()).await.map_err(|e| {
+    // The client takes several servers as a list, not as one comma-separated string.
+    let servers: Vec<&str> = url.split(',').map(str::trim).collect();
+    let client = options.connect(servers).await.map_err(|e| {
         StorageError::Io(format!(
             "cannot reach the NATS server at `{url}`: {e}: start it, or fix `url` (and the credentials) in `[storage]`"
         ))

@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 
 use glovebox::Sessions;
 use glovebox::session::EventKind;
-use glovebox::storage::{Backend, Durability};
+use glovebox::storage::{Backend, Durability, Storage};
+use glovebox_store_nats::testing::{NatsCluster, NatsServer};
+use glovebox_store_nats::{NatsConfig, NatsStore};
 use rusqlite::{Connection, params};
 
 use super::{Store, start_session};
@@ -238,10 +240,17 @@ pub fn store_append(
     run_for: Duration,
 ) -> Outcome {
     let store = Store::open(dir, backend, durability);
-    let storage = store.storage();
-    let entry = vec![0xABu8; ENTRY_BYTES];
     let before = store.flush_count();
-    let mut outcome = run_threads(threads, run_for, |w, deadline| {
+    let mut outcome = append_each(&*store.storage(), threads, run_for);
+    outcome.flushes = Some(store.flush_count() - before);
+    outcome
+}
+
+/// Each writer appends one entry at a time to its own stream of `storage`,
+/// waiting for each to be acknowledged.
+pub fn append_each(storage: &dyn Storage, threads: usize, run_for: Duration) -> Outcome {
+    let entry = vec![0xABu8; ENTRY_BYTES];
+    run_threads(threads, run_for, |w, deadline| {
         let stream = format!("session-{w}");
         let mut last = 0;
         let mut lat = Vec::new();
@@ -256,9 +265,54 @@ pub fn store_append(
             lat.push(micros(t.elapsed()));
         }
         lat
-    });
-    outcome.flushes = Some(store.flush_count() - before);
-    outcome
+    })
+}
+
+/// The NATS rows: the store on JetStream, on servers the bench starts on
+/// 127.0.0.1 (installing Debian's `nats-server` when it is missing).
+#[derive(Clone, Copy, Debug)]
+pub enum Nats {
+    /// One server, one copy of every message.
+    R1,
+    /// A three-node cluster, three copies: an append is acknowledged once
+    /// the stream's leader and one other node hold it.
+    R3,
+}
+
+pub const NATS_CASES: [Nats; 2] = [Nats::R1, Nats::R3];
+
+impl Nats {
+    pub fn label(self) -> String {
+        match self {
+            Nats::R1 => {
+                "Glovebox store, nats R1 (NatsStore::append, one server on loopback)".into()
+            }
+            Nats::R3 => {
+                "Glovebox store, nats R3 (NatsStore::append, 3-node cluster on loopback)".into()
+            }
+        }
+    }
+
+    /// Starts the server(s) in the empty dir `dir`, opens a store on them,
+    /// and runs `threads` writers for `run_for`, one stream each.
+    pub fn run(self, dir: &Path, threads: usize, run_for: Duration) -> Outcome {
+        let (config, _servers): (_, Box<dyn std::any::Any>) = match self {
+            Nats::R1 => {
+                let server = NatsServer::start(dir, true);
+                (NatsConfig::new(server.url()), Box::new(server))
+            }
+            Nats::R3 => {
+                let cluster = NatsCluster::start(dir);
+                let config = NatsConfig {
+                    replicas: 3,
+                    ..NatsConfig::new(cluster.urls())
+                };
+                (config, Box::new(cluster))
+            }
+        };
+        let store = NatsStore::open(&config, Durability::Flush).expect("open the NATS store");
+        append_each(&store, threads, run_for)
+    }
 }
 
 /// Each writer appends note events to its own session through

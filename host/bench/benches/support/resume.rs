@@ -1,12 +1,16 @@
-//! Sessions of a given length on each backend, timed reloads of them, and
-//! the space they take on disk (used by `resume` and `compare`).
+//! Sessions of a given length on each backend (and on NATS JetStream),
+//! timed reloads of them, and the space they take on disk (used by `resume`
+//! and `compare`).
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use glovebox::Sessions;
 use glovebox::session::EventKind;
 use glovebox::storage::{Backend, Durability};
+use glovebox_store_nats::testing::NatsServer;
+use glovebox_store_nats::{NatsConfig, NatsStore};
 
 use super::{Store, start_session};
 
@@ -52,8 +56,11 @@ pub fn ms(d: Duration) -> f64 {
 /// (so the space the dir takes is that session's: its events, checkpoints
 /// and index entries).
 pub struct Filled {
-    dir: tempfile::TempDir,
     sessions: Sessions,
+    /// The NATS server the store is on, for a NATS session (its files are
+    /// in `dir`); dropped after `sessions`.
+    server: Option<NatsServer>,
+    dir: tempfile::TempDir,
     id: String,
     /// Appending its events (from 4 threads).
     pub fill: Duration,
@@ -63,12 +70,32 @@ impl Filled {
     pub fn new(backend: Backend, n: u64) -> Filled {
         let dir = tempfile::tempdir().expect("tempdir");
         let sessions = Sessions::new(Store::open(dir.path(), backend, Durability::Flush).storage());
+        Filled::fill(sessions, None, dir, n)
+    }
+
+    /// The same on NATS JetStream: a `nats-server` of its own (R1) on
+    /// 127.0.0.1, its files in the session's temp dir.
+    pub fn on_nats(n: u64) -> Filled {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let server = NatsServer::start(dir.path(), true);
+        let store = NatsStore::open(&NatsConfig::new(server.url()), Durability::Flush)
+            .expect("open the NATS store");
+        Filled::fill(Sessions::new(Arc::new(store)), Some(server), dir, n)
+    }
+
+    fn fill(
+        sessions: Sessions,
+        server: Option<NatsServer>,
+        dir: tempfile::TempDir,
+        n: u64,
+    ) -> Filled {
         let started = Instant::now();
         let id = fill(&sessions, n);
         Filled {
             fill: started.elapsed(),
-            dir,
             sessions,
+            server,
+            dir,
             id,
         }
     }
@@ -85,6 +112,9 @@ impl Filled {
     pub fn close(self) -> DiskUsage {
         // The sessions hold the only reference to the store.
         drop(self.sessions);
+        // A NATS server's files are measured as it stopped: killed, as it
+        // keeps no more than it has acknowledged.
+        drop(self.server);
         disk_usage(self.dir.path())
     }
 }

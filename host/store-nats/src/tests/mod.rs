@@ -13,6 +13,9 @@ use glovebox_store::{Durability, Storage, StorageError};
 use crate::testing::NatsServer;
 use crate::{NatsConfig, NatsStore};
 
+/// The store on a three-node cluster: a node killed under writers, two hosts racing.
+mod cluster;
+
 /// A store on a server of its own, started in the test's data dir: the
 /// contract tests open a store "in a dir"; here the dir holds the server's
 /// files. Opening the same dir again while a store is open reaches the same
