@@ -525,11 +525,19 @@ impl Inner {
                 self.max_payload
             )));
         }
+        let head_js_seq = head.as_ref().map_or(0, |h| h.js_seq);
+        // The same id for every writer appending after this head: on a
+        // cluster, NATS 2.9 checks the expected last subject sequence only
+        // against appends already applied, not those still being replicated
+        // (nats-server#4320), so two racers can both pass it; the message
+        // id makes the stream drop the second within its duplicate window.
+        let id = format!("{subject}@{head_js_seq}");
         let message = jetstream::message::PublishMessage::build()
             .payload(payload)
             .header(record::FIRST, (expected_last + 1).to_string().as_str())
+            .message_id(id.as_str())
             .expected_stream(self.log.cached_info().config.name.as_str())
-            .expected_last_subject_sequence(head.as_ref().map_or(0, |h| h.js_seq));
+            .expected_last_subject_sequence(head_js_seq);
         let ack = self
             .js
             .send_publish(subject.clone(), message)
@@ -541,6 +549,12 @@ impl Inner {
                 )
             })?;
         match ack.await {
+            Ok(ack) if ack.duplicate => {
+                // Another writer's append after the same head was stored
+                // first: this one was dropped.
+                let actual = self.head(&stream, &subject).await?.map_or(0, |h| h.last);
+                Err(conflict(actual))
+            }
             Ok(_) => Ok(expected_last + count),
             Err(e) if e.kind() == jetstream::context::PublishErrorKind::WrongLastSequence => {
                 // Another writer appended after our look at the head.
