@@ -154,6 +154,34 @@ impl Storage for Memory {
         Ok(())
     }
 
+    fn put_if(
+        &self,
+        bucket: &str,
+        key: &str,
+        expected: Option<&[u8]>,
+        value: Option<&[u8]>,
+    ) -> Result<bool, StorageError> {
+        let mut buckets = self.buckets.lock().unwrap();
+        let current = buckets.get(bucket).and_then(|b| b.get(key));
+        if current.map(Vec::as_slice) != expected {
+            return Ok(false);
+        }
+        match value {
+            Some(value) => {
+                buckets
+                    .entry(bucket.to_string())
+                    .or_default()
+                    .insert(key.to_string(), value.to_vec());
+            }
+            None => {
+                if let Some(b) = buckets.get_mut(bucket) {
+                    b.remove(key);
+                }
+            }
+        }
+        Ok(true)
+    }
+
     fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>, StorageError> {
         Ok(self
             .buckets

@@ -1109,6 +1109,15 @@ impl glovebox::storage::Storage for FailingJobWrites {
         }
         self.inner.put(bucket, key, value)
     }
+    fn put_if(
+        &self,
+        bucket: &str,
+        key: &str,
+        expected: Option<&[u8]>,
+        value: Option<&[u8]>,
+    ) -> Result<bool, StorageError> {
+        self.inner.put_if(bucket, key, expected, value)
+    }
     fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>, StorageError> {
         self.inner.get(bucket, key)
     }

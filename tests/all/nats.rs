@@ -1,12 +1,23 @@
 //! The host on NATS JetStream (`[storage] backend = "nats"`): two data dirs
-//! (two hosts) on one server share their sessions; a server that is down
-//! stops the host with its URL; the commands on a data dir's store files
-//! refuse a store that is not in the data dir. Each test starts its own
-//! `nats-server` on loopback (installed from Debian's package if missing).
+//! (two hosts) on one server share their sessions; a session is driven by
+//! the host holding its lease, and taken over by another once the holder
+//! died and the lease expired; names and approvals are claimed once across
+//! hosts; a server that is down stops the host with its URL; the commands
+//! on a data dir's store files refuse a store that is not in the data dir.
+//! Each test starts its own `nats-server` on loopback (installed from
+//! Debian's package if missing).
 
+use std::process::Stdio;
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use glovebox::approvals::{Approval, ApprovalStatus, Approvals};
+use glovebox::session::{LeaseConfig, Role, SessionError, Sessions, SessionsConfig, StartSession};
+use glovebox::storage::{Durability, Storage};
 use glovebox_store_nats::testing::NatsServer;
+use glovebox_store_nats::{NatsConfig, NatsStore};
 
-use crate::util::{Site, plugins};
+use crate::util::{Site, glovebox, plugins};
 
 fn site_on(url: &str) -> Site {
     Site::with_config(
@@ -70,4 +81,286 @@ fn a_host_whose_nats_server_is_down_stops_with_the_url() {
         err.contains(&format!("cannot reach the NATS server at `{url}`")),
         "{err}"
     );
+}
+
+/// A host on `url` named `node`, with a short lease TTL, the sleep and echo
+/// plugins, and (for `advertise`) the URL it says it serves MCP at.
+fn node_on(url: &str, node: &str, advertise: Option<&str>) -> Site {
+    let advertise = advertise
+        .map(|a| format!("advertise = \"{a}\"\n"))
+        .unwrap_or_default();
+    Site::with_config(
+        &format!(
+            "backend = \"nats\"\nurl = \"{url}\"\nprefix = \"it\"\nnode = \"{node}\"\nlease_ttl = \"2s\"\n{advertise}"
+        ),
+        &[
+            (
+                "sleep.toml",
+                format!(
+                    "name = \"sleep\"\ncomponent = \"{}\"\n[limits]\ndeadline = \"120s\"\n",
+                    plugins::HOSTILE_SLEEP
+                ),
+            ),
+            (
+                "echo.toml",
+                format!("name = \"echo\"\ncomponent = \"{}\"\n", plugins::TOOL_ECHO),
+            ),
+        ],
+    )
+}
+
+/// The events of session `name`, as `log export` writes them.
+fn events_of(site: &Site, name: &str) -> Vec<serde_json::Value> {
+    let (code, out, err) = site.run(&["log", "export", name]);
+    assert_eq!(code, 0, "{err}");
+    out.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn of_type<'a>(events: &'a [serde_json::Value], kind: &str) -> Vec<&'a serde_json::Value> {
+    events
+        .iter()
+        .filter(|e| e["kind"]["type"] == kind)
+        .collect()
+}
+
+/// Host A drives session `w` (a long call in it holds its lease); host B's
+/// call in `w` is refused, naming A and where A serves; A is killed with
+/// SIGKILL mid-call; once A's lease expired, B's call in `w` runs, the call
+/// A left is marked interrupted (naming A), and the log verifies.
+#[test]
+fn a_session_is_driven_by_its_lease_holder_and_taken_over_when_it_dies() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = NatsServer::start(tmp.path(), true);
+    let a = node_on(&server.url(), "a", Some("http://a.example:8080/mcp"));
+    let b = node_on(&server.url(), "b", None);
+    a.start_workagent("w");
+
+    // A runs a long call in `w`, in a process of its own.
+    let mut a_call = glovebox()
+        .arg("--config")
+        .arg(a.config())
+        .args(["call", "sleep.sleep", "-i", r#"{"seconds":60}"#, "-s", "w"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while of_type(&events_of(&b, "w"), "call_started").is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "A's call never started: {:?}",
+            events_of(&b, "w")
+        );
+        assert!(a_call.try_wait().unwrap().is_none(), "A's call ended early");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    // B's call in `w` is refused while A holds the lease (B's start, which
+    // recovers the sessions, left A's call alone).
+    let echo = |site: &Site, message: &str| {
+        site.run(&[
+            "call",
+            "echo.echo",
+            "-i",
+            &format!(r#"{{"message":"{message}"}}"#),
+            "-s",
+            "w",
+        ])
+    };
+    let (code, _, err) = echo(&b, "from b");
+    assert_eq!(code, 8, "{err}");
+    assert!(
+        err.contains("is driven by node `a` (http://a.example:8080/mcp) until its lease expires: send the call there, or wait"),
+        "{err}"
+    );
+    let events = events_of(&b, "w");
+    assert!(
+        of_type(&events, "call_interrupted").is_empty(),
+        "{events:?}"
+    );
+    assert_eq!(of_type(&events, "call_requested").len(), 1, "{events:?}");
+
+    // A dies mid-call. Its lease lasts at most a TTL (2 s) from its last renewal.
+    a_call.kill().unwrap();
+    a_call.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(3000));
+    let (code, out, err) = echo(&b, "from b");
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("from b"), "{out}");
+
+    let events = events_of(&b, "w");
+    let interrupted = of_type(&events, "call_interrupted");
+    assert_eq!(interrupted.len(), 1, "{events:?}");
+    let reason = interrupted[0]["kind"]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains(
+            "node `a` stopped driving the session (its lease expired) while the call was running"
+        ),
+        "{reason}"
+    );
+    let started = of_type(&events, "call_started");
+    assert_eq!(started[0]["kind"]["tool"], "sleep.sleep");
+    assert_eq!(
+        interrupted[0]["kind"]["call_id"],
+        started[0]["kind"]["call_id"]
+    );
+    assert_eq!(of_type(&events, "call_finished").len(), 1, "{events:?}");
+    for site in [&a, &b] {
+        let (code, out, err) = site.run(&["log", "verify", "w"]);
+        assert_eq!(code, 0, "{err}");
+        assert!(out.starts_with("ok"), "{out}");
+    }
+    // B released the lease when its command ended: A (restarted) drives
+    // `w` again at once.
+    let (code, out, err) = echo(&a, "from a again");
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("from a again"), "{out}");
+}
+
+fn nats_store(server: &NatsServer) -> Arc<dyn Storage> {
+    let config = NatsConfig {
+        prefix: "ledger".to_string(),
+        timeout: Duration::from_secs(5),
+        ..NatsConfig::new(server.url())
+    };
+    Arc::new(NatsStore::open(&config, Durability::Flush).unwrap())
+}
+
+fn leased_sessions(store: Arc<dyn Storage>, node: &str) -> Sessions {
+    Sessions::with_config(
+        store,
+        SessionsConfig {
+            lease: Some(LeaseConfig {
+                node: node.to_string(),
+                addr: None,
+                ttl: Duration::from_secs(15),
+            }),
+            ..SessionsConfig::default()
+        },
+    )
+}
+
+/// Two hosts (two `Sessions` on two NATS clients) start a session with the
+/// same name at the same moment: exactly one gets the name, the other is
+/// told it is taken.
+#[test]
+fn two_hosts_starting_sessions_of_one_name_get_it_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = NatsServer::start(tmp.path(), true);
+    let hosts: Vec<Arc<Sessions>> = ["a", "b"]
+        .iter()
+        .map(|node| Arc::new(leased_sessions(nats_store(&server), node)))
+        .collect();
+    for round in 0..10 {
+        let name = format!("build-{round}");
+        let barrier = Arc::new(Barrier::new(2));
+        let results: Vec<Result<String, SessionError>> = hosts
+            .iter()
+            .map(|host| {
+                let (host, barrier, name) = (host.clone(), barrier.clone(), name.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    host.start(StartSession {
+                        role: Role::Workagent,
+                        project: "p".to_string(),
+                        name: Some(name),
+                        tags: vec![],
+                        expected_duration: None,
+                        budget: Default::default(),
+                        completion: Default::default(),
+                    })
+                    .map(|s| s.id)
+                })
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|t| t.join().unwrap())
+            .collect();
+        let won: Vec<&String> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
+        assert_eq!(won.len(), 1, "round {round}: {results:?}");
+        let lost = results.iter().find_map(|r| r.as_ref().err()).unwrap();
+        assert!(
+            matches!(lost, SessionError::NameTaken { .. }),
+            "round {round}: {lost}"
+        );
+        // Both hosts resolve the name to the winner.
+        for host in &hosts {
+            assert_eq!(&host.show(&name).unwrap().id, won[0]);
+        }
+    }
+}
+
+/// An approval settled on two hosts at once (approved on one, denied on
+/// the other) is settled once: one settlement is recorded, the other is
+/// told how it was settled.
+#[test]
+fn an_approval_settled_on_two_hosts_at_once_is_settled_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = NatsServer::start(tmp.path(), true);
+    let hosts: Vec<Arc<Approvals>> = (0..2)
+        .map(|_| Arc::new(Approvals::new(nats_store(&server))))
+        .collect();
+    for round in 0..10 {
+        let pending = Approval {
+            id: Approvals::new_id(),
+            session: "s-1".to_string(),
+            session_name: None,
+            call_id: format!("c-{round}"),
+            tool: "echo.echo".to_string(),
+            tool_digest: "d".to_string(),
+            input_hash: "h".to_string(),
+            input: "{}".to_string(),
+            action: "exec".to_string(),
+            hook: "gate".to_string(),
+            pattern: "*".to_string(),
+            reason: "ask".to_string(),
+            requested_at_ms: round,
+            status: ApprovalStatus::Pending,
+        };
+        hosts[0].put(&pending).unwrap();
+        let barrier = Arc::new(Barrier::new(2));
+        let results: Vec<Result<(), SessionError>> = hosts
+            .iter()
+            .enumerate()
+            .map(|(i, host)| {
+                let (host, barrier) = (host.clone(), barrier.clone());
+                let mut settled = pending.clone();
+                settled.status = match i {
+                    0 => ApprovalStatus::Approved {
+                        at_ms: 1,
+                        by: Some("op-a".to_string()),
+                    },
+                    _ => ApprovalStatus::Denied {
+                        at_ms: 1,
+                        reason: "no".to_string(),
+                        by: Some("op-b".to_string()),
+                    },
+                };
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    host.settle(&settled).map(|_| ())
+                })
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|t| t.join().unwrap())
+            .collect();
+        let winners: Vec<usize> = (0..2).filter(|&i| results[i].is_ok()).collect();
+        assert_eq!(winners.len(), 1, "round {round}: {results:?}");
+        let loser = results[1 - winners[0]].as_ref().unwrap_err().to_string();
+        assert!(loser.contains("was already"), "round {round}: {loser}");
+        let stored = hosts[1 - winners[0]].get(&pending.id).unwrap().status;
+        match winners[0] {
+            0 => assert!(
+                matches!(stored, ApprovalStatus::Approved { .. }),
+                "{stored:?}"
+            ),
+            _ => assert!(
+                matches!(stored, ApprovalStatus::Denied { .. }),
+                "{stored:?}"
+            ),
+        }
+    }
 }

@@ -39,6 +39,8 @@ pub struct Gateway {
     requests: Arc<Requests>,
     /// Bumped when a child session may have settled (`session_wait`).
     children: crate::children::ChildBell,
+    /// Renews the session leases this host holds, on a shared store.
+    _leases: Option<Arc<tasks::Owned<()>>>,
 }
 
 /// The adapters' requests in flight, for a stopping server's drain.
@@ -81,6 +83,7 @@ impl Gateway {
         host.observe_admission_waits(metrics.admission_wait_observer());
         let children = crate::children::ChildBell::default();
         ledger.sessions.observe_children(Arc::new(children.clone()));
+        let leases = tasks::lease_renewal(&ledger.sessions).map(Arc::new);
         Gateway {
             host: Arc::new(RwLock::new(host)),
             ledger,
@@ -89,6 +92,7 @@ impl Gateway {
             metrics,
             requests: Arc::default(),
             children,
+            _leases: leases,
         }
     }
 
@@ -346,7 +350,8 @@ impl Gateway {
                 at_ms: sessions.clock_ms(),
                 by: Some(by),
             };
-            approvals.put(&settled)?;
+            // Exactly one settlement is recorded, also across hosts.
+            approvals.settle(&settled)?;
             Ok((resumed, settled))
         })
         .await?;
@@ -448,7 +453,7 @@ impl Gateway {
                 reason: reason.clone(),
                 by: Some(by.clone()),
             };
-            approvals.put(&approval)?;
+            approvals.settle(&approval)?;
             let note = format!(
                 "approval {} of call {} ({}) denied by {by}: {reason}",
                 approval.id, approval.call_id, approval.tool

@@ -10,7 +10,7 @@ use crate::approvals::Approvals;
 use crate::manifest::{DurabilityMode, HostConfig, StorageBackend};
 use crate::notify::Outbox;
 use crate::scratch::ScratchDirs;
-use crate::session::{Recovery, SessionDirs, Sessions, SessionsConfig};
+use crate::session::{LeaseConfig, Recovery, SessionDirs, Sessions, SessionsConfig};
 use crate::storage::{Backend, Durability, Opened, Reopening, Storage, StorageError};
 use crate::watermark::Watermark;
 
@@ -60,6 +60,7 @@ pub fn open_sessions(config: &HostConfig) -> anyhow::Result<Durable> {
             chain_key,
             memory: config.memory.clone(),
             completion: config.completion.clone(),
+            lease: lease_config(config)?,
             ..SessionsConfig::default()
         },
     );
@@ -91,6 +92,71 @@ pub fn open_sessions(config: &HostConfig) -> anyhow::Result<Durable> {
         recovery,
         repairs,
     })
+}
+
+/// The session leases of a host on a shared store (`backend = "nats"`):
+/// its node id, the URL it advertises, the TTL. None on the embedded
+/// backends, where one process holds the data dir and leases are moot.
+fn lease_config(config: &HostConfig) -> anyhow::Result<Option<LeaseConfig>> {
+    let Some(nats) = &config.storage.nats else {
+        return Ok(None);
+    };
+    let node = match &nats.node {
+        Some(node) => node.clone(),
+        None => node_id(&config.data_dir)?,
+    };
+    Ok(Some(LeaseConfig {
+        node,
+        addr: nats.advertise.clone(),
+        ttl: nats.lease_ttl,
+    }))
+}
+
+/// The node id kept in `<data_dir>/node-id`, made at the first start: the
+/// host name and a random suffix, so two data dirs on one machine are two
+/// nodes, and a restarted host is the same one.
+fn node_id(data_dir: &std::path::Path) -> anyhow::Result<String> {
+    let path = data_dir.join("node-id");
+    if let Ok(text) = std::fs::read_to_string(&path) {
+        let id = text.trim();
+        if !id.is_empty() {
+            return Ok(id.to_string());
+        }
+    }
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| {
+            h.trim()
+                .chars()
+                .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+                .take(40)
+                .collect::<String>()
+        })
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "node".to_string());
+    let suffix = uuid::Uuid::new_v4().simple().to_string();
+    let id = format!("{host}-{}", &suffix[..6]);
+    let failed = |e: std::io::Error| {
+        anyhow::anyhow!(
+            "cannot keep this host's node id in `{}`: {e}: make the data dir writable, or set `node = \"...\"` in `[storage]`",
+            path.display()
+        )
+    };
+    std::fs::create_dir_all(data_dir).map_err(failed)?;
+    // Written whole under a temporary name, then linked into place: two
+    // processes starting at once agree on the one that landed first.
+    let tmp = data_dir.join(format!(".node-id.{}", std::process::id()));
+    std::fs::write(&tmp, format!("{id}\n")).map_err(failed)?;
+    let linked = std::fs::hard_link(&tmp, &path);
+    let _ = std::fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => Ok(id),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let text = std::fs::read_to_string(&path).map_err(failed)?;
+            Ok(text.trim().to_string())
+        }
+        Err(e) => Err(failed(e)),
+    }
 }
 
 /// The embedded store `storage` of `config`, reopened in place after it

@@ -149,6 +149,32 @@ where
     })
 }
 
+/// Renews the session leases `sessions` holds (a store several hosts
+/// share: see the ledger's `session/lease.rs`) every third of their TTL,
+/// on the blocking pool, until the handle is dropped or the sessions are:
+/// it holds them weakly, so that dropping them (a clean shutdown) releases
+/// the leases. `None` without leases (the embedded backends).
+pub fn lease_renewal(sessions: &Arc<crate::session::Sessions>) -> Option<Owned<()>> {
+    let period = sessions.lease_renewal_period()?;
+    let sessions = Arc::downgrade(sessions);
+    Some(every(period.max(Duration::from_millis(100)), move || {
+        let sessions = sessions.clone();
+        async move {
+            let renewed = blocking(
+                move || match sessions.upgrade() {
+                    Some(sessions) => Ok(sessions.renew_leases()),
+                    None => Err("the sessions are closed".to_string()),
+                },
+                |e| e,
+            )
+            .await;
+            if let Err(e) = renewed {
+                tracing::debug!(error = %e, "no session leases renewed");
+            }
+        }
+    }))
+}
+
 /// One handle for several tasks (the notification worker's, one per
 /// target): dropping it stops them all.
 pub fn holding(tasks: Vec<Owned<()>>) -> Owned<()> {

@@ -88,6 +88,41 @@ impl Approvals {
         })
     }
 
+    /// Records `approval`'s settlement (its status, approved or denied),
+    /// if it is still pending in the store: a compare-and-set over the
+    /// pending record, so of two settlements racing (two operators, or two
+    /// hosts on a shared store) exactly one is recorded, and the other gets
+    /// the error [`Approvals::pending`] gives for a settled approval.
+    pub fn settle(&self, approval: &Approval) -> Result<(), SessionError> {
+        let bytes = serde_json::to_vec(approval)
+            .map_err(|e| SessionError::InvalidInput(format!("cannot encode approval: {e}")))?;
+        let id = &approval.id;
+        let Some(stored) = self.storage.get(BUCKET, id)? else {
+            return Err(self
+                .get(id)
+                .err()
+                .unwrap_or_else(|| SessionError::InvalidInput(format!("no approval `{id}`"))));
+        };
+        let current: Approval = serde_json::from_slice(&stored).map_err(|e| {
+            SessionError::InvalidInput(format!("approval `{id}` does not decode: {e}"))
+        })?;
+        if current.status != ApprovalStatus::Pending {
+            return self.pending(id).map(|_| ());
+        }
+        if self
+            .storage
+            .put_if(BUCKET, id, Some(&stored), Some(&bytes))?
+        {
+            return Ok(());
+        }
+        // Settled (or changed) since the read: say how.
+        self.pending(id).and_then(|_| {
+            Err(SessionError::InvalidInput(format!(
+                "approval `{id}` changed while it was being settled: try again"
+            )))
+        })
+    }
+
     /// Every approval, oldest first; only the pending ones unless `all`.
     pub fn list(&self, all: bool) -> Result<Vec<Approval>, SessionError> {
         let mut out: Vec<Approval> = self

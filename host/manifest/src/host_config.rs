@@ -83,6 +83,9 @@ pub(super) struct RawStorage {
     password: Option<String>,
     prefix: Option<String>,
     replicas: Option<i64>,
+    node: Option<String>,
+    advertise: Option<String>,
+    lease_ttl: Option<Millis>,
 }
 
 #[derive(Deserialize)]
@@ -446,6 +449,9 @@ fn validate_nats(
         ("password", raw.password.is_some()),
         ("prefix", raw.prefix.is_some()),
         ("replicas", raw.replicas.is_some()),
+        ("node", raw.node.is_some()),
+        ("advertise", raw.advertise.is_some()),
+        ("lease_ttl", raw.lease_ttl.is_some()),
     ];
     if backend != StorageBackend::Nats {
         if let Some((key, _)) = nats_keys.iter().find(|(_, set)| *set) {
@@ -545,6 +551,57 @@ fn validate_nats(
             }
         },
     };
+    let node = match raw.node.as_deref().map(str::trim) {
+        None => None,
+        Some(node)
+            if !node.is_empty()
+                && node.len() <= 64
+                && node
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')) =>
+        {
+            Some(node.to_string())
+        }
+        Some(node) => {
+            return Err(src.invalid(
+                "storage.node",
+                format!("`{node}` is not a node id"),
+                "use 1 to 64 letters, digits, `-`, `_` and `.`, one per host (e.g. its host name), or remove `node` to use the id kept in the data dir",
+            ));
+        }
+    };
+    let advertise = match raw.advertise.as_deref().map(str::trim) {
+        None => None,
+        Some(url)
+            if (url.starts_with("http://") || url.starts_with("https://"))
+                && !url.contains(char::is_whitespace) =>
+        {
+            Some(url.to_string())
+        }
+        Some(url) => {
+            return Err(src.invalid(
+                "storage.advertise",
+                format!("`{url}` is not an http(s) URL"),
+                "write the URL clients reach this host's MCP server at, e.g. `https://host-a.example:8443/mcp`",
+            ));
+        }
+    };
+    let lease_ttl = match raw.lease_ttl {
+        None => NatsStorage::DEFAULT_LEASE_TTL,
+        Some(Millis(ttl))
+            if (std::time::Duration::from_secs(1)..=std::time::Duration::from_secs(3600))
+                .contains(&ttl) =>
+        {
+            ttl
+        }
+        Some(Millis(ttl)) => {
+            return Err(src.invalid(
+                "storage.lease_ttl",
+                format!("{ttl:?} is not a lease TTL"),
+                "write 1s to 1h (default 15s): how long other hosts wait before taking over the sessions of a host that died",
+            ));
+        }
+    };
     Ok(Some(NatsStorage {
         url: url.to_string(),
         creds,
@@ -552,6 +609,9 @@ fn validate_nats(
         password: raw.password.clone(),
         prefix,
         replicas,
+        node,
+        advertise,
+        lease_ttl,
     }))
 }
 

@@ -191,6 +191,22 @@ pub struct NatsStorage {
     pub prefix: String,
     /// `replicas`: copies JetStream keeps (1 for one server, 3 for a cluster).
     pub replicas: u8,
+    /// `node`: this host's id among the hosts sharing the store, as the
+    /// session leases name it. None: an id generated once and kept in the
+    /// data dir (`<data_dir>/node-id`, the host name and a random suffix).
+    pub node: Option<String>,
+    /// `advertise`: the URL clients reach this host's MCP server at, told
+    /// to a client whose call another host refuses because this one drives
+    /// the session. None: the refusal names the node only.
+    pub advertise: Option<String>,
+    /// `lease_ttl`: how long a session's lease lasts without a renewal
+    /// (default 15 s): the time other hosts wait before taking over the
+    /// sessions of a host that died.
+    pub lease_ttl: Duration,
+}
+
+impl NatsStorage {
+    pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(15);
 }
 
 impl std::fmt::Debug for NatsStorage {
@@ -202,6 +218,9 @@ impl std::fmt::Debug for NatsStorage {
             .field("password", &self.password.as_ref().map(|_| "…"))
             .field("prefix", &self.prefix)
             .field("replicas", &self.replicas)
+            .field("node", &self.node)
+            .field("advertise", &self.advertise)
+            .field("lease_ttl", &self.lease_ttl)
             .finish()
     }
 }

@@ -64,6 +64,7 @@ pub fn session_failure(e: &SessionError) -> CallToolResult {
         SessionError::Quota { .. } => "quota",
         SessionError::LowDisk(_) => "low_disk",
         SessionError::Incomplete(_) => "not_complete",
+        SessionError::Leased { .. } => "session_leased",
         SessionError::Storage(_) => "session_storage",
     };
     failure(kind, e.to_string())

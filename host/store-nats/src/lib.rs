@@ -14,7 +14,12 @@
 //!   got there first, so two hosts racing on one session cannot both append.
 //!   The trait's own sequence numbers (1.. per log) travel in a header.
 //! - every bucket of the trait is a KV bucket `P_b<name>` (file storage,
-//!   `replicas` copies, history 1), created at its first put.
+//!   `replicas` copies, history 1), created at its first put. A
+//!   compare-and-set ([`Storage::put_if`]) reads the key's last message and
+//!   publishes over it with `Nats-Expected-Last-Subject-Sequence` set to
+//!   that message's stream sequence (the KV revision; 0 for a key never
+//!   written), so the server refuses it when another host wrote the key
+//!   in between.
 //!
 //! Names are escaped into what NATS allows (`names.rs`). Every write
 //! returns once JetStream has acknowledged it, that is, once the stream's
@@ -869,6 +874,97 @@ impl Inner {
         }
     }
 
+    /// Compare-and-set on the key's subject: read its last message (its
+    /// value, and its stream sequence, the KV revision), compare, and
+    /// publish the new value (or a delete marker) with
+    /// `Nats-Expected-Last-Subject-Sequence` set to that revision (0: no
+    /// message yet). The server stores it only if nothing was written to the
+    /// key since the read; if something was, the value is compared again.
+    async fn put_if(
+        self: Arc<Self>,
+        bucket: String,
+        key: String,
+        expected: Option<Bytes>,
+        value: Option<Bytes>,
+    ) -> Result<bool, StorageError> {
+        let create = expected.is_none() && value.is_some();
+        let Some(store) = self.bucket(&bucket, create).await? else {
+            // No bucket: the key is absent, and removing it changes nothing.
+            return Ok(expected.is_none());
+        };
+        if let Some(value) = &value
+            && value.len() > self.max_payload
+        {
+            return Err(StorageError::Io(format!(
+                "a value of {} bytes for `{key}` in bucket `{bucket}` is larger than the NATS server's `max_payload` ({} bytes): raise `max_payload` in the server's config (up to 64 MB)",
+                value.len(),
+                self.max_payload
+            )));
+        }
+        let failed = |e: &dyn fmt::Display| {
+            io(
+                format!(
+                    "cannot set `{key}` in bucket `{bucket}` on NATS at `{}`",
+                    self.url
+                ),
+                e,
+            )
+        };
+        let subject = format!("{}{}", store.prefix, names::to_token(&key));
+        loop {
+            let (revision, current) =
+                match store.stream.get_last_raw_message_by_subject(&subject).await {
+                    Ok(m) if is_kv_delete(Some(&m.headers)) => (m.sequence, None),
+                    Ok(m) => (m.sequence, Some(m.payload)),
+                    Err(e)
+                        if matches!(e.kind(), stream::LastRawMessageErrorKind::NoMessageFound) =>
+                    {
+                        (0, None)
+                    }
+                    Err(e) => return Err(failed(&e)),
+                };
+            if current.as_deref() != expected.as_deref() {
+                return Ok(false);
+            }
+            // As for an append (see `Inner::append`): on a cluster the
+            // expected sequence alone lets two racers both pass.
+            let id = format!("{subject}@{revision}");
+            let message = jetstream::message::PublishMessage::build()
+                .message_id(id.as_str())
+                .expected_last_subject_sequence(revision);
+            let message = match &value {
+                Some(value) => message.payload(value.clone()),
+                // Absent already: nothing to remove.
+                None if current.is_none() => return Ok(true),
+                None => message.payload(Bytes::new()).header("KV-Operation", "DEL"),
+            };
+            let ack = self
+                .js
+                .send_publish(subject.clone(), message)
+                .await
+                .map_err(|e| failed(&e))?;
+            match ack.await {
+                // Another writer's value over this revision got there first
+                // (it may still be replicating): compare with it once it is.
+                Ok(ack) if ack.duplicate => {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                Ok(_) => return Ok(true),
+                // Written since the read: compare with what is there now.
+                Err(e) if e.kind() == jetstream::context::PublishErrorKind::WrongLastSequence => {}
+                Err(e) => {
+                    return Err(io(
+                        format!(
+                            "setting `{key}` in bucket `{bucket}` was not acknowledged by NATS at `{}` (it may or may not be stored)",
+                            self.url
+                        ),
+                        e,
+                    ));
+                }
+            }
+        }
+    }
+
     async fn delete(self: Arc<Self>, bucket: String, key: String) -> Result<(), StorageError> {
         let Some(store) = self.bucket(&bucket, false).await? else {
             return Ok(());
@@ -1067,6 +1163,19 @@ impl Storage for NatsStore {
     fn delete(&self, bucket: &str, key: &str) -> Result<(), StorageError> {
         let (bucket, key) = (bucket.to_string(), key.to_string());
         self.run(move |inner| inner.delete(bucket, key))
+    }
+
+    fn put_if(
+        &self,
+        bucket: &str,
+        key: &str,
+        expected: Option<&[u8]>,
+        value: Option<&[u8]>,
+    ) -> Result<bool, StorageError> {
+        let (bucket, key) = (bucket.to_string(), key.to_string());
+        let expected = expected.map(Bytes::copy_from_slice);
+        let value = value.map(Bytes::copy_from_slice);
+        self.run(move |inner| inner.put_if(bucket, key, expected, value))
     }
 
     fn scan(&self, bucket: &str, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, StorageError> {

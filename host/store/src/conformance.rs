@@ -89,6 +89,9 @@ macro_rules! storage_contract_tests {
             buckets_put_get_delete_and_scan_by_prefix,
             scan_prefixes_are_literal,
             buckets_lists_the_buckets_holding_keys,
+            put_if_writes_only_over_the_expected_value,
+            put_if_is_durable_and_sees_plain_puts_and_deletes,
+            racing_put_ifs_on_one_expected_value_let_exactly_one_win,
         );
     };
     (@each $backend:ty; $($test:ident),* $(,)?) => {
@@ -594,6 +597,129 @@ pub fn buckets_lists_the_buckets_holding_keys<B: Backend>() {
     );
     assert_eq!(store.get("jobs2", "k1").unwrap(), Some(b"v".to_vec()));
     assert!(store.scan("jobs", "").unwrap().len() == 2);
+}
+
+pub fn put_if_writes_only_over_the_expected_value<B: Backend>() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = open::<B>(tmp.path());
+    // Nothing there: only "absent" matches, and a miss creates no bucket.
+    assert!(!store.put_if("b", "k", Some(b"v"), Some(b"w")).unwrap());
+    assert!(!store.put_if("b", "k", Some(b""), None).unwrap());
+    assert!(
+        store.put_if("b", "k", None, None).unwrap(),
+        "absent stays absent"
+    );
+    assert!(
+        store.buckets().unwrap().is_empty(),
+        "a compare that missed must not create a bucket"
+    );
+    assert_eq!(store.get("b", "k").unwrap(), None);
+    // Absent -> v1; a second "absent" loses.
+    assert!(store.put_if("b", "k", None, Some(b"v1")).unwrap());
+    assert!(!store.put_if("b", "k", None, Some(b"other")).unwrap());
+    assert_eq!(store.get("b", "k").unwrap().as_deref(), Some(&b"v1"[..]));
+    // v1 -> v2; a stale v1 loses, and so does a prefix of the value.
+    assert!(store.put_if("b", "k", Some(b"v1"), Some(b"v2")).unwrap());
+    assert!(!store.put_if("b", "k", Some(b"v1"), Some(b"v3")).unwrap());
+    assert!(!store.put_if("b", "k", Some(b"v"), Some(b"v3")).unwrap());
+    assert_eq!(store.get("b", "k").unwrap().as_deref(), Some(&b"v2"[..]));
+    // v2 -> removed; removing again over v2 loses.
+    assert!(store.put_if("b", "k", Some(b"v2"), None).unwrap());
+    assert_eq!(store.get("b", "k").unwrap(), None);
+    assert!(!store.put_if("b", "k", Some(b"v2"), None).unwrap());
+    // A removed key is absent again, for the compare too.
+    assert!(store.put_if("b", "k", None, Some(b"v4")).unwrap());
+    assert_eq!(store.get("b", "k").unwrap().as_deref(), Some(&b"v4"[..]));
+    // An empty value is a value, not absence.
+    assert!(store.put_if("b", "empty", None, Some(b"")).unwrap());
+    assert!(!store.put_if("b", "empty", None, Some(b"x")).unwrap());
+    assert_eq!(store.get("b", "empty").unwrap(), Some(Vec::new()));
+    assert!(store.put_if("b", "empty", Some(b""), Some(b"x")).unwrap());
+    // Other keys and buckets are untouched.
+    assert!(store.put_if("c", "k", None, Some(b"c's")).unwrap());
+    assert_eq!(store.get("b", "k").unwrap().as_deref(), Some(&b"v4"[..]));
+    assert_eq!(
+        store.scan("b", "").unwrap(),
+        vec![
+            ("empty".to_string(), b"x".to_vec()),
+            ("k".to_string(), b"v4".to_vec())
+        ]
+    );
+}
+
+/// A compare-and-set compares with what plain puts and deletes left, and
+/// what it writes survives a reopen.
+pub fn put_if_is_durable_and_sees_plain_puts_and_deletes<B: Backend>() {
+    let tmp = tempfile::tempdir().unwrap();
+    {
+        let store = open::<B>(tmp.path());
+        store.put("b", "k", b"put").unwrap();
+        assert!(!store.put_if("b", "k", None, Some(b"x")).unwrap());
+        assert!(
+            store
+                .put_if("b", "k", Some(b"put"), Some(b"swapped"))
+                .unwrap()
+        );
+        store.put("b", "gone", b"soon").unwrap();
+        store.delete("b", "gone").unwrap();
+        assert!(
+            !store
+                .put_if("b", "gone", Some(b"soon"), Some(b"x"))
+                .unwrap()
+        );
+        assert!(store.put_if("b", "gone", None, Some(b"back")).unwrap());
+        assert!(store.put_if("b", "removed", None, Some(b"r")).unwrap());
+        assert!(store.put_if("b", "removed", Some(b"r"), None).unwrap());
+    }
+    let store = open::<B>(tmp.path());
+    assert_eq!(
+        store.get("b", "k").unwrap().as_deref(),
+        Some(&b"swapped"[..])
+    );
+    assert_eq!(
+        store.get("b", "gone").unwrap().as_deref(),
+        Some(&b"back"[..])
+    );
+    assert_eq!(store.get("b", "removed").unwrap(), None);
+    assert!(
+        store
+            .put_if("b", "k", Some(b"swapped"), Some(b"again"))
+            .unwrap()
+    );
+}
+
+/// Writers that each try to move one key from the value they all saw to
+/// their own: exactly one of them does, every round, and the key holds its
+/// value (what a lease or a claimed name relies on).
+pub fn racing_put_ifs_on_one_expected_value_let_exactly_one_win<B: Backend>() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Arc::new(open::<B>(tmp.path()));
+    const RACERS: usize = 4;
+    let mut current: Option<Vec<u8>> = None;
+    for round in 0..25 {
+        let barrier = Arc::new(Barrier::new(RACERS));
+        let handles: Vec<_> = (0..RACERS)
+            .map(|i| {
+                let (store, barrier, expected) = (store.clone(), barrier.clone(), current.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    let mine = format!("round {round} writer {i}").into_bytes();
+                    // Every fifth round removes the key instead of setting it.
+                    let value = (round % 5 != 4).then_some(mine);
+                    store
+                        .put_if("race", "key", expected.as_deref(), value.as_deref())
+                        .unwrap()
+                })
+            })
+            .collect();
+        let results: Vec<bool> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        let winners: Vec<usize> = (0..RACERS).filter(|&i| results[i]).collect();
+        assert_eq!(winners.len(), 1, "round {round}: {results:?}");
+        let want =
+            (round % 5 != 4).then(|| format!("round {round} writer {}", winners[0]).into_bytes());
+        assert_eq!(store.get("race", "key").unwrap(), want, "round {round}");
+        current = want;
+    }
 }
 
 /// Runs `writers` threads, each appending `appends` events of 200 bytes to

@@ -173,6 +173,25 @@ pub trait Storage: Send + Sync + 'static {
         self.put(bucket, key, value)
     }
 
+    /// Sets `key` in `bucket` to `value` (removes it when `value` is `None`)
+    /// if, and only if, its current value is `expected` (`None`: the key is
+    /// absent); durable on return. Returns whether it did: `false` when the
+    /// current value is not `expected`, and then nothing is written.
+    ///
+    /// The compare and the write are one step against every other writer of
+    /// the store, in this process or, on a store several hosts share, on
+    /// another host: of several calls that expect the same value, at most
+    /// one returns `true`. This is what a record that must change once (an
+    /// approval resolved, a name claimed, a lease taken) is written with.
+    /// An error says nothing of whether the write happened: read the key again.
+    fn put_if(
+        &self,
+        bucket: &str,
+        key: &str,
+        expected: Option<&[u8]>,
+        value: Option<&[u8]>,
+    ) -> Result<bool, StorageError>;
+
     /// The value under `key` in `bucket`.
     fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>, StorageError>;
 

@@ -259,6 +259,16 @@ impl Storage for Reopening {
         self.run(|s| s.put_unsynced(bucket, key, value))
     }
 
+    fn put_if(
+        &self,
+        bucket: &str,
+        key: &str,
+        expected: Option<&[u8]>,
+        value: Option<&[u8]>,
+    ) -> Result<bool, StorageError> {
+        self.run(|s| s.put_if(bucket, key, expected, value))
+    }
+
     fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>, StorageError> {
         self.run(|s| s.get(bucket, key))
     }

@@ -598,6 +598,35 @@ impl Storage for SledStore {
         Ok(())
     }
 
+    /// sled's `compare_and_swap`, atomic in this process (the data dir lock
+    /// keeps other processes out), then a flush. A miss waits for the flush
+    /// too: the value it saw may be another writer's, not yet durable.
+    fn put_if(
+        &self,
+        bucket: &str,
+        key: &str,
+        expected: Option<&[u8]>,
+        value: Option<&[u8]>,
+    ) -> Result<bool, StorageError> {
+        self.commit.check()?;
+        // A bucket is made only by a write that may succeed: one that
+        // expects no value and sets one.
+        let tree = match (expected, value) {
+            (None, Some(_)) => Some(self.bucket(bucket)?),
+            _ => self.existing_bucket(bucket)?,
+        };
+        let swapped = match tree {
+            // No bucket: the key is absent, and removing it changes nothing.
+            None => expected.is_none(),
+            Some(tree) => tree
+                .compare_and_swap(key.as_bytes(), expected, value)
+                .map_err(|e| self.write_failed(e))?
+                .is_ok(),
+        };
+        self.wait_durable()?;
+        Ok(swapped)
+    }
+
     fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>, StorageError> {
         self.commit.check()?;
         let Some(tree) = self.existing_bucket(bucket)? else {

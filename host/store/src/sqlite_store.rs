@@ -694,6 +694,35 @@ impl Storage for SqliteStore {
         .map(|_| ())
     }
 
+    /// One op of a group commit: its read and its write run in the batch's
+    /// transaction, so no other write comes between them.
+    fn put_if(
+        &self,
+        bucket: &str,
+        key: &str,
+        expected: Option<&[u8]>,
+        value: Option<&[u8]>,
+    ) -> Result<bool, StorageError> {
+        self.commit.check()?;
+        check_key_size(bucket, key)?;
+        if let Some(value) = value {
+            check_size(value.len(), || {
+                format!(
+                    "the value of key `{}` in bucket `{}`",
+                    shorten(key),
+                    shorten(bucket)
+                )
+            })?;
+        }
+        self.write(Op::PutIf {
+            bucket: bucket.to_string(),
+            key: key.to_string(),
+            expected: expected.map(<[u8]>::to_vec),
+            value: value.map(<[u8]>::to_vec),
+        })
+        .map(|swapped| swapped == 1)
+    }
+
     fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>, StorageError> {
         self.commit.check()?;
         let conn = self.readers.get()?;

@@ -68,6 +68,20 @@ pub enum SessionError {
     /// hold (a gate failed, no judge passed its handoff).
     #[error("{0}")]
     Incomplete(String),
+    /// Another host drives the session (it holds its lease, see
+    /// `lease.rs`): nothing was written. The message names the node, its
+    /// address when it advertises one, and how long until the lease expires.
+    #[error(
+        "session {session} is driven by node `{node}`{} until its lease expires: send the call there, or wait {} s (the lease expires then unless that node renews it)",
+        .addr.as_ref().map(|a| format!(" ({a})")).unwrap_or_default(),
+        .wait_ms.div_ceil(1000)
+    )]
+    Leased {
+        session: String,
+        node: String,
+        addr: Option<String>,
+        wait_ms: u64,
+    },
     /// The storage failed; nothing of the operation was acknowledged.
     #[error("session storage failed: {0}")]
     Storage(#[from] StorageError),

@@ -15,7 +15,8 @@
 //!
 //! Storage layout: one stream per session (named by its id); buckets
 //! `sessions` (id → [`SessionInfo`], for listing), `names` (name → id, for live
-//! sessions) and `checkpoints` (`<id>/<seq, 20 digits>`).
+//! sessions), `checkpoints` (`<id>/<seq, 20 digits>`) and, on a store several
+//! hosts share, `leases` (id → which host drives the session: `lease.rs`).
 //!
 //! [`Storage`]: crate::storage::Storage
 
@@ -28,6 +29,7 @@ mod error;
 mod event;
 mod family;
 mod handoff;
+mod lease;
 mod lifecycle;
 mod log;
 mod ops;
@@ -54,6 +56,7 @@ pub use family::{
     check_addressable,
 };
 pub use handoff::{Handoff, HandoffKind};
+pub use lease::{Lease, LeaseConfig};
 pub use lifecycle::{SessionStatus, TRANSITIONS, Transition};
 pub use log::{LoadStats, VerifyReport, verify_export};
 pub use ops::{Resumed, SessionFilter, StartSession};

@@ -103,8 +103,17 @@ impl Sessions {
         if let (true, Some(owner)) = (counted, &owner) {
             self.check_session_quota(owner)?;
         }
-        if let Some(name) = &start.name {
-            self.claim_name(name, &id)?;
+        let slot = self.slot(&id);
+        let mut slot = lock_slot(&slot);
+        // On a shared store this host drives what it starts (a no-op
+        // otherwise); taken before the name, so that another host finding
+        // the name claimed before the log is written sees the claim is live.
+        self.ensure_lease(&mut slot, &id)?;
+        if let Some(name) = &start.name
+            && let Err(e) = self.claim_name(name, &id)
+        {
+            self.release_lease(&id);
+            return Err(e);
         }
         let kind = EventKind::SessionStarted {
             role: start.role,
@@ -129,8 +138,6 @@ impl Sessions {
             None => Chain::Plain,
         };
         let event = Event::seal(&chain, &id, 1, self.now(), super::event::GENESIS_HASH, kind);
-        let slot = self.slot(&id);
-        let mut slot = lock_slot(&slot);
         if let Err(e) = self.storage.append(&id, 0, &[event.to_bytes()]) {
             if let Some(name) = &start.name {
                 let _ = self.release_name(name, &id);

@@ -5,6 +5,7 @@ use serde::Serialize;
 
 use super::error::SessionError;
 use super::event::EventKind;
+use super::lease::Taken;
 use super::log::{self, VerifyReport};
 use super::state::SessionState;
 use super::store::{NAMES_BUCKET, Sessions, lock, lock_slot};
@@ -76,15 +77,40 @@ impl Sessions {
             };
             self.reconcile_info(&state);
             self.reconcile_name(&state);
+            // On a shared store the calls in flight may be another live
+            // host's: only a lease that is free or expired makes them ours
+            // to end (see `lease.rs`).
+            let mut stopped = "the host stopped".to_string();
+            if self.leased() && !state.in_flight.is_empty() {
+                match self.lease_for_recovery(&id)? {
+                    None => continue,
+                    Some(Taken::Over(previous)) => {
+                        // It may have appended since the load above.
+                        slot.state = None;
+                        stopped = format!(
+                            "node `{}` stopped driving the session (its lease expired)",
+                            previous.node
+                        );
+                    }
+                    Some(Taken::Renewed | Taken::Fresh) => {}
+                }
+            }
+            let state = match self.loaded(&mut slot, &id) {
+                Ok(state) => state.clone(),
+                Err(e) => {
+                    recovery.refused.push(e);
+                    continue;
+                }
+            };
             for (call_id, call) in &state.in_flight {
                 let reason = if call.started_at_ms.is_some() {
-                    "the host stopped while the call was running"
+                    format!("{stopped} while the call was running")
                 } else {
-                    "the host stopped before the call ran"
+                    format!("{stopped} before the call ran")
                 };
                 let kind = EventKind::CallInterrupted {
                     call_id: call_id.clone(),
-                    reason: reason.to_string(),
+                    reason,
                 };
                 self.append_locked(&mut slot, &id, kind)?;
                 recovery.interrupted.push(RecoveredCall {
@@ -97,6 +123,8 @@ impl Sessions {
                     idempotency_key: call.idempotency_key.clone(),
                 });
             }
+            // Taken to recover the session, not to drive it.
+            self.release_lease(&id);
         }
         Ok(recovery)
     }

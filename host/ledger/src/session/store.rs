@@ -53,6 +53,9 @@ pub struct SessionsConfig {
     /// `[[completion]]`: the conditions the operator requires of every
     /// session of a role or project, added to each new session's own.
     pub completion: Vec<crate::manifest::CompletionRule>,
+    /// Session leases (see `lease.rs`): only on a store several hosts
+    /// share. None (the embedded backends): no lease is read or written.
+    pub lease: Option<super::lease::LeaseConfig>,
 }
 
 /// Directories kept per session outside the store (the host's scratch
@@ -89,6 +92,7 @@ impl Default for SessionsConfig {
             chain_key: None,
             memory: MemoryConfig::default(),
             completion: Vec::new(),
+            lease: None,
         }
     }
 }
@@ -140,6 +144,16 @@ pub struct Sessions {
     pub(crate) observers: Mutex<Vec<Arc<dyn super::family::ChildObserver>>>,
     /// Told of every notification an event means (see [`notify::NotifyObserver`]).
     notified: Mutex<Vec<Arc<dyn notify::NotifyObserver>>>,
+    /// The session leases this process holds, on a shared store.
+    pub(crate) leases: Option<super::lease::Leases>,
+}
+
+/// A clean shutdown releases the leases held, so other hosts need not wait
+/// for them to expire.
+impl Drop for Sessions {
+    fn drop(&mut self) {
+        self.release_on_drop();
+    }
 }
 
 impl Sessions {
@@ -149,6 +163,7 @@ impl Sessions {
     }
 
     pub fn with_config(storage: Arc<dyn Storage>, config: SessionsConfig) -> Sessions {
+        let leases = config.lease.clone().map(super::lease::Leases::new);
         Sessions {
             storage,
             config,
@@ -159,6 +174,7 @@ impl Sessions {
             owed: Mutex::new(HashMap::new()),
             observers: Mutex::new(Vec::new()),
             notified: Mutex::new(Vec::new()),
+            leases,
         }
     }
 
@@ -395,6 +411,7 @@ impl Sessions {
     ) -> Result<Vec<Event>, SessionError> {
         let mut kinds = kinds;
         let mut attempt = 0;
+        self.ensure_lease(slot, id)?;
         loop {
             attempt += 1;
             let state = self.loaded(slot, id)?;
@@ -499,6 +516,10 @@ impl Sessions {
             && let Err(e) = self.release_name(name, &state.id)
         {
             tracing::warn!(session = %state.id, error = %e, "could not release the session's name");
+        }
+        // A session that is not live is driven by nobody.
+        if !state.status.is_live() {
+            self.release_lease(&state.id);
         }
         let every = self.config.checkpoint_every;
         let due = matches!(
@@ -615,38 +636,55 @@ impl Sessions {
 
     /// Claims `name` for session `id`; the caller holds `names`. A name held by
     /// a session that is no longer live (or was never written) is taken over.
+    ///
+    /// The claim is a compare-and-set over the entry read, so on a store
+    /// several hosts share, two hosts claiming one name at once cannot both
+    /// get it: the loser reads the winner's claim and is refused. A holder
+    /// whose log is not written yet counts as live while another process
+    /// holds its lease (it is being started there).
     pub(crate) fn claim_name(&self, name: &str, id: &str) -> Result<(), SessionError> {
-        if let Some(holder) = self.storage.get(NAMES_BUCKET, name)? {
-            let holder = String::from_utf8_lossy(&holder).into_owned();
-            if holder != id {
+        for _ in 0..CONFLICT_RETRIES {
+            let current = self.storage.get(NAMES_BUCKET, name)?;
+            if let Some(holder) = &current {
+                let holder = String::from_utf8_lossy(holder).into_owned();
+                if holder == id {
+                    return Ok(());
+                }
+                let taken = |label: String| SessionError::NameTaken {
+                    name: name.to_string(),
+                    holder: label,
+                };
                 match self.state_of(&holder) {
-                    Ok(state) if state.status.is_live() => {
-                        return Err(SessionError::NameTaken {
-                            name: name.to_string(),
-                            holder: state.label(),
-                        });
+                    Ok(state) if state.status.is_live() => return Err(taken(state.label())),
+                    Ok(_) => {}
+                    Err(SessionError::NotFound(_)) => {
+                        if self.leased_elsewhere(&holder)? {
+                            return Err(taken(format!("`{holder}`")));
+                        }
                     }
-                    Ok(_) | Err(SessionError::NotFound(_)) => {}
                     // A holder we cannot read keeps its name: it may be live.
-                    Err(_) => {
-                        return Err(SessionError::NameTaken {
-                            name: name.to_string(),
-                            holder: format!("`{holder}`"),
-                        });
-                    }
+                    Err(_) => return Err(taken(format!("`{holder}`"))),
                 }
             }
+            if self
+                .storage
+                .put_if(NAMES_BUCKET, name, current.as_deref(), Some(id.as_bytes()))?
+            {
+                return Ok(());
+            }
+            // Another host claimed or freed the name since the read: look again.
         }
-        self.storage.put(NAMES_BUCKET, name, id.as_bytes())?;
-        Ok(())
+        Err(SessionError::Storage(StorageError::Io(format!(
+            "the name `{name}` kept changing under {CONFLICT_RETRIES} attempts to claim it: other hosts are claiming it too; try again"
+        ))))
     }
 
     /// Frees `name` if session `id` holds it.
+    /// A compare-and-set: a name another host claimed meanwhile stays its.
     pub(crate) fn release_name(&self, name: &str, id: &str) -> Result<(), StorageError> {
-        if self.storage.get(NAMES_BUCKET, name)?.as_deref() == Some(id.as_bytes()) {
-            self.storage.delete(NAMES_BUCKET, name)?;
-        }
-        Ok(())
+        self.storage
+            .put_if(NAMES_BUCKET, name, Some(id.as_bytes()), None)
+            .map(|_| ())
     }
 
     /// Ids of all sessions in the storage, from their log streams.

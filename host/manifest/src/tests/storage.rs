@@ -26,8 +26,21 @@ fn a_nats_store_is_a_url_credentials_a_prefix_and_replicas() {
             password: None,
             prefix: "team-1".to_string(),
             replicas: 3,
+            node: None,
+            advertise: None,
+            lease_ttl: NatsStorage::DEFAULT_LEASE_TTL,
         }
     );
+    // A node id, the URL it serves MCP at, and a lease TTL.
+    let c = fx
+        .host(&format!(
+            "{HEAD}backend = \"nats\"\nurl = \"nats://a:4222\"\nnode = \"host-a\"\nadvertise = \"https://a.example/mcp\"\nlease_ttl = \"2s\"\n"
+        ))
+        .unwrap();
+    let nats = c.storage.nats.unwrap();
+    assert_eq!(nats.node.as_deref(), Some("host-a"));
+    assert_eq!(nats.advertise.as_deref(), Some("https://a.example/mcp"));
+    assert_eq!(nats.lease_ttl, std::time::Duration::from_secs(2));
     // The defaults: prefix `glovebox`, one replica; user and password.
     let c = fx
         .host(&format!(
@@ -81,6 +94,26 @@ fn nats_settings_are_refused_with_what_to_fix() {
             format!("{nats}url = \"nats://a\"\nreplicas = 0\n"),
             "storage.replicas",
             &["0 is not a number of JetStream replicas", "3"],
+        ),
+        (
+            format!("{nats}url = \"nats://a\"\nnode = \"host a\"\n"),
+            "storage.node",
+            &["`host a` is not a node id", "letters, digits"],
+        ),
+        (
+            format!("{nats}url = \"nats://a\"\nadvertise = \"a.example:8080\"\n"),
+            "storage.advertise",
+            &["is not an http(s) URL"],
+        ),
+        (
+            format!("{nats}url = \"nats://a\"\nlease_ttl = \"100ms\"\n"),
+            "storage.lease_ttl",
+            &["is not a lease TTL", "1s to 1h"],
+        ),
+        (
+            format!("{HEAD}lease_ttl = \"5s\"\n"),
+            "storage.lease_ttl",
+            &["a setting of the nats backend"],
         ),
         (
             format!("{HEAD}backend = \"sled\"\nurl = \"nats://a\"\n"),

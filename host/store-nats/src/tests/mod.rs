@@ -92,6 +92,15 @@ impl Storage for TestStore {
     fn delete(&self, bucket: &str, key: &str) -> Result<(), StorageError> {
         self.store.delete(bucket, key)
     }
+    fn put_if(
+        &self,
+        bucket: &str,
+        key: &str,
+        expected: Option<&[u8]>,
+        value: Option<&[u8]>,
+    ) -> Result<bool, StorageError> {
+        self.store.put_if(bucket, key, expected, value)
+    }
     fn scan(&self, bucket: &str, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
         self.store.scan(bucket, prefix)
     }
@@ -378,4 +387,42 @@ fn the_store_works_and_drops_inside_another_tokio_runtime() {
         };
         assert!(NatsStore::open(&closed, Durability::Flush).is_err());
     });
+}
+
+/// Two stores (two hosts) on one server set one key from the same value at
+/// the same moment: the server lets exactly one in; the key holds its value.
+#[test]
+fn two_hosts_racing_on_one_key_cannot_both_set_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = NatsServer::start(tmp.path(), true);
+    let hosts: Vec<Arc<NatsStore>> = (0..2)
+        .map(|_| Arc::new(NatsStore::open(&config(&server, "cas"), Durability::Flush).unwrap()))
+        .collect();
+    let mut current: Option<Vec<u8>> = None;
+    for round in 0..30u32 {
+        let barrier = Arc::new(Barrier::new(2));
+        let results: Vec<bool> = hosts
+            .iter()
+            .enumerate()
+            .map(|(i, host)| {
+                let (host, barrier, expected) = (host.clone(), barrier.clone(), current.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    let value = format!("round {round} host {i}");
+                    host.put_if("leases", "s-1", expected.as_deref(), Some(value.as_bytes()))
+                        .unwrap()
+                })
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .collect();
+        let winners: Vec<usize> = (0..2).filter(|&i| results[i]).collect();
+        assert_eq!(winners.len(), 1, "round {round}: {results:?}");
+        let want = format!("round {round} host {}", winners[0]).into_bytes();
+        for host in &hosts {
+            assert_eq!(host.get("leases", "s-1").unwrap().as_ref(), Some(&want));
+        }
+        current = Some(want);
+    }
 }

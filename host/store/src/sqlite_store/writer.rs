@@ -27,6 +27,13 @@ pub(super) enum Op {
         bucket: String,
         key: String,
     },
+    /// Compare-and-set: 1 when the value was `expected` and is now `value`, else 0.
+    PutIf {
+        bucket: String,
+        key: String,
+        expected: Option<Vec<u8>>,
+        value: Option<Vec<u8>>,
+    },
 }
 
 pub(super) struct Writer {
@@ -177,6 +184,45 @@ impl Writer {
                         .execute(params![bucket, key])?;
                     wrote |= deleted > 0;
                     Ok(0)
+                }
+                Op::PutIf {
+                    bucket,
+                    key,
+                    expected,
+                    value,
+                } => {
+                    // Inside the batch's transaction, after the ops before it:
+                    // nothing else writes between the read and the write.
+                    let current: Option<Vec<u8>> = self
+                        .conn
+                        .prepare_cached("SELECT value FROM kv WHERE bucket = ?1 AND key = ?2")?
+                        .query_row(params![bucket, key], |r| r.get(0))
+                        .optional()?;
+                    if current != *expected {
+                        Ok(0)
+                    } else {
+                        match value {
+                            Some(value) => {
+                                self.conn
+                                    .prepare_cached(
+                                        "INSERT INTO kv (bucket, key, value) VALUES (?1, ?2, ?3)
+                                         ON CONFLICT (bucket, key) DO UPDATE SET value = excluded.value",
+                                    )?
+                                    .execute(params![bucket, key, value])?;
+                                wrote = true;
+                            }
+                            None => {
+                                let deleted = self
+                                    .conn
+                                    .prepare_cached(
+                                        "DELETE FROM kv WHERE bucket = ?1 AND key = ?2",
+                                    )?
+                                    .execute(params![bucket, key])?;
+                                wrote |= deleted > 0;
+                            }
+                        }
+                        Ok(1)
+                    }
                 }
             };
             results.push(result);

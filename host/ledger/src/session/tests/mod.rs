@@ -7,6 +7,7 @@ mod completion;
 mod handoffs;
 mod integrity;
 mod keyed;
+mod leases;
 mod lifecycle;
 mod names;
 mod quotas;
