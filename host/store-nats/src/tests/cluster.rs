@@ -12,7 +12,7 @@
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Barrier, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use glovebox_store::{Durability, Storage, StorageError};
@@ -348,40 +348,12 @@ fn two_stores_racing_on_one_log_on_a_cluster_never_fork() {
         .collect();
     let stream = "session-1";
     for round in 0..20u64 {
-        let barrier = Arc::new(Barrier::new(2));
-        let results: Vec<_> = hosts
-            .iter()
-            .enumerate()
-            .map(|(i, host)| {
-                let (host, barrier) = (host.clone(), barrier.clone());
-                std::thread::spawn(move || {
-                    barrier.wait();
-                    host.append(
-                        stream,
-                        round * 2,
-                        &[
-                            format!("round {round} host {i}").into_bytes(),
-                            b"2nd".to_vec(),
-                        ],
-                    )
-                })
-            })
-            .collect::<Vec<_>>()
-            .into_iter()
-            .map(|h| h.join().unwrap())
-            .collect();
-        let wins = results
-            .iter()
-            .filter(|r| r.as_ref().is_ok_and(|&last| last == round * 2 + 2))
-            .count();
-        let conflicts = results
-            .iter()
-            .filter(|r| {
-                matches!(r, Err(StorageError::Conflict { expected, actual, .. })
-                    if *expected == round * 2 && *actual == round * 2 + 2)
-            })
-            .count();
-        assert_eq!((wins, conflicts), (1, 1), "round {round}: {results:?}");
+        super::race_once(&hosts, stream, round, |i| {
+            vec![
+                format!("round {round} host {i}").into_bytes(),
+                b"2nd".to_vec(),
+            ]
+        });
     }
 
     // Free running: each host appends 150 entries, retrying on conflicts.

@@ -137,38 +137,9 @@ fn two_hosts_racing_on_one_log_cannot_both_append() {
         .map(|_| Arc::new(NatsStore::open(&config(&server, "race"), Durability::Flush).unwrap()))
         .collect();
     for round in 0..30u64 {
-        let stream = "session-1";
-        let barrier = Arc::new(Barrier::new(2));
-        let results: Vec<_> = hosts
-            .iter()
-            .enumerate()
-            .map(|(i, host)| {
-                let (host, barrier) = (host.clone(), barrier.clone());
-                std::thread::spawn(move || {
-                    barrier.wait();
-                    host.append(
-                        stream,
-                        round * 2,
-                        &entries(&[&format!("host {i}"), "second"]),
-                    )
-                })
-            })
-            .collect::<Vec<_>>()
-            .into_iter()
-            .map(|h| h.join().unwrap())
-            .collect();
-        let wins = results
-            .iter()
-            .filter(|r| r.as_ref().is_ok_and(|&last| last == round * 2 + 2))
-            .count();
-        let conflicts = results
-            .iter()
-            .filter(|r| {
-                matches!(r, Err(StorageError::Conflict { expected, actual, .. })
-                    if *expected == round * 2 && *actual == round * 2 + 2)
-            })
-            .count();
-        assert_eq!((wins, conflicts), (1, 1), "round {round}: {results:?}");
+        race_once(&hosts, "session-1", round, |i| {
+            entries(&[&format!("host {i}"), "second"])
+        });
     }
     // Either host reads the same log: 60 entries, no gap, no append twice.
     for host in &hosts {
@@ -177,6 +148,48 @@ fn two_hosts_racing_on_one_log_cannot_both_append() {
         assert!(all.iter().zip(1u64..).all(|((seq, _), want)| *seq == want));
         assert!(all.iter().skip(1).step_by(2).all(|(_, e)| e == b"second"));
     }
+}
+
+/// One round of a race: every host appends `entries(i)` (two entries) to
+/// `stream` at head `round * 2` at the same moment; exactly one wins and the
+/// other gets the conflict naming the winner's head.
+pub(super) fn race_once(
+    hosts: &[Arc<NatsStore>],
+    stream: &'static str,
+    round: u64,
+    entries: impl Fn(usize) -> Vec<Vec<u8>>,
+) {
+    let barrier = Arc::new(Barrier::new(hosts.len()));
+    let results: Vec<_> = hosts
+        .iter()
+        .enumerate()
+        .map(|(i, host)| {
+            let (host, barrier, batch) = (host.clone(), barrier.clone(), entries(i));
+            std::thread::spawn(move || {
+                barrier.wait();
+                host.append(stream, round * 2, &batch)
+            })
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(|h| h.join().unwrap())
+        .collect();
+    let wins = results
+        .iter()
+        .filter(|r| r.as_ref().is_ok_and(|&last| last == round * 2 + 2))
+        .count();
+    let conflicts = results
+        .iter()
+        .filter(|r| {
+            matches!(r, Err(StorageError::Conflict { expected, actual, .. })
+                if *expected == round * 2 && *actual == round * 2 + 2)
+        })
+        .count();
+    assert_eq!(
+        (wins, conflicts),
+        (1, hosts.len() - 1),
+        "round {round}: {results:?}"
+    );
 }
 
 #[test]
