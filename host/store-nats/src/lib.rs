@@ -335,6 +335,35 @@ async fn check_jetstream(
     }
 }
 
+/// The stream `config` names, created when absent. Hosts starting together
+/// all find it absent and all ask to create it; while the first creation is
+/// being applied, the server answers the others "subjects overlap" (10065) or
+/// "name in use" (10058). Those answers mean "made by someone else": look
+/// again (for up to two seconds) and join the stream that is there. A stream
+/// of another deployment on the same subjects keeps answering 10065, and that
+/// error is returned.
+async fn get_or_join_stream(
+    js: &jetstream::Context,
+    config: stream::Config,
+) -> Result<stream::Stream, jetstream::context::CreateStreamError> {
+    let mut tries = 0;
+    loop {
+        match js.get_or_create_stream(config.clone()).await {
+            Err(e)
+                if tries < 100
+                    && matches!(e.kind(),
+                        jetstream::context::CreateStreamErrorKind::JetStream(err)
+                            if err.error_code() == ErrorCode::STREAM_SUBJECT_OVERLAP
+                                || err.error_code() == ErrorCode::STREAM_NAME_EXIST) =>
+            {
+                tries += 1;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
 /// Creates the log stream, or checks that the one there keeps every entry
 /// the way the trait needs.
 async fn open_log_stream(
@@ -361,7 +390,7 @@ async fn open_log_stream(
         deny_delete: true,
         ..Default::default()
     };
-    let stream = js.get_or_create_stream(wanted).await.map_err(|e| {
+    let stream = get_or_join_stream(js, wanted).await.map_err(|e| {
         StorageError::Io(format!(
             "cannot create the JetStream stream `{name}` for subjects `{subjects}` on `{url}`: {e}: if another stream already takes these subjects, give this deployment its own `prefix` in `[storage]`"
         ))
@@ -543,17 +572,7 @@ impl Inner {
             .message_id(id.as_str())
             .expected_stream(self.log.cached_info().config.name.as_str())
             .expected_last_subject_sequence(head_js_seq);
-        let ack = self
-            .js
-            .send_publish(subject.clone(), message)
-            .await
-            .map_err(|e| {
-                io(
-                    format!("cannot append to log `{stream}` on NATS at `{}`", self.url),
-                    e,
-                )
-            })?;
-        match ack.await {
+        match self.publish(&subject, message).await {
             Ok(ack) if ack.duplicate => {
                 // Another writer's append after the same head was stored
                 // first: this one was dropped.
@@ -806,8 +825,7 @@ impl Inner {
                 discard: stream::DiscardPolicy::New,
                 ..Default::default()
             };
-            self.js
-                .get_or_create_stream(config)
+            get_or_join_stream(&self.js, config)
                 .await
                 .map_err(|e| failed(&e))?;
             self.js.get_key_value(&name).await.map_err(|e| failed(&e))?
@@ -835,16 +853,51 @@ impl Inner {
                 self.max_payload
             )));
         }
-        store.put(names::to_token(&key), value).await.map_err(|e| {
+        let subject = format!("{}{}", store.prefix, names::to_token(&key));
+        let message = jetstream::message::PublishMessage::build().payload(value);
+        self.publish(&subject, message).await.map_err(|e| {
             io(
                 format!(
-                    "cannot put `{key}` in bucket `{bucket}` on NATS at `{}`",
+                    "putting `{key}` in bucket `{bucket}` was not acknowledged by NATS at `{}` (it may or may not be stored)",
                     self.url
                 ),
                 e,
             )
         })?;
         Ok(())
+    }
+
+    /// Sends `message` on `subject` and waits for the stream's ack. A stream
+    /// another host has just created is listed before it takes its subjects
+    /// (see `get_or_join_stream`): a publish in that moment reaches no stream
+    /// ("no responders": nothing was stored) and is sent again, for up to
+    /// two seconds.
+    async fn publish(
+        &self,
+        subject: &str,
+        message: jetstream::message::PublishMessage,
+    ) -> Result<jetstream::publish::PublishAck, jetstream::context::PublishError> {
+        let mut tries = 0;
+        loop {
+            let acked = match self
+                .js
+                .send_publish(subject.to_string(), message.clone())
+                .await
+            {
+                Ok(ack) => ack.await,
+                Err(e) => Err(e),
+            };
+            match acked {
+                Err(e)
+                    if tries < 100
+                        && e.kind() == jetstream::context::PublishErrorKind::StreamNotFound =>
+                {
+                    tries += 1;
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                acked => return acked,
+            }
+        }
     }
 
     async fn get(
@@ -938,12 +991,7 @@ impl Inner {
                 None if current.is_none() => return Ok(true),
                 None => message.payload(Bytes::new()).header("KV-Operation", "DEL"),
             };
-            let ack = self
-                .js
-                .send_publish(subject.clone(), message)
-                .await
-                .map_err(|e| failed(&e))?;
-            match ack.await {
+            match self.publish(&subject, message).await {
                 // Another writer's value over this revision got there first
                 // (it may still be replicating): compare with it once it is.
                 Ok(ack) if ack.duplicate => {

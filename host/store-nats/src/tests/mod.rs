@@ -404,6 +404,43 @@ fn the_store_works_and_drops_inside_another_tokio_runtime() {
 
 /// Two stores (two hosts) on one server set one key from the same value at
 /// the same moment: the server lets exactly one in; the key holds its value.
+/// Hosts started together each find the log stream and a bucket absent and
+/// each create them: every one of them opens and writes, none fails with the
+/// server's "subjects overlap" meant for the creation that came second.
+#[test]
+fn hosts_starting_together_all_open_the_streams_and_buckets_one_of_them_made() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = NatsServer::start(tmp.path(), true);
+    for round in 0..100 {
+        let prefix = format!("together{round}");
+        let barrier = Arc::new(Barrier::new(4));
+        let results: Vec<Result<(), StorageError>> = (0..4)
+            .map(|i| {
+                let (config, barrier) = (config(&server, &prefix), barrier.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    let opened = NatsStore::open(&config, Durability::Flush);
+                    barrier.wait();
+                    opened?.put("made-together", &format!("host-{i}"), b"here")
+                })
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .collect();
+        assert!(
+            results.iter().all(Result::is_ok),
+            "round {round}: {results:?}"
+        );
+        let host = NatsStore::open(&config(&server, &prefix), Durability::Flush).unwrap();
+        assert_eq!(
+            host.scan("made-together", "").unwrap().len(),
+            4,
+            "round {round}"
+        );
+    }
+}
+
 #[test]
 fn two_hosts_racing_on_one_key_cannot_both_set_it() {
     let tmp = tempfile::tempdir().unwrap();
