@@ -322,6 +322,7 @@ fn one_write(mix: &Mix, w: usize, i: u64, pick: u64) -> Result<()> {
                 result: None,
                 by: None,
                 result_read: None,
+                runner: None,
             };
             mix.jobs.put(&job)?;
             mix.ack(format_args!("job {id} queued"));

@@ -1064,6 +1064,33 @@ impl FailingJobWrites {
     fn failed(&self) -> usize {
         self.failed.load(std::sync::atomic::Ordering::SeqCst)
     }
+
+    /// A write to `bucket`: done, or (when armed, for `jobs`) failed after
+    /// being applied or not.
+    fn write<T>(
+        &self,
+        bucket: &str,
+        write: impl FnOnce() -> Result<T, StorageError>,
+    ) -> Result<T, StorageError> {
+        use std::sync::atomic::Ordering::SeqCst;
+        if bucket == "jobs"
+            && self
+                .skip
+                .fetch_update(SeqCst, SeqCst, |n| n.checked_sub(1))
+                .is_err()
+            && self
+                .fail
+                .fetch_update(SeqCst, SeqCst, |n| n.checked_sub(1))
+                .is_ok()
+        {
+            if self.applied.load(SeqCst) {
+                write()?;
+            }
+            self.failed.fetch_add(1, SeqCst);
+            return Err(StorageError::Io("injected: the flush failed".into()));
+        }
+        write()
+    }
 }
 
 impl glovebox::storage::Storage for FailingJobWrites {
@@ -1090,24 +1117,7 @@ impl glovebox::storage::Storage for FailingJobWrites {
         self.inner.streams()
     }
     fn put(&self, bucket: &str, key: &str, value: &[u8]) -> Result<(), StorageError> {
-        use std::sync::atomic::Ordering::SeqCst;
-        if bucket == "jobs"
-            && self
-                .skip
-                .fetch_update(SeqCst, SeqCst, |n| n.checked_sub(1))
-                .is_err()
-            && self
-                .fail
-                .fetch_update(SeqCst, SeqCst, |n| n.checked_sub(1))
-                .is_ok()
-        {
-            if self.applied.load(SeqCst) {
-                self.inner.put(bucket, key, value)?;
-            }
-            self.failed.fetch_add(1, SeqCst);
-            return Err(StorageError::Io("injected: the flush failed".into()));
-        }
-        self.inner.put(bucket, key, value)
+        self.write(bucket, || self.inner.put(bucket, key, value))
     }
     fn put_if(
         &self,
@@ -1116,7 +1126,7 @@ impl glovebox::storage::Storage for FailingJobWrites {
         expected: Option<&[u8]>,
         value: Option<&[u8]>,
     ) -> Result<bool, StorageError> {
-        self.inner.put_if(bucket, key, expected, value)
+        self.write(bucket, || self.inner.put_if(bucket, key, expected, value))
     }
     fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>, StorageError> {
         self.inner.get(bucket, key)

@@ -97,7 +97,7 @@ fn node_on(url: &str, node: &str, advertise: Option<&str>) -> Site {
             (
                 "sleep.toml",
                 format!(
-                    "name = \"sleep\"\ncomponent = \"{}\"\n[limits]\ndeadline = \"120s\"\n",
+                    "name = \"sleep\"\ncomponent = \"{}\"\n[limits]\ndeadline = \"120s\"\n[tools.sleep]\nidempotent = true\n",
                     plugins::HOSTILE_SLEEP
                 ),
             ),
@@ -217,6 +217,147 @@ fn a_session_is_driven_by_its_lease_holder_and_taken_over_when_it_dies() {
     let (code, out, err) = echo(&a, "from a again");
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("from a again"), "{out}");
+}
+
+/// `glovebox job wait ID` on `site` (a process that runs the jobs it
+/// finds), in the background.
+fn runner(site: &Site, id: &str) -> std::process::Child {
+    glovebox()
+        .arg("--config")
+        .arg(site.config())
+        .args(["job", "wait", id, "--timeout", "90s"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// What a `job wait` runner printed, once it ended: the job as it ended.
+fn waited(child: std::process::Child) -> serde_json::Value {
+    let out = child.wait_with_output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}{stderr}");
+    let outcome: serde_json::Value =
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}{stderr}"));
+    outcome["done"][0].clone()
+}
+
+/// The calls session `name` logged for job `id`, by event type.
+fn job_events(site: &Site, name: &str, id: &str, kind: &str) -> usize {
+    let events = events_of(site, name);
+    let calls: Vec<&serde_json::Value> = of_type(&events, "call_requested")
+        .into_iter()
+        .filter(|e| e["kind"]["job_id"] == id)
+        .collect();
+    if kind == "call_requested" {
+        return calls.len();
+    }
+    of_type(&events, kind)
+        .into_iter()
+        .filter(|e| {
+            calls
+                .iter()
+                .any(|c| c["kind"]["call_id"] == e["kind"]["call_id"])
+        })
+        .count()
+}
+
+/// Host A runs an idempotent background job; A is killed with SIGKILL
+/// mid-job while host B, which runs jobs too, is up. B leaves the job alone
+/// while A's lease on the session lasts, then (without a restart: its pass
+/// over unrun jobs every third of the lease TTL) marks A's attempt
+/// interrupted, runs the job again and completes it, once; the log verifies.
+#[test]
+fn a_job_running_on_a_host_that_dies_is_run_again_by_another_host_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = NatsServer::start(tmp.path(), true);
+    let a = node_on(&server.url(), "a", None);
+    let b = node_on(&server.url(), "b", None);
+    a.start_workagent("w");
+    let job = a.json(&[
+        "job",
+        "spawn",
+        "--session",
+        "w",
+        "sleep.sleep",
+        "--input",
+        r#"{"seconds":4}"#,
+    ]);
+    let id = job["id"].as_str().unwrap().to_string();
+    assert_eq!(job["status"], "queued");
+
+    let mut on_a = runner(&a, &id);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while b.json(&["job", "status", &id])["status"] != "running" {
+        assert!(Instant::now() < deadline, "the job never started on A");
+        assert!(on_a.try_wait().unwrap().is_none(), "A's runner ended early");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let status = b.json(&["job", "status", &id]);
+    assert!(
+        status["runner"].as_str().unwrap().starts_with("a/"),
+        "{status}"
+    );
+
+    // B starts while A runs the job: it leaves it alone.
+    let on_b = runner(&b, &id);
+    std::thread::sleep(Duration::from_millis(1000));
+    let status = b.json(&["job", "status", &id]);
+    assert_eq!(status["status"], "running", "{status}");
+    assert_eq!(status["attempts"], 1, "{status}");
+
+    on_a.kill().unwrap();
+    on_a.wait().unwrap();
+    let done = waited(on_b);
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["attempts"], 2, "{done}");
+    assert!(done["runner"].as_str().unwrap().starts_with("b/"), "{done}");
+    assert_eq!(done["result"]["output"]["slept_seconds"], 4, "{done}");
+
+    assert_eq!(job_events(&b, "w", &id, "call_requested"), 2);
+    assert_eq!(job_events(&b, "w", &id, "call_interrupted"), 1);
+    assert_eq!(job_events(&b, "w", &id, "call_finished"), 1);
+    let (code, out, err) = b.run(&["log", "verify", "w"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("ok"), "{out}");
+}
+
+/// Two hosts that run jobs start at the same moment and both find one
+/// queued job: it runs once (one attempt, one call in the log).
+#[test]
+fn a_queued_job_found_by_two_hosts_at_once_runs_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = NatsServer::start(tmp.path(), true);
+    let a = node_on(&server.url(), "a", None);
+    let b = node_on(&server.url(), "b", None);
+    a.start_workagent("w");
+    for round in 0..3 {
+        let job = a.json(&[
+            "job",
+            "spawn",
+            "--session",
+            "w",
+            "echo.echo",
+            "--input",
+            &format!(r#"{{"message":"round {round}"}}"#),
+        ]);
+        let id = job["id"].as_str().unwrap().to_string();
+        let runners = [runner(&a, &id), runner(&b, &id)];
+        let done: Vec<serde_json::Value> = runners.into_iter().map(waited).collect();
+        for job in &done {
+            assert_eq!(job["status"], "completed", "round {round}: {job}");
+            assert_eq!(job["attempts"], 1, "round {round}: {job}");
+        }
+        assert_eq!(done[0]["runner"], done[1]["runner"], "round {round}");
+        assert_eq!(
+            job_events(&a, "w", &id, "call_requested"),
+            1,
+            "round {round}"
+        );
+    }
 }
 
 fn nats_store(server: &NatsServer) -> Arc<dyn Storage> {

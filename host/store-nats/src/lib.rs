@@ -335,6 +335,9 @@ async fn check_jetstream(
     }
 }
 
+/// How many keys a scan reads at once.
+const SCAN_READS: usize = 64;
+
 /// The stream `config` names, created when absent. Hosts starting together
 /// all find it absent and all ask to create it; while the first creation is
 /// being applied, the server answers the others "subjects overlap" (10065) or
@@ -1042,68 +1045,58 @@ impl Inner {
                 e,
             )
         };
-        // The latest value of every key, through an ordered consumer; the
-        // keys' escaped form keeps no prefix structure the server could
-        // filter on, so the prefix is applied here.
-        let consumer = store
+        // The keys, as the server lists the bucket's subjects (paged), then
+        // the latest value of each, asked for many at a time. Not one
+        // ordered consumer over the bucket: other hosts write while a scan
+        // runs, and a key rewritten before the consumer reached it is
+        // delivered after the rest (or twice), so such a scan cannot tell
+        // when it has seen every key. A key written after the listing may
+        // be missed, one removed after it is left out: a scan is the bucket
+        // as of its start, each value as of its read.
+        let mut listing = store
             .stream
-            .create_consumer(consumer::push::OrderedConfig {
-                deliver_subject: self.client.new_inbox(),
-                filter_subject: format!("{}>", store.prefix),
-                deliver_policy: consumer::DeliverPolicy::LastPerSubject,
-                replay_policy: consumer::ReplayPolicy::Instant,
-                ..Default::default()
-            })
+            .info_with_subjects(format!("{}>", store.prefix))
             .await
             .map_err(|e| failed(&e))?;
-        let consumer_name = consumer.cached_info().name.clone();
-        let pending = consumer.cached_info().num_pending;
-        let result = async {
-            let mut out = Vec::new();
-            if pending == 0 {
-                return Ok(out);
-            }
-            let mut messages = consumer.messages().await.map_err(|e| failed(&e))?;
-            loop {
-                let message = tokio::time::timeout(self.timeout, messages.next())
-                    .await
-                    .ok()
-                    .flatten()
-                    .ok_or_else(|| {
-                        StorageError::Io(format!(
-                            "scanning bucket `{bucket}` on NATS at `{}` stopped before its end",
-                            self.url
-                        ))
-                    })?
-                    .map_err(|e| failed(&e))?;
-                let remaining = message.info().map_err(|e| failed(&e))?.pending;
-                if !is_kv_delete(message.headers.as_ref()) {
-                    let key = message
-                        .subject
-                        .strip_prefix(store.prefix.as_str())
-                        .and_then(names::from_token)
-                        .ok_or_else(|| {
-                            StorageError::Corrupt(format!(
-                                "subject `{}` in bucket `{bucket}` is not a glovebox key",
-                                message.subject
-                            ))
-                        })?;
-                    if key.starts_with(prefix.as_str()) {
-                        out.push((key, message.payload.to_vec()));
-                    }
-                }
-                if remaining == 0 {
-                    out.sort();
-                    return Ok(out);
-                }
+        let mut subjects = Vec::new();
+        while let Some(listed) = listing.next().await {
+            let (subject, _) = listed.map_err(|e| failed(&e))?;
+            let key = subject
+                .strip_prefix(store.prefix.as_str())
+                .and_then(names::from_token)
+                .ok_or_else(|| {
+                    StorageError::Corrupt(format!(
+                        "subject `{subject}` in bucket `{bucket}` is not a glovebox key"
+                    ))
+                })?;
+            if key.starts_with(prefix.as_str()) {
+                subjects.push((key, subject));
             }
         }
-        .await;
-        let stream = store.stream.clone();
-        tokio::spawn(async move {
-            let _ = stream.delete_consumer(&consumer_name).await;
+        let reads = subjects.into_iter().map(|(key, subject)| {
+            let stream = &store.stream;
+            async move {
+                match stream.get_last_raw_message_by_subject(&subject).await {
+                    Ok(m) if is_kv_delete(Some(&m.headers)) => Ok(None),
+                    Ok(m) => Ok(Some((key, m.payload.to_vec()))),
+                    Err(e)
+                        if matches!(e.kind(), stream::LastRawMessageErrorKind::NoMessageFound) =>
+                    {
+                        Ok(None)
+                    }
+                    Err(e) => Err(failed(&e)),
+                }
+            }
         });
-        result
+        let mut out: Vec<(String, Vec<u8>)> = futures_util::stream::iter(reads)
+            .buffer_unordered(SCAN_READS)
+            .filter_map(|read| std::future::ready(read.transpose()))
+            .collect::<Vec<Result<_, _>>>()
+            .await
+            .into_iter()
+            .collect::<Result<_, _>>()?;
+        out.sort();
+        Ok(out)
     }
 
     async fn buckets(self: Arc<Self>) -> Result<Vec<String>, StorageError> {

@@ -129,6 +129,12 @@ pub struct Jobs {
     changed: watch::Sender<u64>,
     /// Set by [`Jobs::shutdown`]: queued jobs are not started any more.
     stopping: AtomicBool,
+    /// This process's name in the records of the jobs it starts
+    /// ([`JobInfo::runner`]).
+    runner: String,
+    /// On a store several hosts share: the pass that runs every third of the
+    /// lease TTL over the jobs nobody runs (see [`Jobs::recover`]).
+    sweeper: Mutex<Option<crate::tasks::Owned<()>>>,
     this: Weak<Jobs>,
 }
 
@@ -143,6 +149,10 @@ impl Jobs {
         config.max_wait = config.max_wait.max(Duration::from_millis(1));
         let (queue, rx) = mpsc::unbounded_channel();
         let store = Arc::new(JobStore::new(gateway.ledger().storage.clone()));
+        let runner = gateway.sessions().lease_holder().unwrap_or_else(|| {
+            let id = uuid::Uuid::new_v4().simple().to_string();
+            format!("process/{}", &id[..12])
+        });
         Arc::new_cyclic(|this| Jobs {
             permits: Arc::new(Semaphore::new(config.max_running)),
             gateway,
@@ -154,6 +164,8 @@ impl Jobs {
             admitted: Mutex::new(HashMap::new()),
             changed: watch::Sender::new(0),
             stopping: AtomicBool::new(false),
+            runner,
+            sweeper: Mutex::new(None),
             this: this.clone(),
         })
     }
@@ -171,9 +183,78 @@ impl Jobs {
     /// run again; jobs left running by a process that stopped become
     /// `interrupted`, and are re-queued (to run again) only if their tool is
     /// idempotent. Returns those jobs as they are now.
+    ///
+    /// On a store several hosts share (session leases: `[storage] backend =
+    /// "nats"`), a job is another host's while that host drives its session
+    /// (holds the session's lease) or started it less than a lease TTL ago
+    /// (its first append, which takes the lease, may be on its way): those
+    /// are left alone. A job whose host died is this host's once the
+    /// session's lease expired. Since a host may die at any time, the same
+    /// pass then runs every third of the lease TTL for as long as `self`
+    /// lives; and since every start is a compare-and-set of the record
+    /// ([`JobStore::update`]), of the hosts finding one queued job exactly
+    /// one runs it.
     pub async fn recover(self: &Arc<Self>) -> Result<Vec<JobInfo>, JobError> {
+        let recovered = self.sweep().await?;
+        let sessions = self.gateway.sessions();
+        if let Some(period) = sessions.lease_renewal_period() {
+            let this = Arc::downgrade(self);
+            let pass = crate::tasks::every(period.max(Duration::from_millis(100)), move || {
+                let this = this.clone();
+                async move {
+                    let Some(jobs) = this.upgrade() else { return };
+                    if jobs.stopping.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    match jobs.sweep().await {
+                        Ok(found) if !found.is_empty() => {
+                            tracing::info!(
+                                jobs = found.len(),
+                                "took over background jobs nobody ran"
+                            );
+                        }
+                        Ok(_) => {}
+                        Err(e) => {
+                            tracing::warn!(error = %e, "the pass over unrun background jobs failed")
+                        }
+                    }
+                }
+            });
+            *self.sweeper.lock().unwrap_or_else(PoisonError::into_inner) = Some(pass);
+        }
+        Ok(recovered)
+    }
+
+    /// One pass of [`Jobs::recover`]: the stored jobs that are not final and
+    /// not this process's to run already, minus other live hosts' (on a
+    /// shared store), queued to run here; those left running by a host that
+    /// stopped are ended or re-queued first.
+    async fn sweep(self: &Arc<Self>) -> Result<Vec<JobInfo>, JobError> {
         let store = self.store.clone();
-        let jobs = blocking(move || store.all()).await?;
+        let sessions = self.gateway.sessions().clone();
+        let (me, now) = (self.runner.clone(), self.now());
+        let ttl_ms = sessions
+            .lease_ttl()
+            .map(|ttl| u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
+        let jobs = blocking(move || -> Result<Vec<JobInfo>, JobError> {
+            let mut orphans = Vec::new();
+            for job in store.all()? {
+                if job.status.is_final() {
+                    continue;
+                }
+                if let Some(ttl_ms) = ttl_ms {
+                    let just_started = job.status == JobStatus::Running
+                        && job.runner.as_deref() != Some(me.as_str())
+                        && now.saturating_sub(job.started_at_ms.unwrap_or(0)) < ttl_ms;
+                    if just_started || sessions.leased_elsewhere(&job.session)? {
+                        continue;
+                    }
+                }
+                orphans.push(job);
+            }
+            Ok(orphans)
+        })
+        .await?;
         let mut recovered = Vec::new();
         for job in jobs {
             if self.is_live(&job.id) {
@@ -186,11 +267,15 @@ impl Jobs {
                 }
                 JobStatus::Running => {
                     let now = self.now();
+                    let why = match &job.runner {
+                        Some(runner) if *runner != self.runner => format!(" on `{runner}`"),
+                        _ => String::new(),
+                    };
                     let (job, changed) = self
-                        .update(&job.id, move |j| stopped_running(j, now, ""))
+                        .update(&job.id, move |j| stopped_running(j, now, &why))
                         .await?;
                     if changed {
-                        tracing::warn!(job = %job.id, tool = %job.tool, status = %job.status, "job was running when the host stopped");
+                        tracing::warn!(job = %job.id, tool = %job.tool, status = %job.status, "job was running when its host stopped");
                         if job.status == JobStatus::Queued {
                             self.start(&job);
                         }
@@ -265,6 +350,7 @@ impl Jobs {
             result: None,
             by: Some(crate::session::actor::current().to_string()),
             result_read: Some(false),
+            runner: None,
         })
     }
 
@@ -395,6 +481,13 @@ impl Jobs {
             .unwrap_or(self.config.default_wait)
             .min(self.config.max_wait);
         let deadline = tokio::time::Instant::now() + timeout;
+        // On a store several hosts share, a job may end on another host,
+        // which does not wake this one: look again every so often.
+        let poll = self
+            .gateway
+            .sessions()
+            .lease_ttl()
+            .map(|_| SHARED_WAIT_POLL);
         let mut changes = self.changed.subscribe();
         loop {
             changes.borrow_and_update();
@@ -419,10 +512,14 @@ impl Jobs {
                     timed_out: false,
                 });
             }
+            let wake = poll.map_or(deadline, |poll| {
+                deadline.min(tokio::time::Instant::now() + poll)
+            });
             // `changed` cannot fail: this service holds the sender.
-            if tokio::time::timeout_at(deadline, changes.changed())
+            if tokio::time::timeout_at(wake, changes.changed())
                 .await
                 .is_err()
+                && tokio::time::Instant::now() >= deadline
             {
                 return Ok(WaitOutcome {
                     done,
@@ -635,19 +732,26 @@ impl Jobs {
         let now = self.now();
         let mut waited = Duration::ZERO;
         let started = loop {
+            let runner = self.runner.clone();
             let started = self
                 .update(&id, move |j| {
-                    if j.status == JobStatus::Running && j.started_at_ms == Some(now) {
+                    if j.status == JobStatus::Running
+                        && j.started_at_ms == Some(now)
+                        && j.runner.as_deref() == Some(runner.as_str())
+                    {
                         // This start's own write, which reached the store
                         // though its flush was not acknowledged: it runs.
                         return true;
                     }
                     if j.status != JobStatus::Queued {
+                        // Started by another host sharing the store, or
+                        // cancelled: not this process's to run.
                         return false;
                     }
                     j.status = JobStatus::Running;
                     j.started_at_ms = Some(now);
                     j.attempts += 1;
+                    j.runner = Some(runner.clone());
                     true
                 })
                 .await;
@@ -713,11 +817,11 @@ impl Jobs {
                         if j.status == JobStatus::Running {
                             j.status = status;
                             j.finished_at_ms = Some(now);
-                            j.result = Some(result);
+                            j.result = Some(result.clone());
                             true
                         } else if j.status == JobStatus::Cancelled {
                             // Cancelled while running: keep what the call says of itself.
-                            j.result = Some(result);
+                            j.result = Some(result.clone());
                             true
                         } else {
                             false
@@ -761,7 +865,7 @@ impl Jobs {
     async fn update(
         &self,
         id: &str,
-        change: impl FnOnce(&mut JobInfo) -> bool + Send + 'static,
+        change: impl FnMut(&mut JobInfo) -> bool + Send + 'static,
     ) -> Result<(JobInfo, bool), JobError> {
         let store = self.store.clone();
         let id = id.to_string();
@@ -776,6 +880,9 @@ impl Jobs {
         self.changed.send_modify(|n| *n = n.wrapping_add(1));
     }
 }
+
+/// How often a wait on a store several hosts share reads the jobs again.
+const SHARED_WAIT_POLL: Duration = Duration::from_millis(250);
 
 /// How long a job keeps trying to store its start, and after it ran its
 /// outcome, in a failed store (which is reopened once there is room) before

@@ -139,6 +139,12 @@ pub struct JobInfo {
     /// ends with a result unread left it unwaited (`glovebox doctor`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result_read: Option<bool>,
+    /// The process that last started it (`node/holder` on a shared store,
+    /// a random id of the process otherwise): a start is claimed with a
+    /// compare-and-set of the record, so of two hosts starting one queued
+    /// job exactly one runs it. Absent in records written before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner: Option<String>,
 }
 
 impl JobInfo {

@@ -36,8 +36,7 @@ impl JobStore {
     }
 
     fn put_unlocked(&self, job: &JobInfo) -> Result<(), JobError> {
-        let bytes = serde_json::to_vec(job)
-            .map_err(|e| StorageError::Io(format!("cannot encode job `{}`: {e}", job.id)))?;
+        let bytes = encode(job)?;
         Ok(self.storage.put(BUCKET, &job.id, &bytes)?)
     }
 
@@ -105,19 +104,53 @@ impl JobStore {
 
     /// Applies `change` to job `id` and stores it if `change` says it
     /// changed it. Returns the record as it is now and whether it changed.
+    ///
+    /// The write is a compare-and-set over the record as read
+    /// ([`Storage::put_if`]): when another host changed it in between (a
+    /// store several hosts share), `change` is applied again to what that
+    /// host wrote. So of two hosts claiming one queued job, the second sees
+    /// it running and leaves it.
     pub fn update(
         &self,
         id: &str,
-        change: impl FnOnce(&mut JobInfo) -> bool,
+        mut change: impl FnMut(&mut JobInfo) -> bool,
     ) -> Result<(JobInfo, bool), JobError> {
         let _w = self.write.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut job = self.get(id)?;
-        let changed = change(&mut job);
-        if changed {
-            self.put_unlocked(&job)?;
+        let mut tries = 0;
+        loop {
+            let read = self
+                .storage
+                .get(BUCKET, id)?
+                .ok_or_else(|| JobError::NotFound(id.to_string()))?;
+            let mut job = decode(id, &read)?;
+            if !change(&mut job) {
+                return Ok((job, false));
+            }
+            let bytes = encode(&job)?;
+            if self.storage.put_if(BUCKET, id, Some(&read), Some(&bytes))? {
+                return Ok((job, true));
+            }
+            tries += 1;
+            if tries >= UPDATE_TRIES {
+                return Err(JobError::Storage(StorageError::Io(format!(
+                    "job `{id}` changed under {UPDATE_TRIES} updates in a row: the hosts sharing its store keep writing it; try again"
+                ))));
+            }
         }
-        Ok((job, changed))
     }
+}
+
+/// Compare-and-set rounds an update tries before giving up: each lost round
+/// means another host wrote the record between this one's read and write.
+const UPDATE_TRIES: usize = 16;
+
+fn encode(job: &JobInfo) -> Result<Vec<u8>, JobError> {
+    serde_json::to_vec(job).map_err(|e| {
+        JobError::Storage(StorageError::Io(format!(
+            "cannot encode job `{}`: {e}",
+            job.id
+        )))
+    })
 }
 
 fn decode(id: &str, bytes: &[u8]) -> Result<JobInfo, JobError> {

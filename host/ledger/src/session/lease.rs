@@ -379,6 +379,19 @@ impl Sessions {
         self.leases.as_ref().map(|l| l.config.ttl / 3)
     }
 
+    /// How long a lease lasts without a renewal (`None` without leases).
+    pub fn lease_ttl(&self) -> Option<Duration> {
+        self.leases.as_ref().map(|l| l.config.ttl)
+    }
+
+    /// This process's name in leases and job records: `node/holder` on a
+    /// shared store, `None` without leases.
+    pub fn lease_holder(&self) -> Option<String> {
+        self.leases
+            .as_ref()
+            .map(|l| format!("{}/{}", l.config.node, l.holder))
+    }
+
     /// Recovery of one session with calls in flight, on a shared store:
     /// `Ok(None)` when another live process holds its lease (the calls are
     /// its own, left alone); else the lease is taken for the recovery and
@@ -393,7 +406,7 @@ impl Sessions {
 
     /// Whether another process holds session `id`'s lease and it has not
     /// expired (always `false` without leases).
-    pub(crate) fn leased_elsewhere(&self, id: &str) -> Result<bool, SessionError> {
+    pub fn leased_elsewhere(&self, id: &str) -> Result<bool, SessionError> {
         let Some(leases) = &self.leases else {
             return Ok(false);
         };

@@ -476,3 +476,49 @@ fn two_hosts_racing_on_one_key_cannot_both_set_it() {
         current = Some(want);
     }
 }
+
+/// A scan while another host keeps rewriting keys of the bucket sees every
+/// key once, and ends.
+#[test]
+fn a_scan_under_concurrent_writes_ends_with_every_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = NatsServer::start(tmp.path(), true);
+    let reader = NatsStore::open(&config(&server, "scanw"), Durability::Flush).unwrap();
+    let writer = Arc::new(NatsStore::open(&config(&server, "scanw"), Durability::Flush).unwrap());
+    for k in 0..20 {
+        reader
+            .put("jobs", &format!("job-{k:02}"), b"queued")
+            .unwrap();
+    }
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writing = {
+        let (writer, stop) = (writer.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut n = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                let key = format!("job-{:02}", n % 20);
+                let old = writer.get("jobs", &key).unwrap();
+                writer
+                    .put_if(
+                        "jobs",
+                        &key,
+                        old.as_deref(),
+                        Some(format!("v{n}").as_bytes()),
+                    )
+                    .unwrap();
+                n += 1;
+            }
+        })
+    };
+    for round in 0..200 {
+        let keys: Vec<String> = reader
+            .scan("jobs", "")
+            .unwrap_or_else(|e| panic!("round {round}: {e}"))
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        assert_eq!(keys.len(), 20, "round {round}: {keys:?}");
+    }
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    writing.join().unwrap();
+}
