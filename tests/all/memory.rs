@@ -188,6 +188,10 @@ async fn threat_44_a_tenants_slow_calls_do_not_make_other_tenants_busy() {
     let (mut config, _data) = util::config(vec![sleeper, manifest("echo", plugins::TOOL_ECHO)]);
     config.runtime.max_concurrent_calls = 2;
     config.runtime.admission_wait = Duration::from_secs(30);
+    // The fair queue between principals is what this checks: slow calls may
+    // take every slot (by default they keep half for quicker calls, which
+    // would let alice's calls past mallory's without a queue).
+    config.runtime.slow_share = 1.0;
     let h = Arc::new(Host::load(config).await.unwrap());
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let slow: Vec<_> = (0..4)
@@ -242,6 +246,57 @@ async fn threat_44_a_tenants_slow_calls_do_not_make_other_tenants_busy() {
     assert!(timeouts >= 2, "mallory's slow calls held the slots");
     assert_eq!(h.admission_waiting(), (0, 0));
     assert_eq!(h.calls_in_flight(), 0, "every slot came back");
+    assert_serving(&h).await;
+}
+
+// Threat 44, in time: slow calls keep a share of the slots for quicker
+// ones. Two slots; mallory's four calls of a tool that sleeps for a minute
+// (a tool not called yet counts as slow) hold one slot and queue for it,
+// and alice's echo calls (echo is known to be quick) take the other at once
+// instead of waiting out a sleeper (their wait, 10 s, would end busy).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn threat_44_slow_calls_leave_quicker_calls_a_share_of_the_slots() {
+    let mut sleeper = manifest("sleep", plugins::HOSTILE_SLEEP);
+    sleeper.limits.deadline = Duration::from_secs(120);
+    let (mut config, _data) = util::config(vec![sleeper, manifest("echo", plugins::TOOL_ECHO)]);
+    config.runtime.max_concurrent_calls = 2;
+    config.runtime.admission_wait = Duration::from_secs(10);
+    let h = Arc::new(Host::load(config).await.unwrap());
+    let warm = call_as(&h, "alice", "alice-0", "echo.echo", r#"{"message":"hi"}"#).await;
+    warm.outcome.expect("echo runs");
+    let slow: Vec<_> = (0..4)
+        .map(|i| {
+            let h = h.clone();
+            tokio::spawn(async move {
+                let session = format!("mallory-{i}");
+                call_as(&h, "mallory", &session, "sleep.sleep", r#"{"seconds":60}"#).await
+            })
+        })
+        .collect();
+    // One sleeper runs; the others wait for its slot, not for alice's.
+    until_waiting(&h, 3).await;
+    assert_eq!(h.calls_in_flight(), 1);
+    for i in 0..4 {
+        let report = call_as(
+            &h,
+            "alice",
+            "alice-1",
+            "echo.echo",
+            &format!(r#"{{"message":"{i}"}}"#),
+        )
+        .await;
+        let out = report
+            .outcome
+            .expect("alice's call gets the slot kept for quicker calls");
+        assert_eq!(out["message"], i.to_string());
+    }
+    assert_eq!(h.admission_waiting().0, 3, "mallory's calls still wait");
+    for task in &slow {
+        task.abort();
+    }
+    for task in slow {
+        let _ = task.await;
+    }
     assert_serving(&h).await;
 }
 

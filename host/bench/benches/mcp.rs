@@ -83,6 +83,10 @@ async fn main() {
         for (kind, n) in &f.failures {
             println!("{:<24} {n} failed: {kind}", "");
         }
+        if !f.loops.is_empty() {
+            let loops: Vec<String> = f.loops.iter().map(|(k, n)| format!("{n} {k}")).collect();
+            println!("{:<24} looping calls: {}", "", loops.join(", "));
+        }
     };
     let wait = std::time::Duration::from_secs(5);
     let quiet = fairness(&data.path().join("fair-quiet"), 64, calls, false, wait).await;

@@ -40,6 +40,16 @@
 //! The share cap is per principal only: the sessions of one principal are
 //! served round robin among themselves, but one of them may hold all of that
 //! principal's slots.
+//!
+//! Slow calls. Round robin is fair in turns, not in time: a tool whose
+//! calls run for hundreds of milliseconds holds its slot that long, and
+//! when such calls fill every slot a quick call waits behind them however
+//! its turn falls. So the calls of tools not known to be quick (the host
+//! keeps each tool's recent run time against `runtime.slow_call`; a tool
+//! not called yet is not known to be quick) hold at most
+//! `runtime.slow_share` of the slots, and the rest are kept for quick calls,
+//! which then find a slot at once or after a quick call's wait. This leaves
+//! slots idle when only slow calls come; `slow_share = 1` turns it off.
 
 use std::collections::{HashMap, VecDeque};
 use std::future::poll_fn;
@@ -56,6 +66,8 @@ pub(crate) struct Limits {
     pub units: u64,
     /// The most slots one principal holds while another principal waits.
     pub share: usize,
+    /// The most slots slow calls hold.
+    pub slow_share: usize,
     /// The most waiters at once.
     pub queue: usize,
 }
@@ -69,11 +81,14 @@ impl Limits {
     }
 }
 
-/// Who asks: a principal and a session of it.
+/// Who asks: a principal and a session of it, for a call known to be slow
+/// or not.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Key {
     pub principal: Arc<str>,
     pub session: Arc<str>,
+    /// The call's tool has been running long (see the module's "Slow calls").
+    pub slow: bool,
 }
 
 impl Key {
@@ -81,7 +96,13 @@ impl Key {
         Key {
             principal: principal.into(),
             session: session.into(),
+            slow: false,
         }
+    }
+
+    /// The same, for a call of a tool known to be slow when `slow`.
+    pub fn slow(self, slow: bool) -> Key {
+        Key { slow, ..self }
     }
 }
 
@@ -95,6 +116,8 @@ pub(crate) enum Short {
     /// A slot and the units were free, but the principal held its share
     /// while other principals waited.
     Share,
+    /// A slot and the units were free, but slow calls held their share.
+    Slow,
 }
 
 /// Why a waiter got no slot.
@@ -127,6 +150,8 @@ struct State {
     units_free: u64,
     /// Slots held, by principal (principals holding none are absent).
     held: HashMap<Arc<str>, usize>,
+    /// Slots held by slow calls.
+    slow_held: usize,
     /// Principals with waiters, in the order they are served.
     ring: VecDeque<Arc<str>>,
     tenants: HashMap<Arc<str>, Tenant>,
@@ -157,6 +182,7 @@ pub(crate) struct Permit {
     shared: Arc<Shared>,
     principal: Arc<str>,
     units: u64,
+    slow: bool,
 }
 
 impl std::fmt::Debug for Permit {
@@ -164,6 +190,7 @@ impl std::fmt::Debug for Permit {
         f.debug_struct("Permit")
             .field("principal", &self.principal)
             .field("units", &self.units)
+            .field("slow", &self.slow)
             .finish()
     }
 }
@@ -172,7 +199,7 @@ impl Drop for Permit {
     fn drop(&mut self) {
         let wake = {
             let mut state = self.shared.lock();
-            state.release(&self.principal, self.units);
+            state.release(&self.principal, self.units, self.slow);
             state.dispatch(&self.shared.limits)
         };
         wake.into_iter().for_each(Waker::wake);
@@ -231,15 +258,15 @@ impl Admission {
             if units > limits.units {
                 return Err(Refused::TooBig);
             }
-            if state.queued == 0 && state.fits(units) {
-                state.take(&key.principal, units);
-                return Ok(self.permit(key.principal, units));
+            if state.queued == 0 && state.fits(units, key.slow, &limits) {
+                state.take(&key.principal, units, key.slow);
+                return Ok(self.permit(key.principal, units, key.slow));
             }
             if wait.is_zero() {
-                return Err(Refused::Full(state.short(units)));
+                return Err(Refused::Full(state.short(units, key.slow, &limits)));
             }
             if state.queued >= limits.queue {
-                return Err(Refused::QueueFull(state.short(units)));
+                return Err(Refused::QueueFull(state.short(units, key.slow, &limits)));
             }
             let id = state.enqueue(key, units);
             (id, state.dispatch(&limits))
@@ -266,7 +293,7 @@ impl Admission {
         let timed_out = tokio::time::timeout(wait, granted).await.is_err();
         // Whether or not the timer fired, the hand-over may have come first.
         match waiting.finish() {
-            Ok(principal) => Ok(self.permit(principal, units)),
+            Ok(key) => Ok(self.permit(key.principal, units, key.slow)),
             Err(short) => {
                 debug_assert!(timed_out);
                 Err(Refused::TimedOut(short))
@@ -274,11 +301,12 @@ impl Admission {
         }
     }
 
-    fn permit(&self, principal: Arc<str>, units: u64) -> Permit {
+    fn permit(&self, principal: Arc<str>, units: u64, slow: bool) -> Permit {
         Permit {
             shared: self.shared.clone(),
             principal,
             units,
+            slow,
         }
     }
 }
@@ -292,16 +320,16 @@ struct Waiting {
 }
 
 impl Waiting {
-    /// Leaves the queue: `Ok` with the principal when a slot was handed over
-    /// (the caller now holds it), else what was short.
-    fn finish(&mut self) -> Result<Arc<str>, Short> {
+    /// Leaves the queue: `Ok` with its key when a slot was handed over (the
+    /// caller now holds it), else what was short.
+    fn finish(&mut self) -> Result<Key, Short> {
         self.done = true;
         let mut state = self.shared.lock();
         let waiter = state.remove(self.id);
         if waiter.granted {
-            Ok(waiter.key.principal)
+            Ok(waiter.key)
         } else {
-            Err(state.short(waiter.units))
+            Err(state.short(waiter.units, waiter.key.slow, &self.shared.limits))
         }
     }
 }
@@ -316,7 +344,7 @@ impl Drop for Waiting {
             let waiter = state.remove(self.id);
             if waiter.granted {
                 // Handed a slot after it stopped listening: give it back.
-                state.release(&waiter.key.principal, waiter.units);
+                state.release(&waiter.key.principal, waiter.units, waiter.key.slow);
             }
             // Its leaving may let a waiter over its share, or behind it, in.
             state.dispatch(&self.shared.limits)
@@ -326,29 +354,35 @@ impl Drop for Waiting {
 }
 
 impl State {
-    fn fits(&self, units: u64) -> bool {
-        self.slots_free > 0 && self.units_free >= units
+    fn fits(&self, units: u64, slow: bool, limits: &Limits) -> bool {
+        self.slots_free > 0
+            && self.units_free >= units
+            && !(slow && self.slow_held >= limits.slow_share)
     }
 
-    fn short(&self, units: u64) -> Short {
+    fn short(&self, units: u64, slow: bool, limits: &Limits) -> Short {
         if self.slots_free == 0 {
             Short::Slots
         } else if self.units_free < units {
             Short::Units
+        } else if slow && self.slow_held >= limits.slow_share {
+            Short::Slow
         } else {
             Short::Share
         }
     }
 
-    fn take(&mut self, principal: &Arc<str>, units: u64) {
+    fn take(&mut self, principal: &Arc<str>, units: u64, slow: bool) {
         self.slots_free -= 1;
         self.units_free -= units;
+        self.slow_held += usize::from(slow);
         *self.held.entry(principal.clone()).or_default() += 1;
     }
 
-    fn release(&mut self, principal: &Arc<str>, units: u64) {
+    fn release(&mut self, principal: &Arc<str>, units: u64, slow: bool) {
         self.slots_free += 1;
         self.units_free += units;
+        self.slow_held -= usize::from(slow);
         if let Some(held) = self.held.get_mut(principal) {
             *held -= 1;
             if *held == 0 {
@@ -388,7 +422,9 @@ impl State {
         let waiter = self.waiters.remove(&id).expect("a waiter is removed once");
         if !waiter.granted {
             self.queued -= 1;
-            let Key { principal, session } = &waiter.key;
+            let Key {
+                principal, session, ..
+            } = &waiter.key;
             if let Some(tenant) = self.tenants.get_mut(principal) {
                 if let Some(queue) = tenant.queues.get_mut(session) {
                     queue.retain(|w| *w != id);
@@ -423,17 +459,17 @@ impl State {
             let served = if others_wait && held >= limits.share {
                 None
             } else {
-                self.serve(&principal)
+                self.serve(&principal, limits)
             };
             match served {
                 Some(id) => {
                     passed = 0;
                     let waiter = self.waiters.get_mut(&id).expect("a queued waiter");
                     waiter.granted = true;
-                    let units = waiter.units;
+                    let (units, slow) = (waiter.units, waiter.key.slow);
                     wake.extend(waiter.waker.take());
                     self.queued -= 1;
-                    self.take(&principal, units);
+                    self.take(&principal, units, slow);
                 }
                 None => passed += 1,
             }
@@ -444,13 +480,18 @@ impl State {
         wake
     }
 
-    /// The next waiter of `principal` that fits: the head of its first
-    /// session that has one, that session then going last. Takes it out
-    /// of the queue (not out of the table).
-    fn serve(&mut self, principal: &Arc<str>) -> Option<u64> {
+    /// The next waiter of `principal` that fits (a slow call only while
+    /// slow calls hold less than their share): the head of its first session
+    /// that has one, that session then going last. Takes it out of the queue
+    /// (not out of the table).
+    fn serve(&mut self, principal: &Arc<str>, limits: &Limits) -> Option<u64> {
+        let slow_full = self.slow_held >= limits.slow_share;
         let tenant = self.tenants.get_mut(principal)?;
         let (slots_free, units_free) = (self.slots_free, self.units_free);
-        let fits = |id: &u64| slots_free > 0 && self.waiters[id].units <= units_free;
+        let fits = |id: &u64| {
+            let waiter = &self.waiters[id];
+            slots_free > 0 && waiter.units <= units_free && !(slow_full && waiter.key.slow)
+        };
         let turn = tenant
             .sessions
             .iter()
@@ -481,6 +522,7 @@ mod tests {
             slots,
             units: 1000,
             share,
+            slow_share: slots,
             queue,
         })
     }
@@ -680,6 +722,7 @@ mod tests {
             slots: 2,
             units: 100,
             share: 2,
+            slow_share: 2,
             queue: 10,
         });
         let big = a.acquire(key("p", "s"), 80, Duration::ZERO).await.unwrap();
@@ -723,6 +766,7 @@ mod tests {
             slots: 2,
             units: 100,
             share: 1,
+            slow_share: 2,
             queue: 10,
         });
         let alice = a.acquire(key("alice", "s"), 10, LONG).await.unwrap();
@@ -797,6 +841,72 @@ mod tests {
         let waker = Waker::noop();
         let mut cx = std::task::Context::from_waker(waker);
         std::pin::Pin::new(f).poll(&mut cx)
+    }
+
+    /// Slow calls hold at most their share of the slots, even when nobody
+    /// else waits: quick calls find the rest free at once, and a slow call
+    /// waits for a slow one to end, though a quick call waited before it.
+    #[tokio::test]
+    async fn slow_calls_hold_no_more_than_their_share_of_the_slots() {
+        let a = Admission::new(Limits {
+            slots: 4,
+            units: 1000,
+            share: 4,
+            slow_share: 2,
+            queue: 100,
+        });
+        let slow = |s: &str| key("p", s).slow(true);
+        let first = a.acquire(slow("s1"), 1, LONG).await.unwrap();
+        let _second = a.acquire(slow("s2"), 1, LONG).await.unwrap();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        // Two slots are free, but not for a third slow call.
+        let (_s3, release_s3) = waiter(&a, slow("s3"), "slow-3", &tx);
+        settle().await;
+        assert_eq!(a.waiting(), 1);
+        // Quick calls take them at once (the queue's head is a slow call
+        // that cannot be served: they wait their turn, which comes now).
+        let (_q1, release_q1) = waiter(&a, key("p", "q1"), "quick-1", &tx);
+        assert_eq!(served(&mut rx).await, "quick-1");
+        let (_q2, _release_q2) = waiter(&a, key("p", "q2"), "quick-2", &tx);
+        assert_eq!(served(&mut rx).await, "quick-2");
+        assert_eq!(a.in_use(), 4);
+        // A quick call waits for a slot; a slow one ending lets the waiting
+        // slow call in, a quick one ending the quick call.
+        let (_q3, _release_q3) = waiter(&a, key("p", "q3"), "quick-3", &tx);
+        settle().await;
+        drop(first);
+        assert_eq!(served(&mut rx).await, "slow-3");
+        let _ = release_q1.send(());
+        assert_eq!(served(&mut rx).await, "quick-3");
+        let _ = release_s3.send(());
+        assert_eq!(a.waiting(), 0);
+    }
+
+    /// A slow call that waited its whole wait while slow calls held their
+    /// share, with slots free, says so.
+    #[tokio::test(start_paused = true)]
+    async fn a_slow_call_over_the_share_says_so() {
+        let a = Admission::new(Limits {
+            slots: 3,
+            units: 100,
+            share: 3,
+            slow_share: 1,
+            queue: 10,
+        });
+        let _slow = a
+            .acquire(key("p", "s1").slow(true), 10, LONG)
+            .await
+            .unwrap();
+        let refused = a
+            .acquire(key("p", "s2").slow(true), 5, Duration::ZERO)
+            .await;
+        assert_eq!(refused.unwrap_err(), Refused::Full(Short::Slow));
+        let refused = a
+            .acquire(key("p", "s2").slow(true), 5, Duration::from_secs(1))
+            .await;
+        assert_eq!(refused.unwrap_err(), Refused::TimedOut(Short::Slow));
+        // Quick calls are not held back.
+        let _q = a.acquire(key("p", "q"), 5, Duration::ZERO).await.unwrap();
     }
 
     #[test]

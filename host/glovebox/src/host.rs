@@ -43,6 +43,42 @@ struct Admissions {
     hooks: Admission,
     /// Where each admission's wait is reported (the gateway's metrics).
     waits: Arc<OnceLock<WaitObserver>>,
+    /// How long each tool's calls have been running, to tell the slow ones.
+    run_times: Arc<RunTimes>,
+    /// Where the slow calls' guests run.
+    slow_lane: Arc<crate::tasks::SlowLane>,
+}
+
+/// Each tool's recent run time: an average weighing the last calls most
+/// (each new one a quarter), so a tool that turns slow (or quick again) is
+/// seen as such within a few calls. A tool not called yet counts as slow
+/// until its first call ends: a burst of first calls of a tool that loops
+/// must not take every slot.
+#[derive(Default)]
+struct RunTimes(std::sync::Mutex<HashMap<String, Duration>>);
+
+impl RunTimes {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Duration>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Whether `tool`'s calls have been taking `slow` or longer (or it was
+    /// not called yet).
+    fn is_slow(&self, tool: &str, slow: Duration) -> bool {
+        self.lock().get(tool).is_none_or(|took| *took >= slow)
+    }
+
+    fn record(&self, tool: &str, took: Duration) {
+        let mut times = self.lock();
+        match times.get_mut(tool) {
+            Some(average) => *average = (*average * 3 + took) / 4,
+            None => {
+                times.insert(tool.to_string(), took);
+            }
+        }
+    }
 }
 
 /// Told the pool (`calls` or `hooks`) and how long each admission waited
@@ -67,15 +103,20 @@ impl Admissions {
                 slots,
                 units: runtime.memory_budget / MIB,
                 share: admission::Limits::share_of(slots, runtime.principal_share),
+                slow_share: admission::Limits::share_of(slots, runtime.slow_share),
                 queue,
             }),
             hooks: Admission::new(admission::Limits {
                 slots: hook_slots,
                 units: 0,
                 share: admission::Limits::share_of(hook_slots, runtime.principal_share),
+                // Hook runs are not told apart by speed.
+                slow_share: hook_slots,
                 queue: queue.max(HOOK_QUEUE_FLOOR),
             }),
             waits: Arc::default(),
+            run_times: Arc::default(),
+            slow_lane: Arc::default(),
         }
     }
 
@@ -361,7 +402,9 @@ impl Host {
             .runtime
             .admission_wait
             .min(plugin.manifest.limits.deadline);
-        let key = Key::new(crate::session::actor::current(), ctx.session_id.as_str());
+        let run_times = self.admission.run_times.clone();
+        let slow = run_times.is_slow(&name, self.config.runtime.slow_call);
+        let key = Key::new(crate::session::actor::current(), ctx.session_id.as_str()).slow(slow);
         let start = Instant::now();
         let admitted = self.admission.calls.acquire(key, mib, wait).await;
         self.admission.observe("calls", start.elapsed());
@@ -383,11 +426,19 @@ impl Host {
         let task_name = name.clone();
         // A task of its own, so a panic in host glue ends this call only.
         // Aborted if this future is dropped (a cancelled job): its store goes.
-        let task = crate::tasks::owned(async move {
+        // A slow call's guest runs on threads of its own (see `SlowLane`).
+        let run = async move {
+            let started = Instant::now();
             let report = run_call(&runtime, &plugin, &task_name, &tool_name, input, ctx).await;
             drop(slot);
+            run_times.record(&task_name, started.elapsed());
             report
-        });
+        };
+        let task = if slow {
+            self.admission.slow_lane.owned(run)
+        } else {
+            crate::tasks::owned(run)
+        };
         match task.join().await {
             Ok(report) => report,
             Err(why) => {
@@ -424,6 +475,10 @@ impl Host {
             Short::Share => format!(
                 "its principal already holds its share of the {} call slots (`runtime.principal_share` = {}) while other principals wait",
                 runtime.max_concurrent_calls, runtime.principal_share
+            ),
+            Short::Slow => format!(
+                "its tool's calls have been taking {:?} or more (`runtime.slow_call`; or it was not called yet), and slow calls already hold their share of the {} call slots (`runtime.slow_share` = {}; the rest are kept for quicker calls)",
+                runtime.slow_call, runtime.max_concurrent_calls, runtime.slow_share
             ),
         };
         match refused {

@@ -91,6 +91,59 @@ pub fn owned<T: Send + 'static>(future: impl Future<Output = T> + Send + 'static
     Owned(tokio::spawn(inherit(future)))
 }
 
+/// The threads the guests of slow calls run on (see the admission's "Slow
+/// calls"): a runtime of its own, started at the first slow call, with half
+/// the machine's cores' worth of workers (at least one). A guest that
+/// computes yields at every epoch tick to whatever else is ready on its
+/// worker; on the server's workers that is the quick calls and the server's
+/// own I/O, which then wait behind every computing guest's turn. Here the
+/// slow guests take turns among themselves, and the operating system shares
+/// the cores between these threads and the server's.
+#[derive(Default)]
+pub struct SlowLane {
+    /// Started once, by the first slow call (`None`: it could not be).
+    runtime: std::sync::OnceLock<Option<tokio::runtime::Runtime>>,
+}
+
+impl SlowLane {
+    /// Starts `future` on the lane's threads, as [`owned`] does on the
+    /// caller's runtime (it acts for whoever the caller acts for). When the
+    /// lane cannot start its threads, the caller's runtime runs it.
+    pub fn owned<T: Send + 'static>(
+        &self,
+        future: impl Future<Output = T> + Send + 'static,
+    ) -> Owned<T> {
+        let runtime = self.runtime.get_or_init(|| {
+            let threads = std::thread::available_parallelism()
+                .map_or(1, |n| n.get() / 2)
+                .max(1);
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(threads)
+                .thread_name("glovebox-slow")
+                .enable_all()
+                .build()
+                .inspect_err(|e| {
+                    tracing::warn!(error = %e, "cannot start the threads of slow calls; they run with the others");
+                })
+                .ok()
+        });
+        match runtime {
+            Some(runtime) => Owned(runtime.spawn(inherit(future))),
+            None => owned(future),
+        }
+    }
+}
+
+impl Drop for SlowLane {
+    fn drop(&mut self) {
+        // Dropped on an async thread (the host goes): no blocking wait for
+        // the lane's threads, whose tasks are cancelled.
+        if let Some(Some(runtime)) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
 /// Starts `future` in the background: nobody waits for it (the `after` hooks).
 /// It acts for whoever the caller acts for.
 pub fn detached(future: impl Future<Output = ()> + Send + 'static) {

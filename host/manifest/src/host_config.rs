@@ -102,6 +102,8 @@ pub(super) struct RawRuntime {
     admission_wait: Option<Millis>,
     admission_queue: Option<i64>,
     principal_share: Option<f64>,
+    slow_call: Option<Millis>,
+    slow_share: Option<f64>,
     max_input_bytes: Option<Size>,
     max_component_bytes: Option<Size>,
     max_memory_per_instance: Option<Size>,
@@ -659,6 +661,26 @@ fn validate_runtime(
             ));
         }
         runtime.principal_share = share;
+    }
+    if let Some(Millis(slow)) = raw.slow_call {
+        if slow.is_zero() {
+            return Err(src.invalid(
+                "runtime.slow_call",
+                "0s would make every call slow".to_string(),
+                "write a duration above zero, e.g. `slow_call = \"100ms\"` (tools whose calls average longer share `slow_share` of the slots while quicker calls wait)",
+            ));
+        }
+        runtime.slow_call = slow;
+    }
+    if let Some(share) = raw.slow_share {
+        if !(share > 0.0 && share <= 1.0) {
+            return Err(src.invalid(
+                "runtime.slow_share",
+                format!("{share} is not a share of the call slots"),
+                "write a fraction above 0 and at most 1, e.g. `slow_share = 0.5` (slow calls hold at most half the slots while quicker calls wait; 1 turns this off)",
+            ));
+        }
+        runtime.slow_share = share;
     }
     let sizes = [
         (

@@ -294,6 +294,12 @@ pub struct RuntimeConfig {
     /// The fraction of the slots one principal may hold while others wait
     /// (more than 0, at most 1; at least one slot).
     pub principal_share: f64,
+    /// A tool whose recent calls ran this long on average is slow: its
+    /// calls hold at most `slow_share` of the slots while quicker calls wait.
+    pub slow_call: Duration,
+    /// The fraction of the slots slow calls may hold while quicker calls
+    /// wait (more than 0, at most 1; at least one slot).
+    pub slow_share: f64,
     /// Bytes: the largest input a call accepts.
     pub max_input_bytes: u64,
     /// Bytes: bigger component files are refused before they are read.
@@ -319,6 +325,8 @@ impl Default for RuntimeConfig {
             admission_wait: Duration::from_secs(5),
             admission_queue: 1024,
             principal_share: 0.5,
+            slow_call: Duration::from_millis(100),
+            slow_share: 0.5,
             max_input_bytes: MIB,
             max_component_bytes: 256 * MIB,
             max_memory_per_instance: 4 * GIB,

@@ -257,15 +257,16 @@ pub(super) fn hint_for(key: &str) -> &'static str {
         | "max_input_bytes"
         | "max_component_bytes"
         | "max_memory_per_instance" => SIZE_HINT,
-        "deadline" | "admission_wait" => DURATION_HINT,
+        "deadline" | "admission_wait" | "slow_call" => DURATION_HINT,
         "admission_queue" => "write an integer from 0 (no queue: busy at once) to 1000000",
         "principal_share" => "write a fraction above 0 and at most 1, e.g. `principal_share = 0.5`",
+        "slow_share" => "write a fraction above 0 and at most 1, e.g. `slow_share = 0.5`",
         "fuel" => "write a positive integer amount of fuel, or `\"off\"` to turn fuel metering off",
         "limits" | "defaults" => {
             "write a table with any of `memory`, `deadline`, `output`, `stdio`, `fuel`, `max_wasm_stack`"
         }
         "runtime" => {
-            "write a table with any of `max_concurrent_calls`, `memory_budget`, `admission_wait`, `admission_queue`, `principal_share`, `max_input_bytes`, `max_component_bytes`, `max_memory_per_instance`, `cache_dir`, `digests_dir`"
+            "write a table with any of `max_concurrent_calls`, `memory_budget`, `admission_wait`, `admission_queue`, `principal_share`, `slow_call`, `slow_share`, `max_input_bytes`, `max_component_bytes`, `max_memory_per_instance`, `cache_dir`, `digests_dir`"
         }
         "max_concurrent_calls" => "write an integer from 1 to 1000",
         "data_dir" | "cache_dir" | "digests_dir" => {

@@ -253,6 +253,9 @@ pub struct Fairness {
     pub p50: Duration,
     pub p99: Duration,
     pub took: Duration,
+    /// The looping calls, by how they ended (`timeout`: ran to their
+    /// deadline; `busy`: refused a slot).
+    pub loops: std::collections::BTreeMap<String, usize>,
 }
 
 /// The deadline of the looping calls of [`fairness`].
@@ -306,12 +309,19 @@ pub async fn fairness(
             client.post(START.to_string()).await;
             // (latency, "ok" | "busy" | another error kind) of each fast call.
             let mut fast = Vec::new();
+            // How each looping call ended.
+            let mut looped = Vec::new();
             for i in 0..calls {
                 let id = (c * calls + i) as u64 + 100;
                 if loops && i % 10 == 9 {
                     let spin = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
                                       "params": {"name": "loop.spin", "arguments": {}}});
-                    client.post(spin.to_string()).await;
+                    let v = client.post(spin.to_string()).await;
+                    let kind = v["result"]["structuredContent"]["error"]["kind"]
+                        .as_str()
+                        .unwrap_or("ok")
+                        .to_string();
+                    looped.push(kind);
                     continue;
                 }
                 let start = Instant::now();
@@ -328,15 +338,20 @@ pub async fn fairness(
                 };
                 fast.push((took, outcome));
             }
-            fast
+            (fast, looped)
         })
     });
     let runs: Vec<_> = runs.collect();
     let mut samples = Vec::new();
     let (mut refused, mut failed) = (0, 0);
     let mut failures = std::collections::BTreeMap::new();
+    let mut loops = std::collections::BTreeMap::new();
     for run in runs {
-        for (took, outcome) in run.await.expect("client") {
+        let (fast, looped) = run.await.expect("client");
+        for kind in looped {
+            *loops.entry(kind).or_default() += 1;
+        }
+        for (took, outcome) in fast {
             match outcome.as_str() {
                 "ok" => {}
                 "busy" => refused += 1,
@@ -360,5 +375,6 @@ pub async fn fairness(
         p50: s.p50,
         p99: s.p99,
         took,
+        loops,
     }
 }

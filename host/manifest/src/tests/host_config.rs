@@ -55,6 +55,8 @@ memory_budget = "2 GiB"
 admission_wait = "250ms"
 admission_queue = 0
 principal_share = 1
+slow_call = "2s"
+slow_share = 0.25
 max_input_bytes = "64 KiB"
 max_component_bytes = "10 MB"
 max_memory_per_instance = "1 GiB"
@@ -90,6 +92,8 @@ manifest = "./plugins/big.toml"
             admission_wait: Duration::from_millis(250),
             admission_queue: 0,
             principal_share: 1.0,
+            slow_call: Duration::from_secs(2),
+            slow_share: 0.25,
             max_input_bytes: 64 << 10,
             max_component_bytes: 10_000_000,
             max_memory_per_instance: 1 << 30,
@@ -276,15 +280,24 @@ fn runtime_values_are_checked() {
             &["out of range", "from 0 (no queue: busy at once) to 1000000"],
         );
     }
-    for share in ["0", "1.5", "-0.25", "nan"] {
-        let error = fx.host_error(&format!("[runtime]\nprincipal_share = {share}\n"));
-        assert_error(
-            &error,
-            &file,
-            "runtime.principal_share",
-            &["not a share of the call slots", "above 0 and at most 1"],
-        );
+    for key in ["principal_share", "slow_share"] {
+        for share in ["0", "1.5", "-0.25", "nan"] {
+            let error = fx.host_error(&format!("[runtime]\n{key} = {share}\n"));
+            assert_error(
+                &error,
+                &file,
+                &format!("runtime.{key}"),
+                &["not a share of the call slots", "above 0 and at most 1"],
+            );
+        }
     }
+    let error = fx.host_error("[runtime]\nslow_call = \"0s\"\n");
+    assert_error(
+        &error,
+        &file,
+        "runtime.slow_call",
+        &["every call slow", "above zero"],
+    );
     let error = fx.host_error("[runtime]\nadmission_wait = \"soon\"\n");
     assert_error(
         &error,

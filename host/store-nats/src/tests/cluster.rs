@@ -178,6 +178,7 @@ fn killing_one_of_three_servers_during_appends_to_logs_of_their_own_loses_no_ack
 }
 
 fn kill_a_node_under_writers(shared: bool) {
+    let _heavy = super::heavy();
     let tmp = tempfile::tempdir().unwrap();
     let cluster = NatsCluster::start(tmp.path());
     let store = Arc::new(NatsStore::open(&r3(cluster.urls()), Durability::Flush).unwrap());
@@ -341,6 +342,7 @@ fn kill_a_node_under_writers(shared: bool) {
 /// applied, not against appends still being replicated (nats-server#4320).
 #[test]
 fn two_stores_racing_on_one_log_on_a_cluster_never_fork() {
+    let _heavy = super::heavy();
     let tmp = tempfile::tempdir().unwrap();
     let cluster = NatsCluster::start(tmp.path());
     let hosts: Vec<Arc<NatsStore>> = (0..2)

@@ -16,6 +16,16 @@ use crate::{NatsConfig, NatsStore};
 /// The store on a three-node cluster: a node killed under writers, two hosts racing.
 mod cluster;
 
+/// Held by the tests that keep the machine busy (many hosts at once, a
+/// writer in a loop) and by the cluster tests, whose Raft elections stall
+/// when their servers are starved of CPU: they never run at once.
+fn heavy() -> std::sync::MutexGuard<'static, ()> {
+    static HEAVY: Mutex<()> = Mutex::new(());
+    HEAVY
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// A store on a server of its own, started in the test's data dir: the
 /// contract tests open a store "in a dir"; here the dir holds the server's
 /// files. Opening the same dir again while a store is open reaches the same
@@ -409,6 +419,7 @@ fn the_store_works_and_drops_inside_another_tokio_runtime() {
 /// server's "subjects overlap" meant for the creation that came second.
 #[test]
 fn hosts_starting_together_all_open_the_streams_and_buckets_one_of_them_made() {
+    let _heavy = heavy();
     let tmp = tempfile::tempdir().unwrap();
     let server = NatsServer::start(tmp.path(), true);
     for round in 0..100 {
@@ -481,6 +492,7 @@ fn two_hosts_racing_on_one_key_cannot_both_set_it() {
 /// key once, and ends.
 #[test]
 fn a_scan_under_concurrent_writes_ends_with_every_key() {
+    let _heavy = heavy();
     let tmp = tempfile::tempdir().unwrap();
     let server = NatsServer::start(tmp.path(), true);
     let reader = NatsStore::open(&config(&server, "scanw"), Durability::Flush).unwrap();
