@@ -651,6 +651,21 @@ fn jobs_survive_a_restart_of_the_real_binary() {
             .filter(|e| e["kind"]["job_id"] == sleep_id.as_str())
             .collect();
         assert_eq!(requested.len(), if idempotent { 2 } else { 1 });
+        // Both attempts carry the job's idempotency key, not one per call.
+        let keys: std::collections::HashSet<String> = of_type("call_started")
+            .into_iter()
+            .filter(|e| {
+                requested
+                    .iter()
+                    .any(|r| r["kind"]["call_id"] == e["kind"]["call_id"])
+            })
+            .map(|e| e["kind"]["idempotency_key"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(keys.len(), 1, "{keys:?}");
+        assert!(
+            keys.iter().all(|k| k.ends_with(&format!("/{sleep_id}"))),
+            "{keys:?}"
+        );
 
         // A timed-out wait exits 6 with the pending jobs.
         if idempotent {

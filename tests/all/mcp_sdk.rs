@@ -11,7 +11,7 @@ use crate::util::plugins;
 const MCP_VERSION: &str = "2.3.0";
 
 /// A virtualenv with the Python MCP SDK and pytest, made once per target dir.
-fn venv() -> PathBuf {
+pub(crate) fn venv() -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("mcp-venv");
     let python = dir.join("bin/python");
     let stamp = dir.join(format!("installed-mcp-{MCP_VERSION}"));

@@ -505,3 +505,88 @@ fn an_approval_settled_on_two_hosts_at_once_is_settled_once() {
         }
     }
 }
+
+/// A free loopback port (bound, then let go, for a server to take).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A host on the three-node cluster at `urls`, with three replicas, as
+/// node `node` advertising `advertise`. A 5 s lease TTL: short for the
+/// test, long enough that a loaded machine's late renewals do not let the
+/// other node take a live session.
+fn cluster_node(urls: &str, node: &str, advertise: Option<&str>) -> Site {
+    let advertise = advertise
+        .map(|a| format!("advertise = \"{a}\"\n"))
+        .unwrap_or_default();
+    Site::with_config(
+        &format!(
+            "backend = \"nats\"\nurl = \"{urls}\"\nprefix = \"failover\"\nreplicas = 3\nnode = \"{node}\"\nlease_ttl = \"5s\"\n{advertise}"
+        ),
+        &[
+            (
+                "sleep.toml",
+                format!(
+                    "name = \"sleep\"\ncomponent = \"{}\"\n[limits]\ndeadline = \"120s\"\n[tools.sleep]\nidempotent = true\n",
+                    plugins::HOSTILE_SLEEP
+                ),
+            ),
+            (
+                "echo.toml",
+                format!("name = \"echo\"\ncomponent = \"{}\"\n", plugins::TOOL_ECHO),
+            ),
+        ],
+    )
+}
+
+/// Issue 17's failover, as an agent lives it: two Glovebox nodes serving
+/// MCP over HTTP on a three-node JetStream cluster (R3); the agent's
+/// session is served by node A, which is killed with SIGKILL mid-call while
+/// a background job of the session runs there; the agent (the official
+/// Python MCP SDK) reconnects to node B and resumes the session by name,
+/// with its handoff and the interrupted call marked; the job is run again
+/// on B and completes once for its idempotency key; `log verify` passes
+/// (read from a third host). The steps are in `tests/mcp_cluster/`.
+#[test]
+fn an_agent_whose_node_is_killed_mid_call_resumes_its_session_on_another_node_over_mcp() {
+    let python = crate::mcp_sdk::venv();
+    let tmp = tempfile::tempdir().unwrap();
+    let cluster = glovebox_store_nats::testing::NatsCluster::start(tmp.path());
+    let (port_a, port_b) = (free_port(), free_port());
+    let a = cluster_node(
+        &cluster.urls(),
+        "a",
+        Some(&format!("http://127.0.0.1:{port_a}/mcp")),
+    );
+    let b = cluster_node(
+        &cluster.urls(),
+        "b",
+        Some(&format!("http://127.0.0.1:{port_b}/mcp")),
+    );
+    let observer = cluster_node(&cluster.urls(), "observer", None);
+    let tests = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_cluster");
+    let output = std::process::Command::new(python)
+        .args(["-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider"])
+        .arg(&tests)
+        .current_dir(&tests)
+        .env("GLOVEBOX_BIN", env!("CARGO_BIN_EXE_glovebox"))
+        .env("GLOVEBOX_NODE_A", a.config())
+        .env("GLOVEBOX_NODE_B", b.config())
+        .env("GLOVEBOX_PORT_A", port_a.to_string())
+        .env("GLOVEBOX_PORT_B", port_b.to_string())
+        .env("GLOVEBOX_OBSERVER", observer.config())
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("pytest runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the failover test failed:\n{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains("1 passed"), "{stdout}");
+}

@@ -86,10 +86,14 @@ pub(crate) async fn record(
     let started = EventKind::CallStarted {
         call_id: call_id.clone(),
         tool: info.name.clone(),
-        idempotency_key: judgement
-            .idempotency_key
-            .clone()
-            .unwrap_or_else(|| format!("{}/{call_id}", state.id)),
+        idempotency_key: judgement.idempotency_key.clone().unwrap_or_else(|| {
+            // A job's attempts share one key (the job's), so a job run again
+            // after its host died is the same operation to whoever dedupes.
+            match &ctx.job_id {
+                Some(job) => format!("{}/{job}", state.id),
+                None => format!("{}/{call_id}", state.id),
+            }
+        }),
         idempotent: info.idempotent,
         tool_digest: call.component_digest().to_string(),
     };

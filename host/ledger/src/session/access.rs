@@ -113,6 +113,9 @@ impl Sessions {
     pub fn resume_as(&self, caller: &Principal, id_or_name: &str) -> Result<Resumed, SessionError> {
         let id = self.show_as(caller, id_or_name)?.id;
         self.with_slot(&id, |this, slot, id| {
+            // As in `Sessions::resume`: the lease first, so the calls a dead
+            // holder left are marked before they are reported.
+            this.ensure_lease(slot, id)?;
             let state = this.loaded(slot, id)?;
             if state.status == SessionStatus::Paused {
                 check_may_lift(caller, state)?;

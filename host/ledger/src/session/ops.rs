@@ -284,8 +284,16 @@ impl Sessions {
 
     /// Makes a created or paused session active (an active one stays so) and
     /// returns what is needed to carry it on. Refused for a damaged log.
+    ///
+    /// On a shared store, resuming takes the session's lease first (see
+    /// `lease.rs`): an agent that resumes on another node after its node
+    /// died is told of the calls the dead node left in flight (marked
+    /// interrupted by the takeover), not handed a session whose calls still
+    /// look running; a session another live host drives is refused with
+    /// where it is driven, as a call would be.
     pub fn resume(&self, id_or_name: &str) -> Result<Resumed, SessionError> {
         self.with_slot(id_or_name, |this, slot, id| {
+            this.ensure_lease(slot, id)?;
             if this.loaded(slot, id)?.status != SessionStatus::Active {
                 this.append_locked(slot, id, EventKind::Resumed)?;
             }

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use super::*;
+use crate::manifest::Principal;
 use crate::session::lease::LEASES_BUCKET;
 
 const TTL: Duration = Duration::from_secs(10);
@@ -239,6 +240,55 @@ fn leases_are_released_when_idle_and_at_a_clean_shutdown() {
     assert_eq!(stored_lease(&store, &busy.id), None);
     request(&b, "busy", "c-b2").unwrap();
     assert_eq!(b.show("busy").unwrap().in_flight.len(), 2);
+}
+
+/// An agent whose host died resumes its session on another host: the
+/// resume is refused (naming the holder) while the dead host's lease lasts,
+/// then takes the lease over and returns the call the dead host left
+/// running as interrupted, with its handoff.
+#[test]
+fn resuming_on_another_host_takes_the_lease_and_returns_the_calls_its_holder_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let clock = Clock::new();
+    let a = host(&store, "a", Some("http://a.example:8080/mcp"), &clock);
+    let b = host(&store, "b", None, &clock);
+    let w = start(&a, "w");
+    a.handoff(
+        "w",
+        Handoff::new(HandoffKind::Continuation, Role::Workagent, "ship it"),
+    )
+    .unwrap();
+    request(&a, &w.id, "c-1").unwrap();
+    begin(&a, &w.id, "c-1");
+
+    // An agent's resume (over MCP: `resume_as`) and the CLI's alike.
+    let err = b.resume_as(&Principal::local(), "w").unwrap_err();
+    assert!(
+        matches!(&err, SessionError::Leased { node, .. } if node == "a"),
+        "{err:?}"
+    );
+    let err = b.resume("w").unwrap_err();
+    assert!(
+        matches!(&err, SessionError::Leased { node, addr: Some(addr), .. }
+            if node == "a" && addr == "http://a.example:8080/mcp"),
+        "{err:?}"
+    );
+    assert!(b.show("w").unwrap().interrupted.is_empty());
+
+    clock.advance(TTL.as_millis() as u64 + 1);
+    let resumed = b.resume_as(&Principal::local(), "w").unwrap();
+    assert_eq!(resumed.interrupted_calls.len(), 1, "{resumed:?}");
+    let call = &resumed.interrupted_calls[0];
+    assert_eq!(call.call_id, "c-1");
+    assert!(call.started, "{call:?}");
+    assert!(
+        call.reason.contains("node `a` stopped driving the session"),
+        "{call:?}"
+    );
+    assert_eq!(resumed.latest_handoff.unwrap().handoff.objective, "ship it");
+    assert_eq!(stored_lease(&store, &w.id).unwrap().node, "b");
+    assert!(b.verify("w").unwrap().ok);
 }
 
 /// Two hosts start sessions at the same moment and race for one lease: one
