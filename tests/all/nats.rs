@@ -590,3 +590,59 @@ fn an_agent_whose_node_is_killed_mid_call_resumes_its_session_on_another_node_ov
     );
     assert!(stdout.contains("1 passed"), "{stdout}");
 }
+
+/// The CLI against a cluster from a machine that holds nothing of it: with
+/// `[storage] node` set, an operator's commands (sessions, logs, approvals,
+/// jobs, bills, principals, a pause and its lift) run on the NATS store
+/// alone, and the data dir is never made.
+#[test]
+fn the_cli_works_against_nats_with_no_local_data_dir() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = NatsServer::start(tmp.path(), true);
+    let ops = Site::with_config(
+        &format!(
+            "backend = \"nats\"\nurl = \"{}\"\nprefix = \"it\"\nnode = \"ops-laptop\"\n",
+            server.url()
+        ),
+        &[(
+            "echo.toml",
+            format!("name = \"echo\"\ncomponent = \"{}\"\n", plugins::TOOL_ECHO),
+        )],
+    );
+    // Another host made the session and ran a call in it.
+    let host = site_on(&server.url());
+    host.start_workagent("w");
+    let (code, _, err) = host.run(&["call", "echo.echo", "-i", r#"{"message":"hi"}"#, "-s", "w"]);
+    assert_eq!(code, 0, "{err}");
+
+    for args in [
+        &["session", "list"][..],
+        &["session", "show", "w"],
+        &["log", "export", "w"],
+        &["log", "verify", "w"],
+        &["log", "show", "w"],
+        &["approvals"],
+        &["job", "list"],
+        &["billing"],
+        &["principal", "list"],
+        &["session", "pause", "w", "--reason", "looking at it"],
+        &["session", "resume", "w"],
+    ] {
+        let (code, out, err) = ops.run(args);
+        assert_eq!(code, 0, "glovebox {args:?}: {err}");
+        if args.starts_with(&["log", "verify"]) {
+            assert!(out.starts_with("ok"), "{out}");
+        }
+        if args.starts_with(&["session", "list"]) {
+            assert!(out.contains(" w "), "{out}");
+        }
+    }
+    assert!(
+        !ops.data().exists(),
+        "the CLI made a data dir: {:?}",
+        std::fs::read_dir(ops.data()).map(|d| d.count())
+    );
+    let events = events_of(&host, "w");
+    assert_eq!(of_type(&events, "paused").len(), 1, "{events:?}");
+    assert_eq!(of_type(&events, "resumed").len(), 1, "{events:?}");
+}

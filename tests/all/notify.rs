@@ -132,12 +132,18 @@ fn serve_one(stream: TcpStream, got: &Mutex<Vec<Delivery>>, answer: &AtomicU16) 
     let mut body = vec![0; len];
     reader.read_exact(&mut body).unwrap();
     let status = answer.load(Ordering::SeqCst);
+    let slow = path.starts_with("/slow");
     got.lock().unwrap().push(Delivery {
         path,
         headers,
         body,
         answered: status,
     });
+    if slow {
+        // A receiver that takes its time: the entry stays in the outbox
+        // while its delivery is in flight.
+        std::thread::sleep(Duration::from_millis(500));
+    }
     let mut stream = stream;
     let _ = write!(
         stream,
@@ -660,4 +666,56 @@ fn notify_config_errors_name_the_key_and_the_fix() {
         assert_eq!(code, 2, "{notify}: {err}");
         assert!(err.contains(key) && err.contains(words), "{notify}: {err}");
     }
+}
+
+/// Two hosts on one NATS store both run the delivery worker over the one
+/// outbox they share: each notification reaches the receiver once (each
+/// attempt is claimed by one host), whichever host sent it, though the
+/// receiver takes half a second to answer (every entry is still in the
+/// outbox, due, while its delivery is in flight).
+#[test]
+fn two_hosts_on_one_nats_store_deliver_each_notification_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let nats = glovebox_store_nats::testing::NatsServer::start(tmp.path(), true);
+    let receiver = Receiver::start();
+    let tables = |node: &str| {
+        format!(
+            "[storage]\nbackend = \"nats\"\nurl = \"{}\"\nprefix = \"notify\"\nnode = \"{node}\"\n\
+             [[notify]]\nurl = \"{}\"\nevents = [\"session_completed\"]\ntimeout = \"5s\"\n",
+            nats.url(),
+            receiver.url("/slow-hook")
+        )
+    };
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut a = serve(&site(dir_a.path(), &tables("a")));
+    let _b = serve(&site(dir_b.path(), &tables("b")));
+    let mut id = 0;
+    const SESSIONS: usize = 12;
+    for i in 0..SESSIONS {
+        let started = call(
+            &mut a,
+            &mut id,
+            "session_start",
+            json!({"role": "workagent", "project": "p", "name": format!("s{i}")}),
+        );
+        assert!(started["id"].is_string(), "{started}");
+        call(&mut a, &mut id, "session_end", json!({}));
+    }
+    receiver.wait_until("every session's completion", |got| got.len() >= SESSIONS);
+    // Both workers poll every 200 ms: wait for any second sending.
+    std::thread::sleep(Duration::from_millis(2000));
+    let got = receiver.all();
+    let ids: BTreeSet<&str> = got
+        .iter()
+        .map(|d| d.header("X-Glovebox-Delivery"))
+        .collect();
+    assert_eq!(ids.len(), SESSIONS, "{ids:?}");
+    assert_eq!(
+        got.len(),
+        SESSIONS,
+        "sent more than once: {:?}",
+        got.iter()
+            .map(|d| d.header("X-Glovebox-Delivery"))
+            .collect::<Vec<_>>()
+    );
 }

@@ -10,6 +10,11 @@
 //! exponential back-off; after `max_attempts` the entry is kept as `failed`
 //! (`glovebox notify status` shows it with its last error).
 //!
+//! Several hosts on one shared store (`backend = "nats"`) all run this
+//! worker; each attempt is preceded by a compare-and-set claim of the entry
+//! ([`Outbox::claim`]), so a receiver gets one request per attempt, from
+//! whichever host claimed it, not one per host.
+//!
 //! Only the configured URLs are contacted: redirects are not followed and no
 //! proxy is taken from the environment. With a `secret`, each delivery is
 //! signed: `X-Glovebox-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of
@@ -37,6 +42,11 @@ const KEEP_DELIVERED: Duration = Duration::from_secs(7 * 24 * 3600);
 const PRUNE_EVERY: Duration = Duration::from_secs(3600);
 /// The part of a refusing receiver's answer kept in the entry's last error.
 const MAX_ANSWER: usize = 300;
+/// A claim on an entry lasts the target's timeout and this much more (the
+/// outbox writes after the answer): long enough that a live host's attempt
+/// is never doubled by another host, short enough that a dead host's entry
+/// is sent again soon.
+const CLAIM_MARGIN_MS: u64 = 10_000;
 
 /// The body a target gets in the `json` format.
 #[derive(Serialize)]
@@ -190,10 +200,31 @@ pub async fn deliver_due(
         }
     };
     let mut done = Vec::new();
-    for mut entry in pending {
+    for entry in pending {
         if entry.next_attempt_at_ms > now_ms() {
             continue;
         }
+        // Claimed for the attempt (the target's timeout and a margin), so
+        // that another host on a shared store does not send it too.
+        let claimed = {
+            let (outbox, entry) = (outbox.clone(), entry.clone());
+            let for_ms = u64::try_from(target.timeout.as_millis())
+                .unwrap_or(u64::MAX)
+                .saturating_add(CLAIM_MARGIN_MS);
+            tasks::blocking(
+                move || outbox.claim(&entry, now_ms(), for_ms),
+                glovebox_store::StorageError::Io,
+            )
+            .await
+        };
+        let mut entry = match claimed {
+            Ok(Some(entry)) => entry,
+            Ok(None) => continue,
+            Err(e) => {
+                tracing::warn!(target = %target.name, delivery = %entry.delivery_id, error = %e, "notify: cannot claim an outbox entry (retried shortly)");
+                continue;
+            }
+        };
         let result = deliver(client, target, &entry).await;
         let now = now_ms();
         entry.attempts += 1;

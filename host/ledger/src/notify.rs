@@ -88,6 +88,12 @@ pub struct OutboxEntry {
     pub last_error: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivered_at_ms: Option<u64>,
+    /// The delivery worker sending it now (an [`Outbox`]'s holder id), and
+    /// until when that claim stands: see [`Outbox::claim`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claimed_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claimed_until_ms: Option<u64>,
 }
 
 /// One target's entries, by state.
@@ -110,6 +116,10 @@ pub struct TargetStatus {
 pub struct Outbox {
     storage: Arc<dyn Storage>,
     targets: Vec<NotifyTarget>,
+    /// This outbox's id in the claims it makes: random per process, so two
+    /// hosts on one shared store (or a server and a one-off command) are two
+    /// claimants.
+    holder: String,
 }
 
 impl std::fmt::Debug for Outbox {
@@ -147,13 +157,57 @@ impl OutboxEntry {
             last_attempt_at_ms: None,
             last_error: None,
             delivered_at_ms: None,
+            claimed_by: None,
+            claimed_until_ms: None,
         }
     }
 }
 
 impl Outbox {
     pub fn new(storage: Arc<dyn Storage>, targets: Vec<NotifyTarget>) -> Outbox {
-        Outbox { storage, targets }
+        Outbox {
+            storage,
+            targets,
+            holder: uuid::Uuid::new_v4().simple().to_string(),
+        }
+    }
+
+    /// Claims `entry` for one delivery attempt by this outbox, until
+    /// `now_ms + for_ms`: a compare-and-set of the stored entry, so of the
+    /// hosts sharing a store (`backend = "nats"`) that find one entry due,
+    /// exactly one sends it, and the receiver sees one request per attempt,
+    /// not one per host. `None`: the entry is gone (delivered or given up
+    /// by another host), another claim on it still stands, or another host
+    /// claimed it first. A claim left by a host that died lapses at its
+    /// time, and the entry is sent again then (still at least once).
+    /// Returns the entry as stored with the claim.
+    pub fn claim(
+        &self,
+        entry: &OutboxEntry,
+        now_ms: u64,
+        for_ms: u64,
+    ) -> Result<Option<OutboxEntry>, StorageError> {
+        let Some(stored) = self.storage.get(OUTBOX_BUCKET, &entry.key)? else {
+            return Ok(None);
+        };
+        let Some(mut current) = decode(&entry.key, &stored) else {
+            return Ok(None);
+        };
+        if current
+            .claimed_by
+            .as_ref()
+            .is_some_and(|h| *h != self.holder)
+            && current.claimed_until_ms.is_some_and(|until| until > now_ms)
+        {
+            return Ok(None);
+        }
+        current.claimed_by = Some(self.holder.clone());
+        current.claimed_until_ms = Some(now_ms.saturating_add(for_ms));
+        let bytes = encode(&current)?;
+        Ok(self
+            .storage
+            .put_if(OUTBOX_BUCKET, &entry.key, Some(&stored), Some(&bytes))?
+            .then_some(current))
     }
 
     pub fn targets(&self) -> &[NotifyTarget] {
@@ -286,11 +340,19 @@ impl Outbox {
             .collect())
     }
 
+    /// Stores `entry` in `bucket`, its claim ended: every write after an
+    /// attempt (retry later, delivered, failed) ends the attempt's claim.
     fn put(&self, bucket: &str, entry: &OutboxEntry) -> Result<(), StorageError> {
-        let bytes = serde_json::to_vec(entry)
-            .map_err(|e| StorageError::Io(format!("cannot encode an outbox entry: {e}")))?;
-        self.storage.put(bucket, &entry.key, &bytes)
+        let mut entry = entry.clone();
+        entry.claimed_by = None;
+        entry.claimed_until_ms = None;
+        self.storage.put(bucket, &entry.key, &encode(&entry)?)
     }
+}
+
+fn encode(entry: &OutboxEntry) -> Result<Vec<u8>, StorageError> {
+    serde_json::to_vec(entry)
+        .map_err(|e| StorageError::Io(format!("cannot encode an outbox entry: {e}")))
 }
 
 /// An entry that does not decode is skipped with a warning: one damaged
@@ -588,6 +650,80 @@ mod tests {
             )),
             "{heard:?}"
         );
+    }
+
+    /// Two hosts' outboxes on one store: of two that find an entry due,
+    /// one claims it; a claim that lapsed (its host died mid-attempt) is
+    /// claimed again; an entry delivered is claimed by nobody.
+    #[test]
+    fn an_entry_is_claimed_by_one_outbox_at_a_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage: Arc<dyn Storage> =
+            Arc::new(SledStore::open(dir.path(), Durability::Flush).unwrap());
+        let targets = vec![target("ops", NotifyKind::ALL.to_vec())];
+        let (a, b) = (
+            Outbox::new(storage.clone(), targets.clone()),
+            Outbox::new(storage.clone(), targets.clone()),
+        );
+        let notification = Notification {
+            event: "flag".into(),
+            severity: None,
+            session: "s-1".into(),
+            session_name: None,
+            project: "p".into(),
+            role: "workagent".into(),
+            seq: 7,
+            at_ms: 1_000,
+            summary: "stuck".into(),
+            details: json!({}),
+            to: vec![],
+        };
+        assert_eq!(
+            a.enqueue(NotifyKind::Flag, &notification, 1_000).unwrap(),
+            1
+        );
+        let entry = a.pending("ops").unwrap().remove(0);
+
+        let claimed = a
+            .claim(&entry, 2_000, 10_000)
+            .unwrap()
+            .expect("a claims it");
+        assert_eq!(claimed.claimed_until_ms, Some(12_000));
+        assert!(b.claim(&entry, 2_001, 10_000).unwrap().is_none());
+        // The holder may claim again (a retry within its claim).
+        assert!(a.claim(&entry, 3_000, 10_000).unwrap().is_some());
+        // A dies: once its claim lapsed, B claims the entry and sends it.
+        let claimed = b.claim(&entry, 13_001, 10_000).unwrap().expect("lapsed");
+        assert!(a.claim(&entry, 13_002, 10_000).unwrap().is_none());
+        b.delivered(&claimed).unwrap();
+        assert!(a.claim(&entry, 30_000, 10_000).unwrap().is_none());
+        assert!(b.claim(&entry, 30_000, 10_000).unwrap().is_none());
+        assert_eq!(a.status().unwrap()[0].delivered, 1);
+
+        // Many claimants at once: exactly one wins.
+        assert_eq!(
+            a.enqueue(NotifyKind::Flag, &notification, 40_000).unwrap(),
+            1
+        );
+        let entry = a.pending("ops").unwrap().remove(0);
+        let outboxes: Vec<Arc<Outbox>> = (0..4)
+            .map(|_| Arc::new(Outbox::new(storage.clone(), targets.clone())))
+            .collect();
+        let barrier = Arc::new(std::sync::Barrier::new(outboxes.len()));
+        let won: usize = outboxes
+            .iter()
+            .map(|o| {
+                let (o, barrier, entry) = (o.clone(), barrier.clone(), entry.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    o.claim(&entry, 41_000, 10_000).unwrap().is_some()
+                })
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|t| usize::from(t.join().unwrap()))
+            .sum();
+        assert_eq!(won, 1);
     }
 
     #[test]
