@@ -1,12 +1,11 @@
 //! The built-in tools: sessions, background jobs, the context index and
-//! the memory bank.
+//! the memory bank. Each parses its arguments into its struct in
+//! `tools.rs`, the one whose schema `tools/list` gives for it.
 
-use std::str::FromStr;
 use std::time::Duration;
 
 use rmcp::ErrorData;
 use rmcp::model::{CallToolResult, JsonObject};
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
@@ -15,230 +14,25 @@ use super::results::{self, bad_arguments};
 use super::tools::*;
 use glovebox::Principal;
 use glovebox::budget::{BudgetCaps, UsageReport};
-use glovebox::jobs::{JobError, JobStatus, WaitMode};
+use glovebox::jobs::{JobError, WaitMode};
 use glovebox::manifest::Completion;
 use glovebox::memory::MemoryError;
 use glovebox::session::{
-    EndOutcome, Handoff, HandoffKind, Role, SessionFilter, SessionStatus, SpawnChild, StartSession,
-    VerdictInput,
+    Handoff, HandoffKind, SessionFilter, SpawnChild, StartSession, VerdictInput,
 };
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct StartArgs {
-    role: String,
-    project: String,
-    name: Option<String>,
-    #[serde(default)]
-    tags: Vec<String>,
-    /// Humantime text: "2h", "45m".
-    expected_duration: Option<String>,
-    #[serde(default)]
-    budget: CapsArgs,
-    completion: Option<Completion>,
-}
-
-/// A session's own caps; the role's caps (`[budgets.role.<role>]`) still
-/// hold, so these can only tighten them.
-#[derive(Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CapsArgs {
-    cost: Option<f64>,
-    calls: Option<u64>,
-    wall: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct NoteArgs {
-    text: String,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct UsageArgs {
-    #[serde(default)]
-    tokens_in: u64,
-    #[serde(default)]
-    tokens_out: u64,
-    model: Option<String>,
-    #[serde(default)]
-    cost: f64,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PauseArgs {
-    reason: String,
-    session: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SessionListArgs {
-    status: Option<String>,
-    #[serde(default)]
-    tags: Vec<String>,
-    #[serde(default)]
-    children: bool,
-    session: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SessionSpawnArgs {
-    role: String,
-    name: Option<String>,
-    #[serde(default)]
-    tags: Vec<String>,
-    expected_duration: Option<String>,
-    #[serde(default)]
-    budget: CapsArgs,
-    objective: String,
-    #[serde(default)]
-    success_criteria: Vec<String>,
-    #[serde(default)]
-    requirements: Vec<String>,
-    #[serde(default)]
-    files: Vec<String>,
-    #[serde(default)]
-    next_steps: Vec<String>,
-    #[serde(default)]
-    current_phase: String,
-    session: Option<String>,
-    completion: Option<Completion>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct VerdictArgs {
-    session: String,
-    verdict: String,
-    #[serde(default)]
-    reasons: Vec<String>,
-    handoff_seq: Option<u64>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SessionWaitArgs {
-    timeout_ms: Option<u64>,
-    session: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct LogArgs {
-    session: Option<String>,
-    from_seq: Option<u64>,
-    limit: Option<usize>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RerunArgs {
-    call_id: String,
-    session: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SessionArg {
-    session: String,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct OptionalSessionArg {
-    session: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct HandoffArgs {
-    kind: String,
-    objective: String,
-    #[serde(default)]
-    requirements: Vec<String>,
-    #[serde(default)]
-    files: Vec<String>,
-    #[serde(default)]
-    success_criteria: Vec<String>,
-    #[serde(default)]
-    work_completed: Vec<String>,
-    #[serde(default)]
-    current_phase: String,
-    #[serde(default)]
-    next_steps: Vec<String>,
-    #[serde(default)]
-    blockers: Vec<String>,
-    to: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct EndArgs {
-    outcome: Option<String>,
-    #[serde(default)]
-    cancel_children: bool,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SpawnArgs {
-    tool: String,
-    input: Value,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct WaitArgs {
-    ids: Vec<String>,
-    mode: Option<String>,
-    timeout_ms: Option<u64>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct IdArg {
-    id: String,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ContextSearchArgs {
-    query: String,
-    project: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct MemoryProposeArgs {
-    scope: String,
-    text: String,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct MemorySearchArgs {
-    query: String,
-    limit: Option<usize>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ListArgs {
-    session: Option<String>,
-    status: Option<String>,
-}
-
+/// `tool`'s arguments as its argument struct (`tools.rs`); the error names
+/// the tool and the field at fault (`budget.cost`) when it is in one.
 fn parse<T: DeserializeOwned>(tool: &str, args: JsonObject) -> Result<T, ErrorData> {
-    serde_json::from_value(Value::Object(args)).map_err(|e| bad_arguments(tool, e))
-}
-
-fn parse_enum<T: FromStr<Err = String>>(tool: &str, field: &str, v: &str) -> Result<T, ErrorData> {
-    v.parse()
-        .map_err(|e: String| bad_arguments(tool, format!("`{field}`: {e}")))
+    serde_path_to_error::deserialize(Value::Object(args)).map_err(|e| {
+        let field = e.path().to_string();
+        let e = e.into_inner();
+        if field == "." {
+            bad_arguments(tool, e)
+        } else {
+            bad_arguments(tool, format!("`{field}`: {e}"))
+        }
+    })
 }
 
 /// A job operation that failed, as a tool error. (The tool and its input
@@ -252,11 +46,6 @@ fn job_failure(e: &JobError) -> Result<CallToolResult, ErrorData> {
         JobError::Storage(_) => results::failure("job_storage", e.to_string()),
     })
 }
-
-/// The most events one `session_log` page holds.
-pub(crate) const LOG_PAGE_MAX: usize = 500;
-/// The longest note or pause reason.
-const TEXT_MAX: usize = 16 * 1024;
 
 fn text_arg(tool: &str, field: &str, text: &str) -> Result<(), ErrorData> {
     if text.trim().is_empty() {
@@ -379,12 +168,12 @@ impl Connection {
                 let a: StartArgs = parse(tool, args)?;
                 let (expected_duration, budget) =
                     start_extras(tool, a.expected_duration.as_deref(), &a.budget)?;
-                let completion = a.completion.unwrap_or_default();
+                let completion = Completion::from(a.completion);
                 if let Err(e) = gateway.check_completion(&completion) {
                     return Ok(results::session_failure(&e));
                 }
                 let start = StartSession {
-                    role: parse_enum::<Role>(tool, "role", &a.role)?,
+                    role: a.role,
                     project: a.project,
                     name: a.name,
                     tags: a.tags,
@@ -436,13 +225,12 @@ impl Connection {
             }
             SESSION_HANDOFF => {
                 let a: HandoffArgs = parse(tool, args)?;
-                let kind = parse_enum::<HandoffKind>(tool, "kind", &a.kind)?;
                 let Some(id) = self.bound().await else {
                     return Ok(not_bound(tool));
                 };
                 let result = match gateway.session_as(caller, &id).await {
                     Ok(state) => {
-                        let mut h = Handoff::new(kind, state.role, a.objective);
+                        let mut h = Handoff::new(a.kind, state.role, a.objective);
                         h.requirements = a.requirements;
                         h.files = a.files;
                         h.success_criteria = a.success_criteria;
@@ -462,10 +250,6 @@ impl Connection {
             }
             SESSION_END => {
                 let a: EndArgs = parse(tool, args)?;
-                let outcome = match a.outcome.as_deref() {
-                    None => EndOutcome::Completed,
-                    Some(o) => parse_enum::<EndOutcome>(tool, "outcome", o)?,
-                };
                 let Some(id) = self.bound().await else {
                     return Ok(not_bound(tool));
                 };
@@ -477,7 +261,7 @@ impl Connection {
                 } else {
                     Vec::new()
                 };
-                Ok(match gateway.end_checked_as(caller, &id, outcome).await {
+                Ok(match gateway.end_checked_as(caller, &id, a.outcome).await {
                     Ok(ended) => {
                         self.bind(None).await;
                         // The state, with a `warning` when jobs of the
@@ -519,15 +303,9 @@ impl Connection {
                         "`ids` is empty: give at least one job id",
                     ));
                 }
-                let mode = match a.mode.as_deref() {
-                    None | Some("all") => WaitMode::All,
-                    Some("first") => WaitMode::First,
-                    Some(other) => {
-                        return Err(bad_arguments(
-                            tool,
-                            format!("`mode`: unknown mode `{other}`: expected all or first"),
-                        ));
-                    }
+                let mode = match a.mode {
+                    WaitFor::All => WaitMode::All,
+                    WaitFor::First => WaitMode::First,
                 };
                 let timeout = a.timeout_ms.map(Duration::from_millis);
                 Ok(match jobs.wait_as(caller, &a.ids, mode, timeout).await {
@@ -536,14 +314,14 @@ impl Connection {
                 })
             }
             JOB_STATUS => {
-                let a: IdArg = parse(tool, args)?;
+                let a: JobArg = parse(tool, args)?;
                 Ok(match jobs.status_as(caller, &a.id).await {
                     Ok(info) => results::ok(&info),
                     Err(e) => job_failure(&e)?,
                 })
             }
             JOB_CANCEL => {
-                let a: IdArg = parse(tool, args)?;
+                let a: JobArg = parse(tool, args)?;
                 Ok(match jobs.cancel_as(caller, &a.id).await {
                     Ok(info) => results::ok(&info),
                     Err(e) => job_failure(&e)?,
@@ -551,10 +329,6 @@ impl Connection {
             }
             JOB_LIST => {
                 let a: ListArgs = parse(tool, args)?;
-                let status = match a.status.as_deref() {
-                    None => None,
-                    Some(s) => Some(parse_enum::<JobStatus>(tool, "status", s)?),
-                };
                 let session = match a.session {
                     Some(key) => {
                         if let Some(refused) = self.family_guard(caller, &key).await {
@@ -565,7 +339,7 @@ impl Connection {
                     None => self.bound().await,
                 };
                 Ok(
-                    match jobs.list_as(caller, session.as_deref(), status).await {
+                    match jobs.list_as(caller, session.as_deref(), a.status).await {
                         Ok(jobs) => results::ok_value(json!({"jobs": jobs})),
                         Err(e) => job_failure(&e)?,
                     },
@@ -635,10 +409,7 @@ impl Connection {
                     ));
                 }
                 let filter = SessionFilter {
-                    status: match a.status.as_deref() {
-                        None => None,
-                        Some(s) => Some(parse_enum::<SessionStatus>(tool, "status", s)?),
-                    },
+                    status: a.status,
                     tags: a.tags,
                     ..Default::default()
                 };
@@ -649,7 +420,7 @@ impl Connection {
             }
             SESSION_LOG => {
                 let a: LogArgs = parse(tool, args)?;
-                let limit = a.limit.unwrap_or(100);
+                let limit = a.limit;
                 if limit == 0 || limit > LOG_PAGE_MAX {
                     return Err(bad_arguments(
                         tool,
@@ -658,7 +429,7 @@ impl Connection {
                         ),
                     ));
                 }
-                let from = a.from_seq.unwrap_or(1).max(1);
+                let from = a.from_seq.max(1);
                 let key = match self.target(caller, tool, a.session).await {
                     Ok(key) => key,
                     Err(answer) => return Ok(answer),
@@ -688,7 +459,7 @@ impl Connection {
             }
             SESSION_SPAWN => {
                 let a: SessionSpawnArgs = parse(tool, args)?;
-                let role = parse_enum::<Role>(tool, "role", &a.role)?;
+                let role = a.role;
                 let (expected_duration, budget) =
                     start_extras(tool, a.expected_duration.as_deref(), &a.budget)?;
                 let parent = match self.target(caller, tool, a.session).await {
@@ -702,7 +473,7 @@ impl Connection {
                 task.files = a.files;
                 task.next_steps = a.next_steps;
                 task.current_phase = a.current_phase;
-                let completion = a.completion.unwrap_or_default();
+                let completion = Completion::from(a.completion);
                 if let Err(e) = gateway.check_completion(&completion) {
                     return Ok(results::session_failure(&e));
                 }
@@ -724,16 +495,7 @@ impl Connection {
             }
             SESSION_VERDICT => {
                 let a: VerdictArgs = parse(tool, args)?;
-                let pass = match a.verdict.as_str() {
-                    "pass" => true,
-                    "fail" => false,
-                    other => {
-                        return Err(bad_arguments(
-                            tool,
-                            format!("`verdict`: `{other}` is not a verdict: expected pass or fail"),
-                        ));
-                    }
-                };
+                let pass = a.verdict == Verdict::Pass;
                 let Some(judge) = self.bound().await else {
                     return Ok(not_bound(tool));
                 };
@@ -764,7 +526,7 @@ impl Connection {
                 )
             }
             APPROVAL_STATUS => {
-                let a: IdArg = parse(tool, args)?;
+                let a: ApprovalArg = parse(tool, args)?;
                 Ok(match gateway.approval_as(caller, &a.id).await {
                     Ok(Some(approval)) => results::ok(&approval),
                     Ok(None) => results::failure(
@@ -811,7 +573,7 @@ impl Connection {
                 let Some(id) = self.bound().await else {
                     return Ok(not_bound(tool));
                 };
-                let limit = a.limit.unwrap_or(10);
+                let limit = a.limit;
                 Ok(
                     match gateway.memory_search_as(caller, &id, &a.query, limit).await {
                         Ok((found, event)) => {
@@ -826,5 +588,111 @@ impl Connection {
                 None,
             )),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refusal<T: DeserializeOwned>(tool: &str, args: Value) -> String {
+        match parse::<T>(tool, args.as_object().unwrap().clone()) {
+            Ok(_) => panic!("`{tool}` took {args}"),
+            Err(e) => e.message.to_string(),
+        }
+    }
+
+    fn parsed<T: DeserializeOwned>(tool: &str, args: Value) -> T {
+        parse(tool, args.as_object().unwrap().clone())
+            .unwrap_or_else(|e| panic!("`{tool}` refused {args}: {}", e.message))
+    }
+
+    #[test]
+    fn bad_arguments_name_the_tool_and_the_field() {
+        for (message, want) in [
+            (
+                refusal::<StartArgs>(SESSION_START, json!({"role": "boss", "project": "p"})),
+                "invalid arguments for `session_start`: `role`: unknown role `boss`: expected one of orchestrator, supervisor, workagent, judge",
+            ),
+            (
+                refusal::<StartArgs>(SESSION_START, json!({"role": "judge"})),
+                "invalid arguments for `session_start`: missing field `project`",
+            ),
+            (
+                refusal::<StartArgs>(
+                    SESSION_START,
+                    json!({"role": "judge", "project": "p", "budget": {"cost": "lots"}}),
+                ),
+                "invalid arguments for `session_start`: `budget.cost`: invalid type: string \"lots\"",
+            ),
+            (
+                refusal::<StartArgs>(
+                    SESSION_START,
+                    json!({"role": "judge", "project": "p", "completion": {"gates": [{"tool": "a.b", "expected": {}}]}}),
+                ),
+                "invalid arguments for `session_start`: `completion.gates[0].expected`: unknown field `expected`, expected one of `tool`, `input`, `expect`",
+            ),
+            (
+                refusal::<HandoffArgs>(SESSION_HANDOFF, json!({"kind": "up", "objective": "o"})),
+                "invalid arguments for `session_handoff`: `kind`: unknown handoff kind `up`",
+            ),
+            (
+                refusal::<EndArgs>(SESSION_END, json!({"outcome": "done"})),
+                "invalid arguments for `session_end`: `outcome`: unknown outcome `done`",
+            ),
+            (
+                refusal::<VerdictArgs>(
+                    SESSION_VERDICT,
+                    json!({"session": "s", "verdict": "maybe"}),
+                ),
+                "invalid arguments for `session_verdict`: `verdict`: unknown variant `maybe`, expected `pass` or `fail`",
+            ),
+            (
+                refusal::<WaitArgs>(JOB_WAIT, json!({"ids": ["j"], "mode": "any"})),
+                "invalid arguments for `job_wait`: `mode`: unknown variant `any`, expected `all` or `first`",
+            ),
+            (
+                refusal::<ListArgs>(JOB_LIST, json!({"status": "lost"})),
+                "invalid arguments for `job_list`: `status`: unknown job status `lost`",
+            ),
+            (
+                refusal::<SessionListArgs>(SESSION_LIST, json!({"status": "lost"})),
+                "invalid arguments for `session_list`: `status`: unknown status `lost`",
+            ),
+            (
+                refusal::<JobArg>(JOB_STATUS, json!({"id": "j", "session": "s"})),
+                "invalid arguments for `job_status`: `session`: unknown field `session`, expected `id`",
+            ),
+        ] {
+            assert!(message.starts_with(want), "{message}\nwanted: {want}");
+        }
+    }
+
+    #[test]
+    fn left_out_arguments_take_their_defaults() {
+        let end: EndArgs = parsed(SESSION_END, json!({}));
+        assert_eq!(end.outcome, glovebox::session::EndOutcome::Completed);
+        let end: EndArgs = parsed(SESSION_END, json!({"outcome": "exit"}));
+        assert_eq!(end.outcome, glovebox::session::EndOutcome::Exit);
+        let wait: WaitArgs = parsed(JOB_WAIT, json!({"ids": ["j"]}));
+        assert!(matches!(wait.mode, WaitFor::All));
+        let log: LogArgs = parsed(SESSION_LOG, json!({}));
+        assert_eq!((log.from_seq, log.limit), (1, 100));
+        let search: MemorySearchArgs = parsed(MEMORY_SEARCH, json!({"query": "q"}));
+        assert_eq!(search.limit, 10);
+        // A word is read as the config reads it (`-` for `_`), and an
+        // optional one may be null.
+        let handoff: HandoffArgs = parsed(
+            SESSION_HANDOFF,
+            json!({"kind": "orchestrator-to-supervisor", "objective": "o"}),
+        );
+        assert_eq!(handoff.kind, HandoffKind::OrchestratorToSupervisor);
+        let list: ListArgs = parsed(JOB_LIST, json!({"status": null}));
+        assert!(list.status.is_none());
+        let list: SessionListArgs = parsed(SESSION_LIST, json!({"status": "paused"}));
+        assert_eq!(list.status, Some(glovebox::session::SessionStatus::Paused));
+        let start: StartArgs = parsed(SESSION_START, json!({"role": "workagent", "project": "p"}));
+        assert!(Completion::from(start.completion).is_empty());
+        assert_eq!(start.budget.cost, None);
     }
 }

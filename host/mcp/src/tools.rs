@@ -1,12 +1,29 @@
 //! What `tools/list` offers: every configured plugin tool, then the built-in
 //! session and job tools, each with a JSON schema for its input.
+//!
+//! A built-in's arguments are parsed into a struct of this file, and its
+//! input schema is derived from that struct (schemars): a field, its words,
+//! limits, default and description are written once, so what a client is
+//! told and what the server accepts cannot drift apart. The schemas are
+//! inlined (no `$ref`, which some clients do not follow) and offer no `null`
+//! (an optional field is left out), as the hand-written ones before them.
 
+use std::str::FromStr;
 use std::sync::Arc;
 
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
+use schemars::generate::SchemaSettings;
+use schemars::transform::RecursiveTransform;
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Value, json};
 
 use glovebox::ToolInfo;
+use glovebox::jobs::JobStatus;
+use glovebox::manifest::{Completion, Gate, MAX_GATES, MAX_WAIT_IDS};
+use glovebox::memory::SEARCH_LIMIT_MAX;
+use glovebox::session::{EndOutcome, HandoffKind, Role, SessionStatus, WAIT_MAX};
 
 /// Built-in tool names.
 pub const SESSION_START: &str = "session_start";
@@ -89,371 +106,1126 @@ pub fn plugin_tool(info: &ToolInfo) -> Tool {
     )
 }
 
-/// The built-in session and job tools.
+/// The built-in session and job tools, each with the schema of the struct
+/// its arguments parse into (`builtins.rs` parses them).
 pub fn builtin_tools() -> Vec<Tool> {
-    let strings = json!({"type": "array", "items": {"type": "string"}});
-    let session = json!({"type": "string", "description": "Session id or name; the bound session when absent."});
-    let completion = json!({
-        "type": "object",
-        "description": "What must hold before the session ends as `completed` (the operator's `[[completion]]` for its role and project is added): gates, tool calls run at every `session_end completed` whose JSON result must hold every `expect` field; and/or `judge`, a `judge` session of another principal must pass its latest handoff (`session_verdict`).",
-        "properties": {
-            "gates": {
-                "type": "array",
-                "maxItems": 16,
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "tool": {"type": "string", "description": "`plugin.tool`."},
-                        "input": {"type": "object"},
-                        "expect": {"type": "object", "description": "Fields the result must have, with these values."},
-                    },
-                    "required": ["tool"],
-                    "additionalProperties": false,
-                },
-            },
-            "judge": {"type": "boolean", "default": false},
-        },
-        "additionalProperties": false,
-    });
-    let tool = |name: &'static str, description: &'static str, schema: Value| {
-        Tool::new(name, description, Arc::new(object(schema)))
-    };
     vec![
-        tool(
+        builtin::<StartArgs>(
             SESSION_START,
             "Start a session and bind this connection to it: later tool calls and jobs run and are logged in it.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "role": {"type": "string", "enum": ["orchestrator", "supervisor", "workagent", "judge"]},
-                    "project": {"type": "string", "minLength": 1},
-                    "name": {"type": "string", "description": "Unique among live sessions; resume it by this name later."},
-                    "tags": strings.clone(),
-                    "expected_duration": {"type": "string", "description": "How long the work should take, e.g. \"45m\" or \"2h\" (the detector compares)."},
-                    "budget": {
-                        "type": "object",
-                        "description": "The session's own caps; its role's caps still hold, so these only tighten them.",
-                        "properties": {
-                            "cost": {"type": "number", "minimum": 0, "description": "Cost cap in decimal units (tool costs and reported model cost)."},
-                            "calls": {"type": "integer", "minimum": 0, "description": "Call count cap."},
-                            "wall": {"type": "string", "description": "Wall-time cap, e.g. \"30m\"."},
-                        },
-                        "additionalProperties": false,
-                    },
-                    "completion": completion.clone(),
-                },
-                "required": ["role", "project"],
-                "additionalProperties": false,
-            }),
         ),
-        tool(
+        builtin::<SessionArg>(
             SESSION_RESUME,
             "Resume a session by id or name and bind this connection to it. Returns its state, its latest handoff and the calls interrupted when the host stopped.",
-            json!({
-                "type": "object",
-                "properties": {"session": {"type": "string", "description": "Session id or name."}},
-                "required": ["session"],
-                "additionalProperties": false,
-            }),
         ),
-        tool(
+        builtin::<OptionalSessionArg>(
             SESSION_STATUS,
             "The state of a session (by id or name), or of the session this connection is bound to.",
-            json!({
-                "type": "object",
-                "properties": {"session": {"type": "string", "description": "Session id or name; the bound session when absent."}},
-                "additionalProperties": false,
-            }),
         ),
-        tool(
+        builtin::<HandoffArgs>(
             SESSION_HANDOFF,
             "Write a handoff from the bound session: a structured note to another role (or to itself, `continuation`). With `to`, that session receives a copy its resume returns.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "kind": {"type": "string", "enum": [
-                        "orchestrator_to_supervisor", "supervisor_to_workagent", "workagent_completion",
-                        "supervisor_to_orchestrator", "continuation"
-                    ]},
-                    "objective": {"type": "string", "minLength": 1},
-                    "requirements": strings.clone(),
-                    "files": strings.clone(),
-                    "success_criteria": strings.clone(),
-                    "work_completed": strings.clone(),
-                    "current_phase": {"type": "string"},
-                    "next_steps": strings.clone(),
-                    "blockers": strings.clone(),
-                    "to": {"type": "string", "description": "The receiving session (id or name)."},
-                },
-                "required": ["kind", "objective"],
-                "additionalProperties": false,
-            }),
         ),
-        tool(
+        builtin::<EndArgs>(
             SESSION_END,
             "End the bound session and unbind this connection (the next call starts a new default session). `completed` runs the session's completion gates again (each a call in the session) and is refused, with the failing gate's output, until every gate passes and, where a judge is required, a judge passed its latest handoff. Wait for its background jobs first: ending with jobs still queued or running, or with results nobody read, is recorded, and the result carries a `warning` naming them. A session with live child sessions is not ended unless `cancel_children` ends them (as interrupted) first.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "outcome": {"type": "string", "enum": ["completed", "interrupted", "exit"], "default": "completed"},
-                    "cancel_children": {"type": "boolean", "default": false, "description": "End the session's live child sessions first, as interrupted."},
-                },
-                "additionalProperties": false,
-            }),
         ),
-        tool(
+        builtin::<NoteArgs>(
             SESSION_NOTE,
             "Write a progress note (a thought, a step done) into the bound session's log (the connection's default session when none is bound). It counts as progress for the stuck-session detector.",
-            json!({
-                "type": "object",
-                "properties": {"text": {"type": "string", "minLength": 1, "maxLength": 16384}},
-                "required": ["text"],
-                "additionalProperties": false,
-            }),
         ),
-        tool(
+        builtin::<UsageArgs>(
             SESSION_USAGE,
             "Report the model's usage (tokens in and out, model, model cost) into the bound session (the default session when none is bound): the cost counts toward the session's cost cap and its bill.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "tokens_in": {"type": "integer", "minimum": 0},
-                    "tokens_out": {"type": "integer", "minimum": 0},
-                    "model": {"type": "string", "maxLength": 256},
-                    "cost": {"type": "number", "minimum": 0, "description": "Model cost in decimal units."},
-                },
-                "additionalProperties": false,
-            }),
         ),
-        tool(
+        builtin::<PauseArgs>(
             SESSION_PAUSE,
             "Pause a session of yours (the bound one when `session` is absent) for your own reasons: calls in it are refused until `session_resume` lifts the pause.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "reason": {"type": "string", "minLength": 1, "maxLength": 16384},
-                    "session": session.clone(),
-                },
-                "required": ["reason"],
-                "additionalProperties": false,
-            }),
         ),
-        tool(
+        builtin::<SessionListArgs>(
             SESSION_LIST,
             "List your sessions, optionally by status and by tags (each given tag must be on the session); with `children`, the child sessions of a session (the bound one when `session` is absent) instead, with their status, outcome, carved budget and latest handoff to the parent.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "status": {"type": "string", "enum": ["created", "active", "paused", "completed", "archived"]},
-                    "tags": strings.clone(),
-                    "children": {"type": "boolean", "default": false},
-                    "session": session.clone(),
-                },
-                "additionalProperties": false,
-            }),
         ),
-        tool(
+        builtin::<SessionSpawnArgs>(
             SESSION_SPAWN,
             "Spawn a child session of the bound session (or `session`): a role at or below its own, a task (objective, success criteria, context), and caps carved out of the parent's budget (the children's caps plus the parent's own use stay within the parent's caps). The connection stays bound to the parent; the child's agent binds with `session_resume`, which returns the task.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "role": {"type": "string", "enum": ["orchestrator", "supervisor", "workagent"]},
-                    "name": {"type": "string", "description": "Unique among live sessions."},
-                    "tags": strings.clone(),
-                    "expected_duration": {"type": "string", "description": "e.g. \"45m\"."},
-                    "budget": {
-                        "type": "object",
-                        "description": "The child's caps, carved out of the parent's: required for each cap the parent has.",
-                        "properties": {
-                            "cost": {"type": "number", "minimum": 0},
-                            "calls": {"type": "integer", "minimum": 0},
-                            "wall": {"type": "string", "description": "e.g. \"30m\"."},
-                        },
-                        "additionalProperties": false,
-                    },
-                    "objective": {"type": "string", "minLength": 1, "description": "What the child is to do."},
-                    "success_criteria": strings.clone(),
-                    "requirements": strings.clone(),
-                    "files": strings.clone(),
-                    "next_steps": strings.clone(),
-                    "current_phase": {"type": "string"},
-                    "session": {"type": "string", "description": "The parent (id or name); the bound session when absent."},
-                    "completion": completion.clone(),
-                },
-                "required": ["role", "objective"],
-                "additionalProperties": false,
-            }),
         ),
-        tool(
+        builtin::<SessionWaitArgs>(
             SESSION_WAIT,
             "Wait until every child session of the bound session (or `session`) has posted a handoff to it or ended, up to a timeout (30 s when absent, 600 s at most; never forever). Returns each child's status, outcome and latest handoff, the pending ones and whether the wait timed out.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "timeout_ms": {"type": "integer", "minimum": 0, "maximum": 600000},
-                    "session": {"type": "string", "description": "The parent (id or name); the bound session when absent."},
-                },
-                "additionalProperties": false,
-            }),
         ),
-        tool(
+        builtin::<VerdictArgs>(
             SESSION_VERDICT,
             "From the bound session, which must be of role `judge`: pass or fail another principal's session's latest handoff (its completion claim). A failing verdict needs reasons; the worker's `session_end completed` is refused until a judge passes its latest handoff, and a new handoff needs a new verdict.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "session": {"type": "string", "description": "The worker's session (id or name)."},
-                    "verdict": {"type": "string", "enum": ["pass", "fail"]},
-                    "reasons": {"type": "array", "items": {"type": "string", "maxLength": 2048}, "maxItems": 32},
-                    "handoff_seq": {"type": "integer", "minimum": 1, "description": "The handoff judged (its seq in the worker's log); refused if it is no longer the latest."},
-                },
-                "required": ["session", "verdict"],
-                "additionalProperties": false,
-            }),
         ),
-        tool(
+        builtin::<LogArgs>(
             SESSION_LOG,
             "A page of a session's log (the bound one when `session` is absent): events from `from_seq` (1 when absent), at most `limit` (100 when absent, 500 at most). `next_seq` is where the next page starts, null at the end.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "session": session.clone(),
-                    "from_seq": {"type": "integer", "minimum": 1},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": 500},
-                },
-                "additionalProperties": false,
-            }),
         ),
-        tool(
+        builtin::<RerunArgs>(
             SESSION_RERUN,
             "Re-run a call of a session (the bound one when `session` is absent) that the host's stop interrupted, with its original idempotency key: only calls of idempotent tools; `session_resume` lists them.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "call_id": {"type": "string"},
-                    "session": session.clone(),
-                },
-                "required": ["call_id"],
-                "additionalProperties": false,
-            }),
         ),
-        tool(
+        builtin::<ApprovalArg>(
             APPROVAL_STATUS,
             "Where an approval of one of your calls stands: pending, approved or denied (with the reason).",
-            json!({
-                "type": "object",
-                "properties": {"id": {"type": "string", "description": "The approval id of an `awaiting_approval` result."}},
-                "required": ["id"],
-                "additionalProperties": false,
-            }),
         ),
-        tool(
+        builtin::<ContextSearchArgs>(
             CONTEXT_SEARCH,
             "Search the projects' context index (what sessions of a project start with: rules, decisions, lessons from rescues): the live entries with every word of `query`, in `project` or in every project you may touch.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "query": {"type": "string", "description": "Words that must all appear (case-insensitive)."},
-                    "project": {"type": "string", "description": "Only this project (one you may touch)."},
-                },
-                "required": ["query"],
-                "additionalProperties": false,
-            }),
         ),
-        tool(
+        builtin::<MemoryProposeArgs>(
             MEMORY_PROPOSE,
             "Propose an entry to the memory bank from the bound session (needs one: the proposal is logged there): a fact, rule or lesson for later sessions of a scope. It reaches new sessions only once an operator approves it (`glovebox memory review`).",
-            json!({
-                "type": "object",
-                "properties": {
-                    "scope": {"type": "string", "description": "`project`, `user` or `role` (the bound session's project, your principal, the session's role), or in full: `project:NAME` (a project you may touch), `user:YOU`, `role:ROLE` (the session's)."},
-                    "text": {"type": "string", "minLength": 1, "description": "The entry; at most `[memory] max_entry_bytes` (4 KiB by default)."},
-                },
-                "required": ["scope", "text"],
-                "additionalProperties": false,
-            }),
         ),
-        tool(
+        builtin::<MemorySearchArgs>(
             MEMORY_SEARCH,
             "Search the approved entries of the memory bank in your scopes (your projects, your user, the bound session's role), best first: most query words matched, then most hits, then newest. Needs a bound session: the search is logged there.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "query": {"type": "string", "description": "Words to look for (any case)."},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
-                },
-                "required": ["query"],
-                "additionalProperties": false,
-            }),
         ),
-        tool(
+        builtin::<SpawnArgs>(
             JOB_SPAWN,
             "Run a tool call in the background in the bound session: returns a job id at once. The call takes the same path as a direct call (hooks, sandbox, log).",
-            json!({
-                "type": "object",
-                "properties": {
-                    "tool": {"type": "string", "description": "A tool of tools/list, as `plugin.tool`."},
-                    "input": {"type": "object", "description": "The tool's input; it must fit the tool's schema."},
-                },
-                "required": ["tool", "input"],
-                "additionalProperties": false,
-            }),
         ),
-        tool(
+        builtin::<WaitArgs>(
             JOB_WAIT,
             "Wait for jobs: all of them, or the first to finish, up to a timeout (the configured default when absent; never forever).",
-            json!({
-                "type": "object",
-                "properties": {
-                    "ids": {"type": "array", "items": {"type": "string"}, "minItems": 1},
-                    "mode": {"type": "string", "enum": ["all", "first"], "default": "all"},
-                    "timeout_ms": {"type": "integer", "minimum": 0},
-                },
-                "required": ["ids"],
-                "additionalProperties": false,
-            }),
         ),
-        tool(
+        builtin::<JobArg>(
             JOB_STATUS,
             "A job's status and, once it ended, its result: output, captured logs, error and metering.",
-            json!({
-                "type": "object",
-                "properties": {"id": {"type": "string"}},
-                "required": ["id"],
-                "additionalProperties": false,
-            }),
         ),
-        tool(
-            JOB_CANCEL,
-            "Cancel a queued or running job.",
-            json!({
-                "type": "object",
-                "properties": {"id": {"type": "string"}},
-                "required": ["id"],
-                "additionalProperties": false,
-            }),
-        ),
-        tool(
+        builtin::<JobArg>(JOB_CANCEL, "Cancel a queued or running job."),
+        builtin::<ListArgs>(
             JOB_LIST,
             "List jobs of a session (the bound one when `session` is absent; all sessions when nothing is bound), optionally by status.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "session": {"type": "string", "description": "Session id or name."},
-                    "status": {"type": "string", "enum": [
-                        "queued", "running", "completed", "failed", "timeout", "cancelled", "interrupted"
-                    ]},
-                },
-                "additionalProperties": false,
-            }),
         ),
     ]
+}
+
+/// A built-in whose arguments parse into `T`.
+fn builtin<T: JsonSchema>(name: &'static str, description: &'static str) -> Tool {
+    Tool::new(name, description, Arc::new(input_schema::<T>()))
+}
+
+/// `T`'s schema as an MCP input schema: an object schema with every
+/// subschema inlined, no `$schema`, and no root `title` or `description`
+/// (the struct's name and doc; the tool's description says what it does).
+fn input_schema<T: JsonSchema>() -> JsonObject {
+    let schema = SchemaSettings::draft2020_12()
+        .with(|s| {
+            s.inline_subschemas = true;
+            s.meta_schema = None;
+        })
+        .with_transform(RecursiveTransform(as_clients_know_it))
+        .into_generator()
+        .into_root_schema_for::<T>();
+    let mut schema = object(schema.to_value());
+    schema.remove("title");
+    schema.remove("description");
+    schema
+}
+
+/// What schemars writes differently from the schemas clients had: an
+/// `Option` field also allows `null` and defaults to it (the field is
+/// optional: leave it out); a number has its Rust type as `format`
+/// (`uint64`, `double`: no JSON Schema format, and some clients refuse a
+/// tool with a format they do not know; `minimum` says what matters); and a
+/// doc comment's line breaks stay in its description (they are the
+/// source's wrapping, not the text's).
+fn as_clients_know_it(schema: &mut Schema) {
+    let Some(o) = schema.as_object_mut() else {
+        return;
+    };
+    if let Some(Value::Array(types)) = o.get_mut("type") {
+        types.retain(|t| t != "null");
+        if let [only] = types.as_slice() {
+            let only = only.clone();
+            o.insert("type".into(), only);
+        }
+    }
+    if let Some(Value::Array(words)) = o.get_mut("enum") {
+        words.retain(|w| !w.is_null());
+    }
+    if o.get("default").is_some_and(Value::is_null) {
+        o.remove("default");
+    }
+    if matches!(
+        o.get("type").and_then(Value::as_str),
+        Some("integer" | "number")
+    ) {
+        o.remove("format");
+    }
+    if let Some(Value::String(text)) = o.get_mut("description") {
+        *text = text
+            .split("\n\n")
+            .map(|p| p.split('\n').map(str::trim).collect::<Vec<_>>().join(" "))
+            .collect::<Vec<_>>()
+            .join("\n\n");
+    }
+}
+
+/// A string schema whose value is one of `words`. The words of a field
+/// that [`word`] reads come from its type's `ALL`, so the schema lists what
+/// the parse takes (less what the tool refuses whatever the parse says).
+fn words<'a>(words: impl IntoIterator<Item = &'a str>) -> Schema {
+    let words: Vec<&str> = words.into_iter().collect();
+    json_schema!({"type": "string", "enum": words})
+}
+
+fn roles(_: &mut SchemaGenerator) -> Schema {
+    words(Role::ALL.map(Role::as_str))
+}
+
+/// A child is never a judge (a judge is started, by another principal).
+fn child_roles(_: &mut SchemaGenerator) -> Schema {
+    words(
+        Role::ALL
+            .into_iter()
+            .filter(|r| *r != Role::Judge)
+            .map(Role::as_str),
+    )
+}
+
+/// A `task` handoff is `session_spawn`'s to write.
+fn handoff_kinds(_: &mut SchemaGenerator) -> Schema {
+    words(
+        HandoffKind::ALL
+            .into_iter()
+            .filter(|k| *k != HandoffKind::Task)
+            .map(HandoffKind::as_str),
+    )
+}
+
+fn end_outcomes(_: &mut SchemaGenerator) -> Schema {
+    words(EndOutcome::ALL.map(EndOutcome::as_str))
+}
+
+fn session_statuses(_: &mut SchemaGenerator) -> Schema {
+    words(SessionStatus::ALL.map(SessionStatus::as_str))
+}
+
+fn job_statuses(_: &mut SchemaGenerator) -> Schema {
+    words(JobStatus::ALL.map(JobStatus::as_str))
+}
+
+/// One of a closed set of words (a role, a status), through the type's
+/// `FromStr`: it takes `-` for `_`, and its error lists the words.
+fn word<'de, D: Deserializer<'de>, T: FromStr<Err = String>>(d: D) -> Result<T, D::Error> {
+    String::deserialize(d)?.parse().map_err(D::Error::custom)
+}
+
+/// [`word`], for a field that may be left out (or null).
+fn some_word<'de, D: Deserializer<'de>, T: FromStr<Err = String>>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    Option::<String>::deserialize(d)?
+        .map(|w| w.parse().map_err(D::Error::custom))
+        .transpose()
+}
+
+/// The most events one `session_log` page holds.
+pub(crate) const LOG_PAGE_MAX: usize = 500;
+/// The events of a `session_log` page when `limit` is left out.
+const LOG_PAGE_DEFAULT: usize = 100;
+/// The entries `memory_search` returns when `limit` is left out.
+const SEARCH_LIMIT_DEFAULT: usize = 10;
+/// The longest note or pause reason.
+pub(crate) const TEXT_MAX: usize = 16 * 1024;
+/// The longest `session_wait` timeout, in milliseconds.
+const WAIT_MAX_MS: u64 = WAIT_MAX.as_millis() as u64;
+/// The longest model name a usage report may give (the ledger refuses more).
+const MODEL_MAX: usize = 256;
+/// The reasons a verdict may give, and the longest one (the ledger refuses more).
+const REASONS_MAX: usize = 32;
+const REASON_MAX_BYTES: usize = 2048;
+
+// The built-ins' arguments, one struct per tool (`job_status` and
+// `job_cancel` share one). A field's doc comment is its description in the
+// schema clients read, so it is written for them; notes for this code's
+// readers are `//` comments.
+
+/// `session_start`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct StartArgs {
+    #[serde(deserialize_with = "word")]
+    #[schemars(schema_with = "roles")]
+    pub role: Role,
+    #[schemars(length(min = 1))]
+    pub project: String,
+    /// Unique among live sessions; resume it by this name later.
+    pub name: Option<String>,
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// How long the work should take, e.g. "45m" or "2h" (the detector
+    /// compares).
+    pub expected_duration: Option<String>,
+    /// The session's own caps; its role's caps still hold, so these only
+    /// tighten them.
+    #[serde(default)]
+    pub budget: CapsArgs,
+    #[serde(default)]
+    pub completion: CompletionArgs,
+}
+
+/// A session's caps (`session_start`'s own, or `session_spawn`'s for the
+/// child).
+#[derive(Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CapsArgs {
+    /// Cost cap in decimal units (tool costs and reported model cost).
+    #[schemars(range(min = 0))]
+    pub cost: Option<f64>,
+    /// Call count cap.
+    pub calls: Option<u64>,
+    /// Wall-time cap, e.g. "30m".
+    pub wall: Option<String>,
+}
+
+// The config's `Completion`, field for field (a test holds them alike).
+/// What must hold before the session ends as `completed` (the operator's
+/// `[[completion]]` for its role and project is added): gates, tool calls
+/// run at every `session_end completed` whose JSON result must hold every
+/// `expect` field; and/or `judge`, a `judge` session of another principal
+/// must pass its latest handoff (`session_verdict`).
+#[derive(Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CompletionArgs {
+    #[serde(default)]
+    #[schemars(length(max = MAX_GATES))]
+    pub gates: Vec<GateArgs>,
+    #[serde(default)]
+    pub judge: bool,
+}
+
+// The config's `Gate`.
+/// A tool call that must succeed, with the result it must give.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct GateArgs {
+    /// `plugin.tool`.
+    pub tool: String,
+    // Any JSON here, so that the completion check's error (`gates[i].input
+    // must be a JSON object`) is the one given, as for the config's gates.
+    #[serde(default = "empty_object")]
+    #[schemars(with = "JsonObject")]
+    pub input: Value,
+    /// Fields the result must have, with these values.
+    #[serde(default)]
+    pub expect: JsonObject,
+}
+
+fn empty_object() -> Value {
+    Value::Object(JsonObject::new())
+}
+
+impl From<CompletionArgs> for Completion {
+    fn from(c: CompletionArgs) -> Completion {
+        Completion {
+            gates: c
+                .gates
+                .into_iter()
+                .map(|g| Gate {
+                    tool: g.tool,
+                    input: g.input,
+                    expect: g.expect,
+                })
+                .collect(),
+            judge: c.judge,
+        }
+    }
+}
+
+/// `session_note`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct NoteArgs {
+    #[schemars(length(min = 1, max = TEXT_MAX))]
+    pub text: String,
+}
+
+/// `session_usage`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct UsageArgs {
+    #[serde(default)]
+    pub tokens_in: u64,
+    #[serde(default)]
+    pub tokens_out: u64,
+    #[schemars(length(max = MODEL_MAX))]
+    pub model: Option<String>,
+    /// Model cost in decimal units.
+    #[serde(default)]
+    #[schemars(range(min = 0))]
+    pub cost: f64,
+}
+
+/// `session_pause`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PauseArgs {
+    #[schemars(length(min = 1, max = TEXT_MAX))]
+    pub reason: String,
+    /// Session id or name; the bound session when absent.
+    pub session: Option<String>,
+}
+
+/// `session_list`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SessionListArgs {
+    #[serde(default, deserialize_with = "some_word")]
+    #[schemars(schema_with = "session_statuses")]
+    pub status: Option<SessionStatus>,
+    #[serde(default)]
+    pub tags: Vec<String>,
+    #[serde(default)]
+    pub children: bool,
+    /// Session id or name; the bound session when absent.
+    pub session: Option<String>,
+}
+
+/// `session_spawn`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SessionSpawnArgs {
+    #[serde(deserialize_with = "word")]
+    #[schemars(schema_with = "child_roles")]
+    pub role: Role,
+    /// Unique among live sessions.
+    pub name: Option<String>,
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// e.g. "45m".
+    pub expected_duration: Option<String>,
+    /// The child's caps, carved out of the parent's: required for each cap
+    /// the parent has.
+    #[serde(default)]
+    pub budget: CapsArgs,
+    /// What the child is to do.
+    #[schemars(length(min = 1))]
+    pub objective: String,
+    #[serde(default)]
+    pub success_criteria: Vec<String>,
+    #[serde(default)]
+    pub requirements: Vec<String>,
+    #[serde(default)]
+    pub files: Vec<String>,
+    #[serde(default)]
+    pub next_steps: Vec<String>,
+    #[serde(default)]
+    pub current_phase: String,
+    /// The parent (id or name); the bound session when absent.
+    pub session: Option<String>,
+    #[serde(default)]
+    pub completion: CompletionArgs,
+}
+
+/// `session_verdict`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct VerdictArgs {
+    /// The worker's session (id or name).
+    pub session: String,
+    pub verdict: Verdict,
+    #[serde(default)]
+    #[schemars(length(max = REASONS_MAX), inner(length(max = REASON_MAX_BYTES)))]
+    pub reasons: Vec<String>,
+    /// The handoff judged (its seq in the worker's log); refused if it is no
+    /// longer the latest.
+    #[schemars(range(min = 1))]
+    pub handoff_seq: Option<u64>,
+}
+
+/// A judge's verdict on a completion claim.
+#[derive(Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Verdict {
+    Pass,
+    Fail,
+}
+
+/// `session_wait`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SessionWaitArgs {
+    #[schemars(range(max = WAIT_MAX_MS))]
+    pub timeout_ms: Option<u64>,
+    /// The parent (id or name); the bound session when absent.
+    pub session: Option<String>,
+}
+
+/// `session_log`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct LogArgs {
+    /// Session id or name; the bound session when absent.
+    pub session: Option<String>,
+    #[serde(default = "first_seq")]
+    #[schemars(range(min = 1))]
+    pub from_seq: u64,
+    #[serde(default = "log_page_default")]
+    #[schemars(range(min = 1, max = LOG_PAGE_MAX))]
+    pub limit: usize,
+}
+
+fn first_seq() -> u64 {
+    1
+}
+
+fn log_page_default() -> usize {
+    LOG_PAGE_DEFAULT
+}
+
+/// `session_rerun`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RerunArgs {
+    pub call_id: String,
+    /// Session id or name; the bound session when absent.
+    pub session: Option<String>,
+}
+
+/// `session_resume`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SessionArg {
+    /// Session id or name.
+    pub session: String,
+}
+
+/// `session_status`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct OptionalSessionArg {
+    /// Session id or name; the bound session when absent.
+    pub session: Option<String>,
+}
+
+/// `session_handoff`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct HandoffArgs {
+    #[serde(deserialize_with = "word")]
+    #[schemars(schema_with = "handoff_kinds")]
+    pub kind: HandoffKind,
+    #[schemars(length(min = 1))]
+    pub objective: String,
+    #[serde(default)]
+    pub requirements: Vec<String>,
+    #[serde(default)]
+    pub files: Vec<String>,
+    #[serde(default)]
+    pub success_criteria: Vec<String>,
+    #[serde(default)]
+    pub work_completed: Vec<String>,
+    #[serde(default)]
+    pub current_phase: String,
+    #[serde(default)]
+    pub next_steps: Vec<String>,
+    #[serde(default)]
+    pub blockers: Vec<String>,
+    /// The receiving session (id or name).
+    pub to: Option<String>,
+}
+
+/// `session_end`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct EndArgs {
+    #[serde(default = "completed", deserialize_with = "word")]
+    #[schemars(schema_with = "end_outcomes")]
+    pub outcome: EndOutcome,
+    /// End the session's live child sessions first, as interrupted.
+    #[serde(default)]
+    pub cancel_children: bool,
+}
+
+fn completed() -> EndOutcome {
+    EndOutcome::Completed
+}
+
+/// `job_spawn`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SpawnArgs {
+    /// A tool of tools/list, as `plugin.tool`.
+    pub tool: String,
+    /// The tool's input; it must fit the tool's schema.
+    // Any JSON here, so that a non-object gets its own error.
+    #[schemars(with = "JsonObject")]
+    pub input: Value,
+}
+
+/// `job_wait`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct WaitArgs {
+    #[schemars(length(min = 1, max = MAX_WAIT_IDS))]
+    pub ids: Vec<String>,
+    #[serde(default)]
+    pub mode: WaitFor,
+    pub timeout_ms: Option<u64>,
+}
+
+/// What `job_wait` waits for: every job, or the first to end.
+#[derive(Clone, Copy, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum WaitFor {
+    #[default]
+    All,
+    First,
+}
+
+/// `approval_status`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ApprovalArg {
+    /// The approval id of an `awaiting_approval` result.
+    pub id: String,
+}
+
+/// `job_status`, `job_cancel`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct JobArg {
+    /// The job id (`job_spawn` returns it).
+    pub id: String,
+}
+
+/// `context_search`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ContextSearchArgs {
+    /// Words that must all appear (case-insensitive).
+    pub query: String,
+    /// Only this project (one you may touch).
+    pub project: Option<String>,
+}
+
+/// `memory_propose`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct MemoryProposeArgs {
+    /// `project`, `user` or `role` (the bound session's project, your
+    /// principal, the session's role), or in full: `project:NAME` (a project
+    /// you may touch), `user:YOU`, `role:ROLE` (the session's).
+    pub scope: String,
+    /// The entry; at most `[memory] max_entry_bytes` (4 KiB by default).
+    #[schemars(length(min = 1))]
+    pub text: String,
+}
+
+/// `memory_search`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct MemorySearchArgs {
+    /// Words to look for (any case).
+    pub query: String,
+    #[serde(default = "search_limit_default")]
+    #[schemars(range(min = 1, max = SEARCH_LIMIT_MAX))]
+    pub limit: usize,
+}
+
+fn search_limit_default() -> usize {
+    SEARCH_LIMIT_DEFAULT
+}
+
+/// `job_list`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ListArgs {
+    /// Session id or name.
+    pub session: Option<String>,
+    #[serde(default, deserialize_with = "some_word")]
+    #[schemars(schema_with = "job_statuses")]
+    pub status: Option<JobStatus>,
 }
 
 fn object(v: Value) -> JsonObject {
     match v {
         Value::Object(o) => o,
         _ => JsonObject::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn schemas() -> Vec<(String, Value)> {
+        builtin_tools()
+            .into_iter()
+            .map(|t| (t.name.to_string(), Value::Object((*t.input_schema).clone())))
+            .collect()
+    }
+
+    /// Every built-in's properties (`name:type`) and required fields, as
+    /// the hand-written schemas gave them to clients before the schemas were
+    /// derived. A field added to an argument struct is added here; one that
+    /// is renamed, dropped or made required breaks clients: think twice.
+    const SHAPES: [(&str, &[&str], &[&str]); 23] = [
+        (
+            SESSION_START,
+            &[
+                "budget:object",
+                "completion:object",
+                "expected_duration:string",
+                "name:string",
+                "project:string",
+                "role:string",
+                "tags:array",
+            ],
+            &["role", "project"],
+        ),
+        (SESSION_RESUME, &["session:string"], &["session"]),
+        (SESSION_STATUS, &["session:string"], &[]),
+        (
+            SESSION_HANDOFF,
+            &[
+                "blockers:array",
+                "current_phase:string",
+                "files:array",
+                "kind:string",
+                "next_steps:array",
+                "objective:string",
+                "requirements:array",
+                "success_criteria:array",
+                "to:string",
+                "work_completed:array",
+            ],
+            &["kind", "objective"],
+        ),
+        (
+            SESSION_END,
+            &["cancel_children:boolean", "outcome:string"],
+            &[],
+        ),
+        (SESSION_NOTE, &["text:string"], &["text"]),
+        (
+            SESSION_USAGE,
+            &[
+                "cost:number",
+                "model:string",
+                "tokens_in:integer",
+                "tokens_out:integer",
+            ],
+            &[],
+        ),
+        (
+            SESSION_PAUSE,
+            &["reason:string", "session:string"],
+            &["reason"],
+        ),
+        (
+            SESSION_LIST,
+            &[
+                "children:boolean",
+                "session:string",
+                "status:string",
+                "tags:array",
+            ],
+            &[],
+        ),
+        (
+            SESSION_SPAWN,
+            &[
+                "budget:object",
+                "completion:object",
+                "current_phase:string",
+                "expected_duration:string",
+                "files:array",
+                "name:string",
+                "next_steps:array",
+                "objective:string",
+                "requirements:array",
+                "role:string",
+                "session:string",
+                "success_criteria:array",
+                "tags:array",
+            ],
+            &["role", "objective"],
+        ),
+        (SESSION_WAIT, &["session:string", "timeout_ms:integer"], &[]),
+        (
+            SESSION_VERDICT,
+            &[
+                "handoff_seq:integer",
+                "reasons:array",
+                "session:string",
+                "verdict:string",
+            ],
+            &["session", "verdict"],
+        ),
+        (
+            SESSION_LOG,
+            &["from_seq:integer", "limit:integer", "session:string"],
+            &[],
+        ),
+        (
+            SESSION_RERUN,
+            &["call_id:string", "session:string"],
+            &["call_id"],
+        ),
+        (APPROVAL_STATUS, &["id:string"], &["id"]),
+        (
+            CONTEXT_SEARCH,
+            &["project:string", "query:string"],
+            &["query"],
+        ),
+        (
+            MEMORY_PROPOSE,
+            &["scope:string", "text:string"],
+            &["scope", "text"],
+        ),
+        (
+            MEMORY_SEARCH,
+            &["limit:integer", "query:string"],
+            &["query"],
+        ),
+        (
+            JOB_SPAWN,
+            &["input:object", "tool:string"],
+            &["tool", "input"],
+        ),
+        (
+            JOB_WAIT,
+            &["ids:array", "mode:string", "timeout_ms:integer"],
+            &["ids"],
+        ),
+        (JOB_STATUS, &["id:string"], &["id"]),
+        (JOB_CANCEL, &["id:string"], &["id"]),
+        (JOB_LIST, &["session:string", "status:string"], &[]),
+    ];
+
+    /// The words, limits, defaults and closed objects clients were told
+    /// (JSON pointers into a built-in's schema); an `enum` may gain words,
+    /// everything else must stay as it is.
+    fn pins() -> Vec<(&'static str, &'static str, Value)> {
+        vec![
+            (
+                SESSION_START,
+                "/properties/budget/additionalProperties",
+                json!(false),
+            ),
+            (
+                SESSION_START,
+                "/properties/budget/properties/calls/minimum",
+                json!(0),
+            ),
+            (
+                SESSION_START,
+                "/properties/budget/properties/cost/minimum",
+                json!(0),
+            ),
+            (
+                SESSION_START,
+                "/properties/completion/additionalProperties",
+                json!(false),
+            ),
+            (
+                SESSION_START,
+                "/properties/completion/properties/gates/items/additionalProperties",
+                json!(false),
+            ),
+            (
+                SESSION_START,
+                "/properties/completion/properties/gates/items/required",
+                json!(["tool"]),
+            ),
+            (
+                SESSION_START,
+                "/properties/completion/properties/gates/maxItems",
+                json!(16),
+            ),
+            (
+                SESSION_START,
+                "/properties/completion/properties/judge/default",
+                json!(false),
+            ),
+            (SESSION_START, "/properties/project/minLength", json!(1)),
+            (
+                SESSION_START,
+                "/properties/role/enum",
+                json!(["orchestrator", "supervisor", "workagent", "judge"]),
+            ),
+            (
+                SESSION_HANDOFF,
+                "/properties/kind/enum",
+                json!([
+                    "orchestrator_to_supervisor",
+                    "supervisor_to_workagent",
+                    "workagent_completion",
+                    "supervisor_to_orchestrator",
+                    "continuation"
+                ]),
+            ),
+            (SESSION_HANDOFF, "/properties/objective/minLength", json!(1)),
+            (
+                SESSION_END,
+                "/properties/cancel_children/default",
+                json!(false),
+            ),
+            (
+                SESSION_END,
+                "/properties/outcome/default",
+                json!("completed"),
+            ),
+            (
+                SESSION_END,
+                "/properties/outcome/enum",
+                json!(["completed", "interrupted", "exit"]),
+            ),
+            (SESSION_NOTE, "/properties/text/maxLength", json!(16384)),
+            (SESSION_NOTE, "/properties/text/minLength", json!(1)),
+            (SESSION_USAGE, "/properties/cost/minimum", json!(0)),
+            (SESSION_USAGE, "/properties/model/maxLength", json!(256)),
+            (SESSION_USAGE, "/properties/tokens_in/minimum", json!(0)),
+            (SESSION_USAGE, "/properties/tokens_out/minimum", json!(0)),
+            (SESSION_PAUSE, "/properties/reason/maxLength", json!(16384)),
+            (SESSION_PAUSE, "/properties/reason/minLength", json!(1)),
+            (SESSION_LIST, "/properties/children/default", json!(false)),
+            (
+                SESSION_LIST,
+                "/properties/status/enum",
+                json!(["created", "active", "paused", "completed", "archived"]),
+            ),
+            (
+                SESSION_SPAWN,
+                "/properties/budget/additionalProperties",
+                json!(false),
+            ),
+            (
+                SESSION_SPAWN,
+                "/properties/budget/properties/calls/minimum",
+                json!(0),
+            ),
+            (
+                SESSION_SPAWN,
+                "/properties/budget/properties/cost/minimum",
+                json!(0),
+            ),
+            (
+                SESSION_SPAWN,
+                "/properties/completion/additionalProperties",
+                json!(false),
+            ),
+            (
+                SESSION_SPAWN,
+                "/properties/completion/properties/gates/items/additionalProperties",
+                json!(false),
+            ),
+            (
+                SESSION_SPAWN,
+                "/properties/completion/properties/gates/items/required",
+                json!(["tool"]),
+            ),
+            (
+                SESSION_SPAWN,
+                "/properties/completion/properties/gates/maxItems",
+                json!(16),
+            ),
+            (
+                SESSION_SPAWN,
+                "/properties/completion/properties/judge/default",
+                json!(false),
+            ),
+            (SESSION_SPAWN, "/properties/objective/minLength", json!(1)),
+            (
+                SESSION_SPAWN,
+                "/properties/role/enum",
+                json!(["orchestrator", "supervisor", "workagent"]),
+            ),
+            (
+                SESSION_WAIT,
+                "/properties/timeout_ms/maximum",
+                json!(600000),
+            ),
+            (SESSION_WAIT, "/properties/timeout_ms/minimum", json!(0)),
+            (SESSION_VERDICT, "/properties/handoff_seq/minimum", json!(1)),
+            (
+                SESSION_VERDICT,
+                "/properties/reasons/items/maxLength",
+                json!(2048),
+            ),
+            (SESSION_VERDICT, "/properties/reasons/maxItems", json!(32)),
+            (
+                SESSION_VERDICT,
+                "/properties/verdict/enum",
+                json!(["pass", "fail"]),
+            ),
+            (SESSION_LOG, "/properties/from_seq/minimum", json!(1)),
+            (SESSION_LOG, "/properties/limit/maximum", json!(500)),
+            (SESSION_LOG, "/properties/limit/minimum", json!(1)),
+            (MEMORY_PROPOSE, "/properties/text/minLength", json!(1)),
+            (MEMORY_SEARCH, "/properties/limit/default", json!(10)),
+            (MEMORY_SEARCH, "/properties/limit/maximum", json!(50)),
+            (MEMORY_SEARCH, "/properties/limit/minimum", json!(1)),
+            (JOB_WAIT, "/properties/ids/minItems", json!(1)),
+            (JOB_WAIT, "/properties/mode/default", json!("all")),
+            (JOB_WAIT, "/properties/mode/enum", json!(["all", "first"])),
+            (JOB_WAIT, "/properties/timeout_ms/minimum", json!(0)),
+            (
+                JOB_LIST,
+                "/properties/status/enum",
+                json!([
+                    "queued",
+                    "running",
+                    "completed",
+                    "failed",
+                    "timeout",
+                    "cancelled",
+                    "interrupted"
+                ]),
+            ),
+        ]
+    }
+
+    #[test]
+    fn every_builtin_has_a_derived_schema() {
+        let mut builtins = BUILTINS.to_vec();
+        builtins.sort();
+        let mut names: Vec<String> = schemas().into_iter().map(|(name, _)| name).collect();
+        names.sort();
+        assert_eq!(names, builtins, "one tool per built-in");
+        let mut shaped = SHAPES.map(|(name, _, _)| name);
+        shaped.sort();
+        assert_eq!(shaped, *builtins, "a built-in without its shape here");
+    }
+
+    #[test]
+    fn schemas_keep_the_properties_and_required_fields_clients_had() {
+        let schemas = schemas();
+        for (name, properties, required) in SHAPES {
+            let (_, schema) = schemas.iter().find(|(n, _)| n == name).unwrap();
+            let mut have: Vec<String> = schema["properties"]
+                .as_object()
+                .unwrap_or_else(|| panic!("{name}: no properties: {schema}"))
+                .iter()
+                .map(|(field, s)| format!("{field}:{}", s["type"].as_str().unwrap_or("?")))
+                .collect();
+            have.sort();
+            let mut want: Vec<String> = properties.iter().map(|p| p.to_string()).collect();
+            want.sort();
+            assert_eq!(have, want, "{name}: properties (name:type)");
+            let mut have: Vec<&str> = schema["required"]
+                .as_array()
+                .map(|r| r.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            have.sort();
+            let mut want = required.to_vec();
+            want.sort();
+            assert_eq!(have, want, "{name}: required");
+        }
+    }
+
+    #[test]
+    fn schemas_keep_the_words_limits_and_defaults_clients_had() {
+        let schemas = schemas();
+        for (name, pointer, want) in pins() {
+            let (_, schema) = schemas.iter().find(|(n, _)| n == name).unwrap();
+            let have = schema
+                .pointer(pointer)
+                .unwrap_or_else(|| panic!("{name}: `{pointer}` is gone: {schema}"));
+            if pointer.ends_with("/enum") {
+                for word in want.as_array().unwrap() {
+                    assert!(
+                        have.as_array().unwrap().contains(word),
+                        "{name}: `{pointer}` lost {word}: {have}"
+                    );
+                }
+            } else {
+                assert_eq!(have, &want, "{name}: `{pointer}`");
+            }
+        }
+    }
+
+    /// What MCP requires of an input schema and what the clients without
+    /// `$ref` (or `null`, or schemars' number formats) need, everywhere in
+    /// every schema.
+    #[test]
+    fn schemas_are_closed_inlined_objects() {
+        fn walk(name: &str, at: &str, v: &Value) {
+            let Value::Object(o) = v else {
+                if let Value::Array(items) = v {
+                    for (i, item) in items.iter().enumerate() {
+                        walk(name, &format!("{at}/{i}"), item);
+                    }
+                }
+                return;
+            };
+            for key in ["$ref", "$defs", "$schema", "title", "anyOf", "oneOf"] {
+                assert!(!o.contains_key(key), "{name}: `{key}` at `{at}`: {v}");
+            }
+            if let Some(t) = o.get("type") {
+                assert!(t.is_string() && t != "null", "{name}: type {t} at `{at}`");
+                if t == "integer" || t == "number" {
+                    assert!(!o.contains_key("format"), "{name}: a format at `{at}`");
+                }
+            }
+            if let Some(d) = o.get("description") {
+                let d = d.as_str().unwrap();
+                assert!(!d.is_empty() && !d.contains('\n'), "{name}: `{at}`: {d:?}");
+            }
+            if let Some(properties) = o.get("properties") {
+                assert_eq!(o["type"], "object", "{name}: `{at}`");
+                assert_eq!(
+                    o.get("additionalProperties"),
+                    Some(&json!(false)),
+                    "{name}: `{at}` takes unknown fields, which the parse refuses"
+                );
+                for field in o
+                    .get("required")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    let field = field.as_str().unwrap();
+                    assert!(
+                        properties.get(field).is_some(),
+                        "{name}: `{at}` requires {field}"
+                    );
+                }
+            }
+            for (key, sub) in o {
+                walk(name, &format!("{at}/{key}"), sub);
+            }
+        }
+        for (name, schema) in schemas() {
+            assert_eq!(
+                schema["type"], "object",
+                "{name}: MCP wants an object schema"
+            );
+            assert!(schema.get("description").is_none(), "{name}");
+            walk(&name, "", &schema);
+        }
+    }
+
+    /// The MCP input takes every field of the config's completion condition.
+    #[test]
+    fn completion_args_cover_the_configs_completion() {
+        let full = Completion {
+            gates: vec![Gate {
+                tool: "p.t".into(),
+                input: json!({"a": 1}),
+                expect: json!({"ok": true}).as_object().unwrap().clone(),
+            }],
+            judge: true,
+        };
+        let full = serde_json::to_value(&full).unwrap();
+        let schema = input_schema::<StartArgs>();
+        let completion = &schema["properties"]["completion"];
+        for field in full.as_object().unwrap().keys() {
+            assert!(completion["properties"].get(field).is_some(), "{field}");
+        }
+        for field in full["gates"][0].as_object().unwrap().keys() {
+            let gate = &completion["properties"]["gates"]["items"]["properties"];
+            assert!(gate.get(field).is_some(), "gates[].{field}");
+        }
+        let parsed: CompletionArgs = serde_json::from_value(full.clone()).unwrap();
+        assert_eq!(
+            serde_json::to_value(Completion::from(parsed)).unwrap(),
+            full
+        );
     }
 }
