@@ -427,6 +427,7 @@ fn ratchet(settings: Value) -> HookConfig {
         deadline: Duration::from_millis(500),
         memory: 16 * 1024 * 1024,
         fuel: None,
+        after: false,
     }
 }
 

@@ -23,6 +23,7 @@ fn hook(name: &str, component: &str, settings: Value) -> HookConfig {
         deadline: Duration::from_millis(100),
         memory: 16 * 1024 * 1024,
         fuel: None,
+        after: false,
     }
 }
 
@@ -506,12 +507,9 @@ async fn the_shipped_hooks_import_nothing_but_clocks_and_random() {
 // `after` is told the outcome; its failure is logged and changes nothing.
 #[tokio::test]
 async fn a_failing_after_changes_nothing() {
-    let s = setup(vec![hook(
-        "after",
-        plugins::HOSTILE_HOOK_SLOW_AFTER,
-        json!({}),
-    )])
-    .await;
+    let mut slow = hook("after", plugins::HOSTILE_HOOK_SLOW_AFTER, json!({}));
+    slow.after = true;
+    let s = setup(vec![slow]).await;
     let id = s.session("calm", Role::Workagent);
     assert_eq!(
         s.call(&id, "echo.echo", json!({"message": "fine"}))
@@ -922,4 +920,34 @@ async fn threat_37_only_an_operator_or_an_opted_in_caller_settles_an_approval() 
         "{:?}",
         settled.status
     );
+}
+
+/// The hooks' allocator (`plugins/hooks/sdk`) serves an evaluation from an
+/// arena in the hook's initial memory and spills into `memory.grow` past
+/// it: a request larger than the arena (the input is copied into the
+/// hook) is judged as a small one is, allowed or denied with the same
+/// reason.
+#[tokio::test]
+async fn a_request_larger_than_a_hooks_arena_is_judged_like_a_small_one() {
+    let s = setup(vec![cost_control(), role_allowlist()]).await;
+    let boss = s.session("boss", Role::Orchestrator);
+    let worker = s.session("worker", Role::Workagent);
+    for size in [10, 400 * 1024] {
+        let message = "x".repeat(size);
+        let echoed = s
+            .call(&boss, "echo.echo", json!({ "message": message }))
+            .await
+            .unwrap_or_else(|e| panic!("{size} bytes: {e}"));
+        assert_eq!(echoed["message"].as_str().map(str::len), Some(size));
+        let (hook, reason, _) = denial(
+            s.call(&worker, "echo.echo", json!({ "message": message }))
+                .await
+                .unwrap_err(),
+        );
+        assert_eq!(hook, "cost", "{size} bytes");
+        assert!(reason.contains("5.00"), "{size} bytes: {reason}");
+    }
+    let decided = s.decided(&boss);
+    assert_eq!(decided.len(), 4, "{decided:?}");
+    assert!(decided.iter().all(|d| d.2 == "allow"), "{decided:?}");
 }

@@ -356,6 +356,7 @@ fn cost_hook(deadline: Duration, component: &str) -> HookConfig {
         deadline,
         memory: 16 * MIB,
         fuel: None,
+        after: false,
     }
 }
 
@@ -370,6 +371,8 @@ async fn threat_44_a_burst_of_judged_calls_waits_and_runs() {
         Duration::from_secs(5),
         plugins::HOOK_COST_CONTROL,
     )];
+    // Its `after` too: those runs go through admission like the judging.
+    config.hooks[0].after = true;
     let h = Arc::new(Host::load(config).await.unwrap());
     let calls = (0..64).map(|i| {
         let h = h.clone();

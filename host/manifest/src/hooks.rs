@@ -21,6 +21,7 @@ pub(super) struct RawHook {
     deadline: Option<Millis>,
     memory: Option<Size>,
     fuel: Option<Fuel>,
+    after: Option<bool>,
     settings: Option<toml::Table>,
 }
 
@@ -107,6 +108,7 @@ pub(super) fn validate_hooks(
             }
             Some(Fuel::Amount(fuel)) => Some(fuel),
         };
+        hook.after = entry.after.unwrap_or(false);
         if let Some(settings) = &entry.settings {
             hook.settings = table_to_json(src, &key("settings"), settings)?;
         }

@@ -394,6 +394,13 @@ pub struct HookConfig {
     pub memory: u64,
     /// Fuel per evaluation; `None` meters none.
     pub fuel: Option<u64>,
+    /// Whether the hook's `after` is called, in a fresh instance, once a
+    /// call it allowed has ended (`after = true` in its `[[hook]]`). Off by
+    /// default: a hook reaches only clocks and random, so its `after` can
+    /// change nothing and report nothing but its own failure, and telling
+    /// every hook of every call cost as much as judging it again (measured
+    /// in docs/benchmarks.md). For hook authors who test their `after`.
+    pub after: bool,
 }
 
 impl HookConfig {
@@ -413,6 +420,7 @@ impl HookConfig {
             deadline: HookConfig::DEFAULT_DEADLINE,
             memory: HookConfig::DEFAULT_MEMORY,
             fuel: None,
+            after: false,
         }
     }
 }

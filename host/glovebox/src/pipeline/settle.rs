@@ -97,7 +97,7 @@ pub(crate) fn tell_hooks(host: &Host, judgement: &Judgement, report: &CallReport
     let Some(outcome) = &judgement.chain else {
         return;
     };
-    if outcome.decisions.is_empty() {
+    if !host.hooks().wants_after(outcome) {
         return;
     }
     let summary = match &report.outcome {

@@ -22,6 +22,7 @@ sha256 = "{hash}"
 deadline = "250ms"
 memory = "8 MiB"
 fuel = 50_000_000
+after = true
 
 [hook.settings]
 thresholds = {{ workagent = 5.0, supervisor = 25 }}
@@ -53,6 +54,7 @@ fuel = "off"
     assert_eq!(cost.deadline, Duration::from_millis(250));
     assert_eq!(cost.memory, 8 << 20);
     assert_eq!(cost.fuel, Some(50_000_000));
+    assert!(cost.after);
     assert_eq!(
         cost.settings,
         json!({
@@ -71,6 +73,7 @@ fuel = "off"
     assert_eq!(roles.deadline, Duration::from_millis(100));
     assert_eq!(roles.memory, 16 << 20);
     assert_eq!(roles.settings, json!({}));
+    assert!(!roles.after, "`after` is off unless the hook asks for it");
 }
 
 #[test]

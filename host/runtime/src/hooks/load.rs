@@ -37,6 +37,8 @@ pub(crate) struct LoadedHook {
     pub settings: String,
     pub limits: HookLimits,
     pub pre: HookPluginPre<HookState>,
+    /// Whether its `after` is called (`[[hook]] after = true`).
+    pub after: bool,
 }
 
 impl LoadedHook {
@@ -124,6 +126,7 @@ pub(crate) async fn load_hook(
         settings: config.settings.to_string(),
         limits,
         pre,
+        after: config.after,
     })
 }
 

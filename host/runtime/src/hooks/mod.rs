@@ -297,9 +297,21 @@ impl HookChain {
         decision
     }
 
-    /// Tells every hook that allowed the call how it ended (`ok`, and a short
-    /// `summary`), in chain order, each in a fresh instance under its limits.
-    /// Changes nothing: failures are logged and returned as (hook, error).
+    /// Whether any hook that allowed the call in `outcome` wants its `after`
+    /// (`[[hook]] after = true`): when none does, there is nothing to tell
+    /// and nothing to schedule.
+    pub fn wants_after(&self, outcome: &ChainOutcome) -> bool {
+        outcome
+            .decisions
+            .iter()
+            .filter(|d| d.decision == DecisionKind::Allow)
+            .any(|d| self.ready(&d.hook).is_some_and(|h| h.after))
+    }
+
+    /// Tells every hook that allowed the call and wants its `after` how the
+    /// call ended (`ok`, and a short `summary`), in chain order, each in a
+    /// fresh instance under its limits. Changes nothing: failures are logged
+    /// and returned as (hook, error).
     #[tracing::instrument(skip_all, fields(call_id = %req.call_id, tool = %req.tool))]
     pub async fn after(
         &self,
@@ -315,7 +327,7 @@ impl HookChain {
         let mut failures = Vec::new();
         let mut request = None;
         for decision in allowed {
-            let Some(hook) = self.ready(&decision.hook) else {
+            let Some(hook) = self.ready(&decision.hook).filter(|h| h.after) else {
                 continue;
             };
             let request = request.get_or_insert_with(|| req.to_wit());

@@ -7,7 +7,8 @@
 //!
 //! - the bindings for the `hook-plugin` world (`wit/plugin.wit`), generated once: a hook
 //!   implements [`Guest`] and exports it with [`export!`](crate::export);
-//! - on wasm32, a global allocator (dlmalloc over `memory.grow`) and a panic handler that
+//! - on wasm32, a global allocator (a bump arena in the initial memory, then dlmalloc over
+//!   `memory.grow`: see `runtime.rs` for why) and a panic handler that
 //!   traps, which the host turns into a deny (hooks fail closed);
 //! - [`Settings`] for the operator's JSON settings, with errors that name the bad key;
 //! - [`allow`], [`deny`], [`ask`] and [`invalid_settings`] to build decisions;

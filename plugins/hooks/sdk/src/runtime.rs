@@ -3,7 +3,117 @@
 
 #[cfg(target_arch = "wasm32")]
 #[global_allocator]
-static ALLOCATOR: dlmalloc::GlobalDlmalloc = dlmalloc::GlobalDlmalloc;
+static ALLOCATOR: arena::Arena = arena::Arena::new();
+
+/// The allocator of a hook: a bump arena in the module's own zeroed data,
+/// then dlmalloc over `memory.grow` once the arena is full.
+///
+/// Why: the host runs every evaluation in a fresh instance and drops it
+/// afterwards, so nothing a hook allocates outlives one evaluation and
+/// freeing is moot. What costs is growing memory: a guest that grows its
+/// memory leaves the host to make the grown pages inaccessible again when
+/// the instance is recycled (an `mprotect`, and a TLB shootdown on every
+/// core the host runs on), a cost comparable to the whole evaluation.
+/// dlmalloc grows memory at its first allocation; the arena lives in the
+/// initial memory (`.bss`, pages the host maps zeroed and resets only where
+/// written), so an evaluation that fits in it never grows memory at all.
+#[cfg(target_arch = "wasm32")]
+mod arena {
+    use core::alloc::{GlobalAlloc, Layout};
+    use core::cell::{Cell, UnsafeCell};
+
+    /// Room for the settings, the request and the decision of an ordinary
+    /// evaluation many times over; a larger one spills into dlmalloc.
+    const SIZE: usize = 256 * 1024;
+
+    #[repr(C, align(16))]
+    struct Space(UnsafeCell<[u8; SIZE]>);
+
+    pub struct Arena {
+        space: Space,
+        /// Bytes of `space` handed out so far.
+        used: Cell<usize>,
+        spill: dlmalloc::GlobalDlmalloc,
+    }
+
+    // A component instance runs one thread.
+    unsafe impl Sync for Arena {}
+
+    impl Arena {
+        pub const fn new() -> Arena {
+            Arena {
+                space: Space(UnsafeCell::new([0; SIZE])),
+                used: Cell::new(0),
+                spill: dlmalloc::GlobalDlmalloc,
+            }
+        }
+
+        fn base(&self) -> usize {
+            self.space.0.get() as usize
+        }
+
+        fn owns(&self, ptr: *mut u8) -> bool {
+            let p = ptr as usize;
+            p >= self.base() && p < self.base() + SIZE
+        }
+
+        /// A block from the arena, or null when it does not fit.
+        fn bump(&self, layout: Layout) -> *mut u8 {
+            let start = (self.base() + self.used.get()).next_multiple_of(layout.align());
+            let Some(end) = start.checked_add(layout.size()) else {
+                return core::ptr::null_mut();
+            };
+            if end > self.base() + SIZE {
+                return core::ptr::null_mut();
+            }
+            self.used.set(end - self.base());
+            start as *mut u8
+        }
+    }
+
+    unsafe impl GlobalAlloc for Arena {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            let ptr = self.bump(layout);
+            if ptr.is_null() {
+                unsafe { self.spill.alloc(layout) }
+            } else {
+                ptr
+            }
+        }
+
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            if !self.owns(ptr) {
+                unsafe { self.spill.dealloc(ptr, layout) };
+            } else if ptr as usize + layout.size() == self.base() + self.used.get() {
+                // The last block handed out: give it back.
+                self.used.set(ptr as usize - self.base());
+            }
+        }
+
+        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+            if !self.owns(ptr) {
+                return unsafe { self.spill.realloc(ptr, layout, new_size) };
+            }
+            let offset = ptr as usize - self.base();
+            // The last block grows or shrinks in place when it fits.
+            if offset + layout.size() == self.used.get() && offset + new_size <= SIZE {
+                self.used.set(offset + new_size);
+                return ptr;
+            }
+            if new_size <= layout.size() {
+                return ptr;
+            }
+            let Ok(new_layout) = Layout::from_size_align(new_size, layout.align()) else {
+                return core::ptr::null_mut();
+            };
+            let new = unsafe { self.alloc(new_layout) };
+            if !new.is_null() {
+                unsafe { core::ptr::copy_nonoverlapping(ptr, new, layout.size()) };
+            }
+            new
+        }
+    }
+}
 
 /// A panic traps: no message, since a hook has no stdio. The host sees the trap and
 /// denies the call (hooks fail closed). Allocation failure ends here too.
