@@ -92,20 +92,13 @@ pub fn owned<T: Send + 'static>(future: impl Future<Output = T> + Send + 'static
 }
 
 /// The threads the guests of slow calls run on (see the admission's "Slow
-/// calls"): a runtime of its own, started at the first slow call, with a
-/// worker per core, each at a lower scheduling priority (nice 10). A guest
-/// that computes yields at every epoch tick to whatever else is ready on its
+/// calls"): a runtime of its own, started at the first slow call, with half
+/// the machine's cores' worth of workers (at least one). A guest that
+/// computes yields at every epoch tick to whatever else is ready on its
 /// worker; on the server's workers that is the quick calls and the server's
 /// own I/O, which then wait behind every computing guest's turn. Here the
-/// slow guests take turns among themselves, and the operating system gives
-/// the server's threads the cores first: slow work uses every core the quick
-/// work leaves idle (a host of CPU-bound jobs computes on all its cores), and
-/// steps aside when quick work comes. (Half the cores without the lower
-/// priority left a host of CPU-bound jobs computing on half its cores.)
-/// The nice value of the slow lane's threads: CFS then gives a thread at the
-/// server's nice 0 about nine times the CPU of one of these.
-const SLOW_NICE: i32 = 10;
-
+/// slow guests take turns among themselves, and the operating system shares
+/// the cores between these threads and the server's.
 #[derive(Default)]
 pub struct SlowLane {
     /// Started once, by the first slow call (`None`: it could not be).
@@ -121,18 +114,12 @@ impl SlowLane {
         future: impl Future<Output = T> + Send + 'static,
     ) -> Owned<T> {
         let runtime = self.runtime.get_or_init(|| {
-            let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+            let threads = std::thread::available_parallelism()
+                .map_or(1, |n| n.get() / 2)
+                .max(1);
             tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(threads)
                 .thread_name("glovebox-slow")
-                // On Linux the nice value is per thread: this sets the
-                // calling worker's only. Best effort: without it the lane
-                // still runs, at the server's priority.
-                .on_thread_start(|| {
-                    if let Err(e) = rustix::process::setpriority_process(None, SLOW_NICE) {
-                        tracing::debug!(error = %e, "cannot lower the priority of a slow-call thread");
-                    }
-                })
                 .enable_all()
                 .build()
                 .inspect_err(|e| {
