@@ -17,7 +17,7 @@ use glovebox::storage::{Durability, Storage};
 use glovebox_store_nats::testing::NatsServer;
 use glovebox_store_nats::{NatsConfig, NatsStore};
 
-use crate::util::{Site, glovebox, plugins};
+use crate::util::{Site, free_port, glovebox, plugins};
 
 fn site_on(url: &str) -> Site {
     Site::with_config(
@@ -86,13 +86,23 @@ fn a_host_whose_nats_server_is_down_stops_with_the_url() {
 /// A host on `url` named `node`, with a short lease TTL, the sleep and echo
 /// plugins, and (for `advertise`) the URL it says it serves MCP at.
 fn node_on(url: &str, node: &str, advertise: Option<&str>) -> Site {
+    node_with(
+        url,
+        "prefix = \"it\"\nlease_ttl = \"2s\"\n",
+        node,
+        advertise,
+    )
+}
+
+/// A host on `url` named `node` with the `[storage]` lines `extra`, the
+/// sleep (idempotent) and echo plugins, and (for `advertise`) the URL it
+/// says it serves MCP at.
+fn node_with(url: &str, extra: &str, node: &str, advertise: Option<&str>) -> Site {
     let advertise = advertise
         .map(|a| format!("advertise = \"{a}\"\n"))
         .unwrap_or_default();
     Site::with_config(
-        &format!(
-            "backend = \"nats\"\nurl = \"{url}\"\nprefix = \"it\"\nnode = \"{node}\"\nlease_ttl = \"2s\"\n{advertise}"
-        ),
+        &format!("backend = \"nats\"\nurl = \"{url}\"\nnode = \"{node}\"\n{extra}{advertise}"),
         &[
             (
                 "sleep.toml",
@@ -506,40 +516,16 @@ fn an_approval_settled_on_two_hosts_at_once_is_settled_once() {
     }
 }
 
-/// A free loopback port (bound, then let go, for a server to take).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// A host on the three-node cluster at `urls`, with three replicas, as
 /// node `node` advertising `advertise`. A 5 s lease TTL: short for the
 /// test, long enough that a loaded machine's late renewals do not let the
 /// other node take a live session.
 fn cluster_node(urls: &str, node: &str, advertise: Option<&str>) -> Site {
-    let advertise = advertise
-        .map(|a| format!("advertise = \"{a}\"\n"))
-        .unwrap_or_default();
-    Site::with_config(
-        &format!(
-            "backend = \"nats\"\nurl = \"{urls}\"\nprefix = \"failover\"\nreplicas = 3\nnode = \"{node}\"\nlease_ttl = \"5s\"\n{advertise}"
-        ),
-        &[
-            (
-                "sleep.toml",
-                format!(
-                    "name = \"sleep\"\ncomponent = \"{}\"\n[limits]\ndeadline = \"120s\"\n[tools.sleep]\nidempotent = true\n",
-                    plugins::HOSTILE_SLEEP
-                ),
-            ),
-            (
-                "echo.toml",
-                format!("name = \"echo\"\ncomponent = \"{}\"\n", plugins::TOOL_ECHO),
-            ),
-        ],
+    node_with(
+        urls,
+        "prefix = \"failover\"\nreplicas = 3\nlease_ttl = \"5s\"\n",
+        node,
+        advertise,
     )
 }
 
