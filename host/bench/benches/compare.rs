@@ -684,6 +684,9 @@ async fn sleep_host(data: &Path, n: usize, sleep_s: u64) -> Arc<Host> {
     let mut config = HostConfig::from_plugins(data.to_path_buf(), vec![sleep]);
     config.runtime.max_concurrent_calls = u32::try_from(n).expect("n");
     config.runtime.memory_budget = 1 << 40;
+    // All `n` jobs live in one session at once: the bench measures them,
+    // not the session's quota (64 by default).
+    config.quotas.jobs_per_session = u64::try_from(n).expect("n");
     Arc::new(Host::load(config).await.expect("host loads"))
 }
 

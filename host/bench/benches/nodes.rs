@@ -27,7 +27,8 @@
 //! the machine's cores, as two processes would, and the process's tokio
 //! runtime (each host has its own slow lane, where the guests of these
 //! calls run with the defaults; with `slow_call = "1h"` they run on the
-//! shared workers, two threads here, as they would on one host's). A short TTL (3 s; the default is 15 s)
+//! shared workers, two threads here, as they would on one host's). A short
+//! TTL (3 s; the default is 15 s)
 //! keeps the sweep's delay at 1 s, as a deployment that wants its nodes to
 //! pick up jobs quickly would set it.
 //!
@@ -53,13 +54,12 @@
 //!
 //! The rows run twice. First with the host's defaults: `cpu.burn` is a slow
 //! tool (its calls take `runtime.slow_call`, 100 ms, or more), so each
-//! host runs its guests on its slow lane, a runtime of half the machine's
-//! cores (one thread here): one node computes on one core, and two nodes on
-//! one machine on two, which is what a deployment with the defaults gets. Then with
-//! `runtime.slow_call = "1h"` (and one quick call of the tool on each node
-//! first, as a tool not called yet counts as slow): the guests run on the
-//! host's workers, every core, so one node uses the machine as two do and
-//! the two-node rows show the queue's overhead alone.
+//! host runs its guests on its slow lane, a runtime of a worker per core.
+//! Then with `runtime.slow_call = "1h"` (and one quick call of the tool on
+//! each node first, as a tool not called yet counts as slow): the guests
+//! run on the host's own workers. Both use every core, so one node uses the
+//! machine as two do and the two-node rows show the queue's overhead; the
+//! two tables differing would mean the slow lane costs jobs their cores.
 //!
 //! Wall time runs from just before the first spawn to the last job's
 //! `finished_at_ms` (the ledger's clock, ms); "first start" to each node's
@@ -180,7 +180,7 @@ async fn run() {
             );
         } else {
             println!(
-                "Defaults: the guests of slow calls run on each host's slow lane (half the cores)\n"
+                "Defaults: the guests of slow calls run on each host's slow lane (a worker per core)\n"
             );
         }
         table(all_cores, reps, nats, cache.path(), iterations).await;

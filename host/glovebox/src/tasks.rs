@@ -92,13 +92,16 @@ pub fn owned<T: Send + 'static>(future: impl Future<Output = T> + Send + 'static
 }
 
 /// The threads the guests of slow calls run on (see the admission's "Slow
-/// calls"): a runtime of its own, started at the first slow call, with half
-/// the machine's cores' worth of workers (at least one). A guest that
-/// computes yields at every epoch tick to whatever else is ready on its
-/// worker; on the server's workers that is the quick calls and the server's
-/// own I/O, which then wait behind every computing guest's turn. Here the
-/// slow guests take turns among themselves, and the operating system shares
-/// the cores between these threads and the server's.
+/// calls"): a runtime of its own, started at the first slow call, with a
+/// worker per core. A guest that computes yields at every epoch tick to
+/// whatever else is ready on its worker; on the server's workers that is
+/// the quick calls and the server's own I/O, which then wait behind every
+/// computing guest's turn. Here the slow guests take turns among
+/// themselves, and the operating system shares the cores between these
+/// threads and the server's: a quick call waits for a time slice, not for
+/// a queue of guests. A worker per core (not fewer) so that a host whose
+/// work is all slow (CPU-bound jobs) computes on every core; how many slow
+/// guests run at once is `runtime.slow_share`'s to bound, not the lane's.
 #[derive(Default)]
 pub struct SlowLane {
     /// Started once, by the first slow call (`None`: it could not be).
@@ -115,8 +118,7 @@ impl SlowLane {
     ) -> Owned<T> {
         let runtime = self.runtime.get_or_init(|| {
             let threads = std::thread::available_parallelism()
-                .map_or(1, |n| n.get() / 2)
-                .max(1);
+                .map_or(1, std::num::NonZero::get);
             tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(threads)
                 .thread_name("glovebox-slow")
