@@ -91,7 +91,20 @@ impl Fixture {
     }
 }
 
-fn start(name: &str) -> StartSession {
+/// An agent principal that works in any project, as the operator adds one.
+pub(crate) fn worker_bot() -> Principal {
+    Principal {
+        name: "worker-bot".into(),
+        kind: glovebox::PrincipalKind::Agent,
+        roles: vec![Role::Workagent],
+        projects: vec!["*".into()],
+        tags: vec![],
+        approve_by: Default::default(),
+    }
+}
+
+/// A workagent session named `name` in project `jobs`.
+pub(crate) fn start(name: &str) -> StartSession {
     StartSession {
         role: Role::Workagent,
         project: "jobs".into(),
@@ -699,14 +712,7 @@ async fn threat_43_live_jobs_past_the_session_or_principal_quota_are_refused_and
         ..QuotasConfig::default()
     };
     let f = Fixture::with_quotas(plugins_all(), config(1), quotas).await;
-    let agent = Principal {
-        name: "worker-bot".into(),
-        kind: glovebox::PrincipalKind::Agent,
-        roles: vec![Role::Workagent],
-        projects: vec!["*".into()],
-        tags: vec![],
-        approve_by: Default::default(),
-    };
+    let agent = worker_bot();
     let (one, two) = (
         f.start_session_as(&agent, "bot-1"),
         f.start_session_as(&agent, "bot-2"),

@@ -2,6 +2,7 @@
 //! `mcp` package from PyPI, installed into a virtualenv under the target dir
 //! on first run), through the pytest suite in `tests/mcp/`.
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -11,7 +12,7 @@ use crate::util::plugins;
 const MCP_VERSION: &str = "2.3.0";
 
 /// A virtualenv with the Python MCP SDK and pytest, made once per target dir.
-pub(crate) fn venv() -> PathBuf {
+fn venv() -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("mcp-venv");
     let python = dir.join("bin/python");
     let stamp = dir.join(format!("installed-mcp-{MCP_VERSION}"));
@@ -119,28 +120,39 @@ mode = "ask"
     config
 }
 
-#[test]
-fn the_python_mcp_sdk_drives_the_server_over_stdio_and_http() {
-    let python = venv();
-    let dir = tempfile::tempdir().unwrap();
-    let config = write_config(dir.path());
-    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp");
-    let output = Command::new(python)
+/// Runs the pytest suite in `tests/<suite>/` with the venv's Python, the
+/// glovebox binary in `GLOVEBOX_BIN` and `env` set; fails, with pytest's
+/// output, unless it ran and every test passed. Returns pytest's stdout.
+pub(crate) fn pytest(suite: &str, env: &[(&str, &OsStr)]) -> String {
+    let tests = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join(suite);
+    let output = Command::new(venv())
         .args(["-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider"])
         .arg(&tests)
         .current_dir(&tests)
         .env("GLOVEBOX_BIN", env!("CARGO_BIN_EXE_glovebox"))
-        .env("GLOVEBOX_CONFIG", &config)
+        // The suites' shared helpers (`tests/python/`).
+        .env("PYTHONPATH", tests.parent().unwrap().join("python"))
+        .envs(env.iter().copied())
         .env_remove("RUST_LOG")
         .output()
         .expect("pytest runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         output.status.success(),
-        "the Python MCP tests failed:\n{stdout}\n{stderr}"
+        "the Python tests in tests/{suite} failed:\n{stdout}\n{stderr}"
     );
     assert!(stdout.contains(" passed"), "{stdout}");
+    stdout
+}
+
+#[test]
+fn the_python_mcp_sdk_drives_the_server_over_stdio_and_http() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path());
+    let stdout = pytest("mcp", &[("GLOVEBOX_CONFIG", config.as_os_str())]);
     // pytest's summary, shown with `--nocapture`.
     eprintln!("{stdout}");
 }

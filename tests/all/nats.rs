@@ -539,7 +539,6 @@ fn cluster_node(urls: &str, node: &str, advertise: Option<&str>) -> Site {
 /// (read from a third host). The steps are in `tests/mcp_cluster/`.
 #[test]
 fn an_agent_whose_node_is_killed_mid_call_resumes_its_session_on_another_node_over_mcp() {
-    let python = crate::mcp_sdk::venv();
     let tmp = tempfile::tempdir().unwrap();
     let cluster = glovebox_store_nats::testing::NatsCluster::start(tmp.path());
     let (port_a, port_b) = (free_port(), free_port());
@@ -554,25 +553,16 @@ fn an_agent_whose_node_is_killed_mid_call_resumes_its_session_on_another_node_ov
         Some(&format!("http://127.0.0.1:{port_b}/mcp")),
     );
     let observer = cluster_node(&cluster.urls(), "observer", None);
-    let tests = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_cluster");
-    let output = std::process::Command::new(python)
-        .args(["-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider"])
-        .arg(&tests)
-        .current_dir(&tests)
-        .env("GLOVEBOX_BIN", env!("CARGO_BIN_EXE_glovebox"))
-        .env("GLOVEBOX_NODE_A", a.config())
-        .env("GLOVEBOX_NODE_B", b.config())
-        .env("GLOVEBOX_PORT_A", port_a.to_string())
-        .env("GLOVEBOX_PORT_B", port_b.to_string())
-        .env("GLOVEBOX_OBSERVER", observer.config())
-        .env_remove("RUST_LOG")
-        .output()
-        .expect("pytest runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "the failover test failed:\n{stdout}\n{stderr}"
+    let (port_a, port_b) = (port_a.to_string(), port_b.to_string());
+    let stdout = crate::mcp_sdk::pytest(
+        "mcp_cluster",
+        &[
+            ("GLOVEBOX_NODE_A", a.config().as_os_str()),
+            ("GLOVEBOX_NODE_B", b.config().as_os_str()),
+            ("GLOVEBOX_PORT_A", port_a.as_ref()),
+            ("GLOVEBOX_PORT_B", port_b.as_ref()),
+            ("GLOVEBOX_OBSERVER", observer.config().as_os_str()),
+        ],
     );
     assert!(stdout.contains("1 passed"), "{stdout}");
 }
@@ -631,4 +621,101 @@ fn the_cli_works_against_nats_with_no_local_data_dir() {
     let events = events_of(&host, "w");
     assert_eq!(of_type(&events, "paused").len(), 1, "{events:?}");
     assert_eq!(of_type(&events, "resumed").len(), 1, "{events:?}");
+}
+
+/// A host in this process on the NATS server at `url`, as node `node`, with
+/// `quotas`: its ledger (leased sessions) and its jobs service.
+async fn jobs_node(
+    url: &str,
+    node: &str,
+    quotas: glovebox::manifest::QuotasConfig,
+) -> (Arc<glovebox::Jobs>, tempfile::TempDir) {
+    use glovebox::manifest::{NatsStorage, StorageBackend};
+    let mut sleep = crate::util::manifest("sleep", plugins::HOSTILE_SLEEP);
+    sleep.limits.deadline = Duration::from_secs(60);
+    let (mut config, data) = crate::util::config(vec![sleep]);
+    config.quotas = quotas;
+    config.storage.backend = StorageBackend::Nats;
+    config.storage.nats = Some(NatsStorage {
+        url: url.to_string(),
+        creds: None,
+        user: None,
+        password: None,
+        prefix: "quotas".into(),
+        replicas: 1,
+        node: Some(node.to_string()),
+        advertise: None,
+        lease_ttl: Duration::from_secs(15),
+    });
+    let host = Arc::new(glovebox::Host::load(config).await.expect("host loads"));
+    let durable = Arc::new(glovebox::open_sessions(host.config()).expect("store opens"));
+    let jobs = glovebox::Jobs::new(
+        glovebox::Gateway::new(host, durable),
+        glovebox::JobsConfig::default(),
+    );
+    (jobs, data)
+}
+
+/// `[quotas] jobs_per_principal` counts an agent's live jobs on every host
+/// of the store, not on each alone: an agent with two jobs running on node
+/// `a` is refused a third on node `b` (before, `b` counted only its own and
+/// took it), nothing is stored for the refused one, and once one of the two
+/// ends (cancelled on `a`), `b` takes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agents_job_quota_holds_across_the_nodes_of_one_store() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = NatsServer::start(tmp.path(), true);
+    let quotas = glovebox::manifest::QuotasConfig {
+        jobs_per_principal: 2,
+        ..Default::default()
+    };
+    let (a, _a_data) = jobs_node(&server.url(), "a", quotas.clone()).await;
+    let (b, _b_data) = jobs_node(&server.url(), "b", quotas).await;
+    let agent = crate::jobs::worker_bot();
+    let start = crate::jobs::start;
+    let on_a = a
+        .gateway()
+        .sessions()
+        .start_as(&agent, start("on-a"), &Default::default())
+        .unwrap()
+        .id;
+    let on_b = b
+        .gateway()
+        .sessions()
+        .start_as(&agent, start("on-b"), &Default::default())
+        .unwrap()
+        .id;
+    let slow = |jobs: &glovebox::Jobs| jobs.gateway().admit("sleep", r#"{"seconds":30}"#).unwrap();
+    let first = a.spawn_as(&agent, &on_a, slow(&a)).await.unwrap();
+    a.spawn_as(&agent, &on_a, slow(&a)).await.unwrap();
+
+    let err = b.spawn_as(&agent, &on_b, slow(&b)).await.unwrap_err();
+    let message = err.to_string();
+    assert!(
+        matches!(
+            err,
+            glovebox::JobError::Session(SessionError::Quota {
+                key: "jobs_per_principal",
+                ..
+            })
+        ),
+        "{message}"
+    );
+    assert!(
+        message.contains("already has 2 live jobs on the hosts sharing this store"),
+        "{message}"
+    );
+    assert_eq!(
+        b.list(None, None).unwrap().len(),
+        2,
+        "the refused job is not stored"
+    );
+
+    a.cancel(&first.id).await.unwrap();
+    let third = b.spawn_as(&agent, &on_b, slow(&b)).await.unwrap();
+    assert_eq!(third.session, on_b);
+    for job in a.list(None, None).unwrap() {
+        let runs_on = if job.session == on_b { &b } else { &a };
+        let _ = runs_on.cancel(&job.id).await;
+    }
 }

@@ -6,7 +6,7 @@ it runs this file with:
 
 - GLOVEBOX_BIN: the `glovebox` binary under test;
 - GLOVEBOX_NODE_A, GLOVEBOX_NODE_B: the two nodes' configs (`node = "a"` and
-  `"b"`, `replicas = 3`, a 2 s lease TTL, each advertising its own URL);
+  `"b"`, `replicas = 3`, a 5 s lease TTL, each advertising its own URL);
 - GLOVEBOX_PORT_A, GLOVEBOX_PORT_B: the ports those URLs name;
 - GLOVEBOX_OBSERVER: a third config on the same cluster (its own data dir),
   from which the test reads the log with the real CLI, as an operator would.
@@ -21,11 +21,11 @@ its idempotency key; the log verifies.
 import json
 import os
 import signal
-import socket
 import subprocess
 import time
 
 import anyio
+from glovebox_serve import serve_http
 from mcp import Client
 
 BIN = os.environ.get("GLOVEBOX_BIN", "")
@@ -39,21 +39,7 @@ def structured(result):
 
 def serve(config, port):
     """`glovebox serve --http` on `port`, once it listens."""
-    proc = subprocess.Popen(
-        [BIN, "--config", config, "serve", "--http", f"127.0.0.1:{port}"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"glovebox serve --http exited: {proc.stderr.read().decode()}")
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return proc
-        time.sleep(0.05)
-    proc.kill()
-    raise RuntimeError(f"glovebox serve --http on port {port} did not start listening")
+    return serve_http(BIN, config, port)
 
 
 def observe(*args):

@@ -9,8 +9,8 @@ use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 
 use glovebox_ledger::jobs::{
-    JobError, JobErrorInfo, JobInfo, JobResult, JobStatus, JobStore, JobsConfig, WaitMode,
-    WaitOutcome,
+    JobError, JobErrorInfo, JobInfo, JobPlaces, JobResult, JobStatus, JobStore, JobsConfig,
+    PlaceScope, WaitMode, WaitOutcome,
 };
 
 use crate::call::CallReport;
@@ -114,6 +114,11 @@ pub struct Jobs {
     gateway: Gateway,
     config: JobsConfig,
     store: Arc<JobStore>,
+    /// On a store several hosts share: the live jobs' places, counted in
+    /// the store, so the `[quotas]` on jobs hold across the hosts (see the
+    /// ledger's `jobs/places.rs`). `None` on the embedded backends, where
+    /// `live` counts every job of the data dir.
+    places: Option<Arc<JobPlaces>>,
     /// Admission: `max_running` permits, handed out in queue order.
     permits: Arc<Semaphore>,
     queue: mpsc::UnboundedSender<String>,
@@ -149,6 +154,10 @@ impl Jobs {
         config.max_wait = config.max_wait.max(Duration::from_millis(1));
         let (queue, rx) = mpsc::unbounded_channel();
         let store = Arc::new(JobStore::new(gateway.ledger().storage.clone()));
+        let places = gateway
+            .sessions()
+            .lease_ttl()
+            .map(|_| Arc::new(JobPlaces::new(gateway.ledger().storage.clone())));
         let runner = gateway.sessions().lease_holder().unwrap_or_else(|| {
             let id = uuid::Uuid::new_v4().simple().to_string();
             format!("process/{}", &id[..12])
@@ -158,6 +167,7 @@ impl Jobs {
             gateway,
             config,
             store,
+            places,
             queue,
             queue_rx: Mutex::new(Some(rx)),
             live: Mutex::new(HashMap::new()),
@@ -396,11 +406,17 @@ impl Jobs {
     ) -> Result<JobInfo, JobError> {
         let job = self.new_job(session, &call).await?;
         self.reserve(&job, principal)?;
-        if let Err(e) = self.store_job(&job).await {
+        let placed = match self.take_places(&job, principal).await {
+            Ok(()) => self.store_job(&job).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = placed {
             self.live
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .remove(&job.id);
+            self.give_back_places(&job.id, &job.session, principal.map(str::to_string))
+                .await;
             return Err(e);
         }
         self.admitted
@@ -443,6 +459,75 @@ impl Jobs {
             Live::new(&job.session, principal.map(str::to_string)),
         );
         Ok(())
+    }
+
+    /// On a store several hosts share, takes `job`'s places among the live
+    /// jobs of its session and of `principal` in the store, or refuses it
+    /// past a quota: what [`Jobs::reserve`] checks for this host, checked
+    /// for all of them.
+    async fn take_places(&self, job: &JobInfo, principal: Option<&str>) -> Result<(), JobError> {
+        let Some(places) = self.places.clone() else {
+            return Ok(());
+        };
+        let quotas = self.gateway.host().config().quotas.clone();
+        let (id, session, principal) = (
+            job.id.clone(),
+            job.session.clone(),
+            principal.map(str::to_string),
+        );
+        let now = self.now();
+        blocking(move || {
+            if let Err(count) = places.take(
+                PlaceScope::Session(&session),
+                &id,
+                quotas.jobs_per_session,
+                now,
+            )? {
+                return Err(quota(
+                    "jobs_per_session",
+                    quotas.jobs_per_session,
+                    format!("session {session} already has {count} live jobs on the hosts sharing this store"),
+                ));
+            }
+            if let Some(principal) = &principal
+                && let Err(count) = places.take(
+                    PlaceScope::Principal(principal),
+                    &id,
+                    quotas.jobs_per_principal,
+                    now,
+                )?
+            {
+                places.give_back(PlaceScope::Session(&session), &id)?;
+                return Err(quota(
+                    "jobs_per_principal",
+                    quotas.jobs_per_principal,
+                    format!("principal `{principal}` already has {count} live jobs on the hosts sharing this store"),
+                ));
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    /// Gives back job `id`'s places (it ended, or was never stored). Best
+    /// effort: a place left behind is dropped at a later take, once the
+    /// job's record says it ended.
+    async fn give_back_places(&self, id: &str, session: &str, principal: Option<String>) {
+        let Some(places) = self.places.clone() else {
+            return;
+        };
+        let (id, session) = (id.to_string(), session.to_string());
+        let given = blocking(move || {
+            places.give_back(PlaceScope::Session(&session), &id)?;
+            if let Some(principal) = &principal {
+                places.give_back(PlaceScope::Principal(principal), &id)?;
+            }
+            Ok::<_, JobError>(())
+        })
+        .await;
+        if let Err(e) = given {
+            tracing::warn!(error = %e, "a job's places could not be given back; a later spawn drops them");
+        }
     }
 
     /// Now, by the ledger's clock.
@@ -552,6 +637,12 @@ impl Jobs {
             .await?;
         if !changed {
             return Ok(job);
+        }
+        if !was_running.load(Ordering::SeqCst) {
+            // A queued job ends here: its places go back now. A running
+            // one's go back when its task stores the outcome.
+            self.give_back_places(id, &job.session, job.by.clone())
+                .await;
         }
         let mut changes = self.changed.subscribe();
         let switch = {
@@ -810,6 +901,7 @@ impl Jobs {
             // for a failed store to be reopened.
             drop(permit);
             let mut waited = Duration::ZERO;
+            let mut ended = false;
             loop {
                 let result = result.clone();
                 let finished = self
@@ -841,20 +933,36 @@ impl Jobs {
                         tracing::error!(job = %id, error = %e, "the job's outcome could not be stored; the next start's recovery ends its record");
                         break;
                     }
-                    Ok(_) => break,
+                    Ok((job, _)) => {
+                        ended = job.status.is_final();
+                        break;
+                    }
                 }
             }
-            self.live
+            let left = self
+                .live
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .remove(&id);
             self.notify();
+            if let Some(left) = left
+                && ended
+            {
+                self.give_back_places(&id, &left.session, left.principal)
+                    .await;
+            }
             return;
         } else if let Err(e) = started {
             tracing::error!(job = %id, error = %e, "the job could not be started");
         }
         drop(permit);
         self.live
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&id);
+        // Not started here (another host did, or it was cancelled): what was
+        // admitted for it goes too.
+        self.admitted
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&id);

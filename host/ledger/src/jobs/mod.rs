@@ -7,9 +7,12 @@
 //! any other, a FIFO queue, waiting, cancelling, recovery after a restart);
 //! it re-exports these types at their old paths (`glovebox::jobs::JobInfo`, ...).
 
+mod places;
 mod records;
 mod store;
 
+/// Places among the live jobs, shared by the hosts of one store (quotas across nodes).
+pub use places::{JobPlaces, Scope as PlaceScope};
 pub use records::{
     JobError, JobErrorInfo, JobInfo, JobResult, JobStatus, JobsConfig, WaitMode, WaitOutcome,
 };

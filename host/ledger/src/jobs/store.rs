@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use super::records::{JobError, JobInfo};
 use crate::storage::{Storage, StorageError};
 
-const BUCKET: &str = "jobs";
+pub(super) const BUCKET: &str = "jobs";
 
 pub struct JobStore {
     storage: Arc<dyn Storage>,
