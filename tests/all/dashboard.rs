@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::principals::add;
-use crate::util::{self, Site, plugins};
+use crate::util::{self, Site, free_port, plugins};
 
 /// A running `glovebox serve --http ... --admin ...`, killed when dropped.
 pub(crate) struct Served {
@@ -571,14 +571,6 @@ impl Drop for Profile {
             ])
             .status();
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// Where the screenshots go: `target/dashboard-screenshots/`.

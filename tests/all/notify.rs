@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use sha2::Sha256;
 
 use crate::mcp::Server;
-use crate::util::{self, plugins};
+use crate::util::{self, free_port, plugins};
 
 const SECRET: &str = "test-secret-0123456789abcdef";
 
@@ -176,15 +176,6 @@ fn hex_decode(text: &str) -> Vec<u8> {
         .step_by(2)
         .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap())
         .collect()
-}
-
-/// A free port nobody listens on (bound, then released).
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// A config with echo, sleep, files (writes ask a human) and a fast sweep,

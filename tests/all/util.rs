@@ -13,9 +13,6 @@ pub mod plugins {
     include!(concat!(env!("OUT_DIR"), "/plugins.rs"));
 }
 
-/// One compile cache for the whole test run: the cache is keyed by the
-/// component's digest and the engine's settings, so sharing it is safe and
-/// saves recompiling the same plugins in every test.
 /// A free loopback port (bound, then let go, for a server to take).
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -25,6 +22,9 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// One compile cache for the whole test run: the cache is keyed by the
+/// component's digest and the engine's settings, so sharing it is safe and
+/// saves recompiling the same plugins in every test.
 pub fn cache_dir() -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {

@@ -8,12 +8,11 @@ package, writes a config with real plugins and hooks, and runs pytest here with:
 """
 
 import os
-import socket
 import subprocess
-import time
 from contextlib import contextmanager
 
 import pytest
+from glovebox_serve import free_port, serve_http
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
@@ -34,30 +33,10 @@ def stdio_client(glovebox_bin, config):
     return Client(params, read_timeout_seconds=60)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_http_server(glovebox_bin, config):
     """`glovebox serve --http` on a free port, listening: (process, MCP URL)."""
     port = free_port()
-    proc = subprocess.Popen(
-        [glovebox_bin, "--config", config, "serve", "--http", f"127.0.0.1:{port}"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"glovebox serve --http exited: {proc.stderr.read().decode()}")
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return proc, f"http://127.0.0.1:{port}/mcp"
-        time.sleep(0.05)
-    proc.kill()
-    raise RuntimeError("glovebox serve --http did not start listening")
+    return serve_http(glovebox_bin, config, port), f"http://127.0.0.1:{port}/mcp"
 
 
 @contextmanager
