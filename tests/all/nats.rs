@@ -629,6 +629,7 @@ async fn jobs_node(
     url: &str,
     node: &str,
     quotas: glovebox::manifest::QuotasConfig,
+    lease_ttl: Duration,
 ) -> (Arc<glovebox::Jobs>, tempfile::TempDir) {
     use glovebox::manifest::{NatsStorage, StorageBackend};
     let mut sleep = crate::util::manifest("sleep", plugins::HOSTILE_SLEEP);
@@ -645,7 +646,7 @@ async fn jobs_node(
         replicas: 1,
         node: Some(node.to_string()),
         advertise: None,
-        lease_ttl: Duration::from_secs(15),
+        lease_ttl,
     });
     let host = Arc::new(glovebox::Host::load(config).await.expect("host loads"));
     let durable = Arc::new(glovebox::open_sessions(host.config()).expect("store opens"));
@@ -669,8 +670,9 @@ async fn an_agents_job_quota_holds_across_the_nodes_of_one_store() {
         jobs_per_principal: 2,
         ..Default::default()
     };
-    let (a, _a_data) = jobs_node(&server.url(), "a", quotas.clone()).await;
-    let (b, _b_data) = jobs_node(&server.url(), "b", quotas).await;
+    let ttl = Duration::from_secs(15);
+    let (a, _a_data) = jobs_node(&server.url(), "a", quotas.clone(), ttl).await;
+    let (b, _b_data) = jobs_node(&server.url(), "b", quotas, ttl).await;
     let agent = crate::jobs::worker_bot();
     let start = crate::jobs::start;
     let on_a = a
@@ -718,4 +720,55 @@ async fn an_agents_job_quota_holds_across_the_nodes_of_one_store() {
         let runs_on = if job.session == on_b { &b } else { &a };
         let _ = runs_on.cancel(&job.id).await;
     }
+}
+
+/// A job queued by a client (as `glovebox job spawn` outside a server does)
+/// reaches a host that runs jobs through the store's work queue at once,
+/// not at that host's next pass over the stored jobs: with a 60 s lease TTL
+/// the pass runs every 20 s, and the job completes well before the first
+/// one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_queued_by_a_client_reaches_a_host_through_the_work_queue_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = NatsServer::start(tmp.path(), true);
+    let ttl = Duration::from_secs(60);
+    let quotas = glovebox::manifest::QuotasConfig::default();
+    let (runner, _runner_data) = jobs_node(&server.url(), "runner", quotas.clone(), ttl).await;
+    let started = Instant::now();
+    runner.recover().await.unwrap();
+    let session = runner
+        .gateway()
+        .sessions()
+        .start(crate::jobs::start("w"))
+        .unwrap()
+        .id;
+    let (client, _client_data) = jobs_node(&server.url(), "client", quotas, ttl).await;
+    let job = client
+        .enqueue(&session, "sleep", r#"{"seconds":0}"#)
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let done = loop {
+        let now = runner.status(&job.id).unwrap();
+        if now.status.is_final() {
+            break now;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the job was not run within 10 s (the pass over stored jobs runs every 20 s): {now:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(done.status, glovebox::JobStatus::Completed, "{done:?}");
+    assert!(
+        done.runner
+            .as_deref()
+            .is_some_and(|r| r.starts_with("runner/")),
+        "{done:?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "done before the first pass: {:?}",
+        started.elapsed()
+    );
 }

@@ -7,30 +7,31 @@
 //! GLOVEBOX_BENCH_REPS=1 cargo bench -p glovebox-bench --bench nodes
 //! ```
 //!
-//! Why: hosts on a shared store run each other's jobs (a node takes over
-//! the queued jobs nobody runs at its sweep, every third of the lease TTL,
-//! and a start is a compare-and-set of the job's record), so the row to
-//! know is what that queue costs, and whether the work is really spread.
-//! On this one machine two nodes share the same cores, so once one node
-//! uses every core the two-node rows cannot be faster: what they show is
-//! the queue's overhead (the store's round trips, the sweep's delay before
-//! a node sees a job) and which node ran each job. `docs/benchmarks.md`
+//! Why: hosts on a shared store run each other's jobs (every job is pushed
+//! on the store's work queue, which every node pulls from when it has a
+//! slot free, and a start is a compare-and-set of the job's record), so the
+//! row to know is what that queue costs, and whether the work is really
+//! spread. On this one machine two nodes share the same cores, so once one
+//! node uses every core the two-node rows cannot be faster: what they show
+//! is the queue's overhead (the store's round trips, the wait before a node
+//! pulls a job) and which node ran each job. `docs/benchmarks.md`
 //! says what two machines would give.
 //!
 //! A node is the stack `glovebox serve` builds, in this process: its own
 //! `Host::load`, its own data dir, its own NATS client (`open_sessions` of a
 //! config with `[storage] backend = "nats"`, its own `node` name and
 //! `lease_ttl = "3s"`), `Gateway::new` (which renews its leases) and
-//! `Jobs::new` + `Jobs::recover` (which sweeps every second). In-process
+//! `Jobs::new` + `Jobs::recover` (which pulls from the work queue, and
+//! looks over the stored jobs every second). In-process
 //! rather than two `glovebox` processes so that the bench reads every job's
 //! record directly and needs no separately built binary; the nodes share
 //! the machine's cores, as two processes would, and the process's tokio
 //! runtime (each host has its own slow lane, where the guests of these
 //! calls run with the defaults; with `slow_call = "1h"` they run on the
 //! shared workers, two threads here, as they would on one host's). A short
-//! TTL (3 s; the default is 15 s)
-//! keeps the sweep's delay at 1 s, as a deployment that wants its nodes to
-//! pick up jobs quickly would set it.
+//! TTL (3 s; the default is 15 s) keeps the look over the stored jobs at
+//! every second, as before the work queue, so the rows compare with the
+//! earlier ones.
 //!
 //! Each job is one `cpu.burn` call of a fixed number of rounds, sized from
 //! the faster of two timed calls to take ~1 s on one idle core
@@ -44,13 +45,15 @@
 //! leaves the NATS rows out), median of `GLOVEBOX_BENCH_REPS` (3):
 //!
 //! 1. sled, one node, the jobs spawned on it (`Jobs::spawn`): the baseline;
-//! 2. NATS, one node, spawned on it: the store's cost without the sweep;
+//! 2. NATS, one node, spawned on it: the store's cost;
 //! 3. NATS, one node, queued by the client (`Jobs::enqueue`, as `glovebox
-//!    job spawn` outside a server does): the node finds them at its sweep;
-//! 4. NATS, two nodes, queued by the client: both nodes find them at their
-//!    sweeps and race for each start;
+//!    job spawn` outside a server does): the node pulls them from the
+//!    work queue;
+//! 4. NATS, two nodes, queued by the client: both nodes pull them, each
+//!    when it has a slot free;
 //! 5. NATS, two nodes, spawned on node `a`: `a` starts two at once, `b`
-//!    takes the ones still queued at its next sweep.
+//!    pulls the ones `a` has not started yet (a start is a compare-and-set
+//!    of the job's record, so each runs once).
 //!
 //! The rows run twice. First with the host's defaults: `cpu.burn` is a slow
 //! tool (its calls take `runtime.slow_call`, 100 ms, or more), so each
@@ -63,7 +66,7 @@
 //!
 //! Wall time runs from just before the first spawn to the last job's
 //! `finished_at_ms` (the ledger's clock, ms); "first start" to each node's
-//! earliest `started_at_ms` (for `b`, the delay of its sweep). Every job
+//! earliest `started_at_ms` (for `b`, how long until it pulled one). Every job
 //! must end `completed` after one attempt, run by one of the nodes.
 
 #![forbid(unsafe_code)]
@@ -87,7 +90,8 @@ use support::{artifact, start_session};
 /// Jobs per run.
 const JOBS: usize = 16;
 
-/// The nodes' session lease TTL: they sweep for jobs nobody runs every third of it.
+/// The nodes' session lease TTL (and the work queue's ack wait): they look
+/// over the stored jobs every third of it.
 const LEASE_TTL: Duration = Duration::from_secs(3);
 
 /// How a run's jobs reach the nodes.
@@ -95,8 +99,8 @@ const LEASE_TTL: Duration = Duration::from_secs(3);
 enum Submit {
     /// `Jobs::spawn` on the first node: queued there at once.
     Spawned,
-    /// `Jobs::enqueue` by a client that runs no jobs: stored as queued,
-    /// found by the nodes' sweeps.
+    /// `Jobs::enqueue` by a client that runs no jobs: stored as queued and
+    /// pushed on the work queue, which the nodes pull from.
     Queued,
 }
 
@@ -332,7 +336,7 @@ impl Node {
     }
 
     /// Opens a node that runs jobs: it recovers (and, on a shared store,
-    /// sweeps every third of the lease TTL), as a server does at start.
+    /// pulls from the work queue), as a server does at start.
     async fn runner(config: HostConfig, all_cores: bool) -> Node {
         let node = Node::open(config, all_cores).await;
         node.jobs.recover().await.expect("recover");

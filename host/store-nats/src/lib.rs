@@ -21,6 +21,10 @@
 //!   written), so the server refuses it when another host wrote the key
 //!   in between.
 //!
+//! - every work queue of the trait ([`Storage::work_queue`]: the background
+//!   jobs) is a work-queue stream `P_q_<name>` with one durable consumer
+//!   every host pulls from (`queue.rs`).
+//!
 //! Names are escaped into what NATS allows (`names.rs`). Every write
 //! returns once JetStream has acknowledged it, that is, once the stream's
 //! leader and (with R3) a majority of its replicas hold it. Reads go to the
@@ -35,6 +39,7 @@
 #![forbid(unsafe_code)]
 
 mod names;
+mod queue;
 mod record;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
@@ -1150,6 +1155,16 @@ fn take(
 }
 
 impl Storage for NatsStore {
+    fn work_queue(
+        &self,
+        name: &str,
+        ack_wait: Duration,
+    ) -> Result<Option<Arc<dyn glovebox_store::WorkQueue>>, StorageError> {
+        let queue =
+            queue::NatsQueue::open(self.handle.clone(), self.inner.clone(), name, ack_wait)?;
+        Ok(Some(Arc::new(queue)))
+    }
+
     fn append(
         &self,
         stream: &str,

@@ -20,6 +20,7 @@ mod copy;
 mod dir_lock;
 #[cfg(feature = "fault-injection")]
 mod fault;
+mod queue;
 mod reopen;
 #[cfg(feature = "sled")]
 mod sled_store;
@@ -32,6 +33,7 @@ pub use backend::{Backend, Opened, open};
 pub type FlushObserver = std::sync::Arc<dyn Fn(usize) + Send + Sync>;
 pub use copy::{CopyStats, copy_all};
 pub use dir_lock::DirLock;
+pub use queue::{Delivery, WorkQueue};
 pub use reopen::{Opener, RETRY, Ready, Reopening};
 #[cfg(feature = "sled")]
 pub use sled_store::SledStore;
@@ -216,5 +218,18 @@ pub trait Storage: Send + Sync + 'static {
     /// disk: a cache of it must be dropped.
     fn generation(&self) -> u64 {
         0
+    }
+
+    /// Work queue `name` of this store (created at its first use), whose
+    /// deliveries come back after `ack_wait` without an acknowledgement; the
+    /// first host to create it sets the wait. `None` for a store one process
+    /// holds: that process queues its work in memory (see [`WorkQueue`]).
+    fn work_queue(
+        &self,
+        name: &str,
+        ack_wait: std::time::Duration,
+    ) -> Result<Option<std::sync::Arc<dyn WorkQueue>>, StorageError> {
+        let _ = (name, ack_wait);
+        Ok(None)
     }
 }

@@ -19,8 +19,10 @@ use crate::gateway::Gateway;
 use crate::manifest::MAX_WAIT_IDS;
 use crate::pipeline::{Admitted, call_metering};
 use crate::session::SessionError;
-use crate::storage::StorageError;
+use crate::storage::{Delivery, StorageError, WorkQueue};
 use crate::watermark::Watermark;
+
+mod work_queue;
 
 /// How long [`Jobs::cancel`] waits for a running job's call to settle in
 /// the session log before it returns.
@@ -99,6 +101,33 @@ pub(crate) fn wait_set(ids: &[String]) -> Result<Vec<&String>, JobError> {
     Ok(unique)
 }
 
+/// Who else may own a job, as this process sees it at one moment: what
+/// the pass over the stored jobs and the work queue's deliveries both ask.
+struct Owners {
+    sessions: Arc<crate::session::Sessions>,
+    /// This process's runner name.
+    me: String,
+    now: u64,
+    /// The lease TTL, on a shared store.
+    ttl_ms: Option<u64>,
+}
+
+impl Owners {
+    /// Whether `job` (not final) is another live host's on a shared store:
+    /// that host drives the job's session (holds its lease), or started
+    /// the job less than a TTL ago (its first append, which takes the
+    /// lease, may be on its way).
+    fn anothers(&self, job: &JobInfo) -> Result<bool, JobError> {
+        let Some(ttl_ms) = self.ttl_ms else {
+            return Ok(false);
+        };
+        let just_started = job.status == JobStatus::Running
+            && job.runner.as_deref() != Some(self.me.as_str())
+            && self.now.saturating_sub(job.started_at_ms.unwrap_or(0)) < ttl_ms;
+        Ok(just_started || self.sessions.leased_elsewhere(&job.session)?)
+    }
+}
+
 /// A `[quotas]` refusal of a job.
 fn quota(key: &'static str, limit: u64, what: String) -> JobError {
     JobError::Session(SessionError::Quota {
@@ -140,6 +169,14 @@ pub struct Jobs {
     /// On a store several hosts share: the pass that runs every third of the
     /// lease TTL over the jobs nobody runs (see [`Jobs::recover`]).
     sweeper: Mutex<Option<crate::tasks::Owned<()>>>,
+    /// On a store several hosts share: the work queue every host pulls
+    /// jobs from (see [`Jobs::recover`]), opened at its first use.
+    work: tokio::sync::OnceCell<Option<Arc<dyn WorkQueue>>>,
+    /// The queue's deliveries this process holds, by job id: kept alive
+    /// while the job is live here, acknowledged once it is final.
+    deliveries: Mutex<HashMap<String, Arc<dyn Delivery>>>,
+    /// The tasks that pull from the queue and keep its deliveries alive.
+    pulling: Mutex<Vec<crate::tasks::Owned<()>>>,
     this: Weak<Jobs>,
 }
 
@@ -176,6 +213,9 @@ impl Jobs {
             stopping: AtomicBool::new(false),
             runner,
             sweeper: Mutex::new(None),
+            work: tokio::sync::OnceCell::new(),
+            deliveries: Mutex::new(HashMap::new()),
+            pulling: Mutex::new(Vec::new()),
             this: this.clone(),
         })
     }
@@ -204,8 +244,24 @@ impl Jobs {
     /// lives; and since every start is a compare-and-set of the record
     /// ([`JobStore::update`]), of the hosts finding one queued job exactly
     /// one runs it.
+    ///
+    /// There, too, every job spawned or queued is pushed on the store's work
+    /// queue (`jobs`, a JetStream work-queue stream), and from here on this
+    /// process pulls from it whenever it has a slot free and nothing waiting
+    /// for one: a job reaches whichever host is free at once, not at the
+    /// next pass. A delivery is this host's while the job is live here
+    /// (kept alive every third of its ack wait, the lease TTL) and is
+    /// acknowledged once the job is final; a host that dies holding one
+    /// stops keeping it alive, so it comes back to another host after the
+    /// ack wait, which then finds the job's record `running` under a
+    /// session lease that expired and applies the same rules as the pass.
+    /// The pass stays, for the jobs whose message never made it to the
+    /// queue (the host died between storing the job and pushing it).
     pub async fn recover(self: &Arc<Self>) -> Result<Vec<JobInfo>, JobError> {
         let recovered = self.sweep().await?;
+        if let Some(queue) = self.work_queue().await? {
+            self.start_pulling(queue);
+        }
         let sessions = self.gateway.sessions();
         if let Some(period) = sessions.lease_renewal_period() {
             let this = Arc::downgrade(self);
@@ -240,62 +296,60 @@ impl Jobs {
     /// shared store), queued to run here; those left running by a host that
     /// stopped are ended or re-queued first.
     async fn sweep(self: &Arc<Self>) -> Result<Vec<JobInfo>, JobError> {
-        let store = self.store.clone();
-        let sessions = self.gateway.sessions().clone();
-        let (me, now) = (self.runner.clone(), self.now());
-        let ttl_ms = sessions
-            .lease_ttl()
-            .map(|ttl| u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
+        let (store, owners) = (self.store.clone(), self.owners());
         let jobs = blocking(move || -> Result<Vec<JobInfo>, JobError> {
             let mut orphans = Vec::new();
             for job in store.all()? {
-                if job.status.is_final() {
-                    continue;
+                if !job.status.is_final() && !owners.anothers(&job)? {
+                    orphans.push(job);
                 }
-                if let Some(ttl_ms) = ttl_ms {
-                    let just_started = job.status == JobStatus::Running
-                        && job.runner.as_deref() != Some(me.as_str())
-                        && now.saturating_sub(job.started_at_ms.unwrap_or(0)) < ttl_ms;
-                    if just_started || sessions.leased_elsewhere(&job.session)? {
-                        continue;
-                    }
-                }
-                orphans.push(job);
             }
             Ok(orphans)
         })
         .await?;
         let mut recovered = Vec::new();
         for job in jobs {
-            if self.is_live(&job.id) {
-                continue;
-            }
-            match job.status {
-                JobStatus::Queued => {
-                    self.start(&job);
-                    recovered.push(job);
-                }
-                JobStatus::Running => {
-                    let now = self.now();
-                    let why = match &job.runner {
-                        Some(runner) if *runner != self.runner => format!(" on `{runner}`"),
-                        _ => String::new(),
-                    };
-                    let (job, changed) = self
-                        .update(&job.id, move |j| stopped_running(j, now, &why))
-                        .await?;
-                    if changed {
-                        tracing::warn!(job = %job.id, tool = %job.tool, status = %job.status, "job was running when its host stopped");
-                        if job.status == JobStatus::Queued {
-                            self.start(&job);
-                        }
-                        recovered.push(job);
-                    }
-                }
-                _ => {}
+            if let Some(job) = self.take_over(job).await? {
+                recovered.push(job);
             }
         }
         Ok(recovered)
+    }
+
+    /// Takes `job`, found in the store with no live host of its own, to run
+    /// here: a queued one is queued here; one left running by a host that
+    /// stopped is ended or re-queued first ([`stopped_running`]). Returns
+    /// it as it is now, `None` if there was nothing to take (live here
+    /// already, or changed meanwhile).
+    async fn take_over(&self, job: JobInfo) -> Result<Option<JobInfo>, JobError> {
+        if self.is_live(&job.id) {
+            return Ok(None);
+        }
+        match job.status {
+            JobStatus::Queued => {
+                self.start(&job);
+                Ok(Some(job))
+            }
+            JobStatus::Running => {
+                let now = self.now();
+                let why = match &job.runner {
+                    Some(runner) if *runner != self.runner => format!(" on `{runner}`"),
+                    _ => String::new(),
+                };
+                let (job, changed) = self
+                    .update(&job.id, move |j| stopped_running(j, now, &why))
+                    .await?;
+                if !changed {
+                    return Ok(None);
+                }
+                tracing::warn!(job = %job.id, tool = %job.tool, status = %job.status, "job was running when its host stopped");
+                if job.status == JobStatus::Queued {
+                    self.start(&job);
+                }
+                Ok(Some(job))
+            }
+            _ => Ok(None),
+        }
     }
 
     /// Checks the request and persists it as a queued job, without running
@@ -326,6 +380,7 @@ impl Jobs {
     async fn persist(&self, session: &str, call: &Admitted) -> Result<JobInfo, JobError> {
         let job = self.new_job(session, call).await?;
         self.store_job(&job).await?;
+        self.push(&job.id).await;
         Ok(job)
     }
 
@@ -424,6 +479,9 @@ impl Jobs {
             .unwrap_or_else(PoisonError::into_inner)
             .insert(job.id.clone(), call);
         self.queue_up(&job.id);
+        // On a shared store: should this host die before the job ends, its
+        // message comes back to another host.
+        self.push(&job.id).await;
         Ok(job)
     }
 
@@ -527,6 +585,20 @@ impl Jobs {
         .await;
         if let Err(e) = given {
             tracing::warn!(error = %e, "a job's places could not be given back; a later spawn drops them");
+        }
+    }
+
+    /// Who else may own a job, now.
+    fn owners(&self) -> Owners {
+        let sessions = self.gateway.sessions().clone();
+        let ttl_ms = sessions
+            .lease_ttl()
+            .map(|ttl| u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
+        Owners {
+            sessions,
+            me: self.runner.clone(),
+            now: self.now(),
+            ttl_ms,
         }
     }
 
@@ -660,6 +732,7 @@ impl Jobs {
             }
         };
         let Some(switch) = switch else {
+            self.release(id).await;
             return Ok(job);
         };
         switch.send_replace(Some(Arc::from("its background job was cancelled")));
@@ -734,6 +807,18 @@ impl Jobs {
                 break;
             }
         }
+        // What this host still holds from the work queue goes back to the
+        // other hosts now, not after the ack wait.
+        let held: Vec<String> = self
+            .deliveries
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .keys()
+            .cloned()
+            .collect();
+        for id in held {
+            self.release(&id).await;
+        }
         stopped
     }
 
@@ -804,11 +889,13 @@ impl Jobs {
     async fn run(self: Arc<Self>, id: String, permit: OwnedSemaphorePermit) {
         if self.stopping.load(Ordering::SeqCst) {
             // The host stops: the job stays queued in the store, for the
-            // next process that runs jobs.
+            // next process that runs jobs (on a shared store, another host
+            // gets its message now).
             self.live
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .remove(&id);
+            self.release(&id).await;
             return;
         }
         let cancel = match self
@@ -951,6 +1038,7 @@ impl Jobs {
                 self.give_back_places(&id, &left.session, left.principal)
                     .await;
             }
+            self.release(&id).await;
             return;
         } else if let Err(e) = started {
             tracing::error!(job = %id, error = %e, "the job could not be started");
@@ -967,6 +1055,7 @@ impl Jobs {
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&id);
         self.notify();
+        self.release(&id).await;
     }
 
     /// Changes a job's record (see [`JobStore::update`]) and wakes waiters.

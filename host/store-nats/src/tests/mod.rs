@@ -15,6 +15,8 @@ use crate::{NatsConfig, NatsStore};
 
 /// The store on a three-node cluster: a node killed under writers, two hosts racing.
 mod cluster;
+/// Work queues: one host per item, back when its holder goes silent.
+mod queue;
 
 /// Held by the tests that keep the machine busy (many hosts at once, a
 /// writer in a loop) and by the cluster tests, whose Raft elections stall
