@@ -22,8 +22,9 @@
 //!   in between.
 //!
 //! - every work queue of the trait ([`Storage::work_queue`]: the background
-//!   jobs) is a work-queue stream `P_q_<name>` with one durable consumer
-//!   every host pulls from (`queue.rs`).
+//!   jobs) is a work-queue stream `P_q_<name>` with a subject and a durable
+//!   consumer per group (principal) that every host pulls from, groups in
+//!   turn (`queue.rs`).
 //!
 //! Names are escaped into what NATS allows (`names.rs`). Every write
 //! returns once JetStream has acknowledged it, that is, once the stream's

@@ -90,6 +90,12 @@ pub fn from_token(token: &str) -> Option<String> {
     unescape(token.strip_prefix('k')?, token_byte, b'=')
 }
 
+/// A subject token as part of a consumer name (which takes no `.`, `*`,
+/// `>`, path separators or `=`): `_XX` for the other bytes.
+pub fn consumer_token(token: &str) -> String {
+    escape(token, bucket_byte, b'_')
+}
+
 /// Bytes kept as they are in a bucket name (KV names take letters, digits, `-` and `_`).
 fn bucket_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'-'

@@ -221,8 +221,8 @@ pub trait Storage: Send + Sync + 'static {
     }
 
     /// Work queue `name` of this store (created at its first use), whose
-    /// deliveries come back after `ack_wait` without an acknowledgement; the
-    /// first host to create it sets the wait. `None` for a store one process
+    /// deliveries come back after `ack_wait` without an acknowledgement
+    /// (every host should ask for the same wait). `None` for a store one process
     /// holds: that process queues its work in memory (see [`WorkQueue`]).
     fn work_queue(
         &self,

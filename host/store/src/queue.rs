@@ -18,13 +18,17 @@ use std::time::Duration;
 
 use crate::StorageError;
 
-/// A work queue in a store several hosts share.
+/// A work queue in a store several hosts share, fair between groups.
 pub trait WorkQueue: Send + Sync + 'static {
-    /// Adds `item`; returns once the store holds it.
-    fn push(&self, item: &str) -> Result<(), StorageError>;
+    /// Adds `item` to `group`'s items (a principal's jobs); returns once
+    /// the store holds it.
+    fn push(&self, item: &str, group: &str) -> Result<(), StorageError>;
 
     /// The next item for this consumer, waiting for one at most `wait`;
-    /// `None` when none came.
+    /// `None` when none came. Groups take turns: the item comes from the
+    /// group after the one this consumer took its last item from (in
+    /// order, round robin), so a group with many items does not keep
+    /// another's first one waiting; within a group, first in first out.
     fn pull(&self, wait: Duration) -> Result<Option<Box<dyn Delivery>>, StorageError>;
 
     /// How long a delivery stays this consumer's without an

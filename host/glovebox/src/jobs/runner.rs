@@ -249,7 +249,7 @@ impl Jobs {
     /// queue (`jobs`, a JetStream work-queue stream), and from here on this
     /// process pulls from it whenever it has a slot free and nothing waiting
     /// for one: a job reaches whichever host is free at once, not at the
-    /// next pass. A delivery is this host's while the job is live here
+    /// next pass, and the spawning principals take turns. A delivery is this host's while the job is live here
     /// (kept alive every third of its ack wait, the lease TTL) and is
     /// acknowledged once the job is final; a host that dies holding one
     /// stops keeping it alive, so it comes back to another host after the
@@ -380,7 +380,7 @@ impl Jobs {
     async fn persist(&self, session: &str, call: &Admitted) -> Result<JobInfo, JobError> {
         let job = self.new_job(session, call).await?;
         self.store_job(&job).await?;
-        self.push(&job.id).await;
+        self.push(&job).await;
         Ok(job)
     }
 
@@ -481,7 +481,7 @@ impl Jobs {
         self.queue_up(&job.id);
         // On a shared store: should this host die before the job ends, its
         // message comes back to another host.
-        self.push(&job.id).await;
+        self.push(&job).await;
         Ok(job)
     }
 

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError, Weak};
 use std::time::Duration;
 
-use glovebox_ledger::jobs::{JobError, JobStatus};
+use glovebox_ledger::jobs::{JobError, JobInfo, JobStatus};
 
 use super::{Jobs, blocking};
 use crate::storage::{Delivery, StorageError, WorkQueue};
@@ -77,10 +77,11 @@ impl Jobs {
             .cloned()
     }
 
-    /// Pushes job `id` (stored already) on the work queue, if the store has
+    /// Pushes `job` (stored already) on the work queue, if the store has
     /// one. A push that fails is logged: the job is stored, and the hosts'
     /// pass over the stored jobs finds it.
-    pub(super) async fn push(&self, id: &str) {
+    pub(super) async fn push(&self, job: &JobInfo) {
+        let id = job.id.as_str();
         let queue = match self.work_queue().await {
             Ok(Some(queue)) => queue,
             Ok(None) => return,
@@ -89,8 +90,13 @@ impl Jobs {
                 return;
             }
         };
-        let item = id.to_string();
-        if let Err(e) = blocking(move || Ok(queue.push(&item)?)).await {
+        // The groups that take turns are the spawners (`by`: a principal,
+        // or the operator's `cli:<uid>`, or `host`).
+        let (item, group) = (
+            id.to_string(),
+            job.by.clone().unwrap_or_else(|| "host".to_string()),
+        );
+        if let Err(e) = blocking(move || Ok(queue.push(&item, &group)?)).await {
             tracing::warn!(job = %id, error = %e, "the job could not be pushed on the work queue; it is stored, and the hosts' pass over the stored jobs will find it");
         }
     }
