@@ -134,7 +134,8 @@ impl JobPlaces {
     }
 
     /// How many live jobs `scope` has, as the store says.
-    pub fn count(&self, scope: Scope<'_>) -> Result<usize, JobError> {
+    #[cfg(test)]
+    fn count(&self, scope: Scope<'_>) -> Result<usize, JobError> {
         let key = scope.key();
         Ok(decode(&key, self.storage.get(BUCKET, &key)?.as_deref())?
             .jobs

@@ -10,7 +10,7 @@ use std::time::Duration;
 use glovebox_ledger::jobs::{JobError, JobInfo, JobStatus};
 
 use super::{Jobs, blocking};
-use crate::storage::{Delivery, StorageError, WorkQueue};
+use crate::storage::{Delivery, WorkQueue};
 
 /// What a host answers for a job's message from the work queue.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -43,11 +43,7 @@ async fn pull_jobs(jobs: Weak<Jobs>, queue: Arc<dyn WorkQueue>) {
             continue;
         }
         let from = queue.clone();
-        let pulled = crate::tasks::blocking(
-            move || from.pull(PULL_WAIT),
-            |why| StorageError::Io(format!("pulling from the jobs' work queue: {why}")),
-        )
-        .await;
+        let pulled = blocking(move || Ok(from.pull(PULL_WAIT)?)).await;
         match pulled {
             Ok(None) => {}
             Ok(Some(delivery)) => {
