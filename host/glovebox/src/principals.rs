@@ -16,7 +16,7 @@ use crate::call::CallReport;
 use crate::gateway::Gateway;
 use crate::jobs::{JobError, JobInfo, JobStatus, Jobs, WaitMode, WaitOutcome};
 use crate::manifest::{self, Principal};
-use crate::pipeline::{Admitted, ledger_work};
+use crate::pipeline::{Admitted, Judge, ledger_work};
 use crate::session::{
     EndOutcome, Event, EventKind, Handoff, Resumed, SessionError, SessionFilter, SessionInfo,
     SessionState, StartSession, may_touch,
@@ -95,8 +95,9 @@ impl Gateway {
         job_id: Option<String>,
         cancel: Option<crate::pipeline::Cancel>,
     ) -> Result<CallReport, SessionError> {
+        // One look at the session, the caller's: the stages run on it.
         let state = self.session_as(caller, session).await?;
-        self.call(&state.id, call, job_id, cancel).await
+        self.run(&state, call, Judge::Hooks, job_id, cancel).await
     }
 
     /// Starts a session owned by `caller`, within its ceiling.

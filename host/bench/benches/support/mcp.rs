@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use glovebox::manifest::HookConfig;
 use glovebox::session::{Role, StartSession};
 use glovebox::{Gateway, Host, HostConfig, Jobs, JobsConfig, PluginManifest, open_sessions};
 use glovebox_mcp::{HttpServer, McpServer};
@@ -20,16 +21,38 @@ use super::artifact;
 /// A host with the echo plugin and no hooks in `data`, its store, and an MCP
 /// server over both.
 pub async fn echo_server(data: &Path) -> (Gateway, McpServer) {
+    echo_server_judged(data, Vec::new()).await
+}
+
+/// [`echo_server`] whose calls `hooks` judge (none: no hooks).
+pub async fn echo_server_judged(data: &Path, hooks: Vec<HookConfig>) -> (Gateway, McpServer) {
     let mut echo = PluginManifest::for_component(artifact("tool_echo"), &Default::default());
     echo.name = "echo".into();
     let mut config = HostConfig::from_plugins(data.to_path_buf(), vec![echo]);
-    config.hooks_explicitly_none = true;
+    config.hooks_explicitly_none = hooks.is_empty();
+    config.hooks = hooks;
+    // The 64-client row starts a session per client: more than the default
+    // quota of live sessions per principal (they are all the local one).
+    config.quotas.sessions_per_principal = 1024;
     let host = Arc::new(Host::load(config).await.expect("host loads"));
     let durable = Arc::new(open_sessions(host.config()).expect("store opens"));
     let gateway = Gateway::new(host, durable);
     let jobs = Jobs::new(gateway.clone(), JobsConfig::default());
     let server = McpServer::new(gateway.clone(), jobs);
     (gateway, server)
+}
+
+/// The permission hooks of the example config (`examples/glovebox.toml`),
+/// as an operator who starts from it gets them: components and settings.
+pub fn example_hooks() -> Vec<HookConfig> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/glovebox.toml");
+    let config =
+        HostConfig::load(&path).unwrap_or_else(|e| panic!("{} does not load: {e}", path.display()));
+    assert!(
+        !config.hooks.is_empty(),
+        "the example config lists no hooks"
+    );
+    config.hooks
 }
 
 pub struct Stats {
@@ -183,6 +206,15 @@ impl HttpClient {
         }
     }
 
+    /// A client that has made the MCP handshake and started a session.
+    async fn in_session(addr: SocketAddr) -> HttpClient {
+        let mut client = HttpClient::connect(addr).await;
+        client.post(INIT.to_string()).await;
+        client.post(INITIALIZED.to_string()).await;
+        client.post(START.to_string()).await;
+        client
+    }
+
     async fn post(&mut self, body: String) -> Value {
         let want = serde_json::from_str::<Value>(&body)
             .unwrap()
@@ -221,18 +253,21 @@ impl HttpClient {
     }
 }
 
-pub async fn http(server: &McpServer, n: usize) -> Stats {
+/// `server` over streamable HTTP on a loopback port of its own, until the
+/// token returned is cancelled.
+async fn serve_http(server: &McpServer) -> (SocketAddr, tokio_util::sync::CancellationToken) {
     let http = HttpServer::bind(server.clone(), "127.0.0.1:0".parse().unwrap())
         .await
         .expect("bind");
     let addr = http.local_addr().unwrap();
     let stop = http.stop_token();
     tokio::spawn(http.run());
-    let mut client = HttpClient::connect(addr).await;
-    client.post(INIT.to_string()).await;
-    client.post(INITIALIZED.to_string()).await;
-    client.post(START.to_string()).await;
-    let client = tokio::sync::Mutex::new(client);
+    (addr, stop)
+}
+
+pub async fn http(server: &McpServer, n: usize) -> Stats {
+    let (addr, stop) = serve_http(server).await;
+    let client = tokio::sync::Mutex::new(HttpClient::in_session(addr).await);
     let s = measure(n, |id| {
         let client = &client;
         async move { check_echo(&client.lock().await.post(echo_call(id).to_string()).await) }
@@ -240,6 +275,57 @@ pub async fn http(server: &McpServer, n: usize) -> Stats {
     .await;
     stop.cancel();
     s
+}
+
+/// `clients` MCP clients over HTTP at once, each in a session of its own,
+/// each making `calls` echo calls one after another (after 20 warm-up
+/// calls each): the calls per second of them all, and how many failed (any
+/// answer but the echo, `busy` included).
+pub async fn many_http(server: &McpServer, clients: usize, calls: usize) -> (Stats, usize) {
+    let (addr, stop) = serve_http(server).await;
+    let mut ready = Vec::with_capacity(clients);
+    for c in 0..clients {
+        let mut client = HttpClient::in_session(addr).await;
+        for i in 0..20 {
+            check_echo(
+                &client
+                    .post(echo_call(10_000_000 + (c * 20 + i) as u64).to_string())
+                    .await,
+            );
+        }
+        ready.push(client);
+    }
+    let all = Instant::now();
+    let runs: Vec<_> = ready
+        .into_iter()
+        .enumerate()
+        .map(|(c, mut client)| {
+            tokio::spawn(async move {
+                let mut samples = Vec::with_capacity(calls);
+                let mut failed = 0;
+                for i in 0..calls {
+                    let start = Instant::now();
+                    let v = client
+                        .post(echo_call((c * calls + i) as u64 + 100).to_string())
+                        .await;
+                    samples.push(start.elapsed());
+                    if v["result"]["structuredContent"]["message"] != "hi" {
+                        failed += 1;
+                    }
+                }
+                (samples, failed)
+            })
+        })
+        .collect();
+    let (mut samples, mut failed) = (Vec::new(), 0);
+    for run in runs {
+        let (s, f) = run.await.expect("client");
+        samples.extend(s);
+        failed += f;
+    }
+    let took = all.elapsed();
+    stop.cancel();
+    (stats(samples, took), failed)
 }
 
 /// The fast calls of a fairness run: how many, how many were refused
@@ -303,10 +389,7 @@ pub async fn fairness(
     let all = Instant::now();
     let runs = (0..clients).map(|c| {
         tokio::spawn(async move {
-            let mut client = HttpClient::connect(addr).await;
-            client.post(INIT.to_string()).await;
-            client.post(INITIALIZED.to_string()).await;
-            client.post(START.to_string()).await;
+            let mut client = HttpClient::in_session(addr).await;
             // (latency, "ok" | "busy" | another error kind) of each fast call.
             let mut fast = Vec::new();
             // How each looping call ended.
