@@ -29,12 +29,17 @@ pub const MAX_GATE_INPUT_BYTES: usize = 64 << 10;
 
 /// A tool call that must succeed, with the result it must give.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Gate {
     /// `plugin.tool`.
     pub tool: String,
     /// The call's input; `{}` when left out.
+    // Any JSON parses, so that the check's own error (`gates[i].input must
+    // be a JSON object`) is the one given, from the config as from MCP; the
+    // schema says what is right.
     #[serde(default = "empty_object")]
+    #[cfg_attr(feature = "schemars", schemars(with = "Map<String, Value>"))]
     pub input: Value,
     /// Fields the tool's JSON result must have, each with exactly this
     /// value (nested objects compare the same way, key by key); empty: the
@@ -72,14 +77,18 @@ fn subset(at: &str, expect: &Map<String, Value>, got: &Value) -> Result<(), Stri
 
 /// What must hold before a session ends as `completed`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Completion {
     /// Run in order, every time; all must pass.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "schemars", schemars(length(max = MAX_GATES)))]
     pub gates: Vec<Gate>,
     /// A `judge` session of another principal must pass the session's latest
     /// handoff.
+    // The schema's default, which `skip_serializing_if` would hide.
     #[serde(default, skip_serializing_if = "is_false")]
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = false)))]
     pub judge: bool,
 }
 

@@ -15,7 +15,6 @@ use super::tools::*;
 use glovebox::Principal;
 use glovebox::budget::{BudgetCaps, UsageReport};
 use glovebox::jobs::{JobError, WaitMode};
-use glovebox::manifest::Completion;
 use glovebox::memory::MemoryError;
 use glovebox::session::{
     Handoff, HandoffKind, SessionFilter, SpawnChild, StartSession, VerdictInput,
@@ -168,7 +167,7 @@ impl Connection {
                 let a: StartArgs = parse(tool, args)?;
                 let (expected_duration, budget) =
                     start_extras(tool, a.expected_duration.as_deref(), &a.budget)?;
-                let completion = Completion::from(a.completion);
+                let completion = a.completion;
                 if let Err(e) = gateway.check_completion(&completion) {
                     return Ok(results::session_failure(&e));
                 }
@@ -473,7 +472,7 @@ impl Connection {
                 task.files = a.files;
                 task.next_steps = a.next_steps;
                 task.current_phase = a.current_phase;
-                let completion = Completion::from(a.completion);
+                let completion = a.completion;
                 if let Err(e) = gateway.check_completion(&completion) {
                     return Ok(results::session_failure(&e));
                 }
@@ -692,7 +691,7 @@ mod tests {
         let list: SessionListArgs = parsed(SESSION_LIST, json!({"status": "paused"}));
         assert_eq!(list.status, Some(glovebox::session::SessionStatus::Paused));
         let start: StartArgs = parsed(SESSION_START, json!({"role": "workagent", "project": "p"}));
-        assert!(Completion::from(start.completion).is_empty());
+        assert!(start.completion.is_empty());
         assert_eq!(start.budget.cost, None);
     }
 }

@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 
 use glovebox::ToolInfo;
 use glovebox::jobs::JobStatus;
-use glovebox::manifest::{Completion, Gate, MAX_GATES, MAX_WAIT_IDS};
+use glovebox::manifest::{Completion, MAX_WAIT_IDS};
 use glovebox::memory::SEARCH_LIMIT_MAX;
 use glovebox::session::{EndOutcome, HandoffKind, Role, SessionStatus, WAIT_MAX};
 
@@ -364,8 +364,13 @@ pub(crate) struct StartArgs {
     /// tighten them.
     #[serde(default)]
     pub budget: CapsArgs,
+    /// What must hold before the session ends as `completed` (the operator's
+    /// `[[completion]]` for its role and project is added): gates, tool calls
+    /// run at every `session_end completed` whose JSON result must hold every
+    /// `expect` field; and/or `judge`, a `judge` session of another principal
+    /// must pass its latest handoff (`session_verdict`).
     #[serde(default)]
-    pub completion: CompletionArgs,
+    pub completion: Completion,
 }
 
 /// A session's caps (`session_start`'s own, or `session_spawn`'s for the
@@ -380,60 +385,6 @@ pub(crate) struct CapsArgs {
     pub calls: Option<u64>,
     /// Wall-time cap, e.g. "30m".
     pub wall: Option<String>,
-}
-
-// The config's `Completion`, field for field (a test holds them alike).
-/// What must hold before the session ends as `completed` (the operator's
-/// `[[completion]]` for its role and project is added): gates, tool calls
-/// run at every `session_end completed` whose JSON result must hold every
-/// `expect` field; and/or `judge`, a `judge` session of another principal
-/// must pass its latest handoff (`session_verdict`).
-#[derive(Default, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct CompletionArgs {
-    #[serde(default)]
-    #[schemars(length(max = MAX_GATES))]
-    pub gates: Vec<GateArgs>,
-    #[serde(default)]
-    pub judge: bool,
-}
-
-// The config's `Gate`.
-/// A tool call that must succeed, with the result it must give.
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct GateArgs {
-    /// `plugin.tool`.
-    pub tool: String,
-    // Any JSON here, so that the completion check's error (`gates[i].input
-    // must be a JSON object`) is the one given, as for the config's gates.
-    #[serde(default = "empty_object")]
-    #[schemars(with = "JsonObject")]
-    pub input: Value,
-    /// Fields the result must have, with these values.
-    #[serde(default)]
-    pub expect: JsonObject,
-}
-
-fn empty_object() -> Value {
-    Value::Object(JsonObject::new())
-}
-
-impl From<CompletionArgs> for Completion {
-    fn from(c: CompletionArgs) -> Completion {
-        Completion {
-            gates: c
-                .gates
-                .into_iter()
-                .map(|g| Gate {
-                    tool: g.tool,
-                    input: g.input,
-                    expect: g.expect,
-                })
-                .collect(),
-            judge: c.judge,
-        }
-    }
 }
 
 /// `session_note`.
@@ -517,8 +468,13 @@ pub(crate) struct SessionSpawnArgs {
     pub current_phase: String,
     /// The parent (id or name); the bound session when absent.
     pub session: Option<String>,
+    /// What must hold before the session ends as `completed` (the operator's
+    /// `[[completion]]` for its role and project is added): gates, tool calls
+    /// run at every `session_end completed` whose JSON result must hold every
+    /// `expect` field; and/or `judge`, a `judge` session of another principal
+    /// must pass its latest handoff (`session_verdict`).
     #[serde(default)]
-    pub completion: CompletionArgs,
+    pub completion: Completion,
 }
 
 /// `session_verdict`.
@@ -752,6 +708,7 @@ fn object(v: Value) -> JsonObject {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use glovebox::manifest::{Gate, MAX_GATES};
 
     fn schemas() -> Vec<(String, Value)> {
         builtin_tools()
@@ -1201,9 +1158,10 @@ mod tests {
         }
     }
 
-    /// The MCP input takes every field of the config's completion condition.
+    /// The MCP input takes every field of the config's completion condition
+    /// (one type, `Completion`, parsed by both), and its schema says so.
     #[test]
-    fn completion_args_cover_the_configs_completion() {
+    fn the_mcp_input_takes_the_configs_completion_condition() {
         let full = Completion {
             gates: vec![Gate {
                 tool: "p.t".into(),
@@ -1222,10 +1180,11 @@ mod tests {
             let gate = &completion["properties"]["gates"]["items"]["properties"];
             assert!(gate.get(field).is_some(), "gates[].{field}");
         }
-        let parsed: CompletionArgs = serde_json::from_value(full.clone()).unwrap();
-        assert_eq!(
-            serde_json::to_value(Completion::from(parsed)).unwrap(),
-            full
-        );
+        let start = json!({"role": "workagent", "project": "p", "completion": full});
+        let parsed: StartArgs = serde_json::from_value(start).unwrap();
+        assert_eq!(serde_json::to_value(parsed.completion).unwrap(), full);
+        assert_eq!(completion["properties"]["gates"]["maxItems"], MAX_GATES);
+        let input = &completion["properties"]["gates"]["items"]["properties"]["input"];
+        assert_eq!(input["type"], "object", "{input}");
     }
 }
