@@ -634,6 +634,14 @@ async fn jobs_node(
     use glovebox::manifest::{NatsStorage, StorageBackend};
     let mut sleep = crate::util::manifest("sleep", plugins::HOSTILE_SLEEP);
     sleep.limits.deadline = Duration::from_secs(60);
+    // It only waits: running it again is harmless.
+    sleep.tools.insert(
+        "sleep".into(),
+        glovebox::manifest::ToolOverride {
+            idempotent: Some(true),
+            ..Default::default()
+        },
+    );
     let (mut config, data) = crate::util::config(vec![sleep]);
     config.quotas = quotas;
     config.storage.backend = StorageBackend::Nats;
@@ -770,5 +778,64 @@ async fn a_job_queued_by_a_client_reaches_a_host_through_the_work_queue_at_once(
         started.elapsed() < Duration::from_secs(20),
         "done before the first pass: {:?}",
         started.elapsed()
+    );
+}
+
+/// A host that stops hands the jobs it will not finish to the other hosts at
+/// once: its running idempotent job goes back to `queued`, the job's
+/// work-queue message is handed back, and the job's session is let go. So
+/// host `b` runs the job seconds after `a` stops, not after the ack wait
+/// (the 60 s lease TTL) or at its next pass over the stored jobs (every
+/// 20 s).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopping_host_hands_its_unfinished_job_to_another_host_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = NatsServer::start(tmp.path(), true);
+    let ttl = Duration::from_secs(60);
+    let quotas = glovebox::manifest::QuotasConfig::default();
+    let (a, _a_data) = jobs_node(&server.url(), "a", quotas.clone(), ttl).await;
+    let (b, _b_data) = jobs_node(&server.url(), "b", quotas, ttl).await;
+    a.recover().await.unwrap();
+    let session = a
+        .gateway()
+        .sessions()
+        .start(crate::jobs::start("w"))
+        .unwrap()
+        .id;
+    let job = a
+        .spawn(&session, "sleep", r#"{"seconds":3}"#)
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while a.status(&job.id).unwrap().status != glovebox::JobStatus::Running {
+        assert!(Instant::now() < deadline, "the job never ran on `a`");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    b.recover().await.unwrap();
+
+    let stopped_at = Instant::now();
+    let stopped = a.shutdown(Duration::ZERO).await;
+    assert_eq!(stopped.len(), 1, "{stopped:?}");
+    assert_eq!(
+        stopped[0].status,
+        glovebox::JobStatus::Queued,
+        "{stopped:?}"
+    );
+    let deadline = stopped_at + Duration::from_secs(15);
+    let done = loop {
+        let now = b.status(&job.id).unwrap();
+        if now.status.is_final() {
+            break now;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "`b` did not finish the job within 15 s of `a` stopping (the ack wait is 60 s, `b`'s next pass over the stored jobs 20 s): {now:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(done.status, glovebox::JobStatus::Completed, "{done:?}");
+    assert!(
+        done.runner.as_deref().is_some_and(|r| r.starts_with("b/")),
+        "{done:?}"
     );
 }

@@ -1,7 +1,7 @@
 //! The jobs service: validation, the FIFO run queue, one task per job,
 //! waiting, cancelling, recovery.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
@@ -808,7 +808,38 @@ impl Jobs {
             }
         }
         // What this host still holds from the work queue goes back to the
-        // other hosts now, not after the ack wait.
+        // other hosts now, not after the ack wait; and so do the sessions of
+        // the jobs it hands back (re-queued, or never started here), or the
+        // host that pulls one would find its session driven here, hand the
+        // job back and wait for the lease to expire.
+        let mut handed_back: BTreeSet<String> = stopped
+            .iter()
+            .filter(|j| j.status == JobStatus::Queued)
+            .map(|j| j.session.clone())
+            .collect();
+        handed_back.extend(
+            self.live
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .values()
+                .filter(|l| !l.running)
+                .map(|l| l.session.clone()),
+        );
+        let sessions = self.gateway.sessions().clone();
+        let _ = blocking(move || {
+            for session in &handed_back {
+                sessions.release_lease(session);
+            }
+            Ok(())
+        })
+        .await;
+        // A re-queued job's first message may be out of reach for a while
+        // (handed back by a host that pulled it while it ran here): a new
+        // one reaches a free host at once. Starting is a compare-and-set, so
+        // two messages still run it once.
+        for job in stopped.iter().filter(|j| j.status == JobStatus::Queued) {
+            self.push(job).await;
+        }
         let held: Vec<String> = self
             .deliveries
             .lock()
