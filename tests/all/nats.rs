@@ -665,6 +665,24 @@ async fn jobs_node(
     (jobs, data)
 }
 
+/// Job `id` as `jobs` reads it once it is final; fails saying `why` if it
+/// is not by `deadline`.
+async fn final_by(
+    jobs: &glovebox::Jobs,
+    id: &str,
+    deadline: Instant,
+    why: &str,
+) -> glovebox::JobInfo {
+    loop {
+        let now = jobs.status(id).unwrap();
+        if now.status.is_final() {
+            return now;
+        }
+        assert!(Instant::now() < deadline, "{why}: {now:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// `[quotas] jobs_per_principal` counts an agent's live jobs on every host
 /// of the store, not on each alone: an agent with two jobs running on node
 /// `a` is refused a third on node `b` (before, `b` counted only its own and
@@ -755,18 +773,13 @@ async fn a_job_queued_by_a_client_reaches_a_host_through_the_work_queue_at_once(
         .enqueue(&session, "sleep", r#"{"seconds":0}"#)
         .await
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let done = loop {
-        let now = runner.status(&job.id).unwrap();
-        if now.status.is_final() {
-            break now;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the job was not run within 10 s (the pass over stored jobs runs every 20 s): {now:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let done = final_by(
+        &runner,
+        &job.id,
+        Instant::now() + Duration::from_secs(10),
+        "the job was not run within 10 s (the pass over stored jobs runs every 20 s)",
+    )
+    .await;
     assert_eq!(done.status, glovebox::JobStatus::Completed, "{done:?}");
     assert!(
         done.runner
@@ -821,18 +834,13 @@ async fn a_stopping_host_hands_its_unfinished_job_to_another_host_at_once() {
         glovebox::JobStatus::Queued,
         "{stopped:?}"
     );
-    let deadline = stopped_at + Duration::from_secs(15);
-    let done = loop {
-        let now = b.status(&job.id).unwrap();
-        if now.status.is_final() {
-            break now;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "`b` did not finish the job within 15 s of `a` stopping (the ack wait is 60 s, `b`'s next pass over the stored jobs 20 s): {now:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let done = final_by(
+        &b,
+        &job.id,
+        stopped_at + Duration::from_secs(15),
+        "`b` did not finish the job within 15 s of `a` stopping (the ack wait is 60 s, `b`'s next pass over the stored jobs 20 s)",
+    )
+    .await;
     assert_eq!(done.status, glovebox::JobStatus::Completed, "{done:?}");
     assert!(
         done.runner.as_deref().is_some_and(|r| r.starts_with("b/")),
