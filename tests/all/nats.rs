@@ -631,6 +631,24 @@ async fn jobs_node(
     quotas: glovebox::manifest::QuotasConfig,
     lease_ttl: Duration,
 ) -> (Arc<glovebox::Jobs>, tempfile::TempDir) {
+    jobs_node_running(
+        url,
+        node,
+        quotas,
+        lease_ttl,
+        glovebox::JobsConfig::default(),
+    )
+    .await
+}
+
+/// [`jobs_node`] with its own `[jobs]` settings.
+async fn jobs_node_running(
+    url: &str,
+    node: &str,
+    quotas: glovebox::manifest::QuotasConfig,
+    lease_ttl: Duration,
+    jobs: glovebox::JobsConfig,
+) -> (Arc<glovebox::Jobs>, tempfile::TempDir) {
     use glovebox::manifest::{NatsStorage, StorageBackend};
     let mut sleep = crate::util::manifest("sleep", plugins::HOSTILE_SLEEP);
     sleep.limits.deadline = Duration::from_secs(60);
@@ -658,11 +676,32 @@ async fn jobs_node(
     });
     let host = Arc::new(glovebox::Host::load(config).await.expect("host loads"));
     let durable = Arc::new(glovebox::open_sessions(host.config()).expect("store opens"));
-    let jobs = glovebox::Jobs::new(
-        glovebox::Gateway::new(host, durable),
-        glovebox::JobsConfig::default(),
-    );
+    let jobs = glovebox::Jobs::new(glovebox::Gateway::new(host, durable), jobs);
     (jobs, data)
+}
+
+/// A host that runs jobs (`jobs`; 60 s lease TTL) with a session `w` it
+/// drives, and a client of the same store that only queues them.
+async fn runner_and_client(
+    url: &str,
+    jobs: glovebox::JobsConfig,
+) -> (
+    Arc<glovebox::Jobs>,
+    Arc<glovebox::Jobs>,
+    String,
+    [tempfile::TempDir; 2],
+) {
+    let ttl = Duration::from_secs(60);
+    let quotas = glovebox::manifest::QuotasConfig::default();
+    let (runner, runner_data) = jobs_node_running(url, "runner", quotas.clone(), ttl, jobs).await;
+    let session = runner
+        .gateway()
+        .sessions()
+        .start(crate::jobs::start("w"))
+        .unwrap()
+        .id;
+    let (client, client_data) = jobs_node(url, "client", quotas, ttl).await;
+    (runner, client, session, [runner_data, client_data])
 }
 
 /// Job `id` as `jobs` reads it once it is final; fails saying `why` if it
@@ -757,18 +796,10 @@ async fn an_agents_job_quota_holds_across_the_nodes_of_one_store() {
 async fn a_job_queued_by_a_client_reaches_a_host_through_the_work_queue_at_once() {
     let tmp = tempfile::tempdir().unwrap();
     let server = NatsServer::start(tmp.path(), true);
-    let ttl = Duration::from_secs(60);
-    let quotas = glovebox::manifest::QuotasConfig::default();
-    let (runner, _runner_data) = jobs_node(&server.url(), "runner", quotas.clone(), ttl).await;
+    let (runner, client, session, _data) =
+        runner_and_client(&server.url(), glovebox::JobsConfig::default()).await;
     let started = Instant::now();
     runner.recover().await.unwrap();
-    let session = runner
-        .gateway()
-        .sessions()
-        .start(crate::jobs::start("w"))
-        .unwrap()
-        .id;
-    let (client, _client_data) = jobs_node(&server.url(), "client", quotas, ttl).await;
     let job = client
         .enqueue(&session, "sleep", r#"{"seconds":0}"#)
         .await
@@ -845,5 +876,59 @@ async fn a_stopping_host_hands_its_unfinished_job_to_another_host_at_once() {
     assert!(
         done.runner.as_deref().is_some_and(|r| r.starts_with("b/")),
         "{done:?}"
+    );
+}
+
+/// Principals take turns in the work queue, from the runner's side: the
+/// spawner of a job (`by`) is its turn's group. A client queues three jobs
+/// as principal `x`, then one as `y`; a host that runs one job at a time
+/// runs `y`'s first or second, not fourth (first in, first out would).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_principals_one_job_runs_before_anothers_earlier_backlog() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = NatsServer::start(tmp.path(), true);
+    let one_at_a_time = glovebox::JobsConfig {
+        max_running: 1,
+        ..Default::default()
+    };
+    let (runner, client, session, _data) = runner_and_client(&server.url(), one_at_a_time).await;
+    let queue_as = |by: &'static str| {
+        let (client, session) = (client.clone(), session.clone());
+        glovebox::tasks::acting_with(by, None, async move {
+            client
+                .enqueue(&session, "sleep", r#"{"seconds":1}"#)
+                .await
+                .unwrap()
+        })
+    };
+    let mut backlog = Vec::new();
+    for _ in 0..3 {
+        backlog.push(queue_as("x").await.id);
+    }
+    let quiet = queue_as("y").await.id;
+    runner.recover().await.unwrap();
+
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut ran = Vec::new();
+    for id in backlog.iter().chain([&quiet]) {
+        let done = final_by(
+            &runner,
+            id,
+            deadline,
+            "the jobs did not all run within 30 s",
+        )
+        .await;
+        assert_eq!(done.status, glovebox::JobStatus::Completed, "{done:?}");
+        assert_eq!(
+            done.by.as_deref(),
+            Some(if *id == quiet { "y" } else { "x" })
+        );
+        ran.push((done.started_at_ms.unwrap(), id.clone()));
+    }
+    ran.sort();
+    let rank = ran.iter().position(|(_, id)| *id == quiet).unwrap() + 1;
+    assert!(
+        rank <= 2,
+        "`y`'s job ran {rank}th of 4, after `x`'s backlog: {ran:?}"
     );
 }

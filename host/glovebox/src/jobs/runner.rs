@@ -295,15 +295,35 @@ impl Jobs {
     /// not this process's to run already, minus other live hosts' (on a
     /// shared store), queued to run here; those left running by a host that
     /// stopped are ended or re-queued first.
+    ///
+    /// With a work queue, a queued job reaches a host through the queue, in
+    /// its spawner's turn. The pass takes only queued jobs the queue may
+    /// have lost (queued more than a TTL ago: their host may have died
+    /// between storing and pushing them), the oldest first and no more than
+    /// `max_running` a pass, so it cannot gather a backlog into this host's
+    /// own first-in, first-out queue.
     async fn sweep(self: &Arc<Self>) -> Result<Vec<JobInfo>, JobError> {
+        let has_queue = matches!(self.work_queue().await, Ok(Some(_)));
+        let queued_budget = has_queue.then_some(self.config.max_running);
         let (store, owners) = (self.store.clone(), self.owners());
         let jobs = blocking(move || -> Result<Vec<JobInfo>, JobError> {
             let mut orphans = Vec::new();
+            let mut lost = Vec::new();
             for job in store.all()? {
-                if !job.status.is_final() && !owners.anothers(&job)? {
-                    orphans.push(job);
+                if job.status.is_final() || owners.anothers(&job)? {
+                    continue;
+                }
+                match (job.status, queued_budget, owners.ttl_ms) {
+                    (JobStatus::Queued, Some(_), Some(ttl_ms)) => {
+                        if owners.now.saturating_sub(job.created_at_ms) >= ttl_ms {
+                            lost.push(job);
+                        }
+                    }
+                    _ => orphans.push(job),
                 }
             }
+            lost.sort_by_key(|j| j.created_at_ms);
+            orphans.extend(lost.into_iter().take(queued_budget.unwrap_or(0)));
             Ok(orphans)
         })
         .await?;
