@@ -191,26 +191,6 @@ mod tests {
     use super::*;
     use crate::jobs::{JobStatus, JobStore};
 
-    fn job(id: &str, status: JobStatus) -> JobInfo {
-        JobInfo {
-            id: id.into(),
-            session: "s1".into(),
-            session_name: None,
-            tool: "t".into(),
-            input: "{}".into(),
-            status,
-            created_at_ms: 1,
-            started_at_ms: None,
-            finished_at_ms: None,
-            idempotent: true,
-            attempts: 0,
-            result: None,
-            by: None,
-            result_read: None,
-            runner: None,
-        }
-    }
-
     #[test]
     fn the_last_place_goes_to_one_taker_and_ended_jobs_free_theirs() {
         let dir = tempfile::tempdir().unwrap();
@@ -225,7 +205,9 @@ mod tests {
         );
         let scope = Scope::Principal("agent");
         for id in ["j1", "j2"] {
-            records.put(&job(id, JobStatus::Running)).unwrap();
+            records
+                .put(&JobInfo::for_test(id, JobStatus::Running))
+                .unwrap();
         }
         assert_eq!(a.take(scope, "j1", 3, 1_000).unwrap(), Ok(()));
         assert_eq!(b.take(scope, "j2", 3, 1_000).unwrap(), Ok(()));
@@ -249,7 +231,9 @@ mod tests {
         assert_eq!(a.take(scope, "j9", 3, 2_000).unwrap(), Err(3));
         // j1 ends (on a host that then died without giving its place back):
         // the next take drops it.
-        records.put(&job("j1", JobStatus::Completed)).unwrap();
+        records
+            .put(&JobInfo::for_test("j1", JobStatus::Completed))
+            .unwrap();
         // The racer's job was never stored: its place stays for the grace.
         assert_eq!(a.take(scope, "j9", 3, 2_000).unwrap(), Ok(()));
         assert_eq!(b.take(scope, "j10", 3, 2_000).unwrap(), Err(3));

@@ -147,6 +147,30 @@ pub struct JobInfo {
     pub runner: Option<String>,
 }
 
+#[cfg(test)]
+impl JobInfo {
+    /// A record of job `id` in `status`, of session `s1`, for tests.
+    pub(crate) fn for_test(id: &str, status: JobStatus) -> JobInfo {
+        JobInfo {
+            id: id.into(),
+            session: "s1".into(),
+            session_name: None,
+            tool: "t".into(),
+            input: "{}".into(),
+            status,
+            created_at_ms: 1,
+            started_at_ms: None,
+            finished_at_ms: None,
+            idempotent: true,
+            attempts: 0,
+            result: None,
+            by: None,
+            result_read: None,
+            runner: None,
+        }
+    }
+}
+
 impl JobInfo {
     /// Nobody waited for it: it is still queued or running, or its result
     /// was never read.

@@ -160,3 +160,55 @@ fn decode(id: &str, bytes: &[u8]) -> Result<JobInfo, JobError> {
         )))
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Barrier;
+
+    use super::*;
+    use crate::jobs::JobStatus;
+
+    /// Of hosts claiming one queued job at once, each with its own view of
+    /// the shared store (its own `JobStore`, so only the store's
+    /// compare-and-set orders them), exactly one turns it `running`, and the
+    /// record names that one.
+    #[test]
+    fn of_hosts_claiming_one_queued_job_at_once_exactly_one_gets_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage: Arc<dyn Storage> = Arc::new(
+            crate::storage::SledStore::open(dir.path(), crate::storage::Durability::Flush).unwrap(),
+        );
+        JobStore::new(storage.clone())
+            .put(&JobInfo::for_test("j", JobStatus::Queued))
+            .unwrap();
+        let hosts = 8;
+        let barrier = Arc::new(Barrier::new(hosts));
+        let claims: Vec<_> = (0..hosts)
+            .map(|n| {
+                let (store, barrier) = (JobStore::new(storage.clone()), barrier.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    store
+                        .update("j", |j| {
+                            if j.status != JobStatus::Queued {
+                                return false;
+                            }
+                            j.status = JobStatus::Running;
+                            j.runner = Some(format!("host{n}"));
+                            true
+                        })
+                        .unwrap()
+                })
+            })
+            .collect();
+        let won: Vec<JobInfo> = claims
+            .into_iter()
+            .map(|c| c.join().unwrap())
+            .filter_map(|(job, changed)| changed.then_some(job))
+            .collect();
+        assert_eq!(won.len(), 1, "{won:?}");
+        let stored = JobStore::new(storage).get("j").unwrap();
+        assert_eq!(stored.status, JobStatus::Running);
+        assert_eq!(stored.runner, won[0].runner);
+    }
+}
