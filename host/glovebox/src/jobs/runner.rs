@@ -832,11 +832,12 @@ impl Jobs {
         // the jobs it hands back (re-queued, or never started here), or the
         // host that pulls one would find its session driven here, hand the
         // job back and wait for the lease to expire.
-        let mut handed_back: BTreeSet<String> = stopped
+        let requeued: Vec<&JobInfo> = stopped
             .iter()
             .filter(|j| j.status == JobStatus::Queued)
-            .map(|j| j.session.clone())
             .collect();
+        let mut handed_back: BTreeSet<String> =
+            requeued.iter().map(|j| j.session.clone()).collect();
         handed_back.extend(
             self.live
                 .lock()
@@ -857,7 +858,7 @@ impl Jobs {
         // (handed back by a host that pulled it while it ran here): a new
         // one reaches a free host at once. Starting is a compare-and-set, so
         // two messages still run it once.
-        for job in stopped.iter().filter(|j| j.status == JobStatus::Queued) {
+        for job in requeued {
             self.push(job).await;
         }
         let held: Vec<String> = self
