@@ -23,22 +23,15 @@ pub(crate) async fn spawn(config: &Path, command: SessionCommand) -> Result<Exit
         requirements,
         files,
         next_steps,
-        name,
-        tags,
-        expected_duration,
-        budget_cost,
-        budget_calls,
-        budget_wall,
-        completion,
+        new,
     } = command
     else {
         anyhow::bail!("not a spawn command");
     };
-    let completion = crate::completion::completion_arg(config, completion.as_deref()).await?;
+    let completion = crate::completion::completion_arg(config, new.completion.as_deref()).await?;
     let durable = open_durable(config)?;
     let host = crate::control::config(config)?;
-    let budget = glovebox::budget::BudgetCaps::new(budget_cost, budget_calls, budget_wall)
-        .map_err(|e| anyhow::anyhow!("--budget-cost: {e}"))?;
+    let budget = new.budget()?;
     let mut task = Handoff::new(HandoffKind::Task, role, objective);
     task.success_criteria = success_criteria;
     task.requirements = requirements;
@@ -46,9 +39,9 @@ pub(crate) async fn spawn(config: &Path, command: SessionCommand) -> Result<Exit
     task.next_steps = next_steps;
     let spawn = SpawnChild {
         role,
-        name,
-        tags,
-        expected_duration,
+        name: new.name,
+        tags: new.tags,
+        expected_duration: new.expected_duration,
         budget,
         task,
         completion,

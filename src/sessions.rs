@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use clap::Subcommand;
+use clap::{Args, Subcommand};
+use glovebox::budget::BudgetCaps;
 use glovebox::session::{
     EndOutcome, Handoff, HandoffKind, Role, SessionFilter, SessionInfo, SessionStatus, StartSession,
 };
@@ -21,30 +22,9 @@ pub enum SessionCommand {
         role: Role,
         #[arg(long)]
         project: String,
-        /// A name, unique among live sessions.
-        #[arg(long)]
-        name: Option<String>,
-        /// A tag (repeatable).
-        #[arg(long = "tag")]
-        tags: Vec<String>,
-        /// How long the work should take (e.g. `2h`): used to spot stuck agents.
-        #[arg(long, value_parser = humantime::parse_duration)]
-        expected_duration: Option<Duration>,
-        /// Budget: a cap on cost (estimated tool cost plus reported model
-        /// cost); the lower of this and the role's cap in the config holds.
-        #[arg(long)]
-        budget_cost: Option<f64>,
-        /// Budget: a cap on the calls that run.
-        #[arg(long)]
-        budget_calls: Option<u64>,
-        /// Budget: a cap on the time since the session started (e.g. `30m`).
-        #[arg(long, value_parser = humantime::parse_duration)]
-        budget_wall: Option<Duration>,
-        /// What must hold before it ends as `completed`, as JSON: `gates`
-        /// (tool calls whose result must hold each `expect` field) and/or
-        /// `"judge": true`. The config's `[[completion]]` is added.
-        #[arg(long, value_name = "JSON")]
-        completion: Option<String>,
+        #[command(flatten)]
+        #[serde(flatten)]
+        new: NewSessionArgs,
     },
     /// Report the brain's own usage (tokens, model cost) into a session; the
     /// cost counts toward its cost cap.
@@ -119,26 +99,9 @@ pub enum SessionCommand {
         /// Context: a next step (repeatable).
         #[arg(long = "next")]
         next_steps: Vec<String>,
-        /// A name, unique among live sessions.
-        #[arg(long)]
-        name: Option<String>,
-        #[arg(long = "tag")]
-        tags: Vec<String>,
-        #[arg(long, value_parser = humantime::parse_duration)]
-        expected_duration: Option<Duration>,
-        /// The child's cost cap, carved out of the parent's.
-        #[arg(long)]
-        budget_cost: Option<f64>,
-        /// The child's calls cap, carved out of the parent's.
-        #[arg(long)]
-        budget_calls: Option<u64>,
-        /// The child's wall-time cap (e.g. `30m`), within the parent's.
-        #[arg(long, value_parser = humantime::parse_duration)]
-        budget_wall: Option<Duration>,
-        /// What must hold before the child ends as `completed`, as JSON (see
-        /// `session start --completion`).
-        #[arg(long, value_name = "JSON")]
-        completion: Option<String>,
+        #[command(flatten)]
+        #[serde(flatten)]
+        new: NewSessionArgs,
     },
     /// From a judge session (role `judge`, yours), pass or fail WORKER's
     /// latest handoff, which its `completed` waits for when its condition
@@ -239,6 +202,46 @@ pub enum SessionCommand {
     },
     /// Re-run an interrupted call of an idempotent tool, with its idempotency key.
     Rerun { session: String, call_id: String },
+}
+
+/// What `session start` and `session spawn` both say of the new session.
+#[derive(Args, serde::Serialize, serde::Deserialize)]
+pub struct NewSessionArgs {
+    /// A name, unique among live sessions.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// A tag (repeatable).
+    #[arg(long = "tag")]
+    pub tags: Vec<String>,
+    /// How long the work should take (e.g. `2h`): used to spot stuck agents.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub expected_duration: Option<Duration>,
+    /// Budget: a cap on cost (estimated tool cost plus reported model
+    /// cost); the lower of this and the role's cap in the config holds, and
+    /// a child's is carved out of its parent's.
+    #[arg(long)]
+    pub budget_cost: Option<f64>,
+    /// Budget: a cap on the calls that run (a child's is carved out of its
+    /// parent's).
+    #[arg(long)]
+    pub budget_calls: Option<u64>,
+    /// Budget: a cap on the time since the session started (e.g. `30m`; a
+    /// child's is within its parent's).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub budget_wall: Option<Duration>,
+    /// What must hold before it ends as `completed`, as JSON: `gates`
+    /// (tool calls whose result must hold each `expect` field) and/or
+    /// `"judge": true`. The config's `[[completion]]` is added.
+    #[arg(long, value_name = "JSON")]
+    pub completion: Option<String>,
+}
+
+impl NewSessionArgs {
+    /// The `--budget-*` caps, as the ledger takes them.
+    pub fn budget(&self) -> Result<BudgetCaps> {
+        BudgetCaps::new(self.budget_cost, self.budget_calls, self.budget_wall)
+            .map_err(|e| anyhow::anyhow!("--budget-cost: {e}"))
+    }
 }
 
 #[derive(Subcommand, serde::Serialize, serde::Deserialize)]
@@ -496,33 +499,22 @@ pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitC
     }
     // Checked against the host's tools before the data dir is opened.
     let completion = match &command {
-        SessionCommand::Start { completion, .. } => {
-            crate::completion::completion_arg(config, completion.as_deref()).await?
+        SessionCommand::Start { new, .. } => {
+            crate::completion::completion_arg(config, new.completion.as_deref()).await?
         }
         _ => Default::default(),
     };
     let sessions = open(config)?;
     let result = match command {
-        SessionCommand::Start {
-            role,
-            project,
-            name,
-            tags,
-            expected_duration,
-            budget_cost,
-            budget_calls,
-            budget_wall,
-            completion: _,
-        } => {
-            let budget = glovebox::budget::BudgetCaps::new(budget_cost, budget_calls, budget_wall)
-                .map_err(|e| anyhow::anyhow!("--budget-cost: {e}"))?;
+        SessionCommand::Start { role, project, new } => {
+            let budget = new.budget()?;
             sessions
                 .start(StartSession {
                     role,
                     project,
-                    name,
-                    tags,
-                    expected_duration,
+                    name: new.name,
+                    tags: new.tags,
+                    expected_duration: new.expected_duration,
                     budget,
                     completion,
                 })
