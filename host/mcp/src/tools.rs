@@ -342,7 +342,22 @@ const REASON_MAX_BYTES: usize = 2048;
 // The built-ins' arguments, one struct per tool (`job_status` and
 // `job_cancel` share one). A field's doc comment is its description in the
 // schema clients read, so it is written for them; notes for this code's
-// readers are `//` comments.
+// readers are `//` comments. A description that two tools give word for word
+// is written once, as a const.
+//
+// `session_start` and `session_spawn` repeat the new session's fields, and
+// `session_handoff` the ledger's `Handoff` fields, instead of
+// `#[serde(flatten)]`ing a shared struct: serde parses a flattened struct
+// from a buffered copy of the arguments, so a bad field's error would no
+// longer name it (`budget.cost: invalid type ...`), nor would an unknown
+// field's list the fields the tool takes.
+
+/// The description of `completion`, the same condition in `session_start`
+/// and `session_spawn`.
+const COMPLETION: &str = "What must hold before the session ends as `completed` (the operator's \
+    `[[completion]]` for its role and project is added): gates, tool calls run at every \
+    `session_end completed` whose JSON result must hold every `expect` field; and/or `judge`, \
+    a `judge` session of another principal must pass its latest handoff (`session_verdict`).";
 
 /// `session_start`.
 #[derive(Deserialize, JsonSchema)]
@@ -364,12 +379,8 @@ pub(crate) struct StartArgs {
     /// tighten them.
     #[serde(default)]
     pub budget: CapsArgs,
-    /// What must hold before the session ends as `completed` (the operator's
-    /// `[[completion]]` for its role and project is added): gates, tool calls
-    /// run at every `session_end completed` whose JSON result must hold every
-    /// `expect` field; and/or `judge`, a `judge` session of another principal
-    /// must pass its latest handoff (`session_verdict`).
     #[serde(default)]
+    #[schemars(description = COMPLETION)]
     pub completion: Completion,
 }
 
@@ -468,12 +479,8 @@ pub(crate) struct SessionSpawnArgs {
     pub current_phase: String,
     /// The parent (id or name); the bound session when absent.
     pub session: Option<String>,
-    /// What must hold before the session ends as `completed` (the operator's
-    /// `[[completion]]` for its role and project is added): gates, tool calls
-    /// run at every `session_end completed` whose JSON result must hold every
-    /// `expect` field; and/or `judge`, a `judge` session of another principal
-    /// must pass its latest handoff (`session_verdict`).
     #[serde(default)]
+    #[schemars(description = COMPLETION)]
     pub completion: Completion,
 }
 
