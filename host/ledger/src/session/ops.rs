@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::chain::{Chain, KeyedChain};
 use super::error::SessionError;
-use super::event::{EndOutcome, Event, EventKind, Role, UnwaitedJob};
+use super::event::{EndOutcome, Event, EventKind, Role, UnwaitedJob, annotation_kinds};
 use super::handoff::{Handoff, HandoffKind};
 use super::lifecycle::SessionStatus;
 use super::log;
@@ -495,7 +495,8 @@ impl Sessions {
         Ok(event)
     }
 
-    /// Appends a call record or a note (the call pipeline's entry). A call
+    /// Appends a call record or an annotation (a note, usage, a budget
+    /// warning…: the call pipeline's entry; see `annotation_kinds!`). A call
     /// requested in a created session activates it; one in a paused, completed
     /// or archived session is refused.
     pub fn append(&self, id_or_name: &str, kind: EventKind) -> Result<Event, SessionError> {
@@ -505,19 +506,7 @@ impl Sessions {
             | EventKind::CallStarted { .. }
             | EventKind::CallFinished { .. }
             | EventKind::CallInterrupted { .. }
-            | EventKind::Note { .. }
-            | EventKind::UsageReported { .. }
-            | EventKind::BudgetWarning { .. }
-            | EventKind::BudgetExceeded { .. }
-            | EventKind::CapRaised { .. }
-            | EventKind::BlockerFlag { .. }
-            | EventKind::Escalation { .. }
-            | EventKind::ContextInjected { .. }
-            | EventKind::JobsUnwaited { .. }
-            | EventKind::ActionRefused { .. }
-            | EventKind::MemoryProposed { .. }
-            | EventKind::MemorySearched { .. }
-            | EventKind::ScheduleAlert { .. } => None,
+            | annotation_kinds!() => None,
             EventKind::ChildSpawned { .. } => Some("spawn"),
             EventKind::GatesChecked { .. } => Some("record_gates"),
             EventKind::VerdictReceived { .. } | EventKind::VerdictGiven { .. } => Some("verdict"),
