@@ -61,6 +61,18 @@ pub struct Resumed {
     pub context: Vec<ContextEntry>,
 }
 
+impl Resumed {
+    /// What `state`, the session as resumed, hands the agent.
+    pub(super) fn from_state(state: SessionState) -> Resumed {
+        Resumed {
+            latest_handoff: state.latest_handoff.clone(),
+            interrupted_calls: state.interrupted.clone(),
+            context: state.context.clone(),
+            state,
+        }
+    }
+}
+
 impl Sessions {
     /// Starts a session in status `created`, with no owner recorded: it
     /// belongs to the built-in agent `local` and to operators (see
@@ -297,13 +309,7 @@ impl Sessions {
             if this.loaded(slot, id)?.status != SessionStatus::Active {
                 this.append_locked(slot, id, EventKind::Resumed)?;
             }
-            let state = this.current(slot, id)?;
-            Ok(Resumed {
-                latest_handoff: state.latest_handoff.clone(),
-                interrupted_calls: state.interrupted.clone(),
-                context: state.context.clone(),
-                state,
-            })
+            Ok(Resumed::from_state(this.current(slot, id)?))
         })
     }
 
