@@ -307,23 +307,8 @@ fn one_write(mix: &Mix, w: usize, i: u64, pick: u64) -> Result<()> {
         // A background job's record through its lifecycle.
         13 | 14 => {
             let id = format!("job-w{w}x{i}x{:06x}", now & 0xff_ffff);
-            let mut job = JobInfo {
-                id: id.clone(),
-                session: shared.clone(),
-                session_name: None,
-                tool: "echo.echo".into(),
-                input: format!("{{\"writer\":{w},\"i\":{i}}}"),
-                status: JobStatus::Queued,
-                created_at_ms: now,
-                started_at_ms: None,
-                finished_at_ms: None,
-                idempotent: true,
-                attempts: 0,
-                result: None,
-                by: None,
-                result_read: None,
-                runner: None,
-            };
+            let input = format!("{{\"writer\":{w},\"i\":{i}}}");
+            let mut job = JobInfo::queued(&id, shared, "echo.echo", input, true, now);
             mix.jobs.put(&job)?;
             mix.ack(format_args!("job {id} queued"));
             job.status = JobStatus::Running;

@@ -152,16 +152,36 @@ impl JobInfo {
     /// A record of job `id` in `status`, of session `s1`, for tests.
     pub(crate) fn for_test(id: &str, status: JobStatus) -> JobInfo {
         JobInfo {
-            id: id.into(),
-            session: "s1".into(),
-            session_name: None,
-            tool: "t".into(),
-            input: "{}".into(),
             status,
-            created_at_ms: 1,
+            ..JobInfo::queued(id, "s1", "t", "{}", true, 1)
+        }
+    }
+}
+
+impl JobInfo {
+    /// A new queued job `id` of session `session` (its id): a call to `tool`
+    /// with `input` (JSON text), created at `created_at_ms`, never started.
+    /// Nothing else is known yet (no session name, no principal, reads not
+    /// tracked): set what is.
+    pub fn queued(
+        id: impl Into<String>,
+        session: impl Into<String>,
+        tool: impl Into<String>,
+        input: impl Into<String>,
+        idempotent: bool,
+        created_at_ms: u64,
+    ) -> JobInfo {
+        JobInfo {
+            id: id.into(),
+            session: session.into(),
+            session_name: None,
+            tool: tool.into(),
+            input: input.into(),
+            status: JobStatus::Queued,
+            created_at_ms,
             started_at_ms: None,
             finished_at_ms: None,
-            idempotent: true,
+            idempotent,
             attempts: 0,
             result: None,
             by: None,
@@ -169,9 +189,7 @@ impl JobInfo {
             runner: None,
         }
     }
-}
 
-impl JobInfo {
     /// Nobody waited for it: it is still queued or running, or its result
     /// was never read.
     pub fn unwaited(&self) -> bool {

@@ -86,6 +86,18 @@ impl Rig {
             .collect()
     }
 
+    /// `who`'s proposal of `text` to the scope `spec`, from its session `session`.
+    fn propose(
+        &self,
+        who: &Principal,
+        session: &SessionState,
+        spec: &str,
+        text: &str,
+    ) -> Result<(MemoryEntry, Event), MemoryError> {
+        self.bank
+            .propose_in(&self.sessions, who, &session.id, spec, text)
+    }
+
     fn all(&self) -> Vec<MemoryEntry> {
         self.bank.list(&MemoryFilter::default()).unwrap()
     }
@@ -106,14 +118,7 @@ fn a_proposed_entry_reaches_new_sessions_only_once_approved() {
     let alice = agent("alice", &["alpha"]);
     let s = r.start(&alice, "alpha", Role::Workagent);
     let (entry, event) = r
-        .bank
-        .propose_in(
-            &r.sessions,
-            &alice,
-            &s.id,
-            "project",
-            "  the staging DB needs --ssl ",
-        )
+        .propose(&alice, &s, "project", "  the staging DB needs --ssl ")
         .unwrap();
     assert_eq!(entry.state, MemoryState::Proposed);
     assert_eq!(entry.scope, Scope::Project("alpha".into()));
@@ -164,24 +169,10 @@ fn user_and_role_scopes_reach_their_sessions_only() {
     let alice = agent("alice", &["alpha"]);
     let s = r.start(&alice, "alpha", Role::Supervisor);
     let (mine, _) = r
-        .bank
-        .propose_in(
-            &r.sessions,
-            &alice,
-            &s.id,
-            "user",
-            "alice prefers small commits",
-        )
+        .propose(&alice, &s, "user", "alice prefers small commits")
         .unwrap();
     let (role, _) = r
-        .bank
-        .propose_in(
-            &r.sessions,
-            &alice,
-            &s.id,
-            "role",
-            "supervisors split work in threes",
-        )
+        .propose(&alice, &s, "role", "supervisors split work in threes")
         .unwrap();
     assert_eq!(role.scope, Scope::Role(Role::Supervisor));
     r.bank.approve(&mine.id, "op", 1).unwrap();
@@ -219,10 +210,7 @@ fn what_a_session_starts_with_is_bounded_newest_first() {
         .iter()
         .enumerate()
     {
-        let (e, _) = r
-            .bank
-            .propose_in(&r.sessions, &alice, &s.id, "project", text)
-            .unwrap();
+        let (e, _) = r.propose(&alice, &s, "project", text).unwrap();
         r.bank.approve(&e.id, "op", 10 + i as u64).unwrap();
         ids.push(e.id);
     }
@@ -238,10 +226,7 @@ fn what_a_session_starts_with_is_bounded_newest_first() {
     none.max_entries_at_start = 0;
     let r0 = rig(none);
     let s = r0.start(&alice, "alpha", Role::Workagent);
-    let (e, _) = r0
-        .bank
-        .propose_in(&r0.sessions, &alice, &s.id, "project", "x y")
-        .unwrap();
+    let (e, _) = r0.propose(&alice, &s, "project", "x y").unwrap();
     r0.bank.approve(&e.id, "op", 1).unwrap();
     assert!(
         r0.memory_of(&r0.start(&alice, "alpha", Role::Workagent))
@@ -255,23 +240,15 @@ fn a_write_outside_the_writers_scopes_is_refused_and_nothing_is_written() {
     let alice = agent("alice", &["alpha"]);
     let s = r.start(&alice, "alpha", Role::Workagent);
     for spec in ["project:beta", "user:bob", "role:supervisor"] {
-        let e = r
-            .bank
-            .propose_in(&r.sessions, &alice, &s.id, spec, "x")
-            .unwrap_err();
+        let e = r.propose(&alice, &s, spec, "x").unwrap_err();
         assert!(
             matches!(&e, MemoryError::NotAllowed(m) if m.contains("own scopes") && m.contains(spec)),
             "{spec}: {e}"
         );
     }
     // Its own, named in full, is fine.
-    r.bank
-        .propose_in(&r.sessions, &alice, &s.id, "user:alice", "x")
-        .unwrap();
-    let e = r
-        .bank
-        .propose_in(&r.sessions, &alice, &s.id, "team:x", "x")
-        .unwrap_err();
+    r.propose(&alice, &s, "user:alice", "x").unwrap();
+    let e = r.propose(&alice, &s, "team:x", "x").unwrap_err();
     assert!(
         matches!(&e, MemoryError::InvalidInput(m) if m.contains("project:NAME")),
         "{e}"
@@ -290,10 +267,7 @@ fn who_may_propose_is_the_operators_setting_and_denied_by_default() {
     let r = rig(MemoryConfig::default());
     let alice = agent("alice", &["alpha"]);
     let s = r.start(&alice, "alpha", Role::Workagent);
-    let e = r
-        .bank
-        .propose_in(&r.sessions, &alice, &s.id, "project", "x")
-        .unwrap_err();
+    let e = r.propose(&alice, &s, "project", "x").unwrap_err();
     assert!(
         matches!(&e, MemoryError::NotAllowed(m) if m.contains("[memory.propose] project") && m.contains("adds \"workagent\"")),
         "{e}"
@@ -304,11 +278,9 @@ fn who_may_propose_is_the_operators_setting_and_denied_by_default() {
         .insert(MemoryScopeKind::Role, vec![Role::Workagent]);
     let r = rig(config);
     let s = r.start(&alice, "alpha", Role::Workagent);
-    r.bank
-        .propose_in(&r.sessions, &alice, &s.id, "role", "x")
-        .unwrap();
+    r.propose(&alice, &s, "role", "x").unwrap();
     assert!(matches!(
-        r.bank.propose_in(&r.sessions, &alice, &s.id, "user", "x"),
+        r.propose(&alice, &s, "user", "x"),
         Err(MemoryError::NotAllowed(_))
     ));
     assert_eq!(r.all().len(), 1);
@@ -322,20 +294,17 @@ fn an_over_long_or_empty_entry_is_refused() {
     let alice = agent("alice", &["alpha"]);
     let s = r.start(&alice, "alpha", Role::Workagent);
     let e = r
-        .bank
-        .propose_in(&r.sessions, &alice, &s.id, "project", &"x".repeat(33))
+        .propose(&alice, &s, "project", &"x".repeat(33))
         .unwrap_err();
     assert!(
         matches!(&e, MemoryError::InvalidInput(m) if m.contains("at most 32 bytes") && m.contains("max_entry_bytes") && m.contains("shorten")),
         "{e}"
     );
     assert!(matches!(
-        r.bank.propose_in(&r.sessions, &alice, &s.id, "project", "   "),
+        r.propose(&alice, &s, "project", "   "),
         Err(MemoryError::InvalidInput(m)) if m.contains("empty")
     ));
-    r.bank
-        .propose_in(&r.sessions, &alice, &s.id, "project", &"x".repeat(32))
-        .unwrap();
+    r.propose(&alice, &s, "project", &"x".repeat(32)).unwrap();
     assert_eq!(r.all().len(), 1);
 }
 
@@ -344,14 +313,8 @@ fn review_steps_follow_the_states_and_name_the_fix() {
     let r = rig(open_to_all());
     let alice = agent("alice", &["alpha"]);
     let s = r.start(&alice, "alpha", Role::Workagent);
-    let (a, _) = r
-        .bank
-        .propose_in(&r.sessions, &alice, &s.id, "project", "a")
-        .unwrap();
-    let (b, _) = r
-        .bank
-        .propose_in(&r.sessions, &alice, &s.id, "project", "b")
-        .unwrap();
+    let (a, _) = r.propose(&alice, &s, "project", "a").unwrap();
+    let (b, _) = r.propose(&alice, &s, "project", "b").unwrap();
 
     assert!(matches!(
         r.bank.approve("m-000000000000", "op", 1),
@@ -415,11 +378,7 @@ fn search_is_ranked_within_the_callers_scopes_and_logged() {
     let sa = r.start(&alice, "alpha", Role::Workagent);
     let sb = r.start(&bob, "beta", Role::Workagent);
     let propose = |who: &Principal, s: &SessionState, spec: &str, text: &str| {
-        let (e, _) = r
-            .bank
-            .propose_in(&r.sessions, who, &s.id, spec, text)
-            .unwrap();
-        e
+        r.propose(who, s, spec, text).unwrap().0
     };
     let one = propose(&alice, &sa, "project", "the database needs ssl");
     let both = propose(
@@ -520,18 +479,10 @@ fn only_the_operators_a_scope_lists_review_its_entries() {
     let alice = agent("alice", &["alpha"]);
     let s = r.start(&alice, "alpha", Role::Workagent);
     let (project, _) = r
-        .bank
-        .propose_in(&r.sessions, &alice, &s.id, "project", "use the staging DB")
+        .propose(&alice, &s, "project", "use the staging DB")
         .unwrap();
     let (user, _) = r
-        .bank
-        .propose_in(
-            &r.sessions,
-            &alice,
-            &s.id,
-            "user",
-            "alice prefers short PRs",
-        )
+        .propose(&alice, &s, "user", "alice prefers short PRs")
         .unwrap();
     for refused in [
         r.bank.approve(&project.id, "cli:1000", 1).map(|_| ()),

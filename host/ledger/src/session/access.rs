@@ -123,13 +123,7 @@ impl Sessions {
             if state.status != SessionStatus::Active {
                 by(caller, || this.append_locked(slot, id, EventKind::Resumed))?;
             }
-            let state = this.current(slot, id)?;
-            Ok(Resumed {
-                latest_handoff: state.latest_handoff.clone(),
-                interrupted_calls: state.interrupted.clone(),
-                context: state.context.clone(),
-                state,
-            })
+            Ok(Resumed::from_state(this.current(slot, id)?))
         })
     }
 

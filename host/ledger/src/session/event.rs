@@ -461,6 +461,30 @@ pub struct UnwaitedJob {
     pub status: String,
 }
 
+/// The pattern of the annotation kinds: records that remark on a session
+/// without steering it. No `Sessions` method is dedicated to them
+/// ([`Sessions::append`](super::Sessions::append) takes them), they change
+/// no status and any log not archived takes them. One list, for the matches
+/// that treat them alike.
+macro_rules! annotation_kinds {
+    () => {
+        $crate::session::EventKind::Note { .. }
+            | $crate::session::EventKind::UsageReported { .. }
+            | $crate::session::EventKind::BudgetWarning { .. }
+            | $crate::session::EventKind::BudgetExceeded { .. }
+            | $crate::session::EventKind::CapRaised { .. }
+            | $crate::session::EventKind::BlockerFlag { .. }
+            | $crate::session::EventKind::Escalation { .. }
+            | $crate::session::EventKind::ContextInjected { .. }
+            | $crate::session::EventKind::JobsUnwaited { .. }
+            | $crate::session::EventKind::ActionRefused { .. }
+            | $crate::session::EventKind::MemoryProposed { .. }
+            | $crate::session::EventKind::MemorySearched { .. }
+            | $crate::session::EventKind::ScheduleAlert { .. }
+    };
+}
+pub(super) use annotation_kinds;
+
 impl EventKind {
     /// The snake_case name used in the log's `type` field.
     pub fn name(&self) -> &'static str {

@@ -134,6 +134,23 @@ impl Leases {
             .unwrap_or(u64::MAX)
             .max(1)
     }
+
+    /// This process's lease for a TTL from `now`, as held once written
+    /// (used at `now`).
+    fn mine_from(&self, now: u64) -> Held {
+        let expires_at_ms = now.saturating_add(self.ttl_ms());
+        let mine = Lease {
+            node: self.config.node.clone(),
+            holder: self.holder.clone(),
+            addr: self.config.addr.clone(),
+            expires_at_ms,
+        };
+        Held {
+            bytes: serde_json::to_vec(&mine).unwrap_or_default(),
+            expires_at_ms,
+            used_at_ms: now,
+        }
+    }
 }
 
 impl Sessions {
@@ -195,26 +212,12 @@ impl Sessions {
                     wait_ms: lease.expires_at_ms - now,
                 });
             }
-            let expires_at_ms = now.saturating_add(leases.ttl_ms());
-            let mine = Lease {
-                node: leases.config.node.clone(),
-                holder: leases.holder.clone(),
-                addr: leases.config.addr.clone(),
-                expires_at_ms,
-            };
-            let bytes = serde_json::to_vec(&mine).unwrap_or_default();
+            let mine = leases.mine_from(now);
             if self
                 .storage
-                .put_if(LEASES_BUCKET, id, stored.as_deref(), Some(&bytes))?
+                .put_if(LEASES_BUCKET, id, stored.as_deref(), Some(&mine.bytes))?
             {
-                lock(&leases.held).insert(
-                    id.to_string(),
-                    Held {
-                        bytes,
-                        expires_at_ms,
-                        used_at_ms: now,
-                    },
-                );
+                lock(&leases.held).insert(id.to_string(), mine);
                 return Ok(match previous {
                     Some(lease) if lease.holder != leases.holder => {
                         tracing::warn!(session = %id, node = %lease.node, "took over the session's lease, which expired");
@@ -286,22 +289,16 @@ impl Sessions {
                 self.release_lease(&id);
                 continue;
             }
-            let expires_at_ms = now.saturating_add(leases.ttl_ms());
-            let mine = Lease {
-                node: leases.config.node.clone(),
-                holder: leases.holder.clone(),
-                addr: leases.config.addr.clone(),
-                expires_at_ms,
-            };
-            let bytes = serde_json::to_vec(&mine).unwrap_or_default();
+            let renewed = leases.mine_from(now);
             match self
                 .storage
-                .put_if(LEASES_BUCKET, &id, Some(&expected), Some(&bytes))
+                .put_if(LEASES_BUCKET, &id, Some(&expected), Some(&renewed.bytes))
             {
+                // Renewed: its last use stays as it was.
                 Ok(true) => {
                     if let Some(h) = lock(&leases.held).get_mut(&id) {
-                        h.bytes = bytes;
-                        h.expires_at_ms = expires_at_ms;
+                        h.bytes = renewed.bytes;
+                        h.expires_at_ms = renewed.expires_at_ms;
                     }
                 }
                 Ok(false) => {

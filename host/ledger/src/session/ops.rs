@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::chain::{Chain, KeyedChain};
 use super::error::SessionError;
-use super::event::{EndOutcome, Event, EventKind, Role, UnwaitedJob};
+use super::event::{EndOutcome, Event, EventKind, Role, UnwaitedJob, annotation_kinds};
 use super::handoff::{Handoff, HandoffKind};
 use super::lifecycle::SessionStatus;
 use super::log;
@@ -59,6 +59,18 @@ pub struct Resumed {
     /// Context handed to the session: its project's context index at start,
     /// and what rescues injected since (see [`crate::rescue`]).
     pub context: Vec<ContextEntry>,
+}
+
+impl Resumed {
+    /// What `state`, the session as resumed, hands the agent.
+    pub(super) fn from_state(state: SessionState) -> Resumed {
+        Resumed {
+            latest_handoff: state.latest_handoff.clone(),
+            interrupted_calls: state.interrupted.clone(),
+            context: state.context.clone(),
+            state,
+        }
+    }
 }
 
 impl Sessions {
@@ -297,13 +309,7 @@ impl Sessions {
             if this.loaded(slot, id)?.status != SessionStatus::Active {
                 this.append_locked(slot, id, EventKind::Resumed)?;
             }
-            let state = this.current(slot, id)?;
-            Ok(Resumed {
-                latest_handoff: state.latest_handoff.clone(),
-                interrupted_calls: state.interrupted.clone(),
-                context: state.context.clone(),
-                state,
-            })
+            Ok(Resumed::from_state(this.current(slot, id)?))
         })
     }
 
@@ -495,7 +501,8 @@ impl Sessions {
         Ok(event)
     }
 
-    /// Appends a call record or a note (the call pipeline's entry). A call
+    /// Appends a call record or an annotation (a note, usage, a budget
+    /// warning…: the call pipeline's entry; see `annotation_kinds!`). A call
     /// requested in a created session activates it; one in a paused, completed
     /// or archived session is refused.
     pub fn append(&self, id_or_name: &str, kind: EventKind) -> Result<Event, SessionError> {
@@ -505,19 +512,7 @@ impl Sessions {
             | EventKind::CallStarted { .. }
             | EventKind::CallFinished { .. }
             | EventKind::CallInterrupted { .. }
-            | EventKind::Note { .. }
-            | EventKind::UsageReported { .. }
-            | EventKind::BudgetWarning { .. }
-            | EventKind::BudgetExceeded { .. }
-            | EventKind::CapRaised { .. }
-            | EventKind::BlockerFlag { .. }
-            | EventKind::Escalation { .. }
-            | EventKind::ContextInjected { .. }
-            | EventKind::JobsUnwaited { .. }
-            | EventKind::ActionRefused { .. }
-            | EventKind::MemoryProposed { .. }
-            | EventKind::MemorySearched { .. }
-            | EventKind::ScheduleAlert { .. } => None,
+            | annotation_kinds!() => None,
             EventKind::ChildSpawned { .. } => Some("spawn"),
             EventKind::GatesChecked { .. } => Some("record_gates"),
             EventKind::VerdictReceived { .. } | EventKind::VerdictGiven { .. } => Some("verdict"),

@@ -8,7 +8,9 @@ use serde::{Deserialize, Serialize};
 use super::chain::KeyedChain;
 use super::completion::CompletionState;
 use super::error::SessionError;
-use super::event::{EndOutcome, Event, EventKind, GENESIS_HASH, Role, SessionSummary};
+use super::event::{
+    EndOutcome, Event, EventKind, GENESIS_HASH, Role, SessionSummary, annotation_kinds,
+};
 use super::handoff::{Handoff, HandoffKind};
 use super::lifecycle::SessionStatus;
 use super::watch::Watch;
@@ -281,20 +283,8 @@ impl SessionState {
             EventKind::SessionStarted { .. } => Err(self.invalid("a session is started only once")),
             EventKind::Renamed { .. }
             | EventKind::Tagged { .. }
-            | EventKind::Note { .. }
-            | EventKind::UsageReported { .. }
-            | EventKind::BudgetWarning { .. }
-            | EventKind::BudgetExceeded { .. }
-            | EventKind::CapRaised { .. }
-            | EventKind::BlockerFlag { .. }
-            | EventKind::Escalation { .. }
-            | EventKind::ContextInjected { .. }
-            | EventKind::JobsUnwaited { .. }
-            | EventKind::ActionRefused { .. }
-            | EventKind::MemoryProposed { .. }
-            | EventKind::MemorySearched { .. }
             | EventKind::VerdictGiven { .. }
-            | EventKind::ScheduleAlert { .. } => {
+            | annotation_kinds!() => {
                 if status == Archived {
                     Err(self.invalid("the session is archived: its log is closed"))
                 } else {

@@ -3,29 +3,20 @@
 use std::collections::HashSet;
 
 use super::*;
-use crate::manifest::{HandoffRoute, HandoffsConfig, Principal, PrincipalKind};
-
-fn agent(name: &str, roles: &[Role], projects: &[&str], tags: &[&str]) -> Principal {
-    Principal {
-        name: name.to_string(),
-        kind: PrincipalKind::Agent,
-        roles: roles.to_vec(),
-        projects: projects.iter().map(|p| p.to_string()).collect(),
-        tags: tags.iter().map(|t| t.to_string()).collect(),
-        approve_by: Default::default(),
-    }
-}
+use crate::manifest::{HandoffRoute, HandoffsConfig, Principal};
 
 fn start(role: Role, project: &str, name: &str, tags: &[&str]) -> StartSession {
     StartSession {
-        role,
         project: project.to_string(),
-        name: Some(name.to_string()),
         tags: tags.iter().map(|t| t.to_string()).collect(),
-        expected_duration: None,
-        budget: Default::default(),
-        completion: Default::default(),
+        ..start_request(name, role)
     }
+}
+
+/// `who`'s untagged workagent session `name` in project `p`.
+fn start_work(s: &Sessions, who: &Principal, name: &str) -> SessionState {
+    s.start_as(who, start(Role::Workagent, "p", name, &[]), &none())
+        .unwrap()
 }
 
 fn none() -> HashSet<String> {
@@ -43,18 +34,11 @@ fn assert_not_found<T: std::fmt::Debug>(r: Result<T, SessionError>, key: &str) {
 #[test]
 fn another_principals_session_is_not_found_like_one_that_does_not_exist() {
     let env = Env::new();
-    let (a, b) = (
-        agent("a", &[Role::Workagent], &["*"], &[]),
-        agent("b", &[Role::Workagent], &["*"], &[]),
-    );
+    let (a, b) = (workagent("a"), workagent("b"));
     let s = &env.sessions;
-    let mine = s
-        .start_as(&a, start(Role::Workagent, "p", "a-work", &[]), &none())
-        .unwrap();
+    let mine = start_work(s, &a, "a-work");
     assert_eq!(mine.owner.as_deref(), Some("a"));
-    let theirs = s
-        .start_as(&b, start(Role::Workagent, "p", "b-work", &[]), &none())
-        .unwrap();
+    let theirs = start_work(s, &b, "b-work");
     for key in ["b-work", theirs.id.as_str()] {
         // The same error as for a key nothing has.
         let absent = s.show_as(&a, "no-such-session").unwrap_err().to_string();
@@ -104,13 +88,10 @@ fn another_principals_session_is_not_found_like_one_that_does_not_exist() {
 #[test]
 fn operators_see_and_touch_every_session() {
     let env = Env::new();
-    let a = agent("a", &[Role::Workagent], &["*"], &[]);
+    let a = workagent("a");
     let op = Principal::operator("cli:1000");
     let s = &env.sessions;
-    let id = s
-        .start_as(&a, start(Role::Workagent, "p", "w", &[]), &none())
-        .unwrap()
-        .id;
+    let id = start_work(s, &a, "w").id;
     assert_eq!(s.show_as(&op, "w").unwrap().id, id);
     assert_eq!(s.list_as(&op, &SessionFilter::default()).unwrap().len(), 1);
     s.resume_as(&op, "w").unwrap();
@@ -120,7 +101,7 @@ fn operators_see_and_touch_every_session() {
 #[test]
 fn a_role_above_the_ceiling_or_a_project_not_allowed_is_refused() {
     let env = Env::new();
-    let a = agent("a", &[Role::Workagent], &["demo"], &[]);
+    let a = agent("a", &[Role::Workagent], &["demo"]);
     let s = &env.sessions;
     let e = s
         .start_as(&a, start(Role::Orchestrator, "demo", "o", &[]), &none())
@@ -149,7 +130,10 @@ fn a_role_above_the_ceiling_or_a_project_not_allowed_is_refused() {
 #[test]
 fn pinned_tags_are_added_and_cannot_be_removed_or_forged() {
     let env = Env::new();
-    let a = agent("a", &[Role::Workagent], &["*"], &["team-a"]);
+    let a = Principal {
+        tags: vec!["team-a".to_string()],
+        ..workagent("a")
+    };
     let reserved: HashSet<String> = ["team-a".to_string(), "team-b".to_string()].into();
     let s = &env.sessions;
     let state = s
@@ -193,12 +177,9 @@ fn pinned_tags_are_added_and_cannot_be_removed_or_forged() {
 #[test]
 fn a_pause_the_host_took_is_lifted_only_by_an_operator() {
     let env = Env::new();
-    let a = agent("a", &[Role::Workagent], &["*"], &[]);
+    let a = workagent("a");
     let s = &env.sessions;
-    let id = s
-        .start_as(&a, start(Role::Workagent, "p", "w", &[]), &none())
-        .unwrap()
-        .id;
+    let id = start_work(s, &a, "w").id;
     s.resume_as(&a, &id).unwrap();
     // As the budget, the detector, a rescue or a pending approval do.
     s.append_with(&id, |_, _| {
@@ -230,12 +211,9 @@ fn a_pause_the_host_took_is_lifted_only_by_an_operator() {
 #[test]
 fn an_agent_pauses_and_resumes_its_own_session() {
     let env = Env::new();
-    let a = agent("a", &[Role::Workagent], &["*"], &[]);
+    let a = workagent("a");
     let s = &env.sessions;
-    let id = s
-        .start_as(&a, start(Role::Workagent, "p", "w", &[]), &none())
-        .unwrap()
-        .id;
+    let id = start_work(s, &a, "w").id;
     s.resume_as(&a, &id).unwrap();
     let paused = s.pause_as(&a, &id, "waiting for the user").unwrap();
     assert_eq!(paused.paused_by.as_deref(), Some("a"));
@@ -273,11 +251,7 @@ fn logs_from_before_principals_verify_unchanged_and_belong_to_local() {
     );
     let local = Principal::local();
     assert!(env.sessions.show_as(&local, "s-old").is_ok());
-    assert_not_found(
-        env.sessions
-            .show_as(&agent("a", &[Role::Workagent], &["*"], &[]), "s-old"),
-        "s-old",
-    );
+    assert_not_found(env.sessions.show_as(&workagent("a"), "s-old"), "s-old");
     assert!(matches!(
         env.sessions.resume_as(&local, "s-old"),
         Err(SessionError::NotAllowed(_))
@@ -287,11 +261,10 @@ fn logs_from_before_principals_verify_unchanged_and_belong_to_local() {
 #[test]
 fn a_handoff_into_another_principals_session_follows_a_configured_route_only() {
     let env = Env::new();
-    let worker = agent("w", &[Role::Workagent], &["p"], &[]);
-    let lead = agent("l", &[Role::Supervisor], &["p", "q"], &[]);
+    let worker = agent("w", &[Role::Workagent], &["p"]);
+    let lead = agent("l", &[Role::Supervisor], &["p", "q"]);
     let s = &env.sessions;
-    s.start_as(&worker, start(Role::Workagent, "p", "w-task", &[]), &none())
-        .unwrap();
+    start_work(s, &worker, "w-task");
     s.start_as(&lead, start(Role::Supervisor, "p", "l-sup", &[]), &none())
         .unwrap();
     s.start_as(&lead, start(Role::Supervisor, "q", "l-other", &[]), &none())

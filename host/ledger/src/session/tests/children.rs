@@ -6,24 +6,13 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::*;
-use crate::manifest::{BudgetCaps, BudgetsConfig, HandoffRoute, HandoffsConfig, Principal};
-use crate::manifest::{Cap, PrincipalKind};
-
-fn agent(name: &str, roles: &[Role]) -> Principal {
-    Principal {
-        name: name.to_string(),
-        kind: PrincipalKind::Agent,
-        roles: roles.to_vec(),
-        projects: vec!["*".to_string()],
-        tags: Vec::new(),
-        approve_by: Default::default(),
-    }
-}
+use crate::manifest::{BudgetCaps, BudgetsConfig, Cap, HandoffRoute, HandoffsConfig, Principal};
 
 fn boss() -> Principal {
     agent(
         "boss",
         &[Role::Orchestrator, Role::Supervisor, Role::Workagent],
+        &["*"],
     )
 }
 
@@ -38,13 +27,8 @@ fn start_as(
         .start_as(
             who,
             StartSession {
-                role,
-                project: "demo".into(),
-                name: Some(name.into()),
-                tags: vec![],
-                expected_duration: None,
                 budget,
-                completion: Default::default(),
+                ..start_request(name, role)
             },
             &HashSet::new(),
         )
@@ -191,7 +175,7 @@ fn a_child_above_its_parents_role_is_refused_and_nothing_is_written() {
 fn a_child_above_the_principals_ceiling_is_refused() {
     let env = Env::new();
     // May run supervisors, not workagents.
-    let me = agent("sup-only", &[Role::Supervisor]);
+    let me = agent("sup-only", &[Role::Supervisor], &["*"]);
     start_as(&env, &me, "lead", Role::Supervisor, BudgetCaps::default());
     let err = spawn(
         &env,
@@ -211,7 +195,10 @@ fn a_child_above_the_principals_ceiling_is_refused() {
 #[test]
 fn an_unknown_or_anothers_parent_is_not_found() {
     let env = Env::new();
-    let (me, other) = (boss(), agent("other", &[Role::Supervisor, Role::Workagent]));
+    let (me, other) = (
+        boss(),
+        agent("other", &[Role::Supervisor, Role::Workagent], &["*"]),
+    );
     start_as(
         &env,
         &other,

@@ -8,25 +8,14 @@ use std::collections::HashSet;
 use serde_json::json;
 
 use super::*;
-use crate::manifest::{BudgetsConfig, Completion, CompletionRule, Gate, Principal, PrincipalKind};
-
-fn agent(name: &str, roles: &[Role]) -> Principal {
-    Principal {
-        name: name.to_string(),
-        kind: PrincipalKind::Agent,
-        roles: roles.to_vec(),
-        projects: vec!["demo".to_string()],
-        tags: Vec::new(),
-        approve_by: Default::default(),
-    }
-}
+use crate::manifest::{BudgetsConfig, Completion, CompletionRule, Gate, Principal};
 
 fn worker() -> Principal {
-    agent("worker", &[Role::Supervisor, Role::Workagent])
+    agent("worker", &[Role::Supervisor, Role::Workagent], &["demo"])
 }
 
 fn judge() -> Principal {
-    agent("reviewer", &[Role::Judge])
+    agent("reviewer", &[Role::Judge], &["demo"])
 }
 
 fn gate() -> Gate {
@@ -48,13 +37,8 @@ fn start(
         .start_as(
             who,
             StartSession {
-                role,
-                project: "demo".into(),
-                name: Some(name.into()),
-                tags: vec![],
-                expected_duration: None,
-                budget: Default::default(),
                 completion,
+                ..start_request(name, role)
             },
             &HashSet::new(),
         )
@@ -258,7 +242,7 @@ fn a_judge_of_another_principal_must_pass_the_latest_handoff() {
 #[test]
 fn a_judge_is_never_the_worker_nor_its_principal() {
     let env = Env::new();
-    let w = agent("worker", &[Role::Workagent, Role::Judge]);
+    let w = agent("worker", &[Role::Workagent, Role::Judge], &["demo"]);
     let s = start(&env, &w, "w", Role::Workagent, judged());
     completion_handoff(&env, &w, &s.id);
     // Same principal, other session.
@@ -272,7 +256,7 @@ fn a_judge_is_never_the_worker_nor_its_principal() {
         "{err}"
     );
     // A session that is not a judge.
-    let j = agent("reviewer", &[Role::Judge, Role::Workagent]);
+    let j = agent("reviewer", &[Role::Judge, Role::Workagent], &["demo"]);
     start(
         &env,
         &j,
@@ -331,7 +315,11 @@ fn a_judge_is_never_the_worker_nor_its_principal() {
 #[test]
 fn a_judge_is_never_spawned() {
     let env = Env::new();
-    let boss = agent("boss", &[Role::Supervisor, Role::Workagent, Role::Judge]);
+    let boss = agent(
+        "boss",
+        &[Role::Supervisor, Role::Workagent, Role::Judge],
+        &["demo"],
+    );
     start(&env, &boss, "lead", Role::Supervisor, Completion::default());
     let task = Handoff::new(HandoffKind::Task, Role::Judge, "judge my workers");
     let err = env

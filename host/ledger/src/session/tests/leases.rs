@@ -48,20 +48,6 @@ fn host(store: &Arc<SledStore>, node: &str, addr: Option<&str>, clock: &Clock) -
     .with_clock(move || clock.now())
 }
 
-fn start(sessions: &Sessions, name: &str) -> SessionState {
-    sessions
-        .start(StartSession {
-            role: Role::Workagent,
-            project: "demo".to_string(),
-            name: Some(name.to_string()),
-            tags: vec![],
-            expected_duration: None,
-            budget: Default::default(),
-            completion: Default::default(),
-        })
-        .expect("start session")
-}
-
 fn request(sessions: &Sessions, session: &str, call_id: &str) -> Result<Event, SessionError> {
     sessions.append(
         session,
@@ -106,7 +92,7 @@ fn a_lease_is_refused_while_held_renewed_by_its_holder_and_taken_over_once_expir
     let b = host(&store, "b", Some("http://b.example:8080/mcp"), &clock);
 
     // A starts the session and runs a call in it: A holds the lease.
-    let w = start(&a, "w");
+    let w = start_in(&a, "w", Role::Workagent);
     request(&a, &w.id, "c-1").unwrap();
     begin(&a, &w.id, "c-1");
     let lease = stored_lease(&store, &w.id).expect("a lease");
@@ -217,8 +203,8 @@ fn leases_are_released_when_idle_and_at_a_clean_shutdown() {
     let clock = Clock::new();
     let a = host(&store, "a", None, &clock);
     let b = host(&store, "b", None, &clock);
-    let idle = start(&a, "idle");
-    let busy = start(&a, "busy");
+    let idle = start_in(&a, "idle", Role::Workagent);
+    let busy = start_in(&a, "busy", Role::Workagent);
     request(&a, &busy.id, "c-1").unwrap();
     begin(&a, &busy.id, "c-1");
 
@@ -253,7 +239,7 @@ fn resuming_on_another_host_takes_the_lease_and_returns_the_calls_its_holder_lef
     let clock = Clock::new();
     let a = host(&store, "a", Some("http://a.example:8080/mcp"), &clock);
     let b = host(&store, "b", None, &clock);
-    let w = start(&a, "w");
+    let w = start_in(&a, "w", Role::Workagent);
     a.handoff(
         "w",
         Handoff::new(HandoffKind::Continuation, Role::Workagent, "ship it"),
@@ -299,7 +285,7 @@ fn two_hosts_racing_for_one_lease_get_it_once() {
     let store = open(dir.path());
     let clock = Clock::new();
     let a = host(&store, "a", None, &clock);
-    let w = start(&a, "w");
+    let w = start_in(&a, "w", Role::Workagent);
     drop(a);
     for round in 0..20 {
         let hosts: Vec<Arc<Sessions>> = ["x", "y", "z"]

@@ -242,13 +242,10 @@ fn list_filters_by_status_tags_role_project_and_idleness() {
     let start = |name: &str, role, project: &str, tags: &[&str]| {
         sessions
             .start(StartSession {
-                role,
                 project: project.into(),
-                name: Some(name.into()),
                 tags: tags.iter().map(|t| t.to_string()).collect(),
                 expected_duration: Some(Duration::from_secs(600)),
-                budget: Default::default(),
-                completion: Default::default(),
+                ..start_request(name, role)
             })
             .unwrap()
     };

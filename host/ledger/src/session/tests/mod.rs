@@ -17,6 +17,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::*;
+use crate::manifest::{Principal, PrincipalKind};
 use crate::storage::sled_raw;
 use crate::storage::{Durability, SledStore, Storage};
 
@@ -33,7 +34,11 @@ impl Env {
     }
 
     fn with_config(config: SessionsConfig) -> Env {
-        let dir = tempfile::tempdir().expect("tempdir");
+        Env::open_in(tempfile::tempdir().expect("tempdir"), config)
+    }
+
+    /// The store in `dir` and the service over it.
+    fn open_in(dir: tempfile::TempDir, config: SessionsConfig) -> Env {
         let store = open(dir.path());
         let sessions = Sessions::with_config(store.clone(), config);
         Env {
@@ -46,20 +51,7 @@ impl Env {
     /// Drops the service and the store (as a crash would, minus the crash) and
     /// opens both again: the new service has an empty cache.
     fn reopen(self, config: SessionsConfig) -> Env {
-        let Env {
-            dir,
-            store,
-            sessions,
-        } = self;
-        drop(sessions);
-        drop(store);
-        let store = open(dir.path());
-        let sessions = Sessions::with_config(store.clone(), config);
-        Env {
-            dir,
-            store,
-            sessions,
-        }
+        self.offline(config, |_| {})
     }
 
     /// Closes everything and hands the data dir to `f` (which may edit the raw
@@ -73,27 +65,11 @@ impl Env {
         drop(sessions);
         drop(store);
         f(dir.path());
-        let store = open(dir.path());
-        let sessions = Sessions::with_config(store.clone(), config);
-        Env {
-            dir,
-            store,
-            sessions,
-        }
+        Env::open_in(dir, config)
     }
 
     fn start(&self, name: &str, role: Role) -> SessionState {
-        self.sessions
-            .start(StartSession {
-                role,
-                project: "demo".to_string(),
-                name: Some(name.to_string()),
-                tags: vec![],
-                expected_duration: None,
-                budget: Default::default(),
-                completion: Default::default(),
-            })
-            .expect("start session")
+        start_in(&self.sessions, name, role)
     }
 
     fn note(&self, session: &str, text: &str) -> Event {
@@ -152,6 +128,44 @@ impl Env {
         };
         self.sessions.append(session, kind).expect("call_started");
     }
+}
+
+/// An agent with `roles`, in `projects`, with no pinned tags.
+fn agent(name: &str, roles: &[Role], projects: &[&str]) -> Principal {
+    Principal {
+        name: name.to_string(),
+        kind: PrincipalKind::Agent,
+        roles: roles.to_vec(),
+        projects: projects.iter().map(|p| p.to_string()).collect(),
+        tags: Vec::new(),
+        approve_by: Default::default(),
+    }
+}
+
+/// A workagent in every project.
+fn workagent(name: &str) -> Principal {
+    agent(name, &[Role::Workagent], &["*"])
+}
+
+/// What starts the session `name` of `role` in project `demo`: untagged, no
+/// expected duration, budget or completion condition of its own.
+fn start_request(name: &str, role: Role) -> StartSession {
+    StartSession {
+        role,
+        project: "demo".to_string(),
+        name: Some(name.to_string()),
+        tags: vec![],
+        expected_duration: None,
+        budget: Default::default(),
+        completion: Default::default(),
+    }
+}
+
+/// Starts the session `name` of `role` in project `demo` (see [`start_request`]).
+fn start_in(sessions: &Sessions, name: &str, role: Role) -> SessionState {
+    sessions
+        .start(start_request(name, role))
+        .expect("start session")
 }
 
 fn open(dir: &Path) -> Arc<SledStore> {

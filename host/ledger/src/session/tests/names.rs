@@ -8,15 +8,7 @@ fn a_live_name_cannot_be_taken_twice() {
     let first = env.start("build", Role::Supervisor);
     let err = env
         .sessions
-        .start(StartSession {
-            role: Role::Workagent,
-            project: "demo".into(),
-            name: Some("build".into()),
-            tags: vec![],
-            expected_duration: None,
-            budget: Default::default(),
-            completion: Default::default(),
-        })
+        .start(start_request("build", Role::Workagent))
         .unwrap_err();
     assert_eq!(
         err.to_string(),
@@ -72,13 +64,8 @@ fn bad_names_and_unknown_sessions_are_explained() {
         let err = env
             .sessions
             .start(StartSession {
-                role: Role::Workagent,
                 project: "p".into(),
-                name: Some(bad.into()),
-                tags: vec![],
-                expected_duration: None,
-                budget: Default::default(),
-                completion: Default::default(),
+                ..start_request(bad, Role::Workagent)
             })
             .unwrap_err();
         assert!(err.to_string().starts_with("invalid session name"), "{err}");

@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 
 use super::*;
-use crate::manifest::{Principal, PrincipalKind, QuotasConfig};
+use crate::manifest::{Principal, QuotasConfig};
 
 fn env(quotas: QuotasConfig) -> Env {
     Env::with_config(SessionsConfig {
@@ -13,26 +13,10 @@ fn env(quotas: QuotasConfig) -> Env {
     })
 }
 
-fn agent(name: &str) -> Principal {
-    Principal {
-        name: name.to_string(),
-        kind: PrincipalKind::Agent,
-        roles: vec![Role::Workagent],
-        projects: vec!["*".to_string()],
-        tags: Vec::new(),
-        approve_by: Default::default(),
-    }
-}
-
 fn start(name: &str, tags: &[&str]) -> StartSession {
     StartSession {
-        role: Role::Workagent,
-        project: "demo".to_string(),
-        name: Some(name.to_string()),
         tags: tags.iter().map(|t| t.to_string()).collect(),
-        expected_duration: None,
-        budget: Default::default(),
-        completion: Default::default(),
+        ..start_request(name, Role::Workagent)
     }
 }
 
@@ -50,7 +34,7 @@ fn threat_43_an_agent_past_its_live_sessions_is_refused_until_one_ends() {
         sessions_per_principal: 2,
         ..QuotasConfig::default()
     });
-    let (a, b) = (agent("a"), agent("b"));
+    let (a, b) = (workagent("a"), workagent("b"));
     let none = HashSet::new();
     let s = &env.sessions;
     let first = s.start_as(&a, start("a-1", &[]), &none).unwrap();
