@@ -26,6 +26,8 @@ mod reopen;
 mod sled_store;
 #[cfg(feature = "sqlite")]
 mod sqlite_store;
+#[cfg(any(test, feature = "testing"))]
+mod test_support;
 
 pub use backend::{Backend, Opened, open};
 

@@ -232,6 +232,17 @@ fn check_key_size(bucket: &str, key: &str) -> Result<(), StorageError> {
     })
 }
 
+/// A value to store under `key` in `bucket` within the size SQLite takes.
+fn check_value_size(bucket: &str, key: &str, value: &[u8]) -> Result<(), StorageError> {
+    check_size(value.len(), || {
+        format!(
+            "the value of key `{}` in bucket `{}`",
+            shorten(key),
+            shorten(bucket)
+        )
+    })
+}
+
 fn check_size(len: usize, what: impl FnOnce() -> String) -> Result<(), StorageError> {
     if len > MAX_ITEM_BYTES {
         return Err(StorageError::Io(format!(
@@ -679,13 +690,7 @@ impl Storage for SqliteStore {
     fn put(&self, bucket: &str, key: &str, value: &[u8]) -> Result<(), StorageError> {
         self.commit.check()?;
         check_key_size(bucket, key)?;
-        check_size(value.len(), || {
-            format!(
-                "the value of key `{}` in bucket `{}`",
-                shorten(key),
-                shorten(bucket)
-            )
-        })?;
+        check_value_size(bucket, key, value)?;
         self.write(Op::Put {
             bucket: bucket.to_string(),
             key: key.to_string(),
@@ -706,13 +711,7 @@ impl Storage for SqliteStore {
         self.commit.check()?;
         check_key_size(bucket, key)?;
         if let Some(value) = value {
-            check_size(value.len(), || {
-                format!(
-                    "the value of key `{}` in bucket `{}`",
-                    shorten(key),
-                    shorten(bucket)
-                )
-            })?;
+            check_value_size(bucket, key, value)?;
         }
         self.write(Op::PutIf {
             bucket: bucket.to_string(),
