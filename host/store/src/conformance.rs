@@ -14,6 +14,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 
+use crate::test_support::{entries, read_entries};
 use crate::{Durability, Storage, StorageError};
 
 /// What the tests need of a backend beyond [`Storage`]: a way to open it
@@ -137,10 +138,6 @@ fn open<B: Backend>(dir: &Path) -> B {
     B::open(dir, Durability::Flush).expect("open store")
 }
 
-fn entries(texts: &[&str]) -> Vec<Vec<u8>> {
-    texts.iter().map(|t| t.as_bytes().to_vec()).collect()
-}
-
 fn sorted(mut names: Vec<String>) -> Vec<String> {
     names.sort();
     names
@@ -190,13 +187,7 @@ pub fn empty_and_large_entries_round_trip<B: Backend>() {
     let big: Vec<u8> = (0..300 * 1024).map(|i| (i % 251) as u8).collect();
     let batch = vec![Vec::new(), big.clone(), b"small".to_vec()];
     assert_eq!(store.append("s", 0, &batch).unwrap(), 3);
-    let read: Vec<Vec<u8>> = store
-        .read("s", 1, 10)
-        .unwrap()
-        .into_iter()
-        .map(|(_, e)| e)
-        .collect();
-    assert_eq!(read, batch);
+    assert_eq!(read_entries(&store, "s", 1, 10), batch);
     store.put("b", "big", &big).unwrap();
     store.put("b", "empty", b"").unwrap();
     assert_eq!(store.get("b", "big").unwrap(), Some(big));

@@ -26,6 +26,8 @@ mod reopen;
 mod sled_store;
 #[cfg(feature = "sqlite")]
 mod sqlite_store;
+#[cfg(any(test, feature = "testing"))]
+mod test_support;
 
 pub use backend::{Backend, Opened, open};
 
@@ -97,6 +99,47 @@ pub enum StorageError {
     /// name, a key in a bucket, sled's own files).
     #[error("corrupt record: {0}")]
     Corrupt(String),
+}
+
+impl StorageError {
+    /// [`StorageError::Damaged`]: `stream` cannot be read from `seq` on.
+    pub(crate) fn damaged(stream: &str, seq: u64, reason: impl Into<String>) -> StorageError {
+        StorageError::Damaged {
+            stream: stream.to_string(),
+            seq,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// Refuses a stream name holding a NUL, which the embedded backends end a
+/// name with in their keys.
+pub(crate) fn check_stream_name(stream: &str) -> Result<(), StorageError> {
+    if stream.contains('\0') {
+        return Err(StorageError::Io(format!(
+            "stream name {stream:?} contains a NUL character, which stream names cannot hold: pick another name"
+        )));
+    }
+    Ok(())
+}
+
+/// The last sequence of `stream` once an append of `count` entries after
+/// `expected_last` went in, if it is at most `largest`.
+pub(crate) fn last_after_append(
+    stream: &str,
+    expected_last: u64,
+    count: usize,
+    largest: u64,
+) -> Result<u64, StorageError> {
+    u64::try_from(count)
+        .ok()
+        .and_then(|n| expected_last.checked_add(n))
+        .filter(|last| *last <= largest)
+        .ok_or_else(|| {
+            StorageError::Io(format!(
+                "stream `{stream}` would pass the largest sequence number"
+            ))
+        })
 }
 
 /// The storage a host keeps its sessions in.

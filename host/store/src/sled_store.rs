@@ -104,11 +104,7 @@ fn sled_error(e: sled::Error) -> StorageError {
 
 /// The key prefix of a stream's entries: its name and a NUL.
 fn stream_prefix(stream: &str) -> Result<Vec<u8>, StorageError> {
-    if stream.contains('\0') {
-        return Err(StorageError::Io(format!(
-            "stream name {stream:?} contains a NUL character, which stream names cannot hold: pick another name"
-        )));
-    }
+    crate::check_stream_name(stream)?;
     let mut prefix = Vec::with_capacity(stream.len() + 9);
     prefix.extend_from_slice(stream.as_bytes());
     prefix.push(0);
@@ -129,17 +125,9 @@ fn key_seq(prefix: &[u8], key: &[u8]) -> Option<u64> {
     Some(u64::from_be_bytes(raw))
 }
 
-fn damaged(stream: &str, seq: u64, reason: String) -> StorageError {
-    StorageError::Damaged {
-        stream: stream.to_string(),
-        seq,
-        reason,
-    }
-}
-
 /// The record of `stream` starting at `first` does not decode.
 fn malformed(stream: &str, first: u64, what: String) -> StorageError {
-    damaged(
+    StorageError::damaged(
         stream,
         first,
         format!("the stored record holding it is malformed: {what}"),
@@ -410,7 +398,7 @@ impl SledStore {
                 Err(_) => first,
             };
         };
-        damaged(stream, seq, reason)
+        StorageError::damaged(stream, seq, reason)
     }
 
     fn append_lock(&self, stream: &str) -> MutexGuard<'_, ()> {
@@ -435,14 +423,7 @@ impl SledStore {
     ) -> Result<u64, StorageError> {
         self.commit.check()?;
         let prefix = stream_prefix(stream)?;
-        let new_last = u64::try_from(entries.len())
-            .ok()
-            .and_then(|n| expected_last.checked_add(n))
-            .ok_or_else(|| {
-                StorageError::Io(format!(
-                    "stream `{stream}` would pass the largest sequence number"
-                ))
-            })?;
+        let new_last = crate::last_after_append(stream, expected_last, entries.len(), u64::MAX)?;
         let record = match entries {
             [] => None,
             _ => Some(crate::batch::encode(entries)?),
@@ -533,13 +514,13 @@ impl Storage for SledStore {
             };
             match expected_first {
                 Some(expected) if first > expected => {
-                    return Err(damaged(stream, expected, "it is missing".to_string()));
+                    return Err(StorageError::damaged(stream, expected, "it is missing"));
                 }
                 Some(expected) if first < expected => {
-                    return Err(damaged(
+                    return Err(StorageError::damaged(
                         stream,
                         first,
-                        "two stored records hold it".to_string(),
+                        "two stored records hold it",
                     ));
                 }
                 _ => {}

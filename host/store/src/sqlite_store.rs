@@ -138,7 +138,7 @@ use self::checkpoint::Checkpointer;
 use self::group_commit::GroupCommit;
 use self::pool::Pool;
 use self::writer::{Op, Writer};
-use super::{Durability, Storage, StorageError};
+use super::{Durability, Storage, StorageError, check_stream_name};
 
 /// The database file, under the data dir.
 const DB_FILE: &str = "sqlite/store.db";
@@ -213,15 +213,6 @@ fn sqlite_error(path: &Path, what: &str, e: rusqlite::Error) -> StorageError {
     }
 }
 
-fn check_stream_name(stream: &str) -> Result<(), StorageError> {
-    if stream.contains('\0') {
-        return Err(StorageError::Io(format!(
-            "stream name {stream:?} contains a NUL character, which stream names cannot hold: pick another name"
-        )));
-    }
-    Ok(())
-}
-
 /// A bucket name and key within the sizes SQLite takes.
 fn check_key_size(bucket: &str, key: &str) -> Result<(), StorageError> {
     check_size(bucket.len(), || {
@@ -229,6 +220,17 @@ fn check_key_size(bucket: &str, key: &str) -> Result<(), StorageError> {
     })?;
     check_size(key.len(), || {
         format!("a key of bucket `{}`", shorten(bucket))
+    })
+}
+
+/// A value to store under `key` in `bucket` within the size SQLite takes.
+fn check_value_size(bucket: &str, key: &str, value: &[u8]) -> Result<(), StorageError> {
+    check_size(value.len(), || {
+        format!(
+            "the value of key `{}` in bucket `{}`",
+            shorten(key),
+            shorten(bucket)
+        )
     })
 }
 
@@ -251,14 +253,6 @@ fn shorten(name: &str) -> String {
     }
 }
 
-fn damaged(stream: &str, seq: u64, reason: &str) -> StorageError {
-    StorageError::Damaged {
-        stream: stream.to_string(),
-        seq,
-        reason: reason.to_string(),
-    }
-}
-
 /// A stream's last sequence from `max(seq)` over its rows (`None`: no rows).
 fn last_from_max(stream: &str, max: Option<i64>) -> Result<u64, StorageError> {
     match max {
@@ -266,7 +260,9 @@ fn last_from_max(stream: &str, max: Option<i64>) -> Result<u64, StorageError> {
         Some(seq) => u64::try_from(seq)
             .ok()
             .filter(|seq| *seq >= 1)
-            .ok_or_else(|| damaged(stream, 1, &format!("its last row has sequence {seq}"))),
+            .ok_or_else(|| {
+                StorageError::damaged(stream, 1, format!("its last row has sequence {seq}"))
+            }),
     }
 }
 
@@ -570,15 +566,8 @@ impl Storage for SqliteStore {
         check_size(stream.len(), || {
             format!("stream name `{}`", shorten(stream))
         })?;
-        u64::try_from(entries.len())
-            .ok()
-            .and_then(|n| expected_last.checked_add(n))
-            .filter(|last| i64::try_from(*last).is_ok())
-            .ok_or_else(|| {
-                StorageError::Io(format!(
-                    "stream `{stream}` would pass the largest sequence number"
-                ))
-            })?;
+        // Sequences are stored as SQLite integers, which are i64.
+        crate::last_after_append(stream, expected_last, entries.len(), i64::MAX as u64)?;
         for (i, entry) in entries.iter().enumerate() {
             check_size(entry.len(), || {
                 format!(
@@ -632,13 +621,17 @@ impl Storage for SqliteStore {
                 } else {
                     expected
                 };
-                return Err(damaged(stream, first_missing, "it is missing"));
+                return Err(StorageError::damaged(
+                    stream,
+                    first_missing,
+                    "it is missing",
+                ));
             }
             let data: Vec<u8> = row.get(1).map_err(|e| {
-                damaged(
+                StorageError::damaged(
                     stream,
                     seq,
-                    &format!("the stored row holding it is malformed: {e}"),
+                    format!("the stored row holding it is malformed: {e}"),
                 )
             })?;
             out.push((seq, data));
@@ -679,13 +672,7 @@ impl Storage for SqliteStore {
     fn put(&self, bucket: &str, key: &str, value: &[u8]) -> Result<(), StorageError> {
         self.commit.check()?;
         check_key_size(bucket, key)?;
-        check_size(value.len(), || {
-            format!(
-                "the value of key `{}` in bucket `{}`",
-                shorten(key),
-                shorten(bucket)
-            )
-        })?;
+        check_value_size(bucket, key, value)?;
         self.write(Op::Put {
             bucket: bucket.to_string(),
             key: key.to_string(),
@@ -706,13 +693,7 @@ impl Storage for SqliteStore {
         self.commit.check()?;
         check_key_size(bucket, key)?;
         if let Some(value) = value {
-            check_size(value.len(), || {
-                format!(
-                    "the value of key `{}` in bucket `{}`",
-                    shorten(key),
-                    shorten(bucket)
-                )
-            })?;
+            check_value_size(bucket, key, value)?;
         }
         self.write(Op::PutIf {
             bucket: bucket.to_string(),

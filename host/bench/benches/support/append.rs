@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use glovebox::Sessions;
 use glovebox::session::EventKind;
-use glovebox::storage::{Backend, Durability, Storage};
+use glovebox::storage::{Backend, Durability, SqliteStore, Storage};
 use glovebox_store_nats::testing::{NatsCluster, NatsServer};
 use glovebox_store_nats::{NatsConfig, NatsStore};
 use rusqlite::{Connection, params};
@@ -375,25 +375,14 @@ pub fn raw_sled(dir: &Path, batch: usize, threads: usize, run_for: Duration) -> 
     outcome
 }
 
-/// The SQLite store's `entries` table and index (its `schema.rs`), so the
-/// raw rows and the store's differ by what the store does, not by the rows
-/// they write.
-const RAW_SQLITE_SCHEMA: &str = "
-CREATE TABLE entries (
-    id INTEGER PRIMARY KEY,
-    stream INTEGER NOT NULL,
-    seq INTEGER NOT NULL CHECK (seq >= 1),
-    data BLOB NOT NULL
-) STRICT;
-CREATE UNIQUE INDEX entries_by_stream ON entries (stream, seq);
-";
-
-/// SQLite alone, set up as `SqliteStore` sets up its writer at
-/// `Durability::Flush` (WAL, `synchronous=NORMAL`, 4 KiB pages, a 16 MiB
-/// page cache, the WAL cut back to 64 MiB): each writer runs `batch` INSERTs
-/// into its own stream, then COMMIT; an event's latency runs to the commit
-/// that covers it (for the first of a batch, from before it waited for the
-/// connection).
+/// SQLite alone, on a database file `SqliteStore` created (its schema, 4 KiB
+/// pages), set up as the store sets up its writer at `Durability::Flush`
+/// (WAL, `synchronous=NORMAL`, a 16 MiB page cache, the WAL cut back to
+/// 64 MiB): each writer runs `batch` INSERTs into the store's `entries`
+/// table, as a stream of its own, then COMMIT, so the raw rows and the
+/// store's differ by what the store does, not by the rows they write. An
+/// event's latency runs to the commit that covers it (for the first of a
+/// batch, from before it waited for the connection).
 ///
 /// All writers share one connection behind a mutex. SQLite lets one
 /// connection write at a time however many there are. With a connection per
@@ -411,9 +400,9 @@ CREATE UNIQUE INDEX entries_by_stream ON entries (stream, seq);
 /// SQLite's own automatic checkpoint does, at the same size, inside the
 /// commit that crosses it, as plain SQLite would.
 pub fn raw_sqlite(dir: &Path, batch: usize, threads: usize, run_for: Duration) -> Outcome {
-    let conn = Connection::open(dir.join("raw.db")).expect("open sqlite");
-    conn.pragma_update(None, "page_size", 4096)
-        .expect("page size");
+    // The store creates its file (`<dir>/sqlite/store.db`) and closes it.
+    drop(SqliteStore::open(dir, Durability::Flush).expect("create the sqlite store"));
+    let conn = Connection::open(dir.join("sqlite/store.db")).expect("open sqlite");
     let mode: String = conn
         .pragma_update_and_check(None, "journal_mode", "wal", |r| r.get(0))
         .expect("journal mode");
@@ -427,7 +416,6 @@ pub fn raw_sqlite(dir: &Path, batch: usize, threads: usize, run_for: Duration) -
         conn.pragma_update(None, pragma, value)
             .unwrap_or_else(|e| panic!("PRAGMA {pragma}: {e}"));
     }
-    conn.execute_batch(RAW_SQLITE_SCHEMA).expect("schema");
     let conn = Mutex::new(conn);
     let entry = vec![0xABu8; ENTRY_BYTES];
     let commits = AtomicU64::new(0);

@@ -3,13 +3,10 @@
 //! `crate::conformance`.
 
 use super::*;
+use crate::test_support::{append_s_and_t, damage_of, entries};
 
 fn open(dir: &Path) -> SledStore {
     SledStore::open(dir, Durability::Flush).expect("open store")
-}
-
-fn entries(texts: &[&str]) -> Vec<Vec<u8>> {
-    texts.iter().map(|t| t.as_bytes().to_vec()).collect()
 }
 
 /// Writes `value` under the key of `stream`'s record starting at `seq`,
@@ -29,26 +26,11 @@ fn remove_record(store: &SledStore, stream: &str, seq: u64) {
         .expect("a record starts there");
 }
 
-/// The stream and position of a `Damaged` error, and its reason.
-fn damage_of(result: Result<impl std::fmt::Debug, StorageError>) -> (String, u64, String) {
-    match result {
-        Err(StorageError::Damaged {
-            stream,
-            seq,
-            reason,
-        }) => (stream, seq, reason),
-        other => panic!("expected Damaged, got {other:?}"),
-    }
-}
-
 #[test]
 fn a_gap_in_a_stream_is_damage_at_its_first_missing_sequence() {
     let tmp = tempfile::tempdir().unwrap();
     let store = open(tmp.path());
-    store.append("s", 0, &entries(&["a", "b"])).unwrap();
-    store.append("s", 2, &entries(&["c", "d"])).unwrap();
-    store.append("s", 4, &entries(&["e"])).unwrap();
-    store.append("t", 0, &entries(&["x"])).unwrap();
+    append_s_and_t(&store);
     remove_record(&store, "s", 3);
 
     let (stream, seq, reason) = damage_of(store.read("s", 1, 10));
@@ -86,9 +68,7 @@ fn a_gap_in_a_stream_is_damage_at_its_first_missing_sequence() {
 fn a_record_that_does_not_decode_is_damage_at_its_first_sequence() {
     let tmp = tempfile::tempdir().unwrap();
     let store = open(tmp.path());
-    store.append("s", 0, &entries(&["a", "b"])).unwrap();
-    store.append("s", 2, &entries(&["c", "d"])).unwrap();
-    store.append("s", 4, &entries(&["e"])).unwrap();
+    append_s_and_t(&store);
     // The header still reads (2 entries), an entry does not.
     let mut cut = crate::batch::encode(&entries(&["c", "d"])).unwrap();
     cut.pop();

@@ -7,25 +7,10 @@ use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
 use super::*;
+use crate::test_support::{append_s_and_t, damage_of, entries, read_entries};
 
 fn open(dir: &Path) -> SqliteStore {
     SqliteStore::open(dir, Durability::Flush).expect("open store")
-}
-
-fn entries(texts: &[&str]) -> Vec<Vec<u8>> {
-    texts.iter().map(|t| t.as_bytes().to_vec()).collect()
-}
-
-/// The stream and position of a `Damaged` error, and its reason.
-fn damage_of(result: Result<impl std::fmt::Debug, StorageError>) -> (String, u64, String) {
-    match result {
-        Err(StorageError::Damaged {
-            stream,
-            seq,
-            reason,
-        }) => (stream, seq, reason),
-        other => panic!("expected Damaged, got {other:?}"),
-    }
 }
 
 fn io_message(result: Result<impl std::fmt::Debug, StorageError>) -> String {
@@ -38,13 +23,7 @@ fn io_message(result: Result<impl std::fmt::Debug, StorageError>) -> String {
 #[test]
 fn a_gap_in_a_stream_is_damage_at_its_first_missing_sequence() {
     let tmp = tempfile::tempdir().unwrap();
-    {
-        let store = open(tmp.path());
-        store.append("s", 0, &entries(&["a", "b"])).unwrap();
-        store.append("s", 2, &entries(&["c", "d"])).unwrap();
-        store.append("s", 4, &entries(&["e"])).unwrap();
-        store.append("t", 0, &entries(&["x"])).unwrap();
-    }
+    append_s_and_t(&open(tmp.path()));
     raw::delete_entry(tmp.path(), "s", 3);
     {
         let store = open(tmp.path());
@@ -343,6 +322,19 @@ fn a_file_that_is_not_a_database_is_corrupt() {
     }
 }
 
+/// The writer connection's `synchronous` setting: 1 is NORMAL, 2 FULL.
+fn writer_synchronous(store: &SqliteStore) -> i64 {
+    store
+        .writer
+        .as_ref()
+        .unwrap()
+        .lock()
+        .unwrap()
+        .conn()
+        .pragma_query_value(None, "synchronous", |r| r.get(0))
+        .unwrap()
+}
+
 #[test]
 fn strict_mode_syncs_and_keeps_the_wal() {
     let tmp = tempfile::tempdir().unwrap();
@@ -352,28 +344,10 @@ fn strict_mode_syncs_and_keeps_the_wal() {
         store.append("s", 0, &entries(&["a", "b"])).unwrap();
         assert_eq!(store.flush_count(), 1);
         assert!(tmp.path().join("sqlite/store.db-wal").is_file());
-        let synchronous: i64 = store
-            .writer
-            .as_ref()
-            .unwrap()
-            .lock()
-            .unwrap()
-            .conn()
-            .pragma_query_value(None, "synchronous", |r| r.get(0))
-            .unwrap();
-        assert_eq!(synchronous, 2, "FULL");
+        assert_eq!(writer_synchronous(&store), 2, "FULL");
     }
     let store = open(tmp.path());
-    let synchronous: i64 = store
-        .writer
-        .as_ref()
-        .unwrap()
-        .lock()
-        .unwrap()
-        .conn()
-        .pragma_query_value(None, "synchronous", |r| r.get(0))
-        .unwrap();
-    assert_eq!(synchronous, 1, "NORMAL");
+    assert_eq!(writer_synchronous(&store), 1, "NORMAL");
     assert_eq!(store.last_seq("s").unwrap(), 2);
 }
 
@@ -521,13 +495,7 @@ fn a_conflict_in_a_batch_fails_only_its_own_append() {
     assert!(matches!(results[3], Ok(0)));
     assert!(matches!(results[4], Ok(3)));
     assert!(matches!(results[5], Ok(0)));
-    let read: Vec<Vec<u8>> = store
-        .read("s", 1, 10)
-        .unwrap()
-        .into_iter()
-        .map(|(_, e)| e)
-        .collect();
-    assert_eq!(read, entries(&["a", "b", "c"]));
+    assert_eq!(read_entries(&store, "s", 1, 10), entries(&["a", "b", "c"]));
     assert_eq!(store.get("b", "k").unwrap(), Some(b"v".to_vec()));
 }
 

@@ -168,21 +168,12 @@ impl Writer {
                     result
                 }
                 Op::Put { bucket, key, value } => {
-                    self.conn
-                        .prepare_cached(
-                            "INSERT INTO kv (bucket, key, value) VALUES (?1, ?2, ?3)
-                             ON CONFLICT (bucket, key) DO UPDATE SET value = excluded.value",
-                        )?
-                        .execute(params![bucket, key, value])?;
+                    self.put(bucket, key, value)?;
                     wrote = true;
                     Ok(0)
                 }
                 Op::Delete { bucket, key } => {
-                    let deleted = self
-                        .conn
-                        .prepare_cached("DELETE FROM kv WHERE bucket = ?1 AND key = ?2")?
-                        .execute(params![bucket, key])?;
-                    wrote |= deleted > 0;
+                    wrote |= self.delete(bucket, key)?;
                     Ok(0)
                 }
                 Op::PutIf {
@@ -203,23 +194,10 @@ impl Writer {
                     } else {
                         match value {
                             Some(value) => {
-                                self.conn
-                                    .prepare_cached(
-                                        "INSERT INTO kv (bucket, key, value) VALUES (?1, ?2, ?3)
-                                         ON CONFLICT (bucket, key) DO UPDATE SET value = excluded.value",
-                                    )?
-                                    .execute(params![bucket, key, value])?;
+                                self.put(bucket, key, value)?;
                                 wrote = true;
                             }
-                            None => {
-                                let deleted = self
-                                    .conn
-                                    .prepare_cached(
-                                        "DELETE FROM kv WHERE bucket = ?1 AND key = ?2",
-                                    )?
-                                    .execute(params![bucket, key])?;
-                                wrote |= deleted > 0;
-                            }
+                            None => wrote |= self.delete(bucket, key)?,
                         }
                         Ok(1)
                     }
@@ -232,6 +210,26 @@ impl Writer {
             wrote,
             heads,
         })
+    }
+
+    /// Sets `key` in `bucket` to `value`.
+    fn put(&self, bucket: &str, key: &str, value: &[u8]) -> Result<(), Fatal> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO kv (bucket, key, value) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (bucket, key) DO UPDATE SET value = excluded.value",
+            )?
+            .execute(params![bucket, key, value])?;
+        Ok(())
+    }
+
+    /// Removes `key` from `bucket`; whether it was there.
+    fn delete(&self, bucket: &str, key: &str) -> Result<bool, Fatal> {
+        let deleted = self
+            .conn
+            .prepare_cached("DELETE FROM kv WHERE bucket = ?1 AND key = ?2")?
+            .execute(params![bucket, key])?;
+        Ok(deleted > 0)
     }
 
     /// One append: checks `expected_last` against the stream's head (as this
