@@ -191,6 +191,23 @@ fn document(title: &str, watch: &str, inner: &str) -> String {
     )
 }
 
+/// A table of `rows` (each a `<tr>`) under the column names `head`, or a
+/// muted "none" where there are no rows. `id` and `head` are markup (not
+/// escaped).
+pub fn table_or_none(id: &str, head: &[&str], rows: &[String]) -> String {
+    if rows.is_empty() {
+        return "<p class=\"muted\">none</p>".into();
+    }
+    let mut out = format!("<table id=\"{id}\"><thead><tr>");
+    for name in head {
+        let _ = write!(out, "<th>{name}</th>");
+    }
+    out += "</tr></thead><tbody>";
+    out.extend(rows.iter().map(String::as_str));
+    out += "</tbody></table>";
+    out
+}
+
 /// A small bar of `used` against `limit` (SVG, so no inline style is needed).
 pub fn meter(used: u64, limit: u64, label: &str) -> String {
     let frac = if limit == 0 {

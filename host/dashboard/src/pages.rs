@@ -975,57 +975,57 @@ fn render_jobs(app: &App) -> Rendered {
             jobs.reverse();
         }
         let _ = write!(body, "<h2>{title} ({})</h2>", jobs.len());
-        if jobs.is_empty() {
-            let _ = write!(body, "<p class=\"muted\">none</p>");
-            continue;
-        }
-        let _ = write!(
-            body,
-            "<table id=\"jobs-{key}\"><thead><tr><th>job</th><th>session</th><th>tool</th><th>status</th><th>created</th><th>took</th><th>attempts</th><th>input</th><th>result</th></tr></thead><tbody>"
+        let rows: Vec<String> = jobs.iter().take(200).map(|j| job_row(j, now)).collect();
+        body += &html::table_or_none(
+            &format!("jobs-{key}"),
+            &[
+                "job", "session", "tool", "status", "created", "took", "attempts", "input",
+                "result",
+            ],
+            &rows,
         );
-        for j in jobs.iter().take(200) {
-            let took = match (j.started_at_ms, j.finished_at_ms) {
-                (Some(s), Some(f)) => html::duration(f.saturating_sub(s)),
-                (Some(s), None) => format!("{} so far", html::duration(now.saturating_sub(s))),
-                _ => "-".into(),
-            };
-            let result = match &j.result {
-                None => "-".to_string(),
-                Some(r) => {
-                    let mut out = String::new();
-                    if let Some(e) = &r.error {
-                        let _ = write!(
-                            out,
-                            "<span class=\"error\">{}: {}</span>",
-                            esc(&e.kind),
-                            esc(&e.message)
-                        );
-                    }
-                    if let Some(o) = &r.output {
-                        let _ = write!(
-                            out,
-                            "<details><summary>output</summary>{}</details>",
-                            html::pre(&serde_json::to_string_pretty(o).unwrap_or_default(), SHOWN)
-                        );
-                    }
-                    out
-                }
-            };
-            let _ = write!(
-                body,
-                "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{took}</td><td>{}</td><td><details><summary>input</summary>{}</details></td><td>{result}</td></tr>",
-                esc(&j.id),
-                session_link(&j.session, j.session_name.as_deref()),
-                esc(&j.tool),
-                badge(j.status.as_str()),
-                html::when(j.created_at_ms, now),
-                j.attempts,
-                html::pre(&j.input, SHOWN),
-            );
-        }
-        body += "</tbody></table>";
     }
     Ok(("Jobs".into(), body))
+}
+
+fn job_row(j: &glovebox::JobInfo, now: u64) -> String {
+    let took = match (j.started_at_ms, j.finished_at_ms) {
+        (Some(s), Some(f)) => html::duration(f.saturating_sub(s)),
+        (Some(s), None) => format!("{} so far", html::duration(now.saturating_sub(s))),
+        _ => "-".into(),
+    };
+    let result = match &j.result {
+        None => "-".to_string(),
+        Some(r) => {
+            let mut out = String::new();
+            if let Some(e) = &r.error {
+                let _ = write!(
+                    out,
+                    "<span class=\"error\">{}: {}</span>",
+                    esc(&e.kind),
+                    esc(&e.message)
+                );
+            }
+            if let Some(o) = &r.output {
+                let _ = write!(
+                    out,
+                    "<details><summary>output</summary>{}</details>",
+                    html::pre(&serde_json::to_string_pretty(o).unwrap_or_default(), SHOWN)
+                );
+            }
+            out
+        }
+    };
+    format!(
+        "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{took}</td><td>{}</td><td><details><summary>input</summary>{}</details></td><td>{result}</td></tr>",
+        esc(&j.id),
+        session_link(&j.session, j.session_name.as_deref()),
+        esc(&j.tool),
+        badge(j.status.as_str()),
+        html::when(j.created_at_ms, now),
+        j.attempts,
+        html::pre(&j.input, SHOWN),
+    )
 }
 
 // ---------------------------------------------------------------- billing
@@ -1248,13 +1248,10 @@ fn render_rescues(app: &App) -> Rendered {
     );
     let open: Vec<_> = list.iter().filter(|r| r.outcome.is_none()).collect();
     let _ = write!(body, "<h2>Open missions ({})</h2>", open.len());
-    if open.is_empty() {
-        body += "<p class=\"muted\">none</p>";
-    } else {
-        body += "<table id=\"rescues-open\"><thead><tr><th>rescue</th><th>session</th><th>project</th><th>status</th><th>open for</th><th>flags</th><th>diagnosis</th></tr></thead><tbody>";
-        for r in &open {
-            let _ = write!(
-                body,
+    let rows: Vec<String> = open
+        .iter()
+        .map(|r| {
+            format!(
                 "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 esc(&r.id),
                 session_link(&r.session, r.session_name.as_deref()),
@@ -1262,14 +1259,23 @@ fn render_rescues(app: &App) -> Rendered {
                 badge(r.status()),
                 html::duration(now.saturating_sub(r.opened_at_ms)),
                 esc(&r.flags.join(", ")),
-                r.diagnosis
-                    .as_ref()
-                    .map(|d| format!("{}: {}", esc(d.category.as_str()), esc(&d.root_cause)))
-                    .unwrap_or_else(|| "-".into())
-            );
-        }
-        body += "</tbody></table>";
-    }
+                diagnosis(r)
+            )
+        })
+        .collect();
+    body += &html::table_or_none(
+        "rescues-open",
+        &[
+            "rescue",
+            "session",
+            "project",
+            "status",
+            "open for",
+            "flags",
+            "diagnosis",
+        ],
+        &rows,
+    );
     // Time to unblock of the resolved rescues, oldest first.
     let mut resolved: Vec<_> = list
         .iter()
@@ -1350,10 +1356,7 @@ fn render_rescues(app: &App) -> Rendered {
                 r.time_to_unblock_ms()
                     .map(minutes)
                     .unwrap_or_else(|| "-".into()),
-                r.diagnosis
-                    .as_ref()
-                    .map(|d| format!("{}: {}", esc(d.category.as_str()), esc(&d.root_cause)))
-                    .unwrap_or_else(|| "-".into())
+                diagnosis(r)
             );
         }
         body += "</tbody></table>";
@@ -1364,13 +1367,10 @@ fn render_rescues(app: &App) -> Rendered {
         "<h2>Context index ({} active entries)</h2>",
         entries.len()
     );
-    if entries.is_empty() {
-        body += "<p class=\"muted\">none</p>";
-    } else {
-        body += "<table id=\"context-index\"><thead><tr><th>entry</th><th>project</th><th>writer</th><th>added</th><th>text</th></tr></thead><tbody>";
-        for e in &entries {
-            let _ = write!(
-                body,
+    let rows: Vec<String> = entries
+        .iter()
+        .map(|e| {
+            format!(
                 "<tr><td><code>{}</code></td><td>{}</td><td>{}{}</td><td>{}</td><td>{}</td></tr>",
                 esc(&e.id),
                 esc(&e.project),
@@ -1381,11 +1381,23 @@ fn render_rescues(app: &App) -> Rendered {
                     .unwrap_or_default(),
                 html::when(e.added_at_ms, now),
                 esc(&e.text)
-            );
-        }
-        body += "</tbody></table>";
-    }
+            )
+        })
+        .collect();
+    body += &html::table_or_none(
+        "context-index",
+        &["entry", "project", "writer", "added", "text"],
+        &rows,
+    );
     Ok(("Rescues".into(), body))
+}
+
+/// A rescue's diagnosis as its tables show it: category and root cause.
+fn diagnosis(r: &glovebox::rescue::Rescue) -> String {
+    r.diagnosis
+        .as_ref()
+        .map(|d| format!("{}: {}", esc(d.category.as_str()), esc(&d.root_cause)))
+        .unwrap_or_else(|| "-".into())
 }
 
 // ---------------------------------------------------------------- notifications
