@@ -37,14 +37,10 @@ use std::time::Duration;
 use glovebox::storage::{Backend, Durability};
 
 use support::append::{CASES, Case, ENTRY_BYTES, NATS_CASES, Nats, WRITERS};
+use support::env_number;
 
 fn main() {
-    let run_for = Duration::from_secs_f64(
-        std::env::var("GLOVEBOX_BENCH_SECS")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(2.5),
-    );
+    let run_for = Duration::from_secs_f64(env_number("GLOVEBOX_BENCH_SECS", 2.5));
     println!(
         "durable appends of {ENTRY_BYTES}-byte events, one stream per writer, {:.1} s per case\n",
         run_for.as_secs_f64()

@@ -15,13 +15,11 @@
 mod support;
 
 use support::calls::{host, sample, stats};
+use support::env_number;
 
 #[tokio::main]
 async fn main() {
-    let n: usize = std::env::var("GLOVEBOX_BENCH_CALLS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(2000);
+    let n: usize = env_number("GLOVEBOX_BENCH_CALLS", 2000);
     let data = tempfile::tempdir().expect("tempdir");
     println!(
         "{:>6}  {:>12}  {:>12}  {:>8}",

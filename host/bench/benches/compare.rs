@@ -55,6 +55,7 @@ use glovebox::{
 use serde_json::{Value, json};
 
 use support::append::{CASES, Case, ENTRY_BYTES, WRITERS};
+use support::cpu::{TICKS_PER_S, machine_busy_ticks, process_ticks};
 use support::{BACKENDS, artifact, start_session};
 
 /// The trivial tool's input, for every contender.
@@ -236,37 +237,10 @@ struct CpuMark {
     at: Instant,
 }
 
-/// `USER_HZ`, the unit of both files: 100 on every Linux architecture we run on.
-const TICKS_PER_S: f64 = 100.0;
-
 fn cpu_mark() -> CpuMark {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // After the command name: state is field 3; utime, stime, cutime, cstime are 14-17.
-    let fields: Vec<u64> = stat
-        .rsplit_once(") ")
-        .map(|(_, rest)| {
-            rest.split(' ')
-                .skip(11)
-                .take(4)
-                .filter_map(|f| f.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default();
-    let machine = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-    let cpu: Vec<u64> = machine
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .split_whitespace()
-        .skip(1)
-        .take(8)
-        .filter_map(|f| f.parse().ok())
-        .collect();
-    // user nice system idle iowait irq softirq steal: busy is all but idle and iowait.
-    let busy = cpu.iter().sum::<u64>() - cpu.get(3).unwrap_or(&0) - cpu.get(4).unwrap_or(&0);
     CpuMark {
-        ours: fields.iter().sum(),
-        busy,
+        ours: process_ticks("self", true),
+        busy: machine_busy_ticks(),
         at: Instant::now(),
     }
 }

@@ -25,6 +25,7 @@
 
 mod support;
 
+use support::env_number;
 use support::mcp::{
     Fairness, LOOP_DEADLINE, Stats, echo_server, fairness, http, in_session, stdio,
 };
@@ -40,10 +41,7 @@ fn print(name: &str, s: &Stats) {
 
 #[tokio::main]
 async fn main() {
-    let n: usize = std::env::var("GLOVEBOX_BENCH_CALLS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(2000);
+    let n: usize = env_number("GLOVEBOX_BENCH_CALLS", 2000);
     let data = tempfile::tempdir().expect("tempdir");
     let (gateway, server) = echo_server(data.path()).await;
 
@@ -57,10 +55,7 @@ async fn main() {
     print("MCP over stdio (pipes)", &stdio(&server, n).await);
     print("MCP over HTTP", &http(&server, n).await);
 
-    let calls: usize = std::env::var("GLOVEBOX_BENCH_FAIR_CALLS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(40);
+    let calls: usize = env_number("GLOVEBOX_BENCH_FAIR_CALLS", 40);
     println!();
     println!(
         "fairness: 64 MCP clients over HTTP at once, {calls} calls each, 16 call slots, \

@@ -85,7 +85,8 @@ use glovebox::{
 use glovebox_store_nats::testing::NatsServer;
 use serde_json::json;
 
-use support::{artifact, start_session};
+use support::cpu::{TICKS_PER_S, machine_busy_ticks, process_ticks};
+use support::{artifact, env_number, start_session};
 
 /// Jobs per run.
 const JOBS: usize = 16;
@@ -164,8 +165,8 @@ fn main() {
 }
 
 async fn run() {
-    let reps: usize = env_num("GLOVEBOX_BENCH_REPS").unwrap_or(3.0).max(1.0) as usize;
-    let job_secs = env_num("GLOVEBOX_BENCH_JOB_SECS").unwrap_or(1.0);
+    let reps: usize = env_number("GLOVEBOX_BENCH_REPS", 3.0_f64).max(1.0) as usize;
+    let job_secs = env_number("GLOVEBOX_BENCH_JOB_SECS", 1.0);
     let nats = std::env::var_os("GLOVEBOX_BENCH_NO_NATS").is_none();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     // Compiled components, shared by every host of the run (loaded warm).
@@ -244,10 +245,6 @@ async fn table(all_cores: bool, reps: usize, nats: bool, cache: &Path, iteration
             cpu.others / reps as f64
         );
     }
-}
-
-fn env_num(key: &str) -> Option<f64> {
-    std::env::var(key).ok().and_then(|v| v.trim().parse().ok())
 }
 
 /// The plugin of `cpu.burn`, with room for long jobs.
@@ -488,13 +485,10 @@ struct CpuMark {
     at: Instant,
 }
 
-/// `USER_HZ`, the unit of `/proc/*/stat`: 100 on every Linux we run on.
-const TICKS_PER_S: f64 = 100.0;
-
 fn cpu_mark(server_dir: Option<&Path>) -> CpuMark {
     let server_dir = server_dir.map(Path::to_path_buf);
     CpuMark {
-        ours: process_ticks("self"),
+        ours: process_ticks("self", false),
         server: server_dir.as_deref().map_or(0, server_ticks),
         busy: machine_busy_ticks(),
         server_dir,
@@ -505,7 +499,7 @@ fn cpu_mark(server_dir: Option<&Path>) -> CpuMark {
 impl CpuMark {
     fn since(&self) -> CpuUse {
         let secs = self.at.elapsed().as_secs_f64() * TICKS_PER_S;
-        let ours = process_ticks("self").saturating_sub(self.ours);
+        let ours = process_ticks("self", false).saturating_sub(self.ours);
         let server = self
             .server_dir
             .as_deref()
@@ -518,20 +512,6 @@ impl CpuMark {
             others: busy.saturating_sub(ours + server) as f64 / secs,
         }
     }
-}
-
-/// utime + stime of `/proc/<pid>/stat`.
-fn process_ticks(pid: &str) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    stat.rsplit_once(") ")
-        .map(|(_, rest)| {
-            rest.split(' ')
-                .skip(11)
-                .take(2)
-                .filter_map(|f| f.parse::<u64>().ok())
-                .sum()
-        })
-        .unwrap_or(0)
 }
 
 /// The ticks of the `nats-server` processes whose command line names `dir`.
@@ -550,21 +530,6 @@ fn server_ticks(dir: &Path) -> u64 {
                 c.contains("nats-server") && c.contains(&needle)
             })
         })
-        .map(|pid| process_ticks(&pid))
+        .map(|pid| process_ticks(&pid, false))
         .sum()
-}
-
-/// The machine's busy ticks: all but idle and iowait, from `/proc/stat`.
-fn machine_busy_ticks() -> u64 {
-    let machine = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-    let cpu: Vec<u64> = machine
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .split_whitespace()
-        .skip(1)
-        .take(8)
-        .filter_map(|f| f.parse().ok())
-        .collect();
-    cpu.iter().sum::<u64>() - cpu.get(3).unwrap_or(&0) - cpu.get(4).unwrap_or(&0)
 }

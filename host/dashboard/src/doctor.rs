@@ -9,28 +9,22 @@
 //! so the page and `glovebox doctor --json` never disagree.
 
 use std::fmt::Write as _;
-use std::sync::Arc;
 
-use axum::Extension;
-use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
 use glovebox::doctor::{Finding, Severity};
 
-use crate::App;
-use crate::auth::Operator;
 use crate::html::{badge, esc};
-use crate::pages::{Rendered, page, session_link};
+use crate::pages::{Rendered, Viewer, session_link};
 
 /// `GET /ui/doctor`.
-pub async fn doctor(State(app): State<Arc<App>>, Extension(op): Extension<Operator>) -> Response {
-    let found = glovebox::doctor::check(&app.gateway)
+pub async fn doctor(viewer: Viewer) -> Response {
+    let found = glovebox::doctor::check(&viewer.app.gateway)
         .await
         .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()));
-    page(app, op, "doctor", "sessions", StatusCode::OK, move |_| {
-        render(found)
-    })
-    .await
+    viewer
+        .page("doctor", "sessions", move |_| render(found))
+        .await
 }
 
 fn render(found: Result<Vec<Finding>, (StatusCode, String)>) -> Rendered {

@@ -162,28 +162,50 @@ pub fn nav(c: &Chrome<'_>) -> String {
 
 /// A whole dashboard page.
 pub fn page(c: &Chrome<'_>, body: &str) -> String {
-    format!(
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <title>{} · Glovebox</title><link rel=\"stylesheet\" href=\"/ui/static/style.css\"><link rel=\"icon\" href=\"/ui/static/icon.svg\" type=\"image/svg+xml\">\
-         <script src=\"/ui/static/app.js\" defer></script></head>\
-         <body data-watch=\"{}\"><nav id=\"nav\">{}</nav><main id=\"main\">{body}</main></body></html>",
-        esc(c.title),
-        esc(c.watch),
-        nav(c)
+    document(
+        c.title,
+        c.watch,
+        &format!(
+            "<nav id=\"nav\">{}</nav><main id=\"main\">{body}</main>",
+            nav(c)
+        ),
     )
 }
 
 /// A page without navigation (the login).
 pub fn bare(title: &str, body: &str) -> String {
+    document(title, "", &format!("<main id=\"main\">{body}</main>"))
+}
+
+/// The HTML document every page is: the head (title, style, script) and
+/// `inner` as the body, which names the parts of the ledger that refresh it.
+fn document(title: &str, watch: &str, inner: &str) -> String {
     format!(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
          <title>{} · Glovebox</title><link rel=\"stylesheet\" href=\"/ui/static/style.css\"><link rel=\"icon\" href=\"/ui/static/icon.svg\" type=\"image/svg+xml\">\
          <script src=\"/ui/static/app.js\" defer></script></head>\
-         <body data-watch=\"\"><main id=\"main\">{body}</main></body></html>",
-        esc(title)
+         <body data-watch=\"{}\">{inner}</body></html>",
+        esc(title),
+        esc(watch)
     )
+}
+
+/// A table of `rows` (each a `<tr>`) under the column names `head`, or a
+/// muted "none" where there are no rows. `id` and `head` are markup (not
+/// escaped).
+pub fn table_or_none(id: &str, head: &[&str], rows: &[String]) -> String {
+    if rows.is_empty() {
+        return "<p class=\"muted\">none</p>".into();
+    }
+    let mut out = format!("<table id=\"{id}\"><thead><tr>");
+    for name in head {
+        let _ = write!(out, "<th>{name}</th>");
+    }
+    out += "</tr></thead><tbody>";
+    out.extend(rows.iter().map(String::as_str));
+    out += "</tbody></table>";
+    out
 }
 
 /// A small bar of `used` against `limit` (SVG, so no inline style is needed).

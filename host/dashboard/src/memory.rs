@@ -7,18 +7,15 @@
 //! approve|reject|retire` does, recording the operator who pressed them.
 
 use std::fmt::Write as _;
-use std::sync::Arc;
 
-use axum::Extension;
-use axum::extract::{Form, Path as UrlPath, Query, State};
+use axum::extract::{Form, Path as UrlPath, Query};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use glovebox::memory::{MemoryEntry, MemoryFilter, MemoryState};
 
 use crate::App;
-use crate::auth::Operator;
 use crate::html::{self, badge, esc, url};
-use crate::pages::{Rendered, now_ms, page, session_link};
+use crate::pages::{Rendered, Viewer, now_ms, session_link};
 
 /// Settled (rejected or retired) entries shown at most.
 const SETTLED_SHOWN: usize = 50;
@@ -29,15 +26,12 @@ pub struct DoneQuery {
 }
 
 /// `GET /ui/memory`.
-pub async fn memory(
-    State(app): State<Arc<App>>,
-    Extension(op): Extension<Operator>,
-    Query(q): Query<DoneQuery>,
-) -> Response {
-    page(app, op, "memory", "memory", StatusCode::OK, move |app| {
-        render(app, q.done.as_deref(), None)
-    })
-    .await
+pub async fn memory(viewer: Viewer, Query(q): Query<DoneQuery>) -> Response {
+    viewer
+        .page("memory", "memory", move |app| {
+            render(app, q.done.as_deref(), None)
+        })
+        .await
 }
 
 fn render(app: &App, done: Option<&str>, error: Option<&str>) -> Rendered {
@@ -156,9 +150,9 @@ enum Act {
     Retire,
 }
 
-async fn act(app: Arc<App>, op: Operator, id: String, act: Act, reason: String) -> Response {
-    let bank = app.gateway.memory_bank();
-    let by = op.0.name.clone();
+async fn act(viewer: Viewer, id: String, act: Act, reason: String) -> Response {
+    let bank = viewer.app.gateway.memory_bank();
+    let by = viewer.op.0.name.clone();
     let target = id.clone();
     let result = crate::blocking(move || {
         let now = now_ms();
@@ -174,48 +168,38 @@ async fn act(app: Arc<App>, op: Operator, id: String, act: Act, reason: String) 
     let result = result.map_err(|e| format!("{e:#}")).and_then(|r| r);
     match result {
         Ok(entry) => {
-            tracing::info!(memory = %entry.id, principal = %op.0.name, state = entry.state.as_str(), "dashboard: memory review");
+            tracing::info!(memory = %entry.id, principal = %viewer.op.0.name, state = entry.state.as_str(), "dashboard: memory review");
             Redirect::to(&format!("/ui/memory?done={}", url(&id))).into_response()
         }
         Err(message) => {
-            page(
-                app,
-                op,
-                "memory",
-                "memory",
-                StatusCode::CONFLICT,
-                move |app| render(app, None, Some(&message)),
-            )
-            .await
+            viewer
+                .page_with(StatusCode::CONFLICT, "memory", "memory", move |app| {
+                    render(app, None, Some(&message))
+                })
+                .await
         }
     }
 }
 
 /// `POST /ui/memory/ID/approve`: as `glovebox memory approve ID`.
-pub async fn approve(
-    State(app): State<Arc<App>>,
-    Extension(op): Extension<Operator>,
-    UrlPath(id): UrlPath<String>,
-) -> Response {
-    act(app, op, id, Act::Approve, String::new()).await
+pub async fn approve(viewer: Viewer, UrlPath(id): UrlPath<String>) -> Response {
+    act(viewer, id, Act::Approve, String::new()).await
 }
 
 /// `POST /ui/memory/ID/reject`: as `glovebox memory reject ID --reason ...`.
 pub async fn reject(
-    State(app): State<Arc<App>>,
-    Extension(op): Extension<Operator>,
+    viewer: Viewer,
     UrlPath(id): UrlPath<String>,
     Form(form): Form<ReasonForm>,
 ) -> Response {
-    act(app, op, id, Act::Reject, form.reason).await
+    act(viewer, id, Act::Reject, form.reason).await
 }
 
 /// `POST /ui/memory/ID/retire`: as `glovebox memory retire ID`.
 pub async fn retire(
-    State(app): State<Arc<App>>,
-    Extension(op): Extension<Operator>,
+    viewer: Viewer,
     UrlPath(id): UrlPath<String>,
     Form(form): Form<ReasonForm>,
 ) -> Response {
-    act(app, op, id, Act::Retire, form.reason).await
+    act(viewer, id, Act::Retire, form.reason).await
 }

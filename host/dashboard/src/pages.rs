@@ -10,7 +10,8 @@ use std::sync::Arc;
 
 use axum::Extension;
 use axum::Form;
-use axum::extract::{Path as UrlPath, Query, State};
+use axum::extract::{FromRequestParts, Path as UrlPath, Query, State};
+use axum::http::request::Parts;
 use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use glovebox::approvals::ApprovalStatus;
@@ -25,48 +26,86 @@ use crate::html::{self, Bar, Chrome, badge, esc, url};
 /// What a page's reader returns: its title and body, or an answer that is not a page.
 pub(crate) type Rendered = Result<(String, String), (StatusCode, String)>;
 
-/// Renders a page: `read` runs off the async threads, the layout around it.
-pub(crate) async fn page(
-    app: Arc<App>,
-    op: Operator,
-    active: &'static str,
-    watch: &'static str,
-    status: StatusCode,
-    read: impl FnOnce(&App) -> Rendered + Send + 'static,
-) -> Response {
-    let result = crate::blocking(move || {
-        let pending = app
-            .gateway
-            .ledger()
-            .approvals
-            .list(false)
-            .map(|l| l.len())
-            .unwrap_or(0);
-        let logins = app.gateway.has_principals();
-        (read(&app), pending, logins)
-    })
-    .await;
-    let (read, pending, logins) = match result {
-        Ok(r) => r,
-        Err(e) => return (StatusCode::INTERNAL_SERVER_ERROR, format!("{e:#}\n")).into_response(),
-    };
-    let (status, title, body) = match read {
-        Ok((title, body)) => (status, title, body),
-        Err((status, message)) => (
-            status,
-            "Error".to_string(),
-            format!("<p class=\"error\">{}</p>", esc(&message)),
-        ),
-    };
-    let chrome = Chrome {
-        title: &title,
-        active,
-        watch,
-        operator: &op.0.name,
-        pending_approvals: pending,
-        logins,
-    };
-    (status, Html(html::page(&chrome, &body))).into_response()
+/// Who a page is served to, and the app serving it: what every page's
+/// handler extracts (the operator is set by [`crate::auth::guard`]).
+pub(crate) struct Viewer {
+    pub(crate) app: Arc<App>,
+    pub(crate) op: Operator,
+}
+
+impl FromRequestParts<Arc<App>> for Viewer {
+    type Rejection = <Extension<Operator> as FromRequestParts<Arc<App>>>::Rejection;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        app: &Arc<App>,
+    ) -> Result<Self, Self::Rejection> {
+        let Extension(op) = Extension::<Operator>::from_request_parts(parts, app).await?;
+        Ok(Viewer {
+            app: Arc::clone(app),
+            op,
+        })
+    }
+}
+
+impl Viewer {
+    /// Renders a page with `200 OK`: see [`Viewer::page_with`].
+    pub(crate) async fn page(
+        self,
+        active: &'static str,
+        watch: &'static str,
+        read: impl FnOnce(&App) -> Rendered + Send + 'static,
+    ) -> Response {
+        self.page_with(StatusCode::OK, active, watch, read).await
+    }
+
+    /// Renders a page: `read` runs off the async threads, the layout around it.
+    /// `active` is its nav entry, `watch` the parts of the ledger whose changes
+    /// refresh it (see [`Chrome`]).
+    pub(crate) async fn page_with(
+        self,
+        status: StatusCode,
+        active: &'static str,
+        watch: &'static str,
+        read: impl FnOnce(&App) -> Rendered + Send + 'static,
+    ) -> Response {
+        let Viewer { app, op } = self;
+        let result = crate::blocking(move || {
+            let pending = app
+                .gateway
+                .ledger()
+                .approvals
+                .list(false)
+                .map(|l| l.len())
+                .unwrap_or(0);
+            let logins = app.gateway.has_principals();
+            (read(&app), pending, logins)
+        })
+        .await;
+        let (read, pending, logins) = match result {
+            Ok(r) => r,
+            Err(e) => {
+                return (StatusCode::INTERNAL_SERVER_ERROR, format!("{e:#}\n")).into_response();
+            }
+        };
+        let (status, title, body) = match read {
+            Ok((title, body)) => (status, title, body),
+            Err((status, message)) => (
+                status,
+                "Error".to_string(),
+                format!("<p class=\"error\">{}</p>", esc(&message)),
+            ),
+        };
+        let chrome = Chrome {
+            title: &title,
+            active,
+            watch,
+            operator: &op.0.name,
+            pending_approvals: pending,
+            logins,
+        };
+        (status, Html(html::page(&chrome, &body))).into_response()
+    }
 }
 
 pub(crate) fn now_ms() -> u64 {
@@ -170,20 +209,10 @@ pub struct SessionsQuery {
     status: Option<String>,
 }
 
-pub async fn sessions(
-    State(app): State<Arc<App>>,
-    Extension(op): Extension<Operator>,
-    Query(q): Query<SessionsQuery>,
-) -> Response {
-    page(
-        app,
-        op,
-        "sessions",
-        "sessions",
-        StatusCode::OK,
-        move |app| render_sessions(app, &q),
-    )
-    .await
+pub async fn sessions(viewer: Viewer, Query(q): Query<SessionsQuery>) -> Response {
+    viewer
+        .page("sessions", "sessions", move |app| render_sessions(app, &q))
+        .await
 }
 
 fn render_sessions(app: &App, q: &SessionsQuery) -> Rendered {
@@ -338,20 +367,15 @@ pub struct SessionQuery {
 const TIMELINE: u64 = 500;
 
 pub async fn session(
-    State(app): State<Arc<App>>,
-    Extension(op): Extension<Operator>,
+    viewer: Viewer,
     UrlPath(id): UrlPath<String>,
     Query(q): Query<SessionQuery>,
 ) -> Response {
-    page(
-        app,
-        op,
-        "sessions",
-        "sessions",
-        StatusCode::OK,
-        move |app| render_session(app, &id, q.from),
-    )
-    .await
+    viewer
+        .page("sessions", "sessions", move |app| {
+            render_session(app, &id, q.from)
+        })
+        .await
 }
 
 fn render_session(app: &App, id: &str, from: Option<u64>) -> Rendered {
@@ -761,20 +785,21 @@ pub struct ApprovalsQuery {
     done: Option<String>,
 }
 
-pub async fn approvals(
-    State(app): State<Arc<App>>,
-    Extension(op): Extension<Operator>,
-    Query(q): Query<ApprovalsQuery>,
-) -> Response {
-    page(
-        app,
-        op,
-        "approvals",
-        "approvals",
-        StatusCode::OK,
-        move |app| render_approvals(app, q.done.as_deref(), None),
-    )
-    .await
+pub async fn approvals(viewer: Viewer, Query(q): Query<ApprovalsQuery>) -> Response {
+    viewer
+        .page("approvals", "approvals", move |app| {
+            render_approvals(app, q.done.as_deref(), None)
+        })
+        .await
+}
+
+/// The approvals page after an approval or a denial failed, saying why.
+async fn approvals_refused(viewer: Viewer, message: String) -> Response {
+    viewer
+        .page_with(StatusCode::CONFLICT, "approvals", "approvals", move |app| {
+            render_approvals(app, None, Some(&message))
+        })
+        .await
 }
 
 fn render_approvals(app: &App, done: Option<&str>, error: Option<&str>) -> Rendered {
@@ -881,26 +906,11 @@ fn render_approvals(app: &App, done: Option<&str>, error: Option<&str>) -> Rende
 }
 
 /// `POST /ui/approvals/ID/approve`: as `glovebox approve ID`, recording the operator.
-pub async fn approve(
-    State(app): State<Arc<App>>,
-    Extension(op): Extension<Operator>,
-    UrlPath(id): UrlPath<String>,
-) -> Response {
-    tracing::info!(approval = %id, principal = %op.0.name, "dashboard: approve");
-    match app.gateway.approve(&id, &op.0).await {
+pub async fn approve(viewer: Viewer, UrlPath(id): UrlPath<String>) -> Response {
+    tracing::info!(approval = %id, principal = %viewer.op.0.name, "dashboard: approve");
+    match viewer.app.gateway.approve(&id, &viewer.op.0).await {
         Ok(_) => Redirect::to(&format!("/ui/approvals?done={}", url(&id))).into_response(),
-        Err(e) => {
-            let message = e.to_string();
-            page(
-                app,
-                op,
-                "approvals",
-                "approvals",
-                StatusCode::CONFLICT,
-                move |app| render_approvals(app, None, Some(&message)),
-            )
-            .await
-        }
+        Err(e) => approvals_refused(viewer, e.to_string()).await,
     }
 }
 
@@ -912,8 +922,7 @@ pub struct DenyForm {
 
 /// `POST /ui/approvals/ID/deny`: as `glovebox deny ID --reason ...`.
 pub async fn deny(
-    State(app): State<Arc<App>>,
-    Extension(op): Extension<Operator>,
+    viewer: Viewer,
     UrlPath(id): UrlPath<String>,
     Form(form): Form<DenyForm>,
 ) -> Response {
@@ -921,33 +930,25 @@ pub async fn deny(
     let result = if reason.is_empty() {
         Err("a denial needs a reason: the agent is told it".to_string())
     } else {
-        tracing::info!(approval = %id, principal = %op.0.name, "dashboard: deny");
-        app.gateway
-            .deny_approval(&id, &reason, &op.0)
+        tracing::info!(approval = %id, principal = %viewer.op.0.name, "dashboard: deny");
+        viewer
+            .app
+            .gateway
+            .deny_approval(&id, &reason, &viewer.op.0)
             .await
             .map(|_| ())
             .map_err(|e| e.to_string())
     };
     match result {
         Ok(()) => Redirect::to(&format!("/ui/approvals?done={}", url(&id))).into_response(),
-        Err(message) => {
-            page(
-                app,
-                op,
-                "approvals",
-                "approvals",
-                StatusCode::CONFLICT,
-                move |app| render_approvals(app, None, Some(&message)),
-            )
-            .await
-        }
+        Err(message) => approvals_refused(viewer, message).await,
     }
 }
 
 // ---------------------------------------------------------------- jobs
 
-pub async fn jobs(State(app): State<Arc<App>>, Extension(op): Extension<Operator>) -> Response {
-    page(app, op, "jobs", "jobs", StatusCode::OK, render_jobs).await
+pub async fn jobs(viewer: Viewer) -> Response {
+    viewer.page("jobs", "jobs", render_jobs).await
 }
 
 type JobFilter = fn(&glovebox::JobInfo) -> bool;
@@ -974,57 +975,57 @@ fn render_jobs(app: &App) -> Rendered {
             jobs.reverse();
         }
         let _ = write!(body, "<h2>{title} ({})</h2>", jobs.len());
-        if jobs.is_empty() {
-            let _ = write!(body, "<p class=\"muted\">none</p>");
-            continue;
-        }
-        let _ = write!(
-            body,
-            "<table id=\"jobs-{key}\"><thead><tr><th>job</th><th>session</th><th>tool</th><th>status</th><th>created</th><th>took</th><th>attempts</th><th>input</th><th>result</th></tr></thead><tbody>"
+        let rows: Vec<String> = jobs.iter().take(200).map(|j| job_row(j, now)).collect();
+        body += &html::table_or_none(
+            &format!("jobs-{key}"),
+            &[
+                "job", "session", "tool", "status", "created", "took", "attempts", "input",
+                "result",
+            ],
+            &rows,
         );
-        for j in jobs.iter().take(200) {
-            let took = match (j.started_at_ms, j.finished_at_ms) {
-                (Some(s), Some(f)) => html::duration(f.saturating_sub(s)),
-                (Some(s), None) => format!("{} so far", html::duration(now.saturating_sub(s))),
-                _ => "-".into(),
-            };
-            let result = match &j.result {
-                None => "-".to_string(),
-                Some(r) => {
-                    let mut out = String::new();
-                    if let Some(e) = &r.error {
-                        let _ = write!(
-                            out,
-                            "<span class=\"error\">{}: {}</span>",
-                            esc(&e.kind),
-                            esc(&e.message)
-                        );
-                    }
-                    if let Some(o) = &r.output {
-                        let _ = write!(
-                            out,
-                            "<details><summary>output</summary>{}</details>",
-                            html::pre(&serde_json::to_string_pretty(o).unwrap_or_default(), SHOWN)
-                        );
-                    }
-                    out
-                }
-            };
-            let _ = write!(
-                body,
-                "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{took}</td><td>{}</td><td><details><summary>input</summary>{}</details></td><td>{result}</td></tr>",
-                esc(&j.id),
-                session_link(&j.session, j.session_name.as_deref()),
-                esc(&j.tool),
-                badge(j.status.as_str()),
-                html::when(j.created_at_ms, now),
-                j.attempts,
-                html::pre(&j.input, SHOWN),
-            );
-        }
-        body += "</tbody></table>";
     }
     Ok(("Jobs".into(), body))
+}
+
+fn job_row(j: &glovebox::JobInfo, now: u64) -> String {
+    let took = match (j.started_at_ms, j.finished_at_ms) {
+        (Some(s), Some(f)) => html::duration(f.saturating_sub(s)),
+        (Some(s), None) => format!("{} so far", html::duration(now.saturating_sub(s))),
+        _ => "-".into(),
+    };
+    let result = match &j.result {
+        None => "-".to_string(),
+        Some(r) => {
+            let mut out = String::new();
+            if let Some(e) = &r.error {
+                let _ = write!(
+                    out,
+                    "<span class=\"error\">{}: {}</span>",
+                    esc(&e.kind),
+                    esc(&e.message)
+                );
+            }
+            if let Some(o) = &r.output {
+                let _ = write!(
+                    out,
+                    "<details><summary>output</summary>{}</details>",
+                    html::pre(&serde_json::to_string_pretty(o).unwrap_or_default(), SHOWN)
+                );
+            }
+            out
+        }
+    };
+    format!(
+        "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{took}</td><td>{}</td><td><details><summary>input</summary>{}</details></td><td>{result}</td></tr>",
+        esc(&j.id),
+        session_link(&j.session, j.session_name.as_deref()),
+        esc(&j.tool),
+        badge(j.status.as_str()),
+        html::when(j.created_at_ms, now),
+        j.attempts,
+        html::pre(&j.input, SHOWN),
+    )
 }
 
 // ---------------------------------------------------------------- billing
@@ -1038,15 +1039,10 @@ pub struct BillingQuery {
 
 const GROUPINGS: [GroupBy; 4] = [GroupBy::Role, GroupBy::Project, GroupBy::Tool, GroupBy::Day];
 
-pub async fn billing(
-    State(app): State<Arc<App>>,
-    Extension(op): Extension<Operator>,
-    Query(q): Query<BillingQuery>,
-) -> Response {
-    page(app, op, "billing", "sessions", StatusCode::OK, move |app| {
-        render_billing(app, &q)
-    })
-    .await
+pub async fn billing(viewer: Viewer, Query(q): Query<BillingQuery>) -> Response {
+    viewer
+        .page("billing", "sessions", move |app| render_billing(app, &q))
+        .await
 }
 
 fn range(q: &BillingQuery) -> Result<DateRange, (StatusCode, String)> {
@@ -1220,16 +1216,8 @@ pub async fn billing_csv(
 
 // ---------------------------------------------------------------- rescues
 
-pub async fn rescues(State(app): State<Arc<App>>, Extension(op): Extension<Operator>) -> Response {
-    page(
-        app,
-        op,
-        "rescues",
-        "rescues",
-        StatusCode::OK,
-        render_rescues,
-    )
-    .await
+pub async fn rescues(viewer: Viewer) -> Response {
+    viewer.page("rescues", "rescues", render_rescues).await
 }
 
 fn render_rescues(app: &App) -> Rendered {
@@ -1260,13 +1248,10 @@ fn render_rescues(app: &App) -> Rendered {
     );
     let open: Vec<_> = list.iter().filter(|r| r.outcome.is_none()).collect();
     let _ = write!(body, "<h2>Open missions ({})</h2>", open.len());
-    if open.is_empty() {
-        body += "<p class=\"muted\">none</p>";
-    } else {
-        body += "<table id=\"rescues-open\"><thead><tr><th>rescue</th><th>session</th><th>project</th><th>status</th><th>open for</th><th>flags</th><th>diagnosis</th></tr></thead><tbody>";
-        for r in &open {
-            let _ = write!(
-                body,
+    let rows: Vec<String> = open
+        .iter()
+        .map(|r| {
+            format!(
                 "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 esc(&r.id),
                 session_link(&r.session, r.session_name.as_deref()),
@@ -1274,14 +1259,23 @@ fn render_rescues(app: &App) -> Rendered {
                 badge(r.status()),
                 html::duration(now.saturating_sub(r.opened_at_ms)),
                 esc(&r.flags.join(", ")),
-                r.diagnosis
-                    .as_ref()
-                    .map(|d| format!("{}: {}", esc(d.category.as_str()), esc(&d.root_cause)))
-                    .unwrap_or_else(|| "-".into())
-            );
-        }
-        body += "</tbody></table>";
-    }
+                diagnosis(r)
+            )
+        })
+        .collect();
+    body += &html::table_or_none(
+        "rescues-open",
+        &[
+            "rescue",
+            "session",
+            "project",
+            "status",
+            "open for",
+            "flags",
+            "diagnosis",
+        ],
+        &rows,
+    );
     // Time to unblock of the resolved rescues, oldest first.
     let mut resolved: Vec<_> = list
         .iter()
@@ -1362,10 +1356,7 @@ fn render_rescues(app: &App) -> Rendered {
                 r.time_to_unblock_ms()
                     .map(minutes)
                     .unwrap_or_else(|| "-".into()),
-                r.diagnosis
-                    .as_ref()
-                    .map(|d| format!("{}: {}", esc(d.category.as_str()), esc(&d.root_cause)))
-                    .unwrap_or_else(|| "-".into())
+                diagnosis(r)
             );
         }
         body += "</tbody></table>";
@@ -1376,13 +1367,10 @@ fn render_rescues(app: &App) -> Rendered {
         "<h2>Context index ({} active entries)</h2>",
         entries.len()
     );
-    if entries.is_empty() {
-        body += "<p class=\"muted\">none</p>";
-    } else {
-        body += "<table id=\"context-index\"><thead><tr><th>entry</th><th>project</th><th>writer</th><th>added</th><th>text</th></tr></thead><tbody>";
-        for e in &entries {
-            let _ = write!(
-                body,
+    let rows: Vec<String> = entries
+        .iter()
+        .map(|e| {
+            format!(
                 "<tr><td><code>{}</code></td><td>{}</td><td>{}{}</td><td>{}</td><td>{}</td></tr>",
                 esc(&e.id),
                 esc(&e.project),
@@ -1393,25 +1381,31 @@ fn render_rescues(app: &App) -> Rendered {
                     .unwrap_or_default(),
                 html::when(e.added_at_ms, now),
                 esc(&e.text)
-            );
-        }
-        body += "</tbody></table>";
-    }
+            )
+        })
+        .collect();
+    body += &html::table_or_none(
+        "context-index",
+        &["entry", "project", "writer", "added", "text"],
+        &rows,
+    );
     Ok(("Rescues".into(), body))
+}
+
+/// A rescue's diagnosis as its tables show it: category and root cause.
+fn diagnosis(r: &glovebox::rescue::Rescue) -> String {
+    r.diagnosis
+        .as_ref()
+        .map(|d| format!("{}: {}", esc(d.category.as_str()), esc(&d.root_cause)))
+        .unwrap_or_else(|| "-".into())
 }
 
 // ---------------------------------------------------------------- notifications
 
-pub async fn notify(State(app): State<Arc<App>>, Extension(op): Extension<Operator>) -> Response {
-    page(
-        app,
-        op,
-        "notify",
-        "sessions approvals jobs rescues",
-        StatusCode::OK,
-        render_notify,
-    )
-    .await
+pub async fn notify(viewer: Viewer) -> Response {
+    viewer
+        .page("notify", "sessions approvals jobs rescues", render_notify)
+        .await
 }
 
 /// The `[[notify]]` targets and their outbox, as `glovebox notify status`.

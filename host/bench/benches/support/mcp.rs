@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use glovebox::manifest::HookConfig;
-use glovebox::session::{Role, StartSession};
 use glovebox::{Gateway, Host, HostConfig, Jobs, JobsConfig, PluginManifest, open_sessions};
 use glovebox_mcp::{HttpServer, McpServer};
 use http_body_util::{BodyExt, Full};
@@ -16,7 +15,7 @@ use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-use super::artifact;
+use super::{artifact, start_session};
 
 /// A host with the echo plugin and no hooks in `data`, its store, and an MCP
 /// server over both.
@@ -92,19 +91,7 @@ where
 /// `n` echo calls through `call_in_session` in a new session, without MCP:
 /// the reference for the MCP rows.
 pub async fn in_session(gateway: &Gateway, n: usize) -> Stats {
-    let session = gateway
-        .sessions()
-        .start(StartSession {
-            role: Role::Workagent,
-            project: "bench".into(),
-            name: None,
-            tags: Vec::new(),
-            expected_duration: None,
-            budget: Default::default(),
-            completion: Default::default(),
-        })
-        .expect("session")
-        .id;
+    let session = start_session(gateway.sessions());
     measure(n, |_| {
         let session = &session;
         async move {

@@ -4,6 +4,7 @@
 
 pub mod append;
 pub mod calls;
+pub mod cpu;
 pub mod mcp;
 pub mod resume;
 
@@ -65,6 +66,15 @@ impl Store {
             Store::Sqlite(s) => s.flush_count(),
         }
     }
+}
+
+/// The number in the environment variable `key`, or `default` where it is
+/// unset or not a number of that type.
+pub fn env_number<T: std::str::FromStr>(key: &str, default: T) -> T {
+    std::env::var(key)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(default)
 }
 
 /// Starts a session of its own for a bench; returns its id.

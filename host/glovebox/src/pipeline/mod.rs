@@ -84,6 +84,18 @@ impl Gateway {
     /// The stages of a call in session `state`, judged by `by`; see the module docs.
     /// They run in one `call` span carrying the session, call, job and
     /// principal ids (what a trace exporter sends a collector).
+    #[tracing::instrument(
+        name = "call",
+        skip_all,
+        fields(
+            session = %state.id,
+            session_name = state.name.as_deref().unwrap_or(""),
+            call_id = tracing::field::Empty,
+            job = job_id.as_deref().unwrap_or(""),
+            principal = %crate::session::actor::current(),
+            tool = %call.name(),
+        )
+    )]
     pub(crate) async fn run(
         &self,
         state: &SessionState,
@@ -92,31 +104,8 @@ impl Gateway {
         job_id: Option<String>,
         cancel: Option<Cancel>,
     ) -> Result<CallReport, SessionError> {
-        use tracing::Instrument as _;
         let call_id = new_call_id();
-        let span = tracing::info_span!(
-            "call",
-            session = %state.id,
-            session_name = state.name.as_deref().unwrap_or(""),
-            call_id = %call_id,
-            job = job_id.as_deref().unwrap_or(""),
-            principal = %crate::session::actor::current(),
-            tool = %call.name(),
-        );
-        self.run_stages(state, call, by, job_id, cancel, call_id)
-            .instrument(span)
-            .await
-    }
-
-    async fn run_stages(
-        &self,
-        state: &SessionState,
-        call: Admitted,
-        by: Judge,
-        job_id: Option<String>,
-        cancel: Option<Cancel>,
-        call_id: String,
-    ) -> Result<CallReport, SessionError> {
+        tracing::Span::current().record("call_id", tracing::field::display(&call_id));
         // The host as it is now: a reload while the call runs does not
         // change the hooks that judged it or the settle that follows.
         let host = self.host();
