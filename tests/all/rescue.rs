@@ -131,13 +131,9 @@ impl Rig {
         self.events(session)
             .into_iter()
             .filter_map(|k| match k {
-                EventKind::BlockerFlag {
-                    rule,
-                    severity,
-                    reason,
-                    suggested_action,
-                    call_id,
-                } => Some((rule, severity, reason, suggested_action, call_id)),
+                EventKind::BlockerFlag(f) => {
+                    Some((f.rule, f.severity, f.reason, f.suggested_action, f.call_id))
+                }
                 _ => None,
             })
             .collect()

@@ -98,7 +98,7 @@ impl Rig {
             .unwrap()
             .into_iter()
             .filter_map(|e| match e.kind {
-                EventKind::BlockerFlag { rule, .. } => Some(rule),
+                EventKind::BlockerFlag(flag) => Some(flag.rule),
                 _ => None,
             })
             .collect()

@@ -617,22 +617,16 @@ fn event_detail(e: &Event) -> String {
                 .map(|b| format!(" (by {})", esc(b)))
                 .unwrap_or_else(|| " (by the host)".into())
         ),
-        EventKind::BlockerFlag {
-            rule,
-            severity,
-            reason,
-            suggested_action,
-            call_id,
-        } => format!(
+        EventKind::BlockerFlag(flag) => format!(
             "{} <b>{}</b>: {}{}<br><span class=\"muted\">suggested: {}</span>",
-            badge(severity.as_str()),
-            esc(rule),
-            esc(reason),
-            call_id
+            badge(flag.severity.as_str()),
+            esc(&flag.rule),
+            esc(&flag.reason),
+            flag.call_id
                 .as_deref()
                 .map(|c| format!(" (call <code>{}</code>)", esc(c)))
                 .unwrap_or_default(),
-            esc(suggested_action)
+            esc(&flag.suggested_action)
         ),
         EventKind::Escalation {
             step,

@@ -433,24 +433,19 @@ pub fn derive(before: &SessionState, event: &Event) -> Vec<(NotifyKind, Notifica
                 );
             }
         }
-        EventKind::BlockerFlag {
-            rule,
-            severity,
-            reason,
-            suggested_action,
-            call_id,
-        } => {
-            let details = json!({ "rule": rule, "reason": reason, "suggested_action": suggested_action, "call_id": call_id });
+        EventKind::BlockerFlag(flag) => {
+            let (rule, severity, reason) = (&flag.rule, flag.severity, &flag.reason);
+            let details = json!({ "rule": rule, "reason": reason, "suggested_action": flag.suggested_action, "call_id": flag.call_id });
             push(
                 NotifyKind::Flag,
-                Some(*severity),
+                Some(severity),
                 format!("session `{label}`: {severity} flag `{rule}`: {reason}"),
                 details.clone(),
             );
             if rule == "no_progress" || rule == "stale" {
                 push(
                     NotifyKind::SessionStalled,
-                    Some(*severity),
+                    Some(severity),
                     format!("session `{label}` stalled: {reason}"),
                     details,
                 );

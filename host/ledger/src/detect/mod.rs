@@ -36,7 +36,7 @@
 //! resolution moves the session off this step). A successful call brings the
 //! session back to `none` from any step below `rescue`.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::manifest::{DetectorConfig, Severity};
 use crate::session::{EventKind, SessionError, SessionState, SessionStatus, Sessions};
@@ -51,27 +51,9 @@ pub use sweep::{SweepFlag, Swept, sweep};
 pub use crate::session::watch::{ActiveFlag, FailingCall, Watch};
 pub use crate::values::EscalationStep;
 
-/// A blocker flag the rules raise.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Flag {
-    pub rule: String,
-    pub severity: Severity,
-    pub reason: String,
-    pub suggested_action: String,
-    pub call_id: Option<String>,
-}
-
-impl Flag {
-    fn event(&self) -> EventKind {
-        EventKind::BlockerFlag {
-            rule: self.rule.clone(),
-            severity: self.severity,
-            reason: self.reason.clone(),
-            suggested_action: self.suggested_action.clone(),
-            call_id: self.call_id.clone(),
-        }
-    }
-}
+// A blocker flag the rules raise is the content of its event, so it lives
+// with the events and is re-exported here.
+pub use crate::session::Flag;
 
 /// Which rules a run judges.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -353,7 +335,8 @@ fn judge(
         } else {
             None
         };
-        let mut events: Vec<EventKind> = raised.iter().map(Flag::event).collect();
+        let mut events: Vec<EventKind> =
+            raised.iter().cloned().map(EventKind::BlockerFlag).collect();
         if let Some(step) = escalation {
             let reason = match raised.iter().find(|f| f.severity == Severity::Critical) {
                 Some(f) if step == EscalationStep::Blocker => {

@@ -187,6 +187,21 @@ pub fn bounded_error(text: String) -> String {
     format!("{}… ({} bytes in all)", &text[..end], text.len())
 }
 
+/// A blocker flag the stuck-agent detector raised (see [`crate::detect`]):
+/// the content of a `blocker_flag` event, whose fields stand beside its
+/// `type` in the log as they did when the variant spelt them out.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Flag {
+    /// `budget`, `retry`, `overrun`, `denials`, `no_progress`, `stale` or
+    /// `approval_wait`.
+    pub rule: String,
+    pub severity: Severity,
+    pub reason: String,
+    pub suggested_action: String,
+    /// The call it concerns, if one.
+    pub call_id: Option<String>,
+}
+
 /// Everything that can happen in a session.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -356,15 +371,7 @@ pub enum EventKind {
         to: u64,
     },
     /// The stuck-agent detector raised a blocker flag (see [`crate::detect`]).
-    BlockerFlag {
-        /// `budget`, `retry`, `overrun`, `denials` or `no_progress`.
-        rule: String,
-        severity: Severity,
-        reason: String,
-        suggested_action: String,
-        /// The call it concerns, if one.
-        call_id: Option<String>,
-    },
+    BlockerFlag(Flag),
     /// The session moved on the escalation ladder.
     Escalation {
         step: EscalationStep,
@@ -473,7 +480,7 @@ macro_rules! annotation_kinds {
             | $crate::session::EventKind::BudgetWarning { .. }
             | $crate::session::EventKind::BudgetExceeded { .. }
             | $crate::session::EventKind::CapRaised { .. }
-            | $crate::session::EventKind::BlockerFlag { .. }
+            | $crate::session::EventKind::BlockerFlag(_)
             | $crate::session::EventKind::Escalation { .. }
             | $crate::session::EventKind::ContextInjected { .. }
             | $crate::session::EventKind::JobsUnwaited { .. }
@@ -508,7 +515,7 @@ impl EventKind {
             EventKind::BudgetWarning { .. } => "budget_warning",
             EventKind::BudgetExceeded { .. } => "budget_exceeded",
             EventKind::CapRaised { .. } => "cap_raised",
-            EventKind::BlockerFlag { .. } => "blocker_flag",
+            EventKind::BlockerFlag(_) => "blocker_flag",
             EventKind::Escalation { .. } => "escalation",
             EventKind::ContextInjected { .. } => "context_injected",
             EventKind::JobsUnwaited { .. } => "jobs_unwaited",

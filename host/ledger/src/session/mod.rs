@@ -48,8 +48,8 @@ pub use completion::{
 };
 pub use error::SessionError;
 pub use event::{
-    CallMetering, EndOutcome, Event, EventKind, GENESIS_HASH, MAX_ERROR_BYTES, MAX_INLINE_BYTES,
-    Role, SessionSummary, UnwaitedJob, bounded_error, digest, inline_if_small,
+    CallMetering, EndOutcome, Event, EventKind, Flag, GENESIS_HASH, MAX_ERROR_BYTES,
+    MAX_INLINE_BYTES, Role, SessionSummary, UnwaitedJob, bounded_error, digest, inline_if_small,
 };
 pub use family::{
     ChildObserver, ChildStatus, SpawnChild, Spawned, WAIT_DEFAULT, WAIT_MAX, carve,

@@ -503,7 +503,7 @@ impl SessionState {
                 self.budget.raised.set(*cap, Some(*to));
                 self.budget.warned.retain(|c| c != cap);
             }
-            EventKind::BlockerFlag { .. }
+            EventKind::BlockerFlag(_)
             | EventKind::Escalation { .. }
             | EventKind::JobsUnwaited { .. }
             | EventKind::ActionRefused { .. }

@@ -99,7 +99,7 @@ impl Watch {
         let at = event.at_ms;
         let own = matches!(
             &event.kind,
-            EventKind::BlockerFlag { .. }
+            EventKind::BlockerFlag(_)
                 | EventKind::Escalation { .. }
                 | EventKind::Paused { by: None, .. }
         );
@@ -139,20 +139,14 @@ impl Watch {
                 self.progress(at);
                 self.flags.retain(|_, f| f.severity != Severity::Critical);
             }
-            EventKind::BlockerFlag {
-                rule,
-                severity,
-                reason,
-                suggested_action,
-                call_id,
-            } => {
+            EventKind::BlockerFlag(flag) => {
                 self.flags.insert(
-                    rule.clone(),
+                    flag.rule.clone(),
                     ActiveFlag {
-                        severity: *severity,
-                        reason: reason.clone(),
-                        suggested_action: suggested_action.clone(),
-                        call_id: call_id.clone(),
+                        severity: flag.severity,
+                        reason: flag.reason.clone(),
+                        suggested_action: flag.suggested_action.clone(),
+                        call_id: flag.call_id.clone(),
                         seq: event.seq,
                         at_ms: at,
                     },
