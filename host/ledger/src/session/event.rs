@@ -683,6 +683,31 @@ mod tests {
         assert_eq!(sealed.by.as_deref(), Some("alice"));
     }
 
+    /// A `blocker_flag` record sealed when the variant spelt its fields out
+    /// (before it held a [`Flag`]): it still decodes, re-encodes to the very
+    /// bytes and verifies against its hash.
+    #[test]
+    fn a_blocker_flag_written_before_the_flag_type_reads_and_verifies_unchanged() {
+        const OLD: &str = r#"{"session":"s-old","seq":2,"at_ms":1001,"prev_hash":"0000000000000000000000000000000000000000000000000000000000000000","by":"host","hash":"69406751afd768abbb112ca8589bf5a3d06788c6fbe5c8765b0664c5d07ce856","kind":{"type":"blocker_flag","rule":"retry","severity":"critical","reason":"the same call failed 3 times","suggested_action":"change the input","call_id":"c-1"}}"#;
+        let event = Event::from_bytes(OLD.as_bytes()).unwrap();
+        assert_eq!(
+            event.kind,
+            EventKind::BlockerFlag(Flag {
+                rule: "retry".into(),
+                severity: Severity::Critical,
+                reason: "the same call failed 3 times".into(),
+                suggested_action: "change the input".into(),
+                call_id: Some("c-1".into()),
+            })
+        );
+        assert_eq!(event.to_bytes(), OLD.as_bytes());
+        assert!(
+            event
+                .check_link("s-old", 2, GENESIS_HASH, &Chain::Plain)
+                .is_ok()
+        );
+    }
+
     #[test]
     fn jobs_unwaited_is_tagged_and_round_trips() {
         let kind = EventKind::JobsUnwaited {
