@@ -21,7 +21,7 @@ use crate::pages::{Rendered, Viewer, session_link};
 pub async fn doctor(viewer: Viewer) -> Response {
     let found = glovebox::doctor::check(&viewer.app.gateway)
         .await
-        .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()));
+        .map_err(crate::pages::internal);
     viewer
         .page("doctor", "sessions", move |_| render(found))
         .await

@@ -39,7 +39,7 @@ fn render(app: &App, done: Option<&str>, error: Option<&str>) -> Rendered {
         .gateway
         .memory_bank()
         .list(&MemoryFilter::default())
-        .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+        .map_err(crate::pages::internal)?;
     let now = now_ms();
     let mut body = String::from("<h1>Memory</h1>");
     if let Some(message) = error {

@@ -26,6 +26,12 @@ use crate::html::{self, Bar, Chrome, badge, esc, url};
 /// What a page's reader returns: its title and body, or an answer that is not a page.
 pub(crate) type Rendered = Result<(String, String), (StatusCode, String)>;
 
+/// A reader's failure (the store's, a report's) as the answer a page gives
+/// in its place: 500 with the error's own words.
+pub(crate) fn internal(e: impl std::fmt::Display) -> (StatusCode, String) {
+    (StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
+}
+
 /// Who a page is served to, and the app serving it: what every page's
 /// handler extracts (the operator is set by [`crate::auth::guard`]).
 pub(crate) struct Viewer {
@@ -234,9 +240,7 @@ fn render_sessions(app: &App, q: &SessionsQuery) -> Rendered {
         ..SessionFilter::default()
     };
     let sessions = app.gateway.sessions();
-    let list = sessions
-        .list(&filter)
-        .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+    let list = sessions.list(&filter).map_err(internal)?;
     let host = app.gateway.host();
     let budgets = &host.config().budgets;
     let now = now_ms();
@@ -446,7 +450,7 @@ fn render_session(app: &App, id: &str, from: Option<u64>) -> Rendered {
         .max(1);
     let events = sessions
         .events(&state.id, from, TIMELINE as usize)
-        .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+        .map_err(internal)?;
     let _ = write!(
         body,
         "<h2>Timeline</h2><p class=\"muted\">events {from} to {} of {last}",
@@ -798,9 +802,7 @@ async fn approvals_refused(viewer: Viewer, message: String) -> Response {
 
 fn render_approvals(app: &App, done: Option<&str>, error: Option<&str>) -> Rendered {
     let store = &app.gateway.ledger().approvals;
-    let all = store
-        .list(true)
-        .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+    let all = store.list(true).map_err(internal)?;
     let now = now_ms();
     let mut body = String::from("<h1>Approvals</h1>");
     if let Some(message) = error {
@@ -948,10 +950,7 @@ pub async fn jobs(viewer: Viewer) -> Response {
 type JobFilter = fn(&glovebox::JobInfo) -> bool;
 
 fn render_jobs(app: &App) -> Rendered {
-    let list = app
-        .jobs
-        .list(None, None)
-        .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+    let list = app.jobs.list(None, None).map_err(internal)?;
     let now = now_ms();
     let mut body = String::from("<h1>Jobs</h1>");
     let groups: [(&str, &str, JobFilter); 3] = [
@@ -1055,8 +1054,7 @@ fn render_billing(app: &App, q: &BillingQuery) -> Rendered {
         esc(some(&q.to).unwrap_or(""))
     );
     for by in GROUPINGS {
-        let report = billing::report(sessions, &range, by)
-            .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+        let report = billing::report(sessions, &range, by).map_err(internal)?;
         let csv = format!(
             "/ui/billing.csv?by={}{}{}",
             by.as_str(),
@@ -1222,9 +1220,8 @@ fn render_rescues(app: &App) -> Rendered {
         ledger.storage.clone(),
         host.config().context.clone(),
     );
-    let err = |e: glovebox::rescue::RescueError| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string());
-    let list = rescues.list().map_err(err)?;
-    let report = rescues.report(30).map_err(err)?;
+    let list = rescues.list().map_err(internal)?;
+    let report = rescues.report(30).map_err(internal)?;
     let now = now_ms();
     let minutes = |ms: u64| format!("{:.1} min", ms as f64 / 60_000.0);
     let mut body = format!(
@@ -1355,7 +1352,7 @@ fn render_rescues(app: &App) -> Rendered {
         }
         body += "</tbody></table>";
     }
-    let entries = rescues.index().list(None, false).map_err(err)?;
+    let entries = rescues.index().list(None, false).map_err(internal)?;
     let _ = write!(
         body,
         "<h2>Context index ({} active entries)</h2>",
@@ -1404,12 +1401,7 @@ pub async fn notify(viewer: Viewer) -> Response {
 
 /// The `[[notify]]` targets and their outbox, as `glovebox notify status`.
 fn render_notify(app: &App) -> Rendered {
-    let targets = app
-        .gateway
-        .ledger()
-        .outbox
-        .status()
-        .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+    let targets = app.gateway.ledger().outbox.status().map_err(internal)?;
     let now = now_ms();
     let mut body = String::from("<h1>Notifications</h1>");
     if targets.is_empty() {

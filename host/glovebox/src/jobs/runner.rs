@@ -421,21 +421,17 @@ impl Jobs {
             )));
         }
         Ok(JobInfo {
-            id: new_job_id(),
-            session: state.id.clone(),
             session_name: state.name.clone(),
-            tool: call.name().to_string(),
-            input: call.input().to_string(),
-            status: JobStatus::Queued,
-            created_at_ms: creation_ms(self.now()),
-            started_at_ms: None,
-            finished_at_ms: None,
-            idempotent: call.info().idempotent,
-            attempts: 0,
-            result: None,
             by: Some(crate::session::actor::current().to_string()),
             result_read: Some(false),
-            runner: None,
+            ..JobInfo::queued(
+                new_job_id(),
+                state.id.clone(),
+                call.name(),
+                call.input().to_string(),
+                call.info().idempotent,
+                creation_ms(self.now()),
+            )
         })
     }
 
