@@ -375,6 +375,41 @@ pub fn raw_sled(dir: &Path, batch: usize, threads: usize, run_for: Duration) -> 
     outcome
 }
 
+/// sled alone, 1 writer, one insert and a flush, each after `gap` of other
+/// work (the writer spins, as a call's guest and its caller's tasks keep a
+/// core busy between two flushes). The latency is the insert's and its
+/// flush's only, not the gap's. On this project's VMs a flush costs more the
+/// longer the disk has had none, so a flush inside a call (after a call's
+/// worth of other work) costs more than the back-to-back flushes of the rows
+/// above; these rows measure by how much.
+pub fn raw_sled_after(dir: &Path, gap: Duration, run_for: Duration) -> Outcome {
+    let db = sled::Config::new().path(dir).open().expect("open sled");
+    let tree = db.open_tree("events").expect("open tree");
+    let entry = vec![0xABu8; ENTRY_BYTES];
+    let mut outcome = run_threads(1, run_for, |_, deadline| {
+        let mut lat = Vec::new();
+        let mut seq = 0u64;
+        loop {
+            let spin = Instant::now();
+            while spin.elapsed() < gap {
+                std::hint::spin_loop();
+            }
+            let t = Instant::now();
+            if t >= deadline {
+                break;
+            }
+            seq += 1;
+            tree.insert(seq.to_be_bytes(), entry.as_slice())
+                .expect("insert");
+            db.flush().expect("flush");
+            lat.push(micros(t.elapsed()));
+        }
+        lat
+    });
+    outcome.flushes = Some(outcome.events);
+    outcome
+}
+
 /// SQLite alone, on a database file `SqliteStore` created (its schema, 4 KiB
 /// pages), set up as the store sets up its writer at `Durability::Flush`
 /// (WAL, `synchronous=NORMAL`, a 16 MiB page cache, the WAL cut back to
