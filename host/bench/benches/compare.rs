@@ -21,8 +21,9 @@
 //!    against `python3 -c` / `node -e` under bubblewrap;
 //! 2. calls per second with 1, 2 and 4 concurrent callers;
 //! 3. durable appends on each backend (sled, SQLite): the raw engine, the
-//!    store and the session log, side by side; then raw sled's flush after
-//!    a pause (what a flush inside a call costs, against back to back);
+//!    store and the session log, side by side; then a flush after a pause
+//!    (raw sled, a call's writes, a plain file), against back to back: what
+//!    a flush inside a call costs;
 //! 4. resume time against session length, and the space a session takes on
 //!    disk, on each backend;
 //! 5. background jobs: 8 CPU-bound jobs at once against one by one, and
@@ -55,7 +56,7 @@ use glovebox::{
 };
 use serde_json::{Value, json};
 
-use support::append::{CASES, Case, ENTRY_BYTES, WRITERS};
+use support::append::{CASES, Case, ENTRY_BYTES, Flushed, WRITERS};
 use support::cpu::{TICKS_PER_S, machine_busy_ticks, process_ticks};
 use support::{BACKENDS, artifact, start_session};
 
@@ -1430,31 +1431,37 @@ fn appends(t: &mut Table, p: &Params, _rt: &tokio::runtime::Runtime, _data: &Pat
     }
     // A flush after a pause: what the rows above cannot show, since each of
     // their writers flushes again at once.
-    let mut back_to_back = None;
-    for gap_us in [0u64, 300, 1000] {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let mark = cpu_mark();
-        let mut o =
-            support::append::raw_sled_after(dir.path(), Duration::from_micros(gap_us), run_for);
-        let used = mark.since();
-        let p50 = Duration::from_micros(o.percentile(0.5).into());
-        let first = *back_to_back.get_or_insert(p50);
-        t.row(
-            &format!("raw sled, 1 writer, a flush per insert after {gap_us} µs of other work"),
-            dur(p50),
-            dur(Duration::from_micros(o.percentile(0.99).into())),
-            String::new(),
-            if gap_us == 0 {
-                String::new()
-            } else {
-                format!(
-                    "{:.2}× back to back",
-                    p50.as_secs_f64() / first.as_secs_f64()
-                )
-            },
-            String::new(),
-        );
-        t.cpu(used);
+    for what in [Flushed::SledInsert, Flushed::SledCall, Flushed::File] {
+        let mut back_to_back = None;
+        for gap_us in [0u64, 300, 1000] {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let mark = cpu_mark();
+            let mut o = support::append::flush_after(
+                dir.path(),
+                what,
+                Duration::from_micros(gap_us),
+                run_for,
+            );
+            let used = mark.since();
+            let p50 = Duration::from_micros(o.percentile(0.5).into());
+            let first = *back_to_back.get_or_insert(p50);
+            t.row(
+                &format!("{}, after {gap_us} µs of other work", what.label()),
+                dur(p50),
+                dur(Duration::from_micros(o.percentile(0.99).into())),
+                String::new(),
+                if gap_us == 0 {
+                    String::new()
+                } else {
+                    format!(
+                        "{:.2}× back to back",
+                        p50.as_secs_f64() / first.as_secs_f64()
+                    )
+                },
+                String::new(),
+            );
+            t.cpu(used);
+        }
     }
 }
 

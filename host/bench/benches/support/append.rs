@@ -3,6 +3,7 @@
 //! log, with N writer threads for a fixed time (used by `append` and
 //! `compare`).
 
+use std::io::Write as _;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Barrier, Mutex, PoisonError};
@@ -375,39 +376,95 @@ pub fn raw_sled(dir: &Path, batch: usize, threads: usize, run_for: Duration) -> 
     outcome
 }
 
-/// sled alone, 1 writer, one insert and a flush, each after `gap` of other
+/// What a pause row writes before each flush it times.
+#[derive(Clone, Copy)]
+pub enum Flushed {
+    /// sled: one insert.
+    SledInsert,
+    /// sled: what a call in a session writes, an append of three events
+    /// and an index entry (the write-ahead record, not flushed), then, after
+    /// the pause, the outcome's event and an index entry.
+    SledCall,
+    /// A plain file: one entry written, then `fdatasync`.
+    File,
+}
+
+impl Flushed {
+    pub fn label(self) -> &'static str {
+        match self {
+            Flushed::SledInsert => "raw sled, 1 writer, a flush per insert",
+            Flushed::SledCall => "raw sled, 1 writer, a call's writes and a flush",
+            Flushed::File => "a plain file, 1 writer, fdatasync per write",
+        }
+    }
+}
+
+/// One writer writes `what` and flushes, each time after `gap` of other
 /// work (the writer spins, as a call's guest and its caller's tasks keep a
-/// core busy between two flushes). The latency is the insert's and its
-/// flush's only, not the gap's. On this project's VMs a flush costs more the
-/// longer the disk has had none, so a flush inside a call (after a call's
-/// worth of other work) costs more than the back-to-back flushes of the rows
+/// core busy between two flushes). The latency is from the last write
+/// before the flush to the flush's end, not the gap's. On this project's
+/// VMs a flush costs more the longer the disk has had none, so a flush
+/// inside a call costs more than the back-to-back flushes of the rows
 /// above; these rows measure by how much.
-pub fn raw_sled_after(dir: &Path, gap: Duration, run_for: Duration) -> Outcome {
-    let db = sled::Config::new().path(dir).open().expect("open sled");
-    let tree = db.open_tree("events").expect("open tree");
+pub fn flush_after(dir: &Path, what: Flushed, gap: Duration, run_for: Duration) -> Outcome {
+    let spin = || {
+        let from = Instant::now();
+        while from.elapsed() < gap {
+            std::hint::spin_loop();
+        }
+    };
     let entry = vec![0xABu8; ENTRY_BYTES];
-    let mut outcome = run_threads(1, run_for, |_, deadline| {
+    if let Flushed::File = what {
+        let file = std::fs::File::create(dir.join("entries")).expect("create the file");
+        return run_threads(1, run_for, |_, deadline| {
+            let mut lat = Vec::new();
+            loop {
+                spin();
+                let t = Instant::now();
+                if t >= deadline {
+                    break;
+                }
+                (&file).write_all(&entry).expect("write");
+                file.sync_data().expect("fdatasync");
+                lat.push(micros(t.elapsed()));
+            }
+            lat
+        });
+    }
+    let db = sled::Config::new().path(dir).open().expect("open sled");
+    let (events, index) = (
+        db.open_tree("events").expect("open tree"),
+        db.open_tree("index").expect("open tree"),
+    );
+    run_threads(1, run_for, |_, deadline| {
         let mut lat = Vec::new();
         let mut seq = 0u64;
+        let mut insert = |tree: &sled::Tree| {
+            seq += 1;
+            tree.insert(seq.to_be_bytes(), entry.as_slice())
+                .expect("insert");
+        };
         loop {
-            let spin = Instant::now();
-            while spin.elapsed() < gap {
-                std::hint::spin_loop();
+            if let Flushed::SledCall = what {
+                for _ in 0..3 {
+                    insert(&events);
+                }
+                insert(&index);
             }
+            spin();
             let t = Instant::now();
             if t >= deadline {
                 break;
             }
-            seq += 1;
-            tree.insert(seq.to_be_bytes(), entry.as_slice())
-                .expect("insert");
+            insert(&events);
+            if let Flushed::SledCall = what {
+                insert(&index);
+            }
             db.flush().expect("flush");
             lat.push(micros(t.elapsed()));
         }
         lat
-    });
-    outcome.flushes = Some(outcome.events);
-    outcome
+    })
 }
 
 /// SQLite alone, on a database file `SqliteStore` created (its schema, 4 KiB

@@ -428,7 +428,7 @@ impl Jobs {
                 new_job_id(),
                 state.id.clone(),
                 call.name(),
-                call.input().to_string(),
+                call.input(),
                 call.info().idempotent,
                 creation_ms(self.now()),
             )
