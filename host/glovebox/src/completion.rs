@@ -65,7 +65,7 @@ impl Gateway {
         ledger_work(move || {
             let recorded = sessions.record_gates(&id, results)?;
             if detector.enabled
-                && let Err(e) = crate::detect::check(&sessions, &detector, &id)
+                && let Err(e) = crate::detect::flags(&sessions, &detector, &id)
             {
                 tracing::warn!(session = %id, error = %e, "the stuck-agent detector could not run after the gates");
             }

@@ -243,9 +243,14 @@ impl Gateway {
         job_id: Option<String>,
         cancel: Option<crate::pipeline::Cancel>,
     ) -> Result<CallReport, SessionError> {
-        let sessions = self.sessions().clone();
-        let key = session.to_string();
-        let state = ledger_work(move || sessions.show(&key)).await?;
+        let state = match self.sessions().show_cached(session) {
+            Some(state) => state,
+            None => {
+                let sessions = self.sessions().clone();
+                let key = session.to_string();
+                ledger_work(move || sessions.show(&key)).await?
+            }
+        };
         self.run(&state, call, Judge::Hooks, job_id, cancel).await
     }
 

@@ -424,9 +424,10 @@ impl Host {
         let tool_name = info.tool.clone();
         let input = call.input().to_string();
         let task_name = name.clone();
-        // A task of its own, so a panic in host glue ends this call only.
-        // Aborted if this future is dropped (a cancelled job): its store goes.
-        // A slow call's guest runs on threads of its own (see `SlowLane`).
+        // Contained, so a panic in host glue ends this call only, and
+        // dropped with this future (a cancelled job): its store goes. A
+        // quick call runs in the caller's task, sparing two thread hand-offs;
+        // a slow call's guest runs on threads of its own (see `SlowLane`).
         let run = async move {
             let started = Instant::now();
             let report = run_call(&runtime, &plugin, &task_name, &tool_name, input, ctx).await;
@@ -434,12 +435,12 @@ impl Host {
             run_times.record(&task_name, started.elapsed());
             report
         };
-        let task = if slow {
-            self.admission.slow_lane.owned(run)
+        let ended = if slow {
+            self.admission.slow_lane.owned(run).join().await
         } else {
-            crate::tasks::owned(run)
+            crate::tasks::contained(Box::pin(run)).await
         };
-        match task.join().await {
+        match ended {
             Ok(report) => report,
             Err(why) => {
                 let message = format!("the host's task serving the call ended: {why}");

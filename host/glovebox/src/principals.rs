@@ -95,8 +95,13 @@ impl Gateway {
         job_id: Option<String>,
         cancel: Option<crate::pipeline::Cancel>,
     ) -> Result<CallReport, SessionError> {
-        // One look at the session, the caller's: the stages run on it.
-        let state = self.session_as(caller, session).await?;
+        // One look at the session, the caller's: the stages run on it. From
+        // the ledger's cache when it can answer at once, sparing a trip to
+        // the blocking pool.
+        let state = match self.sessions().show_cached_as(caller, session) {
+            Some(state) => state?,
+            None => self.session_as(caller, session).await?,
+        };
         self.run(&state, call, Judge::Hooks, job_id, cancel).await
     }
 

@@ -3,9 +3,10 @@
 //! it turns into.
 //!
 //! The ledger is synchronous (the storage trait is), so the async callers run
-//! its work on tokio's blocking pool with [`blocking`]; a call runs in a task
-//! of its own ([`Owned`]), so a panic in host glue ends that call only, and
-//! dropping the caller's future (a cancelled job) aborts it.
+//! its work on tokio's blocking pool with [`blocking`]; a call runs
+//! [`contained`] in its caller's task (a slow call's guest in a task of its
+//! own on the slow lane, [`Owned`]), so a panic in host glue ends that call
+//! only, and dropping the caller's future (a cancelled job) drops the call.
 //!
 //! Who acts ([`acting`]): an entry point (an MCP request, an operator's
 //! command, a background job) names the principal once; the ledger's work
@@ -89,6 +90,24 @@ where
 /// It acts for whoever the caller acts for.
 pub fn owned<T: Send + 'static>(future: impl Future<Output = T> + Send + 'static) -> Owned<T> {
     Owned(tokio::spawn(inherit(future)))
+}
+
+/// Runs `future` in the caller's own task, as [`owned`] runs it in a task of
+/// its own, but without handing it to another thread and back: a panic in it
+/// ends it with the panic's message, as [`Owned::join`] words it, and does
+/// not unwind into the caller. Dropping the caller's future drops it (and
+/// what it holds), as dropping an [`Owned`] aborts its task.
+pub async fn contained<T>(future: impl Future<Output = T>) -> Result<T, String> {
+    let mut future = std::pin::pin!(future);
+    std::future::poll_fn(move |cx| {
+        let polled =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| future.as_mut().poll(cx)));
+        match polled {
+            Ok(poll) => poll.map(Ok),
+            Err(panic) => std::task::Poll::Ready(Err(panicked(panic.as_ref()))),
+        }
+    })
+    .await
 }
 
 /// The threads the guests of slow calls run on (see the admission's "Slow
@@ -259,11 +278,53 @@ impl<T> Drop for Owned<T> {
 /// What ended a task that did not return.
 fn why(e: tokio::task::JoinError) -> String {
     if e.is_panic() {
-        format!(
-            "it panicked: {}",
-            crate::call::panic_message(e.into_panic().as_ref())
-        )
+        panicked(e.into_panic().as_ref())
     } else {
         "it was cancelled".to_string()
+    }
+}
+
+/// How a panic that ended a task or a contained future is worded.
+fn panicked(panic: &(dyn std::any::Any + Send)) -> String {
+    format!("it panicked: {}", crate::call::panic_message(panic))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_contained_future_that_panics_after_waiting_ends_with_the_panic_not_the_caller() {
+        let ended = contained(async {
+            tokio::task::yield_now().await;
+            if std::hint::black_box(true) {
+                panic!("host glue broke");
+            }
+            1
+        })
+        .await;
+        assert_eq!(ended, Err("it panicked: host glue broke".to_string()));
+        // The caller goes on, and so does the next call.
+        assert_eq!(contained(async { 2 }).await, Ok(2));
+    }
+
+    #[tokio::test]
+    async fn dropping_the_caller_drops_a_contained_future_and_what_it_holds() {
+        struct Held(Arc<std::sync::atomic::AtomicBool>);
+        impl Drop for Held {
+            fn drop(&mut self) {
+                self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+        let dropped = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let held = Held(dropped.clone());
+        let call = contained(async move {
+            let _held = held;
+            std::future::pending::<()>().await;
+        });
+        // The caller gives up after a while (a cancelled job).
+        let gave_up = tokio::time::timeout(Duration::from_millis(10), call).await;
+        assert!(gave_up.is_err());
+        assert!(dropped.load(std::sync::atomic::Ordering::SeqCst));
     }
 }

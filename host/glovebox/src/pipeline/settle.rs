@@ -130,9 +130,9 @@ fn detect(sessions: &Sessions, config: &crate::manifest::DetectorConfig, id: &st
     if !config.enabled {
         return;
     }
-    match crate::detect::check(sessions, config, id) {
-        Ok(check) => {
-            for flag in &check.raised {
+    match crate::detect::flags(sessions, config, id) {
+        Ok(raised) => {
+            for flag in &raised {
                 tracing::warn!(session = %id, rule = %flag.rule, severity = %flag.severity, reason = %flag.reason, "blocker flag raised");
             }
         }

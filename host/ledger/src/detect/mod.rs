@@ -318,6 +318,16 @@ pub fn check(
     })
 }
 
+/// [`check`] without the copy of the session it returns: the flags raised
+/// now. What a call's settle runs, after every call.
+pub fn flags(
+    sessions: &Sessions,
+    config: &DetectorConfig,
+    id_or_name: &str,
+) -> Result<Vec<Flag>, SessionError> {
+    judge(sessions, config, id_or_name, Rules::All, None).map(|(raised, _, _)| raised)
+}
+
 /// One run of `rules` on a session and its events, under the session's lock:
 /// the flags raised, the ladder's move and whether it paused the session.
 /// The ladder moves only with a flag when only the timed rules ran.

@@ -108,6 +108,21 @@ impl Sessions {
         }
     }
 
+    /// [`Sessions::show_as`] when that takes no work that may block (see
+    /// [`Sessions::show_cached`]); `None` when it would.
+    pub fn show_cached_as(
+        &self,
+        caller: &Principal,
+        id: &str,
+    ) -> Option<Result<SessionState, SessionError>> {
+        let state = self.show_cached(id)?;
+        Some(if may_touch(caller, state.owner_name()) {
+            Ok(state)
+        } else {
+            Err(SessionError::NotFound(id.to_string()))
+        })
+    }
+
     /// Resumes the session (see [`Sessions::resume`]) for `caller`: refused
     /// for a pause only an operator may lift.
     pub fn resume_as(&self, caller: &Principal, id_or_name: &str) -> Result<Resumed, SessionError> {

@@ -279,6 +279,25 @@ impl Sessions {
         self.state_of(&id)
     }
 
+    /// [`Sessions::show`] when that takes no work that may block: session
+    /// `id` (an id, not a name) is loaded already, from the store as it is
+    /// now, and nobody is writing to it at this moment. `None` when any of
+    /// that fails: then `show` is the way, off the async threads. What the
+    /// call pipeline looks at first, so a call spares a thread hand-off.
+    pub fn show_cached(&self, id: &str) -> Option<SessionState> {
+        if !id.starts_with(ID_PREFIX) {
+            return None;
+        }
+        let slot = self.existing_slot(id)?;
+        // Held by a writer (who may be waiting for the disk), or poisoned:
+        // not for an async thread to wait on or repair.
+        let slot = slot.try_lock().ok()?;
+        if slot.generation != self.storage.generation() {
+            return None;
+        }
+        slot.state.clone()
+    }
+
     /// Pauses an active session.
     pub fn pause(&self, id_or_name: &str, reason: &str) -> Result<SessionState, SessionError> {
         self.with_slot(id_or_name, |this, slot, id| {

@@ -228,6 +228,11 @@ impl Sessions {
         lock(&self.slots).entry(id.to_string()).or_default().clone()
     }
 
+    /// The slot of session `id` if it has one already (this makes none).
+    pub(crate) fn existing_slot(&self, id: &str) -> Option<Arc<Mutex<Slot>>> {
+        lock(&self.slots).get(id).cloned()
+    }
+
     /// The state of the session whose slot is `slot`, loaded if not cached.
     pub(crate) fn loaded<'a>(
         &self,
@@ -453,7 +458,7 @@ impl Sessions {
             // Applied one by one, so each event's upkeep (index, checkpoint)
             // sees the state it left.
             for event in &events {
-                let before = SessionInfo::from(&*state);
+                let was_live = state.status.is_live();
                 let watched = !lock(&self.notified).is_empty();
                 let notifications = match &self.config.notify {
                     Some(_) => notify::derive(state, event),
@@ -464,7 +469,7 @@ impl Sessions {
                     slot.state = None;
                     return Err(e);
                 }
-                self.after_append(state, &before, event);
+                self.after_append(state, was_live, event);
                 if watched {
                     for observer in lock(&self.notified).iter() {
                         for (kind, n) in &notifications {
@@ -509,8 +514,8 @@ impl Sessions {
     /// Index and checkpoint upkeep after an acknowledged append. The event is
     /// durable already, so failures here only cost a slower load or a stale
     /// listing (repaired by `recover`); they are logged, not returned.
-    fn after_append(&self, state: &SessionState, before: &SessionInfo, event: &Event) {
-        if before.status.is_live()
+    fn after_append(&self, state: &SessionState, was_live: bool, event: &Event) {
+        if was_live
             && !state.status.is_live()
             && let Some(name) = &state.name
             && let Err(e) = self.release_name(name, &state.id)

@@ -311,3 +311,43 @@ fn a_handoff_into_another_principals_session_follows_a_configured_route_only() {
         .unwrap();
     assert_eq!(s.show("l-sup").unwrap().handoffs, 1);
 }
+
+#[test]
+fn a_look_from_the_cache_answers_as_show_as_does_and_only_when_it_need_not_wait() {
+    let env = Env::new();
+    let (a, b) = (workagent("a"), workagent("b"));
+    let s = &env.sessions;
+    let mine = start_work(s, &a, "a-work");
+    let theirs = start_work(s, &b, "b-work");
+
+    // Loaded by its start: the same state `show_as` gives.
+    let cached = s.show_cached_as(&a, &mine.id).expect("cached").unwrap();
+    assert_eq!(cached, s.show_as(&a, &mine.id).unwrap());
+    // Another principal's session is "not found" here too.
+    assert_not_found(
+        s.show_cached_as(&a, &theirs.id).expect("cached"),
+        &theirs.id,
+    );
+    // A name takes a look at the name index: not from the cache.
+    assert!(s.show_cached_as(&a, "a-work").is_none());
+
+    // A writer holds the session: the cache does not wait for it.
+    {
+        let slot = s.slot(&mine.id);
+        let _held = crate::session::store::lock_slot(&slot);
+        assert!(s.show_cached_as(&a, &mine.id).is_none());
+        assert!(s.show_cached(&mine.id).is_none());
+    }
+
+    // After the state changes, the cache has the change.
+    env.note(&mine.id, "more");
+    let cached = s.show_cached(&mine.id).expect("cached");
+    assert_eq!(cached.last_seq, mine.last_seq + 1);
+    assert_eq!(cached, s.show(&mine.id).unwrap());
+
+    // A store opened anew has loaded nothing: the look goes to the log.
+    let env = env.reopen(SessionsConfig::default());
+    assert!(env.sessions.show_cached(&mine.id).is_none());
+    env.sessions.show(&mine.id).unwrap();
+    assert!(env.sessions.show_cached(&mine.id).is_some());
+}
