@@ -67,8 +67,16 @@ fn within<T>(by: &Option<Arc<str>>, sink: &Option<LogSink>, f: impl FnOnce() -> 
 
 use tokio::task::JoinHandle;
 
-/// Runs blocking work (the ledger's, an operator's command) off the async
-/// threads. A panic in `f` becomes `failed(message)`, the caller's own error.
+/// Runs blocking work (the ledger's, an operator's command) without holding
+/// up the async threads. A panic in `f` becomes `failed(message)`, the
+/// caller's own error.
+///
+/// On a multi-thread runtime `f` runs on this very thread, which first hands
+/// its share of the other tasks to another thread (`block_in_place`): the
+/// caller waits for `f` anyway, and so its work starts at once instead of
+/// after a blocking-pool thread wakes up, and the caller resumes without
+/// waiting to be woken in turn. Elsewhere (a current-thread runtime, as in
+/// most tests) `f` goes to the blocking pool.
 pub async fn blocking<T, E>(
     f: impl FnOnce() -> Result<T, E> + Send + 'static,
     failed: impl FnOnce(String) -> E,
@@ -77,6 +85,18 @@ where
     T: Send + 'static,
     E: Send + 'static,
 {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    if Handle::current().runtime_flavor() == RuntimeFlavor::MultiThread {
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            tokio::task::block_in_place(f)
+        }));
+        return ran.unwrap_or_else(|panic| {
+            Err(failed(format!(
+                "a blocking task failed: {}",
+                panicked(panic.as_ref())
+            )))
+        });
+    }
     let (by, sink) = here();
     let f = move || within(&by, &sink, f);
     match tokio::task::spawn_blocking(f).await {
