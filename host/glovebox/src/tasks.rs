@@ -328,6 +328,44 @@ mod tests {
         assert_eq!(contained(async { 2 }).await, Ok(2));
     }
 
+    /// The thread `blocking` ran its work on, and what a panic in it became.
+    async fn where_blocking_runs() -> (bool, String) {
+        let caller = std::thread::current().id();
+        let here = blocking(
+            move || Ok::<_, String>(std::thread::current().id() == caller),
+            |why| why,
+        )
+        .await
+        .unwrap();
+        let failed = blocking(
+            || -> Result<(), String> { panic!("the ledger broke") },
+            |why| why,
+        )
+        .await
+        .unwrap_err();
+        (here, failed)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn blocking_work_runs_on_the_callers_thread_of_a_multi_thread_runtime() {
+        let (here, failed) = where_blocking_runs().await;
+        assert!(here, "the work went to another thread");
+        assert_eq!(
+            failed,
+            "a blocking task failed: it panicked: the ledger broke"
+        );
+    }
+
+    #[tokio::test]
+    async fn blocking_work_goes_to_the_blocking_pool_of_a_current_thread_runtime() {
+        let (here, failed) = where_blocking_runs().await;
+        assert!(!here, "the work blocked the runtime's only thread");
+        assert_eq!(
+            failed,
+            "a blocking task failed: it panicked: the ledger broke"
+        );
+    }
+
     #[tokio::test]
     async fn dropping_the_caller_drops_a_contained_future_and_what_it_holds() {
         struct Held(Arc<std::sync::atomic::AtomicBool>);
