@@ -96,8 +96,8 @@ impl Gateway {
         cancel: Option<crate::pipeline::Cancel>,
     ) -> Result<CallReport, SessionError> {
         // One look at the session, the caller's: the stages run on it. From
-        // the ledger's cache when it can answer at once, sparing a trip to
-        // the blocking pool.
+        // the ledger's cache when it can answer at once, sparing the
+        // blocking work (and taking this thread out of the async workers).
         let state = match self.sessions().show_cached_as(caller, session) {
             Some(state) => state?,
             None => self.session_as(caller, session).await?,

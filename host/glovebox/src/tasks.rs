@@ -3,7 +3,9 @@
 //! it turns into.
 //!
 //! The ledger is synchronous (the storage trait is), so the async callers run
-//! its work on tokio's blocking pool with [`blocking`]; a call runs
+//! its work with [`blocking`], which first takes their thread out of the
+//! async workers (or, on a current-thread runtime, uses the blocking pool);
+//! a call runs
 //! [`contained`] in its caller's task (a slow call's guest in a task of its
 //! own on the slow lane, [`Owned`]), so a panic in host glue ends that call
 //! only, and dropping the caller's future (a cancelled job) drops the call.
@@ -348,7 +350,9 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn blocking_work_runs_on_the_callers_thread_of_a_multi_thread_runtime() {
-        let (here, failed) = where_blocking_runs().await;
+        // From a task on one of the runtime's workers, as the gateway's
+        // callers are (the test's own body runs outside the workers).
+        let (here, failed) = tokio::spawn(where_blocking_runs()).await.unwrap();
         assert!(here, "the work went to another thread");
         assert_eq!(
             failed,
