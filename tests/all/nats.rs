@@ -879,6 +879,71 @@ async fn a_stopping_host_hands_its_unfinished_job_to_another_host_at_once() {
     );
 }
 
+/// Regression: a host that stopped while its pull of the work queue was
+/// under way took the job that pull brought and handed its message back for
+/// later (a third of the ack wait, 20 s here), so the host that runs waited
+/// that long, or for its next pass over the stored jobs (also 20 s). It
+/// broke `a_stopping_host_hands_its_unfinished_job_to_another_host_at_once`
+/// one run in three, when the job pushed at the stop reached the stopping
+/// host's own pull. Here that is the only pull: `b` runs one job at a time
+/// and is busy, so the job queued just after `a` stops reaches `a`, which
+/// must hand it back at once; `b` runs it as soon as it has room.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopping_host_hands_back_at_once_a_job_its_last_pull_brought() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = NatsServer::start(tmp.path(), true);
+    let ttl = Duration::from_secs(60);
+    let quotas = glovebox::manifest::QuotasConfig::default();
+    let one_at_a_time = glovebox::JobsConfig {
+        max_running: 1,
+        ..Default::default()
+    };
+    let (b, _b_data) =
+        jobs_node_running(&server.url(), "b", quotas.clone(), ttl, one_at_a_time).await;
+    let (a, _a_data) = jobs_node(&server.url(), "a", quotas.clone(), ttl).await;
+    let (client, _client_data) = jobs_node(&server.url(), "client", quotas, ttl).await;
+    let session = b
+        .gateway()
+        .sessions()
+        .start(crate::jobs::start("w"))
+        .unwrap()
+        .id;
+    b.recover().await.unwrap();
+    a.recover().await.unwrap();
+    let busy = b
+        .spawn(&session, "sleep", r#"{"seconds":3}"#)
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while b.status(&busy.id).unwrap().status != glovebox::JobStatus::Running {
+        assert!(Instant::now() < deadline, "the busy job never ran on `b`");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // `b`'s last pull from before it was busy (one waits up to 1 s) is over.
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+
+    assert!(a.shutdown(Duration::ZERO).await.is_empty());
+    let queued_at = Instant::now();
+    let job = client
+        .enqueue(&session, "sleep", r#"{"seconds":0}"#)
+        .await
+        .unwrap();
+    let done = final_by(
+        &b,
+        &job.id,
+        queued_at + Duration::from_secs(10),
+        "`b` did not run the job within 10 s: the stopped host `a` held its message back",
+    )
+    .await;
+    assert_eq!(done.status, glovebox::JobStatus::Completed, "{done:?}");
+    assert!(
+        done.runner.as_deref().is_some_and(|r| r.starts_with("b/")),
+        "{done:?}"
+    );
+    let busy = b.status(&busy.id).unwrap();
+    assert_eq!(busy.status, glovebox::JobStatus::Completed, "{busy:?}");
+}
+
 /// Principals take turns in the work queue, from the runner's side: the
 /// spawner of a job (`by`) is its turn's group. A client queues three jobs
 /// as principal `x`, then one as `y`; a host that runs one job at a time

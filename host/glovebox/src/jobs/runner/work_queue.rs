@@ -17,8 +17,8 @@ use crate::storage::{Delivery, WorkQueue};
 enum Answer {
     /// The job is final (or gone): acknowledged, never delivered again.
     Done,
-    /// Handed back to be delivered again at once (a queued job this host
-    /// will not run: it stops).
+    /// Handed back to be delivered again at once (a job this host will not
+    /// run: it stops).
     Now,
     /// Handed back to be delivered again after a third of the ack wait
     /// (another live host has the job, or it could not be read).
@@ -169,6 +169,11 @@ impl Jobs {
             }
             Ok(None) => Answer::Done,
             Ok(Some((job, _))) if job.status.is_final() => Answer::Done,
+            // This host stops, and its pull was under way: it takes nothing
+            // new, and the message goes back at once for a host that runs
+            // (handed back for later, the job would wait a third of the ack
+            // wait, or the other hosts' next pass over the stored jobs).
+            Ok(Some(_)) if self.stopping.load(Ordering::SeqCst) => Answer::Now,
             Ok(Some(_)) if self.is_live(&id) => Answer::Hold,
             Ok(Some((_, true))) => Answer::Later,
             Ok(Some((job, false))) => match self.take_over(job).await {
