@@ -1115,55 +1115,39 @@ impl FailingJobWrites {
 }
 
 impl glovebox::storage::Storage for FailingJobWrites {
-    fn append(
-        &self,
-        stream: &str,
-        expected: u64,
-        entries: &[Vec<u8>],
-    ) -> Result<u64, StorageError> {
+    fn append(&self, stream: &str, expected: u64, entries: &[Vec<u8>]) -> Result<u64> {
         self.inner.append(stream, expected, entries)
     }
-    fn read(
-        &self,
-        stream: &str,
-        from: u64,
-        max: usize,
-    ) -> Result<Vec<(u64, Vec<u8>)>, StorageError> {
+    fn read(&self, stream: &str, from: u64, max: usize) -> Result<Vec<(u64, Vec<u8>)>> {
         self.inner.read(stream, from, max)
     }
-    fn last_seq(&self, stream: &str) -> Result<u64, StorageError> {
+    fn last_seq(&self, stream: &str) -> Result<u64> {
         self.inner.last_seq(stream)
     }
-    fn streams(&self) -> Result<Vec<String>, StorageError> {
+    fn streams(&self) -> Result<Vec<String>> {
         self.inner.streams()
     }
-    fn put(&self, bucket: &str, key: &str, value: &[u8]) -> Result<(), StorageError> {
+    fn put(&self, bucket: &str, key: &str, value: &[u8]) -> Result<()> {
         self.write(bucket, || self.inner.put(bucket, key, value))
     }
-    fn put_if(
-        &self,
-        bucket: &str,
-        key: &str,
-        expected: Option<&[u8]>,
-        value: Option<&[u8]>,
-    ) -> Result<bool, StorageError> {
-        self.write(bucket, || self.inner.put_if(bucket, key, expected, value))
+    fn put_if(&self, bucket: &str, key: &str, swap: Swap<'_>) -> Result<bool> {
+        self.write(bucket, || self.inner.put_if(bucket, key, swap))
     }
-    fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>, StorageError> {
+    fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>> {
         self.inner.get(bucket, key)
     }
-    fn delete(&self, bucket: &str, key: &str) -> Result<(), StorageError> {
+    fn delete(&self, bucket: &str, key: &str) -> Result<()> {
         self.inner.delete(bucket, key)
     }
-    fn scan(&self, bucket: &str, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
+    fn scan(&self, bucket: &str, prefix: &str) -> Result<Vec<(String, Vec<u8>)>> {
         self.inner.scan(bucket, prefix)
     }
-    fn buckets(&self) -> Result<Vec<String>, StorageError> {
+    fn buckets(&self) -> Result<Vec<String>> {
         self.inner.buckets()
     }
 }
 
-use glovebox::storage::StorageError;
+use glovebox::storage::{Result, StorageError, Swap};
 
 /// Jobs over a store whose job-record writes fail when armed.
 async fn failing_job_writes() -> (Arc<FailingJobWrites>, Arc<Jobs>, String, tempfile::TempDir) {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::session::SessionError;
-use crate::storage::Storage;
+use crate::storage::{Storage, Swap};
 
 const BUCKET: &str = "approvals";
 
@@ -111,7 +111,7 @@ impl Approvals {
         }
         if self
             .storage
-            .put_if(BUCKET, id, Some(&stored), Some(&bytes))?
+            .put_if(BUCKET, id, Swap::new(Some(&stored), Some(&bytes)))?
         {
             return Ok(());
         }

@@ -26,7 +26,7 @@ use serde_json::json;
 use crate::manifest::Severity;
 pub use crate::manifest::{NotifyKind, NotifyTarget};
 use crate::session::{EndOutcome, Event, EventKind, SessionState};
-use crate::storage::{Storage, StorageError};
+use crate::storage::{Storage, StorageError, Swap};
 use crate::values::EscalationStep;
 
 pub const OUTBOX_BUCKET: &str = "notify_outbox";
@@ -206,7 +206,11 @@ impl Outbox {
         let bytes = encode(&current)?;
         Ok(self
             .storage
-            .put_if(OUTBOX_BUCKET, &entry.key, Some(&stored), Some(&bytes))?
+            .put_if(
+                OUTBOX_BUCKET,
+                &entry.key,
+                Swap::new(Some(&stored), Some(&bytes)),
+            )?
             .then_some(current))
     }
 

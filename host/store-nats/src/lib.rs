@@ -58,7 +58,7 @@ use async_nats::jetstream::{self, ErrorCode, consumer, kv, stream};
 use async_nats::{Client, ConnectOptions, HeaderMap};
 use bytes::Bytes;
 use futures_util::StreamExt;
-use glovebox_store::{Durability, Storage, StorageError};
+use glovebox_store::{Durability, Result, Storage, StorageError, Swap};
 
 pub use names::check_prefix;
 
@@ -1160,18 +1160,13 @@ impl Storage for NatsStore {
         &self,
         name: &str,
         ack_wait: Duration,
-    ) -> Result<Option<Arc<dyn glovebox_store::WorkQueue>>, StorageError> {
+    ) -> Result<Option<Arc<dyn glovebox_store::WorkQueue>>> {
         let queue =
             queue::NatsQueue::open(self.handle.clone(), self.inner.clone(), name, ack_wait)?;
         Ok(Some(Arc::new(queue)))
     }
 
-    fn append(
-        &self,
-        stream: &str,
-        expected_last: u64,
-        entries: &[Vec<u8>],
-    ) -> Result<u64, StorageError> {
+    fn append(&self, stream: &str, expected_last: u64, entries: &[Vec<u8>]) -> Result<u64> {
         names::check_stream_name(stream)?;
         let payload = if entries.is_empty() {
             None
@@ -1182,28 +1177,23 @@ impl Storage for NatsStore {
         self.run(move |inner| inner.append(stream, expected_last, payload))
     }
 
-    fn read(
-        &self,
-        stream: &str,
-        from: u64,
-        max: usize,
-    ) -> Result<Vec<(u64, Vec<u8>)>, StorageError> {
+    fn read(&self, stream: &str, from: u64, max: usize) -> Result<Vec<(u64, Vec<u8>)>> {
         names::check_stream_name(stream)?;
         let stream = stream.to_string();
         self.run(move |inner| inner.read(stream, from, max))
     }
 
-    fn last_seq(&self, stream: &str) -> Result<u64, StorageError> {
+    fn last_seq(&self, stream: &str) -> Result<u64> {
         names::check_stream_name(stream)?;
         let stream = stream.to_string();
         self.run(move |inner| inner.last_seq(stream))
     }
 
-    fn streams(&self) -> Result<Vec<String>, StorageError> {
+    fn streams(&self) -> Result<Vec<String>> {
         self.run(|inner| inner.streams())
     }
 
-    fn put(&self, bucket: &str, key: &str, value: &[u8]) -> Result<(), StorageError> {
+    fn put(&self, bucket: &str, key: &str, value: &[u8]) -> Result<()> {
         let (bucket, key, value) = (
             bucket.to_string(),
             key.to_string(),
@@ -1212,35 +1202,29 @@ impl Storage for NatsStore {
         self.run(move |inner| inner.put(bucket, key, value))
     }
 
-    fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>, StorageError> {
+    fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>> {
         let (bucket, key) = (bucket.to_string(), key.to_string());
         self.run(move |inner| inner.get(bucket, key))
     }
 
-    fn delete(&self, bucket: &str, key: &str) -> Result<(), StorageError> {
+    fn delete(&self, bucket: &str, key: &str) -> Result<()> {
         let (bucket, key) = (bucket.to_string(), key.to_string());
         self.run(move |inner| inner.delete(bucket, key))
     }
 
-    fn put_if(
-        &self,
-        bucket: &str,
-        key: &str,
-        expected: Option<&[u8]>,
-        value: Option<&[u8]>,
-    ) -> Result<bool, StorageError> {
+    fn put_if(&self, bucket: &str, key: &str, swap: Swap<'_>) -> Result<bool> {
         let (bucket, key) = (bucket.to_string(), key.to_string());
-        let expected = expected.map(Bytes::copy_from_slice);
-        let value = value.map(Bytes::copy_from_slice);
+        let expected = swap.from.map(Bytes::copy_from_slice);
+        let value = swap.to.map(Bytes::copy_from_slice);
         self.run(move |inner| inner.put_if(bucket, key, expected, value))
     }
 
-    fn scan(&self, bucket: &str, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
+    fn scan(&self, bucket: &str, prefix: &str) -> Result<Vec<(String, Vec<u8>)>> {
         let (bucket, prefix) = (bucket.to_string(), prefix.to_string());
         self.run(move |inner| inner.scan(bucket, prefix))
     }
 
-    fn buckets(&self) -> Result<Vec<String>, StorageError> {
+    fn buckets(&self) -> Result<Vec<String>> {
         self.run(|inner| inner.buckets())
     }
 }

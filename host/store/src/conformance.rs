@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 
 use crate::test_support::{entries, read_entries};
-use crate::{Durability, Storage, StorageError};
+use crate::{Durability, Storage, StorageError, Swap};
 
 /// What the tests need of a backend beyond [`Storage`]: a way to open it
 /// again on the same data. A backend without a data dir (a server) maps
@@ -594,10 +594,14 @@ pub fn put_if_writes_only_over_the_expected_value<B: Backend>() {
     let tmp = tempfile::tempdir().unwrap();
     let store = open::<B>(tmp.path());
     // Nothing there: only "absent" matches, and a miss creates no bucket.
-    assert!(!store.put_if("b", "k", Some(b"v"), Some(b"w")).unwrap());
-    assert!(!store.put_if("b", "k", Some(b""), None).unwrap());
     assert!(
-        store.put_if("b", "k", None, None).unwrap(),
+        !store
+            .put_if("b", "k", Swap::new(Some(b"v"), Some(b"w")))
+            .unwrap()
+    );
+    assert!(!store.put_if("b", "k", Swap::new(Some(b""), None)).unwrap());
+    assert!(
+        store.put_if("b", "k", Swap::new(None, None)).unwrap(),
         "absent stays absent"
     );
     assert!(
@@ -606,28 +610,76 @@ pub fn put_if_writes_only_over_the_expected_value<B: Backend>() {
     );
     assert_eq!(store.get("b", "k").unwrap(), None);
     // Absent -> v1; a second "absent" loses.
-    assert!(store.put_if("b", "k", None, Some(b"v1")).unwrap());
-    assert!(!store.put_if("b", "k", None, Some(b"other")).unwrap());
+    assert!(
+        store
+            .put_if("b", "k", Swap::new(None, Some(b"v1")))
+            .unwrap()
+    );
+    assert!(
+        !store
+            .put_if("b", "k", Swap::new(None, Some(b"other")))
+            .unwrap()
+    );
     assert_eq!(store.get("b", "k").unwrap().as_deref(), Some(&b"v1"[..]));
     // v1 -> v2; a stale v1 loses, and so does a prefix of the value.
-    assert!(store.put_if("b", "k", Some(b"v1"), Some(b"v2")).unwrap());
-    assert!(!store.put_if("b", "k", Some(b"v1"), Some(b"v3")).unwrap());
-    assert!(!store.put_if("b", "k", Some(b"v"), Some(b"v3")).unwrap());
+    assert!(
+        store
+            .put_if("b", "k", Swap::new(Some(b"v1"), Some(b"v2")))
+            .unwrap()
+    );
+    assert!(
+        !store
+            .put_if("b", "k", Swap::new(Some(b"v1"), Some(b"v3")))
+            .unwrap()
+    );
+    assert!(
+        !store
+            .put_if("b", "k", Swap::new(Some(b"v"), Some(b"v3")))
+            .unwrap()
+    );
     assert_eq!(store.get("b", "k").unwrap().as_deref(), Some(&b"v2"[..]));
     // v2 -> removed; removing again over v2 loses.
-    assert!(store.put_if("b", "k", Some(b"v2"), None).unwrap());
+    assert!(
+        store
+            .put_if("b", "k", Swap::new(Some(b"v2"), None))
+            .unwrap()
+    );
     assert_eq!(store.get("b", "k").unwrap(), None);
-    assert!(!store.put_if("b", "k", Some(b"v2"), None).unwrap());
+    assert!(
+        !store
+            .put_if("b", "k", Swap::new(Some(b"v2"), None))
+            .unwrap()
+    );
     // A removed key is absent again, for the compare too.
-    assert!(store.put_if("b", "k", None, Some(b"v4")).unwrap());
+    assert!(
+        store
+            .put_if("b", "k", Swap::new(None, Some(b"v4")))
+            .unwrap()
+    );
     assert_eq!(store.get("b", "k").unwrap().as_deref(), Some(&b"v4"[..]));
     // An empty value is a value, not absence.
-    assert!(store.put_if("b", "empty", None, Some(b"")).unwrap());
-    assert!(!store.put_if("b", "empty", None, Some(b"x")).unwrap());
+    assert!(
+        store
+            .put_if("b", "empty", Swap::new(None, Some(b"")))
+            .unwrap()
+    );
+    assert!(
+        !store
+            .put_if("b", "empty", Swap::new(None, Some(b"x")))
+            .unwrap()
+    );
     assert_eq!(store.get("b", "empty").unwrap(), Some(Vec::new()));
-    assert!(store.put_if("b", "empty", Some(b""), Some(b"x")).unwrap());
+    assert!(
+        store
+            .put_if("b", "empty", Swap::new(Some(b""), Some(b"x")))
+            .unwrap()
+    );
     // Other keys and buckets are untouched.
-    assert!(store.put_if("c", "k", None, Some(b"c's")).unwrap());
+    assert!(
+        store
+            .put_if("c", "k", Swap::new(None, Some(b"c's")))
+            .unwrap()
+    );
     assert_eq!(store.get("b", "k").unwrap().as_deref(), Some(&b"v4"[..]));
     assert_eq!(
         store.scan("b", "").unwrap(),
@@ -645,22 +697,34 @@ pub fn put_if_is_durable_and_sees_plain_puts_and_deletes<B: Backend>() {
     {
         let store = open::<B>(tmp.path());
         store.put("b", "k", b"put").unwrap();
-        assert!(!store.put_if("b", "k", None, Some(b"x")).unwrap());
+        assert!(!store.put_if("b", "k", Swap::new(None, Some(b"x"))).unwrap());
         assert!(
             store
-                .put_if("b", "k", Some(b"put"), Some(b"swapped"))
+                .put_if("b", "k", Swap::new(Some(b"put"), Some(b"swapped")))
                 .unwrap()
         );
         store.put("b", "gone", b"soon").unwrap();
         store.delete("b", "gone").unwrap();
         assert!(
             !store
-                .put_if("b", "gone", Some(b"soon"), Some(b"x"))
+                .put_if("b", "gone", Swap::new(Some(b"soon"), Some(b"x")))
                 .unwrap()
         );
-        assert!(store.put_if("b", "gone", None, Some(b"back")).unwrap());
-        assert!(store.put_if("b", "removed", None, Some(b"r")).unwrap());
-        assert!(store.put_if("b", "removed", Some(b"r"), None).unwrap());
+        assert!(
+            store
+                .put_if("b", "gone", Swap::new(None, Some(b"back")))
+                .unwrap()
+        );
+        assert!(
+            store
+                .put_if("b", "removed", Swap::new(None, Some(b"r")))
+                .unwrap()
+        );
+        assert!(
+            store
+                .put_if("b", "removed", Swap::new(Some(b"r"), None))
+                .unwrap()
+        );
     }
     let store = open::<B>(tmp.path());
     assert_eq!(
@@ -674,7 +738,7 @@ pub fn put_if_is_durable_and_sees_plain_puts_and_deletes<B: Backend>() {
     assert_eq!(store.get("b", "removed").unwrap(), None);
     assert!(
         store
-            .put_if("b", "k", Some(b"swapped"), Some(b"again"))
+            .put_if("b", "k", Swap::new(Some(b"swapped"), Some(b"again")))
             .unwrap()
     );
 }
@@ -698,7 +762,11 @@ pub fn racing_put_ifs_on_one_expected_value_let_exactly_one_win<B: Backend>() {
                     // Every fifth round removes the key instead of setting it.
                     let value = (round % 5 != 4).then_some(mine);
                     store
-                        .put_if("race", "key", expected.as_deref(), value.as_deref())
+                        .put_if(
+                            "race",
+                            "key",
+                            Swap::new(expected.as_deref(), value.as_deref()),
+                        )
                         .unwrap()
                 })
             })

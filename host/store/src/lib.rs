@@ -142,22 +142,36 @@ pub(crate) fn last_after_append(
         })
 }
 
+/// What the storage's methods return: `Result<T, StorageError>`.
+pub type Result<T, E = StorageError> = std::result::Result<T, E>;
+
+/// A compare-and-set of one key ([`Storage::put_if`]): the value the key
+/// must hold now (`None`: absent), and the value it is given (`None`: it is
+/// removed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Swap<'a> {
+    pub from: Option<&'a [u8]>,
+    pub to: Option<&'a [u8]>,
+}
+
+impl<'a> Swap<'a> {
+    /// From `from` (`None`: absent) to `to` (`None`: removed).
+    pub fn new(from: Option<&'a [u8]>, to: Option<&'a [u8]>) -> Swap<'a> {
+        Swap { from, to }
+    }
+}
+
 /// The storage a host keeps its sessions in.
 ///
 /// Every method that writes returns only once the write is durable (see
 /// [`Durability`]); concurrent writers share flushes (group commit).
 pub trait Storage: Send + Sync + 'static {
-    /// Appends `entries` to `stream`, which must currently end at `expected_last`
-    /// (0 for an empty stream). The entries get sequence numbers
-    /// `expected_last + 1 ..`; returns the new last sequence once durable.
+    /// Appends `entries` to `stream`, which must currently end at sequence
+    /// `expected` (0 for an empty stream). The entries get sequence numbers
+    /// `expected + 1 ..`; returns the new last sequence once durable.
     /// The append is atomic: after a crash, all of its entries are there or
-    /// none. With no entries it only checks `expected_last`.
-    fn append(
-        &self,
-        stream: &str,
-        expected_last: u64,
-        entries: &[Vec<u8>],
-    ) -> Result<u64, StorageError>;
+    /// none. With no entries it only checks `expected`.
+    fn append(&self, stream: &str, expected: u64, entries: &[Vec<u8>]) -> Result<u64>;
 
     /// [`Storage::append`] that may return before the entries are durable:
     /// they are applied (read back, and ordered before every later write), but
@@ -165,19 +179,14 @@ pub trait Storage: Send + Sync + 'static {
     /// returns. What a durable write makes durable includes every write applied
     /// before it. A backend whose write is its own flush keeps the default,
     /// which is `append`.
-    fn append_unsynced(
-        &self,
-        stream: &str,
-        expected_last: u64,
-        entries: &[Vec<u8>],
-    ) -> Result<u64, StorageError> {
-        self.append(stream, expected_last, entries)
+    fn append_unsynced(&self, stream: &str, expected: u64, entries: &[Vec<u8>]) -> Result<u64> {
+        self.append(stream, expected, entries)
     }
 
     /// Returns once every write applied before the call is durable. With the
     /// default [`Storage::append_unsynced`] every write is durable on return,
     /// so there is nothing to wait for.
-    fn sync(&self) -> Result<(), StorageError> {
+    fn sync(&self) -> Result<()> {
         Ok(())
     }
 
@@ -193,35 +202,30 @@ pub trait Storage: Send + Sync + 'static {
     /// Fails with [`StorageError::Damaged`] when an entry it would return, or
     /// the stored record holding it, is missing or does not decode; a read
     /// that stops before the damage succeeds.
-    fn read(
-        &self,
-        stream: &str,
-        from: u64,
-        max: usize,
-    ) -> Result<Vec<(u64, Vec<u8>)>, StorageError>;
+    fn read(&self, stream: &str, from: u64, max: usize) -> Result<Vec<(u64, Vec<u8>)>>;
 
     /// The last sequence of `stream` (0 when empty or absent). Fails with
     /// [`StorageError::Damaged`] when the record that ends the stream does not decode.
-    fn last_seq(&self, stream: &str) -> Result<u64, StorageError>;
+    fn last_seq(&self, stream: &str) -> Result<u64>;
 
     /// Names of all streams.
-    fn streams(&self) -> Result<Vec<String>, StorageError>;
+    fn streams(&self) -> Result<Vec<String>>;
 
     /// Stores `value` under `key` in `bucket`; durable on return.
-    fn put(&self, bucket: &str, key: &str, value: &[u8]) -> Result<(), StorageError>;
+    fn put(&self, bucket: &str, key: &str, value: &[u8]) -> Result<()>;
 
     /// [`Storage::put`] that may return before the value is durable, with
     /// the ordering of [`Storage::append_unsynced`]: it is applied after
     /// every write before it, so once it is durable they are too. A backend
     /// whose write is its own flush keeps the default, which is `put`.
-    fn put_unsynced(&self, bucket: &str, key: &str, value: &[u8]) -> Result<(), StorageError> {
+    fn put_unsynced(&self, bucket: &str, key: &str, value: &[u8]) -> Result<()> {
         self.put(bucket, key, value)
     }
 
-    /// Sets `key` in `bucket` to `value` (removes it when `value` is `None`)
-    /// if, and only if, its current value is `expected` (`None`: the key is
+    /// Sets `key` in `bucket` to `swap.to` (removes it when that is `None`)
+    /// if, and only if, its current value is `swap.from` (`None`: the key is
     /// absent); durable on return. Returns whether it did: `false` when the
-    /// current value is not `expected`, and then nothing is written.
+    /// current value is not `swap.from`, and then nothing is written.
     ///
     /// The compare and the write are one step against every other writer of
     /// the store, in this process or, on a store several hosts share, on
@@ -229,25 +233,19 @@ pub trait Storage: Send + Sync + 'static {
     /// one returns `true`. This is what a record that must change once (an
     /// approval resolved, a name claimed, a lease taken) is written with.
     /// An error says nothing of whether the write happened: read the key again.
-    fn put_if(
-        &self,
-        bucket: &str,
-        key: &str,
-        expected: Option<&[u8]>,
-        value: Option<&[u8]>,
-    ) -> Result<bool, StorageError>;
+    fn put_if(&self, bucket: &str, key: &str, swap: Swap<'_>) -> Result<bool>;
 
     /// The value under `key` in `bucket`.
-    fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>, StorageError>;
+    fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>>;
 
     /// Removes `key` from `bucket`; durable on return.
-    fn delete(&self, bucket: &str, key: &str) -> Result<(), StorageError>;
+    fn delete(&self, bucket: &str, key: &str) -> Result<()>;
 
     /// All keys of `bucket` starting with `prefix`, in key order, with their values.
-    fn scan(&self, bucket: &str, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, StorageError>;
+    fn scan(&self, bucket: &str, prefix: &str) -> Result<Vec<(String, Vec<u8>)>>;
 
     /// Names of all buckets that hold (or once held) a key, in name order.
-    fn buckets(&self) -> Result<Vec<String>, StorageError>;
+    fn buckets(&self) -> Result<Vec<String>>;
 
     /// Why the store refuses all work, once a write or a flush failed and it
     /// can no longer tell what is on disk; `None` while it works. Only a new
@@ -271,7 +269,7 @@ pub trait Storage: Send + Sync + 'static {
         &self,
         name: &str,
         ack_wait: std::time::Duration,
-    ) -> Result<Option<std::sync::Arc<dyn WorkQueue>>, StorageError> {
+    ) -> Result<Option<std::sync::Arc<dyn WorkQueue>>> {
         let _ = (name, ack_wait);
         Ok(None)
     }

@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
-use crate::{FlushObserver, Storage, StorageError};
+use crate::{FlushObserver, Result, Storage, StorageError, Swap};
 
 /// How long after a failed attempt (or the failure itself) the next reopen
 /// may start. Each attempt costs an open of the store.
@@ -205,25 +205,15 @@ fn close(store: Arc<dyn Storage>) -> Result<(), Arc<dyn Storage>> {
 }
 
 impl Storage for Reopening {
-    fn append(
-        &self,
-        stream: &str,
-        expected_last: u64,
-        entries: &[Vec<u8>],
-    ) -> Result<u64, StorageError> {
+    fn append(&self, stream: &str, expected_last: u64, entries: &[Vec<u8>]) -> Result<u64> {
         self.run(|s| s.append(stream, expected_last, entries))
     }
 
-    fn append_unsynced(
-        &self,
-        stream: &str,
-        expected_last: u64,
-        entries: &[Vec<u8>],
-    ) -> Result<u64, StorageError> {
-        self.run(|s| s.append_unsynced(stream, expected_last, entries))
+    fn append_unsynced(&self, stream: &str, expected: u64, entries: &[Vec<u8>]) -> Result<u64> {
+        self.run(|s| s.append_unsynced(stream, expected, entries))
     }
 
-    fn sync(&self) -> Result<(), StorageError> {
+    fn sync(&self) -> Result<()> {
         self.run(|s| s.sync())
     }
 
@@ -234,54 +224,43 @@ impl Storage for Reopening {
         }
     }
 
-    fn read(
-        &self,
-        stream: &str,
-        from: u64,
-        max: usize,
-    ) -> Result<Vec<(u64, Vec<u8>)>, StorageError> {
+    fn read(&self, stream: &str, from: u64, max: usize) -> Result<Vec<(u64, Vec<u8>)>> {
         self.run(|s| s.read(stream, from, max))
     }
 
-    fn last_seq(&self, stream: &str) -> Result<u64, StorageError> {
+    fn last_seq(&self, stream: &str) -> Result<u64> {
         self.run(|s| s.last_seq(stream))
     }
 
-    fn streams(&self) -> Result<Vec<String>, StorageError> {
+    fn streams(&self) -> Result<Vec<String>> {
         self.run(|s| s.streams())
     }
 
-    fn put(&self, bucket: &str, key: &str, value: &[u8]) -> Result<(), StorageError> {
+    fn put(&self, bucket: &str, key: &str, value: &[u8]) -> Result<()> {
         self.run(|s| s.put(bucket, key, value))
     }
 
-    fn put_unsynced(&self, bucket: &str, key: &str, value: &[u8]) -> Result<(), StorageError> {
+    fn put_unsynced(&self, bucket: &str, key: &str, value: &[u8]) -> Result<()> {
         self.run(|s| s.put_unsynced(bucket, key, value))
     }
 
-    fn put_if(
-        &self,
-        bucket: &str,
-        key: &str,
-        expected: Option<&[u8]>,
-        value: Option<&[u8]>,
-    ) -> Result<bool, StorageError> {
-        self.run(|s| s.put_if(bucket, key, expected, value))
+    fn put_if(&self, bucket: &str, key: &str, swap: Swap<'_>) -> Result<bool> {
+        self.run(|s| s.put_if(bucket, key, swap))
     }
 
-    fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>, StorageError> {
+    fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>> {
         self.run(|s| s.get(bucket, key))
     }
 
-    fn delete(&self, bucket: &str, key: &str) -> Result<(), StorageError> {
+    fn delete(&self, bucket: &str, key: &str) -> Result<()> {
         self.run(|s| s.delete(bucket, key))
     }
 
-    fn scan(&self, bucket: &str, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
+    fn scan(&self, bucket: &str, prefix: &str) -> Result<Vec<(String, Vec<u8>)>> {
         self.run(|s| s.scan(bucket, prefix))
     }
 
-    fn buckets(&self) -> Result<Vec<String>, StorageError> {
+    fn buckets(&self) -> Result<Vec<String>> {
         self.run(|s| s.buckets())
     }
 

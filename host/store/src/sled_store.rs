@@ -51,7 +51,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError, RwLock};
 
 use self::group_commit::GroupCommit;
 use self::strict::StrictSync;
-use super::{Durability, REOPEN_FIX, Storage, StorageError};
+use super::{Durability, REOPEN_FIX, Result, Storage, StorageError, Swap};
 
 /// [`Storage`] on sled. Open one per data dir and share it (`Arc`) between
 /// threads; a second open of the same dir, in this process or another, is
@@ -455,12 +455,7 @@ impl Storage for SledStore {
         self.commit.observe(observer);
     }
 
-    fn append(
-        &self,
-        stream: &str,
-        expected_last: u64,
-        entries: &[Vec<u8>],
-    ) -> Result<u64, StorageError> {
+    fn append(&self, stream: &str, expected_last: u64, entries: &[Vec<u8>]) -> Result<u64> {
         let new_last = self.apply_append(stream, expected_last, entries)?;
         // An empty append only confirms the head, and still waits: that head
         // may be another writer's, not yet durable.
@@ -471,25 +466,15 @@ impl Storage for SledStore {
     /// Applied, not flushed: the next flush (any writer's) carries it. sled's
     /// log is written in order, so a flush that makes a later write durable
     /// makes this one durable too.
-    fn append_unsynced(
-        &self,
-        stream: &str,
-        expected_last: u64,
-        entries: &[Vec<u8>],
-    ) -> Result<u64, StorageError> {
-        self.apply_append(stream, expected_last, entries)
+    fn append_unsynced(&self, stream: &str, expected: u64, entries: &[Vec<u8>]) -> Result<u64> {
+        self.apply_append(stream, expected, entries)
     }
 
-    fn sync(&self) -> Result<(), StorageError> {
+    fn sync(&self) -> Result<()> {
         self.wait_durable()
     }
 
-    fn read(
-        &self,
-        stream: &str,
-        from: u64,
-        max: usize,
-    ) -> Result<Vec<(u64, Vec<u8>)>, StorageError> {
+    fn read(&self, stream: &str, from: u64, max: usize) -> Result<Vec<(u64, Vec<u8>)>> {
         self.commit.check()?;
         let prefix = stream_prefix(stream)?;
         let from = from.max(1);
@@ -538,12 +523,12 @@ impl Storage for SledStore {
         Ok(out)
     }
 
-    fn last_seq(&self, stream: &str) -> Result<u64, StorageError> {
+    fn last_seq(&self, stream: &str) -> Result<u64> {
         self.commit.check()?;
         self.head(stream, &stream_prefix(stream)?)
     }
 
-    fn streams(&self) -> Result<Vec<String>, StorageError> {
+    fn streams(&self) -> Result<Vec<String>> {
         self.commit.check()?;
         let mut names = Vec::new();
         let mut from = Vec::new();
@@ -563,7 +548,7 @@ impl Storage for SledStore {
         Ok(names)
     }
 
-    fn put(&self, bucket: &str, key: &str, value: &[u8]) -> Result<(), StorageError> {
+    fn put(&self, bucket: &str, key: &str, value: &[u8]) -> Result<()> {
         self.put_unsynced(bucket, key, value)?;
         self.wait_durable()
     }
@@ -571,7 +556,7 @@ impl Storage for SledStore {
     /// Applied, not flushed: sled keeps one log for every tree, written in
     /// order, so the flush that makes this durable makes every earlier
     /// write durable too.
-    fn put_unsynced(&self, bucket: &str, key: &str, value: &[u8]) -> Result<(), StorageError> {
+    fn put_unsynced(&self, bucket: &str, key: &str, value: &[u8]) -> Result<()> {
         self.commit.check()?;
         let tree = self.bucket(bucket)?;
         tree.insert(key.as_bytes(), value)
@@ -582,13 +567,8 @@ impl Storage for SledStore {
     /// sled's `compare_and_swap`, atomic in this process (the data dir lock
     /// keeps other processes out), then a flush. A miss waits for the flush
     /// too: the value it saw may be another writer's, not yet durable.
-    fn put_if(
-        &self,
-        bucket: &str,
-        key: &str,
-        expected: Option<&[u8]>,
-        value: Option<&[u8]>,
-    ) -> Result<bool, StorageError> {
+    fn put_if(&self, bucket: &str, key: &str, swap: Swap<'_>) -> Result<bool> {
+        let (expected, value) = (swap.from, swap.to);
         self.commit.check()?;
         // A bucket is made only by a write that may succeed: one that
         // expects no value and sets one.
@@ -608,7 +588,7 @@ impl Storage for SledStore {
         Ok(swapped)
     }
 
-    fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>, StorageError> {
+    fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>> {
         self.commit.check()?;
         let Some(tree) = self.existing_bucket(bucket)? else {
             return Ok(None);
@@ -619,7 +599,7 @@ impl Storage for SledStore {
             .map(|v| v.to_vec()))
     }
 
-    fn delete(&self, bucket: &str, key: &str) -> Result<(), StorageError> {
+    fn delete(&self, bucket: &str, key: &str) -> Result<()> {
         self.commit.check()?;
         let Some(tree) = self.existing_bucket(bucket)? else {
             return Ok(());
@@ -629,7 +609,7 @@ impl Storage for SledStore {
         self.wait_durable()
     }
 
-    fn scan(&self, bucket: &str, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
+    fn scan(&self, bucket: &str, prefix: &str) -> Result<Vec<(String, Vec<u8>)>> {
         self.commit.check()?;
         let Some(tree) = self.existing_bucket(bucket)? else {
             return Ok(Vec::new());
@@ -649,7 +629,7 @@ impl Storage for SledStore {
         self.commit.failure()
     }
 
-    fn buckets(&self) -> Result<Vec<String>, StorageError> {
+    fn buckets(&self) -> Result<Vec<String>> {
         self.commit.check()?;
         let mut names = Vec::new();
         for name in self.db.tree_names() {

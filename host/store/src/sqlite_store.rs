@@ -138,7 +138,7 @@ use self::checkpoint::Checkpointer;
 use self::group_commit::GroupCommit;
 use self::pool::Pool;
 use self::writer::{Op, Writer};
-use super::{Durability, Storage, StorageError, check_stream_name};
+use super::{Durability, Result, Storage, StorageError, Swap, check_stream_name};
 
 /// The database file, under the data dir.
 const DB_FILE: &str = "sqlite/store.db";
@@ -555,12 +555,7 @@ impl SqliteStore {
 }
 
 impl Storage for SqliteStore {
-    fn append(
-        &self,
-        stream: &str,
-        expected_last: u64,
-        entries: &[Vec<u8>],
-    ) -> Result<u64, StorageError> {
+    fn append(&self, stream: &str, expected_last: u64, entries: &[Vec<u8>]) -> Result<u64> {
         self.commit.check()?;
         check_stream_name(stream)?;
         check_size(stream.len(), || {
@@ -584,12 +579,7 @@ impl Storage for SqliteStore {
         })
     }
 
-    fn read(
-        &self,
-        stream: &str,
-        from: u64,
-        max: usize,
-    ) -> Result<Vec<(u64, Vec<u8>)>, StorageError> {
+    fn read(&self, stream: &str, from: u64, max: usize) -> Result<Vec<(u64, Vec<u8>)>> {
         self.commit.check()?;
         check_stream_name(stream)?;
         let from = from.max(1);
@@ -640,7 +630,7 @@ impl Storage for SqliteStore {
         Ok(out)
     }
 
-    fn last_seq(&self, stream: &str) -> Result<u64, StorageError> {
+    fn last_seq(&self, stream: &str) -> Result<u64> {
         self.commit.check()?;
         check_stream_name(stream)?;
         let conn = self.readers.get()?;
@@ -654,7 +644,7 @@ impl Storage for SqliteStore {
         last_from_max(stream, max)
     }
 
-    fn streams(&self) -> Result<Vec<String>, StorageError> {
+    fn streams(&self) -> Result<Vec<String>> {
         self.commit.check()?;
         let conn = self.readers.get()?;
         let mut stmt = conn
@@ -669,7 +659,7 @@ impl Storage for SqliteStore {
             .map_err(|e| self.read_error(e))
     }
 
-    fn put(&self, bucket: &str, key: &str, value: &[u8]) -> Result<(), StorageError> {
+    fn put(&self, bucket: &str, key: &str, value: &[u8]) -> Result<()> {
         self.commit.check()?;
         check_key_size(bucket, key)?;
         check_value_size(bucket, key, value)?;
@@ -683,13 +673,8 @@ impl Storage for SqliteStore {
 
     /// One op of a group commit: its read and its write run in the batch's
     /// transaction, so no other write comes between them.
-    fn put_if(
-        &self,
-        bucket: &str,
-        key: &str,
-        expected: Option<&[u8]>,
-        value: Option<&[u8]>,
-    ) -> Result<bool, StorageError> {
+    fn put_if(&self, bucket: &str, key: &str, swap: Swap<'_>) -> Result<bool> {
+        let (expected, value) = (swap.from, swap.to);
         self.commit.check()?;
         check_key_size(bucket, key)?;
         if let Some(value) = value {
@@ -704,7 +689,7 @@ impl Storage for SqliteStore {
         .map(|swapped| swapped == 1)
     }
 
-    fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>, StorageError> {
+    fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>> {
         self.commit.check()?;
         let conn = self.readers.get()?;
         conn.prepare_cached("SELECT value FROM kv WHERE bucket = ?1 AND key = ?2")
@@ -712,7 +697,7 @@ impl Storage for SqliteStore {
             .map_err(|e| self.read_error(e))
     }
 
-    fn delete(&self, bucket: &str, key: &str) -> Result<(), StorageError> {
+    fn delete(&self, bucket: &str, key: &str) -> Result<()> {
         self.commit.check()?;
         check_key_size(bucket, key)?;
         self.write(Op::Delete {
@@ -722,7 +707,7 @@ impl Storage for SqliteStore {
         .map(|_| ())
     }
 
-    fn scan(&self, bucket: &str, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
+    fn scan(&self, bucket: &str, prefix: &str) -> Result<Vec<(String, Vec<u8>)>> {
         self.commit.check()?;
         let conn = self.readers.get()?;
         let end = prefix_end(prefix);
@@ -748,7 +733,7 @@ impl Storage for SqliteStore {
         self.commit.failure()
     }
 
-    fn buckets(&self) -> Result<Vec<String>, StorageError> {
+    fn buckets(&self) -> Result<Vec<String>> {
         self.commit.check()?;
         let conn = self.readers.get()?;
         let mut next = conn

@@ -26,7 +26,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::records::{JobError, JobInfo};
-use crate::storage::{Storage, StorageError};
+use crate::storage::{Storage, StorageError, Swap};
 
 const BUCKET: &str = "job_places";
 
@@ -94,10 +94,11 @@ impl JobPlaces {
                 return Ok(Err(count));
             }
             places.jobs.insert(id.to_string(), now_ms);
-            if self
-                .storage
-                .put_if(BUCKET, &key, read.as_deref(), Some(&encode(&places)?))?
-            {
+            if self.storage.put_if(
+                BUCKET,
+                &key,
+                Swap::new(read.as_deref(), Some(&encode(&places)?)),
+            )? {
                 return Ok(Ok(()));
             }
         }
@@ -125,7 +126,7 @@ impl JobPlaces {
             };
             if self
                 .storage
-                .put_if(BUCKET, &key, Some(&read), value.as_deref())?
+                .put_if(BUCKET, &key, Swap::new(Some(&read), value.as_deref()))?
             {
                 return Ok(());
             }

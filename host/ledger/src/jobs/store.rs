@@ -3,7 +3,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::records::{JobError, JobInfo};
-use crate::storage::{Storage, StorageError};
+use crate::storage::{Storage, StorageError, Swap};
 
 pub(super) const BUCKET: &str = "jobs";
 
@@ -127,7 +127,10 @@ impl JobStore {
                 return Ok((job, false));
             }
             let bytes = encode(&job)?;
-            if self.storage.put_if(BUCKET, id, Some(&read), Some(&bytes))? {
+            if self
+                .storage
+                .put_if(BUCKET, id, Swap::new(Some(&read), Some(&bytes)))?
+            {
                 return Ok((job, true));
             }
             tries += 1;

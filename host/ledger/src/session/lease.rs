@@ -62,6 +62,7 @@ use serde::{Deserialize, Serialize};
 use super::error::SessionError;
 use super::event::EventKind;
 use super::store::{Sessions, Slot, lock};
+use crate::storage::Swap;
 
 /// The bucket holding the leases, by session id.
 pub(crate) const LEASES_BUCKET: &str = "leases";
@@ -213,10 +214,11 @@ impl Sessions {
                 });
             }
             let mine = leases.mine_from(now);
-            if self
-                .storage
-                .put_if(LEASES_BUCKET, id, stored.as_deref(), Some(&mine.bytes))?
-            {
+            if self.storage.put_if(
+                LEASES_BUCKET,
+                id,
+                Swap::new(stored.as_deref(), Some(&mine.bytes)),
+            )? {
                 lock(&leases.held).insert(id.to_string(), mine);
                 return Ok(match previous {
                     Some(lease) if lease.holder != leases.holder => {
@@ -290,10 +292,11 @@ impl Sessions {
                 continue;
             }
             let renewed = leases.mine_from(now);
-            match self
-                .storage
-                .put_if(LEASES_BUCKET, &id, Some(&expected), Some(&renewed.bytes))
-            {
+            match self.storage.put_if(
+                LEASES_BUCKET,
+                &id,
+                Swap::new(Some(&expected), Some(&renewed.bytes)),
+            ) {
                 // Renewed: its last use stays as it was.
                 Ok(true) => {
                     if let Some(h) = lock(&leases.held).get_mut(&id) {
@@ -340,7 +343,7 @@ impl Sessions {
         };
         if let Err(e) = self
             .storage
-            .put_if(LEASES_BUCKET, id, Some(&held.bytes), None)
+            .put_if(LEASES_BUCKET, id, Swap::new(Some(&held.bytes), None))
         {
             tracing::warn!(session = %id, error = %e, "could not release the session's lease: it expires by itself");
         }

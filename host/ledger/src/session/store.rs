@@ -16,7 +16,7 @@ use super::log::{self, LoadStats};
 use super::state::{SessionInfo, SessionState};
 use crate::manifest::{MemoryConfig, QuotasConfig};
 use crate::notify::{self, Outbox};
-use crate::storage::{Storage, StorageError};
+use crate::storage::{Storage, StorageError, Swap};
 
 pub(crate) const SESSIONS_BUCKET: &str = "sessions";
 pub(crate) const NAMES_BUCKET: &str = "names";
@@ -671,10 +671,11 @@ impl Sessions {
                     Err(_) => return Err(taken(format!("`{holder}`"))),
                 }
             }
-            if self
-                .storage
-                .put_if(NAMES_BUCKET, name, current.as_deref(), Some(id.as_bytes()))?
-            {
+            if self.storage.put_if(
+                NAMES_BUCKET,
+                name,
+                Swap::new(current.as_deref(), Some(id.as_bytes())),
+            )? {
                 return Ok(());
             }
             // Another host claimed or freed the name since the read: look again.
@@ -688,7 +689,7 @@ impl Sessions {
     /// A compare-and-set: a name another host claimed meanwhile stays its.
     pub(crate) fn release_name(&self, name: &str, id: &str) -> Result<(), StorageError> {
         self.storage
-            .put_if(NAMES_BUCKET, name, Some(id.as_bytes()), None)
+            .put_if(NAMES_BUCKET, name, Swap::new(Some(id.as_bytes()), None))
             .map(|_| ())
     }
 

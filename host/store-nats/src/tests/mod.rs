@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Barrier, Mutex, Weak};
 use std::time::Duration;
 
-use glovebox_store::{Durability, Storage, StorageError};
+use glovebox_store::{Durability, Result, Storage, StorageError, Swap};
 
 use crate::testing::NatsServer;
 use crate::{NatsConfig, NatsStore};
@@ -73,50 +73,34 @@ impl glovebox_store::conformance::Backend for TestStore {
 }
 
 impl Storage for TestStore {
-    fn append(
-        &self,
-        stream: &str,
-        expected_last: u64,
-        entries: &[Vec<u8>],
-    ) -> Result<u64, StorageError> {
+    fn append(&self, stream: &str, expected_last: u64, entries: &[Vec<u8>]) -> Result<u64> {
         self.store.append(stream, expected_last, entries)
     }
-    fn read(
-        &self,
-        stream: &str,
-        from: u64,
-        max: usize,
-    ) -> Result<Vec<(u64, Vec<u8>)>, StorageError> {
+    fn read(&self, stream: &str, from: u64, max: usize) -> Result<Vec<(u64, Vec<u8>)>> {
         self.store.read(stream, from, max)
     }
-    fn last_seq(&self, stream: &str) -> Result<u64, StorageError> {
+    fn last_seq(&self, stream: &str) -> Result<u64> {
         self.store.last_seq(stream)
     }
-    fn streams(&self) -> Result<Vec<String>, StorageError> {
+    fn streams(&self) -> Result<Vec<String>> {
         self.store.streams()
     }
-    fn put(&self, bucket: &str, key: &str, value: &[u8]) -> Result<(), StorageError> {
+    fn put(&self, bucket: &str, key: &str, value: &[u8]) -> Result<()> {
         self.store.put(bucket, key, value)
     }
-    fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>, StorageError> {
+    fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>> {
         self.store.get(bucket, key)
     }
-    fn delete(&self, bucket: &str, key: &str) -> Result<(), StorageError> {
+    fn delete(&self, bucket: &str, key: &str) -> Result<()> {
         self.store.delete(bucket, key)
     }
-    fn put_if(
-        &self,
-        bucket: &str,
-        key: &str,
-        expected: Option<&[u8]>,
-        value: Option<&[u8]>,
-    ) -> Result<bool, StorageError> {
-        self.store.put_if(bucket, key, expected, value)
+    fn put_if(&self, bucket: &str, key: &str, swap: Swap<'_>) -> Result<bool> {
+        self.store.put_if(bucket, key, swap)
     }
-    fn scan(&self, bucket: &str, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
+    fn scan(&self, bucket: &str, prefix: &str) -> Result<Vec<(String, Vec<u8>)>> {
         self.store.scan(bucket, prefix)
     }
-    fn buckets(&self) -> Result<Vec<String>, StorageError> {
+    fn buckets(&self) -> Result<Vec<String>> {
         self.store.buckets()
     }
 }
@@ -472,8 +456,12 @@ fn two_hosts_racing_on_one_key_cannot_both_set_it() {
                 std::thread::spawn(move || {
                     barrier.wait();
                     let value = format!("round {round} host {i}");
-                    host.put_if("leases", "s-1", expected.as_deref(), Some(value.as_bytes()))
-                        .unwrap()
+                    host.put_if(
+                        "leases",
+                        "s-1",
+                        Swap::new(expected.as_deref(), Some(value.as_bytes())),
+                    )
+                    .unwrap()
                 })
             })
             .collect::<Vec<_>>()
@@ -516,8 +504,7 @@ fn a_scan_under_concurrent_writes_ends_with_every_key() {
                     .put_if(
                         "jobs",
                         &key,
-                        old.as_deref(),
-                        Some(format!("v{n}").as_bytes()),
+                        Swap::new(old.as_deref(), Some(format!("v{n}").as_bytes())),
                     )
                     .unwrap();
                 n += 1;
