@@ -663,7 +663,7 @@ async fn export_gives_the_session_end_records() {
         ("workagent", "alpha", Some("ends"))
     );
     let s = &first.summary;
-    assert_eq!((s.calls, s.failures), (2, 0));
+    assert_eq!((s.totals.calls, s.totals.failures), (2, 0));
     assert_eq!(s.cost_micros, 500_000);
     assert_eq!(s.model_cost_micros, 500_000);
     assert_eq!((s.tokens_in, s.tokens_out), (10, 20));

@@ -125,7 +125,10 @@ async fn a_call_in_a_session_is_logged_requested_started_finished() {
     assert_eq!(outcome, "trap");
     assert!(error.as_deref().unwrap().contains("panicked on purpose"));
     let state = sessions.show(&id).unwrap();
-    assert_eq!((state.counters.calls, state.counters.failures), (2, 1));
+    assert_eq!(
+        (state.counters.totals.calls, state.counters.totals.failures),
+        (2, 1)
+    );
 }
 
 #[tokio::test]

@@ -550,18 +550,45 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
-/// The totals a session-end record carries.
+/// Totals over a session's calls, as both its running counters and its end
+/// record carry them.
+///
+/// Flattened into both, fields in this order: an end record already in a
+/// log must serialize to the bytes its hash covers, so these fields keep
+/// their names and places.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SessionSummary {
-    /// From the session's start to its end.
-    pub duration_ms: u64,
+pub struct CallTotals {
+    /// Finished and interrupted calls.
     pub calls: u64,
+    /// Calls whose outcome was not `ok`, interrupted ones included.
     pub failures: u64,
     pub wall_us_total: u64,
     pub bytes_in: u64,
     pub bytes_out: u64,
     pub fuel_total: u64,
     pub peak_memory_max: u64,
+}
+
+impl CallTotals {
+    /// Counts a finished call: whether it `failed`, and what it used.
+    pub fn count_finished(&mut self, failed: bool, metering: &CallMetering) {
+        self.calls += 1;
+        self.failures += u64::from(failed);
+        self.wall_us_total = self.wall_us_total.saturating_add(metering.wall_us);
+        self.bytes_in = self.bytes_in.saturating_add(metering.bytes_in);
+        self.bytes_out = self.bytes_out.saturating_add(metering.bytes_out);
+        self.fuel_total = self.fuel_total.saturating_add(metering.fuel.unwrap_or(0));
+        self.peak_memory_max = self.peak_memory_max.max(metering.peak_memory_bytes);
+    }
+}
+
+/// The totals a session-end record carries.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionSummary {
+    /// From the session's start to its end.
+    pub duration_ms: u64,
+    #[serde(flatten)]
+    pub totals: CallTotals,
     /// Estimated tool cost of the calls that ran, in millionths.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub cost_micros: u64,
@@ -642,6 +669,30 @@ mod tests {
                 .contains("prev_hash")
         );
         assert_eq!(Event::from_bytes(&b.to_bytes()).unwrap(), b);
+    }
+
+    /// An end record's summary, and a checkpoint's counters, serialize to
+    /// the bytes they had before their call totals became one flattened
+    /// struct: the hashes of the logs written then cover those bytes.
+    #[test]
+    fn summaries_and_counters_keep_their_bytes_with_the_call_totals_flattened() {
+        let totals = r#""calls":2,"failures":1,"wall_us_total":30,"bytes_in":4,"bytes_out":6,"fuel_total":7,"peak_memory_max":9"#;
+        for old in [
+            format!(r#"{{"duration_ms":5,{totals}}}"#),
+            format!(
+                r#"{{"duration_ms":5,{totals},"cost_micros":12,"model_cost_micros":3,"tokens_in":100,"tokens_out":50}}"#
+            ),
+        ] {
+            let summary: SessionSummary = serde_json::from_str(&old).unwrap();
+            assert_eq!(summary.totals.peak_memory_max, 9);
+            assert_eq!(serde_json::to_string(&summary).unwrap(), old);
+        }
+        let old = format!(
+            r#"{{{totals},"calls_run":2,"cost_micros":12,"model_cost_micros":0,"tokens_in":0,"tokens_out":0}}"#
+        );
+        let counters: crate::session::Counters = serde_json::from_str(&old).unwrap();
+        assert_eq!(counters.totals.calls, 2);
+        assert_eq!(serde_json::to_string(&counters).unwrap(), old);
     }
 
     #[test]

@@ -48,7 +48,7 @@ pub use completion::{
 };
 pub use error::SessionError;
 pub use event::{
-    CallMetering, EndOutcome, Event, EventKind, Flag, GENESIS_HASH, MAX_ERROR_BYTES,
+    CallMetering, CallTotals, EndOutcome, Event, EventKind, Flag, GENESIS_HASH, MAX_ERROR_BYTES,
     MAX_INLINE_BYTES, Role, SessionSummary, UnwaitedJob, bounded_error, digest, inline_if_small,
 };
 pub use family::{

@@ -9,7 +9,7 @@ use super::chain::KeyedChain;
 use super::completion::CompletionState;
 use super::error::SessionError;
 use super::event::{
-    EndOutcome, Event, EventKind, GENESIS_HASH, Role, SessionSummary, annotation_kinds,
+    CallTotals, EndOutcome, Event, EventKind, GENESIS_HASH, Role, SessionSummary, annotation_kinds,
 };
 use super::handoff::{Handoff, HandoffKind};
 use super::lifecycle::SessionStatus;
@@ -27,15 +27,10 @@ const MAX_INTERRUPTED: usize = 256;
 /// Running totals over a session's calls.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counters {
-    /// Finished and interrupted calls.
-    pub calls: u64,
-    /// Calls whose outcome was not `ok`, interrupted ones included.
-    pub failures: u64,
-    pub wall_us_total: u64,
-    pub bytes_in: u64,
-    pub bytes_out: u64,
-    pub fuel_total: u64,
-    pub peak_memory_max: u64,
+    /// What the session's end record carries too (its fields stand here,
+    /// first, as they always have).
+    #[serde(flatten)]
+    pub totals: CallTotals,
     /// Calls that ran (`call_started`): what the `calls` budget cap counts.
     #[serde(default)]
     pub calls_run: u64,
@@ -260,13 +255,7 @@ impl SessionState {
         let c = &self.counters;
         SessionSummary {
             duration_ms: now_ms.saturating_sub(self.created_at_ms),
-            calls: c.calls,
-            failures: c.failures,
-            wall_us_total: c.wall_us_total,
-            bytes_in: c.bytes_in,
-            bytes_out: c.bytes_out,
-            fuel_total: c.fuel_total,
-            peak_memory_max: c.peak_memory_max,
+            totals: c.totals.clone(),
             cost_micros: c.cost_micros,
             model_cost_micros: c.model_cost_micros,
             tokens_in: c.tokens_in,
@@ -453,20 +442,14 @@ impl SessionState {
             } => {
                 self.in_flight.remove(call_id);
                 let c = &mut self.counters;
-                c.calls += 1;
-                c.failures += u64::from(outcome != "ok");
-                c.wall_us_total = c.wall_us_total.saturating_add(metering.wall_us);
-                c.bytes_in = c.bytes_in.saturating_add(metering.bytes_in);
-                c.bytes_out = c.bytes_out.saturating_add(metering.bytes_out);
-                c.fuel_total = c.fuel_total.saturating_add(metering.fuel.unwrap_or(0));
-                c.peak_memory_max = c.peak_memory_max.max(metering.peak_memory_bytes);
+                c.totals.count_finished(outcome != "ok", metering);
                 c.cost_micros = c.cost_micros.saturating_add(metering.cost_micros);
                 self.last_progress_at_ms = at;
             }
             EventKind::CallInterrupted { call_id, reason } => {
                 if let Some(call) = self.in_flight.remove(call_id) {
-                    self.counters.calls += 1;
-                    self.counters.failures += 1;
+                    self.counters.totals.calls += 1;
+                    self.counters.totals.failures += 1;
                     self.interrupted.push(InterruptedCall {
                         call_id: call_id.clone(),
                         tool: call.tool,

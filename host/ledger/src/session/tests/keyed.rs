@@ -294,7 +294,7 @@ fn threat_26_a_checkpoint_forged_without_the_key_is_rejected() {
     let key = key(1);
     let (env, victim) = keyed_session(&key);
     let mut state = env.sessions.show(&victim).unwrap();
-    state.counters.calls = 0;
+    state.counters.totals.calls = 0;
     env.store
         .put(
             checkpoint::BUCKET,
@@ -309,7 +309,7 @@ fn threat_26_a_checkpoint_forged_without_the_key_is_rejected() {
         stats.checkpoints_rejected[0].1.contains("no MAC"),
         "{stats:?}"
     );
-    assert_eq!(loaded.counters.calls, 3);
+    assert_eq!(loaded.counters.totals.calls, 3);
 }
 
 #[test]

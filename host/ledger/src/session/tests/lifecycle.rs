@@ -183,16 +183,16 @@ fn calls_count_into_the_end_record() {
     let EventKind::Ended { summary, .. } = last.kind else {
         panic!("not an end record: {last:?}")
     };
-    assert_eq!((summary.calls, summary.failures), (2, 1));
+    assert_eq!((summary.totals.calls, summary.totals.failures), (2, 1));
     assert_eq!(
         (
-            summary.wall_us_total,
-            summary.fuel_total,
-            summary.peak_memory_max
+            summary.totals.wall_us_total,
+            summary.totals.fuel_total,
+            summary.totals.peak_memory_max
         ),
         (10, 200, 65536)
     );
-    assert_eq!((summary.bytes_in, summary.bytes_out), (4, 4));
+    assert_eq!((summary.totals.bytes_in, summary.totals.bytes_out), (4, 4));
 }
 
 #[test]
@@ -334,5 +334,8 @@ fn concurrent_writers_keep_each_log_gapless_and_chained() {
     // A fresh load agrees with what the writers saw.
     let env = env.reopen(SessionsConfig::default());
     assert_eq!(env.sessions.show(&shared).unwrap(), shared_state);
-    assert_eq!(env.sessions.show(&own[0]).unwrap().counters.calls, 40);
+    assert_eq!(
+        env.sessions.show(&own[0]).unwrap().counters.totals.calls,
+        40
+    );
 }

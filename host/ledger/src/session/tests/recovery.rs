@@ -50,8 +50,8 @@ fn recover_interrupts_calls_in_flight_and_reports_how_to_rerun_them() {
     assert_eq!(resumed.interrupted_calls.len(), 3);
     assert_eq!(
         (
-            resumed.state.counters.calls,
-            resumed.state.counters.failures
+            resumed.state.counters.totals.calls,
+            resumed.state.counters.totals.failures
         ),
         (4, 3)
     );
