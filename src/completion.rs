@@ -45,10 +45,11 @@ pub(crate) async fn verdict(
     input: VerdictInput,
 ) -> Result<ExitCode> {
     let gateway = crate::control::gateway(config).await?;
-    match gateway
-        .verdict_as(&crate::control::operator(), judge, worker, input)
-        .await
-    {
+    let (judge, worker) = (judge.to_string(), worker.to_string());
+    let judged = gateway
+        .with_sessions(move |s| s.verdict_as(&crate::control::operator(), &judge, &worker, input))
+        .await;
+    match judged {
         Ok(judged) => {
             print_json(&judged)?;
             Ok(ExitCode::SUCCESS)

@@ -15,8 +15,7 @@ use crate::gateway::Gateway;
 use crate::manifest::{Completion, Gate, Principal};
 use crate::pipeline::ledger_work;
 use crate::session::{
-    EndOutcome, GateResult, Judged, MAX_GATE_DETAIL, SessionError, SessionState, VerdictInput,
-    bounded,
+    EndOutcome, GateResult, MAX_GATE_DETAIL, SessionError, SessionState, bounded,
 };
 
 impl Gateway {
@@ -105,24 +104,6 @@ impl Gateway {
                 Err(why) => failed(format!("{why}; the result was {}", shown(&output))),
             },
         })
-    }
-
-    /// Records `caller`'s verdict from its judge session `judge` on the
-    /// latest handoff of session `worker` (see `Sessions::verdict_as`).
-    pub async fn verdict_as(
-        &self,
-        caller: &Principal,
-        judge: &str,
-        worker: &str,
-        input: VerdictInput,
-    ) -> Result<Judged, SessionError> {
-        let (sessions, caller, judge, worker) = (
-            self.sessions().clone(),
-            caller.clone(),
-            judge.to_string(),
-            worker.to_string(),
-        );
-        ledger_work(move || sessions.verdict_as(&caller, &judge, &worker, input)).await
     }
 }
 

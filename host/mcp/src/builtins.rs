@@ -503,12 +503,14 @@ impl Connection {
                     reasons: a.reasons,
                     handoff_seq: a.handoff_seq,
                 };
-                Ok(
-                    match gateway.verdict_as(caller, &judge, &a.session, input).await {
-                        Ok(judged) => results::ok(&judged),
-                        Err(e) => results::session_failure(&e),
-                    },
-                )
+                let (caller, worker) = (caller.clone(), a.session);
+                let judged = gateway
+                    .with_sessions(move |s| s.verdict_as(&caller, &judge, &worker, input))
+                    .await;
+                Ok(match judged {
+                    Ok(judged) => results::ok(&judged),
+                    Err(e) => results::session_failure(&e),
+                })
             }
             SESSION_WAIT => {
                 let a: SessionWaitArgs = parse(tool, args)?;
