@@ -9,70 +9,72 @@
 //! must not reach the cloud-metadata service at `169.254.169.254`.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::LazyLock;
 
 use ipnet::{Ipv4Net, Ipv6Net};
 
-const fn v4(a: u8, b: u8, c: u8, d: u8, len: u8) -> Ipv4Net {
-    Ipv4Net::new_assert(Ipv4Addr::new(a, b, c, d), len)
-}
-
-const fn v6(s: [u16; 8], len: u8) -> Ipv6Net {
-    Ipv6Net::new_assert(
-        Ipv6Addr::new(s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]),
-        len,
-    )
+/// A table's rows as written (a range in the RFCs' notation, and the name a
+/// denial gives), parsed once. A row that does not parse fails the tests,
+/// which read every table.
+fn parsed<N>(rows: &[(&str, &'static str)]) -> Vec<(N, &'static str)>
+where
+    N: std::str::FromStr,
+    N::Err: std::fmt::Debug,
+{
+    rows.iter()
+        .map(|(net, why)| (net.parse().expect("a range of the table"), *why))
+        .collect()
 }
 
 /// IPv4 ranges that are not public (IANA special-purpose registry, RFC 6890 and later).
-pub const RESTRICTED_V4: &[(Ipv4Net, &str)] = &[
-    (v4(0, 0, 0, 0, 8), "\"this network\""),
-    (v4(10, 0, 0, 0, 8), "private"),
-    (v4(100, 64, 0, 0, 10), "carrier-grade NAT"),
-    (v4(127, 0, 0, 0, 8), "loopback"),
-    (v4(169, 254, 0, 0, 16), "link-local (cloud metadata)"),
-    (v4(172, 16, 0, 0, 12), "private"),
-    (v4(192, 0, 0, 0, 24), "IETF protocol assignments"),
-    (v4(192, 0, 2, 0, 24), "documentation (TEST-NET-1)"),
-    (v4(192, 88, 99, 0, 24), "6to4 relay anycast"),
-    (v4(192, 168, 0, 0, 16), "private"),
-    (v4(198, 18, 0, 0, 15), "benchmarking"),
-    (v4(198, 51, 100, 0, 24), "documentation (TEST-NET-2)"),
-    (v4(203, 0, 113, 0, 24), "documentation (TEST-NET-3)"),
-    (v4(224, 0, 0, 0, 4), "multicast"),
-    (v4(240, 0, 0, 0, 4), "reserved (and broadcast)"),
-];
+pub static RESTRICTED_V4: LazyLock<Vec<(Ipv4Net, &str)>> = LazyLock::new(|| {
+    parsed(&[
+        ("0.0.0.0/8", "\"this network\""),
+        ("10.0.0.0/8", "private"),
+        ("100.64.0.0/10", "carrier-grade NAT"),
+        ("127.0.0.0/8", "loopback"),
+        ("169.254.0.0/16", "link-local (cloud metadata)"),
+        ("172.16.0.0/12", "private"),
+        ("192.0.0.0/24", "IETF protocol assignments"),
+        ("192.0.2.0/24", "documentation (TEST-NET-1)"),
+        ("192.88.99.0/24", "6to4 relay anycast"),
+        ("192.168.0.0/16", "private"),
+        ("198.18.0.0/15", "benchmarking"),
+        ("198.51.100.0/24", "documentation (TEST-NET-2)"),
+        ("203.0.113.0/24", "documentation (TEST-NET-3)"),
+        ("224.0.0.0/4", "multicast"),
+        ("240.0.0.0/4", "reserved (and broadcast)"),
+    ])
+});
 
 /// IPv6 ranges that are not public, but for the ones that embed an IPv4 address
 /// judged by that address ([`embedded_v4`]).
-pub const RESTRICTED_V6: &[(Ipv6Net, &str)] = &[
-    (v6([0, 0, 0, 0, 0, 0, 0, 0], 128), "unspecified"),
-    (v6([0, 0, 0, 0, 0, 0, 0, 1], 128), "loopback"),
-    // Deprecated (RFC 4291); the host would reach the IPv4 address inside.
-    (v6([0, 0, 0, 0, 0, 0, 0, 0], 96), "IPv4-compatible"),
-    (v6([0x64, 0xff9b, 1, 0, 0, 0, 0, 0], 48), "local-use NAT64"),
-    (v6([0x100, 0, 0, 0, 0, 0, 0, 0], 64), "discard-only"),
-    (v6([0x2001, 0, 0, 0, 0, 0, 0, 0], 32), "Teredo"),
-    (v6([0x2001, 2, 0, 0, 0, 0, 0, 0], 48), "benchmarking"),
-    (v6([0x2001, 0x10, 0, 0, 0, 0, 0, 0], 28), "ORCHID"),
-    (v6([0x2001, 0x20, 0, 0, 0, 0, 0, 0], 28), "ORCHIDv2"),
-    (v6([0x2001, 0xdb8, 0, 0, 0, 0, 0, 0], 32), "documentation"),
-    (v6([0x2002, 0, 0, 0, 0, 0, 0, 0], 16), "6to4"),
-    (v6([0x3fff, 0, 0, 0, 0, 0, 0, 0], 20), "documentation"),
-    (
-        v6([0x5f00, 0, 0, 0, 0, 0, 0, 0], 16),
-        "segment routing (SRv6) SIDs",
-    ),
-    (v6([0xfc00, 0, 0, 0, 0, 0, 0, 0], 7), "unique local"),
-    (v6([0xfe80, 0, 0, 0, 0, 0, 0, 0], 10), "link-local"),
-    (v6([0xfec0, 0, 0, 0, 0, 0, 0, 0], 10), "site-local"),
-    (v6([0xff00, 0, 0, 0, 0, 0, 0, 0], 8), "multicast"),
-];
+pub static RESTRICTED_V6: LazyLock<Vec<(Ipv6Net, &str)>> = LazyLock::new(|| {
+    parsed(&[
+        ("::/128", "unspecified"),
+        ("::1/128", "loopback"),
+        // Deprecated (RFC 4291); the host would reach the IPv4 address inside.
+        ("::/96", "IPv4-compatible"),
+        ("64:ff9b:1::/48", "local-use NAT64"),
+        ("100::/64", "discard-only"),
+        ("2001::/32", "Teredo"),
+        ("2001:2::/48", "benchmarking"),
+        ("2001:10::/28", "ORCHID"),
+        ("2001:20::/28", "ORCHIDv2"),
+        ("2001:db8::/32", "documentation"),
+        ("2002::/16", "6to4"),
+        ("3fff::/20", "documentation"),
+        ("5f00::/16", "segment routing (SRv6) SIDs"),
+        ("fc00::/7", "unique local"),
+        ("fe80::/10", "link-local"),
+        ("fec0::/10", "site-local"),
+        ("ff00::/8", "multicast"),
+    ])
+});
 
 /// IPv6 prefixes whose last 32 bits are an IPv4 address that is reached directly.
-const EMBEDDING_V6: &[(Ipv6Net, &str)] = &[
-    (v6([0, 0, 0, 0, 0, 0xffff, 0, 0], 96), "IPv4-mapped"),
-    (v6([0x64, 0xff9b, 0, 0, 0, 0, 0, 0], 96), "NAT64"),
-];
+static EMBEDDING_V6: LazyLock<Vec<(Ipv6Net, &str)>> =
+    LazyLock::new(|| parsed(&[("::ffff:0:0/96", "IPv4-mapped"), ("64:ff9b::/96", "NAT64")]));
 
 /// Why `ip` may be reached only when granted by address, or `None` for a public
 /// address.
@@ -222,7 +224,7 @@ mod tests {
             .filter(|(_, want)| want.is_some())
             .map(|(text, _)| text.parse().unwrap())
             .collect();
-        for (net, why) in RESTRICTED_V4 {
+        for (net, why) in RESTRICTED_V4.iter() {
             for ip in [net.network(), net.broadcast()] {
                 assert!(
                     is_restricted(ip.into()),
@@ -235,14 +237,14 @@ mod tests {
                 "{net} ({why}) has no row in the table"
             );
         }
-        for (net, why) in RESTRICTED_V6.iter().chain(EMBEDDING_V6) {
+        for (net, why) in RESTRICTED_V6.iter().chain(EMBEDDING_V6.iter()) {
             assert!(
                 rows.iter()
                     .any(|ip| matches!(ip, IpAddr::V6(v) if net.contains(v))),
                 "{net} ({why}) has no row in the table"
             );
         }
-        for (net, why) in RESTRICTED_V6 {
+        for (net, why) in RESTRICTED_V6.iter() {
             for ip in [net.network(), net.broadcast()] {
                 assert!(
                     is_restricted(ip.into()),
