@@ -341,8 +341,22 @@ fn the_admin_listener_is_an_operators_checks_origin_and_host_and_escapes_tool_ou
         "",
     );
     assert_eq!(csv.status, 200);
-    assert!(csv.body.starts_with("by,key,"), "{}", csv.body);
-    assert!(csv.body.contains("echo.echo"), "{}", csv.body);
+    let (head, rows) = csv.body.split_once('\n').unwrap();
+    assert_eq!(
+        head,
+        "by,key,label,calls,failures,wall_ms,fuel,bytes_in,bytes_out,tool_cost,model_cost,cost,foreground_calls,foreground_cost,background_calls,background_cost"
+    );
+    assert!(rows.contains("echo.echo"), "{}", csv.body);
+    for row in rows.lines() {
+        assert_eq!(row.split(',').count(), 16, "{row}");
+    }
+    // The page's table has the CSV's figures but for the wall time, fuel and bytes.
+    let page = http(admin, "GET", "/ui/billing", &[("Authorization", &op)], "");
+    assert!(
+        page.body.contains("<tr><th>key</th><th>calls</th><th>failures</th><th>tool cost</th><th>model cost</th><th>cost</th><th>fg calls</th><th>fg cost</th><th>bg calls</th><th>bg cost</th></tr>"),
+        "{}",
+        page.body
+    );
 
     // What the tool returned is on the session's page, escaped.
     let page = http(

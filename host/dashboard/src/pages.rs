@@ -1107,31 +1107,71 @@ fn render_billing(app: &App, q: &BillingQuery) -> Rendered {
             &[("foreground", "fg"), ("background (jobs)", "bg")],
         );
         body += "</div>";
-        body += "<table><thead><tr><th>key</th><th>calls</th><th>failures</th><th>tool cost</th><th>model cost</th><th>cost</th><th>fg calls</th><th>fg cost</th><th>bg calls</th><th>bg cost</th></tr></thead><tbody>";
+        body += "<table><thead><tr><th>key</th>";
+        for (_, heading, _) in billing_columns(&report.total) {
+            if let Some(heading) = heading {
+                let _ = write!(body, "<th>{heading}</th>");
+            }
+        }
+        body += "</tr></thead><tbody>";
         for g in report.groups.iter().chain([&report.total]) {
-            let f = &g.total;
-            let _ = write!(
-                body,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.4}</td><td>{:.4}</td><td>{:.4}</td><td>{}</td><td>{:.4}</td><td>{}</td><td>{:.4}</td></tr>",
-                esc(&g
-                    .label
-                    .clone()
-                    .map(|l| format!("{l} ({})", g.key))
-                    .unwrap_or_else(|| g.key.clone())),
-                f.calls,
-                f.failures,
-                f.tool_cost,
-                f.model_cost,
-                f.cost,
-                g.foreground.calls,
-                g.foreground.cost,
-                g.background.calls,
-                g.background.cost
-            );
+            let key = g
+                .label
+                .as_ref()
+                .map_or_else(|| g.key.clone(), |l| format!("{l} ({})", g.key));
+            let _ = write!(body, "<tr><td>{}</td>", esc(&key));
+            for (_, heading, figure) in billing_columns(g) {
+                if heading.is_some() {
+                    let _ = write!(body, "<td>{}</td>", figure.shown(4));
+                }
+            }
+            body += "</tr>";
         }
         body += "</tbody></table></section>";
     }
     Ok(("Billing".into(), body))
+}
+
+/// A billing figure: a count, an amount in decimal units, or milliseconds.
+#[derive(Clone, Copy)]
+enum Figure {
+    Count(u64),
+    Amount(f64),
+    Ms(u64),
+}
+
+impl Figure {
+    /// As shown, amounts with `digits` decimals (milliseconds with three).
+    fn shown(self, digits: usize) -> String {
+        match self {
+            Figure::Count(n) => n.to_string(),
+            Figure::Amount(x) => format!("{x:.digits$}"),
+            Figure::Ms(us) => format!("{:.3}", us as f64 / 1000.0),
+        }
+    }
+}
+
+/// The billing table's columns, the page's and the CSV's alike, for group
+/// `g`: the CSV's name, the page's heading (`None`: in the CSV only), and
+/// the figure.
+fn billing_columns(g: &billing::Group) -> [(&'static str, Option<&'static str>, Figure); 13] {
+    use Figure::{Amount, Count, Ms};
+    let (all, fg, bg) = (&g.total, &g.foreground, &g.background);
+    [
+        ("calls", Some("calls"), Count(all.calls)),
+        ("failures", Some("failures"), Count(all.failures)),
+        ("wall_ms", None, Ms(all.wall_us)),
+        ("fuel", None, Count(all.fuel)),
+        ("bytes_in", None, Count(all.bytes_in)),
+        ("bytes_out", None, Count(all.bytes_out)),
+        ("tool_cost", Some("tool cost"), Amount(all.tool_cost)),
+        ("model_cost", Some("model cost"), Amount(all.model_cost)),
+        ("cost", Some("cost"), Amount(all.cost)),
+        ("foreground_calls", Some("fg calls"), Count(fg.calls)),
+        ("foreground_cost", Some("fg cost"), Amount(fg.cost)),
+        ("background_calls", Some("bg calls"), Count(bg.calls)),
+        ("background_cost", Some("bg cost"), Amount(bg.cost)),
+    ]
 }
 
 /// A CSV field: quoted, and a leading formula character defused.
@@ -1164,31 +1204,24 @@ pub async fn billing_csv(
         Ok(Err(e)) => return (StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")).into_response(),
         Err(e) => return (StatusCode::INTERNAL_SERVER_ERROR, format!("{e:#}\n")).into_response(),
     };
-    let mut out = String::from(
-        "by,key,label,calls,failures,wall_ms,fuel,bytes_in,bytes_out,tool_cost,model_cost,cost,foreground_calls,foreground_cost,background_calls,background_cost\n",
-    );
+    let mut out = String::from("by,key,label");
+    for (name, _, _) in billing_columns(&report.total) {
+        let _ = write!(out, ",{name}");
+    }
+    out.push('\n');
     for g in report.groups.iter().chain([&report.total]) {
-        let f = &g.total;
-        let _ = writeln!(
+        let label = g.label.as_deref().unwrap_or("");
+        let _ = write!(
             out,
-            "{},{},{},{},{},{:.3},{},{},{},{:.6},{:.6},{:.6},{},{:.6},{},{:.6}",
+            "{},{},{}",
             by.as_str(),
             csv_field(&g.key),
-            csv_field(g.label.as_deref().unwrap_or("")),
-            f.calls,
-            f.failures,
-            f.wall_us as f64 / 1000.0,
-            f.fuel,
-            f.bytes_in,
-            f.bytes_out,
-            f.tool_cost,
-            f.model_cost,
-            f.cost,
-            g.foreground.calls,
-            g.foreground.cost,
-            g.background.calls,
-            g.background.cost
+            csv_field(label)
         );
+        for (_, _, figure) in billing_columns(g) {
+            let _ = write!(out, ",{}", figure.shown(6));
+        }
+        out.push('\n');
     }
     (
         [
