@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use glovebox_ledger::session::{
     Chain, ChainKey, Event, GENESIS_HASH, SessionState, Sessions, verify_export,
 };
-use glovebox_store::{Storage, StorageError};
+use glovebox_store::{Result, Storage, StorageError, Swap};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -95,12 +95,7 @@ struct Memory {
 }
 
 impl Storage for Memory {
-    fn append(
-        &self,
-        stream: &str,
-        expected_last: u64,
-        entries: &[Vec<u8>],
-    ) -> Result<u64, StorageError> {
+    fn append(&self, stream: &str, expected_last: u64, entries: &[Vec<u8>]) -> Result<u64> {
         let mut streams = self.streams.lock().unwrap();
         let log = streams.entry(stream.to_string()).or_default();
         let actual = log.len() as u64;
@@ -115,12 +110,7 @@ impl Storage for Memory {
         Ok(log.len() as u64)
     }
 
-    fn read(
-        &self,
-        stream: &str,
-        from: u64,
-        max: usize,
-    ) -> Result<Vec<(u64, Vec<u8>)>, StorageError> {
+    fn read(&self, stream: &str, from: u64, max: usize) -> Result<Vec<(u64, Vec<u8>)>> {
         let streams = self.streams.lock().unwrap();
         let Some(log) = streams.get(stream) else {
             return Ok(Vec::new());
@@ -131,7 +121,7 @@ impl Storage for Memory {
             .collect())
     }
 
-    fn last_seq(&self, stream: &str) -> Result<u64, StorageError> {
+    fn last_seq(&self, stream: &str) -> Result<u64> {
         Ok(self
             .streams
             .lock()
@@ -140,11 +130,11 @@ impl Storage for Memory {
             .map_or(0, |log| log.len() as u64))
     }
 
-    fn streams(&self) -> Result<Vec<String>, StorageError> {
+    fn streams(&self) -> Result<Vec<String>> {
         Ok(self.streams.lock().unwrap().keys().cloned().collect())
     }
 
-    fn put(&self, bucket: &str, key: &str, value: &[u8]) -> Result<(), StorageError> {
+    fn put(&self, bucket: &str, key: &str, value: &[u8]) -> Result<()> {
         self.buckets
             .lock()
             .unwrap()
@@ -154,13 +144,8 @@ impl Storage for Memory {
         Ok(())
     }
 
-    fn put_if(
-        &self,
-        bucket: &str,
-        key: &str,
-        expected: Option<&[u8]>,
-        value: Option<&[u8]>,
-    ) -> Result<bool, StorageError> {
+    fn put_if(&self, bucket: &str, key: &str, swap: Swap<'_>) -> Result<bool> {
+        let (expected, value) = (swap.from, swap.to);
         let mut buckets = self.buckets.lock().unwrap();
         let current = buckets.get(bucket).and_then(|b| b.get(key));
         if current.map(Vec::as_slice) != expected {
@@ -182,7 +167,7 @@ impl Storage for Memory {
         Ok(true)
     }
 
-    fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>, StorageError> {
+    fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>> {
         Ok(self
             .buckets
             .lock()
@@ -191,14 +176,14 @@ impl Storage for Memory {
             .and_then(|b| b.get(key).cloned()))
     }
 
-    fn delete(&self, bucket: &str, key: &str) -> Result<(), StorageError> {
+    fn delete(&self, bucket: &str, key: &str) -> Result<()> {
         if let Some(b) = self.buckets.lock().unwrap().get_mut(bucket) {
             b.remove(key);
         }
         Ok(())
     }
 
-    fn scan(&self, bucket: &str, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
+    fn scan(&self, bucket: &str, prefix: &str) -> Result<Vec<(String, Vec<u8>)>> {
         Ok(self
             .buckets
             .lock()
@@ -213,7 +198,7 @@ impl Storage for Memory {
             .unwrap_or_default())
     }
 
-    fn buckets(&self) -> Result<Vec<String>, StorageError> {
+    fn buckets(&self) -> Result<Vec<String>> {
         Ok(self.buckets.lock().unwrap().keys().cloned().collect())
     }
 }
