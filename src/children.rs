@@ -33,10 +33,10 @@ pub(crate) async fn spawn(config: &Path, command: SessionCommand) -> Result<Exit
     let host = crate::control::config(config)?;
     let budget = new.budget()?;
     let mut task = Handoff::new(HandoffKind::Task, role, objective);
-    task.success_criteria = success_criteria;
-    task.requirements = requirements;
-    task.files = files;
-    task.next_steps = next_steps;
+    task.notes.success_criteria = success_criteria;
+    task.notes.requirements = requirements;
+    task.notes.files = files;
+    task.notes.next_steps = next_steps;
     let spawn = SpawnChild {
         role,
         name: new.name,

@@ -299,8 +299,8 @@ fn one_write(mix: &Mix, w: usize, i: u64, pick: u64) -> Result<()> {
                 Role::Workagent,
                 format!("writer {w} step {i}"),
             );
-            handoff.current_phase = "crash-test".into();
-            handoff.next_steps = vec![format!("step {}", i + 1)];
+            handoff.notes.current_phase = "crash-test".into();
+            handoff.notes.next_steps = vec![format!("step {}", i + 1)];
             let event = mix.sessions.handoff(shared, handoff)?;
             mix.event(&event);
         }

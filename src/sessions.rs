@@ -642,13 +642,13 @@ pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitC
                     };
                     let mut h = Handoff::new(kind, state.role, objective);
                     h.target_session = to;
-                    h.requirements = requirements;
-                    h.files = files;
-                    h.success_criteria = success_criteria;
-                    h.work_completed = work_completed;
-                    h.current_phase = phase.unwrap_or_default();
-                    h.next_steps = next_steps;
-                    h.blockers = blockers;
+                    h.notes.requirements = requirements;
+                    h.notes.files = files;
+                    h.notes.success_criteria = success_criteria;
+                    h.notes.work_completed = work_completed;
+                    h.notes.current_phase = phase.unwrap_or_default();
+                    h.notes.next_steps = next_steps;
+                    h.notes.blockers = blockers;
                     h
                 }
             };

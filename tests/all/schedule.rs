@@ -291,7 +291,10 @@ async fn an_event_trigger_starts_a_session_with_a_handoff_when_a_session_complet
     assert_eq!(review.role, Role::Supervisor);
     let handoff = review.latest_handoff.expect("a handoff").handoff;
     assert_eq!(handoff.objective, "review what was completed");
-    assert_eq!(handoff.next_steps, vec!["read the handoff".to_string()]);
+    assert_eq!(
+        handoff.notes.next_steps,
+        vec!["read the handoff".to_string()]
+    );
     let note = events(&gw, "review")
         .into_iter()
         .find_map(|e| match e.kind {

@@ -22,15 +22,26 @@ use glovebox::session::{
 
 /// `tool`'s arguments as its argument struct (`tools.rs`); the error names
 /// the tool and the field at fault (`budget.cost`) when it is in one.
+///
+/// The fields of a group flattened into the struct (`NewSessionArgs`,
+/// `HandoffNotes`) are out of the path's sight: for an error serde places
+/// at the top, the tool's schema says which field is at fault, and an
+/// unknown field's error lists the fields there are.
 fn parse<T: DeserializeOwned>(tool: &str, args: JsonObject) -> Result<T, ErrorData> {
-    serde_path_to_error::deserialize(Value::Object(args)).map_err(|e| {
+    let args = Value::Object(args);
+    serde_path_to_error::deserialize(&args).map_err(|e| {
         let field = e.path().to_string();
-        let e = e.into_inner();
-        if field == "." {
-            bad_arguments(tool, e)
-        } else {
-            bad_arguments(tool, format!("`{field}`: {e}"))
+        let e = e.into_inner().to_string();
+        if field != "." {
+            return bad_arguments(tool, format!("`{field}`: {e}"));
         }
+        if e.starts_with("unknown field")
+            && !e.contains("expected")
+            && let Some(fields) = fields_of(tool)
+        {
+            return bad_arguments(tool, format!("{e}, expected one of {fields}"));
+        }
+        bad_arguments(tool, locate(tool, &args).unwrap_or(e))
     })
 }
 
@@ -166,7 +177,7 @@ impl Connection {
             SESSION_START => {
                 let a: StartArgs = parse(tool, args)?;
                 let (expected_duration, budget) =
-                    start_extras(tool, a.expected_duration.as_deref(), &a.budget)?;
+                    start_extras(tool, a.new.expected_duration.as_deref(), &a.budget)?;
                 let completion = a.completion;
                 if let Err(e) = gateway.check_completion(&completion) {
                     return Ok(results::session_failure(&e));
@@ -174,8 +185,8 @@ impl Connection {
                 let start = StartSession {
                     role: a.role,
                     project: a.project,
-                    name: a.name,
-                    tags: a.tags,
+                    name: a.new.name,
+                    tags: a.new.tags,
                     expected_duration,
                     budget,
                     completion,
@@ -230,13 +241,7 @@ impl Connection {
                 let result = match gateway.session_as(caller, &id).await {
                     Ok(state) => {
                         let mut h = Handoff::new(a.kind, state.role, a.objective);
-                        h.requirements = a.requirements;
-                        h.files = a.files;
-                        h.success_criteria = a.success_criteria;
-                        h.work_completed = a.work_completed;
-                        h.current_phase = a.current_phase;
-                        h.next_steps = a.next_steps;
-                        h.blockers = a.blockers;
+                        h.notes = a.notes;
                         h.target_session = a.to;
                         gateway.handoff_as(caller, &state.id, h).await
                     }
@@ -460,26 +465,22 @@ impl Connection {
                 let a: SessionSpawnArgs = parse(tool, args)?;
                 let role = a.role;
                 let (expected_duration, budget) =
-                    start_extras(tool, a.expected_duration.as_deref(), &a.budget)?;
+                    start_extras(tool, a.new.expected_duration.as_deref(), &a.budget)?;
                 let parent = match self.target(caller, tool, a.session).await {
                     Ok(key) => key,
                     Err(answer) => return Ok(answer),
                 };
                 // Kind, roles and target are the spawn's to set.
                 let mut task = Handoff::new(HandoffKind::Task, role, a.objective);
-                task.success_criteria = a.success_criteria;
-                task.requirements = a.requirements;
-                task.files = a.files;
-                task.next_steps = a.next_steps;
-                task.current_phase = a.current_phase;
+                task.notes = a.notes;
                 let completion = a.completion;
                 if let Err(e) = gateway.check_completion(&completion) {
                     return Ok(results::session_failure(&e));
                 }
                 let spawn = SpawnChild {
                     role,
-                    name: a.name,
-                    tags: a.tags,
+                    name: a.new.name,
+                    tags: a.new.tags,
                     expected_duration,
                     budget,
                     task,
@@ -636,6 +637,35 @@ mod tests {
             (
                 refusal::<HandoffArgs>(SESSION_HANDOFF, json!({"kind": "up", "objective": "o"})),
                 "invalid arguments for `session_handoff`: `kind`: unknown handoff kind `up`",
+            ),
+            // The fields of a flattened group are named by the tool's schema.
+            (
+                refusal::<StartArgs>(
+                    SESSION_START,
+                    json!({"role": "judge", "project": "p", "tags": "x"}),
+                ),
+                "invalid arguments for `session_start`: `tags`: \"x\" is not of type \"array\"",
+            ),
+            (
+                refusal::<HandoffArgs>(
+                    SESSION_HANDOFF,
+                    json!({"kind": "continuation", "objective": "o", "files": "a.txt"}),
+                ),
+                "invalid arguments for `session_handoff`: `files`: \"a.txt\" is not of type \"array\"",
+            ),
+            (
+                refusal::<SessionSpawnArgs>(
+                    SESSION_SPAWN,
+                    json!({"role": "workagent", "objective": "o", "name": null, "blockers": ["a", 1]}),
+                ),
+                "invalid arguments for `session_spawn`: `blockers[1]`: 1 is not of type \"string\"",
+            ),
+            (
+                refusal::<HandoffArgs>(
+                    SESSION_HANDOFF,
+                    json!({"kind": "continuation", "objective": "o", "filez": []}),
+                ),
+                "invalid arguments for `session_handoff`: unknown field `filez`, expected one of `blockers`, `current_phase`, `files`, `kind`, `next_steps`, `objective`, `requirements`, `success_criteria`, `to`, `work_completed`",
             ),
             (
                 refusal::<EndArgs>(SESSION_END, json!({"outcome": "done"})),

@@ -8,8 +8,9 @@
 //! inlined (no `$ref`, which some clients do not follow) and offer no `null`
 //! (an optional field is left out), as the hand-written ones before them.
 
+use std::collections::HashMap;
 use std::str::FromStr;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use schemars::generate::SchemaSettings;
@@ -23,7 +24,7 @@ use glovebox::ToolInfo;
 use glovebox::jobs::JobStatus;
 use glovebox::manifest::{Completion, MAX_WAIT_IDS};
 use glovebox::memory::SEARCH_LIMIT_MAX;
-use glovebox::session::{EndOutcome, HandoffKind, Role, SessionStatus, WAIT_MAX};
+use glovebox::session::{EndOutcome, HandoffKind, HandoffNotes, Role, SessionStatus, WAIT_MAX};
 
 /// Built-in tool names.
 pub const SESSION_START: &str = "session_start";
@@ -202,6 +203,62 @@ pub fn builtin_tools() -> Vec<Tool> {
     ]
 }
 
+/// The built-ins' compiled schemas and property names, by tool name: what
+/// names a bad field serde cannot (see [`locate`]).
+static SCHEMAS: LazyLock<HashMap<String, (jsonschema::Validator, Vec<String>)>> =
+    LazyLock::new(|| {
+        builtin_tools()
+            .into_iter()
+            .filter_map(|tool| {
+                let schema = Value::Object((*tool.input_schema).clone());
+                let fields = schema["properties"]
+                    .as_object()
+                    .map(|p| p.keys().cloned().collect())
+                    .unwrap_or_default();
+                let validator = jsonschema::validator_for(&schema).ok()?;
+                Some((tool.name.to_string(), (validator, fields)))
+            })
+            .collect()
+    });
+
+/// Where built-in `tool`'s `args` break its schema, as serde would name
+/// the field (`tags[0]`), and what is wrong there; `None` when no field is
+/// at fault. For a field of a group flattened into the arguments
+/// ([`NewSessionArgs`], [`HandoffNotes`]), which serde's error cannot
+/// name. A `null` is passed over: serde takes it for an optional field,
+/// which the schema leaves out instead.
+pub(crate) fn locate(tool: &str, args: &Value) -> Option<String> {
+    let (validator, _) = SCHEMAS.get(tool)?;
+    let error = validator
+        .iter_errors(args)
+        .find(|e| !e.instance().is_null() && e.instance_path().as_str() != "")?;
+    let mut field = String::new();
+    for part in error.instance_path().as_str().split('/').skip(1) {
+        let part = part.replace("~1", "/").replace("~0", "~");
+        if part.parse::<usize>().is_ok() {
+            field.push_str(&format!("[{part}]"));
+        } else {
+            if !field.is_empty() {
+                field.push('.');
+            }
+            field.push_str(&part);
+        }
+    }
+    Some(format!("`{field}`: {error}"))
+}
+
+/// The fields built-in `tool` takes, as an unknown field's error lists them.
+pub(crate) fn fields_of(tool: &str) -> Option<String> {
+    let (_, fields) = SCHEMAS.get(tool)?;
+    Some(
+        fields
+            .iter()
+            .map(|f| format!("`{f}`"))
+            .collect::<Vec<_>>()
+            .join(", "),
+    )
+}
+
 /// A built-in whose arguments parse into `T`.
 fn builtin<T: JsonSchema>(name: &'static str, description: &'static str) -> Tool {
     Tool::new(name, description, Arc::new(input_schema::<T>()))
@@ -368,13 +425,8 @@ pub(crate) struct StartArgs {
     pub role: Role,
     #[schemars(length(min = 1))]
     pub project: String,
-    /// Unique among live sessions; resume it by this name later.
-    pub name: Option<String>,
-    #[serde(default)]
-    pub tags: Vec<String>,
-    /// How long the work should take, e.g. "45m" or "2h" (the detector
-    /// compares).
-    pub expected_duration: Option<String>,
+    #[serde(flatten)]
+    pub new: NewSessionArgs,
     /// The session's own caps; its role's caps still hold, so these only
     /// tighten them.
     #[serde(default)]
@@ -382,6 +434,20 @@ pub(crate) struct StartArgs {
     #[serde(default)]
     #[schemars(description = COMPLETION)]
     pub completion: Completion,
+}
+
+/// What `session_start` and `session_spawn` both take for the new session
+/// besides its role (flattened into each: a field's error is located by
+/// the tool's schema, see `builtins::parse`).
+#[derive(Deserialize, JsonSchema)]
+pub(crate) struct NewSessionArgs {
+    /// Unique among live sessions: resume or address the session by it later.
+    pub name: Option<String>,
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// How long the work should take, e.g. "45m" or "2h" (the detector
+    /// compares).
+    pub expected_duration: Option<String>,
 }
 
 /// A session's caps (`session_start`'s own, or `session_spawn`'s for the
@@ -454,12 +520,8 @@ pub(crate) struct SessionSpawnArgs {
     #[serde(deserialize_with = "word")]
     #[schemars(schema_with = "child_roles")]
     pub role: Role,
-    /// Unique among live sessions.
-    pub name: Option<String>,
-    #[serde(default)]
-    pub tags: Vec<String>,
-    /// e.g. "45m".
-    pub expected_duration: Option<String>,
+    #[serde(flatten)]
+    pub new: NewSessionArgs,
     /// The child's caps, carved out of the parent's: required for each cap
     /// the parent has.
     #[serde(default)]
@@ -467,16 +529,9 @@ pub(crate) struct SessionSpawnArgs {
     /// What the child is to do.
     #[schemars(length(min = 1))]
     pub objective: String,
-    #[serde(default)]
-    pub success_criteria: Vec<String>,
-    #[serde(default)]
-    pub requirements: Vec<String>,
-    #[serde(default)]
-    pub files: Vec<String>,
-    #[serde(default)]
-    pub next_steps: Vec<String>,
-    #[serde(default)]
-    pub current_phase: String,
+    /// The rest of the child's task, as a handoff would say it.
+    #[serde(flatten)]
+    pub notes: HandoffNotes,
     /// The parent (id or name); the bound session when absent.
     pub session: Option<String>,
     #[serde(default)]
@@ -574,20 +629,8 @@ pub(crate) struct HandoffArgs {
     pub kind: HandoffKind,
     #[schemars(length(min = 1))]
     pub objective: String,
-    #[serde(default)]
-    pub requirements: Vec<String>,
-    #[serde(default)]
-    pub files: Vec<String>,
-    #[serde(default)]
-    pub success_criteria: Vec<String>,
-    #[serde(default)]
-    pub work_completed: Vec<String>,
-    #[serde(default)]
-    pub current_phase: String,
-    #[serde(default)]
-    pub next_steps: Vec<String>,
-    #[serde(default)]
-    pub blockers: Vec<String>,
+    #[serde(flatten)]
+    pub notes: HandoffNotes,
     /// The receiving session (id or name).
     pub to: Option<String>,
 }
@@ -794,6 +837,8 @@ mod tests {
         (
             SESSION_SPAWN,
             &[
+                // A child's task takes every note a handoff does.
+                "blockers:array",
                 "budget:object",
                 "completion:object",
                 "current_phase:string",
@@ -807,6 +852,7 @@ mod tests {
                 "session:string",
                 "success_criteria:array",
                 "tags:array",
+                "work_completed:array",
             ],
             &["role", "objective"],
         ),

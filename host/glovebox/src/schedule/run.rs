@@ -91,8 +91,8 @@ impl Gateway {
             Action::Start { handoff, .. } => {
                 let mut h =
                     Handoff::new(HandoffKind::Continuation, target.role, &handoff.objective);
-                h.success_criteria = handoff.success_criteria.clone();
-                h.next_steps = handoff.next_steps.clone();
+                h.notes.success_criteria = handoff.success_criteria.clone();
+                h.notes.next_steps = handoff.next_steps.clone();
                 match self.handoff_as(principal, &id, h).await {
                     Ok(_) => RunOutcome {
                         ok: true,

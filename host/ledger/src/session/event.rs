@@ -695,6 +695,17 @@ mod tests {
         assert_eq!(serde_json::to_string(&counters).unwrap(), old);
     }
 
+    /// A handoff serializes to the bytes it had before its notes became one
+    /// flattened struct, as an end record's summary does.
+    #[test]
+    fn a_handoff_keeps_its_bytes_with_its_notes_flattened() {
+        let old = r#"{"kind":"continuation","from_role":"workagent","to_role":"workagent","objective":"o","requirements":["r"],"files":["a.rs"],"success_criteria":[],"work_completed":["w"],"current_phase":"p","next_steps":["n"],"blockers":["b"],"target_session":null}"#;
+        let handoff: Handoff = serde_json::from_str(old).unwrap();
+        assert_eq!(handoff.notes.files, ["a.rs"]);
+        assert_eq!(handoff.notes.current_phase, "p");
+        assert_eq!(serde_json::to_string(&handoff).unwrap(), old);
+    }
+
     #[test]
     fn the_actor_is_covered_by_the_hash_and_absent_in_old_records() {
         let kind = || EventKind::Note { text: "x".into() };

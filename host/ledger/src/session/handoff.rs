@@ -90,6 +90,23 @@ pub struct Handoff {
     /// Must fit `kind` when given; filled in from `kind` when absent.
     pub to_role: Option<Role>,
     pub objective: String,
+    #[serde(flatten)]
+    pub notes: HandoffNotes,
+    /// The session (id or name) the handoff is for; it also receives a copy.
+    /// For a continuation: absent or the writing session itself.
+    #[serde(default)]
+    pub target_session: Option<String>,
+}
+
+/// What a handoff says besides its kind and objective, all of it optional:
+/// the same lists whether an agent writes the handoff (`session_handoff`)
+/// or a parent briefs a child with it (`session_spawn`).
+///
+/// Flattened into [`Handoff`], fields in this order: a handoff already in a
+/// log must serialize to the bytes its hash covers.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+pub struct HandoffNotes {
     #[serde(default)]
     pub requirements: Vec<String>,
     #[serde(default)]
@@ -104,10 +121,6 @@ pub struct Handoff {
     pub next_steps: Vec<String>,
     #[serde(default)]
     pub blockers: Vec<String>,
-    /// The session (id or name) the handoff is for; it also receives a copy.
-    /// For a continuation: absent or the writing session itself.
-    #[serde(default)]
-    pub target_session: Option<String>,
 }
 
 impl Handoff {
@@ -118,13 +131,7 @@ impl Handoff {
             from_role,
             to_role: None,
             objective: objective.into(),
-            requirements: Vec::new(),
-            files: Vec::new(),
-            success_criteria: Vec::new(),
-            work_completed: Vec::new(),
-            current_phase: String::new(),
-            next_steps: Vec::new(),
-            blockers: Vec::new(),
+            notes: HandoffNotes::default(),
             target_session: None,
         }
     }

@@ -55,7 +55,7 @@ pub use family::{
     ChildObserver, ChildStatus, SpawnChild, Spawned, WAIT_DEFAULT, WAIT_MAX, carve,
     check_addressable,
 };
-pub use handoff::{Handoff, HandoffKind};
+pub use handoff::{Handoff, HandoffKind, HandoffNotes};
 pub use lease::{Lease, LeaseConfig};
 pub use lifecycle::{SessionStatus, TRANSITIONS, Transition};
 pub use log::{LoadStats, VerifyReport, verify_export};

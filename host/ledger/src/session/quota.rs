@@ -39,12 +39,12 @@ pub(super) fn check_tags(
 /// its lists, against `quotas.handoff_bytes` and `quotas.handoff_items`.
 pub(super) fn check_handoff(quotas: &QuotasConfig, handoff: &Handoff) -> Result<(), SessionError> {
     let lists = [
-        ("requirements", &handoff.requirements),
-        ("files", &handoff.files),
-        ("success_criteria", &handoff.success_criteria),
-        ("work_completed", &handoff.work_completed),
-        ("next_steps", &handoff.next_steps),
-        ("blockers", &handoff.blockers),
+        ("requirements", &handoff.notes.requirements),
+        ("files", &handoff.notes.files),
+        ("success_criteria", &handoff.notes.success_criteria),
+        ("work_completed", &handoff.notes.work_completed),
+        ("next_steps", &handoff.notes.next_steps),
+        ("blockers", &handoff.notes.blockers),
     ];
     let limit = quotas.handoff_items;
     if let Some((field, list)) = lists.iter().find(|(_, l)| l.len() as u64 > limit) {

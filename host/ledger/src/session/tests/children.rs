@@ -37,8 +37,8 @@ fn start_as(
 
 fn child(name: &str, role: Role, budget: BudgetCaps) -> SpawnChild {
     let mut task = Handoff::new(HandoffKind::Task, role, format!("do {name}"));
-    task.success_criteria = vec!["tests pass".into()];
-    task.files = vec!["src/lib.rs".into()];
+    task.notes.success_criteria = vec!["tests pass".into()];
+    task.notes.files = vec!["src/lib.rs".into()];
     SpawnChild {
         role,
         name: Some(name.into()),
@@ -107,7 +107,7 @@ fn a_spawn_links_child_and_parent_and_hands_the_child_its_task() {
     assert_eq!(task.handoff.kind, HandoffKind::Task);
     assert_eq!(task.handoff.from_role, Role::Supervisor);
     assert_eq!(task.handoff.to_role, Some(Role::Workagent));
-    assert_eq!(task.handoff.success_criteria, ["tests pass"]);
+    assert_eq!(task.handoff.notes.success_criteria, ["tests pass"]);
 
     // The parent's log names the child.
     assert_eq!(
@@ -343,7 +343,7 @@ fn a_child_settles_by_a_handoff_to_its_parent_or_by_ending_and_the_observers_hea
     assert_eq!(rung.0.load(Ordering::SeqCst), 0);
 
     let mut done = Handoff::new(HandoffKind::WorkagentCompletion, Role::Workagent, "did a");
-    done.work_completed = vec!["a".into()];
+    done.notes.work_completed = vec!["a".into()];
     done.target_session = Some("top".into());
     env.sessions
         .handoff_as(&me, "a", done, &HandoffsConfig::default())

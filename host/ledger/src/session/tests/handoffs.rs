@@ -32,7 +32,7 @@ fn resume_returns_the_latest_handoff() {
         Role::Supervisor,
         "ship the parser",
     );
-    first.current_phase = "design".into();
+    first.notes.current_phase = "design".into();
     env.sessions.handoff("solo", first).unwrap();
     // A handoff activates a created session.
     assert_eq!(
@@ -44,10 +44,10 @@ fn resume_returns_the_latest_handoff() {
         Role::Supervisor,
         "ship the parser",
     );
-    second.current_phase = "implementation".into();
-    second.work_completed = vec!["grammar".into()];
-    second.next_steps = vec!["error recovery".into()];
-    second.success_criteria = vec!["fuzz for an hour".into()];
+    second.notes.current_phase = "implementation".into();
+    second.notes.work_completed = vec!["grammar".into()];
+    second.notes.next_steps = vec!["error recovery".into()];
+    second.notes.success_criteria = vec!["fuzz for an hour".into()];
     env.sessions.handoff("solo", second.clone()).unwrap();
     env.sessions.pause("solo", "context full").unwrap();
 
@@ -74,7 +74,7 @@ fn a_targeted_handoff_reaches_the_target_session() {
         Role::Orchestrator,
         "build the api",
     );
-    h.requirements = vec!["rest".into()];
+    h.notes.requirements = vec!["rest".into()];
     h.target_session = Some("hands".into());
     let err = env
         .sessions

@@ -104,11 +104,11 @@ fn threat_43_a_handoff_past_its_size_or_list_quota_is_refused_and_not_logged() {
     assert!(message.contains("scratch dir"), "{message}");
 
     big.objective = "carry on".into();
-    big.next_steps = (0..5).map(|i| format!("step {i}")).collect();
+    big.notes.next_steps = (0..5).map(|i| format!("step {i}")).collect();
     let message = assert_quota(s.handoff(&id, big.clone()), "handoff_items");
     assert!(message.contains("`next_steps` has 5 entries"), "{message}");
     assert_eq!(s.show(&id).unwrap().last_seq, seq, "nothing was logged");
 
-    big.next_steps.truncate(4);
+    big.notes.next_steps.truncate(4);
     s.handoff(&id, big).unwrap();
 }
