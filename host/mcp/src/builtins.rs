@@ -699,6 +699,22 @@ mod tests {
         }
     }
 
+    /// An error that quotes what the agent sent is cut, not echoed whole.
+    #[test]
+    fn a_huge_bad_argument_is_not_echoed_whole() {
+        let huge = "x".repeat(100_000);
+        for message in [
+            refusal::<StartArgs>(
+                SESSION_START,
+                json!({"role": "judge", "project": "p", "tags": huge}),
+            ),
+            refusal::<StartArgs>(SESSION_START, json!({"role": huge, "project": "p"})),
+        ] {
+            assert!(message.len() < 5_000, "{} bytes", message.len());
+            assert!(message.ends_with("bytes in all)"), "{}", &message[..200]);
+        }
+    }
+
     #[test]
     fn left_out_arguments_take_their_defaults() {
         let end: EndArgs = parsed(SESSION_END, json!({}));

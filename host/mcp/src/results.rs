@@ -121,8 +121,10 @@ pub fn bad_request(e: &CallError) -> ErrorData {
     ErrorData::invalid_params(e.to_string(), Some(json!({"kind": e.kind()})))
 }
 
-/// Arguments of a built-in tool that do not fit its schema.
+/// Arguments of a built-in tool that do not fit its schema. The reason may
+/// quote what the agent sent: it is cut at the log's error length.
 pub fn bad_arguments(tool: &str, reason: impl std::fmt::Display) -> ErrorData {
+    let reason = glovebox::session::bounded_error(reason.to_string());
     ErrorData::invalid_params(
         format!("invalid arguments for `{tool}`: {reason}"),
         Some(json!({"kind": "invalid_input"})),

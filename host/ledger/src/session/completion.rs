@@ -187,19 +187,6 @@ impl CompletionState {
     }
 }
 
-/// Cuts `text` to at most `max` bytes on a character boundary, saying how
-/// long it was.
-pub fn bounded(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_string();
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}… ({} bytes in all)", &text[..end], text.len())
-}
-
 /// What a judge records with `session_verdict`.
 #[derive(Clone, Debug)]
 pub struct VerdictInput {

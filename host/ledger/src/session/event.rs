@@ -180,7 +180,16 @@ pub fn bounded_error(text: String) -> String {
     if text.len() <= MAX_ERROR_BYTES {
         return text;
     }
-    let mut end = MAX_ERROR_BYTES;
+    bounded(&text, MAX_ERROR_BYTES)
+}
+
+/// Cuts `text` to at most `max` bytes on a character boundary, saying how
+/// long it was.
+pub fn bounded(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = max;
     while !text.is_char_boundary(end) {
         end -= 1;
     }

@@ -44,12 +44,13 @@ pub(crate) mod watch;
 pub use access::{check_may_lift, may_touch};
 pub use chain::{Chain, ChainKey, KeyedChain, MIN_KEY_BYTES};
 pub use completion::{
-    CompletionState, GateResult, GatesRun, Judged, MAX_GATE_DETAIL, Verdict, VerdictInput, bounded,
+    CompletionState, GateResult, GatesRun, Judged, MAX_GATE_DETAIL, Verdict, VerdictInput,
 };
 pub use error::SessionError;
 pub use event::{
     CallMetering, CallTotals, EndOutcome, Event, EventKind, Flag, GENESIS_HASH, MAX_ERROR_BYTES,
-    MAX_INLINE_BYTES, Role, SessionSummary, UnwaitedJob, bounded_error, digest, inline_if_small,
+    MAX_INLINE_BYTES, Role, SessionSummary, UnwaitedJob, bounded, bounded_error, digest,
+    inline_if_small,
 };
 pub use family::{
     ChildObserver, ChildStatus, SpawnChild, Spawned, WAIT_DEFAULT, WAIT_MAX, carve,
