@@ -704,6 +704,16 @@ async fn runner_and_client(
     (runner, client, session, [runner_data, client_data])
 }
 
+/// Waits until `jobs` reads job `id` as running; fails saying `why` if it
+/// is not within `limit`.
+async fn running_within(jobs: &glovebox::Jobs, id: &str, limit: Duration, why: &str) {
+    let deadline = Instant::now() + limit;
+    while jobs.status(id).unwrap().status != glovebox::JobStatus::Running {
+        assert!(Instant::now() < deadline, "{why}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// Job `id` as `jobs` reads it once it is final; fails saying `why` if it
 /// is not by `deadline`.
 async fn final_by(
@@ -850,11 +860,13 @@ async fn a_stopping_host_hands_its_unfinished_job_to_another_host_at_once() {
         .spawn(&session, "sleep", r#"{"seconds":3}"#)
         .await
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while a.status(&job.id).unwrap().status != glovebox::JobStatus::Running {
-        assert!(Instant::now() < deadline, "the job never ran on `a`");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    running_within(
+        &a,
+        &job.id,
+        Duration::from_secs(10),
+        "the job never ran on `a`",
+    )
+    .await;
     b.recover().await.unwrap();
 
     let stopped_at = Instant::now();
@@ -914,11 +926,13 @@ async fn a_stopping_host_hands_back_at_once_a_job_its_last_pull_brought() {
         .spawn(&session, "sleep", r#"{"seconds":3}"#)
         .await
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while b.status(&busy.id).unwrap().status != glovebox::JobStatus::Running {
-        assert!(Instant::now() < deadline, "the busy job never ran on `b`");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    running_within(
+        &b,
+        &busy.id,
+        Duration::from_secs(10),
+        "the busy job never ran on `b`",
+    )
+    .await;
     // `b`'s last pull from before it was busy (one waits up to 1 s) is over.
     tokio::time::sleep(Duration::from_millis(1200)).await;
 

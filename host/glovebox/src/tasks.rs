@@ -5,10 +5,10 @@
 //! The ledger is synchronous (the storage trait is), so the async callers run
 //! its work with [`blocking`], which first takes their thread out of the
 //! async workers (or, on a current-thread runtime, uses the blocking pool);
-//! a call runs
-//! [`contained`] in its caller's task (a slow call's guest in a task of its
-//! own on the slow lane, [`Owned`]), so a panic in host glue ends that call
-//! only, and dropping the caller's future (a cancelled job) drops the call.
+//! a call runs [`contained`] in its caller's task (a slow call's guest in a
+//! task of its own on the slow lane, [`Owned`]), so a panic in host glue
+//! ends that call only, and dropping the caller's future (a cancelled job)
+//! drops the call.
 //!
 //! Who acts ([`acting`]): an entry point (an MCP request, an operator's
 //! command, a background job) names the principal once; the ledger's work

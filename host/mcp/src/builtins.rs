@@ -715,6 +715,22 @@ mod tests {
         }
     }
 
+    /// A child's task takes every note a handoff does (the README says so),
+    /// and the new session's name and tags stand beside them.
+    #[test]
+    fn a_spawn_takes_the_notes_of_a_handoff() {
+        let spawn: SessionSpawnArgs = parsed(
+            SESSION_SPAWN,
+            json!({"role": "workagent", "objective": "o", "name": "kid", "tags": ["t"],
+                   "files": ["f"], "work_completed": ["w"], "blockers": ["b"]}),
+        );
+        assert_eq!(spawn.new.name.as_deref(), Some("kid"));
+        assert_eq!(spawn.new.tags, ["t"]);
+        assert_eq!(spawn.notes.files, ["f"]);
+        assert_eq!(spawn.notes.work_completed, ["w"]);
+        assert_eq!(spawn.notes.blockers, ["b"]);
+    }
+
     #[test]
     fn left_out_arguments_take_their_defaults() {
         let end: EndArgs = parsed(SESSION_END, json!({}));

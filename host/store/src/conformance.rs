@@ -590,96 +590,52 @@ pub fn buckets_lists_the_buckets_holding_keys<B: Backend>() {
     assert!(store.scan("jobs", "").unwrap().len() == 2);
 }
 
+/// Whether `put_if` of `key` in `bucket` from `from` to `to` swapped.
+fn swapped(
+    store: &impl Storage,
+    bucket: &str,
+    key: &str,
+    from: Option<&[u8]>,
+    to: Option<&[u8]>,
+) -> bool {
+    store.put_if(bucket, key, Swap::new(from, to)).unwrap()
+}
+
 pub fn put_if_writes_only_over_the_expected_value<B: Backend>() {
     let tmp = tempfile::tempdir().unwrap();
     let store = open::<B>(tmp.path());
     // Nothing there: only "absent" matches, and a miss creates no bucket.
-    assert!(
-        !store
-            .put_if("b", "k", Swap::new(Some(b"v"), Some(b"w")))
-            .unwrap()
-    );
-    assert!(!store.put_if("b", "k", Swap::new(Some(b""), None)).unwrap());
-    assert!(
-        store.put_if("b", "k", Swap::new(None, None)).unwrap(),
-        "absent stays absent"
-    );
+    assert!(!swapped(&store, "b", "k", Some(b"v"), Some(b"w")));
+    assert!(!swapped(&store, "b", "k", Some(b""), None));
+    assert!(swapped(&store, "b", "k", None, None), "absent stays absent");
     assert!(
         store.buckets().unwrap().is_empty(),
         "a compare that missed must not create a bucket"
     );
     assert_eq!(store.get("b", "k").unwrap(), None);
     // Absent -> v1; a second "absent" loses.
-    assert!(
-        store
-            .put_if("b", "k", Swap::new(None, Some(b"v1")))
-            .unwrap()
-    );
-    assert!(
-        !store
-            .put_if("b", "k", Swap::new(None, Some(b"other")))
-            .unwrap()
-    );
+    assert!(swapped(&store, "b", "k", None, Some(b"v1")));
+    assert!(!swapped(&store, "b", "k", None, Some(b"other")));
     assert_eq!(store.get("b", "k").unwrap().as_deref(), Some(&b"v1"[..]));
     // v1 -> v2; a stale v1 loses, and so does a prefix of the value.
-    assert!(
-        store
-            .put_if("b", "k", Swap::new(Some(b"v1"), Some(b"v2")))
-            .unwrap()
-    );
-    assert!(
-        !store
-            .put_if("b", "k", Swap::new(Some(b"v1"), Some(b"v3")))
-            .unwrap()
-    );
-    assert!(
-        !store
-            .put_if("b", "k", Swap::new(Some(b"v"), Some(b"v3")))
-            .unwrap()
-    );
+    assert!(swapped(&store, "b", "k", Some(b"v1"), Some(b"v2")));
+    assert!(!swapped(&store, "b", "k", Some(b"v1"), Some(b"v3")));
+    assert!(!swapped(&store, "b", "k", Some(b"v"), Some(b"v3")));
     assert_eq!(store.get("b", "k").unwrap().as_deref(), Some(&b"v2"[..]));
     // v2 -> removed; removing again over v2 loses.
-    assert!(
-        store
-            .put_if("b", "k", Swap::new(Some(b"v2"), None))
-            .unwrap()
-    );
+    assert!(swapped(&store, "b", "k", Some(b"v2"), None));
     assert_eq!(store.get("b", "k").unwrap(), None);
-    assert!(
-        !store
-            .put_if("b", "k", Swap::new(Some(b"v2"), None))
-            .unwrap()
-    );
+    assert!(!swapped(&store, "b", "k", Some(b"v2"), None));
     // A removed key is absent again, for the compare too.
-    assert!(
-        store
-            .put_if("b", "k", Swap::new(None, Some(b"v4")))
-            .unwrap()
-    );
+    assert!(swapped(&store, "b", "k", None, Some(b"v4")));
     assert_eq!(store.get("b", "k").unwrap().as_deref(), Some(&b"v4"[..]));
     // An empty value is a value, not absence.
-    assert!(
-        store
-            .put_if("b", "empty", Swap::new(None, Some(b"")))
-            .unwrap()
-    );
-    assert!(
-        !store
-            .put_if("b", "empty", Swap::new(None, Some(b"x")))
-            .unwrap()
-    );
+    assert!(swapped(&store, "b", "empty", None, Some(b"")));
+    assert!(!swapped(&store, "b", "empty", None, Some(b"x")));
     assert_eq!(store.get("b", "empty").unwrap(), Some(Vec::new()));
-    assert!(
-        store
-            .put_if("b", "empty", Swap::new(Some(b""), Some(b"x")))
-            .unwrap()
-    );
+    assert!(swapped(&store, "b", "empty", Some(b""), Some(b"x")));
     // Other keys and buckets are untouched.
-    assert!(
-        store
-            .put_if("c", "k", Swap::new(None, Some(b"c's")))
-            .unwrap()
-    );
+    assert!(swapped(&store, "c", "k", None, Some(b"c's")));
     assert_eq!(store.get("b", "k").unwrap().as_deref(), Some(&b"v4"[..]));
     assert_eq!(
         store.scan("b", "").unwrap(),
@@ -697,34 +653,14 @@ pub fn put_if_is_durable_and_sees_plain_puts_and_deletes<B: Backend>() {
     {
         let store = open::<B>(tmp.path());
         store.put("b", "k", b"put").unwrap();
-        assert!(!store.put_if("b", "k", Swap::new(None, Some(b"x"))).unwrap());
-        assert!(
-            store
-                .put_if("b", "k", Swap::new(Some(b"put"), Some(b"swapped")))
-                .unwrap()
-        );
+        assert!(!swapped(&store, "b", "k", None, Some(b"x")));
+        assert!(swapped(&store, "b", "k", Some(b"put"), Some(b"swapped")));
         store.put("b", "gone", b"soon").unwrap();
         store.delete("b", "gone").unwrap();
-        assert!(
-            !store
-                .put_if("b", "gone", Swap::new(Some(b"soon"), Some(b"x")))
-                .unwrap()
-        );
-        assert!(
-            store
-                .put_if("b", "gone", Swap::new(None, Some(b"back")))
-                .unwrap()
-        );
-        assert!(
-            store
-                .put_if("b", "removed", Swap::new(None, Some(b"r")))
-                .unwrap()
-        );
-        assert!(
-            store
-                .put_if("b", "removed", Swap::new(Some(b"r"), None))
-                .unwrap()
-        );
+        assert!(!swapped(&store, "b", "gone", Some(b"soon"), Some(b"x")));
+        assert!(swapped(&store, "b", "gone", None, Some(b"back")));
+        assert!(swapped(&store, "b", "removed", None, Some(b"r")));
+        assert!(swapped(&store, "b", "removed", Some(b"r"), None));
     }
     let store = open::<B>(tmp.path());
     assert_eq!(
@@ -736,11 +672,7 @@ pub fn put_if_is_durable_and_sees_plain_puts_and_deletes<B: Backend>() {
         Some(&b"back"[..])
     );
     assert_eq!(store.get("b", "removed").unwrap(), None);
-    assert!(
-        store
-            .put_if("b", "k", Swap::new(Some(b"swapped"), Some(b"again")))
-            .unwrap()
-    );
+    assert!(swapped(&store, "b", "k", Some(b"swapped"), Some(b"again")));
 }
 
 /// Writers that each try to move one key from the value they all saw to
