@@ -88,7 +88,7 @@ pub(crate) async fn wait(
                     );
                 }
                 Ok(glovebox::children::ChildrenWaited {
-                    parent: state.id,
+                    parent: state.header.id,
                     timed_out: !pending.is_empty(),
                     children,
                     pending,

@@ -505,7 +505,7 @@ fn check_here(config: &HostConfig, acked: &Acked) -> Result<u64> {
             Kind::Session => sessions
                 .show(id)
                 .ok()
-                .map(|s| u8::from(s.status == SessionStatus::Archived)),
+                .map(|s| u8::from(s.header.status == SessionStatus::Archived)),
         };
         match found {
             None => bail!("acknowledged {kind:?} `{id}` is missing"),

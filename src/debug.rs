@@ -94,7 +94,7 @@ fn stress_sessions(sessions: &Sessions, n: usize) -> Result<Vec<String>> {
                 completion: Default::default(),
             })?,
         };
-        ids.push(state.id);
+        ids.push(state.header.id);
     }
     Ok(ids)
 }
@@ -363,8 +363,8 @@ fn one_write(mix: &Mix, w: usize, i: u64, pick: u64) -> Result<()> {
                 budget: Default::default(),
                 completion: Default::default(),
             })?;
-            mix.ack(format_args!("session {} created", state.id));
-            let session = state.id;
+            mix.ack(format_args!("session {} created", state.header.id));
+            let session = state.header.id;
             let rescue = mix.rescues.open(&session, None)?;
             mix.ack(format_args!("rescue {} open", rescue.id));
             mix.rescues.diagnose(
@@ -409,14 +409,14 @@ fn one_write(mix: &Mix, w: usize, i: u64, pick: u64) -> Result<()> {
                 budget: Default::default(),
                 completion: Default::default(),
             })?;
-            mix.ack(format_args!("session {} created", state.id));
-            let dir =
-                glovebox::scratch::ScratchDirs::new(mix.scratch_root.clone()).path_of(&state.id)?;
+            mix.ack(format_args!("session {} created", state.header.id));
+            let dir = glovebox::scratch::ScratchDirs::new(mix.scratch_root.clone())
+                .path_of(&state.header.id)?;
             std::fs::create_dir_all(&dir)?;
             std::fs::write(dir.join("notes.txt"), format!("writer {w} op {i}"))?;
-            mix.sessions.end(&state.id, EndOutcome::Completed)?;
-            mix.sessions.archive(&state.id)?;
-            mix.ack(format_args!("session {} archived", state.id));
+            mix.sessions.end(&state.header.id, EndOutcome::Completed)?;
+            mix.sessions.archive(&state.header.id)?;
+            mix.ack(format_args!("session {} archived", state.header.id));
         }
     }
     Ok(())

@@ -308,7 +308,7 @@ pub fn check(config: &Path, session: &str, json: bool) -> Result<ExitCode> {
     out!(
         "session {}: {}, escalation step `{}` ({})",
         check.state.label(),
-        check.state.status,
+        check.state.header.status,
         w.escalation,
         w.escalation.suggestion()
     );

@@ -384,7 +384,7 @@ pub(crate) fn open_durable(config: &Path) -> Result<Arc<Durable>> {
 fn list_blocked(sessions: &Sessions, list: &[SessionInfo], json: bool) -> Result<ExitCode> {
     let mut blocked = Vec::new();
     for info in list {
-        let state = match sessions.show(&info.id) {
+        let state = match sessions.show(&info.header.id) {
             Ok(state) => state,
             Err(e) => return Ok(crate::session_refused(&e)),
         };
@@ -397,11 +397,11 @@ fn list_blocked(sessions: &Sessions, list: &[SessionInfo], json: bool) -> Result
             .iter()
             .map(|s| {
                 serde_json::json!({
-                    "id": s.id,
-                    "name": s.name,
-                    "role": s.role,
-                    "status": s.status,
-                    "project": s.project,
+                    "id": s.header.id,
+                    "name": s.header.name,
+                    "role": s.header.role,
+                    "status": s.header.status,
+                    "project": s.header.project,
                     "owner": s.owner_name(),
                     "escalation": s.watch.escalation,
                     "flags": s.watch.flags,
@@ -420,9 +420,9 @@ fn list_blocked(sessions: &Sessions, list: &[SessionInfo], json: bool) -> Result
             .collect();
         out!(
             "{:38}  {:20}  {:10}  {:8}  {}",
-            s.id,
-            s.name.as_deref().unwrap_or("-"),
-            s.status.to_string(),
+            s.header.id,
+            s.header.name.as_deref().unwrap_or("-"),
+            s.header.status.to_string(),
             s.watch.escalation.to_string(),
             flags.join(",")
         );
@@ -575,12 +575,12 @@ pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitC
                 for s in &list {
                     out!(
                         "{:38}  {:20}  {:12}  {:10}  {:16}  {}",
-                        s.id,
-                        s.name.as_deref().unwrap_or("-"),
-                        s.role.to_string(),
-                        s.status.to_string(),
-                        s.project,
-                        s.tags.join(",")
+                        s.header.id,
+                        s.header.name.as_deref().unwrap_or("-"),
+                        s.header.role.to_string(),
+                        s.header.status.to_string(),
+                        s.header.project,
+                        s.header.tags.join(",")
                     );
                 }
             }
@@ -640,7 +640,7 @@ pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitC
                             "a handoff needs `--kind` and `--objective` (or `--from-file`)"
                         );
                     };
-                    let mut h = Handoff::new(kind, state.role, objective);
+                    let mut h = Handoff::new(kind, state.header.role, objective);
                     h.target_session = to;
                     h.notes.requirements = requirements;
                     h.notes.files = files;

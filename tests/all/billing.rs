@@ -74,6 +74,7 @@ impl Fixture {
                 completion: Default::default(),
             })
             .unwrap()
+            .header
             .id
     }
 
@@ -157,7 +158,7 @@ async fn a_cost_cap_stops_calls_and_pauses_the_session_with_alternatives() {
     assert_eq!(refused.outcome.as_ref().unwrap_err().exit_code(), 3);
 
     let state = f.durable.sessions.show(&id).unwrap();
-    assert_eq!(state.status, SessionStatus::Paused);
+    assert_eq!(state.header.status, SessionStatus::Paused);
     assert!(
         state
             .paused_reason
@@ -221,7 +222,7 @@ async fn a_warning_at_80_percent_once_per_cap() {
     assert_eq!(f.warnings(&id).len(), 1, "once per cap");
     let state = f.durable.sessions.show(&id).unwrap();
     assert_eq!(state.budget.warned, [Cap::Cost]);
-    assert_eq!(state.status, SessionStatus::Active);
+    assert_eq!(state.header.status, SessionStatus::Active);
 }
 
 #[tokio::test]
@@ -290,7 +291,7 @@ async fn a_wall_cap_stops_calls_once_the_session_is_that_old() {
     assert_eq!(pattern, "budget:wall");
     assert!(reason.contains("wall-time cap of 1s 500ms"), "{reason}");
     assert_eq!(
-        f.durable.sessions.show(&id).unwrap().status,
+        f.durable.sessions.show(&id).unwrap().header.status,
         SessionStatus::Paused
     );
 }
@@ -304,14 +305,14 @@ async fn raising_a_cap_lets_calls_through_again() {
     f.echo(&id).await.outcome.unwrap();
     denial(&f.echo(&id).await);
     assert_eq!(
-        f.durable.sessions.show(&id).unwrap().status,
+        f.durable.sessions.show(&id).unwrap().header.status,
         SessionStatus::Paused
     );
 
     let budgets = &f.host.config().budgets;
     let raised = budget::raise(&f.durable.sessions, budgets, &id, &cost(1.0)).unwrap();
     assert!(raised.resumed && raised.still_past.is_empty());
-    assert_eq!(raised.state.status, SessionStatus::Active);
+    assert_eq!(raised.state.header.status, SessionStatus::Active);
     assert!(f.events(&id).iter().any(|e| matches!(
         e,
         EventKind::CapRaised {
@@ -333,7 +334,7 @@ async fn raising_a_cap_lets_calls_through_again() {
     let still = budget::raise(&f.durable.sessions, budgets, &id, &calls).unwrap();
     assert!(!still.resumed);
     assert_eq!(still.still_past, [Cap::Calls]);
-    assert_eq!(still.state.status, SessionStatus::Paused);
+    assert_eq!(still.state.header.status, SessionStatus::Paused);
 }
 
 #[tokio::test]
@@ -382,7 +383,7 @@ async fn usage_reports_count_toward_cost() {
         ]
     );
     assert_eq!(
-        f.durable.sessions.show(&other).unwrap().status,
+        f.durable.sessions.show(&other).unwrap().header.status,
         SessionStatus::Paused
     );
     // Bad reports are refused.
@@ -460,10 +461,10 @@ fn expected(f: &Fixture, sessions: &[&str], by: GroupBy) -> BTreeMap<String, [[u
                 _ => continue,
             };
             let key = match by {
-                GroupBy::Role => state.role.to_string(),
-                GroupBy::Session => state.id.clone(),
+                GroupBy::Role => state.header.role.to_string(),
+                GroupBy::Session => state.header.id.clone(),
                 GroupBy::Tool => tool,
-                GroupBy::Project => state.project.clone(),
+                GroupBy::Project => state.header.project.clone(),
                 GroupBy::Day => billing::day_of(e.at_ms),
                 GroupBy::Family => {
                     // The root ancestor (child sessions count under it).
@@ -471,7 +472,7 @@ fn expected(f: &Fixture, sessions: &[&str], by: GroupBy) -> BTreeMap<String, [[u
                     while let Some(parent) = root.parent.clone() {
                         root = f.durable.sessions.show(&parent).unwrap();
                     }
-                    root.id
+                    root.header.id
                 }
             };
             let entry = &mut out.entry(key).or_default()[usize::from(bg)];

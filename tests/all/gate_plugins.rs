@@ -402,6 +402,7 @@ impl Judged {
                 completion: Default::default(),
             })
             .unwrap()
+            .header
             .id
     }
 

@@ -87,6 +87,7 @@ impl Setup {
                 completion: Default::default(),
             })
             .unwrap()
+            .header
             .id
     }
 
@@ -220,7 +221,7 @@ async fn destructive_calls_wait_for_a_human_and_run_once_approved() {
         "nothing ran yet"
     );
     assert_eq!(
-        s.durable.sessions.show(&id).unwrap().status,
+        s.durable.sessions.show(&id).unwrap().header.status,
         SessionStatus::Paused
     );
     let pending = s.durable.approvals.list(false).unwrap();
@@ -237,7 +238,7 @@ async fn destructive_calls_wait_for_a_human_and_run_once_approved() {
         "approved text"
     );
     assert_eq!(
-        s.durable.sessions.show(&id).unwrap().status,
+        s.durable.sessions.show(&id).unwrap().header.status,
         SessionStatus::Active
     );
     assert!(s.durable.approvals.list(false).unwrap().is_empty());
@@ -278,7 +279,7 @@ async fn a_denied_approval_fails_the_call_and_resumes_the_session() {
         .unwrap();
     assert!(!s.workspace.path().join("x.txt").exists());
     assert_eq!(
-        s.durable.sessions.show(&id).unwrap().status,
+        s.durable.sessions.show(&id).unwrap().header.status,
         SessionStatus::Active
     );
     assert!(

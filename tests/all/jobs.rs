@@ -52,7 +52,7 @@ impl Fixture {
     }
 
     fn start_session(&self, name: &str) -> String {
-        self.durable.sessions.start(start(name)).unwrap().id
+        self.durable.sessions.start(start(name)).unwrap().header.id
     }
 
     fn start_session_as(&self, owner: &Principal, name: &str) -> String {
@@ -60,6 +60,7 @@ impl Fixture {
             .sessions
             .start_as(owner, start(name), &Default::default())
             .unwrap()
+            .header
             .id
     }
 
@@ -1170,7 +1171,7 @@ async fn failing_job_writes() -> (Arc<FailingJobWrites>, Arc<Jobs>, String, temp
         recovery: Default::default(),
         repairs: Vec::new(),
     });
-    let session = durable.sessions.start(start("worker")).unwrap().id;
+    let session = durable.sessions.start(start("worker")).unwrap().header.id;
     let jobs = Jobs::new(Gateway::new(host, durable), config(1));
     (store, jobs, session, data)
 }

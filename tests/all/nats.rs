@@ -422,7 +422,7 @@ fn two_hosts_starting_sessions_of_one_name_get_it_once() {
                         budget: Default::default(),
                         completion: Default::default(),
                     })
-                    .map(|s| s.id)
+                    .map(|s| s.header.id)
                 })
             })
             .collect::<Vec<_>>()
@@ -438,7 +438,7 @@ fn two_hosts_starting_sessions_of_one_name_get_it_once() {
         );
         // Both hosts resolve the name to the winner.
         for host in &hosts {
-            assert_eq!(&host.show(&name).unwrap().id, won[0]);
+            assert_eq!(&host.show(&name).unwrap().header.id, won[0]);
         }
     }
 }
@@ -699,6 +699,7 @@ async fn runner_and_client(
         .sessions()
         .start(crate::jobs::start("w"))
         .unwrap()
+        .header
         .id;
     let (client, client_data) = jobs_node(url, "client", quotas, ttl).await;
     (runner, client, session, [runner_data, client_data])
@@ -755,12 +756,14 @@ async fn an_agents_job_quota_holds_across_the_nodes_of_one_store() {
         .sessions()
         .start_as(&agent, start("on-a"), &Default::default())
         .unwrap()
+        .header
         .id;
     let on_b = b
         .gateway()
         .sessions()
         .start_as(&agent, start("on-b"), &Default::default())
         .unwrap()
+        .header
         .id;
     let slow = |jobs: &glovebox::Jobs| jobs.gateway().admit("sleep", r#"{"seconds":30}"#).unwrap();
     let first = a.spawn_as(&agent, &on_a, slow(&a)).await.unwrap();
@@ -855,6 +858,7 @@ async fn a_stopping_host_hands_its_unfinished_job_to_another_host_at_once() {
         .sessions()
         .start(crate::jobs::start("w"))
         .unwrap()
+        .header
         .id;
     let job = a
         .spawn(&session, "sleep", r#"{"seconds":3}"#)
@@ -919,6 +923,7 @@ async fn a_stopping_host_hands_back_at_once_a_job_its_last_pull_brought() {
         .sessions()
         .start(crate::jobs::start("w"))
         .unwrap()
+        .header
         .id;
     b.recover().await.unwrap();
     a.recover().await.unwrap();

@@ -223,7 +223,7 @@ fn one_call_through_every_way_in_leaves_the_same_records() {
         let config = HostConfig::load(&site.config()).unwrap();
         let durable = glovebox::open_sessions(&config).unwrap();
         let sessions = Arc::clone(&durable.sessions);
-        let id = sessions.show("same").unwrap().id;
+        let id = sessions.show("same").unwrap().header.id;
         let digest = glovebox::session::digest(&std::fs::read(plugins::TOOL_ECHO).unwrap());
         let call_id = "c-interrupted-by-the-test".to_string();
         sessions

@@ -91,6 +91,7 @@ impl Rig {
                 completion: Default::default(),
             })
             .unwrap()
+            .header
             .id
     }
 
@@ -215,7 +216,7 @@ async fn a_failing_tool_called_repeatedly_raises_the_retry_flag_climbs_the_ladde
 
     // Critical: the session is paused and takes no more calls.
     let state = sessions.show(&id).unwrap();
-    assert_eq!(state.status, SessionStatus::Paused);
+    assert_eq!(state.header.status, SessionStatus::Paused);
     assert!(state.paused_reason.as_deref().unwrap().contains("retry"));
     assert_eq!(state.watch.flags["retry"].severity, Severity::Critical);
     let refused = r.call(&id, "echo.echo", json!({"message": "hi"})).await;
@@ -239,7 +240,7 @@ async fn a_failing_tool_called_repeatedly_raises_the_retry_flag_climbs_the_ladde
     let state = sessions.show(&id).unwrap();
     assert!(state.watch.flags.is_empty(), "{:?}", state.watch.flags);
     assert_eq!(state.watch.escalation, EscalationStep::None);
-    assert_eq!(state.status, SessionStatus::Active);
+    assert_eq!(state.header.status, SessionStatus::Active);
 }
 
 #[tokio::test]
@@ -250,10 +251,16 @@ async fn a_critical_condition_that_persists_after_a_resume_pauses_again() {
         r.call(&id, "panic.panic", json!({})).await.unwrap();
     }
     let sessions = &r.durable.sessions;
-    assert_eq!(sessions.show(&id).unwrap().status, SessionStatus::Paused);
+    assert_eq!(
+        sessions.show(&id).unwrap().header.status,
+        SessionStatus::Paused
+    );
     sessions.resume(&id).unwrap();
     r.call(&id, "panic.panic", json!({})).await.unwrap();
-    assert_eq!(sessions.show(&id).unwrap().status, SessionStatus::Paused);
+    assert_eq!(
+        sessions.show(&id).unwrap().header.status,
+        SessionStatus::Paused
+    );
     assert_eq!(r.flags(&id).len(), 2, "raised once per pause");
 }
 
@@ -266,7 +273,7 @@ async fn different_inputs_failing_are_not_the_same_call() {
     }
     assert!(r.flags(&id).is_empty());
     let state = r.durable.sessions.show(&id).unwrap();
-    assert_eq!(state.status, SessionStatus::Active);
+    assert_eq!(state.header.status, SessionStatus::Active);
     assert_eq!(state.watch.escalation, EscalationStep::Adjust);
     assert_eq!(state.watch.failure_streak, 4);
 }
@@ -296,7 +303,7 @@ async fn an_expected_duration_overrun_raises_a_warning_once() {
     assert!(action.contains("progress"), "{action}");
     // A warning does not pause.
     let state = r.durable.sessions.show(&id).unwrap();
-    assert_eq!(state.status, SessionStatus::Active);
+    assert_eq!(state.header.status, SessionStatus::Active);
     assert_eq!(state.watch.flags["overrun"].severity, Severity::Warning);
 
     // Not re-raised on every call.
@@ -382,7 +389,7 @@ async fn repeated_denials_raise_a_flag() {
     assert!(action.contains("alternatives"), "{action}");
     let state = r.durable.sessions.show(&id).unwrap();
     assert_eq!(
-        state.status,
+        state.header.status,
         SessionStatus::Active,
         "a warning does not pause"
     );
@@ -404,7 +411,7 @@ async fn denials_made_critical_by_the_operator_pause() {
     r.call(&id, "panic.panic", json!({})).await.unwrap();
     r.call(&id, "panic.panic", json!({})).await.unwrap();
     let state = r.durable.sessions.show(&id).unwrap();
-    assert_eq!(state.status, SessionStatus::Paused);
+    assert_eq!(state.header.status, SessionStatus::Paused);
     assert_eq!(state.watch.escalation, EscalationStep::Blocker);
     assert_eq!(state.watch.flags["denials"].severity, Severity::Critical);
 }
@@ -436,7 +443,7 @@ async fn budget_above_80_percent_with_failing_calls_is_critical() {
     assert!(reason.contains("calls budget is at 80%"), "{reason}");
     assert!(action.contains("rescue"), "{action}");
     assert_eq!(
-        r.durable.sessions.show(&id).unwrap().status,
+        r.durable.sessions.show(&id).unwrap().header.status,
         SessionStatus::Paused
     );
 }
@@ -464,6 +471,7 @@ async fn budget_above_80_percent_with_failing_completion_gates_is_critical() {
             completion,
         })
         .unwrap()
+        .header
         .id;
     for n in 0..3 {
         assert!(
@@ -488,7 +496,7 @@ async fn budget_above_80_percent_with_failing_completion_gates_is_critical() {
         "{reason}"
     );
     assert_eq!(
-        r.durable.sessions.show(&id).unwrap().status,
+        r.durable.sessions.show(&id).unwrap().header.status,
         SessionStatus::Paused
     );
 }
@@ -635,10 +643,13 @@ async fn a_rescue_from_open_to_resolved_changes_the_next_sessions_starting_conte
     assert_eq!(next.context[0].id, rescue.context_updates[0]);
     assert_eq!(next.context[0].source, "memory:project:alpha");
     assert!(matches!(
-        &r.events(&next.id)[1],
+        &r.events(&next.header.id)[1],
         EventKind::ContextInjected { source, entries } if source == "memory" && entries.len() == 1
     ));
-    assert_eq!(sessions.resume(&next.id).unwrap().context, next.context);
+    assert_eq!(
+        sessions.resume(&next.header.id).unwrap().context,
+        next.context
+    );
     let other = r.start("other", "beta", None);
     assert!(sessions.show(&other).unwrap().context.is_empty());
     assert!(

@@ -55,7 +55,7 @@ fn record(gw: &Gateway, kind: &str, name: &str) -> FireRecord {
 }
 
 fn events(gw: &Gateway, session: &str) -> Vec<Event> {
-    let id = gw.sessions().show(session).unwrap().id;
+    let id = gw.sessions().show(session).unwrap().header.id;
     gw.sessions().events(&id, 1, usize::MAX).unwrap()
 }
 
@@ -94,7 +94,7 @@ async fn a_schedule_fires_on_a_fast_clock_and_its_alert_reaches_the_named_target
     // The session is the schedule's own, and everything in it names the schedule.
     let state = gw.sessions().show("billing-watch").unwrap();
     assert_eq!(state.owner_name(), "schedule:watch");
-    assert_eq!(state.project, "billing");
+    assert_eq!(state.header.project, "billing");
     let log = events(&gw, "billing-watch");
     assert!(
         log.iter()
@@ -288,7 +288,7 @@ async fn an_event_trigger_starts_a_session_with_a_handoff_when_a_session_complet
     assert_eq!(rec.last_ok, Some(true), "{rec:?}");
     let review = gw.sessions().show("review").unwrap();
     assert_eq!(review.owner_name(), "trigger:review");
-    assert_eq!(review.role, Role::Supervisor);
+    assert_eq!(review.header.role, Role::Supervisor);
     let handoff = review.latest_handoff.expect("a handoff").handoff;
     assert_eq!(handoff.objective, "review what was completed");
     assert_eq!(

@@ -27,6 +27,7 @@ fn start(sessions: &Sessions, name: &str) -> String {
             completion: Default::default(),
         })
         .unwrap()
+        .header
         .id
 }
 

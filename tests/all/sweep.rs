@@ -73,6 +73,7 @@ impl Rig {
                 completion: Default::default(),
             })
             .unwrap()
+            .header
             .id
     }
 
@@ -135,7 +136,7 @@ async fn a_sweep_flags_a_session_that_stopped_calling_tools_once() {
     assert!(swept.paused.is_empty() && swept.archived.is_empty());
     let state = r.durable.sessions.show(&idle).unwrap();
     assert_eq!(
-        state.status,
+        state.header.status,
         SessionStatus::Active,
         "a warning does not pause"
     );
@@ -194,14 +195,14 @@ async fn a_sweep_flags_an_overrun_and_pauses_on_a_critical_one() {
     assert_eq!(swept.paused, std::slice::from_ref(&late));
 
     let state = r.durable.sessions.show(&late).unwrap();
-    assert_eq!(state.status, SessionStatus::Paused);
+    assert_eq!(state.header.status, SessionStatus::Paused);
     assert_eq!(state.watch.escalation, EscalationStep::Blocker);
     assert!(
         state.paused_reason.as_deref().unwrap().contains("overrun"),
         "{state:?}"
     );
     assert_eq!(
-        r.durable.sessions.show(&fine).unwrap().status,
+        r.durable.sessions.show(&fine).unwrap().header.status,
         SessionStatus::Active
     );
 
@@ -251,15 +252,15 @@ async fn a_sweep_flags_stale_sessions_and_archives_them_only_when_configured() {
     want.sort();
     assert_eq!(archived, want, "{swept:?}");
     let state = r.durable.sessions.show(&old).unwrap();
-    assert_eq!(state.status, SessionStatus::Archived);
+    assert_eq!(state.header.status, SessionStatus::Archived);
     assert_eq!(state.outcome, Some(EndOutcome::Exit));
     assert_eq!(
-        r.durable.sessions.show(&done).unwrap().status,
+        r.durable.sessions.show(&done).unwrap().header.status,
         SessionStatus::Archived
     );
     // Active 3 days ago: flagged stale now, not archived.
     let kept_state = r.durable.sessions.show(&kept).unwrap();
-    assert_eq!(kept_state.status, SessionStatus::Active);
+    assert_eq!(kept_state.header.status, SessionStatus::Active);
     assert!(kept_state.watch.flags.contains_key("stale"));
     assert_eq!(r.flag_events(&old), ["no_progress", "stale"]);
 
@@ -270,7 +271,7 @@ async fn a_sweep_flags_stale_sessions_and_archives_them_only_when_configured() {
     let swept = r.gw.sweep().await.unwrap();
     assert!(swept.archived.is_empty(), "{swept:?}");
     assert_eq!(
-        r.durable.sessions.show(&old).unwrap().status,
+        r.durable.sessions.show(&old).unwrap().header.status,
         SessionStatus::Created
     );
 }
@@ -318,7 +319,7 @@ async fn a_sweep_flags_an_approval_left_waiting_and_never_archives_its_session()
     let swept = r.gw.sweep().await.unwrap();
     assert!(swept.archived.is_empty(), "{swept:?}");
     assert_eq!(
-        r.durable.sessions.show(&id).unwrap().status,
+        r.durable.sessions.show(&id).unwrap().header.status,
         SessionStatus::Paused
     );
     assert_eq!(r.flag_events(&id), ["approval_wait", "stale"]);

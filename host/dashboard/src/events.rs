@@ -33,7 +33,14 @@ fn fingerprints(app: &App) -> [u64; 4] {
     let mut h = DefaultHasher::new();
     if let Ok(list) = ledger.sessions.list(&SessionFilter::default()) {
         for s in &list {
-            (&s.id, s.status.as_str(), s.updated_at_ms, &s.tags, &s.name).hash(&mut h);
+            (
+                &s.header.id,
+                s.header.status.as_str(),
+                s.header.updated_at_ms,
+                &s.header.tags,
+                &s.header.name,
+            )
+                .hash(&mut h);
         }
     }
     out[0] = h.finish();

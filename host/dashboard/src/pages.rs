@@ -282,7 +282,7 @@ fn render_sessions(app: &App, q: &SessionsQuery) -> Rendered {
         }) {
             continue;
         }
-        let Ok(state) = sessions.show(&info.id) else {
+        let Ok(state) = sessions.show(&info.header.id) else {
             continue;
         };
         if blocked && state.watch.flags.is_empty() {
@@ -322,7 +322,7 @@ fn session_row(
         );
     }
     let mut budget = String::new();
-    if let Ok(status) = glovebox::budget::status(sessions, budgets, &s.id) {
+    if let Ok(status) = glovebox::budget::status(sessions, budgets, &s.header.id) {
         for l in &status.limits {
             budget += &html::meter(l.used, l.limit, &format!("{}: {}", l.cap.as_str(), l.shown));
         }
@@ -337,19 +337,20 @@ fn session_row(
         .unwrap_or_default();
     format!(
         "<tr data-session=\"{}\"><td>{}<br><code class=\"muted\">{}</code></td><td>{}{paused}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{budget}</td></tr>",
-        esc(&s.id),
-        session_link(&s.id, s.name.as_deref()),
-        esc(&s.id),
-        badge(s.status.as_str()),
-        esc(s.role.as_str()),
+        esc(&s.header.id),
+        session_link(&s.header.id, s.header.name.as_deref()),
+        esc(&s.header.id),
+        badge(s.header.status.as_str()),
+        esc(s.header.role.as_str()),
         esc(s.owner_name()),
-        esc(&s.project),
-        s.tags
+        esc(&s.header.project),
+        s.header
+            .tags
             .iter()
             .map(|t| format!("<span class=\"tag plain\">{}</span>", esc(t)))
             .collect::<Vec<_>>()
             .join(" "),
-        html::duration(now.saturating_sub(s.created_at_ms)),
+        html::duration(now.saturating_sub(s.header.created_at_ms)),
         html::when(s.last_progress_at_ms, now),
         if flags.is_empty() {
             "-".to_string()
@@ -391,13 +392,13 @@ fn render_session(app: &App, id: &str, from: Option<u64>) -> Rendered {
     let host = app.gateway.host();
     let mut body = format!(
         "<h1>Session {}</h1><p><code>{}</code> · {} · role <b>{}</b> · owner <b>{}</b> · project <b>{}</b> · started {} · last progress {}</p>",
-        esc(state.name.as_deref().unwrap_or(&state.id)),
-        esc(&state.id),
-        badge(state.status.as_str()),
-        esc(state.role.as_str()),
+        esc(state.header.name.as_deref().unwrap_or(&state.header.id)),
+        esc(&state.header.id),
+        badge(state.header.status.as_str()),
+        esc(state.header.role.as_str()),
         esc(state.owner_name()),
-        esc(&state.project),
-        html::when(state.created_at_ms, now),
+        esc(&state.header.project),
+        html::when(state.header.created_at_ms, now),
         html::when(state.last_progress_at_ms, now),
     );
     if let Some(reason) = &state.paused_reason {
@@ -412,7 +413,7 @@ fn render_session(app: &App, id: &str, from: Option<u64>) -> Rendered {
         );
     }
     // The hash chain.
-    match sessions.verify(&state.id) {
+    match sessions.verify(&state.header.id) {
         Ok(r) if r.ok => {
             let _ = write!(
                 body,
@@ -449,7 +450,7 @@ fn render_session(app: &App, id: &str, from: Option<u64>) -> Rendered {
         .unwrap_or_else(|| last.saturating_sub(TIMELINE - 1))
         .max(1);
     let events = sessions
-        .events(&state.id, from, TIMELINE as usize)
+        .events(&state.header.id, from, TIMELINE as usize)
         .map_err(internal)?;
     let _ = write!(
         body,
@@ -460,7 +461,7 @@ fn render_session(app: &App, id: &str, from: Option<u64>) -> Rendered {
         let _ = write!(
             body,
             " · <a href=\"/ui/sessions/{}?from={}\">earlier</a>",
-            url(&state.id),
+            url(&state.header.id),
             from.saturating_sub(TIMELINE).max(1)
         );
     }
@@ -479,9 +480,12 @@ fn render_session(app: &App, id: &str, from: Option<u64>) -> Rendered {
     body += "</tbody></table>";
     // The scratch directory.
     body += "<h2>Scratch directory</h2>";
-    body += &scratch_listing(&host.config().scratch_dir(), &state.id);
+    body += &scratch_listing(&host.config().scratch_dir(), &state.header.id);
     Ok((
-        format!("Session {}", state.name.as_deref().unwrap_or(&state.id)),
+        format!(
+            "Session {}",
+            state.header.name.as_deref().unwrap_or(&state.header.id)
+        ),
         body,
     ))
 }

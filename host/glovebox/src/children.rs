@@ -122,7 +122,7 @@ impl Gateway {
                     .is_err();
             if settled || timed_out {
                 return Ok(ChildrenWaited {
-                    parent: state.id,
+                    parent: state.header.id,
                     children,
                     pending,
                     timed_out,

@@ -41,7 +41,7 @@ impl Gateway {
     ) -> Result<SessionEnded, SessionError> {
         if outcome == EndOutcome::Completed {
             let state = self.session_as(caller, session).await?;
-            if !state.completion.condition.gates.is_empty() && state.status.is_live() {
+            if !state.completion.condition.gates.is_empty() && state.header.status.is_live() {
                 self.check_gates(caller, &state).await?;
             }
         }
@@ -57,9 +57,9 @@ impl Gateway {
     ) -> Result<SessionState, SessionError> {
         let mut results = Vec::with_capacity(state.completion.condition.gates.len());
         for gate in &state.completion.condition.gates {
-            results.push(self.run_gate(caller, &state.id, gate).await?);
+            results.push(self.run_gate(caller, &state.header.id, gate).await?);
         }
-        let (sessions, id) = (self.sessions().clone(), state.id.clone());
+        let (sessions, id) = (self.sessions().clone(), state.header.id.clone());
         let detector = self.host().config().detector.clone();
         ledger_work(move || {
             let recorded = sessions.record_gates(&id, results)?;

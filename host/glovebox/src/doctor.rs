@@ -198,13 +198,15 @@ pub fn check_ledger(config: &HostConfig, durable: &Durable) -> Result<Vec<Findin
     let sessions = &durable.sessions;
     let mut states = Vec::new();
     for info in sessions.list(&SessionFilter::default())? {
-        if info.status == SessionStatus::Archived {
+        if info.header.status == SessionStatus::Archived {
             continue;
         }
-        match sessions.show(&info.id) {
+        match sessions.show(&info.header.id) {
             Ok(state) => states.push(state),
             // A damaged session is `glovebox log verify`'s business.
-            Err(e) => tracing::warn!(session = %info.id, error = %e, "doctor: session skipped"),
+            Err(e) => {
+                tracing::warn!(session = %info.header.id, error = %e, "doctor: session skipped")
+            }
         }
     }
     let mut findings = Vec::new();
@@ -220,14 +222,18 @@ pub fn check_ledger(config: &HostConfig, durable: &Durable) -> Result<Vec<Findin
 
 /// A session as people know it: its name, or its id.
 fn shown(state: &SessionState) -> &str {
-    state.name.as_deref().unwrap_or(&state.id)
+    state.header.name.as_deref().unwrap_or(&state.header.id)
 }
 
 fn session_culprit(state: &SessionState) -> Culprit {
     Culprit {
         kind: CulpritKind::Session,
-        name: state.name.clone().unwrap_or_else(|| state.id.clone()),
-        id: state.name.as_ref().map(|_| state.id.clone()),
+        name: state
+            .header
+            .name
+            .clone()
+            .unwrap_or_else(|| state.header.id.clone()),
+        id: state.header.name.as_ref().map(|_| state.header.id.clone()),
         file: None,
     }
 }
@@ -235,9 +241,9 @@ fn session_culprit(state: &SessionState) -> Culprit {
 fn unnamed_sessions(states: &[SessionState]) -> Vec<Finding> {
     states
         .iter()
-        .filter(|s| s.name.is_none())
+        .filter(|s| s.header.name.is_none())
         .map(|s| {
-            let live = s.status.is_live();
+            let live = s.header.status.is_live();
             Finding::new(
                 Rule::UnnamedSession,
                 if live {
@@ -248,11 +254,11 @@ fn unnamed_sessions(states: &[SessionState]) -> Vec<Finding> {
                 session_culprit(s),
                 format!(
                     "session `{}` ({}, project `{}`, {}) has no name: it can only be found and resumed by its id",
-                    s.id, s.role, s.project, s.status
+                    s.header.id, s.header.role, s.header.project, s.header.status
                 ),
                 format!(
                     "name it: `glovebox session name {} <name>` (or `session_start` with a `name`); start every session with a name",
-                    s.id
+                    s.header.id
                 ),
             )
         })
@@ -263,7 +269,7 @@ fn no_handoff(config: &HostConfig, states: &[SessionState]) -> Vec<Finding> {
     let limit = u64::from(config.detector.handoff_after_events);
     states
         .iter()
-        .filter(|s| s.status.is_live())
+        .filter(|s| s.header.status.is_live())
         .filter_map(|s| {
             let since = s.latest_handoff.as_ref().map_or(0, |h| h.seq);
             let events = s.last_seq.saturating_sub(since);
@@ -302,13 +308,13 @@ fn roles_without_budget(config: &HostConfig, states: &[SessionState]) -> Vec<Fin
                 .push(p.name.clone());
         }
     }
-    for s in states.iter().filter(|s| s.status.is_live()) {
+    for s in states.iter().filter(|s| s.header.status.is_live()) {
         if !s.budget.caps.is_empty() || !s.budget.raised.is_empty() {
             continue;
         }
         users
-            .entry(s.role.as_str())
-            .or_insert_with(|| (s.role, Vec::new(), Vec::new()))
+            .entry(s.header.role.as_str())
+            .or_insert_with(|| (s.header.role, Vec::new(), Vec::new()))
             .2
             .push(shown(s).to_string());
     }
@@ -384,12 +390,12 @@ fn unwaited_jobs(durable: &Durable, jobs: &[JobInfo]) -> Result<Vec<Finding>, Se
             Err(SessionError::NotFound(_)) => continue,
             Err(e) => return Err(e),
         };
-        if state.outcome.is_none() && state.status != SessionStatus::Archived {
+        if state.outcome.is_none() && state.header.status != SessionStatus::Archived {
             continue;
         }
         let mut ended_at = None;
         let mut recorded: BTreeSet<String> = BTreeSet::new();
-        for e in sessions.events(&state.id, 1, usize::MAX)? {
+        for e in sessions.events(&state.header.id, 1, usize::MAX)? {
             match e.kind {
                 EventKind::Ended { .. } if ended_at.is_none() => ended_at = Some(e.at_ms),
                 EventKind::JobsUnwaited { jobs } => recorded.extend(jobs.into_iter().map(|j| j.id)),
@@ -755,7 +761,7 @@ pub fn end_session(
     session: &str,
     outcome: EndOutcome,
 ) -> Result<SessionEnded, SessionError> {
-    let id = durable.sessions.show(session)?.id;
+    let id = durable.sessions.show(session)?.header.id;
     let unwaited = unwaited_jobs_of(&durable.storage, &id);
     let state = durable
         .sessions

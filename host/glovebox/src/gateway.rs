@@ -308,7 +308,7 @@ impl Gateway {
         };
         // The original input is in the log, inline when small.
         let sessions = self.sessions().clone();
-        let (id, wanted) = (state.id.clone(), call_id.to_string());
+        let (id, wanted) = (state.header.id.clone(), call_id.to_string());
         let input = ledger_work(move || {
             let events = sessions.events(&id, 1, usize::MAX)?;
             Ok(events.into_iter().find_map(|e| match e.kind {
@@ -505,9 +505,9 @@ fn snapshot(ledger: &Durable) -> Result<crate::metrics::Snapshot, SessionError> 
     let count = |map: &mut BTreeMap<String, i64>, key: String| *map.entry(key).or_default() += 1;
     let (mut sessions, mut flags) = (BTreeMap::new(), BTreeMap::new());
     for info in ledger.sessions.list(&Default::default())? {
-        count(&mut sessions, info.status.to_string());
-        if info.status.is_live()
-            && let Ok(state) = ledger.sessions.show(&info.id)
+        count(&mut sessions, info.header.status.to_string());
+        if info.header.status.is_live()
+            && let Ok(state) = ledger.sessions.show(&info.header.id)
         {
             for (rule, flag) in &state.watch.flags {
                 *flags

@@ -27,7 +27,7 @@ impl Gateway {
         spec: &str,
         text: &str,
     ) -> Result<(MemoryEntry, Event), MemoryError> {
-        let id = self.session_as(caller, session).await?.id;
+        let id = self.session_as(caller, session).await?.header.id;
         let (bank, sessions, caller) =
             (self.memory_bank(), self.sessions().clone(), caller.clone());
         let (spec, text) = (spec.to_string(), text.to_string());
@@ -43,7 +43,7 @@ impl Gateway {
         query: &str,
         limit: usize,
     ) -> Result<(Vec<Ranked>, Event), MemoryError> {
-        let id = self.session_as(caller, session).await?.id;
+        let id = self.session_as(caller, session).await?.header.id;
         let (bank, sessions, caller) =
             (self.memory_bank(), self.sessions().clone(), caller.clone());
         let query = query.to_string();

@@ -229,7 +229,7 @@ impl Gateway {
         usage: UsageReport,
     ) -> Result<Vec<Event>, SessionError> {
         let state = self.session_as(caller, session).await?;
-        self.report_usage(&state.id, usage).await
+        self.report_usage(&state.header.id, usage).await
     }
 
     /// Writes a progress note into a session of `caller`'s.
@@ -239,7 +239,7 @@ impl Gateway {
         session: &str,
         text: &str,
     ) -> Result<Event, SessionError> {
-        let id = self.session_as(caller, session).await?.id;
+        let id = self.session_as(caller, session).await?.header.id;
         let (sessions, text) = (self.sessions().clone(), text.to_string());
         ledger_work(move || sessions.append(&id, EventKind::Note { text })).await
     }
@@ -316,7 +316,7 @@ impl Jobs {
     ) -> Result<JobInfo, JobError> {
         let state = self.gateway().session_as(caller, session).await?;
         let counted = (!caller.is_operator()).then_some(caller.name.as_str());
-        self.spawn_counted(&state.id, call, counted).await
+        self.spawn_counted(&state.header.id, call, counted).await
     }
 
     /// The job, if it is of a session `caller` may see.
@@ -355,7 +355,7 @@ impl Jobs {
         status: Option<JobStatus>,
     ) -> Result<Vec<JobInfo>, JobError> {
         let session = match session {
-            Some(key) => Some(self.gateway().session_as(caller, key).await?.id),
+            Some(key) => Some(self.gateway().session_as(caller, key).await?.header.id),
             None => None,
         };
         let jobs = self.list(session.as_deref(), status)?;

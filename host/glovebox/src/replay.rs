@@ -41,7 +41,7 @@ pub async fn replay(
     session: &str,
 ) -> Result<ReplayReport, SessionError> {
     let state = sessions.show(session)?;
-    let events = sessions.events(&state.id, 1, usize::MAX)?;
+    let events = sessions.events(&state.header.id, 1, usize::MAX)?;
     let mut report = ReplayReport {
         session: state.label(),
         ..ReplayReport::default()
@@ -72,14 +72,16 @@ pub async fn replay(
         };
         report.calls += 1;
         let ctx = CallContext {
-            session_id: state.id.clone(),
-            session_name: state.name.clone(),
-            role: state.role.to_string(),
+            session_id: state.header.id.clone(),
+            session_name: state.header.name.clone(),
+            role: state.header.role.to_string(),
             call_id: call_id.clone(),
             job_id: None,
         };
         // The pipeline's admit and judge stages; nothing is recorded or run.
-        let verdict = host.judge_only(&call, &ctx, state.tags.clone()).await;
+        let verdict = host
+            .judge_only(&call, &ctx, state.header.tags.clone())
+            .await;
         let (replayed, hook, reason) = match &verdict {
             Verdict::Allow => ("allow", None, None),
             Verdict::Deny(d) => ("deny", Some(d.hook.clone()), d.reason.clone()),

@@ -381,10 +381,10 @@ pub fn derive(before: &SessionState, event: &Event) -> Vec<(NotifyKind, Notifica
             Notification {
                 event: kind.as_str().to_string(),
                 severity,
-                session: before.id.clone(),
-                session_name: before.name.clone(),
-                project: before.project.clone(),
-                role: before.role.to_string(),
+                session: before.header.id.clone(),
+                session_name: before.header.name.clone(),
+                project: before.header.project.clone(),
+                role: before.header.role.to_string(),
                 seq: event.seq,
                 at_ms: event.at_ms,
                 summary,
@@ -393,7 +393,11 @@ pub fn derive(before: &SessionState, event: &Event) -> Vec<(NotifyKind, Notifica
             },
         ));
     };
-    let label = before.name.clone().unwrap_or_else(|| before.id.clone());
+    let label = before
+        .header
+        .name
+        .clone()
+        .unwrap_or_else(|| before.header.id.clone());
     match &event.kind {
         EventKind::CallFinished {
             call_id,
@@ -629,7 +633,7 @@ mod tests {
             call_id: Some("c-1".into()),
         };
         crate::session::actor::scoped("schedule:watch", || {
-            sessions.append(&state.id, alert).unwrap()
+            sessions.append(&state.header.id, alert).unwrap()
         });
         assert_eq!(outbox.pending("ops").unwrap().len(), 1);
         assert_eq!(outbox.pending("all").unwrap().len(), 1);

@@ -193,7 +193,7 @@ impl Connection {
                 };
                 Ok(match gateway.start_session_as(caller, start).await {
                     Ok(state) => {
-                        self.bind(Some(state.id.clone())).await;
+                        self.bind(Some(state.header.id.clone())).await;
                         results::ok(&state)
                     }
                     Err(e) => results::session_failure(&e),
@@ -206,7 +206,7 @@ impl Connection {
                 }
                 Ok(match gateway.resume_session_as(caller, &a.session).await {
                     Ok(resumed) => {
-                        self.bind(Some(resumed.state.id.clone())).await;
+                        self.bind(Some(resumed.state.header.id.clone())).await;
                         results::ok(&resumed)
                     }
                     Err(e) => results::session_failure(&e),
@@ -225,7 +225,7 @@ impl Connection {
                         if let Value::Object(o) = &mut v {
                             o.insert(
                                 "bound".into(),
-                                json!(bound.as_deref() == Some(state.id.as_str())),
+                                json!(bound.as_deref() == Some(state.header.id.as_str())),
                             );
                         }
                         results::ok_value(v)
@@ -240,10 +240,10 @@ impl Connection {
                 };
                 let result = match gateway.session_as(caller, &id).await {
                     Ok(state) => {
-                        let mut h = Handoff::new(a.kind, state.role, a.objective);
+                        let mut h = Handoff::new(a.kind, state.header.role, a.objective);
                         h.notes = a.notes;
                         h.target_session = a.to;
-                        gateway.handoff_as(caller, &state.id, h).await
+                        gateway.handoff_as(caller, &state.header.id, h).await
                     }
                     Err(e) => Err(e),
                 };

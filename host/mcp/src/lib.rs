@@ -298,7 +298,7 @@ fn default_role(caller: &Principal) -> Role {
 /// the log says why, and its owner may resume it by name.
 async fn pause_default(gateway: &Gateway, principal: &Principal, id: &str, conn: &str) {
     match gateway.session_as(principal, id).await {
-        Ok(state) if state.status == SessionStatus::Active => {}
+        Ok(state) if state.header.status == SessionStatus::Active => {}
         _ => return,
     }
     let reason = format!(
@@ -405,7 +405,7 @@ impl Connection {
                 None => None,
             };
             match state {
-                Some(s) => (s.role.to_string(), s.id, s.tags),
+                Some(s) => (s.header.role.to_string(), s.header.id, s.header.tags),
                 None => (default_role(caller).to_string(), String::new(), Vec::new()),
             }
         };
@@ -451,14 +451,14 @@ impl Connection {
             .gateway
             .start_session_as(caller, start)
             .await?;
-        tracing::info!(session = %state.id, name = ?state.name, principal = %caller.name, "started the connection's default session");
+        tracing::info!(session = %state.header.id, name = ?state.header.name, principal = %caller.name, "started the connection's default session");
         *self
             .state
             .default_session
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(state.id.clone());
-        *bound = Some(state.id.clone());
-        Ok(state.id)
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(state.header.id.clone());
+        *bound = Some(state.header.id.clone());
+        Ok(state.header.id)
     }
 
     /// The pipeline's first stage, before anything is logged: an unknown

@@ -90,5 +90,6 @@ pub fn start_session(sessions: &Sessions) -> String {
             completion: Default::default(),
         })
         .expect("start session")
+        .header
         .id
 }

@@ -413,20 +413,20 @@ impl Jobs {
         let sessions = self.gateway.sessions().clone();
         let key = session.to_string();
         let state = blocking(move || sessions.show(&key).map_err(JobError::from)).await?;
-        if !state.status.is_live() {
+        if !state.header.status.is_live() {
             return Err(JobError::BadRequest(format!(
                 "session {} is {}: jobs run in live sessions only",
                 state.label(),
-                state.status
+                state.header.status
             )));
         }
         Ok(JobInfo {
-            session_name: state.name.clone(),
+            session_name: state.header.name.clone(),
             by: Some(crate::session::actor::current().to_string()),
             result_read: Some(false),
             ..JobInfo::queued(
                 new_job_id(),
-                state.id.clone(),
+                state.header.id.clone(),
                 call.name(),
                 call.input(),
                 call.info().idempotent,
@@ -888,7 +888,7 @@ impl Jobs {
         status: Option<JobStatus>,
     ) -> Result<Vec<JobInfo>, JobError> {
         let session = match session {
-            Some(s) => Some(self.gateway.sessions().show(s)?.id),
+            Some(s) => Some(self.gateway.sessions().show(s)?.header.id),
             None => None,
         };
         Ok(self

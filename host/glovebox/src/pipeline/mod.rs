@@ -88,8 +88,8 @@ impl Gateway {
         name = "call",
         skip_all,
         fields(
-            session = %state.id,
-            session_name = state.name.as_deref().unwrap_or(""),
+            session = %state.header.id,
+            session_name = state.header.name.as_deref().unwrap_or(""),
             call_id = tracing::field::Empty,
             job = job_id.as_deref().unwrap_or(""),
             principal = %crate::session::actor::current(),
@@ -117,20 +117,20 @@ impl Gateway {
             return Ok(report);
         }
         let ctx = CallContext {
-            session_id: state.id.clone(),
-            session_name: state.name.clone(),
-            role: state.role.to_string(),
+            session_id: state.header.id.clone(),
+            session_name: state.header.name.clone(),
+            role: state.header.role.to_string(),
             call_id,
             job_id,
         };
-        let mut judgement = judge(host, &by, &call, &ctx, state.tags.clone()).await;
+        let mut judgement = judge(host, &by, &call, &ctx, state.header.tags.clone()).await;
         self.metrics().decisions(&judgement.decisions);
         let writing = std::time::Instant::now();
         let recorded = record(host, ledger, state, &call, &ctx, &mut judgement).await?;
         self.metrics().ledger_write(writing.elapsed());
         match recorded {
             Recorded::Refused(err) => {
-                settle::refused(host, ledger, &state.id).await;
+                settle::refused(host, ledger, &state.header.id).await;
                 let report = CallReport::refused(call.name(), err);
                 self.metrics().call(&report);
                 Ok(report)
@@ -144,7 +144,7 @@ impl Gateway {
                         cancellable(host.execute(call, ctx.clone()), cancel, &name).await
                     }
                 };
-                settle::settle(host, ledger, &state.id, &ctx, cost, &report).await?;
+                settle::settle(host, ledger, &state.header.id, &ctx, cost, &report).await?;
                 settle::tell_hooks(host, &judgement, &report);
                 self.metrics().call(&report);
                 Ok(report)

@@ -57,8 +57,8 @@ pub(crate) async fn record(
     let approval = match &judgement.verdict {
         Verdict::Ask(d) => Some(Approval {
             id: Approvals::new_id(),
-            session: state.id.clone(),
-            session_name: state.name.clone(),
+            session: state.header.id.clone(),
+            session_name: state.header.name.clone(),
             call_id: call_id.clone(),
             tool: info.name.clone(),
             tool_digest: call.component_digest().to_string(),
@@ -90,8 +90,8 @@ pub(crate) async fn record(
             // A job's attempts share one key (the job's), so a job run again
             // after its host died is the same operation to whoever dedupes.
             match &ctx.job_id {
-                Some(job) => format!("{}/{job}", state.id),
-                None => format!("{}/{call_id}", state.id),
+                Some(job) => format!("{}/{job}", state.header.id),
+                None => format!("{}/{call_id}", state.header.id),
             }
         }),
         idempotent: info.idempotent,
@@ -109,7 +109,7 @@ pub(crate) async fn record(
     let tool = info.name.clone();
     let sessions = ledger.sessions.clone();
     let approvals = ledger.approvals.clone();
-    let id = state.id.clone();
+    let id = state.header.id.clone();
     let recorded = ledger_work(move || {
         let (_, (outcome, now)) = sessions.append_with_commit(&id, commit, |state, now| {
             let in_flight = state
@@ -142,7 +142,7 @@ pub(crate) async fn record(
                     call_id: Some(call_id.clone()),
                 });
                 events.push(EventKind::Paused { reason, by: None });
-                tracing::warn!(session = %state.id, tool = %tool, cap = %breach.cap, "call denied by the budget: session paused");
+                tracing::warn!(session = %state.header.id, tool = %tool, cap = %breach.cap, "call denied by the budget: session paused");
                 return (events, (Outcome::OverBudget(err), now));
             }
             events.extend(decisions);

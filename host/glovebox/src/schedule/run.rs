@@ -238,10 +238,13 @@ impl Gateway {
         target: &SessionTarget,
     ) -> Result<String, SessionError> {
         match self.session_as(principal, &target.name).await {
-            Ok(state) if state.status == SessionStatus::Paused => {
-                Ok(self.resume_session_as(principal, &state.id).await?.state.id)
-            }
-            Ok(state) if state.status.is_live() => Ok(state.id),
+            Ok(state) if state.header.status == SessionStatus::Paused => Ok(self
+                .resume_session_as(principal, &state.header.id)
+                .await?
+                .state
+                .header
+                .id),
+            Ok(state) if state.header.status.is_live() => Ok(state.header.id),
             Ok(_) | Err(SessionError::NotFound(_)) => {
                 let start = StartSession {
                     role: target.role,
@@ -252,7 +255,7 @@ impl Gateway {
                     budget: Default::default(),
                     completion: Default::default(),
                 };
-                Ok(self.start_session_as(principal, start).await?.id)
+                Ok(self.start_session_as(principal, start).await?.header.id)
             }
             Err(e) => Err(e),
         }

@@ -330,18 +330,18 @@ pub fn report(sessions: &Sessions, range: &DateRange, by: GroupBy) -> Result<Rep
     let all = sessions.list(&SessionFilter::default())?;
     let parents: HashMap<String, Option<String>> = all
         .iter()
-        .map(|s| (s.id.clone(), s.parent.clone()))
+        .map(|s| (s.header.id.clone(), s.parent.clone()))
         .collect();
     let names: HashMap<&str, Option<&String>> = all
         .iter()
-        .map(|s| (s.id.as_str(), s.name.as_ref()))
+        .map(|s| (s.header.id.as_str(), s.header.name.as_ref()))
         .collect();
     for info in candidates(sessions, range)? {
         let mut calls: HashMap<String, (String, bool)> = HashMap::new();
         let mut any = false;
-        let family = root_of(&info.id, &parents).to_string();
+        let family = root_of(&info.header.id, &parents).to_string();
         let mut ended_at = None;
-        for event in sessions.events(&info.id, 1, usize::MAX)? {
+        for event in sessions.events(&info.header.id, 1, usize::MAX)? {
             if let EventKind::Ended { .. } = &event.kind {
                 ended_at = Some(event.at_ms);
             }
@@ -403,10 +403,10 @@ pub fn report(sessions: &Sessions, range: &DateRange, by: GroupBy) -> Result<Rep
             figures.finish();
             any = true;
             let (key, label) = match by {
-                GroupBy::Role => (info.role.to_string(), None),
-                GroupBy::Session => (info.id.clone(), info.name.clone()),
+                GroupBy::Role => (info.header.role.to_string(), None),
+                GroupBy::Session => (info.header.id.clone(), info.header.name.clone()),
                 GroupBy::Tool => (tool, None),
-                GroupBy::Project => (info.project.clone(), None),
+                GroupBy::Project => (info.header.project.clone(), None),
                 GroupBy::Day => (day_of(event.at_ms), None),
                 GroupBy::Family => (
                     family.clone(),
@@ -420,21 +420,23 @@ pub fn report(sessions: &Sessions, range: &DateRange, by: GroupBy) -> Result<Rep
             });
             group.add(&figures, background);
             if by == GroupBy::Family {
-                let share = group.roles.entry(info.role.to_string()).or_default();
+                let share = group.roles.entry(info.header.role.to_string()).or_default();
                 share.add(&figures, background);
             }
             total.add(&figures, background);
         }
         if by == GroupBy::Family {
             // Session hours count whether or not the session made calls.
-            let from = info.created_at_ms.max(range.start_ms());
-            let to = ended_at.unwrap_or(info.updated_at_ms).min(range.end_ms());
+            let from = info.header.created_at_ms.max(range.start_ms());
+            let to = ended_at
+                .unwrap_or(info.header.updated_at_ms)
+                .min(range.end_ms());
             let group = groups.entry(family.clone()).or_insert_with(|| Group {
                 key: family.clone(),
                 label: names.get(family.as_str()).copied().flatten().cloned(),
                 ..Group::default()
             });
-            let share = group.roles.entry(info.role.to_string()).or_default();
+            let share = group.roles.entry(info.header.role.to_string()).or_default();
             share.sessions += 1;
             share.session_ms = share.session_ms.saturating_add(to.saturating_sub(from));
             share.session_hours = share.session_ms as f64 / 3_600_000.0;
@@ -474,17 +476,17 @@ pub struct EndRecord {
 pub fn export(sessions: &Sessions, range: &DateRange) -> Result<Vec<EndRecord>, SessionError> {
     let mut records = Vec::new();
     for info in candidates(sessions, range)? {
-        for event in sessions.events(&info.id, 1, usize::MAX)? {
+        for event in sessions.events(&info.header.id, 1, usize::MAX)? {
             if let EventKind::Ended { outcome, summary } = event.kind
                 && range.contains(event.at_ms)
             {
                 records.push(EndRecord {
-                    session: info.id.clone(),
-                    name: info.name.clone(),
-                    role: info.role.to_string(),
-                    project: info.project.clone(),
-                    tags: info.tags.clone(),
-                    started_at_ms: info.created_at_ms,
+                    session: info.header.id.clone(),
+                    name: info.header.name.clone(),
+                    role: info.header.role.to_string(),
+                    project: info.header.project.clone(),
+                    tags: info.header.tags.clone(),
+                    started_at_ms: info.header.created_at_ms,
                     ended_at_ms: event.at_ms,
                     day: day_of(event.at_ms),
                     seq: event.seq,
@@ -510,13 +512,9 @@ fn candidates(sessions: &Sessions, range: &DateRange) -> Result<Vec<SessionInfo>
     let mut list: Vec<SessionInfo> = sessions
         .list(&SessionFilter::default())?
         .into_iter()
-        .filter(|s| s.created_at_ms < end && s.updated_at_ms >= start)
+        .filter(|s| s.header.created_at_ms < end && s.header.updated_at_ms >= start)
         .collect();
-    list.sort_by(|a, b| {
-        a.created_at_ms
-            .cmp(&b.created_at_ms)
-            .then_with(|| a.id.cmp(&b.id))
-    });
+    list.sort_by_cached_key(|s| (s.header.created_at_ms, s.header.id.clone()));
     Ok(list)
 }
 

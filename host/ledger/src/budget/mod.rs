@@ -76,7 +76,7 @@ impl Used {
                 .saturating_add(c.model_cost_micros)
                 .saturating_add(carved(Cap::Cost)),
             calls: c.calls_run.saturating_add(carved(Cap::Calls)),
-            wall_ms: now_ms.saturating_sub(state.created_at_ms),
+            wall_ms: now_ms.saturating_sub(state.header.created_at_ms),
         }
     }
 
@@ -101,7 +101,7 @@ pub struct Limit {
 /// The caps in force on `state` under `config`: an operator's raise, else the
 /// lower of the session's own cap and its role's.
 pub fn effective(state: &SessionState, config: &BudgetsConfig) -> Vec<Limit> {
-    let role = config.roles.get(&state.role);
+    let role = config.roles.get(&state.header.role);
     let b = &state.budget;
     Cap::ALL
         .into_iter()
@@ -116,7 +116,7 @@ pub fn effective(state: &SessionState, config: &BudgetsConfig) -> Vec<Limit> {
             let own = b.caps.get(cap).map(|l| (l, "session".to_string()));
             let by_role = role
                 .and_then(|r| r.get(cap))
-                .map(|l| (l, format!("role {}", state.role)));
+                .map(|l| (l, format!("role {}", state.header.role)));
             let (limit, source) = match (own, by_role) {
                 (Some(a), Some(b)) => {
                     if b.0 < a.0 {
@@ -176,7 +176,7 @@ impl Breach {
 
     /// What the agent can do instead.
     pub fn alternatives(&self, session: &SessionState) -> Vec<String> {
-        let id = &session.id;
+        let id = &session.header.id;
         let flag = match self.cap {
             Cap::Cost => "--cost <higher>",
             Cap::Calls => "--calls <higher>",
@@ -278,7 +278,7 @@ pub fn upkeep(
 ) -> Result<Vec<Event>, SessionError> {
     sessions
         .append_with(id, |state, now| {
-            let due = if state.status.is_live() {
+            let due = if state.header.status.is_live() {
                 warnings(state, config, &Used::of(state, now))
             } else {
                 Vec::new()
@@ -336,7 +336,7 @@ pub fn report_usage(
                 .into_iter()
                 .find(|l| l.cap == Cap::Cost && used.cost_micros > l.limit);
             if let Some(l) = over
-                && state.status == SessionStatus::Active
+                && state.header.status == SessionStatus::Active
             {
                 let reason = format!(
                     "budget exceeded: the model cost reported takes session {} to {}, past its cost cap of {} ({})",
@@ -405,7 +405,7 @@ pub fn raise(
             })
             .map(|l| l.cap)
             .collect();
-        if state.status == SessionStatus::Paused
+        if state.header.status == SessionStatus::Paused
             && state.budget.exceeded.is_some()
             && still_past.is_empty()
         {
@@ -456,7 +456,7 @@ pub fn status(
     id_or_name: &str,
 ) -> Result<Status, SessionError> {
     let state = sessions.show(id_or_name)?;
-    let now = now_ms().max(state.updated_at_ms);
+    let now = now_ms().max(state.header.updated_at_ms);
     let used = Used::of(&state, now);
     let limits = effective(&state, config)
         .into_iter()
@@ -473,10 +473,10 @@ pub fn status(
         .collect();
     let c = &state.counters;
     Ok(Status {
-        session: state.id.clone(),
-        name: state.name.clone(),
-        role: state.role.to_string(),
-        status: state.status,
+        session: state.header.id.clone(),
+        name: state.header.name.clone(),
+        role: state.header.role.to_string(),
+        status: state.header.status,
         limits,
         warned: state.budget.warned.clone(),
         exceeded: state.budget.exceeded,

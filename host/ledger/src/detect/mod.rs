@@ -87,12 +87,12 @@ pub fn detect_rules(
     rules: Rules,
     waiting: Option<&Waiting>,
 ) -> Vec<Flag> {
-    if !state.status.is_live() {
+    if !state.header.status.is_live() {
         return Vec::new();
     }
     let all = rules == Rules::All;
     let w = &state.watch;
-    let label = state.name.as_deref().unwrap_or(&state.id);
+    let label = state.header.name.as_deref().unwrap_or(&state.header.id);
     let mut flags = Vec::new();
     let mut raise = |rule: &str, reason: String, action: String, call_id: Option<String>| {
         if !w.flags.contains_key(rule) {
@@ -165,7 +165,7 @@ pub fn detect_rules(
 
     // overrun: much longer than expected.
     if let Some(expected) = state.expected_duration_ms.filter(|e| *e > 0) {
-        let elapsed = now_ms.saturating_sub(state.created_at_ms);
+        let elapsed = now_ms.saturating_sub(state.header.created_at_ms);
         if elapsed as f64 > config.overrun_factor * expected as f64 {
             raise(
                 "overrun",
@@ -199,7 +199,10 @@ pub fn detect_rules(
     }
 
     // no_progress: nothing useful for a long time.
-    if matches!(state.status, SessionStatus::Created | SessionStatus::Active) {
+    if matches!(
+        state.header.status,
+        SessionStatus::Created | SessionStatus::Active
+    ) {
         let idle = now_ms.saturating_sub(w.last_success_at_ms);
         let limit = u64::try_from(config.no_progress_after.as_millis()).unwrap_or(u64::MAX);
         if idle > limit {
@@ -223,7 +226,7 @@ pub fn detect_rules(
             "stale",
             format!(
                 "the session has been {} for {} (no call, note or handoff)",
-                state.status,
+                state.header.status,
                 show_ms(inactive)
             ),
             format!(
@@ -264,7 +267,7 @@ pub fn next_step(
     config: &DetectorConfig,
 ) -> Option<EscalationStep> {
     let w = &state.watch;
-    if w.escalation == EscalationStep::Rescue || !state.status.is_live() {
+    if w.escalation == EscalationStep::Rescue || !state.header.status.is_live() {
         return None;
     }
     let critical = new.iter().any(|f| f.severity == Severity::Critical)
@@ -367,7 +370,7 @@ fn judge(
         }
         let mut paused = false;
         if let Some(f) = raised.iter().find(|f| f.severity == Severity::Critical)
-            && state.status == SessionStatus::Active
+            && state.header.status == SessionStatus::Active
         {
             paused = true;
             events.push(EventKind::Paused {

@@ -73,33 +73,33 @@ pub fn sweep(
     }
     let mut swept = Swept::default();
     for info in sessions.list(&SessionFilter::default())? {
-        if info.status == SessionStatus::Archived {
+        if info.header.status == SessionStatus::Archived {
             continue;
         }
-        let wait = waiting.get(&info.id);
-        if info.status.is_live() {
+        let wait = waiting.get(&info.header.id);
+        if info.header.status.is_live() {
             swept.judged += 1;
-            match judge(sessions, config, &info.id, Rules::Timed, wait) {
+            match judge(sessions, config, &info.header.id, Rules::Timed, wait) {
                 Ok((raised, _, paused)) => {
                     swept.raised.extend(raised.into_iter().map(|f| SweepFlag {
-                        session: info.id.clone(),
-                        name: info.name.clone(),
+                        session: info.header.id.clone(),
+                        name: info.header.name.clone(),
                         rule: f.rule,
                         severity: f.severity,
                         reason: f.reason,
                     }));
                     if paused {
-                        swept.paused.push(info.id.clone());
+                        swept.paused.push(info.header.id.clone());
                     }
                 }
-                Err(e) => swept.failed.push(format!("{}: {e}", info.id)),
+                Err(e) => swept.failed.push(format!("{}: {e}", info.header.id)),
             }
         }
         if let Some(after) = config.archive_after
             && wait.is_none()
         {
             let after = u64::try_from(after.as_millis()).unwrap_or(u64::MAX);
-            let archived = sessions.archive_if(&info.id, |state, now| {
+            let archived = sessions.archive_if(&info.header.id, |state, now| {
                 let idle = now.saturating_sub(state.watch.last_activity());
                 if idle <= after
                     || state.watch.escalation == EscalationStep::Rescue
@@ -108,21 +108,24 @@ pub fn sweep(
                     return Vec::new();
                 }
                 let mut events = Vec::new();
-                if matches!(state.status, SessionStatus::Created | SessionStatus::Active) {
+                if matches!(
+                    state.header.status,
+                    SessionStatus::Created | SessionStatus::Active
+                ) {
                     events.push(EventKind::Ended {
                         outcome: EndOutcome::Exit,
                         summary: state.summary(now),
                     });
                 }
-                if state.status != SessionStatus::Archived {
+                if state.header.status != SessionStatus::Archived {
                     events.push(EventKind::Archived);
                 }
                 events
             });
             match archived {
-                Ok(Some(_)) => swept.archived.push(info.id.clone()),
+                Ok(Some(_)) => swept.archived.push(info.header.id.clone()),
                 Ok(None) => {}
-                Err(e) => swept.failed.push(format!("{}: {e}", info.id)),
+                Err(e) => swept.failed.push(format!("{}: {e}", info.header.id)),
             }
         }
     }

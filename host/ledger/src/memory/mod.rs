@@ -278,7 +278,7 @@ impl MemoryBank {
             text: text.to_string(),
             provenance: Provenance {
                 by: caller.name.clone(),
-                session: Some(state.id.clone()),
+                session: Some(state.header.id.clone()),
                 rescue: None,
             },
         };
@@ -292,7 +292,9 @@ impl MemoryBank {
         // the entry is written, and the entry is taken back if the append fails.
         state.check(&kind)?;
         self.put(&entry)?;
-        match actor::scoped(caller.name.as_str(), || sessions.append(&state.id, kind)) {
+        match actor::scoped(caller.name.as_str(), || {
+            sessions.append(&state.header.id, kind)
+        }) {
             Ok(event) => Ok((entry, event)),
             Err(e) => {
                 if let Err(undo) = self.storage.delete(records::BUCKET, &entry.id) {
@@ -320,7 +322,9 @@ impl MemoryBank {
             query: query.to_string(),
             found: found.iter().map(|r| r.entry.id.clone()).collect(),
         };
-        let event = actor::scoped(caller.name.as_str(), || sessions.append(&state.id, kind))?;
+        let event = actor::scoped(caller.name.as_str(), || {
+            sessions.append(&state.header.id, kind)
+        })?;
         Ok((found, event))
     }
 
@@ -404,9 +408,9 @@ pub fn resolve_scope(
 ) -> Result<Scope, MemoryError> {
     let spec = spec.trim();
     match spec.parse::<MemoryScopeKind>() {
-        Ok(MemoryScopeKind::Project) => Ok(Scope::Project(session.project.clone())),
+        Ok(MemoryScopeKind::Project) => Ok(Scope::Project(session.header.project.clone())),
         Ok(MemoryScopeKind::User) => Ok(Scope::User(caller.name.clone())),
-        Ok(MemoryScopeKind::Role) => Ok(Scope::Role(session.role)),
+        Ok(MemoryScopeKind::Role) => Ok(Scope::Role(session.header.role)),
         Err(_) => spec.parse().map_err(MemoryError::InvalidInput),
     }
 }
@@ -417,7 +421,7 @@ pub fn readable(caller: &Principal, session: &SessionState, scope: &Scope) -> bo
     match scope {
         Scope::Project(p) => caller.may_touch(p),
         Scope::User(u) => *u == caller.name,
-        Scope::Role(r) => *r == session.role,
+        Scope::Role(r) => *r == session.header.role,
     }
 }
 
@@ -433,11 +437,11 @@ pub fn check_proposer(
     if !readable(caller, session, scope) {
         return Err(MemoryError::NotAllowed(format!(
             "{caller} may not write to memory scope `{scope}`: an agent writes only to its own scopes (its principal's projects, `user:{}`, and `role:{}` from this session); propose to one of those",
-            caller.name, session.role
+            caller.name, session.header.role
         )));
     }
     let kind = scope.kind();
-    if !config.may_propose(session.role, kind) {
+    if !config.may_propose(session.header.role, kind) {
         let listed = config
             .propose
             .get(&kind)
@@ -451,7 +455,7 @@ pub fn check_proposer(
             .unwrap_or_default();
         return Err(MemoryError::NotAllowed(format!(
             "sessions of role `{role}` may not propose to {kind} scopes: `[memory.propose] {kind}` in the host config is [{listed}]; an operator adds \"{role}\" there to allow it",
-            role = session.role,
+            role = session.header.role,
         )));
     }
     Ok(())

@@ -95,7 +95,7 @@ impl Rig {
         text: &str,
     ) -> Result<(MemoryEntry, Event), MemoryError> {
         self.bank
-            .propose_in(&self.sessions, who, &session.id, spec, text)
+            .propose_in(&self.sessions, who, &session.header.id, spec, text)
     }
 
     fn all(&self) -> Vec<MemoryEntry> {
@@ -124,7 +124,10 @@ fn a_proposed_entry_reaches_new_sessions_only_once_approved() {
     assert_eq!(entry.scope, Scope::Project("alpha".into()));
     assert_eq!(entry.text, "the staging DB needs --ssl");
     assert_eq!(entry.provenance.by, "alice");
-    assert_eq!(entry.provenance.session.as_deref(), Some(s.id.as_str()));
+    assert_eq!(
+        entry.provenance.session.as_deref(),
+        Some(s.header.id.as_str())
+    );
     assert_eq!(event.by.as_deref(), Some("alice"));
     assert!(matches!(
         &event.kind,
@@ -142,11 +145,14 @@ fn a_proposed_entry_reaches_new_sessions_only_once_approved() {
     assert_eq!(handed.len(), 1);
     assert_eq!(handed[0].id, entry.id);
     assert_eq!(handed[0].source, "memory:project:alpha");
-    assert!(r.events(&after.id).iter().any(|k| matches!(
+    assert!(r.events(&after.header.id).iter().any(|k| matches!(
         k,
         EventKind::ContextInjected { source, entries } if source == MEMORY_SOURCE && entries.len() == 1
     )));
-    assert_eq!(r.sessions.resume(&after.id).unwrap().context, after.context);
+    assert_eq!(
+        r.sessions.resume(&after.header.id).unwrap().context,
+        after.context
+    );
 
     // Another project's session is not handed it.
     let beta = r.start(&agent("bob", &["beta"]), "beta", Role::Workagent);
@@ -255,7 +261,7 @@ fn a_write_outside_the_writers_scopes_is_refused_and_nothing_is_written() {
     );
     assert_eq!(r.all().len(), 1);
     let proposals = r
-        .events(&s.id)
+        .events(&s.header.id)
         .into_iter()
         .filter(|k| matches!(k, EventKind::MemoryProposed { .. }))
         .count();
@@ -394,7 +400,7 @@ fn search_is_ranked_within_the_callers_scopes_and_logged() {
     }
     let (found, event) = r
         .bank
-        .search_in(&r.sessions, &alice, &sa.id, "SSL database", 10)
+        .search_in(&r.sessions, &alice, &sa.header.id, "SSL database", 10)
         .unwrap();
     let ids: Vec<&str> = found.iter().map(|f| f.entry.id.as_str()).collect();
     assert_eq!(
@@ -412,7 +418,7 @@ fn search_is_ranked_within_the_callers_scopes_and_logged() {
 
     let (found, _) = r
         .bank
-        .search_in(&r.sessions, &bob, &sb.id, "ssl", 1)
+        .search_in(&r.sessions, &bob, &sb.header.id, "ssl", 1)
         .unwrap();
     assert_eq!(found.len(), 1);
     assert_eq!(found[0].entry.id, other.id);
@@ -422,7 +428,7 @@ fn search_is_ranked_within_the_callers_scopes_and_logged() {
         ("x", 51, "`limit`"),
     ] {
         assert!(matches!(
-            r.bank.search_in(&r.sessions, &alice, &sa.id, query, limit),
+            r.bank.search_in(&r.sessions, &alice, &sa.header.id, query, limit),
             Err(MemoryError::InvalidInput(m)) if m.contains(part)
         ));
     }

@@ -232,11 +232,11 @@ impl Rescues {
     /// default the call its flags name, or the call failing most).
     pub fn open(&self, session: &str, call_id: Option<&str>) -> Result<Rescue, RescueError> {
         let state = self.sessions.show(session)?;
-        if !state.status.is_live() {
+        if !state.header.status.is_live() {
             return Err(RescueError::InvalidInput(format!(
                 "session {} is {}: a rescue is for a live session",
                 state.label(),
-                state.status
+                state.header.status
             )));
         }
         if let Some(open) = &state.watch.rescue
@@ -249,14 +249,14 @@ impl Rescues {
         }
         let call_id = match call_id {
             Some(c) => {
-                let known = self.sessions.events(&state.id, 1, usize::MAX)?.iter().any(
+                let known = self.sessions.events(&state.header.id, 1, usize::MAX)?.iter().any(
                     |e| matches!(&e.kind, EventKind::CallRequested { call_id, .. } if call_id == c),
                 );
                 if !known {
                     return Err(RescueError::NotFound(format!(
                         "session {} has no call `{c}`: `glovebox log show {}` lists its calls",
                         state.label(),
-                        state.id
+                        state.header.id
                     )));
                 }
                 Some(c.to_string())
@@ -278,9 +278,9 @@ impl Rescues {
         let now = self.now();
         let rescue = Rescue {
             id: format!("r-{}", uuid::Uuid::new_v4().simple()),
-            session: state.id.clone(),
-            session_name: state.name.clone(),
-            project: state.project.clone(),
+            session: state.header.id.clone(),
+            session_name: state.header.name.clone(),
+            project: state.header.project.clone(),
             call_id,
             detected_at_ms: state
                 .watch
@@ -305,13 +305,13 @@ impl Rescues {
         };
         self.put(&rescue)?;
         let id = rescue.id.clone();
-        let logged = self.sessions.append_with(&state.id, |state, _| {
+        let logged = self.sessions.append_with(&state.header.id, |state, _| {
             let mut events = vec![EventKind::Escalation {
                 step: EscalationStep::Rescue,
                 reason: format!("rescue `{id}` opened"),
                 rescue: Some(id.clone()),
             }];
-            if state.status == SessionStatus::Active {
+            if state.header.status == SessionStatus::Active {
                 events.push(EventKind::Paused {
                     reason: format!("rescue `{id}` under way: wait for its injected context"),
                     by: None,

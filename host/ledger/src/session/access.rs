@@ -126,16 +126,16 @@ impl Sessions {
     /// Resumes the session (see [`Sessions::resume`]) for `caller`: refused
     /// for a pause only an operator may lift.
     pub fn resume_as(&self, caller: &Principal, id_or_name: &str) -> Result<Resumed, SessionError> {
-        let id = self.show_as(caller, id_or_name)?.id;
+        let id = self.show_as(caller, id_or_name)?.header.id;
         self.with_slot(&id, |this, slot, id| {
             // As in `Sessions::resume`: the lease first, so the calls a dead
             // holder left are marked before they are reported.
             this.ensure_lease(slot, id)?;
             let state = this.loaded(slot, id)?;
-            if state.status == SessionStatus::Paused {
+            if state.header.status == SessionStatus::Paused {
                 check_may_lift(caller, state)?;
             }
-            if state.status != SessionStatus::Active {
+            if state.header.status != SessionStatus::Active {
                 by(caller, || this.append_locked(slot, id, EventKind::Resumed))?;
             }
             Ok(Resumed::from_state(this.current(slot, id)?))
@@ -150,7 +150,7 @@ impl Sessions {
         id_or_name: &str,
         reason: &str,
     ) -> Result<SessionState, SessionError> {
-        let id = self.show_as(caller, id_or_name)?.id;
+        let id = self.show_as(caller, id_or_name)?.header.id;
         self.with_slot(&id, |this, slot, id| {
             let kind = EventKind::Paused {
                 reason: reason.to_string(),
@@ -168,7 +168,7 @@ impl Sessions {
         id_or_name: &str,
         outcome: EndOutcome,
     ) -> Result<SessionState, SessionError> {
-        let id = self.show_as(caller, id_or_name)?.id;
+        let id = self.show_as(caller, id_or_name)?.header.id;
         by(caller, || self.end(&id, outcome))
     }
 
@@ -182,7 +182,7 @@ impl Sessions {
         outcome: EndOutcome,
         unwaited: impl FnOnce(&str) -> Vec<super::UnwaitedJob>,
     ) -> Result<SessionState, SessionError> {
-        let id = self.show_as(caller, id_or_name)?.id;
+        let id = self.show_as(caller, id_or_name)?.header.id;
         let jobs = unwaited(&id);
         by(caller, || self.end_with_unwaited(&id, outcome, jobs))
     }
@@ -213,7 +213,7 @@ impl Sessions {
                 )));
             }
         }
-        by(caller, || self.tag(&state.id, add, remove))
+        by(caller, || self.tag(&state.header.id, add, remove))
     }
 
     /// Writes a handoff from the caller's session; a target must be the
@@ -232,9 +232,9 @@ impl Sessions {
             // touch; otherwise it is not found, as for a name nobody has.
             let routed = |e: SessionError| match self.show(&target) {
                 Ok(t)
-                    if routes.allows(writer.role, t.role)
-                        && caller.may_touch(&t.project)
-                        && t.status.is_live() =>
+                    if routes.allows(writer.header.role, t.header.role)
+                        && caller.may_touch(&t.header.project)
+                        && t.header.status.is_live() =>
                 {
                     Ok(t)
                 }
@@ -254,9 +254,9 @@ impl Sessions {
                 }
             })?;
             // By id: the name could pass to another session in between.
-            handoff.target_session = Some(target.id);
+            handoff.target_session = Some(target.header.id);
         }
-        by(caller, || self.handoff(&writer.id, handoff))
+        by(caller, || self.handoff(&writer.header.id, handoff))
     }
 
     /// Up to `limit` events of the caller's session from `from_seq`.
@@ -267,7 +267,7 @@ impl Sessions {
         from_seq: u64,
         limit: usize,
     ) -> Result<Vec<Event>, SessionError> {
-        let id = self.show_as(caller, id_or_name)?.id;
+        let id = self.show_as(caller, id_or_name)?.header.id;
         self.events(&id, from_seq, limit)
     }
 
@@ -299,6 +299,6 @@ pub fn check_may_lift(caller: &Principal, state: &SessionState) -> Result<(), Se
     Err(SessionError::NotAllowed(format!(
         "session {} stays paused: the host or an operator paused it ({reason}), and only an operator lifts that pause (`glovebox session resume {}`, `glovebox approve`, or the end of a rescue)",
         state.label(),
-        state.id
+        state.header.id
     )))
 }

@@ -115,10 +115,10 @@ fn decode_with_mac(
     }
     let state: SessionState =
         serde_json::from_slice(json).map_err(|e| format!("its state does not decode ({e})"))?;
-    if state.id != session || state.last_seq != seq {
+    if state.header.id != session || state.last_seq != seq {
         return Err(format!(
             "it holds event {} of session `{}`",
-            state.last_seq, state.id
+            state.last_seq, state.header.id
         ));
     }
     Ok((state, mac.map(str::to_string)))
@@ -149,11 +149,14 @@ pub(crate) fn write(
 ) -> Result<(), StorageError> {
     storage.put(
         BUCKET,
-        &key(&state.id, state.last_seq),
+        &key(&state.header.id, state.last_seq),
         &encode(state, chain),
     )?;
-    for (seq, _) in list(storage, &state.id)?.into_iter().skip(keep.max(1)) {
-        storage.delete(BUCKET, &key(&state.id, seq))?;
+    for (seq, _) in list(storage, &state.header.id)?
+        .into_iter()
+        .skip(keep.max(1))
+    {
+        storage.delete(BUCKET, &key(&state.header.id, seq))?;
     }
     Ok(())
 }

@@ -238,18 +238,18 @@ impl Sessions {
         input: VerdictInput,
     ) -> Result<Judged, SessionError> {
         let judge = self.show_as(caller, judge)?;
-        if judge.role != Role::Judge {
+        if judge.header.role != Role::Judge {
             return Err(SessionError::NotAllowed(format!(
                 "session {} is a {}, not a judge: record verdicts from a session started with role `judge`",
                 judge.label(),
-                judge.role
+                judge.header.role
             )));
         }
-        if !judge.status.is_live() {
+        if !judge.header.status.is_live() {
             return Err(SessionError::NotAllowed(format!(
                 "judge session {} is {}: record verdicts from a live judge session",
                 judge.label(),
-                judge.status
+                judge.header.status
             )));
         }
         check_reasons(&input)?;
@@ -257,9 +257,9 @@ impl Sessions {
         let worker_state = self
             .show(worker)
             .ok()
-            .filter(|w| caller.is_operator() || caller.may_touch(&w.project))
+            .filter(|w| caller.is_operator() || caller.may_touch(&w.header.project))
             .ok_or_else(|| SessionError::NotFound(worker.to_string()))?;
-        if worker_state.id == judge.id {
+        if worker_state.header.id == judge.header.id {
             return Err(SessionError::NotAllowed(
                 "a judge does not judge its own session: the verdict must come from someone other than the worker".into(),
             ));
@@ -274,7 +274,7 @@ impl Sessions {
             )));
         }
         let verdict = actor::scoped(caller.name.as_str(), || {
-            self.with_slot(&worker_state.id, |this, slot, id| {
+            self.with_slot(&worker_state.header.id, |this, slot, id| {
                 let state = this.loaded(slot, id)?;
                 if !state.completion.condition.judge {
                     return Err(SessionError::NotAllowed(format!(
@@ -282,11 +282,11 @@ impl Sessions {
                         state.label()
                     )));
                 }
-                if !state.status.is_live() {
+                if !state.header.status.is_live() {
                     return Err(SessionError::NotAllowed(format!(
                         "session {} is {}: there is nothing left to judge",
                         state.label(),
-                        state.status
+                        state.header.status
                     )));
                 }
                 let Some(latest) = state.completion.handoff_seq else {
@@ -304,7 +304,7 @@ impl Sessions {
                     )));
                 }
                 let verdict = Verdict {
-                    judge_session: judge.id.clone(),
+                    judge_session: judge.header.id.clone(),
                     judge: caller.name.clone(),
                     handoff_seq: latest,
                     pass: input.pass,
@@ -321,12 +321,12 @@ impl Sessions {
             })
         })?;
         actor::scoped(caller.name.as_str(), || {
-            self.with_slot(&judge.id, |this, slot, id| {
+            self.with_slot(&judge.header.id, |this, slot, id| {
                 this.append_locked(
                     slot,
                     id,
                     EventKind::VerdictGiven {
-                        session: worker_state.id.clone(),
+                        session: worker_state.header.id.clone(),
                         verdict: verdict.clone(),
                     },
                 )
@@ -334,8 +334,8 @@ impl Sessions {
         })?;
         Ok(Judged {
             verdict,
-            worker: worker_state.id,
-            worker_name: worker_state.name,
+            worker: worker_state.header.id,
+            worker_name: worker_state.header.name,
         })
     }
 }

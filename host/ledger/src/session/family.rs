@@ -121,7 +121,8 @@ fn child_roles(role: Role) -> Vec<&'static str> {
 
 /// Whether `a` and `b` are parent and child (either way).
 pub(super) fn parent_or_child(a: &SessionState, b: &SessionState) -> bool {
-    a.parent.as_deref() == Some(b.id.as_str()) || b.parent.as_deref() == Some(a.id.as_str())
+    a.parent.as_deref() == Some(b.header.id.as_str())
+        || b.parent.as_deref() == Some(a.header.id.as_str())
 }
 
 /// Whether session `from` may address `target`: a session that is not a
@@ -136,19 +137,19 @@ pub fn check_addressable(
     let Some(parent) = from.parent.as_deref() else {
         return Ok(());
     };
-    let family = target.id == from.id
-        || target.id == parent
+    let family = target.header.id == from.header.id
+        || target.header.id == parent
         || target.parent.as_deref() == Some(parent)
-        || target.parent.as_deref() == Some(from.id.as_str());
-    if family || routes.allows(from.role, target.role) {
+        || target.parent.as_deref() == Some(from.header.id.as_str());
+    if family || routes.allows(from.header.role, target.header.role) {
         return Ok(());
     }
     Err(format!(
         "session {} is outside the family of child session {} (a child reaches its parent, its siblings and its own children): hand the work to the parent, or ask an operator for a route `\"{} -> {}\"` in `[handoffs] routes`",
         target.label(),
         from.label(),
-        from.role,
-        target.role
+        from.header.role,
+        target.header.role
     ))
 }
 
@@ -183,7 +184,7 @@ pub fn carve(
         let fix = format!(
             "give the child a `budget.{flag}` of at most {} (`--budget-{flag}` at the command line), or ask an operator to raise the parent's cap (`glovebox session budget {} --{flag} <higher>`)",
             cap.show(left),
-            parent.id
+            parent.header.id
         );
         let what = match cap {
             Cap::Wall => format!(
@@ -242,13 +243,13 @@ impl Sessions {
     ) -> Result<Spawned, SessionError> {
         let parent = self.show_as(caller, parent)?;
         if !matches!(
-            parent.status,
+            parent.header.status,
             SessionStatus::Created | SessionStatus::Active
         ) {
             return Err(SessionError::NotAllowed(format!(
                 "cannot spawn a child of session {}: it is {}; only a created or active session spawns children (resume it first)",
                 parent.label(),
-                parent.status
+                parent.header.status
             )));
         }
         if spawn.role == Role::Judge {
@@ -256,19 +257,19 @@ impl Sessions {
                 "cannot spawn a judge: a child belongs to its parent's owner, and a verdict counts only from another principal; start the judge with `session_start` as a principal with the `judge` role".into(),
             ));
         }
-        if parent.role == Role::Judge {
+        if parent.header.role == Role::Judge {
             return Err(SessionError::NotAllowed(format!(
                 "session {} is a judge, and a judge spawns no children: it records verdicts (`session_verdict`)",
                 parent.label()
             )));
         }
-        if rank(spawn.role) > rank(parent.role) {
+        if rank(spawn.role) > rank(parent.header.role) {
             return Err(SessionError::NotAllowed(format!(
                 "cannot spawn a {} child of session {}, a {}: a child's role is at or below its parent's; spawn it as {}",
                 spawn.role,
                 parent.label(),
-                parent.role,
-                child_roles(parent.role).join(" or ")
+                parent.header.role,
+                child_roles(parent.header.role).join(" or ")
             )));
         }
         if !caller.may_act_as(spawn.role) {
@@ -291,7 +292,7 @@ impl Sessions {
         }
         let mut task = spawn.task;
         task.kind = HandoffKind::Task;
-        task.from_role = parent.role;
+        task.from_role = parent.header.role;
         task.to_role = Some(spawn.role);
         task.target_session = None;
         if task.objective.trim().is_empty() {
@@ -312,7 +313,7 @@ impl Sessions {
         }
         let start = StartSession {
             role: spawn.role,
-            project: parent.project.clone(),
+            project: parent.header.project.clone(),
             name: spawn.name,
             tags,
             expected_duration: spawn.expected_duration,
@@ -326,45 +327,46 @@ impl Sessions {
                 parent.owner.clone(),
                 parent.pinned_tags.clone(),
                 !caller.is_operator(),
-                Some(parent.id.clone()),
+                Some(parent.header.id.clone()),
             )
         })?;
-        task.target_session = Some(child.id.clone());
+        task.target_session = Some(child.header.id.clone());
         let linked = actor::scoped(by, || {
-            self.with_slot(&child.id, |this, slot, id| {
+            self.with_slot(&child.header.id, |this, slot, id| {
                 this.append_locked(
                     slot,
                     id,
                     EventKind::HandoffReceived {
-                        from_session: parent.id.clone(),
+                        from_session: parent.header.id.clone(),
                         handoff: task.clone(),
                     },
                 )?;
                 this.current(slot, id)
             })
             .and_then(|child_state| {
-                let (events, carved) = self.append_with(&parent.id, |state, now| {
-                    match carve(state, budgets, spawn.role, &spawn.budget, now) {
-                        Ok(caps) => (
-                            vec![EventKind::ChildSpawned {
-                                child: child_state.id.clone(),
-                                role: child_state.role,
-                                name: child_state.name.clone(),
-                                budget: caps,
-                                task: task.clone(),
-                            }],
-                            Ok(()),
-                        ),
-                        Err(e) => (Vec::new(), Err(e)),
-                    }
-                })?;
+                let (events, carved) =
+                    self.append_with(&parent.header.id, |state, now| {
+                        match carve(state, budgets, spawn.role, &spawn.budget, now) {
+                            Ok(caps) => (
+                                vec![EventKind::ChildSpawned {
+                                    child: child_state.header.id.clone(),
+                                    role: child_state.header.role,
+                                    name: child_state.header.name.clone(),
+                                    budget: caps,
+                                    task: task.clone(),
+                                }],
+                                Ok(()),
+                            ),
+                            Err(e) => (Vec::new(), Err(e)),
+                        }
+                    })?;
                 carved.map_err(|e| {
                     SessionError::NotAllowed(format!("cannot spawn the child: {e}"))
                 })?;
                 let event = events
                     .into_iter()
                     .next()
-                    .ok_or_else(|| SessionError::NotFound(parent.id.clone()))?;
+                    .ok_or_else(|| SessionError::NotFound(parent.header.id.clone()))?;
                 Ok(Spawned {
                     child: child_state,
                     event,
@@ -374,7 +376,7 @@ impl Sessions {
         if linked.is_err() {
             // The child is not its parent's: end it rather than leave a
             // session nobody waits for.
-            let _ = actor::scoped(by, || self.end(&child.id, EndOutcome::Interrupted));
+            let _ = actor::scoped(by, || self.end(&child.header.id, EndOutcome::Interrupted));
         }
         linked
     }
@@ -396,14 +398,14 @@ impl Sessions {
             let state = self.state_of(id)?;
             children.push(ChildStatus {
                 id: id.clone(),
-                name: state.name.clone(),
+                name: state.header.name.clone(),
                 role: link.role,
-                status: state.status,
+                status: state.header.status,
                 outcome: state.outcome,
                 spawned_at_ms: link.spawned_at_ms,
                 budget: link.budget.clone(),
                 handoff: link.report.clone(),
-                settled: link.report.is_some() || !state.status.is_live(),
+                settled: link.report.is_some() || !state.header.status.is_live(),
             });
         }
         children.sort_by(|a, b| {
@@ -455,7 +457,7 @@ impl Sessions {
         for id in parent.children.keys() {
             let child = self.state_of(id)?;
             self.cancel_children_of(&child, ended)?;
-            if child.status.is_live() {
+            if child.header.status.is_live() {
                 self.end(id, EndOutcome::Interrupted)?;
                 ended.push(id.clone());
             }
@@ -468,7 +470,7 @@ impl Sessions {
     pub(super) fn check_no_live_children(&self, state: &SessionState) -> Result<(), SessionError> {
         let mut live = Vec::new();
         for id in state.children.keys() {
-            if self.state_of(id).is_ok_and(|c| c.status.is_live()) {
+            if self.state_of(id).is_ok_and(|c| c.header.status.is_live()) {
                 live.push(self.label_of(id));
             }
         }
@@ -479,7 +481,7 @@ impl Sessions {
             "session {} has live children: {}; a parent does not end before its children: end them, wait for them (`session_wait`), or end it with `cancel_children` (`glovebox session end {} --cancel-children`), which ends them as interrupted",
             state.label(),
             live.join(", "),
-            state.id
+            state.header.id
         )))
     }
 
@@ -498,7 +500,7 @@ impl Sessions {
             EventKind::HandoffReceived { from_session, .. }
                 if state.children.contains_key(from_session) =>
             {
-                Some(state.id.as_str())
+                Some(state.header.id.as_str())
             }
             _ => None,
         };

@@ -63,6 +63,7 @@ pub use log::{LoadStats, VerifyReport, verify_export};
 pub use ops::{Resumed, SessionFilter, StartSession};
 pub use recover::{RecoveredCall, Recovery};
 pub use state::{
-    ChildLink, Counters, HandoffRecord, InFlightCall, InterruptedCall, SessionInfo, SessionState,
+    ChildLink, Counters, HandoffRecord, InFlightCall, InterruptedCall, SessionHeader, SessionInfo,
+    SessionState,
 };
 pub use store::{Commit, DiskRoom, SessionDirs, Sessions, SessionsConfig};

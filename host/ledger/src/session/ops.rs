@@ -1,6 +1,7 @@
 //! What callers do with sessions: start, rename, tag, list, show, pause,
 //! resume, end, archive, hand off, append call events, read events.
 
+use std::cmp::Reverse;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -163,13 +164,13 @@ impl Sessions {
         slot.state = Some(state.clone());
         // Every new session starts with its project's context index, and
         // the approved memory entries of its project, user and role.
-        let index = index_entries(&*self.storage, &state.project);
+        let index = index_entries(&*self.storage, &state.header.project);
         let memory = start_entries(
             &*self.storage,
             &self.config.memory,
-            &state.project,
+            &state.header.project,
             state.owner_name(),
-            state.role,
+            state.header.role,
         );
         let mut appended = false;
         for (source, entries) in [(INDEX_SOURCE, index), (MEMORY_SOURCE, memory)] {
@@ -196,15 +197,15 @@ impl Sessions {
         let slot = self.slot(&id);
         let mut slot = lock_slot(&slot);
         let state = self.loaded(&mut slot, &id)?;
-        if state.name.as_deref() == Some(name) {
+        if state.header.name.as_deref() == Some(name) {
             return Ok(state.clone());
         }
         let kind = EventKind::Renamed {
             name: name.to_string(),
         };
         state.check(&kind)?;
-        let live = state.status.is_live();
-        let old = state.name.clone();
+        let live = state.header.status.is_live();
+        let old = state.header.name.clone();
         if live {
             self.claim_name(name, &id)?;
         }
@@ -230,7 +231,7 @@ impl Sessions {
         check_tags(add)?;
         self.with_slot(id_or_name, |this, slot, id| {
             let state = this.loaded(slot, id)?;
-            quota::check_tags(&this.config.quotas, &state.tags, add, remove)?;
+            quota::check_tags(&this.config.quotas, &state.header.tags, add, remove)?;
             let kind = EventKind::Tagged {
                 add: add.to_vec(),
                 remove: remove.to_vec(),
@@ -249,27 +250,27 @@ impl Sessions {
                 tracing::warn!(session = %id, "unreadable session index entry skipped");
                 continue;
             };
-            let matches = filter.status.is_none_or(|s| s == info.status)
-                && filter.role.is_none_or(|r| r == info.role)
-                && filter.project.as_ref().is_none_or(|p| *p == info.project)
-                && filter.tags.iter().all(|t| info.tags.contains(t));
+            let matches = filter.status.is_none_or(|s| s == info.header.status)
+                && filter.role.is_none_or(|r| r == info.header.role)
+                && filter
+                    .project
+                    .as_ref()
+                    .is_none_or(|p| *p == info.header.project)
+                && filter.tags.iter().all(|t| info.header.tags.contains(t));
             if !matches {
                 continue;
             }
-            info.updated_at_ms = self.last_event_at(&id).unwrap_or(info.updated_at_ms);
+            info.header.updated_at_ms =
+                self.last_event_at(&id).unwrap_or(info.header.updated_at_ms);
             if let Some(idle) = filter.inactive_for {
                 let idle = u64::try_from(idle.as_millis()).unwrap_or(u64::MAX);
-                if now.saturating_sub(info.updated_at_ms) < idle {
+                if now.saturating_sub(info.header.updated_at_ms) < idle {
                     continue;
                 }
             }
             found.push(info);
         }
-        found.sort_by(|a, b| {
-            b.updated_at_ms
-                .cmp(&a.updated_at_ms)
-                .then_with(|| a.id.cmp(&b.id))
-        });
+        found.sort_by_cached_key(|s| (Reverse(s.header.updated_at_ms), s.header.id.clone()));
         Ok(found)
     }
 
@@ -325,7 +326,7 @@ impl Sessions {
     pub fn resume(&self, id_or_name: &str) -> Result<Resumed, SessionError> {
         self.with_slot(id_or_name, |this, slot, id| {
             this.ensure_lease(slot, id)?;
-            if this.loaded(slot, id)?.status != SessionStatus::Active {
+            if this.loaded(slot, id)?.header.status != SessionStatus::Active {
                 this.append_locked(slot, id, EventKind::Resumed)?;
             }
             Ok(Resumed::from_state(this.current(slot, id)?))
@@ -381,9 +382,9 @@ impl Sessions {
             this.current(slot, id)
         })?;
         if let Some(scratch) = &self.config.scratch
-            && let Err(e) = scratch.remove(&state.id)
+            && let Err(e) = scratch.remove(&state.header.id)
         {
-            tracing::warn!(session = %state.id, error = %e, "cannot remove the scratch directory of an archived session");
+            tracing::warn!(session = %state.header.id, error = %e, "cannot remove the scratch directory of an archived session");
         }
         Ok(state)
     }
@@ -409,9 +410,9 @@ impl Sessions {
         };
         let state = self.state_of(&last.session)?;
         if let Some(scratch) = &self.config.scratch
-            && let Err(e) = scratch.remove(&state.id)
+            && let Err(e) = scratch.remove(&state.header.id)
         {
-            tracing::warn!(session = %state.id, error = %e, "cannot remove the scratch directory of an archived session");
+            tracing::warn!(session = %state.header.id, error = %e, "cannot remove the scratch directory of an archived session");
         }
         Ok(Some(state))
     }
@@ -437,7 +438,7 @@ impl Sessions {
         }
         for id in sessions {
             let archived =
-                matches!(self.state_of(&id), Ok(s) if s.status == SessionStatus::Archived);
+                matches!(self.state_of(&id), Ok(s) if s.header.status == SessionStatus::Archived);
             if archived && scratch.remove(&id).unwrap_or(false) {
                 removed += 1;
             }
@@ -456,7 +457,7 @@ impl Sessions {
             session: writer.label(),
             reason,
         };
-        handoff.validate(writer.role).map_err(bad)?;
+        handoff.validate(writer.header.role).map_err(bad)?;
         quota::check_handoff(&self.config.quotas, &handoff)?;
         let target = match handoff.target_session.as_deref() {
             None => None,
@@ -478,22 +479,22 @@ impl Sessions {
                     // Within a family the parent is the child's supervisor,
                     // whatever its role: the handoff goes to the target's role.
                     if super::family::parent_or_child(&writer, &target) {
-                        handoff.to_role = Some(target.role);
+                        handoff.to_role = Some(target.header.role);
                     }
-                    let to = handoff.to_role.unwrap_or(writer.role);
-                    if target.role != to {
+                    let to = handoff.to_role.unwrap_or(writer.header.role);
+                    if target.header.role != to {
                         return Err(bad(format!(
                             "its target {} is a {}, but a `{}` handoff goes to a {to}",
                             target.label(),
-                            target.role,
+                            target.header.role,
                             handoff.kind
                         )));
                     }
-                    if !target.status.is_live() {
+                    if !target.header.status.is_live() {
                         return Err(bad(format!(
                             "its target {} is {}",
                             target.label(),
-                            target.status
+                            target.header.status
                         )));
                     }
                     Some(target_id)
@@ -583,7 +584,7 @@ impl Sessions {
     ) -> Result<(Vec<Event>, R), SessionError> {
         self.with_slot(id_or_name, |this, slot, id| {
             let state = this.loaded(slot, id)?;
-            let now = this.now().max(state.updated_at_ms);
+            let now = this.now().max(state.header.updated_at_ms);
             let (kinds, extra) = derive(state, now);
             if kinds.is_empty() {
                 return Ok((Vec::new(), extra));

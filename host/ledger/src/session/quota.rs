@@ -79,7 +79,7 @@ impl Sessions {
             let Ok(info) = serde_json::from_slice::<SessionInfo>(&bytes) else {
                 continue;
             };
-            if info.status.is_live() && info.owner.as_deref() == Some(owner) {
+            if info.header.status.is_live() && info.owner.as_deref() == Some(owner) {
                 live += 1;
             }
         }

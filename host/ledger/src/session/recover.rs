@@ -43,7 +43,7 @@ impl Sessions {
 
     fn verify_id(&self, id: &str) -> Result<VerifyReport, SessionError> {
         let info = self.get_info(id)?;
-        let name = info.as_ref().and_then(|i| i.name.clone());
+        let name = info.as_ref().and_then(|i| i.header.name.clone());
         log::verify(&*self.storage, id, name, self.chain_key(), info.as_ref())
     }
 
@@ -115,7 +115,7 @@ impl Sessions {
                 self.append_locked(&mut slot, &id, kind)?;
                 recovery.interrupted.push(RecoveredCall {
                     session: id.clone(),
-                    session_name: state.name.clone(),
+                    session_name: state.header.name.clone(),
                     call_id: call_id.clone(),
                     tool: call.tool.clone(),
                     started: call.started_at_ms.is_some(),
@@ -131,17 +131,21 @@ impl Sessions {
 
     /// Claims a live session's name if nobody holds it, releases an ended one's.
     fn reconcile_name(&self, state: &SessionState) {
-        let Some(name) = &state.name else { return };
-        let result = if state.status.is_live() {
+        let Some(name) = &state.header.name else {
+            return;
+        };
+        let result = if state.header.status.is_live() {
             match self.storage.get(NAMES_BUCKET, name) {
-                Ok(None) => self.storage.put(NAMES_BUCKET, name, state.id.as_bytes()),
+                Ok(None) => self
+                    .storage
+                    .put(NAMES_BUCKET, name, state.header.id.as_bytes()),
                 other => other.map(|_| ()),
             }
         } else {
-            self.release_name(name, &state.id)
+            self.release_name(name, &state.header.id)
         };
         if let Err(e) = result {
-            tracing::warn!(session = %state.id, error = %e, "could not repair the name index");
+            tracing::warn!(session = %state.header.id, error = %e, "could not repair the name index");
         }
     }
 }

@@ -100,9 +100,12 @@ pub struct ChildLink {
     pub report: Option<HandoffRecord>,
 }
 
-/// The fold of a session's events.
+/// Who a session is and where it stands: what both its state and its
+/// entry in the `sessions` bucket ([`SessionInfo`]) carry. Flattened into
+/// both, so their JSON (and every checkpoint's bytes) keeps these fields at
+/// the top.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SessionState {
+pub struct SessionHeader {
     pub id: String,
     pub name: Option<String>,
     pub role: Role,
@@ -111,7 +114,16 @@ pub struct SessionState {
     pub tags: Vec<String>,
     pub status: SessionStatus,
     pub created_at_ms: u64,
+    /// The time of its last event. A `sessions` bucket entry has it as of
+    /// the entry's last write; `Sessions::list` reports the log's instead.
     pub updated_at_ms: u64,
+}
+
+/// The fold of a session's events.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionState {
+    #[serde(flatten)]
+    pub header: SessionHeader,
     /// The last call finished, note, handoff or start.
     pub last_progress_at_ms: u64,
     pub expected_duration_ms: Option<u64>,
@@ -207,14 +219,16 @@ impl SessionState {
         tags.sort();
         tags.dedup();
         Ok(SessionState {
-            id: event.session.clone(),
-            name: name.clone(),
-            role: *role,
-            project: project.clone(),
-            tags,
-            status: SessionStatus::Created,
-            created_at_ms: event.at_ms,
-            updated_at_ms: event.at_ms,
+            header: SessionHeader {
+                id: event.session.clone(),
+                name: name.clone(),
+                role: *role,
+                project: project.clone(),
+                tags,
+                status: SessionStatus::Created,
+                created_at_ms: event.at_ms,
+                updated_at_ms: event.at_ms,
+            },
             last_progress_at_ms: event.at_ms,
             expected_duration_ms: *expected_duration_ms,
             paused_reason: None,
@@ -244,9 +258,9 @@ impl SessionState {
 
     /// How errors name this session: "`name` (id)" or the id.
     pub fn label(&self) -> String {
-        match &self.name {
-            Some(name) => format!("`{name}` ({})", self.id),
-            None => format!("`{}`", self.id),
+        match &self.header.name {
+            Some(name) => format!("`{name}` ({})", self.header.id),
+            None => format!("`{}`", self.header.id),
         }
     }
 
@@ -254,7 +268,7 @@ impl SessionState {
     pub fn summary(&self, now_ms: u64) -> SessionSummary {
         let c = &self.counters;
         SessionSummary {
-            duration_ms: now_ms.saturating_sub(self.created_at_ms),
+            duration_ms: now_ms.saturating_sub(self.header.created_at_ms),
             totals: c.totals.clone(),
             cost_micros: c.cost_micros,
             model_cost_micros: c.model_cost_micros,
@@ -267,7 +281,7 @@ impl SessionState {
     /// before every append, so the log only ever holds allowed transitions.
     pub fn check(&self, kind: &EventKind) -> Result<SessionStatus, SessionError> {
         use SessionStatus::*;
-        let status = self.status;
+        let status = self.header.status;
         match kind {
             EventKind::SessionStarted { .. } => Err(self.invalid("a session is started only once")),
             EventKind::Renamed { .. }
@@ -341,7 +355,7 @@ impl SessionState {
 
     /// Folds `event`, which must follow the last one, into the state.
     pub fn apply(&mut self, event: &Event) -> Result<(), SessionError> {
-        if event.session != self.id
+        if event.session != self.header.id
             || event.seq != self.last_seq + 1
             || event.prev_hash != self.last_hash
         {
@@ -355,12 +369,12 @@ impl SessionState {
         match &event.kind {
             EventKind::SessionStarted { .. } | EventKind::Archived => {}
             EventKind::Resumed => self.budget.exceeded = None,
-            EventKind::Renamed { name } => self.name = Some(name.clone()),
+            EventKind::Renamed { name } => self.header.name = Some(name.clone()),
             EventKind::Tagged { add, remove } => {
-                self.tags.retain(|t| !remove.contains(t));
-                self.tags.extend(add.iter().cloned());
-                self.tags.sort();
-                self.tags.dedup();
+                self.header.tags.retain(|t| !remove.contains(t));
+                self.header.tags.extend(add.iter().cloned());
+                self.header.tags.sort();
+                self.header.tags.dedup();
             }
             EventKind::Paused { reason, by } => {
                 self.paused_reason = Some(reason.clone());
@@ -370,7 +384,9 @@ impl SessionState {
                 self.outcome = Some(*outcome);
                 self.last_progress_at_ms = at;
             }
-            EventKind::Handoff(handoff) => self.record_handoff(event, &self.id.clone(), handoff),
+            EventKind::Handoff(handoff) => {
+                self.record_handoff(event, &self.header.id.clone(), handoff)
+            }
             EventKind::HandoffReceived {
                 from_session,
                 handoff,
@@ -508,10 +524,10 @@ impl SessionState {
             self.paused_reason = None;
             self.paused_by = None;
         }
-        self.status = next;
+        self.header.status = next;
         self.last_seq = event.seq;
         self.last_hash = event.hash.clone();
-        self.updated_at_ms = at;
+        self.header.updated_at_ms = at;
         Ok(())
     }
 
@@ -527,14 +543,14 @@ impl SessionState {
     }
 
     fn transition(&self, action: &str, to: SessionStatus) -> Result<SessionStatus, SessionError> {
-        let allowed = self.status.transitions();
+        let allowed = self.header.status.transitions();
         if allowed.iter().any(|t| t.action == action && t.to == to) {
             return Ok(to);
         }
         Err(SessionError::IllegalTransition {
             session: self.label(),
             action: action.to_string(),
-            from: self.status,
+            from: self.header.status,
             to,
             allowed,
         })
@@ -557,16 +573,8 @@ impl SessionState {
 /// What the `sessions` bucket keeps per session, so listing does not replay logs.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionInfo {
-    pub id: String,
-    pub name: Option<String>,
-    pub role: Role,
-    pub project: String,
-    pub tags: Vec<String>,
-    pub status: SessionStatus,
-    pub created_at_ms: u64,
-    /// In the bucket: the last change of status, name or tags. `Sessions::list`
-    /// reports the time of the last event instead.
-    pub updated_at_ms: u64,
+    #[serde(flatten)]
+    pub header: SessionHeader,
     /// See [`SessionState::owner`].
     #[serde(default)]
     pub owner: Option<String>,
@@ -591,19 +599,42 @@ pub struct SessionInfo {
 impl From<&SessionState> for SessionInfo {
     fn from(s: &SessionState) -> Self {
         SessionInfo {
-            id: s.id.clone(),
-            name: s.name.clone(),
-            role: s.role,
-            project: s.project.clone(),
-            tags: s.tags.clone(),
-            status: s.status,
-            created_at_ms: s.created_at_ms,
-            updated_at_ms: s.updated_at_ms,
+            header: s.header.clone(),
             owner: s.owner.clone(),
             head_seq: s.last_seq,
             head_hash: s.last_hash.clone(),
             head_mac: String::new(),
             parent: s.parent.clone(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::chain::Chain;
+    use super::*;
+
+    /// As the code before the header wrote them (checked against it).
+    const STATE: &str = r#"{"id":"s-1","name":"n","role":"workagent","project":"p","tags":["a","b"],"status":"created","created_at_ms":10,"updated_at_ms":10,"last_progress_at_ms":10,"expected_duration_ms":60000,"paused_reason":null,"outcome":null,"latest_handoff":null,"handoffs":0,"last_seq":1,"last_hash":"ea0756110d08c139b7a4c22a877f4c2164dab704a1358050935ec3d7b354519d","counters":{"calls":0,"failures":0,"wall_us_total":0,"bytes_in":0,"bytes_out":0,"fuel_total":0,"peak_memory_max":0,"calls_run":0,"cost_micros":0,"model_cost_micros":0,"tokens_in":0,"tokens_out":0},"in_flight":{},"interrupted":[],"budget":{"caps":{},"raised":{},"warned":[],"exceeded":null},"watch":{"escalation":"none","escalated_at_ms":null,"rescue":null,"flags":{},"last_success_at_ms":10,"failure_streak":0,"failing":{},"last_failed_call":null,"recent_denied":[],"budget_percent":{},"pending":{},"last_activity_at_ms":10},"context":[],"owner":"alice","pinned_tags":[],"paused_by":null,"parent":"s-0","completion":{"failing_runs":0}}"#;
+    const INFO: &str = r#"{"id":"s-1","name":"n","role":"workagent","project":"p","tags":["a","b"],"status":"created","created_at_ms":10,"updated_at_ms":10,"owner":"alice","head_seq":1,"head_hash":"ea0756110d08c139b7a4c22a877f4c2164dab704a1358050935ec3d7b354519d","parent":"s-0"}"#;
+
+    /// A checkpoint's state and an index entry serialize to the bytes they
+    /// had before their common fields became one flattened header, and
+    /// what was stored then decodes to the same values: a checkpoint's
+    /// checksum and MAC cover its bytes.
+    #[test]
+    fn states_and_index_entries_keep_their_bytes_with_the_header_flattened() {
+        let kind = serde_json::from_str(
+            r#"{"type":"session_started","role":"workagent","project":"p","name":"n","tags":["b","a","b"],"expected_duration_ms":60000,"owner":"alice","parent":"s-0"}"#,
+        )
+        .unwrap();
+        let started = Event::seal(&Chain::Plain, "s-1", 1, 10, GENESIS_HASH, kind);
+        let state = SessionState::start(&started).unwrap();
+        assert_eq!(state.header.tags, ["a", "b"]);
+        assert_eq!(serde_json::to_string(&state).unwrap(), STATE);
+        assert_eq!(serde_json::from_str::<SessionState>(STATE).unwrap(), state);
+        let info = SessionInfo::from(&state);
+        assert_eq!(serde_json::to_string(&info).unwrap(), INFO);
+        assert_eq!(serde_json::from_str::<SessionInfo>(INFO).unwrap(), info);
     }
 }

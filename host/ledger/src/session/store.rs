@@ -352,7 +352,7 @@ impl Sessions {
     /// when it is keyed and its key is not the configured one.
     pub(crate) fn chain_of(&self, state: &SessionState) -> Result<Chain, SessionError> {
         chain::chain_of(
-            &state.id,
+            &state.header.id,
             &state.label(),
             state.keyed.as_ref(),
             self.chain_key(),
@@ -372,7 +372,7 @@ impl Sessions {
     pub(crate) fn info_of(&self, state: &SessionState) -> SessionInfo {
         let mut info = SessionInfo::from(state);
         if let Ok(chain) = self.chain_of(state)
-            && let Some(mac) = chain.head_mac(&state.id, state.last_seq, &state.last_hash)
+            && let Some(mac) = chain.head_mac(&state.header.id, state.last_seq, &state.last_hash)
         {
             info.head_mac = mac;
         }
@@ -428,7 +428,7 @@ impl Sessions {
             let now = self.now();
             for kind in kinds {
                 next.check(&kind)?;
-                let at = now.max(next.updated_at_ms);
+                let at = now.max(next.header.updated_at_ms);
                 let event = Event::seal(&chain, id, next.last_seq + 1, at, &next.last_hash, kind);
                 next.apply(&event)?;
                 events.push(event);
@@ -458,7 +458,7 @@ impl Sessions {
             // Applied one by one, so each event's upkeep (index, checkpoint)
             // sees the state it left.
             for event in &events {
-                let was_live = state.status.is_live();
+                let was_live = state.header.status.is_live();
                 let watched = !lock(&self.notified).is_empty();
                 let notifications = match &self.config.notify {
                     Some(_) => notify::derive(state, event),
@@ -499,15 +499,17 @@ impl Sessions {
     /// carries it. A failure costs only the check, and is logged.
     fn record_head(&self, after: &SessionState, before: &SessionState) {
         let info = serde_json::to_vec(&self.info_of(after)).unwrap_or_default();
-        let listed_changed =
-            before.status != after.status || before.name != after.name || before.tags != after.tags;
+        let listed_changed = before.header.status != after.header.status
+            || before.header.name != after.header.name
+            || before.header.tags != after.header.tags;
         let written = if listed_changed {
-            self.storage.put(SESSIONS_BUCKET, &after.id, &info)
+            self.storage.put(SESSIONS_BUCKET, &after.header.id, &info)
         } else {
-            self.storage.put_unsynced(SESSIONS_BUCKET, &after.id, &info)
+            self.storage
+                .put_unsynced(SESSIONS_BUCKET, &after.header.id, &info)
         };
         if let Err(e) = written {
-            tracing::warn!(session = %after.id, error = %e, "could not record the log's head in the session index");
+            tracing::warn!(session = %after.header.id, error = %e, "could not record the log's head in the session index");
         }
     }
 
@@ -516,15 +518,15 @@ impl Sessions {
     /// listing (repaired by `recover`); they are logged, not returned.
     fn after_append(&self, state: &SessionState, was_live: bool, event: &Event) {
         if was_live
-            && !state.status.is_live()
-            && let Some(name) = &state.name
-            && let Err(e) = self.release_name(name, &state.id)
+            && !state.header.status.is_live()
+            && let Some(name) = &state.header.name
+            && let Err(e) = self.release_name(name, &state.header.id)
         {
-            tracing::warn!(session = %state.id, error = %e, "could not release the session's name");
+            tracing::warn!(session = %state.header.id, error = %e, "could not release the session's name");
         }
         // A session that is not live is driven by nobody.
-        if !state.status.is_live() {
-            self.release_lease(&state.id);
+        if !state.header.status.is_live() {
+            self.release_lease(&state.header.id);
         }
         let every = self.config.checkpoint_every;
         let due = matches!(
@@ -541,7 +543,7 @@ impl Sessions {
             && let Err(e) =
                 checkpoint::write(&*self.storage, state, &chain, self.config.keep_checkpoints)
         {
-            tracing::warn!(session = %state.id, error = %e, "could not write a checkpoint");
+            tracing::warn!(session = %state.header.id, error = %e, "could not write a checkpoint");
         }
     }
 
@@ -567,7 +569,7 @@ impl Sessions {
 
     pub(crate) fn put_info(&self, state: &SessionState) -> Result<(), StorageError> {
         let info = serde_json::to_vec(&self.info_of(state)).unwrap_or_default();
-        self.storage.put(SESSIONS_BUCKET, &state.id, &info)
+        self.storage.put(SESSIONS_BUCKET, &state.header.id, &info)
     }
 
     pub(crate) fn get_info(&self, id: &str) -> Result<Option<SessionInfo>, StorageError> {
@@ -579,22 +581,22 @@ impl Sessions {
 
     /// Rewrites the listing entry when it fell behind the log (a crash between the two writes).
     pub(crate) fn reconcile_info(&self, state: &SessionState) {
-        let stored = self.get_info(&state.id).ok().flatten();
+        let stored = self.get_info(&state.header.id).ok().flatten();
         let fresh = SessionInfo::from(state);
         let stale = stored.is_none_or(|s| {
-            s.status != fresh.status
-                || s.name != fresh.name
-                || s.tags != fresh.tags
-                || s.project != fresh.project
+            s.header.status != fresh.header.status
+                || s.header.name != fresh.header.name
+                || s.header.tags != fresh.header.tags
+                || s.header.project != fresh.header.project
         });
         if stale && let Err(e) = self.put_info(state) {
-            tracing::warn!(session = %state.id, error = %e, "could not update the session index");
+            tracing::warn!(session = %state.header.id, error = %e, "could not update the session index");
         }
     }
 
     /// How errors name session `id`: with its name when the index knows it.
     pub(crate) fn label_of(&self, id: &str) -> String {
-        match self.get_info(id).ok().flatten().and_then(|i| i.name) {
+        match self.get_info(id).ok().flatten().and_then(|i| i.header.name) {
             Some(name) => format!("`{name}` ({id})"),
             None => format!("`{id}`"),
         }
@@ -622,10 +624,10 @@ impl Sessions {
             .scan(SESSIONS_BUCKET, "")?
             .into_iter()
             .filter_map(|(_, bytes)| serde_json::from_slice::<SessionInfo>(&bytes).ok())
-            .filter(|info| info.name.as_deref() == Some(id_or_name))
-            .max_by_key(|info| info.created_at_ms);
+            .filter(|info| info.header.name.as_deref() == Some(id_or_name))
+            .max_by_key(|info| info.header.created_at_ms);
         newest
-            .map(|info| info.id)
+            .map(|info| info.header.id)
             .ok_or_else(|| SessionError::NotFound(id_or_name.to_string()))
     }
 
@@ -660,7 +662,7 @@ impl Sessions {
                     holder: label,
                 };
                 match self.state_of(&holder) {
-                    Ok(state) if state.status.is_live() => return Err(taken(state.label())),
+                    Ok(state) if state.header.status.is_live() => return Err(taken(state.label())),
                     Ok(_) => {}
                     Err(SessionError::NotFound(_)) => {
                         if self.leased_elsewhere(&holder)? {

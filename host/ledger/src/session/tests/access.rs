@@ -39,7 +39,7 @@ fn another_principals_session_is_not_found_like_one_that_does_not_exist() {
     let mine = start_work(s, &a, "a-work");
     assert_eq!(mine.owner.as_deref(), Some("a"));
     let theirs = start_work(s, &b, "b-work");
-    for key in ["b-work", theirs.id.as_str()] {
+    for key in ["b-work", theirs.header.id.as_str()] {
         // The same error as for a key nothing has.
         let absent = s.show_as(&a, "no-such-session").unwrap_err().to_string();
         let refused = s.show_as(&a, key).unwrap_err().to_string();
@@ -78,11 +78,11 @@ fn another_principals_session_is_not_found_like_one_that_does_not_exist() {
         .list_as(&a, &SessionFilter::default())
         .unwrap()
         .into_iter()
-        .map(|i| i.id)
+        .map(|i| i.header.id)
         .collect();
-    assert_eq!(listed, vec![mine.id.clone()]);
+    assert_eq!(listed, vec![mine.header.id.clone()]);
     // Nothing changed in b's session.
-    assert_eq!(s.show(&theirs.id).unwrap().last_seq, theirs.last_seq);
+    assert_eq!(s.show(&theirs.header.id).unwrap().last_seq, theirs.last_seq);
 }
 
 #[test]
@@ -91,8 +91,8 @@ fn operators_see_and_touch_every_session() {
     let a = workagent("a");
     let op = Principal::operator("cli:1000");
     let s = &env.sessions;
-    let id = start_work(s, &a, "w").id;
-    assert_eq!(s.show_as(&op, "w").unwrap().id, id);
+    let id = start_work(s, &a, "w").header.id;
+    assert_eq!(s.show_as(&op, "w").unwrap().header.id, id);
     assert_eq!(s.list_as(&op, &SessionFilter::default()).unwrap().len(), 1);
     s.resume_as(&op, "w").unwrap();
     s.end_as(&op, "w", EndOutcome::Completed).unwrap();
@@ -139,7 +139,10 @@ fn pinned_tags_are_added_and_cannot_be_removed_or_forged() {
     let state = s
         .start_as(&a, start(Role::Workagent, "p", "w", &["mine"]), &reserved)
         .unwrap();
-    assert_eq!(state.tags, vec!["mine".to_string(), "team-a".to_string()]);
+    assert_eq!(
+        state.header.tags,
+        vec!["mine".to_string(), "team-a".to_string()]
+    );
     assert_eq!(state.pinned_tags, vec!["team-a".to_string()]);
     // Another principal's pinned tag, at start or later: refused.
     let e = s
@@ -171,7 +174,7 @@ fn pinned_tags_are_added_and_cannot_be_removed_or_forged() {
     let state = s
         .tag_as(&op, "w", &[], &["team-a".into()], &reserved)
         .unwrap();
-    assert_eq!(state.tags, vec!["extra".to_string()]);
+    assert_eq!(state.header.tags, vec!["extra".to_string()]);
 }
 
 #[test]
@@ -179,7 +182,7 @@ fn a_pause_the_host_took_is_lifted_only_by_an_operator() {
     let env = Env::new();
     let a = workagent("a");
     let s = &env.sessions;
-    let id = start_work(s, &a, "w").id;
+    let id = start_work(s, &a, "w").header.id;
     s.resume_as(&a, &id).unwrap();
     // As the budget, the detector, a rescue or a pending approval do.
     s.append_with(&id, |_, _| {
@@ -199,9 +202,9 @@ fn a_pause_the_host_took_is_lifted_only_by_an_operator() {
         text.contains("budget exceeded: cost") && text.contains("only an operator"),
         "{text}"
     );
-    assert_eq!(s.show(&id).unwrap().status, SessionStatus::Paused);
+    assert_eq!(s.show(&id).unwrap().header.status, SessionStatus::Paused);
     s.resume_as(&Principal::operator("ops"), &id).unwrap();
-    assert_eq!(s.show(&id).unwrap().status, SessionStatus::Active);
+    assert_eq!(s.show(&id).unwrap().header.status, SessionStatus::Active);
     // An operator's pause is not the agent's to lift either.
     s.pause_as(&Principal::operator("ops"), &id, "look at this")
         .unwrap();
@@ -213,12 +216,12 @@ fn an_agent_pauses_and_resumes_its_own_session() {
     let env = Env::new();
     let a = workagent("a");
     let s = &env.sessions;
-    let id = start_work(s, &a, "w").id;
+    let id = start_work(s, &a, "w").header.id;
     s.resume_as(&a, &id).unwrap();
     let paused = s.pause_as(&a, &id, "waiting for the user").unwrap();
     assert_eq!(paused.paused_by.as_deref(), Some("a"));
     let resumed = s.resume_as(&a, &id).unwrap();
-    assert_eq!(resumed.state.status, SessionStatus::Active);
+    assert_eq!(resumed.state.header.status, SessionStatus::Active);
     assert_eq!(resumed.state.paused_by, None);
 }
 
@@ -321,33 +324,36 @@ fn a_look_from_the_cache_answers_as_show_as_does_and_only_when_it_need_not_wait(
     let theirs = start_work(s, &b, "b-work");
 
     // Loaded by its start: the same state `show_as` gives.
-    let cached = s.show_cached_as(&a, &mine.id).expect("cached").unwrap();
-    assert_eq!(cached, s.show_as(&a, &mine.id).unwrap());
+    let cached = s
+        .show_cached_as(&a, &mine.header.id)
+        .expect("cached")
+        .unwrap();
+    assert_eq!(cached, s.show_as(&a, &mine.header.id).unwrap());
     // Another principal's session is "not found" here too.
     assert_not_found(
-        s.show_cached_as(&a, &theirs.id).expect("cached"),
-        &theirs.id,
+        s.show_cached_as(&a, &theirs.header.id).expect("cached"),
+        &theirs.header.id,
     );
     // A name takes a look at the name index: not from the cache.
     assert!(s.show_cached_as(&a, "a-work").is_none());
 
     // A writer holds the session: the cache does not wait for it.
     {
-        let slot = s.slot(&mine.id);
+        let slot = s.slot(&mine.header.id);
         let _held = crate::session::store::lock_slot(&slot);
-        assert!(s.show_cached_as(&a, &mine.id).is_none());
-        assert!(s.show_cached(&mine.id).is_none());
+        assert!(s.show_cached_as(&a, &mine.header.id).is_none());
+        assert!(s.show_cached(&mine.header.id).is_none());
     }
 
     // After the state changes, the cache has the change.
-    env.note(&mine.id, "more");
-    let cached = s.show_cached(&mine.id).expect("cached");
+    env.note(&mine.header.id, "more");
+    let cached = s.show_cached(&mine.header.id).expect("cached");
     assert_eq!(cached.last_seq, mine.last_seq + 1);
-    assert_eq!(cached, s.show(&mine.id).unwrap());
+    assert_eq!(cached, s.show(&mine.header.id).unwrap());
 
     // A store opened anew has loaded nothing: the look goes to the log.
     let env = env.reopen(SessionsConfig::default());
-    assert!(env.sessions.show_cached(&mine.id).is_none());
-    env.sessions.show(&mine.id).unwrap();
-    assert!(env.sessions.show_cached(&mine.id).is_some());
+    assert!(env.sessions.show_cached(&mine.header.id).is_none());
+    env.sessions.show(&mine.header.id).unwrap();
+    assert!(env.sessions.show_cached(&mine.header.id).is_some());
 }

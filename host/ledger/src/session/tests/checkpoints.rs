@@ -14,15 +14,15 @@ fn checkpoints_are_written_every_n_events_and_at_handoff_and_pause() {
     let env = Env::with_config(every(10));
     let s = env.start("steady", Role::Supervisor);
     for i in 2..=25 {
-        env.note(&s.id, &format!("step {i}"));
+        env.note(&s.header.id, &format!("step {i}"));
     }
-    assert_eq!(checkpoint_seqs(&*env.store, &s.id), [20, 10]);
+    assert_eq!(checkpoint_seqs(&*env.store, &s.header.id), [20, 10]);
     let h = Handoff::new(HandoffKind::Continuation, Role::Supervisor, "go on");
-    assert_eq!(env.sessions.handoff(&s.id, h).unwrap().seq, 26);
-    assert_eq!(checkpoint_seqs(&*env.store, &s.id), [26, 20]);
-    env.sessions.pause(&s.id, "lunch").unwrap();
+    assert_eq!(env.sessions.handoff(&s.header.id, h).unwrap().seq, 26);
+    assert_eq!(checkpoint_seqs(&*env.store, &s.header.id), [26, 20]);
+    env.sessions.pause(&s.header.id, "lunch").unwrap();
     // The newest two are kept.
-    assert_eq!(checkpoint_seqs(&*env.store, &s.id), [27, 26]);
+    assert_eq!(checkpoint_seqs(&*env.store, &s.header.id), [27, 26]);
 }
 
 #[test]
@@ -30,9 +30,9 @@ fn resume_after_ten_thousand_events_reads_only_the_tail() {
     let env = Env::new();
     let s = env.start("long", Role::Workagent);
     for i in 0..3_333 {
-        env.call(&s.id, &format!("c{i}"), "ok");
+        env.call(&s.header.id, &format!("c{i}"), "ok");
     }
-    let before = env.sessions.show(&s.id).unwrap();
+    let before = env.sessions.show(&s.header.id).unwrap();
     assert_eq!(before.last_seq, 10_000);
 
     let env = env.reopen(SessionsConfig::default());
@@ -56,17 +56,17 @@ fn a_corrupt_newest_checkpoint_falls_back_to_the_older_one_then_to_a_full_replay
     let env = Env::with_config(every(10));
     let s = env.start("sturdy", Role::Workagent);
     for i in 2..=35 {
-        env.note(&s.id, &format!("step {i}"));
+        env.note(&s.header.id, &format!("step {i}"));
     }
-    let expected = env.sessions.show(&s.id).unwrap();
-    assert_eq!(checkpoint_seqs(&*env.store, &s.id), [30, 20]);
+    let expected = env.sessions.show(&s.header.id).unwrap();
+    assert_eq!(checkpoint_seqs(&*env.store, &s.header.id), [30, 20]);
 
     // A torn write of the newest checkpoint.
-    let key = checkpoint::key(&s.id, 30);
+    let key = checkpoint::key(&s.header.id, 30);
     let mut torn = env.store.get(checkpoint::BUCKET, &key).unwrap().unwrap();
     torn.truncate(torn.len() / 2);
     env.store.put(checkpoint::BUCKET, &key, &torn).unwrap();
-    let (state, stats) = env.sessions.reload(&s.id, true).unwrap();
+    let (state, stats) = env.sessions.reload(&s.header.id, true).unwrap();
     assert_eq!(state, expected);
     assert_eq!(stats.checkpoint_seq, Some(20));
     assert_eq!(stats.events_read, 1 + 15);
@@ -85,11 +85,11 @@ fn a_corrupt_newest_checkpoint_falls_back_to_the_older_one_then_to_a_full_replay
     env.store
         .put(
             checkpoint::BUCKET,
-            &checkpoint::key(&s.id, 20),
+            &checkpoint::key(&s.header.id, 20),
             &checkpoint::encode(&other, &Chain::Plain),
         )
         .unwrap();
-    let (state, stats) = env.sessions.reload(&s.id, true).unwrap();
+    let (state, stats) = env.sessions.reload(&s.header.id, true).unwrap();
     assert_eq!(state, expected);
     assert_eq!(stats.checkpoint_seq, None);
     assert_eq!(stats.events_read, 35);

@@ -91,19 +91,22 @@ fn a_spawn_links_child_and_parent_and_hands_the_child_its_task() {
     )
     .unwrap();
     let kid = &spawned.child;
-    assert_eq!(kid.parent.as_deref(), Some(parent.id.as_str()));
+    assert_eq!(kid.parent.as_deref(), Some(parent.header.id.as_str()));
     assert_eq!(kid.owner.as_deref(), Some("boss"));
-    assert_eq!(kid.project, "demo", "a child works in its parent's project");
+    assert_eq!(
+        kid.header.project, "demo",
+        "a child works in its parent's project"
+    );
 
     // The child's first event names its parent; its resume returns the task.
-    let first = &env.sessions.events(&kid.id, 1, 1).unwrap()[0];
+    let first = &env.sessions.events(&kid.header.id, 1, 1).unwrap()[0];
     let EventKind::SessionStarted { parent: link, .. } = &first.kind else {
         panic!("{first:?}")
     };
-    assert_eq!(link.as_deref(), Some(parent.id.as_str()));
+    assert_eq!(link.as_deref(), Some(parent.header.id.as_str()));
     let resumed = env.sessions.resume_as(&me, "w1").unwrap();
     let task = resumed.latest_handoff.expect("the task");
-    assert_eq!(task.from_session, parent.id);
+    assert_eq!(task.from_session, parent.header.id);
     assert_eq!(task.handoff.kind, HandoffKind::Task);
     assert_eq!(task.handoff.from_role, Role::Supervisor);
     assert_eq!(task.handoff.to_role, Some(Role::Workagent));
@@ -111,7 +114,7 @@ fn a_spawn_links_child_and_parent_and_hands_the_child_its_task() {
 
     // The parent's log names the child.
     assert_eq!(
-        kinds(&env, &parent.id),
+        kinds(&env, &parent.header.id),
         ["session_started", "child_spawned"]
     );
     let EventKind::ChildSpawned {
@@ -120,10 +123,10 @@ fn a_spawn_links_child_and_parent_and_hands_the_child_its_task() {
     else {
         panic!("{:?}", spawned.event)
     };
-    assert_eq!((id, *role), (&kid.id, Role::Workagent));
+    assert_eq!((id, *role), (&kid.header.id, Role::Workagent));
     let children = env.sessions.children_as(&me, "lead").unwrap();
     assert_eq!(children.len(), 1);
-    assert_eq!(children[0].id, kid.id);
+    assert_eq!(children[0].id, kid.header.id);
     assert!(!children[0].settled);
     // The family survives a restart: it is in the logs.
     let env = env.reopen(SessionsConfig::default());
@@ -134,7 +137,7 @@ fn a_spawn_links_child_and_parent_and_hands_the_child_its_task() {
             .children
             .keys()
             .collect::<Vec<_>>(),
-        [&kid.id]
+        [&kid.header.id]
     );
 }
 
@@ -142,7 +145,7 @@ fn a_spawn_links_child_and_parent_and_hands_the_child_its_task() {
 fn a_session_without_a_parent_records_no_parent_field_so_old_logs_hash_the_same() {
     let env = Env::new();
     let s = env.start("solo", Role::Workagent);
-    let first = &env.sessions.events(&s.id, 1, 1).unwrap()[0];
+    let first = &env.sessions.events(&s.header.id, 1, 1).unwrap()[0];
     let json = String::from_utf8(first.to_bytes()).unwrap();
     assert!(!json.contains("\"parent\""), "{json}");
     let info = env.sessions.list(&SessionFilter::default()).unwrap();
@@ -266,7 +269,7 @@ fn childrens_caps_are_carved_out_of_the_parents_and_a_spawn_beyond_them_is_refus
     assert!(err.contains("beyond its parent's budget"), "{err}");
     assert!(err.contains("0.4"), "{err}");
     assert!(
-        err.contains(&format!("glovebox session budget {}", parent.id)),
+        err.contains(&format!("glovebox session budget {}", parent.header.id)),
         "{err}"
     );
     assert_eq!(env.sessions.show("lead").unwrap().last_seq, before);
@@ -283,12 +286,17 @@ fn childrens_caps_are_carved_out_of_the_parents_and_a_spawn_beyond_them_is_refus
     )
     .unwrap();
     let lead = env.sessions.show("lead").unwrap();
-    let used = crate::budget::Used::of(&lead, lead.created_at_ms);
+    let used = crate::budget::Used::of(&lead, lead.header.created_at_ms);
     assert_eq!(used.get(Cap::Cost), 1_000_000);
     assert_eq!(used.get(Cap::Calls), 10);
-    let breach =
-        crate::budget::check_call(&lead, &BudgetsConfig::default(), lead.created_at_ms, 0, 0)
-            .expect("the parent has no call left of its own");
+    let breach = crate::budget::check_call(
+        &lead,
+        &BudgetsConfig::default(),
+        lead.header.created_at_ms,
+        0,
+        0,
+    )
+    .expect("the parent has no call left of its own");
     assert_eq!(breach.cap, Cap::Calls);
 }
 
@@ -354,7 +362,7 @@ fn a_child_settles_by_a_handoff_to_its_parent_or_by_ending_and_the_observers_hea
 
     let (_, children) = env.sessions.wait_check_as(&me, "top").unwrap();
     let by_id = |id: &str| children.iter().find(|c| c.id == id).unwrap().clone();
-    let (ca, cb) = (by_id(&a.child.id), by_id(&b.child.id));
+    let (ca, cb) = (by_id(&a.child.header.id), by_id(&b.child.header.id));
     assert!(ca.settled && cb.settled);
     let report = ca.handoff.expect("a's report");
     assert_eq!(report.handoff.objective, "did a");
@@ -389,12 +397,18 @@ fn a_parent_with_live_children_does_not_end_unless_it_cancels_them() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("has live children"), "{err}");
-    assert!(err.contains(&w.child.id), "{err}");
+    assert!(err.contains(&w.child.header.id), "{err}");
     assert!(err.contains("--cancel-children"), "{err}");
-    assert!(env.sessions.show("lead").unwrap().status.is_live());
+    assert!(env.sessions.show("lead").unwrap().header.status.is_live());
 
     let cancelled = env.sessions.cancel_children_as(&me, "lead").unwrap();
-    assert_eq!(cancelled, [grandchild.child.id.clone(), w.child.id.clone()]);
+    assert_eq!(
+        cancelled,
+        [
+            grandchild.child.header.id.clone(),
+            w.child.header.id.clone()
+        ]
+    );
     for id in &cancelled {
         let s = env.sessions.show(id).unwrap();
         assert_eq!(s.outcome, Some(EndOutcome::Interrupted));
@@ -467,8 +481,8 @@ fn a_child_reaches_its_family_and_other_sessions_only_along_a_route() {
         .unwrap();
     // Parent, sibling and self are family; a session with no parent is free.
     let (sa, sb) = (
-        env.sessions.show(&a.child.id).unwrap(),
-        env.sessions.show(&b.child.id).unwrap(),
+        env.sessions.show(&a.child.header.id).unwrap(),
+        env.sessions.show(&b.child.header.id).unwrap(),
     );
     let none = HandoffsConfig::default();
     assert!(check_addressable(&sa, &lead, &none).is_ok());

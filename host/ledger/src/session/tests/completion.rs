@@ -111,7 +111,7 @@ fn a_gated_session_ends_completed_only_after_a_passing_run_with_no_work_since() 
     );
     // A failing run refuses with the gate's output.
     env.sessions
-        .record_gates(&s.id, vec![result(false)])
+        .record_gates(&s.header.id, vec![result(false)])
         .unwrap();
     refused(
         env.sessions.end_as(&w, "w1", EndOutcome::Completed),
@@ -119,9 +119,9 @@ fn a_gated_session_ends_completed_only_after_a_passing_run_with_no_work_since() 
     );
     // A passing run, then work: the run no longer counts (the Ralph re-check).
     env.sessions
-        .record_gates(&s.id, vec![result(true)])
+        .record_gates(&s.header.id, vec![result(true)])
         .unwrap();
-    env.call(&s.id, "c-1", "ok");
+    env.call(&s.header.id, "c-1", "ok");
     refused(
         env.sessions.end_as(&w, "w1", EndOutcome::Completed),
         "have not passed since",
@@ -130,12 +130,12 @@ fn a_gated_session_ends_completed_only_after_a_passing_run_with_no_work_since() 
     let other = start(&env, &w, "w2", Role::Workagent, gated());
     env.sessions.end_as(&w, "w2", EndOutcome::Exit).unwrap();
     assert_eq!(
-        env.sessions.show(&other.id).unwrap().outcome,
+        env.sessions.show(&other.header.id).unwrap().outcome,
         Some(EndOutcome::Exit)
     );
     // A passing run with nothing after it: completed.
     env.sessions
-        .record_gates(&s.id, vec![result(true)])
+        .record_gates(&s.header.id, vec![result(true)])
         .unwrap();
     let ended = env
         .sessions
@@ -145,7 +145,7 @@ fn a_gated_session_ends_completed_only_after_a_passing_run_with_no_work_since() 
     // Each run is in the log.
     let kinds: Vec<&str> = env
         .sessions
-        .events(&s.id, 1, 10_000)
+        .events(&s.header.id, 1, 10_000)
         .unwrap()
         .iter()
         .map(|e| e.kind.name())
@@ -159,16 +159,16 @@ fn failing_gate_runs_are_counted_until_one_passes() {
     let env = Env::new();
     let s = start(&env, &worker(), "w", Role::Workagent, gated());
     env.sessions
-        .record_gates(&s.id, vec![result(false)])
+        .record_gates(&s.header.id, vec![result(false)])
         .unwrap();
     let after = env
         .sessions
-        .record_gates(&s.id, vec![result(true), result(false)])
+        .record_gates(&s.header.id, vec![result(true), result(false)])
         .unwrap();
     assert_eq!(after.completion.failing_runs, 2);
     let after = env
         .sessions
-        .record_gates(&s.id, vec![result(true)])
+        .record_gates(&s.header.id, vec![result(true)])
         .unwrap();
     assert_eq!(after.completion.failing_runs, 0);
 }
@@ -189,7 +189,7 @@ fn a_judge_of_another_principal_must_pass_the_latest_handoff() {
         .verdict_as(&j, "bench", "w", verdict(true, &[]))
         .unwrap_err();
     assert!(err.to_string().contains("no handoff to judge yet"), "{err}");
-    let first = completion_handoff(&env, &w, &s.id);
+    let first = completion_handoff(&env, &w, &s.header.id);
     refused(
         env.sessions.end_as(&w, "w", EndOutcome::Completed),
         &format!("no judge has passed its latest handoff (event {first})"),
@@ -211,7 +211,7 @@ fn a_judge_of_another_principal_must_pass_the_latest_handoff() {
     );
     // A new handoff: the old verdict no longer counts; a verdict on the old
     // handoff is refused.
-    let second = completion_handoff(&env, &w, &s.id);
+    let second = completion_handoff(&env, &w, &s.header.id);
     let mut stale = verdict(true, &[]);
     stale.handoff_seq = Some(first);
     let err = env
@@ -230,13 +230,13 @@ fn a_judge_of_another_principal_must_pass_the_latest_handoff() {
     // Both logs hold the verdicts.
     let given = env
         .sessions
-        .events(&bench.id, 1, 10_000)
+        .events(&bench.header.id, 1, 10_000)
         .unwrap()
         .iter()
         .filter(|e| e.kind.name() == "verdict_given")
         .count();
     assert_eq!(given, 2);
-    assert!(env.sessions.verify(&s.id).unwrap().ok);
+    assert!(env.sessions.verify(&s.header.id).unwrap().ok);
 }
 
 #[test]
@@ -244,7 +244,7 @@ fn a_judge_is_never_the_worker_nor_its_principal() {
     let env = Env::new();
     let w = agent("worker", &[Role::Workagent, Role::Judge], &["demo"]);
     let s = start(&env, &w, "w", Role::Workagent, judged());
-    completion_handoff(&env, &w, &s.id);
+    completion_handoff(&env, &w, &s.header.id);
     // Same principal, other session.
     start(&env, &w, "self-judge", Role::Judge, Completion::default());
     let err = env
@@ -295,7 +295,7 @@ fn a_judge_is_never_the_worker_nor_its_principal() {
     assert!(matches!(err, SessionError::NotFound(_)), "{err:?}");
     // A session that asks for no judge takes no verdict.
     let plain = start(&env, &w, "plain", Role::Workagent, Completion::default());
-    completion_handoff(&env, &w, &plain.id);
+    completion_handoff(&env, &w, &plain.header.id);
     start(&env, &judge(), "bench", Role::Judge, Completion::default());
     let err = env
         .sessions
@@ -305,7 +305,7 @@ fn a_judge_is_never_the_worker_nor_its_principal() {
     // Nothing was written into the worker's log by the refusals.
     assert!(
         env.sessions
-            .events(&s.id, 1, 10_000)
+            .events(&s.header.id, 1, 10_000)
             .unwrap()
             .iter()
             .all(|e| e.kind.name() != "verdict_received")

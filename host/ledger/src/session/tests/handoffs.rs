@@ -17,7 +17,7 @@ fn a_handoff_of_the_wrong_kind_names_the_kinds_the_role_may_write() {
         format!(
             "bad handoff from session `worker` ({}): a workagent session cannot write a handoff of kind \
              `orchestrator_to_supervisor`: a workagent may write workagent_completion, continuation",
-            s.id
+            s.header.id
         )
     );
     assert_eq!(env.sessions.show("worker").unwrap().last_seq, 1);
@@ -36,7 +36,7 @@ fn resume_returns_the_latest_handoff() {
     env.sessions.handoff("solo", first).unwrap();
     // A handoff activates a created session.
     assert_eq!(
-        env.sessions.show("solo").unwrap().status,
+        env.sessions.show("solo").unwrap().header.status,
         SessionStatus::Active
     );
     let mut second = Handoff::new(
@@ -57,9 +57,9 @@ fn resume_returns_the_latest_handoff() {
     let latest = resumed.latest_handoff.expect("a handoff");
     second.to_role = Some(Role::Supervisor);
     assert_eq!(latest.handoff, second);
-    assert_eq!(latest.from_session, s.id);
+    assert_eq!(latest.from_session, s.header.id);
     assert_eq!(resumed.state.handoffs, 2);
-    assert_eq!(resumed.state.status, SessionStatus::Active);
+    assert_eq!(resumed.state.header.status, SessionStatus::Active);
 }
 
 #[test]
@@ -92,18 +92,18 @@ fn a_targeted_handoff_reaches_the_target_session() {
     env.sessions.handoff("boss", h).unwrap();
     let resumed = env.sessions.resume("lead").unwrap();
     let got = resumed.latest_handoff.expect("received handoff");
-    assert_eq!(got.from_session, boss.id);
+    assert_eq!(got.from_session, boss.header.id);
     assert_eq!(got.handoff.objective, "build the api");
     assert_eq!(
         got.handoff.target_session.as_deref(),
-        Some(lead.id.as_str())
+        Some(lead.header.id.as_str())
     );
 
     let mut cont = Handoff::new(HandoffKind::Continuation, Role::Workagent, "x");
     cont.target_session = Some("lead".into());
     let err = env
         .sessions
-        .handoff(&worker.id, cont)
+        .handoff(&worker.header.id, cont)
         .unwrap_err()
         .to_string();
     assert!(

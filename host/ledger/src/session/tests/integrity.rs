@@ -7,8 +7,8 @@ use crate::storage::sled_raw::record_key;
 /// Two sessions with notes: `victim` (20 events) and `bystander` (5 events).
 fn two_sessions() -> (Env, String, String) {
     let env = Env::new();
-    let victim = env.start("victim", Role::Workagent).id;
-    let bystander = env.start("bystander", Role::Workagent).id;
+    let victim = env.start("victim", Role::Workagent).header.id;
+    let bystander = env.start("bystander", Role::Workagent).header.id;
     for i in 2..=20 {
         env.note(&victim, &format!("step {i}"));
     }
@@ -60,7 +60,12 @@ fn an_altered_event_is_reported_and_its_session_refuses_to_resume() {
 
     // The other session is unaffected.
     assert_eq!(
-        env.sessions.resume("bystander").unwrap().state.status,
+        env.sessions
+            .resume("bystander")
+            .unwrap()
+            .state
+            .header
+            .status,
         SessionStatus::Active
     );
     env.note(&bystander, "still working");

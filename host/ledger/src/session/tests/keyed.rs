@@ -21,7 +21,7 @@ fn keyed(key: &Arc<ChainKey>) -> SessionsConfig {
 /// A keyed session `victim` with 20 events: notes and calls.
 fn keyed_session(key: &Arc<ChainKey>) -> (Env, String) {
     let env = Env::with_config(keyed(key));
-    let victim = env.start("victim", Role::Workagent).id;
+    let victim = env.start("victim", Role::Workagent).header.id;
     for i in 0..3 {
         env.call(&victim, &format!("c{i}"), "ok");
     }
@@ -107,7 +107,7 @@ fn threat_26_a_keyed_chain_verifies_and_says_its_key() {
         ..keyed(&key)
     });
     assert_eq!(
-        env.sessions.resume("victim").unwrap().state.status,
+        env.sessions.resume("victim").unwrap().state.header.status,
         SessionStatus::Active
     );
     for _ in 0..5 {
@@ -268,7 +268,7 @@ fn threat_26_a_keyed_session_without_the_key_refuses_naming_the_key_file() {
 #[test]
 fn threat_26_plain_sessions_still_verify_with_a_key_configured() {
     let env = Env::new();
-    let old = env.start("old", Role::Workagent).id;
+    let old = env.start("old", Role::Workagent).header.id;
     env.call(&old, "c1", "ok");
     let key = key(1);
     let env = env.reopen(keyed(&key));
@@ -279,7 +279,7 @@ fn threat_26_plain_sessions_still_verify_with_a_key_configured() {
     env.note(&old, "after the key");
     let report = env.sessions.verify(&old).unwrap();
     assert!(report.ok && report.key_id.is_none(), "{report:?}");
-    let new = env.start("new", Role::Workagent).id;
+    let new = env.start("new", Role::Workagent).header.id;
     assert_eq!(
         env.sessions.verify(&new).unwrap().key_id.as_deref(),
         Some(key.id())

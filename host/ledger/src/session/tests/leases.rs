@@ -93,9 +93,9 @@ fn a_lease_is_refused_while_held_renewed_by_its_holder_and_taken_over_once_expir
 
     // A starts the session and runs a call in it: A holds the lease.
     let w = start_in(&a, "w", Role::Workagent);
-    request(&a, &w.id, "c-1").unwrap();
-    begin(&a, &w.id, "c-1");
-    let lease = stored_lease(&store, &w.id).expect("a lease");
+    request(&a, &w.header.id, "c-1").unwrap();
+    begin(&a, &w.header.id, "c-1");
+    let lease = stored_lease(&store, &w.header.id).expect("a lease");
     assert_eq!(lease.node, "a");
     assert_eq!(lease.addr, None);
     assert_eq!(lease.expires_at_ms, T0 + 10_000);
@@ -113,7 +113,7 @@ fn a_lease_is_refused_while_held_renewed_by_its_holder_and_taken_over_once_expir
         err.to_string(),
         format!(
             "session `w` ({}) is driven by node `a` until its lease expires: send the call there, or wait 6 s (the lease expires then unless that node renews it)",
-            w.id
+            w.header.id
         )
     );
     // B's recovery at start leaves A's running call alone.
@@ -129,7 +129,7 @@ fn a_lease_is_refused_while_held_renewed_by_its_holder_and_taken_over_once_expir
     // after the first expiry would have passed.
     assert_eq!(a.renew_leases(), 1);
     assert_eq!(
-        stored_lease(&store, &w.id).unwrap().expires_at_ms,
+        stored_lease(&store, &w.header.id).unwrap().expires_at_ms,
         T0 + 14_000
     );
     clock.advance(8_000);
@@ -142,12 +142,12 @@ fn a_lease_is_refused_while_held_renewed_by_its_holder_and_taken_over_once_expir
     // and the call A left in flight is marked interrupted, naming A.
     clock.advance(2_001);
     request(&b, "w", "c-b").unwrap();
-    let lease = stored_lease(&store, &w.id).unwrap();
+    let lease = stored_lease(&store, &w.header.id).unwrap();
     assert_eq!(
         (lease.node.as_str(), lease.addr.as_deref()),
         ("b", Some("http://b.example:8080/mcp"))
     );
-    let events = b.events(&w.id, 1, usize::MAX).unwrap();
+    let events = b.events(&w.header.id, 1, usize::MAX).unwrap();
     let interrupted: Vec<&str> = events
         .iter()
         .filter_map(|e| match &e.kind {
@@ -186,11 +186,11 @@ fn a_lease_is_refused_while_held_renewed_by_its_holder_and_taken_over_once_expir
     )
     .unwrap();
     b.end("w", EndOutcome::Completed).unwrap();
-    assert_eq!(stored_lease(&store, &w.id), None);
-    assert!(!b.holds_lease(&w.id));
-    a.archive(&w.id).unwrap();
+    assert_eq!(stored_lease(&store, &w.header.id), None);
+    assert!(!b.holds_lease(&w.header.id));
+    a.archive(&w.header.id).unwrap();
     assert_eq!(
-        stored_lease(&store, &w.id),
+        stored_lease(&store, &w.header.id),
         None,
         "an archived session is not held"
     );
@@ -205,8 +205,8 @@ fn leases_are_released_when_idle_and_at_a_clean_shutdown() {
     let b = host(&store, "b", None, &clock);
     let idle = start_in(&a, "idle", Role::Workagent);
     let busy = start_in(&a, "busy", Role::Workagent);
-    request(&a, &busy.id, "c-1").unwrap();
-    begin(&a, &busy.id, "c-1");
+    request(&a, &busy.header.id, "c-1").unwrap();
+    begin(&a, &busy.header.id, "c-1");
 
     // A TTL without an append: the idle session's lease goes, the one with
     // a call in flight is kept.
@@ -214,16 +214,16 @@ fn leases_are_released_when_idle_and_at_a_clean_shutdown() {
     assert_eq!(a.renew_leases(), 2);
     clock.advance(5_000);
     assert_eq!(a.renew_leases(), 1);
-    assert_eq!(stored_lease(&store, &idle.id), None);
-    assert_eq!(stored_lease(&store, &busy.id).unwrap().node, "a");
+    assert_eq!(stored_lease(&store, &idle.header.id), None);
+    assert_eq!(stored_lease(&store, &busy.header.id).unwrap().node, "a");
     // B drives the idle session now, at once.
     request(&b, "idle", "c-b").unwrap();
-    assert!(b.holds_lease(&idle.id));
+    assert!(b.holds_lease(&idle.header.id));
 
     // A stops cleanly: its leases are released, and B takes the busy
     // session without waiting (nothing expired, so nothing is interrupted).
     drop(a);
-    assert_eq!(stored_lease(&store, &busy.id), None);
+    assert_eq!(stored_lease(&store, &busy.header.id), None);
     request(&b, "busy", "c-b2").unwrap();
     assert_eq!(b.show("busy").unwrap().in_flight.len(), 2);
 }
@@ -245,8 +245,8 @@ fn resuming_on_another_host_takes_the_lease_and_returns_the_calls_its_holder_lef
         Handoff::new(HandoffKind::Continuation, Role::Workagent, "ship it"),
     )
     .unwrap();
-    request(&a, &w.id, "c-1").unwrap();
-    begin(&a, &w.id, "c-1");
+    request(&a, &w.header.id, "c-1").unwrap();
+    begin(&a, &w.header.id, "c-1");
 
     // An agent's resume (over MCP: `resume_as`) and the CLI's alike.
     let err = b.resume_as(&Principal::local(), "w").unwrap_err();
@@ -273,7 +273,7 @@ fn resuming_on_another_host_takes_the_lease_and_returns_the_calls_its_holder_lef
         "{call:?}"
     );
     assert_eq!(resumed.latest_handoff.unwrap().handoff.objective, "ship it");
-    assert_eq!(stored_lease(&store, &w.id).unwrap().node, "b");
+    assert_eq!(stored_lease(&store, &w.header.id).unwrap().node, "b");
     assert!(b.verify("w").unwrap().ok);
 }
 
@@ -296,7 +296,7 @@ fn two_hosts_racing_for_one_lease_get_it_once() {
         let results: Vec<bool> = hosts
             .iter()
             .map(|h| {
-                let (h, barrier, id) = (h.clone(), barrier.clone(), w.id.clone());
+                let (h, barrier, id) = (h.clone(), barrier.clone(), w.header.id.clone());
                 std::thread::spawn(move || {
                     barrier.wait();
                     match h.take_lease(&id) {
@@ -317,7 +317,7 @@ fn two_hosts_racing_for_one_lease_get_it_once() {
         );
         // Dropped: the winner releases it for the next round.
         drop(hosts);
-        assert_eq!(stored_lease(&store, &w.id), None);
+        assert_eq!(stored_lease(&store, &w.header.id), None);
     }
 }
 
@@ -327,8 +327,8 @@ fn two_hosts_racing_for_one_lease_get_it_once() {
 fn without_leases_nothing_is_written_to_the_leases_bucket() {
     let env = Env::new();
     let s = env.start("w", Role::Workagent);
-    env.call(&s.id, "c-1", "ok");
-    env.request(&s.id, "c-2");
+    env.call(&s.header.id, "c-1", "ok");
+    env.request(&s.header.id, "c-2");
     assert!(env.sessions.recover().unwrap().interrupted.len() == 1);
     assert!(
         !env.store

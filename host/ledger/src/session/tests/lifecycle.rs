@@ -7,7 +7,7 @@ use super::*;
 /// Brings a fresh session named `name` to `status`.
 fn session_in(env: &Env, name: &str, status: SessionStatus) -> SessionState {
     let s = env.start(name, Role::Supervisor);
-    let id = s.id.as_str();
+    let id = s.header.id.as_str();
     match status {
         SessionStatus::Created => {}
         SessionStatus::Active => {
@@ -26,7 +26,7 @@ fn session_in(env: &Env, name: &str, status: SessionStatus) -> SessionState {
         }
     }
     let s = env.sessions.show(id).unwrap();
-    assert_eq!(s.status, status);
+    assert_eq!(s.header.status, status);
     s
 }
 
@@ -34,7 +34,7 @@ fn session_in(env: &Env, name: &str, status: SessionStatus) -> SessionState {
 fn act(env: &Env, id: &str, action: &str) -> Result<SessionStatus, SessionError> {
     let s = &env.sessions;
     match action {
-        "resume" => s.resume(id).map(|r| r.state.status),
+        "resume" => s.resume(id).map(|r| r.state.header.status),
         "call" => s
             .append(
                 id,
@@ -47,17 +47,17 @@ fn act(env: &Env, id: &str, action: &str) -> Result<SessionStatus, SessionError>
                 },
             )
             .and_then(|_| s.show(id))
-            .map(|st| st.status),
+            .map(|st| st.header.status),
         "handoff" => s
             .handoff(
                 id,
                 Handoff::new(HandoffKind::Continuation, Role::Supervisor, "carry on"),
             )
             .and_then(|_| s.show(id))
-            .map(|st| st.status),
-        "pause" => s.pause(id, "a break").map(|st| st.status),
-        "end" => s.end(id, EndOutcome::Exit).map(|st| st.status),
-        "archive" => s.archive(id).map(|st| st.status),
+            .map(|st| st.header.status),
+        "pause" => s.pause(id, "a break").map(|st| st.header.status),
+        "end" => s.end(id, EndOutcome::Exit).map(|st| st.header.status),
+        "archive" => s.archive(id).map(|st| st.header.status),
         other => panic!("unknown action {other}"),
     }
 }
@@ -108,8 +108,8 @@ fn the_lifecycle_allows_exactly_its_table() {
     for (from, row) in table {
         for (action, expected) in actions.iter().zip(row) {
             let s = session_in(&env, &format!("{from}-{action}"), from);
-            let got = act(&env, &s.id, action);
-            let after = env.sessions.show(&s.id).unwrap();
+            let got = act(&env, &s.header.id, action);
+            let after = env.sessions.show(&s.header.id).unwrap();
             match (expected, got) {
                 (Some(want), Ok(status)) => assert_eq!(status, want, "{action} from {from}"),
                 (
@@ -136,13 +136,13 @@ fn the_lifecycle_allows_exactly_its_table() {
 fn an_illegal_transition_says_what_is_allowed() {
     let env = Env::new();
     let s = session_in(&env, "review", SessionStatus::Paused);
-    let err = act(&env, &s.id, "call").unwrap_err();
+    let err = act(&env, &s.header.id, "call").unwrap_err();
     assert_eq!(
         err.to_string(),
         format!(
             "session `review` ({}) is paused: `call` would make it active, which is not allowed; \
              from paused the allowed transitions are: resume → active, end → completed, archive → archived",
-            s.id
+            s.header.id
         )
     );
 
@@ -155,7 +155,11 @@ fn an_illegal_transition_says_what_is_allowed() {
     );
 
     let s2 = session_in(&env, "fresh", SessionStatus::Created);
-    let err = env.sessions.pause(&s2.id, "x").unwrap_err().to_string();
+    let err = env
+        .sessions
+        .pause(&s2.header.id, "x")
+        .unwrap_err()
+        .to_string();
     assert!(
         err.contains("from created the allowed transitions are: resume → active, call → active"),
         "{err}"
@@ -167,17 +171,17 @@ fn an_illegal_transition_says_what_is_allowed() {
 fn calls_count_into_the_end_record() {
     let env = Env::new();
     let s = env.start("counted", Role::Workagent);
-    env.call(&s.id, "c1", "ok");
-    env.call(&s.id, "c2", "timeout");
+    env.call(&s.header.id, "c1", "ok");
+    env.call(&s.header.id, "c2", "timeout");
     assert_eq!(
-        env.sessions.show(&s.id).unwrap().status,
+        env.sessions.show(&s.header.id).unwrap().header.status,
         SessionStatus::Active
     );
     let done = env.sessions.end("counted", EndOutcome::Completed).unwrap();
     assert_eq!(done.outcome, Some(EndOutcome::Completed));
     let last = env
         .sessions
-        .events(&s.id, done.last_seq, 1)
+        .events(&s.header.id, done.last_seq, 1)
         .unwrap()
         .remove(0);
     let EventKind::Ended { summary, .. } = last.kind else {
@@ -205,22 +209,22 @@ fn call_records_must_follow_a_request() {
     };
     let err = env
         .sessions
-        .append(&s.id, finished)
+        .append(&s.header.id, finished)
         .unwrap_err()
         .to_string();
     assert!(err.contains("call `ghost` is not in flight"), "{err}");
     let err = env
         .sessions
-        .append(&s.id, EventKind::Resumed)
+        .append(&s.header.id, EventKind::Resumed)
         .unwrap_err()
         .to_string();
     assert!(
         err.contains("resumed events are logged by `Sessions::resume`"),
         "{err}"
     );
-    env.request(&s.id, "c1");
+    env.request(&s.header.id, "c1");
     let err = env.sessions.append(
-        &s.id,
+        &s.header.id,
         EventKind::CallRequested {
             call_id: "c1".into(),
             tool: "t".into(),
@@ -265,7 +269,7 @@ fn list_filters_by_status_tags_role_project_and_idleness() {
             .list(&f)
             .unwrap()
             .into_iter()
-            .filter_map(|i| i.name)
+            .filter_map(|i| i.header.name)
             .collect()
     };
     assert_eq!(names(SessionFilter::default()).len(), 3);
@@ -306,9 +310,9 @@ fn concurrent_writers_keep_each_log_gapless_and_chained() {
         checkpoint_every: 16,
         ..SessionsConfig::default()
     });
-    let shared = env.start("shared", Role::Supervisor).id;
+    let shared = env.start("shared", Role::Supervisor).header.id;
     let own: Vec<String> = (0..3)
-        .map(|i| env.start(&format!("own-{i}"), Role::Workagent).id)
+        .map(|i| env.start(&format!("own-{i}"), Role::Workagent).header.id)
         .collect();
     std::thread::scope(|scope| {
         for (t, mine) in own.iter().enumerate() {

@@ -14,13 +14,16 @@ fn a_live_name_cannot_be_taken_twice() {
         err.to_string(),
         format!(
             "the name `build` is taken by the live session `build` ({}): pick another name, or end or archive that session first",
-            first.id
+            first.header.id
         )
     );
     let other = env.start("test", Role::Workagent);
-    let err = env.sessions.rename(&other.id, "build").unwrap_err();
+    let err = env.sessions.rename(&other.header.id, "build").unwrap_err();
     assert!(matches!(err, SessionError::NameTaken { .. }), "{err}");
-    assert_eq!(env.sessions.show("test").unwrap().id, other.id);
+    assert_eq!(
+        env.sessions.show("test").unwrap().header.id,
+        other.header.id
+    );
 }
 
 #[test]
@@ -29,16 +32,25 @@ fn a_name_is_freed_when_its_session_completes() {
     let first = env.start("deploy", Role::Workagent);
     env.sessions.end("deploy", EndOutcome::Completed).unwrap();
     // The ended session is still found by its name while nobody else has it.
-    assert_eq!(env.sessions.show("deploy").unwrap().id, first.id);
+    assert_eq!(
+        env.sessions.show("deploy").unwrap().header.id,
+        first.header.id
+    );
     let second = env.start("deploy", Role::Workagent);
-    assert_ne!(first.id, second.id);
-    assert_eq!(env.sessions.show("deploy").unwrap().id, second.id);
+    assert_ne!(first.header.id, second.header.id);
+    assert_eq!(
+        env.sessions.show("deploy").unwrap().header.id,
+        second.header.id
+    );
     // Paused, then archived: freed as well.
     env.sessions.resume("deploy").unwrap();
     env.sessions.pause("deploy", "later").unwrap();
     env.sessions.archive("deploy").unwrap();
     let third = env.start("deploy", Role::Workagent);
-    assert_eq!(env.sessions.show("deploy").unwrap().id, third.id);
+    assert_eq!(
+        env.sessions.show("deploy").unwrap().header.id,
+        third.header.id
+    );
 }
 
 #[test]
@@ -46,15 +58,15 @@ fn renaming_moves_the_name() {
     let env = Env::new();
     let s = env.start("old", Role::Orchestrator);
     let renamed = env.sessions.rename("old", "new").unwrap();
-    assert_eq!(renamed.name.as_deref(), Some("new"));
-    assert_eq!(env.sessions.show("new").unwrap().id, s.id);
+    assert_eq!(renamed.header.name.as_deref(), Some("new"));
+    assert_eq!(env.sessions.show("new").unwrap().header.id, s.header.id);
     // The old name is free for another live session.
     let other = env.start("old", Role::Orchestrator);
-    assert_eq!(env.sessions.show("old").unwrap().id, other.id);
+    assert_eq!(env.sessions.show("old").unwrap().header.id, other.header.id);
     // Survives a restart: the index agrees with the log.
     let env = env.reopen(SessionsConfig::default());
-    assert_eq!(env.sessions.show("new").unwrap().id, s.id);
-    assert_eq!(env.sessions.show("old").unwrap().id, other.id);
+    assert_eq!(env.sessions.show("new").unwrap().header.id, s.header.id);
+    assert_eq!(env.sessions.show("old").unwrap().header.id, other.header.id);
 }
 
 #[test]

@@ -57,7 +57,7 @@ fn threat_43_an_agent_past_its_live_sessions_is_refused_until_one_ends() {
             .unwrap();
     }
     // A session that ends frees its place.
-    s.end(&first.id, EndOutcome::Completed).unwrap();
+    s.end(&first.header.id, EndOutcome::Completed).unwrap();
     s.start_as(&a, start("a-3", &[]), &none).unwrap();
 }
 
@@ -72,7 +72,7 @@ fn threat_43_tags_past_the_quota_are_refused_at_start_and_when_added() {
         s.start(start("many", &["a", "b", "c", "d"])),
         "tags_per_session",
     );
-    let id = s.start(start("few", &["a", "b"])).unwrap().id;
+    let id = s.start(start("few", &["a", "b"])).unwrap().header.id;
     let tags = |t: &[&str]| t.iter().map(|t| t.to_string()).collect::<Vec<_>>();
     s.tag(&id, &tags(&["c"]), &[]).unwrap();
     let seq = s.show(&id).unwrap().last_seq;
@@ -85,7 +85,7 @@ fn threat_43_tags_past_the_quota_are_refused_at_start_and_when_added() {
     // Re-adding a tag it has, or swapping one for another, fits.
     s.tag(&id, &tags(&["a"]), &[]).unwrap();
     let state = s.tag(&id, &tags(&["d"]), &tags(&["a"])).unwrap();
-    assert_eq!(state.tags, tags(&["b", "c", "d"]));
+    assert_eq!(state.header.tags, tags(&["b", "c", "d"]));
 }
 
 #[test]
@@ -96,7 +96,7 @@ fn threat_43_a_handoff_past_its_size_or_list_quota_is_refused_and_not_logged() {
         ..QuotasConfig::default()
     });
     let s = &env.sessions;
-    let id = s.start(start("writer", &[])).unwrap().id;
+    let id = s.start(start("writer", &[])).unwrap().header.id;
     let seq = s.show(&id).unwrap().last_seq;
 
     let mut big = Handoff::new(HandoffKind::Continuation, Role::Workagent, "x".repeat(5000));

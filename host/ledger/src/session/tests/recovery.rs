@@ -6,12 +6,12 @@ use super::*;
 fn recover_interrupts_calls_in_flight_and_reports_how_to_rerun_them() {
     let env = Env::new();
     let s = env.start("busy", Role::Workagent);
-    env.call(&s.id, "done", "ok");
-    env.request(&s.id, "running");
-    env.begin(&s.id, "running", true, "key-42");
-    env.request(&s.id, "unsafe");
-    env.begin(&s.id, "unsafe", false, "key-43");
-    env.request(&s.id, "queued");
+    env.call(&s.header.id, "done", "ok");
+    env.request(&s.header.id, "running");
+    env.begin(&s.header.id, "running", true, "key-42");
+    env.request(&s.header.id, "unsafe");
+    env.begin(&s.header.id, "unsafe", false, "key-43");
+    env.request(&s.header.id, "queued");
     let other = env.start("idle", Role::Workagent);
 
     // The host dies: a new one starts on the same data dir.
@@ -42,7 +42,7 @@ fn recover_interrupts_calls_in_flight_and_reports_how_to_rerun_them() {
     assert!(
         calls
             .iter()
-            .all(|c| c.session == s.id && c.session_name.as_deref() == Some("busy"))
+            .all(|c| c.session == s.header.id && c.session_name.as_deref() == Some("busy"))
     );
 
     let resumed = env.sessions.resume("busy").unwrap();
@@ -57,8 +57,8 @@ fn recover_interrupts_calls_in_flight_and_reports_how_to_rerun_them() {
     );
 
     // Re-running the idempotent call under its key settles it.
-    env.request(&s.id, "running-again");
-    env.begin(&s.id, "running-again", true, "key-42");
+    env.request(&s.header.id, "running-again");
+    env.begin(&s.header.id, "running-again", true, "key-42");
     let state = env.sessions.show("busy").unwrap();
     let left: Vec<&str> = state
         .interrupted
@@ -72,7 +72,7 @@ fn recover_interrupts_calls_in_flight_and_reports_how_to_rerun_them() {
     let again = env.sessions.recover().unwrap();
     assert_eq!(again.interrupted.len(), 1);
     assert_eq!(
-        env.sessions.show(&other.id).unwrap().status,
+        env.sessions.show(&other.header.id).unwrap().header.status,
         SessionStatus::Created
     );
 }
@@ -81,19 +81,19 @@ fn recover_interrupts_calls_in_flight_and_reports_how_to_rerun_them() {
 fn recover_skips_a_damaged_session_and_recovers_the_others() {
     let env = Env::new();
     let hurt = env.start("hurt", Role::Workagent);
-    env.request(&hurt.id, "c1");
+    env.request(&hurt.header.id, "c1");
     let fine = env.start("fine", Role::Workagent);
-    env.request(&fine.id, "c2");
+    env.request(&fine.header.id, "c2");
     let garbled = env.start("garbled", Role::Workagent);
-    env.request(&garbled.id, "c3");
+    env.request(&garbled.header.id, "c3");
     let env = env.offline(SessionsConfig::default(), |dir| {
         with_raw_streams(dir, |streams| {
             // Garbage where the record of event 2 was: the storage cannot decode it.
             streams
-                .insert(sled_raw::record_key(&hurt.id, 2), &b"{not json"[..])
+                .insert(sled_raw::record_key(&hurt.header.id, 2), &b"{not json"[..])
                 .unwrap();
             // A record that decodes, holding garbage for event 2.
-            edit_raw_event(streams, &garbled.id, 2, |_| b"{not json".to_vec());
+            edit_raw_event(streams, &garbled.header.id, 2, |_| b"{not json".to_vec());
         })
     });
     let recovery = env.sessions.recover().unwrap();
@@ -109,7 +109,10 @@ fn recover_skips_a_damaged_session_and_recovers_the_others() {
         .collect();
     refused.sort();
     let label = |name: &str, id: &str| format!("`{name}` ({id})");
-    let (hurt_label, garbled_label) = (label("hurt", &hurt.id), label("garbled", &garbled.id));
+    let (hurt_label, garbled_label) = (
+        label("hurt", &hurt.header.id),
+        label("garbled", &garbled.header.id),
+    );
     let mut expected = vec![(hurt_label.as_str(), 2), (garbled_label.as_str(), 2)];
     expected.sort();
     assert_eq!(refused, expected);
@@ -121,16 +124,22 @@ fn recover_repairs_an_index_that_fell_behind_the_log() {
     let s = env.start("lagging", Role::Workagent);
     env.sessions.end("lagging", EndOutcome::Completed).unwrap();
     // As if the host died between the end record and the index updates.
-    let mut stale = SessionInfo::from(&env.sessions.show(&s.id).unwrap());
-    stale.status = SessionStatus::Active;
+    let mut stale = SessionInfo::from(&env.sessions.show(&s.header.id).unwrap());
+    stale.header.status = SessionStatus::Active;
     env.store
-        .put("sessions", &s.id, &serde_json::to_vec(&stale).unwrap())
+        .put(
+            "sessions",
+            &s.header.id,
+            &serde_json::to_vec(&stale).unwrap(),
+        )
         .unwrap();
-    env.store.put("names", "lagging", s.id.as_bytes()).unwrap();
+    env.store
+        .put("names", "lagging", s.header.id.as_bytes())
+        .unwrap();
 
     let env = env.reopen(SessionsConfig::default());
     env.sessions.recover().unwrap();
     let listed = env.sessions.list(&SessionFilter::default()).unwrap();
-    assert_eq!(listed[0].status, SessionStatus::Completed);
+    assert_eq!(listed[0].header.status, SessionStatus::Completed);
     assert_eq!(env.store.get("names", "lagging").unwrap(), None);
 }
