@@ -8,6 +8,7 @@ use anyhow::{Result, anyhow};
 use clap::{Args, Subcommand};
 use glovebox::billing::{self, DateRange, Figures, GroupBy};
 use glovebox::budget::{self, BudgetCaps, UsageReport};
+use glovebox::session::Sessions;
 use glovebox::{Durable, HostConfig};
 
 #[derive(Args, serde::Serialize, serde::Deserialize)]
@@ -54,8 +55,8 @@ fn open(config: &Path) -> Result<(HostConfig, std::sync::Arc<Durable>)> {
     Ok((config, durable))
 }
 
-fn range(from: Option<&str>, to: Option<&str>) -> Result<DateRange> {
-    DateRange::parse(from, to).map_err(|e| anyhow!("{e}"))
+fn range(from: Option<&str>, to: Option<&str>, sessions: &Sessions) -> Result<DateRange> {
+    DateRange::parse(from, to, sessions.clock_ms()).map_err(|e| anyhow!("{e}"))
 }
 
 pub fn run(config: &Path, args: BillingArgs) -> Result<ExitCode> {
@@ -63,7 +64,7 @@ pub fn run(config: &Path, args: BillingArgs) -> Result<ExitCode> {
     let sessions = &durable.sessions;
     match args.command {
         Some(BillingCommand::Export { from, to }) => {
-            let range = range(from.as_deref(), to.as_deref())?;
+            let range = range(from.as_deref(), to.as_deref(), sessions)?;
             let records = match billing::export(sessions, &range) {
                 Ok(r) => r,
                 Err(e) => return Ok(crate::session_refused(&e)),
@@ -74,7 +75,7 @@ pub fn run(config: &Path, args: BillingArgs) -> Result<ExitCode> {
         }
         None => {
             let a = args.report;
-            let range = range(a.from.as_deref(), a.to.as_deref())?;
+            let range = range(a.from.as_deref(), a.to.as_deref(), sessions)?;
             let report = match billing::report(sessions, &range, a.by) {
                 Ok(r) => r,
                 Err(e) => return Ok(crate::session_refused(&e)),

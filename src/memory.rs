@@ -92,10 +92,7 @@ pub fn run(config: &Path, command: MemoryCommand) -> Result<ExitCode> {
     let host_config = crate::control::config(config)?;
     let bank = MemoryBank::new(durable.storage.clone(), host_config.memory.clone());
     let operator = crate::control::operator().name;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-        .unwrap_or(0);
+    let now = durable.sessions.clock_ms();
     let one = |result: Result<MemoryEntry, MemoryError>| -> Result<ExitCode> {
         match result {
             Ok(entry) => {

@@ -4,7 +4,6 @@
 
 use std::path::Path;
 use std::process::ExitCode;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Result, bail};
 use clap::Subcommand;
@@ -108,13 +107,10 @@ async fn test(config: &Path, name: &str) -> Result<ExitCode> {
             names.join(", ")
         );
     };
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or_default();
+    let now = glovebox::clock::system_ms();
     let entry = OutboxEntry::new(target, "test", notify::test_notification(name, now), now);
     let client = notify::client().map_err(anyhow::Error::msg)?;
-    match notify::deliver(&client, target, &entry).await {
+    match notify::deliver(&client, target, &entry, now).await {
         Ok(status) => {
             out!(
                 "delivered to `{name}` ({}): the receiver answered {status}{}",

@@ -544,13 +544,9 @@ async fn the_billing_report_matches_the_events_that_produced_it() {
     .await
     .unwrap();
 
-    let today = billing::day_of(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis() as u64,
-    );
-    let range = DateRange::parse(Some(&today), Some(&today)).unwrap();
+    let now = f.durable.sessions.clock_ms();
+    let today = billing::day_of(now);
+    let range = DateRange::parse(Some(&today), Some(&today), now).unwrap();
     for by in GroupBy::ALL {
         let report = billing::report(&f.durable.sessions, &range, by).unwrap();
         let want = expected(&f, &[&worker, &boss], by);
@@ -604,7 +600,7 @@ async fn the_billing_report_matches_the_events_that_produced_it() {
     );
 
     // A range without today has nothing.
-    let past = DateRange::parse(Some("2001-01-01"), Some("2001-12-31")).unwrap();
+    let past = DateRange::parse(Some("2001-01-01"), Some("2001-12-31"), now).unwrap();
     let empty = billing::report(&f.durable.sessions, &past, GroupBy::Day).unwrap();
     assert!(empty.groups.is_empty() && empty.sessions == 0);
 }
@@ -637,7 +633,7 @@ async fn export_gives_the_session_end_records() {
     f.durable.sessions.end(&a, EndOutcome::Completed).unwrap();
     f.durable.sessions.end(&b, EndOutcome::Exit).unwrap();
 
-    let range = DateRange::parse(None, None).unwrap();
+    let range = DateRange::parse(None, None, f.durable.sessions.clock_ms()).unwrap();
     let records = billing::export(&f.durable.sessions, &range).unwrap();
     assert_eq!(records.len(), 2, "only ended sessions");
     for r in &records {

@@ -41,10 +41,7 @@ pub async fn webhook(
     let signature = headers
         .get("x-glovebox-signature")
         .and_then(|v| v.to_str().ok());
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or_default();
+    let now = crate::pages::now_ms(&app) / 1000;
     match app.gateway.fire_webhook(&name, signature, &body, now).await {
         Ok(outcome) => {
             let status = if outcome.ok {

@@ -40,7 +40,7 @@ fn render(app: &App, done: Option<&str>, error: Option<&str>) -> Rendered {
         .memory_bank()
         .list(&MemoryFilter::default())
         .map_err(crate::pages::internal)?;
-    let now = now_ms();
+    let now = now_ms(app);
     let mut body = String::from("<h1>Memory</h1>");
     if let Some(message) = error {
         let _ = write!(body, "<p class=\"error\" id=\"flash\">{}</p>", esc(message));
@@ -154,8 +154,8 @@ async fn act(viewer: Viewer, id: String, act: Act, reason: String) -> Response {
     let bank = viewer.app.gateway.memory_bank();
     let by = viewer.op.0.name.clone();
     let target = id.clone();
+    let now = now_ms(&viewer.app);
     let result = crate::blocking(move || {
-        let now = now_ms();
         let reason = reason.trim();
         match act {
             Act::Approve => bank.approve(&target, &by, now),

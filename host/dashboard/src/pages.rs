@@ -114,11 +114,9 @@ impl Viewer {
     }
 }
 
-pub(crate) fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
+/// Now, by the ledger's clock (see `glovebox_ledger::clock`).
+pub(crate) fn now_ms(app: &App) -> u64 {
+    app.gateway.sessions().clock_ms()
 }
 
 fn some(v: &Option<String>) -> Option<&str> {
@@ -243,7 +241,7 @@ fn render_sessions(app: &App, q: &SessionsQuery) -> Rendered {
     let list = sessions.list(&filter).map_err(internal)?;
     let host = app.gateway.host();
     let budgets = &host.config().budgets;
-    let now = now_ms();
+    let now = now_ms(app);
     let mut body = String::from("<h1>Sessions</h1>");
     // The filters, as query parameters.
     let _ = write!(
@@ -388,7 +386,7 @@ fn render_session(app: &App, id: &str, from: Option<u64>) -> Rendered {
     let state = sessions
         .show(id)
         .map_err(|e| (StatusCode::NOT_FOUND, e.to_string()))?;
-    let now = now_ms();
+    let now = now_ms(app);
     let host = app.gateway.host();
     let mut body = format!(
         "<h1>Session {}</h1><p><code>{}</code> · {} · role <b>{}</b> · owner <b>{}</b> · project <b>{}</b> · started {} · last progress {}</p>",
@@ -807,7 +805,7 @@ async fn approvals_refused(viewer: Viewer, message: String) -> Response {
 fn render_approvals(app: &App, done: Option<&str>, error: Option<&str>) -> Rendered {
     let store = &app.gateway.ledger().approvals;
     let all = store.list(true).map_err(internal)?;
-    let now = now_ms();
+    let now = now_ms(app);
     let mut body = String::from("<h1>Approvals</h1>");
     if let Some(message) = error {
         let _ = write!(body, "<p class=\"error\" id=\"flash\">{}</p>", esc(message));
@@ -955,7 +953,7 @@ type JobFilter = fn(&glovebox::JobInfo) -> bool;
 
 fn render_jobs(app: &App) -> Rendered {
     let list = app.jobs.list(None, None).map_err(internal)?;
-    let now = now_ms();
+    let now = now_ms(app);
     let mut body = String::from("<h1>Jobs</h1>");
     let groups: [(&str, &str, JobFilter); 3] = [
         ("Queued", "queued", |j| {
@@ -1042,12 +1040,13 @@ pub async fn billing(viewer: Viewer, Query(q): Query<BillingQuery>) -> Response 
         .await
 }
 
-fn range(q: &BillingQuery) -> Result<DateRange, (StatusCode, String)> {
-    DateRange::parse(some(&q.from), some(&q.to)).map_err(|e| (StatusCode::BAD_REQUEST, e))
+fn range(app: &App, q: &BillingQuery) -> Result<DateRange, (StatusCode, String)> {
+    DateRange::parse(some(&q.from), some(&q.to), now_ms(app))
+        .map_err(|e| (StatusCode::BAD_REQUEST, e))
 }
 
 fn render_billing(app: &App, q: &BillingQuery) -> Rendered {
-    let range = range(q)?;
+    let range = range(app, q)?;
     let sessions = app.gateway.sessions();
     let mut body = format!(
         "<h1>Billing</h1><form method=\"get\" action=\"/ui/billing\" class=\"filters\">\
@@ -1198,7 +1197,7 @@ pub async fn billing_csv(
         Ok(by) => by,
         Err(e) => return (StatusCode::BAD_REQUEST, format!("{e}\n")).into_response(),
     };
-    let range = match range(&q) {
+    let range = match range(&app, &q) {
         Ok(r) => r,
         Err((status, e)) => return (status, format!("{e}\n")).into_response(),
     };
@@ -1259,7 +1258,7 @@ fn render_rescues(app: &App) -> Rendered {
     );
     let list = rescues.list().map_err(internal)?;
     let report = rescues.report(30).map_err(internal)?;
-    let now = now_ms();
+    let now = now_ms(app);
     let minutes = |ms: u64| format!("{:.1} min", ms as f64 / 60_000.0);
     let mut body = format!(
         "<h1>Rescues</h1><p id=\"rescue-summary\">last 30 days: <b>{}</b> rescues ({} open, {} resolved, {} re-escalated, {} abandoned) · mean time to unblock <b>{}</b> · {} context updates</p>",
@@ -1439,7 +1438,7 @@ pub async fn notify(viewer: Viewer) -> Response {
 /// The `[[notify]]` targets and their outbox, as `glovebox notify status`.
 fn render_notify(app: &App) -> Rendered {
     let targets = app.gateway.ledger().outbox.status().map_err(internal)?;
-    let now = now_ms();
+    let now = now_ms(app);
     let mut body = String::from("<h1>Notifications</h1>");
     if targets.is_empty() {
         body += "<p class=\"muted\" id=\"no-targets\">no <code>[[notify]]</code> targets are configured and the outbox is empty</p>";

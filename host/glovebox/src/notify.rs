@@ -21,7 +21,7 @@
 //! "<t>.<body>">`.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use hmac::{Hmac, Mac};
 use serde::Serialize;
@@ -102,12 +102,14 @@ pub fn client() -> Result<reqwest::Client, String> {
         .map_err(|e| format!("cannot build the notification HTTP client: {e}"))
 }
 
-/// One attempt to deliver `entry` to `target`: `Ok(status)` on a 2xx
-/// answer, else what went wrong. Bounded by the target's `timeout`.
+/// One attempt to deliver `entry` to `target` at `now_ms` (the time a
+/// signature carries): `Ok(status)` on a 2xx answer, else what went wrong.
+/// Bounded by the target's `timeout`.
 pub async fn deliver(
     client: &reqwest::Client,
     target: &NotifyTarget,
     entry: &OutboxEntry,
+    now_ms: u64,
 ) -> Result<u16, String> {
     let body = body(target.format, entry);
     let mut request = client
@@ -118,11 +120,8 @@ pub async fn deliver(
         .header("X-Glovebox-Event", &entry.notification.event)
         .header("X-Glovebox-Attempt", (entry.attempts + 1).to_string());
     if let Some(secret) = &target.secret {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_secs();
-        request = request.header("X-Glovebox-Signature", signature(secret, now, &body));
+        let at = now_ms / 1000;
+        request = request.header("X-Glovebox-Signature", signature(secret, at, &body));
     }
     let attempt = async {
         let mut response = request.body(body).send().await.map_err(|e| describe(&e))?;
@@ -201,7 +200,7 @@ pub async fn deliver_due(
     };
     let mut done = Vec::new();
     for entry in pending {
-        if entry.next_attempt_at_ms > now_ms() {
+        if entry.next_attempt_at_ms > outbox.clock_ms() {
             continue;
         }
         // Claimed for the attempt (the target's timeout and a margin), so
@@ -212,7 +211,7 @@ pub async fn deliver_due(
                 .unwrap_or(u64::MAX)
                 .saturating_add(CLAIM_MARGIN_MS);
             tasks::blocking(
-                move || outbox.claim(&entry, now_ms(), for_ms),
+                move || outbox.claim(&entry, outbox.clock_ms(), for_ms),
                 glovebox_store::StorageError::Io,
             )
             .await
@@ -225,8 +224,8 @@ pub async fn deliver_due(
                 continue;
             }
         };
-        let result = deliver(client, target, &entry).await;
-        let now = now_ms();
+        let result = deliver(client, target, &entry, outbox.clock_ms()).await;
+        let now = outbox.clock_ms();
         entry.attempts += 1;
         entry.last_attempt_at_ms = Some(now);
         let what = match result {
@@ -299,7 +298,9 @@ pub fn start(outbox: Arc<Outbox>) -> Option<tasks::Owned<()>> {
     workers.push(tasks::every(PRUNE_EVERY, move || {
         let outbox = pruner.clone();
         async move {
-            let before = now_ms().saturating_sub(KEEP_DELIVERED.as_millis() as u64);
+            let before = outbox
+                .clock_ms()
+                .saturating_sub(KEEP_DELIVERED.as_millis() as u64);
             match tasks::blocking(
                 move || outbox.prune_delivered(before),
                 glovebox_store::StorageError::Io,
@@ -322,13 +323,6 @@ pub fn redacted(url: &str) -> String {
     let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
     let cut = rest.len() > host.len();
     format!("{scheme}://{host}{}", if cut { "/…" } else { "" })
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -23,6 +23,8 @@
 //! an engine. `tests/all/architecture.rs` (in the workspace root) fails if such an
 //! edge appears.
 //!
+//! Time comes from one clock ([`clock`]), injectable for tests.
+//!
 //! Inside, the modules depend one way: the value types the session state holds
 //! (`values`: budget state, escalation steps, context entries), the context
 //! index's records and the memory bank's records (`memory/records.rs`) sit at
@@ -35,6 +37,7 @@
 pub mod approvals;
 pub mod billing;
 pub mod budget;
+pub mod clock;
 mod context_index;
 pub mod detect;
 pub mod jobs;

@@ -23,6 +23,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use crate::clock::Clock;
 use crate::manifest::Severity;
 pub use crate::manifest::{NotifyKind, NotifyTarget};
 use crate::session::{EndOutcome, Event, EventKind, SessionState};
@@ -120,6 +121,7 @@ pub struct Outbox {
     /// hosts on one shared store (or a server and a one-off command) are two
     /// claimants.
     holder: String,
+    clock: Clock,
 }
 
 impl std::fmt::Debug for Outbox {
@@ -169,7 +171,20 @@ impl Outbox {
             storage,
             targets,
             holder: uuid::Uuid::new_v4().simple().to_string(),
+            clock: crate::clock::system(),
         }
+    }
+
+    /// Replaces the clock its deliveries go by (due times, claims, pruning
+    /// and signatures), for tests.
+    pub fn with_clock(mut self, clock: Clock) -> Outbox {
+        self.clock = clock;
+        self
+    }
+
+    /// Now, in unix millis, by its clock.
+    pub fn clock_ms(&self) -> u64 {
+        (self.clock)()
     }
 
     /// Claims `entry` for one delivery attempt by this outbox, until

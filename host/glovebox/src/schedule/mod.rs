@@ -30,8 +30,7 @@ pub use run::RunOutcome;
 /// How often the scheduler looks at the clock. Cron's finest step is a second.
 pub const TICK: Duration = Duration::from_secs(1);
 
-/// Now, in unix millis.
-pub type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
+pub use crate::clock::Clock;
 
 /// A schedule as `glovebox schedule list` shows it.
 #[derive(Clone, Debug, Serialize)]

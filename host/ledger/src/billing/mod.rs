@@ -77,12 +77,13 @@ pub struct DateRange {
 
 impl DateRange {
     /// From `from` to `to` (`YYYY-MM-DD`); an open end is the beginning of
-    /// time or today.
-    pub fn parse(from: Option<&str>, to: Option<&str>) -> Result<DateRange, String> {
+    /// time or the day of `now_ms` (by the ledger's clock:
+    /// `Sessions::clock_ms`).
+    pub fn parse(from: Option<&str>, to: Option<&str>, now_ms: u64) -> Result<DateRange, String> {
         let from_day = from.map(parse_date).transpose()?.unwrap_or(0);
         let to_day = match to {
             Some(t) => parse_date(t)?,
-            None => i64::try_from(now_ms() / DAY_MS).unwrap_or(i64::MAX),
+            None => i64::try_from(now_ms / DAY_MS).unwrap_or(i64::MAX),
         };
         if to_day < from_day {
             return Err(format!(
@@ -518,13 +519,6 @@ fn candidates(sessions: &Sessions, range: &DateRange) -> Result<Vec<SessionInfo>
     Ok(list)
 }
 
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-        .unwrap_or(0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -545,9 +539,9 @@ mod tests {
 
     #[test]
     fn ranges_include_both_days() {
-        let r = DateRange::parse(Some("2023-11-14"), Some("2023-11-14")).unwrap();
+        let r = DateRange::parse(Some("2023-11-14"), Some("2023-11-14"), 0).unwrap();
         assert!(r.contains(1_700_000_000_000));
         assert!(!r.contains(1_700_000_000_000 + DAY_MS));
-        assert!(DateRange::parse(Some("2023-11-15"), Some("2023-11-14")).is_err());
+        assert!(DateRange::parse(Some("2023-11-15"), Some("2023-11-14"), 0).is_err());
     }
 }

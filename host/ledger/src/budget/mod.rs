@@ -456,7 +456,7 @@ pub fn status(
     id_or_name: &str,
 ) -> Result<Status, SessionError> {
     let state = sessions.show(id_or_name)?;
-    let now = now_ms().max(state.header.updated_at_ms);
+    let now = sessions.clock_ms().max(state.header.updated_at_ms);
     let used = Used::of(&state, now);
     let limits = effective(&state, config)
         .into_iter()
@@ -485,11 +485,4 @@ pub fn status(
         tokens_in: c.tokens_in,
         tokens_out: c.tokens_out,
     })
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-        .unwrap_or(0)
 }

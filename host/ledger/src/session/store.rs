@@ -97,8 +97,6 @@ impl Default for SessionsConfig {
     }
 }
 
-type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
-
 /// When an append returns: once its events are durable, or as soon as they
 /// are written (the call pipeline's write-ahead record of a call that is safe
 /// to run again; its outcome is then appended durably, which makes both durable).
@@ -133,7 +131,7 @@ const OWED_MAX: usize = 10_000;
 pub struct Sessions {
     pub(crate) storage: Arc<dyn Storage>,
     pub(crate) config: SessionsConfig,
-    clock: Clock,
+    clock: crate::clock::Clock,
     slots: Mutex<HashMap<String, Arc<Mutex<Slot>>>>,
     /// Held while a name is claimed, so two sessions cannot claim one name.
     /// Lock order: `names`, then a session's slot.
@@ -167,7 +165,7 @@ impl Sessions {
         Sessions {
             storage,
             config,
-            clock: Arc::new(now_ms),
+            clock: crate::clock::system(),
             slots: Mutex::new(HashMap::new()),
             names: Mutex::new(()),
             last_load: Mutex::new(None),
@@ -723,13 +721,6 @@ pub(crate) fn lock_slot(slot: &Mutex<Slot>) -> MutexGuard<'_, Slot> {
 /// Locks a mutex whose data stays consistent even if a holder panicked.
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-pub(crate) fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-        .unwrap_or(0)
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 mod access;
 mod checkpoints;
 mod children;
+mod clock;
 mod completion;
 mod handoffs;
 mod integrity;
