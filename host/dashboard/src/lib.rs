@@ -222,11 +222,14 @@ fn router(app: Arc<App>) -> Router {
         .with_state(app)
 }
 
-/// Runs blocking ledger reads off the async threads.
+/// Runs blocking ledger work off the async threads, as the signed-in
+/// operator (`glovebox::tasks::blocking` carries who acts).
 pub(crate) async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> T + Send + 'static,
 ) -> anyhow::Result<T> {
-    tokio::task::spawn_blocking(work)
-        .await
-        .context("a dashboard read panicked")
+    glovebox::tasks::blocking(
+        move || Ok(work()),
+        |why| anyhow::anyhow!("the dashboard's work: {why}"),
+    )
+    .await
 }

@@ -193,6 +193,14 @@ pub fn detached(future: impl Future<Output = ()> + Send + 'static) {
     drop(tokio::spawn(inherit(future)));
 }
 
+/// Starts `future` in the background as the host's own work: unlike
+/// [`detached`] it does not act for the caller, so what it appends is the
+/// host's unless it names a principal itself (the jobs' dispatcher, which
+/// outlives the call that started it and runs each job as its spawner).
+pub fn host_task(future: impl Future<Output = ()> + Send + 'static) {
+    drop(tokio::spawn(future));
+}
+
 /// Runs `future` on behalf of `by` (a principal's name, or `cli:<uid>`):
 /// every event the ledger appends while it runs, on whichever thread polls
 /// it, and in the blocking work and tasks it starts here, is `by`'s.

@@ -927,7 +927,7 @@ impl Jobs {
             .unwrap_or_else(PoisonError::into_inner)
             .take();
         if let Some(rx) = rx {
-            tokio::spawn(dispatch(self.this.clone(), rx, self.permits.clone()));
+            crate::tasks::host_task(dispatch(self.this.clone(), rx, self.permits.clone()));
         }
         // The receiver lives as long as the dispatcher, which lives as long as `self`.
         let _ = self.queue.send(id.to_string());
@@ -1146,7 +1146,7 @@ async fn dispatch(
         };
         let Some(jobs) = jobs.upgrade() else { return };
         // A task of its own on the multi-threaded runtime: jobs use every core.
-        tokio::spawn(jobs.run(id, permit));
+        crate::tasks::host_task(jobs.run(id, permit));
     }
 }
 
