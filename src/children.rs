@@ -19,10 +19,7 @@ pub(crate) async fn spawn(config: &Path, command: SessionCommand) -> Result<Exit
         parent,
         role,
         objective,
-        success_criteria,
-        requirements,
-        files,
-        next_steps,
+        notes,
         new,
     } = command
     else {
@@ -33,10 +30,7 @@ pub(crate) async fn spawn(config: &Path, command: SessionCommand) -> Result<Exit
     let host = crate::control::config(config)?;
     let budget = new.budget()?;
     let mut task = Handoff::new(HandoffKind::Task, role, objective);
-    task.notes.success_criteria = success_criteria;
-    task.notes.requirements = requirements;
-    task.notes.files = files;
-    task.notes.next_steps = next_steps;
+    task.notes = notes.into();
     let spawn = SpawnChild {
         role,
         name: new.name,

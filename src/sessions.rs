@@ -9,7 +9,8 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use glovebox::budget::BudgetCaps;
 use glovebox::session::{
-    EndOutcome, Handoff, HandoffKind, Role, SessionFilter, SessionInfo, SessionStatus, StartSession,
+    EndOutcome, Handoff, HandoffKind, HandoffNotes, Role, SessionFilter, SessionInfo,
+    SessionStatus, StartSession,
 };
 use glovebox::{Durable, Host, HostConfig, Sessions};
 
@@ -87,18 +88,10 @@ pub enum SessionCommand {
         /// What the child is to do.
         #[arg(long)]
         objective: String,
-        /// How to tell the task is done (repeatable).
-        #[arg(long = "success")]
-        success_criteria: Vec<String>,
-        /// Context: a requirement (repeatable).
-        #[arg(long = "requirement")]
-        requirements: Vec<String>,
-        /// Context: a file the task concerns (repeatable).
-        #[arg(long = "file")]
-        files: Vec<String>,
-        /// Context: a next step (repeatable).
-        #[arg(long = "next")]
-        next_steps: Vec<String>,
+        /// The task's notes, as a handoff takes them.
+        #[command(flatten)]
+        #[serde(flatten)]
+        notes: NotesArgs,
         #[command(flatten)]
         #[serde(flatten)]
         new: NewSessionArgs,
@@ -182,26 +175,56 @@ pub enum SessionCommand {
         /// The session that receives it (its resume returns it).
         #[arg(long)]
         to: Option<String>,
-        #[arg(long = "requirement")]
-        requirements: Vec<String>,
-        #[arg(long = "file")]
-        files: Vec<String>,
-        #[arg(long = "success")]
-        success_criteria: Vec<String>,
-        #[arg(long = "done")]
-        work_completed: Vec<String>,
-        #[arg(long)]
-        phase: Option<String>,
-        #[arg(long = "next")]
-        next_steps: Vec<String>,
-        #[arg(long = "blocker")]
-        blockers: Vec<String>,
+        #[command(flatten)]
+        #[serde(flatten)]
+        notes: NotesArgs,
         /// A JSON file with the whole handoff (the fields of `Handoff`).
         #[arg(long, conflicts_with_all = ["kind", "objective"])]
         from_file: Option<PathBuf>,
     },
     /// Re-run an interrupted call of an idempotent tool, with its idempotency key.
     Rerun { session: String, call_id: String },
+}
+
+/// The notes of a handoff, as `session handoff` and `session spawn` (its
+/// task) both take them: every field of [`HandoffNotes`].
+#[derive(Args, serde::Serialize, serde::Deserialize)]
+pub struct NotesArgs {
+    /// A requirement (repeatable).
+    #[arg(long = "requirement")]
+    pub requirements: Vec<String>,
+    /// A file the work concerns (repeatable).
+    #[arg(long = "file")]
+    pub files: Vec<String>,
+    /// How to tell the work is done (repeatable).
+    #[arg(long = "success")]
+    pub success_criteria: Vec<String>,
+    /// Work done so far (repeatable).
+    #[arg(long = "done")]
+    pub work_completed: Vec<String>,
+    /// The phase the work is in.
+    #[arg(long)]
+    pub phase: Option<String>,
+    /// A next step (repeatable).
+    #[arg(long = "next")]
+    pub next_steps: Vec<String>,
+    /// Something in the way (repeatable).
+    #[arg(long = "blocker")]
+    pub blockers: Vec<String>,
+}
+
+impl From<NotesArgs> for HandoffNotes {
+    fn from(n: NotesArgs) -> HandoffNotes {
+        HandoffNotes {
+            requirements: n.requirements,
+            files: n.files,
+            success_criteria: n.success_criteria,
+            work_completed: n.work_completed,
+            current_phase: n.phase.unwrap_or_default(),
+            next_steps: n.next_steps,
+            blockers: n.blockers,
+        }
+    }
 }
 
 /// What `session start` and `session spawn` both say of the new session.
@@ -613,13 +636,7 @@ pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitC
             kind,
             objective,
             to,
-            requirements,
-            files,
-            success_criteria,
-            work_completed,
-            phase,
-            next_steps,
-            blockers,
+            notes,
             from_file,
         } => {
             let handoff = match from_file {
@@ -642,13 +659,7 @@ pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitC
                     };
                     let mut h = Handoff::new(kind, state.header.role, objective);
                     h.target_session = to;
-                    h.notes.requirements = requirements;
-                    h.notes.files = files;
-                    h.notes.success_criteria = success_criteria;
-                    h.notes.work_completed = work_completed;
-                    h.notes.current_phase = phase.unwrap_or_default();
-                    h.notes.next_steps = next_steps;
-                    h.notes.blockers = blockers;
+                    h.notes = notes.into();
                     h
                 }
             };

@@ -51,6 +51,12 @@ fn the_cli_spawns_lists_waits_for_and_ends_children_and_refuses_what_breaks_a_ru
             &format!("work on {name}"),
             "--success",
             "tests pass",
+            "--done",
+            "read the spec",
+            "--phase",
+            "design",
+            "--blocker",
+            "no test data",
             "--budget-cost",
             cost,
             "--budget-calls",
@@ -64,6 +70,12 @@ fn the_cli_spawns_lists_waits_for_and_ends_children_and_refuses_what_breaks_a_ru
     assert_eq!(spawned["child"]["parent"], json!(parent_id));
     assert_eq!(spawned["event"]["kind"]["type"], "child_spawned");
     assert_eq!(spawned["event"]["kind"]["task"]["kind"], "task");
+    // The task takes every note a handoff does, as over MCP.
+    let task = &spawned["event"]["kind"]["task"];
+    assert_eq!(task["success_criteria"], json!(["tests pass"]));
+    assert_eq!(task["work_completed"], json!(["read the spec"]));
+    assert_eq!(task["current_phase"], "design");
+    assert_eq!(task["blockers"], json!(["no test data"]));
 
     // Refusals name the rule and the fix, and write nothing.
     let before = site.json(&["session", "list", "--json"]);
