@@ -12,6 +12,12 @@ if [ ! -x "$venv/bin/python" ]; then
   "$venv/bin/pip" install --quiet "mcp==2.3.0"
 fi
 cargo build --quiet --bin glovebox
+# A port already taken would send the flow to another server, whose
+# principals are not this flow's.
+if (echo > "/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+  echo "supervisor flow: port $port is in use; this script starts a server of its own: stop the other one, or give this one another port with GLOVEBOX_PORT=8768" >&2
+  exit 2
+fi
 # The plugins are built by the test build script: `cargo test --no-run` once.
 [ -f plugins/target/wasm32-wasip2/release/tool_gate.wasm ] || cargo test --quiet --no-run >/dev/null
 # Two principals, declared in a copy of the config beside it (same relative
