@@ -761,6 +761,9 @@ pub fn run_log(config: &Path, command: LogCommand) -> Result<ExitCode> {
             if json {
                 print_json(&reports)?;
             } else {
+                if reports.is_empty() {
+                    err!("no sessions in this data dir: nothing to verify");
+                }
                 for r in &reports {
                     let label = r.name.as_deref().unwrap_or(&r.session);
                     let mode = r.mode();

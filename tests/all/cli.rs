@@ -5,7 +5,7 @@ use std::process::{Command, Output};
 
 use crate::util::plugins;
 
-use crate::util::glovebox;
+use crate::util::{Site, glovebox};
 
 fn examples() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples")
@@ -251,4 +251,24 @@ fn config_errors_name_the_file_the_key_and_the_fix() {
     let (code, _, err) = run(glovebox().args(["--config", "/nonexistent/glovebox.toml", "tools"]));
     assert_eq!(code, 2);
     assert!(err.contains("/nonexistent/glovebox.toml"), "{err}");
+}
+
+/// `log verify` on a data dir without sessions says so, rather than
+/// printing nothing, and succeeds; with one it reports it.
+#[test]
+fn log_verify_says_when_there_is_nothing_to_verify() {
+    let site = Site::new(false);
+    let (code, out, err) = site.run(&["log", "verify"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.is_empty(), "{out}");
+    assert!(
+        err.contains("no sessions in this data dir: nothing to verify"),
+        "{err}"
+    );
+    let (code, _, err) = site.run(&["session", "start", "--role", "workagent", "--project", "p"]);
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = site.run(&["log", "verify"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("ok "), "{out}");
+    assert!(!err.contains("nothing to verify"), "{err}");
 }
