@@ -561,6 +561,9 @@ pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitC
                 if json {
                     print_json(&children)?;
                 } else {
+                    if children.is_empty() {
+                        err!("`{parent}` has no children");
+                    }
                     for c in &children {
                         out!(
                             "{:38}  {:20}  {:12}  {:10}  {:12}  {}",
@@ -578,6 +581,11 @@ pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitC
                 }
                 return Ok(ExitCode::SUCCESS);
             }
+            let filtered = status.is_some()
+                || !tags.is_empty()
+                || role.is_some()
+                || project.is_some()
+                || inactive_days.is_some();
             let filter = SessionFilter {
                 status,
                 tags,
@@ -595,6 +603,16 @@ pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitC
             if json {
                 print_json(&list)?;
             } else {
+                if list.is_empty() {
+                    err!(
+                        "{}",
+                        if filtered {
+                            "no sessions match the filter"
+                        } else {
+                            "no sessions in this data dir"
+                        }
+                    );
+                }
                 for s in &list {
                     out!(
                         "{:38}  {:20}  {:12}  {:10}  {:16}  {}",
