@@ -249,6 +249,8 @@ pub fn run_context(config: &Path, command: ContextCommand) -> Result<ExitCode> {
         };
         if json {
             print_json(&entries)?;
+        } else if entries.is_empty() {
+            out!("no context entries");
         } else {
             for e in &entries {
                 out!(

@@ -562,7 +562,7 @@ pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitC
                     print_json(&children)?;
                 } else {
                     if children.is_empty() {
-                        err!("`{parent}` has no children");
+                        out!("`{parent}` has no children");
                     }
                     for c in &children {
                         out!(
@@ -604,7 +604,7 @@ pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitC
                 print_json(&list)?;
             } else {
                 if list.is_empty() {
-                    err!(
+                    out!(
                         "{}",
                         if filtered {
                             "no sessions match the filter"
@@ -780,7 +780,7 @@ pub fn run_log(config: &Path, command: LogCommand) -> Result<ExitCode> {
                 print_json(&reports)?;
             } else {
                 if reports.is_empty() {
-                    err!("no sessions in this data dir: nothing to verify");
+                    out!("no sessions in this data dir: nothing to verify");
                 }
                 for r in &reports {
                     let label = r.name.as_deref().unwrap_or(&r.session);

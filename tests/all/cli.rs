@@ -253,32 +253,42 @@ fn config_errors_name_the_file_the_key_and_the_fix() {
     assert!(err.contains("/nonexistent/glovebox.toml"), "{err}");
 }
 
-/// `log verify` and `session list` on a data dir without sessions say so on
-/// stderr, rather than printing nothing, and succeed; stdout stays empty for
-/// scripts. With a session they report it.
+/// `log verify`, `session list` and `context list` on a data dir without
+/// entries say so, as `approvals` and `rescue list` do, rather than printing
+/// nothing, and succeed (`--json` gives `[]` to scripts). With a session they
+/// report it.
 #[test]
-fn log_verify_and_session_list_say_when_there_is_nothing() {
+fn listings_say_when_there_is_nothing() {
     let site = Site::new(false);
-    let (code, out, err) = site.run(&["log", "verify"]);
-    assert_eq!((code, out.as_str()), (0, ""), "{err}");
-    assert!(
-        err.contains("no sessions in this data dir: nothing to verify"),
-        "{err}"
-    );
-    let (code, out, err) = site.run(&["session", "list"]);
-    assert_eq!((code, out.as_str()), (0, ""), "{err}");
-    assert!(err.contains("no sessions in this data dir"), "{err}");
+    for (args, says) in [
+        (
+            &["log", "verify"][..],
+            "no sessions in this data dir: nothing to verify",
+        ),
+        (&["session", "list"][..], "no sessions in this data dir"),
+        (&["context", "list"][..], "no context entries"),
+    ] {
+        let (code, out, err) = site.run(args);
+        assert_eq!((code, out.trim()), (0, says), "{err}");
+    }
+    let (code, out, err) = site.run(&["session", "list", "--json"]);
+    assert_eq!((code, out.trim()), (0, "[]"), "{err}");
 
     let (code, _, err) = site.run(&["session", "start", "--role", "workagent", "--project", "p"]);
     assert_eq!(code, 0, "{err}");
     let (code, out, err) = site.run(&["log", "verify"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.starts_with("ok "), "{out}");
-    assert!(!err.contains("nothing to verify"), "{err}");
     let (code, out, err) = site.run(&["session", "list"]);
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("workagent"), "{out}");
+    assert!(
+        out.contains("workagent") && !out.contains("no sessions"),
+        "{out}"
+    );
     let (code, out, err) = site.run(&["session", "list", "--role", "supervisor"]);
-    assert_eq!((code, out.as_str()), (0, ""), "{err}");
-    assert!(err.contains("no sessions match the filter"), "{err}");
+    assert_eq!(
+        (code, out.trim()),
+        (0, "no sessions match the filter"),
+        "{err}"
+    );
 }
