@@ -8,13 +8,15 @@
 //!
 //! A fresh instance per call (the echo plugin), through `Host::call`, with 0,
 //! 1 and 3 hooks (cost control, role allow-list, destructive gate, all
-//! allowing). Reports median and p99 per call, and the ratio to no hooks.
+//! allowing). Reports median and p99 per call, and the ratio to no hooks; then,
+//! for 1 and 3 hooks, the chain alone (`HookChain::evaluate` on the same call,
+//! no tool run): the difference is what the pipeline adds around the chain.
 
 #![forbid(unsafe_code)]
 
 mod support;
 
-use support::calls::{host, sample, stats};
+use support::calls::{host, sample, sample_chain, stats};
 use support::env_number;
 
 #[tokio::main]
@@ -36,5 +38,14 @@ async fn main() {
             p99.as_secs_f64() * 1e6,
             p50.as_secs_f64() / base50.as_secs_f64()
         );
+        if k > 0 {
+            let (c50, c99) = stats(sample_chain(&h, n).await);
+            println!(
+                "{:>6}  {:>9.1} µs  {:>9.1} µs  (the chain alone)",
+                k,
+                c50.as_secs_f64() * 1e6,
+                c99.as_secs_f64() * 1e6,
+            );
+        }
     }
 }

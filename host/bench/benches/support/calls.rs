@@ -52,3 +52,36 @@ pub async fn sample(h: &Host, n: usize) -> Vec<Duration> {
     }
     samples
 }
+
+/// 200 warm-up judgments of the echo call by `h`'s hook chain alone (no tool
+/// run, nothing logged), then `n` timed ones: what the chain costs apart from
+/// the pipeline around it.
+pub async fn sample_chain(h: &Host, n: usize) -> Vec<Duration> {
+    let req = glovebox::hooks::HookRequest {
+        call_id: "call-bench".into(),
+        tool: "echo.echo".into(),
+        action: "echo.echo".into(),
+        role: "operator".into(),
+        session: String::new(),
+        input: r#"{"message":"hi"}"#.into(),
+        estimated_cost: 0.0,
+        destructive: false,
+        tags: Vec::new(),
+    };
+    for _ in 0..200 {
+        let outcome = h.hooks().evaluate(&req).await;
+        assert_eq!(
+            outcome.verdict,
+            glovebox::hooks::Verdict::Allow,
+            "{outcome:?}"
+        );
+    }
+    let mut samples = Vec::with_capacity(n);
+    for _ in 0..n {
+        let start = Instant::now();
+        let outcome = h.hooks().evaluate(&req).await;
+        samples.push(start.elapsed());
+        assert_eq!(outcome.verdict, glovebox::hooks::Verdict::Allow);
+    }
+    samples
+}
