@@ -37,25 +37,18 @@ pub fn stats(mut samples: Vec<Duration>) -> (Duration, Duration) {
 /// 200 warm-up calls of `echo.echo` on `h`, then `n` timed ones, one at a time.
 pub async fn sample(h: &Host, n: usize) -> Vec<Duration> {
     let input = r#"{"message":"hi"}"#;
-    for _ in 0..200 {
-        h.call("echo.echo", input, CallContext::standalone())
-            .await
-            .outcome
-            .expect("warm-up call");
-    }
-    let mut samples = Vec::with_capacity(n);
-    for _ in 0..n {
-        let start = Instant::now();
-        let report = h.call("echo.echo", input, CallContext::standalone()).await;
-        samples.push(start.elapsed());
-        report.outcome.expect("call");
-    }
-    samples
+    warm_then_time(
+        n,
+        async || h.call("echo.echo", input, CallContext::standalone()).await,
+        |report| {
+            report.outcome.expect("call");
+        },
+    )
+    .await
 }
 
-/// 200 warm-up judgments of the echo call by `h`'s hook chain alone (no tool
-/// run, nothing logged), then `n` timed ones: what the chain costs apart from
-/// the pipeline around it.
+/// The same judged by `h`'s hook chain alone (no tool run, nothing logged):
+/// what the chain costs apart from the pipeline around it.
 pub async fn sample_chain(h: &Host, n: usize) -> Vec<Duration> {
     let req = glovebox::hooks::HookRequest {
         call_id: "call-bench".into(),
@@ -68,20 +61,36 @@ pub async fn sample_chain(h: &Host, n: usize) -> Vec<Duration> {
         destructive: false,
         tags: Vec::new(),
     };
+    warm_then_time(
+        n,
+        async || h.hooks().evaluate(&req).await,
+        |outcome| {
+            assert_eq!(
+                outcome.verdict,
+                glovebox::hooks::Verdict::Allow,
+                "{outcome:?}"
+            )
+        },
+    )
+    .await
+}
+
+/// 200 warm-up runs of `once`, then `n` timed ones, one at a time; `check`
+/// looks at every run's result, outside the timed part.
+async fn warm_then_time<T>(
+    n: usize,
+    mut once: impl AsyncFnMut() -> T,
+    check: impl Fn(T),
+) -> Vec<Duration> {
     for _ in 0..200 {
-        let outcome = h.hooks().evaluate(&req).await;
-        assert_eq!(
-            outcome.verdict,
-            glovebox::hooks::Verdict::Allow,
-            "{outcome:?}"
-        );
+        check(once().await);
     }
     let mut samples = Vec::with_capacity(n);
     for _ in 0..n {
         let start = Instant::now();
-        let outcome = h.hooks().evaluate(&req).await;
+        let result = once().await;
         samples.push(start.elapsed());
-        assert_eq!(outcome.verdict, glovebox::hooks::Verdict::Allow);
+        check(result);
     }
     samples
 }
