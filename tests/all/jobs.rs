@@ -731,10 +731,8 @@ async fn threat_43_live_jobs_past_the_session_or_principal_quota_are_refused_and
     assert!(
         matches!(
             err,
-            JobError::Session(SessionError::Quota {
-                key: "jobs_per_session",
-                ..
-            })
+            JobError::Session(SessionError::Quota { ref limit, .. }
+            ) if limit.key == "jobs_per_session"
         ),
         "{message}"
     );
@@ -748,10 +746,8 @@ async fn threat_43_live_jobs_past_the_session_or_principal_quota_are_refused_and
     assert!(
         matches!(
             err,
-            JobError::Session(SessionError::Quota {
-                key: "jobs_per_principal",
-                ..
-            })
+            JobError::Session(SessionError::Quota { ref limit, .. }
+            ) if limit.key == "jobs_per_principal"
         ),
         "{err}"
     );
@@ -1142,6 +1138,15 @@ impl glovebox::storage::Storage for FailingJobWrites {
     }
     fn scan(&self, bucket: &str, prefix: &str) -> Result<Vec<(String, Vec<u8>)>> {
         self.inner.scan(bucket, prefix)
+    }
+    fn scan_page(
+        &self,
+        bucket: &str,
+        prefix: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Vec<u8>)>> {
+        self.inner.scan_page(bucket, prefix, after, limit)
     }
     fn buckets(&self) -> Result<Vec<String>> {
         self.inner.buckets()

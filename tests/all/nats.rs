@@ -774,10 +774,8 @@ async fn an_agents_job_quota_holds_across_the_nodes_of_one_store() {
     assert!(
         matches!(
             err,
-            glovebox::JobError::Session(SessionError::Quota {
-                key: "jobs_per_principal",
-                ..
-            })
+            glovebox::JobError::Session(SessionError::Quota { ref limit, .. }
+            ) if limit.key == "jobs_per_principal"
         ),
         "{message}"
     );

@@ -82,7 +82,7 @@ pub use principal::{
     ApproveBy, LOCAL_PRINCIPAL, Principal, PrincipalConfig, PrincipalKind, authenticate,
     check_principal_name, credential_of, pinned_tags,
 };
-pub use quotas::{MAX_WAIT_IDS, QuotasConfig};
+pub use quotas::{MAX_WAIT_IDS, QuotaLimit, QuotasConfig};
 pub use role::Role;
 pub use schedule::{
     Action, AlertIf, Cmp, CronExpr, HandoffNote, Run, ScheduleConfig, SessionTarget, TriggerConfig,

@@ -1,15 +1,19 @@
 //! `[quotas]`: how much of the host one agent principal, or one session, may
-//! hold at a time. Without them an agent that loops (or a hostile one) can
-//! grow the store and the host's memory without end: thousands of live
-//! sessions, jobs queued faster than they run, handoffs of megabytes,
-//! sessions with thousands of tags. Each quota has a safe default; a request
-//! past one is refused with an error that names the key, and nothing is
+//! hold or grow. Without them an agent that loops (or a hostile one) can
+//! grow the store, the disk and the host's memory without end: thousands of
+//! live sessions, jobs queued faster than they run, gigabytes of job
+//! outputs, approvals and proposals nobody settles, notes by the million.
+//! Each quota has a default that holds such a loop to a size the host
+//! survives; a request past one is refused with an error that names the
+//! quota, its value, the key and who set it ([`QuotaLimit`]), and nothing is
 //! written.
 //!
 //! Operators (the command line, the dashboard) are not held to the
 //! per-principal quotas: they are the ones who clean up. The per-session
-//! quotas (tags, handoff sizes, jobs) hold for everyone.
+//! quotas (tags, handoff sizes, jobs, events, children) hold for everyone.
 
+use std::collections::BTreeSet;
+use std::fmt;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -17,7 +21,7 @@ use serde::Deserialize;
 use super::ConfigError;
 use super::detector::OffOr;
 use super::source::Source;
-use super::units::{Size, format_size};
+use super::units::{format_size, parse_size};
 
 /// `[quotas]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -31,6 +35,10 @@ pub struct QuotasConfig {
     /// `jobs_per_principal`: live jobs one agent principal has spawned, over
     /// all its sessions. Default 256.
     pub jobs_per_principal: u64,
+    /// `job_bytes_per_principal`: bytes of job records (inputs, outputs and
+    /// captured output) one agent principal keeps in the store, live and
+    /// finished, until `retain_finished` removes them. Default 256 MiB.
+    pub job_bytes_per_principal: u64,
     /// `tags_per_session`: tags one session may carry. Default 32.
     pub tags_per_session: u64,
     /// `handoff_bytes`: the size of one handoff, every field together.
@@ -39,100 +47,265 @@ pub struct QuotasConfig {
     /// `handoff_items`: entries in each list of a handoff (requirements,
     /// files, success criteria, ...). Default 64.
     pub handoff_items: u64,
+    /// `approvals_per_principal`: pending approvals of one agent
+    /// principal's calls, over all its sessions. Default 64.
+    pub approvals_per_principal: u64,
+    /// `session_events`: events in one session's log. Default 1,000,000.
+    pub session_events: u64,
+    /// `session_bytes`: bytes of one session's log. Default 1 GiB.
+    pub session_bytes: u64,
+    /// `principal_events_per_day`: events one agent principal causes in
+    /// all its sessions' logs in a UTC day. Default 1,000,000.
+    pub principal_events_per_day: u64,
+    /// `principal_bytes_per_day`: bytes one agent principal adds to its
+    /// sessions' logs in a UTC day. Default 2 GiB.
+    pub principal_bytes_per_day: u64,
+    /// `memory_proposals_per_principal`: memory proposals of one agent
+    /// principal waiting for an operator. Default 256.
+    pub memory_proposals_per_principal: u64,
+    /// `children_per_session`: child sessions one session may spawn in
+    /// all. Default 256.
+    pub children_per_session: u64,
+    /// `mcp_sessions_per_principal`: MCP sessions (over HTTP) one principal
+    /// holds open at once. Default 64.
+    pub mcp_sessions_per_principal: u64,
+    /// `connections_per_principal`: HTTP requests (open streams included)
+    /// one principal has in flight at once. Default 64.
+    pub connections_per_principal: u64,
+    /// `queued_calls_per_principal`: calls of one principal waiting for a
+    /// slot in the admission queue. Default 256.
+    pub queued_calls_per_principal: u64,
+    /// `outbox_per_target`: notifications waiting for one `[[notify]]`
+    /// target; past it the oldest are dropped, and counted. Default 10,000.
+    pub outbox_per_target: u64,
     /// `retain_finished`: how long final jobs and settled approvals are
     /// kept after they ended; the sweep removes older ones (their calls stay
     /// in the session logs). Default 30 days; `"off"` keeps them forever.
     pub retain_finished: Option<Duration>,
+    /// The keys the config sets; every other quota has its default. Who set
+    /// a quota is part of every refusal ([`QuotaLimit`]).
+    pub set: BTreeSet<&'static str>,
 }
+
+/// Whether a quota counts things or bytes (it is written and shown as a size).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Unit {
+    Count,
+    Bytes,
+}
+
+/// One quota: its key, unit, default and bounds, and where its value lives.
+struct Def {
+    key: &'static str,
+    unit: Unit,
+    default: u64,
+    /// The range a value may take: a quota is a bound, and a bound past
+    /// the top is no bound.
+    min: u64,
+    max: u64,
+    field: fn(&mut QuotasConfig) -> &mut u64,
+}
+
+const KIB: u64 = 1024;
+const MIB: u64 = 1024 * KIB;
+const GIB: u64 = 1024 * MIB;
+const MAX_COUNT: u64 = 1_000_000;
+
+/// Every quota with a value, in the order the docs list them.
+#[rustfmt::skip]
+const DEFS: &[Def] = &[
+    Def { key: "sessions_per_principal", unit: Unit::Count, default: 64, min: 1, max: MAX_COUNT, field: |q| &mut q.sessions_per_principal },
+    Def { key: "jobs_per_session", unit: Unit::Count, default: 64, min: 1, max: MAX_COUNT, field: |q| &mut q.jobs_per_session },
+    Def { key: "jobs_per_principal", unit: Unit::Count, default: 256, min: 1, max: MAX_COUNT, field: |q| &mut q.jobs_per_principal },
+    Def { key: "job_bytes_per_principal", unit: Unit::Bytes, default: 256 * MIB, min: MIB, max: 1024 * GIB, field: |q| &mut q.job_bytes_per_principal },
+    Def { key: "tags_per_session", unit: Unit::Count, default: 32, min: 1, max: MAX_COUNT, field: |q| &mut q.tags_per_session },
+    Def { key: "handoff_bytes", unit: Unit::Bytes, default: 64 * KIB, min: KIB, max: 16 * MIB, field: |q| &mut q.handoff_bytes },
+    Def { key: "handoff_items", unit: Unit::Count, default: 64, min: 1, max: MAX_COUNT, field: |q| &mut q.handoff_items },
+    Def { key: "approvals_per_principal", unit: Unit::Count, default: 64, min: 1, max: MAX_COUNT, field: |q| &mut q.approvals_per_principal },
+    Def { key: "session_events", unit: Unit::Count, default: 1_000_000, min: 100, max: 1_000_000_000, field: |q| &mut q.session_events },
+    Def { key: "session_bytes", unit: Unit::Bytes, default: GIB, min: MIB, max: 1024 * GIB, field: |q| &mut q.session_bytes },
+    Def { key: "principal_events_per_day", unit: Unit::Count, default: 1_000_000, min: 100, max: 1_000_000_000, field: |q| &mut q.principal_events_per_day },
+    Def { key: "principal_bytes_per_day", unit: Unit::Bytes, default: 2 * GIB, min: MIB, max: 1024 * GIB, field: |q| &mut q.principal_bytes_per_day },
+    Def { key: "memory_proposals_per_principal", unit: Unit::Count, default: 256, min: 1, max: MAX_COUNT, field: |q| &mut q.memory_proposals_per_principal },
+    Def { key: "children_per_session", unit: Unit::Count, default: 256, min: 1, max: MAX_COUNT, field: |q| &mut q.children_per_session },
+    Def { key: "mcp_sessions_per_principal", unit: Unit::Count, default: 64, min: 1, max: MAX_COUNT, field: |q| &mut q.mcp_sessions_per_principal },
+    Def { key: "connections_per_principal", unit: Unit::Count, default: 64, min: 1, max: MAX_COUNT, field: |q| &mut q.connections_per_principal },
+    Def { key: "queued_calls_per_principal", unit: Unit::Count, default: 256, min: 1, max: MAX_COUNT, field: |q| &mut q.queued_calls_per_principal },
+    Def { key: "outbox_per_target", unit: Unit::Count, default: 10_000, min: 1, max: MAX_COUNT, field: |q| &mut q.outbox_per_target },
+];
 
 impl Default for QuotasConfig {
     fn default() -> Self {
-        QuotasConfig {
-            sessions_per_principal: 64,
-            jobs_per_session: 64,
-            jobs_per_principal: 256,
-            tags_per_session: 32,
-            handoff_bytes: 64 * 1024,
-            handoff_items: 64,
+        let mut config = QuotasConfig {
+            sessions_per_principal: 0,
+            jobs_per_session: 0,
+            jobs_per_principal: 0,
+            job_bytes_per_principal: 0,
+            tags_per_session: 0,
+            handoff_bytes: 0,
+            handoff_items: 0,
+            approvals_per_principal: 0,
+            session_events: 0,
+            session_bytes: 0,
+            principal_events_per_day: 0,
+            principal_bytes_per_day: 0,
+            memory_proposals_per_principal: 0,
+            children_per_session: 0,
+            mcp_sessions_per_principal: 0,
+            connections_per_principal: 0,
+            queued_calls_per_principal: 0,
+            outbox_per_target: 0,
             retain_finished: Some(Duration::from_secs(30 * 24 * 3600)),
+            set: BTreeSet::new(),
+        };
+        for def in DEFS {
+            *(def.field)(&mut config) = def.default;
         }
+        config
+    }
+}
+
+impl QuotasConfig {
+    /// Quota `key` as it holds here: its value, and whether the config set
+    /// it. What a refusal quotes. Panics on a key that is not a quota (a
+    /// bug: the keys are the host's own constants).
+    pub fn limit(&self, key: &str) -> QuotaLimit {
+        let def = DEFS
+            .iter()
+            .find(|d| d.key == key)
+            .unwrap_or_else(|| panic!("`{key}` is not a quota"));
+        let mut copy = self.clone();
+        QuotaLimit {
+            key: def.key,
+            value: *(def.field)(&mut copy),
+            bytes: def.unit == Unit::Bytes,
+            set: self.set.contains(def.key),
+        }
+    }
+
+    /// Every quota key with a value, in the docs' order.
+    pub fn keys() -> impl Iterator<Item = &'static str> {
+        DEFS.iter().map(|d| d.key)
+    }
+}
+
+/// One quota as a refusal quotes it: `` `quotas.KEY` = VALUE (WHO SET IT) ``.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QuotaLimit {
+    /// The key under `[quotas]`.
+    pub key: &'static str,
+    pub value: u64,
+    /// Shown as a size.
+    pub bytes: bool,
+    /// Set in the config (else the default holds).
+    pub set: bool,
+}
+
+impl fmt::Display for QuotaLimit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let value = if self.bytes {
+            format_size(self.value)
+        } else {
+            self.value.to_string()
+        };
+        let by = if self.set {
+            "set by the operator in [quotas]"
+        } else {
+            "the default"
+        };
+        write!(f, "`quotas.{}` = {value}, {by}", self.key)
     }
 }
 
 /// The most ids one `job_wait` takes: a wait is a set of jobs, not a scan.
 pub const MAX_WAIT_IDS: usize = 256;
 
+/// `[quotas]` as written: each key a count, a size or (`retain_finished`)
+/// a duration, checked against [`DEFS`] by name so an unknown key is named
+/// with the list of known ones.
 #[derive(Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(transparent)]
 pub(super) struct RawQuotas {
-    sessions_per_principal: Option<i64>,
-    jobs_per_session: Option<i64>,
-    jobs_per_principal: Option<i64>,
-    tags_per_session: Option<i64>,
-    handoff_bytes: Option<Size>,
-    handoff_items: Option<i64>,
-    retain_finished: Option<OffOr>,
+    values: std::collections::BTreeMap<String, toml::Value>,
 }
-
-/// Upper bounds: a quota is a bound, and a bound past these is no bound.
-const MAX_COUNT: i64 = 1_000_000;
-const MAX_HANDOFF_BYTES: u64 = 16 * 1024 * 1024;
-
 pub(super) fn validate_quotas(src: &Source, raw: &RawQuotas) -> Result<QuotasConfig, ConfigError> {
     let mut config = QuotasConfig::default();
-    let counts = [
-        (
-            "sessions_per_principal",
-            raw.sessions_per_principal,
-            &mut config.sessions_per_principal,
-        ),
-        (
-            "jobs_per_session",
-            raw.jobs_per_session,
-            &mut config.jobs_per_session,
-        ),
-        (
-            "jobs_per_principal",
-            raw.jobs_per_principal,
-            &mut config.jobs_per_principal,
-        ),
-        (
-            "tags_per_session",
-            raw.tags_per_session,
-            &mut config.tags_per_session,
-        ),
-        (
-            "handoff_items",
-            raw.handoff_items,
-            &mut config.handoff_items,
-        ),
-    ];
-    for (key, value, slot) in counts {
-        let Some(value) = value else { continue };
-        if !(1..=MAX_COUNT).contains(&value) {
+    for (key, value) in &raw.values {
+        if key == "retain_finished" {
+            let retain = OffOr::deserialize(value.clone()).map_err(|e| {
+                src.invalid(
+                    "quotas.retain_finished",
+                    e.to_string(),
+                    "write a duration such as \"30d\", or \"off\" to keep them forever",
+                )
+            })?;
+            config.retain_finished = retain.duration();
+            config.set.insert("retain_finished");
+            continue;
+        }
+        let Some(def) = DEFS.iter().find(|d| d.key == key) else {
+            let mut known: Vec<&str> = QuotasConfig::keys().collect();
+            known.push("retain_finished");
             return Err(src.invalid(
                 &format!("quotas.{key}"),
-                format!("{value} is not a count from 1 to {MAX_COUNT}"),
-                format!(
-                    "set `{key}` to a whole number from 1 to {MAX_COUNT}, or leave it out for the default ({})",
-                    *slot
+                "unknown key",
+                format!("the quotas are: {}", known.join(", ")),
+            ));
+        };
+        let value = match (def.unit, value) {
+            (_, toml::Value::Integer(n)) => u64::try_from(*n).ok(),
+            (Unit::Bytes, toml::Value::String(text)) => parse_size(text).ok(),
+            _ => None,
+        }
+        .filter(|v| (def.min..=def.max).contains(v));
+        let Some(value) = value else {
+            let default = *(def.field)(&mut QuotasConfig::default());
+            return Err(match def.unit {
+                Unit::Count => src.invalid(
+                    &format!("quotas.{key}"),
+                    format!("not a whole number from {} to {}", def.min, def.max),
+                    format!(
+                        "set `{key}` to a whole number from {} to {}, or leave it out for the default ({default})",
+                        def.min, def.max
+                    ),
                 ),
-            ));
-        }
-        *slot = value as u64;
-    }
-    if let Some(Size(bytes)) = raw.handoff_bytes {
-        if !(1024..=MAX_HANDOFF_BYTES).contains(&bytes) {
-            return Err(src.invalid(
-                "quotas.handoff_bytes",
-                format!("{} is not between 1 KiB and 16 MiB", format_size(bytes)),
-                "set `handoff_bytes` to a size such as \"64KiB\", or leave it out for the default (64 KiB)",
-            ));
-        }
-        config.handoff_bytes = bytes;
-    }
-    if let Some(retain) = raw.retain_finished {
-        config.retain_finished = retain.duration();
+                Unit::Bytes => src.invalid(
+                    &format!("quotas.{key}"),
+                    format!(
+                        "not a size between {} and {}",
+                        format_size(def.min),
+                        format_size(def.max)
+                    ),
+                    format!(
+                        "set `{key}` to a size such as \"{}\", or leave it out for the default ({})",
+                        format_size(default),
+                        format_size(default)
+                    ),
+                ),
+            });
+        };
+        *(def.field)(&mut config) = value;
+        config.set.insert(def.key);
     }
     Ok(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_quotes_the_key_its_value_and_who_set_it() {
+        let mut quotas = QuotasConfig::default();
+        assert_eq!(
+            quotas.limit("job_bytes_per_principal").to_string(),
+            "`quotas.job_bytes_per_principal` = 256 MiB, the default"
+        );
+        quotas.tags_per_session = 5;
+        quotas.set.insert("tags_per_session");
+        assert_eq!(
+            quotas.limit("tags_per_session").to_string(),
+            "`quotas.tags_per_session` = 5, set by the operator in [quotas]"
+        );
+    }
 }

@@ -1042,8 +1042,50 @@ impl Inner {
         bucket: String,
         prefix: String,
     ) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
+        Ok(self.scan_listed(bucket, prefix, None, None).await?.0)
+    }
+
+    async fn scan_page(
+        self: Arc<Self>,
+        bucket: String,
+        prefix: String,
+        mut after: Option<String>,
+        limit: usize,
+    ) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
+        // A listed key whose last message is a delete marker has no value,
+        // so one listing may fill less than the page: list again after the
+        // last key listed until the page is full or the bucket ends (a short
+        // page is the end, as on every backend).
+        let mut page = Vec::new();
+        while page.len() < limit {
+            let want = limit - page.len();
+            let (found, last_listed) = self
+                .clone()
+                .scan_listed(bucket.clone(), prefix.clone(), after.clone(), Some(want))
+                .await?;
+            page.extend(found);
+            match last_listed {
+                Some(last) => after = Some(last),
+                None => break,
+            }
+        }
+        Ok(page)
+    }
+
+    /// The keys of `bucket` with `prefix` after `after`, the first `limit`
+    /// of them listed (all without a limit), with their values, in key
+    /// order; and, when `limit` keys were listed, the last of them (keys
+    /// may follow it). A listed key that holds no value (deleted) is left
+    /// out, so fewer than `limit` may come back while more follow.
+    async fn scan_listed(
+        self: Arc<Self>,
+        bucket: String,
+        prefix: String,
+        after: Option<String>,
+        limit: Option<usize>,
+    ) -> Result<(Vec<(String, Vec<u8>)>, Option<String>), StorageError> {
         let Some(store) = self.bucket(&bucket, false).await? else {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), None));
         };
         let failed = |e: &dyn fmt::Display| {
             io(
@@ -1059,12 +1101,17 @@ impl Inner {
         // when it has seen every key. A key written after the listing may
         // be missed, one removed after it is left out: a scan is the bucket
         // as of its start, each value as of its read.
+        //
+        // The server lists subjects in no order, so a page keeps the
+        // `limit` smallest keys seen so far (a max-heap of them): what it
+        // holds is one page of names, however many keys the bucket has.
         let mut listing = store
             .stream
             .info_with_subjects(format!("{}>", store.prefix))
             .await
             .map_err(|e| failed(&e))?;
-        let mut subjects = Vec::new();
+        let mut kept: std::collections::BinaryHeap<(String, String)> =
+            std::collections::BinaryHeap::new();
         while let Some(listed) = listing.next().await {
             let (subject, _) = listed.map_err(|e| failed(&e))?;
             let key = subject
@@ -1075,11 +1122,26 @@ impl Inner {
                         "subject `{subject}` in bucket `{bucket}` is not a glovebox key"
                     ))
                 })?;
-            if key.starts_with(prefix.as_str()) {
-                subjects.push((key, subject));
+            if !key.starts_with(prefix.as_str())
+                || after.as_deref().is_some_and(|after| key.as_str() <= after)
+            {
+                continue;
             }
+            if let Some(limit) = limit
+                && kept.len() >= limit
+            {
+                if kept.peek().is_none_or(|(largest, _)| key >= *largest) {
+                    continue;
+                }
+                kept.pop();
+            }
+            kept.push((key, subject));
         }
-        let reads = subjects.into_iter().map(|(key, subject)| {
+        let last_listed = match limit {
+            Some(limit) if kept.len() >= limit => kept.peek().map(|(key, _)| key.clone()),
+            _ => None,
+        };
+        let reads = kept.into_iter().map(|(key, subject)| {
             let stream = &store.stream;
             async move {
                 match stream.get_last_raw_message_by_subject(&subject).await {
@@ -1102,7 +1164,7 @@ impl Inner {
             .into_iter()
             .collect::<Result<_, _>>()?;
         out.sort();
-        Ok(out)
+        Ok((out, last_listed))
     }
 
     async fn buckets(self: Arc<Self>) -> Result<Vec<String>, StorageError> {
@@ -1222,6 +1284,21 @@ impl Storage for NatsStore {
     fn scan(&self, bucket: &str, prefix: &str) -> Result<Vec<(String, Vec<u8>)>> {
         let (bucket, prefix) = (bucket.to_string(), prefix.to_string());
         self.run(move |inner| inner.scan(bucket, prefix))
+    }
+
+    fn scan_page(
+        &self,
+        bucket: &str,
+        prefix: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Vec<u8>)>> {
+        let (bucket, prefix, after) = (
+            bucket.to_string(),
+            prefix.to_string(),
+            after.map(str::to_string),
+        );
+        self.run(move |inner| inner.scan_page(bucket, prefix, after, limit))
     }
 
     fn buckets(&self) -> Result<Vec<String>> {

@@ -89,6 +89,7 @@ macro_rules! storage_contract_tests {
             a_durable_write_makes_the_unsynced_appends_before_it_durable,
             buckets_put_get_delete_and_scan_by_prefix,
             scan_prefixes_are_literal,
+            scan_pages_walk_a_prefix_in_key_order_a_page_at_a_time,
             buckets_lists_the_buckets_holding_keys,
             put_if_writes_only_over_the_expected_value,
             put_if_is_durable_and_sees_plain_puts_and_deletes,
@@ -567,6 +568,54 @@ pub fn scan_prefixes_are_literal<B: Backend>() {
     assert!(scan("b").is_empty());
     assert!(scan("zzz").is_empty());
     assert_eq!(store.get("k", "a\0z").unwrap(), Some(b"a\0z".to_vec()));
+}
+
+/// A page is the next `limit` keys after the cursor within the prefix, in
+/// byte order; removed keys are not in it (a backend that keeps delete
+/// markers still fills the page), a short page is the end, and a walk with
+/// [`crate::pages`] visits exactly what `scan` returns.
+pub fn scan_pages_walk_a_prefix_in_key_order_a_page_at_a_time<B: Backend>() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = open::<B>(tmp.path());
+    let page = |prefix: &str, after: Option<&str>, limit: usize| -> Vec<String> {
+        store
+            .scan_page("p", prefix, after, limit)
+            .unwrap()
+            .into_iter()
+            .map(|(k, v)| {
+                assert_eq!(k.as_bytes(), v, "value of {k:?}");
+                k
+            })
+            .collect()
+    };
+    assert!(
+        page("", None, 10).is_empty(),
+        "a bucket that does not exist"
+    );
+    for key in [
+        "a/1", "a/2", "a/3", "a/4", "a/5", "a/6", "a/7", "a/8", "b/1", "a", "a/",
+    ] {
+        store.put("p", key, key.as_bytes()).unwrap();
+    }
+    store.delete("p", "a/2").unwrap();
+    store.delete("p", "a/3").unwrap();
+    store.delete("p", "a/5").unwrap();
+    assert_eq!(page("a/", None, 3), vec!["a/", "a/1", "a/4"]);
+    assert_eq!(page("a/", Some("a/4"), 3), vec!["a/6", "a/7", "a/8"]);
+    assert!(page("a/", Some("a/8"), 3).is_empty());
+    // A cursor before the prefix starts at the prefix; one past it ends.
+    assert_eq!(page("a/", Some("0"), 2), vec!["a/", "a/1"]);
+    assert!(page("a/", Some("b"), 2).is_empty());
+    assert_eq!(page("a/", Some("a/7"), 10), vec!["a/8"]);
+    assert_eq!(page("", Some("a/8"), 10), vec!["b/1"]);
+    assert!(page("a/", None, 0).is_empty());
+    for size in [1, 2, 3, 100] {
+        let walked: Vec<(String, Vec<u8>)> = crate::pages(&store, "p", "", size)
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(walked, store.scan("p", "").unwrap(), "pages of {size}");
+    }
+    assert_eq!(crate::pages(&store, "none", "", 5).count(), 0);
 }
 
 pub fn buckets_lists_the_buckets_holding_keys<B: Backend>() {

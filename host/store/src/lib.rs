@@ -20,6 +20,7 @@ mod copy;
 mod dir_lock;
 #[cfg(feature = "fault-injection")]
 mod fault;
+mod pages;
 mod queue;
 mod reopen;
 #[cfg(feature = "sled")]
@@ -35,6 +36,7 @@ pub use backend::{Backend, Opened, open};
 pub type FlushObserver = std::sync::Arc<dyn Fn(usize) + Send + Sync>;
 pub use copy::{CopyStats, copy_all};
 pub use dir_lock::DirLock;
+pub use pages::{PAGE, Pages, pages};
 pub use queue::{Delivery, WorkQueue};
 pub use reopen::{Opener, RETRY, Ready, Reopening};
 #[cfg(feature = "sled")]
@@ -242,7 +244,27 @@ pub trait Storage: Send + Sync + 'static {
     fn delete(&self, bucket: &str, key: &str) -> Result<()>;
 
     /// All keys of `bucket` starting with `prefix`, in key order, with their values.
+    ///
+    /// It holds the whole answer at once: for a bucket that grows with what
+    /// agents do (jobs, approvals, sessions), read it a page at a time with
+    /// [`Storage::scan_page`] or [`pages`] instead.
     fn scan(&self, bucket: &str, prefix: &str) -> Result<Vec<(String, Vec<u8>)>>;
+
+    /// At most `limit` keys of `bucket` that start with `prefix` and sort
+    /// after `after` (from the first key with `prefix` when `None`), in key
+    /// order, with their values: one page of [`Storage::scan`], whose last
+    /// key is the `after` of the next page. What a caller holds is at most
+    /// one page, however large the bucket grows.
+    ///
+    /// Each page is read as of its own moment: a key written or removed
+    /// between two pages is seen or not, as with any listing under writers.
+    fn scan_page(
+        &self,
+        bucket: &str,
+        prefix: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Vec<u8>)>>;
 
     /// Names of all buckets that hold (or once held) a key, in name order.
     fn buckets(&self) -> Result<Vec<String>>;

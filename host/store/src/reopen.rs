@@ -260,6 +260,16 @@ impl Storage for Reopening {
         self.run(|s| s.scan(bucket, prefix))
     }
 
+    fn scan_page(
+        &self,
+        bucket: &str,
+        prefix: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Vec<u8>)>> {
+        self.run(|s| s.scan_page(bucket, prefix, after, limit))
+    }
+
     fn buckets(&self) -> Result<Vec<String>> {
         self.run(|s| s.buckets())
     }

@@ -46,6 +46,7 @@ mod tests;
 use std::collections::HashMap;
 use std::fs::File;
 use std::hash::{Hash, Hasher};
+use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError, RwLock};
 
@@ -623,6 +624,40 @@ impl Storage for SledStore {
                 Ok((key, value.to_vec()))
             })
             .collect()
+    }
+
+    fn scan_page(
+        &self,
+        bucket: &str,
+        prefix: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Vec<u8>)>> {
+        self.commit.check()?;
+        let Some(tree) = self.existing_bucket(bucket)? else {
+            return Ok(Vec::new());
+        };
+        let start = match after {
+            Some(after) if after.as_bytes() >= prefix.as_bytes() => {
+                Bound::Excluded(after.as_bytes())
+            }
+            _ => Bound::Included(prefix.as_bytes()),
+        };
+        let mut page = Vec::new();
+        for item in tree.range::<&[u8], _>((start, Bound::Unbounded)) {
+            if page.len() >= limit {
+                break;
+            }
+            let (key, value) = item.map_err(sled_error)?;
+            if !key.starts_with(prefix.as_bytes()) {
+                break;
+            }
+            let key = String::from_utf8(key.to_vec()).map_err(|_| {
+                StorageError::Corrupt(format!("a key in bucket `{bucket}` is not UTF-8"))
+            })?;
+            page.push((key, value.to_vec()));
+        }
+        Ok(page)
     }
 
     fn failure(&self) -> Option<String> {

@@ -729,6 +729,36 @@ impl Storage for SqliteStore {
         .map_err(|e| self.read_error(e))
     }
 
+    fn scan_page(
+        &self,
+        bucket: &str,
+        prefix: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Vec<u8>)>> {
+        self.commit.check()?;
+        let conn = self.readers.get()?;
+        // Keys compare as SQLite's BINARY collation compares them: bytewise,
+        // which is the order of `scan` and of the other backends.
+        let (lower, lower_op) = match after {
+            Some(after) if after >= prefix => (after, ">"),
+            _ => (prefix, ">="),
+        };
+        let end = prefix_end(prefix);
+        let upper = if end.is_some() { " AND key < ?3" } else { "" };
+        let sql = format!(
+            "SELECT key, value FROM kv WHERE bucket = ?1 AND key {lower_op} ?2{upper} ORDER BY key LIMIT ?4"
+        );
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let mut stmt = conn.prepare_cached(&sql).map_err(|e| self.read_error(e))?;
+        let rows = stmt.query(params![bucket, lower, end, limit]);
+        rows.and_then(|rows| {
+            rows.mapped(|r| Ok((r.get::<_, String>(0)?, r.get(1)?)))
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .map_err(|e| self.read_error(e))
+    }
+
     fn failure(&self) -> Option<String> {
         self.commit.failure()
     }

@@ -16,7 +16,7 @@ use glovebox_ledger::jobs::{
 use crate::call::CallReport;
 use crate::error::CallError;
 use crate::gateway::Gateway;
-use crate::manifest::MAX_WAIT_IDS;
+use crate::manifest::{MAX_WAIT_IDS, QuotaLimit};
 use crate::pipeline::{Admitted, call_metering};
 use crate::session::SessionError;
 use crate::storage::{Delivery, StorageError, WorkQueue};
@@ -129,9 +129,8 @@ impl Owners {
 }
 
 /// A `[quotas]` refusal of a job.
-fn quota(key: &'static str, limit: u64, what: String) -> JobError {
+fn quota(limit: QuotaLimit, what: String) -> JobError {
     JobError::Session(SessionError::Quota {
-        key,
         limit,
         what,
         fix: "wait for jobs to finish (`job_wait`) or cancel some, or ask an operator to raise the quota".into(),
@@ -510,8 +509,7 @@ impl Jobs {
         let of_session = live.values().filter(|l| l.session == job.session).count() as u64;
         if of_session >= quotas.jobs_per_session {
             return Err(quota(
-                "jobs_per_session",
-                quotas.jobs_per_session,
+                quotas.limit("jobs_per_session"),
                 format!("session {} already has {of_session} live jobs", job.session),
             ));
         }
@@ -522,8 +520,7 @@ impl Jobs {
                 .count() as u64;
             if of_principal >= quotas.jobs_per_principal {
                 return Err(quota(
-                    "jobs_per_principal",
-                    quotas.jobs_per_principal,
+                    quotas.limit("jobs_per_principal"),
                     format!("principal `{principal}` already has {of_principal} live jobs"),
                 ));
             }
@@ -558,8 +555,7 @@ impl Jobs {
                 now,
             )? {
                 return Err(quota(
-                    "jobs_per_session",
-                    quotas.jobs_per_session,
+                    quotas.limit("jobs_per_session"),
                     format!("session {session} already has {count} live jobs on the hosts sharing this store"),
                 ));
             }
@@ -573,8 +569,7 @@ impl Jobs {
             {
                 places.give_back(PlaceScope::Session(&session), &id)?;
                 return Err(quota(
-                    "jobs_per_principal",
-                    quotas.jobs_per_principal,
+                    quotas.limit("jobs_per_principal"),
                     format!("principal `{principal}` already has {count} live jobs on the hosts sharing this store"),
                 ));
             }

@@ -52,11 +52,11 @@ pub enum SessionError {
     /// refused, why, and who can do it (never whose session it is).
     #[error("{0}")]
     NotAllowed(String),
-    /// A `[quotas]` bound would be passed; nothing was written.
-    #[error("quota reached: {what} (`quotas.{key}` = {limit}); {fix}")]
+    /// A `[quotas]` bound would be passed; nothing was written. The
+    /// message names the quota, its value, its key and who set it.
+    #[error("quota reached: {what} ({limit}); {fix}")]
     Quota {
-        key: &'static str,
-        limit: u64,
+        limit: crate::manifest::QuotaLimit,
         what: String,
         fix: String,
     },

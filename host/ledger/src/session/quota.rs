@@ -23,10 +23,9 @@ pub(super) fn check_tags(
             after.push(tag);
         }
     }
-    let limit = quotas.tags_per_session;
-    if after.len() as u64 > limit {
+    let limit = quotas.limit("tags_per_session");
+    if after.len() as u64 > limit.value {
         return Err(SessionError::Quota {
-            key: "tags_per_session",
             limit,
             what: format!("the session would carry {} tags", after.len()),
             fix: "remove tags it no longer needs, or ask an operator to raise the quota".into(),
@@ -46,20 +45,18 @@ pub(super) fn check_handoff(quotas: &QuotasConfig, handoff: &Handoff) -> Result<
         ("next_steps", &handoff.notes.next_steps),
         ("blockers", &handoff.notes.blockers),
     ];
-    let limit = quotas.handoff_items;
-    if let Some((field, list)) = lists.iter().find(|(_, l)| l.len() as u64 > limit) {
+    let limit = quotas.limit("handoff_items");
+    if let Some((field, list)) = lists.iter().find(|(_, l)| l.len() as u64 > limit.value) {
         return Err(SessionError::Quota {
-            key: "handoff_items",
             limit,
             what: format!("the handoff's `{field}` has {} entries", list.len()),
             fix: "summarize: put the details in a file in the scratch dir and list the file".into(),
         });
     }
     let bytes = serde_json::to_vec(handoff).map_or(u64::MAX, |v| v.len() as u64);
-    let limit = quotas.handoff_bytes;
-    if bytes > limit {
+    let limit = quotas.limit("handoff_bytes");
+    if bytes > limit.value {
         return Err(SessionError::Quota {
-            key: "handoff_bytes",
             limit,
             what: format!("the handoff is {bytes} bytes"),
             fix: "summarize: put the details in a file in the scratch dir and list the file".into(),
@@ -73,7 +70,7 @@ impl Sessions {
     /// `quotas.sessions_per_principal` live ones. Called with the names lock
     /// held, which every start takes, so two starts cannot both pass.
     pub(super) fn check_session_quota(&self, owner: &str) -> Result<(), SessionError> {
-        let limit = self.config.quotas.sessions_per_principal;
+        let limit = self.config.quotas.limit("sessions_per_principal");
         let mut live = 0u64;
         for (_, bytes) in self.storage.scan(SESSIONS_BUCKET, "")? {
             let Ok(info) = serde_json::from_slice::<SessionInfo>(&bytes) else {
@@ -83,9 +80,8 @@ impl Sessions {
                 live += 1;
             }
         }
-        if live >= limit {
+        if live >= limit.value {
             return Err(SessionError::Quota {
-                key: "sessions_per_principal",
                 limit,
                 what: format!("principal `{owner}` already has {live} live sessions"),
                 fix: "end or archive sessions it is done with (`session_end`), or ask an operator to raise the quota".into(),

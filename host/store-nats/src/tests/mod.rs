@@ -100,6 +100,15 @@ impl Storage for TestStore {
     fn scan(&self, bucket: &str, prefix: &str) -> Result<Vec<(String, Vec<u8>)>> {
         self.store.scan(bucket, prefix)
     }
+    fn scan_page(
+        &self,
+        bucket: &str,
+        prefix: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Vec<u8>)>> {
+        self.store.scan_page(bucket, prefix, after, limit)
+    }
     fn buckets(&self) -> Result<Vec<String>> {
         self.store.buckets()
     }

@@ -23,7 +23,9 @@ fn start(name: &str, tags: &[&str]) -> StartSession {
 #[track_caller]
 fn assert_quota<T: std::fmt::Debug>(r: Result<T, SessionError>, key: &str) -> String {
     match r {
-        Err(e @ SessionError::Quota { key: k, .. }) if k == key => e.to_string(),
+        Err(e) if matches!(&e, SessionError::Quota { limit, .. } if limit.key == key) => {
+            e.to_string()
+        }
         other => panic!("expected the quota `{key}`, got {other:?}"),
     }
 }
