@@ -52,7 +52,9 @@ pub use glovebox_store as storage;
 // records, budgets, the stuck-agent detector, rescues and the context index,
 // the memory bank, billing (the `glovebox-ledger` crate). Its modules keep their old paths here;
 // `jobs` adds the runner to the ledger's job records.
-pub use glovebox_ledger::{approvals, billing, budget, clock, detect, memory, rescue, session};
+pub use glovebox_ledger::{
+    approvals, billing, budget, clock, detect, memory, page, rescue, session,
+};
 /// Notifications: the outbox (the ledger's) and its delivery worker.
 pub mod notify;
 

@@ -9,6 +9,7 @@
 //! the notifications the operator's `[[notify]]` targets get, derived from
 //! appended events and kept in a persisted outbox ([`notify`]), and the
 //! governed memory bank agents propose to and operators review ([`memory`]).
+//! Every listing answers a [`page`] at a time.
 //! Everything here is synchronous and goes through the storage trait
 //! (`glovebox_store::Storage`); async callers run it with `spawn_blocking`.
 //!
@@ -43,6 +44,7 @@ pub mod detect;
 pub mod jobs;
 pub mod memory;
 pub mod notify;
+pub mod page;
 pub mod rescue;
 pub mod session;
 mod values;
