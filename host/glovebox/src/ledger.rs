@@ -61,6 +61,7 @@ pub fn open_sessions(config: &HostConfig) -> anyhow::Result<Durable> {
             memory: config.memory.clone(),
             completion: config.completion.clone(),
             lease: lease_config(config)?,
+            session_cache: config.storage.session_cache,
             ..SessionsConfig::default()
         },
     );

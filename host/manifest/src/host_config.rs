@@ -76,6 +76,7 @@ pub(super) struct RawStorage {
     checkpoint_every: Option<i64>,
     min_free: Option<Size>,
     chain_key_file: Option<String>,
+    session_cache: Option<i64>,
     // `backend = "nats"` only.
     url: Option<String>,
     creds: Option<String>,
@@ -433,6 +434,18 @@ fn validate_storage(
     if let Some(Size(min_free)) = raw.min_free {
         // Zero is meaningful: no watermark (the operator watches the disk).
         storage.min_free = min_free;
+    }
+    if let Some(size) = raw.session_cache {
+        storage.session_cache = usize::try_from(size)
+            .ok()
+            .filter(|n| (1..=1_000_000).contains(n))
+            .ok_or_else(|| {
+                src.invalid(
+                    "storage.session_cache",
+                    format!("{size} is not a number of sessions from 1 to 1000000"),
+                    "write how many sessions' states to keep in memory (default 1024); the least recently used are loaded again when used",
+                )
+            })?;
     }
     Ok(storage)
 }

@@ -172,7 +172,16 @@ pub struct StorageConfig {
     /// data dir but not read the key cannot re-seal an altered log. Resolved
     /// from the config file's directory. None (default): plain SHA-256.
     pub chain_key_file: Option<PathBuf>,
+    /// `session_cache`: how many sessions' states the host keeps in memory,
+    /// the least recently used evicted first (loaded again from their
+    /// newest checkpoint when used). At least 1; default 1024.
+    pub session_cache: usize,
 }
+
+/// `[storage] session_cache` when the config does not say: the live
+/// sessions of 16 agents at their default quota of 64 stay loaded, and
+/// 1024 states of short sessions are a few MiB.
+pub const DEFAULT_SESSION_CACHE: usize = 1024;
 
 /// `[storage]` with `backend = "nats"`: the JetStream server (or cluster)
 /// that holds the store, shared by every host with the same `prefix`.
@@ -234,6 +243,7 @@ impl Default for StorageConfig {
             nats: None,
             min_free: 256 * MIB,
             chain_key_file: None,
+            session_cache: DEFAULT_SESSION_CACHE,
         }
     }
 }

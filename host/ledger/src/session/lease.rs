@@ -319,9 +319,12 @@ impl Sessions {
     }
 
     /// Whether session `id` has no call of this process in flight (a slot
-    /// in use counts as busy).
+    /// in use counts as busy). A session with no slot has none: the cache
+    /// never evicts a slot whose session has calls in flight (`slots.rs`).
     fn idle_here(&self, id: &str) -> bool {
-        let slot = self.slot(id);
+        let Some(slot) = self.existing_slot(id) else {
+            return true;
+        };
         match slot.try_lock() {
             Ok(slot) => slot
                 .state
@@ -416,6 +419,14 @@ impl Sessions {
             .get(LEASES_BUCKET, id)?
             .and_then(|bytes| serde_json::from_slice::<Lease>(&bytes).ok())
             .is_some_and(|l| l.holder != leases.holder && l.expires_at_ms > now))
+    }
+
+    /// Whether this process drives session `id`: always on a store one
+    /// process holds, else while it holds the session's lease.
+    pub(crate) fn drives(&self, id: &str) -> bool {
+        self.leases
+            .as_ref()
+            .is_none_or(|l| lock(&l.held).contains_key(id))
     }
 
     /// Whether this process holds leases at all (a shared store).

@@ -35,6 +35,7 @@ mod log;
 mod ops;
 mod quota;
 mod recover;
+mod slots;
 mod state;
 mod store;
 #[cfg(test)]

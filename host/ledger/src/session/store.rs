@@ -56,6 +56,9 @@ pub struct SessionsConfig {
     /// Session leases (see `lease.rs`): only on a store several hosts
     /// share. None (the embedded backends): no lease is read or written.
     pub lease: Option<super::lease::LeaseConfig>,
+    /// `[storage] session_cache`: the sessions whose state is kept in
+    /// memory, the least recently used evicted first (see `slots.rs`).
+    pub session_cache: usize,
 }
 
 /// Directories kept per session outside the store (the host's scratch
@@ -93,6 +96,7 @@ impl Default for SessionsConfig {
             memory: MemoryConfig::default(),
             completion: Vec::new(),
             lease: None,
+            session_cache: crate::manifest::DEFAULT_SESSION_CACHE,
         }
     }
 }
@@ -132,7 +136,7 @@ pub struct Sessions {
     pub(crate) storage: Arc<dyn Storage>,
     pub(crate) config: SessionsConfig,
     clock: crate::clock::Clock,
-    slots: Mutex<HashMap<String, Arc<Mutex<Slot>>>>,
+    pub(crate) slots: super::slots::Slots,
     /// Held while a name is claimed, so two sessions cannot claim one name.
     /// Lock order: `names`, then a session's slot.
     pub(crate) names: Mutex<()>,
@@ -162,11 +166,12 @@ impl Sessions {
 
     pub fn with_config(storage: Arc<dyn Storage>, config: SessionsConfig) -> Sessions {
         let leases = config.lease.clone().map(super::lease::Leases::new);
+        let slots = super::slots::Slots::new(config.session_cache);
         Sessions {
             storage,
             config,
             clock: crate::clock::system(),
-            slots: Mutex::new(HashMap::new()),
+            slots,
             names: Mutex::new(()),
             last_load: Mutex::new(None),
             owed: Mutex::new(HashMap::new()),
@@ -221,14 +226,21 @@ impl Sessions {
         self.now()
     }
 
-    /// The lock and cache of session `id`.
+    /// The lock and cache of session `id` (made, or loaded again, if the
+    /// cache evicted it: see `slots.rs`).
     pub(crate) fn slot(&self, id: &str) -> Arc<Mutex<Slot>> {
-        lock(&self.slots).entry(id.to_string()).or_default().clone()
+        self.slots.get_or_make(id, &|id| self.drives(id))
     }
 
     /// The slot of session `id` if it has one already (this makes none).
     pub(crate) fn existing_slot(&self, id: &str) -> Option<Arc<Mutex<Slot>>> {
-        lock(&self.slots).get(id).cloned()
+        self.slots.existing(id)
+    }
+
+    /// How many sessions have a slot now (at most `[storage]
+    /// session_cache` of them idle).
+    pub fn cached_sessions(&self) -> usize {
+        self.slots.len()
     }
 
     /// The state of the session whose slot is `slot`, loaded if not cached.
@@ -604,7 +616,7 @@ impl Sessions {
     /// live session's name, then the newest ended session of that name.
     pub(crate) fn resolve(&self, id_or_name: &str) -> Result<String, SessionError> {
         if id_or_name.starts_with(ID_PREFIX)
-            && (lock(&self.slots).contains_key(id_or_name)
+            && (self.slots.contains(id_or_name)
                 || self.storage.get(SESSIONS_BUCKET, id_or_name)?.is_some()
                 || self.log_exists(id_or_name)?)
         {

@@ -66,6 +66,7 @@ scratch_quota = "1 GiB"
 
 [storage]
 min_free = "2 GiB"
+session_cache = 64
 
 [[plugin]]
 manifest = "plugins/echo.toml"
@@ -104,6 +105,7 @@ manifest = "./plugins/big.toml"
     );
     assert_eq!(c.digests_dir(), PathBuf::from("/var/lib/glovebox/digests"));
     assert_eq!(c.storage.min_free, 2 << 30);
+    assert_eq!(c.storage.session_cache, 64);
     assert_eq!(c.cache_dir(), PathBuf::from("/var/cache/glovebox"));
     let names: Vec<&str> = c.plugins.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(names, ["echo", "big"]);
@@ -531,5 +533,27 @@ fn memory_denies_proposals_by_default_and_bad_values_name_their_key() {
     ] {
         let error = fx.host_error(&format!("{text}\n"));
         assert_error(&error, &file, key, &[part]);
+    }
+}
+
+#[test]
+fn a_session_cache_outside_its_range_is_refused_naming_the_key() {
+    let fx = Fixture::new();
+    assert_eq!(
+        fx.host("hooks = \"none\"\n").unwrap().storage.session_cache,
+        crate::DEFAULT_SESSION_CACHE
+    );
+    for bad in ["0", "-1", "1000001"] {
+        let error = fx.host_error(&format!(
+            "hooks = \"none\"\n[storage]\nsession_cache = {bad}\n"
+        ));
+        let text = error.to_string();
+        assert!(text.contains("storage.session_cache"), "{text}");
+        assert!(
+            text.contains(&format!(
+                "{bad} is not a number of sessions from 1 to 1000000"
+            )),
+            "{text}"
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! Tests of the session domain on the real storage (sled in a tempdir).
 
 mod access;
+mod cache;
 mod checkpoints;
 mod children;
 mod clock;
