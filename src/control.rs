@@ -267,7 +267,20 @@ fn inline_local_inputs(command: &mut Command) -> Result<()> {
 /// The control socket of a running server; removed when dropped.
 pub struct Listener {
     path: PathBuf,
+    /// The commands being answered.
+    answering: tokio_util::task::TaskTracker,
     _accepting: glovebox::tasks::Owned<()>,
+}
+
+impl Listener {
+    /// Waits (up to `within`) for the commands being answered: a server
+    /// about to exit lets the operator's answer out first (a `reload` that
+    /// removed a stdio server's principal is still answering when that
+    /// server stops).
+    pub async fn answered(&self, within: std::time::Duration) {
+        self.answering.close();
+        let _ = tokio::time::timeout(within, self.answering.wait()).await;
+    }
 }
 
 impl Drop for Listener {
@@ -302,6 +315,8 @@ pub fn listen(gateway: Gateway, jobs: Arc<Jobs>) -> Result<Listener> {
             .with_context(|| format!("cannot make `{}` owner-only", path.display()))?;
     }
     let own_uid = rustix::process::geteuid().as_raw();
+    let answering = tokio_util::task::TaskTracker::new();
+    let tracker = answering.clone();
     let accepting = glovebox::tasks::owned(async move {
         loop {
             let stream = match listener.accept().await {
@@ -313,16 +328,17 @@ pub fn listen(gateway: Gateway, jobs: Arc<Jobs>) -> Result<Listener> {
                 }
             };
             let (gateway, jobs) = (gateway.clone(), jobs.clone());
-            glovebox::tasks::detached(async move {
+            glovebox::tasks::detached(answering.track_future(async move {
                 if let Err(e) = serve_one(stream, own_uid, gateway, jobs).await {
                     tracing::warn!(error = %format!("{e:#}"), "control socket: a request failed");
                 }
-            });
+            }));
         }
     });
     tracing::info!(socket = %path.display(), "the operator's commands reach this server on its control socket");
     Ok(Listener {
         path,
+        answering: tracker,
         _accepting: accepting,
     })
 }

@@ -114,9 +114,13 @@ pub async fn run(config: &Path, args: ServeArgs) -> Result<ExitCode> {
                     .map_err(anyhow::Error::msg)?,
             };
             // stdout is the MCP channel: everything else goes to stderr.
-            server
+            let served = server
                 .serve_stdio_until(principal, stop_on_signal(), args.grace)
-                .await?;
+                .await;
+            if let Some(control) = &_control {
+                control.answered(std::time::Duration::from_secs(5)).await;
+            }
+            served?;
         }
         Some(addr) => {
             let options = HttpOptions {

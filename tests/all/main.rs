@@ -18,6 +18,7 @@ mod filesystem;
 mod gate_plugins;
 mod hooks;
 mod http_limits;
+mod identity;
 mod jobs;
 mod malformed;
 mod mcp;

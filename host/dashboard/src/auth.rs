@@ -2,6 +2,19 @@
 //! authentication (a bearer token, or a login cookie holding a random
 //! session id mapped here to the principal), the same-origin check of POSTs,
 //! and the headers every answer carries.
+//!
+//! Without declared principals there is no token to check: the listener is
+//! loopback only, and the one served is the user who started the server,
+//! told by the owner of the peer's socket (as the control socket checks its
+//! peer's uid), acting as the operator `cli:<uid>`. Anyone else on the
+//! machine, or a peer whose user cannot be told, is refused (403): an
+//! anonymous client is never the operator (threat 54).
+//!
+//! Failed credentials are counted per address, and an address past
+//! [`MAX_FAILURES`] in a minute gets 429 for its wrong credentials; a right
+//! credential is always let through. Behind a reverse proxy every client is
+//! the proxy's address, so one guesser must not lock the others out: it
+//! only gets its own wrong guesses answered with 429.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -26,7 +39,8 @@ const LOGIN_LIFETIME: Duration = Duration::from_secs(12 * 3600);
 const MAX_LOGINS: usize = 1024;
 
 /// Failed credential checks one address may make in a [`FAILURE_WINDOW`];
-/// past them its credentials are not checked until the window ends (429).
+/// past them its wrong credentials get 429 until the window ends (a right
+/// one still passes).
 const MAX_FAILURES: u32 = 10;
 const FAILURE_WINDOW: Duration = Duration::from_secs(60);
 /// Addresses whose failures are remembered at most (the oldest go first).
@@ -37,10 +51,11 @@ const MAX_FAILING_ADDRESSES: usize = 4096;
 #[derive(Clone, Copy, Debug)]
 pub struct Peer(pub IpAddr);
 
-/// Failed logins and bearer tokens per address, in fixed windows: a
-/// guesser gets [`MAX_FAILURES`] tries a minute, not thousands a second.
-/// Tokens are 256-bit random, so this is a bound on noise and load more
-/// than on luck; it also keeps a guesser out of the logs' way.
+/// Failed logins and bearer tokens per address, in fixed windows: past
+/// [`MAX_FAILURES`] a minute a guesser's wrong tries are answered 429 and
+/// no longer logged one by one. Tokens are 256-bit random, so this is a
+/// bound on noise more than on luck, and it never refuses a right
+/// credential: behind a proxy every client shares one address.
 #[derive(Default)]
 pub struct Failures {
     map: Mutex<HashMap<IpAddr, (u32, Instant)>>,
@@ -55,7 +70,15 @@ impl Failures {
         (*count >= MAX_FAILURES).then_some(left)
     }
 
-    pub(crate) fn failed(&self, peer: IpAddr) {
+    /// Counts a wrong credential from `peer`: `Some(wait)` when it was past
+    /// [`MAX_FAILURES`] already (answer 429), `None` for a plain refusal.
+    pub(crate) fn wrong(&self, peer: IpAddr) -> Option<Duration> {
+        let locked = self.locked(peer);
+        self.failed(peer);
+        locked
+    }
+
+    fn failed(&self, peer: IpAddr) {
         let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
         if map.len() >= MAX_FAILING_ADDRESSES && !map.contains_key(&peer) {
             map.retain(|_, (_, since)| since.elapsed() < FAILURE_WINDOW);
@@ -71,7 +94,7 @@ impl Failures {
         }
         entry.0 += 1;
         if entry.0 == MAX_FAILURES {
-            tracing::warn!(%peer, "admin listener: {MAX_FAILURES} failed logins or tokens from one address in a minute; its credentials are refused until the minute ends");
+            tracing::warn!(%peer, "admin listener: {MAX_FAILURES} failed logins or tokens from one address in a minute; its wrong credentials get 429 until the minute ends (right ones still pass)");
         }
     }
 }
@@ -81,7 +104,7 @@ pub(crate) fn too_many(wait: Duration) -> Response {
     (
         StatusCode::TOO_MANY_REQUESTS,
         [(header::RETRY_AFTER, seconds.to_string())],
-        format!("too many failed logins or tokens from this address: try again in {seconds} s\n"),
+        format!("too many failed logins or tokens from this address: that one was wrong too; try again in {seconds} s\n"),
     )
         .into_response()
 }
@@ -139,6 +162,9 @@ enum Who {
     /// A valid token or login of a principal that is not an operator.
     Agent,
     Nobody,
+    /// No principals are declared and the peer is not the server's own
+    /// user (or cannot be told to be): why.
+    Stranger(String),
 }
 
 fn bearer(headers: &HeaderMap) -> Option<&str> {
@@ -160,12 +186,31 @@ fn cookie(headers: &HeaderMap) -> Option<String> {
         .map(|(_, v)| v.to_string())
 }
 
-fn who(app: &App, headers: &HeaderMap) -> Who {
+async fn who(app: &App, headers: &HeaderMap, peer: Option<glovebox_listener::Peer>) -> Who {
     let gateway = &app.gateway;
     if !gateway.has_principals() {
-        // Loopback only (see `AdminServer::bind`): whoever reaches it is the
-        // operator at this machine, as at the command line.
-        return Who::Operator(glovebox::cli_operator());
+        // Loopback only (see `AdminServer::bind`), and only the user who
+        // started the server: the operator at this machine, as at the
+        // control socket.
+        let Some(peer) = peer else {
+            return Who::Stranger("refused: the connection's peer is unknown".into());
+        };
+        let own = glovebox_listener::own_uid();
+        return match peer.uid().await {
+            Ok(uid) if uid == own => Who::Operator(Principal::operator(format!("cli:{uid}"))),
+            Ok(uid) => {
+                tracing::warn!(peer = %peer.addr, uid, "admin listener: refused a connection of another user (no principals are declared)");
+                Who::Stranger(format!(
+                    "refused: this server declares no principals, so its dashboard is only for the user who started it (uid {own}), and this connection is uid {uid}'s; declare an operator principal (`glovebox principal add NAME --kind operator`) and log in with its token"
+                ))
+            }
+            Err(why) => {
+                tracing::warn!(peer = %peer.addr, %why, "admin listener: refused a connection whose user cannot be told");
+                Who::Stranger(format!(
+                    "refused: this server declares no principals, so its dashboard is only for the user who started it (uid {own}), and this connection's user cannot be told ({why}); declare an operator principal (`glovebox principal add NAME --kind operator`) and log in with its token"
+                ))
+            }
+        };
     }
     let principal = if let Some(token) = bearer(headers) {
         gateway.authenticate(token)
@@ -241,22 +286,18 @@ pub async fn guard(State(app): State<Arc<App>>, mut req: Request, next: Next) ->
         ));
     }
     let path = req.uri().path().to_string();
-    let peer = req.extensions().get::<Peer>().map(|p| p.0);
-    let credential =
-        bearer(req.headers()).is_some() || (path == "/ui/login" && req.method() == Method::POST);
-    if let (true, Some(peer)) = (credential, peer)
-        && let Some(wait) = app.failures.locked(peer)
-    {
-        return secured(too_many(wait));
-    }
     if path == "/ui/login" || path.starts_with("/ui/static/") {
         return secured(next.run(req).await);
     }
-    let who = who(&app, req.headers());
-    if let (Who::Nobody, Some(peer)) = (&who, peer)
+    let peer = req.extensions().get::<glovebox_listener::Peer>().cloned();
+    let who = who(&app, req.headers(), peer).await;
+    // A wrong token counts against its address; past the bound it is
+    // answered 429 (a right one never is: it is checked first).
+    if let (Who::Nobody, Some(Peer(peer))) = (&who, req.extensions().get::<Peer>())
         && bearer(req.headers()).is_some()
+        && let Some(wait) = app.failures.wrong(*peer)
     {
-        app.failures.failed(peer);
+        return secured(too_many(wait));
     }
     match who {
         Who::Operator(p) => {
@@ -268,6 +309,7 @@ pub async fn guard(State(app): State<Arc<App>>, mut req: Request, next: Next) ->
         Who::Agent => secured(forbidden(
             "the dashboard and the metrics are an operator's: an agent principal's token does not open them",
         )),
+        Who::Stranger(why) => secured(forbidden(&why)),
         Who::Nobody => {
             if req.method() == Method::GET && path != "/ui/events" && path.starts_with("/ui") {
                 secured(
@@ -378,8 +420,10 @@ pub async fn login(
         )
             .into_response(),
         None => {
-            if let Some(Extension(Peer(peer))) = peer {
-                app.failures.failed(peer);
+            if let Some(Extension(Peer(peer))) = peer
+                && let Some(wait) = app.failures.wrong(peer)
+            {
+                return too_many(wait);
             }
             (
                 StatusCode::UNAUTHORIZED,

@@ -28,9 +28,6 @@ pub async fn webhook(
     body: Bytes,
 ) -> Response {
     let peer = peer.map(|Extension(Peer(ip))| ip);
-    if let Some(wait) = peer.and_then(|p| app.failures.locked(p)) {
-        return too_many(wait);
-    }
     if body.len() > WEBHOOK_MAX_BODY {
         return (
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -58,8 +55,12 @@ pub async fn webhook(
                 .into_response()
         }
         Err(refusal) => {
-            if let Some(peer) = peer {
-                app.failures.failed(peer);
+            // A rightly signed webhook is never held back by others'
+            // failures from the same address (a proxy's).
+            if let Some(peer) = peer
+                && let Some(wait) = app.failures.wrong(peer)
+            {
+                return too_many(wait);
             }
             match refusal {
                 // Unknown and unsigned look alike: a guesser learns no names.

@@ -172,11 +172,16 @@ impl AdminServer {
         let connections =
             glovebox_listener::accept_until(&self.listener, limits, &stopping, &close, |peer| {
                 let service = service.clone();
-                hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
-                    // Who is asking, for the failed-login bound.
-                    req.extensions_mut().insert(auth::Peer(peer.ip()));
-                    hyper::service::Service::call(&service, req)
-                })
+                hyper::service::service_fn(
+                    move |mut req: hyper::Request<glovebox_listener::TimedBody>| {
+                        // Who is asking: the failed-login bound keys on the
+                        // address, and without principals only this server's
+                        // own user is served (`auth.rs`).
+                        req.extensions_mut().insert(auth::Peer(peer.addr.ip()));
+                        req.extensions_mut().insert(peer.clone());
+                        hyper::service::Service::call(&service, req)
+                    },
+                )
             })
             .await;
         close.cancel();

@@ -37,6 +37,11 @@
 //! a slot denies its call (fail closed, saying admission was full), so a zero
 //! wait, which only means "do not queue calls", must not turn into denials.
 //!
+//! One principal's waiters are capped too (`quotas.queued_calls_per_principal`,
+//! passed to each [`Admission::acquire`] so a reload applies it): past it
+//! that principal's next call is refused at once, and the queue keeps room
+//! for the others (threat 58).
+//!
 //! The share cap is per principal only: the sessions of one principal are
 //! served round robin among themselves, but one of them may hold all of that
 //! principal's slots.
@@ -129,6 +134,8 @@ pub(crate) enum Refused {
     Full(Short),
     /// The queue holds its most waiters already (and this was short).
     QueueFull(Short),
+    /// Its principal has its most waiters queued already (and this was short).
+    PrincipalQueueFull(Short),
     /// It waited its whole wait.
     TimedOut(Short),
 }
@@ -158,6 +165,8 @@ struct State {
     waiters: HashMap<u64, Waiter>,
     /// Waiters not yet handed a slot.
     queued: usize,
+    /// Of them, by principal (principals with none are absent).
+    queued_by: HashMap<Arc<str>, usize>,
     next_id: u64,
 }
 
@@ -252,6 +261,18 @@ impl Admission {
     /// waits, else after waiting its turn for up to `wait` (refused at once
     /// when `wait` is zero or the queue is full).
     pub async fn acquire(&self, key: Key, units: u64, wait: Duration) -> Result<Permit, Refused> {
+        self.acquire_within(key, units, wait, usize::MAX).await
+    }
+
+    /// [`Admission::acquire`], refused at once when `key`'s principal has
+    /// `principal_queue` waiters already.
+    pub async fn acquire_within(
+        &self,
+        key: Key,
+        units: u64,
+        wait: Duration,
+        principal_queue: usize,
+    ) -> Result<Permit, Refused> {
         let limits = self.shared.limits;
         let (id, wake) = {
             let mut state = self.shared.lock();
@@ -267,6 +288,11 @@ impl Admission {
             }
             if state.queued >= limits.queue {
                 return Err(Refused::QueueFull(state.short(units, key.slow, &limits)));
+            }
+            if state.queued_by.get(&key.principal).copied().unwrap_or(0) >= principal_queue {
+                return Err(Refused::PrincipalQueueFull(
+                    state.short(units, key.slow, &limits),
+                ));
             }
             let id = state.enqueue(key, units);
             (id, state.dispatch(&limits))
@@ -403,6 +429,7 @@ impl State {
             tenant.sessions.push_back(key.session.clone());
         }
         queue.push_back(id);
+        *self.queued_by.entry(key.principal.clone()).or_default() += 1;
         self.waiters.insert(
             id,
             Waiter {
@@ -416,12 +443,23 @@ impl State {
         id
     }
 
+    /// One waiter of `principal` fewer in the queue.
+    fn unqueue(&mut self, principal: &Arc<str>) {
+        if let Some(n) = self.queued_by.get_mut(principal) {
+            *n -= 1;
+            if *n == 0 {
+                self.queued_by.remove(principal);
+            }
+        }
+    }
+
     /// Takes waiter `id` out of the table (and out of the queue, if it was
     /// not handed a slot yet).
     fn remove(&mut self, id: u64) -> Waiter {
         let waiter = self.waiters.remove(&id).expect("a waiter is removed once");
         if !waiter.granted {
             self.queued -= 1;
+            self.unqueue(&waiter.key.principal);
             let Key {
                 principal, session, ..
             } = &waiter.key;
@@ -469,6 +507,7 @@ impl State {
                     let (units, slow) = (waiter.units, waiter.key.slow);
                     wake.extend(waiter.waker.take());
                     self.queued -= 1;
+                    self.unqueue(&principal);
                     self.take(&principal, units, slow);
                 }
                 None => passed += 1,
@@ -552,6 +591,53 @@ mod tests {
             Ok(())
         });
         (task, hold)
+    }
+
+    // Threat 58: one principal filling the admission queue left no room for
+    // the others; its waiters are capped and the others still queue.
+    #[tokio::test]
+    async fn threat_58_one_principals_waiters_are_capped_and_others_still_queue() {
+        let a = admission(1, 1, 10);
+        let held = a.acquire(key("x", "s"), 1, LONG).await.unwrap();
+        let mut waiting = Vec::new();
+        for _ in 0..2 {
+            let a = a.clone();
+            waiting.push(tokio::spawn(async move {
+                a.acquire_within(key("greedy", "g"), 1, LONG, 2)
+                    .await
+                    .map(drop)
+            }));
+        }
+        while a.waiting() < 2 {
+            tokio::task::yield_now().await;
+        }
+        let third = a.acquire_within(key("greedy", "g"), 1, LONG, 2).await;
+        assert!(
+            matches!(third, Err(Refused::PrincipalQueueFull(Short::Slots))),
+            "{third:?}"
+        );
+        // Another principal still gets in line, and is served in its turn.
+        let other = {
+            let a = a.clone();
+            tokio::spawn(async move {
+                a.acquire_within(key("other", "o"), 1, LONG, 2)
+                    .await
+                    .map(drop)
+            })
+        };
+        while a.waiting() < 3 {
+            tokio::task::yield_now().await;
+        }
+        drop(held);
+        for task in waiting {
+            task.await.unwrap().unwrap();
+        }
+        other.await.unwrap().unwrap();
+        assert_eq!(a.waiting(), 0);
+        assert!(
+            a.shared.lock().queued_by.is_empty(),
+            "nothing is left counted"
+        );
     }
 
     /// The next waiter served; fails (instead of hanging) when none is.

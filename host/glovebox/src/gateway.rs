@@ -30,6 +30,9 @@ pub struct Gateway {
     ledger: Arc<Durable>,
     /// One reload at a time.
     reloading: Arc<tokio::sync::Mutex<()>>,
+    /// Bumped by every reload that took: adapters holding connections look
+    /// their principals up again (see [`Gateway::reloads`]).
+    reloads: Arc<tokio::sync::watch::Sender<u64>>,
     /// Calls waiting for their approval to be settled.
     waiters: Waiters,
     /// What the pipeline counts (`/metrics`).
@@ -88,6 +91,7 @@ impl Gateway {
             host: Arc::new(RwLock::new(host)),
             ledger,
             reloading: Arc::default(),
+            reloads: Arc::new(tokio::sync::watch::Sender::new(0)),
             waiters: Waiters::default(),
             metrics,
             requests: Arc::default(),
@@ -128,6 +132,13 @@ impl Gateway {
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
+    }
+
+    /// Changes at every reload that took: an adapter that holds connections
+    /// waits on it to end those of principals the new config no longer
+    /// declares.
+    pub fn reloads(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.reloads.subscribe()
     }
 
     /// What the pipeline counts.
@@ -194,6 +205,7 @@ impl Gateway {
             .host
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = next;
+        self.reloads.send_modify(|n| *n += 1);
         tracing::info!(config = %reloaded.config.display(), tools = reloaded.tools.len(), hooks = reloaded.hooks.len(), "reloaded the config, plugins and hooks");
         Ok(reloaded)
     }

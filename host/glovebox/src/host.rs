@@ -406,7 +406,13 @@ impl Host {
         let slow = run_times.is_slow(&name, self.config.runtime.slow_call);
         let key = Key::new(crate::session::actor::current(), ctx.session_id.as_str()).slow(slow);
         let start = Instant::now();
-        let admitted = self.admission.calls.acquire(key, mib, wait).await;
+        let principal_queue =
+            usize::try_from(self.config.quotas.queued_calls_per_principal).unwrap_or(usize::MAX);
+        let admitted = self
+            .admission
+            .calls
+            .acquire_within(key, mib, wait, principal_queue)
+            .await;
         self.admission.observe("calls", start.elapsed());
         let slot = match admitted {
             Ok(slot) => slot,
@@ -494,6 +500,12 @@ impl Host {
                 "{}, and {} more calls already wait for room (`runtime.admission_queue`)",
                 short(what),
                 runtime.admission_queue
+            ),
+            Refused::PrincipalQueueFull(what) => format!(
+                "{}, and {} calls of its principal already wait for room ({}): wait for them to finish before sending more",
+                short(what),
+                self.config.quotas.queued_calls_per_principal,
+                self.config.quotas.limit("queued_calls_per_principal")
             ),
             Refused::TimedOut(what) => format!(
                 "{}, and this call waited {wait:?} for room (`runtime.admission_wait`, or the tool's deadline when shorter)",

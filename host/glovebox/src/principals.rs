@@ -54,6 +54,19 @@ impl Gateway {
             .map(|p| p.principal.clone())
     }
 
+    /// Who `name` is under the config served now: the declared principal
+    /// of that name (its kind, roles, projects, tags and `approve_by` as
+    /// the config says them now), or the built-in `local` agent while no
+    /// principal is declared. `None`: nobody by that name any more (a reload
+    /// removed it); a connection of it must not be served. Adapters ask
+    /// this at every request, so a reload reaches open connections.
+    pub fn current_principal(&self, name: &str) -> Option<Principal> {
+        if !self.has_principals() {
+            return (name == manifest::LOCAL_PRINCIPAL).then(Principal::local);
+        }
+        self.principal(name)
+    }
+
     /// Who a stdio connection is when the operator did not say (`serve`
     /// without `--as`): the one declared agent, or the built-in `local`
     /// agent when there is none. With several agents the operator must

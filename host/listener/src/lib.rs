@@ -5,7 +5,8 @@
 //!   wait in the listen backlog until one ends (never an unbounded number of
 //!   tasks);
 //! - a request's line and headers must arrive within `header_timeout` and
-//!   `max_header_bytes` (a slow-loris client is cut off);
+//!   `max_header_bytes`, and its body within `body_timeout` (a slow-loris
+//!   client is cut off; see `body.rs`);
 //! - an error accepting a connection (`EMFILE`: out of descriptors) backs
 //!   off before the next accept instead of spinning on the error;
 //! - stopping is two steps: [`accept_until`] returns when `stop` is
@@ -13,13 +14,21 @@
 //!   gracefully when the caller cancels `close` (after it drained what it
 //!   must), so in-flight answers still go out.
 //!
+//! Each service is made for its connection's [`Peer`] (its address, and on
+//! loopback the uid that owns the peer's socket: `peer.rs`).
+//!
 //! It knows no route and no protocol above HTTP/1.1: the caller hands it the
 //! service. It never imports the host.
 
 #![forbid(unsafe_code)]
 
+mod body;
+mod peer;
+
+pub use body::{BodyTimeout, TimedBody};
+pub use peer::{Peer, own_uid};
+
 use std::convert::Infallible;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -32,6 +41,8 @@ use tokio_util::task::TaskTracker;
 
 /// A request's line and headers must arrive within this, by default.
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// A request's body must arrive whole within this, by default.
+pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 /// The most a request's line and headers may take, by default.
 pub const MAX_HEADER_BYTES: usize = 64 << 10;
 /// The connections served at once, by default.
@@ -46,6 +57,7 @@ pub struct Limits {
     pub max_connections: usize,
     pub header_timeout: Duration,
     pub max_header_bytes: usize,
+    pub body_timeout: Duration,
 }
 
 impl Default for Limits {
@@ -54,12 +66,14 @@ impl Default for Limits {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             header_timeout: HEADER_TIMEOUT,
             max_header_bytes: MAX_HEADER_BYTES,
+            body_timeout: BODY_TIMEOUT,
         }
     }
 }
 
 /// Accepts connections on `listener` until `stop` is cancelled, serving
-/// each with the service `make` builds for its peer, within `limits`.
+/// each with the service `make` builds for its peer, within `limits` (its
+/// requests' bodies as [`TimedBody`]).
 /// Returns the tracker of the connections still open: the caller cancels
 /// `close` when they should end (each finishes the request it serves and
 /// closes), then waits on the tracker, with a timeout of its own.
@@ -71,8 +85,8 @@ pub async fn accept_until<M, S, B>(
     mut make: M,
 ) -> TaskTracker
 where
-    M: FnMut(SocketAddr) -> S,
-    S: hyper::service::Service<Request<Incoming>, Response = Response<B>, Error = Infallible>
+    M: FnMut(Peer) -> S,
+    S: hyper::service::Service<Request<TimedBody>, Response = Response<B>, Error = Infallible>
         + Send
         + 'static,
     S::Future: Send + 'static,
@@ -113,7 +127,18 @@ where
             },
         };
         let _ = stream.set_nodelay(true);
-        let service = make(peer);
+        let local = match stream.local_addr() {
+            Ok(local) => local,
+            Err(e) => {
+                tracing::debug!(%peer, error = %e, "an accepted connection has no local address: dropped");
+                continue;
+            }
+        };
+        let service = make(Peer::new(peer, local));
+        let body_timeout = limits.body_timeout;
+        let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+            service.call(req.map(|body| TimedBody::new(body, body_timeout)))
+        });
         let close = close.clone();
         connections.spawn(async move {
             let _slot = slot;
@@ -142,6 +167,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::SocketAddr;
     use std::time::Instant;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::TcpStream;
@@ -154,7 +180,7 @@ mod tests {
         let token = stop.clone();
         tokio::spawn(async move {
             let open = accept_until(&listener, limits, &token, &close, |_| {
-                hyper::service::service_fn(|_req| async {
+                hyper::service::service_fn(|_req: Request<TimedBody>| async {
                     Ok::<_, Infallible>(Response::new(http_body_util::Full::new(
                         hyper::body::Bytes::from_static(b"ok"),
                     )))
@@ -196,6 +222,67 @@ mod tests {
         // Others are served meanwhile and after.
         let mut other = TcpStream::connect(addr).await.unwrap();
         assert!(get(&mut other).await.starts_with("HTTP/1.1 200"));
+    }
+
+    #[tokio::test]
+    async fn threat_43_a_client_that_dribbles_its_body_is_cut_off() {
+        let limits = Limits {
+            body_timeout: Duration::from_millis(300),
+            ..Limits::default()
+        };
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, close) = (CancellationToken::new(), CancellationToken::new());
+        let token = stop.clone();
+        tokio::spawn(async move {
+            // Reads the whole body, as a JSON handler does.
+            let _open = accept_until(&listener, limits, &token, &close, |_| {
+                hyper::service::service_fn(|req: Request<TimedBody>| async move {
+                    use http_body_util::BodyExt;
+                    let status = match req.into_body().collect().await {
+                        Ok(_) => 200,
+                        Err(_) => 408,
+                    };
+                    let mut r = Response::new(http_body_util::Full::new(
+                        hyper::body::Bytes::from_static(b"x"),
+                    ));
+                    *r.status_mut() = hyper::StatusCode::from_u16(status).unwrap();
+                    Ok::<_, Infallible>(r)
+                })
+            })
+            .await;
+        });
+        let mut slow = TcpStream::connect(addr).await.unwrap();
+        slow.write_all(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+            .await
+            .unwrap();
+        let start = Instant::now();
+        // A byte every 100 ms: each well within any per-frame timer.
+        let answer = async {
+            let mut all = Vec::new();
+            let mut buf = [0u8; 256];
+            loop {
+                tokio::select! {
+                    n = slow.read(&mut buf) => match n {
+                        Ok(0) | Err(_) => break all,
+                        Ok(n) => all.extend_from_slice(&buf[..n]),
+                    },
+                    () = tokio::time::sleep(Duration::from_millis(100)) => {
+                        let _ = slow.write_all(b" ").await;
+                    }
+                }
+            }
+        };
+        let all = tokio::time::timeout(Duration::from_secs(10), answer)
+            .await
+            .expect("the dribbling body was never cut off");
+        assert!(
+            String::from_utf8_lossy(&all).starts_with("HTTP/1.1 408"),
+            "{}",
+            String::from_utf8_lossy(&all)
+        );
+        assert!(start.elapsed() >= Duration::from_millis(250));
+        stop.cancel();
     }
 
     #[tokio::test]

@@ -160,7 +160,9 @@ impl McpServer {
             state: Arc::new(ConnState {
                 id: uuid::Uuid::new_v4().simple().to_string()[..8].to_string(),
                 bound: tokio::sync::Mutex::new(None),
-                principal: std::sync::OnceLock::new(),
+                name: std::sync::OnceLock::new(),
+                last: std::sync::Mutex::new(None),
+                removed: CancellationToken::new(),
                 default_session: std::sync::Mutex::new(None),
                 gateway: self.inner.gateway.clone(),
                 log: logging::ConnectionLog::new(),
@@ -172,7 +174,8 @@ impl McpServer {
     /// started the process named it).
     pub fn connection_as(&self, principal: Principal) -> Connection {
         let connection = self.connection();
-        let _ = connection.state.principal.set(principal);
+        let _ = connection.state.name.set(principal.name.clone());
+        connection.state.remember(principal);
         connection
     }
 
@@ -193,6 +196,7 @@ impl McpServer {
         grace: Duration,
     ) -> anyhow::Result<()> {
         tracing::info!(principal = %principal, "serving MCP over stdio");
+        let name = principal.name.clone();
         let connection = self.connection_as(principal);
         let running = tokio::select! {
             running = connection.clone().serve(rmcp::transport::stdio()) => {
@@ -206,12 +210,34 @@ impl McpServer {
         };
         let cancel = running.cancellation_token();
         let mut waiting = std::pin::pin!(running.waiting());
-        let waited = tokio::select! {
-            waited = waiting.as_mut() => waited,
-            () = stop.cancelled() => {
-                self.drain(grace).await;
-                cancel.cancel();
-                waiting.await
+        let removed = connection.state.removed.clone();
+        let mut reloads = self.gateway().reloads();
+        let waited = loop {
+            tokio::select! {
+                waited = waiting.as_mut() => break waited,
+                () = stop.cancelled() => {
+                    self.drain(grace).await;
+                    cancel.cancel();
+                    break waiting.await;
+                }
+                // A reload that removed the principal ends the connection
+                // now, not at its next request.
+                changed = reloads.changed() => {
+                    if changed.is_err() {
+                        reloads = self.gateway().reloads();
+                    } else if self.gateway().current_principal(&name).is_none() {
+                        removed.cancel();
+                    }
+                }
+                () = removed.cancelled() => {
+                    // The client sees its stdout close (EOF) after any
+                    // answer already written; the process exits non-zero.
+                    tracing::error!(principal = %name, "{}", removed_message(&name));
+                    cancel.cancel();
+                    let _ = waiting.await;
+                    connection.gone().await;
+                    anyhow::bail!("{}; stopped serving MCP over stdio", removed_message(&name));
+                }
             }
         };
         // The client is gone: its default session must not stay active.
@@ -257,9 +283,16 @@ struct ConnState {
     id: String,
     /// The bound session's id.
     bound: tokio::sync::Mutex<Option<String>>,
-    /// Who is on the other end: set once, and never changes (over HTTP the
-    /// MCP session id is pinned to it, see `http.rs`).
-    principal: std::sync::OnceLock<Principal>,
+    /// The name of who is on the other end: set once, and never changes
+    /// (over HTTP the MCP session id is pinned to it, see `http.rs`). What
+    /// that principal may do is looked up at every request ([`Connection::caller`]).
+    name: std::sync::OnceLock<String>,
+    /// The principal as the last request found it: who pauses the default
+    /// session when the connection goes away.
+    last: std::sync::Mutex<Option<Principal>>,
+    /// Cancelled when a request finds the principal no longer declared (a
+    /// reload removed it): a stdio server then stops serving it.
+    removed: CancellationToken,
     /// The default session this connection started, until the connection
     /// goes away and pauses it (taken then, so it is paused once).
     default_session: std::sync::Mutex<Option<String>>,
@@ -269,6 +302,13 @@ struct ConnState {
 }
 
 impl ConnState {
+    fn remember(&self, principal: Principal) {
+        *self
+            .last
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(principal);
+    }
+
     /// What pauses the default session when the connection goes away: `None`
     /// when it started none (or it was paused already).
     fn take_default(&self) -> Option<impl Future<Output = ()> + Send + 'static> {
@@ -277,10 +317,21 @@ impl ConnState {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take()?;
-        let principal = self.principal.get()?.clone();
+        let principal = self
+            .last
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()?;
         let (gateway, conn) = (self.gateway.clone(), self.id.clone());
         Some(async move { pause_default(&gateway, &principal, &id, &conn).await })
     }
+}
+
+/// Why a connection of a principal a reload removed is no longer served.
+fn removed_message(name: &str) -> String {
+    format!(
+        "principal `{name}` is no longer declared in the config (a reload removed it): this server no longer serves it; an operator declares it again with `glovebox principal add`"
+    )
 }
 
 /// The role a connection's default session takes: a workagent, or the
@@ -349,25 +400,47 @@ impl Connection {
         *self.state.bound.lock().await = session;
     }
 
-    /// The connection's principal: the one it was made for, or, over HTTP,
-    /// the one the HTTP layer authenticated for this request. None at all is
-    /// refused (fail closed).
+    /// The connection's principal as the config declares it now: over HTTP
+    /// the one the HTTP layer authenticated for this very request (its token
+    /// checked against the config served now), over stdio the one it was
+    /// made for, looked up again by name. So a reload reaches an open
+    /// connection at its next request: a demoted principal acts with its new
+    /// kind, roles and projects. A principal the config no longer declares
+    /// is refused, and its stdio server stops serving it; none at all is
+    /// refused too (fail closed).
     fn caller(&self, context: &RequestContext<RoleServer>) -> Result<Principal, ErrorData> {
         let from_request = context
             .extensions
             .get::<::http::request::Parts>()
             .and_then(|parts| parts.extensions.get::<Principal>());
-        if let Some(from_request) = from_request {
-            let fixed = self.state.principal.get_or_init(|| from_request.clone());
-            if fixed.name != from_request.name {
-                return Err(ErrorData::invalid_request("session not found", None));
+        let (name, current) = match from_request {
+            Some(from_request) => {
+                let fixed = self.state.name.get_or_init(|| from_request.name.clone());
+                if *fixed != from_request.name {
+                    return Err(ErrorData::invalid_request("session not found", None));
+                }
+                (fixed, Some(from_request.clone()))
+            }
+            None => {
+                let Some(name) = self.state.name.get() else {
+                    return Err(ErrorData::internal_error(
+                        "the connection has no principal",
+                        None,
+                    ));
+                };
+                (name, self.shared().gateway.current_principal(name))
+            }
+        };
+        match current {
+            Some(principal) => {
+                self.state.remember(principal.clone());
+                Ok(principal)
+            }
+            None => {
+                self.state.removed.cancel();
+                Err(ErrorData::invalid_request(removed_message(name), None))
             }
         }
-        self.state
-            .principal
-            .get()
-            .cloned()
-            .ok_or_else(|| ErrorData::internal_error("the connection has no principal", None))
     }
 
     /// The hook chain's verdict on built-in `name` with `args` (see

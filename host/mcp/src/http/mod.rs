@@ -10,25 +10,33 @@
 //! Who is calling: when the config declares principals, every request must
 //! carry `Authorization: Bearer <token>` of one of them; without it, or with
 //! a token that is no one's, the answer is a bare 401 (nothing else happens).
-//! The principal rides in the request's extensions to the handler, and each
+//! The token is checked against the config served now at every request, so
+//! a reload reaches open MCP sessions at their next request (a removed
+//! principal gets 401, and its MCP sessions are ended at the reload). The
+//! principal rides in the request's extensions to the handler, and each
 //! MCP session is pinned to the principal that opened it: another
 //! principal's requests on it are answered as for an unknown session (404).
 //! With no principals declared every request is the built-in agent `local`,
-//! and only loopback addresses may be bound. `Host` and `Origin` are
-//! checked (rmcp): loopback names and origins on the bound port, and those
-//! the operator adds.
+//! only loopback addresses may be bound, and only connections of the
+//! server's own user are served (the peer socket's owner; another user, or
+//! one that cannot be told, gets 403). `Host` and `Origin` are checked
+//! (rmcp): loopback names and origins on the bound port, and those the
+//! operator adds.
+//!
+//! What one principal may hold (`held.rs`): MCP sessions and requests in
+//! flight are capped per principal (`[quotas]`), so one principal cannot
+//! take every slot from the others.
 
-use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use anyhow::Context;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, combinators::BoxBody};
-use hyper::body::Incoming;
 use hyper::service::Service as _;
 use hyper_util::service::TowerToHyperService;
+use rmcp::transport::streamable_http_server::session::SessionManager as _;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
@@ -36,6 +44,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::McpServer;
 use glovebox::Principal;
+
+mod held;
+
+pub use held::MAX_MCP_SESSIONS;
 
 /// The path MCP is served at.
 pub const MCP_PATH: &str = "/mcp";
@@ -188,16 +200,19 @@ impl HttpServer {
             let server = self.server.clone();
             move || Ok(server.connection())
         };
-        let mcp =
-            StreamableHttpService::new(factory, Arc::new(LocalSessionManager::default()), config);
+        let pins = Arc::new(held::Pins::new(LocalSessionManager::default()));
+        let mcp = StreamableHttpService::new(factory, pins.clone(), config);
         let mcp = TowerToHyperService::new(mcp);
         let auth = Arc::new(Auth {
             server: self.server.clone(),
-            sessions: Mutex::new(HashMap::new()),
+            pins: pins.clone(),
+            requests: held::Requests::default(),
             stopping: std::sync::atomic::AtomicBool::new(false),
             answering: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
             allowed_hosts,
         });
+        let _removals =
+            glovebox::tasks::owned(end_removed_principals(self.server.gateway().clone(), pins));
         let limits = glovebox_listener::Limits {
             max_connections: self.options.max_connections,
             ..Default::default()
@@ -207,12 +222,13 @@ impl HttpServer {
             limits,
             &self.stop,
             &sessions_end,
-            |_| {
+            |peer| {
                 let mcp = mcp.clone();
                 let auth = auth.clone();
-                hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
+                hyper::service::service_fn(move |mut req: Request| {
                     let mcp = mcp.clone();
                     let auth = auth.clone();
+                    req.extensions_mut().insert(peer.clone());
                     async move {
                         if req.uri().path() == METRICS_PATH {
                             return Ok::<_, Infallible>(auth.metrics(&req).await);
@@ -251,12 +267,32 @@ impl HttpServer {
 }
 
 type Response = hyper::Response<BoxBody<Bytes, Infallible>>;
+type Request = hyper::Request<glovebox_listener::TimedBody>;
 
-/// Authentication and the pinning of MCP sessions to principals.
+/// At every reload, ends the MCP sessions of the principals the config no
+/// longer declares (their next request would get 401 anyway; an open
+/// stream of theirs closes now). Runs until dropped.
+async fn end_removed_principals(gateway: glovebox::Gateway, pins: Arc<held::Pins>) {
+    let mut reloads = gateway.reloads();
+    while reloads.changed().await.is_ok() {
+        let gone = pins.owned_by_none_of(|name| gateway.current_principal(name).is_some());
+        for id in gone {
+            tracing::info!(mcp_session = %id, "ending an MCP session: its principal is no longer declared (reload)");
+            if let Err(e) = pins.close_session(&id.into()).await {
+                tracing::warn!(error = %e, "cannot end the MCP session of a removed principal");
+            }
+        }
+    }
+}
+
+/// Authentication, the pinning of MCP sessions to principals, and what
+/// each principal may hold.
 struct Auth {
     server: McpServer,
-    /// MCP session id → the name of the principal that opened it.
-    sessions: Mutex<HashMap<String, String>>,
+    /// rmcp's MCP sessions, each pinned to the principal that opened it.
+    pins: Arc<held::Pins>,
+    /// Requests in flight by principal (open streams included).
+    requests: held::Requests,
     /// Set once the server stops: new requests get 503.
     stopping: std::sync::atomic::AtomicBool,
     /// POST answers whose body (a request's stream) has not ended yet.
@@ -267,33 +303,53 @@ struct Auth {
 
 const SESSION_HEADER: &str = "mcp-session-id";
 
+/// Why a request has no principal.
+enum Refused {
+    /// No valid token (401, with no detail).
+    Token,
+    /// No principals are declared and the peer is not the server's own
+    /// user, or cannot be told to be (403, saying why).
+    NotOwnUser(String),
+}
+
+impl Refused {
+    fn response(self) -> Response {
+        match self {
+            Refused::Token => unauthorized(),
+            Refused::NotOwnUser(why) => plain(hyper::StatusCode::FORBIDDEN, format!("{why}\n")),
+        }
+    }
+}
+
 impl Auth {
-    /// The principal of a request: the one whose token it carries, or the
-    /// built-in `local` agent when no principal is declared. `None`: 401.
-    fn principal<B>(&self, req: &hyper::Request<B>) -> Option<Principal> {
+    /// The principal of a request, as the config served now declares it:
+    /// the one whose token it carries, or, when no principal is declared,
+    /// the built-in `local` agent for a connection of the server's own user.
+    async fn principal<B>(&self, req: &hyper::Request<B>) -> Result<Principal, Refused> {
         let gateway = self.server.gateway();
         if !gateway.has_principals() {
-            return Some(Principal::local());
+            return match req.extensions().get::<glovebox_listener::Peer>() {
+                Some(peer) => own_user(peer).await.map(|()| Principal::local()),
+                None => Err(Refused::NotOwnUser(
+                    "refused: the connection's peer is unknown".into(),
+                )),
+            };
         }
-        let value = req
+        let token = req
             .headers()
-            .get(hyper::header::AUTHORIZATION)?
-            .to_str()
-            .ok()?;
-        let (scheme, token) = value.split_once(' ')?;
-        if !scheme.eq_ignore_ascii_case("bearer") {
-            return None;
-        }
-        gateway.authenticate(token.trim())
+            .get(hyper::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, token)| token.trim());
+        token
+            .and_then(|token| gateway.authenticate(token))
+            .ok_or(Refused::Token)
     }
 
-    async fn serve<F, Fut>(
-        &self,
-        mut req: hyper::Request<Incoming>,
-        inner: F,
-    ) -> Result<Response, Infallible>
+    async fn serve<F, Fut>(&self, mut req: Request, inner: F) -> Result<Response, Infallible>
     where
-        F: FnOnce(hyper::Request<Incoming>) -> Fut,
+        F: FnOnce(Request) -> Fut,
         Fut: std::future::Future<Output = Result<Response, Infallible>>,
     {
         if self.stopping.load(std::sync::atomic::Ordering::SeqCst)
@@ -301,26 +357,62 @@ impl Auth {
         {
             return Ok(unavailable());
         }
-        let Some(principal) = self.principal(&req) else {
-            tracing::info!(method = %req.method(), "HTTP request without a valid token refused (401)");
-            return Ok(unauthorized());
+        let principal = match self.principal(&req).await {
+            Ok(principal) => principal,
+            Err(refused) => {
+                tracing::info!(method = %req.method(), "HTTP request refused: no valid token, or not the server's own user");
+                return Ok(refused.response());
+            }
+        };
+        let quotas = self.server.gateway().host().config().quotas.clone();
+        let cap = |key: &str| usize::try_from(quotas.limit(key).value).unwrap_or(usize::MAX);
+        // Counted until its answer's body ends (an open stream included).
+        let Some(in_flight) = self
+            .requests
+            .enter(&principal.name, cap("connections_per_principal"))
+        else {
+            return Ok(too_many(format!(
+                "quota reached: {principal} has {} requests in flight on this server, open streams included ({}); close some (idle streams, MCP sessions it no longer uses), or ask the operator to raise it",
+                quotas.limit("connections_per_principal").value,
+                quotas.limit("connections_per_principal")
+            )));
         };
         let session = req
             .headers()
             .get(SESSION_HEADER)
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
-        if let Some(id) = &session {
-            let owner = self.pins().get(id).cloned();
+        let mut opening = None;
+        match &session {
             // An MCP session this layer never saw opened, or another
             // principal's: unknown, as rmcp answers for one it does not have.
-            if owner.as_deref() != Some(principal.name.as_str()) {
+            Some(id) if self.pins.owner(id).as_deref() != Some(principal.name.as_str()) => {
                 return Ok(session_not_found());
             }
+            Some(_) => {}
+            // A POST without a session opens one (`initialize`): reserved
+            // against the caps before rmcp makes it.
+            None if req.method() == hyper::Method::POST => {
+                let cap = cap("mcp_sessions_per_principal");
+                match self.pins.reserve(&principal.name, cap) {
+                    Ok(reserved) => opening = Some(reserved),
+                    Err(held::Full::Principal) => {
+                        return Ok(too_many(format!(
+                            "quota reached: {principal} holds {cap} MCP sessions on this server ({}); end one (DELETE it, or close its client), or ask the operator to raise it",
+                            quotas.limit("mcp_sessions_per_principal")
+                        )));
+                    }
+                    Err(held::Full::Server) => {
+                        return Ok(too_many(format!(
+                            "this server holds {MAX_MCP_SESSIONS} MCP sessions, its most: try again when some end"
+                        )));
+                    }
+                }
+            }
+            None => {}
         }
         let deleting = req.method() == hyper::Method::DELETE;
         let posting = req.method() == hyper::Method::POST;
-        let name = principal.name.clone();
         req.extensions_mut().insert(principal);
         let mut response = inner(req).await?;
         // rmcp answers a DELETE it honoured with 202; clients (the official
@@ -328,33 +420,24 @@ impl Auth {
         if deleting && response.status() == hyper::StatusCode::ACCEPTED {
             *response.status_mut() = hyper::StatusCode::NO_CONTENT;
         }
-        match &session {
-            None => {
-                if let Some(id) = response
-                    .headers()
-                    .get(SESSION_HEADER)
-                    .and_then(|v| v.to_str().ok())
-                {
-                    self.pins().insert(id.to_string(), name);
-                }
-            }
-            Some(id) if deleting && response.status().is_success() => {
-                self.pins().remove(id);
-            }
-            Some(_) => {}
+        if let Some(opening) = opening
+            && let Some(id) = response
+                .headers()
+                .get(SESSION_HEADER)
+                .and_then(|v| v.to_str().ok())
+        {
+            opening.claim(id);
         }
-        if posting {
-            // Counted until the body ends or is dropped (the guard lives in
-            // the body's frame mapper).
-            let guard = Answering::new(&self.answering);
-            response = response.map(move |body| {
-                body.map_frame(move |frame| {
-                    let _ = &guard;
-                    frame
-                })
-                .boxed()
-            });
-        }
+        // Counted until the body ends or is dropped (the guards live in the
+        // body's frame mapper).
+        let answering = posting.then(|| Answering::new(&self.answering));
+        response = response.map(move |body| {
+            body.map_frame(move |frame| {
+                let _ = (&answering, &in_flight);
+                frame
+            })
+            .boxed()
+        });
         Ok(response)
     }
 
@@ -379,8 +462,9 @@ impl Auth {
                 "this Host is not served (`serve --allow-host` adds one)\n".into(),
             );
         }
-        let Some(principal) = self.principal(req) else {
-            return unauthorized();
+        let principal = match self.principal(req).await {
+            Ok(principal) => principal,
+            Err(refused) => return refused.response(),
         };
         if self.server.gateway().has_principals() && !principal.is_operator() {
             return plain(
@@ -409,10 +493,6 @@ impl Auth {
             ),
         }
     }
-
-    fn pins(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
-        self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
-    }
 }
 
 /// One POST answer still being streamed, counted in `Auth::answering`.
@@ -429,6 +509,34 @@ impl Drop for Answering {
     fn drop(&mut self) {
         self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
     }
+}
+
+/// Refuses a connection that is not of the server's own user (a server
+/// without principals serves only the user who started it).
+async fn own_user(peer: &glovebox_listener::Peer) -> Result<(), Refused> {
+    let own = glovebox_listener::own_uid();
+    match peer.is_own_user().await {
+        Ok(true) => Ok(()),
+        Ok(false) => {
+            let uid = peer.uid().await.unwrap_or(u32::MAX);
+            tracing::warn!(peer = %peer.addr, uid, "refused a connection of another user: the config declares no principals, so only the server's own user is served");
+            Err(Refused::NotOwnUser(format!(
+                "refused: this server declares no principals, so it serves only the user who started it (uid {own}), and this connection is uid {uid}'s; declare principals (`glovebox principal add NAME`) to serve others with a token"
+            )))
+        }
+        Err(why) => {
+            tracing::warn!(peer = %peer.addr, %why, "refused a connection whose user cannot be told");
+            Err(Refused::NotOwnUser(format!(
+                "refused: this server declares no principals, so it serves only the user who started it (uid {own}), and this connection's user cannot be told ({why}); declare principals (`glovebox principal add NAME`) and use a token"
+            )))
+        }
+    }
+}
+
+/// 429: the principal holds what it may (the text names the quota).
+fn too_many(text: String) -> Response {
+    tracing::info!(%text, "HTTP request refused (429)");
+    plain(hyper::StatusCode::TOO_MANY_REQUESTS, format!("{text}\n"))
 }
 
 /// 401 with no detail (which principals exist, or why a token failed, is
