@@ -223,3 +223,60 @@ def test_a_connections_default_session_is_paused_when_the_client_goes_away(glove
 
     with http_server(glovebox_bin, config) as url:
         anyio.run(main, url)
+
+
+def edit_principal(config, name, edit):
+    """Rewrites principal `name`'s `[[principal]]` table with `edit` (None drops it)."""
+    head, *tables = Path(config).read_text().split("[[principal]]")
+    kept = []
+    for table in tables:
+        if f'name = "{name}"' in table:
+            table = edit(table)
+        if table is not None:
+            kept.append(table)
+    Path(config).write_text("[[principal]]".join([head, *kept]))
+
+
+def reload(glovebox_bin, config):
+    subprocess.run([glovebox_bin, "--config", config, "reload"], check=True, capture_output=True)
+
+
+def test_threat_52_a_reload_reaches_an_open_sdk_client_and_a_removed_principal_is_cut_off(glovebox_bin, principals):
+    # Threat 52: an open connection kept the principal it had when it opened,
+    # across reloads that demoted or removed it.
+    config, tokens = principals
+
+    def narrow(table):
+        assert 'projects = ["demo", "mcp"]' in table, table
+        return table.replace('projects = ["demo", "mcp"]', 'projects = ["mcp"]')
+
+    async def main(url):
+        alice = client(url, tokens["alice"])
+        await alice.__aenter__()
+        try:
+            ok = await alice.call_tool("session_start", {"role": "workagent", "project": "demo"})
+            assert not ok.is_error, ok
+            # Demoted: the open client's next call has its new projects.
+            edit_principal(config, "alice", narrow)
+            reload(glovebox_bin, config)
+            refused = await alice.call_tool("session_start", {"role": "workagent", "project": "demo"})
+            assert refused.is_error and "project `demo`" in structured(refused)["error"]["message"], refused
+            # Removed: its MCP session ends; the client's next call fails.
+            edit_principal(config, "alice", lambda table: None)
+            reload(glovebox_bin, config)
+            with pytest.raises(Exception) as cut_off:
+                with anyio.fail_after(30):
+                    await alice.call_tool("session_status", {})
+            # The SDK reports the 401 its request got.
+            assert "error response" in str(cut_off.value), repr(cut_off.value)
+        finally:
+            try:
+                await alice.__aexit__(None, None, None)
+            except Exception:  # its session is gone: closing it may fail
+                pass
+        assert post(url, INIT, tokens["alice"])[0] == 401
+        async with client(url, tokens["bob"]) as bob:
+            assert not (await bob.call_tool("session_list", {})).is_error
+
+    with http_server(glovebox_bin, config) as url:
+        anyio.run(main, url)
