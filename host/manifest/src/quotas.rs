@@ -9,8 +9,10 @@
 //! written.
 //!
 //! Operators (the command line, the dashboard) are not held to the
-//! per-principal quotas: they are the ones who clean up. The per-session
-//! quotas (tags, handoff sizes, jobs, events, children) hold for everyone.
+//! per-principal quotas of the store: they are the ones who clean up. The
+//! per-session quotas (tags, handoff sizes, jobs, events, children) and the
+//! transport's (MCP sessions, requests in flight, queued calls: they share
+//! the listener and the admission queue) hold for everyone.
 
 use std::collections::BTreeSet;
 use std::fmt;
