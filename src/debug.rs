@@ -341,6 +341,7 @@ fn one_write(mix: &Mix, w: usize, i: u64, pick: u64) -> Result<()> {
                 reason: "crash test".into(),
                 requested_at_ms: now,
                 status: ApprovalStatus::Pending,
+                principal: None,
             };
             mix.approvals.put(&approval)?;
             mix.ack(format_args!("approval {id} pending"));
@@ -348,7 +349,7 @@ fn one_write(mix: &Mix, w: usize, i: u64, pick: u64) -> Result<()> {
                 at_ms: now,
                 by: Some("debug".into()),
             };
-            mix.approvals.put(&approval)?;
+            mix.approvals.settle(&approval)?;
             mix.ack(format_args!("approval {id} approved"));
         }
         // A rescue of a fresh session, from open to resolved with a context

@@ -41,6 +41,7 @@ mod memory;
 mod notify;
 #[cfg(feature = "otlp")]
 mod otlp;
+mod paging;
 mod plugin;
 mod principal;
 mod rescue;
@@ -146,11 +147,14 @@ enum Command {
     },
     /// List pending approvals: calls a permission hook asked a human about.
     Approvals {
-        /// Include approvals already settled.
+        /// Include approvals already settled (after the pending ones, the
+        /// most recently settled first).
         #[arg(long)]
         all: bool,
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        page: paging::PageArgs,
     },
     /// Approve a pending call: it runs now, exactly as it was judged.
     Approve { id: String },
@@ -364,7 +368,7 @@ async fn dispatch(config: &std::path::Path, command: Command) -> Result<ExitCode
             session,
         } => call::run(config, &tool, input, input_file, json, session).await,
         Command::Session { command } => sessions::run_session(config, command).await,
-        Command::Approvals { all, json } => sessions::approvals(config, all, json),
+        Command::Approvals { all, json, page } => sessions::approvals(config, all, json, &page),
         Command::Approve { id } => sessions::approve(config, &id).await,
         Command::Deny { id, reason } => sessions::deny(config, &id, &reason).await,
         Command::Policy { command } => sessions::policy(config, command).await,

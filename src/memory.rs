@@ -16,6 +16,8 @@ pub enum MemoryCommand {
     Review {
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        page: crate::paging::PageArgs,
     },
     /// Approve a proposed entry: new sessions of its scope start with it.
     Approve { id: String },
@@ -32,7 +34,8 @@ pub enum MemoryCommand {
         #[arg(long)]
         reason: Option<String>,
     },
-    /// List entries, oldest first: all, or of one scope and state.
+    /// List entries, oldest first: all, or of one scope and state (the
+    /// approved entries of one scope: the most recently approved first).
     List {
         /// `project:NAME`, `user:NAME` or `role:ROLE`.
         #[arg(long)]
@@ -42,6 +45,8 @@ pub enum MemoryCommand {
         state: Option<MemoryState>,
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        page: crate::paging::PageArgs,
     },
     /// Show one entry with its provenance and review stamps.
     Show { id: String },
@@ -103,13 +108,16 @@ pub fn run(config: &Path, command: MemoryCommand) -> Result<ExitCode> {
         }
     };
     match command {
-        MemoryCommand::Review { json } => {
+        MemoryCommand::Review { json, page } => {
             let filter = MemoryFilter {
                 state: Some(MemoryState::Proposed),
                 ..Default::default()
             };
-            match bank.list(&filter) {
-                Ok(entries) => print_list(&entries, json)?,
+            match bank.page(&filter, &page.request()) {
+                Ok(found) => {
+                    print_list(&found.items, json)?;
+                    crate::paging::print_next(found.next_cursor.as_deref());
+                }
                 Err(e) => return Ok(refused(&e)),
             }
             Ok(ExitCode::SUCCESS)
@@ -120,7 +128,12 @@ pub fn run(config: &Path, command: MemoryCommand) -> Result<ExitCode> {
             one(bank.retire(&id, &operator, reason.as_deref(), now))
         }
         MemoryCommand::Show { id } => one(bank.get(&id)),
-        MemoryCommand::List { scope, state, json } => {
+        MemoryCommand::List {
+            scope,
+            state,
+            json,
+            page,
+        } => {
             let scope = match scope.as_deref().map(str::parse::<Scope>).transpose() {
                 Ok(s) => s,
                 Err(e) => {
@@ -128,8 +141,11 @@ pub fn run(config: &Path, command: MemoryCommand) -> Result<ExitCode> {
                     return Ok(ExitCode::from(2));
                 }
             };
-            match bank.list(&MemoryFilter { scope, state }) {
-                Ok(entries) => print_list(&entries, json)?,
+            match bank.page(&MemoryFilter { scope, state }, &page.request()) {
+                Ok(found) => {
+                    print_list(&found.items, json)?;
+                    crate::paging::print_next(found.next_cursor.as_deref());
+                }
                 Err(e) => return Ok(refused(&e)),
             }
             Ok(ExitCode::SUCCESS)

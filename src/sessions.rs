@@ -863,10 +863,15 @@ pub enum PolicyCommand {
     },
 }
 
-pub fn approvals(config: &Path, all: bool, json: bool) -> Result<ExitCode> {
+pub fn approvals(
+    config: &Path,
+    all: bool,
+    json: bool,
+    page: &crate::paging::PageArgs,
+) -> Result<ExitCode> {
     let durable = open_durable(config)?;
-    let list = match durable.approvals.list(all) {
-        Ok(l) => l,
+    let (list, next) = match durable.approvals.page(all, &page.request()) {
+        Ok(p) => (p.items, p.next_cursor),
         Err(e) => return Ok(crate::session_refused(&e)),
     };
     if json {
@@ -887,6 +892,7 @@ pub fn approvals(config: &Path, all: bool, json: bool) -> Result<ExitCode> {
             out!("    input: {}", a.input);
         }
     }
+    crate::paging::print_next(next.as_deref());
     Ok(ExitCode::SUCCESS)
 }
 

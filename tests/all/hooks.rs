@@ -224,7 +224,12 @@ async fn destructive_calls_wait_for_a_human_and_run_once_approved() {
         s.durable.sessions.show(&id).unwrap().header.status,
         SessionStatus::Paused
     );
-    let pending = s.durable.approvals.list(false).unwrap();
+    let pending = s
+        .durable
+        .approvals
+        .page(false, &Default::default())
+        .unwrap()
+        .items;
     assert_eq!(pending.len(), 1);
     assert_eq!(pending[0].id, approval_id);
 
@@ -241,7 +246,14 @@ async fn destructive_calls_wait_for_a_human_and_run_once_approved() {
         s.durable.sessions.show(&id).unwrap().header.status,
         SessionStatus::Active
     );
-    assert!(s.durable.approvals.list(false).unwrap().is_empty());
+    assert!(
+        s.durable
+            .approvals
+            .page(false, &Default::default())
+            .unwrap()
+            .items
+            .is_empty()
+    );
     // An approval runs its call once.
     assert!(
         s.gw.approve(&approval_id, &glovebox::cli_operator())
@@ -382,7 +394,12 @@ async fn deny_wins_and_the_first_deny_stops_the_chain() {
     let order: Vec<(&str, &str)> = d.iter().map(|x| (x.0.as_str(), x.2.as_str())).collect();
     assert_eq!(order, [("destructive", "ask"), ("cost", "deny")]);
     assert!(
-        s.durable.approvals.list(false).unwrap().is_empty(),
+        s.durable
+            .approvals
+            .page(false, &Default::default())
+            .unwrap()
+            .items
+            .is_empty(),
         "a denied call asks no one"
     );
 }

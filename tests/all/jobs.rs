@@ -1015,6 +1015,7 @@ async fn threat_43_final_jobs_and_settled_approvals_are_removed_after_their_rete
         reason: String::new(),
         requested_at_ms: 1,
         status,
+        principal: None,
     };
     let approvals = &f.durable.approvals;
     approvals
@@ -1043,8 +1044,9 @@ async fn threat_43_final_jobs_and_settled_approvals_are_removed_after_their_rete
         JobStatus::Running
     );
     let left: Vec<String> = approvals
-        .list(true)
+        .page(true, &Default::default())
         .unwrap()
+        .items
         .into_iter()
         .map(|a| a.id)
         .collect();

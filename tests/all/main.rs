@@ -3,6 +3,7 @@
 
 #![forbid(unsafe_code)]
 
+mod approvals;
 mod architecture;
 mod billing;
 mod children;

@@ -161,14 +161,14 @@ impl Server {
     }
 
     /// A built-in's structured result, which must be a success.
-    fn ok(&mut self, id: u64, tool: &str, arguments: Value) -> Value {
+    pub(crate) fn ok(&mut self, id: u64, tool: &str, arguments: Value) -> Value {
         let answer = self.call(id, tool, arguments);
         assert_eq!(answer["result"]["isError"], false, "{tool}: {answer}");
         answer["result"]["structuredContent"].clone()
     }
 
     /// A built-in's tool error: (kind, message).
-    fn refused(&mut self, id: u64, tool: &str, arguments: Value) -> (String, String) {
+    pub(crate) fn refused(&mut self, id: u64, tool: &str, arguments: Value) -> (String, String) {
         let answer = self.call(id, tool, arguments);
         assert_eq!(answer["result"]["isError"], true, "{tool}: {answer}");
         let error = &answer["result"]["structuredContent"]["error"];

@@ -362,3 +362,191 @@ fn the_dashboard_memory_page_approves_and_rejects_proposals_as_the_operator() {
     assert_eq!(rejected["rejected"]["reason"], "tests stay");
     drop(served);
 }
+
+#[test]
+fn threat_49_proposals_past_the_quota_are_refused_and_searches_page_on() {
+    // Why: an agent could pile up proposals, and every search read the whole bank.
+    let site = Site::with_config(
+        &format!("{MEMORY}[quotas]\nmemory_proposals_per_principal = 2\n"),
+        &[],
+    );
+    let mut server = Server::initialized(&site.config(), &[]);
+    let socket = site.path().join("data/control.sock");
+    let start_wait = Instant::now();
+    while !socket.exists() {
+        assert!(start_wait.elapsed() < Duration::from_secs(60));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    start(&mut server, 1);
+    let mut ids = Vec::new();
+    for (i, text) in ["ssl one", "ssl ssl two"].into_iter().enumerate() {
+        let proposed = ok(
+            &mut server,
+            10 + i as u64,
+            "memory_propose",
+            json!({"scope": "project", "text": text}),
+        );
+        ids.push(proposed["entry"]["id"].as_str().unwrap().to_string());
+    }
+    let (kind, message) = refused(
+        &mut server,
+        20,
+        "memory_propose",
+        json!({"scope": "project", "text": "ssl ssl ssl three"}),
+    );
+    assert_eq!(kind, "quota", "{message}");
+    assert!(
+        message.contains("`quotas.memory_proposals_per_principal` = 2, set by the operator"),
+        "{message}"
+    );
+    let review = site.json(&["memory", "review", "--json"]);
+    assert_eq!(review.as_array().unwrap().len(), 2, "nothing was written");
+    // Reviewed, they give their places back.
+    for id in &ids {
+        let (code, _, err) = site.run(&["memory", "approve", id]);
+        assert_eq!(code, 0, "{err}");
+    }
+    let third = ok(
+        &mut server,
+        21,
+        "memory_propose",
+        json!({"scope": "project", "text": "ssl ssl ssl three"}),
+    );
+    let third = third["entry"]["id"].as_str().unwrap().to_string();
+    let (code, _, err) = site.run(&["memory", "approve", &third]);
+    assert_eq!(code, 0, "{err}");
+
+    // A search a page at a time: the best first, then the rest with the cursor.
+    let first = ok(
+        &mut server,
+        30,
+        "memory_search",
+        json!({"query": "ssl", "limit": 2}),
+    );
+    let found: Vec<&str> = first["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(found, [third.as_str(), ids[1].as_str()], "{first}");
+    let cursor = first["next_cursor"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{first}"));
+    let rest = ok(
+        &mut server,
+        31,
+        "memory_search",
+        json!({"query": "ssl", "limit": 2, "cursor": cursor}),
+    );
+    assert_eq!(rest["entries"][0]["id"], ids[0].as_str(), "{rest}");
+    assert!(rest["next_cursor"].is_null(), "{rest}");
+    // The operator's listings page too.
+    let (code, out, err) = site.run(&["memory", "list", "--json", "--limit", "2"]);
+    assert_eq!(code, 0, "{err}");
+    let listed: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 2);
+    let cursor = err
+        .split("`--cursor ")
+        .nth(1)
+        .and_then(|rest| rest.split('`').next())
+        .unwrap_or_else(|| panic!("no cursor in {err}"));
+    let next = site.json(&[
+        "memory", "list", "--json", "--limit", "2", "--cursor", cursor,
+    ]);
+    assert_eq!(next.as_array().unwrap().len(), 1, "{next}");
+}
+
+#[tokio::test]
+async fn threat_49_memory_search_proposals_and_session_starts_read_pages_of_the_index() {
+    // Why: `memory_search` and every session start decoded the whole bank.
+    use glovebox::memory::{MemoryFilter, MemoryState};
+    use glovebox::page::PageRequest;
+    use glovebox::session::{Role, StartSession};
+    use glovebox::storage::{Durability, SledStore, Storage};
+    use std::sync::Arc;
+
+    let (mut config, data) = crate::util::config(vec![]);
+    config.memory.propose.insert(
+        glovebox::manifest::MemoryScopeKind::Project,
+        vec![Role::Workagent],
+    );
+    let host = Arc::new(glovebox::Host::load(config.clone()).await.unwrap());
+    let sled: Arc<dyn Storage> =
+        Arc::new(SledStore::open(&data.path().join("store"), Durability::Flush).unwrap());
+    let guarded = Arc::new(crate::util::NoWholeScan::new(sled));
+    let storage: Arc<dyn Storage> = guarded.clone();
+    let durable = Arc::new(glovebox::Durable {
+        sessions: Arc::new(glovebox::Sessions::with_config(
+            storage.clone(),
+            glovebox::session::SessionsConfig {
+                memory: config.memory.clone(),
+                ..Default::default()
+            },
+        )),
+        approvals: Arc::new(glovebox::approvals::Approvals::new(storage.clone())),
+        outbox: Arc::new(glovebox::notify::Outbox::new(storage.clone(), Vec::new())),
+        storage,
+        recovery: Default::default(),
+        repairs: Vec::new(),
+    });
+    let gw = glovebox::Gateway::new(host, durable);
+    let agent = glovebox::Principal::local();
+    let start = || StartSession {
+        role: Role::Workagent,
+        project: "demo".into(),
+        name: None,
+        tags: vec![],
+        expected_duration: None,
+        budget: Default::default(),
+        completion: Default::default(),
+    };
+    let s = gw.start_session_as(&agent, start()).await.unwrap();
+    let bank = gw.memory_bank();
+    for n in 0..5 {
+        let (entry, _) = gw
+            .memory_propose_as(&agent, &s.header.id, "project", &format!("tls rule {n}"))
+            .await
+            .unwrap();
+        if n < 4 {
+            bank.approve(&entry.id, "op", 10 + n).unwrap();
+        }
+    }
+    let mut found = 0;
+    let mut page = PageRequest::first(3);
+    loop {
+        let (hits, _) = gw
+            .memory_search_as(&agent, &s.header.id, "tls", &page)
+            .await
+            .unwrap();
+        found += hits.items.len();
+        match hits.next_cursor {
+            Some(c) => page.cursor = Some(c),
+            None => break,
+        }
+    }
+    assert_eq!(found, 4, "the approved ones, each once");
+    let s2 = gw.start_session_as(&agent, start()).await.unwrap();
+    assert_eq!(
+        s2.context
+            .iter()
+            .filter(|c| c.source.starts_with("memory:"))
+            .count(),
+        4
+    );
+    let proposed = bank
+        .page(
+            &MemoryFilter {
+                state: Some(MemoryState::Proposed),
+                ..Default::default()
+            },
+            &PageRequest::default(),
+        )
+        .unwrap();
+    assert_eq!(proposed.items.len(), 1);
+    assert_eq!(
+        guarded.tried(),
+        Vec::<String>::new(),
+        "no whole-bucket read"
+    );
+}

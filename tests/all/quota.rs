@@ -329,3 +329,59 @@ fn threat_28_a_failed_store_is_reopened_without_a_restart_once_writes_work_again
     );
     drop(server);
 }
+
+#[test]
+fn threat_49_below_the_disk_watermark_an_agents_notes_handoffs_usage_and_proposals_write_nothing() {
+    // Why: annotations bypassed the watermark, so one agent could fill the disk for all.
+    use crate::mcp::Server;
+    use serde_json::json;
+    let memory = "[memory.propose]\nproject = [\"workagent\"]\n";
+    let site = Site::with_config(memory, &[]);
+    {
+        let mut server = Server::initialized(&site.config(), &[]);
+        server.ok(
+            1,
+            "session_start",
+            json!({"role": "workagent", "project": "p", "name": "w"}),
+        );
+        server.ok(2, "session_note", json!({"text": "room enough"}));
+    }
+    // `extra` lands in the site's `[storage]` table. No disk has an EiB free.
+    site.set_config(&format!("min_free = \"1 EiB\"\n{memory}"));
+    let mut server = Server::initialized(&site.config(), &[]);
+    let socket = site.path().join("data/control.sock");
+    let start = std::time::Instant::now();
+    while !socket.exists() {
+        assert!(start.elapsed() < std::time::Duration::from_secs(60));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    server.ok(10, "session_resume", json!({"session": "w"}));
+    let before = events(&site, "w").len();
+    let writes = [
+        ("session_note", json!({"text": "fill the disk"})),
+        (
+            "session_handoff",
+            json!({"kind": "continuation", "objective": "fill the disk"}),
+        ),
+        ("session_usage", json!({"tokens_in": 10, "tokens_out": 10})),
+        (
+            "memory_propose",
+            json!({"scope": "project", "text": "fill the disk"}),
+        ),
+    ];
+    for (i, (tool, args)) in writes.into_iter().enumerate() {
+        let (kind, message) = server.refused(20 + i as u64, tool, args);
+        assert_eq!(kind, "low_disk", "{tool}: {message}");
+        for words in ["low disk", "free, less than `storage.min_free` (1 EiB)"] {
+            assert!(message.contains(words), "{tool}: {message}");
+        }
+    }
+    assert_eq!(events(&site, "w").len(), before, "nothing was logged");
+    let proposed = site.json(&["memory", "list", "--json"]);
+    assert_eq!(proposed, json!([]), "nothing was proposed");
+    // Closing the session still goes through.
+    server.ok(30, "session_end", json!({"outcome": "exit"}));
+    let log = events(&site, "w");
+    assert_eq!(log.len(), before + 1);
+    assert_eq!(log.last().unwrap()["kind"]["type"], "ended");
+}

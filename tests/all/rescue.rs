@@ -702,8 +702,9 @@ async fn context_writers_is_an_operator_setting() {
     assert!(rescues.index().list(None, true).unwrap().is_empty());
     assert!(
         MemoryBank::new(r.durable.storage.clone(), MemoryConfig::default())
-            .list(&Default::default())
+            .page(&Default::default(), &Default::default())
             .unwrap()
+            .items
             .is_empty(),
         "nothing proposed"
     );

@@ -335,3 +335,135 @@ pub fn ensure_debian_tool(bin: &str, package: &str) {
         "this test needs `{bin}`: install the Debian package `{package}` (apt-get install {package})"
     );
 }
+
+/// A store that refuses to read the buckets an agent can grow whole
+/// (`Storage::scan` of them), and counts who tried: a listing, a search, a
+/// sweep or a page that regresses to a whole-bucket read fails a test run
+/// over it (threat 49). Everything else goes to the store it wraps.
+pub struct NoWholeScan {
+    inner: std::sync::Arc<dyn glovebox::storage::Storage>,
+    guarded: &'static [&'static str],
+    tried: std::sync::Mutex<Vec<String>>,
+}
+
+/// The buckets agents grow that only pages may read.
+pub const GROWN_BUCKETS: &[&str] = &[
+    "approvals",
+    "approval_index",
+    "approval_places",
+    "memory",
+    "memory_index",
+    "memory_places",
+];
+
+impl NoWholeScan {
+    pub fn new(inner: std::sync::Arc<dyn glovebox::storage::Storage>) -> NoWholeScan {
+        NoWholeScan {
+            inner,
+            guarded: GROWN_BUCKETS,
+            tried: Default::default(),
+        }
+    }
+
+    /// The guarded buckets something tried to read whole.
+    pub fn tried(&self) -> Vec<String> {
+        self.tried.lock().unwrap().clone()
+    }
+}
+
+impl glovebox::storage::Storage for NoWholeScan {
+    fn append(
+        &self,
+        stream: &str,
+        expected: u64,
+        entries: &[Vec<u8>],
+    ) -> glovebox::storage::Result<u64> {
+        self.inner.append(stream, expected, entries)
+    }
+    fn append_unsynced(
+        &self,
+        stream: &str,
+        expected: u64,
+        entries: &[Vec<u8>],
+    ) -> glovebox::storage::Result<u64> {
+        self.inner.append_unsynced(stream, expected, entries)
+    }
+    fn sync(&self) -> glovebox::storage::Result<()> {
+        self.inner.sync()
+    }
+    fn observe_flushes(&self, observer: glovebox::storage::FlushObserver) {
+        self.inner.observe_flushes(observer)
+    }
+    fn read(
+        &self,
+        stream: &str,
+        from: u64,
+        max: usize,
+    ) -> glovebox::storage::Result<Vec<(u64, Vec<u8>)>> {
+        self.inner.read(stream, from, max)
+    }
+    fn last_seq(&self, stream: &str) -> glovebox::storage::Result<u64> {
+        self.inner.last_seq(stream)
+    }
+    fn streams(&self) -> glovebox::storage::Result<Vec<String>> {
+        self.inner.streams()
+    }
+    fn put(&self, bucket: &str, key: &str, value: &[u8]) -> glovebox::storage::Result<()> {
+        self.inner.put(bucket, key, value)
+    }
+    fn put_unsynced(&self, bucket: &str, key: &str, value: &[u8]) -> glovebox::storage::Result<()> {
+        self.inner.put_unsynced(bucket, key, value)
+    }
+    fn put_if(
+        &self,
+        bucket: &str,
+        key: &str,
+        swap: glovebox::storage::Swap<'_>,
+    ) -> glovebox::storage::Result<bool> {
+        self.inner.put_if(bucket, key, swap)
+    }
+    fn get(&self, bucket: &str, key: &str) -> glovebox::storage::Result<Option<Vec<u8>>> {
+        self.inner.get(bucket, key)
+    }
+    fn delete(&self, bucket: &str, key: &str) -> glovebox::storage::Result<()> {
+        self.inner.delete(bucket, key)
+    }
+    fn scan(
+        &self,
+        bucket: &str,
+        prefix: &str,
+    ) -> glovebox::storage::Result<Vec<(String, Vec<u8>)>> {
+        if self.guarded.contains(&bucket) {
+            self.tried.lock().unwrap().push(bucket.to_string());
+            return Err(glovebox::storage::StorageError::Io(format!(
+                "the bucket `{bucket}` grows with what agents do: read it a page at a time (`scan_page`), not whole"
+            )));
+        }
+        self.inner.scan(bucket, prefix)
+    }
+    fn scan_page(
+        &self,
+        bucket: &str,
+        prefix: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> glovebox::storage::Result<Vec<(String, Vec<u8>)>> {
+        self.inner.scan_page(bucket, prefix, after, limit)
+    }
+    fn buckets(&self) -> glovebox::storage::Result<Vec<String>> {
+        self.inner.buckets()
+    }
+    fn failure(&self) -> Option<String> {
+        self.inner.failure()
+    }
+    fn generation(&self) -> u64 {
+        self.inner.generation()
+    }
+    fn work_queue(
+        &self,
+        name: &str,
+        ack_wait: Duration,
+    ) -> glovebox::storage::Result<Option<std::sync::Arc<dyn glovebox::storage::WorkQueue>>> {
+        self.inner.work_queue(name, ack_wait)
+    }
+}

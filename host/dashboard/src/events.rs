@@ -16,6 +16,7 @@ use axum::Extension;
 use axum::extract::State;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::Stream;
+use glovebox::page::PageRequest;
 use glovebox::rescue::Rescues;
 use glovebox::session::SessionFilter;
 
@@ -26,6 +27,12 @@ use crate::auth::Operator;
 const POLL: Duration = Duration::from_secs(1);
 
 const PARTS: [&str; 4] = ["sessions", "approvals", "jobs", "rescues"];
+
+/// Settled approvals whose arrival refreshes the approvals page (a new one
+/// comes first, so one would do; a few cover a removal by the sweep too).
+const SETTLED_WATCHED: usize = 8;
+/// Pending approvals counted for the nav's badge.
+const PENDING_WATCHED: usize = 1000;
 
 fn fingerprints(app: &App) -> [u64; 4] {
     let ledger = app.gateway.ledger();
@@ -44,12 +51,29 @@ fn fingerprints(app: &App) -> [u64; 4] {
         }
     }
     out[0] = h.finish();
+    // What the approvals page shows: its first page of pending approvals,
+    // the newest settled ones, and the nav's count; read through the index
+    // a page at a time, never the whole bucket.
     let mut h = DefaultHasher::new();
-    if let Ok(list) = ledger.approvals.list(true) {
-        for a in &list {
-            (&a.id, serde_json::to_string(&a.status).unwrap_or_default()).hash(&mut h);
+    let first = PageRequest::default();
+    if let Ok(page) = ledger.approvals.page(false, &first) {
+        for a in &page.items {
+            a.id.hash(&mut h);
         }
     }
+    if let Ok(page) = ledger
+        .approvals
+        .settled(&PageRequest::first(SETTLED_WATCHED))
+    {
+        for a in &page.items {
+            a.id.hash(&mut h);
+        }
+    }
+    ledger
+        .approvals
+        .count_pending(PENDING_WATCHED)
+        .unwrap_or(0)
+        .hash(&mut h);
     out[1] = h.finish();
     let mut h = DefaultHasher::new();
     if let Ok(list) = app.jobs.list(None, None) {

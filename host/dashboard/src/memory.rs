@@ -11,7 +11,8 @@ use std::fmt::Write as _;
 use axum::extract::{Form, Path as UrlPath, Query};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
-use glovebox::memory::{MemoryEntry, MemoryFilter, MemoryState};
+use glovebox::memory::{MemoryBank, MemoryEntry, MemoryError, MemoryFilter, MemoryState};
+use glovebox::page::{Page, PageRequest};
 
 use crate::App;
 use crate::html::{self, badge, esc, url};
@@ -20,32 +21,84 @@ use crate::pages::{Rendered, Viewer, now_ms, session_link};
 /// Settled (rejected or retired) entries shown at most.
 const SETTLED_SHOWN: usize = 50;
 
-#[derive(serde::Deserialize)]
-pub struct DoneQuery {
+#[derive(serde::Deserialize, Default)]
+pub struct MemoryQuery {
     done: Option<String>,
+    /// Where the page of proposed entries starts.
+    cursor: Option<String>,
+    /// Where the page of approved entries starts.
+    approved: Option<String>,
 }
 
 /// `GET /ui/memory`.
-pub async fn memory(viewer: Viewer, Query(q): Query<DoneQuery>) -> Response {
+pub async fn memory(viewer: Viewer, Query(q): Query<MemoryQuery>) -> Response {
     viewer
-        .page("memory", "memory", move |app| {
-            render(app, q.done.as_deref(), None)
-        })
+        .page("memory", "memory", move |app| render(app, &q, None))
         .await
 }
 
-fn render(app: &App, done: Option<&str>, error: Option<&str>) -> Rendered {
-    let all = app
-        .gateway
-        .memory_bank()
-        .list(&MemoryFilter::default())
-        .map_err(crate::pages::internal)?;
+/// One page of the entries in `state` after `cursor`.
+fn state_page(
+    bank: &MemoryBank,
+    state: MemoryState,
+    cursor: Option<String>,
+) -> Result<Page<MemoryEntry>, (StatusCode, String)> {
+    let filter = MemoryFilter {
+        state: Some(state),
+        ..Default::default()
+    };
+    bank.page(
+        &filter,
+        &PageRequest {
+            limit: None,
+            cursor,
+        },
+    )
+    .map_err(|e| match e {
+        MemoryError::InvalidInput(why) => (StatusCode::BAD_REQUEST, why),
+        e => crate::pages::internal(e),
+    })
+}
+
+/// The link to the next page of a section, when there is one: the page's
+/// own query with `key` set to `cursor`.
+fn next_link(q: &MemoryQuery, key: &str, cursor: Option<&str>) -> String {
+    let Some(cursor) = cursor else {
+        return String::new();
+    };
+    let mut query = vec![(key, cursor)];
+    for (k, v) in [("cursor", &q.cursor), ("approved", &q.approved)] {
+        if k != key
+            && let Some(v) = v
+        {
+            query.push((k, v.as_str()));
+        }
+    }
+    let query: Vec<String> = query
+        .iter()
+        .map(|(k, v)| format!("{k}={}", url(v)))
+        .collect();
+    format!(
+        "<p class=\"more\"><a id=\"next-{key}\" href=\"/ui/memory?{}\">next page</a></p>",
+        query.join("&amp;")
+    )
+}
+
+fn render(app: &App, q: &MemoryQuery, error: Option<&str>) -> Rendered {
+    let bank = app.gateway.memory_bank();
+    let proposed = state_page(&bank, MemoryState::Proposed, q.cursor.clone())?;
+    let approved = state_page(&bank, MemoryState::Approved, q.approved.clone())?;
+    let settled = bank
+        .closed(&PageRequest::first(SETTLED_SHOWN))
+        .map_err(crate::pages::internal)?
+        .items;
+    let done = q.done.as_deref();
     let now = now_ms(app);
     let mut body = String::from("<h1>Memory</h1>");
     if let Some(message) = error {
         let _ = write!(body, "<p class=\"error\" id=\"flash\">{}</p>", esc(message));
     }
-    if let Some(e) = done.and_then(|id| all.iter().find(|e| e.id == id)) {
+    if let Some(e) = done.and_then(|id| bank.get(id).ok()) {
         let _ = write!(
             body,
             "<p class=\"good\" id=\"flash\"><code>{}</code> ({}) is now {}</p>",
@@ -54,10 +107,9 @@ fn render(app: &App, done: Option<&str>, error: Option<&str>) -> Rendered {
             e.state.as_str()
         );
     }
-    let of = |state: MemoryState| all.iter().filter(move |e| e.state == state);
     body += "<h2>Proposed</h2><p class=\"muted\">Nothing proposed reaches a session until it is approved here (or with <code>glovebox memory approve</code>).</p>";
     let mut any = false;
-    for e in of(MemoryState::Proposed) {
+    for e in &proposed.items {
         any = true;
         let _ = write!(
             body,
@@ -81,8 +133,9 @@ fn render(app: &App, done: Option<&str>, error: Option<&str>) -> Rendered {
     if !any {
         body += "<p class=\"muted\" id=\"no-proposed\">no proposed entries</p>";
     }
+    body += &next_link(q, "cursor", proposed.next_cursor.as_deref());
     body += "<h2>Approved</h2><table id=\"approved\"><thead><tr><th>entry</th><th>scope</th><th>text</th><th>approved</th><th></th></tr></thead><tbody>";
-    for e in of(MemoryState::Approved) {
+    for e in &approved.items {
         let _ = write!(
             body,
             "<tr><td><code>{id}</code></td><td><code>{scope}</code></td><td>{text}</td><td>{when} by {by}</td>\
@@ -97,14 +150,10 @@ fn render(app: &App, done: Option<&str>, error: Option<&str>) -> Rendered {
         );
     }
     body += "</tbody></table>";
-    let mut settled: Vec<&MemoryEntry> = all
-        .iter()
-        .filter(|e| matches!(e.state, MemoryState::Rejected | MemoryState::Retired))
-        .collect();
-    settled.sort_by_key(|e| std::cmp::Reverse(settled_at(e)));
+    body += &next_link(q, "approved", approved.next_cursor.as_deref());
     if !settled.is_empty() {
         body += "<h2>Settled</h2><table id=\"settled\"><thead><tr><th>entry</th><th>scope</th><th>state</th><th>by</th><th>reason</th></tr></thead><tbody>";
-        for e in settled.into_iter().take(SETTLED_SHOWN) {
+        for e in &settled {
             let stamp = e.rejected.as_ref().or(e.retired.as_ref());
             let _ = write!(
                 body,
@@ -127,13 +176,6 @@ fn provenance(e: &MemoryEntry) -> String {
         (None, Some(rescue)) => format!(" from rescue <code>{}</code>", esc(rescue)),
         (None, None) => String::new(),
     }
-}
-
-fn settled_at(e: &MemoryEntry) -> u64 {
-    e.rejected
-        .as_ref()
-        .or(e.retired.as_ref())
-        .map_or(0, |s| s.at_ms)
 }
 
 #[derive(serde::Deserialize)]
@@ -174,7 +216,7 @@ async fn act(viewer: Viewer, id: String, act: Act, reason: String) -> Response {
         Err(message) => {
             viewer
                 .page_with(StatusCode::CONFLICT, "memory", "memory", move |app| {
-                    render(app, None, Some(&message))
+                    render(app, &MemoryQuery::default(), Some(&message))
                 })
                 .await
         }

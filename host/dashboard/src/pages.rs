@@ -16,8 +16,11 @@ use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use glovebox::approvals::ApprovalStatus;
 use glovebox::billing::{self, DateRange, GroupBy};
+use glovebox::page::PageRequest;
 use glovebox::rescue::Rescues;
-use glovebox::session::{Event, EventKind, Role, SessionFilter, SessionState, SessionStatus};
+use glovebox::session::{
+    Event, EventKind, Role, SessionError, SessionFilter, SessionState, SessionStatus,
+};
 
 use crate::App;
 use crate::auth::Operator;
@@ -81,8 +84,7 @@ impl Viewer {
                 .gateway
                 .ledger()
                 .approvals
-                .list(false)
-                .map(|l| l.len())
+                .count_pending(PENDING_COUNTED)
                 .unwrap_or(0);
             let logins = app.gateway.has_principals();
             (read(&app), pending, logins)
@@ -780,15 +782,24 @@ fn walk(root: &Path, dir: &Path, depth: usize, out: &mut Vec<(String, Option<u64
 
 // ---------------------------------------------------------------- approvals
 
+/// Pending approvals the nav's badge counts at most (a walk of the index
+/// that stops there).
+const PENDING_COUNTED: usize = 1000;
+/// Settled approvals shown below the pending ones (the newest).
+const SETTLED_SHOWN: usize = 50;
+
 #[derive(serde::Deserialize, Default)]
 pub struct ApprovalsQuery {
     done: Option<String>,
+    /// Where the page of pending approvals starts (the previous page's
+    /// "next page" link).
+    cursor: Option<String>,
 }
 
 pub async fn approvals(viewer: Viewer, Query(q): Query<ApprovalsQuery>) -> Response {
     viewer
         .page("approvals", "approvals", move |app| {
-            render_approvals(app, q.done.as_deref(), None)
+            render_approvals(app, q.done.as_deref(), q.cursor, None)
         })
         .await
 }
@@ -797,20 +808,36 @@ pub async fn approvals(viewer: Viewer, Query(q): Query<ApprovalsQuery>) -> Respo
 async fn approvals_refused(viewer: Viewer, message: String) -> Response {
     viewer
         .page_with(StatusCode::CONFLICT, "approvals", "approvals", move |app| {
-            render_approvals(app, None, Some(&message))
+            render_approvals(app, None, None, Some(&message))
         })
         .await
 }
 
-fn render_approvals(app: &App, done: Option<&str>, error: Option<&str>) -> Rendered {
+fn render_approvals(
+    app: &App,
+    done: Option<&str>,
+    cursor: Option<String>,
+    error: Option<&str>,
+) -> Rendered {
     let store = &app.gateway.ledger().approvals;
-    let all = store.list(true).map_err(internal)?;
+    let page = store
+        .page(
+            false,
+            &PageRequest {
+                limit: None,
+                cursor,
+            },
+        )
+        .map_err(|e| match e {
+            SessionError::InvalidInput(why) => (StatusCode::BAD_REQUEST, why),
+            e => internal(e),
+        })?;
     let now = now_ms(app);
     let mut body = String::from("<h1>Approvals</h1>");
     if let Some(message) = error {
         let _ = write!(body, "<p class=\"error\" id=\"flash\">{}</p>", esc(message));
     }
-    if let Some(a) = done.and_then(|id| all.iter().find(|a| a.id == id)) {
+    if let Some(a) = done.and_then(|id| store.get(id).ok()) {
         let said = match &a.status {
             ApprovalStatus::Approved { by, .. } => format!(
                 "approved by {}: the call ran (its outcome is in the session's timeline)",
@@ -831,14 +858,11 @@ fn render_approvals(app: &App, done: Option<&str>, error: Option<&str>) -> Rende
             session_link(&a.session, a.session_name.as_deref())
         );
     }
-    let pending: Vec<_> = all
-        .iter()
-        .filter(|a| a.status == ApprovalStatus::Pending)
-        .collect();
+    let pending = &page.items;
     if pending.is_empty() {
         body += "<p class=\"muted\" id=\"no-pending\">no pending approvals</p>";
     }
-    for a in &pending {
+    for a in pending {
         let _ = write!(
             body,
             "<article class=\"approval\" id=\"approval-{id}\" data-approval=\"{id}\">\
@@ -868,12 +892,17 @@ fn render_approvals(app: &App, done: Option<&str>, error: Option<&str>) -> Rende
             input = html::pre(&a.input, 64 * 1024),
         );
     }
-    let settled: Vec<_> = all
-        .iter()
-        .rev()
-        .filter(|a| a.status != ApprovalStatus::Pending)
-        .take(50)
-        .collect();
+    if let Some(next) = &page.next_cursor {
+        let _ = write!(
+            body,
+            "<p class=\"more\"><a id=\"next-page\" href=\"/ui/approvals?cursor={}\">next page of pending approvals</a></p>",
+            url(next)
+        );
+    }
+    let settled = store
+        .settled(&PageRequest::first(SETTLED_SHOWN))
+        .map_err(internal)?
+        .items;
     if !settled.is_empty() {
         body += "<h2>Settled</h2><table id=\"settled\"><thead><tr><th>approval</th><th>tool</th><th>session</th><th>settled</th><th>by</th><th>reason</th></tr></thead><tbody>";
         for a in settled {

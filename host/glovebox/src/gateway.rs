@@ -86,13 +86,15 @@ impl Gateway {
         host.observe_admission_waits(metrics.admission_wait_observer());
         let children = crate::children::ChildBell::default();
         ledger.sessions.observe_children(Arc::new(children.clone()));
+        let waiters = Waiters::default();
+        ledger.sessions.observe_approvals(Arc::new(waiters.clone()));
         let leases = tasks::lease_renewal(&ledger.sessions).map(Arc::new);
         Gateway {
             host: Arc::new(RwLock::new(host)),
             ledger,
             reloading: Arc::default(),
             reloads: Arc::new(tokio::sync::watch::Sender::new(0)),
-            waiters: Waiters::default(),
+            waiters,
             metrics,
             requests: Arc::default(),
             children,
@@ -431,15 +433,33 @@ impl Gateway {
         if self.host().config().approvals.expire_after.is_none() {
             return Ok(Vec::new());
         }
-        let approvals = self.ledger.approvals.clone();
-        let pending = ledger_work(move || approvals.list(false)).await?;
+        // Oldest first: the walk stops at the first one that has not expired.
+        let (approvals, gateway) = (self.ledger.approvals.clone(), self.clone());
+        let due = ledger_work(move || {
+            let mut due = Vec::new();
+            for approval in approvals.each_pending() {
+                let approval = approval?;
+                match gateway.expired(&approval) {
+                    Some(why) => due.push((approval, why)),
+                    None => break,
+                }
+            }
+            Ok(due)
+        })
+        .await?;
         let mut expired = Vec::new();
-        for approval in pending {
-            if let Some(why) = self.expired(&approval) {
-                self.deny_approval(&approval.id, &why, &Principal::operator(HOST))
-                    .await?;
-                tracing::warn!(approval = %approval.id, session = %approval.session, "approval expired: denied");
-                expired.push(approval.id);
+        for (approval, why) in due {
+            match self
+                .deny_approval(&approval.id, &why, &Principal::operator(HOST))
+                .await
+            {
+                Ok(_) => {
+                    tracing::warn!(approval = %approval.id, session = %approval.session, "approval expired: denied");
+                    expired.push(approval.id);
+                }
+                // Settled meanwhile by someone else.
+                Err(SessionError::InvalidInput(_)) => {}
+                Err(e) => return Err(e),
             }
         }
         Ok(expired)
@@ -482,12 +502,7 @@ impl Gateway {
                 by: Some(by.clone()),
             };
             approvals.settle(&approval)?;
-            let note = format!(
-                "approval {} of call {} ({}) denied by {by}: {reason}",
-                approval.id, approval.call_id, approval.tool
-            );
-            sessions.resume(&approval.session)?;
-            sessions.append(&approval.session, EventKind::Note { text: note })?;
+            sessions.record_denial(&approval, &by, &reason)?;
             Ok(approval)
         })
         .await
@@ -536,7 +551,8 @@ fn snapshot(ledger: &Durable) -> Result<crate::metrics::Snapshot, SessionError> 
     {
         count(&mut jobs, job.status.to_string());
     }
-    let approvals_pending = i64::try_from(ledger.approvals.list(false)?.len()).unwrap_or(i64::MAX);
+    let approvals_pending =
+        i64::try_from(ledger.approvals.count_pending(usize::MAX)?).unwrap_or(i64::MAX);
     let outbox_depth = ledger
         .outbox
         .depth()
@@ -607,6 +623,12 @@ impl Gateway {
     /// what the pass did is logged and returned.
     pub async fn sweep(&self) -> Result<detect::Swept, SessionError> {
         self.expire_approvals().await?;
+        // Pending approvals of sessions that ended without settling them
+        // (before ending did, or on a host that did not): denied now.
+        let sessions = self.sessions().clone();
+        for a in ledger_work(move || sessions.settle_orphaned_approvals()).await? {
+            tracing::warn!(approval = %a.id, session = %a.session, "sweep: denied a pending approval of a session that had ended");
+        }
         let config = self.host().config().detector.clone();
         let (sessions, approvals) = (self.sessions().clone(), self.ledger.approvals.clone());
         let swept = ledger_work(move || detect::sweep(&sessions, &approvals, &config)).await?;

@@ -69,6 +69,22 @@ pub fn open_sessions(config: &HostConfig) -> anyhow::Result<Durable> {
         verify_after_repair(config, &sessions, &repairs)?;
     }
     let recovery = sessions.recover().context("cannot recover the sessions")?;
+    crate::memory::MemoryBank::new(storage.clone(), config.memory.clone())
+        .index_old_records()
+        .context("cannot index the memory bank")?;
+    // A store written before the approvals' index: indexed once, and the
+    // pending approvals of sessions that ended then are settled now.
+    if approvals
+        .index_old_records()
+        .context("cannot index the approvals")?
+    {
+        for a in sessions
+            .settle_orphaned_approvals()
+            .context("cannot settle the approvals of ended sessions")?
+        {
+            tracing::warn!(approval = %a.id, session = %a.session, "denied a pending approval of a session that had ended");
+        }
+    }
     let swept = sessions.sweep_scratch();
     if swept > 0 {
         tracing::info!(

@@ -7,6 +7,7 @@
 use crate::gateway::Gateway;
 use crate::manifest::Principal;
 use crate::memory::{MemoryBank, MemoryEntry, MemoryError, Ranked};
+use crate::page::{Page, PageRequest};
 use crate::session::{Event, SessionError};
 
 impl Gateway {
@@ -36,18 +37,22 @@ impl Gateway {
 
     /// Searches the approved entries of `caller`'s scopes from its session
     /// `session`, logged there (see `MemoryBank::search_in`).
+    /// A page of `page.limit` (at most `SEARCH_LIMIT_MAX`), after its cursor.
     pub async fn memory_search_as(
         &self,
         caller: &Principal,
         session: &str,
         query: &str,
-        limit: usize,
-    ) -> Result<(Vec<Ranked>, Event), MemoryError> {
+        page: &PageRequest,
+    ) -> Result<(Page<Ranked>, Event), MemoryError> {
         let id = self.session_as(caller, session).await?.header.id;
         let (bank, sessions, caller) =
             (self.memory_bank(), self.sessions().clone(), caller.clone());
         let query = query.to_string();
-        blocking(move || bank.search_in(&sessions, &caller, &id, &query, limit)).await
+        let limit = page.limit.unwrap_or(crate::memory::SEARCH_LIMIT_MAX);
+        let cursor = page.cursor.clone();
+        blocking(move || bank.search_in(&sessions, &caller, &id, &query, limit, cursor.as_deref()))
+            .await
     }
 }
 

@@ -115,7 +115,14 @@ impl Gateway {
             Some(state) => state?,
             None => self.session_as(caller, session).await?,
         };
-        self.run(&state, call, Judge::Hooks, job_id, cancel).await
+        // The call is the caller's: its records, and the quotas, say so
+        // (its log lines still go where the entry point sent them).
+        crate::tasks::acting_with(
+            caller.name.clone(),
+            crate::tasks::log_sink(),
+            self.run(&state, call, Judge::Hooks, job_id, cancel),
+        )
+        .await
     }
 
     /// Starts a session owned by `caller`, within its ceiling.

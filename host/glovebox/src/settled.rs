@@ -34,6 +34,20 @@ pub(crate) struct Waiters {
     by_id: Arc<Mutex<HashMap<String, Vec<oneshot::Sender<Settled>>>>>,
 }
 
+impl std::fmt::Debug for Waiters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Waiters").finish_non_exhaustive()
+    }
+}
+
+/// A denial the ledger made (a session's end settles its pending
+/// approvals): its waiters hear it at once.
+impl crate::session::ApprovalObserver for Waiters {
+    fn settled(&self, approval: &Approval) {
+        self.settle(&approval.id, &Settled::Denied(approval.clone()));
+    }
+}
+
 impl Waiters {
     /// Waits up to `within` for approval `id` to be settled. `None`: it is
     /// still pending (or cannot be read), and stays so.

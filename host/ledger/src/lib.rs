@@ -28,8 +28,9 @@
 //!
 //! Inside, the modules depend one way: the value types the session state holds
 //! (`values`: budget state, escalation steps, context entries), the context
-//! index's records and the memory bank's records (`memory/records.rs`) sit at
-//! the bottom; [`session`] builds on them; [`budget`], [`detect`],
+//! index's records, the memory bank's records (`memory/records.rs`), the
+//! approvals' records (`approvals/records.rs`) and the places counted per
+//! principal (`tally`) sit at the bottom; [`session`] builds on them; [`budget`], [`detect`],
 //! [`rescue`], [`billing`], [`approvals`], [`jobs`] and the memory bank's
 //! operations ([`memory`]) build on [`session`], never the other way.
 
@@ -47,6 +48,7 @@ pub mod notify;
 pub mod page;
 pub mod rescue;
 pub mod session;
+mod tally;
 mod values;
 
 // The config and the storage trait, under the names the modules of this crate

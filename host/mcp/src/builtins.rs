@@ -16,6 +16,7 @@ use glovebox::Principal;
 use glovebox::budget::{BudgetCaps, UsageReport};
 use glovebox::jobs::{JobError, WaitMode};
 use glovebox::memory::MemoryError;
+use glovebox::page::PageRequest;
 use glovebox::session::{
     Handoff, HandoffKind, SessionFilter, SpawnChild, StartSession, VerdictInput,
 };
@@ -575,12 +576,17 @@ impl Connection {
                 let Some(id) = self.bound().await else {
                     return Ok(not_bound(tool));
                 };
-                let limit = a.limit;
+                let page = PageRequest {
+                    limit: Some(a.limit),
+                    cursor: a.cursor,
+                };
                 Ok(
-                    match gateway.memory_search_as(caller, &id, &a.query, limit).await {
-                        Ok((found, event)) => {
-                            results::ok_value(json!({"entries": found, "seq": event.seq}))
-                        }
+                    match gateway.memory_search_as(caller, &id, &a.query, &page).await {
+                        Ok((found, event)) => results::ok_value(json!({
+                            "entries": found.items,
+                            "seq": event.seq,
+                            "next_cursor": found.next_cursor,
+                        })),
                         Err(e) => memory_failure(&e),
                     },
                 )

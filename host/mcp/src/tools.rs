@@ -181,7 +181,7 @@ pub fn builtin_tools() -> Vec<Tool> {
         ),
         builtin::<MemorySearchArgs>(
             MEMORY_SEARCH,
-            "Search the approved entries of the memory bank in your scopes (your projects, your user, the bound session's role), best first: most query words matched, then most hits, then newest. Needs a bound session: the search is logged there.",
+            "Search the approved entries of the memory bank in your scopes (your projects, your user, the bound session's role), best first: most query words matched, then most hits, then newest. A page at a time: `next_cursor`, when present, is the `cursor` of the next page. Needs a bound session: the search is logged there.",
         ),
         builtin::<SpawnArgs>(
             JOB_SPAWN,
@@ -731,6 +731,10 @@ pub(crate) struct MemorySearchArgs {
     #[serde(default = "search_limit_default")]
     #[schemars(range(min = 1, max = SEARCH_LIMIT_MAX))]
     pub limit: usize,
+    /// The `next_cursor` of the previous page of the same query, for the
+    /// entries ranked after it.
+    #[serde(default)]
+    pub cursor: Option<String>,
 }
 
 fn search_limit_default() -> usize {

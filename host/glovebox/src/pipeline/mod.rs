@@ -126,7 +126,8 @@ impl Gateway {
         let mut judgement = judge(host, &by, &call, &ctx, state.header.tags.clone()).await;
         self.metrics().decisions(&judgement.decisions);
         let writing = std::time::Instant::now();
-        let recorded = record(host, ledger, state, &call, &ctx, &mut judgement).await?;
+        let counted = acting_agent(host);
+        let recorded = record(host, ledger, state, &call, &ctx, &mut judgement, counted).await?;
         self.metrics().ledger_write(writing.elapsed());
         match recorded {
             Recorded::Refused(err) => {
@@ -151,6 +152,23 @@ impl Gateway {
             }
         }
     }
+}
+
+/// The agent principal acting now (named by the entry point: an MCP
+/// request, a job it spawned, a schedule), which the per-principal quotas
+/// hold; `None` for an operator, the host's own work, or nobody named.
+pub(crate) fn acting_agent(host: &Host) -> Option<String> {
+    let name = crate::session::actor::named()?;
+    let declared = host
+        .config()
+        .principals
+        .iter()
+        .find(|p| *p.principal.name == *name);
+    let agent = match declared {
+        Some(p) => !p.principal.is_operator(),
+        None => *name == *crate::manifest::LOCAL_PRINCIPAL,
+    };
+    agent.then(|| name.to_string())
 }
 
 /// Runs the ledger's (blocking) work off the async threads.

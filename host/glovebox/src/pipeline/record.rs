@@ -11,6 +11,11 @@
 //! destructive): then it runs while its record is flushed, and its outcome,
 //! appended durably, makes both durable before the result is acknowledged.
 //! A refusal is the call's result, so it is always durable before it returns.
+//!
+//! A call a hook asks about is parked only if its agent principal has a
+//! place left under `[quotas] approvals_per_principal` (counted in the
+//! store, so across hosts): past it the call is denied, by `quota`, with
+//! the quota named, and nothing waits (threat 49).
 
 use crate::approvals::{Approval, ApprovalStatus, Approvals};
 use crate::budget;
@@ -33,7 +38,9 @@ pub(crate) enum Recorded {
     Refused(CallError),
 }
 
-/// Writes the call's write-ahead record; see the module docs.
+/// Writes the call's write-ahead record; see the module docs. `counted`:
+/// the agent principal whose call it is (held to the per-principal quotas;
+/// `None` for an operator or the host).
 pub(crate) async fn record(
     host: &Host,
     ledger: &Durable,
@@ -41,6 +48,7 @@ pub(crate) async fn record(
     call: &Admitted,
     ctx: &CallContext,
     judgement: &mut Judgement,
+    counted: Option<String>,
 ) -> Result<Recorded, SessionError> {
     let info = call.info();
     let call_id = ctx.call_id.clone();
@@ -70,6 +78,7 @@ pub(crate) async fn record(
             reason: d.reason.clone().unwrap_or_default(),
             requested_at_ms: 0,
             status: ApprovalStatus::Pending,
+            principal: counted.clone(),
         }),
         _ => None,
     };
@@ -110,8 +119,32 @@ pub(crate) async fn record(
     let sessions = ledger.sessions.clone();
     let approvals = ledger.approvals.clone();
     let id = state.header.id.clone();
+    let quota = host.config().quotas.limit("approvals_per_principal");
     let recorded = ledger_work(move || {
-        let (_, (outcome, now)) = sessions.append_with_commit(&id, commit, |state, now| {
+        let (mut approval, mut decisions, mut refusal) = (approval, decisions, refusal);
+        // The approval's place, taken before anything is written.
+        let now = sessions.clock_ms();
+        let placed = match place(&approvals, counted.as_deref(), approval.as_ref(), quota.value, now)? {
+            Placed::Taken(principal, id) => Some((principal, id)),
+            Placed::Nothing => None,
+            Placed::AtQuota(principal, count) => {
+                if let Some(asked) = approval.take() {
+                    let (decided, err) =
+                        approvals_quota(&tool, &call_id, &principal, count, &asked, quota.clone());
+                    decisions.push(decided);
+                    refusal = Some(err);
+                }
+                None
+            }
+        };
+        let give_back = || {
+            if let Some((principal, id)) = &placed
+                && let Err(e) = approvals.give_back_place(principal, id)
+            {
+                tracing::warn!(approval = %id, error = %e, "could not give back an approval's place (the next take drops it)");
+            }
+        };
+        let appended = sessions.append_with_commit(&id, commit, |state, now| {
             let in_flight = state
                 .in_flight
                 .values()
@@ -162,19 +195,30 @@ pub(crate) async fn record(
                     (events, (Outcome::Refused(err), now))
                 }
             }
-        })?;
+        });
+        let (outcome, now) = match appended {
+            Ok((_, done)) => done,
+            Err(e) => {
+                give_back();
+                return Err(e);
+            }
+        };
         match outcome {
             Outcome::Run => Ok(Recorded::Run),
             Outcome::OverBudget(err) => {
+                give_back();
                 if commit == Commit::Deferred {
                     sessions.sync()?;
                 }
                 Ok(Recorded::Refused(err))
             }
             Outcome::Refused(err) => {
-                if let Some(mut approval) = approval {
-                    approval.requested_at_ms = now;
-                    approvals.put(&approval)?;
+                match approval {
+                    Some(mut approval) if matches!(err, CallError::AwaitingApproval { .. }) => {
+                        approval.requested_at_ms = now;
+                        approvals.put(&approval).inspect_err(|_| give_back())?;
+                    }
+                    _ => give_back(),
                 }
                 Ok(Recorded::Refused(err))
             }
@@ -183,6 +227,85 @@ pub(crate) async fn record(
     .await?;
     Ok(recorded)
 }
+
+/// Whether the approval a hook asked for has its place.
+enum Placed {
+    /// Nothing to count: no approval, or no agent principal to count it against.
+    Nothing,
+    /// Taken, for the principal and approval named.
+    Taken(String, String),
+    /// The principal already has this many pending: the ask is denied.
+    AtQuota(String, u64),
+}
+
+/// Takes a place for `approval` (when a hook asked for one) against the
+/// agent principal `counted`'s `[quotas] approvals_per_principal`.
+fn place(
+    approvals: &Approvals,
+    counted: Option<&str>,
+    approval: Option<&Approval>,
+    limit: u64,
+    now: u64,
+) -> Result<Placed, SessionError> {
+    let (Some(a), Some(principal)) = (approval, counted) else {
+        return Ok(Placed::Nothing);
+    };
+    Ok(match approvals.take_place(principal, &a.id, limit, now)? {
+        Ok(()) => Placed::Taken(principal.to_string(), a.id.clone()),
+        Err(count) => Placed::AtQuota(principal.to_string(), count),
+    })
+}
+
+/// The denial of a call of `tool` a hook asked about (`asked`) when its
+/// principal already has `count` pending approvals, past `quota`: the
+/// `call_decided` event by `quota` and the call's error, logged as any
+/// denial is.
+fn approvals_quota(
+    tool: &str,
+    call_id: &str,
+    principal: &str,
+    count: u64,
+    asked: &Approval,
+    quota: crate::manifest::QuotaLimit,
+) -> (EventKind, CallError) {
+    let reason = SessionError::Quota {
+        limit: quota,
+        what: format!(
+            "principal `{principal}` already has {count} calls waiting for approval, and hook `{}` asked for one more ({})",
+            asked.hook, asked.reason
+        ),
+        fix: "nothing was parked; ask an operator to settle the pending ones (`glovebox approvals`), or to raise the quota".into(),
+    }
+    .to_string();
+    tracing::warn!(
+        principal,
+        tool,
+        count,
+        "a call a hook asked about was denied: the principal is at `quotas.approvals_per_principal`"
+    );
+    let decided = EventKind::CallDecided {
+        call_id: call_id.to_string(),
+        hook: QUOTA_HOOK.into(),
+        pattern: "approvals_per_principal".into(),
+        decision: "deny".into(),
+        reason: Some(reason.clone()),
+        alternatives: Vec::new(),
+        took_ms: 0,
+        hook_digest: None,
+    };
+    let err = CallError::Denied {
+        tool: tool.to_string(),
+        hook: QUOTA_HOOK.into(),
+        pattern: "approvals_per_principal".into(),
+        reason,
+        alternatives: Vec::new(),
+    };
+    (decided, err)
+}
+
+/// The name a quota's denial of a call is logged under, as `budget` is
+/// for the budget's.
+const QUOTA_HOOK: &str = "quota";
 
 /// What the look at the session decided.
 enum Outcome {

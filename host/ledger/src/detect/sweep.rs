@@ -3,8 +3,6 @@
 //! Synchronous like the rest of the ledger; the gateway runs it off the async
 //! threads, every `sweep_interval` while serving.
 
-use std::collections::BTreeMap;
-
 use serde::Serialize;
 
 use super::{Rules, Waiting, judge};
@@ -61,22 +59,26 @@ pub fn sweep(
     approvals: &Approvals,
     config: &DetectorConfig,
 ) -> Result<Swept, SessionError> {
-    let mut waiting: BTreeMap<String, Waiting> = BTreeMap::new();
-    for a in approvals.list(false)? {
-        // Oldest first: the first one of a session is the one that waited longest.
-        waiting.entry(a.session.clone()).or_insert(Waiting {
-            approval: a.id,
-            tool: a.tool,
-            call_id: a.call_id,
-            since_ms: a.requested_at_ms,
-        });
-    }
     let mut swept = Swept::default();
     for info in sessions.list(&SessionFilter::default())? {
         if info.header.status == SessionStatus::Archived {
             continue;
         }
-        let wait = waiting.get(&info.header.id);
+        // The session's oldest pending approval (the one that waited
+        // longest), found through the approvals' index by session.
+        let wait = match approvals.oldest_pending_of(&info.header.id) {
+            Ok(wait) => wait.map(|a| Waiting {
+                approval: a.id,
+                tool: a.tool,
+                call_id: a.call_id,
+                since_ms: a.requested_at_ms,
+            }),
+            Err(e) => {
+                swept.failed.push(format!("{}: {e}", info.header.id));
+                continue;
+            }
+        };
+        let wait = wait.as_ref();
         if info.header.status.is_live() {
             swept.judged += 1;
             match judge(sessions, config, &info.header.id, Rules::Timed, wait) {

@@ -17,7 +17,14 @@
 //!   (bounded by `[memory] max_entries_at_start` and `max_bytes_at_start`,
 //!   the most recently approved first), until it is retired;
 //! - agents **search** (`memory_search`) the approved entries of their own
-//!   scopes, ranked (see `rank.rs`).
+//!   scopes, ranked (see `rank.rs`), a page at a time.
+//!
+//! No read decodes the whole bank: searches, listings and a new session's
+//! entries go through the index (`index.rs`). The proposals of one agent
+//! principal waiting for review are bounded by `[quotas]
+//! memory_proposals_per_principal`, counted in the store (`crate::tally`),
+//! and a proposal is refused below the disk watermark like any other write
+//! an agent causes (threat 49).
 //!
 //! Reads and writes are logged in the caller's session: a proposal is a
 //! `memory_proposed` event, a search a `memory_searched` event, and the
@@ -32,6 +39,7 @@
 //! enrich step, which is the rescuer's lesson about an agent's failure) goes
 //! through the bank's review.
 
+mod index;
 mod rank;
 mod records;
 #[cfg(test)]
@@ -44,8 +52,17 @@ pub(crate) use records::start_entries;
 pub use records::{MEMORY_SOURCE, MemoryEntry, MemoryState, Provenance, Scope, Stamp};
 
 use crate::manifest::{MemoryConfig, MemoryScopeKind, Principal};
+use crate::page::{Page, PageRequest};
 use crate::session::{Event, EventKind, SessionError, SessionState, Sessions, actor};
 use crate::storage::{Storage, StorageError};
+use crate::tally::{Tally, UNSTORED_GRACE_MS};
+
+/// The places of `[quotas] memory_proposals_per_principal`, per principal.
+const PLACES: &str = "memory_places";
+/// Entries a filtered listing looks at per item it may return: a scope
+/// filter over a state walks that state's entries, and stops after this
+/// many per item (the page ends early, with a cursor to go on).
+const LOOKED_AT_PER_ITEM: usize = 20;
 
 /// The most entries one search returns.
 pub const SEARCH_LIMIT_MAX: usize = 50;
@@ -152,34 +169,80 @@ impl MemoryBank {
 
     /// The entry `id`, in any state.
     pub fn get(&self, id: &str) -> Result<MemoryEntry, MemoryError> {
-        let bytes = self.storage.get(records::BUCKET, id)?.ok_or_else(|| {
+        index::get(&*self.storage, id)?.ok_or_else(|| {
             MemoryError::NotFound(format!(
                 "no memory entry `{id}`: `glovebox memory list` lists them (`glovebox memory review` the proposed ones)"
             ))
-        })?;
-        serde_json::from_slice(&bytes).map_err(|e| {
-            MemoryError::Storage(StorageError::Corrupt(format!("memory entry `{id}`: {e}")))
         })
     }
 
-    /// The entries matching `filter`, oldest proposal first.
-    pub fn list(&self, filter: &MemoryFilter) -> Result<Vec<MemoryEntry>, MemoryError> {
-        let mut entries = records::scan(&*self.storage)?;
-        entries.retain(|e| {
-            filter.scope.as_ref().is_none_or(|s| &e.scope == s)
-                && filter.state.is_none_or(|s| e.state == s)
-        });
-        Ok(entries)
+    /// One page of the entries matching `filter`: oldest proposal first,
+    /// or, for the approved entries of one scope, the most recently
+    /// approved first. Read through the index, never the whole bank.
+    pub fn page(
+        &self,
+        filter: &MemoryFilter,
+        req: &PageRequest,
+    ) -> Result<Page<MemoryEntry>, MemoryError> {
+        let prefix = match (&filter.scope, filter.state) {
+            (Some(scope), Some(MemoryState::Approved)) => index::scope_prefix(scope),
+            (_, Some(state)) => index::state_prefix(state),
+            (_, None) => index::ALL.to_string(),
+        };
+        self.page_of(&prefix, filter.scope.as_ref(), req)
+    }
+
+    /// One page of the rejected and retired entries, the most recently
+    /// closed first.
+    pub fn closed(&self, req: &PageRequest) -> Result<Page<MemoryEntry>, MemoryError> {
+        self.page_of(index::CLOSED, None, req)
+    }
+
+    /// One page of the index under `prefix`, of `scope` only if given.
+    fn page_of(
+        &self,
+        prefix: &str,
+        scope: Option<&Scope>,
+        req: &PageRequest,
+    ) -> Result<Page<MemoryEntry>, MemoryError> {
+        if let Some(cursor) = &req.cursor
+            && !cursor.starts_with(prefix)
+        {
+            return Err(MemoryError::InvalidInput(format!(
+                "the cursor `{cursor}` is not one of this listing's: pass the cursor the previous page of the same listing (same scope and state) gave"
+            )));
+        }
+        let size = req.size();
+        let mut items = Vec::with_capacity(size);
+        let (mut last, mut looked) = (None, 0usize);
+        let mut more = false;
+        for found in index::walk(&*self.storage, prefix, req.cursor.clone()) {
+            let (key, entry) = found?;
+            if items.len() == size || looked == size * LOOKED_AT_PER_ITEM {
+                more = true;
+                break;
+            }
+            looked += 1;
+            if scope.is_none_or(|s| &entry.scope == s) {
+                items.push(entry);
+            }
+            last = Some(key);
+        }
+        Ok(Page {
+            items,
+            next_cursor: if more { last } else { None },
+        })
     }
 
     /// Approves proposed entry `id`: from now on new sessions of its scope
     /// are handed it. `by`: the operator.
     pub fn approve(&self, id: &str, by: &str, now_ms: u64) -> Result<MemoryEntry, MemoryError> {
-        let mut entry = self.in_state(id, MemoryState::Proposed, "approve")?;
-        self.check_reviewer(&entry, by, "approve")?;
+        let was = self.in_state(id, MemoryState::Proposed, "approve")?;
+        self.check_reviewer(&was, by, "approve")?;
+        let mut entry = was.clone();
         entry.state = MemoryState::Approved;
         entry.approved = Some(stamp(by, now_ms, None));
-        self.put(&entry)?;
+        self.change(&was, &entry)?;
         Ok(entry)
     }
 
@@ -197,11 +260,12 @@ impl MemoryBank {
                     .to_string(),
             ));
         }
-        let mut entry = self.in_state(id, MemoryState::Proposed, "reject")?;
-        self.check_reviewer(&entry, by, "reject")?;
+        let was = self.in_state(id, MemoryState::Proposed, "reject")?;
+        self.check_reviewer(&was, by, "reject")?;
+        let mut entry = was.clone();
         entry.state = MemoryState::Rejected;
         entry.rejected = Some(stamp(by, now_ms, Some(reason)));
-        self.put(&entry)?;
+        self.change(&was, &entry)?;
         Ok(entry)
     }
 
@@ -214,22 +278,27 @@ impl MemoryBank {
         reason: Option<&str>,
         now_ms: u64,
     ) -> Result<MemoryEntry, MemoryError> {
-        let mut entry = self.in_state(id, MemoryState::Approved, "retire")?;
-        self.check_reviewer(&entry, by, "retire")?;
+        let was = self.in_state(id, MemoryState::Approved, "retire")?;
+        self.check_reviewer(&was, by, "retire")?;
+        let mut entry = was.clone();
         entry.state = MemoryState::Retired;
         entry.retired = Some(stamp(by, now_ms, reason));
-        self.put(&entry)?;
+        self.change(&was, &entry)?;
         Ok(entry)
     }
 
-    /// The approved entries of `scopes` that match `query`, best first (see
-    /// `rank.rs`), at most `limit`.
+    /// One page of the approved entries under the index prefixes `within`
+    /// (see [`readable_prefixes`]) whose scope `scopes` accepts and that
+    /// match `query`, best first (see `rank.rs`), at most `limit`, after
+    /// `cursor` (the previous page's, for the same query).
     pub fn search(
         &self,
         query: &str,
+        within: &[String],
         scopes: &dyn Fn(&Scope) -> bool,
         limit: usize,
-    ) -> Result<Vec<Ranked>, MemoryError> {
+        cursor: Option<&str>,
+    ) -> Result<Page<Ranked>, MemoryError> {
         if query.len() > MAX_QUERY_BYTES {
             return Err(MemoryError::InvalidInput(format!(
                 "a memory search query has at most {MAX_QUERY_BYTES} bytes, not {}: search for a few words",
@@ -247,12 +316,31 @@ impl MemoryBank {
                 "`limit` is {limit}: give 1 to {SEARCH_LIMIT_MAX}"
             )));
         }
-        let mut entries = self.list(&MemoryFilter {
-            scope: None,
-            state: Some(MemoryState::Approved),
-        })?;
-        entries.retain(|e| scopes(&e.scope));
-        Ok(rank::rank(entries, &words, limit))
+        let after = match cursor {
+            None => None,
+            Some(c) => Some(rank::Place::from_cursor(c, &words).ok_or_else(|| {
+                MemoryError::InvalidInput(format!(
+                    "the cursor `{c}` is not one of this search's: pass the `next_cursor` the previous page of the same query gave"
+                ))
+            })?),
+        };
+        let mut best = rank::Best::new(limit, after);
+        for prefix in within {
+            for found in index::walk(&*self.storage, prefix, None) {
+                let (_, entry) = found?;
+                if !scopes(&entry.scope) {
+                    continue;
+                }
+                if let Some(ranked) = rank::score(entry, &words) {
+                    best.offer(ranked);
+                }
+            }
+        }
+        let (items, last) = best.page();
+        Ok(Page {
+            items,
+            next_cursor: last.map(|place| place.cursor(&words)),
+        })
     }
 
     /// `caller`'s proposal, from its session `session` (an id it owns: the
@@ -288,19 +376,33 @@ impl MemoryBank {
             scope: entry.scope.to_string(),
             text: entry.text.clone(),
         };
-        // A session whose log is closed takes no proposal: checked before
-        // the entry is written, and the entry is taken back if the append fails.
+        // A session whose log is closed takes no proposal, and none is
+        // taken below the disk watermark: checked before the entry is
+        // written, and the entry is taken back if the append fails.
         state.check(&kind)?;
-        self.put(&entry)?;
-        match actor::scoped(caller.name.as_str(), || {
-            sessions.append(&state.header.id, kind)
-        }) {
+        actor::scoped(caller.name.as_str(), || {
+            sessions.check_room(std::slice::from_ref(&kind))
+        })?;
+        let placed = !caller.is_operator();
+        if placed {
+            self.take_place(sessions, caller, &entry)?;
+        }
+        let appended = self.put(&entry).and_then(|()| {
+            actor::scoped(caller.name.as_str(), || {
+                sessions.append(&state.header.id, kind)
+            })
+            .map_err(MemoryError::from)
+        });
+        match appended {
             Ok(event) => Ok((entry, event)),
             Err(e) => {
-                if let Err(undo) = self.storage.delete(records::BUCKET, &entry.id) {
+                if let Err(undo) = index::remove(&*self.storage, &entry) {
                     tracing::warn!(entry = %entry.id, error = %undo, "could not take back a memory proposal whose log append failed");
                 }
-                Err(e.into())
+                if placed {
+                    self.give_back_place(&entry);
+                }
+                Err(e)
             }
         }
     }
@@ -315,17 +417,83 @@ impl MemoryBank {
         session: &str,
         query: &str,
         limit: usize,
-    ) -> Result<(Vec<Ranked>, Event), MemoryError> {
+        cursor: Option<&str>,
+    ) -> Result<(Page<Ranked>, Event), MemoryError> {
         let state = sessions.show(session)?;
-        let found = self.search(query, &|s| readable(caller, &state, s), limit)?;
+        let within = readable_prefixes(caller, &state);
+        let found = self.search(
+            query,
+            &within,
+            &|s| readable(caller, &state, s),
+            limit,
+            cursor,
+        )?;
         let kind = EventKind::MemorySearched {
             query: query.to_string(),
-            found: found.iter().map(|r| r.entry.id.clone()).collect(),
+            found: found.items.iter().map(|r| r.entry.id.clone()).collect(),
         };
         let event = actor::scoped(caller.name.as_str(), || {
             sessions.append(&state.header.id, kind)
         })?;
         Ok((found, event))
+    }
+
+    /// The places of `[quotas] memory_proposals_per_principal`.
+    fn places(&self) -> Tally<'_> {
+        Tally {
+            storage: &*self.storage,
+            bucket: PLACES,
+        }
+    }
+
+    /// Takes a place for `entry`, `caller`'s proposal, or refuses it with
+    /// the quota's error when the caller already has as many proposals
+    /// waiting for review as `[quotas] memory_proposals_per_principal`.
+    fn take_place(
+        &self,
+        sessions: &Sessions,
+        caller: &Principal,
+        entry: &MemoryEntry,
+    ) -> Result<(), MemoryError> {
+        let limit = sessions
+            .config
+            .quotas
+            .limit("memory_proposals_per_principal");
+        let now = entry.proposed_at_ms;
+        let storage = &*self.storage;
+        let taken =
+            self.places()
+                .take(&caller.name, &entry.id, limit.value, now, |id, taken_at| {
+                    Ok(match index::get(storage, id) {
+                        Ok(Some(e)) => e.state == MemoryState::Proposed,
+                        Ok(None) => now.saturating_sub(taken_at) <= UNSTORED_GRACE_MS,
+                        Err(StorageError::Corrupt(_)) => false,
+                        Err(e) => return Err(e),
+                    })
+                })?;
+        match taken {
+            Ok(()) => Ok(()),
+            Err(count) => Err(MemoryError::Session(SessionError::Quota {
+                limit,
+                what: format!(
+                    "{caller} already has {count} memory proposals waiting for an operator's review"
+                ),
+                fix: "nothing was written; wait until an operator reviews them (`glovebox memory review`), or ask one to raise the quota".into(),
+            })),
+        }
+    }
+
+    /// Gives back the place `entry`'s proposer took (it was reviewed, or
+    /// never stored). A place left behind is dropped at a later take.
+    fn give_back_place(&self, entry: &MemoryEntry) {
+        if let Err(e) = self.places().give_back(&entry.provenance.by, &entry.id) {
+            tracing::warn!(entry = %entry.id, error = %e, "could not give back a memory proposal's place (the next take drops it)");
+        }
+    }
+
+    /// Indexes a store's entries written before the index existed (once).
+    pub fn index_old_records(&self) -> Result<(), MemoryError> {
+        Ok(index::index_old_records(&*self.storage)?)
     }
 
     /// `[memory.approve]`: operator `by` may review entries of `entry`'s scope.
@@ -381,11 +549,18 @@ impl MemoryBank {
         )))
     }
 
+    /// Writes a new entry, with its index keys.
     fn put(&self, entry: &MemoryEntry) -> Result<(), MemoryError> {
-        let bytes = serde_json::to_vec(entry).map_err(|e| {
-            MemoryError::InvalidInput(format!("cannot encode memory entry `{}`: {e}", entry.id))
-        })?;
-        self.storage.put(records::BUCKET, &entry.id, &bytes)?;
+        Ok(index::store(&*self.storage, entry, None)?)
+    }
+
+    /// Writes `entry`, which was `was`: its index keys follow, and a
+    /// proposal reviewed gives its proposer's place back.
+    fn change(&self, was: &MemoryEntry, entry: &MemoryEntry) -> Result<(), MemoryError> {
+        index::store(&*self.storage, entry, Some(was))?;
+        if was.state == MemoryState::Proposed && entry.state != MemoryState::Proposed {
+            self.give_back_place(entry);
+        }
         Ok(())
     }
 }
@@ -413,6 +588,29 @@ pub fn resolve_scope(
         Ok(MemoryScopeKind::Role) => Ok(Scope::Role(session.header.role)),
         Err(_) => spec.parse().map_err(MemoryError::InvalidInput),
     }
+}
+
+/// Where in the index the approved entries `caller` may read from
+/// `session` are: its user's and its session role's, and its projects'
+/// (every project's for a principal with `*`).
+pub fn readable_prefixes(caller: &Principal, session: &SessionState) -> Vec<String> {
+    let mut within = vec![
+        index::scope_prefix(&Scope::User(caller.name.clone())),
+        index::scope_prefix(&Scope::Role(session.header.role)),
+    ];
+    if caller.is_operator() || caller.projects.iter().any(|p| p == "*") {
+        within.push(index::ALL_PROJECTS.to_string());
+    } else {
+        let mut projects = caller.projects.clone();
+        projects.sort();
+        projects.dedup();
+        within.extend(
+            projects
+                .into_iter()
+                .map(|p| index::scope_prefix(&Scope::Project(p))),
+        );
+    }
+    within
 }
 
 /// Whether `scope` is one of `caller`'s from `session`: one of its

@@ -2,7 +2,8 @@
 //!
 //! Stored in the bucket `memory` under the entry's id (`m-…`): one small
 //! JSON value per entry, rewritten on each review step, never deleted, so
-//! the bank keeps who proposed, approved, rejected and retired what. A new
+//! the bank keeps who proposed, approved, rejected and retired what; found
+//! through an index (`index.rs`), never by reading the bucket whole. A new
 //! session reads the approved entries of its scopes when it starts
 //! ([`start_entries`]), which is why the records sit here, below
 //! `crate::session` (the operations on the bank, which log into sessions,
@@ -14,7 +15,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::manifest::{MemoryConfig, MemoryScopeKind, Role};
-use crate::storage::{Storage, StorageError};
+use crate::storage::Storage;
 use crate::values::{ContextEntry, ContextKind};
 
 pub(crate) const BUCKET: &str = "memory";
@@ -190,29 +191,6 @@ impl MemoryEntry {
     }
 }
 
-/// Every entry, oldest proposal first; unreadable records are skipped (logged).
-pub(crate) fn scan(storage: &dyn Storage) -> Result<Vec<MemoryEntry>, StorageError> {
-    let mut entries: Vec<MemoryEntry> = storage
-        .scan(BUCKET, "")?
-        .into_iter()
-        .filter_map(
-            |(key, bytes)| match serde_json::from_slice::<MemoryEntry>(&bytes) {
-                Ok(e) => Some(e),
-                Err(e) => {
-                    tracing::warn!(key, error = %e, "unreadable memory entry skipped");
-                    None
-                }
-            },
-        )
-        .collect();
-    entries.sort_by(|a, b| {
-        a.proposed_at_ms
-            .cmp(&b.proposed_at_ms)
-            .then_with(|| a.id.cmp(&b.id))
-    });
-    Ok(entries)
-}
-
 /// What a new session of `project`, owned by `user`, as `role`, is handed:
 /// the approved entries of its three scopes, the most recently approved
 /// first, as many as `[memory] max_entries_at_start` and
@@ -229,17 +207,22 @@ pub(crate) fn start_entries(
     if config.max_entries_at_start == 0 {
         return Vec::new();
     }
-    let scopes = Scope::of_session(project, user, role);
-    let mut approved = match scan(storage) {
-        Ok(entries) => entries
-            .into_iter()
-            .filter(|e| e.state == MemoryState::Approved && scopes.contains(&e.scope))
-            .collect::<Vec<_>>(),
-        Err(e) => {
-            tracing::warn!(project, error = %e, "cannot read the memory bank: the session starts without it");
-            return Vec::new();
+    // The newest of each scope (through the index: never the whole bank),
+    // then the newest of those.
+    let most = usize::try_from(config.max_entries_at_start).unwrap_or(usize::MAX);
+    let mut approved = Vec::new();
+    for scope in Scope::of_session(project, user, role) {
+        let prefix = super::index::scope_prefix(&scope);
+        for found in super::index::walk(storage, &prefix, None).take(most) {
+            match found {
+                Ok((_, entry)) => approved.push(entry),
+                Err(e) => {
+                    tracing::warn!(project, error = %e, "cannot read the memory bank: the session starts without it");
+                    return Vec::new();
+                }
+            }
         }
-    };
+    }
     approved.sort_by(|a, b| {
         b.approved_at_ms()
             .cmp(&a.approved_at_ms())

@@ -99,7 +99,19 @@ impl Rig {
     }
 
     fn all(&self) -> Vec<MemoryEntry> {
-        self.bank.list(&MemoryFilter::default()).unwrap()
+        self.list(&MemoryFilter::default())
+    }
+
+    fn list(&self, filter: &MemoryFilter) -> Vec<MemoryEntry> {
+        let page = self
+            .bank
+            .page(
+                filter,
+                &crate::page::PageRequest::first(crate::page::MAX_PAGE),
+            )
+            .unwrap();
+        assert_eq!(page.next_cursor, None);
+        page.items
     }
 
     fn events(&self, id: &str) -> Vec<EventKind> {
@@ -358,21 +370,15 @@ fn review_steps_follow_the_states_and_name_the_fix() {
         Err(MemoryError::InvalidInput(m)) if m.contains("closed")
     ));
 
-    let review = r
-        .bank
-        .list(&MemoryFilter {
-            state: Some(MemoryState::Proposed),
-            ..Default::default()
-        })
-        .unwrap();
+    let review = r.list(&MemoryFilter {
+        state: Some(MemoryState::Proposed),
+        ..Default::default()
+    });
     assert!(review.is_empty());
-    let approved = r
-        .bank
-        .list(&MemoryFilter {
-            scope: Some(Scope::Project("alpha".into())),
-            state: Some(MemoryState::Approved),
-        })
-        .unwrap();
+    let approved = r.list(&MemoryFilter {
+        scope: Some(Scope::Project("alpha".into())),
+        state: Some(MemoryState::Approved),
+    });
     assert_eq!(approved.len(), 1);
 }
 
@@ -400,8 +406,10 @@ fn search_is_ranked_within_the_callers_scopes_and_logged() {
     }
     let (found, event) = r
         .bank
-        .search_in(&r.sessions, &alice, &sa.header.id, "SSL database", 10)
+        .search_in(&r.sessions, &alice, &sa.header.id, "SSL database", 10, None)
         .unwrap();
+    assert_eq!(found.next_cursor, None);
+    let found = found.items;
     let ids: Vec<&str> = found.iter().map(|f| f.entry.id.as_str()).collect();
     assert_eq!(
         ids,
@@ -418,8 +426,9 @@ fn search_is_ranked_within_the_callers_scopes_and_logged() {
 
     let (found, _) = r
         .bank
-        .search_in(&r.sessions, &bob, &sb.header.id, "ssl", 1)
+        .search_in(&r.sessions, &bob, &sb.header.id, "ssl", 1, None)
         .unwrap();
+    let found = found.items;
     assert_eq!(found.len(), 1);
     assert_eq!(found[0].entry.id, other.id);
     for (query, limit, part) in [
@@ -428,7 +437,7 @@ fn search_is_ranked_within_the_callers_scopes_and_logged() {
         ("x", 51, "`limit`"),
     ] {
         assert!(matches!(
-            r.bank.search_in(&r.sessions, &alice, &sa.header.id, query, limit),
+            r.bank.search_in(&r.sessions, &alice, &sa.header.id, query, limit, None),
             Err(MemoryError::InvalidInput(m)) if m.contains(part)
         ));
     }
@@ -510,4 +519,139 @@ fn only_the_operators_a_scope_lists_review_its_entries() {
     let err = r.bank.retire(&project.id, "cli:1000", None, 3).unwrap_err();
     assert!(matches!(err, MemoryError::NotAllowed(_)), "{err:?}");
     r.bank.approve(&user.id, "cli:1000", 4).unwrap();
+}
+
+fn rig_with_quotas(quotas: crate::manifest::QuotasConfig) -> Rig {
+    let dir = tempfile::tempdir().unwrap();
+    let storage: Arc<dyn Storage> =
+        Arc::new(SledStore::open(dir.path(), Durability::Flush).unwrap());
+    let sessions = Sessions::with_config(
+        storage.clone(),
+        SessionsConfig {
+            memory: open_to_all(),
+            quotas,
+            ..SessionsConfig::default()
+        },
+    );
+    let bank = MemoryBank::new(storage.clone(), open_to_all());
+    Rig {
+        _dir: dir,
+        storage,
+        sessions,
+        bank,
+    }
+}
+
+#[test]
+fn threat_49_proposals_past_the_principals_quota_are_refused_until_reviewed() {
+    // Why: an agent could pile up proposals nobody reviews, without end.
+    let mut quotas = crate::manifest::QuotasConfig {
+        memory_proposals_per_principal: 2,
+        ..Default::default()
+    };
+    quotas.set.insert("memory_proposals_per_principal");
+    let r = rig_with_quotas(quotas);
+    let alice = agent("alice", &["alpha"]);
+    let bob = agent("bob", &["alpha"]);
+    let sa = r.start(&alice, "alpha", Role::Workagent);
+    let sb = r.start(&bob, "alpha", Role::Workagent);
+    let first = r.propose(&alice, &sa, "project", "one").unwrap().0;
+    r.propose(&alice, &sa, "project", "two").unwrap();
+    let before = r.events(&sa.header.id).len();
+    let refused = r.propose(&alice, &sa, "project", "three").unwrap_err();
+    let text = refused.to_string();
+    assert!(
+        matches!(&refused, MemoryError::Session(SessionError::Quota { limit, .. }) if limit.key == "memory_proposals_per_principal"),
+        "{text}"
+    );
+    assert!(
+        text.contains("`quotas.memory_proposals_per_principal` = 2, set by the operator"),
+        "{text}"
+    );
+    assert_eq!(r.all().len(), 2, "nothing was written");
+    assert_eq!(r.events(&sa.header.id).len(), before);
+    // Another principal has its own places.
+    r.propose(&bob, &sb, "project", "bob's").unwrap();
+    // A review gives the place back.
+    r.bank.reject(&first.id, "op", "no", 5).unwrap();
+    r.propose(&alice, &sa, "project", "three").unwrap();
+    // Operators are not held to it.
+    let op = Principal::operator("op");
+    let so = r.start(&op, "alpha", Role::Workagent);
+    for text in ["a", "b", "c"] {
+        r.propose(&op, &so, "project", text).unwrap();
+    }
+}
+
+#[test]
+fn threat_49_a_search_reads_pages_of_the_index_and_pages_on_with_a_cursor() {
+    // Why: `memory_search` decoded every entry of the bank on every call.
+    let r = rig(open_to_all());
+    let alice = agent("alice", &["alpha"]);
+    let sa = r.start(&alice, "alpha", Role::Workagent);
+    let mut ids = Vec::new();
+    for n in 0..7 {
+        let text = format!("ssl {}", "ssl ".repeat(n));
+        let e = r.propose(&alice, &sa, "project", &text).unwrap().0;
+        r.bank.approve(&e.id, "op", 10 + n as u64).unwrap();
+        ids.push(e.id);
+    }
+    // Proposed (unreviewed) and other projects' entries are not looked at.
+    r.propose(&alice, &sa, "project", "ssl pending").unwrap();
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let (page, _) = r
+            .bank
+            .search_in(
+                &r.sessions,
+                &alice,
+                &sa.header.id,
+                "ssl",
+                3,
+                cursor.as_deref(),
+            )
+            .unwrap();
+        assert!(page.items.len() <= 3);
+        seen.extend(page.items.iter().map(|f| f.entry.id.clone()));
+        match page.next_cursor {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+    }
+    // Most hits first, each once.
+    ids.reverse();
+    assert_eq!(seen, ids);
+    // A cursor is its query's own.
+    let (page, _) = r
+        .bank
+        .search_in(&r.sessions, &alice, &sa.header.id, "ssl", 3, None)
+        .unwrap();
+    let other = r.bank.search_in(
+        &r.sessions,
+        &alice,
+        &sa.header.id,
+        "tls",
+        3,
+        page.next_cursor.as_deref(),
+    );
+    assert!(matches!(other, Err(MemoryError::InvalidInput(m)) if m.contains("cursor")));
+}
+
+#[test]
+fn a_bank_written_before_the_index_is_indexed_once_and_reads_as_before() {
+    let r = rig(open_to_all());
+    let alice = agent("alice", &["alpha"]);
+    let sa = r.start(&alice, "alpha", Role::Workagent);
+    let e = r.propose(&alice, &sa, "project", "keep ssl on").unwrap().0;
+    let approved = r.bank.approve(&e.id, "op", 5).unwrap();
+    // As an older host left it: the records alone.
+    for (key, _) in r.storage.scan_page(index::INDEX, "", None, 100).unwrap() {
+        r.storage.delete(index::INDEX, &key).unwrap();
+    }
+    assert!(r.all().is_empty());
+    r.bank.index_old_records().unwrap();
+    assert_eq!(r.all(), [approved]);
+    let s2 = r.start(&alice, "alpha", Role::Workagent);
+    assert_eq!(r.memory_of(&s2).len(), 1);
 }

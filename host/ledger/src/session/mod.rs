@@ -24,6 +24,7 @@ mod access;
 pub mod actor;
 mod chain;
 pub mod checkpoint;
+mod closing;
 mod completion;
 mod error;
 mod event;
@@ -35,6 +36,7 @@ mod log;
 mod ops;
 mod quota;
 mod recover;
+mod room;
 mod slots;
 mod state;
 mod store;
@@ -44,6 +46,7 @@ pub(crate) mod watch;
 
 pub use access::{check_may_lift, may_touch};
 pub use chain::{Chain, ChainKey, KeyedChain, MIN_KEY_BYTES};
+pub use closing::{ApprovalObserver, denial_note};
 pub use completion::{
     CompletionState, GateResult, GatesRun, Judged, MAX_GATE_DETAIL, Verdict, VerdictInput,
 };

@@ -148,6 +148,8 @@ pub struct Sessions {
     notified: Mutex<Vec<Arc<dyn notify::NotifyObserver>>>,
     /// The session leases this process holds, on a shared store.
     pub(crate) leases: Option<super::lease::Leases>,
+    /// Told of the approvals a session's end denied (see `closing.rs`).
+    pub(crate) approval_observers: Mutex<Vec<Arc<dyn super::closing::ApprovalObserver>>>,
 }
 
 /// A clean shutdown releases the leases held, so other hosts need not wait
@@ -178,6 +180,7 @@ impl Sessions {
             observers: Mutex::new(Vec::new()),
             notified: Mutex::new(Vec::new()),
             leases,
+            approval_observers: Mutex::new(Vec::new()),
         }
     }
 
@@ -424,25 +427,19 @@ impl Sessions {
         kinds: Vec<EventKind>,
         commit: Commit,
     ) -> Result<Vec<Event>, SessionError> {
-        let mut kinds = kinds;
-        let mut attempt = 0;
+        self.check_room(&kinds)?;
         self.ensure_lease(slot, id)?;
+        // A batch that closes the session settles its pending approvals
+        // first, once it is known to be accepted (see `closing.rs`).
+        let mut kinds = self.settle_on_close(id, kinds, |kinds| {
+            let state = self.loaded(slot, id)?;
+            self.sealed(state, id, kinds.to_vec()).map(|_| ())
+        })?;
+        let mut attempt = 0;
         loop {
             attempt += 1;
             let state = self.loaded(slot, id)?;
-            let chain = self.chain_of(state)?;
-            // The events sealed and checked against a copy of the state, so a
-            // refusal anywhere in the batch leaves the cache as it was.
-            let mut next = state.clone();
-            let mut events = Vec::with_capacity(kinds.len());
-            let now = self.now();
-            for kind in kinds {
-                next.check(&kind)?;
-                let at = now.max(next.header.updated_at_ms);
-                let event = Event::seal(&chain, id, next.last_seq + 1, at, &next.last_hash, kind);
-                next.apply(&event)?;
-                events.push(event);
-            }
+            let (next, events) = self.sealed(state, id, kinds)?;
             let bytes: Vec<Vec<u8>> = events.iter().map(Event::to_bytes).collect();
             let written = match commit {
                 Commit::Durable => self.storage.append(id, state.last_seq, &bytes),
@@ -492,6 +489,30 @@ impl Sessions {
             }
             return Ok(events);
         }
+    }
+
+    /// `kinds` sealed as the events that would follow `state`, each checked
+    /// against the lifecycle as it would stand after the ones before it,
+    /// and the state they would leave; nothing is written. Checked on a
+    /// copy, so a refusal anywhere in the batch leaves the cache as it was.
+    fn sealed(
+        &self,
+        state: &SessionState,
+        id: &str,
+        kinds: Vec<EventKind>,
+    ) -> Result<(SessionState, Vec<Event>), SessionError> {
+        let chain = self.chain_of(state)?;
+        let mut next = state.clone();
+        let mut events = Vec::with_capacity(kinds.len());
+        let now = self.now();
+        for kind in kinds {
+            next.check(&kind)?;
+            let at = now.max(next.header.updated_at_ms);
+            let event = Event::seal(&chain, id, next.last_seq + 1, at, &next.last_hash, kind);
+            next.apply(&event)?;
+            events.push(event);
+        }
+        Ok((next, events))
     }
 
     /// Returns once every event appended before the call is durable (after

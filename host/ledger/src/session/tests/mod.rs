@@ -5,6 +5,7 @@ mod cache;
 mod checkpoints;
 mod children;
 mod clock;
+mod closing;
 mod completion;
 mod handoffs;
 mod integrity;
