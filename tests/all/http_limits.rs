@@ -14,7 +14,7 @@ use crate::principals::add;
 use crate::util::Site;
 
 /// `glovebox serve --http 127.0.0.1:0` with `args`; the process and its address.
-fn serve(site: &Site, args: &[&str]) -> (Child, String) {
+pub(crate) fn serve(site: &Site, args: &[&str]) -> (Child, String) {
     let mut child = crate::util::glovebox()
         .arg("--config")
         .arg(site.config())

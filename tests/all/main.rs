@@ -14,6 +14,7 @@ mod completion;
 mod cpu;
 mod dashboard;
 mod doctor;
+mod drain;
 mod examples;
 mod filesystem;
 mod gate_plugins;

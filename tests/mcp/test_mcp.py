@@ -196,7 +196,14 @@ def test_threat_46_a_call_in_flight_at_sigterm_still_answers(glovebox_bin, confi
                 result = answer["result"]
                 assert not result.is_error, result
 
-        anyio.run(main)
+        try:
+            anyio.run(main)
+        except BaseException:
+            # What the server said while it drained, beside the client's error.
+            proc.kill()
+            proc.wait()
+            print(proc.stderr.read().decode())
+            raise
         assert proc.wait(timeout=30) == 0, proc.stderr.read().decode()
     finally:
         if proc.poll() is None:

@@ -36,6 +36,7 @@
 
 #![forbid(unsafe_code)]
 
+mod answers;
 mod builtins;
 mod http;
 mod logging;

@@ -43,6 +43,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use super::McpServer;
+use super::answers::Answers;
 use glovebox::Principal;
 
 mod held;
@@ -141,9 +142,10 @@ impl HttpServer {
         Ok(self.listener.local_addr()?)
     }
 
-    /// Cancelling this token stops the server: it takes no new connection
-    /// or request, lets the calls in flight finish and answer (up to
-    /// [`HttpOptions::grace`]), then ends its MCP sessions.
+    /// Cancelling this token stops the server: it takes no new request
+    /// (503), lets the calls in flight finish and answer (up to
+    /// [`HttpOptions::grace`]; an answer whose stream broke may be resumed
+    /// meanwhile, see `answers.rs`), then ends its MCP sessions.
     pub fn stop_token(&self) -> CancellationToken {
         self.stop.clone()
     }
@@ -200,6 +202,10 @@ impl HttpServer {
             let server = self.server.clone();
             move || Ok(server.connection())
         };
+        // A client whose answer stream broke reconnects after the retry
+        // interval announced on it: the drain waits that long (and a little)
+        // for it to resume (`answers.rs`).
+        let linger = config.sse_retry.unwrap_or_default() + RESUME_MARGIN;
         let pins = Arc::new(held::Pins::new(LocalSessionManager::default()));
         let mcp = StreamableHttpService::new(factory, pins.clone(), config);
         let mcp = TowerToHyperService::new(mcp);
@@ -208,7 +214,7 @@ impl HttpServer {
             pins: pins.clone(),
             requests: held::Requests::default(),
             stopping: std::sync::atomic::AtomicBool::new(false),
-            answering: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
+            answers: Answers::new(linger),
             allowed_hosts,
         });
         let _removals =
@@ -217,12 +223,16 @@ impl HttpServer {
             max_connections: self.options.max_connections,
             ..Default::default()
         };
-        let connections = glovebox_listener::accept_until(
-            &self.listener,
-            limits,
-            &self.stop,
-            &sessions_end,
-            |peer| {
+        // Connections are accepted until the sessions end, the drain
+        // included: a request that comes while the server stops is answered
+        // (503 for new work, the resumption of an answer it owes), never
+        // left waiting in the listen backlog until the process exits.
+        let listener = self.listener;
+        let accepting = sessions_end.clone();
+        let serving = auth.clone();
+        let accept = tokio::spawn(async move {
+            let auth = serving;
+            glovebox_listener::accept_until(&listener, limits, &accepting, &accepting, |peer| {
                 let mcp = mcp.clone();
                 let auth = auth.clone();
                 hyper::service::service_fn(move |mut req: Request| {
@@ -239,29 +249,40 @@ impl HttpServer {
                         auth.serve(req, |req| mcp.call(req)).await
                     }
                 })
-            },
-        )
-        .await;
-        // Stopping: no new connection (above) and no new request (503);
-        // the calls in flight finish and their answers go out; then the MCP
-        // sessions end and the connections close.
+            })
+            .await
+        });
+        self.stop.cancelled().await;
+        // Stopping: no new request (503; a resumption of an answer owed and
+        // a session's DELETE still pass); the calls in flight finish and
+        // their answers go out; then the MCP sessions end and the
+        // connections close.
         auth.stopping
             .store(true, std::sync::atomic::Ordering::SeqCst);
         let started = std::time::Instant::now();
         self.server.drain(self.options.grace).await;
         // A call that just finished has its answer on its way into the
-        // request's stream: ending the sessions now could cut that stream
-        // before the answer is written. Wait (within the grace) until every
-        // request's stream has ended.
+        // request's stream, and a client whose stream broke may be about to
+        // resume it: ending the sessions now could lose that answer. Wait
+        // (within the grace, at least a second) until every answer stream
+        // has ended and none may still be resumed.
         let settle = self
             .options
             .grace
             .saturating_sub(started.elapsed())
             .max(std::time::Duration::from_secs(1));
-        let _ = tokio::time::timeout(settle, auth.answered()).await;
+        auth.answers
+            .delivered(tokio::time::Instant::now() + settle)
+            .await;
         sessions_end.cancel();
-        connections.close();
-        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), connections.wait()).await;
+        match accept.await {
+            Ok(connections) => {
+                connections.close();
+                let _ = tokio::time::timeout(std::time::Duration::from_secs(5), connections.wait())
+                    .await;
+            }
+            Err(e) => tracing::error!(error = %e, "the MCP accept loop failed"),
+        }
         Ok(())
     }
 }
@@ -295,13 +316,18 @@ struct Auth {
     requests: held::Requests,
     /// Set once the server stops: new requests get 503.
     stopping: std::sync::atomic::AtomicBool,
-    /// POST answers whose body (a request's stream) has not ended yet.
-    answering: Arc<std::sync::atomic::AtomicUsize>,
+    /// The answer streams still open or resumable, which the drain waits for.
+    answers: Arc<Answers>,
     /// The `Host` values served (a page that rebinds a name to loopback is not).
     allowed_hosts: Vec<String>,
 }
 
 const SESSION_HEADER: &str = "mcp-session-id";
+/// Sent by a client resuming a stream (server-sent events).
+const LAST_EVENT_ID_HEADER: &str = "last-event-id";
+/// How long past the announced retry interval a stopping server waits for
+/// a client to resume a broken answer stream.
+const RESUME_MARGIN: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Why a request has no principal.
 enum Refused {
@@ -352,8 +378,13 @@ impl Auth {
         F: FnOnce(Request) -> Fut,
         Fut: std::future::Future<Output = Result<Response, Infallible>>,
     {
+        // A resuming GET asks again for the answer to a request the server
+        // took before it began to stop: it is owed, not new work.
+        let resuming =
+            req.method() == hyper::Method::GET && req.headers().contains_key(LAST_EVENT_ID_HEADER);
         if self.stopping.load(std::sync::atomic::Ordering::SeqCst)
             && req.method() != hyper::Method::DELETE
+            && !resuming
         {
             return Ok(unavailable());
         }
@@ -428,24 +459,21 @@ impl Auth {
         {
             opening.claim(id);
         }
-        // Counted until the body ends or is dropped (the guards live in the
-        // body's frame mapper).
-        let answering = posting.then(|| Answering::new(&self.answering));
+        // The principal's request counts until its body ends or is dropped
+        // (the guard lives in the body's frame mapper); an answer stream is
+        // also counted for the drain (see `answers.rs`).
         response = response.map(move |body| {
             body.map_frame(move |frame| {
-                let _ = (&answering, &in_flight);
+                let _ = &in_flight;
                 frame
             })
             .boxed()
         });
-        Ok(response)
-    }
-
-    /// Returns once no POST answer is still being streamed.
-    async fn answered(&self) {
-        while self.answering.load(std::sync::atomic::Ordering::SeqCst) > 0 {
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        if posting || resuming {
+            let answers = self.answers.clone();
+            response = response.map(move |body| answers.track(body));
         }
+        Ok(response)
     }
 
     /// `GET /metrics`: an operator's (401 without a valid token, 403 for an
@@ -492,22 +520,6 @@ impl Auth {
                 format!("cannot read the ledger for the metrics: {e}\n"),
             ),
         }
-    }
-}
-
-/// One POST answer still being streamed, counted in `Auth::answering`.
-struct Answering(Arc<std::sync::atomic::AtomicUsize>);
-
-impl Answering {
-    fn new(count: &Arc<std::sync::atomic::AtomicUsize>) -> Self {
-        count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        Self(count.clone())
-    }
-}
-
-impl Drop for Answering {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
     }
 }
 
