@@ -198,3 +198,64 @@ fn serve_as_names_a_declared_principal() {
         "{err}"
     );
 }
+
+// Threat 56: a grant over the file holding a principal's credential would let
+// an agent write an operator's hash and be that operator after the next
+// reload. Such a config is refused at load (every command, `serve`) and by
+// `reload` on a running server, which keeps serving the config it had.
+#[test]
+fn threat_56_a_grant_over_a_credential_file_is_refused_at_load_and_by_reload() {
+    let files = |dir: &str| {
+        format!(
+            "name = \"files\"\ncomponent = \"{}\"\n[[fs]]\nhost = \"{dir}\"\nguest = \"/data\"\naccess = \"read-write\"\n",
+            crate::util::plugins::TOOL_FILES
+        )
+    };
+    let site = Site::with_plugins(&[("files.toml", files("work"))]);
+    std::fs::create_dir(site.path().join("work")).unwrap();
+    std::fs::create_dir(site.path().join("keys")).unwrap();
+    add(
+        &site,
+        &[
+            "ops",
+            "--kind",
+            "operator",
+            "--credential-file",
+            "keys/ops.sha256",
+        ],
+    );
+    let mut server = crate::mcp::Server::initialized(&site.config(), &["--as", "ops"]);
+
+    // The grant moves over the credential file's directory.
+    std::fs::write(site.path().join("files.toml"), files("keys")).unwrap();
+    let keys = std::fs::canonicalize(site.path().join("keys")).unwrap();
+    let says = |err: &str| {
+        assert!(
+            err.contains(&format!(
+                "granted directory `{}` contains the credential file of principal `ops` `{}`",
+                keys.display(),
+                keys.join("ops.sha256").display()
+            )),
+            "{err}"
+        );
+        assert!(
+            err.contains("point `principal[0].credential_file` at it"),
+            "{err}"
+        );
+    };
+    let (code, _, err) = site.run(&["reload"]);
+    assert_eq!(code, 2, "{err}");
+    says(&err);
+    assert!(err.contains("keeps serving the config it had"), "{err}");
+    let answer = server.call(1, "session_list", serde_json::json!({}));
+    assert!(answer["result"].is_object(), "{answer}");
+    drop(server);
+
+    // Loaded anew, it is refused too: no command and no server starts on it.
+    let (code, _, err) = site.run(&["serve"]);
+    assert_ne!(code, 0);
+    says(&err);
+    let (code, _, err) = site.run(&["session", "list"]);
+    assert_ne!(code, 0);
+    says(&err);
+}

@@ -168,6 +168,12 @@ impl HostConfig {
         let quotas = validate_quotas(&src, &raw.quotas)?;
         let memory = validate_memory(&src, &raw.memory)?;
         let principals = validate_principals(&src, &dir, &raw.principal)?;
+        let secret_files = [
+            super::principal::secret_files(&dir, &raw.principal),
+            super::notify::secret_files(&dir, &raw.notify),
+            super::schedule::secret_files(&dir, &raw.trigger),
+        ]
+        .concat();
         let notify = validate_notify(&src, &dir, &raw.notify)?;
         let schedules = validate_schedules(&src, &raw.schedule, &notify)?;
         let triggers = validate_triggers(&src, &dir, &raw.trigger, &notify)?;
@@ -261,6 +267,7 @@ impl HostConfig {
             completion,
             schedules,
             triggers,
+            secret_files,
         };
         config.check_chain_key(&src)?;
         config.check_grants()?;
@@ -316,6 +323,7 @@ impl HostConfig {
             completion: Vec::new(),
             schedules: Vec::new(),
             triggers: Vec::new(),
+            secret_files: Vec::new(),
         }
     }
 

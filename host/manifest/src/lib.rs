@@ -77,7 +77,7 @@ pub use http::{HttpGrant, HttpScheme};
 pub use memory::{MemoryConfig, MemoryScopeKind};
 pub use micros::{to_micros, units};
 pub use notify::{NotifyFormat, NotifyKind, NotifyTarget};
-pub use owned::OwnedPath;
+pub use owned::{OwnedPath, SecretFile};
 pub use principal::{
     ApproveBy, LOCAL_PRINCIPAL, Principal, PrincipalConfig, PrincipalKind, authenticate,
     check_principal_name, credential_of, pinned_tags,
@@ -147,6 +147,10 @@ pub struct HostConfig {
     pub schedules: Vec<ScheduleConfig>,
     /// `[[trigger]]`: work started when an event happens or a webhook comes.
     pub triggers: Vec<TriggerConfig>,
+    /// The files the `[[principal]]`, `[[notify]]` and `[[trigger]]` entries
+    /// read their secrets from (resolved): no grant may reach them (see
+    /// [`HostConfig::secret_files`], which adds `[storage]`'s).
+    pub secret_files: Vec<SecretFile>,
 }
 
 /// `[storage]`: the engine, durability of the session log and checkpoint cadence.

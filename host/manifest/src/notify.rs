@@ -203,6 +203,23 @@ pub(super) struct RawNotify {
     retry_max: Option<Millis>,
 }
 
+/// The secret files the `[[notify]]` entries name, resolved from the
+/// config's directory `dir` (threat 56: no grant may reach them).
+pub(super) fn secret_files(dir: &Path, raw: &[RawNotify]) -> Vec<super::SecretFile> {
+    raw.iter()
+        .enumerate()
+        .filter_map(|(i, n)| {
+            let file = n.secret_file.as_ref()?;
+            let name = n.name.as_deref().unwrap_or("?");
+            Some(super::SecretFile {
+                what: format!("the secret file of notify target `{name}`"),
+                key: format!("notify[{i}].secret_file"),
+                path: dir.join(file),
+            })
+        })
+        .collect()
+}
+
 pub(super) fn validate_notify(
     src: &Source,
     dir: &Path,

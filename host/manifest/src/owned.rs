@@ -5,7 +5,12 @@
 //! one that could write the config, a manifest, a component or a hook could grant
 //! itself anything. So no `[[fs]]` grant (read-only ones included: the log holds
 //! other sessions' data) and no scratch dir may overlap them. Nor the chain key
-//! (`[storage] chain_key_file`): a guest that could read it could re-seal a log. The default data dir
+//! (`[storage] chain_key_file`): a guest that could read it could re-seal a log. Nor
+//! any other file that holds a secret the config names ([`SecretFile`]: a principal's
+//! `credential_file`, a notify target's or a webhook trigger's `secret_file`, NATS
+//! `creds`): a guest that could write a principal's credential file would be that
+//! principal (an operator, say) after the next reload, and one that could read a
+//! webhook's secret could forge its deliveries. The default data dir
 //! lives outside the config's directory, so granting the project that holds
 //! `glovebox.toml`'s neighbours is safe by default.
 
@@ -87,19 +92,47 @@ pub struct OwnedPath {
     pub what: String,
     pub path: PathBuf,
     pub is_dir: bool,
+    /// How to resolve a grant that reaches it.
+    pub fix: String,
 }
+
+/// A file holding a secret, named by the config (threat 56): no grant may reach it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SecretFile {
+    /// What it is: ``the credential file of principal `ops` ``.
+    pub what: String,
+    /// The config key that names it: `principal[0].credential_file`.
+    pub key: String,
+    /// Where it is (resolved from the config file's directory).
+    pub path: PathBuf,
+}
+
+/// The fix for a grant over Glovebox's own files (not a secret).
+const OWN_FILES_FIX: &str = "grant a directory that holds none of Glovebox's own files, or move them: `data_dir` and `runtime.cache_dir` in glovebox.toml, the config, manifests and components elsewhere";
 
 impl HostConfig {
     /// Everything Glovebox owns (canonical paths): the data dir, the compile cache and
-    /// its snapshots, the chain key file, the config file and its directory, every
-    /// manifest, component and hook file.
+    /// its snapshots, the chain key file and every other secret file the config names,
+    /// the config file and its directory, every manifest, component and hook file.
     pub fn owned_paths(&self) -> Vec<OwnedPath> {
         let mut owned = Vec::new();
+        for secret in self.secret_files() {
+            owned.push(OwnedPath {
+                fix: format!(
+                    "move the file out of every granted directory (e.g. to `$HOME/.config/glovebox/`, mode 0600) and point `{}` at it, or grant a directory that does not hold it",
+                    secret.key
+                ),
+                what: secret.what,
+                path: canonical_lenient(&secret.path),
+                is_dir: false,
+            });
+        }
         let mut add = |what: String, path: &Path, is_dir: bool| {
             owned.push(OwnedPath {
                 what,
                 path: canonical_lenient(path),
                 is_dir,
+                fix: OWN_FILES_FIX.to_owned(),
             });
         };
         add("the data dir".into(), &self.data_dir, true);
@@ -114,9 +147,6 @@ impl HostConfig {
             &self.digests_dir(),
             true,
         );
-        if let Some(key) = &self.storage.chain_key_file {
-            add("the chain key file".into(), key, false);
-        }
         if !self.path.as_os_str().is_empty() {
             add("the config file".into(), &self.path, false);
             if let Some(dir) = self.path.parent() {
@@ -194,11 +224,36 @@ impl HostConfig {
                         own.what,
                         own.path.display()
                     ),
-                    hint: "grant a directory that holds none of Glovebox's own files, or move them: `data_dir` and `runtime.cache_dir` in glovebox.toml, the config, manifests and components elsewhere".to_owned(),
+                    hint: own.fix.clone(),
                 });
             }
         }
         Ok(())
+    }
+}
+
+impl HostConfig {
+    /// Every file holding a secret the config names: the chain key, the NATS
+    /// credentials, and the principals', notify targets' and triggers' files
+    /// (`secret_files`, gathered at load).
+    pub fn secret_files(&self) -> Vec<SecretFile> {
+        let mut files = Vec::new();
+        if let Some(key) = &self.storage.chain_key_file {
+            files.push(SecretFile {
+                what: "the chain key file".into(),
+                key: "storage.chain_key_file".into(),
+                path: key.clone(),
+            });
+        }
+        if let Some(creds) = self.storage.nats.as_ref().and_then(|n| n.creds.as_ref()) {
+            files.push(SecretFile {
+                what: "the NATS credentials file".into(),
+                key: "storage.creds".into(),
+                path: creds.clone(),
+            });
+        }
+        files.extend(self.secret_files.iter().cloned());
+        files
     }
 }
 

@@ -461,6 +461,23 @@ pub(super) fn validate_schedules(
     Ok(out)
 }
 
+/// The secret files the `[[trigger]]` entries name, resolved from the
+/// config's directory `dir` (threat 56: no grant may reach them).
+pub(super) fn secret_files(dir: &Path, raw: &[RawTrigger]) -> Vec<super::SecretFile> {
+    raw.iter()
+        .enumerate()
+        .filter_map(|(i, t)| {
+            let file = t.secret_file.as_ref()?;
+            let name = t.name.as_deref().unwrap_or("?");
+            Some(super::SecretFile {
+                what: format!("the secret file of trigger `{name}`"),
+                key: format!("trigger[{i}].secret_file"),
+                path: dir.join(file),
+            })
+        })
+        .collect()
+}
+
 pub(super) fn validate_triggers(
     src: &Source,
     dir: &Path,

@@ -226,3 +226,116 @@ fn threat_26_a_chain_key_file_inside_the_data_dir_is_refused() {
         "{message}"
     );
 }
+
+/// A 0600 file with `text` at `rel` in the fixture.
+fn secret(fx: &Fixture, rel: &str, text: &str) {
+    let path = fx.write(rel, text);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
+    }
+}
+
+// Threat 56: a grant over a file holding a secret the config names would let an agent
+// become a principal after the next reload (a credential file), or forge webhooks and
+// notifications (a secret file): each is refused like the data dir, naming both paths.
+#[test]
+fn threat_56_grants_over_the_secret_files_the_config_names_are_refused() {
+    let hash = super::super::principal::credential_of("a-token-of-the-operator");
+    let secrets = "data_dir = \"state\"\n\
+        [[principal]]\nname = \"ops\"\nkind = \"operator\"\ncredential_file = \"../elsewhere/keys/ops.sha256\"\n\
+        [[notify]]\nname = \"chat\"\nurl = \"http://127.0.0.1:9/x\"\nevents = [\"job_failed\"]\nsecret_file = \"../elsewhere/hooks/notify.secret\"\n\
+        [[trigger]]\nname = \"nightly\"\non = \"webhook\"\nsecret_file = \"../elsewhere/triggers/nightly.secret\"\naction = \"sweep\"\n";
+    // (granted dir relative to the manifest, what the error says, the key to fix)
+    let cases = [
+        (
+            "../../elsewhere/keys",
+            "contains the credential file of principal `ops`",
+            "principal[0].credential_file",
+        ),
+        (
+            "../../elsewhere/hooks",
+            "contains the secret file of notify target `chat`",
+            "notify[0].secret_file",
+        ),
+        (
+            "../../elsewhere/triggers",
+            "contains the secret file of trigger `nightly`",
+            "trigger[0].secret_file",
+        ),
+    ];
+    let prepare = |fx: &Fixture| {
+        secret(fx, "elsewhere/keys/ops.sha256", &hash);
+        secret(
+            fx,
+            "elsewhere/hooks/notify.secret",
+            "0123456789abcdef0123456789abcdef",
+        );
+        secret(
+            fx,
+            "elsewhere/triggers/nightly.secret",
+            "fedcba9876543210fedcba9876543210",
+        );
+        fx.mkdir("elsewhere/work");
+    };
+    for (granted, says, key) in cases {
+        let fx = Fixture::new();
+        prepare(&fx);
+        let err = match load(&fx, secrets, granted) {
+            Ok(_) => panic!("granting `{granted}` was accepted"),
+            Err(e) => e,
+        };
+        let message = err.to_string();
+        assert_eq!(err.key(), Some("fs[0].host"), "{message}");
+        assert!(message.contains(says), "`{granted}`: {message}");
+        // Both paths, and the fix: move the file and point the key at it.
+        let dir = fs::canonicalize(fx.path("project/plugins").join(granted)).unwrap();
+        assert!(
+            message.contains(&format!("`{}`", dir.display())),
+            "{message}"
+        );
+        let file = fs::read_dir(&dir).unwrap().next().unwrap().unwrap().path();
+        assert!(
+            message.contains(&format!("`{}`", file.display())),
+            "{message}"
+        );
+        assert!(
+            message.contains("move the file out of every granted directory")
+                && message.contains(&format!("point `{key}` at it")),
+            "{message}"
+        );
+    }
+    // The scratch dirs too: a secret file under the data dir's scratch.
+    let fx = Fixture::new();
+    secret(&fx, "project/state/scratch/keys/ops.sha256", &hash);
+    fx.write(
+        "project/plugins/scratchy.toml",
+        "name = \"scratchy\"\ncomponent = \"../../tool.wasm\"\nscratch = \"/scratch\"\n",
+    );
+    fx.write(
+        "project/glovebox.toml",
+        "hooks = \"none\"\ndata_dir = \"state\"\n[[principal]]\nname = \"ops\"\nkind = \"operator\"\ncredential_file = \"state/scratch/keys/ops.sha256\"\n[[plugin]]\nmanifest = \"plugins/scratchy.toml\"\n",
+    );
+    let err = super::HostConfig::load(&fx.path("project/glovebox.toml"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("the scratch dirs")
+            && err.contains("contains the credential file of principal `ops`"),
+        "{err}"
+    );
+    // A grant beside them, holding none, is fine; the files are listed as owned.
+    let fx = Fixture::new();
+    prepare(&fx);
+    let c = load(&fx, secrets, "../../elsewhere/work").unwrap();
+    let keys: Vec<String> = c.secret_files().into_iter().map(|s| s.key).collect();
+    assert_eq!(
+        keys,
+        [
+            "principal[0].credential_file",
+            "notify[0].secret_file",
+            "trigger[0].secret_file"
+        ]
+    );
+}
