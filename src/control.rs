@@ -116,6 +116,23 @@ pub fn write_out(args: std::fmt::Arguments<'_>) -> std::io::Result<()> {
     }
 }
 
+/// Writes `text` to the command's stdout as it is, with no newline added.
+pub fn write_raw(text: &str) -> std::io::Result<()> {
+    match SERVED.try_with(|s| {
+        s.stdout
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .extend_from_slice(text.as_bytes());
+    }) {
+        Ok(()) => Ok(()),
+        Err(_) => {
+            let mut stdout = std::io::stdout().lock();
+            stdout.write_all(text.as_bytes())?;
+            stdout.flush()
+        }
+    }
+}
+
 /// Writes to the command's stderr: the request's buffer inside the server.
 pub fn write_err(args: std::fmt::Arguments<'_>) {
     match SERVED.try_with(|s| append(&s.stderr, args)) {

@@ -27,6 +27,7 @@ macro_rules! err {
     };
 }
 
+mod approvals;
 mod billing;
 mod call;
 mod children;
@@ -146,6 +147,9 @@ enum Command {
         command: sessions::LogCommand,
     },
     /// List pending approvals: calls a permission hook asked a human about.
+    /// Each input is shown whole (past 64 KiB, a preview of every key with
+    /// its SHA-256), the keys a hook named and the tool's schema order first,
+    /// invisible characters marked (`<U+202E>`).
     Approvals {
         /// Include approvals already settled (after the pending ones, the
         /// most recently settled first).
@@ -155,6 +159,10 @@ enum Command {
         json: bool,
         #[command(flatten)]
         page: paging::PageArgs,
+        /// Print only this approval's input, exactly as the tool gets it
+        /// (`> input.json`, then `sha256sum input.json`).
+        #[arg(long, value_name = "ID", conflicts_with_all = ["all", "json"])]
+        input: Option<String>,
     },
     /// Approve a pending call: it runs now, exactly as it was judged.
     Approve { id: String },
@@ -368,7 +376,12 @@ async fn dispatch(config: &std::path::Path, command: Command) -> Result<ExitCode
             session,
         } => call::run(config, &tool, input, input_file, json, session).await,
         Command::Session { command } => sessions::run_session(config, command).await,
-        Command::Approvals { all, json, page } => sessions::approvals(config, all, json, &page),
+        Command::Approvals {
+            input: Some(id), ..
+        } => approvals::print_input(config, &id).await,
+        Command::Approvals {
+            all, json, page, ..
+        } => sessions::approvals(config, all, json, &page).await,
         Command::Approve { id } => sessions::approve(config, &id).await,
         Command::Deny { id, reason } => sessions::deny(config, &id, &reason).await,
         Command::Policy { command } => sessions::policy(config, command).await,

@@ -863,14 +863,16 @@ pub enum PolicyCommand {
     },
 }
 
-pub fn approvals(
+pub async fn approvals(
     config: &Path,
     all: bool,
     json: bool,
     page: &crate::paging::PageArgs,
 ) -> Result<ExitCode> {
-    let durable = open_durable(config)?;
-    let (list, next) = match durable.approvals.page(all, &page.request()) {
+    // The gateway, not the store alone: an input is shown in its tool's
+    // schema order.
+    let gateway = crate::control::gateway(config).await?;
+    let (list, next) = match gateway.ledger().approvals.page(all, &page.request()) {
         Ok(p) => (p.items, p.next_cursor),
         Err(e) => return Ok(crate::session_refused(&e)),
     };
@@ -879,17 +881,9 @@ pub fn approvals(
     } else if list.is_empty() {
         out!("no pending approvals");
     } else {
+        let host = gateway.host();
         for a in &list {
-            out!(
-                "{}  {:?}  session {}  {}  ({}: {})",
-                a.id,
-                a.status,
-                a.session_name.as_deref().unwrap_or(&a.session),
-                a.tool,
-                a.hook,
-                a.reason
-            );
-            out!("    input: {}", a.input);
+            crate::approvals::print(&host.show_approval(a))?;
         }
     }
     crate::paging::print_next(next.as_deref());
@@ -898,8 +892,18 @@ pub fn approvals(
 
 pub async fn approve(config: &Path, id: &str) -> Result<ExitCode> {
     let gateway = crate::control::gateway(config).await?;
+    let shown = gateway
+        .ledger()
+        .approvals
+        .get(id)
+        .map(|a| gateway.host().show_approval(&a));
     match gateway.approve(id, &crate::control::operator()).await {
-        Ok(report) => crate::print_report(&report, false),
+        Ok(report) => {
+            if let Ok(shown) = &shown {
+                crate::approvals::print_approved(shown)?;
+            }
+            crate::print_report(&report, false)
+        }
         Err(e) => Ok(crate::session_refused(&e)),
     }
 }

@@ -2,6 +2,10 @@
 //! input schema compiled as the hands compile it at load, and an agent's
 //! input checked as admission checks it (size, syntax, nesting, schema).
 //!
+//! The same input is laid out as a person approving the call sees it
+//! (`glovebox_input::shown`): every field is shown, and no invisible or
+//! bidi character reaches the shown text unmarked.
+//!
 //! Input: a schema, a line `%%`, then the call's input. Without the
 //! separator the whole input is tried both as a schema and as an input
 //! against the schemas the example plugins declare.
@@ -9,6 +13,8 @@
 
 use std::sync::LazyLock;
 
+use glovebox_input::shown::{field_order, named_in, show_input};
+use glovebox_input::visible::mark_name;
 use glovebox_input::{Validator, check_schema, check_size, compile_schema, parse};
 use libfuzzer_sys::fuzz_target;
 
@@ -38,12 +44,14 @@ fuzz_target!(|data: &[u8]| {
                 return;
             };
             admit(&validator, input);
+            shown(input, Some(&field_order(schema)), schema);
         }
         None => {
             let _ = compile_schema(text);
             for validator in REAL.iter() {
                 admit(validator, text);
             }
+            shown(text, None, text);
         }
     }
 });
@@ -61,5 +69,26 @@ fn admit(validator: &Validator, input: &str) {
         let reparsed = parse(&again, u64::MAX).expect("serialized JSON parses again");
         // A value and its serialization get the same verdict.
         assert_eq!(check_schema(validator, &reparsed).is_ok(), verdict);
+    }
+}
+
+/// What an approval shows of `input`: bounded, with every character
+/// `visible` marks written as a mark (the hook's `question` names keys).
+fn shown(input: &str, order: Option<&[String]>, question: &str) {
+    let shown = show_input(input, order, &named_in(question));
+    for field in &shown.fields {
+        let texts = [field.key.as_deref().unwrap_or(""), field.value.as_str()];
+        for text in texts {
+            assert!(
+                !text.chars().any(|c| c != '\n' && mark_name(c).is_some()),
+                "an unmarked invisible character is shown: {text:?}"
+            );
+        }
+    }
+    if !shown.whole {
+        let total: usize = shown.fields.iter().map(|f| f.value.len()).sum();
+        // A preview: at most 100 fields of at most 1 KiB (each marked
+        // character written in at most 10 bytes), whatever the input.
+        assert!(total <= 100 * 10 * 1024 + 100 * 16, "{total}");
     }
 }

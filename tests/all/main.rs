@@ -3,6 +3,7 @@
 
 #![forbid(unsafe_code)]
 
+mod approval_display;
 mod approvals;
 mod architecture;
 mod billing;

@@ -21,6 +21,29 @@ pub fn esc(text: &str) -> String {
     out
 }
 
+/// Text made visible (`glovebox::shown::visible`), escaped, with each mark
+/// (`<U+202E>`) highlighted. Only for text that went through `visible`:
+/// there every `<U+` is a mark, since a literal one is marked itself.
+pub fn marked(text: &str) -> String {
+    let escaped = esc(text);
+    let mut out = String::with_capacity(escaped.len());
+    let mut rest = escaped.as_str();
+    while let Some(at) = rest.find("&lt;U+") {
+        let Some(len) = rest[at..].find("&gt;").map(|end| end + "&gt;".len()) else {
+            break;
+        };
+        out.push_str(&rest[..at]);
+        let _ = write!(
+            out,
+            "<mark class=\"invisible\">{}</mark>",
+            &rest[at..at + len]
+        );
+        rest = &rest[at + len..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// A path segment or query value, percent-encoded (for links built from ids).
 pub fn url(text: &str) -> String {
     let mut out = String::new();
@@ -51,6 +74,20 @@ pub fn cut(text: &str, max: usize) -> (&str, bool) {
 pub fn pre(text: &str, max: usize) -> String {
     let (shown, cut) = cut(text, max);
     let mut out = format!("<pre>{}</pre>", esc(shown));
+    if cut {
+        let _ = write!(
+            out,
+            "<p class=\"muted\">(first {max} of {} bytes shown)</p>",
+            text.len()
+        );
+    }
+    out
+}
+
+/// [`pre`] for text made visible: its marks highlighted ([`marked`]).
+pub fn pre_marked(text: &str, max: usize) -> String {
+    let (shown, cut) = cut(text, max);
+    let mut out = format!("<pre dir=\"ltr\">{}</pre>", marked(shown));
     if cut {
         let _ = write!(
             out,

@@ -20,6 +20,7 @@
 
 #![forbid(unsafe_code)]
 
+mod approval;
 mod auth;
 mod doctor;
 mod events;
@@ -206,6 +207,7 @@ fn router(app: Arc<App>) -> Router {
         .route("/ui/sessions", get(pages::sessions))
         .route("/ui/sessions/{id}", get(pages::session))
         .route("/ui/approvals", get(pages::approvals))
+        .route("/ui/approvals/{id}/input", get(approval::input))
         .route("/ui/approvals/{id}/approve", post(pages::approve))
         .route("/ui/approvals/{id}/deny", post(pages::deny))
         .route("/ui/jobs", get(pages::jobs))

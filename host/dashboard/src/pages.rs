@@ -512,7 +512,7 @@ fn event_detail(e: &Event) -> String {
             short(input_digest),
             input
                 .as_deref()
-                .map(|i| html::pre(i, SHOWN))
+                .map(|i| html::pre_marked(&glovebox::shown::visible(i), SHOWN))
                 .unwrap_or_else(|| {
                     "<p class=\"muted\">too large to keep in the log: digest only</p>".into()
                 })
@@ -862,35 +862,10 @@ fn render_approvals(
     if pending.is_empty() {
         body += "<p class=\"muted\" id=\"no-pending\">no pending approvals</p>";
     }
+    // One rendering of an approval for every surface (threat 55).
+    let host = app.gateway.host();
     for a in pending {
-        let _ = write!(
-            body,
-            "<article class=\"approval\" id=\"approval-{id}\" data-approval=\"{id}\">\
-             <h2><b>{tool}</b> in {session} <span class=\"muted\">requested {when}</span></h2>\
-             <p class=\"question\">hook <b>{hook}</b> (<code>{pattern}</code>) asks: {reason}</p>\
-             <dl><dt>approval</dt><dd><code>{id}</code></dd><dt>call</dt><dd><code>{call}</code></dd>\
-             <dt>action</dt><dd><code>{action}</code></dd><dt>tool digest</dt><dd><code>{digest}</code></dd>\
-             <dt>input sha256</dt><dd><code>{hash}</code></dd></dl>\
-             <p>exact input:</p>{input}\
-             <div class=\"actions\"><form method=\"post\" action=\"/ui/approvals/{uid}/approve\" class=\"inline\">\
-             <button type=\"submit\" class=\"approve\" id=\"approve-{id}\">Approve</button></form>\
-             <form method=\"post\" action=\"/ui/approvals/{uid}/deny\" class=\"inline\">\
-             <input name=\"reason\" required placeholder=\"why not\" id=\"reason-{id}\"> \
-             <button type=\"submit\" class=\"deny\" id=\"deny-{id}\">Deny</button></form></div></article>",
-            id = esc(&a.id),
-            uid = url(&a.id),
-            tool = esc(&a.tool),
-            session = session_link(&a.session, a.session_name.as_deref()),
-            when = html::when(a.requested_at_ms, now),
-            hook = esc(&a.hook),
-            pattern = esc(&a.pattern),
-            reason = esc(&a.reason),
-            call = esc(&a.call_id),
-            action = esc(&a.action),
-            digest = esc(&a.tool_digest),
-            hash = esc(&a.input_hash),
-            input = html::pre(&a.input, 64 * 1024),
-        );
+        body += &crate::approval::card(&host.show_approval(a), now);
     }
     if let Some(next) = &page.next_cursor {
         let _ = write!(

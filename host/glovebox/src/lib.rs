@@ -37,6 +37,7 @@ mod principals;
 pub mod replay;
 pub mod schedule;
 pub mod settled;
+pub mod shown;
 pub mod store_admin;
 pub mod tasks;
 pub mod triggers;

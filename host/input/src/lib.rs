@@ -12,12 +12,20 @@
 //!
 //! Errors are the reason alone (the caller names the tool): each says what is
 //! wrong and, for a limit, which setting holds it.
+//!
+//! The same hostile input is also what a person approving the call reads:
+//! [`shown`] lays it out for display (what matters first, every value whole
+//! or cut to a preview) and [`visible`] marks every invisible or
+//! display-changing character, for every surface that shows an approval.
 
 #![forbid(unsafe_code)]
 
 use serde_json::Value;
 
 pub use jsonschema::Validator;
+
+pub mod shown;
+pub mod visible;
 
 /// How many schema violations a refusal lists: enough to fix an input in
 /// one go, few enough that a hostile input cannot make the error huge.

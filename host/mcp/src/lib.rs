@@ -568,20 +568,14 @@ impl Connection {
             Ok(r) => r,
             Err(e) => return Ok(results::session_failure(&e)),
         };
-        let Err(CallError::AwaitingApproval {
-            approval_id,
-            hook,
-            reason,
-            ..
-        }) = &report.outcome
-        else {
+        let Err(CallError::AwaitingApproval { approval_id, .. }) = &report.outcome else {
             return Ok(results::report(report));
         };
         // Who settles it: the client's own user when its principal says so
         // (`approve_by = "client"`), an operator otherwise, for whom the
         // call waits up to `[approvals] wait`.
         let settled = if caller.approve_by == ApproveBy::Client {
-            self.elicit_approval(&caller, &name, approval_id, hook, reason, context)
+            self.elicit_approval(&caller, &name, approval_id, context)
                 .await
         } else {
             self.wait_for_operator(&name, approval_id, context).await
@@ -619,16 +613,17 @@ impl Connection {
 
     /// Asks the client's user to settle a pending approval through MCP
     /// elicitation (its principal has `approve_by = "client"`), when the
-    /// client declared it can. The question shows the exact input (bounded,
-    /// control and bidi characters escaped) and its hash. `None`: not asked,
-    /// or no answer (the approval stays pending for an operator).
+    /// client declared it can. The question shows the approval as every
+    /// surface does (`Host::show_approval`: the whole input or a preview of
+    /// every key with its SHA-256, the keys the hook named and the tool's
+    /// schema order first, invisible characters marked, with a legend).
+    /// `None`: not asked, or no answer (the approval stays pending for an
+    /// operator).
     async fn elicit_approval(
         &self,
         caller: &Principal,
         tool: &str,
         approval_id: &str,
-        hook: &str,
-        reason: &str,
         context: &RequestContext<RoleServer>,
     ) -> Option<CallToolResult> {
         let supported = context
@@ -646,12 +641,22 @@ impl Connection {
             .ok()?;
         let shared = self.shared();
         let approval = shared.gateway.ledger().approvals.get(approval_id).ok()?;
+        // The one rendering of an approval every surface shows (threat 55).
+        let shown = shared.gateway.host().show_approval(&approval);
+        let whole_at = format!(
+            "`approval_status` with `id` = \"{id}\" returns it whole (its `input`), as `glovebox approvals --input {id}` does for an operator",
+            id = shown.id
+        );
         let request = ElicitRequestParams::FormElicitationParams {
             meta: None,
             message: format!(
-                "The permission hook `{hook}` asks a human to approve a call to `{tool}`: {reason}.\nInput (sha256 {}):\n{}\nApprove it (approval {approval_id})?",
-                approval.input_hash,
-                results::shown_input(&approval.input)
+                "The permission hook `{}` asks a human to approve a call to `{}` in session {}: {}.\n{}\nApprove it (approval {})?",
+                shown.hook,
+                shown.tool,
+                shown.session_words(),
+                shown.reason,
+                shown.input_lines(&whole_at).join("\n"),
+                shown.id,
             ),
             requested_schema: schema,
         };

@@ -28,6 +28,11 @@ pub struct ToolInfo {
     pub tool: String,
     pub description: String,
     pub input_schema: serde_json::Value,
+    /// The order in which a person approving a call sees its input's keys:
+    /// the schema's `required` keys, then its other properties, as its text
+    /// lists them (`glovebox_input::shown::field_order`).
+    #[serde(skip)]
+    pub field_order: Vec<String>,
     pub action: String,
     pub destructive: bool,
     pub idempotent: bool,
@@ -293,6 +298,7 @@ fn apply_manifest(
             tool: spec.name,
             description: spec.description,
             input_schema: schema,
+            field_order: glovebox_input::shown::field_order(&spec.input_schema),
             action,
             destructive: over.and_then(|o| o.destructive).unwrap_or(spec.destructive),
             idempotent: over.and_then(|o| o.idempotent).unwrap_or(spec.idempotent),

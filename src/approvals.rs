@@ -1,0 +1,62 @@
+//! How the command line shows an approval (threat 55). The gateway renders
+//! it (`Host::show_approval`: what matters first, every value whole or a
+//! preview with the SHA-256, every invisible character marked); this file
+//! only lays it out for a terminal, and prints an input exactly for
+//! `--input` (to save it and check its SHA-256).
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use glovebox::approvals::Approval;
+use glovebox::shown::ShownApproval;
+
+/// Where a terminal gets the whole input of approval `id`.
+fn whole_at(id: &str) -> String {
+    format!(
+        "`glovebox approvals --input {id} > input.json` writes it exactly (check it with `sha256sum input.json`)"
+    )
+}
+
+/// One approval, as a listing shows it: a heading line, then its input.
+pub(crate) fn print(shown: &ShownApproval) -> Result<()> {
+    out!(
+        "{}  {:?}  session {}  {}  ({}: {})",
+        shown.id,
+        shown.status,
+        shown.session_words(),
+        shown.tool,
+        shown.hook,
+        shown.reason
+    );
+    for line in shown.input_lines(&whole_at(&shown.id)) {
+        out!("    {line}");
+    }
+    Ok(())
+}
+
+/// What was approved, printed before the call's report.
+pub(crate) fn print_approved(shown: &ShownApproval) -> Result<()> {
+    err!(
+        "approved {}: {} in session {} ran with",
+        shown.id,
+        shown.tool,
+        shown.session_words()
+    );
+    for line in shown.input_lines(&whole_at(&shown.id)) {
+        err!("    {line}");
+    }
+    Ok(())
+}
+
+/// `glovebox approvals --input ID`: the approval's input exactly as the tool
+/// gets it (no newline added), so that its SHA-256 is the recorded one.
+pub(crate) async fn print_input(config: &Path, id: &str) -> Result<ExitCode> {
+    let gateway = crate::control::gateway(config).await?;
+    let approval: Approval = match gateway.ledger().approvals.get(id) {
+        Ok(a) => a,
+        Err(e) => return Ok(crate::session_refused(&e)),
+    };
+    crate::control::write_raw(&approval.input)?;
+    Ok(ExitCode::SUCCESS)
+}
