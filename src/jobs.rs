@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use clap::Subcommand;
+use glovebox::page::PageRequest;
 use glovebox::{JobError, JobStatus, WaitMode};
 
 #[derive(Subcommand, serde::Serialize, serde::Deserialize)]
@@ -59,7 +60,11 @@ pub enum JobCommand {
     },
     /// Cancel a job: a queued job never runs; a finished one is left as it is.
     Cancel { id: String },
-    /// List jobs, oldest first.
+    /// List jobs, oldest first, a page at a time: their sizes and SHA-256
+    /// digests, not their input and output (`job status` prints those).
+    ///
+    /// When more may follow, the cursor of the next page is printed on
+    /// stderr: pass it as `--cursor`.
     List {
         /// Only the jobs of this session (id or name).
         #[arg(long)]
@@ -67,6 +72,12 @@ pub enum JobCommand {
         /// queued, running, completed, failed, timeout, cancelled or interrupted.
         #[arg(long)]
         status: Option<JobStatus>,
+        /// Jobs in this page: 100 by default, 500 at most.
+        #[arg(long)]
+        limit: Option<usize>,
+        /// Where the previous page ended (the cursor it printed).
+        #[arg(long)]
+        cursor: Option<String>,
     },
 }
 
@@ -125,9 +136,20 @@ pub async fn run(config: &Path, command: JobCommand) -> Result<ExitCode> {
             }
         }
         JobCommand::Cancel { id } => jobs.cancel(&id).await.and_then(|job| print(&job)),
-        JobCommand::List { session, status } => jobs
-            .list(session.as_deref(), status)
-            .and_then(|list| print(&list)),
+        JobCommand::List {
+            session,
+            status,
+            limit,
+            cursor,
+        } => jobs
+            .list(session.as_deref(), status, &PageRequest { limit, cursor })
+            .and_then(|page| {
+                print(&page.items)?;
+                if let Some(next) = &page.next_cursor {
+                    err!("more jobs follow: --cursor {next}");
+                }
+                Ok(())
+            }),
     };
     match result {
         Ok(()) => Ok(ExitCode::SUCCESS),

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use glovebox::manifest::QuotasConfig;
 use glovebox::session::{EventKind, Role, StartSession};
 use glovebox::{
-    Durable, Gateway, Host, JobError, JobInfo, JobStatus, Jobs, JobsConfig, PluginManifest,
-    Principal, SessionError, WaitMode,
+    Durable, Gateway, Host, JobError, JobInfo, JobStatus, JobSummary, Jobs, JobsConfig,
+    PluginManifest, Principal, SessionError, WaitMode,
 };
 use serde_json::Value;
 
@@ -22,7 +22,17 @@ struct Fixture {
     durable: Arc<Durable>,
     jobs: Arc<Jobs>,
     session: String,
+    /// The store refuses a scan of a whole job bucket (threat 49).
+    guard: Arc<crate::job_records::JobScanGuard>,
     _data: tempfile::TempDir,
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            assert_eq!(self.guard.refused(), 0, "a job bucket was scanned whole");
+        }
+    }
 }
 
 impl Fixture {
@@ -38,13 +48,14 @@ impl Fixture {
         let (mut host_config, data) = util::config(plugins);
         host_config.quotas = quotas;
         let host = Arc::new(Host::load(host_config).await.expect("host loads"));
-        let (_store, durable) = crate::sessions::durable(&data.path().join("store"));
+        let (guard, durable) = crate::job_records::guarded(&data.path().join("store"));
         let jobs = Jobs::new(Gateway::new(host.clone(), durable.clone()), config);
         let mut f = Fixture {
             host,
             durable,
             jobs,
             session: String::new(),
+            guard,
             _data: data,
         };
         f.session = f.start_session("worker");
@@ -114,6 +125,25 @@ pub(crate) fn start(name: &str) -> StartSession {
         expected_duration: None,
         budget: Default::default(),
         completion: Default::default(),
+    }
+}
+
+/// Every job of a listing, its pages walked with their cursors (pages of
+/// two, so a listing of a few jobs already takes several).
+pub(crate) fn list_all(
+    jobs: &Jobs,
+    session: Option<&str>,
+    status: Option<JobStatus>,
+) -> Result<Vec<JobSummary>, JobError> {
+    let mut all = Vec::new();
+    let mut page = glovebox::page::PageRequest::first(2);
+    loop {
+        let got = jobs.list(session, status, &page)?;
+        all.extend(got.items);
+        match got.next_cursor {
+            Some(next) => page.cursor = Some(next),
+            None => return Ok(all),
+        }
     }
 }
 
@@ -404,38 +434,34 @@ async fn jobs_are_listed_by_session_and_status() {
         .unwrap();
     f.until(&c.id, JobStatus::Running).await;
 
-    let ids = |jobs: Vec<JobInfo>| jobs.into_iter().map(|j| j.id).collect::<Vec<_>>();
+    let ids = |jobs: Vec<JobSummary>| jobs.into_iter().map(|j| j.id).collect::<Vec<_>>();
     assert_eq!(
-        ids(f.jobs.list(None, None).unwrap()),
+        ids(list_all(&f.jobs, None, None).unwrap()),
         [a.id.clone(), b.id.clone(), c.id.clone()]
     );
     assert_eq!(
-        ids(f.jobs.list(Some("worker"), None).unwrap()),
+        ids(list_all(&f.jobs, Some("worker"), None).unwrap()),
         [a.id.clone(), c.id.clone()]
     );
     assert_eq!(
-        ids(f.jobs.list(Some(&other), None).unwrap()),
+        ids(list_all(&f.jobs, Some(&other), None).unwrap()),
         vec![b.id.clone()]
     );
     assert_eq!(
-        ids(f.jobs.list(None, Some(JobStatus::Completed)).unwrap()),
+        ids(list_all(&f.jobs, None, Some(JobStatus::Completed)).unwrap()),
         [a.id.clone(), b.id.clone()]
     );
     assert_eq!(
-        ids(f
-            .jobs
-            .list(Some("worker"), Some(JobStatus::Running))
-            .unwrap()),
+        ids(list_all(&f.jobs, Some("worker"), Some(JobStatus::Running)).unwrap()),
         vec![c.id.clone()]
     );
     assert!(
-        f.jobs
-            .list(None, Some(JobStatus::Failed))
+        list_all(&f.jobs, None, Some(JobStatus::Failed))
             .unwrap()
             .is_empty()
     );
     assert!(matches!(
-        f.jobs.list(Some("nobody"), None).unwrap_err(),
+        list_all(&f.jobs, Some("nobody"), None).unwrap_err(),
         JobError::Session(SessionError::NotFound(_))
     ));
     assert_eq!("timeout".parse::<JobStatus>().unwrap(), JobStatus::Timeout);
@@ -476,7 +502,7 @@ async fn bad_requests_are_refused_and_nothing_is_queued_or_logged() {
     );
     let err = f.jobs.enqueue("worker", "nope", "{}").await.unwrap_err();
     assert!(matches!(err, JobError::BadRequest(_)), "{err}");
-    assert!(f.jobs.list(None, None).unwrap().is_empty());
+    assert!(list_all(&f.jobs, None, None).unwrap().is_empty());
     assert_eq!(f.events(&f.session).len(), before, "nothing logged");
     assert!(matches!(
         f.jobs.status("job-000000000000").unwrap_err(),
@@ -752,7 +778,7 @@ async fn threat_43_live_jobs_past_the_session_or_principal_quota_are_refused_and
         "{err}"
     );
     assert_eq!(
-        f.jobs.list(None, None).unwrap().len(),
+        list_all(&f.jobs, None, None).unwrap().len(),
         3,
         "refused jobs are not stored"
     );
@@ -764,7 +790,7 @@ async fn threat_43_live_jobs_past_the_session_or_principal_quota_are_refused_and
     // A job that ends frees its place.
     f.jobs.cancel(&a.id).await.unwrap();
     f.jobs.spawn_as(&agent, &one, slow(&f)).await.unwrap();
-    for job in f.jobs.list(None, None).unwrap() {
+    for job in list_all(&f.jobs, None, None).unwrap() {
         let _ = f.jobs.cancel(&job.id).await;
     }
 }

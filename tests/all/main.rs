@@ -22,6 +22,7 @@ mod gate_plugins;
 mod hooks;
 mod http_limits;
 mod identity;
+mod job_records;
 mod jobs;
 mod malformed;
 mod mcp;

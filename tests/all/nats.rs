@@ -661,7 +661,8 @@ async fn jobs_node_running(
             ..Default::default()
         },
     );
-    let (mut config, data) = crate::util::config(vec![sleep]);
+    let echo = crate::util::manifest("echo", plugins::TOOL_ECHO);
+    let (mut config, data) = crate::util::config(vec![sleep, echo]);
     config.quotas = quotas;
     config.storage.backend = StorageBackend::Nats;
     config.storage.nats = Some(NatsStorage {
@@ -785,7 +786,7 @@ async fn an_agents_job_quota_holds_across_the_nodes_of_one_store() {
         "{message}"
     );
     assert_eq!(
-        b.list(None, None).unwrap().len(),
+        crate::jobs::list_all(&b, None, None).unwrap().len(),
         2,
         "the refused job is not stored"
     );
@@ -793,10 +794,65 @@ async fn an_agents_job_quota_holds_across_the_nodes_of_one_store() {
     a.cancel(&first.id).await.unwrap();
     let third = b.spawn_as(&agent, &on_b, slow(&b)).await.unwrap();
     assert_eq!(third.session, on_b);
-    for job in a.list(None, None).unwrap() {
+    for job in crate::jobs::list_all(&a, None, None).unwrap() {
         let runs_on = if job.session == on_b { &b } else { &a };
         let _ = runs_on.cancel(&job.id).await;
     }
+}
+
+// Threat 49: `[quotas] job_bytes_per_principal` counts the bytes an agent's
+// jobs keep on every host of the store: bytes stored through node `a` are
+// counted when the agent spawns on node `b`, which refuses it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn threat_49_an_agents_job_bytes_are_counted_across_the_nodes_of_one_store() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = NatsServer::start(tmp.path(), true);
+    let mut quotas = glovebox::manifest::QuotasConfig {
+        job_bytes_per_principal: 1024 * 1024,
+        ..Default::default()
+    };
+    quotas.set.insert("job_bytes_per_principal");
+    let ttl = Duration::from_secs(15);
+    let (a, _a_data) = jobs_node(&server.url(), "a", quotas.clone(), ttl).await;
+    let (b, _b_data) = jobs_node(&server.url(), "b", quotas, ttl).await;
+    let agent = crate::jobs::worker_bot();
+    let mut sessions = Vec::new();
+    for (node, name) in [(&a, "bytes-a"), (&b, "bytes-b")] {
+        sessions.push(
+            node.gateway()
+                .sessions()
+                .start_as(&agent, crate::jobs::start(name), &Default::default())
+                .unwrap()
+                .header
+                .id,
+        );
+    }
+    let big = serde_json::json!({ "message": "x".repeat(600_000) }).to_string();
+    let echo = |jobs: &glovebox::Jobs| jobs.gateway().admit("echo", &big).unwrap();
+    a.recover().await.unwrap();
+    let job = a.spawn_as(&agent, &sessions[0], echo(&a)).await.unwrap();
+    let done = final_by(
+        &a,
+        &job.id,
+        Instant::now() + Duration::from_secs(60),
+        "the big echo never ended",
+    )
+    .await;
+    assert_eq!(done.status, glovebox::JobStatus::Completed, "{done:?}");
+    let err = b
+        .spawn_as(&agent, &sessions[1], echo(&b))
+        .await
+        .unwrap_err();
+    let message = err.to_string();
+    assert!(
+        message.contains("`quotas.job_bytes_per_principal` = 1 MiB"),
+        "{message}"
+    );
+    assert_eq!(
+        crate::jobs::list_all(&b, None, None).unwrap().len(),
+        1,
+        "the refused job is not stored"
+    );
 }
 
 /// A job queued by a client (as `glovebox job spawn` outside a server does)

@@ -723,9 +723,11 @@ async fn idle_jobs(p: &Value) -> Value {
     let mut waiting_rss = rss_kib();
     while Instant::now() < deadline {
         running = jobs
-            .list(Some(&session), Some(JobStatus::Running))
-            .expect("list")
-            .len();
+            .live()
+            .expect("live jobs")
+            .iter()
+            .filter(|j| j.session == session && j.status == JobStatus::Running)
+            .count();
         waiting_rss = waiting_rss.max(rss_kib());
         if running == n {
             break;
@@ -738,10 +740,10 @@ async fn idle_jobs(p: &Value) -> Value {
     waiting_rss = waiting_rss.max(rss_kib());
     loop {
         let pending = jobs
-            .list(Some(&session), None)
-            .expect("list")
+            .live()
+            .expect("live jobs")
             .iter()
-            .filter(|j| !j.status.is_final())
+            .filter(|j| j.session == session)
             .count();
         if pending == 0 {
             break;

@@ -76,8 +76,10 @@ fn fingerprints(app: &App) -> [u64; 4] {
         .hash(&mut h);
     out[1] = h.finish();
     let mut h = DefaultHasher::new();
-    if let Ok(list) = app.jobs.list(None, None) {
-        for j in &list {
+    // What the jobs page shows first: the live jobs and the latest to end,
+    // read through their indexes (never every job).
+    if let (Ok(live), Ok(finished)) = (app.jobs.live(), crate::jobs::first_finished(app)) {
+        for j in live.iter().chain(&finished) {
             (&j.id, j.status.as_str()).hash(&mut h);
         }
     }

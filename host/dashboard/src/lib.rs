@@ -26,6 +26,7 @@ mod doctor;
 mod events;
 mod hooks;
 mod html;
+mod jobs;
 mod memory;
 mod pages;
 
@@ -210,7 +211,8 @@ fn router(app: Arc<App>) -> Router {
         .route("/ui/approvals/{id}/input", get(approval::input))
         .route("/ui/approvals/{id}/approve", post(pages::approve))
         .route("/ui/approvals/{id}/deny", post(pages::deny))
-        .route("/ui/jobs", get(pages::jobs))
+        .route("/ui/jobs", get(jobs::jobs))
+        .route("/ui/jobs/{id}", get(jobs::job))
         .route("/ui/billing", get(pages::billing))
         .route("/ui/billing.csv", get(pages::billing_csv))
         .route("/ui/rescues", get(pages::rescues))

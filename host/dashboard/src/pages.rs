@@ -1,5 +1,5 @@
-//! The pages: sessions, one session, the approvals inbox, jobs, billing,
-//! rescues; and `/metrics`. Each page reads the ledger off the async threads
+//! The pages: sessions, one session, the approvals inbox, billing,
+//! rescues; and `/metrics` (the jobs pages are `jobs.rs`). Each page reads the ledger off the async threads
 //! ([`crate::blocking`]) through the `glovebox` crate's public API and
 //! escapes everything it shows.
 
@@ -947,85 +947,7 @@ pub async fn deny(
     }
 }
 
-// ---------------------------------------------------------------- jobs
-
-pub async fn jobs(viewer: Viewer) -> Response {
-    viewer.page("jobs", "jobs", render_jobs).await
-}
-
-type JobFilter = fn(&glovebox::JobInfo) -> bool;
-
-fn render_jobs(app: &App) -> Rendered {
-    let list = app.jobs.list(None, None).map_err(internal)?;
-    let now = now_ms(app);
-    let mut body = String::from("<h1>Jobs</h1>");
-    let groups: [(&str, &str, JobFilter); 3] = [
-        ("Queued", "queued", |j| {
-            j.status == glovebox::JobStatus::Queued
-        }),
-        ("Running", "running", |j| {
-            j.status == glovebox::JobStatus::Running
-        }),
-        ("Finished", "finished", |j| j.status.is_final()),
-    ];
-    for (title, key, keep) in groups {
-        let mut jobs: Vec<_> = list.iter().filter(|j| keep(j)).collect();
-        if key == "finished" {
-            jobs.reverse();
-        }
-        let _ = write!(body, "<h2>{title} ({})</h2>", jobs.len());
-        let rows: Vec<String> = jobs.iter().take(200).map(|j| job_row(j, now)).collect();
-        body += &html::table_or_none(
-            &format!("jobs-{key}"),
-            &[
-                "job", "session", "tool", "status", "created", "took", "attempts", "input",
-                "result",
-            ],
-            &rows,
-        );
-    }
-    Ok(("Jobs".into(), body))
-}
-
-fn job_row(j: &glovebox::JobInfo, now: u64) -> String {
-    let took = match (j.started_at_ms, j.finished_at_ms) {
-        (Some(s), Some(f)) => html::duration(f.saturating_sub(s)),
-        (Some(s), None) => format!("{} so far", html::duration(now.saturating_sub(s))),
-        _ => "-".into(),
-    };
-    let result = match &j.result {
-        None => "-".to_string(),
-        Some(r) => {
-            let mut out = String::new();
-            if let Some(e) = &r.error {
-                let _ = write!(
-                    out,
-                    "<span class=\"error\">{}: {}</span>",
-                    esc(&e.kind),
-                    esc(&e.message)
-                );
-            }
-            if let Some(o) = &r.output {
-                let _ = write!(
-                    out,
-                    "<details><summary>output</summary>{}</details>",
-                    html::pre(&serde_json::to_string_pretty(o).unwrap_or_default(), SHOWN)
-                );
-            }
-            out
-        }
-    };
-    format!(
-        "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{took}</td><td>{}</td><td><details><summary>input</summary>{}</details></td><td>{result}</td></tr>",
-        esc(&j.id),
-        session_link(&j.session, j.session_name.as_deref()),
-        esc(&j.tool),
-        badge(j.status.as_str()),
-        html::when(j.created_at_ms, now),
-        j.attempts,
-        html::pre(&j.input, SHOWN),
-    )
-}
+// The jobs pages are `jobs.rs`.
 
 // ---------------------------------------------------------------- billing
 

@@ -33,7 +33,7 @@ use serde_json::{Value, json};
 use crate::gateway::Gateway;
 use crate::hooks::{DecisionKind, HookRequest, HookStatus};
 use crate::host::Host;
-use crate::jobs::{JobInfo, JobStore};
+use crate::jobs::{JobStore, JobSummary};
 use crate::ledger::Durable;
 use crate::manifest::{Access, HostConfig, Principal, PrincipalKind, Role};
 use crate::pipeline::ledger_work;
@@ -197,7 +197,9 @@ pub async fn check_config(host: &Host) -> Vec<Finding> {
 pub fn check_ledger(config: &HostConfig, durable: &Durable) -> Result<Vec<Finding>, SessionError> {
     let sessions = &durable.sessions;
     let mut states = Vec::new();
+    let mut ids = Vec::new();
     for info in sessions.list(&SessionFilter::default())? {
+        ids.push(info.header.id.clone());
         if info.header.status == SessionStatus::Archived {
             continue;
         }
@@ -213,10 +215,7 @@ pub fn check_ledger(config: &HostConfig, durable: &Durable) -> Result<Vec<Findin
     findings.extend(unnamed_sessions(&states));
     findings.extend(no_handoff(config, &states));
     findings.extend(roles_without_budget(config, &states));
-    let jobs = JobStore::new(durable.storage.clone())
-        .all()
-        .map_err(|e| SessionError::Storage(crate::storage::StorageError::Io(e.to_string())))?;
-    findings.extend(unwaited_jobs(durable, &jobs)?);
+    findings.extend(unwaited_jobs(durable, &ids)?);
     Ok(findings)
 }
 
@@ -370,21 +369,21 @@ fn quoted(names: &[String]) -> String {
     out.join(", ")
 }
 
-/// Jobs of ended sessions nobody waited for, grouped by session: those
+/// Jobs of ended sessions (of `ids`) nobody waited for, by session: those
 /// `session_end` recorded (`jobs_unwaited`), and from the jobs' records
 /// those still queued or running, finished after the end, or final with a
-/// result nobody read.
-fn unwaited_jobs(durable: &Durable, jobs: &[JobInfo]) -> Result<Vec<Finding>, SessionError> {
+/// result nobody read. Each session's jobs are read through their index.
+fn unwaited_jobs(durable: &Durable, ids: &[String]) -> Result<Vec<Finding>, SessionError> {
     let sessions = &durable.sessions;
-    let mut by_session: BTreeMap<&str, Vec<&JobInfo>> = BTreeMap::new();
-    for job in jobs {
-        by_session
-            .entry(job.session.as_str())
-            .or_default()
-            .push(job);
-    }
+    let store = JobStore::new(durable.storage.clone());
     let mut findings = Vec::new();
-    for (session, jobs) in by_session {
+    for session in ids {
+        let jobs = store
+            .of_session(session)
+            .map_err(|e| SessionError::Storage(crate::storage::StorageError::Io(e.to_string())))?;
+        if jobs.is_empty() {
+            continue;
+        }
         let state = match sessions.show(session) {
             Ok(s) => s,
             Err(SessionError::NotFound(_)) => continue,
@@ -403,7 +402,7 @@ fn unwaited_jobs(durable: &Durable, jobs: &[JobInfo]) -> Result<Vec<Finding>, Se
             }
         }
         let Some(ended_at) = ended_at else { continue };
-        let unwaited: Vec<&&JobInfo> = jobs
+        let unwaited: Vec<&JobSummary> = jobs
             .iter()
             .filter(|j| {
                 recorded.contains(&j.id)

@@ -85,6 +85,23 @@ pub fn open_sessions(config: &HostConfig) -> anyhow::Result<Durable> {
             tracing::warn!(approval = %a.id, session = %a.session, "denied a pending approval of a session that had ended");
         }
     }
+    // Job records of the shape before bodies and indexes were apart get
+    // theirs now, once (later opens read one key): the listings and the
+    // recovery read only the indexes (see `glovebox_ledger::jobs`).
+    let upgraded = crate::jobs::JobStore::new(storage.clone())
+        .upgrade(&|session| {
+            sessions
+                .show(session)
+                .ok()
+                .map(|s| s.owner_name().to_string())
+        })
+        .context("cannot rewrite the job records of an older glovebox")?;
+    if upgraded > 0 {
+        tracing::info!(
+            jobs = upgraded,
+            "rewrote job records of an older glovebox with their bodies and indexes apart"
+        );
+    }
     let swept = sessions.sweep_scratch();
     if swept > 0 {
         tracing::info!(

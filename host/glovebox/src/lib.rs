@@ -73,7 +73,8 @@ pub use glovebox_runtime::{
 };
 pub use host::Host;
 pub use jobs::{
-    JobError, JobErrorInfo, JobInfo, JobResult, JobStatus, Jobs, JobsConfig, WaitMode, WaitOutcome,
+    JobError, JobErrorInfo, JobInfo, JobResult, JobStatus, JobSummary, Jobs, JobsConfig, WaitMode,
+    WaitOutcome,
 };
 pub use ledger::{Durable, backend_of, open_sessions, open_store, store_dir};
 pub use manifest::{HostConfig, Limits, PluginManifest, Principal, PrincipalKind};

@@ -14,8 +14,11 @@ use crate::approvals::Approval;
 use crate::budget::UsageReport;
 use crate::call::CallReport;
 use crate::gateway::Gateway;
-use crate::jobs::{JobError, JobInfo, JobStatus, Jobs, WaitMode, WaitOutcome};
+use crate::jobs::{
+    JobError, JobInfo, JobQuery, JobStatus, JobSummary, Jobs, WaitMode, WaitOutcome,
+};
 use crate::manifest::{self, Principal};
+use crate::page::{Page, PageRequest};
 use crate::pipeline::{Admitted, Judge, ledger_work};
 use crate::session::{
     EndOutcome, Event, EventKind, Handoff, Resumed, SessionError, SessionFilter, SessionInfo,
@@ -341,8 +344,8 @@ impl Jobs {
 
     /// The job, if it is of a session `caller` may see.
     pub async fn status_as(&self, caller: &Principal, id: &str) -> Result<JobInfo, JobError> {
-        // Seen first: only a caller it is shown to reads it.
-        self.visible(caller, self.peek(id)?)?;
+        // Seen first (its record alone): only a caller it is shown to reads it.
+        self.visible(caller, self.summary(id)?)?;
         self.status(id)
     }
 
@@ -367,27 +370,30 @@ impl Jobs {
         self.wait(ids, mode, timeout).await
     }
 
-    /// Jobs of `caller`'s sessions, optionally of one session and status.
+    /// A page of the jobs of `caller`'s sessions, optionally of one session
+    /// and status (see [`Jobs::list`]). An agent's listing without a session
+    /// reads the index of the sessions it owns, never another's jobs.
     pub async fn list_as(
         &self,
         caller: &Principal,
         session: Option<&str>,
         status: Option<JobStatus>,
-    ) -> Result<Vec<JobInfo>, JobError> {
+        page: &PageRequest,
+    ) -> Result<Page<JobSummary>, JobError> {
         let session = match session {
             Some(key) => Some(self.gateway().session_as(caller, key).await?.header.id),
             None => None,
         };
-        let jobs = self.list(session.as_deref(), status)?;
-        let gateway = self.gateway().clone();
-        let caller = caller.clone();
-        Ok(jobs
-            .into_iter()
-            .filter(|j| gateway.sees_session(&caller, &j.session))
-            .collect())
+        let owner = (session.is_none() && !caller.is_operator()).then(|| caller.name.clone());
+        let query = JobQuery {
+            session,
+            owner,
+            status,
+        };
+        self.list_query(&query, page)
     }
 
-    fn visible(&self, caller: &Principal, job: JobInfo) -> Result<JobInfo, JobError> {
+    fn visible(&self, caller: &Principal, job: JobSummary) -> Result<JobSummary, JobError> {
         if self.gateway().sees_session(caller, &job.session) {
             Ok(job)
         } else {

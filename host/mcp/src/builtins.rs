@@ -343,9 +343,22 @@ impl Connection {
                     }
                     None => self.bound().await,
                 };
+                let page = PageRequest {
+                    limit: a.limit,
+                    cursor: a.cursor,
+                };
                 Ok(
-                    match jobs.list_as(caller, session.as_deref(), a.status).await {
-                        Ok(jobs) => results::ok_value(json!({"jobs": jobs})),
+                    match jobs
+                        .list_as(caller, session.as_deref(), a.status, &page)
+                        .await
+                    {
+                        Ok(page) => {
+                            let mut value = json!({"jobs": page.items});
+                            if let Some(next) = page.next_cursor {
+                                value["next_cursor"] = json!(next);
+                            }
+                            results::ok_value(value)
+                        }
                         Err(e) => job_failure(&e)?,
                     },
                 )

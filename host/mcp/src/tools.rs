@@ -24,6 +24,7 @@ use glovebox::ToolInfo;
 use glovebox::jobs::JobStatus;
 use glovebox::manifest::{Completion, MAX_WAIT_IDS};
 use glovebox::memory::SEARCH_LIMIT_MAX;
+use glovebox::page::MAX_PAGE;
 use glovebox::session::{EndOutcome, HandoffKind, HandoffNotes, Role, SessionStatus, WAIT_MAX};
 
 /// Built-in tool names.
@@ -198,7 +199,7 @@ pub fn builtin_tools() -> Vec<Tool> {
         builtin::<JobArg>(JOB_CANCEL, "Cancel a queued or running job."),
         builtin::<ListArgs>(
             JOB_LIST,
-            "List jobs of a session (the bound one when `session` is absent; all sessions when nothing is bound), optionally by status.",
+            "List jobs of a session (the bound one when `session` is absent; all sessions when nothing is bound), optionally by status, oldest first, a page at a time: `limit` jobs (100 when absent, 500 at most) after `cursor`; `next_cursor` is there when more may follow. A job shows its input's and output's sizes and SHA-256, not their text: `job_status` returns those.",
         ),
     ]
 }
@@ -750,6 +751,11 @@ pub(crate) struct ListArgs {
     #[serde(default, deserialize_with = "some_word")]
     #[schemars(schema_with = "job_statuses")]
     pub status: Option<JobStatus>,
+    /// Jobs in this page: 100 when absent, 500 at most.
+    #[schemars(range(min = 1, max = MAX_PAGE))]
+    pub limit: Option<usize>,
+    /// The `next_cursor` of the previous page; absent for the first page.
+    pub cursor: Option<String>,
 }
 
 fn object(v: Value) -> JsonObject {
@@ -909,7 +915,16 @@ mod tests {
         ),
         (JOB_STATUS, &["id:string"], &["id"]),
         (JOB_CANCEL, &["id:string"], &["id"]),
-        (JOB_LIST, &["session:string", "status:string"], &[]),
+        (
+            JOB_LIST,
+            &[
+                "cursor:string",
+                "limit:integer",
+                "session:string",
+                "status:string",
+            ],
+            &[],
+        ),
     ];
 
     /// The words, limits, defaults and closed objects clients were told
@@ -1079,6 +1094,8 @@ mod tests {
             (JOB_WAIT, "/properties/mode/default", json!("all")),
             (JOB_WAIT, "/properties/mode/enum", json!(["all", "first"])),
             (JOB_WAIT, "/properties/timeout_ms/minimum", json!(0)),
+            (JOB_LIST, "/properties/limit/maximum", json!(500)),
+            (JOB_LIST, "/properties/limit/minimum", json!(1)),
             (
                 JOB_LIST,
                 "/properties/status/enum",

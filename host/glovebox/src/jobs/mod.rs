@@ -8,9 +8,10 @@
 //! CPU-bound jobs use every core. Callers wait on jobs (all or the first) with
 //! a timeout that is never infinite, cancel them, and list them.
 //!
-//! Job records live in the storage bucket `jobs` (id → JSON [`JobInfo`]) and
-//! are written at every status change. When a host starts, [`Jobs::recover`]
-//! runs the queued jobs again and turns the ones that were running into
+//! Job records live in the storage bucket `jobs` (id → JSON [`JobSummary`],
+//! the bodies apart, indexes beside: see `glovebox_ledger::jobs`) and are
+//! written at every status change. When a host starts, [`Jobs::recover`]
+//! reads the live jobs' index, runs the queued jobs again and turns the ones that were running into
 //! `interrupted`, re-queuing them only if their tool is idempotent.
 //!
 //! One process holds a data dir at a time, so a job is run by the process
@@ -26,7 +27,7 @@
 pub(crate) mod runner;
 
 pub use glovebox_ledger::jobs::{
-    JobError, JobErrorInfo, JobInfo, JobResult, JobStatus, JobStore, JobsConfig, WaitMode,
-    WaitOutcome,
+    JobError, JobErrorInfo, JobInfo, JobQuery, JobResult, JobStatus, JobStore, JobSummary,
+    JobsConfig, ResultSummary, WaitMode, WaitOutcome,
 };
 pub use runner::Jobs;

@@ -9,9 +9,10 @@ use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 
 use glovebox_ledger::jobs::{
-    JobError, JobErrorInfo, JobInfo, JobPlaces, JobResult, JobStatus, JobStore, JobsConfig,
-    PlaceScope, WaitMode, WaitOutcome,
+    JobError, JobErrorInfo, JobInfo, JobPlaces, JobQuery, JobResult, JobStatus, JobStore,
+    JobSummary, JobsConfig, PlaceScope, ResultSummary, WaitMode, WaitOutcome,
 };
+use glovebox_ledger::page::{Page, PageRequest};
 
 use crate::call::CallReport;
 use crate::error::CallError;
@@ -54,7 +55,7 @@ impl Live {
 /// appended to the message): re-queued if its tool is idempotent, else
 /// `interrupted`. `false` (nothing changed) if it was not running. The one
 /// rule for a restart's recovery and a shutdown's grace period alike.
-fn stopped_running(j: &mut JobInfo, now: u64, why: &str) -> bool {
+fn stopped_running(j: &mut JobSummary, now: u64, why: &str) -> bool {
     if j.status != JobStatus::Running {
         return false;
     }
@@ -79,7 +80,7 @@ fn stopped_running(j: &mut JobInfo, now: u64, why: &str) -> bool {
     if status.is_final() {
         j.finished_at_ms = Some(now);
     }
-    j.result = Some(failed_result("interrupted", message));
+    j.result = Some(ResultSummary::of(&failed_result("interrupted", message), j.attempts).0);
     true
 }
 
@@ -117,7 +118,7 @@ impl Owners {
     /// that host drives the job's session (holds its lease), or started
     /// the job less than a TTL ago (its first append, which takes the
     /// lease, may be on its way).
-    fn anothers(&self, job: &JobInfo) -> Result<bool, JobError> {
+    fn anothers(&self, job: &JobSummary) -> Result<bool, JobError> {
         let Some(ttl_ms) = self.ttl_ms else {
             return Ok(false);
         };
@@ -256,7 +257,7 @@ impl Jobs {
     /// session lease that expired and applies the same rules as the pass.
     /// The pass stays, for the jobs whose message never made it to the
     /// queue (the host died between storing the job and pushing it).
-    pub async fn recover(self: &Arc<Self>) -> Result<Vec<JobInfo>, JobError> {
+    pub async fn recover(self: &Arc<Self>) -> Result<Vec<JobSummary>, JobError> {
         let recovered = self.sweep().await?;
         if let Some(queue) = self.work_queue().await? {
             self.start_pulling(queue);
@@ -301,14 +302,15 @@ impl Jobs {
     /// between storing and pushing them), the oldest first and no more than
     /// `max_running` a pass, so it cannot gather a backlog into this host's
     /// own first-in, first-out queue.
-    async fn sweep(self: &Arc<Self>) -> Result<Vec<JobInfo>, JobError> {
+    async fn sweep(self: &Arc<Self>) -> Result<Vec<JobSummary>, JobError> {
         let has_queue = matches!(self.work_queue().await, Ok(Some(_)));
         let queued_budget = has_queue.then_some(self.config.max_running);
         let (store, owners) = (self.store.clone(), self.owners());
-        let jobs = blocking(move || -> Result<Vec<JobInfo>, JobError> {
+        let jobs = blocking(move || -> Result<Vec<JobSummary>, JobError> {
             let mut orphans = Vec::new();
             let mut lost = Vec::new();
-            for job in store.all()? {
+            // The live jobs only: their index, never the finished ones.
+            for job in store.live(owners.now)? {
                 if job.status.is_final() || owners.anothers(&job)? {
                     continue;
                 }
@@ -340,7 +342,7 @@ impl Jobs {
     /// stopped is ended or re-queued first ([`stopped_running`]). Returns
     /// it as it is now, `None` if there was nothing to take (live here
     /// already, or changed meanwhile).
-    async fn take_over(&self, job: JobInfo) -> Result<Option<JobInfo>, JobError> {
+    async fn take_over(&self, job: JobSummary) -> Result<Option<JobSummary>, JobError> {
         if self.is_live(&job.id) {
             return Ok(None);
         }
@@ -397,14 +399,20 @@ impl Jobs {
 
     /// Persists an admitted call as a queued job of `session`.
     async fn persist(&self, session: &str, call: &Admitted) -> Result<JobInfo, JobError> {
-        let job = self.new_job(session, call).await?;
+        let job = self.new_job(session, call, None).await?;
         self.store_job(&job).await?;
-        self.push(&job).await;
+        self.push(&job.id, job.by.as_deref()).await;
         Ok(job)
     }
 
-    /// The record of a new queued job of `session` (a live one), not stored yet.
-    async fn new_job(&self, session: &str, call: &Admitted) -> Result<JobInfo, JobError> {
+    /// The record of a new queued job of `session` (a live one), not stored
+    /// yet; its bytes count against agent `principal`'s quota, if any.
+    async fn new_job(
+        &self,
+        session: &str,
+        call: &Admitted,
+        principal: Option<&str>,
+    ) -> Result<JobInfo, JobError> {
         // Below the disk watermark no job is queued (nor stored).
         Watermark::of(self.gateway.host().config())
             .check()
@@ -423,6 +431,8 @@ impl Jobs {
             session_name: state.header.name.clone(),
             by: Some(crate::session::actor::current().to_string()),
             result_read: Some(false),
+            owner: Some(state.owner_name().to_string()),
+            charged_to: principal.map(str::to_string),
             ..JobInfo::queued(
                 new_job_id(),
                 state.header.id.clone(),
@@ -434,10 +444,18 @@ impl Jobs {
         })
     }
 
+    /// Stores a new job, its bytes counted against its `charged_to`
+    /// (refused past `quotas.job_bytes_per_principal`, nothing stored).
     async fn store_job(&self, job: &JobInfo) -> Result<(), JobError> {
         let store = self.store.clone();
         let stored = job.clone();
-        blocking(move || store.put(&stored)).await?;
+        let quota = self
+            .gateway
+            .host()
+            .config()
+            .quotas
+            .limit("job_bytes_per_principal");
+        blocking(move || store.create(&stored, quota)).await?;
         self.notify();
         Ok(())
     }
@@ -474,7 +492,7 @@ impl Jobs {
         call: Admitted,
         principal: Option<&str>,
     ) -> Result<JobInfo, JobError> {
-        let job = self.new_job(session, &call).await?;
+        let job = self.new_job(session, &call, principal).await?;
         self.reserve(&job, principal)?;
         let placed = match self.take_places(&job, principal).await {
             Ok(()) => self.store_job(&job).await,
@@ -496,7 +514,7 @@ impl Jobs {
         self.queue_up(&job.id);
         // On a shared store: should this host die before the job ends, its
         // message comes back to another host.
-        self.push(&job).await;
+        self.push(&job.id, job.by.as_deref()).await;
         Ok(job)
     }
 
@@ -624,9 +642,15 @@ impl Jobs {
         self.store.read(id)
     }
 
-    /// The job as stored, not marked as read.
-    pub(crate) fn peek(&self, id: &str) -> Result<JobInfo, JobError> {
+    /// The job as stored, with its bodies, not marked as read (an
+    /// operator's look, not the agent's wait).
+    pub fn peek(&self, id: &str) -> Result<JobInfo, JobError> {
         self.store.get(id)
+    }
+
+    /// The job's record, without its bodies (as a listing shows it).
+    pub fn summary(&self, id: &str) -> Result<JobSummary, JobError> {
+        self.store.summary(id)
     }
 
     /// Waits until every job (`All`) or one of them (`First`) is final, or
@@ -659,26 +683,19 @@ impl Jobs {
         let mut changes = self.changed.subscribe();
         loop {
             changes.borrow_and_update();
-            let mut done = Vec::new();
-            let mut pending = Vec::new();
+            // Looked at without their bodies; read with them once the wait ends.
+            let mut ended = 0;
             for id in &unique {
-                let job = self.status(id)?;
-                if job.status.is_final() {
-                    done.push(job);
-                } else {
-                    pending.push(job);
+                if self.store.summary(id)?.status.is_final() {
+                    ended += 1;
                 }
             }
             let finished = match mode {
-                WaitMode::All => pending.is_empty(),
-                WaitMode::First => !done.is_empty(),
+                WaitMode::All => ended == unique.len(),
+                WaitMode::First => ended > 0,
             };
             if finished {
-                return Ok(WaitOutcome {
-                    done,
-                    pending,
-                    timed_out: false,
-                });
+                return self.outcome_of(&unique, false);
             }
             let wake = poll.map_or(deadline, |poll| {
                 deadline.min(tokio::time::Instant::now() + poll)
@@ -689,13 +706,29 @@ impl Jobs {
                 .is_err()
                 && tokio::time::Instant::now() >= deadline
             {
-                return Ok(WaitOutcome {
-                    done,
-                    pending,
-                    timed_out: true,
-                });
+                return self.outcome_of(&unique, true);
             }
         }
+    }
+
+    /// What a wait for `ids` answers: the final jobs (marked as read) and
+    /// the others, with their bodies.
+    fn outcome_of(&self, ids: &[&String], timed_out: bool) -> Result<WaitOutcome, JobError> {
+        let mut done = Vec::new();
+        let mut pending = Vec::new();
+        for id in ids {
+            let job = self.status(id)?;
+            if job.status.is_final() {
+                done.push(job);
+            } else {
+                pending.push(job);
+            }
+        }
+        Ok(WaitOutcome {
+            done,
+            pending,
+            timed_out,
+        })
     }
 
     /// Cancels a job. A queued job never runs. A running one is stopped: its
@@ -719,7 +752,7 @@ impl Jobs {
             })
             .await?;
         if !changed {
-            return Ok(job);
+            return self.peek(id);
         }
         if !was_running.load(Ordering::SeqCst) {
             // A queued job ends here: its places go back now. A running
@@ -744,7 +777,7 @@ impl Jobs {
         };
         let Some(switch) = switch else {
             self.release(id).await;
-            return Ok(job);
+            return self.peek(id);
         };
         switch.send_replace(Some(Arc::from("its background job was cancelled")));
         // Its task leaves `live` once the call is settled in the session log.
@@ -768,7 +801,7 @@ impl Jobs {
     /// as a restart would find them: re-queued if their tool is idempotent,
     /// `interrupted` otherwise; their calls end in the session log, cancelled
     /// with the reason. Returns the jobs it stopped.
-    pub async fn shutdown(&self, grace: Duration) -> Vec<JobInfo> {
+    pub async fn shutdown(&self, grace: Duration) -> Vec<JobSummary> {
         self.stopping.store(true, Ordering::SeqCst);
         let deadline = tokio::time::Instant::now() + grace;
         let mut changes = self.changed.subscribe();
@@ -823,7 +856,7 @@ impl Jobs {
         // the jobs it hands back (re-queued, or never started here), or the
         // host that pulls one would find its session driven here, hand the
         // job back and wait for the lease to expire.
-        let requeued: Vec<&JobInfo> = stopped
+        let requeued: Vec<&JobSummary> = stopped
             .iter()
             .filter(|j| j.status == JobStatus::Queued)
             .collect();
@@ -850,7 +883,7 @@ impl Jobs {
         // one reaches a free host at once. Starting is a compare-and-set, so
         // two messages still run it once.
         for job in requeued {
-            self.push(job).await;
+            self.push(&job.id, job.by.as_deref()).await;
         }
         let held: Vec<String> = self
             .deliveries
@@ -876,23 +909,44 @@ impl Jobs {
             .collect()
     }
 
-    /// Jobs, oldest first, optionally of one session (id or name) and status.
+    /// A page of jobs, oldest first, optionally of one session (id or
+    /// name) and status: their records without bodies (sizes and digests
+    /// instead), read through the jobs' indexes.
     pub fn list(
         &self,
         session: Option<&str>,
         status: Option<JobStatus>,
-    ) -> Result<Vec<JobInfo>, JobError> {
+        page: &PageRequest,
+    ) -> Result<Page<JobSummary>, JobError> {
         let session = match session {
             Some(s) => Some(self.gateway.sessions().show(s)?.header.id),
             None => None,
         };
-        Ok(self
-            .store
-            .all()?
-            .into_iter()
-            .filter(|j| session.as_ref().is_none_or(|s| &j.session == s))
-            .filter(|j| status.is_none_or(|s| j.status == s))
-            .collect())
+        let query = JobQuery {
+            session,
+            owner: None,
+            status,
+        };
+        self.list_query(&query, page)
+    }
+
+    /// A page of the jobs `query` asks for (see [`JobStore::list`]).
+    pub(crate) fn list_query(
+        &self,
+        query: &JobQuery,
+        page: &PageRequest,
+    ) -> Result<Page<JobSummary>, JobError> {
+        self.store.list(query, page)
+    }
+
+    /// A page of the final jobs, the latest to end first.
+    pub fn recent(&self, page: &PageRequest) -> Result<Page<JobSummary>, JobError> {
+        self.store.recent(page)
+    }
+
+    /// The jobs of the store, live (queued or running): read from their index.
+    pub fn live(&self) -> Result<Vec<JobSummary>, JobError> {
+        self.store.live(self.now())
     }
 
     fn is_live(&self, id: &str) -> bool {
@@ -903,7 +957,7 @@ impl Jobs {
     }
 
     /// Puts `job`, found in the store, in the run queue of this process.
-    fn start(&self, job: &JobInfo) {
+    fn start(&self, job: &JobSummary) {
         {
             let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
             if live.contains_key(&job.id) {
@@ -1010,7 +1064,7 @@ impl Jobs {
             // CLI) is admitted now: its tool or config may have changed.
             let call = match admitted {
                 Some(call) => Ok(call),
-                None => self.gateway.admit(&job.tool, &job.input),
+                None => self.admit_stored(&job).await,
             };
             let report = match call {
                 Ok(call) => {
@@ -1026,49 +1080,10 @@ impl Jobs {
                 Err(e) => Ok(CallReport::refused(&job.tool, e)),
             };
             let (status, result) = outcome(report);
-            let now = self.now();
             // The slot is not needed to store the outcome, which may wait
             // for a failed store to be reopened.
             drop(permit);
-            let mut waited = Duration::ZERO;
-            let mut ended = false;
-            loop {
-                let result = result.clone();
-                let finished = self
-                    .update(&id, move |j| {
-                        if j.status == JobStatus::Running {
-                            j.status = status;
-                            j.finished_at_ms = Some(now);
-                            j.result = Some(result.clone());
-                            true
-                        } else if j.status == JobStatus::Cancelled {
-                            // Cancelled while running: keep what the call says of itself.
-                            j.result = Some(result.clone());
-                            true
-                        } else {
-                            false
-                        }
-                    })
-                    .await;
-                match finished {
-                    Err(JobError::Storage(StorageError::Io(e))) if waited < OUTCOME_PATIENCE => {
-                        // A failed store is reopened once there is room (see
-                        // `glovebox_store::Reopening`): try again then, rather
-                        // than leave the record `running` until a restart.
-                        tracing::warn!(job = %id, error = %e, "the job's outcome could not be stored yet; trying again");
-                        tokio::time::sleep(crate::storage::RETRY).await;
-                        waited += crate::storage::RETRY;
-                    }
-                    Err(e) => {
-                        tracing::error!(job = %id, error = %e, "the job's outcome could not be stored; the next start's recovery ends its record");
-                        break;
-                    }
-                    Ok((job, _)) => {
-                        ended = job.status.is_final();
-                        break;
-                    }
-                }
-            }
+            let ended = self.store_outcome(&job, status, result).await;
             let left = self
                 .live
                 .lock()
@@ -1101,12 +1116,96 @@ impl Jobs {
         self.release(&id).await;
     }
 
+    /// Admits the call of `job`, stored by another process (recovered, or
+    /// queued by the CLI): its tool or config may have changed since.
+    async fn admit_stored(&self, job: &JobSummary) -> Result<Admitted, CallError> {
+        let (store, id) = (self.store.clone(), job.id.clone());
+        match blocking(move || store.input(&id)).await {
+            Ok(input) => self.gateway.admit(&job.tool, &input),
+            Err(e) => Err(CallError::InvalidInput {
+                tool: job.tool.clone(),
+                reason: format!("its input could not be read: {e}"),
+            }),
+        }
+    }
+
+    /// Stores what job `job`'s run (attempt `job.attempts`) ended with:
+    /// its result apart, then its record. Keeps trying while the store is
+    /// failed (it is reopened once there is room) for up to
+    /// [`OUTCOME_PATIENCE`], rather than leave the record `running` until
+    /// a restart. Returns whether the record is final now.
+    async fn store_outcome(&self, job: &JobSummary, status: JobStatus, result: JobResult) -> bool {
+        let id = job.id.clone();
+        let now = self.now();
+        let mut waited = Duration::ZERO;
+        // Its result apart first (once: its bytes are counted once).
+        let staged = loop {
+            let (store, job, result) = (self.store.clone(), job.clone(), result.clone());
+            match blocking(move || store.stage_result(&job, job.attempts, &result)).await {
+                Ok(staged) => break staged,
+                Err(JobError::Storage(StorageError::Io(e))) if waited < OUTCOME_PATIENCE => {
+                    // A failed store is reopened once there is room (see
+                    // `glovebox_store::Reopening`): try again then.
+                    tracing::warn!(job = %id, error = %e, "the job's result could not be stored yet; trying again");
+                    tokio::time::sleep(crate::storage::RETRY).await;
+                    waited += crate::storage::RETRY;
+                }
+                Err(e) => {
+                    tracing::error!(job = %id, error = %e, "the job's result could not be stored; the next start's recovery ends its record");
+                    return false;
+                }
+            }
+        };
+        loop {
+            let summary = staged.summary.clone();
+            let finished = self
+                .update(&id, move |j| {
+                    if j.status == JobStatus::Running {
+                        j.status = status;
+                        j.finished_at_ms = Some(now);
+                        j.result = Some(summary.clone());
+                        true
+                    } else if j.status == JobStatus::Cancelled && j.kept().is_none() {
+                        // Cancelled while running: keep what the call says of itself.
+                        j.result = Some(summary.clone());
+                        true
+                    } else {
+                        false
+                    }
+                })
+                .await;
+            match finished {
+                Err(JobError::Storage(StorageError::Io(e))) if waited < OUTCOME_PATIENCE => {
+                    tracing::warn!(job = %id, error = %e, "the job's outcome could not be stored yet; trying again");
+                    tokio::time::sleep(crate::storage::RETRY).await;
+                    waited += crate::storage::RETRY;
+                }
+                Err(e) => {
+                    // Its result stays stored and counted: the record may
+                    // have taken it (an error says nothing of the write).
+                    tracing::error!(job = %id, error = %e, "the job's outcome could not be stored; the next start's recovery ends its record");
+                    return false;
+                }
+                Ok((record, _)) => {
+                    let ended = record.status.is_final();
+                    let store = self.store.clone();
+                    let _ = blocking(move || {
+                        store.settle_result(&staged, &record);
+                        Ok(())
+                    })
+                    .await;
+                    return ended;
+                }
+            }
+        }
+    }
+
     /// Changes a job's record (see [`JobStore::update`]) and wakes waiters.
     async fn update(
         &self,
         id: &str,
-        change: impl FnMut(&mut JobInfo) -> bool + Send + 'static,
-    ) -> Result<(JobInfo, bool), JobError> {
+        change: impl FnMut(&mut JobSummary) -> bool + Send + 'static,
+    ) -> Result<(JobSummary, bool), JobError> {
         let store = self.store.clone();
         let id = id.to_string();
         let result = blocking(move || store.update(&id, change)).await;

@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::records::{JobError, JobInfo};
+use super::records::JobError;
 use crate::storage::{Storage, StorageError, Swap};
 
 const BUCKET: &str = "job_places";
@@ -149,8 +149,8 @@ impl JobPlaces {
         for (id, &taken_at) in &places.jobs {
             match self.storage.get(super::store::BUCKET, id)? {
                 Some(bytes) => {
-                    let ends = serde_json::from_slice::<JobInfo>(&bytes)
-                        .map(|job| job.status.is_final())
+                    let ends = super::store::status_of(&bytes)
+                        .map(|status| status.is_final())
                         // A record that does not decode cannot be counted on
                         // to end: its place goes.
                         .unwrap_or(true);
@@ -190,7 +190,7 @@ fn encode(places: &Places) -> Result<Vec<u8>, JobError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::jobs::{JobStatus, JobStore};
+    use crate::jobs::{JobInfo, JobStatus, JobStore};
 
     #[test]
     fn the_last_place_goes_to_one_taker_and_ended_jobs_free_theirs() {

@@ -35,7 +35,7 @@ impl Default for JobsConfig {
 }
 
 /// Where a job stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum JobStatus {
     /// Persisted, waiting for a runner and a free slot.
@@ -104,7 +104,9 @@ pub struct JobResult {
     pub metering: CallMetering,
 }
 
-/// A job, as stored.
+/// A job with its bodies (input and whole result), as `job_status` and
+/// `job_wait` answer it. The store keeps it in two parts: its record
+/// ([`super::JobSummary`]) and its bodies apart.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct JobInfo {
     /// `job-` and 12 hex digits.
@@ -145,11 +147,19 @@ pub struct JobInfo {
     /// job exactly one runs it. Absent in records written before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runner: Option<String>,
+    /// The principal that owns its session (the listings of an agent show
+    /// the jobs of its sessions). Absent in records written before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// The agent principal whose `quotas.job_bytes_per_principal` counts
+    /// its input and result; absent for an operator's job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub charged_to: Option<String>,
 }
 
 #[cfg(test)]
 impl JobInfo {
-    /// A record of job `id` in `status`, of session `s1`, for tests.
+    /// A job `id` in `status`, of session `s1`, for tests.
     pub(crate) fn for_test(id: &str, status: JobStatus) -> JobInfo {
         JobInfo {
             status,
@@ -187,6 +197,8 @@ impl JobInfo {
             by: None,
             result_read: None,
             runner: None,
+            owner: None,
+            charged_to: None,
         }
     }
 

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError, Weak};
 use std::time::Duration;
 
-use glovebox_ledger::jobs::{JobError, JobInfo, JobStatus};
+use glovebox_ledger::jobs::{JobError, JobStatus};
 
 use super::{Jobs, blocking};
 use crate::storage::{Delivery, WorkQueue};
@@ -76,8 +76,7 @@ impl Jobs {
     /// Pushes `job` (stored already) on the work queue, if the store has
     /// one. A push that fails is logged: the job is stored, and the hosts'
     /// pass over the stored jobs finds it.
-    pub(super) async fn push(&self, job: &JobInfo) {
-        let id = job.id.as_str();
+    pub(super) async fn push(&self, id: &str, by: Option<&str>) {
         let queue = match self.work_queue().await {
             Ok(Some(queue)) => queue,
             Ok(None) => return,
@@ -88,10 +87,7 @@ impl Jobs {
         };
         // The groups that take turns are the spawners (`by`: a principal,
         // or the operator's `cli:<uid>`, or `host`).
-        let (item, group) = (
-            id.to_string(),
-            job.by.clone().unwrap_or_else(|| "host".to_string()),
-        );
+        let (item, group) = (id.to_string(), by.unwrap_or("host").to_string());
         if let Err(e) = blocking(move || Ok(queue.push(&item, &group)?)).await {
             tracing::warn!(job = %id, error = %e, "the job could not be pushed on the work queue; it is stored, and the hosts' pass over the stored jobs will find it");
         }
@@ -153,7 +149,7 @@ impl Jobs {
         let id = delivery.item().to_string();
         let (store, owners) = (self.store.clone(), self.owners());
         let key = id.clone();
-        let found = blocking(move || match store.get(&key) {
+        let found = blocking(move || match store.summary(&key) {
             Ok(job) => {
                 let elsewhere = !job.status.is_final() && owners.anothers(&job)?;
                 Ok(Some((job, elsewhere)))
@@ -247,7 +243,7 @@ impl Jobs {
         };
         let store = self.store.clone();
         let key = id.to_string();
-        let answer = match blocking(move || store.get(&key)).await {
+        let answer = match blocking(move || store.summary(&key)).await {
             Ok(job) if job.status.is_final() => Answer::Done,
             Ok(job) if job.status == JobStatus::Queued => Answer::Now,
             Ok(_) => Answer::Later,
