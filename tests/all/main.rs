@@ -26,6 +26,7 @@ mod job_records;
 mod jobs;
 mod malformed;
 mod mcp;
+mod mcp_limits;
 mod mcp_sdk;
 mod memory;
 mod memory_bank;

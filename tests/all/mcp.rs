@@ -430,7 +430,7 @@ fn an_agent_notes_reports_usage_pauses_lists_and_pages_its_session_over_stdio() 
         big["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("1 to 500"),
+            .contains("`limit` is 501, more than the maximum of 500"),
         "{big}"
     );
 

@@ -33,6 +33,7 @@ pub const MAX_GATE_INPUT_BYTES: usize = 64 << 10;
 #[serde(deny_unknown_fields)]
 pub struct Gate {
     /// `plugin.tool`.
+    #[cfg_attr(feature = "schemars", schemars(length(max = 256)))]
     pub tool: String,
     /// The call's input; `{}` when left out.
     // Any JSON parses, so that the check's own error (`gates[i].input must

@@ -28,8 +28,12 @@ use glovebox::session::{
 /// `HandoffNotes`) are out of the path's sight: for an error serde places
 /// at the top, the tool's schema says which field is at fault, and an
 /// unknown field's error lists the fields there are.
+///
+/// Every built-in's arguments come through here, so the limits its schema
+/// declares are checked here first, for all of them (`limits.rs`).
 fn parse<T: DeserializeOwned>(tool: &str, args: JsonObject) -> Result<T, ErrorData> {
     let args = Value::Object(args);
+    super::limits::check(tool, &args).map_err(|said| bad_arguments(tool, said))?;
     serde_path_to_error::deserialize(&args).map_err(|e| {
         let field = e.path().to_string();
         let e = e.into_inner().to_string();

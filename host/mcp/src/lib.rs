@@ -39,6 +39,7 @@
 mod answers;
 mod builtins;
 mod http;
+mod limits;
 mod logging;
 mod results;
 mod tools;

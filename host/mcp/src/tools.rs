@@ -206,7 +206,7 @@ pub fn builtin_tools() -> Vec<Tool> {
 
 /// The built-ins' compiled schemas and property names, by tool name: what
 /// names a bad field serde cannot (see [`locate`]).
-static SCHEMAS: LazyLock<HashMap<String, (jsonschema::Validator, Vec<String>)>> =
+pub(crate) static SCHEMAS: LazyLock<HashMap<String, (jsonschema::Validator, Vec<String>)>> =
     LazyLock::new(|| {
         builtin_tools()
             .into_iter()
@@ -233,8 +233,15 @@ pub(crate) fn locate(tool: &str, args: &Value) -> Option<String> {
     let error = validator
         .iter_errors(args)
         .find(|e| !e.instance().is_null() && e.instance_path().as_str() != "")?;
+    let field = field_of(error.instance_path().as_str());
+    Some(format!("`{field}`: {error}"))
+}
+
+/// A JSON pointer into the arguments as serde names the field (`tags[0]`,
+/// `budget.cost`).
+pub(crate) fn field_of(pointer: &str) -> String {
     let mut field = String::new();
-    for part in error.instance_path().as_str().split('/').skip(1) {
+    for part in pointer.split('/').skip(1) {
         let part = part.replace("~1", "/").replace("~0", "~");
         if part.parse::<usize>().is_ok() {
             field.push_str(&format!("[{part}]"));
@@ -245,7 +252,7 @@ pub(crate) fn locate(tool: &str, args: &Value) -> Option<String> {
             field.push_str(&part);
         }
     }
-    Some(format!("`{field}`: {error}"))
+    field
 }
 
 /// The fields built-in `tool` takes, as an unknown field's error lists them.
@@ -396,6 +403,33 @@ const MODEL_MAX: usize = 256;
 /// The reasons a verdict may give, and the longest one (the ledger refuses more).
 const REASONS_MAX: usize = 32;
 const REASON_MAX_BYTES: usize = 2048;
+/// The longest session id or name an argument may give (names have at most
+/// 128 characters; ids are 34).
+const SESSION_REF_MAX: usize = 128;
+/// The longest project name.
+const PROJECT_MAX: usize = 128;
+/// The longest tag, and the most tags one argument may give (the ledger's
+/// `quotas.tags_per_session` holds a session to fewer).
+const TAG_MAX: usize = 64;
+const TAGS_MAX: usize = 1024;
+/// The longest id of a job, an approval or a call, or a tool's name.
+const ID_MAX: usize = 256;
+/// The longest duration written in words (`"45m"`, `"2h 30m"`).
+const DURATION_MAX: usize = 64;
+/// The longest objective of a handoff or a child's task (the rest of a
+/// handoff is held by `quotas.handoff_bytes` and `handoff_items`).
+const OBJECTIVE_MAX: usize = TEXT_MAX;
+/// The longest search query (the memory bank refuses more too).
+const QUERY_MAX: usize = glovebox::memory::MAX_QUERY_BYTES;
+/// The longest memory scope (`project:NAME`).
+const SCOPE_MAX: usize = 256;
+/// The longest memory entry any config allows (`[memory] max_entry_bytes`
+/// is at most 1 MiB; it holds entries to its own, smaller, size).
+const MEMORY_TEXT_MAX: usize = 1 << 20;
+/// The longest page cursor.
+const CURSOR_MAX: usize = 1024;
+/// The longest `job_wait` timeout, in milliseconds (an hour).
+const JOB_WAIT_MAX_MS: u64 = 3_600_000;
 
 // The built-ins' arguments, one struct per tool (`job_status` and
 // `job_cancel` share one). A field's doc comment is its description in the
@@ -424,7 +458,7 @@ pub(crate) struct StartArgs {
     #[serde(deserialize_with = "word")]
     #[schemars(schema_with = "roles")]
     pub role: Role,
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1, max = PROJECT_MAX))]
     pub project: String,
     #[serde(flatten)]
     pub new: NewSessionArgs,
@@ -443,11 +477,14 @@ pub(crate) struct StartArgs {
 #[derive(Deserialize, JsonSchema)]
 pub(crate) struct NewSessionArgs {
     /// Unique among live sessions: resume or address the session by it later.
+    #[schemars(length(min = 1, max = SESSION_REF_MAX))]
     pub name: Option<String>,
     #[serde(default)]
+    #[schemars(length(max = TAGS_MAX), inner(length(min = 1, max = TAG_MAX)))]
     pub tags: Vec<String>,
     /// How long the work should take, e.g. "45m" or "2h" (the detector
     /// compares).
+    #[schemars(length(max = DURATION_MAX))]
     pub expected_duration: Option<String>,
 }
 
@@ -462,6 +499,7 @@ pub(crate) struct CapsArgs {
     /// Call count cap.
     pub calls: Option<u64>,
     /// Wall-time cap, e.g. "30m".
+    #[schemars(length(max = DURATION_MAX))]
     pub wall: Option<String>,
 }
 
@@ -496,6 +534,7 @@ pub(crate) struct PauseArgs {
     #[schemars(length(min = 1, max = TEXT_MAX))]
     pub reason: String,
     /// Session id or name; the bound session when absent.
+    #[schemars(length(max = SESSION_REF_MAX))]
     pub session: Option<String>,
 }
 
@@ -507,10 +546,12 @@ pub(crate) struct SessionListArgs {
     #[schemars(schema_with = "session_statuses")]
     pub status: Option<SessionStatus>,
     #[serde(default)]
+    #[schemars(length(max = TAGS_MAX), inner(length(max = TAG_MAX)))]
     pub tags: Vec<String>,
     #[serde(default)]
     pub children: bool,
     /// Session id or name; the bound session when absent.
+    #[schemars(length(max = SESSION_REF_MAX))]
     pub session: Option<String>,
 }
 
@@ -528,12 +569,13 @@ pub(crate) struct SessionSpawnArgs {
     #[serde(default)]
     pub budget: CapsArgs,
     /// What the child is to do.
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1, max = OBJECTIVE_MAX))]
     pub objective: String,
     /// The rest of the child's task, as a handoff would say it.
     #[serde(flatten)]
     pub notes: HandoffNotes,
     /// The parent (id or name); the bound session when absent.
+    #[schemars(length(max = SESSION_REF_MAX))]
     pub session: Option<String>,
     #[serde(default)]
     #[schemars(description = COMPLETION)]
@@ -545,6 +587,7 @@ pub(crate) struct SessionSpawnArgs {
 #[serde(deny_unknown_fields)]
 pub(crate) struct VerdictArgs {
     /// The worker's session (id or name).
+    #[schemars(length(max = SESSION_REF_MAX))]
     pub session: String,
     pub verdict: Verdict,
     #[serde(default)]
@@ -571,6 +614,7 @@ pub(crate) struct SessionWaitArgs {
     #[schemars(range(max = WAIT_MAX_MS))]
     pub timeout_ms: Option<u64>,
     /// The parent (id or name); the bound session when absent.
+    #[schemars(length(max = SESSION_REF_MAX))]
     pub session: Option<String>,
 }
 
@@ -579,6 +623,7 @@ pub(crate) struct SessionWaitArgs {
 #[serde(deny_unknown_fields)]
 pub(crate) struct LogArgs {
     /// Session id or name; the bound session when absent.
+    #[schemars(length(max = SESSION_REF_MAX))]
     pub session: Option<String>,
     #[serde(default = "first_seq")]
     #[schemars(range(min = 1))]
@@ -600,8 +645,10 @@ fn log_page_default() -> usize {
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RerunArgs {
+    #[schemars(length(max = ID_MAX))]
     pub call_id: String,
     /// Session id or name; the bound session when absent.
+    #[schemars(length(max = SESSION_REF_MAX))]
     pub session: Option<String>,
 }
 
@@ -610,6 +657,7 @@ pub(crate) struct RerunArgs {
 #[serde(deny_unknown_fields)]
 pub(crate) struct SessionArg {
     /// Session id or name.
+    #[schemars(length(max = SESSION_REF_MAX))]
     pub session: String,
 }
 
@@ -618,6 +666,7 @@ pub(crate) struct SessionArg {
 #[serde(deny_unknown_fields)]
 pub(crate) struct OptionalSessionArg {
     /// Session id or name; the bound session when absent.
+    #[schemars(length(max = SESSION_REF_MAX))]
     pub session: Option<String>,
 }
 
@@ -628,11 +677,12 @@ pub(crate) struct HandoffArgs {
     #[serde(deserialize_with = "word")]
     #[schemars(schema_with = "handoff_kinds")]
     pub kind: HandoffKind,
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1, max = OBJECTIVE_MAX))]
     pub objective: String,
     #[serde(flatten)]
     pub notes: HandoffNotes,
     /// The receiving session (id or name).
+    #[schemars(length(max = SESSION_REF_MAX))]
     pub to: Option<String>,
 }
 
@@ -657,6 +707,7 @@ fn completed() -> EndOutcome {
 #[serde(deny_unknown_fields)]
 pub(crate) struct SpawnArgs {
     /// A tool of tools/list, as `plugin.tool`.
+    #[schemars(length(max = ID_MAX))]
     pub tool: String,
     /// The tool's input; it must fit the tool's schema.
     // Any JSON here, so that a non-object gets its own error.
@@ -668,10 +719,11 @@ pub(crate) struct SpawnArgs {
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct WaitArgs {
-    #[schemars(length(min = 1, max = MAX_WAIT_IDS))]
+    #[schemars(length(min = 1, max = MAX_WAIT_IDS), inner(length(max = ID_MAX)))]
     pub ids: Vec<String>,
     #[serde(default)]
     pub mode: WaitFor,
+    #[schemars(range(max = JOB_WAIT_MAX_MS))]
     pub timeout_ms: Option<u64>,
 }
 
@@ -689,6 +741,7 @@ pub(crate) enum WaitFor {
 #[serde(deny_unknown_fields)]
 pub(crate) struct ApprovalArg {
     /// The approval id of an `awaiting_approval` result.
+    #[schemars(length(max = ID_MAX))]
     pub id: String,
 }
 
@@ -697,6 +750,7 @@ pub(crate) struct ApprovalArg {
 #[serde(deny_unknown_fields)]
 pub(crate) struct JobArg {
     /// The job id (`job_spawn` returns it).
+    #[schemars(length(max = ID_MAX))]
     pub id: String,
 }
 
@@ -705,8 +759,10 @@ pub(crate) struct JobArg {
 #[serde(deny_unknown_fields)]
 pub(crate) struct ContextSearchArgs {
     /// Words that must all appear (case-insensitive).
+    #[schemars(length(max = QUERY_MAX))]
     pub query: String,
     /// Only this project (one you may touch).
+    #[schemars(length(max = PROJECT_MAX))]
     pub project: Option<String>,
 }
 
@@ -717,9 +773,10 @@ pub(crate) struct MemoryProposeArgs {
     /// `project`, `user` or `role` (the bound session's project, your
     /// principal, the session's role), or in full: `project:NAME` (a project
     /// you may touch), `user:YOU`, `role:ROLE` (the session's).
+    #[schemars(length(max = SCOPE_MAX))]
     pub scope: String,
     /// The entry; at most `[memory] max_entry_bytes` (4 KiB by default).
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1, max = MEMORY_TEXT_MAX))]
     pub text: String,
 }
 
@@ -728,6 +785,7 @@ pub(crate) struct MemoryProposeArgs {
 #[serde(deny_unknown_fields)]
 pub(crate) struct MemorySearchArgs {
     /// Words to look for (any case).
+    #[schemars(length(max = QUERY_MAX))]
     pub query: String,
     #[serde(default = "search_limit_default")]
     #[schemars(range(min = 1, max = SEARCH_LIMIT_MAX))]
@@ -735,6 +793,7 @@ pub(crate) struct MemorySearchArgs {
     /// The `next_cursor` of the previous page of the same query, for the
     /// entries ranked after it.
     #[serde(default)]
+    #[schemars(length(max = CURSOR_MAX))]
     pub cursor: Option<String>,
 }
 
@@ -747,6 +806,7 @@ fn search_limit_default() -> usize {
 #[serde(deny_unknown_fields)]
 pub(crate) struct ListArgs {
     /// Session id or name.
+    #[schemars(length(max = SESSION_REF_MAX))]
     pub session: Option<String>,
     #[serde(default, deserialize_with = "some_word")]
     #[schemars(schema_with = "job_statuses")]
@@ -900,7 +960,7 @@ mod tests {
         ),
         (
             MEMORY_SEARCH,
-            &["limit:integer", "query:string"],
+            &["cursor:string", "limit:integer", "query:string"],
             &["query"],
         ),
         (
