@@ -63,6 +63,9 @@ pub enum SessionCommand {
         role: Option<Role>,
         #[arg(long)]
         project: Option<String>,
+        /// Only the sessions of this principal (`local`: the command line's).
+        #[arg(long)]
+        owner: Option<String>,
         /// Only sessions with no activity for more than this many days.
         #[arg(long)]
         inactive_days: Option<u64>,
@@ -72,8 +75,11 @@ pub enum SessionCommand {
         blocked: bool,
         /// The child sessions of this session instead (`session spawn`), with
         /// their status, outcome, carved budget and latest handoff to it.
-        #[arg(long, value_name = "PARENT", conflicts_with_all = ["status", "tags", "role", "project", "inactive_days", "blocked"])]
+        #[arg(long, value_name = "PARENT", conflicts_with_all = ["status", "tags", "role", "project", "owner", "inactive_days", "blocked"])]
         children: Option<String>,
+        /// A page of sessions, newest first.
+        #[command(flatten)]
+        page: crate::paging::PageArgs,
         #[arg(long)]
         json: bool,
     },
@@ -548,11 +554,14 @@ pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitC
             tags,
             role,
             project,
+            owner,
             inactive_days,
             blocked,
             children,
+            page,
             json,
         } => {
+            let page = page.request();
             if let Some(parent) = children {
                 let children = match sessions.children_as(&crate::control::operator(), &parent) {
                     Ok(children) => children,
@@ -585,6 +594,7 @@ pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitC
                 || !tags.is_empty()
                 || role.is_some()
                 || project.is_some()
+                || owner.is_some()
                 || inactive_days.is_some();
             let filter = SessionFilter {
                 status,
@@ -592,11 +602,13 @@ pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitC
                 role,
                 project,
                 inactive_for: inactive_days.map(|d| Duration::from_secs(d * 86_400)),
+                owner,
             };
-            let list = match sessions.list(&filter) {
-                Ok(list) => list,
+            let (list, next) = match sessions.list(&filter, &page) {
+                Ok(page) => (page.items, page.next_cursor),
                 Err(e) => return Ok(crate::session_refused(&e)),
             };
+            crate::paging::print_next(next.as_deref());
             if blocked {
                 return list_blocked(&sessions, &list, json);
             }

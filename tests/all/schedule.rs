@@ -214,38 +214,58 @@ async fn missed_fires_run_once_at_start_and_not_at_all_without_catch_up() {
     );
 }
 
+/// Why (threat 53): with one global name space another principal's session
+/// of the schedule's name either received its calls or, once they were kept
+/// apart, made the schedule fail for good ("the name is taken"): a squat.
+/// Now the schedule's `session` is a name in its own principal's space.
 #[tokio::test(flavor = "multi_thread")]
-async fn a_schedule_acts_as_itself_and_reaches_no_other_principals_session() {
+async fn threat_53_a_schedule_acts_as_itself_in_its_own_name_space_and_no_squatter_stops_it() {
     let dir = tempfile::tempdir().unwrap();
     let extra = "[[schedule]]\nname = \"intruder\"\ncron = \"@hourly\"\naction = \"call\"\nsession = \"theirs\"\nproject = \"p\"\ntool = \"echo.echo\"\nnotify = [\"ops\"]\n";
     let gw = Gateway::open(&site(dir.path(), extra)).await.unwrap();
     let local = Principal::local();
-    gw.start_session_as(
-        &local,
-        StartSession {
-            role: Role::Workagent,
-            project: "p".into(),
-            name: Some("theirs".into()),
-            tags: vec![],
-            expected_duration: None,
-            budget: Default::default(),
-            completion: Default::default(),
-        },
-    )
-    .await
-    .unwrap();
+    let squatter = gw
+        .start_session_as(
+            &local,
+            StartSession {
+                role: Role::Workagent,
+                project: "p".into(),
+                name: Some("theirs".into()),
+                tags: vec![],
+                expected_duration: None,
+                budget: Default::default(),
+                completion: Default::default(),
+            },
+        )
+        .await
+        .unwrap();
     let schedule = gw.host().config().schedules[0].clone();
-    let outcome = gw.scheduler().fire(&schedule, "a test").await;
-    assert!(!outcome.ok, "{outcome:?}");
-    assert!(outcome.summary.contains("is taken"), "{outcome:?}");
+    for _ in 0..2 {
+        let outcome = gw.scheduler().fire(&schedule, "a test").await;
+        assert!(outcome.ok, "{outcome:?}");
+        let own = outcome.session.unwrap();
+        assert_ne!(own, squatter.header.id);
+        let state = gw.sessions().show(&own).unwrap();
+        assert_eq!(state.owner_name(), "schedule:intruder");
+        assert_eq!(state.header.name.as_deref(), Some("theirs"));
+    }
     // The other principal's session saw nothing of it.
-    let log = events(&gw, "theirs");
+    let log = events(&gw, &squatter.header.id);
     assert!(
         log.iter().all(|e| e.by.as_deref() == Some("local")),
         "{log:#?}"
     );
     let rec = record(&gw, "schedule", "intruder");
-    assert_eq!((rec.runs, rec.last_ok), (1, Some(false)));
+    assert_eq!((rec.runs, rec.last_ok), (2, Some(true)));
+    // One session of its own, used by both runs.
+    let own = gw.sessions().show("schedule:intruder/theirs").unwrap();
+    assert_eq!(
+        events(&gw, &own.header.id)
+            .iter()
+            .filter(|e| e.kind.name() == "call_finished")
+            .count(),
+        2
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

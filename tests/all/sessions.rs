@@ -781,3 +781,98 @@ fn threat_26_a_keyed_log_verifies_with_its_key_and_not_after_a_reseal_without_it
         "{out}"
     );
 }
+
+/// A data dir recorded before issue 36 (the ledger's test fixture; see
+/// `host/ledger/src/session/tests/fixtures/mod.rs`): a global `names`
+/// bucket, no session indexes, a parent checkpointed with its whole child
+/// list. Written into `store` as it was.
+pub(crate) fn restore_before_issue_36(store: &dyn Storage) {
+    let dump: Value = serde_json::from_str(include_str!(
+        "../../host/ledger/src/session/tests/fixtures/before_issue_36.json"
+    ))
+    .unwrap();
+    for (stream, entries) in dump["streams"].as_object().unwrap() {
+        let entries: Vec<Vec<u8>> = entries
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e.as_str().unwrap().as_bytes().to_vec())
+            .collect();
+        store.append(stream, 0, &entries).unwrap();
+    }
+    for (bucket, keys) in dump["buckets"].as_object().unwrap() {
+        for (key, value) in keys.as_object().unwrap() {
+            store
+                .put(bucket, key, value.as_str().unwrap().as_bytes())
+                .unwrap();
+        }
+    }
+}
+
+/// Why: names were one global space (threat 53) and listings decoded every
+/// session (threat 49); a data dir of the old shape must keep working with
+/// the real binary, its names each in its owner's space, its sessions
+/// listed a page at a time.
+#[test]
+fn threat_53_a_data_dir_with_global_names_keeps_working_and_lists_a_page_at_a_time() {
+    let site = util::Site::new(false);
+    // The binary makes the data dir (private, as it wants it), then the
+    // old store is written into it.
+    assert_eq!(site.run(&["session", "list"]).0, 0);
+    std::fs::remove_dir_all(site.data()).unwrap();
+    {
+        let store = SledStore::open(&site.data(), Durability::Flush).unwrap();
+        restore_before_issue_36(&store);
+    }
+    let build = site.json(&["session", "show", "build"]);
+    assert_eq!(build["status"], "created");
+    // `deploy` is alice's (ended) and bob's (live): an operator says which.
+    let (code, _, err) = site.run(&["session", "show", "deploy"]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("several principals have sessions named `deploy` (`alice/deploy`, `bob/deploy`, ...): name the one you mean as `OWNER/NAME`"),
+        "{err}"
+    );
+    let bobs = site.json(&["session", "show", "bob/deploy"]);
+    assert_eq!(
+        (&bobs["owner"], &bobs["status"]),
+        (&"bob".into(), &"created".into())
+    );
+    assert_eq!(
+        site.json(&["session", "show", "alice/deploy"])["status"],
+        "completed"
+    );
+
+    // Seven sessions, newest first, three at a time.
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut args = vec!["session", "list", "--limit", "3", "--json"];
+        if let Some(c) = &cursor {
+            args.extend(["--cursor", c.as_str()]);
+        }
+        let (code, out, err) = site.run(&args);
+        assert_eq!(code, 0, "{err}");
+        let page: Vec<Value> = serde_json::from_str(&out).unwrap();
+        assert!(page.len() <= 3);
+        seen.extend(page.iter().map(|s| s["id"].as_str().unwrap().to_string()));
+        match err.split("--cursor ").nth(1) {
+            Some(rest) => cursor = rest.split('`').next().map(str::to_string),
+            None => break,
+        }
+    }
+    assert_eq!(seen.len(), 7, "{seen:?}");
+    let all = site.json(&["session", "list", "--json"]);
+    let ids: Vec<&str> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, seen);
+    let owners = site.json(&["session", "list", "--owner", "alice", "--json"]);
+    assert_eq!(owners.as_array().unwrap().len(), 5, "{owners}");
+    // The store is whole.
+    let (code, out, err) = site.run(&["store", "check"]);
+    assert_eq!(code, 0, "{out}{err}");
+}

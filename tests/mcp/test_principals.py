@@ -18,6 +18,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
 
 from conftest import http_server
 
@@ -277,6 +278,69 @@ def test_threat_52_a_reload_reaches_an_open_sdk_client_and_a_removed_principal_i
         assert post(url, INIT, tokens["alice"])[0] == 401
         async with client(url, tokens["bob"]) as bob:
             assert not (await bob.call_tool("session_list", {})).is_error
+
+
+def test_threat_53_two_agents_use_one_name_and_neither_learns_of_the_other(glovebox_bin, principals):
+    """Names are scoped by owner: bob's `shared` is not alice's business, and
+    starting her own `shared` neither fails nor tells her his id (it used
+    to: `NameTaken` named the holder)."""
+    config, tokens = principals
+
+    async def main(url):
+        async with client(url, tokens["alice"]) as alice, client(url, tokens["bob"]) as bob:
+            theirs = structured(
+                await bob.call_tool("session_start", {"role": "workagent", "project": "demo", "name": "shared"})
+            )["id"]
+            result = await alice.call_tool("session_status", {"session": "shared"})
+            assert result.is_error and structured(result)["error"]["kind"] == "session_not_found", result
+            started = await alice.call_tool("session_start", {"role": "workagent", "project": "demo", "name": "shared"})
+            assert not started.is_error, started
+            mine = structured(started)["id"]
+            assert mine != theirs and theirs not in json.dumps(structured(started))
+            assert structured(await alice.call_tool("session_status", {"session": "shared"}))["id"] == mine
+            assert structured(await bob.call_tool("session_status", {"session": "shared"}))["id"] == theirs
+            # Within one owner a live name stays one session's.
+            again = await alice.call_tool("session_start", {"role": "workagent", "project": "demo", "name": "shared"})
+            assert again.is_error and structured(again)["error"]["kind"] == "session_name_taken", again
+            assert theirs not in json.dumps(structured(again))
+
+    with http_server(glovebox_bin, config) as url:
+        anyio.run(main, url)
+
+
+def test_threat_49_session_list_is_paginated_with_limit_and_next_cursor(glovebox_bin, principals):
+    """`session_list` answers a page (newest first) and `next_cursor`; the
+    pages hold every one of the agent's sessions once, and none of another's."""
+    config, tokens = principals
+
+    async def main(url):
+        async with client(url, tokens["alice"]) as alice, client(url, tokens["bob"]) as bob:
+            await bob.call_tool("session_start", {"role": "workagent", "project": "demo", "name": "bobs"})
+            ids = []
+            for i in range(5):
+                started = await alice.call_tool("session_start", {"role": "workagent", "project": "demo", "name": f"p{i}"})
+                ids.append(structured(started)["id"])
+            seen, cursor = [], None
+            while True:
+                args = {"limit": 2} if cursor is None else {"limit": 2, "cursor": cursor}
+                page = structured(await alice.call_tool("session_list", args))
+                assert len(page["sessions"]) <= 2, page
+                seen += [s["id"] for s in page["sessions"]]
+                cursor = page["next_cursor"]
+                if cursor is None:
+                    break
+            assert seen == list(reversed(ids)), (seen, ids)
+            # Without `limit`, one page of up to 100 and no cursor.
+            whole = structured(await alice.call_tool("session_list", {}))
+            assert [s["id"] for s in whole["sessions"]] == seen and whole["next_cursor"] is None
+            # A limit past 500, or a cursor from elsewhere, is refused saying why.
+            with pytest.raises(MCPError) as bad:
+                await alice.call_tool("session_list", {"limit": 501})
+            assert "give 1 to 500" in str(bad.value)
+            result = await alice.call_tool("session_list", {"cursor": "nonsense"})
+            assert result.is_error, result
+            error = structured(result)["error"]
+            assert "is not one of this listing's" in error["message"], error
 
     with http_server(glovebox_bin, config) as url:
         anyio.run(main, url)

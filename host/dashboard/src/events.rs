@@ -38,8 +38,13 @@ fn fingerprints(app: &App) -> [u64; 4] {
     let ledger = app.gateway.ledger();
     let mut out = [0u64; 4];
     let mut h = DefaultHasher::new();
-    if let Ok(list) = ledger.sessions.list(&SessionFilter::default()) {
-        for s in &list {
+    // The first page, as the sessions page shows it: a change further down
+    // is seen when that page is opened.
+    if let Ok(page) = ledger
+        .sessions
+        .list(&SessionFilter::default(), &Default::default())
+    {
+        for s in &page.items {
             (
                 &s.header.id,
                 s.header.status.as_str(),

@@ -213,6 +213,8 @@ pub struct SessionsQuery {
     role: Option<String>,
     owner: Option<String>,
     status: Option<String>,
+    /// Where the previous page ended (its "next page" link).
+    cursor: Option<String>,
 }
 
 pub async fn sessions(viewer: Viewer, Query(q): Query<SessionsQuery>) -> Response {
@@ -237,10 +239,18 @@ fn render_sessions(app: &App, q: &SessionsQuery) -> Rendered {
         status,
         role,
         project: some(&q.project).map(str::to_string),
+        owner: owner.map(str::to_string),
         ..SessionFilter::default()
     };
     let sessions = app.gateway.sessions();
-    let list = sessions.list(&filter).map_err(internal)?;
+    let page = glovebox::page::PageRequest {
+        limit: None,
+        cursor: some(&q.cursor).map(str::to_string),
+    };
+    let page = sessions.list(&filter, &page).map_err(|e| match e {
+        glovebox::session::SessionError::InvalidInput(e) => bad(e),
+        e => internal(e),
+    })?;
     let host = app.gateway.host();
     let budgets = &host.config().budgets;
     let now = now_ms(app);
@@ -273,15 +283,7 @@ fn render_sessions(app: &App, q: &SessionsQuery) -> Rendered {
     );
     let mut rows = String::new();
     let mut shown = 0;
-    for info in list.iter().take(500) {
-        if owner.is_some_and(|o| {
-            info.owner
-                .as_deref()
-                .unwrap_or(glovebox::manifest::LOCAL_PRINCIPAL)
-                != o
-        }) {
-            continue;
-        }
+    for info in &page.items {
         let Ok(state) = sessions.show(&info.header.id) else {
             continue;
         };
@@ -297,6 +299,26 @@ fn render_sessions(app: &App, q: &SessionsQuery) -> Rendered {
         let _ = write!(
             body,
             "<table id=\"sessions\"><thead><tr><th>session</th><th>status</th><th>role</th><th>owner</th><th>project</th><th>tags</th><th>age</th><th>last progress</th><th>flags</th><th>escalation</th><th>budget</th></tr></thead><tbody>{rows}</tbody></table>"
+        );
+    }
+    // Newest first, a page at a time: the next page keeps the filters.
+    if let Some(next) = &page.next_cursor {
+        let mut link = format!("/ui/sessions?cursor={}", url(next));
+        for (key, value) in [
+            ("blocked", &q.blocked),
+            ("project", &q.project),
+            ("role", &q.role),
+            ("owner", &q.owner),
+            ("status", &q.status),
+        ] {
+            if let Some(value) = some(value) {
+                let _ = write!(link, "&{key}={}", url(value));
+            }
+        }
+        let _ = write!(
+            body,
+            "<p><a id=\"next-page\" href=\"{}\">next page</a></p>",
+            esc(&link)
         );
     }
     Ok(("Sessions".into(), body))

@@ -38,7 +38,7 @@ use crate::ledger::Durable;
 use crate::manifest::{Access, HostConfig, Principal, PrincipalKind, Role};
 use crate::pipeline::ledger_work;
 use crate::session::{
-    EndOutcome, EventKind, SessionError, SessionFilter, SessionState, SessionStatus, UnwaitedJob,
+    EndOutcome, EventKind, SessionError, SessionState, SessionStatus, UnwaitedJob,
 };
 
 /// How much a finding matters. `glovebox doctor` exits 1 when there is a
@@ -198,7 +198,8 @@ pub fn check_ledger(config: &HostConfig, durable: &Durable) -> Result<Vec<Findin
     let sessions = &durable.sessions;
     let mut states = Vec::new();
     let mut ids = Vec::new();
-    for info in sessions.list(&SessionFilter::default())? {
+    for info in sessions.walk()? {
+        let info = info?;
         ids.push(info.header.id.clone());
         if info.header.status == SessionStatus::Archived {
             continue;

@@ -531,11 +531,12 @@ fn snapshot(ledger: &Durable) -> Result<crate::metrics::Snapshot, SessionError> 
     use std::collections::BTreeMap;
     let count = |map: &mut BTreeMap<String, i64>, key: String| *map.entry(key).or_default() += 1;
     let (mut sessions, mut flags) = (BTreeMap::new(), BTreeMap::new());
-    for info in ledger.sessions.list(&Default::default())? {
+    // The live sessions (the live index: a scrape reads as many as are
+    // live, not every session the store ever held).
+    for info in ledger.sessions.walk_live()? {
+        let info = info?;
         count(&mut sessions, info.header.status.to_string());
-        if info.header.status.is_live()
-            && let Ok(state) = ledger.sessions.show(&info.header.id)
-        {
+        if let Ok(state) = ledger.sessions.show(&info.header.id) {
             for (rule, flag) in &state.watch.flags {
                 *flags
                     .entry((rule.clone(), flag.severity.to_string()))

@@ -220,14 +220,15 @@ impl Gateway {
         ledger_work(move || sessions.events_as(&caller, &key, from_seq, limit)).await
     }
 
-    /// The sessions of `caller` matching `filter`.
+    /// A page of the sessions of `caller` matching `filter`, newest first.
     pub async fn list_sessions_as(
         &self,
         caller: &Principal,
         filter: SessionFilter,
-    ) -> Result<Vec<SessionInfo>, SessionError> {
+        page: PageRequest,
+    ) -> Result<Page<SessionInfo>, SessionError> {
         let (sessions, caller) = (self.sessions().clone(), caller.clone());
-        ledger_work(move || sessions.list_as(&caller, &filter)).await
+        ledger_work(move || sessions.list_as(&caller, &filter, &page)).await
     }
 
     /// Re-runs an interrupted idempotent call of a session of `caller`'s

@@ -168,7 +168,7 @@ fn check_record(bucket: &str, key: &str, value: &[u8]) -> Result<(), String> {
                 .map(|_| ())
                 .map_err(|why| format!("the checkpoint does not verify: {why}"))
         }
-        "names" => std::str::from_utf8(value)
+        "names" | "session_names" => std::str::from_utf8(value)
             .map(|_| ())
             .map_err(|_| "the session id is not text".to_string()),
         "sessions" | "approvals" | "jobs" | "rescues" | "context" => {

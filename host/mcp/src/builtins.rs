@@ -435,8 +435,11 @@ impl Connection {
                     tags: a.tags,
                     ..Default::default()
                 };
-                Ok(match gateway.list_sessions_as(caller, filter).await {
-                    Ok(sessions) => results::ok_value(json!({"sessions": sessions})),
+                let page = page_request(a.limit, a.cursor).map_err(|e| bad_arguments(tool, e))?;
+                Ok(match gateway.list_sessions_as(caller, filter, page).await {
+                    Ok(page) => results::ok_value(
+                        json!({"sessions": page.items, "next_cursor": page.next_cursor}),
+                    ),
                     Err(e) => results::session_failure(&e),
                 })
             }

@@ -146,7 +146,7 @@ pub fn builtin_tools() -> Vec<Tool> {
         ),
         builtin::<SessionListArgs>(
             SESSION_LIST,
-            "List your sessions, optionally by status and by tags (each given tag must be on the session); with `children`, the child sessions of a session (the bound one when `session` is absent) instead, with their status, outcome, carved budget and latest handoff to the parent.",
+            "List your sessions, newest first, optionally by status and by tags (each given tag must be on the session); with `children`, the child sessions of a session (the bound one when `session` is absent) instead, oldest first, with their status, outcome, carved budget and latest handoff to the parent. A page holds at most `limit` (100 when absent, 500 at most); `next_cursor` is the `cursor` of the next page, null at the end (a filtered page may hold fewer, even none, and still have one).",
         ),
         builtin::<SessionSpawnArgs>(
             SESSION_SPAWN,
@@ -553,6 +553,29 @@ pub(crate) struct SessionListArgs {
     /// Session id or name; the bound session when absent.
     #[schemars(length(max = SESSION_REF_MAX))]
     pub session: Option<String>,
+    /// Items on one page: 100 when absent, 500 at most.
+    #[schemars(range(min = 1, max = 500))]
+    pub limit: Option<usize>,
+    /// Where the previous page ended (its `next_cursor`); the first page
+    /// when absent.
+    pub cursor: Option<String>,
+}
+
+/// The page a listing's `limit` and `cursor` ask for, or why the limit is
+/// not one.
+pub(crate) fn page_request(
+    limit: Option<usize>,
+    cursor: Option<String>,
+) -> Result<glovebox::page::PageRequest, String> {
+    if let Some(limit) = limit
+        && !(1..=glovebox::page::MAX_PAGE).contains(&limit)
+    {
+        return Err(format!(
+            "`limit` is {limit}: give 1 to {} and page on with `cursor`",
+            glovebox::page::MAX_PAGE
+        ));
+    }
+    Ok(glovebox::page::PageRequest { limit, cursor })
 }
 
 /// `session_spawn`.
@@ -898,6 +921,8 @@ mod tests {
             SESSION_LIST,
             &[
                 "children:boolean",
+                "cursor:string",
+                "limit:integer",
                 "session:string",
                 "status:string",
                 "tags:array",
@@ -1074,6 +1099,8 @@ mod tests {
             (SESSION_PAUSE, "/properties/reason/maxLength", json!(16384)),
             (SESSION_PAUSE, "/properties/reason/minLength", json!(1)),
             (SESSION_LIST, "/properties/children/default", json!(false)),
+            (SESSION_LIST, "/properties/limit/maximum", json!(500)),
+            (SESSION_LIST, "/properties/limit/minimum", json!(1)),
             (
                 SESSION_LIST,
                 "/properties/status/enum",

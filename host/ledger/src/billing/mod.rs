@@ -24,9 +24,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 
 use crate::budget::units;
-use crate::session::{
-    EndOutcome, EventKind, SessionError, SessionFilter, SessionInfo, SessionSummary, Sessions,
-};
+use crate::session::{EndOutcome, EventKind, SessionError, SessionInfo, SessionSummary, Sessions};
 
 const DAY_MS: u64 = 86_400_000;
 
@@ -293,18 +291,28 @@ impl RoleShare {
     }
 }
 
-/// The root ancestor of session `id` (itself when it has no parent).
-fn root_of<'a>(id: &'a str, parents: &'a HashMap<String, Option<String>>) -> &'a str {
-    let mut at = id;
+/// The root ancestor of session `id` (itself when it has no parent), and
+/// its name, from the sessions' records (one read per generation).
+fn root_of(sessions: &Sessions, id: &str) -> (String, Option<String>) {
+    let mut at = sessions.get_info(id).ok().flatten();
+    let mut root = (
+        id.to_string(),
+        at.as_ref().and_then(|i| i.header.name.clone()),
+    );
     // Bounded: a parent link is written once, at start, to an older session.
-    for _ in 0..parents.len() {
-        match parents.get(at) {
-            Some(Some(parent)) => at = parent.as_str(),
-            _ => break,
-        }
+    for _ in 0..MAX_GENERATIONS {
+        let Some(parent) = at.and_then(|i| i.parent) else {
+            break;
+        };
+        at = sessions.get_info(&parent).ok().flatten();
+        let name = at.as_ref().and_then(|i| i.header.name.clone());
+        root = (parent, name);
     }
-    at
+    root
 }
+
+/// Generations a family's root is looked for up (families are a few deep).
+const MAX_GENERATIONS: usize = 64;
 
 /// A billing report.
 #[derive(Clone, Debug, Serialize)]
@@ -328,19 +336,13 @@ pub fn report(sessions: &Sessions, range: &DateRange, by: GroupBy) -> Result<Rep
         ..Group::default()
     };
     let mut counted = 0;
-    let all = sessions.list(&SessionFilter::default())?;
-    let parents: HashMap<String, Option<String>> = all
-        .iter()
-        .map(|s| (s.header.id.clone(), s.parent.clone()))
-        .collect();
-    let names: HashMap<&str, Option<&String>> = all
-        .iter()
-        .map(|s| (s.header.id.as_str(), s.header.name.as_ref()))
-        .collect();
     for info in candidates(sessions, range)? {
         let mut calls: HashMap<String, (String, bool)> = HashMap::new();
         let mut any = false;
-        let family = root_of(&info.header.id, &parents).to_string();
+        let (family, family_name) = match by {
+            GroupBy::Family => root_of(sessions, &info.header.id),
+            _ => (String::new(), None),
+        };
         let mut ended_at = None;
         for event in sessions.events(&info.header.id, 1, usize::MAX)? {
             if let EventKind::Ended { .. } = &event.kind {
@@ -409,10 +411,7 @@ pub fn report(sessions: &Sessions, range: &DateRange, by: GroupBy) -> Result<Rep
                 GroupBy::Tool => (tool, None),
                 GroupBy::Project => (info.header.project.clone(), None),
                 GroupBy::Day => (day_of(event.at_ms), None),
-                GroupBy::Family => (
-                    family.clone(),
-                    names.get(family.as_str()).copied().flatten().cloned(),
-                ),
+                GroupBy::Family => (family.clone(), family_name.clone()),
             };
             let group = groups.entry(key.clone()).or_insert_with(|| Group {
                 key,
@@ -434,7 +433,7 @@ pub fn report(sessions: &Sessions, range: &DateRange, by: GroupBy) -> Result<Rep
                 .min(range.end_ms());
             let group = groups.entry(family.clone()).or_insert_with(|| Group {
                 key: family.clone(),
-                label: names.get(family.as_str()).copied().flatten().cloned(),
+                label: family_name.clone(),
                 ..Group::default()
             });
             let share = group.roles.entry(info.header.role.to_string()).or_default();
@@ -510,11 +509,23 @@ pub fn export(sessions: &Sessions, range: &DateRange) -> Result<Vec<EndRecord>, 
 /// active after its start.
 fn candidates(sessions: &Sessions, range: &DateRange) -> Result<Vec<SessionInfo>, SessionError> {
     let (start, end) = (range.start_ms(), range.end_ms());
-    let mut list: Vec<SessionInfo> = sessions
-        .list(&SessionFilter::default())?
-        .into_iter()
-        .filter(|s| s.header.created_at_ms < end && s.header.updated_at_ms >= start)
-        .collect();
+    let mut list = Vec::new();
+    for info in sessions.walk()? {
+        let mut info = info?;
+        if info.header.created_at_ms >= end {
+            continue;
+        }
+        // A record written before every append updated it may be behind
+        // its log: the log's last event says.
+        if info.header.updated_at_ms < start {
+            info.header.updated_at_ms = sessions
+                .last_event_at(&info.header.id)
+                .unwrap_or(info.header.updated_at_ms);
+        }
+        if info.header.updated_at_ms >= start {
+            list.push(info);
+        }
+    }
     list.sort_by_cached_key(|s| (s.header.created_at_ms, s.header.id.clone()));
     Ok(list)
 }

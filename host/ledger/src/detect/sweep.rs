@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::{Rules, Waiting, judge};
 use crate::approvals::Approvals;
 use crate::manifest::{DetectorConfig, Severity};
-use crate::session::{EndOutcome, EventKind, SessionError, SessionFilter, SessionStatus, Sessions};
+use crate::session::{EndOutcome, EventKind, SessionError, SessionStatus, Sessions};
 use crate::values::EscalationStep;
 
 /// A flag one pass raised.
@@ -60,76 +60,108 @@ pub fn sweep(
     config: &DetectorConfig,
 ) -> Result<Swept, SessionError> {
     let mut swept = Swept::default();
-    for info in sessions.list(&SessionFilter::default())? {
-        if info.header.status == SessionStatus::Archived {
+    // The live sessions (the live index: as many as are live), judged and,
+    // with `archive_after`, archived when idle.
+    for info in sessions.walk_live()? {
+        let info = info?;
+        let Some(wait) = waiting_of(approvals, &info.header.id, &mut swept) else {
             continue;
-        }
-        // The session's oldest pending approval (the one that waited
-        // longest), found through the approvals' index by session.
-        let wait = match approvals.oldest_pending_of(&info.header.id) {
-            Ok(wait) => wait.map(|a| Waiting {
-                approval: a.id,
-                tool: a.tool,
-                call_id: a.call_id,
-                since_ms: a.requested_at_ms,
-            }),
-            Err(e) => {
-                swept.failed.push(format!("{}: {e}", info.header.id));
-                continue;
-            }
         };
         let wait = wait.as_ref();
-        if info.header.status.is_live() {
-            swept.judged += 1;
-            match judge(sessions, config, &info.header.id, Rules::Timed, wait) {
-                Ok((raised, _, paused)) => {
-                    swept.raised.extend(raised.into_iter().map(|f| SweepFlag {
-                        session: info.header.id.clone(),
-                        name: info.header.name.clone(),
-                        rule: f.rule,
-                        severity: f.severity,
-                        reason: f.reason,
-                    }));
-                    if paused {
-                        swept.paused.push(info.header.id.clone());
-                    }
+        swept.judged += 1;
+        match judge(sessions, config, &info.header.id, Rules::Timed, wait) {
+            Ok((raised, _, paused)) => {
+                swept.raised.extend(raised.into_iter().map(|f| SweepFlag {
+                    session: info.header.id.clone(),
+                    name: info.header.name.clone(),
+                    rule: f.rule,
+                    severity: f.severity,
+                    reason: f.reason,
+                }));
+                if paused {
+                    swept.paused.push(info.header.id.clone());
                 }
-                Err(e) => swept.failed.push(format!("{}: {e}", info.header.id)),
             }
+            Err(e) => swept.failed.push(format!("{}: {e}", info.header.id)),
         }
-        if let Some(after) = config.archive_after
-            && wait.is_none()
-        {
-            let after = u64::try_from(after.as_millis()).unwrap_or(u64::MAX);
-            let archived = sessions.archive_if(&info.header.id, |state, now| {
-                let idle = now.saturating_sub(state.watch.last_activity());
-                if idle <= after
-                    || state.watch.escalation == EscalationStep::Rescue
-                    || !state.in_flight.is_empty()
-                {
-                    return Vec::new();
-                }
-                let mut events = Vec::new();
-                if matches!(
-                    state.header.status,
-                    SessionStatus::Created | SessionStatus::Active
-                ) {
-                    events.push(EventKind::Ended {
-                        outcome: EndOutcome::Exit,
-                        summary: state.summary(now),
-                    });
-                }
-                if state.header.status != SessionStatus::Archived {
-                    events.push(EventKind::Archived);
-                }
-                events
-            });
-            match archived {
-                Ok(Some(_)) => swept.archived.push(info.header.id.clone()),
-                Ok(None) => {}
-                Err(e) => swept.failed.push(format!("{}: {e}", info.header.id)),
+        archive_if_idle(sessions, config, &info.header.id, wait, &mut swept);
+    }
+    // The completed ones, with `archive_after` only: every session read a
+    // page at a time.
+    if config.archive_after.is_some() {
+        for info in sessions.walk()? {
+            let info = info?;
+            if info.header.status == SessionStatus::Completed
+                && let Some(wait) = waiting_of(approvals, &info.header.id, &mut swept)
+            {
+                archive_if_idle(sessions, config, &info.header.id, wait.as_ref(), &mut swept);
             }
         }
     }
     Ok(swept)
+}
+
+/// With `archive_after`, archives session `id` when its last activity is
+/// older than that (ending it first as `exit` when live); never one waiting
+/// for an approval (`wait`), in a rescue or with calls in flight.
+fn archive_if_idle(
+    sessions: &Sessions,
+    config: &DetectorConfig,
+    id: &str,
+    wait: Option<&Waiting>,
+    swept: &mut Swept,
+) {
+    let Some(after) = config.archive_after else {
+        return;
+    };
+    if wait.is_some() {
+        return;
+    }
+    let after = u64::try_from(after.as_millis()).unwrap_or(u64::MAX);
+    let archived = sessions.archive_if(id, |state, now| {
+        let idle = now.saturating_sub(state.watch.last_activity());
+        if idle <= after
+            || state.watch.escalation == EscalationStep::Rescue
+            || !state.in_flight.is_empty()
+        {
+            return Vec::new();
+        }
+        let mut events = Vec::new();
+        if matches!(
+            state.header.status,
+            SessionStatus::Created | SessionStatus::Active
+        ) {
+            events.push(EventKind::Ended {
+                outcome: EndOutcome::Exit,
+                summary: state.summary(now),
+            });
+        }
+        if state.header.status != SessionStatus::Archived {
+            events.push(EventKind::Archived);
+        }
+        events
+    });
+    match archived {
+        Ok(Some(_)) => swept.archived.push(id.to_string()),
+        Ok(None) => {}
+        Err(e) => swept.failed.push(format!("{id}: {e}")),
+    }
+}
+
+/// The oldest pending approval of session `id` (the one that waited
+/// longest), found through the approvals' index by session; `None` when it
+/// cannot be read (recorded in `swept.failed`: the next pass tries again).
+fn waiting_of(approvals: &Approvals, id: &str, swept: &mut Swept) -> Option<Option<Waiting>> {
+    match approvals.oldest_pending_of(id) {
+        Ok(wait) => Some(wait.map(|a| Waiting {
+            approval: a.id,
+            tool: a.tool,
+            call_id: a.call_id,
+            since_ms: a.requested_at_ms,
+        })),
+        Err(e) => {
+            swept.failed.push(format!("{id}: {e}"));
+            None
+        }
+    }
 }

@@ -5,7 +5,8 @@
 //! behalf of `caller`:
 //! - a session that is not the caller's is "not found", exactly as one that
 //!   does not exist (the same error, the key as the caller gave it), so
-//!   names and ids leak nothing;
+//!   names and ids leak nothing; an agent's names are looked up in its own
+//!   space only (`names.rs`);
 //! - an agent starts sessions only as a role of its ceiling, in a project it
 //!   may touch; the tags its operator pinned for it are added, and it cannot
 //!   give a tag some principal has pinned (it would pass for the operator's),
@@ -24,10 +25,12 @@ use super::error::SessionError;
 use super::event::{EndOutcome, Event, EventKind};
 use super::handoff::Handoff;
 use super::lifecycle::SessionStatus;
+use super::names::Scope;
 use super::ops::{Resumed, SessionFilter, StartSession};
 use super::state::{SessionInfo, SessionState};
 use super::store::Sessions;
 use crate::manifest::{HandoffsConfig, Principal};
+use crate::page::{Page, PageRequest};
 
 /// Runs `f` with `caller` as the actor of the events it appends.
 fn by<T>(caller: &Principal, f: impl FnOnce() -> T) -> T {
@@ -100,11 +103,17 @@ impl Sessions {
         caller: &Principal,
         id_or_name: &str,
     ) -> Result<SessionState, SessionError> {
-        let state = self.show(id_or_name)?;
+        let not_found = || SessionError::NotFound(id_or_name.to_string());
+        // A name only in the caller's space (an operator's: every space).
+        let id = match self.resolve_in(id_or_name, Scope::of(caller)) {
+            Err(SessionError::NotFound(_)) => return Err(not_found()),
+            other => other?,
+        };
+        let state = self.state_of(&id)?;
         if may_touch(caller, state.owner_name()) {
             Ok(state)
         } else {
-            Err(SessionError::NotFound(id_or_name.to_string()))
+            Err(not_found())
         }
     }
 
@@ -230,7 +239,10 @@ impl Sessions {
             // Another principal's session only along a configured route
             // (writer's role to the target's), in a project the caller may
             // touch; otherwise it is not found, as for a name nobody has.
-            let routed = |e: SessionError| match self.show(&target) {
+            let routed = |e: SessionError| match self
+                .resolve_routed(&target)
+                .and_then(|id| self.state_of(&id))
+            {
                 Ok(t)
                     if routes.allows(writer.header.role, t.header.role)
                         && caller.may_touch(&t.header.project)
@@ -271,21 +283,22 @@ impl Sessions {
         self.events(&id, from_seq, limit)
     }
 
-    /// The caller's sessions matching `filter` (every session for an operator).
+    /// A page of the caller's sessions matching `filter` (every session for
+    /// an operator), newest first (see `listing.rs`).
     pub fn list_as(
         &self,
         caller: &Principal,
         filter: &SessionFilter,
-    ) -> Result<Vec<SessionInfo>, SessionError> {
-        let mut all = self.list(filter)?;
-        all.retain(|info| {
-            let owner = info
-                .owner
-                .as_deref()
-                .unwrap_or(glovebox_manifest::LOCAL_PRINCIPAL);
-            may_touch(caller, owner)
-        });
-        Ok(all)
+        page: &PageRequest,
+    ) -> Result<Page<SessionInfo>, SessionError> {
+        if caller.is_operator() {
+            return self.list(filter, page);
+        }
+        let own = SessionFilter {
+            owner: Some(caller.name.clone()),
+            ..filter.clone()
+        };
+        self.list(&own, page)
     }
 }
 

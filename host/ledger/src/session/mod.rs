@@ -14,9 +14,11 @@
 //! it stopped.
 //!
 //! Storage layout: one stream per session (named by its id); buckets
-//! `sessions` (id → [`SessionInfo`], for listing), `names` (name → id, for live
-//! sessions), `checkpoints` (`<id>/<seq, 20 digits>`) and, on a store several
-//! hosts share, `leases` (id → which host drives the session: `lease.rs`).
+//! `sessions` (id → [`SessionInfo`], the record that confirms every index
+//! entry), the indexes of `index.rs` (by start, by owner, live, by name),
+//! `session_names` (`<owner>/<name>` → id, for live sessions: `names.rs`),
+//! `checkpoints` (`<id>/<seq, 20 digits>`) and, on a store several hosts
+//! share, `leases` (id → which host drives the session: `lease.rs`).
 //!
 //! [`Storage`]: crate::storage::Storage
 
@@ -30,9 +32,12 @@ mod error;
 mod event;
 mod family;
 mod handoff;
+mod index;
 mod lease;
 mod lifecycle;
+mod listing;
 mod log;
+mod names;
 mod ops;
 mod quota;
 mod recover;
@@ -63,6 +68,7 @@ pub use family::{
 pub use handoff::{Handoff, HandoffKind, HandoffNotes};
 pub use lease::{Lease, LeaseConfig};
 pub use lifecycle::{SessionStatus, TRANSITIONS, Transition};
+pub use listing::LOOK_AT_MOST;
 pub use log::{LoadStats, VerifyReport, verify_export};
 pub use ops::{Resumed, SessionFilter, StartSession};
 pub use recover::{RecoveredCall, Recovery};

@@ -1,7 +1,6 @@
 //! What callers do with sessions: start, rename, tag, list, show, pause,
 //! resume, end, archive, hand off, append call events, read events.
 
-use std::cmp::Reverse;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -10,11 +9,13 @@ use super::chain::{Chain, KeyedChain};
 use super::error::SessionError;
 use super::event::{EndOutcome, Event, EventKind, Role, UnwaitedJob, annotation_kinds};
 use super::handoff::{Handoff, HandoffKind};
+use super::index::NewSession;
 use super::lifecycle::SessionStatus;
 use super::log;
+use super::names::owner_or_local;
 use super::quota;
-use super::state::{HandoffRecord, InterruptedCall, SessionInfo, SessionState};
-use super::store::{Commit, ID_PREFIX, SESSIONS_BUCKET, Sessions, lock, lock_slot};
+use super::state::{HandoffRecord, InterruptedCall, SessionState};
+use super::store::{Commit, ID_PREFIX, Sessions, lock, lock_slot};
 use crate::context_index::{INDEX_SOURCE, index_entries};
 use crate::manifest::{BudgetCaps, Completion, required_completion};
 use crate::memory::{MEMORY_SOURCE, start_entries};
@@ -25,7 +26,7 @@ use crate::values::ContextEntry;
 pub struct StartSession {
     pub role: Role,
     pub project: String,
-    /// Unique among live sessions.
+    /// Unique among its owner's live sessions (see `names.rs`).
     pub name: Option<String>,
     pub tags: Vec<String>,
     pub expected_duration: Option<Duration>,
@@ -48,6 +49,8 @@ pub struct SessionFilter {
     pub project: Option<String>,
     /// The session's last event is at least this old.
     pub inactive_for: Option<Duration>,
+    /// The principal that owns it (an agent's own listing always has it).
+    pub owner: Option<String>,
 }
 
 /// What an agent with no memory of a session needs to carry it on.
@@ -112,6 +115,8 @@ impl Sessions {
             start.role,
             &start.project,
         ));
+        let owner_name = owner_or_local(owner.as_deref()).to_string();
+        self.ensure_indexed()?;
         let _names = lock(&self.names);
         if let (true, Some(owner)) = (counted, &owner) {
             self.check_session_quota(owner)?;
@@ -123,10 +128,27 @@ impl Sessions {
         // the name claimed before the log is written sees the claim is live.
         self.ensure_lease(&mut slot, &id)?;
         if let Some(name) = &start.name
-            && let Err(e) = self.claim_name(name, &id)
+            && let Err(e) = self.claim_name(&owner_name, name, &id)
         {
             self.release_lease(&id);
             return Err(e);
+        }
+        let at = self.now();
+        let unclaim = |this: &Sessions| {
+            if let Some(name) = &start.name {
+                let _ = this.release_name(&owner_name, name, &id);
+            }
+            this.release_lease(&id);
+        };
+        let hints = NewSession {
+            id: &id,
+            owner: &owner_name,
+            created_ms: at,
+            name: start.name.as_deref(),
+        };
+        if let Err(e) = self.index_new(&hints) {
+            unclaim(self);
+            return Err(e.into());
         }
         let kind = EventKind::SessionStarted {
             role: start.role,
@@ -150,11 +172,9 @@ impl Sessions {
             Some(key) => Chain::Keyed(key.clone()),
             None => Chain::Plain,
         };
-        let event = Event::seal(&chain, &id, 1, self.now(), super::event::GENESIS_HASH, kind);
+        let event = Event::seal(&chain, &id, 1, at, super::event::GENESIS_HASH, kind);
         if let Err(e) = self.storage.append(&id, 0, &[event.to_bytes()]) {
-            if let Some(name) = &start.name {
-                let _ = self.release_name(name, &id);
-            }
+            unclaim(self);
             return Err(e.into());
         }
         let state = SessionState::start(&event)?;
@@ -189,7 +209,7 @@ impl Sessions {
         Ok(state)
     }
 
-    /// Gives the session a new name, unique among live sessions.
+    /// Gives the session a new name, unique among its owner's live sessions.
     pub fn rename(&self, id_or_name: &str, name: &str) -> Result<SessionState, SessionError> {
         check_name(name)?;
         let _names = lock(&self.names);
@@ -206,17 +226,23 @@ impl Sessions {
         state.check(&kind)?;
         let live = state.header.status.is_live();
         let old = state.header.name.clone();
+        let owner = state.owner_name().to_string();
+        let created = state.header.created_at_ms;
         if live {
-            self.claim_name(name, &id)?;
+            self.claim_name(&owner, name, &id)?;
         }
-        if let Err(e) = self.append_locked(&mut slot, &id, kind) {
+        let renamed = self
+            .index_name(name, &owner, created, &id)
+            .map_err(SessionError::from)
+            .and_then(|()| self.append_locked(&mut slot, &id, kind));
+        if let Err(e) = renamed {
             if live {
-                let _ = self.release_name(name, &id);
+                let _ = self.release_name(&owner, name, &id);
             }
             return Err(e);
         }
         if let (true, Some(old)) = (live, old) {
-            self.release_name(&old, &id)?;
+            self.release_name(&owner, &old, &id)?;
         }
         self.current(&mut slot, &id)
     }
@@ -239,39 +265,6 @@ impl Sessions {
             this.append_locked(slot, id, kind)?;
             this.current(slot, id)
         })
-    }
-
-    /// The sessions matching `filter`, most recently active first.
-    pub fn list(&self, filter: &SessionFilter) -> Result<Vec<SessionInfo>, SessionError> {
-        let now = self.now();
-        let mut found = Vec::new();
-        for (id, bytes) in self.storage.scan(SESSIONS_BUCKET, "")? {
-            let Ok(mut info) = serde_json::from_slice::<SessionInfo>(&bytes) else {
-                tracing::warn!(session = %id, "unreadable session index entry skipped");
-                continue;
-            };
-            let matches = filter.status.is_none_or(|s| s == info.header.status)
-                && filter.role.is_none_or(|r| r == info.header.role)
-                && filter
-                    .project
-                    .as_ref()
-                    .is_none_or(|p| *p == info.header.project)
-                && filter.tags.iter().all(|t| info.header.tags.contains(t));
-            if !matches {
-                continue;
-            }
-            info.header.updated_at_ms =
-                self.last_event_at(&id).unwrap_or(info.header.updated_at_ms);
-            if let Some(idle) = filter.inactive_for {
-                let idle = u64::try_from(idle.as_millis()).unwrap_or(u64::MAX);
-                if now.saturating_sub(info.header.updated_at_ms) < idle {
-                    continue;
-                }
-            }
-            found.push(info);
-        }
-        found.sort_by_cached_key(|s| (Reverse(s.header.updated_at_ms), s.header.id.clone()));
-        Ok(found)
     }
 
     /// The session's state, its log's tail verified.
@@ -622,13 +615,6 @@ impl Sessions {
         id: &str,
     ) -> Result<SessionState, SessionError> {
         Ok(self.loaded(slot, id)?.clone())
-    }
-
-    /// The time of the session's last event (one read).
-    fn last_event_at(&self, id: &str) -> Option<u64> {
-        let last = self.storage.last_seq(id).ok()?;
-        let (_, bytes) = self.storage.read(id, last, 1).ok()?.into_iter().next()?;
-        Event::from_bytes(&bytes).ok().map(|e| e.at_ms)
     }
 }
 

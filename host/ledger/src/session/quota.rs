@@ -5,8 +5,8 @@
 
 use super::error::SessionError;
 use super::handoff::Handoff;
-use super::state::SessionInfo;
-use super::store::{SESSIONS_BUCKET, Sessions};
+use super::index::{LIVE, PAGE, id_of};
+use super::store::Sessions;
 use crate::manifest::QuotasConfig;
 
 /// The tags a session would have with `add` added and `remove` removed,
@@ -68,24 +68,31 @@ pub(super) fn check_handoff(quotas: &QuotasConfig, handoff: &Handoff) -> Result<
 impl Sessions {
     /// Refuses a new session for `owner` when it already owns
     /// `quotas.sessions_per_principal` live ones. Called with the names lock
-    /// held, which every start takes, so two starts cannot both pass.
+    /// held, which every start takes, so two starts cannot both pass. Reads
+    /// the owner's entries of the live index (`index.rs`), each confirmed by
+    /// its session's record, and stops at the quota: a start costs as much
+    /// as the quota, not as the sessions the owner ever had.
     pub(super) fn check_session_quota(&self, owner: &str) -> Result<(), SessionError> {
         let limit = self.config.quotas.limit("sessions_per_principal");
         let mut live = 0u64;
-        for (_, bytes) in self.storage.scan(SESSIONS_BUCKET, "")? {
-            let Ok(info) = serde_json::from_slice::<SessionInfo>(&bytes) else {
-                continue;
-            };
-            if info.header.status.is_live() && info.owner.as_deref() == Some(owner) {
+        let prefix = format!("{owner}/");
+        for entry in glovebox_store::pages(&*self.storage, LIVE, &prefix, PAGE) {
+            let (key, _) = entry?;
+            // A stale entry (its session ended, a crash came before the
+            // entry went) is passed over; the recovery at start removes it.
+            if self
+                .confirmed(id_of(&key), Some(owner))
+                .is_some_and(|info| info.header.status.is_live())
+            {
                 live += 1;
             }
-        }
-        if live >= limit.value {
-            return Err(SessionError::Quota {
-                limit,
-                what: format!("principal `{owner}` already has {live} live sessions"),
-                fix: "end or archive sessions it is done with (`session_end`), or ask an operator to raise the quota".into(),
-            });
+            if live >= limit.value {
+                return Err(SessionError::Quota {
+                    limit,
+                    what: format!("principal `{owner}` already has {live} live sessions"),
+                    fix: "end or archive sessions it is done with (`session_end`), or ask an operator to raise the quota".into(),
+                });
+            }
         }
         Ok(())
     }

@@ -5,10 +5,13 @@ use serde::Serialize;
 
 use super::error::SessionError;
 use super::event::EventKind;
+use super::index::{LIVE, PAGE, id_of};
 use super::lease::Taken;
 use super::log::{self, VerifyReport};
+use super::names::{NAMES_BUCKET, name_key};
 use super::state::SessionState;
-use super::store::{NAMES_BUCKET, Sessions, lock, lock_slot};
+use super::store::{Sessions, lock, lock_slot};
+use crate::storage::Swap;
 
 /// A call found in flight by [`Sessions::recover`] and now logged as interrupted.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -59,93 +62,130 @@ impl Sessions {
     /// Run once when the host starts, before any call: logs every call that was
     /// requested or running when the host stopped as `call_interrupted` and
     /// returns them (re-run only idempotent ones, with their key). Also repairs
-    /// the listing and name indexes where they fell behind the logs. A session
-    /// whose log is damaged is reported in `refused` and left alone.
+    /// the listing, name and live indexes where they fell behind the logs. A
+    /// session whose log is damaged is reported in `refused` and left alone.
+    ///
+    /// It visits the sessions of the live index only (`index.rs`: the live
+    /// ones, and any with calls in flight), a page at a time: a restart costs
+    /// as much as the sessions that may owe an ending, not every session the
+    /// store ever held.
     pub fn recover(&self) -> Result<Recovery, SessionError> {
+        self.ensure_indexed()?;
         let mut recovery = Recovery::default();
-        for id in self.session_ids()? {
-            let _names = lock(&self.names);
-            let slot = self.slot(&id);
-            let mut slot = lock_slot(&slot);
-            let state = match self.loaded(&mut slot, &id) {
-                Ok(state) => state.clone(),
-                Err(e) => {
-                    tracing::error!(session = %id, error = %e, "session not recovered");
-                    recovery.refused.push(e);
-                    continue;
-                }
-            };
-            self.reconcile_info(&state);
-            self.reconcile_name(&state);
-            // On a shared store the calls in flight may be another live
-            // host's: only a lease that is free or expired makes them ours
-            // to end (see `lease.rs`).
-            let mut stopped = "the host stopped".to_string();
-            if self.leased() && !state.in_flight.is_empty() {
-                match self.lease_for_recovery(&id)? {
-                    None => continue,
-                    Some(Taken::Over(previous)) => {
-                        // It may have appended since the load above.
-                        slot.state = None;
-                        stopped = format!(
-                            "node `{}` stopped driving the session (its lease expired)",
-                            previous.node
-                        );
-                    }
-                    Some(Taken::Renewed | Taken::Fresh) => {}
-                }
+        let mut after: Option<String> = None;
+        loop {
+            let page = self.storage.scan_page(LIVE, "", after.as_deref(), PAGE)?;
+            let end = page.len() < PAGE;
+            for (key, _) in &page {
+                self.recover_one(key, &mut recovery)?;
             }
-            let state = match self.loaded(&mut slot, &id) {
-                Ok(state) => state.clone(),
-                Err(e) => {
-                    recovery.refused.push(e);
-                    continue;
-                }
-            };
-            for (call_id, call) in &state.in_flight {
-                let reason = if call.started_at_ms.is_some() {
-                    format!("{stopped} while the call was running")
-                } else {
-                    format!("{stopped} before the call ran")
-                };
-                let kind = EventKind::CallInterrupted {
-                    call_id: call_id.clone(),
-                    reason,
-                };
-                self.append_locked(&mut slot, &id, kind)?;
-                recovery.interrupted.push(RecoveredCall {
-                    session: id.clone(),
-                    session_name: state.header.name.clone(),
-                    call_id: call_id.clone(),
-                    tool: call.tool.clone(),
-                    started: call.started_at_ms.is_some(),
-                    idempotent: call.idempotent,
-                    idempotency_key: call.idempotency_key.clone(),
-                });
+            match page.into_iter().last() {
+                Some((key, _)) if !end => after = Some(key),
+                _ => break,
             }
-            // Taken to recover the session, not to drive it.
-            self.release_lease(&id);
         }
         Ok(recovery)
     }
 
-    /// Claims a live session's name if nobody holds it, releases an ended one's.
+    /// What [`Sessions::recover`] does for one entry of the live index.
+    fn recover_one(&self, key: &str, recovery: &mut Recovery) -> Result<(), SessionError> {
+        let id = id_of(key).to_string();
+        let owner = key.split('/').next().unwrap_or_default();
+        let _names = lock(&self.names);
+        // A hint whose session was never written (a start that failed or
+        // was cut short). On a shared store it may be another host's start
+        // under way: left alone there.
+        if !self.leased() && self.storage.last_seq(&id).ok() == Some(0) {
+            self.unindex_live(owner, &id);
+            return Ok(());
+        }
+        let slot = self.slot(&id);
+        let mut slot = lock_slot(&slot);
+        let state = match self.loaded(&mut slot, &id) {
+            Ok(state) => state.clone(),
+            Err(e) => {
+                tracing::error!(session = %id, error = %e, "session not recovered");
+                recovery.refused.push(e);
+                return Ok(());
+            }
+        };
+        self.reconcile_info(&state);
+        self.reconcile_name(&state);
+        // On a shared store the calls in flight may be another live
+        // host's: only a lease that is free or expired makes them ours
+        // to end (see `lease.rs`).
+        let mut stopped = "the host stopped".to_string();
+        if self.leased() && !state.in_flight.is_empty() {
+            match self.lease_for_recovery(&id)? {
+                None => return Ok(()),
+                Some(Taken::Over(previous)) => {
+                    // It may have appended since the load above.
+                    slot.state = None;
+                    stopped = format!(
+                        "node `{}` stopped driving the session (its lease expired)",
+                        previous.node
+                    );
+                }
+                Some(Taken::Renewed | Taken::Fresh) => {}
+            }
+        }
+        let state = match self.loaded(&mut slot, &id) {
+            Ok(state) => state.clone(),
+            Err(e) => {
+                recovery.refused.push(e);
+                return Ok(());
+            }
+        };
+        for (call_id, call) in &state.in_flight {
+            let reason = if call.started_at_ms.is_some() {
+                format!("{stopped} while the call was running")
+            } else {
+                format!("{stopped} before the call ran")
+            };
+            let kind = EventKind::CallInterrupted {
+                call_id: call_id.clone(),
+                reason,
+            };
+            self.append_locked(&mut slot, &id, kind)?;
+            recovery.interrupted.push(RecoveredCall {
+                session: id.clone(),
+                session_name: state.header.name.clone(),
+                call_id: call_id.clone(),
+                tool: call.tool.clone(),
+                started: call.started_at_ms.is_some(),
+                idempotent: call.idempotent,
+                idempotency_key: call.idempotency_key.clone(),
+            });
+        }
+        // Ended before a stop that came before its entry went.
+        if !state.header.status.is_live() && state.in_flight.is_empty() {
+            self.unindex_live(state.owner_name(), &id);
+        }
+        // Taken to recover the session, not to drive it.
+        self.release_lease(&id);
+        Ok(())
+    }
+
+    /// Claims a live session's name in its owner's space if nobody holds
+    /// it, releases an ended one's.
     fn reconcile_name(&self, state: &SessionState) {
         let Some(name) = &state.header.name else {
             return;
         };
+        let (owner, id) = (state.owner_name(), state.header.id.as_str());
         let result = if state.header.status.is_live() {
-            match self.storage.get(NAMES_BUCKET, name) {
-                Ok(None) => self
-                    .storage
-                    .put(NAMES_BUCKET, name, state.header.id.as_bytes()),
-                other => other.map(|_| ()),
-            }
+            self.storage
+                .put_if(
+                    NAMES_BUCKET,
+                    &name_key(owner, name),
+                    Swap::new(None, Some(id.as_bytes())),
+                )
+                .map(|_| ())
         } else {
-            self.release_name(name, &state.header.id)
+            self.release_name(owner, name, id)
         };
         if let Err(e) = result {
-            tracing::warn!(session = %state.header.id, error = %e, "could not repair the name index");
+            tracing::warn!(session = %id, error = %e, "could not repair the name index");
         }
     }
 }

@@ -596,6 +596,15 @@ pub struct SessionInfo {
     pub parent: Option<String>,
 }
 
+impl SessionInfo {
+    /// See [`SessionState::owner_name`].
+    pub fn owner_name(&self) -> &str {
+        self.owner
+            .as_deref()
+            .unwrap_or(glovebox_manifest::LOCAL_PRINCIPAL)
+    }
+}
+
 impl From<&SessionState> for SessionInfo {
     fn from(s: &SessionState) -> Self {
         SessionInfo {

@@ -16,10 +16,9 @@ use super::log::{self, LoadStats};
 use super::state::{SessionInfo, SessionState};
 use crate::manifest::{MemoryConfig, QuotasConfig};
 use crate::notify::{self, Outbox};
-use crate::storage::{Storage, StorageError, Swap};
+use crate::storage::{Storage, StorageError};
 
 pub(crate) const SESSIONS_BUCKET: &str = "sessions";
-pub(crate) const NAMES_BUCKET: &str = "names";
 /// Session ids start with this; other streams in the storage are not sessions.
 pub(crate) const ID_PREFIX: &str = "s-";
 
@@ -140,6 +139,9 @@ pub struct Sessions {
     /// Held while a name is claimed, so two sessions cannot claim one name.
     /// Lock order: `names`, then a session's slot.
     pub(crate) names: Mutex<()>,
+    /// Whether the store's session indexes are known to be there (see
+    /// `index.rs`); held while a data dir of an older shape is indexed.
+    pub(crate) indexed: Mutex<bool>,
     last_load: Mutex<Option<LoadStats>>,
     owed: Mutex<Owed>,
     /// Told when a child session may have settled (see `family.rs`).
@@ -175,6 +177,7 @@ impl Sessions {
             clock: crate::clock::system(),
             slots,
             names: Mutex::new(()),
+            indexed: Mutex::new(false),
             last_load: Mutex::new(None),
             owed: Mutex::new(HashMap::new()),
             observers: Mutex::new(Vec::new()),
@@ -548,12 +551,22 @@ impl Sessions {
     /// durable already, so failures here only cost a slower load or a stale
     /// listing (repaired by `recover`); they are logged, not returned.
     fn after_append(&self, state: &SessionState, was_live: bool, event: &Event) {
+        let live = state.header.status.is_live();
         if was_live
-            && !state.header.status.is_live()
+            && !live
             && let Some(name) = &state.header.name
-            && let Err(e) = self.release_name(name, &state.header.id)
+            && let Err(e) = self.release_name(state.owner_name(), name, &state.header.id)
         {
             tracing::warn!(session = %state.header.id, error = %e, "could not release the session's name");
+        }
+        // Out of the live index once neither live nor with calls in flight
+        // (recovery walks the index for the calls a stop left in flight).
+        let settles = matches!(
+            event.kind,
+            EventKind::CallFinished { .. } | EventKind::CallInterrupted { .. }
+        );
+        if !live && (was_live || settles) && state.in_flight.is_empty() {
+            self.unindex_live(state.owner_name(), &state.header.id);
         }
         // A session that is not live is driven by nobody.
         if !state.header.status.is_live() {
@@ -631,99 +644,6 @@ impl Sessions {
             Some(name) => format!("`{name}` ({id})"),
             None => format!("`{id}`"),
         }
-    }
-
-    /// The id of the session with id or name `id_or_name`: an id first, then a
-    /// live session's name, then the newest ended session of that name.
-    pub(crate) fn resolve(&self, id_or_name: &str) -> Result<String, SessionError> {
-        if id_or_name.starts_with(ID_PREFIX)
-            && (self.slots.contains(id_or_name)
-                || self.storage.get(SESSIONS_BUCKET, id_or_name)?.is_some()
-                || self.log_exists(id_or_name)?)
-        {
-            return Ok(id_or_name.to_string());
-        }
-        if let Some(id) = self.storage.get(NAMES_BUCKET, id_or_name)? {
-            return String::from_utf8(id).map_err(|_| {
-                SessionError::Storage(StorageError::Corrupt(format!(
-                    "the name index entry for `{id_or_name}`"
-                )))
-            });
-        }
-        let newest = self
-            .storage
-            .scan(SESSIONS_BUCKET, "")?
-            .into_iter()
-            .filter_map(|(_, bytes)| serde_json::from_slice::<SessionInfo>(&bytes).ok())
-            .filter(|info| info.header.name.as_deref() == Some(id_or_name))
-            .max_by_key(|info| info.header.created_at_ms);
-        newest
-            .map(|info| info.header.id)
-            .ok_or_else(|| SessionError::NotFound(id_or_name.to_string()))
-    }
-
-    /// Whether stream `id` holds a log; a damaged one counts, so that loading
-    /// it reports the damage.
-    fn log_exists(&self, id: &str) -> Result<bool, StorageError> {
-        match self.storage.last_seq(id) {
-            Ok(last) => Ok(last > 0),
-            Err(StorageError::Damaged { .. }) => Ok(true),
-            Err(e) => Err(e),
-        }
-    }
-
-    /// Claims `name` for session `id`; the caller holds `names`. A name held by
-    /// a session that is no longer live (or was never written) is taken over.
-    ///
-    /// The claim is a compare-and-set over the entry read, so on a store
-    /// several hosts share, two hosts claiming one name at once cannot both
-    /// get it: the loser reads the winner's claim and is refused. A holder
-    /// whose log is not written yet counts as live while another process
-    /// holds its lease (it is being started there).
-    pub(crate) fn claim_name(&self, name: &str, id: &str) -> Result<(), SessionError> {
-        for _ in 0..CONFLICT_RETRIES {
-            let current = self.storage.get(NAMES_BUCKET, name)?;
-            if let Some(holder) = &current {
-                let holder = String::from_utf8_lossy(holder).into_owned();
-                if holder == id {
-                    return Ok(());
-                }
-                let taken = |label: String| SessionError::NameTaken {
-                    name: name.to_string(),
-                    holder: label,
-                };
-                match self.state_of(&holder) {
-                    Ok(state) if state.header.status.is_live() => return Err(taken(state.label())),
-                    Ok(_) => {}
-                    Err(SessionError::NotFound(_)) => {
-                        if self.leased_elsewhere(&holder)? {
-                            return Err(taken(format!("`{holder}`")));
-                        }
-                    }
-                    // A holder we cannot read keeps its name: it may be live.
-                    Err(_) => return Err(taken(format!("`{holder}`"))),
-                }
-            }
-            if self.storage.put_if(
-                NAMES_BUCKET,
-                name,
-                Swap::new(current.as_deref(), Some(id.as_bytes())),
-            )? {
-                return Ok(());
-            }
-            // Another host claimed or freed the name since the read: look again.
-        }
-        Err(SessionError::Storage(StorageError::Io(format!(
-            "the name `{name}` kept changing under {CONFLICT_RETRIES} attempts to claim it: other hosts are claiming it too; try again"
-        ))))
-    }
-
-    /// Frees `name` if session `id` holds it.
-    /// A compare-and-set: a name another host claimed meanwhile stays its.
-    pub(crate) fn release_name(&self, name: &str, id: &str) -> Result<(), StorageError> {
-        self.storage
-            .put_if(NAMES_BUCKET, name, Swap::new(Some(id.as_bytes()), None))
-            .map(|_| ())
     }
 
     /// Ids of all sessions in the storage, from their log streams.

@@ -75,8 +75,9 @@ fn another_principals_session_is_not_found_like_one_that_does_not_exist() {
     assert_eq!(s.show("b-work").unwrap().handoffs, 0);
     // Lists show one's own only.
     let listed: Vec<_> = s
-        .list_as(&a, &SessionFilter::default())
+        .list_as(&a, &SessionFilter::default(), &Default::default())
         .unwrap()
+        .items
         .into_iter()
         .map(|i| i.header.id)
         .collect();
@@ -93,7 +94,13 @@ fn operators_see_and_touch_every_session() {
     let s = &env.sessions;
     let id = start_work(s, &a, "w").header.id;
     assert_eq!(s.show_as(&op, "w").unwrap().header.id, id);
-    assert_eq!(s.list_as(&op, &SessionFilter::default()).unwrap().len(), 1);
+    assert_eq!(
+        s.list_as(&op, &SessionFilter::default(), &Default::default())
+            .unwrap()
+            .items
+            .len(),
+        1
+    );
     s.resume_as(&op, "w").unwrap();
     s.end_as(&op, "w", EndOutcome::Completed).unwrap();
 }
@@ -122,7 +129,12 @@ fn a_role_above_the_ceiling_or_a_project_not_allowed_is_refused() {
         "{e}"
     );
     // Nothing was started, and the names are free.
-    assert!(s.list(&SessionFilter::default()).unwrap().is_empty());
+    assert!(
+        s.list(&SessionFilter::default(), &Default::default())
+            .unwrap()
+            .items
+            .is_empty()
+    );
     s.start_as(&a, start(Role::Workagent, "demo", "o", &[]), &none())
         .unwrap();
 }
@@ -300,17 +312,23 @@ fn a_handoff_into_another_principals_session_follows_a_configured_route_only() {
         }],
     };
     assert!(
-        s.handoff_as(&worker, "w-task", done("l-sup"), &back)
+        s.handoff_as(&worker, "w-task", done("l/l-sup"), &back)
             .is_err()
     );
     // A project the worker may not touch stays closed on the route.
     let e = s
-        .handoff_as(&worker, "w-task", done("l-other"), &route)
+        .handoff_as(&worker, "w-task", done("l/l-other"), &route)
         .unwrap_err();
-    assert!(e.to_string().contains("`l-other`"), "{e}");
+    assert!(e.to_string().contains("`l/l-other`"), "{e}");
     assert_eq!(s.show("l-other").unwrap().handoffs, 0);
+    // Along the route the target's name is in its owner's space: a bare
+    // name is the writer's own, `OWNER/NAME` (or an id) another's.
+    let e = s
+        .handoff_as(&worker, "w-task", done("l-sup"), &route)
+        .unwrap_err();
+    assert!(e.to_string().contains("`l-sup`"), "{e}");
     // Along the route, into a project it may touch: the lead receives it.
-    s.handoff_as(&worker, "w-task", done("l-sup"), &route)
+    s.handoff_as(&worker, "w-task", done("l/l-sup"), &route)
         .unwrap();
     assert_eq!(s.show("l-sup").unwrap().handoffs, 1);
 }

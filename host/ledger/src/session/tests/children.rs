@@ -148,7 +148,11 @@ fn a_session_without_a_parent_records_no_parent_field_so_old_logs_hash_the_same(
     let first = &env.sessions.events(&s.header.id, 1, 1).unwrap()[0];
     let json = String::from_utf8(first.to_bytes()).unwrap();
     assert!(!json.contains("\"parent\""), "{json}");
-    let info = env.sessions.list(&SessionFilter::default()).unwrap();
+    let info = env
+        .sessions
+        .list(&SessionFilter::default(), &Default::default())
+        .unwrap()
+        .items;
     assert!(!serde_json::to_string(&info).unwrap().contains("\"parent\""));
 }
 
@@ -168,7 +172,11 @@ fn a_child_above_its_parents_role_is_refused_and_nothing_is_written() {
     assert!(err.contains("at or below its parent's"), "{err}");
     assert!(err.contains("supervisor or workagent"), "{err}");
     assert_eq!(
-        env.sessions.list(&SessionFilter::default()).unwrap().len(),
+        env.sessions
+            .list(&SessionFilter::default(), &Default::default())
+            .unwrap()
+            .items
+            .len(),
         1
     );
     assert_eq!(env.sessions.show("lead").unwrap().last_seq, parent.last_seq);
@@ -190,7 +198,11 @@ fn a_child_above_the_principals_ceiling_is_refused() {
     .to_string();
     assert!(err.contains("ceiling"), "{err}");
     assert_eq!(
-        env.sessions.list(&SessionFilter::default()).unwrap().len(),
+        env.sessions
+            .list(&SessionFilter::default(), &Default::default())
+            .unwrap()
+            .items
+            .len(),
         1
     );
 }
@@ -221,7 +233,11 @@ fn an_unknown_or_anothers_parent_is_not_found() {
         }
     }
     assert_eq!(
-        env.sessions.list(&SessionFilter::default()).unwrap().len(),
+        env.sessions
+            .list(&SessionFilter::default(), &Default::default())
+            .unwrap()
+            .items
+            .len(),
         1
     );
 }
@@ -274,7 +290,11 @@ fn childrens_caps_are_carved_out_of_the_parents_and_a_spawn_beyond_them_is_refus
     );
     assert_eq!(env.sessions.show("lead").unwrap().last_seq, before);
     assert_eq!(
-        env.sessions.list(&SessionFilter::default()).unwrap().len(),
+        env.sessions
+            .list(&SessionFilter::default(), &Default::default())
+            .unwrap()
+            .items
+            .len(),
         2
     );
     // What fits is accepted, and the parent's own use counts the carve.

@@ -266,8 +266,9 @@ fn list_filters_by_status_tags_role_project_and_idleness() {
 
     let names = |f: SessionFilter| -> Vec<String> {
         sessions
-            .list(&f)
+            .list(&f, &Default::default())
             .unwrap()
+            .items
             .into_iter()
             .filter_map(|i| i.header.name)
             .collect()

@@ -134,12 +134,22 @@ fn recover_repairs_an_index_that_fell_behind_the_log() {
         )
         .unwrap();
     env.store
-        .put("names", "lagging", s.header.id.as_bytes())
+        .put("session_names", "local/lagging", s.header.id.as_bytes())
         .unwrap();
+    let live = format!("local/{}", s.header.id);
+    env.store.put("sessions_live", &live, b"").unwrap();
 
     let env = env.reopen(SessionsConfig::default());
     env.sessions.recover().unwrap();
-    let listed = env.sessions.list(&SessionFilter::default()).unwrap();
+    let listed = env
+        .sessions
+        .list(&SessionFilter::default(), &Default::default())
+        .unwrap()
+        .items;
     assert_eq!(listed[0].header.status, SessionStatus::Completed);
-    assert_eq!(env.store.get("names", "lagging").unwrap(), None);
+    assert_eq!(
+        env.store.get("session_names", "local/lagging").unwrap(),
+        None
+    );
+    assert_eq!(env.store.get("sessions_live", &live).unwrap(), None);
 }
