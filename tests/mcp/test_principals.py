@@ -336,7 +336,7 @@ def test_threat_49_session_list_is_paginated_with_limit_and_next_cursor(glovebox
             # A limit past 500, or a cursor from elsewhere, is refused saying why.
             with pytest.raises(MCPError) as bad:
                 await alice.call_tool("session_list", {"limit": 501})
-            assert "give 1 to 500" in str(bad.value)
+            assert "`limit` is 501" in str(bad.value) and "500" in str(bad.value)
             result = await alice.call_tool("session_list", {"cursor": "nonsense"})
             assert result.is_error, result
             error = structured(result)["error"]
