@@ -14,7 +14,7 @@
 //! spread. On this one machine two nodes share the same cores, so once one
 //! node uses every core the two-node rows cannot be faster: what they show
 //! is the queue's overhead (the store's round trips, the wait before a node
-//! pulls a job) and which node ran each job. `docs/benchmarks.md`
+//! pulls a job) and which node ran each job. `docs/benchmarks-history.md`
 //! says what two machines would give.
 //!
 //! A node is the stack `glovebox serve` builds, in this process: its own

@@ -413,7 +413,7 @@ pub struct HookConfig {
     /// default: a hook reaches only clocks and random, so its `after` can
     /// change nothing and report nothing but its own failure, and telling
     /// every hook of every call cost as much as judging it again (measured
-    /// in docs/benchmarks.md). For hook authors who test their `after`.
+    /// in docs/benchmarks-history.md). For hook authors who test their `after`.
     pub after: bool,
 }
 
