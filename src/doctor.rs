@@ -1,4 +1,4 @@
-//! `glovebox doctor`: seed 001's antipatterns in the config and the data dir
+//! `glovebox doctor`: the antipatterns of docs/operators/doctor.md in the config and the data dir
 //! (`glovebox::doctor` finds them; this prints them).
 //!
 //! Exit codes: 0 no warning (notices alone are printed but pass), 1 at least

@@ -97,7 +97,7 @@ async fn test(config: &Path, name: &str) -> Result<ExitCode> {
         let names: Vec<&str> = config.notify.iter().map(|t| t.name.as_str()).collect();
         if names.is_empty() {
             bail!(
-                "`{}` has no `[[notify]]` targets: add one (see the README's \"Notifications\")",
+                "`{}` has no `[[notify]]` targets: add one (see docs/operators/notifications.md)",
                 config.path.display()
             );
         }

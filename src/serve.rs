@@ -26,7 +26,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "ADDR")]
     admin: Option<SocketAddr>,
     /// With `--http` or `--admin`: serve an address that is not loopback.
-    /// Needs declared principals; terminate TLS in front (see the README).
+    /// Needs declared principals; terminate TLS in front (see docs/operators/serving.md).
     #[arg(long)]
     allow_remote: bool,
     /// With `--http`: the connections served at once; more wait to be

@@ -1,4 +1,4 @@
-//! THREATS.md "CPU and time", plus fresh instances and host faults.
+//! docs/threats.md "CPU and time", plus fresh instances and host faults.
 
 use std::time::{Duration, Instant};
 

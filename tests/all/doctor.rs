@@ -1,4 +1,4 @@
-//! `glovebox doctor`: seed 001's antipatterns, each found on a config made
+//! `glovebox doctor`: the antipatterns of docs/operators/doctor.md, each found on a config made
 //! to have it (the message names the culprit and the fix), none on a clean
 //! one, the example config's findings, and the warning (and the log event)
 //! when `session_end` leaves background jobs unwaited, over the CLI and MCP.

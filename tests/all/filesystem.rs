@@ -1,4 +1,4 @@
-//! THREATS.md "Filesystem": a tool with one preopened dir.
+//! docs/threats.md "Filesystem": a tool with one preopened dir.
 
 use std::os::unix::fs::symlink;
 use std::path::Path;

@@ -1,5 +1,5 @@
 //! Permission hooks: the shipped hooks' allow, deny and ask paths, approvals,
-//! policy replay, and THREATS.md "Permission hooks" (3, 19-23) with real
+//! policy replay, and docs/threats.md "Permission hooks" (3, 19-23) with real
 //! hostile hook plugins.
 
 use std::time::{Duration, Instant};

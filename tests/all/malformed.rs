@@ -1,4 +1,4 @@
-//! THREATS.md "Malformed plugins and host faults" (30, 31); 32 is in `cpu`.
+//! docs/threats.md "Malformed plugins and host faults" (30, 31); 32 is in `cpu`.
 
 use glovebox::LoadError;
 

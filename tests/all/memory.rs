@@ -1,4 +1,4 @@
-//! THREATS.md "Memory and size".
+//! docs/threats.md "Memory and size".
 
 use std::sync::Arc;
 use std::time::Duration;

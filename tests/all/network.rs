@@ -1,4 +1,4 @@
-//! THREATS.md "Network and secrets", and a slow HTTP peer (threat 4).
+//! docs/threats.md "Network and secrets", and a slow HTTP peer (threat 4).
 //!
 //! HTTP tests use a small server on 127.0.0.1 that counts the connections it
 //! accepts, so a test can prove a refused request never reached the network.

@@ -1,5 +1,5 @@
 //! Sessions that survive: the call pipeline's log, lifecycle through the CLI,
-//! and THREATS.md "Durability" against the real binary and real faults.
+//! and docs/threats.md "Durability" against the real binary and real faults.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -388,7 +388,8 @@ fn a_second_process_on_the_same_data_dir_is_refused() {
     assert_eq!(code, 0, "{err}");
 }
 
-// The README's walk-through: start, use, kill mid-flight, resume by name with the handoff.
+// The walk-through of docs/operators/sessions.md: start, use, kill mid-flight,
+// resume by name with the handoff.
 #[test]
 fn a_session_resumes_by_name_with_its_handoff_after_a_kill() {
     let site = Site::new(true);

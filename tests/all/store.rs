@@ -1,6 +1,6 @@
 //! The store under the sessions: the crash harness, `glovebox store
 //! check|backup|restore`, and what an operator sees when a store does not
-//! open. THREATS.md "Durability", against the real binary.
+//! open. docs/threats.md "Durability", against the real binary.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
@@ -8,7 +8,7 @@ use std::process::{Child, Stdio};
 use crate::util::{Site, glovebox};
 
 /// Kills made by the crash test on the default backend: 200 in CI, more with
-/// `GLOVEBOX_CRASH_KILLS` (the README's `GLOVEBOX_CRASH_KILLS=1000 cargo test
+/// `GLOVEBOX_CRASH_KILLS` (docs/contributing.md's `GLOVEBOX_CRASH_KILLS=1000 cargo test
 /// --test all crash_test`).
 fn kills() -> usize {
     std::env::var("GLOVEBOX_CRASH_KILLS")

@@ -1,5 +1,5 @@
 //! The antipattern page (`/ui/doctor`): what `glovebox doctor` finds in the
-//! running server's config and data dir (seed 001's list: jobs nobody waited
+//! running server's config and data dir (docs/operators/doctor.md's list: jobs nobody waited
 //! for, sessions without a name, hooks on `*` that allow everything, roles
 //! without budgets, long sessions without a handoff, plugins without a digest
 //! pin, read-write directories shared by plugins), warnings first, each with

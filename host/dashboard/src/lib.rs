@@ -94,12 +94,12 @@ impl AdminServer {
         if !addr.ip().is_loopback() {
             if !gateway.has_principals() {
                 anyhow::bail!(
-                    "refusing to serve the admin listener on {addr}: it is not a loopback address, and the config declares no principals, so anyone who reaches it would act as the operator without a token; declare an operator principal (`glovebox principal add NAME --kind operator`), then pass --allow-remote, with TLS terminated in front (see the README)"
+                    "refusing to serve the admin listener on {addr}: it is not a loopback address, and the config declares no principals, so anyone who reaches it would act as the operator without a token; declare an operator principal (`glovebox principal add NAME --kind operator`), then pass --allow-remote, with TLS terminated in front (see docs/operators/serving.md)"
                 );
             }
             if !options.allow_remote {
                 anyhow::bail!(
-                    "refusing to serve the admin listener on {addr}: it is not a loopback address; pass --allow-remote to serve it (every request then needs an operator principal's token), with TLS terminated in front (see the README)"
+                    "refusing to serve the admin listener on {addr}: it is not a loopback address; pass --allow-remote to serve it (every request then needs an operator principal's token), with TLS terminated in front (see docs/operators/serving.md)"
                 );
             }
         }

@@ -1,4 +1,4 @@
-//! `glovebox doctor`: the antipatterns of seed 001 found in a config and its
+//! `glovebox doctor`: the antipatterns of docs/operators/doctor.md found in a config and its
 //! data dir, each with its culprit and its fix.
 //!
 //! | rule | what | severity |

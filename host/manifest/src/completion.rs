@@ -212,9 +212,13 @@ pub(super) fn validate_completion(
                 "add `gates = [{ tool = \"plugin.tool\", expect = { ... } }]` or `judge = true`, or remove the entry",
             ));
         }
-        completion
-            .check(&known)
-            .map_err(|e| src.invalid(&at("gates"), e, "see the README's `[[completion]]`"))?;
+        completion.check(&known).map_err(|e| {
+            src.invalid(
+                &at("gates"),
+                e,
+                "see `[[completion]]` in docs/operators/completion.md",
+            )
+        })?;
         rules.push(CompletionRule {
             role,
             project: entry.project.clone(),

@@ -104,7 +104,7 @@ impl std::fmt::Display for NotifyKind {
 /// The body a target gets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NotifyFormat {
-    /// The notification as a JSON object (see the README).
+    /// The notification as a JSON object (see docs/operators/notifications.md).
     Json,
     /// A Slack incoming-webhook body: `{"text": "..."}`.
     Slack,

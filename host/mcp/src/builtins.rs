@@ -741,7 +741,7 @@ mod tests {
         }
     }
 
-    /// A child's task takes every note a handoff does (the README says so),
+    /// A child's task takes every note a handoff does (docs/operators/children.md says so),
     /// and the new session's name and tags stand beside them.
     #[test]
     fn a_spawn_takes_the_notes_of_a_handoff() {

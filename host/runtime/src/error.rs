@@ -167,7 +167,7 @@ impl CallError {
         }
     }
 
-    /// The process exit code the CLI uses for this failure. Documented in the README.
+    /// The process exit code the CLI uses for this failure. Documented in docs/operators/cli.md.
     pub fn exit_code(&self) -> i32 {
         match self {
             CallError::Denied { .. } => 3,

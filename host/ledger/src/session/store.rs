@@ -701,7 +701,7 @@ mod owed_tests {
         lock(&sessions.owed).values().map(Vec::len).sum()
     }
 
-    /// The cap the README states: at most `OWED_MAX` calls are kept owed an
+    /// The cap on what is owed: at most `OWED_MAX` calls are kept owed an
     /// ending, over all sessions; a call owed twice is kept once.
     #[test]
     fn at_most_owed_max_calls_are_kept_owed_and_none_twice() {

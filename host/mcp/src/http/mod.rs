@@ -118,12 +118,12 @@ impl HttpServer {
         if !addr.ip().is_loopback() {
             if !server.gateway().has_principals() {
                 anyhow::bail!(
-                    "refusing to serve MCP on {addr}: it is not a loopback address, and the config declares no principals, so anyone who reaches it would be served without a token; declare principals (`glovebox principal add NAME ...`), then pass --allow-remote, with TLS terminated in front (see the README)"
+                    "refusing to serve MCP on {addr}: it is not a loopback address, and the config declares no principals, so anyone who reaches it would be served without a token; declare principals (`glovebox principal add NAME ...`), then pass --allow-remote, with TLS terminated in front (see docs/operators/serving.md)"
                 );
             }
             if !options.allow_remote {
                 anyhow::bail!(
-                    "refusing to serve MCP on {addr}: it is not a loopback address; pass --allow-remote to serve it (every request then needs a principal's token), with TLS terminated in front (see the README)"
+                    "refusing to serve MCP on {addr}: it is not a loopback address; pass --allow-remote to serve it (every request then needs a principal's token), with TLS terminated in front (see docs/operators/serving.md)"
                 );
             }
         }
