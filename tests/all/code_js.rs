@@ -162,7 +162,10 @@ async fn every_call_starts_fresh_and_seeds_randomness_at_call_time() {
 
 #[tokio::test]
 async fn fs_reaches_the_scratch_dir_and_nothing_else() {
-    let scratch = tempfile::tempdir().unwrap();
+    // The grant's parent is the test's own: an `x` a guest wrote beside the
+    // grant is told apart from anything else in the shared /tmp.
+    let outer = tempfile::tempdir().unwrap();
+    let scratch = tempfile::tempdir_in(outer.path()).unwrap();
     let mut m = runner();
     m.fs.push(fs_grant(scratch.path(), "/scratch", Access::ReadWrite));
     let h = host_with(vec![m]).await;
