@@ -198,6 +198,32 @@ impl Storage for Memory {
             .unwrap_or_default())
     }
 
+    fn scan_page(
+        &self,
+        bucket: &str,
+        prefix: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Vec<u8>)>> {
+        let start = match after {
+            Some(after) if after >= prefix => format!("{after}\0"),
+            _ => prefix.to_string(),
+        };
+        Ok(self
+            .buckets
+            .lock()
+            .unwrap()
+            .get(bucket)
+            .map(|b| {
+                b.range(start..)
+                    .take_while(|(k, _)| k.starts_with(prefix))
+                    .take(limit)
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
     fn buckets(&self) -> Result<Vec<String>> {
         Ok(self.buckets.lock().unwrap().keys().cloned().collect())
     }

@@ -257,7 +257,7 @@ fn over_mcp_a_parent_spawns_waits_for_and_ends_its_children_and_a_child_stays_in
         "session_wait",
         json!({"timeout_ms": 600_001}),
     );
-    assert_eq!(kind, "session_invalid_input");
+    assert_eq!(kind, "invalid_input");
     assert!(message.contains("maximum"), "{message}");
     let (kind, message) = refused(&mut server, 8, "session_end", json!({}));
     assert_eq!(kind, "not_allowed");
