@@ -106,6 +106,9 @@ struct Def {
     min: u64,
     max: u64,
     field: fn(&mut QuotasConfig) -> &mut u64,
+    /// What the quota protects, for the operators' table
+    /// ([`QuotasConfig::table`]).
+    protects: &'static str,
 }
 
 const KIB: u64 = 1024;
@@ -116,24 +119,24 @@ const MAX_COUNT: u64 = 1_000_000;
 /// Every quota with a value, in the order the docs list them.
 #[rustfmt::skip]
 const DEFS: &[Def] = &[
-    Def { key: "sessions_per_principal", unit: Unit::Count, default: 64, min: 1, max: MAX_COUNT, field: |q| &mut q.sessions_per_principal },
-    Def { key: "jobs_per_session", unit: Unit::Count, default: 64, min: 1, max: MAX_COUNT, field: |q| &mut q.jobs_per_session },
-    Def { key: "jobs_per_principal", unit: Unit::Count, default: 256, min: 1, max: MAX_COUNT, field: |q| &mut q.jobs_per_principal },
-    Def { key: "job_bytes_per_principal", unit: Unit::Bytes, default: 256 * MIB, min: MIB, max: 1024 * GIB, field: |q| &mut q.job_bytes_per_principal },
-    Def { key: "tags_per_session", unit: Unit::Count, default: 32, min: 1, max: MAX_COUNT, field: |q| &mut q.tags_per_session },
-    Def { key: "handoff_bytes", unit: Unit::Bytes, default: 64 * KIB, min: KIB, max: 16 * MIB, field: |q| &mut q.handoff_bytes },
-    Def { key: "handoff_items", unit: Unit::Count, default: 64, min: 1, max: MAX_COUNT, field: |q| &mut q.handoff_items },
-    Def { key: "approvals_per_principal", unit: Unit::Count, default: 64, min: 1, max: MAX_COUNT, field: |q| &mut q.approvals_per_principal },
-    Def { key: "session_events", unit: Unit::Count, default: 1_000_000, min: 100, max: 1_000_000_000, field: |q| &mut q.session_events },
-    Def { key: "session_bytes", unit: Unit::Bytes, default: GIB, min: MIB, max: 1024 * GIB, field: |q| &mut q.session_bytes },
-    Def { key: "principal_events_per_day", unit: Unit::Count, default: 1_000_000, min: 100, max: 1_000_000_000, field: |q| &mut q.principal_events_per_day },
-    Def { key: "principal_bytes_per_day", unit: Unit::Bytes, default: 2 * GIB, min: MIB, max: 1024 * GIB, field: |q| &mut q.principal_bytes_per_day },
-    Def { key: "memory_proposals_per_principal", unit: Unit::Count, default: 256, min: 1, max: MAX_COUNT, field: |q| &mut q.memory_proposals_per_principal },
-    Def { key: "children_per_session", unit: Unit::Count, default: 256, min: 1, max: MAX_COUNT, field: |q| &mut q.children_per_session },
-    Def { key: "mcp_sessions_per_principal", unit: Unit::Count, default: 64, min: 1, max: MAX_COUNT, field: |q| &mut q.mcp_sessions_per_principal },
-    Def { key: "connections_per_principal", unit: Unit::Count, default: 64, min: 1, max: MAX_COUNT, field: |q| &mut q.connections_per_principal },
-    Def { key: "queued_calls_per_principal", unit: Unit::Count, default: 256, min: 1, max: MAX_COUNT, field: |q| &mut q.queued_calls_per_principal },
-    Def { key: "outbox_per_target", unit: Unit::Count, default: 10_000, min: 1, max: MAX_COUNT, field: |q| &mut q.outbox_per_target },
+    Def { key: "sessions_per_principal", unit: Unit::Count, default: 64, min: 1, max: MAX_COUNT, field: |q| &mut q.sessions_per_principal, protects: "an agent starting sessions in a loop: the store, the session cache, every listing (threats 43, 49)" },
+    Def { key: "jobs_per_session", unit: Unit::Count, default: 64, min: 1, max: MAX_COUNT, field: |q| &mut q.jobs_per_session, protects: "one session queueing jobs faster than they run (threat 43)" },
+    Def { key: "jobs_per_principal", unit: Unit::Count, default: 256, min: 1, max: MAX_COUNT, field: |q| &mut q.jobs_per_principal, protects: "an agent spreading a job flood over many sessions (threat 43)" },
+    Def { key: "job_bytes_per_principal", unit: Unit::Bytes, default: 256 * MIB, min: MIB, max: 1024 * GIB, field: |q| &mut q.job_bytes_per_principal, protects: "an agent looping `job_spawn` with big inputs or outputs: the store and the disk (threat 49)" },
+    Def { key: "tags_per_session", unit: Unit::Count, default: 32, min: 1, max: MAX_COUNT, field: |q| &mut q.tags_per_session, protects: "a session's record and every listing that shows its tags (threat 49)" },
+    Def { key: "handoff_bytes", unit: Unit::Bytes, default: 64 * KIB, min: KIB, max: 16 * MIB, field: |q| &mut q.handoff_bytes, protects: "a handoff written whole into the log and a checkpoint (threat 49)" },
+    Def { key: "handoff_items", unit: Unit::Count, default: 64, min: 1, max: MAX_COUNT, field: |q| &mut q.handoff_items, protects: "a handoff's lists, read back at every resume (threat 49)" },
+    Def { key: "approvals_per_principal", unit: Unit::Count, default: 64, min: 1, max: MAX_COUNT, field: |q| &mut q.approvals_per_principal, protects: "an agent piling up approvals nobody settles (threats 43, 49)" },
+    Def { key: "session_events", unit: Unit::Count, default: 1_000_000, min: 100, max: 1_000_000_000, field: |q| &mut q.session_events, protects: "one session's log growing without end: its resume, verify and replay (threats 42, 49)" },
+    Def { key: "session_bytes", unit: Unit::Bytes, default: GIB, min: MIB, max: 1024 * GIB, field: |q| &mut q.session_bytes, protects: "one session's log on disk (threats 42, 49)" },
+    Def { key: "principal_events_per_day", unit: Unit::Count, default: 1_000_000, min: 100, max: 1_000_000_000, field: |q| &mut q.principal_events_per_day, protects: "an agent writing notes, usage and handoffs by the million across sessions (threat 49)" },
+    Def { key: "principal_bytes_per_day", unit: Unit::Bytes, default: 2 * GIB, min: MIB, max: 1024 * GIB, field: |q| &mut q.principal_bytes_per_day, protects: "the disk every tenant shares, filled by one agent over many sessions (threat 49)" },
+    Def { key: "memory_proposals_per_principal", unit: Unit::Count, default: 256, min: 1, max: MAX_COUNT, field: |q| &mut q.memory_proposals_per_principal, protects: "the operators' review queue and every memory search (threat 49)" },
+    Def { key: "children_per_session", unit: Unit::Count, default: 256, min: 1, max: MAX_COUNT, field: |q| &mut q.children_per_session, protects: "a parent's family: its summary, its checkpoints, its wait (threat 49)" },
+    Def { key: "mcp_sessions_per_principal", unit: Unit::Count, default: 64, min: 1, max: MAX_COUNT, field: |q| &mut q.mcp_sessions_per_principal, protects: "the MCP sessions the HTTP listener holds for everyone (threats 43, 58)" },
+    Def { key: "connections_per_principal", unit: Unit::Count, default: 64, min: 1, max: MAX_COUNT, field: |q| &mut q.connections_per_principal, protects: "the requests and open streams the listener serves at once (threats 43, 58)" },
+    Def { key: "queued_calls_per_principal", unit: Unit::Count, default: 256, min: 1, max: MAX_COUNT, field: |q| &mut q.queued_calls_per_principal, protects: "the admission queue other principals wait in (threats 44, 58)" },
+    Def { key: "outbox_per_target", unit: Unit::Count, default: 10_000, min: 1, max: MAX_COUNT, field: |q| &mut q.outbox_per_target, protects: "notifications piling up for an unreachable target (threat 57)" },
 ];
 
 impl Default for QuotasConfig {
@@ -188,6 +191,25 @@ impl QuotasConfig {
     /// Every quota key with a value, in the docs' order.
     pub fn keys() -> impl Iterator<Item = &'static str> {
         DEFS.iter().map(|d| d.key)
+    }
+
+    /// The operators' table of every quota (key, default, what it
+    /// protects), as `docs/security.md` holds it between its `quotas`
+    /// markers; a test fails when the page is stale.
+    pub fn table() -> String {
+        let mut table = String::from("| `[quotas]` key | default | protects |\n|---|---|---|\n");
+        for def in DEFS {
+            let default = match def.unit {
+                Unit::Bytes => format_size(def.default),
+                Unit::Count => def.default.to_string(),
+            };
+            table.push_str(&format!(
+                "| `{}` | {default} | {} |\n",
+                def.key, def.protects
+            ));
+        }
+        table.push_str("| `retain_finished` | 30d | final jobs and settled approvals kept forever (threat 49) |\n");
+        table
     }
 }
 
@@ -295,6 +317,33 @@ pub(super) fn validate_quotas(src: &Source, raw: &RawQuotas) -> Result<QuotasCon
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The quotas' table in docs/security.md is the one `table` makes: a
+    /// quota added, or a default changed, without the page fails here
+    /// (`GLOVEBOX_BLESS=1` rewrites the page).
+    #[test]
+    fn the_security_page_lists_every_quota_with_its_default() {
+        const BEGIN: &str =
+            "<!-- quotas: made by QuotasConfig::table (host/manifest/src/quotas.rs) -->\n";
+        const END: &str = "<!-- /quotas -->";
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/security.md");
+        let page = std::fs::read_to_string(&path).unwrap();
+        let (Some(start), Some(end)) = (page.find(BEGIN), page.find(END)) else {
+            panic!("docs/security.md has no `{BEGIN}` ... `{END}` block");
+        };
+        let made = QuotasConfig::table();
+        let held = &page[start + BEGIN.len()..end];
+        if held != made {
+            if std::env::var_os("GLOVEBOX_BLESS").is_some() {
+                let fresh = format!("{}{made}{}", &page[..start + BEGIN.len()], &page[end..]);
+                std::fs::write(&path, fresh).unwrap();
+                return;
+            }
+            panic!(
+                "docs/security.md's quota table is stale: run with GLOVEBOX_BLESS=1, or write\n{made}"
+            );
+        }
+    }
 
     #[test]
     fn a_refusal_quotes_the_key_its_value_and_who_set_it() {
