@@ -563,10 +563,12 @@ pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitC
         } => {
             let page = page.request();
             if let Some(parent) = children {
-                let children = match sessions.children_as(&crate::control::operator(), &parent) {
-                    Ok(children) => children,
-                    Err(e) => return Ok(crate::session_refused(&e)),
-                };
+                let (children, next) =
+                    match sessions.children_as(&crate::control::operator(), &parent, &page) {
+                        Ok(page) => (page.items, page.next_cursor),
+                        Err(e) => return Ok(crate::session_refused(&e)),
+                    };
+                crate::paging::print_next(next.as_deref());
                 if json {
                     print_json(&children)?;
                 } else {

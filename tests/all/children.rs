@@ -394,3 +394,121 @@ async fn a_wait_is_woken_by_a_childs_handoff_not_by_its_timeout() {
     assert!(waited.pending.is_empty());
     assert!(took < Duration::from_secs(20), "{took:?}");
 }
+
+/// Why (threat 49): a parent's children were listed whole; the listing now
+/// pages at every surface (the CLI's `--limit`/`--cursor`, MCP's
+/// `limit`/`cursor` -> `next_cursor`), oldest first, neither skipping nor
+/// repeating, and a cursor from elsewhere is refused.
+#[test]
+fn threat_49_the_children_listing_pages_at_the_cli_and_over_mcp() {
+    let site = boss_site();
+    // The CLI: three children of `lead`, two a page.
+    site.json(&[
+        "session",
+        "start",
+        "--role",
+        "supervisor",
+        "--project",
+        "p",
+        "--name",
+        "lead",
+    ]);
+    let mut spawned = Vec::new();
+    for name in ["c1", "c2", "c3"] {
+        let child = site.json(&[
+            "session",
+            "spawn",
+            "lead",
+            "--role",
+            "workagent",
+            "--name",
+            name,
+            "--objective",
+            "x",
+        ]);
+        spawned.push(child["child"]["id"].as_str().unwrap().to_string());
+    }
+    let (code, out, err) = site.run(&[
+        "session",
+        "list",
+        "--children",
+        "lead",
+        "--limit",
+        "2",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let first: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(ids(&first), spawned[..2]);
+    let cursor = err
+        .split("`--cursor ")
+        .nth(1)
+        .and_then(|rest| rest.split('`').next())
+        .unwrap_or_else(|| panic!("no next cursor: {err}"))
+        .to_string();
+    let (code, out, err) = site.run(&[
+        "session",
+        "list",
+        "--children",
+        "lead",
+        "--limit",
+        "2",
+        "--cursor",
+        &cursor,
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let second: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(ids(&second), spawned[2..]);
+    assert!(!err.contains("--cursor"), "{err}");
+
+    // MCP: the same over the boss's own parent.
+    let mut server = Server::initialized(&site.config(), &["--as", "boss"]);
+    ok(
+        &mut server,
+        1,
+        "session_start",
+        json!({"role": "supervisor", "project": "p", "name": "lead"}),
+    );
+    let mut kids = Vec::new();
+    for (i, name) in ["k1", "k2", "k3"].iter().enumerate() {
+        let spawned = ok(
+            &mut server,
+            2 + i as u64,
+            "session_spawn",
+            json!({"role": "workagent", "name": name, "objective": "x"}),
+        );
+        kids.push(spawned["child"]["id"].as_str().unwrap().to_string());
+    }
+    let page = ok(
+        &mut server,
+        10,
+        "session_list",
+        json!({"children": true, "limit": 2}),
+    );
+    assert_eq!(ids(&page["children"]), kids[..2]);
+    let next = page["next_cursor"]
+        .as_str()
+        .expect("a next cursor")
+        .to_string();
+    let page = ok(
+        &mut server,
+        11,
+        "session_list",
+        json!({"children": true, "limit": 2, "cursor": next}),
+    );
+    assert_eq!(ids(&page["children"]), kids[2..]);
+    assert_eq!(page["next_cursor"], Value::Null, "{page}");
+    // A cursor of another parent's children is not this one's.
+    let (kind, message) = refused(
+        &mut server,
+        12,
+        "session_list",
+        json!({"children": true, "cursor": cursor}),
+    );
+    assert_eq!(kind, "session_invalid_input");
+    assert!(
+        message.contains("is not one of this session's children"),
+        "{message}"
+    );
+}

@@ -15,6 +15,7 @@ use tokio::sync::watch;
 
 use crate::gateway::Gateway;
 use crate::manifest::Principal;
+use crate::page::{Page, PageRequest};
 use crate::pipeline::ledger_work;
 use crate::session::{
     ChildObserver, ChildStatus, SessionError, SpawnChild, Spawned, WAIT_DEFAULT, WAIT_MAX,
@@ -83,14 +84,15 @@ impl Gateway {
         ledger_work(move || sessions.spawn_as(&caller, &key, spawn, &budgets, &reserved)).await
     }
 
-    /// The children of a session of `caller`'s, oldest first.
+    /// A page of the children of a session of `caller`'s, oldest first.
     pub async fn children_as(
         &self,
         caller: &Principal,
         parent: &str,
-    ) -> Result<Vec<ChildStatus>, SessionError> {
+        page: PageRequest,
+    ) -> Result<Page<ChildStatus>, SessionError> {
         let (sessions, caller, key) = (self.sessions().clone(), caller.clone(), parent.to_string());
-        ledger_work(move || sessions.children_as(&caller, &key)).await
+        ledger_work(move || sessions.children_as(&caller, &key, &page)).await
     }
 
     /// Waits until every child of session `parent` (one of `caller`'s) has

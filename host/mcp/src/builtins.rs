@@ -414,13 +414,16 @@ impl Connection {
             }
             SESSION_LIST => {
                 let a: SessionListArgs = parse(tool, args)?;
+                let page = page_request(a.limit, a.cursor).map_err(|e| bad_arguments(tool, e))?;
                 if a.children {
                     let key = match self.target(caller, tool, a.session).await {
                         Ok(key) => key,
                         Err(answer) => return Ok(answer),
                     };
-                    return Ok(match gateway.children_as(caller, &key).await {
-                        Ok(children) => results::ok_value(json!({"children": children})),
+                    return Ok(match gateway.children_as(caller, &key, page).await {
+                        Ok(page) => results::ok_value(
+                            json!({"children": page.items, "next_cursor": page.next_cursor}),
+                        ),
                         Err(e) => results::session_failure(&e),
                     });
                 }
@@ -435,7 +438,6 @@ impl Connection {
                     tags: a.tags,
                     ..Default::default()
                 };
-                let page = page_request(a.limit, a.cursor).map_err(|e| bad_arguments(tool, e))?;
                 Ok(match gateway.list_sessions_as(caller, filter, page).await {
                     Ok(page) => results::ok_value(
                         json!({"sessions": page.items, "next_cursor": page.next_cursor}),

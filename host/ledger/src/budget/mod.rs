@@ -63,19 +63,12 @@ impl Used {
     /// carved out for its children.
     pub fn of(state: &SessionState, now_ms: u64) -> Used {
         let c = &state.counters;
-        let carved = |cap: Cap| {
-            state
-                .children
-                .values()
-                .filter_map(|child| child.budget.get(cap))
-                .fold(0u64, u64::saturating_add)
-        };
         Used {
             cost_micros: c
                 .cost_micros
                 .saturating_add(c.model_cost_micros)
-                .saturating_add(carved(Cap::Cost)),
-            calls: c.calls_run.saturating_add(carved(Cap::Calls)),
+                .saturating_add(state.carved(Cap::Cost)),
+            calls: c.calls_run.saturating_add(state.carved(Cap::Calls)),
             wall_ms: now_ms.saturating_sub(state.header.created_at_ms),
         }
     }

@@ -113,8 +113,10 @@ fn decode_with_mac(
     if hex::encode(Sha256::digest(json)) != sum {
         return Err("its checksum does not match (torn or altered)".to_string());
     }
-    let state: SessionState =
+    let mut state: SessionState =
         serde_json::from_slice(json).map_err(|e| format!("its state does not decode ({e})"))?;
+    // Written before children were counted: counted from its list.
+    state.upgrade_children();
     if state.header.id != session || state.last_seq != seq {
         return Err(format!(
             "it holds event {} of session `{}`",

@@ -34,13 +34,15 @@ use super::actor;
 use super::error::SessionError;
 use super::event::{EndOutcome, Event, EventKind, Role};
 use super::handoff::{Handoff, HandoffKind};
+use super::index::{CHILDREN, PAGE, id_of};
 use super::lifecycle::SessionStatus;
 use super::ops::StartSession;
 use super::quota;
-use super::state::{HandoffRecord, SessionState};
+use super::state::{ChildLink, HandoffRecord, SessionState};
 use super::store::Sessions;
 use crate::budget::{self, Cap, Used};
 use crate::manifest::{BudgetCaps, BudgetsConfig, HandoffsConfig, Principal};
+use crate::page::{Page, PageRequest};
 
 /// How long `session_wait` waits when no timeout is given.
 pub const WAIT_DEFAULT: Duration = Duration::from_secs(30);
@@ -201,7 +203,7 @@ pub fn carve(
                 cap.show(limit.limit),
                 limit.source,
                 cap.show(used.get(cap)),
-                parent.children.len(),
+                parent.children_spawned,
                 cap.show(left)
             ),
         };
@@ -301,9 +303,17 @@ impl Sessions {
             ));
         }
         quota::check_handoff(&self.config.quotas, &task)?;
+        quota::check_children(&self.config.quotas, &parent)?;
         let now = self.now();
-        carve(&parent, budgets, spawn.role, &spawn.budget, now)
+        let caps = carve(&parent, budgets, spawn.role, &spawn.budget, now)
             .map_err(|e| SessionError::NotAllowed(format!("cannot spawn the child: {e}")))?;
+        let link = ChildLink {
+            role: spawn.role,
+            name: spawn.name.clone(),
+            budget: caps,
+            spawned_at_ms: now,
+            report: None,
+        };
 
         let mut tags = spawn.tags;
         for tag in &parent.pinned_tags {
@@ -327,7 +337,7 @@ impl Sessions {
                 parent.owner.clone(),
                 parent.pinned_tags.clone(),
                 !caller.is_operator(),
-                Some(parent.header.id.clone()),
+                Some((parent.header.id.clone(), link)),
             )
         })?;
         task.target_session = Some(child.header.id.clone());
@@ -344,25 +354,29 @@ impl Sessions {
                 this.current(slot, id)
             })
             .and_then(|child_state| {
-                let (events, carved) =
-                    self.append_with(&parent.header.id, |state, now| {
-                        match carve(state, budgets, spawn.role, &spawn.budget, now) {
-                            Ok(caps) => (
-                                vec![EventKind::ChildSpawned {
-                                    child: child_state.header.id.clone(),
-                                    role: child_state.header.role,
-                                    name: child_state.header.name.clone(),
-                                    budget: caps,
-                                    task: task.clone(),
-                                }],
-                                Ok(()),
-                            ),
-                            Err(e) => (Vec::new(), Err(e)),
-                        }
-                    })?;
-                carved.map_err(|e| {
-                    SessionError::NotAllowed(format!("cannot spawn the child: {e}"))
+                // Checked again under the parent's lock: it may have spent,
+                // or spawned others, since the look above.
+                let (events, carved) = self.append_with(&parent.header.id, |state, now| {
+                    let carved = quota::check_children(&self.config.quotas, state).and_then(|()| {
+                        carve(state, budgets, spawn.role, &spawn.budget, now).map_err(|e| {
+                            SessionError::NotAllowed(format!("cannot spawn the child: {e}"))
+                        })
+                    });
+                    match carved {
+                        Ok(caps) => (
+                            vec![EventKind::ChildSpawned {
+                                child: child_state.header.id.clone(),
+                                role: child_state.header.role,
+                                name: child_state.header.name.clone(),
+                                budget: caps,
+                                task: task.clone(),
+                            }],
+                            Ok(()),
+                        ),
+                        Err(e) => (Vec::new(), Err(e)),
+                    }
                 })?;
+                carved?;
                 let event = events
                     .into_iter()
                     .next()
@@ -381,39 +395,105 @@ impl Sessions {
         linked
     }
 
-    /// The children of session `parent` (one `caller` may see), oldest first.
+    /// A page of the children of session `parent` (one `caller` may see),
+    /// oldest first, from the children index.
     pub fn children_as(
         &self,
         caller: &Principal,
         parent: &str,
-    ) -> Result<Vec<ChildStatus>, SessionError> {
+        page: &PageRequest,
+    ) -> Result<Page<ChildStatus>, SessionError> {
         let parent = self.show_as(caller, parent)?;
-        self.children_of(&parent)
+        self.children_page(&parent.header.id, page)
     }
 
-    /// The children of `parent`, oldest first.
-    pub fn children_of(&self, parent: &SessionState) -> Result<Vec<ChildStatus>, SessionError> {
-        let mut children = Vec::with_capacity(parent.children.len());
-        for (id, link) in &parent.children {
-            let state = self.state_of(id)?;
-            children.push(ChildStatus {
-                id: id.clone(),
-                name: state.header.name.clone(),
-                role: link.role,
-                status: state.header.status,
-                outcome: state.outcome,
-                spawned_at_ms: link.spawned_at_ms,
-                budget: link.budget.clone(),
-                handoff: link.report.clone(),
-                settled: link.report.is_some() || !state.header.status.is_live(),
-            });
+    /// A page of the children of session `parent` (an id), oldest first:
+    /// each index entry confirmed by the child's own state (its parent).
+    pub fn children_page(
+        &self,
+        parent: &str,
+        page: &PageRequest,
+    ) -> Result<Page<ChildStatus>, SessionError> {
+        let prefix = format!("{parent}/");
+        let after = match &page.cursor {
+            Some(cursor) => Some(check_child_cursor(cursor, &prefix)?),
+            None => None,
+        };
+        let size = page.size();
+        let entries = self
+            .storage
+            .scan_page(CHILDREN, &prefix, after.as_deref(), size)?;
+        let next_cursor = (entries.len() == size)
+            .then(|| entries.last().map(|(key, _)| key.clone()))
+            .flatten();
+        let mut items = Vec::with_capacity(entries.len());
+        for (key, value) in entries {
+            if let Some(child) = self.child_status(parent, &key, &value)? {
+                items.push(child);
+            }
         }
-        children.sort_by(|a, b| {
-            a.spawned_at_ms
-                .cmp(&b.spawned_at_ms)
-                .then_with(|| a.id.cmp(&b.id))
-        });
+        Ok(Page { items, next_cursor })
+    }
+
+    /// Every child of session `parent` (an id), oldest first, a page of the
+    /// index read at a time (at most `quotas.children_per_session`).
+    pub fn children_of(&self, parent: &str) -> Result<Vec<ChildStatus>, SessionError> {
+        let prefix = format!("{parent}/");
+        let mut children = Vec::new();
+        for entry in glovebox_store::pages(&*self.storage, CHILDREN, &prefix, PAGE) {
+            let (key, value) = entry?;
+            if let Some(child) = self.child_status(parent, &key, &value)? {
+                children.push(child);
+            }
+        }
         Ok(children)
+    }
+
+    /// The child of index entry `key` (value `link`) as its parent sees it;
+    /// `None` for a hint no child confirms (a start that failed).
+    fn child_status(
+        &self,
+        parent: &str,
+        key: &str,
+        link: &[u8],
+    ) -> Result<Option<ChildStatus>, SessionError> {
+        let id = id_of(key);
+        let state = match self.state_of(id) {
+            Ok(state) => state,
+            Err(SessionError::NotFound(_)) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        if state.parent.as_deref() != Some(parent) {
+            return Ok(None);
+        }
+        let link: ChildLink = serde_json::from_slice(link).unwrap_or_else(|_| ChildLink {
+            role: state.header.role,
+            name: state.header.name.clone(),
+            budget: Default::default(),
+            spawned_at_ms: state.header.created_at_ms,
+            report: None,
+        });
+        // The child's own report; else, for a child from before reports
+        // were the child's, what its parent's state held, or its latest
+        // handoff when that was its report.
+        let handoff = state.report.clone().or(link.report).or_else(|| {
+            state.latest_handoff.clone().filter(|h| {
+                h.from_session == state.header.id
+                    && h.handoff.target_session.as_deref() == Some(parent)
+                    && h.handoff.kind != HandoffKind::Continuation
+            })
+        });
+        Ok(Some(ChildStatus {
+            id: id.to_string(),
+            name: state.header.name.clone(),
+            role: link.role,
+            status: state.header.status,
+            outcome: state.outcome,
+            spawned_at_ms: link.spawned_at_ms,
+            budget: link.budget,
+            settled: handoff.is_some() || !state.header.status.is_live(),
+            handoff,
+        }))
     }
 
     /// What `session_wait` looks at: the parent (one `caller` may see) and
@@ -424,13 +504,13 @@ impl Sessions {
         parent: &str,
     ) -> Result<(SessionState, Vec<ChildStatus>), SessionError> {
         let parent = self.show_as(caller, parent)?;
-        if parent.children.is_empty() {
+        if parent.children_spawned == 0 {
             return Err(SessionError::InvalidInput(format!(
                 "session {} has no children to wait for: spawn one first (`session_spawn`, `glovebox session spawn`)",
                 parent.label()
             )));
         }
-        let children = self.children_of(&parent)?;
+        let children = self.children_of(&parent.header.id)?;
         Ok((parent, children))
     }
 
@@ -454,12 +534,12 @@ impl Sessions {
         parent: &SessionState,
         ended: &mut Vec<String>,
     ) -> Result<(), SessionError> {
-        for id in parent.children.keys() {
-            let child = self.state_of(id)?;
-            self.cancel_children_of(&child, ended)?;
-            if child.header.status.is_live() {
-                self.end(id, EndOutcome::Interrupted)?;
-                ended.push(id.clone());
+        for child in self.children_of(&parent.header.id)? {
+            let state = self.state_of(&child.id)?;
+            self.cancel_children_of(&state, ended)?;
+            if state.header.status.is_live() {
+                self.end(&child.id, EndOutcome::Interrupted)?;
+                ended.push(child.id);
             }
         }
         Ok(())
@@ -468,14 +548,35 @@ impl Sessions {
     /// Refuses to end `state` while it has live children, naming them and
     /// the ways out.
     pub(super) fn check_no_live_children(&self, state: &SessionState) -> Result<(), SessionError> {
+        if state.children_spawned == 0 {
+            return Ok(());
+        }
+        // From the children's records: an ended child's record says so once
+        // its end is durable.
+        let prefix = format!("{}/", state.header.id);
         let mut live = Vec::new();
-        for id in state.children.keys() {
-            if self.state_of(id).is_ok_and(|c| c.header.status.is_live()) {
-                live.push(self.label_of(id));
+        let mut more = 0;
+        for entry in glovebox_store::pages(&*self.storage, CHILDREN, &prefix, PAGE) {
+            let (key, _) = entry?;
+            let id = id_of(&key);
+            let Some(info) = self.confirmed(id, None) else {
+                continue;
+            };
+            if info.parent.as_deref() == Some(state.header.id.as_str())
+                && info.header.status.is_live()
+            {
+                if live.len() < 10 {
+                    live.push(self.label_of(id));
+                } else {
+                    more += 1;
+                }
             }
         }
         if live.is_empty() {
             return Ok(());
+        }
+        if more > 0 {
+            live.push(format!("and {more} more"));
         }
         Err(SessionError::NotAllowed(format!(
             "session {} has live children: {}; a parent does not end before its children: end them, wait for them (`session_wait`), or end it with `cancel_children` (`glovebox session end {} --cancel-children`), which ends them as interrupted",
@@ -497,10 +598,12 @@ impl Sessions {
     pub(super) fn wake_parents(&self, state: &SessionState, event: &Event) {
         let parent = match &event.kind {
             EventKind::Ended { .. } | EventKind::Archived => state.parent.as_deref(),
-            EventKind::HandoffReceived { from_session, .. }
-                if state.children.contains_key(from_session) =>
+            // The child's report, in its own log (the parent receives a
+            // copy just after).
+            EventKind::Handoff(handoff)
+                if state.parent.is_some() && handoff.target_session == state.parent =>
             {
-                Some(state.header.id.as_str())
+                state.parent.as_deref()
             }
             _ => None,
         };
@@ -509,5 +612,22 @@ impl Sessions {
                 observer.changed(parent);
             }
         }
+    }
+}
+
+/// `cursor` if it is a position among the children whose keys start with
+/// `prefix` (`<20 digits>/<id>` after it); else why not.
+fn check_child_cursor(cursor: &str, prefix: &str) -> Result<String, SessionError> {
+    let fits = cursor.strip_prefix(prefix).is_some_and(|rest| {
+        rest.split_once('/').is_some_and(|(when, id)| {
+            when.len() == 20 && when.bytes().all(|b| b.is_ascii_digit()) && !id.is_empty()
+        })
+    });
+    if fits {
+        Ok(cursor.to_string())
+    } else {
+        Err(SessionError::InvalidInput(format!(
+            "the cursor `{cursor}` is not one of this session's children: pass the `next_cursor` of the previous page as it came, or none for the first page"
+        )))
     }
 }

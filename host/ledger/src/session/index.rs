@@ -18,12 +18,15 @@
 //!   calls in flight: the live-session quota counts it, recovery walks it;
 //! - `sessions_by_name`: `<name> <owner> <newest first> <id>`, every name a
 //!   session had: a name's newest session, by owner (names, owners and
-//!   ids hold no spaces, so a prefix names exactly one name and owner).
+//!   ids hold no spaces, so a prefix names exactly one name and owner);
+//! - `session_children`: `<parent>/<start ms, 20 digits>/<child>` → the
+//!   [`ChildLink`] the spawn carved, every child of a parent, oldest first
+//!   (the parent's state keeps only the newest: `brood.rs`).
 //!
 //! An index entry is a hint, and the session's own entry in `sessions` (its
 //! [`SessionInfo`], written after its log) confirms it: an entry whose
 //! session has no record, or whose record says otherwise (another owner,
-//! another name, not live), is passed over. So the entries are written
+//! another name, not live, another parent), is passed over. So the entries are written
 //! before the event they announce (a crash then leaves a hint nobody
 //! confirms, never a session nobody can find), and removed after the event
 //! that ends them (a crash then leaves a stale hint, which recovery
@@ -36,7 +39,7 @@
 
 use super::error::SessionError;
 use super::names::{LEGACY_NAMES_BUCKET, NAMES_BUCKET, name_key};
-use super::state::SessionInfo;
+use super::state::{ChildLink, SessionInfo};
 use super::store::{Sessions, lock};
 use crate::storage::{StorageError, Swap};
 
@@ -44,9 +47,11 @@ pub(crate) const BY_START: &str = "sessions_by_start";
 pub(crate) const BY_OWNER: &str = "sessions_by_owner";
 pub(crate) const LIVE: &str = "sessions_live";
 pub(crate) const BY_NAME: &str = "sessions_by_name";
+pub(crate) const CHILDREN: &str = "session_children";
 const META: &str = "sessions_meta";
 const INDEXED: &str = "indexes";
-const VERSION: &[u8] = b"1";
+/// 1: by start, owner, live, name; 2: and children.
+const VERSION: &[u8] = b"2";
 
 /// Keys read per page when walking an index.
 pub(crate) const PAGE: usize = 256;
@@ -85,6 +90,10 @@ fn by_name_key(name: &str, owner: &str, created_ms: u64, id: &str) -> String {
     )
 }
 
+pub(crate) fn child_key(parent: &str, created_ms: u64, child: &str) -> String {
+    format!("{parent}/{created_ms:020}/{child}")
+}
+
 /// The session id an index key ends with.
 pub(crate) fn id_of(key: &str) -> &str {
     key.rsplit(['/', ' ']).next().unwrap_or(key)
@@ -96,6 +105,8 @@ pub(crate) struct NewSession<'a> {
     pub owner: &'a str,
     pub created_ms: u64,
     pub name: Option<&'a str>,
+    /// A child's parent and what the spawn carved for it.
+    pub parent: Option<(&'a str, &'a ChildLink)>,
 }
 
 impl Sessions {
@@ -110,7 +121,23 @@ impl Sessions {
         if let Some(name) = new.name {
             self.index_name(name, new.owner, new.created_ms, new.id)?;
         }
+        if let Some((parent, link)) = new.parent {
+            self.index_child(parent, new.created_ms, new.id, link)?;
+        }
         Ok(())
+    }
+
+    /// Indexes `child` (started at `created_ms`) among `parent`'s children.
+    pub(crate) fn index_child(
+        &self,
+        parent: &str,
+        created_ms: u64,
+        child: &str,
+        link: &ChildLink,
+    ) -> Result<(), StorageError> {
+        let value = serde_json::to_vec(link).unwrap_or_default();
+        self.storage
+            .put_unsynced(CHILDREN, &child_key(parent, created_ms, child), &value)
     }
 
     /// Indexes `name` for session `id` (started at `created_ms`), before
@@ -170,6 +197,23 @@ impl Sessions {
         Ok(())
     }
 
+    /// What the parent of the child `info` (in a data dir written before the
+    /// children index) knew of it: its state then held every child, with its
+    /// latest report.
+    fn link_of(&self, parent: &str, info: &SessionInfo) -> ChildLink {
+        let known = self
+            .state_of(parent)
+            .ok()
+            .and_then(|state| state.children.get(&info.header.id).cloned());
+        known.unwrap_or_else(|| ChildLink {
+            role: info.header.role,
+            name: info.header.name.clone(),
+            budget: Default::default(),
+            spawned_at_ms: info.header.created_at_ms,
+            report: None,
+        })
+    }
+
     /// What [`Sessions::ensure_indexed`] does to an unindexed data dir;
     /// returns how many sessions it indexed.
     fn index_every_session(&self) -> Result<usize, SessionError> {
@@ -200,6 +244,10 @@ impl Sessions {
             if info.header.status.is_live() {
                 self.storage
                     .put_unsynced(LIVE, &live_key(&owner, id), b"")?;
+            }
+            if let Some(parent) = &info.parent {
+                let link = self.link_of(parent, &info);
+                self.index_child(parent, created, id, &link)?;
             }
         }
         // The global names: each live holder's name into its owner's space.

@@ -24,6 +24,7 @@
 
 mod access;
 pub mod actor;
+mod brood;
 mod chain;
 pub mod checkpoint;
 mod closing;
@@ -50,6 +51,7 @@ mod tests;
 pub(crate) mod watch;
 
 pub use access::{check_may_lift, may_touch};
+pub use brood::{Carved, RECENT_CHILDREN};
 pub use chain::{Chain, ChainKey, KeyedChain, MIN_KEY_BYTES};
 pub use closing::{ApprovalObserver, denial_note};
 pub use completion::{

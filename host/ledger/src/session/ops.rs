@@ -14,7 +14,7 @@ use super::lifecycle::SessionStatus;
 use super::log;
 use super::names::owner_or_local;
 use super::quota;
-use super::state::{HandoffRecord, InterruptedCall, SessionState};
+use super::state::{ChildLink, HandoffRecord, InterruptedCall, SessionState};
 use super::store::{Commit, ID_PREFIX, Sessions, lock, lock_slot};
 use crate::context_index::{INDEX_SOURCE, index_entries};
 use crate::manifest::{BudgetCaps, Completion, required_completion};
@@ -88,14 +88,15 @@ impl Sessions {
     /// [`Sessions::start`] recording `owner` and the tags pinned for it
     /// (already among `start.tags`); `counted`: the owner is held to
     /// `quotas.sessions_per_principal` (agents are, operators are not);
-    /// `parent`: the session that spawns it (see `family.rs`).
+    /// `parent`: the session that spawns it, and what it carved for it (see
+    /// `family.rs`).
     pub(super) fn start_owned(
         &self,
         start: StartSession,
         owner: Option<String>,
         pinned_tags: Vec<String>,
         counted: bool,
-        parent: Option<String>,
+        parent: Option<(String, ChildLink)>,
     ) -> Result<SessionState, SessionError> {
         if let Some(name) = &start.name {
             check_name(name)?;
@@ -145,6 +146,7 @@ impl Sessions {
             owner: &owner_name,
             created_ms: at,
             name: start.name.as_deref(),
+            parent: parent.as_ref().map(|(id, link)| (id.as_str(), link)),
         };
         if let Err(e) = self.index_new(&hints) {
             unclaim(self);
@@ -165,7 +167,7 @@ impl Sessions {
                 key_id: key.id().to_string(),
                 key_file: key.file().to_string(),
             }),
-            parent,
+            parent: parent.map(|(id, _)| id),
             completion,
         };
         let chain = match self.chain_key() {

@@ -1,11 +1,13 @@
 //! The `[quotas]` the sessions enforce: tags per session, the size of a
-//! handoff, live sessions per agent principal. Each check runs before
-//! anything is written, so a refused request changes nothing; the error
-//! names the key to raise (see `glovebox_manifest::QuotasConfig`).
+//! handoff, live sessions per agent principal, children per session. Each
+//! check runs before anything is written, so a refused request changes
+//! nothing; the error names the key to raise (see
+//! `glovebox_manifest::QuotasConfig`).
 
 use super::error::SessionError;
 use super::handoff::Handoff;
 use super::index::{LIVE, PAGE, id_of};
+use super::state::SessionState;
 use super::store::Sessions;
 use crate::manifest::QuotasConfig;
 
@@ -60,6 +62,27 @@ pub(super) fn check_handoff(quotas: &QuotasConfig, handoff: &Handoff) -> Result<
             limit,
             what: format!("the handoff is {bytes} bytes"),
             fix: "summarize: put the details in a file in the scratch dir and list the file".into(),
+        });
+    }
+    Ok(())
+}
+
+/// A child more for `parent`, against `quotas.children_per_session` (in
+/// all: ended children count, since each stays in its parent's family).
+pub(super) fn check_children(
+    quotas: &QuotasConfig,
+    parent: &SessionState,
+) -> Result<(), SessionError> {
+    let limit = quotas.limit("children_per_session");
+    if parent.children_spawned >= limit.value {
+        return Err(SessionError::Quota {
+            limit,
+            what: format!(
+                "session {} has spawned {} children",
+                parent.label(),
+                parent.children_spawned
+            ),
+            fix: "give the rest of the work to the children it has, or hand it off to a new session of its own (`session_handoff`), or ask an operator to raise the quota".into(),
         });
     }
     Ok(())

@@ -5,13 +5,14 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::brood::Carved;
 use super::chain::KeyedChain;
 use super::completion::CompletionState;
 use super::error::SessionError;
 use super::event::{
     CallTotals, EndOutcome, Event, EventKind, GENESIS_HASH, Role, SessionSummary, annotation_kinds,
 };
-use super::handoff::{Handoff, HandoffKind};
+use super::handoff::Handoff;
 use super::lifecycle::SessionStatus;
 use super::watch::Watch;
 use crate::manifest::BudgetCaps;
@@ -94,8 +95,9 @@ pub struct ChildLink {
     #[serde(default)]
     pub budget: BudgetCaps,
     pub spawned_at_ms: u64,
-    /// The latest handoff the child wrote to its parent (any kind but a
-    /// continuation): its completion report, what `session_wait` waits for.
+    /// Only in a state written before children were bounded (`brood.rs`):
+    /// the latest handoff the child wrote to its parent. A child's report
+    /// is now its own ([`SessionState::report`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub report: Option<HandoffRecord>,
 }
@@ -167,12 +169,28 @@ pub struct SessionState {
     /// The session that spawned this one (`session_spawn`), by id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<String>,
-    /// The sessions this one spawned, by id.
+    /// The newest sessions this one spawned (at most
+    /// [`super::brood::RECENT_CHILDREN`]), by id; every one is in the
+    /// store's children index (see `brood.rs`, `family.rs`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub children: BTreeMap<String, ChildLink>,
     /// Its completion condition and where it stands (see `completion.rs`).
     #[serde(default)]
     pub completion: CompletionState,
+    /// How many sessions this one spawned in all.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub children_spawned: u64,
+    /// The caps carved for all of them together.
+    #[serde(default, skip_serializing_if = "Carved::is_empty")]
+    pub children_carved: Carved,
+    /// For a child: its latest report to its parent (a handoff to it of
+    /// any kind but a continuation), what `session_wait` waits for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report: Option<HandoffRecord>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl SessionState {
@@ -253,6 +271,9 @@ impl SessionState {
             parent: parent.clone(),
             children: BTreeMap::new(),
             completion: CompletionState::new(completion.clone()),
+            children_spawned: 0,
+            children_carved: Carved::default(),
+            report: None,
         })
     }
 
@@ -385,19 +406,13 @@ impl SessionState {
                 self.last_progress_at_ms = at;
             }
             EventKind::Handoff(handoff) => {
-                self.record_handoff(event, &self.header.id.clone(), handoff)
+                self.record_handoff(event, &self.header.id.clone(), handoff);
+                self.reported(handoff);
             }
             EventKind::HandoffReceived {
                 from_session,
                 handoff,
-            } => {
-                self.record_handoff(event, from_session, handoff);
-                if handoff.kind != HandoffKind::Continuation
-                    && let Some(link) = self.children.get_mut(from_session)
-                {
-                    link.report = self.latest_handoff.clone();
-                }
-            }
+            } => self.record_handoff(event, from_session, handoff),
             EventKind::ChildSpawned {
                 child,
                 role,
@@ -405,16 +420,14 @@ impl SessionState {
                 budget,
                 ..
             } => {
-                self.children.insert(
-                    child.clone(),
-                    ChildLink {
-                        role: *role,
-                        name: name.clone(),
-                        budget: budget.clone(),
-                        spawned_at_ms: at,
-                        report: None,
-                    },
-                );
+                let link = ChildLink {
+                    role: *role,
+                    name: name.clone(),
+                    budget: budget.clone(),
+                    spawned_at_ms: at,
+                    report: None,
+                };
+                self.child_spawned(child, link);
                 self.last_progress_at_ms = at;
             }
             EventKind::CallRequested {

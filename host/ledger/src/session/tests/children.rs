@@ -124,7 +124,11 @@ fn a_spawn_links_child_and_parent_and_hands_the_child_its_task() {
         panic!("{:?}", spawned.event)
     };
     assert_eq!((id, *role), (&kid.header.id, Role::Workagent));
-    let children = env.sessions.children_as(&me, "lead").unwrap();
+    let children = env
+        .sessions
+        .children_as(&me, "lead", &Default::default())
+        .unwrap()
+        .items;
     assert_eq!(children.len(), 1);
     assert_eq!(children[0].id, kid.header.id);
     assert!(!children[0].settled);
@@ -519,4 +523,234 @@ fn a_task_handoff_is_written_only_by_a_spawn() {
     let h = Handoff::new(HandoffKind::Task, Role::Supervisor, "sneak");
     let err = env.sessions.handoff("solo", h).unwrap_err().to_string();
     assert!(err.contains("written by `session_spawn`"), "{err}");
+}
+
+/// A report of about `bytes` bytes from child `name` to `parent`.
+fn report(name: &str, parent: &str, bytes: usize) -> Handoff {
+    let mut done = Handoff::new(
+        HandoffKind::WorkagentCompletion,
+        Role::Workagent,
+        format!("did {name}"),
+    );
+    done.notes.work_completed = vec!["x".repeat(bytes)];
+    done.target_session = Some(parent.into());
+    done
+}
+
+/// Why: the parent's state held every child ever spawned with its last
+/// report (up to 64 KiB each), written whole in every checkpoint; a
+/// supervisor with thousands of workers made each checkpoint megabytes.
+#[test]
+fn threat_49_a_parent_keeps_a_bounded_summary_and_every_child_stays_found() {
+    let env = Env::new();
+    let me = boss();
+    start_as(&env, &me, "lead", Role::Supervisor, caps(Some(100.0), None));
+    const N: usize = 40;
+    let mut ids = Vec::new();
+    for i in 0..N {
+        let name = format!("w{i}");
+        let kid = spawn(
+            &env,
+            &me,
+            "lead",
+            child(&name, Role::Workagent, caps(Some(1.0), None)),
+        )
+        .unwrap()
+        .child;
+        // The first stays at work; the others report (8 KiB each) and end.
+        if i > 0 {
+            env.sessions
+                .handoff_as(
+                    &me,
+                    &name,
+                    report(&name, "lead", 8192),
+                    &HandoffsConfig::default(),
+                )
+                .unwrap();
+            env.sessions.end_as(&me, &name, EndOutcome::Exit).unwrap();
+        }
+        ids.push(kid.header.id);
+    }
+    let lead = env.sessions.show("lead").unwrap();
+    assert_eq!(lead.children_spawned, N as u64);
+    assert_eq!(lead.children.len(), RECENT_CHILDREN);
+    assert!(
+        !lead.children.contains_key(&ids[0]),
+        "the oldest left the state"
+    );
+    assert!(lead.children.values().all(|l| l.report.is_none()));
+    // What its own budget counts as carved: every child's, not the recent's.
+    let used = crate::budget::Used::of(&lead, env.sessions.clock_ms());
+    assert_eq!(used.cost_micros, N as u64 * 1_000_000);
+    // A checkpoint of the parent stays small: 40 reports of 8 KiB are not in it.
+    env.sessions.resume("lead").unwrap();
+    env.sessions.pause_as(&me, "lead", "checkpoint").unwrap();
+    let (_, newest) = checkpoint::list(&*env.store, &lead.header.id).unwrap()[0].clone();
+    assert!(
+        newest.len() < 16 * 1024,
+        "a checkpoint of {} bytes",
+        newest.len()
+    );
+
+    // Every child is listed, oldest first, a page at a time, its report from
+    // its own log.
+    let mut listed = Vec::new();
+    let mut page = crate::page::PageRequest::first(15);
+    loop {
+        let got = env.sessions.children_as(&me, "lead", &page).unwrap();
+        listed.extend(got.items);
+        match got.next_cursor {
+            Some(c) => page.cursor = Some(c),
+            None => break,
+        }
+    }
+    assert_eq!(listed.iter().map(|c| c.id.clone()).collect::<Vec<_>>(), ids);
+    assert!(!listed[0].settled && listed[0].handoff.is_none());
+    let last = &listed[N - 1];
+    assert!(last.settled);
+    assert_eq!(
+        last.handoff.as_ref().unwrap().handoff.objective,
+        format!("did w{}", N - 1)
+    );
+    // The wait sees them all, the one at work pending.
+    env.sessions.resume_as(&me, "lead").unwrap();
+    let (_, waited) = env.sessions.wait_check_as(&me, "lead").unwrap();
+    assert_eq!(waited.len(), N);
+    assert_eq!(waited.iter().filter(|c| !c.settled).count(), 1);
+    // The oldest, long out of the parent's state, still keeps it from ending.
+    let e = env
+        .sessions
+        .end_as(&me, "lead", EndOutcome::Exit)
+        .unwrap_err();
+    assert!(e.to_string().contains(&ids[0]), "{e}");
+    assert_eq!(
+        env.sessions.cancel_children_as(&me, "lead").unwrap(),
+        [ids[0].clone()]
+    );
+    env.sessions.end_as(&me, "lead", EndOutcome::Exit).unwrap();
+}
+
+/// Why: a parent that spawns without end grows the store and its family
+/// without bound; `quotas.children_per_session` stops it, writing nothing.
+#[test]
+fn threat_49_a_spawn_past_children_per_session_is_refused_and_writes_nothing() {
+    let env = Env::with_config(SessionsConfig {
+        quotas: crate::manifest::QuotasConfig {
+            children_per_session: 2,
+            ..Default::default()
+        },
+        ..SessionsConfig::default()
+    });
+    let me = boss();
+    let lead = start_as(&env, &me, "lead", Role::Supervisor, BudgetCaps::default());
+    for name in ["a", "b"] {
+        spawn(
+            &env,
+            &me,
+            "lead",
+            child(name, Role::Workagent, caps(None, None)),
+        )
+        .unwrap();
+    }
+    // Ended children count: each stays in the family.
+    env.sessions.end_as(&me, "a", EndOutcome::Exit).unwrap();
+    let sessions = env
+        .sessions
+        .list(&SessionFilter::default(), &Default::default())
+        .unwrap()
+        .items
+        .len();
+    let before = env.sessions.show("lead").unwrap().last_seq;
+    let e = spawn(
+        &env,
+        &me,
+        "lead",
+        child("c", Role::Workagent, caps(None, None)),
+    )
+    .unwrap_err();
+    match &e {
+        SessionError::Quota { limit, .. } => assert_eq!(limit.key, "children_per_session"),
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        e.to_string().contains(&format!(
+            "session `lead` ({}) has spawned 2 children",
+            lead.header.id
+        )),
+        "{e}"
+    );
+    assert_eq!(
+        env.sessions
+            .list(&SessionFilter::default(), &Default::default())
+            .unwrap()
+            .items
+            .len(),
+        sessions
+    );
+    assert_eq!(env.sessions.show("lead").unwrap().last_seq, before);
+    assert!(matches!(
+        env.sessions.show("c"),
+        Err(SessionError::NotFound(_))
+    ));
+}
+
+/// Why: logs and checkpoints written before the bound hold the whole child
+/// list, each child with its report; they must load, verify and still
+/// answer `session_wait` and the listing.
+#[test]
+fn threat_49_a_parent_recorded_with_its_whole_child_list_loads_and_answers_as_before() {
+    let env = super::fixtures::old_data_dir();
+    let alice = agent(
+        "alice",
+        &[Role::Orchestrator, Role::Supervisor, Role::Workagent],
+        &["*"],
+    );
+    let (lead, stats) = env.sessions.reload("lead", true).unwrap();
+    assert_eq!(
+        stats.checkpoint_seq,
+        Some(8),
+        "loaded from the old checkpoint"
+    );
+    assert_eq!(lead.children_spawned, 3);
+    assert!(env.sessions.verify("lead").unwrap().ok);
+    let children = env
+        .sessions
+        .children_as(&alice, "lead", &Default::default())
+        .unwrap()
+        .items;
+    let names: Vec<_> = children.iter().map(|c| c.name.clone().unwrap()).collect();
+    assert_eq!(names, ["w1", "w2", "w3"]);
+    let report = children[0].handoff.as_ref().expect("w1's report");
+    assert_eq!(report.handoff.objective, "did w1");
+    assert_eq!(report.handoff.notes.work_completed, ["w1 done"]);
+    assert!(children[0].settled && children[1].settled && !children[2].settled);
+    let (_, waited) = env.sessions.wait_check_as(&alice, "lead").unwrap();
+    assert_eq!(waited, children);
+    // The family goes on: a fourth child, and the end still waits for the
+    // live ones (w1 reported but did not end).
+    spawn(
+        &env,
+        &alice,
+        "lead",
+        child("w4", Role::Workagent, caps(None, None)),
+    )
+    .unwrap();
+    assert_eq!(env.sessions.show("lead").unwrap().children_spawned, 4);
+    let e = env
+        .sessions
+        .end_as(&alice, "lead", EndOutcome::Exit)
+        .unwrap_err();
+    for live in ["`w1`", "`w3`", "`w4`"] {
+        assert!(e.to_string().contains(live), "{e}");
+    }
+    assert_eq!(
+        env.sessions
+            .cancel_children_as(&alice, "lead")
+            .unwrap()
+            .len(),
+        3
+    );
+    env.sessions
+        .end_as(&alice, "lead", EndOutcome::Exit)
+        .unwrap();
 }
