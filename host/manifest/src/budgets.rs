@@ -1,14 +1,29 @@
-//! `[budgets]` in `glovebox.toml`: hard caps per role, and when to warn.
+//! `[budgets]` in `glovebox.toml`: hard caps per session of a role, spend
+//! ceilings across sessions per principal, project and role, and when to warn.
 //!
 //! ```toml
 //! [budgets]
-//! warn_at = 0.8            # a budget_warning at 80% of any cap (default)
+//! warn_at = 0.8            # a warning at 80% of any cap or ceiling (default)
 //!
 //! [budgets.role.workagent] # applies to each workagent session on its own
 //! cost = 20.0              # estimated tool cost + reported model cost
 //! calls = 500              # calls that ran
 //! wall = "2h"              # time since the session started
+//!
+//! [budgets.role.workagent.day]   # all workagent sessions together, per UTC day
+//! cost = 200.0
+//!
+//! [budgets.principal.alice.day]  # all of alice's sessions, per UTC day
+//! cost = 50.0
+//! calls = 5000
+//! tokens = 2_000_000             # model tokens reported (in + out)
+//!
+//! [budgets.project.demo.month]   # all sessions of project demo, per calendar month
+//! cost = 1000.0
 //! ```
+//!
+//! A ceiling table is `day`, `week` (ISO, from Monday) or `month`, all in
+//! UTC (see [`crate::ceilings`]); none is set by default.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -17,7 +32,8 @@ use serde::Deserialize;
 use super::ConfigError;
 use super::source::Source;
 use super::units::Millis;
-use crate::{BudgetCaps, Role, to_micros};
+use crate::ceilings::{CeilingLimits, Ceilings, Period, PeriodCeilings};
+use crate::{BudgetCaps, LOCAL_PRINCIPAL, Role, to_micros};
 
 /// `[budgets]`: the caps every session of a role gets, and the warning threshold.
 #[derive(Clone, Debug, PartialEq)]
@@ -27,6 +43,10 @@ pub struct BudgetsConfig {
     /// `[budgets.role.<role>]`: caps applied to each session of the role
     /// (per session, not shared by the role's sessions).
     pub roles: HashMap<Role, BudgetCaps>,
+    /// `[budgets.principal|project|role.<name>.day|week|month]`: ceilings
+    /// on what all the sessions of a principal, project or role spend
+    /// together in a period. None by default.
+    pub ceilings: Ceilings,
 }
 
 impl Default for BudgetsConfig {
@@ -34,6 +54,7 @@ impl Default for BudgetsConfig {
         BudgetsConfig {
             warn_at: 0.8,
             roles: HashMap::new(),
+            ceilings: Ceilings::default(),
         }
     }
 }
@@ -44,19 +65,58 @@ pub(super) struct RawBudgets {
     warn_at: Option<f64>,
     #[serde(default)]
     role: BTreeMap<String, RawCaps>,
+    #[serde(default)]
+    principal: BTreeMap<String, RawPeriods>,
+    #[serde(default)]
+    project: BTreeMap<String, RawPeriods>,
 }
 
+/// `[budgets.role.<role>]`: a session's caps, and the role's ceilings.
 #[derive(Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawCaps {
     cost: Option<f64>,
     calls: Option<i64>,
     wall: Option<Millis>,
+    day: Option<RawCeiling>,
+    week: Option<RawCeiling>,
+    month: Option<RawCeiling>,
 }
 
+/// The `day`, `week` and `month` tables of a principal, project or role.
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPeriods {
+    day: Option<RawCeiling>,
+    week: Option<RawCeiling>,
+    month: Option<RawCeiling>,
+}
+
+impl RawPeriods {
+    fn all(&self) -> [(Period, &Option<RawCeiling>); 3] {
+        [
+            (Period::Day, &self.day),
+            (Period::Week, &self.week),
+            (Period::Month, &self.month),
+        ]
+    }
+}
+
+/// One period's ceilings.
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCeiling {
+    cost: Option<f64>,
+    calls: Option<i64>,
+    tokens: Option<i64>,
+}
+
+/// `principals`: the names of the declared principals (a ceiling for a
+/// principal nobody declared would bound nothing, silently).
 pub(super) fn validate_budgets(
     src: &Source,
     raw: &RawBudgets,
+    principals: &[&str],
 ) -> Result<BudgetsConfig, ConfigError> {
     let mut budgets = BudgetsConfig::default();
     if let Some(warn_at) = raw.warn_at {
@@ -103,6 +163,95 @@ pub(super) fn validate_budgets(
                 wall_ms: wall,
             },
         );
+        let periods = [
+            (Period::Day, &caps.day),
+            (Period::Week, &caps.week),
+            (Period::Month, &caps.month),
+        ];
+        let ceilings = validate_periods(src, &format!("budgets.role.{name}"), periods)?;
+        if !ceilings.is_empty() {
+            budgets
+                .ceilings
+                .roles
+                .insert(role.as_str().to_string(), ceilings);
+        }
+    }
+    for (name, periods) in &raw.principal {
+        let key = format!("budgets.principal.{name}");
+        if name != LOCAL_PRINCIPAL && !principals.contains(&name.as_str()) {
+            let declared: Vec<String> = principals
+                .iter()
+                .chain([&LOCAL_PRINCIPAL])
+                .map(|p| format!("`{p}`"))
+                .collect();
+            return Err(src.invalid(
+                &key,
+                format!("no principal `{name}` is declared, so this ceiling would bound nobody"),
+                format!(
+                    "name a declared principal ({}), or declare `{name}` in a `[[principal]]` table",
+                    declared.join(", ")
+                ),
+            ));
+        }
+        let ceilings = validate_periods(src, &key, periods.all())?;
+        budgets.ceilings.principals.insert(name.clone(), ceilings);
+    }
+    for (name, periods) in &raw.project {
+        let key = format!("budgets.project.{name}");
+        let ceilings = validate_periods(src, &key, periods.all())?;
+        budgets.ceilings.projects.insert(name.clone(), ceilings);
     }
     Ok(budgets)
+}
+
+/// The `day`, `week` and `month` tables under `key`.
+fn validate_periods(
+    src: &Source,
+    key: &str,
+    periods: [(Period, &Option<RawCeiling>); 3],
+) -> Result<PeriodCeilings, ConfigError> {
+    let mut out = PeriodCeilings::default();
+    for (period, table) in periods {
+        if let Some(table) = table {
+            *out.get_mut(period) = validate_ceiling(src, &format!("{key}.{period}"), table)?;
+        }
+    }
+    Ok(out)
+}
+
+/// One period's `cost`, `calls` and `tokens` under `key`.
+fn validate_ceiling(
+    src: &Source,
+    key: &str,
+    raw: &RawCeiling,
+) -> Result<CeilingLimits, ConfigError> {
+    let leaf = |leaf: &str| format!("{key}.{leaf}");
+    let count = |value: Option<i64>, name: &str, example: &str| {
+        value.map(u64::try_from).transpose().map_err(|_| {
+            src.invalid(
+                &leaf(name),
+                format!("a negative number of {name}"),
+                format!("write a number of {name}, e.g. `{name} = {example}`"),
+            )
+        })
+    };
+    let limits = CeilingLimits {
+        cost_micros: raw.cost.map(to_micros).transpose().map_err(|e| {
+            src.invalid(
+                &leaf("cost"),
+                e,
+                "write a non-negative number of cost units, e.g. `cost = 50.0`",
+            )
+        })?,
+        calls: count(raw.calls, "calls", "5000")?,
+        tokens: count(raw.tokens, "tokens", "2_000_000")?,
+    };
+    if limits.is_empty() {
+        return Err(src.invalid(
+            key,
+            "the table sets no ceiling",
+            "set at least one of `cost`, `calls` and `tokens`, or remove the table",
+        ));
+    }
+    Ok(limits)
 }

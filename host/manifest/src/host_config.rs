@@ -160,7 +160,6 @@ impl HostConfig {
         let defaults = apply_limits(&src, "defaults", &raw.defaults, &Limits::default())?;
         let runtime = validate_runtime(&src, &raw.runtime, &dir)?;
         let storage = validate_storage(&src, &raw.storage, &dir)?;
-        let budgets = validate_budgets(&src, &raw.budgets)?;
         let detector = validate_detector(&src, &raw.detector)?;
         let context = validate_context(&src, &raw.context)?;
         let approvals = validate_approvals(&src, &raw.approvals)?;
@@ -174,6 +173,11 @@ impl HostConfig {
             super::schedule::secret_files(&dir, &raw.trigger),
         ]
         .concat();
+        let names: Vec<&str> = principals
+            .iter()
+            .map(|p| p.principal.name.as_str())
+            .collect();
+        let budgets = validate_budgets(&src, &raw.budgets, &names)?;
         let notify = validate_notify(&src, &dir, &raw.notify)?;
         let schedules = validate_schedules(&src, &raw.schedule, &notify)?;
         let triggers = validate_triggers(&src, &dir, &raw.trigger, &notify)?;

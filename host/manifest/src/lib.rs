@@ -28,6 +28,7 @@ mod budget_caps;
 mod budgets;
 mod cap;
 mod captured;
+mod ceilings;
 mod completion;
 mod detector;
 mod error;
@@ -64,6 +65,9 @@ pub use budget_caps::BudgetCaps;
 pub use budgets::BudgetsConfig;
 pub use cap::Cap;
 pub use captured::Captured;
+pub use ceilings::{
+    CeilingLimits, Ceilings, Measure, Period, PeriodCeilings, Scope, ScopeKind, Window,
+};
 pub use completion::{
     Completion, CompletionRule, Gate, MAX_GATES, required as required_completion,
 };
@@ -119,7 +123,8 @@ pub struct HostConfig {
     pub hooks_explicitly_none: bool,
     /// `[storage]`: how sessions are kept.
     pub storage: StorageConfig,
-    /// `[budgets]`: hard caps per role, and when to warn.
+    /// `[budgets]`: hard caps per session of a role, spend ceilings per
+    /// principal, project and role and period, and when to warn.
     pub budgets: BudgetsConfig,
     /// `[detector]`: the stuck-agent detector's thresholds.
     pub detector: DetectorConfig,

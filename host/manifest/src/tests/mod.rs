@@ -8,6 +8,7 @@ use tempfile::TempDir;
 
 use super::{ConfigError, HostConfig, Limits, PluginManifest};
 
+mod budgets;
 mod hooks;
 mod host_config;
 mod owned;
