@@ -169,6 +169,7 @@ fn needs_store(command: &Command) -> bool {
         } => false,
         Command::Session { .. }
         | Command::Billing(_)
+        | Command::Budget(_)
         | Command::Rescue { .. }
         | Command::Context { .. }
         | Command::Memory { .. }

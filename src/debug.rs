@@ -257,6 +257,7 @@ fn one_write(mix: &Mix, w: usize, i: u64, pick: u64) -> Result<()> {
                     idempotency_key: format!("{shared}/{call_id}"),
                     idempotent,
                     tool_digest: "0".repeat(64),
+                    cost_micros: 0,
                 },
             ];
             let (recorded, ()) = mix

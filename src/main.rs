@@ -29,6 +29,7 @@ macro_rules! err {
 
 mod approvals;
 mod billing;
+mod budget;
 mod call;
 mod children;
 mod completion;
@@ -125,6 +126,10 @@ enum Command {
     /// estimated tool cost, model cost) over a date range, grouped; or the
     /// session-end records as JSON lines (`billing export`).
     Billing(billing::BillingArgs),
+    /// Spend ceilings across sessions (per principal, project and role, per
+    /// day, week and month): their use this period; `budget raise` a
+    /// ceiling for the current period; `budget lift` the pause one took.
+    Budget(budget::BudgetArgs),
     /// Rescue missions for stuck sessions: open, diagnose, inject, resolve, list, report.
     Rescue {
         #[command(subcommand)]
@@ -390,6 +395,7 @@ async fn dispatch(config: &std::path::Path, command: Command) -> Result<ExitCode
         Command::Context { command } => rescue::run_context(config, command),
         Command::Memory { command } => memory::run(config, command),
         Command::Billing(args) => billing::run(config, args),
+        Command::Budget(args) => budget::run(config, args),
         Command::Job { command } => jobs::run(config, command).await,
         Command::Serve(args) => serve::run(config, args).await,
         Command::Principal { command } => principal::run(config, command),

@@ -7,6 +7,7 @@ mod approval_display;
 mod approvals;
 mod architecture;
 mod billing;
+mod ceilings;
 mod children;
 mod cli;
 mod code_js;

@@ -243,6 +243,7 @@ fn one_call_through_every_way_in_leaves_the_same_records() {
                             idempotency_key: format!("{id}/{call_id}"),
                             idempotent: true,
                             tool_digest: digest,
+                            cost_micros: 0,
                         },
                     ],
                     (),

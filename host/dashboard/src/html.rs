@@ -152,11 +152,12 @@ pub struct Chrome<'a> {
     pub logins: bool,
 }
 
-const NAV: [(&str, &str, &str); 9] = [
+const NAV: [(&str, &str, &str); 10] = [
     ("sessions", "/ui/sessions", "Sessions"),
     ("approvals", "/ui/approvals", "Approvals"),
     ("jobs", "/ui/jobs", "Jobs"),
     ("billing", "/ui/billing", "Billing"),
+    ("budget", "/ui/budget", "Ceilings"),
     ("rescues", "/ui/rescues", "Rescues"),
     ("memory", "/ui/memory", "Memory"),
     ("doctor", "/ui/doctor", "Doctor"),
@@ -341,15 +342,16 @@ pub fn bar_chart(title: &str, bars: &[Bar], legend: &[(&str, &'static str)]) -> 
 
 /// A badge for a status or verdict word.
 pub fn badge(word: &str) -> String {
-    let class = match word {
-        "ok" | "allow" | "completed" | "approved" | "active" | "resolved" | "pass" | "passed" => {
-            "good"
-        }
-        "ask" | "pending" | "paused" | "queued" | "running" | "warning" | "open" | "diagnosed"
-        | "injected" | "proposed" => "warn",
-        "deny" | "denied" | "failed" | "critical" | "timeout" | "interrupted" | "cancelled"
-        | "blocker" | "rescue" | "abandoned" | "re_escalated" | "fail" | "rejected" => "bad",
-        _ => "plain",
-    };
+    let class =
+        match word {
+            "ok" | "allow" | "completed" | "approved" | "active" | "resolved" | "pass"
+            | "passed" => "good",
+            "ask" | "pending" | "paused" | "queued" | "running" | "warning" | "open"
+            | "diagnosed" | "injected" | "proposed" => "warn",
+            "deny" | "denied" | "failed" | "critical" | "timeout" | "interrupted" | "cancelled"
+            | "blocker" | "rescue" | "abandoned" | "re_escalated" | "fail" | "rejected"
+            | "reached" => "bad",
+            _ => "plain",
+        };
     format!("<span class=\"tag {class}\">{}</span>", esc(word))
 }

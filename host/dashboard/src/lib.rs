@@ -22,6 +22,7 @@
 
 mod approval;
 mod auth;
+mod budget;
 mod doctor;
 mod events;
 mod hooks;
@@ -215,6 +216,9 @@ fn router(app: Arc<App>) -> Router {
         .route("/ui/jobs/{id}", get(jobs::job))
         .route("/ui/billing", get(pages::billing))
         .route("/ui/billing.csv", get(pages::billing_csv))
+        .route("/ui/budget", get(budget::budget))
+        .route("/ui/budget/lift", post(budget::lift))
+        .route("/ui/budget/raise", post(budget::raise))
         .route("/ui/rescues", get(pages::rescues))
         .route("/ui/memory", get(memory::memory))
         .route("/ui/doctor", get(doctor::doctor))

@@ -18,6 +18,7 @@ use crate::manifest::Principal;
 use crate::pipeline::{Admitted, Judge, ledger_work};
 use crate::session::{Event, EventKind, SessionError, Sessions, digest};
 use crate::settled::{Settled, Waiters};
+use crate::spend::{Breach, SpendConfig};
 use crate::tasks;
 
 /// The host and its ledger; cheap to clone. Every clone sees the same host,
@@ -89,6 +90,10 @@ impl Gateway {
         let waiters = Waiters::default();
         ledger.sessions.observe_approvals(Arc::new(waiters.clone()));
         let leases = tasks::lease_renewal(&ledger.sessions).map(Arc::new);
+        ledger
+            .sessions
+            .tallies()
+            .configure(SpendConfig::of(host.config()));
         Gateway {
             host: Arc::new(RwLock::new(host)),
             ledger,
@@ -203,6 +208,10 @@ impl Gateway {
                 .map(|h| (h.name, h.digest))
                 .collect(),
         };
+        // The ceilings and quotas across sessions follow the config too.
+        self.sessions()
+            .tallies()
+            .configure(SpendConfig::of(next.config()));
         *self
             .host
             .write()
@@ -523,6 +532,34 @@ impl Gateway {
         let sessions = self.sessions().clone();
         let key = session.to_string();
         ledger_work(move || budget::report_usage(&sessions, &budgets, &key, &usage)).await
+    }
+
+    /// Pauses, in the background and as the host, the active sessions of
+    /// the scope whose ceiling `breach` reached, but `except` (paused
+    /// already): see [`crate::ceilings::pause_scope`].
+    pub(crate) fn pause_scope(&self, breach: &Breach, except: &str) {
+        let (sessions, breach, except) =
+            (self.sessions().clone(), breach.clone(), except.to_string());
+        tasks::host_task(async move {
+            let paused = ledger_work(move || {
+                crate::session::actor::scoped(crate::session::actor::HOST, || {
+                    crate::ceilings::pause_scope(&sessions, &breach, &except)
+                })
+            })
+            .await;
+            match paused {
+                Ok(ids) if !ids.is_empty() => {
+                    tracing::warn!(
+                        sessions = ids.len(),
+                        "paused the sessions of a scope at a spend ceiling"
+                    )
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not pause the sessions of a scope at a spend ceiling; each is refused at its next call")
+                }
+            }
+        });
     }
 }
 

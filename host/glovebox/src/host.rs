@@ -28,8 +28,6 @@ pub struct Host {
     hooks: Arc<HookChain>,
     /// `plugin.tool` → (plugin index, tool index).
     index: BTreeMap<String, (usize, usize)>,
-    /// Each tool's estimated cost in micros, for the budget.
-    tool_costs: Arc<HashMap<String, u64>>,
     /// Admission control, shared across reloads.
     admission: Admissions,
 }
@@ -239,18 +237,12 @@ impl Host {
                 tracing::error!(hook = %hook.name, %reason, "permission hook cannot be loaded: every call is denied");
             }
         }
-        let tool_costs = plugins
-            .iter()
-            .flat_map(|p| &p.tools)
-            .filter_map(|t| Some((t.name.clone(), crate::manifest::to_micros(t.cost?).ok()?)))
-            .collect();
         Ok(Host {
             config,
             runtime,
             plugins,
             hooks,
             index,
-            tool_costs: Arc::new(tool_costs),
             admission,
         })
     }
@@ -376,12 +368,6 @@ impl Host {
     /// The hook chain, shared (the `after` notifications outlive the call).
     pub(crate) fn hook_chain(&self) -> Arc<HookChain> {
         self.hooks.clone()
-    }
-
-    /// The estimated cost of each tool, in micros (tools without a cost left
-    /// out): what the budget counts for calls in flight.
-    pub(crate) fn tool_costs(&self) -> &Arc<HashMap<String, u64>> {
-        &self.tool_costs
     }
 
     /// Runs an admitted call in fresh hands, past admission control: the

@@ -65,6 +65,9 @@ pub fn open_sessions(config: &HostConfig) -> anyhow::Result<Durable> {
             ..SessionsConfig::default()
         },
     );
+    sessions
+        .tallies()
+        .configure(crate::spend::SpendConfig::of(config));
     if !repairs.is_empty() {
         verify_after_repair(config, &sessions, &repairs)?;
     }

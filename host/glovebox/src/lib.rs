@@ -54,7 +54,7 @@ pub use glovebox_store as storage;
 // the memory bank, billing (the `glovebox-ledger` crate). Its modules keep their old paths here;
 // `jobs` adds the runner to the ledger's job records.
 pub use glovebox_ledger::{
-    approvals, billing, budget, clock, detect, memory, page, rescue, session,
+    approvals, billing, budget, ceilings, clock, detect, memory, page, rescue, session, spend,
 };
 /// Notifications: the outbox (the ledger's) and its delivery worker.
 pub mod notify;

@@ -28,8 +28,8 @@ use serde::Serialize;
 use sha2::Sha256;
 
 pub use glovebox_ledger::notify::{
-    DELIVERED_BUCKET, FAILED_BUCKET, Notification, NotifyKind, NotifyTarget, OUTBOX_BUCKET, Outbox,
-    OutboxEntry, TargetStatus, derive, test_notification,
+    DELIVERED_BUCKET, FAILED_BUCKET, Notification, NotifyKind, NotifyObserver, NotifyTarget,
+    OUTBOX_BUCKET, Outbox, OutboxEntry, TargetStatus, derive, test_notification,
 };
 
 use crate::manifest::NotifyFormat;

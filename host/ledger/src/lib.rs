@@ -3,7 +3,9 @@
 //! This crate owns what Glovebox keeps of the work agents do, and the rules that
 //! record obeys: sessions and their append-only, hash-chained logs, checkpoints
 //! and recovery ([`session`]), pending approvals ([`approvals`]), background
-//! jobs' records ([`jobs`]), budgets and their caps ([`budget`]), the stuck-agent
+//! jobs' records ([`jobs`]), budgets and their caps ([`budget`]), the spend
+//! tallies across sessions kept in the store ([`spend`]) and what sessions
+//! do at a ceiling ([`ceilings`]), the stuck-agent
 //! detector and the escalation ladder ([`detect`]), rescues and the projects'
 //! context index ([`rescue`]), billing reports over the logs ([`billing`]), and
 //! the notifications the operator's `[[notify]]` targets get, derived from
@@ -29,8 +31,10 @@
 //! Inside, the modules depend one way: the value types the session state holds
 //! (`values`: budget state, escalation steps, context entries), the context
 //! index's records, the memory bank's records (`memory/records.rs`), the
-//! approvals' records (`approvals/records.rs`) and the places counted per
-//! principal (`tally`) sit at the bottom; [`session`] builds on them; [`budget`], [`detect`],
+//! approvals' records (`approvals/records.rs`), the places counted per
+//! principal (`tally`) and the spend tallies ([`spend`], which the sessions
+//! charge) sit at the bottom; [`session`] builds on them; [`budget`],
+//! [`ceilings`], [`detect`],
 //! [`rescue`], [`billing`], [`approvals`], [`jobs`] and the memory bank's
 //! operations ([`memory`]) build on [`session`], never the other way.
 
@@ -39,6 +43,7 @@
 pub mod approvals;
 pub mod billing;
 pub mod budget;
+pub mod ceilings;
 pub mod clock;
 mod context_index;
 pub mod detect;
@@ -48,6 +53,7 @@ pub mod notify;
 pub mod page;
 pub mod rescue;
 pub mod session;
+pub mod spend;
 mod tally;
 mod values;
 

@@ -498,6 +498,46 @@ pub fn derive(before: &SessionState, event: &Event) -> Vec<(NotifyKind, Notifica
             ),
             json!({ "cap": cap.as_str(), "used": used, "limit": limit, "call_id": call_id }),
         ),
+        EventKind::CeilingWarning {
+            scope,
+            period,
+            period_id,
+            measure,
+            used,
+            limit,
+            percent,
+        } => push(
+            NotifyKind::CeilingWarning,
+            None,
+            format!(
+                "{scope}: {percent}% of its {} {measure} ceiling used in {period} {period_id} ({} of {})",
+                period.adjective(),
+                measure.show(*used),
+                measure.show(*limit)
+            ),
+            json!({ "scope": scope, "period": period, "period_id": period_id, "measure": measure, "used": used, "limit": limit, "percent": percent }),
+        ),
+        EventKind::CeilingReached {
+            scope,
+            period,
+            period_id,
+            measure,
+            used,
+            limit,
+            ends_at_ms,
+            call_id,
+            first: true,
+        } => push(
+            NotifyKind::CeilingReached,
+            None,
+            format!(
+                "{scope} reached its {} {measure} ceiling in {period} {period_id} ({} of {}): its calls are refused and its sessions paused until an operator lifts it (`glovebox budget`)",
+                period.adjective(),
+                measure.show(*used),
+                measure.show(*limit)
+            ),
+            json!({ "scope": scope, "period": period, "period_id": period_id, "measure": measure, "used": used, "limit": limit, "ends_at_ms": ends_at_ms, "call_id": call_id }),
+        ),
         EventKind::Escalation {
             step,
             reason,

@@ -52,6 +52,15 @@ impl Period {
         }
     }
 
+    /// `daily`, `weekly`, `monthly`.
+    pub fn adjective(self) -> &'static str {
+        match self {
+            Period::Day => "daily",
+            Period::Week => "weekly",
+            Period::Month => "monthly",
+        }
+    }
+
     /// The period of this kind that holds the instant `at_ms` (unix millis).
     pub fn window(self, at_ms: u64) -> Window {
         let at = i64::try_from(at_ms).unwrap_or(i64::MAX);
@@ -87,6 +96,17 @@ impl Period {
             id,
             start_ms: midnight_ms(start),
             end_ms: end.map_or(u64::MAX, midnight_ms),
+        }
+    }
+}
+
+impl Window {
+    /// When the period ends, for people: `2025-06-15 00:00 UTC`.
+    pub fn ends(&self) -> String {
+        let at = i64::try_from(self.end_ms).unwrap_or(i64::MAX);
+        match DateTime::from_timestamp_millis(at) {
+            Some(t) => t.format("%Y-%m-%d %H:%M UTC").to_string(),
+            None => "never".to_string(),
         }
     }
 }
@@ -329,6 +349,7 @@ mod tests {
         assert_eq!(day.id, "2025-06-14");
         assert_eq!(day.start_ms, 1_749_859_200_000);
         assert_eq!(day.end_ms, day.start_ms + DAY_MS);
+        assert_eq!(day.ends(), "2025-06-15 00:00 UTC");
         let week = Period::Week.window(SAT);
         assert_eq!(week.id, "2025-W24");
         // Monday 2025-06-09 to Monday 2025-06-16.

@@ -42,6 +42,14 @@ pub enum NotifyKind {
     BudgetWarning,
     /// A call or a usage report went past a cap; the session paused.
     BudgetExceeded,
+    /// The sessions of a principal, project or role together reached the
+    /// warning threshold of a ceiling across sessions (once per ceiling
+    /// and period).
+    CeilingWarning,
+    /// A ceiling across sessions was reached: calls are refused and the
+    /// scope's sessions paused until an operator lifts it (once per
+    /// ceiling and period).
+    CeilingReached,
     /// A background job's call succeeded.
     JobFinished,
     /// A background job's call failed, timed out, was denied or cancelled.
@@ -59,11 +67,13 @@ pub enum NotifyKind {
 }
 
 impl NotifyKind {
-    pub const ALL: [NotifyKind; 11] = [
+    pub const ALL: [NotifyKind; 13] = [
         NotifyKind::ApprovalNeeded,
         NotifyKind::Flag,
         NotifyKind::BudgetWarning,
         NotifyKind::BudgetExceeded,
+        NotifyKind::CeilingWarning,
+        NotifyKind::CeilingReached,
         NotifyKind::JobFinished,
         NotifyKind::JobFailed,
         NotifyKind::RescueOpened,
@@ -80,6 +90,8 @@ impl NotifyKind {
             NotifyKind::Flag => "flag",
             NotifyKind::BudgetWarning => "budget_warning",
             NotifyKind::BudgetExceeded => "budget_exceeded",
+            NotifyKind::CeilingWarning => "ceiling_warning",
+            NotifyKind::CeilingReached => "ceiling_reached",
             NotifyKind::JobFinished => "job_finished",
             NotifyKind::JobFailed => "job_failed",
             NotifyKind::RescueOpened => "rescue_opened",
@@ -186,7 +198,7 @@ pub const DEFAULT_RETRY_MAX: Duration = Duration::from_secs(600);
 /// More attempts than this is a typo, not a policy.
 const MAX_ATTEMPTS: i64 = 100;
 
-const EVENTS_HINT: &str = "list some of `approval_needed`, `flag` (or `flag:info`, `flag:warning`, `flag:critical`: flags at or above that severity), `budget_warning`, `budget_exceeded`, `job_finished`, `job_failed`, `rescue_opened`, `rescue_resolved`, `session_stalled`, `session_completed`, `schedule_alert`, or `\"*\"` for all";
+const EVENTS_HINT: &str = "list some of `approval_needed`, `flag` (or `flag:info`, `flag:warning`, `flag:critical`: flags at or above that severity), `budget_warning`, `budget_exceeded`, `ceiling_warning`, `ceiling_reached`, `job_finished`, `job_failed`, `rescue_opened`, `rescue_resolved`, `session_stalled`, `session_completed`, `schedule_alert`, or `\"*\"` for all";
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

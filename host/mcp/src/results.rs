@@ -62,6 +62,7 @@ pub fn session_failure(e: &SessionError) -> CallToolResult {
         SessionError::InvalidEvent { .. } => "session_invalid_event",
         SessionError::NotAllowed(_) => "not_allowed",
         SessionError::Quota { .. } => "quota",
+        SessionError::Ceiling(_) => "ceiling",
         SessionError::LowDisk(_) => "low_disk",
         SessionError::Incomplete(_) => "not_complete",
         SessionError::Leased { .. } => "session_leased",

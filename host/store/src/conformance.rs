@@ -94,6 +94,7 @@ macro_rules! storage_contract_tests {
             put_if_writes_only_over_the_expected_value,
             put_if_is_durable_and_sees_plain_puts_and_deletes,
             racing_put_ifs_on_one_expected_value_let_exactly_one_win,
+            an_unsynced_put_if_compares_as_strictly_and_is_made_durable_by_a_later_write,
         );
     };
     (@each $backend:ty; $($test:ident),* $(,)?) => {
@@ -722,6 +723,32 @@ pub fn put_if_is_durable_and_sees_plain_puts_and_deletes<B: Backend>() {
     );
     assert_eq!(store.get("b", "removed").unwrap(), None);
     assert!(swapped(&store, "b", "k", Some(b"swapped"), Some(b"again")));
+}
+
+/// A compare-and-set that may return before it is durable compares as
+/// strictly as `put_if`, and the durable write after it (an append) makes it
+/// durable: what a spend tally charged just before a call's record relies on.
+pub fn an_unsynced_put_if_compares_as_strictly_and_is_made_durable_by_a_later_write<B: Backend>() {
+    let tmp = tempfile::tempdir().unwrap();
+    {
+        let store = open::<B>(tmp.path());
+        let cas = |from: Option<&[u8]>, to: Option<&[u8]>| {
+            store
+                .put_if_unsynced("t", "k", Swap::new(from, to))
+                .unwrap()
+        };
+        assert!(cas(None, Some(b"1")));
+        assert!(!cas(None, Some(b"x")));
+        assert!(!cas(Some(b"0"), Some(b"x")));
+        assert!(cas(Some(b"1"), Some(b"2")));
+        assert_eq!(store.get("t", "k").unwrap().as_deref(), Some(&b"2"[..]));
+        // A plain compare-and-set sees it.
+        assert!(!swapped(&store, "t", "k", Some(b"1"), Some(b"y")));
+        assert!(cas(Some(b"2"), Some(b"3")));
+        store.append("log", 0, &[b"after".to_vec()]).unwrap();
+    }
+    let store = open::<B>(tmp.path());
+    assert_eq!(store.get("t", "k").unwrap().as_deref(), Some(&b"3"[..]));
 }
 
 /// Writers that each try to move one key from the value they all saw to

@@ -237,6 +237,17 @@ pub trait Storage: Send + Sync + 'static {
     /// An error says nothing of whether the write happened: read the key again.
     fn put_if(&self, bucket: &str, key: &str, swap: Swap<'_>) -> Result<bool>;
 
+    /// [`Storage::put_if`] that may return before the write is durable, with
+    /// the ordering of [`Storage::put_unsynced`]: once a later durable write
+    /// (or [`Storage::sync`]) returns, it is durable too. The compare is as
+    /// strict as `put_if`'s. For a record kept beside a log and written just
+    /// before an append that makes it durable (a spend tally charged before
+    /// the call's record). A backend whose write is its own flush keeps the
+    /// default, which is `put_if`.
+    fn put_if_unsynced(&self, bucket: &str, key: &str, swap: Swap<'_>) -> Result<bool> {
+        self.put_if(bucket, key, swap)
+    }
+
     /// The value under `key` in `bucket`.
     fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>>;
 

@@ -248,6 +248,10 @@ impl Storage for Reopening {
         self.run(|s| s.put_if(bucket, key, swap))
     }
 
+    fn put_if_unsynced(&self, bucket: &str, key: &str, swap: Swap<'_>) -> Result<bool> {
+        self.run(|s| s.put_if_unsynced(bucket, key, swap))
+    }
+
     fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>> {
         self.run(|s| s.get(bucket, key))
     }

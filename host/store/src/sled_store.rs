@@ -569,6 +569,15 @@ impl Storage for SledStore {
     /// keeps other processes out), then a flush. A miss waits for the flush
     /// too: the value it saw may be another writer's, not yet durable.
     fn put_if(&self, bucket: &str, key: &str, swap: Swap<'_>) -> Result<bool> {
+        let swapped = self.put_if_unsynced(bucket, key, swap)?;
+        self.wait_durable()?;
+        Ok(swapped)
+    }
+
+    /// The compare-and-swap applied, not flushed: sled keeps one log for
+    /// every tree, so the flush that makes a later write durable makes this
+    /// one durable too.
+    fn put_if_unsynced(&self, bucket: &str, key: &str, swap: Swap<'_>) -> Result<bool> {
         let (expected, value) = (swap.from, swap.to);
         self.commit.check()?;
         // A bucket is made only by a write that may succeed: one that
@@ -585,7 +594,6 @@ impl Storage for SledStore {
                 .map_err(|e| self.write_failed(e))?
                 .is_ok(),
         };
-        self.wait_durable()?;
         Ok(swapped)
     }
 

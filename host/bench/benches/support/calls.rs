@@ -3,8 +3,11 @@
 
 use std::time::{Duration, Instant};
 
-use glovebox::manifest::HookConfig;
-use glovebox::{CallContext, Host, HostConfig, PluginManifest};
+use std::sync::Arc;
+
+use glovebox::manifest::{CeilingLimits, HookConfig, PeriodCeilings, ToolOverride};
+use glovebox::session::{Role, StartSession};
+use glovebox::{CallContext, Gateway, Host, HostConfig, PluginManifest};
 
 use super::artifact;
 
@@ -93,4 +96,97 @@ async fn warm_then_time<T>(
         check(result);
     }
     samples
+}
+
+/// Which spend ceilings across sessions a session's calls are admitted
+/// against (none is ever reached: the limits are far above the bench's).
+#[derive(Clone, Copy, Debug)]
+pub enum Ceilings {
+    /// Nothing counted at all (the call path before the tallies): the
+    /// principal counts as an operator, so not even its daily events are.
+    Off,
+    /// No ceiling: only the principal's daily events and bytes, batched.
+    None,
+    /// The principal's day: one compare-and-set per call.
+    Principal,
+    /// The principal's, the project's and the role's: three per call.
+    All,
+}
+
+/// A gateway over a sled store in `data` (echo costs 0.01 a call, no hooks)
+/// with `ceilings`, and a workagent session in it.
+pub async fn session_gateway(ceilings: Ceilings, data: &std::path::Path) -> (Gateway, String) {
+    let mut echo = PluginManifest::for_component(artifact("tool_echo"), &Default::default());
+    echo.name = "echo".into();
+    echo.tools.insert(
+        "echo".into(),
+        ToolOverride {
+            cost: Some(0.01),
+            ..ToolOverride::default()
+        },
+    );
+    let mut config = HostConfig::from_plugins(data.to_path_buf(), vec![echo]);
+    config.hooks_explicitly_none = true;
+    let far = PeriodCeilings {
+        day: CeilingLimits {
+            cost_micros: Some(u64::MAX / 4),
+            calls: Some(u64::MAX / 4),
+            tokens: Some(u64::MAX / 4),
+        },
+        ..PeriodCeilings::default()
+    };
+    let c = &mut config.budgets.ceilings;
+    match ceilings {
+        Ceilings::Off | Ceilings::None => {}
+        Ceilings::Principal => {
+            c.principals.insert("local".into(), far);
+        }
+        Ceilings::All => {
+            c.principals.insert("local".into(), far.clone());
+            c.projects.insert("bench".into(), far.clone());
+            c.roles.insert("workagent".into(), far);
+        }
+    }
+    let host = Arc::new(Host::load(config).await.expect("host loads"));
+    let durable = Arc::new(glovebox::open_sessions(host.config()).expect("store opens"));
+    let gateway = Gateway::new(host, durable);
+    if let Ceilings::Off = ceilings {
+        let tallies = gateway.sessions().tallies();
+        let mut config = (*tallies.config()).clone();
+        config.operators.insert("local".into());
+        tallies.configure(config);
+    }
+    let session = gateway
+        .sessions()
+        .start(StartSession {
+            role: Role::Workagent,
+            project: "bench".into(),
+            name: None,
+            tags: vec![],
+            expected_duration: None,
+            budget: Default::default(),
+            completion: Default::default(),
+        })
+        .expect("session starts")
+        .header
+        .id;
+    (gateway, session)
+}
+
+/// `n` echo calls in `session` through `call_in_session`, after 200 to
+/// warm up, one at a time.
+pub async fn sample_session(gateway: &Gateway, session: &str, n: usize) -> Vec<Duration> {
+    let input = r#"{"message":"hi"}"#;
+    warm_then_time(
+        n,
+        async || {
+            gateway
+                .call_in_session(session, "echo.echo", input, None)
+                .await
+        },
+        |report| {
+            report.expect("logged").outcome.expect("call");
+        },
+    )
+    .await
 }

@@ -136,6 +136,15 @@ impl Gateway {
                 self.metrics().call(&report);
                 Ok(report)
             }
+            Recorded::OverCeiling(err, breach) => {
+                if breach.first {
+                    self.pause_scope(&breach, &state.header.id);
+                }
+                settle::refused(host, ledger, &state.header.id).await;
+                let report = CallReport::refused(call.name(), err);
+                self.metrics().call(&report);
+                Ok(report)
+            }
             Recorded::Run => {
                 let cost = call_cost(&call);
                 let name = call.name().to_string();

@@ -20,11 +20,14 @@
 use crate::approvals::{Approval, ApprovalStatus, Approvals};
 use crate::budget;
 use crate::call::CallContext;
+use crate::ceilings;
 use crate::error::CallError;
 use crate::hooks::Verdict;
 use crate::host::Host;
 use crate::ledger::Durable;
 use crate::session::{Commit, EventKind, SessionError, SessionState, digest, inline_if_small};
+use crate::spend::{Admission, Breach};
+use crate::storage::StorageError;
 
 use super::admit::Admitted;
 use super::judge::{Judgement, denied, over_budget};
@@ -36,6 +39,10 @@ pub(crate) enum Recorded {
     Run,
     /// The call ends here; its `finished` event is in the log (and durable).
     Refused(CallError),
+    /// The call ends here at a spend ceiling across sessions, and the
+    /// session is paused; the first refusal of the period at that ceiling
+    /// pauses the scope's other sessions too.
+    OverCeiling(CallError, Breach),
 }
 
 /// Writes the call's write-ahead record; see the module docs. `counted`:
@@ -105,6 +112,7 @@ pub(crate) async fn record(
         }),
         idempotent: info.idempotent,
         tool_digest: call.component_digest().to_string(),
+        cost_micros: call_cost(call),
     };
     let commit = if refusal.is_none() && call.may_run_before_durable() {
         Commit::Deferred
@@ -113,7 +121,6 @@ pub(crate) async fn record(
     };
 
     let call_cost = call_cost(call);
-    let costs = host.tool_costs().clone();
     let budgets = host.config().budgets.clone();
     let tool = info.name.clone();
     let sessions = ledger.sessions.clone();
@@ -144,14 +151,10 @@ pub(crate) async fn record(
                 tracing::warn!(approval = %id, error = %e, "could not give back an approval's place (the next take drops it)");
             }
         };
+        let tallies = sessions.tallies();
         let appended = sessions.append_with_commit(&id, commit, |state, now| {
-            let in_flight = state
-                .in_flight
-                .values()
-                .map(|c| costs.get(&c.tool).copied().unwrap_or(0))
-                .sum();
             let mut events = vec![requested];
-            if let Some(breach) = budget::check_call(state, &budgets, now, call_cost, in_flight) {
+            if let Some(breach) = budget::check_call(state, &budgets, now, call_cost) {
                 // The budget's deny comes first: the hooks' decisions are not
                 // logged, and nothing waits for an approval.
                 let denial = breach.denial(state);
@@ -181,8 +184,36 @@ pub(crate) async fn record(
             events.extend(decisions);
             match refusal {
                 None => {
-                    events.push(started);
-                    (events, (Outcome::Run, now))
+                    // The ceilings across sessions, last: charged only for
+                    // a call that runs, before its `started` is written (a
+                    // crash between them over-counts, never under-counts).
+                    let scopes = ceilings::scopes_of(state);
+                    match tallies.admit_call(&scopes, call_cost, now) {
+                        Err(e) => (Vec::new(), (Outcome::Failed(e), now)),
+                        Ok(Admission::Run(crossed)) => {
+                            events.push(started);
+                            events.extend(crossed.iter().map(ceilings::warning_event));
+                            (events, (Outcome::Run, now))
+                        }
+                        Ok(Admission::Refused(breach)) => {
+                            let denial = ceiling_denial(&breach, &state.header.id);
+                            events.push(EventKind::CallDecided {
+                                call_id: call_id.clone(),
+                                hook: denial.hook.clone(),
+                                pattern: denial.pattern.clone(),
+                                decision: "deny".into(),
+                                reason: Some(denial.reason.clone()),
+                                alternatives: denial.alternatives.clone(),
+                                took_ms: 0,
+                                hook_digest: None,
+                            });
+                            let err = over_budget(&tool, denial);
+                            events.push(finished_refused(&call_id, &err));
+                            events.extend(ceilings::refusal_events(&breach, &call_id));
+                            tracing::warn!(session = %state.header.id, tool = %tool, ceiling = %breach.key(), "call refused at a spend ceiling: session paused");
+                            (events, (Outcome::OverCeiling(err, breach), now))
+                        }
+                    }
                 }
                 Some(err) => {
                     events.push(finished_refused(&call_id, &err));
@@ -205,12 +236,23 @@ pub(crate) async fn record(
         };
         match outcome {
             Outcome::Run => Ok(Recorded::Run),
+            Outcome::Failed(e) => {
+                give_back();
+                Err(SessionError::Storage(e))
+            }
             Outcome::OverBudget(err) => {
                 give_back();
                 if commit == Commit::Deferred {
                     sessions.sync()?;
                 }
                 Ok(Recorded::Refused(err))
+            }
+            Outcome::OverCeiling(err, breach) => {
+                give_back();
+                if commit == Commit::Deferred {
+                    sessions.sync()?;
+                }
+                Ok(Recorded::OverCeiling(err, breach))
             }
             Outcome::Refused(err) => {
                 match approval {
@@ -311,7 +353,21 @@ const QUOTA_HOOK: &str = "quota";
 enum Outcome {
     Run,
     OverBudget(CallError),
+    OverCeiling(CallError, Breach),
     Refused(CallError),
+    /// The spend tallies could not be read or written: nothing is logged,
+    /// and the call does not run.
+    Failed(StorageError),
+}
+
+/// The `budget` hook's denial of a call at a spend ceiling.
+fn ceiling_denial(breach: &Breach, session: &str) -> budget::Denial {
+    budget::Denial {
+        hook: budget::BUDGET_HOOK.to_string(),
+        pattern: breach.pattern(),
+        reason: breach.reason(),
+        alternatives: breach.alternatives(session),
+    }
 }
 
 /// The `finished` event of a call that did not run.

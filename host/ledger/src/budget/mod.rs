@@ -23,8 +23,8 @@
 //! Before a call runs, the guard (in the call pipeline, under the session's
 //! lock, so concurrent calls cannot slip past together) projects the session
 //! past this call: its spending so far, plus the estimated cost of the calls
-//! already in flight, plus this call's; its calls run so far plus those in
-//! flight plus one; its age. If a projection goes past a cap, the call is
+//! already in flight (each `call_started` records it), plus this call's; its
+//! calls run or running so far plus one; its age. If a projection goes past a cap, the call is
 //! denied by the hook `budget` with a reason naming the cap and the figures,
 //! and alternatives; `budget_exceeded` is logged and the session pauses. At
 //! `warn_at` (80% by default) of a cap, a `budget_warning` is logged, once per
@@ -37,6 +37,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::ceilings;
 use crate::manifest::BudgetsConfig;
 use crate::session::{Event, EventKind, SessionError, SessionState, SessionStatus, Sessions};
 
@@ -73,6 +74,15 @@ impl Used {
         }
     }
 
+    /// [`Used::of`] plus the estimated cost of the calls in flight: what
+    /// the session has spent or committed. (Calls in flight are in `calls`
+    /// already: a call counts from its `call_started`.)
+    pub fn committed(state: &SessionState, now_ms: u64) -> Used {
+        let mut used = Used::of(state, now_ms);
+        used.cost_micros = used.cost_micros.saturating_add(in_flight_cost(state));
+        used
+    }
+
     pub fn get(&self, cap: Cap) -> u64 {
         match cap {
             Cap::Cost => self.cost_micros,
@@ -80,6 +90,16 @@ impl Used {
             Cap::Wall => self.wall_ms,
         }
     }
+}
+
+/// The estimated cost of the calls `state` has in flight (each started
+/// call's `cost_micros`), in micros.
+pub fn in_flight_cost(state: &SessionState) -> u64 {
+    state
+        .in_flight
+        .values()
+        .map(|c| c.cost_micros)
+        .fold(0u64, u64::saturating_add)
 }
 
 /// One cap in force on a session, and where it comes from.
@@ -212,26 +232,21 @@ pub struct Denial {
 }
 
 /// Whether a call of estimated cost `call_cost` (micros) may run in `state`
-/// now; `in_flight_cost` is the estimated cost of the calls already in flight.
+/// now: its spending, the estimated cost of its calls in flight and what it
+/// carved for its children, plus this call, within each cap.
 pub fn check_call(
     state: &SessionState,
     config: &BudgetsConfig,
     now_ms: u64,
     call_cost: u64,
-    in_flight_cost: u64,
 ) -> Option<Breach> {
-    let used = Used::of(state, now_ms);
-    let in_flight = state.in_flight.len() as u64;
+    let used = Used::committed(state, now_ms);
     effective(state, config).into_iter().find_map(|l| {
         let (before, projected) = match l.cap {
-            Cap::Cost => {
-                let before = used.cost_micros.saturating_add(in_flight_cost);
-                (before, before.saturating_add(call_cost))
-            }
-            Cap::Calls => {
-                let before = used.calls.saturating_add(in_flight);
-                (before, before.saturating_add(1))
-            }
+            Cap::Cost => (used.cost_micros, used.cost_micros.saturating_add(call_cost)),
+            // Calls in flight count from their `call_started` (in
+            // `calls_run`) already.
+            Cap::Calls => (used.calls, used.calls.saturating_add(1)),
             // Time already spent: at the cap, no more calls.
             Cap::Wall => (used.wall_ms, used.wall_ms.saturating_add(1)),
         };
@@ -297,7 +312,11 @@ pub struct UsageReport {
 
 /// Logs a usage report into session `id_or_name`; its model cost counts
 /// toward the cost cap. A report that takes the session past its cost cap
-/// logs `budget_exceeded` and pauses an active session.
+/// logs `budget_exceeded` and pauses an active session. It counts toward
+/// the ceilings across sessions of its principal, project and role too
+/// (cost and tokens): one it takes to its limit logs `ceiling_reached` and
+/// pauses the session (and, the period's first time, the scope's other
+/// active sessions).
 pub fn report_usage(
     sessions: &Sessions,
     config: &BudgetsConfig,
@@ -319,36 +338,71 @@ pub fn report_usage(
         cost_micros,
         model: report.model.clone(),
     };
-    sessions
-        .append_with(id_or_name, |state, now| {
-            let mut events = vec![kind];
-            let mut used = Used::of(state, now);
-            used.cost_micros = used.cost_micros.saturating_add(cost_micros);
-            events.extend(warnings(state, config, &used));
-            let over = effective(state, config)
-                .into_iter()
-                .find(|l| l.cap == Cap::Cost && used.cost_micros > l.limit);
-            if let Some(l) = over
-                && state.header.status == SessionStatus::Active
-            {
-                let reason = format!(
-                    "budget exceeded: the model cost reported takes session {} to {}, past its cost cap of {} ({})",
-                    state.label(),
-                    Cap::Cost.show(used.cost_micros),
-                    Cap::Cost.show(l.limit),
-                    l.source
-                );
-                events.push(EventKind::BudgetExceeded {
-                    cap: Cap::Cost,
-                    used: used.cost_micros,
-                    limit: l.limit,
-                    call_id: None,
-                });
-                events.push(EventKind::Paused { reason, by: None });
+    let tokens = report.tokens_in.saturating_add(report.tokens_out);
+    let (events, charged) = sessions.append_with(id_or_name, |state, now| {
+        // The spend happened: it is charged to the ceilings across sessions
+        // before it is logged (a crash between them over-counts), and a
+        // ceiling it reaches pauses the session as a cap would.
+        let scopes = ceilings::scopes_of(state);
+        let charged = match sessions
+            .tallies()
+            .charge_usage(&scopes, cost_micros, tokens, now)
+        {
+            Ok(charged) => charged,
+            Err(e) => return (Vec::new(), Err(e)),
+        };
+        let mut events = vec![kind];
+        let mut used = Used::of(state, now);
+        used.cost_micros = used.cost_micros.saturating_add(cost_micros);
+        events.extend(warnings(state, config, &used));
+        events.extend(charged.crossed.iter().map(ceilings::warning_event));
+        let over = effective(state, config)
+            .into_iter()
+            .find(|l| l.cap == Cap::Cost && used.cost_micros > l.limit);
+        let active = state.header.status == SessionStatus::Active;
+        if let Some(l) = over
+            && active
+        {
+            let reason = format!(
+                "budget exceeded: the model cost reported takes session {} to {}, past its cost cap of {} ({})",
+                state.label(),
+                Cap::Cost.show(used.cost_micros),
+                Cap::Cost.show(l.limit),
+                l.source
+            );
+            events.push(EventKind::BudgetExceeded {
+                cap: Cap::Cost,
+                used: used.cost_micros,
+                limit: l.limit,
+                call_id: None,
+            });
+            events.push(EventKind::Paused { reason, by: None });
+        }
+        if let Some(breach) = &charged.reached {
+            // Logged whatever the session's status (it is what notifies);
+            // only an active session can pause.
+            events.push(ceilings::reached_event(breach, None, breach.first));
+            let paused = events
+                .iter()
+                .any(|e| matches!(e, EventKind::Paused { .. }));
+            if active && !paused {
+                events.push(ceilings::paused_event(breach));
             }
-            (events, ())
-        })
-        .map(|(events, ())| events)
+        }
+        (events, Ok(charged))
+    })?;
+    let charged = charged?;
+    // The period's first report at a ceiling pauses the scope's other
+    // sessions too, as the host.
+    if let Some(breach) = charged.reached.filter(|b| b.first)
+        && let Some(event) = events.first()
+    {
+        let except = event.session.clone();
+        crate::session::actor::scoped(crate::session::actor::HOST, || {
+            ceilings::pause_scope(sessions, &breach, &except)
+        })?;
+    }
+    Ok(events)
 }
 
 /// What [`raise`] did.

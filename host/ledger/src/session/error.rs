@@ -60,6 +60,11 @@ pub enum SessionError {
         what: String,
         fix: String,
     },
+    /// A spend ceiling across sessions (`[budgets.principal|project|role.NAME.day|week|month]`)
+    /// is reached: no new session of its scope starts. The message names
+    /// the ceiling, its key, the figures, when the period ends and the fix.
+    #[error("{0}")]
+    Ceiling(String),
     /// The data dir's disk is nearly full (`storage.min_free`): new work is
     /// refused, nothing was written.
     #[error("{0}")]

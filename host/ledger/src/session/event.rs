@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 use super::chain::{Chain, KeyedChain};
 use super::completion::{GateResult, Verdict};
 use super::handoff::Handoff;
-use crate::manifest::{BudgetCaps, Cap, Completion, Severity};
+use crate::manifest::{BudgetCaps, Cap, Completion, Measure, Period, Scope, Severity};
 use crate::values::{ContextEntry, EscalationStep};
 
 /// The `prev_hash` of a session's first event.
@@ -312,6 +312,12 @@ pub enum EventKind {
         idempotency_key: String,
         idempotent: bool,
         tool_digest: String,
+        /// The tool's estimated cost (its manifest's `cost`) in millionths:
+        /// what the call commits of its session's (and family's) budget
+        /// while it runs. Left out when 0, so logs written before it was
+        /// recorded hash as they did.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        cost_micros: u64,
     },
     CallFinished {
         call_id: String,
@@ -378,6 +384,41 @@ pub enum EventKind {
         /// The cap in force before, if any.
         from: Option<u64>,
         to: u64,
+    },
+    /// The sessions of a principal, project or role together reached the
+    /// warning threshold (`[budgets] warn_at`) of one of its ceilings
+    /// across sessions, with a call or a usage report of this session
+    /// (see [`crate::spend`]); once per ceiling and period.
+    CeilingWarning {
+        scope: Scope,
+        period: Period,
+        /// `2025-06-14`, `2025-W24`, `2025-06`.
+        period_id: String,
+        measure: Measure,
+        /// In the measure's unit: cost micros, calls, tokens.
+        used: u64,
+        limit: u64,
+        percent: u64,
+    },
+    /// A ceiling across sessions of the session's principal, project or
+    /// role was reached: a call of this session was refused at it
+    /// (`call_id`), a usage report of it took the scope to it, or (`first`
+    /// false, no call) another session of the scope reached it. The session
+    /// pauses, and only an operator lifts that pause (`glovebox budget`).
+    CeilingReached {
+        scope: Scope,
+        period: Period,
+        period_id: String,
+        measure: Measure,
+        used: u64,
+        limit: u64,
+        /// When the period ends (unix millis).
+        ends_at_ms: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        call_id: Option<String>,
+        /// The period's first refusal at this ceiling: the one that
+        /// notifies (`ceiling_reached`).
+        first: bool,
     },
     /// The stuck-agent detector raised a blocker flag (see [`crate::detect`]).
     BlockerFlag(Flag),
@@ -489,6 +530,8 @@ macro_rules! annotation_kinds {
             | $crate::session::EventKind::BudgetWarning { .. }
             | $crate::session::EventKind::BudgetExceeded { .. }
             | $crate::session::EventKind::CapRaised { .. }
+            | $crate::session::EventKind::CeilingWarning { .. }
+            | $crate::session::EventKind::CeilingReached { .. }
             | $crate::session::EventKind::BlockerFlag(_)
             | $crate::session::EventKind::Escalation { .. }
             | $crate::session::EventKind::ContextInjected { .. }
@@ -524,6 +567,8 @@ impl EventKind {
             EventKind::BudgetWarning { .. } => "budget_warning",
             EventKind::BudgetExceeded { .. } => "budget_exceeded",
             EventKind::CapRaised { .. } => "cap_raised",
+            EventKind::CeilingWarning { .. } => "ceiling_warning",
+            EventKind::CeilingReached { .. } => "ceiling_reached",
             EventKind::BlockerFlag(_) => "blocker_flag",
             EventKind::Escalation { .. } => "escalation",
             EventKind::ContextInjected { .. } => "context_injected",

@@ -178,7 +178,10 @@ pub fn carve(
             },
         );
     }
-    let used = Used::of(parent, now_ms);
+    // What the parent spent, carved and has in flight: a call of its own
+    // running now may still spend its estimate, so a child's carve may not
+    // count on it (the family would spend past the parent's cap).
+    let used = Used::committed(parent, now_ms);
     for limit in budget::effective(parent, config) {
         let cap = limit.cap;
         let left = limit.limit.saturating_sub(used.get(cap));
@@ -198,7 +201,7 @@ pub fn carve(
                 cap.show(left)
             ),
             _ => format!(
-                "its parent {} has a {flag} cap of {} ({}), of which {} is used by the parent or carved for its {} children, so {} is left",
+                "its parent {} has a {flag} cap of {} ({}), of which {} is used or committed by the parent's calls (those in flight included) or carved for its {} children, so {} is left",
                 parent.label(),
                 cap.show(limit.limit),
                 limit.source,

@@ -17,7 +17,7 @@ use super::quota;
 use super::state::{ChildLink, HandoffRecord, InterruptedCall, SessionState};
 use super::store::{Commit, ID_PREFIX, Sessions, lock, lock_slot};
 use crate::context_index::{INDEX_SOURCE, index_entries};
-use crate::manifest::{BudgetCaps, Completion, required_completion};
+use crate::manifest::{BudgetCaps, Completion, LOCAL_PRINCIPAL, Scope, required_completion};
 use crate::memory::{MEMORY_SOURCE, start_entries};
 use crate::values::ContextEntry;
 
@@ -106,6 +106,16 @@ impl Sessions {
         if let Some(disk) = &self.config.disk {
             disk.check().map_err(SessionError::LowDisk)?;
         }
+        // A scope at a spend ceiling starts nothing new: ending a paused
+        // session and starting another does not reset what it spent.
+        let scopes = [
+            Scope::principal(owner.as_deref().unwrap_or(LOCAL_PRINCIPAL)),
+            Scope::project(start.project.as_str()),
+            Scope::role(start.role),
+        ];
+        if let Some(breach) = self.tallies.at_ceiling(&scopes, self.now())? {
+            return Err(SessionError::Ceiling(breach.start_reason()));
+        }
         // A keyed session's id carries a MAC tag (see `chain.rs`).
         let id = match self.chain_key() {
             Some(key) => key.session_id(),
@@ -148,10 +158,6 @@ impl Sessions {
             name: start.name.as_deref(),
             parent: parent.as_ref().map(|(id, link)| (id.as_str(), link)),
         };
-        if let Err(e) = self.index_new(&hints) {
-            unclaim(self);
-            return Err(e.into());
-        }
         let kind = EventKind::SessionStarted {
             role: start.role,
             project: start.project,
@@ -167,7 +173,7 @@ impl Sessions {
                 key_id: key.id().to_string(),
                 key_file: key.file().to_string(),
             }),
-            parent: parent.map(|(id, _)| id),
+            parent: parent.as_ref().map(|(id, _)| id.clone()),
             completion,
         };
         let chain = match self.chain_key() {
@@ -175,7 +181,24 @@ impl Sessions {
             None => Chain::Plain,
         };
         let event = Event::seal(&chain, &id, 1, at, super::event::GENESIS_HASH, kind);
-        if let Err(e) = self.storage.append(&id, 0, &[event.to_bytes()]) {
+        let bytes = event.to_bytes();
+        // The owner's daily events and bytes (an agent's): a start past them
+        // is refused before anything of it is written.
+        let counted = self.count_events(
+            &owner_name,
+            std::slice::from_ref(&event),
+            std::slice::from_ref(&bytes),
+            at,
+        );
+        if let Err(e) = counted {
+            unclaim(self);
+            return Err(e);
+        }
+        if let Err(e) = self.index_new(&hints) {
+            unclaim(self);
+            return Err(e.into());
+        }
+        if let Err(e) = self.storage.append(&id, 0, &[bytes]) {
             unclaim(self);
             return Err(e.into());
         }

@@ -53,6 +53,8 @@ fn is_content(kind: &EventKind) -> bool {
         | EventKind::BudgetWarning { .. }
         | EventKind::BudgetExceeded { .. }
         | EventKind::CapRaised { .. }
+        | EventKind::CeilingWarning { .. }
+        | EventKind::CeilingReached { .. }
         | EventKind::BlockerFlag(_)
         | EventKind::Escalation { .. }
         | EventKind::JobsUnwaited { .. }

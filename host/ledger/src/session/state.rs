@@ -59,6 +59,14 @@ pub struct InFlightCall {
     /// The background job the call runs for (notifications of jobs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job_id: Option<String>,
+    /// The tool's estimated cost, in micros, once the call is started:
+    /// committed while it runs (see `budget::Used::committed`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cost_micros: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A call the host lost while it was requested or running.
@@ -187,10 +195,6 @@ pub struct SessionState {
     /// any kind but a continuation), what `session_wait` waits for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub report: Option<HandoffRecord>,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
 }
 
 impl SessionState {
@@ -389,7 +393,10 @@ impl SessionState {
         let at = event.at_ms;
         match &event.kind {
             EventKind::SessionStarted { .. } | EventKind::Archived => {}
-            EventKind::Resumed => self.budget.exceeded = None,
+            EventKind::Resumed => {
+                self.budget.exceeded = None;
+                self.budget.ceiling = None;
+            }
             EventKind::Renamed { name } => self.header.name = Some(name.clone()),
             EventKind::Tagged { add, remove } => {
                 self.header.tags.retain(|t| !remove.contains(t));
@@ -443,6 +450,7 @@ impl SessionState {
                     idempotency_key: None,
                     idempotent: false,
                     job_id: job_id.clone(),
+                    cost_micros: 0,
                 };
                 self.in_flight.insert(call_id.clone(), call);
             }
@@ -451,6 +459,7 @@ impl SessionState {
                 call_id,
                 idempotency_key,
                 idempotent,
+                cost_micros,
                 ..
             } => {
                 self.counters.calls_run += 1;
@@ -458,6 +467,7 @@ impl SessionState {
                     call.started_at_ms = Some(at);
                     call.idempotency_key = Some(idempotency_key.clone());
                     call.idempotent = *idempotent;
+                    call.cost_micros = *cost_micros;
                 }
                 // A re-run of an interrupted call under its key settles it.
                 self.interrupted
@@ -515,7 +525,9 @@ impl SessionState {
                 self.budget.raised.set(*cap, Some(*to));
                 self.budget.warned.retain(|c| c != cap);
             }
-            EventKind::BlockerFlag(_)
+            EventKind::CeilingReached { scope, .. } => self.budget.ceiling = Some(scope.clone()),
+            EventKind::CeilingWarning { .. }
+            | EventKind::BlockerFlag(_)
             | EventKind::Escalation { .. }
             | EventKind::JobsUnwaited { .. }
             | EventKind::ActionRefused { .. }

@@ -152,13 +152,18 @@ pub struct Sessions {
     pub(crate) leases: Option<super::lease::Leases>,
     /// Told of the approvals a session's end denied (see `closing.rs`).
     pub(crate) approval_observers: Mutex<Vec<Arc<dyn super::closing::ApprovalObserver>>>,
+    /// What the sessions of each principal, project and role spent
+    /// together, against the ceilings and daily quotas (see [`crate::spend`]).
+    pub(crate) tallies: crate::spend::Tallies,
 }
 
 /// A clean shutdown releases the leases held, so other hosts need not wait
-/// for them to expire.
+/// for them to expire, and writes the events and bytes still batched for
+/// the principals' daily quotas.
 impl Drop for Sessions {
     fn drop(&mut self) {
         self.release_on_drop();
+        self.tallies.flush(self.now());
     }
 }
 
@@ -171,7 +176,9 @@ impl Sessions {
     pub fn with_config(storage: Arc<dyn Storage>, config: SessionsConfig) -> Sessions {
         let leases = config.lease.clone().map(super::lease::Leases::new);
         let slots = super::slots::Slots::new(config.session_cache);
+        let tallies = crate::spend::Tallies::new(storage.clone());
         Sessions {
+            tallies,
             storage,
             config,
             clock: crate::clock::system(),
@@ -224,6 +231,12 @@ impl Sessions {
 
     pub(crate) fn now(&self) -> u64 {
         (self.clock)()
+    }
+
+    /// The spend tallies across sessions (see [`crate::spend`]); the host
+    /// configures them from its config at open and at each reload.
+    pub fn tallies(&self) -> &crate::spend::Tallies {
+        &self.tallies
     }
 
     /// Now, in unix millis, by the sessions' clock (injectable: see
@@ -444,6 +457,11 @@ impl Sessions {
             let state = self.loaded(slot, id)?;
             let (next, events) = self.sealed(state, id, kinds)?;
             let bytes: Vec<Vec<u8>> = events.iter().map(Event::to_bytes).collect();
+            if attempt == 1 {
+                // Counted once, before the write: a write that then fails
+                // leaves them counted (over, never under).
+                self.count_events(state.owner_name(), &events, &bytes, self.now())?;
+            }
             let written = match commit {
                 Commit::Durable => self.storage.append(id, state.last_seq, &bytes),
                 Commit::Deferred => self.storage.append_unsynced(id, state.last_seq, &bytes),
@@ -516,6 +534,36 @@ impl Sessions {
             events.push(event);
         }
         Ok((next, events))
+    }
+
+    /// Counts the events of `events` (stored as `bytes`) that the session's
+    /// owner `owner` caused, against its daily quotas
+    /// (`principal_events_per_day`, `principal_bytes_per_day`; agents only).
+    /// A batch that starts new work is refused past a quota, with nothing
+    /// written; one that finishes work already admitted is counted only.
+    pub(crate) fn count_events(
+        &self,
+        owner: &str,
+        events: &[Event],
+        bytes: &[Vec<u8>],
+        now: u64,
+    ) -> Result<(), SessionError> {
+        let (mut n, mut size) = (0u64, 0u64);
+        for (event, stored) in events.iter().zip(bytes) {
+            if event.by.as_deref() == Some(owner) {
+                n += 1;
+                size = size.saturating_add(stored.len() as u64);
+            }
+        }
+        let refusable = events.iter().any(|e| starts_work(&e.kind));
+        match self.tallies.count_events(owner, n, size, refusable, now)? {
+            Ok(()) => Ok(()),
+            Err(over) => Err(SessionError::Quota {
+                limit: over.limit,
+                what: over.what,
+                fix: "wait for the next UTC day, end the sessions it is done with, or ask an operator to raise the quota".into(),
+            }),
+        }
     }
 
     /// Returns once every event appended before the call is durable (after
@@ -655,6 +703,26 @@ impl Sessions {
             .filter(|s| s.starts_with(ID_PREFIX))
             .collect())
     }
+}
+
+/// Whether an event starts new work of its session's agent (a call, a note,
+/// a handoff, a proposal, a child, ...): the kinds the per-principal daily
+/// quotas refuse. What finishes or stops work already admitted (a call's
+/// outcome, a pause, an end, the host's and operators' records) is counted,
+/// never refused, so nothing acknowledged is lost to a quota.
+fn starts_work(kind: &EventKind) -> bool {
+    matches!(
+        kind,
+        EventKind::SessionStarted { .. }
+            | EventKind::CallRequested { .. }
+            | EventKind::Note { .. }
+            | EventKind::Handoff(_)
+            | EventKind::MemoryProposed { .. }
+            | EventKind::MemorySearched { .. }
+            | EventKind::ChildSpawned { .. }
+            | EventKind::Renamed { .. }
+            | EventKind::Tagged { .. }
+    )
 }
 
 /// Locks `slot`; a slot poisoned by a panic mid-append drops its cache, since

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::manifest::{BudgetCaps, Cap};
+use crate::manifest::{BudgetCaps, Cap, Scope};
 
 /// The budget part of a session's state (folded from its events).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -16,4 +16,9 @@ pub struct BudgetState {
     pub warned: Vec<Cap>,
     /// The cap that paused the session, until it is resumed.
     pub exceeded: Option<Cap>,
+    /// The principal, project or role whose ceiling across sessions paused
+    /// the session (`ceiling_reached`), until it is resumed: what `glovebox
+    /// budget lift` resumes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ceiling: Option<Scope>,
 }

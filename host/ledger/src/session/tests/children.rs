@@ -318,7 +318,6 @@ fn childrens_caps_are_carved_out_of_the_parents_and_a_spawn_beyond_them_is_refus
         &BudgetsConfig::default(),
         lead.header.created_at_ms,
         0,
-        0,
     )
     .expect("the parent has no call left of its own");
     assert_eq!(breach.cap, Cap::Calls);
@@ -753,4 +752,67 @@ fn threat_49_a_parent_recorded_with_its_whole_child_list_loads_and_answers_as_be
     env.sessions
         .end_as(&alice, "lead", EndOutcome::Exit)
         .unwrap();
+}
+
+/// A child's carve counts its parent's calls in flight, and the parent's
+/// next call counts the carve (why: a child carved while its parent's call
+/// ran could spend what that call then spent too, twice the parent's cap).
+#[test]
+fn threat_51_a_childs_carve_counts_the_parents_calls_in_flight() {
+    let env = Env::new();
+    let me = boss();
+    start_as(
+        &env,
+        &me,
+        "lead",
+        Role::Supervisor,
+        caps(Some(1.0), Some(10)),
+    );
+    env.request("lead", "c-1");
+    env.sessions
+        .append(
+            "lead",
+            EventKind::CallStarted {
+                call_id: "c-1".into(),
+                tool: "echo.echo".into(),
+                idempotency_key: "lead/c-1".into(),
+                idempotent: false,
+                tool_digest: digest(b"wasm"),
+                cost_micros: 750_000,
+            },
+        )
+        .unwrap();
+    let lead = env.sessions.show("lead").unwrap();
+    assert_eq!(lead.in_flight["c-1"].cost_micros, 750_000);
+    let err = spawn(
+        &env,
+        &me,
+        "lead",
+        child("greedy", Role::Workagent, caps(Some(0.5), Some(2))),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("in flight"), "{err}");
+    assert!(err.contains("so 0.25 is left"), "{err}");
+    spawn(
+        &env,
+        &me,
+        "lead",
+        child("modest", Role::Workagent, caps(Some(0.25), Some(2))),
+    )
+    .unwrap();
+    // In flight 0.75 and carved 0.25: the parent's next call does not fit,
+    // even one that costs nothing (its cost cap is used up).
+    let lead = env.sessions.show("lead").unwrap();
+    let breach = crate::budget::check_call(
+        &lead,
+        &BudgetsConfig::default(),
+        lead.header.created_at_ms,
+        1,
+    )
+    .expect("nothing is left of the parent's cost");
+    assert_eq!(
+        (breach.cap, breach.used, breach.projected),
+        (Cap::Cost, 1_000_000, 1_000_001)
+    );
 }

@@ -71,6 +71,7 @@ fn begin(sessions: &Sessions, session: &str, call_id: &str) {
                 idempotency_key: format!("key-{call_id}"),
                 idempotent: false,
                 tool_digest: digest(b"wasm"),
+                cost_micros: 0,
             },
         )
         .expect("call_started");

@@ -131,6 +131,7 @@ impl Env {
             idempotency_key: key.to_string(),
             idempotent,
             tool_digest: digest(b"wasm"),
+            cost_micros: 0,
         };
         self.sessions.append(session, kind).expect("call_started");
     }
