@@ -8,7 +8,7 @@ use super::super::host_config::RawHostConfig;
 use super::super::paths::normalize;
 use super::super::source::Source;
 use super::super::{HostConfig, Limits, PluginManifest, RuntimeConfig};
-use super::{Fixture, assert_error};
+use super::Fixture;
 
 fn plugin_text(name: &str) -> String {
     format!("name = \"{name}\"\ncomponent = \"../tool.wasm\"\n")
@@ -28,6 +28,7 @@ fn empty_host_config_is_all_defaults() {
     assert!(c.plugins.is_empty());
     assert!(c.hooks.is_empty());
     assert!(c.hooks_explicitly_none);
+    assert_eq!(c.storage.session_cache, crate::DEFAULT_SESSION_CACHE);
 }
 
 #[test]
@@ -117,258 +118,6 @@ manifest = "./plugins/big.toml"
 }
 
 #[test]
-fn missing_manifest_names_the_entry_and_how_paths_resolve() {
-    let fx = Fixture::new();
-    fx.write("plugins/a.toml", &plugin_text("a"));
-    fx.write("plugins/b.toml", &plugin_text("b"));
-    let error = fx.host_error(
-        "[[plugin]]\nmanifest = \"plugins/a.toml\"\n[[plugin]]\nmanifest = \"plugins/b.toml\"\n[[plugin]]\nmanifest = \"plugins/missing.toml\"\n",
-    );
-    let file = fx.path("glovebox.toml");
-    assert_eq!(
-        error.to_string(),
-        format!(
-            "in `{0}`: plugin manifest `plugins/missing.toml` not found (key `plugin[2].manifest` at line 6): check the path; relative paths are resolved from the directory of `{0}`",
-            file.display()
-        )
-    );
-    assert_error(&error, &file, "plugin[2].manifest", &[]);
-}
-
-#[test]
-fn errors_inside_a_manifest_name_the_manifest_as_reached_from_the_config() {
-    let fx = Fixture::new();
-    fx.write(
-        "plugins/bad.toml",
-        "name = \"bad\"\ncomponent = \"../tool.wasm\"\nnmae = 1\n",
-    );
-    let error = fx.host_error("[[plugin]]\nmanifest = \"./plugins/bad.toml\"\n");
-    assert_error(
-        &error,
-        &fx.path("plugins/bad.toml"),
-        "nmae",
-        &["unknown key", "at line 3"],
-    );
-}
-
-#[test]
-fn duplicate_plugin_names_name_both_files() {
-    let fx = Fixture::new();
-    fx.write("plugins/one.toml", &plugin_text("echo"));
-    fx.write("plugins/two.toml", &plugin_text("echo"));
-    let error = fx.host_error(
-        "[[plugin]]\nmanifest = \"plugins/one.toml\"\n\n[[plugin]]\nmanifest = \"plugins/two.toml\"\n",
-    );
-    assert_error(
-        &error,
-        &fx.path("glovebox.toml"),
-        "plugin[1].manifest",
-        &[
-            &format!(
-                "plugin name `echo` is used by both `{}` and `{}`",
-                fx.path("plugins/one.toml").display(),
-                fx.path("plugins/two.toml").display()
-            ),
-            "at line 5",
-            "unique `name`",
-        ],
-    );
-}
-
-#[test]
-fn a_manifest_listed_twice_is_refused() {
-    let fx = Fixture::new();
-    fx.write("plugins/one.toml", &plugin_text("echo"));
-    let error = fx.host_error(
-        "[[plugin]]\nmanifest = \"plugins/one.toml\"\n[[plugin]]\nmanifest = \"plugins/../plugins/one.toml\"\n",
-    );
-    assert_error(
-        &error,
-        &fx.path("glovebox.toml"),
-        "plugin[1].manifest",
-        &[
-            "is listed twice (also `plugin[0].manifest`)",
-            "at line 4",
-            "remove one",
-        ],
-    );
-}
-
-#[test]
-fn plugin_memory_above_the_host_maximum_names_the_manifest() {
-    let fx = Fixture::new();
-    fx.write(
-        "plugins/big.toml",
-        &format!("{}\n[limits]\nmemory = \"8 GiB\"\n", plugin_text("big")),
-    );
-    let error = fx.host_error("[[plugin]]\nmanifest = \"plugins/big.toml\"\n");
-    assert_error(
-        &error,
-        &fx.path("plugins/big.toml"),
-        "limits.memory",
-        &[
-            "memory limit 8 GiB is above the host's `runtime.max_memory_per_instance` of 4 GiB",
-            "at line 5",
-            &format!(
-                "raise `runtime.max_memory_per_instance` in `{}`",
-                fx.path("glovebox.toml").display()
-            ),
-        ],
-    );
-    // Also above the admission budget: that call could never be admitted.
-    let error = fx.host_error(
-        "[runtime]\nmemory_budget = \"1 GiB\"\nmax_memory_per_instance = \"16 GiB\"\n[[plugin]]\nmanifest = \"plugins/big.toml\"\n",
-    );
-    assert_error(
-        &error,
-        &fx.path("plugins/big.toml"),
-        "limits.memory",
-        &["`runtime.memory_budget` of 1 GiB"],
-    );
-    // Loaded on its own, a manifest has no host maximum to check against.
-    PluginManifest::load(&fx.path("plugins/big.toml"), &Limits::default()).unwrap();
-}
-
-#[test]
-fn default_memory_above_the_host_maximum_is_refused() {
-    let fx = Fixture::new();
-    let error = fx.host_error(
-        "[defaults]\nmemory = \"2 GiB\"\n[runtime]\nmax_memory_per_instance = \"1 GiB\"\n",
-    );
-    assert_error(
-        &error,
-        &fx.path("glovebox.toml"),
-        "defaults.memory",
-        &[
-            "above the host's `runtime.max_memory_per_instance`",
-            "at line 2",
-        ],
-    );
-}
-
-#[test]
-fn runtime_values_are_checked() {
-    let fx = Fixture::new();
-    let file = fx.path("glovebox.toml");
-    for calls in ["0", "1001", "-3"] {
-        let error = fx.host_error(&format!("[runtime]\nmax_concurrent_calls = {calls}\n"));
-        assert_error(
-            &error,
-            &file,
-            "runtime.max_concurrent_calls",
-            &["out of range", "at line 2", "from 1 to 1000"],
-        );
-    }
-    let error = fx.host_error("[runtime]\nmax_input_bytes = 0\n");
-    assert_error(
-        &error,
-        &file,
-        "runtime.max_input_bytes",
-        &["is zero", "\"64 MiB\""],
-    );
-    let error = fx.host_error("[runtime]\nmemory_budget = \"lots\"\n");
-    assert_error(
-        &error,
-        &file,
-        "runtime.memory_budget",
-        &["invalid size `lots`", "at line 2"],
-    );
-    for queue in ["-1", "1000001"] {
-        let error = fx.host_error(&format!("[runtime]\nadmission_queue = {queue}\n"));
-        assert_error(
-            &error,
-            &file,
-            "runtime.admission_queue",
-            &["out of range", "from 0 (no queue: busy at once) to 1000000"],
-        );
-    }
-    for key in ["principal_share", "slow_share"] {
-        for share in ["0", "1.5", "-0.25", "nan"] {
-            let error = fx.host_error(&format!("[runtime]\n{key} = {share}\n"));
-            assert_error(
-                &error,
-                &file,
-                &format!("runtime.{key}"),
-                &["not a share of the call slots", "above 0 and at most 1"],
-            );
-        }
-    }
-    let error = fx.host_error("[runtime]\nslow_call = \"0s\"\n");
-    assert_error(
-        &error,
-        &file,
-        "runtime.slow_call",
-        &["every call slow", "above zero"],
-    );
-    let error = fx.host_error("[runtime]\nadmission_wait = \"soon\"\n");
-    assert_error(
-        &error,
-        &file,
-        "runtime.admission_wait",
-        &["invalid duration `soon`", "\"250ms\""],
-    );
-    let error = fx.host_error("[runtime]\nthreads = 4\n");
-    assert_error(
-        &error,
-        &file,
-        "runtime.threads",
-        &["unknown key", "`max_concurrent_calls`"],
-    );
-    let error = fx.host_error("[defaults]\ndeadline = \"0ms\"\n");
-    assert_error(
-        &error,
-        &file,
-        "defaults.deadline",
-        &["the deadline is zero", "at line 2"],
-    );
-}
-
-#[test]
-fn host_config_keys_are_checked() {
-    let fx = Fixture::new();
-    let file = fx.path("glovebox.toml");
-    let error = fx.host_error("hooks = \"all\"\n");
-    assert_error(
-        &error,
-        &file,
-        "hooks",
-        &[
-            "`hooks = \"all\"` is not a hooks setting",
-            "at line 1",
-            "write `hooks = \"none\"`",
-            "`[[hook]]`",
-        ],
-    );
-    let error = fx.host_error("plugins = []\n");
-    assert_error(
-        &error,
-        &file,
-        "plugins",
-        &["unknown key", "at line 1", "`plugin`"],
-    );
-    let error = fx.host_error("[[plugin]]\npath = \"x.toml\"\n");
-    assert_error(
-        &error,
-        &file,
-        "plugin[0].path",
-        &["unknown key", "expected `manifest`"],
-    );
-    let error = fx.host_error("[[plugin]]\n");
-    assert_error(
-        &error,
-        &file,
-        "plugin[0].manifest",
-        &[
-            "missing key",
-            "at line 1",
-            "manifest = \"plugins/name.toml\"",
-        ],
-    );
-    let error = fx.host_error("data_dir = \"\"\n");
-    assert_error(&error, &file, "data_dir", &["is empty"]);
-}
-
-#[test]
 fn from_plugins_uses_defaults_everywhere() {
     let m = PluginManifest::for_component(PathBuf::from("x.wasm"), &Limits::default());
     let c = HostConfig::from_plugins(PathBuf::from("/tmp/gb"), vec![m.clone()]);
@@ -414,9 +163,8 @@ fn examples_are_valid() {
 }
 
 #[test]
-fn quotas_have_safe_defaults_and_bad_values_name_their_key() {
+fn quotas_have_safe_defaults_and_parse_as_written() {
     let fx = Fixture::new();
-    let file = fx.path("glovebox.toml");
     let c = fx.host("data_dir = \"data\"\nhooks = \"none\"\n").unwrap();
     assert_eq!(c.quotas, crate::QuotasConfig::default());
     assert_eq!(c.quotas.jobs_per_session, 64);
@@ -434,34 +182,11 @@ fn quotas_have_safe_defaults_and_bad_values_name_their_key() {
         .host("data_dir = \"data\"\nhooks = \"none\"\n[quotas]\nretain_finished = \"off\"\n")
         .unwrap();
     assert_eq!(c.quotas.retain_finished, None);
-
-    for (text, key, part) in [
-        (
-            "jobs_per_session = 0",
-            "quotas.jobs_per_session",
-            "from 1 to",
-        ),
-        (
-            "sessions_per_principal = -1",
-            "quotas.sessions_per_principal",
-            "from 1 to",
-        ),
-        (
-            "handoff_bytes = 10",
-            "quotas.handoff_bytes",
-            "between 1 KiB",
-        ),
-        ("log_bytes = 10", "quotas.log_bytes", "unknown key"),
-    ] {
-        let error = fx.host_error(&format!("[quotas]\n{text}\n"));
-        assert_error(&error, &file, key, &[part, "at line 2"]);
-    }
 }
 
 #[test]
-fn memory_denies_proposals_by_default_and_bad_values_name_their_key() {
+fn memory_denies_proposals_by_default_and_parses_as_written() {
     let fx = Fixture::new();
-    let file = fx.path("glovebox.toml");
     let c = fx.host("data_dir = \"data\"\nhooks = \"none\"\n").unwrap();
     assert_eq!(c.memory, crate::MemoryConfig::default());
     assert!(
@@ -507,53 +232,4 @@ fn memory_denies_proposals_by_default_and_bad_values_name_their_key() {
         c.memory
             .may_review("cli:1000", crate::MemoryScopeKind::User)
     );
-
-    for (text, key, part) in [
-        (
-            "[memory]\nmax_entries_at_start = -1",
-            "memory.max_entries_at_start",
-            "from 0 to",
-        ),
-        (
-            "[memory]\nmax_entry_bytes = 2",
-            "memory.max_entry_bytes",
-            "between 16 B",
-        ),
-        (
-            "[memory.propose]\nproject = [\"boss\"]",
-            "memory.propose.project",
-            "unknown role `boss`",
-        ),
-        ("[memory]\nmax_size = 1", "memory.max_size", "unknown key"),
-        (
-            "[memory.approve]\nuser = []",
-            "memory.approve.user",
-            "would let nobody review",
-        ),
-    ] {
-        let error = fx.host_error(&format!("{text}\n"));
-        assert_error(&error, &file, key, &[part]);
-    }
-}
-
-#[test]
-fn a_session_cache_outside_its_range_is_refused_naming_the_key() {
-    let fx = Fixture::new();
-    assert_eq!(
-        fx.host("hooks = \"none\"\n").unwrap().storage.session_cache,
-        crate::DEFAULT_SESSION_CACHE
-    );
-    for bad in ["0", "-1", "1000001"] {
-        let error = fx.host_error(&format!(
-            "hooks = \"none\"\n[storage]\nsession_cache = {bad}\n"
-        ));
-        let text = error.to_string();
-        assert!(text.contains("storage.session_cache"), "{text}");
-        assert!(
-            text.contains(&format!(
-                "{bad} is not a number of sessions from 1 to 1000000"
-            )),
-            "{text}"
-        );
-    }
 }

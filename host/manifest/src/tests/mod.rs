@@ -1,5 +1,7 @@
-//! Loading and validation of `glovebox.toml` and plugin manifests, mostly through their
-//! error messages: each must name the file, the key and what to do.
+//! Loading of `glovebox.toml` and plugin manifests where a case file cannot say it: what
+//! a valid config parses to and how the API reads it, cases that need a directory made
+//! or a file's mode changed, and the Rust API. A config or manifest in and a message out
+//! is a case file of `tests/ui/` instead (`tests/ui.rs`, docs/contributing.md).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -51,14 +53,6 @@ impl Fixture {
     fn manifest(&self, text: &str) -> Result<PluginManifest, ConfigError> {
         let path = self.write("plugin.toml", text);
         PluginManifest::load(&path, &Limits::default())
-    }
-
-    /// The error for a manifest of `BASE` plus `extra`.
-    fn manifest_error(&self, extra: &str) -> ConfigError {
-        match self.manifest(&format!("{BASE}{extra}")) {
-            Ok(m) => panic!("expected an error for {extra:?}, got {m:?}"),
-            Err(e) => e,
-        }
     }
 
     fn host(&self, text: &str) -> Result<HostConfig, ConfigError> {

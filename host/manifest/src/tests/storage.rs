@@ -1,7 +1,7 @@
 //! `[storage]`: the backend and, for `backend = "nats"`, where the server is.
 
 use super::super::{NatsStorage, StorageBackend};
-use super::{Fixture, assert_error};
+use super::Fixture;
 
 const HEAD: &str = "data_dir = \"data\"\nhooks = \"none\"\n[storage]\n";
 
@@ -57,90 +57,4 @@ fn a_nats_store_is_a_url_credentials_a_prefix_and_replicas() {
     // The embedded backends have no NATS settings.
     let c = fx.host(&format!("{HEAD}backend = \"sqlite\"\n")).unwrap();
     assert_eq!(c.storage.nats, None);
-}
-
-#[test]
-fn nats_settings_are_refused_with_what_to_fix() {
-    let fx = Fixture::new();
-    let file = fx.path("glovebox.toml");
-    let nats = format!("{HEAD}backend = \"nats\"\n");
-    let cases: &[(String, &str, &[&str])] = &[
-        (
-            nats.clone(),
-            "storage.url",
-            &["needs the NATS server's URL", "nats://host:4222"],
-        ),
-        (
-            format!("{nats}url = \"http://a:4222\"\n"),
-            "storage.url",
-            &["`http://a:4222` is not a NATS URL", "tls://"],
-        ),
-        (
-            format!("{nats}url = \"nats://a\"\ncreds = \"missing.creds\"\n"),
-            "storage.creds",
-            &["`missing.creds` not found"],
-        ),
-        (
-            format!("{nats}url = \"nats://a\"\nuser = \"u\"\n"),
-            "storage.user",
-            &["needs a `password`"],
-        ),
-        (
-            format!("{nats}url = \"nats://a\"\nprefix = \"team_1\"\n"),
-            "storage.prefix",
-            &["letters, digits and `-`"],
-        ),
-        (
-            format!("{nats}url = \"nats://a\"\nreplicas = 0\n"),
-            "storage.replicas",
-            &["0 is not a number of JetStream replicas", "3"],
-        ),
-        (
-            format!("{nats}url = \"nats://a\"\nnode = \"host a\"\n"),
-            "storage.node",
-            &["`host a` is not a node id", "letters, digits"],
-        ),
-        (
-            format!("{nats}url = \"nats://a\"\nadvertise = \"a.example:8080\"\n"),
-            "storage.advertise",
-            &["is not an http(s) URL"],
-        ),
-        (
-            format!("{nats}url = \"nats://a\"\nlease_ttl = \"100ms\"\n"),
-            "storage.lease_ttl",
-            &["is not a lease TTL", "1s to 1h"],
-        ),
-        (
-            format!("{HEAD}lease_ttl = \"5s\"\n"),
-            "storage.lease_ttl",
-            &["a setting of the nats backend"],
-        ),
-        (
-            format!("{HEAD}backend = \"sled\"\nurl = \"nats://a\"\n"),
-            "storage.url",
-            &["the backend is sled", "set `backend = \"nats\"`"],
-        ),
-        (
-            format!("{HEAD}prefix = \"p\"\n"),
-            "storage.prefix",
-            &["a setting of the nats backend"],
-        ),
-        (
-            format!("{HEAD}backend = \"etcd\"\n"),
-            "storage.backend",
-            &["`etcd` is not a storage backend", "\"nats\""],
-        ),
-    ];
-    for (text, key, parts) in cases {
-        assert_error(&fx.host_error(text), &file, key, parts);
-    }
-    fx.write("host.creds", "x");
-    assert_error(
-        &fx.host_error(&format!(
-            "{nats}url = \"nats://a\"\ncreds = \"host.creds\"\npassword = \"p\"\n"
-        )),
-        &file,
-        "storage.password",
-        &["two ways to log in"],
-    );
 }
