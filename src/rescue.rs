@@ -7,6 +7,7 @@ use anyhow::Result;
 use clap::Subcommand;
 use glovebox::HostConfig;
 use glovebox::manifest::ContextWriter;
+use glovebox::page::Page;
 use glovebox::rescue::{Category, Outcome, Rescue, RescueError, Rescues};
 
 #[derive(Subcommand, serde::Serialize, serde::Deserialize)]
@@ -51,10 +52,12 @@ pub enum RescueCommand {
         #[arg(long = "enrich")]
         enrich: Vec<String>,
     },
-    /// List rescues, oldest first.
+    /// List rescues, the latest opened first, a page at a time.
     List {
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        page: crate::paging::PageArgs,
     },
     /// Show one rescue record.
     Show { id: String },
@@ -75,7 +78,7 @@ pub enum ContextCommand {
         project: String,
         text: String,
     },
-    /// List a project's entries (or all projects').
+    /// List a project's entries (or all projects'), the latest first.
     List {
         #[arg(long)]
         project: Option<String>,
@@ -84,14 +87,18 @@ pub enum ContextCommand {
         all: bool,
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        page: crate::paging::PageArgs,
     },
-    /// Find active entries containing every word of QUERY.
+    /// Find active entries containing every word of QUERY, the latest first.
     Search {
         query: String,
         #[arg(long)]
         project: Option<String>,
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        page: crate::paging::PageArgs,
     },
     /// Retire an entry: new sessions no longer get it.
     Retire { id: String },
@@ -168,9 +175,9 @@ pub fn run_rescue(config: &Path, command: RescueCommand) -> Result<ExitCode> {
             enrich,
         } => one(r.resolve(&id, outcome, &enrich)),
         RescueCommand::Show { id } => one(r.get(&id)),
-        RescueCommand::List { json } => {
-            let list = match r.list() {
-                Ok(l) => l,
+        RescueCommand::List { json, page } => {
+            let (list, next) = match r.list(&page.request()) {
+                Ok(p) => (p.items, p.next_cursor),
                 Err(e) => return Ok(refused(&e)),
             };
             if json {
@@ -194,6 +201,7 @@ pub fn run_rescue(config: &Path, command: RescueCommand) -> Result<ExitCode> {
                     );
                 }
             }
+            crate::paging::print_next(next.as_deref());
             Ok(ExitCode::SUCCESS)
         }
         RescueCommand::Report { days, json } => {
@@ -240,11 +248,11 @@ pub fn run_context(config: &Path, command: ContextCommand) -> Result<ExitCode> {
     let o = open(config)?;
     let index = o.rescues.index();
     let now = o.rescues.now();
-    let list = |entries: Result<Vec<glovebox::rescue::IndexEntry>, RescueError>,
+    let list = |found: Result<Page<glovebox::rescue::IndexEntry>, RescueError>,
                 json: bool|
      -> Result<ExitCode> {
-        let entries = match entries {
-            Ok(e) => e,
+        let (entries, next) = match found {
+            Ok(p) => (p.items, p.next_cursor),
             Err(e) => return Ok(refused(&e)),
         };
         if json {
@@ -267,6 +275,7 @@ pub fn run_context(config: &Path, command: ContextCommand) -> Result<ExitCode> {
                 );
             }
         }
+        crate::paging::print_next(next.as_deref());
         Ok(ExitCode::SUCCESS)
     };
     match command {
@@ -277,14 +286,21 @@ pub fn run_context(config: &Path, command: ContextCommand) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        ContextCommand::List { project, all, json } => {
-            list(index.list(project.as_deref(), all), json)
-        }
+        ContextCommand::List {
+            project,
+            all,
+            json,
+            page,
+        } => list(index.list(project.as_deref(), all, &page.request()), json),
         ContextCommand::Search {
             query,
             project,
             json,
-        } => list(index.search(&query, project.as_deref()), json),
+            page,
+        } => list(
+            index.search(&query, project.as_deref(), &page.request()),
+            json,
+        ),
         ContextCommand::Retire { id } => {
             match index.retire(&id, ContextWriter::Operator, now) {
                 Ok(e) => print_json(&e)?,

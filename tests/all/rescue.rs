@@ -11,14 +11,14 @@ use glovebox::budget::BudgetCaps;
 use glovebox::detect::{self, EscalationStep};
 use glovebox::manifest::{ContextConfig, ContextWriter, HookConfig, MemoryConfig, Severity};
 use glovebox::memory::{MemoryBank, MemoryState};
+use glovebox::page::PageRequest;
 use glovebox::rescue::{Category, ContextKind, Outcome, RescueError, Rescues};
 use glovebox::session::{EndOutcome, EventKind, Role, SessionStatus, StartSession};
 use glovebox::storage::{Durability, SledStore, Storage};
 use glovebox::{Durable, Gateway, Host, HostConfig, SessionError, Sessions};
 use serde_json::{Value, json};
 
-use crate::util::Site;
-use crate::util::{self, manifest, plugins};
+use crate::util::{self, NoWholeScan, Site, manifest, plugins};
 
 /// A host with a failing tool (`panic.panic`) and a working one (`echo.echo`),
 /// a store whose clock the test moves, and the rescues over it.
@@ -27,7 +27,8 @@ struct Rig {
     gw: Gateway,
     clock: Arc<AtomicU64>,
     _data: tempfile::TempDir,
-    _store: Arc<SledStore>,
+    /// The store, refusing a whole read of the buckets agents grow.
+    guard: Arc<NoWholeScan>,
 }
 
 const T0: u64 = 1_700_000_000_000;
@@ -41,7 +42,8 @@ async fn rig_with(edit: impl FnOnce(&mut HostConfig)) -> Rig {
     let host = Host::load(config).await.unwrap();
     let clock = Arc::new(AtomicU64::new(T0));
     let store = Arc::new(SledStore::open(&data.path().join("store"), Durability::Flush).unwrap());
-    let storage: Arc<dyn Storage> = store.clone();
+    let guard = Arc::new(NoWholeScan::new(store));
+    let storage: Arc<dyn Storage> = guard.clone();
     let c = clock.clone();
     let durable = Durable {
         sessions: Arc::new(
@@ -59,7 +61,7 @@ async fn rig_with(edit: impl FnOnce(&mut HostConfig)) -> Rig {
         durable,
         clock,
         _data: data,
-        _store: store,
+        guard,
     }
 }
 
@@ -674,7 +676,14 @@ async fn a_rescue_from_open_to_resolved_changes_the_next_sessions_starting_conte
             1,
         )
         .unwrap();
-    assert_eq!(index.search("never CALL", Some("alpha")).unwrap().len(), 1);
+    assert_eq!(
+        index
+            .search("never CALL", Some("alpha"), &Default::default())
+            .unwrap()
+            .items
+            .len(),
+        1
+    );
     let indexed = r.start("indexed", "alpha", None);
     assert_eq!(sessions.show(&indexed).unwrap().context.len(), 1);
 }
@@ -699,7 +708,14 @@ async fn context_writers_is_an_operator_setting() {
         rescues.get(&rescue.id).unwrap().outcome.is_none(),
         "nothing changed"
     );
-    assert!(rescues.index().list(None, true).unwrap().is_empty());
+    assert!(
+        rescues
+            .index()
+            .list(None, true, &Default::default())
+            .unwrap()
+            .items
+            .is_empty()
+    );
     assert!(
         MemoryBank::new(r.durable.storage.clone(), MemoryConfig::default())
             .page(&Default::default(), &Default::default())
@@ -786,8 +802,9 @@ async fn the_rescue_report_matches_the_records() {
 
     let report = rescues.report(30).unwrap();
     let records: Vec<_> = rescues
-        .list()
+        .list(&PageRequest::first(100))
         .unwrap()
+        .items
         .into_iter()
         .filter(|x| x.opened_at_ms >= report.since_ms)
         .collect();
@@ -840,6 +857,63 @@ async fn the_rescue_report_matches_the_records() {
         .collect();
     assert_eq!(got, expect);
     assert_eq!(rescues.report(60).unwrap().rescues, 6);
+    assert!(r.guard.tried().is_empty(), "{:?}", r.guard.tried());
+}
+
+/// Why: rescue listings, the report, the context index's search and a
+/// session start's read of it decoded whole buckets an agent that keeps
+/// getting stuck grows without end; here the store refuses that.
+#[tokio::test]
+async fn threat_49_rescues_and_the_context_index_are_read_a_page_at_a_time() {
+    let r = rig().await;
+    let rescues = r.rescues(ContextConfig::default());
+    let mut opened = Vec::new();
+    for i in 0..5 {
+        let s = r.start(&format!("s{i}"), "alpha", None);
+        let rescue = rescues.open(&s, None).unwrap();
+        if i % 2 == 0 {
+            rescues.resolve(&rescue.id, Outcome::Resolved, &[]).unwrap();
+        }
+        opened.push(rescue.id);
+        r.advance(Duration::from_secs(60));
+    }
+    let first = rescues.list(&PageRequest::first(2)).unwrap();
+    assert_eq!(first.items.len(), 2);
+    assert_eq!(first.items[0].id, opened[4], "the latest opened first");
+    let rest = rescues
+        .list(&PageRequest {
+            limit: Some(10),
+            cursor: first.next_cursor.clone(),
+        })
+        .unwrap();
+    assert_eq!(rest.items.len(), 3);
+    assert!(rest.next_cursor.is_none());
+    assert_eq!(rest.items[2].id, opened[0]);
+    let open = rescues.open_rescues(&PageRequest::default()).unwrap();
+    let open: Vec<&str> = open.items.iter().map(|x| x.id.as_str()).collect();
+    assert_eq!(open, [opened[3].as_str(), opened[1].as_str()]);
+    let report = rescues.report(1).unwrap();
+    assert_eq!((report.rescues, report.open, report.resolved), (5, 2, 3));
+
+    let index = rescues.index();
+    let entry = index
+        .add("alpha", "echo is safe", ContextWriter::Operator, None, 1)
+        .unwrap();
+    index
+        .add("beta", "echo elsewhere", ContextWriter::Operator, None, 2)
+        .unwrap();
+    let found = index
+        .search("ECHO", Some("alpha"), &PageRequest::default())
+        .unwrap();
+    assert_eq!(found.items.len(), 1);
+    assert_eq!(index.get(&entry.id).unwrap().text, "echo is safe");
+    let started = r.start("after", "alpha", None);
+    let context = r.durable.sessions.show(&started).unwrap().context;
+    assert_eq!(context.len(), 1, "{context:?}");
+    index.retire(&entry.id, ContextWriter::Operator, 3).unwrap();
+    let later = r.start("later", "alpha", None);
+    assert!(r.durable.sessions.show(&later).unwrap().context.is_empty());
+    assert!(r.guard.tried().is_empty(), "{:?}", r.guard.tried());
 }
 
 // ---- the CLI ------------------------------------------------------------------
@@ -862,6 +936,72 @@ fn site(extra: &str) -> Site {
             ),
         ],
     )
+}
+
+/// Why: `glovebox rescue list` printed every rescue ever opened, read whole
+/// from the store; it pages now (`--limit`, `--cursor`, the next cursor on
+/// stderr, `--json` still an array), as `context list` does.
+#[test]
+fn threat_49_rescue_list_pages_through_the_cli() {
+    let site = site("");
+    let mut ids = Vec::new();
+    for i in 0..3 {
+        let name = format!("w{i}");
+        site.json(&[
+            "session",
+            "start",
+            "--role",
+            "workagent",
+            "--project",
+            "cli",
+            "--name",
+            &name,
+        ]);
+        let rescue = site.json(&["rescue", "open", &name]);
+        ids.push(rescue["id"].as_str().unwrap().to_string());
+    }
+    let (code, out, err) = site.run(&["rescue", "list", "--limit", "2", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let page: Value = serde_json::from_str(&out).unwrap();
+    let page = page.as_array().expect("an array");
+    assert_eq!(page.len(), 2);
+    let cursor = err
+        .split("--cursor ")
+        .nth(1)
+        .and_then(|rest| rest.split('`').next())
+        .unwrap_or_else(|| panic!("no next cursor on stderr: {err}"))
+        .to_string();
+    let (code, out, err) = site.run(&[
+        "rescue", "list", "--limit", "2", "--json", "--cursor", &cursor,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let rest: Value = serde_json::from_str(&out).unwrap();
+    let rest = rest.as_array().expect("an array");
+    assert_eq!(rest.len(), 1);
+    assert!(!err.contains("--cursor"), "the last page: {err}");
+    let mut seen: Vec<&str> = page
+        .iter()
+        .chain(rest)
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    let mut want: Vec<&str> = ids.iter().map(String::as_str).collect();
+    // The latest opened first.
+    assert_eq!(seen[0], want[2]);
+    seen.sort();
+    want.sort();
+    assert_eq!(seen, want);
+    let (code, _, err) = site.run(&["rescue", "list", "--cursor", "nonsense"]);
+    assert_eq!(code, 4, "{err}");
+    assert!(err.contains("cursor `nonsense`"), "{err}");
+
+    for text in ["first fact", "second fact"] {
+        site.json(&["context", "add", "--project", "cli", text]);
+    }
+    let (code, out, err) = site.run(&["context", "list", "--limit", "1", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let listed: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(listed[0]["text"], "second fact");
+    assert!(err.contains("--cursor "), "{err}");
 }
 
 #[test]

@@ -354,6 +354,12 @@ pub const GROWN_BUCKETS: &[&str] = &[
     "memory",
     "memory_index",
     "memory_places",
+    "rescues",
+    "rescues_by_open",
+    "rescues_open",
+    "context",
+    "context_keys",
+    "checkpoints",
 ];
 
 impl NoWholeScan {

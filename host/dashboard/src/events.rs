@@ -17,7 +17,6 @@ use axum::extract::State;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::Stream;
 use glovebox::page::PageRequest;
-use glovebox::rescue::Rescues;
 use glovebox::session::SessionFilter;
 
 use crate::App;
@@ -90,19 +89,17 @@ fn fingerprints(app: &App) -> [u64; 4] {
     }
     out[2] = h.finish();
     let mut h = DefaultHasher::new();
-    let host = app.gateway.host();
-    let rescues = Rescues::new(
-        ledger.sessions.clone(),
-        ledger.storage.clone(),
-        host.config().context.clone(),
-    );
-    if let Ok(list) = rescues.list() {
-        for r in &list {
+    // What the rescues page shows first: the open missions, the first page
+    // of every rescue, the context index's first page (retired entries
+    // too, so a retirement is seen), each read through its index.
+    let rescues = crate::rescues::of(app);
+    if let Ok(shown) = crate::rescues::watched(&rescues, None) {
+        for r in shown.open.items.iter().chain(&shown.listed.items) {
             (&r.id, r.status()).hash(&mut h);
         }
     }
-    if let Ok(entries) = rescues.index().list(None, true) {
-        for e in &entries {
+    if let Ok(entries) = rescues.index().list(None, true, &PageRequest::default()) {
+        for e in &entries.items {
             (&e.id, e.retired_at_ms).hash(&mut h);
         }
     }

@@ -30,6 +30,7 @@ mod html;
 mod jobs;
 mod memory;
 mod pages;
+mod rescues;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -219,7 +220,7 @@ fn router(app: Arc<App>) -> Router {
         .route("/ui/budget", get(budget::budget))
         .route("/ui/budget/lift", post(budget::lift))
         .route("/ui/budget/raise", post(budget::raise))
-        .route("/ui/rescues", get(pages::rescues))
+        .route("/ui/rescues", get(rescues::rescues))
         .route("/ui/memory", get(memory::memory))
         .route("/ui/doctor", get(doctor::doctor))
         .route("/ui/memory/{id}/approve", post(memory::approve))

@@ -3,7 +3,6 @@
 //! ([`crate::blocking`]) through the `glovebox` crate's public API and
 //! escapes everything it shows.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::Arc;
@@ -17,7 +16,6 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 use glovebox::approvals::ApprovalStatus;
 use glovebox::billing::{self, DateRange, GroupBy};
 use glovebox::page::PageRequest;
-use glovebox::rescue::Rescues;
 use glovebox::session::{
     Event, EventKind, Role, SessionError, SessionFilter, SessionState, SessionStatus,
 };
@@ -1188,191 +1186,6 @@ pub async fn billing_csv(
         out,
     )
         .into_response()
-}
-
-// ---------------------------------------------------------------- rescues
-
-pub async fn rescues(viewer: Viewer) -> Response {
-    viewer.page("rescues", "rescues", render_rescues).await
-}
-
-fn render_rescues(app: &App) -> Rendered {
-    let ledger = app.gateway.ledger();
-    let host = app.gateway.host();
-    let rescues = Rescues::new(
-        ledger.sessions.clone(),
-        ledger.storage.clone(),
-        host.config().context.clone(),
-    );
-    let list = rescues.list().map_err(internal)?;
-    let report = rescues.report(30).map_err(internal)?;
-    let now = now_ms(app);
-    let minutes = |ms: u64| format!("{:.1} min", ms as f64 / 60_000.0);
-    let mut body = format!(
-        "<h1>Rescues</h1><p id=\"rescue-summary\">last 30 days: <b>{}</b> rescues ({} open, {} resolved, {} re-escalated, {} abandoned) · mean time to unblock <b>{}</b> · {} context updates</p>",
-        report.rescues,
-        report.open,
-        report.resolved,
-        report.re_escalated,
-        report.abandoned,
-        report
-            .mean_time_to_unblock_ms
-            .map(minutes)
-            .unwrap_or_else(|| "- (none resolved)".into()),
-        report.context_updates
-    );
-    let open: Vec<_> = list.iter().filter(|r| r.outcome.is_none()).collect();
-    let _ = write!(body, "<h2>Open missions ({})</h2>", open.len());
-    let rows: Vec<String> = open
-        .iter()
-        .map(|r| {
-            format!(
-                "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                esc(&r.id),
-                session_link(&r.session, r.session_name.as_deref()),
-                esc(&r.project),
-                badge(r.status()),
-                html::duration(now.saturating_sub(r.opened_at_ms)),
-                esc(&r.flags.join(", ")),
-                diagnosis(r)
-            )
-        })
-        .collect();
-    body += &html::table_or_none(
-        "rescues-open",
-        &[
-            "rescue",
-            "session",
-            "project",
-            "status",
-            "open for",
-            "flags",
-            "diagnosis",
-        ],
-        &rows,
-    );
-    // Time to unblock of the resolved rescues, oldest first.
-    let mut resolved: Vec<_> = list
-        .iter()
-        .filter_map(|r| Some((r.resolved_at_ms?, r.time_to_unblock_ms()?, r)))
-        .collect();
-    resolved.sort_by_key(|(at, _, _)| *at);
-    let bars: Vec<Bar> = resolved
-        .iter()
-        .rev()
-        .take(20)
-        .rev()
-        .map(|(at, ttu, r)| Bar {
-            label: format!(
-                "{} {}",
-                html::time(*at),
-                r.session_name.as_deref().unwrap_or(&r.session)
-            ),
-            parts: vec![(*ttu as f64, "fg")],
-            shown: minutes(*ttu),
-        })
-        .collect();
-    body += "<h2>Time to unblock</h2>";
-    body += &html::bar_chart("time to unblock of the last resolved rescues", &bars, &[]);
-    // MTTU over time: the mean per day of resolution, the last 30 days that had any.
-    let mut by_day: BTreeMap<String, (u64, u64)> = BTreeMap::new();
-    for (at, ttu, _) in &resolved {
-        let day = html::time(*at).chars().take(10).collect::<String>();
-        let slot = by_day.entry(day).or_default();
-        slot.0 += ttu;
-        slot.1 += 1;
-    }
-    let bars: Vec<Bar> = by_day
-        .iter()
-        .rev()
-        .take(30)
-        .rev()
-        .map(|(day, (sum, n))| Bar {
-            label: format!("{day} ({n})"),
-            parts: vec![(*sum as f64 / *n as f64, "fg")],
-            shown: minutes(sum / n),
-        })
-        .collect();
-    body += &html::bar_chart(
-        "mean time to unblock by day of resolution (rescues resolved that day)",
-        &bars,
-        &[],
-    );
-    let mut cats: Vec<_> = report.by_category.iter().collect();
-    cats.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
-    let bars: Vec<Bar> = cats
-        .iter()
-        .map(|(cat, n)| Bar {
-            label: (*cat).clone(),
-            parts: vec![(**n as f64, "bg")],
-            shown: format!(
-                "{n} ({:.0}%)",
-                **n as f64 * 100.0 / report.rescues.max(1) as f64
-            ),
-        })
-        .collect();
-    body += "<h2>Root causes</h2>";
-    body += &html::bar_chart("root causes, last 30 days", &bars, &[]);
-    let closed: Vec<_> = list
-        .iter()
-        .rev()
-        .filter(|r| r.outcome.is_some())
-        .take(50)
-        .collect();
-    if !closed.is_empty() {
-        body += "<h2>Closed</h2><table><thead><tr><th>rescue</th><th>session</th><th>outcome</th><th>time to unblock</th><th>root cause</th></tr></thead><tbody>";
-        for r in closed {
-            let _ = write!(
-                body,
-                "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                esc(&r.id),
-                session_link(&r.session, r.session_name.as_deref()),
-                badge(r.status()),
-                r.time_to_unblock_ms()
-                    .map(minutes)
-                    .unwrap_or_else(|| "-".into()),
-                diagnosis(r)
-            );
-        }
-        body += "</tbody></table>";
-    }
-    let entries = rescues.index().list(None, false).map_err(internal)?;
-    let _ = write!(
-        body,
-        "<h2>Context index ({} active entries)</h2>",
-        entries.len()
-    );
-    let rows: Vec<String> = entries
-        .iter()
-        .map(|e| {
-            format!(
-                "<tr><td><code>{}</code></td><td>{}</td><td>{}{}</td><td>{}</td><td>{}</td></tr>",
-                esc(&e.id),
-                esc(&e.project),
-                esc(e.writer.as_str()),
-                e.rescue
-                    .as_deref()
-                    .map(|r| format!(" (<code>{}</code>)", esc(r)))
-                    .unwrap_or_default(),
-                html::when(e.added_at_ms, now),
-                esc(&e.text)
-            )
-        })
-        .collect();
-    body += &html::table_or_none(
-        "context-index",
-        &["entry", "project", "writer", "added", "text"],
-        &rows,
-    );
-    Ok(("Rescues".into(), body))
-}
-
-/// A rescue's diagnosis as its tables show it: category and root cause.
-fn diagnosis(r: &glovebox::rescue::Rescue) -> String {
-    r.diagnosis
-        .as_ref()
-        .map(|d| format!("{}: {}", esc(d.category.as_str()), esc(&d.root_cause)))
-        .unwrap_or_else(|| "-".into())
 }
 
 // ---------------------------------------------------------------- notifications

@@ -285,16 +285,17 @@ impl Gateway {
         Ok(found.filter(|a| self.sees_session(caller, &a.session)))
     }
 
-    /// The live entries of the context index that match every word of
-    /// `query` (case-insensitive), in `project` or in every project
-    /// `caller` may touch. A project it may not touch is refused with the
+    /// A page of the live entries of the context index that match every
+    /// word of `query` (case-insensitive), the latest added first, in
+    /// `project` or in every project `caller` may touch. A project it may not touch is refused with the
     /// same words as `session_start` uses.
     pub async fn context_search_as(
         &self,
         caller: &Principal,
         query: &str,
         project: Option<&str>,
-    ) -> Result<Vec<crate::rescue::IndexEntry>, SessionError> {
+        page: &crate::page::PageRequest,
+    ) -> Result<crate::page::Page<crate::rescue::IndexEntry>, SessionError> {
         if let Some(project) = project
             && !caller.may_touch(project)
         {
@@ -307,14 +308,16 @@ impl Gateway {
             self.ledger().storage.clone(),
             self.host().config().context.clone(),
         );
-        let (query, wanted) = (query.to_string(), project.map(str::to_string));
+        let (query, wanted, page) = (query.to_string(), project.map(str::to_string), page.clone());
         let mut found = ledger_work(move || {
             index
-                .search(&query, wanted.as_deref())
+                .search(&query, wanted.as_deref(), &page)
                 .map_err(|e| SessionError::InvalidInput(e.to_string()))
         })
         .await?;
-        found.retain(|e| caller.may_touch(&e.project));
+        // Entries of projects the caller may not touch are left out of the
+        // page (its cursor still goes on past them).
+        found.items.retain(|e| caller.may_touch(&e.project));
         Ok(found)
     }
 

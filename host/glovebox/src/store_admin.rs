@@ -28,7 +28,8 @@ use crate::ledger::{backend_of, store_dir};
 use crate::manifest::HostConfig;
 use crate::session::{ChainKey, Sessions, SessionsConfig, VerifyReport};
 use crate::storage::{
-    Backend, CopyStats, Durability, SledStore, SqliteStore, Storage, StorageError, copy_all,
+    Backend, CopyStats, Durability, PAGE, SledStore, SqliteStore, Storage, StorageError, copy_all,
+    pages,
 };
 
 /// What `glovebox store check` found.
@@ -126,17 +127,20 @@ pub fn check(config: &HostConfig) -> anyhow::Result<CheckReport> {
     match storage.buckets() {
         Ok(names) => {
             for bucket in names {
-                match storage.scan(&bucket, "") {
-                    Ok(entries) => {
-                        for (key, value) in &entries {
-                            if let Err(why) = check_record(&bucket, key, value) {
+                // A page at a time: a big bucket is never one Vec.
+                let mut keys = 0u64;
+                for entry in pages(&*storage, &bucket, "", PAGE) {
+                    match entry {
+                        Ok((key, value)) => {
+                            keys += 1;
+                            if let Err(why) = check_record(&bucket, &key, &value) {
                                 problems.push(format!("bucket `{bucket}`, key `{key}`: {why}"));
                             }
                         }
-                        buckets.push((bucket, entries.len() as u64));
+                        Err(e) => problems.push(format!("bucket `{bucket}` does not read: {e}")),
                     }
-                    Err(e) => problems.push(format!("bucket `{bucket}` does not read: {e}")),
                 }
+                buckets.push((bucket, keys));
             }
         }
         Err(e) => problems.push(format!("the list of buckets does not read: {e}")),
@@ -255,7 +259,10 @@ fn stats_of_backup(path: &Path) -> anyhow::Result<CopyStats> {
         }
         for bucket in store.buckets()? {
             stats.buckets += 1;
-            stats.keys += store.scan(&bucket, "")?.len() as u64;
+            for entry in pages(&store, &bucket, "", PAGE) {
+                entry?;
+                stats.keys += 1;
+            }
         }
         Ok(stats)
     })();

@@ -49,6 +49,7 @@ mod context_index;
 pub mod detect;
 pub mod jobs;
 pub mod memory;
+mod newest;
 pub mod notify;
 pub mod page;
 pub mod rescue;

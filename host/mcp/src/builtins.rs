@@ -566,12 +566,19 @@ impl Connection {
             }
             CONTEXT_SEARCH => {
                 let a: ContextSearchArgs = parse(tool, args)?;
+                let page = PageRequest {
+                    limit: a.limit,
+                    cursor: a.cursor,
+                };
                 Ok(
                     match gateway
-                        .context_search_as(caller, &a.query, a.project.as_deref())
+                        .context_search_as(caller, &a.query, a.project.as_deref(), &page)
                         .await
                     {
-                        Ok(entries) => results::ok(&serde_json::json!({ "entries": entries })),
+                        Ok(found) => results::ok(&serde_json::json!({
+                            "entries": found.items,
+                            "next_cursor": found.next_cursor,
+                        })),
                         Err(e) => results::session_failure(&e),
                     },
                 )

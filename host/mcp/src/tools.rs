@@ -787,6 +787,14 @@ pub(crate) struct ContextSearchArgs {
     /// Only this project (one you may touch).
     #[schemars(length(max = PROJECT_MAX))]
     pub project: Option<String>,
+    /// Entries in this page (the latest added first): 100 when absent,
+    /// 500 at most.
+    #[schemars(range(min = 1, max = MAX_PAGE))]
+    pub limit: Option<usize>,
+    /// The `next_cursor` of the previous page of the same search.
+    #[serde(default)]
+    #[schemars(length(max = CURSOR_MAX))]
+    pub cursor: Option<String>,
 }
 
 /// `memory_propose`.
@@ -975,7 +983,12 @@ mod tests {
         (APPROVAL_STATUS, &["id:string"], &["id"]),
         (
             CONTEXT_SEARCH,
-            &["project:string", "query:string"],
+            &[
+                "cursor:string",
+                "limit:integer",
+                "project:string",
+                "query:string",
+            ],
             &["query"],
         ),
         (

@@ -49,7 +49,9 @@ pub fn copy_all(from: &dyn Storage, to: &dyn Storage) -> Result<CopyStats, Stora
         stats.streams += 1;
     }
     for bucket in from.buckets()? {
-        for (key, value) in from.scan(&bucket, "")? {
+        // A page at a time: a big bucket is never one Vec.
+        for entry in crate::pages(from, &bucket, "", crate::PAGE) {
+            let (key, value) = entry?;
             to.put(&bucket, &key, &value)?;
             stats.keys += 1;
         }

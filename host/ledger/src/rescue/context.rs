@@ -3,14 +3,19 @@
 //! may write is the operator's setting (`[context] writers`).
 //!
 //! Stored in the bucket `context` under `<project>/<id>`; a retired entry
-//! stays there, marked, so the index keeps its history (the records and the
-//! read a new session makes are in `crate::context_index`).
+//! stays there, marked, so the index keeps its history (the records, their
+//! keys and the read a new session makes are in `crate::context_index`).
+//! Listings and searches page, the latest added first; a look-up by id is
+//! a read of its key and its record.
 
 use std::sync::Arc;
 
 use super::error::RescueError;
-use crate::context_index::{BUCKET, scan};
+use crate::context_index::keys;
 use crate::manifest::{ContextConfig, ContextWriter};
+use crate::newest::{page_of, valid_cursor};
+use crate::page::{Page, PageRequest};
+use crate::session::bounded;
 use crate::storage::Storage;
 
 // The records of the index, and the context entries a session is handed, sit
@@ -74,6 +79,7 @@ impl ContextIndex {
                 text.len()
             )));
         }
+        keys::ensure_indexed(&*self.storage)?;
         let entry = IndexEntry {
             id: format!("c-{}", uuid::Uuid::new_v4().simple()),
             project: project.to_string(),
@@ -83,43 +89,70 @@ impl ContextIndex {
             added_at_ms: now_ms,
             retired_at_ms: None,
         };
-        self.put(&entry)?;
+        keys::store(&*self.storage, &entry, None)?;
         Ok(entry)
     }
 
-    /// The entries of `project` (or of all projects), oldest first; retired
-    /// ones only with `all`.
-    pub fn list(&self, project: Option<&str>, all: bool) -> Result<Vec<IndexEntry>, RescueError> {
-        let mut entries = scan(&*self.storage, project)?;
-        entries.retain(|e| all || e.retired_at_ms.is_none());
-        Ok(entries)
+    /// A page of the entries of `project` (or of all projects), the latest
+    /// added first; retired ones only with `all`.
+    pub fn list(
+        &self,
+        project: Option<&str>,
+        all: bool,
+        page: &PageRequest,
+    ) -> Result<Page<IndexEntry>, RescueError> {
+        self.page(project, !all, page, |_| true)
     }
 
-    /// Active entries whose text contains every word of `query` (any case).
+    /// A page of the active entries whose text contains every word of
+    /// `query` (any case), the latest added first. A page examines a
+    /// bounded number of entries: a short page with a cursor means go on.
     pub fn search(
         &self,
         query: &str,
         project: Option<&str>,
-    ) -> Result<Vec<IndexEntry>, RescueError> {
+        page: &PageRequest,
+    ) -> Result<Page<IndexEntry>, RescueError> {
         let words: Vec<String> = query.split_whitespace().map(str::to_lowercase).collect();
-        let mut entries = self.list(project, false)?;
-        entries.retain(|e| {
+        self.page(project, true, page, |e| {
             let text = e.text.to_lowercase();
             words.iter().all(|w| text.contains(w.as_str()))
-        });
-        Ok(entries)
+        })
     }
 
-    /// The entry `id` (retired or not).
+    fn page(
+        &self,
+        project: Option<&str>,
+        active: bool,
+        page: &PageRequest,
+        keep: impl Fn(&IndexEntry) -> bool,
+    ) -> Result<Page<IndexEntry>, RescueError> {
+        let storage = &*self.storage;
+        keys::ensure_indexed(storage)?;
+        if let Some(cursor) = &page.cursor
+            && !valid_cursor(cursor)
+        {
+            return Err(RescueError::InvalidInput(format!(
+                "the cursor `{}` is not one this listing handed out: pass the cursor its previous page printed, or none for the first page",
+                bounded(cursor, 64)
+            )));
+        }
+        let prefix = keys::listing(project, active);
+        page_of(storage, keys::KEYS, &prefix, page, |key, value| {
+            Ok::<_, RescueError>(
+                keys::confirm(storage, key, value)?
+                    .filter(|e| project.is_none_or(|p| e.project == p) && keep(e)),
+            )
+        })
+    }
+
+    /// The entry `id` (retired or not): a read of its key and its record.
     pub fn get(&self, id: &str) -> Result<IndexEntry, RescueError> {
-        scan(&*self.storage, None)?
-            .into_iter()
-            .find(|e| e.id == id)
-            .ok_or_else(|| {
-                RescueError::NotFound(format!(
-                    "no context entry `{id}`: `glovebox context list --all` lists them"
-                ))
-            })
+        keys::get(&*self.storage, id)?.ok_or_else(|| {
+            RescueError::NotFound(format!(
+                "no context entry `{id}`: `glovebox context list --all` lists them"
+            ))
+        })
     }
 
     /// Retires entry `id`: new sessions no longer get it (it stays in the
@@ -131,18 +164,13 @@ impl ContextIndex {
         now_ms: u64,
     ) -> Result<IndexEntry, RescueError> {
         self.check_writer(writer)?;
-        let mut entry = self.get(id)?;
-        if entry.retired_at_ms.is_none() {
-            entry.retired_at_ms = Some(now_ms);
-            self.put(&entry)?;
+        let entry = self.get(id)?;
+        if entry.retired_at_ms.is_some() {
+            return Ok(entry);
         }
-        Ok(entry)
-    }
-
-    fn put(&self, entry: &IndexEntry) -> Result<(), RescueError> {
-        let bytes = serde_json::to_vec(entry).unwrap_or_default();
-        self.storage
-            .put(BUCKET, &format!("{}/{}", entry.project, entry.id), &bytes)?;
-        Ok(())
+        let mut retired = entry.clone();
+        retired.retired_at_ms = Some(now_ms);
+        keys::store(&*self.storage, &retired, Some(&entry))?;
+        Ok(retired)
     }
 }

@@ -18,13 +18,19 @@
 //!   rescue takes the session back to the ladder's `none` step; the others
 //!   leave it on `blocker`.
 //!
-//! Records are JSON in the bucket `rescues` under their id (`r-…`).
+//! Records are JSON in the bucket `rescues` under their id (`r-…`); what
+//! lists them reads their indexes (`index.rs`), a page at a time.
 
 mod context;
 mod error;
+mod index;
+mod listing;
+mod report;
+#[cfg(test)]
+mod tests;
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
@@ -32,6 +38,7 @@ pub use context::{
     ContextEntry, ContextIndex, ContextKind, INDEX_SOURCE, IndexEntry, MAX_ENTRY_BYTES,
 };
 pub use error::RescueError;
+pub use report::{RescueReport, Tally, report_of};
 
 use crate::detect::EscalationStep;
 use crate::manifest::{ContextConfig, ContextWriter, MemoryConfig};
@@ -166,25 +173,6 @@ impl Rescue {
     }
 }
 
-/// `glovebox rescue report`: the rescues opened in the last `days` days.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct RescueReport {
-    pub days: u64,
-    pub since_ms: u64,
-    pub rescues: usize,
-    pub open: usize,
-    pub resolved: usize,
-    pub re_escalated: usize,
-    pub abandoned: usize,
-    /// Mean of detection → resolution over the resolved rescues.
-    pub mean_time_to_unblock_ms: Option<u64>,
-    /// Memory entries the rescues proposed (context index entries before
-    /// the memory bank).
-    pub context_updates: usize,
-    /// Rescues by root-cause category (`undiagnosed` for those without a diagnosis).
-    pub by_category: BTreeMap<String, usize>,
-}
-
 /// The rescues of a data dir.
 pub struct Rescues {
     sessions: Arc<Sessions>,
@@ -192,6 +180,9 @@ pub struct Rescues {
     index: ContextIndex,
     /// Where the enrich step proposes its lessons (for an operator's review).
     memory: MemoryBank,
+    /// Set once the data dir's rescues are known to be indexed (`index.rs`).
+    indexed: AtomicBool,
+    indexing: Mutex<()>,
 }
 
 impl Rescues {
@@ -209,6 +200,8 @@ impl Rescues {
             storage,
             index,
             memory,
+            indexed: AtomicBool::new(false),
+            indexing: Mutex::new(()),
         }
     }
 
@@ -231,6 +224,8 @@ impl Rescues {
     /// Opens a rescue of `session` (id or name), about call `call_id` (by
     /// default the call its flags name, or the call failing most).
     pub fn open(&self, session: &str, call_id: Option<&str>) -> Result<Rescue, RescueError> {
+        // The old records first, so the new one's entries are not the only ones.
+        self.ensure_indexed()?;
         let state = self.sessions.show(session)?;
         if !state.header.status.is_live() {
             return Err(RescueError::InvalidInput(format!(
@@ -303,6 +298,7 @@ impl Rescues {
             context_updates: Vec::new(),
             resolved_at_ms: None,
         };
+        self.index_new(&rescue)?;
         self.put(&rescue)?;
         let id = rescue.id.clone();
         let logged = self.sessions.append_with(&state.header.id, |state, _| {
@@ -321,6 +317,7 @@ impl Rescues {
         });
         if let Err(e) = logged {
             let _ = self.storage.delete(BUCKET, &rescue.id);
+            self.unindex(&rescue, false);
             return Err(e.into());
         }
         Ok(rescue)
@@ -450,6 +447,7 @@ impl Rescues {
         rescue.outcome = Some(outcome);
         rescue.resolved_at_ms = Some(now);
         self.put(&rescue)?;
+        self.unindex(&rescue, true);
         let step = if outcome == Outcome::Resolved {
             EscalationStep::None
         } else {
@@ -480,39 +478,6 @@ impl Rescues {
             .map_err(|e| RescueError::Storage(StorageError::Corrupt(format!("rescue `{id}`: {e}"))))
     }
 
-    /// All rescues, oldest first.
-    pub fn list(&self) -> Result<Vec<Rescue>, RescueError> {
-        let mut all: Vec<Rescue> = self
-            .storage
-            .scan(BUCKET, "")?
-            .into_iter()
-            .filter_map(|(key, bytes)| match serde_json::from_slice(&bytes) {
-                Ok(r) => Some(r),
-                Err(e) => {
-                    tracing::warn!(key, error = %e, "unreadable rescue record skipped");
-                    None
-                }
-            })
-            .collect();
-        all.sort_by(|a: &Rescue, b| {
-            a.opened_at_ms
-                .cmp(&b.opened_at_ms)
-                .then_with(|| a.id.cmp(&b.id))
-        });
-        Ok(all)
-    }
-
-    /// The report over the rescues opened in the last `days` days.
-    pub fn report(&self, days: u64) -> Result<RescueReport, RescueError> {
-        let since_ms = self.now().saturating_sub(days.saturating_mul(DAY_MS));
-        let rescues: Vec<Rescue> = self
-            .list()?
-            .into_iter()
-            .filter(|r| r.opened_at_ms >= since_ms)
-            .collect();
-        Ok(report_of(&rescues, days, since_ms))
-    }
-
     fn unresolved(&self, id: &str, action: &str) -> Result<Rescue, RescueError> {
         let rescue = self.get(id)?;
         if let Some(outcome) = rescue.outcome {
@@ -527,36 +492,5 @@ impl Rescues {
         let bytes = serde_json::to_vec_pretty(rescue).unwrap_or_default();
         self.storage.put(BUCKET, &rescue.id, &bytes)?;
         Ok(())
-    }
-}
-
-/// The report's figures over `rescues`.
-pub fn report_of(rescues: &[Rescue], days: u64, since_ms: u64) -> RescueReport {
-    let count = |o: Outcome| rescues.iter().filter(|r| r.outcome == Some(o)).count();
-    let unblock: Vec<u64> = rescues
-        .iter()
-        .filter_map(Rescue::time_to_unblock_ms)
-        .collect();
-    let mean = (!unblock.is_empty()).then(|| unblock.iter().sum::<u64>() / unblock.len() as u64);
-    let mut by_category = BTreeMap::new();
-    for r in rescues {
-        let key = r
-            .diagnosis
-            .as_ref()
-            .map(|d| d.category.as_str())
-            .unwrap_or("undiagnosed");
-        *by_category.entry(key.to_string()).or_insert(0) += 1;
-    }
-    RescueReport {
-        days,
-        since_ms,
-        rescues: rescues.len(),
-        open: rescues.iter().filter(|r| r.outcome.is_none()).count(),
-        resolved: count(Outcome::Resolved),
-        re_escalated: count(Outcome::ReEscalated),
-        abandoned: count(Outcome::Abandoned),
-        mean_time_to_unblock_ms: mean,
-        context_updates: rescues.iter().map(|r| r.context_updates.len()).sum(),
-        by_category,
     }
 }

@@ -131,12 +131,16 @@ pub(crate) fn list(
     storage: &dyn Storage,
     session: &str,
 ) -> Result<Vec<(u64, Vec<u8>)>, StorageError> {
+    // A few at most (`write` keeps `keep`), but read a page at a time all
+    // the same: the bucket holds every session's.
     let prefix = prefix(session);
-    let mut found: Vec<(u64, Vec<u8>)> = storage
-        .scan(BUCKET, &prefix)?
-        .into_iter()
-        .filter_map(|(key, value)| Some((key.strip_prefix(&prefix)?.parse().ok()?, value)))
-        .collect();
+    let mut found = Vec::new();
+    for entry in crate::storage::pages(storage, BUCKET, &prefix, crate::storage::PAGE) {
+        let (key, value) = entry?;
+        if let Some(seq) = key.strip_prefix(&prefix).and_then(|s| s.parse().ok()) {
+            found.push((seq, value));
+        }
+    }
     found.sort_by_key(|(seq, _)| std::cmp::Reverse(*seq));
     Ok(found)
 }

@@ -47,7 +47,7 @@ mod slots;
 mod state;
 mod store;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 pub(crate) mod watch;
 
 pub use access::{check_may_lift, may_touch};

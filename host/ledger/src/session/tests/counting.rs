@@ -11,7 +11,7 @@ type Result<T> = std::result::Result<T, StorageError>;
 
 /// What a counted store was asked, per bucket.
 #[derive(Debug, Default, Clone)]
-pub(super) struct Reads {
+pub(crate) struct Reads {
     /// Whole-bucket scans (`Storage::scan`).
     pub scans: BTreeMap<String, usize>,
     /// Keys that pages (`Storage::scan_page`) returned.
@@ -44,7 +44,7 @@ impl Reads {
     }
 }
 
-pub(super) struct Counting {
+pub(crate) struct Counting {
     pub inner: Arc<SledStore>,
     pub reads: Mutex<Reads>,
 }

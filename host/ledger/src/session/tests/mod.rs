@@ -7,7 +7,7 @@ mod children;
 mod clock;
 mod closing;
 mod completion;
-mod counting;
+pub(crate) mod counting;
 mod fixtures;
 mod handoffs;
 mod index;

@@ -1,7 +1,8 @@
 //! The context index's records, and what a new session gets from it.
 //!
 //! Stored in the bucket `context` under `<project>/<id>`; a retired entry
-//! stays there, marked, so the index keeps its history. The index is written
+//! stays there, marked, so the index keeps its history. What reads them
+//! goes through their keys (`keys.rs`), a page at a time. The index is written
 //! by `crate::rescue::ContextIndex` (rescues' enrich step, operators); every
 //! session reads its project's active entries when it starts
 //! ([`index_entries`]), which is why the records live here, below
@@ -10,8 +11,10 @@
 use serde::{Deserialize, Serialize};
 
 use crate::manifest::ContextWriter;
-use crate::storage::{Storage, StorageError};
+use crate::storage::{PAGE, Storage, StorageError, pages};
 use crate::values::{ContextEntry, ContextKind};
+
+pub(crate) mod keys;
 
 pub(crate) const BUCKET: &str = "context";
 /// The `source` of the context a session gets from the index when it starts.
@@ -50,18 +53,14 @@ impl IndexEntry {
 }
 
 /// The active entries of `project`'s index, oldest first, as a new session
-/// gets them. An index that cannot be read gives nothing (logged): a session
-/// still starts.
+/// gets them: the newest [`MAX_AT_START`], read through the project's
+/// active keys (never the whole index). An index that cannot be read gives
+/// nothing (logged): a session still starts.
 pub(crate) fn index_entries(storage: &dyn Storage, project: &str) -> Vec<ContextEntry> {
-    match scan(storage, Some(project)) {
-        Ok(entries) => {
-            let active: Vec<ContextEntry> = entries
-                .iter()
-                .filter(|e| e.retired_at_ms.is_none())
-                .map(IndexEntry::as_context)
-                .collect();
-            let skip = active.len().saturating_sub(MAX_AT_START);
-            active.into_iter().skip(skip).collect()
+    match newest_active(storage, project, MAX_AT_START) {
+        Ok(mut entries) => {
+            entries.reverse();
+            entries.iter().map(IndexEntry::as_context).collect()
         }
         Err(e) => {
             tracing::warn!(project, error = %e, "cannot read the context index: the session starts without it");
@@ -70,30 +69,25 @@ pub(crate) fn index_entries(storage: &dyn Storage, project: &str) -> Vec<Context
     }
 }
 
-/// Entries of one project (or all), oldest first.
-pub(crate) fn scan(
+/// The newest `max` active entries of `project`, the latest first.
+fn newest_active(
     storage: &dyn Storage,
-    project: Option<&str>,
+    project: &str,
+    max: usize,
 ) -> Result<Vec<IndexEntry>, StorageError> {
-    let prefix = project.map(|p| format!("{p}/")).unwrap_or_default();
-    let mut entries: Vec<IndexEntry> = storage
-        .scan(BUCKET, &prefix)?
-        .into_iter()
-        .filter_map(
-            |(key, bytes)| match serde_json::from_slice::<IndexEntry>(&bytes) {
-                Ok(e) => Some(e),
-                Err(e) => {
-                    tracing::warn!(key, error = %e, "unreadable context index entry skipped");
-                    None
-                }
-            },
-        )
-        .filter(|e| project.is_none_or(|p| e.project == p))
-        .collect();
-    entries.sort_by(|a, b| {
-        a.added_at_ms
-            .cmp(&b.added_at_ms)
-            .then_with(|| a.id.cmp(&b.id))
-    });
+    keys::ensure_indexed(storage)?;
+    let prefix = keys::project_prefix(project, true);
+    let mut entries = Vec::new();
+    for item in pages(storage, keys::KEYS, &prefix, PAGE.min(max.max(1))) {
+        let (key, value) = item?;
+        if let Some(entry) = keys::confirm(storage, &key, &value)?
+            && entry.project == project
+        {
+            entries.push(entry);
+            if entries.len() == max {
+                break;
+            }
+        }
+    }
     Ok(entries)
 }
