@@ -1,6 +1,7 @@
 //! `glovebox call`: one call, standalone or in a session, and how a call's
 //! report is printed and turned into an exit code (also for `approve` and jobs).
 
+use crate::exit::Exit;
 use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -57,10 +58,10 @@ pub fn read_input(input: Option<String>, file: Option<PathBuf>) -> Result<String
     }
 }
 
-/// Exit code 8: the session refused the call, or its log failed.
+/// [`Exit::Refused`]: the session refused the call, or its log failed.
 pub fn session_refused(e: &glovebox::SessionError) -> ExitCode {
     err!("error: {e}");
-    ExitCode::from(8)
+    Exit::Refused.into()
 }
 
 /// Prints a call's result (stdout) and metering (stderr), and picks the exit code.
@@ -110,7 +111,7 @@ pub fn print_report(report: &glovebox::CallReport, json: bool) -> Result<ExitCod
                     err!("{}: {metering}", report.tool);
                 }
             }
-            Ok(ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(1)))
+            Ok(Exit::of_call(e).into())
         }
     }
 }

@@ -3,6 +3,7 @@
 //! `glovebox_ledger::session::family`; `session list --children` and
 //! `session end --cancel-children` are in `sessions.rs`).
 
+use crate::exit::Exit;
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -94,7 +95,7 @@ pub(crate) async fn wait(
         Ok(waited) => {
             print_json(&waited)?;
             Ok(if waited.timed_out {
-                ExitCode::from(6)
+                Exit::Limit.into()
             } else {
                 ExitCode::SUCCESS
             })

@@ -18,6 +18,7 @@
 //! the data dir as the failed open found it and the killed workload's stderr,
 //! and says where they are. Exit code 0 when every check passed, 1 otherwise.
 
+use crate::exit::Exit;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -374,7 +375,7 @@ pub fn run(config: &Path, args: CrashArgs) -> Result<ExitCode> {
             "crash-loop: failed: only {} acknowledged writes in {} runs: the workload barely got going; raise --max-ms",
             acked.total, args.kills
         );
-        return Ok(ExitCode::from(1));
+        return Ok(Exit::Failed.into());
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -389,7 +390,7 @@ fn failed(round: usize, data_dir: &Path, child_log: &Path, what: String) -> Resu
         "crash-loop: the last workload's stderr: {}",
         child_log.display()
     );
-    Ok(ExitCode::from(1))
+    Ok(Exit::Failed.into())
 }
 
 /// `DIR/glovebox.toml` for a harness run of its own, with a checkpoint every

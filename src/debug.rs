@@ -6,6 +6,7 @@
 //! is durable. The harness reads those lines back after every kill and checks
 //! the store holds each of them.
 
+use crate::exit::Exit;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -209,7 +210,7 @@ fn write_mix(config: &Path, n: usize, writers: usize, seed: u64, count: u64) -> 
         }
     });
     Ok(if failed.into_inner() {
-        ExitCode::from(1)
+        Exit::Failed.into()
     } else {
         ExitCode::SUCCESS
     })

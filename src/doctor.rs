@@ -4,6 +4,7 @@
 //! Exit codes: 0 no warning (notices alone are printed but pass), 1 at least
 //! one warning, 2 the config or store cannot be opened.
 
+use crate::exit::Exit;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -43,7 +44,7 @@ pub async fn run(config: &Path, json: bool) -> Result<ExitCode> {
         );
     }
     Ok(if warnings > 0 {
-        ExitCode::from(1)
+        Exit::Failed.into()
     } else {
         ExitCode::SUCCESS
     })

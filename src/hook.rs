@@ -7,6 +7,7 @@
 //! consulted: its triggers do not cover the action), 3 it denies, 9 it asks
 //! for a human; 2 it cannot be loaded or the request is malformed.
 
+use crate::exit::Exit;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -113,7 +114,7 @@ pub async fn run(config: &Path, command: HookCommand) -> Result<ExitCode> {
     let info = host.hooks().hooks().into_iter().next().expect("one hook");
     if let HookStatus::Broken(reason) = &info.status {
         eprintln!("error: hook `{}` cannot be loaded: {reason}", info.name);
-        return Ok(ExitCode::from(2));
+        return Ok(Exit::Usage.into());
     }
     let outcome = host.hooks().evaluate(&request).await;
     let Some(decision) = outcome.decisions.first() else {
@@ -163,8 +164,8 @@ pub async fn run(config: &Path, command: HookCommand) -> Result<ExitCode> {
     }
     Ok(match decision.decision {
         DecisionKind::Allow => ExitCode::SUCCESS,
-        DecisionKind::Deny => ExitCode::from(3),
-        DecisionKind::Ask => ExitCode::from(9),
+        DecisionKind::Deny => Exit::Denied.into(),
+        DecisionKind::Ask => Exit::AwaitingApproval.into(),
     })
 }
 
@@ -239,7 +240,7 @@ pub async fn check(config: &Path, path: &Path) -> Result<ExitCode> {
                 "error: `{}` is not a valid permission hook: {reason}",
                 component.display()
             );
-            Ok(ExitCode::from(2))
+            Ok(Exit::Usage.into())
         }
         HookStatus::Ready => {
             let digest = glovebox::session::digest(&std::fs::read(&component)?);

@@ -6,6 +6,7 @@
 //! and exits, and the job runs in whichever process next runs the jobs of the
 //! data dir: `job wait` (while it waits) or `glovebox serve`.
 
+use crate::exit::Exit;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -124,7 +125,7 @@ pub async fn run(config: &Path, command: JobCommand) -> Result<ExitCode> {
                         Ok(outcome) => {
                             print(&outcome)?;
                             return Ok(if outcome.timed_out {
-                                ExitCode::from(6)
+                                Exit::Limit.into()
                             } else {
                                 ExitCode::SUCCESS
                             });
@@ -155,11 +156,12 @@ pub async fn run(config: &Path, command: JobCommand) -> Result<ExitCode> {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(e) => {
             err!("error: {e}");
-            Ok(ExitCode::from(match e {
-                JobError::NotFound(_) | JobError::BadRequest(_) => 4,
-                JobError::Session(_) => 8,
-                JobError::Storage(_) => 1,
-            }))
+            Ok(match e {
+                JobError::NotFound(_) | JobError::BadRequest(_) => Exit::Invalid,
+                JobError::Session(_) => Exit::Refused,
+                JobError::Storage(_) => Exit::Failed,
+            }
+            .into())
         }
     }
 }

@@ -37,6 +37,7 @@ mod control;
 mod crash;
 mod debug;
 mod doctor;
+mod exit;
 mod hook;
 mod jobs;
 mod memory;
@@ -57,6 +58,8 @@ pub(crate) use call::{print_report, read_input, session_refused};
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+
+use exit::Exit;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -298,7 +301,7 @@ fn run_main() -> ExitCode {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
-            return ExitCode::from(1);
+            return Exit::Failed.into();
         }
     };
     let result = runtime.block_on(async {
@@ -324,7 +327,7 @@ fn run_main() -> ExitCode {
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
-            ExitCode::from(2)
+            Exit::Usage.into()
         }
     }
 }

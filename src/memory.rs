@@ -3,6 +3,7 @@
 //! until an operator approves it here. Every step is stamped with the
 //! operator who took it (`cli:<uid>`, the socket's peer when a server runs).
 
+use crate::exit::Exit;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -54,11 +55,12 @@ pub enum MemoryCommand {
 
 fn refused(e: &MemoryError) -> ExitCode {
     err!("error: {e}");
-    ExitCode::from(match e {
-        MemoryError::NotAllowed(_) => 3,
-        MemoryError::NotFound(_) | MemoryError::InvalidInput(_) => 4,
-        MemoryError::Session(_) | MemoryError::Storage(_) => 8,
-    })
+    match e {
+        MemoryError::NotAllowed(_) => Exit::Denied,
+        MemoryError::NotFound(_) | MemoryError::InvalidInput(_) => Exit::Invalid,
+        MemoryError::Session(_) | MemoryError::Storage(_) => Exit::Refused,
+    }
+    .into()
 }
 
 fn print_json<T: serde::Serialize>(value: &T) -> Result<()> {
@@ -138,7 +140,7 @@ pub fn run(config: &Path, command: MemoryCommand) -> Result<ExitCode> {
                 Ok(s) => s,
                 Err(e) => {
                     err!("error: `--scope`: {e}");
-                    return Ok(ExitCode::from(2));
+                    return Ok(Exit::Usage.into());
                 }
             };
             match bank.page(&MemoryFilter { scope, state }, &page.request()) {

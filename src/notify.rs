@@ -2,6 +2,7 @@
 //! of the `[[notify]]` targets' deliveries (the outbox in the store), and a
 //! way to check a target's URL and secret before an incident needs them.
 
+use crate::exit::Exit;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -128,7 +129,7 @@ async fn test(config: &Path, name: &str) -> Result<ExitCode> {
                 "error: the test notification to `{name}` ({}) was not delivered: {why}",
                 notify::redacted(&target.url)
             );
-            Ok(ExitCode::from(5))
+            Ok(Exit::ToolFailed.into())
         }
     }
 }

@@ -1,5 +1,6 @@
 //! `glovebox rescue ...`, `glovebox context ...` and `glovebox session check`.
 
+use crate::exit::Exit;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -128,11 +129,12 @@ fn open(config: &Path) -> Result<Opened> {
 
 fn refused(e: &RescueError) -> ExitCode {
     err!("error: {e}");
-    ExitCode::from(match e {
-        RescueError::Refused(_) => 3,
-        RescueError::NotFound(_) | RescueError::InvalidInput(_) => 4,
-        RescueError::Session(_) | RescueError::Storage(_) => 8,
-    })
+    match e {
+        RescueError::Refused(_) => Exit::Denied,
+        RescueError::NotFound(_) | RescueError::InvalidInput(_) => Exit::Invalid,
+        RescueError::Session(_) | RescueError::Storage(_) => Exit::Refused,
+    }
+    .into()
 }
 
 fn print_json<T: serde::Serialize>(value: &T) -> Result<()> {

@@ -3,6 +3,7 @@
 //! fire, last run and its outcome), and a schedule run now by hand. Both go
 //! to the running server when one holds the data dir.
 
+use crate::exit::Exit;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -95,7 +96,7 @@ pub async fn run(config: &Path, command: ScheduleCommand) -> Result<ExitCode> {
             Ok(if outcome.ok {
                 ExitCode::SUCCESS
             } else {
-                ExitCode::from(1)
+                Exit::Failed.into()
             })
         }
     }

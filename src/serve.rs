@@ -1,5 +1,6 @@
 //! `glovebox serve`: the MCP server, over stdio or streamable HTTP.
 
+use crate::exit::Exit;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::ExitCode;
@@ -173,7 +174,7 @@ pub async fn reload(config: &Path) -> Result<ExitCode> {
         Err(e) => {
             err!("error: {e:#}");
             err!("  nothing was reloaded: the server keeps serving the config it had");
-            Ok(ExitCode::from(2))
+            Ok(Exit::Usage.into())
         }
     }
 }

@@ -1,5 +1,6 @@
 //! `glovebox session ...` and `glovebox log ...`.
 
+use crate::exit::Exit;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -329,7 +330,7 @@ fn verify_export(
                     err!(
                         "error: `--head {text}` is not SEQ:HASH (a sequence number, a colon, and the 64 hex digits `log export` printed)"
                     );
-                    return Ok(ExitCode::from(2));
+                    return Ok(Exit::Usage.into());
                 }
             }
         }
@@ -345,7 +346,7 @@ fn verify_export(
         Ok(report) => report,
         Err(why) => {
             err!("error: `{}`: {why}", file.display());
-            return Ok(ExitCode::from(2));
+            return Ok(Exit::Usage.into());
         }
     };
     if json {
@@ -372,7 +373,7 @@ fn verify_export(
     Ok(if report.ok {
         ExitCode::SUCCESS
     } else {
-        ExitCode::from(8)
+        Exit::Refused.into()
     })
 }
 
@@ -819,7 +820,7 @@ pub fn run_log(config: &Path, command: LogCommand) -> Result<ExitCode> {
             Ok(if bad == 0 {
                 ExitCode::SUCCESS
             } else {
-                ExitCode::from(8)
+                Exit::Refused.into()
             })
         }
         LogCommand::Show {

@@ -1,6 +1,7 @@
 //! `glovebox store ...`: check, back up and restore the data dir's store.
 //! Exit codes: 0 whole, 8 damage found (check), 2 cannot open or bad usage.
 
+use crate::exit::Exit;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -90,7 +91,7 @@ pub fn run(config: &Path, command: StoreCommand) -> Result<ExitCode> {
             Ok(if report.ok() {
                 ExitCode::SUCCESS
             } else {
-                ExitCode::from(8)
+                Exit::Refused.into()
             })
         }
         StoreCommand::Backup { path, json } => {

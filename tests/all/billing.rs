@@ -155,7 +155,7 @@ async fn a_cost_cap_stops_calls_and_pauses_the_session_with_alternatives() {
     assert!(alternatives[0].contains(&format!("glovebox session budget {id} --cost")));
     assert!(alternatives[1].contains("hand off"));
     assert!(alternatives[2].contains("narrow the work"));
-    assert_eq!(refused.outcome.as_ref().unwrap_err().exit_code(), 3);
+    assert_eq!(refused.outcome.as_ref().unwrap_err().kind(), "denied");
 
     let state = f.durable.sessions.show(&id).unwrap();
     assert_eq!(state.header.status, SessionStatus::Paused);

@@ -166,28 +166,6 @@ impl CallError {
             CallError::Cancelled { .. } => "cancelled",
         }
     }
-
-    /// The process exit code the CLI uses for this failure. Documented in docs/operators/cli.md.
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            CallError::Denied { .. } => 3,
-            CallError::AwaitingApproval { .. } => 9,
-            CallError::UnknownTool { .. }
-            | CallError::AmbiguousTool { .. }
-            | CallError::InvalidInput { .. } => 4,
-            CallError::ToolFailed { .. } | CallError::Trap { .. } => 5,
-            CallError::Timeout { .. }
-            | CallError::MemoryLimit { .. }
-            | CallError::FuelExhausted { .. }
-            | CallError::StackOverflow { .. }
-            | CallError::OutputTooLarge { .. }
-            | CallError::HostLimit { .. }
-            | CallError::Quota { .. } => 6,
-            CallError::Busy { .. } | CallError::LowDisk { .. } => 7,
-            CallError::Internal { .. } => 1,
-            CallError::Cancelled { .. } => 10,
-        }
-    }
 }
 
 fn alternatives_text(alternatives: &[String]) -> String {

@@ -1,0 +1,109 @@
+//! The process's exit codes, decided here and nowhere else.
+//!
+//! Why here: an exit code is a promise of the command line to the scripts
+//! that run it, not a property of an error. The libraries say what went
+//! wrong with error kinds (`CallError::kind`, `SessionError`, ...); the
+//! binary alone turns them into numbers, so a library's new error kind
+//! cannot change what a script sees without a change in this file. The
+//! table in `docs/operators/cli.md` says the same as [`Exit::meaning`]; a
+//! test holds them together.
+
+use std::process::ExitCode;
+
+use glovebox::CallError;
+
+/// What a command's exit code says. The numbers are stable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Exit {
+    /// A fault in the host, or a check that found problems.
+    Failed = 1,
+    /// Bad usage, a bad config or manifest, a plugin that cannot load.
+    Usage = 2,
+    /// A permission hook (or an operator's rule) denied it.
+    Denied = 3,
+    /// Invalid input, an unknown tool or record.
+    Invalid = 4,
+    /// The tool failed or crashed, or a delivery failed.
+    ToolFailed = 5,
+    /// A timeout or a limit.
+    Limit = 6,
+    /// Busy: admission refused it, or the disk is low.
+    Busy = 7,
+    /// The session refused it, or the store is damaged.
+    Refused = 8,
+    /// It awaits a human's approval.
+    AwaitingApproval = 9,
+    /// Cancelled.
+    Cancelled = 10,
+}
+
+impl Exit {
+    /// Every code, in order.
+    #[cfg(test)]
+    const ALL: [Exit; 10] = [
+        Exit::Failed,
+        Exit::Usage,
+        Exit::Denied,
+        Exit::Invalid,
+        Exit::ToolFailed,
+        Exit::Limit,
+        Exit::Busy,
+        Exit::Refused,
+        Exit::AwaitingApproval,
+        Exit::Cancelled,
+    ];
+
+    /// The code a failed call exits with.
+    pub fn of_call(e: &CallError) -> Exit {
+        match e {
+            CallError::Denied { .. } => Exit::Denied,
+            CallError::AwaitingApproval { .. } => Exit::AwaitingApproval,
+            CallError::UnknownTool { .. }
+            | CallError::AmbiguousTool { .. }
+            | CallError::InvalidInput { .. } => Exit::Invalid,
+            CallError::ToolFailed { .. } | CallError::Trap { .. } => Exit::ToolFailed,
+            CallError::Timeout { .. }
+            | CallError::MemoryLimit { .. }
+            | CallError::FuelExhausted { .. }
+            | CallError::StackOverflow { .. }
+            | CallError::OutputTooLarge { .. }
+            | CallError::HostLimit { .. }
+            | CallError::Quota { .. } => Exit::Limit,
+            CallError::Busy { .. } | CallError::LowDisk { .. } => Exit::Busy,
+            CallError::Internal { .. } => Exit::Failed,
+            CallError::Cancelled { .. } => Exit::Cancelled,
+        }
+    }
+}
+
+impl From<Exit> for ExitCode {
+    fn from(exit: Exit) -> ExitCode {
+        ExitCode::from(exit as u8)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Exit;
+
+    /// Why: the codes were numbers spread over the commands and a library
+    /// (`CallError::exit_code`), and the page that promises them could
+    /// drift from what the binary did. Every code has its row in
+    /// `docs/operators/cli.md`, and every row a code.
+    #[test]
+    fn the_cli_page_lists_every_exit_code_and_no_other() {
+        let page = include_str!("../docs/operators/cli.md");
+        let listed: Vec<u8> = page
+            .lines()
+            .filter_map(|line| line.strip_prefix("| "))
+            .filter_map(|rest| rest.split(" |").next()?.trim().parse().ok())
+            .collect();
+        let mut codes: Vec<u8> = Exit::ALL.iter().map(|e| *e as u8).collect();
+        codes.insert(0, 0);
+        assert_eq!(
+            listed, codes,
+            "the exit code table of docs/operators/cli.md"
+        );
+    }
+}
