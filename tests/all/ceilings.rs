@@ -102,13 +102,21 @@ struct Fixture {
     _data: tempfile::TempDir,
 }
 
-/// The sessions in store `dir` on `clock`; an error while another holder
-/// has the store open.
-fn open_durable(dir: &Path, clock: &Arc<AtomicU64>) -> Result<Arc<Durable>, String> {
+/// The sessions in store `dir` on `clock`, under `config`'s quotas; an
+/// error while another holder has the store open.
+fn open_durable(
+    dir: &Path,
+    clock: &Arc<AtomicU64>,
+    config: &HostConfig,
+) -> Result<Arc<Durable>, String> {
     let store = SledStore::open(dir, Durability::Flush).map_err(|e| e.to_string())?;
     let storage: Arc<dyn Storage> = Arc::new(store);
     let now = clock.clone();
-    let sessions = Sessions::with_config(storage.clone(), SessionsConfig::default())
+    let sessions_config = SessionsConfig {
+        quotas: config.quotas.clone(),
+        ..SessionsConfig::default()
+    };
+    let sessions = Sessions::with_config(storage.clone(), sessions_config)
         .with_clock(move || now.load(Ordering::SeqCst));
     Ok(Arc::new(Durable {
         sessions: Arc::new(sessions),
@@ -148,7 +156,7 @@ impl Fixture {
         // The store's lock goes with its last holder (a restart waits for it).
         let deadline = Instant::now() + Duration::from_secs(10);
         let durable = loop {
-            match open_durable(store, clock) {
+            match open_durable(store, clock, config) {
                 Ok(durable) => break durable,
                 Err(e) => assert!(Instant::now() < deadline, "the store stays locked: {e}"),
             }
@@ -648,6 +656,91 @@ async fn threat_49_a_principals_daily_bytes_are_bounded_across_its_sessions() {
             .contains("`quotas.principal_bytes_per_day` = 64 KiB"),
         "{err}"
     );
+}
+
+/// Why (threats 42, 49): a call or a usage report past a session's log
+/// quota (`quotas.session_events`) must be refused before anything of it is
+/// logged or charged: logged, the log passes its quota; charged first, a
+/// refused call counts against the principal's ceilings without running.
+#[tokio::test]
+async fn threat_49_a_call_or_usage_report_at_the_session_log_quota_is_refused_before_it_is_logged_or_charged()
+ {
+    let f = Fixture::new(|c| {
+        c.quotas.session_events = 12;
+        let alice = PeriodCeilings {
+            day: limits(None, Some(100), Some(1_000_000)),
+            ..PeriodCeilings::default()
+        };
+        c.budgets.ceilings.principals.insert("alice".into(), alice);
+    })
+    .await;
+    let alice = agent("alice");
+    let id = f.start(&alice, "calls", Role::Workagent, "p").unwrap();
+    let call = || {
+        let call = f
+            .gw()
+            .call_in_session(&id, "echo.echo", r#"{"message":"hi"}"#, None);
+        glovebox::tasks::acting("alice", call)
+    };
+    let mut calls = 0;
+    let err = loop {
+        match call().await {
+            Ok(report) => {
+                ok(&report);
+                calls += 1;
+            }
+            Err(e) => break e,
+        }
+        assert!(calls < 12, "the calls were never stopped");
+    };
+    assert!(calls >= 2, "{calls}");
+    match &err {
+        SessionError::Quota { limit, .. } => assert_eq!(limit.key, "session_events"),
+        other => panic!("expected the quota, got {other:?}"),
+    }
+    assert!(
+        err.to_string().contains("`quotas.session_events` = 12"),
+        "{err}"
+    );
+    let alices = Scope::principal("alice");
+    let tally = || {
+        f.sessions()
+            .tallies()
+            .read(&alices, f.sessions().clock_ms())
+            .unwrap()
+            .day
+    };
+    assert_eq!(tally().calls, calls, "the refused call was not charged");
+    let seq = f.sessions().show(&id).unwrap().last_seq;
+    assert!(matches!(call().await, Err(SessionError::Quota { .. })));
+    let usage = glovebox::tasks::acting(
+        "alice",
+        f.gw().report_usage(
+            &id,
+            UsageReport {
+                tokens_in: 500,
+                tokens_out: 500,
+                cost: 0.0,
+                model: None,
+            },
+        ),
+    )
+    .await;
+    assert!(
+        matches!(&usage, Err(SessionError::Quota { limit, .. }) if limit.key == "session_events"),
+        "{usage:?}"
+    );
+    assert_eq!(tally().calls, calls);
+    assert_eq!(tally().tokens, 0, "the refused report was not charged");
+    assert_eq!(
+        f.sessions().show(&id).unwrap().last_seq,
+        seq,
+        "nothing was logged"
+    );
+    // The session still ends.
+    f.sessions()
+        .end_as(&alice, &id, glovebox::session::EndOutcome::Exit)
+        .unwrap();
 }
 
 /// A host on the NATS server at `url` (node `node`) with the priced

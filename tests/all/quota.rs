@@ -385,3 +385,54 @@ fn threat_49_below_the_disk_watermark_an_agents_notes_handoffs_usage_and_proposa
     assert_eq!(log.len(), before + 1);
     assert_eq!(log.last().unwrap()["kind"]["type"], "ended");
 }
+
+/// Why (threats 42, 49): an agent looping `session_note` over MCP grew one
+/// session's log without a bound but the disk. Past `quotas.session_events`
+/// the note is refused with the `quota` error naming the key and the fix,
+/// nothing is logged, and `session_end` still goes through.
+#[test]
+fn threat_49_an_agent_looping_session_note_over_mcp_stops_at_session_events_and_still_ends() {
+    use crate::mcp::Server;
+    use serde_json::json;
+    let site = Site::with_config("[quotas]\nsession_events = 100\n", &[]);
+    let mut server = Server::initialized(&site.config(), &[]);
+    server.ok(
+        1,
+        "session_start",
+        json!({"role": "workagent", "project": "p", "name": "w"}),
+    );
+    let mut notes = 0u64;
+    let (kind, message) = loop {
+        let answer = server.call(10 + notes, "session_note", json!({"text": "again"}));
+        if answer["result"]["isError"] == true {
+            let error = &answer["result"]["structuredContent"]["error"];
+            break (
+                error["kind"].as_str().unwrap().to_string(),
+                error["message"].as_str().unwrap().to_string(),
+            );
+        }
+        assert_eq!(answer["result"]["isError"], false, "{answer}");
+        notes += 1;
+        assert!(notes < 200, "the loop of notes was never stopped");
+    };
+    assert_eq!(notes, 99, "the start and 99 notes make the 100");
+    assert_eq!(kind, "quota", "{message}");
+    for words in [
+        "`quotas.session_events` = 100, set by the operator in [quotas]",
+        "`session_end` still works",
+    ] {
+        assert!(message.contains(words), "{message}");
+    }
+    let socket = site.path().join("data/control.sock");
+    let start = std::time::Instant::now();
+    while !socket.exists() {
+        assert!(start.elapsed() < std::time::Duration::from_secs(60));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let before = events(&site, "w").len();
+    assert_eq!(before, 100, "nothing past the quota was logged");
+    server.ok(1000, "session_end", json!({"outcome": "exit"}));
+    let log = events(&site, "w");
+    assert_eq!(log.len(), before + 1);
+    assert_eq!(log.last().unwrap()["kind"]["type"], "ended");
+}

@@ -52,9 +52,11 @@ pub struct QuotasConfig {
     /// `approvals_per_principal`: pending approvals of one agent
     /// principal's calls, over all its sessions. Default 64.
     pub approvals_per_principal: u64,
-    /// `session_events`: events in one session's log. Default 1,000,000.
+    /// `session_events`: events agents and operators write into one
+    /// session's log (not the host's own). Default 1,000,000.
     pub session_events: u64,
-    /// `session_bytes`: bytes of one session's log. Default 1 GiB.
+    /// `session_bytes`: bytes agents and operators write into one session's
+    /// log, as stored. Default 1 GiB.
     pub session_bytes: u64,
     /// `principal_events_per_day`: events one agent principal causes in
     /// all its sessions' logs in a UTC day. Default 1,000,000.

@@ -153,6 +153,12 @@ pub(crate) async fn record(
         };
         let tallies = sessions.tallies();
         let appended = sessions.append_with_commit(&id, commit, |state, now| {
+            // A call the session's log has no room for is refused before
+            // anything of it is counted or charged (`quotas.session_events`,
+            // `session_bytes`); the append checks the sealed records again.
+            if let Err(e) = sessions.check_log_room(state, &requested) {
+                return (Vec::new(), (Outcome::NoRoom(e), now));
+            }
             let mut events = vec![requested];
             if let Some(breach) = budget::check_call(state, &budgets, now, call_cost) {
                 // The budget's deny comes first: the hooks' decisions are not
@@ -239,6 +245,10 @@ pub(crate) async fn record(
             Outcome::Failed(e) => {
                 give_back();
                 Err(SessionError::Storage(e))
+            }
+            Outcome::NoRoom(e) => {
+                give_back();
+                Err(e)
             }
             Outcome::OverBudget(err) => {
                 give_back();
@@ -358,6 +368,9 @@ enum Outcome {
     /// The spend tallies could not be read or written: nothing is logged,
     /// and the call does not run.
     Failed(StorageError),
+    /// The session's log has no room for the call (its quotas): nothing
+    /// is logged, and the call does not run.
+    NoRoom(SessionError),
 }
 
 /// The `budget` hook's denial of a call at a spend ceiling.

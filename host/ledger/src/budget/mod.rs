@@ -340,6 +340,11 @@ pub fn report_usage(
     };
     let tokens = report.tokens_in.saturating_add(report.tokens_out);
     let (events, charged) = sessions.append_with(id_or_name, |state, now| {
+        // A report the session's log has no room for is refused before
+        // it is charged (`quotas.session_events`, `session_bytes`).
+        if let Err(e) = sessions.check_log_room(state, &kind) {
+            return (Vec::new(), Err(e));
+        }
         // The spend happened: it is charged to the ceilings across sessions
         // before it is logged (a crash between them over-counts), and a
         // ceiling it reaches pauses the session as a cap would.
@@ -349,7 +354,7 @@ pub fn report_usage(
             .charge_usage(&scopes, cost_micros, tokens, now)
         {
             Ok(charged) => charged,
-            Err(e) => return (Vec::new(), Err(e)),
+            Err(e) => return (Vec::new(), Err(e.into())),
         };
         let mut events = vec![kind];
         let mut used = Used::of(state, now);

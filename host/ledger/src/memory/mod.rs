@@ -377,11 +377,13 @@ impl MemoryBank {
             text: entry.text.clone(),
         };
         // A session whose log is closed takes no proposal, and none is
-        // taken below the disk watermark: checked before the entry is
-        // written, and the entry is taken back if the append fails.
+        // taken below the disk watermark or past the log's quotas: checked
+        // before the entry is written, and the entry is taken back if the
+        // append fails.
         state.check(&kind)?;
         actor::scoped(caller.name.as_str(), || {
-            sessions.check_room(std::slice::from_ref(&kind))
+            sessions.check_room(std::slice::from_ref(&kind))?;
+            sessions.check_log_room(&state, &kind)
         })?;
         let placed = !caller.is_operator();
         if placed {

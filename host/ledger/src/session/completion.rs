@@ -273,6 +273,20 @@ impl Sessions {
                 worker_state.owner_name()
             )));
         }
+        // The judge's log takes a copy after the worker's record (the
+        // append does not refuse it then): its room is checked first, so a
+        // refusal there writes nothing.
+        let copy = EventKind::VerdictGiven {
+            session: worker_state.header.id.clone(),
+            verdict: Verdict {
+                judge_session: judge.header.id.clone(),
+                judge: caller.name.clone(),
+                handoff_seq: u64::MAX,
+                pass: input.pass,
+                reasons: input.reasons.clone(),
+            },
+        };
+        actor::scoped(caller.name.as_str(), || self.check_log_room(&judge, &copy))?;
         let verdict = actor::scoped(caller.name.as_str(), || {
             self.with_slot(&worker_state.header.id, |this, slot, id| {
                 let state = this.loaded(slot, id)?;

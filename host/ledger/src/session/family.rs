@@ -307,6 +307,20 @@ impl Sessions {
         }
         quota::check_handoff(&self.config.quotas, &task)?;
         quota::check_children(&self.config.quotas, &parent)?;
+        // The parent's log takes `child_spawned` once the child started
+        // (the append does not refuse it then): its room
+        // (`quotas.session_events`, `session_bytes`) is checked before the
+        // child starts, with an id as long as the child's will be.
+        let record = EventKind::ChildSpawned {
+            child: parent.header.id.clone(),
+            role: spawn.role,
+            name: spawn.name.clone(),
+            budget: spawn.budget.clone(),
+            task: task.clone(),
+        };
+        actor::scoped(caller.name.as_str(), || {
+            self.check_log_room(&parent, &record)
+        })?;
         let now = self.now();
         let caps = carve(&parent, budgets, spawn.role, &spawn.budget, now)
             .map_err(|e| SessionError::NotAllowed(format!("cannot spawn the child: {e}")))?;

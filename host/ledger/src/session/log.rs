@@ -112,16 +112,15 @@ fn read_to_damage(
     }
 }
 
-/// Loads the state of session `id` (named `label` in errors).
-/// The first event of session `id` (named `label` in errors), checked, and
-/// the chain its log is sealed with (see `chain.rs`), with `key` the
-/// configured chain key.
+/// The first event of session `id` (named `label` in errors), checked, its
+/// size as stored, and the chain its log is sealed with (see `chain.rs`),
+/// with `key` the configured chain key.
 fn first_event(
     storage: &dyn Storage,
     id: &str,
     label: &str,
     key: Option<&Arc<ChainKey>>,
-) -> Result<(Event, Chain), SessionError> {
+) -> Result<(Event, usize, Chain), SessionError> {
     let tampered = |seq: u64, reason: String| SessionError::Tampered {
         session: label.to_string(),
         seq,
@@ -140,7 +139,7 @@ fn first_event(
     event
         .check_link(id, 1, GENESIS_HASH, &chain)
         .map_err(|r| tampered(1, r))?;
-    Ok((event, chain))
+    Ok((event, bytes.len(), chain))
 }
 
 /// Loads the state of session `id` (named `label` in errors), its log
@@ -165,7 +164,7 @@ pub(crate) fn load(
         seq,
         reason,
     };
-    let (first, chain) = first_event(storage, id, label, key)?;
+    let (first, first_len, chain) = first_event(storage, id, label, key)?;
     let mut start = None;
     if use_checkpoints {
         for (seq, bytes) in checkpoint::list(storage, id)? {
@@ -189,7 +188,9 @@ pub(crate) fn load(
         Some(state) => state,
         None => {
             stats.events_read += 1;
-            SessionState::start(&first).map_err(|e| tampered(1, e.to_string()))?
+            let mut state = SessionState::start(&first).map_err(|e| tampered(1, e.to_string()))?;
+            state.count_written(&first, first_len);
+            state
         }
     };
     while state.last_seq < last {
@@ -213,6 +214,7 @@ pub(crate) fn load(
                     format!("it does not fit the session's lifecycle ({e})"),
                 )
             })?;
+            state.count_written(&event, bytes.len());
         }
         if let Some((seq, reason)) = damage {
             return Err(tampered(seq, reason));

@@ -76,6 +76,6 @@ pub use ops::{Resumed, SessionFilter, StartSession};
 pub use recover::{RecoveredCall, Recovery};
 pub use state::{
     ChildLink, Counters, HandoffRecord, InFlightCall, InterruptedCall, SessionHeader, SessionInfo,
-    SessionState,
+    SessionState, Written,
 };
 pub use store::{Commit, DiskRoom, SessionDirs, Sessions, SessionsConfig};

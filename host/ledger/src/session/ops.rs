@@ -198,11 +198,13 @@ impl Sessions {
             unclaim(self);
             return Err(e.into());
         }
+        let stored = bytes.len();
         if let Err(e) = self.storage.append(&id, 0, &[bytes]) {
             unclaim(self);
             return Err(e.into());
         }
-        let state = SessionState::start(&event)?;
+        let mut state = SessionState::start(&event)?;
+        state.count_written(&event, stored);
         if let Err(e) = self.put_info(&state) {
             tracing::warn!(session = %id, error = %e, "could not update the session index");
         }
@@ -515,6 +517,14 @@ impl Sessions {
                             target.header.status
                         )));
                     }
+                    // The target's log takes the receipt after the writer's
+                    // record (the append does not refuse it then): its room
+                    // is checked first, so a refusal writes nothing.
+                    let receipt = EventKind::HandoffReceived {
+                        from_session: id.clone(),
+                        handoff: handoff.clone(),
+                    };
+                    self.check_log_room(&target, &receipt)?;
                     Some(target_id)
                 }
             }

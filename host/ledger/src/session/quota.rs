@@ -1,13 +1,33 @@
 //! The `[quotas]` the sessions enforce: tags per session, the size of a
-//! handoff, live sessions per agent principal, children per session. Each
-//! check runs before anything is written, so a refused request changes
-//! nothing; the error names the key to raise (see
-//! `glovebox_manifest::QuotasConfig`).
+//! handoff, live sessions per agent principal, children per session, the
+//! events and bytes of one session's log. Each check runs before anything
+//! is written, so a refused request changes nothing; the error names the
+//! key to raise (see `glovebox_manifest::QuotasConfig`).
+//!
+//! The log's quotas (`session_events`, `session_bytes`): why. One session's
+//! log is read whole to resume it, verify it or replay it, and lives on the
+//! disk every tenant shares; a loop of notes or calls in one session grew it
+//! without end (threats 42, 49). They count what actors wrote
+//! ([`Written`](super::state::Written): every event an agent or operator
+//! caused, not the host's own; kept in the state and its checkpoints, so a
+//! restart counts nothing again) and are checked in the one batch append
+//! every event takes, beside the disk watermark and the principal's daily
+//! counts. Only new content an actor asks for is refused ([`grows`]): a
+//! record of it that would take the log past a quota. Whatever closes,
+//! pauses or settles a session, and what follows a call already admitted,
+//! is counted and goes through, so a session at its quota still ends and
+//! nothing acknowledged is lost. A write that leaves a record in another
+//! session's log (a handoff's receipt, a verdict's copy in the judge's log,
+//! a child's record in its parent), or that does work before its append (a
+//! call's admission, a usage report's charge), checks the log first
+//! ([`Sessions::check_log_room`]), so a refusal writes and charges nothing.
 
+use super::actor;
 use super::error::SessionError;
+use super::event::{Event, EventKind};
 use super::handoff::Handoff;
 use super::index::{LIVE, PAGE, id_of};
-use super::state::SessionState;
+use super::state::{SessionState, written_by_actor};
 use super::store::Sessions;
 use crate::manifest::QuotasConfig;
 
@@ -118,5 +138,156 @@ impl Sessions {
             }
         }
         Ok(())
+    }
+}
+
+/// Whether an actor's event of `kind` is new content, refused past the
+/// log's quotas. Every kind is on one side (the match is exhaustive), so a
+/// new kind of event must choose.
+fn grows(kind: &EventKind) -> bool {
+    match kind {
+        EventKind::CallRequested { .. }
+        | EventKind::Note { .. }
+        | EventKind::Handoff(_)
+        | EventKind::UsageReported { .. }
+        | EventKind::MemoryProposed { .. }
+        | EventKind::MemorySearched { .. }
+        | EventKind::VerdictReceived { .. }
+        | EventKind::Renamed { .. }
+        | EventKind::Tagged { .. } => true,
+        // A new log's first records; the records of a write checked on
+        // this log before it was made (`check_log_room`: a handoff's
+        // receipt, a verdict's copy, a child's record in its parent, which
+        // follows the child's start); what follows a call already
+        // admitted; what closes, pauses or settles.
+        EventKind::SessionStarted { .. }
+        | EventKind::ContextInjected { .. }
+        | EventKind::HandoffReceived { .. }
+        | EventKind::VerdictGiven { .. }
+        | EventKind::ChildSpawned { .. }
+        | EventKind::CallDecided { .. }
+        | EventKind::CallStarted { .. }
+        | EventKind::CallFinished { .. }
+        | EventKind::CallInterrupted { .. }
+        | EventKind::Paused { .. }
+        | EventKind::Resumed
+        | EventKind::Ended { .. }
+        | EventKind::Archived
+        | EventKind::BudgetWarning { .. }
+        | EventKind::BudgetExceeded { .. }
+        | EventKind::CapRaised { .. }
+        | EventKind::CeilingWarning { .. }
+        | EventKind::CeilingReached { .. }
+        | EventKind::BlockerFlag(_)
+        | EventKind::Escalation { .. }
+        | EventKind::JobsUnwaited { .. }
+        | EventKind::ActionRefused { .. }
+        | EventKind::GatesChecked { .. }
+        | EventKind::ScheduleAlert { .. } => false,
+    }
+}
+
+/// Session `state`'s log with `events` more events and `bytes` more bytes
+/// of new content from actors, against `quotas.session_events` and
+/// `quotas.session_bytes`.
+fn check_log(
+    quotas: &QuotasConfig,
+    state: &SessionState,
+    events: u64,
+    bytes: u64,
+) -> Result<(), SessionError> {
+    let written = state.written;
+    let checks = [
+        (
+            "session_events",
+            written.events.saturating_add(events),
+            "events",
+        ),
+        (
+            "session_bytes",
+            written.bytes.saturating_add(bytes),
+            "bytes",
+        ),
+    ];
+    for (key, after, unit) in checks {
+        let limit = quotas.limit(key);
+        if after > limit.value {
+            return Err(SessionError::Quota {
+                limit,
+                what: format!(
+                    "session {} would hold {after} {unit} written by its actors",
+                    state.label()
+                ),
+                fix: "end this session (`session_end` still works) and go on in a new one (a `session_handoff` to it first carries the work over, if it fits), or ask an operator to raise the quota".into(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The batch `events` (stored as `bytes`) about to follow `state`, against
+/// the log's quotas: refused when the new content actors ask for in it
+/// ([`grows`]) would take the log past one. The rest of the batch is
+/// counted (by the append) but never refused, and a batch that closes the
+/// session or lifts its pause goes through whatever it carries (see
+/// `room.rs`).
+pub(super) fn check_batch(
+    quotas: &QuotasConfig,
+    state: &SessionState,
+    events: &[Event],
+    bytes: &[Vec<u8>],
+) -> Result<(), SessionError> {
+    if events.iter().any(|e| super::room::settles(&e.kind)) {
+        return Ok(());
+    }
+    let (mut n, mut size) = (0u64, 0u64);
+    for (event, stored) in events.iter().zip(bytes) {
+        if written_by_actor(event) && grows(&event.kind) {
+            n += 1;
+            size = size.saturating_add(stored.len() as u64);
+        }
+    }
+    if n == 0 {
+        return Ok(());
+    }
+    check_log(quotas, state, n, size)
+}
+
+/// The most bytes one event of `kind` by `by` takes in session `state`'s
+/// log: the event sealed with the widest sequence and time there are.
+fn stored_bound(state: &SessionState, by: &str, kind: &EventKind) -> u64 {
+    let hash = "0".repeat(state.last_hash.len().max(64));
+    let widest = Event {
+        session: state.header.id.clone(),
+        seq: u64::MAX,
+        at_ms: u64::MAX,
+        prev_hash: hash.clone(),
+        by: Some(by.to_string()),
+        hash,
+        kind: kind.clone(),
+    };
+    widest.to_bytes().len() as u64
+}
+
+impl Sessions {
+    /// Whether session `state`'s log has room, under its quotas, for one
+    /// more record of `kind` from the actor named on this thread (its size
+    /// bounded from above, so a record that passes here passes the
+    /// append's own check of the sealed record). For a write that lands in
+    /// another log first (a handoff's receipt, a verdict's copy, a child's
+    /// record in its parent) or that does work before its append (a usage
+    /// report charged to the ceilings, a call's admission): checked before
+    /// either, so a refusal writes and charges nothing. The host's own
+    /// records pass.
+    pub fn check_log_room(
+        &self,
+        state: &SessionState,
+        kind: &EventKind,
+    ) -> Result<(), SessionError> {
+        let Some(by) = actor::named().filter(|by| &**by != actor::HOST) else {
+            return Ok(());
+        };
+        let size = stored_bound(state, &by, kind);
+        check_log(&self.config.quotas, state, 1, size)
     }
 }

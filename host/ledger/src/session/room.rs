@@ -67,7 +67,7 @@ fn is_content(kind: &EventKind) -> bool {
 /// Whether `kind` closes a session or lifts its pause: a batch with one
 /// goes through whatever else it carries (the notes of the approvals a
 /// session's end, or an operator's denial, settles).
-fn settles(kind: &EventKind) -> bool {
+pub(super) fn settles(kind: &EventKind) -> bool {
     matches!(
         kind,
         EventKind::Ended { .. } | EventKind::Archived | EventKind::Resumed

@@ -195,9 +195,50 @@ pub struct SessionState {
     /// any kind but a continuation), what `session_wait` waits for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub report: Option<HandoffRecord>,
+    /// What its actors wrote into its log (see [`Written`]). A checkpoint
+    /// written before it was counted carries none: the events before it
+    /// are not counted (under, never over, once).
+    #[serde(default, skip_serializing_if = "Written::is_empty")]
+    pub written: Written,
+}
+
+/// The events, and their bytes as stored, that actors (agents, operators;
+/// not the host's own records) wrote into a session's log: what
+/// `quotas.session_events` and `quotas.session_bytes` bound (see
+/// `quota.rs`). Kept in the state, so a checkpoint carries it and a load
+/// adds what follows: a restart recounts nothing from the whole log.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Written {
+    pub events: u64,
+    pub bytes: u64,
+}
+
+impl Written {
+    fn is_empty(&self) -> bool {
+        *self == Written::default()
+    }
+}
+
+/// Whether `event` counts in [`Written`]: an actor's, not the host's (nor
+/// of a log older than the actor's record).
+pub(crate) fn written_by_actor(event: &Event) -> bool {
+    event
+        .by
+        .as_deref()
+        .is_some_and(|by| by != super::actor::HOST)
 }
 
 impl SessionState {
+    /// Counts `event`, stored as `stored` bytes, in [`SessionState::written`]
+    /// if an actor wrote it. Called wherever an event's stored bytes are at
+    /// hand: the append, the start, the load's replay.
+    pub(crate) fn count_written(&mut self, event: &Event, stored: usize) {
+        if written_by_actor(event) {
+            self.written.events += 1;
+            self.written.bytes = self.written.bytes.saturating_add(stored as u64);
+        }
+    }
+
     /// The principal that owns the session: the one that started it, or the
     /// built-in agent `local` for a session started before principals were
     /// recorded.
@@ -278,6 +319,7 @@ impl SessionState {
             children_spawned: 0,
             children_carved: Carved::default(),
             report: None,
+            written: Written::default(),
         })
     }
 

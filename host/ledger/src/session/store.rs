@@ -457,6 +457,9 @@ impl Sessions {
             let state = self.loaded(slot, id)?;
             let (next, events) = self.sealed(state, id, kinds)?;
             let bytes: Vec<Vec<u8>> = events.iter().map(Event::to_bytes).collect();
+            // The log's own quotas first: a batch they refuse is not
+            // counted in the owner's day either.
+            super::quota::check_batch(&self.config.quotas, state, &events, &bytes)?;
             if attempt == 1 {
                 // Counted once, before the write: a write that then fails
                 // leaves them counted (over, never under).
@@ -485,7 +488,7 @@ impl Sessions {
             }
             // Applied one by one, so each event's upkeep (index, checkpoint)
             // sees the state it left.
-            for event in &events {
+            for (event, stored) in events.iter().zip(&bytes) {
                 let was_live = state.header.status.is_live();
                 let watched = !lock(&self.notified).is_empty();
                 let notifications = match &self.config.notify {
@@ -497,6 +500,9 @@ impl Sessions {
                     slot.state = None;
                     return Err(e);
                 }
+                // Before the upkeep, so a checkpoint taken after this event
+                // counts it.
+                state.count_written(event, stored.len());
                 self.after_append(state, was_live, event);
                 if watched {
                     for observer in lock(&self.notified).iter() {
