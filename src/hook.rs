@@ -220,7 +220,7 @@ fn find_hook(config: &Path, name: &str) -> Result<HookConfig> {
 pub async fn load(config: &Path, hook: HookConfig) -> Result<Host> {
     let data_dir = match HostConfig::load(config) {
         Ok(c) => c.data_dir,
-        Err(_) => crate::plugin::user_cache_dir()?,
+        Err(_) => crate::cache_dir::user_cache_dir()?,
     };
     let mut host_config = HostConfig::from_plugins(data_dir, Vec::new());
     host_config.hooks = vec![hook];

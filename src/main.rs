@@ -30,6 +30,7 @@ macro_rules! err {
 mod approvals;
 mod billing;
 mod budget;
+mod cache_dir;
 mod call;
 mod children;
 mod completion;

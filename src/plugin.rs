@@ -1,6 +1,6 @@
 //! `glovebox plugin check` and `glovebox tools`: what a plugin offers.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
@@ -13,7 +13,7 @@ pub async fn check(config: &Path, path: &Path) -> Result<ExitCode> {
     // Use the configured data dir (and its compile cache) when there is a config.
     let (data_dir, defaults) = match HostConfig::load(config) {
         Ok(c) => (c.data_dir, c.defaults),
-        Err(_) => (user_cache_dir()?, Limits::default()),
+        Err(_) => (crate::cache_dir::user_cache_dir()?, Limits::default()),
     };
     let is_manifest = path.extension().is_some_and(|e| e == "toml");
     let manifest = if is_manifest {
@@ -62,22 +62,6 @@ pub async fn check(config: &Path, path: &Path) -> Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Where `plugin check` keeps its compile cache when there is no config:
-/// `$XDG_CACHE_HOME/glovebox`, else `~/.cache/glovebox`.
-pub fn user_cache_dir() -> Result<PathBuf> {
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")));
-    match base {
-        Some(base) => Ok(base.join("glovebox")),
-        // Never a shared temp dir: another user could plant compiled code there.
-        None => bail!(
-            "no config, and neither `XDG_CACHE_HOME` nor `HOME` is set, so there is no private place for the compile cache: set one of them, or pass `--config` with a `data_dir`"
-        ),
-    }
 }
 
 /// The load failed because the component is of the hook world, not the tool world.

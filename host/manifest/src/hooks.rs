@@ -5,9 +5,8 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::host_config::MemoryCap;
+use super::guest::{MemoryCap, normalize_sha256, valid_plugin_name};
 use super::paths::normalize;
-use super::plugin::{normalize_sha256, valid_plugin_name};
 use super::source::{self, NAME_HINT, Source, join_key};
 use super::units::{Fuel, Millis, Size};
 use super::{ConfigError, HookConfig};

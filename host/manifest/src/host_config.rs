@@ -9,6 +9,7 @@ use super::approvals::{RawApprovals, validate_approvals};
 use super::budgets::{RawBudgets, validate_budgets};
 use super::completion::{RawCompletion, validate_completion};
 use super::detector::{RawContext, RawDetector, validate_context, validate_detector};
+use super::guest::MemoryCap;
 use super::handoffs::{RawHandoffs, validate_handoffs};
 use super::hooks::{RawHook, hooks_none, validate_hooks};
 use super::limits::{RawLimits, apply_limits};
@@ -21,7 +22,7 @@ use super::principal::{RawPrincipal, validate_principals};
 use super::quotas::{RawQuotas, validate_quotas};
 use super::schedule::{RawSchedule, RawTrigger, validate_schedules, validate_triggers};
 use super::source::{self, SIZE_HINT, Source};
-use super::units::{Millis, Size, format_size};
+use super::units::{Millis, Size};
 use super::{
     ConfigError, DurabilityMode, HostConfig, Limits, MAX_ADMISSION_QUEUE, MAX_CONCURRENT_CALLS,
     NatsStorage, PluginManifest, RuntimeConfig, StorageBackend, StorageConfig,
@@ -351,45 +352,6 @@ impl HostConfig {
             .cache_dir
             .clone()
             .unwrap_or_else(|| self.data_dir.join("cache"))
-    }
-}
-
-/// The bound a plugin's `memory` must stay within, and where the operator can raise it.
-pub(super) struct MemoryCap<'a> {
-    per_instance: u64,
-    budget: u64,
-    config_file: &'a str,
-}
-
-impl<'a> MemoryCap<'a> {
-    pub(super) fn new(runtime: &RuntimeConfig, config_file: &'a str) -> Self {
-        MemoryCap {
-            per_instance: runtime.max_memory_per_instance,
-            budget: runtime.memory_budget,
-            config_file,
-        }
-    }
-
-    /// `Some((problem, hint))` when `memory` is above what the host allows.
-    pub(super) fn check(&self, memory: u64) -> Option<(String, String)> {
-        let (bound, key) = if memory > self.per_instance {
-            (self.per_instance, "runtime.max_memory_per_instance")
-        } else if memory > self.budget {
-            (self.budget, "runtime.memory_budget")
-        } else {
-            return None;
-        };
-        Some((
-            format!(
-                "memory limit {} is above the host's `{key}` of {}",
-                format_size(memory),
-                format_size(bound)
-            ),
-            format!(
-                "lower the limit, or raise `{key}` in `{}`",
-                self.config_file
-            ),
-        ))
     }
 }
 

@@ -32,6 +32,7 @@ mod ceilings;
 mod completion;
 mod detector;
 mod error;
+mod guest;
 mod handoffs;
 mod hooks;
 mod host_config;

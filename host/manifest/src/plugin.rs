@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::host_config::MemoryCap;
+use super::guest::{MemoryCap, normalize_sha256, valid_plugin_name};
 use super::limits::{RawLimits, apply_limits};
 use super::paths::{canonical, parent_dir, read_source, resolve_component, resolve_grant_dir};
 use super::source::{self, ACTION_HINT, NAME_HINT, join_key};
@@ -277,20 +277,6 @@ pub(super) fn load_manifest(
         scratch,
         tools,
     })
-}
-
-/// A pinned digest as 64 lowercase hex digits, or `None` if `text` is not one.
-pub(super) fn normalize_sha256(text: &str) -> Option<String> {
-    let hash = text.trim().to_ascii_lowercase();
-    (hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_hexdigit())).then_some(hash)
-}
-
-/// `[a-z0-9][a-z0-9_-]*`, at most 64 characters.
-pub(super) fn valid_plugin_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    matches!(chars.next(), Some('a'..='z' | '0'..='9'))
-        && chars.all(|c| matches!(c, 'a'..='z' | '0'..='9' | '_' | '-'))
-        && name.len() <= 64
 }
 
 /// Colon-separated segments of `[a-z0-9_*-]`, e.g. `execute:database:*`.

@@ -21,6 +21,7 @@
 //! appears.
 
 pub mod bindings;
+mod cache_file;
 pub mod call;
 mod component_file;
 pub mod error;

@@ -9,6 +9,7 @@
 //! component's digest and the Wizer version; the original file stays what the
 //! manifest pins and what approvals are bound to.
 
+use crate::cache_file::{sha256_hex, write_atomically};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -226,23 +227,6 @@ async fn make_snapshot(
 fn record_name(cached: &Path) -> String {
     let file = cached.file_name().unwrap_or_default().to_string_lossy();
     format!("preinit-{file}.sha256")
-}
-
-pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::Digest;
-    hex::encode(sha2::Sha256::digest(bytes))
-}
-
-/// Writes `bytes` to `path` through a 0600 temporary file in a 0700 directory
-/// (`what` names the directory in an error). Shared by the compile cache.
-pub(crate) fn write_atomically(path: &Path, bytes: &[u8], what: &str) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    crate::private_dir::ensure_private_dir(dir, what).map_err(std::io::Error::other)?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    std::io::Write::write_all(&mut tmp, bytes)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
 }
 
 /// Reads the instrumented instance's state for Wizer. Wizer's trait cannot

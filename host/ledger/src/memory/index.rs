@@ -21,9 +21,14 @@
 //! and a reader confirms each key against the record (a key the record no
 //! longer has is removed). A store written before the index is indexed
 //! once, a page at a time ([`index_old_records`]).
+//!
+//! A new session is handed the newest approved entries of its scopes
+//! ([`start_entries`]), read here through the scope keys.
 
 use super::records::{BUCKET, MemoryEntry, MemoryState, Scope};
+use crate::manifest::{MemoryConfig, Role};
 use crate::storage::{self, Storage, StorageError};
+use crate::values::ContextEntry;
 
 pub(crate) const INDEX: &str = "memory_index";
 /// In [`INDEX`]: present once every record of the store is indexed.
@@ -250,4 +255,56 @@ pub(crate) fn index_old_records(storage: &dyn Storage) -> Result<(), StorageErro
         );
     }
     Ok(())
+}
+
+/// What a new session of `project`, owned by `user`, as `role`, is handed:
+/// the approved entries of its three scopes, the most recently approved
+/// first, as many as `[memory] max_entries_at_start` and
+/// `max_bytes_at_start` allow (an entry that would pass the byte bound ends
+/// the list, so what is handed is always the newest). A bank that cannot be
+/// read gives nothing (logged): the session still starts.
+pub(crate) fn start_entries(
+    storage: &dyn Storage,
+    config: &MemoryConfig,
+    project: &str,
+    user: &str,
+    role: Role,
+) -> Vec<ContextEntry> {
+    if config.max_entries_at_start == 0 {
+        return Vec::new();
+    }
+    // The newest of each scope (through the index: never the whole bank),
+    // then the newest of those.
+    let most = usize::try_from(config.max_entries_at_start).unwrap_or(usize::MAX);
+    let mut approved = Vec::new();
+    for scope in Scope::of_session(project, user, role) {
+        let prefix = scope_prefix(&scope);
+        for found in walk(storage, &prefix, None).take(most) {
+            match found {
+                Ok((_, entry)) => approved.push(entry),
+                Err(e) => {
+                    tracing::warn!(project, error = %e, "cannot read the memory bank: the session starts without it");
+                    return Vec::new();
+                }
+            }
+        }
+    }
+    approved.sort_by(|a, b| {
+        b.approved_at_ms()
+            .cmp(&a.approved_at_ms())
+            .then_with(|| b.id.cmp(&a.id))
+    });
+    let mut handed = Vec::new();
+    let mut bytes = 0u64;
+    for entry in approved {
+        let len = entry.text.len() as u64;
+        if handed.len() as u64 >= config.max_entries_at_start
+            || bytes + len > config.max_bytes_at_start
+        {
+            break;
+        }
+        bytes += len;
+        handed.push(entry.as_context());
+    }
+    handed
 }

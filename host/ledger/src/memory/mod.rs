@@ -47,8 +47,8 @@ mod tests;
 
 use std::sync::Arc;
 
+pub(crate) use index::start_entries;
 pub use rank::Ranked;
-pub(crate) use records::start_entries;
 pub use records::{MEMORY_SOURCE, MemoryEntry, MemoryState, Provenance, Scope, Stamp};
 
 use crate::manifest::{MemoryConfig, MemoryScopeKind, Principal};

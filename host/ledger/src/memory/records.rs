@@ -1,21 +1,19 @@
-//! The memory bank's records, and what a new session is handed from it.
+//! The memory bank's records.
 //!
 //! Stored in the bucket `memory` under the entry's id (`m-…`): one small
 //! JSON value per entry, rewritten on each review step, never deleted, so
 //! the bank keeps who proposed, approved, rejected and retired what; found
-//! through an index (`index.rs`), never by reading the bucket whole. A new
-//! session reads the approved entries of its scopes when it starts
-//! ([`start_entries`]), which is why the records sit here, below
-//! `crate::session` (the operations on the bank, which log into sessions,
-//! build on it in `super`).
+//! through an index (`index.rs`, which also says what a new session is
+//! handed), never by reading the bucket whole. These types sit below both,
+//! and below `crate::session` (the operations on the bank, which log into
+//! sessions, build on them in `super`).
 
 use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::manifest::{MemoryConfig, MemoryScopeKind, Role};
-use crate::storage::Storage;
+use crate::manifest::{MemoryScopeKind, Role};
 use crate::values::{ContextEntry, ContextKind};
 
 pub(crate) const BUCKET: &str = "memory";
@@ -189,56 +187,4 @@ impl MemoryEntry {
             at_ms: self.approved_at_ms(),
         }
     }
-}
-
-/// What a new session of `project`, owned by `user`, as `role`, is handed:
-/// the approved entries of its three scopes, the most recently approved
-/// first, as many as `[memory] max_entries_at_start` and
-/// `max_bytes_at_start` allow (an entry that would pass the byte bound ends
-/// the list, so what is handed is always the newest). A bank that cannot be
-/// read gives nothing (logged): the session still starts.
-pub(crate) fn start_entries(
-    storage: &dyn Storage,
-    config: &MemoryConfig,
-    project: &str,
-    user: &str,
-    role: Role,
-) -> Vec<ContextEntry> {
-    if config.max_entries_at_start == 0 {
-        return Vec::new();
-    }
-    // The newest of each scope (through the index: never the whole bank),
-    // then the newest of those.
-    let most = usize::try_from(config.max_entries_at_start).unwrap_or(usize::MAX);
-    let mut approved = Vec::new();
-    for scope in Scope::of_session(project, user, role) {
-        let prefix = super::index::scope_prefix(&scope);
-        for found in super::index::walk(storage, &prefix, None).take(most) {
-            match found {
-                Ok((_, entry)) => approved.push(entry),
-                Err(e) => {
-                    tracing::warn!(project, error = %e, "cannot read the memory bank: the session starts without it");
-                    return Vec::new();
-                }
-            }
-        }
-    }
-    approved.sort_by(|a, b| {
-        b.approved_at_ms()
-            .cmp(&a.approved_at_ms())
-            .then_with(|| b.id.cmp(&a.id))
-    });
-    let mut handed = Vec::new();
-    let mut bytes = 0u64;
-    for entry in approved {
-        let len = entry.text.len() as u64;
-        if handed.len() as u64 >= config.max_entries_at_start
-            || bytes + len > config.max_bytes_at_start
-        {
-            break;
-        }
-        bytes += len;
-        handed.push(entry.as_context());
-    }
-    handed
 }

@@ -4,7 +4,7 @@ use std::fs;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::super::plugin::valid_plugin_name;
+use super::super::guest::valid_plugin_name;
 use super::super::{Limits, PluginManifest};
 use super::{BASE, Fixture};
 

@@ -24,7 +24,7 @@ use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
-use crate::preinit::{sha256_hex, write_atomically};
+use crate::cache_file::{sha256_hex, write_atomically};
 
 /// Where compiled components are kept, and where their digests are recorded.
 #[derive(Clone, Debug)]
