@@ -680,3 +680,122 @@ fn threat_43_a_guesser_is_held_back_but_a_right_credential_never_is() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// A stdio tool call: `name` with `arguments`.
+fn tool(stdio: &mut StdioServer, id: u64, name: &str, arguments: Value) -> Value {
+    stdio
+        .request(
+            id,
+            "tools/call",
+            json!({"name": name, "arguments": arguments}),
+        )
+        .expect("the server answered")
+}
+
+// Threat 52: the role ceiling was checked at session_start only: a session
+// started as supervisor before a reload demoted its principal went on
+// acting as a supervisor (its bound connection's calls, notes, handoffs,
+// usage, spawns and jobs, a resume).
+#[test]
+fn threat_52_a_demoted_principal_no_longer_resumes_or_calls_in_its_higher_role_session() {
+    let site = Site::with_plugins(&[(
+        "echo.toml",
+        format!(
+            "name = \"echo\"\ncomponent = \"{}\"\n",
+            crate::util::plugins::TOOL_ECHO
+        ),
+    )]);
+    agent(&site, "alice", "supervisor,workagent");
+    let mut stdio = StdioServer::start(&site, "alice");
+    let start = |stdio: &mut StdioServer, id: u64, role: &str, name: &str| {
+        let answer = tool(
+            stdio,
+            id,
+            "session_start",
+            json!({"role": role, "project": "p", "name": name}),
+        );
+        assert!(!is_error(&answer), "{answer}");
+        answer["result"]["structuredContent"]["id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let echo = json!({"message": "hi"});
+    start(&mut stdio, 1, "workagent", "low");
+    let high = start(&mut stdio, 2, "supervisor", "high");
+    // Bound to `high`: it acts as a supervisor while it may.
+    let answer = tool(&mut stdio, 3, "echo.echo", echo.clone());
+    assert!(!is_error(&answer), "{answer}");
+
+    demote(&site, "alice", &["workagent"]);
+    reload(&site);
+    let before = site.json(&["session", "show", "high"])["last_seq"].clone();
+    let refused = |answer: &Value| {
+        assert!(is_error(answer), "acted above its roles: {answer}");
+        let text = answer.to_string();
+        for words in [
+            "may not act in session `high`",
+            &high,
+            "it is a supervisor session",
+            "roles are now workagent",
+            "adds `supervisor` to the principal's `roles`",
+        ] {
+            assert!(text.contains(words), "`{words}` missing: {answer}");
+        }
+    };
+    // The bound connection's next call, a note, a resume: refused.
+    refused(&tool(&mut stdio, 4, "echo.echo", echo.clone()));
+    refused(&tool(
+        &mut stdio,
+        5,
+        "session_note",
+        json!({"text": "still here"}),
+    ));
+    refused(&tool(
+        &mut stdio,
+        6,
+        "session_resume",
+        json!({"session": "high"}),
+    ));
+    // Nor does it write from it, spawn from it or queue a job in it.
+    refused(&tool(
+        &mut stdio,
+        11,
+        "session_handoff",
+        json!({"kind": "continuation", "objective": "carry on"}),
+    ));
+    refused(&tool(
+        &mut stdio,
+        12,
+        "session_usage",
+        json!({"tokens_in": 10}),
+    ));
+    refused(&tool(
+        &mut stdio,
+        13,
+        "session_spawn",
+        json!({"role": "workagent", "objective": "help"}),
+    ));
+    refused(&tool(
+        &mut stdio,
+        14,
+        "job_spawn",
+        json!({"tool": "echo.echo", "input": echo.clone()}),
+    ));
+    let log = site.json(&["session", "show", "high"]);
+    assert_eq!(log["counters"]["calls_run"], 1, "{log}");
+    assert_eq!(log["last_seq"], before, "nothing was written: {log}");
+    let jobs = site.json(&["job", "list", "--session", "high"]);
+    assert_eq!(jobs.as_array().map(Vec::len), Some(0), "{jobs}");
+    // It still sees it, and ends it (the connection is still bound to it).
+    let status = tool(&mut stdio, 7, "session_status", json!({"session": "high"}));
+    assert!(!is_error(&status), "{status}");
+    let ended = tool(&mut stdio, 8, "session_end", json!({"outcome": "exit"}));
+    assert!(!is_error(&ended), "{ended}");
+    assert_eq!(ended["result"]["structuredContent"]["status"], "completed");
+    // Its workagent session still works.
+    let resumed = tool(&mut stdio, 9, "session_resume", json!({"session": "low"}));
+    assert!(!is_error(&resumed), "{resumed}");
+    let answer = tool(&mut stdio, 10, "echo.echo", echo);
+    assert!(!is_error(&answer), "{answer}");
+}

@@ -148,7 +148,7 @@ fn one_call_through_every_way_in_leaves_the_same_records() {
         "session",
         "start",
         "--role",
-        "supervisor",
+        "workagent",
         "--project",
         "pipeline",
         "--name",

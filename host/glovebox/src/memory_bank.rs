@@ -28,7 +28,7 @@ impl Gateway {
         spec: &str,
         text: &str,
     ) -> Result<(MemoryEntry, Event), MemoryError> {
-        let id = self.session_as(caller, session).await?.header.id;
+        let id = self.act_session_as(caller, session).await?.header.id;
         let (bank, sessions, caller) =
             (self.memory_bank(), self.sessions().clone(), caller.clone());
         let (spec, text) = (spec.to_string(), text.to_string());
@@ -45,7 +45,7 @@ impl Gateway {
         query: &str,
         page: &PageRequest,
     ) -> Result<(Page<Ranked>, Event), MemoryError> {
-        let id = self.session_as(caller, session).await?.header.id;
+        let id = self.act_session_as(caller, session).await?.header.id;
         let (bank, sessions, caller) =
             (self.memory_bank(), self.sessions().clone(), caller.clone());
         let query = query.to_string();

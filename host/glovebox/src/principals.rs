@@ -22,7 +22,7 @@ use crate::page::{Page, PageRequest};
 use crate::pipeline::{Admitted, Judge, ledger_work};
 use crate::session::{
     EndOutcome, Event, EventKind, Handoff, Resumed, SessionError, SessionFilter, SessionInfo,
-    SessionState, StartSession, may_touch,
+    SessionState, StartSession, check_ceiling, may_touch,
 };
 
 /// The operator at the command line: `cli:<uid>` (the uid that runs the
@@ -118,6 +118,8 @@ impl Gateway {
             Some(state) => state?,
             None => self.session_as(caller, session).await?,
         };
+        // Acting in it: its role within the caller's roles now (threat 52).
+        check_ceiling(caller, &state)?;
         // The call is the caller's: its records, and the quotas, say so
         // (its log lines still go where the entry point sent them).
         crate::tasks::acting_with(
@@ -151,6 +153,19 @@ impl Gateway {
         let (sessions, caller, key) =
             (self.sessions().clone(), caller.clone(), session.to_string());
         ledger_work(move || sessions.show_as(&caller, &key)).await
+    }
+
+    /// The state of a session `caller` may act in: it may see it, and its
+    /// role is among the caller's roles now (see
+    /// `glovebox_ledger::session::access`).
+    pub async fn act_session_as(
+        &self,
+        caller: &Principal,
+        session: &str,
+    ) -> Result<SessionState, SessionError> {
+        let (sessions, caller, key) =
+            (self.sessions().clone(), caller.clone(), session.to_string());
+        ledger_work(move || sessions.act_as(&caller, &key)).await
     }
 
     /// Resumes a session for `caller` (a pause the host took is refused to an agent).
@@ -252,7 +267,7 @@ impl Gateway {
         session: &str,
         usage: UsageReport,
     ) -> Result<Vec<Event>, SessionError> {
-        let state = self.session_as(caller, session).await?;
+        let state = self.act_session_as(caller, session).await?;
         self.report_usage(&state.header.id, usage).await
     }
 
@@ -263,7 +278,7 @@ impl Gateway {
         session: &str,
         text: &str,
     ) -> Result<Event, SessionError> {
-        let id = self.session_as(caller, session).await?.header.id;
+        let id = self.act_session_as(caller, session).await?.header.id;
         let (sessions, text) = (self.sessions().clone(), text.to_string());
         ledger_work(move || sessions.append(&id, EventKind::Note { text })).await
     }
@@ -341,7 +356,7 @@ impl Jobs {
         session: &str,
         call: Admitted,
     ) -> Result<JobInfo, JobError> {
-        let state = self.gateway().session_as(caller, session).await?;
+        let state = self.gateway().act_session_as(caller, session).await?;
         let counted = (!caller.is_operator()).then_some(caller.name.as_str());
         self.spawn_counted(&state.header.id, call, counted).await
     }

@@ -15,6 +15,17 @@
 //!   approval, a failed write) is lifted only by an operator; an agent may
 //!   pause its own session and lift its own pause.
 //!
+//! - an agent acts in a session (resumes it, calls a tool in it, writes a
+//!   handoff, a note or usage from it, spawns from it, proposes or searches
+//!   memory from it, judges from it, tags it) only while the session's role
+//!   is among its roles now ([`check_ceiling`], through
+//!   [`Sessions::act_as`]): the ceiling is checked at every act, not only
+//!   at the start, so a session started at the command line, or before a
+//!   reload took a role away, is not a way to act above it. Seeing a
+//!   session (status, log, listings, a wait), pausing it, ending it (a
+//!   `completed` end's gates are calls, so they are checked) and cancelling
+//!   its children stay the owner's: stopping work needs no role.
+//!
 //! The checks run under the session's lock where the state could change
 //! between the look and the write (resume, pause, end).
 
@@ -117,6 +128,19 @@ impl Sessions {
         }
     }
 
+    /// The session's state, if `caller` may act in it: it may see it
+    /// ([`Sessions::show_as`]) and the session's role is among its roles now
+    /// ([`check_ceiling`]).
+    pub fn act_as(
+        &self,
+        caller: &Principal,
+        id_or_name: &str,
+    ) -> Result<SessionState, SessionError> {
+        let state = self.show_as(caller, id_or_name)?;
+        check_ceiling(caller, &state)?;
+        Ok(state)
+    }
+
     /// [`Sessions::show_as`] when that takes no work that may block (see
     /// [`Sessions::show_cached`]); `None` when it would.
     pub fn show_cached_as(
@@ -135,7 +159,7 @@ impl Sessions {
     /// Resumes the session (see [`Sessions::resume`]) for `caller`: refused
     /// for a pause only an operator may lift.
     pub fn resume_as(&self, caller: &Principal, id_or_name: &str) -> Result<Resumed, SessionError> {
-        let id = self.show_as(caller, id_or_name)?.header.id;
+        let id = self.act_as(caller, id_or_name)?.header.id;
         self.with_slot(&id, |this, slot, id| {
             // As in `Sessions::resume`: the lease first, so the calls a dead
             // holder left are marked before they are reported.
@@ -206,7 +230,7 @@ impl Sessions {
         remove: &[String],
         reserved: &HashSet<String>,
     ) -> Result<SessionState, SessionError> {
-        let state = self.show_as(caller, id_or_name)?;
+        let state = self.act_as(caller, id_or_name)?;
         if !caller.is_operator() {
             if let Some(tag) = remove.iter().find(|t| state.pinned_tags.contains(t)) {
                 return Err(SessionError::NotAllowed(format!(
@@ -234,7 +258,7 @@ impl Sessions {
         mut handoff: Handoff,
         routes: &HandoffsConfig,
     ) -> Result<Event, SessionError> {
-        let writer = self.show_as(caller, id_or_name)?;
+        let writer = self.act_as(caller, id_or_name)?;
         if let Some(target) = handoff.target_session.clone() {
             // Another principal's session only along a configured route
             // (writer's role to the target's), in a project the caller may
@@ -312,6 +336,28 @@ pub fn check_may_lift(caller: &Principal, state: &SessionState) -> Result<(), Se
     Err(SessionError::NotAllowed(format!(
         "session {} stays paused: the host or an operator paused it ({reason}), and only an operator lifts that pause (`glovebox session resume {}`, `glovebox approve`, or the end of a rescue)",
         state.label(),
+        state.header.id
+    )))
+}
+
+/// Refuses `caller` acting in `state` when the session's role is not among
+/// the caller's roles as the config says them now (operators act in any):
+/// the role ceiling holds at every act, not only at a start (threat 52).
+pub fn check_ceiling(caller: &Principal, state: &SessionState) -> Result<(), SessionError> {
+    if caller.may_act_as(state.header.role) {
+        return Ok(());
+    }
+    let roles: Vec<&str> = caller.roles.iter().map(|r| r.as_str()).collect();
+    let roles = if roles.is_empty() {
+        "none".to_string()
+    } else {
+        roles.join(", ")
+    };
+    Err(SessionError::NotAllowed(format!(
+        "{caller} may not act in session {}: it is a {} session, and the principal's roles are now {roles}; it may still see, pause or end it. An operator adds `{}` to the principal's `roles` (then `glovebox reload`), or acts in the session itself (`glovebox session resume {}`)",
+        state.label(),
+        state.header.role,
+        state.header.role,
         state.header.id
     )))
 }

@@ -237,7 +237,7 @@ impl Sessions {
         worker: &str,
         input: VerdictInput,
     ) -> Result<Judged, SessionError> {
-        let judge = self.show_as(caller, judge)?;
+        let judge = self.act_as(caller, judge)?;
         if judge.header.role != Role::Judge {
             return Err(SessionError::NotAllowed(format!(
                 "session {} is a {}, not a judge: record verdicts from a session started with role `judge`",

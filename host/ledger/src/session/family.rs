@@ -246,7 +246,7 @@ impl Sessions {
         budgets: &BudgetsConfig,
         reserved: &HashSet<String>,
     ) -> Result<Spawned, SessionError> {
-        let parent = self.show_as(caller, parent)?;
+        let parent = self.act_as(caller, parent)?;
         if !matches!(
             parent.header.status,
             SessionStatus::Created | SessionStatus::Active

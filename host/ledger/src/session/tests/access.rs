@@ -375,3 +375,132 @@ fn a_look_from_the_cache_answers_as_show_as_does_and_only_when_it_need_not_wait(
     env.sessions.show(&mine.header.id).unwrap();
     assert!(env.sessions.show_cached(&mine.header.id).is_some());
 }
+
+/// The ceiling error for `who` acting in session `name` of `role`.
+#[track_caller]
+fn assert_above_ceiling<T: std::fmt::Debug>(r: Result<T, SessionError>, name: &str, role: Role) {
+    match r {
+        Err(SessionError::NotAllowed(m)) => {
+            assert!(
+                m.contains(&format!("may not act in session `{name}`")),
+                "{m}"
+            );
+            assert!(m.contains(&format!("it is a {role} session")), "{m}");
+            assert!(m.contains("roles are now workagent"), "{m}");
+            assert!(
+                m.contains(&format!("adds `{role}` to the principal's `roles`")),
+                "{m}"
+            );
+            assert!(m.contains("glovebox session resume"), "{m}");
+        }
+        other => panic!("expected the ceiling refusal for `{name}`, got {other:?}"),
+    }
+}
+
+/// Why (threat 52): the role ceiling was checked at a start only, so a
+/// principal demoted by a reload, or `local` with a session started at the
+/// command line, resumed and acted in a session above its roles. Now every
+/// act checks the session's role against the caller's roles of the moment;
+/// seeing, pausing and ending stay its owner's, and operators act in any.
+#[test]
+fn threat_52_acting_in_a_session_above_the_callers_current_roles_is_refused() {
+    let env = Env::new();
+    let s = &env.sessions;
+    let before = agent(
+        "lead",
+        &[Role::Supervisor, Role::Workagent, Role::Judge],
+        &["*"],
+    );
+    let high = s
+        .start_as(&before, start(Role::Supervisor, "p", "high", &[]), &none())
+        .unwrap();
+    s.start_as(&before, start(Role::Judge, "p", "bench", &[]), &none())
+        .unwrap();
+    start_work(s, &before, "low");
+    // A reload takes supervisor and judge away: the same name, fewer roles.
+    let after = agent("lead", &[Role::Workagent], &["*"]);
+    let last = s.show("high").unwrap().last_seq;
+    assert_above_ceiling(s.resume_as(&after, "high"), "high", Role::Supervisor);
+    assert_above_ceiling(
+        s.handoff_as(
+            &after,
+            "high",
+            Handoff::new(HandoffKind::Continuation, Role::Supervisor, "x"),
+            &HandoffsConfig::default(),
+        ),
+        "high",
+        Role::Supervisor,
+    );
+    assert_above_ceiling(
+        s.tag_as(&after, "high", &["x".into()], &[], &none()),
+        "high",
+        Role::Supervisor,
+    );
+    assert_above_ceiling(
+        s.spawn_as(
+            &after,
+            "high",
+            SpawnChild {
+                role: Role::Workagent,
+                name: Some("kid".into()),
+                tags: vec![],
+                expected_duration: None,
+                budget: Default::default(),
+                task: Handoff::new(HandoffKind::Task, Role::Workagent, "x"),
+                completion: Default::default(),
+            },
+            &Default::default(),
+            &none(),
+        ),
+        "high",
+        Role::Supervisor,
+    );
+    assert_above_ceiling(
+        s.verdict_as(
+            &after,
+            "bench",
+            "high",
+            VerdictInput {
+                pass: true,
+                reasons: vec!["fine".into()],
+                handoff_seq: None,
+            },
+        ),
+        "bench",
+        Role::Judge,
+    );
+    assert_above_ceiling(
+        s.act_as(&after, high.header.id.as_str()),
+        "high",
+        Role::Supervisor,
+    );
+    // Nothing was written to it.
+    assert_eq!(s.show("high").unwrap().last_seq, last);
+    // Its workagent session still works.
+    s.resume_as(&after, "low").unwrap();
+    s.tag_as(&after, "low", &["x".into()], &[], &none())
+        .unwrap();
+    // An operator acts in any session.
+    s.resume_as(&boss_operator(), "high").unwrap();
+    // The owner still sees it, and may pause it and end it.
+    assert_eq!(s.show_as(&after, "high").unwrap().header.id, high.header.id);
+    s.pause_as(&after, "high", "stopping").unwrap();
+    s.end_as(&after, "high", EndOutcome::Exit).unwrap();
+
+    // `local` (every MCP client without principals) owns what the command
+    // line started, and acts only as a workagent in it.
+    start_in(s, "cli-lead", Role::Orchestrator);
+    let local = Principal::local();
+    assert_eq!(s.show_as(&local, "cli-lead").unwrap().owner_name(), "local");
+    assert_above_ceiling(
+        s.resume_as(&local, "cli-lead"),
+        "cli-lead",
+        Role::Orchestrator,
+    );
+    start_in(s, "cli-work", Role::Workagent);
+    s.resume_as(&local, "cli-work").unwrap();
+}
+
+fn boss_operator() -> Principal {
+    Principal::operator("cli:0")
+}
