@@ -63,6 +63,17 @@ fn status(config: &Path, json: bool) -> Result<ExitCode> {
             t.failed
         );
     }
+    for t in targets.iter().filter(|t| t.dropped > 0) {
+        out!(
+            "target `{}`: {} notifications dropped, oldest first (the last at {}): its outbox was full (`quotas.outbox_per_target`); see why it does not take them with `glovebox notify test {}`",
+            t.target,
+            t.dropped,
+            t.last_dropped_at_ms
+                .map(glovebox::schedule::show_ms)
+                .unwrap_or_else(|| "an unknown time".into()),
+            t.target
+        );
+    }
     for t in &targets {
         print_entries(t, "failed (gave up)", &t.failed_entries)?;
         print_entries(t, "retrying", &t.retrying)?;

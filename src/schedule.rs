@@ -75,7 +75,15 @@ pub async fn run(config: &Path, command: ScheduleCommand) -> Result<ExitCode> {
                 );
             }
             for (name, on, action, record) in &triggers {
-                out!("trigger {name}  on {on}  {action}  last {}", last(record));
+                let folded = if record.folded > 0 {
+                    format!("  ({} events folded by its cooldown)", record.folded)
+                } else {
+                    String::new()
+                };
+                out!(
+                    "trigger {name}  on {on}  {action}  last {}{folded}",
+                    last(record)
+                );
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -34,6 +34,7 @@ mod memory_bank;
 mod nats;
 mod network;
 mod notify;
+mod notify_bounds;
 mod operator;
 mod otlp;
 mod pipeline;

@@ -24,40 +24,40 @@ const SECRET: &str = "test-secret-0123456789abcdef";
 
 /// One request the receiver got, and the status it answered.
 #[derive(Clone, Debug)]
-struct Delivery {
-    path: String,
-    headers: HashMap<String, String>,
-    body: Vec<u8>,
-    answered: u16,
+pub(crate) struct Delivery {
+    pub(crate) path: String,
+    pub(crate) headers: HashMap<String, String>,
+    pub(crate) body: Vec<u8>,
+    pub(crate) answered: u16,
 }
 
 impl Delivery {
-    fn header(&self, name: &str) -> &str {
+    pub(crate) fn header(&self, name: &str) -> &str {
         self.headers
             .get(&name.to_ascii_lowercase())
             .map(String::as_str)
             .unwrap_or_else(|| panic!("no `{name}` header: {self:?}"))
     }
 
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_slice(&self.body).unwrap_or_else(|e| panic!("{e}: {self:?}"))
     }
 
-    fn event(&self) -> String {
+    pub(crate) fn event(&self) -> String {
         self.header("X-Glovebox-Event").to_string()
     }
 }
 
 /// A small HTTP/1.1 receiver on 127.0.0.1: records every request and answers
 /// with the status in `answer`.
-struct Receiver {
+pub(crate) struct Receiver {
     port: u16,
     got: Arc<Mutex<Vec<Delivery>>>,
-    answer: Arc<AtomicU16>,
+    pub(crate) answer: Arc<AtomicU16>,
 }
 
 impl Receiver {
-    fn start() -> Receiver {
+    pub(crate) fn start() -> Receiver {
         Receiver::listen(TcpListener::bind("127.0.0.1:0").unwrap())
     }
 
@@ -80,7 +80,7 @@ impl Receiver {
         Receiver { port, got, answer }
     }
 
-    fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{path}", self.port)
     }
 
@@ -89,7 +89,11 @@ impl Receiver {
     }
 
     /// Waits until `done` holds for what was received.
-    fn wait_until(&self, what: &str, done: impl Fn(&[Delivery]) -> bool) -> Vec<Delivery> {
+    pub(crate) fn wait_until(
+        &self,
+        what: &str,
+        done: impl Fn(&[Delivery]) -> bool,
+    ) -> Vec<Delivery> {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let got = self.all();
@@ -180,7 +184,7 @@ fn hex_decode(text: &str) -> Vec<u8> {
 
 /// A config with echo, sleep, files (writes ask a human) and a fast sweep,
 /// plus `notify` (the `[[notify]]` tables).
-fn site(dir: &Path, notify: &str) -> PathBuf {
+pub(crate) fn site(dir: &Path, notify: &str) -> PathBuf {
     std::fs::create_dir_all(dir.join("work")).unwrap();
     for (name, component, extra) in [
         ("echo", plugins::TOOL_ECHO, ""),
@@ -218,7 +222,7 @@ fn site(dir: &Path, notify: &str) -> PathBuf {
 }
 
 /// `glovebox serve` over stdio, past the MCP handshake.
-fn serve(config: &Path) -> Server {
+pub(crate) fn serve(config: &Path) -> Server {
     let mut server = Server::start(config);
     let init = server.request(
         0,
@@ -235,13 +239,13 @@ fn serve(config: &Path) -> Server {
 }
 
 /// Calls a built-in or a tool and returns its structured result.
-fn call(server: &mut Server, id: &mut u64, tool: &str, args: Value) -> Value {
+pub(crate) fn call(server: &mut Server, id: &mut u64, tool: &str, args: Value) -> Value {
     *id += 1;
     let answer = server.call(*id, tool, args);
     answer["result"]["structuredContent"].clone()
 }
 
-fn glovebox(config: &Path, args: &[&str]) -> (i32, String, String) {
+pub(crate) fn glovebox(config: &Path, args: &[&str]) -> (i32, String, String) {
     let out = util::glovebox()
         .arg("--config")
         .arg(config)
@@ -255,7 +259,7 @@ fn glovebox(config: &Path, args: &[&str]) -> (i32, String, String) {
     )
 }
 
-fn ok_json(config: &Path, args: &[&str]) -> Value {
+pub(crate) fn ok_json(config: &Path, args: &[&str]) -> Value {
     let (code, out, err) = glovebox(config, args);
     assert_eq!(code, 0, "glovebox {args:?}: {err}");
     serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))

@@ -6,7 +6,8 @@
 //! runs when a session completes; and, over the real binary, a schedule
 //! fires in `glovebox serve`, `glovebox schedule list` and `run` report
 //! and run it, and a signed webhook fires its trigger while an unsigned
-//! one is refused.
+//! one is refused; a replayed one is refused too, and an event trigger an
+//! agent fires in a loop runs once per cooldown (threat 57).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -425,6 +426,175 @@ fn a_schedule_fires_in_the_real_server_and_a_signed_webhook_fires_its_trigger() 
     );
     assert!(text.contains("ok: posted a handoff"), "{text}");
     drop(served);
+}
+
+fn now_s() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+fn post_hook(admin: &str, sig: &str, body: &str) -> crate::dashboard::Answer {
+    crate::dashboard::http(
+        admin,
+        "POST",
+        "/hooks/deploy",
+        &[("X-Glovebox-Signature", sig)],
+        body,
+    )
+}
+
+// Threat 57: a signed webhook captured on the way (a proxy's log, a
+// sender's retry) must not fire its trigger again while its signature is
+// still good, not even after the host restarts.
+#[test]
+fn threat_57_a_replayed_webhook_is_refused_within_its_window_also_after_a_restart() {
+    let secret = "webhook-secret-0123456789";
+    let site = Site::new(false);
+    site.set_config(&format!(
+        "[[trigger]]\nname = \"deploy\"\non = \"webhook\"\nsecret = \"{secret}\"\naction = \"call\"\nsession = \"deploy-check\"\nproject = \"p\"\ntool = \"echo.echo\"\ninput = {{ message = \"deployed\" }}\n"
+    ));
+    let served = crate::dashboard::serve(&site);
+    let body = r#"{"release":"v2"}"#;
+    let first = sign(secret, now_s(), body);
+    let answer = post_hook(&served.admin, &first, body);
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    // The same request again: refused, and says why and what to do.
+    for _ in 0..3 {
+        let answer = post_hook(&served.admin, &first, body);
+        assert_eq!(answer.status, 409, "{}", answer.body);
+        assert!(
+            answer
+                .body
+                .contains("this signed request was taken already")
+                && answer.body.contains("sign each delivery anew"),
+            "{}",
+            answer.body
+        );
+    }
+    // Two copies of one new request at once: exactly one is taken.
+    let second = sign(secret, now_s() + 1, body);
+    let racing: Vec<u16> = std::thread::scope(|s| {
+        let copies: Vec<_> = (0..2)
+            .map(|_| s.spawn(|| post_hook(&served.admin, &second, body).status))
+            .collect();
+        copies.into_iter().map(|c| c.join().unwrap()).collect()
+    });
+    let mut sorted = racing.clone();
+    sorted.sort();
+    assert_eq!(sorted, [200, 409], "{racing:?}");
+    // Refused replays are no guesses: the address is not held off.
+    let third = sign(secret, now_s() + 2, body);
+    assert_eq!(post_hook(&served.admin, &third, body).status, 200);
+    drop(served);
+
+    // The store remembers: after a restart the first is still refused.
+    let served = crate::dashboard::serve(&site);
+    let answer = post_hook(&served.admin, &first, body);
+    assert_eq!(answer.status, 409, "after a restart: {}", answer.body);
+    let listed = site.json(&["schedule", "list", "--json"]);
+    assert_eq!(listed["triggers"][0]["name"], "deploy", "{listed}");
+    assert_eq!(listed["triggers"][0]["record"]["runs"], 3, "{listed}");
+    drop(served);
+}
+
+/// A trigger's record as `schedule list --json` gives it.
+fn trigger_record(site: &Site, name: &str) -> serde_json::Value {
+    let listed = site.json(&["schedule", "list", "--json"]);
+    listed["triggers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == name)
+        .unwrap_or_else(|| panic!("no trigger `{name}`: {listed}"))["record"]
+        .clone()
+}
+
+/// Polls `name`'s record until it has run `runs` times.
+fn wait_for_runs(site: &Site, name: &str, runs: u64) -> serde_json::Value {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let record = trigger_record(site, name);
+        if record["runs"].as_u64().unwrap_or(0) >= runs {
+            return record;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "trigger `{name}` never ran {runs} times: {record}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+// Threat 57: an agent that causes events in a loop (sessions completed one
+// after another) must not start a run of a trigger per event: within the
+// cooldown they are held, and run once, folded, when it ends; the operator
+// sees how many. Without the cooldown the five completions run it five
+// times. No clock is raced: the cooldown is an hour while the events come,
+// and a reload shortens it to end it.
+#[test]
+fn threat_57_an_event_trigger_an_agent_fires_in_a_loop_runs_once_per_cooldown() {
+    let site = Site::new(false);
+    // `probe` fires on project `q`, every time: the trigger worker takes
+    // events one at a time in their order, so once it ran for a completion
+    // made after the five, those five were all taken.
+    let config = |cooldown: &str| {
+        format!(
+            "[[trigger]]\nname = \"review\"\non = \"session_completed\"\nfrom_project = \"p\"\ncooldown = \"{cooldown}\"\naction = \"call\"\nsession = \"review\"\nproject = \"ops\"\ntool = \"echo.echo\"\ninput = {{ message = \"review\" }}\n\
+             [[trigger]]\nname = \"probe\"\non = \"session_completed\"\nfrom_project = \"q\"\ncooldown = \"0s\"\naction = \"sweep\"\n"
+        )
+    };
+    site.set_config(&config("1h"));
+    let mut agent = crate::mcp::Server::initialized(&site.config(), &[]);
+    let mut id = 0;
+    let mut complete = |project: &str, name: &str| {
+        id += 1;
+        agent.ok(
+            id,
+            "session_start",
+            serde_json::json!({"role": "workagent", "project": project, "name": name}),
+        );
+        id += 1;
+        // The agent is told nothing of triggers: its calls never wait.
+        agent.ok(id, "session_end", serde_json::json!({}));
+    };
+    for i in 1..=5 {
+        complete("p", &format!("w{i}"));
+    }
+    complete("q", "probe-1");
+    wait_for_runs(&site, "probe", 1);
+    // One run for the first completion; the four after it are held.
+    let record = trigger_record(&site, "review");
+    assert_eq!(
+        (&record["runs"], &record["folded"]),
+        (&1.into(), &serde_json::Value::Null),
+        "{record}"
+    );
+
+    // The cooldown ends (a reload shortens it to a second): the four held
+    // run once, with nothing else happening.
+    site.set_config(&config("1s"));
+    let (code, out, err) = site.run(&["reload"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let record = wait_for_runs(&site, "review", 2);
+    assert_eq!(
+        (&record["runs"], &record["folded"]),
+        (&2.into(), &4.into()),
+        "{record}"
+    );
+    assert_eq!(record["last_ok"], true, "{record}");
+    let (code, text, err) = site.run(&["schedule", "list"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(text.contains("(4 events folded by its cooldown)"), "{text}");
+    // The run says what it stands for, and the last event is not lost.
+    let (code, log, err) = site.run(&["log", "show", "review"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        log.contains("4 events within the trigger's cooldown of 1s, folded into this run; the last: `session_completed` in session `w5`"),
+        "{log}"
+    );
+    drop(agent);
 }
 
 /// The commented-out `[[schedule]]` and `[[trigger]]` examples of

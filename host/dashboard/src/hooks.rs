@@ -2,8 +2,9 @@
 //! name (`on = "webhook"`). It is another system's request, so it carries
 //! no operator token: the trigger's shared secret signs it (checked by the
 //! gateway, `glovebox::triggers`), and an address that sends bad
-//! signatures is held off like one that guesses tokens. The trigger runs
-//! as its own principal, never as an operator; the answer is its outcome.
+//! signatures is held off like one that guesses tokens; a signed request
+//! sent again within its window is refused (409), not run twice. The
+//! trigger runs as its own principal, never as an operator; the answer is its outcome.
 
 use std::sync::Arc;
 
@@ -54,6 +55,20 @@ pub async fn webhook(
             )
                 .into_response()
         }
+        // Signed right, so no guess: not counted against the address.
+        Err(WebhookRefusal::Replayed(why)) => {
+            tracing::info!(trigger = %name, %why, "admin listener: a replayed webhook refused (409)");
+            (StatusCode::CONFLICT, format!("refused: {why}\n")).into_response()
+        }
+        Err(WebhookRefusal::Busy(why)) => {
+            tracing::warn!(trigger = %name, %why, "admin listener: a webhook refused (503)");
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                [(axum::http::header::RETRY_AFTER, "10")],
+                format!("refused: {why}\n"),
+            )
+                .into_response()
+        }
         Err(refusal) => {
             // A rightly signed webhook is never held back by others'
             // failures from the same address (a proxy's).
@@ -62,19 +77,15 @@ pub async fn webhook(
             {
                 return too_many(wait);
             }
-            match refusal {
-                // Unknown and unsigned look alike: a guesser learns no names.
-                WebhookRefusal::Unknown | WebhookRefusal::Unsigned(_) => {
-                    if let WebhookRefusal::Unsigned(why) = &refusal {
-                        tracing::info!(trigger = %name, %why, "admin listener: a webhook refused (401)");
-                    }
-                    (
-                        StatusCode::UNAUTHORIZED,
-                        "refused: no webhook trigger of that name takes this request; sign it with the trigger's secret (`X-Glovebox-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of \"<t>.<body>\">`)\n",
-                    )
-                        .into_response()
-                }
+            // Unknown and unsigned look alike: a guesser learns no names.
+            if let WebhookRefusal::Unsigned(why) = &refusal {
+                tracing::info!(trigger = %name, %why, "admin listener: a webhook refused (401)");
             }
+            (
+                StatusCode::UNAUTHORIZED,
+                "refused: no webhook trigger of that name takes this request; sign it with the trigger's secret (`X-Glovebox-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of \"<t>.<body>\">`)\n",
+            )
+                .into_response()
         }
     }
 }

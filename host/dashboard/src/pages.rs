@@ -1205,11 +1205,11 @@ fn render_notify(app: &App) -> Rendered {
         body += "<p class=\"muted\" id=\"no-targets\">no <code>[[notify]]</code> targets are configured and the outbox is empty</p>";
         return Ok(("Notifications".into(), body));
     }
-    body += "<table id=\"targets\"><thead><tr><th>target</th><th>url</th><th>pending</th><th>delivered</th><th>failed (gave up)</th><th>last delivery</th></tr></thead><tbody>";
+    body += "<table id=\"targets\"><thead><tr><th>target</th><th>url</th><th>pending</th><th>delivered</th><th>failed (gave up)</th><th title=\"dropped, oldest first, because the target's outbox held quotas.outbox_per_target\">dropped (outbox full)</th><th>last delivery</th></tr></thead><tbody>";
     for t in &targets {
         let _ = write!(
             body,
-            "<tr><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td class=\"dropped\">{}</td><td>{}</td></tr>",
             esc(&t.target),
             esc(&t
                 .url
@@ -1219,6 +1219,11 @@ fn render_notify(app: &App) -> Rendered {
             t.pending,
             t.delivered,
             t.failed,
+            match t.last_dropped_at_ms {
+                Some(at) if t.dropped > 0 =>
+                    format!("{} (the last {})", t.dropped, html::when(at, now)),
+                _ => "0".into(),
+            },
             t.last_delivered_at_ms
                 .map(|at| html::when(at, now))
                 .unwrap_or_else(|| "-".into())

@@ -45,6 +45,8 @@ pub struct Gateway {
     children: crate::children::ChildBell,
     /// Renews the session leases this host holds, on a shared store.
     _leases: Option<Arc<tasks::Owned<()>>>,
+    /// The webhook deliveries taken, so a replay is refused (threat 57).
+    webhooks: Arc<crate::triggers::replay::Seen>,
 }
 
 /// The adapters' requests in flight, for a stopping server's drain.
@@ -94,6 +96,7 @@ impl Gateway {
             .sessions
             .tallies()
             .configure(SpendConfig::of(host.config()));
+        let webhooks = Arc::new(crate::triggers::replay::Seen::new(ledger.storage.clone()));
         Gateway {
             host: Arc::new(RwLock::new(host)),
             ledger,
@@ -104,7 +107,13 @@ impl Gateway {
             requests: Arc::default(),
             children,
             _leases: leases,
+            webhooks,
         }
+    }
+
+    /// The webhook deliveries taken (`triggers::replay`).
+    pub(crate) fn webhooks_seen(&self) -> &Arc<crate::triggers::replay::Seen> {
+        &self.webhooks
     }
 
     /// Rung when a child session may have settled.
@@ -601,6 +610,13 @@ fn snapshot(ledger: &Durable) -> Result<crate::metrics::Snapshot, SessionError> 
         approvals_pending,
         flags: flags.into_iter().collect(),
         outbox_depth,
+        outbox_dropped: ledger
+            .outbox
+            .dropped()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(target, count)| (target, count.dropped))
+            .collect(),
         admission: Default::default(),
     })
 }

@@ -48,7 +48,10 @@ pub fn open_sessions(config: &HostConfig) -> anyhow::Result<Durable> {
         }
     };
     let approvals = Arc::new(Approvals::new(storage.clone()));
-    let outbox = Arc::new(Outbox::new(storage.clone(), config.notify.clone()));
+    let outbox = Arc::new(
+        Outbox::new(storage.clone(), config.notify.clone())
+            .with_cap(config.quotas.limit("outbox_per_target")),
+    );
     let sessions = Sessions::with_config(
         storage.clone(),
         SessionsConfig {

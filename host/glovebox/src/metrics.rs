@@ -54,6 +54,11 @@ struct Status {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Target {
+    target: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct Flag {
     rule: String,
     severity: String,
@@ -67,6 +72,9 @@ pub struct Snapshot {
     pub approvals_pending: i64,
     pub flags: Vec<((String, String), i64)>,
     pub outbox_depth: i64,
+    /// Notifications dropped per target in all (counted in the store): its
+    /// outbox was full (`quotas.outbox_per_target`).
+    pub outbox_dropped: Vec<(String, u64)>,
     pub admission: Admission,
 }
 
@@ -106,6 +114,7 @@ pub struct Metrics {
     admission_queue: Family<Pool, Gauge>,
     admission_wait_seconds: Family<Pool, Histogram>,
     outbox_depth: Gauge,
+    outbox_dropped: Family<Target, Counter>,
     commit_batches: Histogram,
 }
 
@@ -220,6 +229,12 @@ impl Metrics {
             "Notifications waiting in the outbox to be delivered",
             outbox_depth.clone(),
         );
+        let outbox_dropped = Family::<Target, Counter>::default();
+        registry.register(
+            "notify_dropped",
+            "Notifications dropped, oldest first, because their target's outbox held `quotas.outbox_per_target` (counted in the store)",
+            outbox_dropped.clone(),
+        );
         Metrics {
             registry,
             calls,
@@ -238,6 +253,7 @@ impl Metrics {
             admission_queue,
             admission_wait_seconds,
             outbox_depth,
+            outbox_dropped,
             commit_batches,
         }
     }
@@ -353,6 +369,13 @@ impl Metrics {
                 .set(waiting);
         }
         self.outbox_depth.set(now.outbox_depth);
+        for (target, total) in &now.outbox_dropped {
+            let counter = self.outbox_dropped.get_or_create(&Target {
+                target: target.clone(),
+            });
+            // The store counts; the counter catches up.
+            counter.inc_by(total.saturating_sub(counter.get()));
+        }
         let mut text = String::new();
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut text, &self.registry);

@@ -69,12 +69,36 @@ pub fn body(format: NotifyFormat, entry: &OutboxEntry) -> Vec<u8> {
         NotifyFormat::Slack => {
             let n = &entry.notification;
             let severity = n.severity.map(|s| format!(" ({s})")).unwrap_or_default();
+            // The summary carries what agents wrote (session names, notes,
+            // reasons): escaped as Slack documents, so `<!channel>`,
+            // `<@U…>` and `<http://…|…>` arrive as text, not as a mention of
+            // everyone or a disguised link; and no link is unfurled.
             serde_json::json!({
-                "text": format!("[glovebox] {}{severity}: {}", n.event, n.summary),
+                "text": slack_escape(&format!("[glovebox] {}{severity}: {}", n.event, n.summary)),
+                "unfurl_links": false,
+                "unfurl_media": false,
             })
         }
     };
     serde_json::to_vec(&value).unwrap_or_default()
+}
+
+/// `text` for a Slack message: `&`, `<` and `>` as `&amp;`, `&lt;` and
+/// `&gt;`, the three characters Slack's formatting gives a meaning
+/// (https://api.slack.com/reference/surfaces/formatting#escaping), so no
+/// mention (`<!channel>`, `<!here>`, `<@U…>`) or link (`<http://…|…>`) is
+/// made from it.
+pub fn slack_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`.
@@ -335,6 +359,15 @@ mod tests {
         assert_eq!(
             signature("Jefe", 1, b"what do ya want for nothing?"),
             "t=1,v1=a9049465ce89cfb8e9aac62333abda66f80e3403f51f57f6bae3c3a4485eca38"
+        );
+    }
+
+    // Threat 57: agent text in a Slack body is escaped as Slack documents.
+    #[test]
+    fn threat_57_slack_markup_in_agent_text_is_escaped() {
+        assert_eq!(
+            slack_escape("<!channel> <!here> <@U123> <http://evil.example|docs> a & b > c"),
+            "&lt;!channel&gt; &lt;!here&gt; &lt;@U123&gt; &lt;http://evil.example|docs&gt; a &amp; b &gt; c"
         );
     }
 

@@ -20,6 +20,7 @@
 //! name = "ci-failed"
 //! on = "job_failed"             # any `[[notify]]` event, or "webhook"
 //! from_project = "ci"           # only events of sessions of this project (default: any)
+//! cooldown = "1m"               # at most one fire a minute (the default); "0s": every event
 //! action = "start"
 //! session = "ci-triage"
 //! project = "ci"
@@ -128,8 +129,20 @@ pub struct TriggerConfig {
     /// The webhook's shared secret (`on = "webhook"` only): each request is
     /// signed with HMAC-SHA256 under it.
     pub secret: Option<String>,
+    /// `cooldown` (event triggers): after a fire, events that would fire it
+    /// again within this time are folded into one fire when it ends, so an
+    /// agent that causes events in a loop (failing jobs, flags) starts at
+    /// most one run per cooldown. Default [`DEFAULT_TRIGGER_COOLDOWN`];
+    /// zero fires on every event. Webhooks have none (their sender signs
+    /// each request, and a replay is refused).
+    pub cooldown: std::time::Duration,
     pub run: Run,
 }
+
+/// An event trigger's `cooldown` when the config gives none.
+pub const DEFAULT_TRIGGER_COOLDOWN: std::time::Duration = std::time::Duration::from_secs(60);
+/// The longest `cooldown`.
+const MAX_TRIGGER_COOLDOWN: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
 
 impl std::fmt::Debug for TriggerConfig {
     // The secret never reaches a log line.
@@ -139,6 +152,7 @@ impl std::fmt::Debug for TriggerConfig {
             .field("on", &self.on)
             .field("from_project", &self.from_project)
             .field("secret", &self.secret.as_ref().map(|_| "<set>"))
+            .field("cooldown", &self.cooldown)
             .field("run", &self.run)
             .finish()
     }
@@ -392,6 +406,7 @@ raw_entry!(RawTrigger {
     from_project: Option<String>,
     secret: Option<String>,
     secret_file: Option<String>,
+    cooldown: Option<super::units::Millis>,
 });
 
 /// The action's keys of an entry.
@@ -572,12 +587,37 @@ pub(super) fn validate_triggers(
                 "remove `from_project`",
             ));
         }
+        let cooldown = match (on, &entry.cooldown) {
+            (TriggerOn::Webhook, Some(_)) => {
+                return Err(src.invalid(
+                    &at("cooldown"),
+                    "`cooldown` paces the events that fire an event trigger; a webhook's sender paces itself (each request is signed, a replay refused)",
+                    "remove `cooldown`",
+                ));
+            }
+            (TriggerOn::Webhook, None) => std::time::Duration::ZERO,
+            (TriggerOn::Event { .. }, None) => DEFAULT_TRIGGER_COOLDOWN,
+            (TriggerOn::Event { .. }, Some(super::units::Millis(d))) => {
+                if *d > MAX_TRIGGER_COOLDOWN {
+                    return Err(src.invalid(
+                        &at("cooldown"),
+                        format!(
+                            "a cooldown of {} is longer than a day",
+                            humantime::format_duration(*d)
+                        ),
+                        "write at most `cooldown = \"24h\"`, or `\"0s\"` to fire on every event",
+                    ));
+                }
+                *d
+            }
+        };
         let run = validate_run(src, &|k| at(k), &entry.run(), targets)?;
         out.push(TriggerConfig {
             name,
             on,
             from_project: entry.from_project.clone(),
             secret,
+            cooldown,
             run,
         });
     }

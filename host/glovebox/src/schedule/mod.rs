@@ -149,6 +149,7 @@ impl Scheduler {
             &records::key("schedule", &schedule.name),
             started,
             &outcome,
+            0,
         )
         .await;
         outcome
@@ -186,7 +187,14 @@ impl Scheduler {
 }
 
 /// Records that a run started at `started` ended with `outcome`.
-pub(crate) async fn record_run(records: &Records, key: &str, started: u64, outcome: &RunOutcome) {
+/// `folded`: events a trigger's cooldown folded into this run.
+pub(crate) async fn record_run(
+    records: &Records,
+    key: &str,
+    started: u64,
+    outcome: &RunOutcome,
+    folded: u64,
+) {
     let (records, owned_key, outcome) = (records.clone(), key.to_string(), outcome.clone());
     let written = tasks::blocking(
         move || {
@@ -199,6 +207,7 @@ pub(crate) async fn record_run(records: &Records, key: &str, started: u64, outco
             record.last_outcome = Some(outcome.summary.clone());
             record.last_ok = Some(outcome.ok);
             record.runs += 1;
+            record.folded += folded;
             records.put(&key, &record)
         },
         crate::storage::StorageError::Io,

@@ -33,6 +33,14 @@ pub struct FireRecord {
     /// The runs so far.
     #[serde(default)]
     pub runs: u64,
+    /// Events a trigger's cooldown folded into its runs so far (each fold
+    /// is one run for many events).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub folded: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The key of a schedule's (`kind = "schedule"`) or trigger's record.

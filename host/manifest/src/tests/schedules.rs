@@ -59,3 +59,22 @@ fn a_schedule_and_triggers_load_as_written() {
     );
     assert!(!format!("{:?}", c.triggers[1]).contains("0123456789"));
 }
+
+// Threat 57: an event trigger has a cooldown unless the operator says
+// otherwise, so an agent that causes events in a loop fires it at most
+// once per cooldown.
+#[test]
+fn threat_57_an_event_trigger_has_a_cooldown_by_default() {
+    let fx = Fixture::new();
+    let trigger = |body: &str| {
+        format!(
+            "{NOTIFY}[[trigger]]\nname = \"t\"\naction = \"sweep\"\non = \"job_failed\"\n{body}"
+        )
+    };
+    let c = fx.host(&trigger("")).unwrap();
+    assert_eq!(c.triggers[0].cooldown, std::time::Duration::from_secs(60));
+    let c = fx.host(&trigger("cooldown = \"10s\"\n")).unwrap();
+    assert_eq!(c.triggers[0].cooldown, std::time::Duration::from_secs(10));
+    let c = fx.host(&trigger("cooldown = \"0s\"\n")).unwrap();
+    assert_eq!(c.triggers[0].cooldown, std::time::Duration::ZERO);
+}

@@ -9,12 +9,17 @@
 //! the trigger worker (a bounded queue; the append never waits for it);
 //! the worker runs the matching triggers one at a time. Events that a
 //! trigger caused do not fire triggers, so triggers cannot chain into a
-//! loop.
+//! loop; events an agent causes in a loop fire a trigger at most once per
+//! its `cooldown` ([`cooldown`]).
 //!
 //! Webhook triggers are `POST /hooks/<name>` on the admin listener, signed
 //! like our notifications: `X-Glovebox-Signature: t=<unix seconds>,v1=<hex
 //! HMAC-SHA256(secret, "<t>.<body>")>`, checked in constant time, within
-//! [`WEBHOOK_SKEW`] of now (a replayed old request is refused).
+//! [`WEBHOOK_SKEW`] of now (an old request is refused), and taken once: the
+//! same request sent again within that window is refused too ([`replay`]).
+
+pub mod cooldown;
+pub mod replay;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,6 +27,7 @@ use std::time::Duration;
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 
 use crate::gateway::Gateway;
 use crate::manifest::{TriggerConfig, TriggerOn};
@@ -29,6 +35,7 @@ use crate::notify::{Notification, NotifyKind};
 use crate::schedule::records::{self, Records};
 use crate::schedule::{RunOutcome, record_run};
 use crate::tasks;
+use cooldown::Cooldowns;
 use glovebox_ledger::notify::NotifyObserver;
 
 /// Notifications waiting for the trigger worker; past this they are dropped
@@ -63,11 +70,17 @@ pub enum WebhookRefusal {
     Unknown,
     /// The signature is missing, malformed, stale or wrong.
     Unsigned(String),
+    /// The same signed request was taken already (threat 57).
+    Replayed(String),
+    /// It cannot be remembered now (too many within the window, or the
+    /// store failed): try again later.
+    Busy(String),
 }
 
 impl Gateway {
     /// Starts the trigger worker when the config has event triggers at
-    /// start (a reload's changes to them count from the next event; the
+    /// start (a reload's changes to them count from the next event, and
+    /// a changed `cooldown` from the reload for events already folded; the
     /// first event trigger needs a restart). It stops when the handle is
     /// dropped.
     pub fn start_triggers(&self) -> Option<tasks::Owned<()>> {
@@ -85,20 +98,60 @@ impl Gateway {
         self.sessions().observe_notifications(Arc::new(Tap(tx)));
         tracing::info!(triggers = events, "event triggers listen");
         let gateway = self.clone();
+        let mut reloads = self.reloads();
         Some(tasks::owned(async move {
-            while let Some((kind, n)) = rx.recv().await {
-                let triggers = gateway.host().config().triggers.clone();
-                for trigger in triggers.iter().filter(|t| {
-                    t.on.fires_on(kind, n.severity)
-                        && t.from_project.as_ref().is_none_or(|p| *p == n.project)
-                }) {
-                    let cause = format!(
-                        "`{kind}` in session `{}` (event {}): {}",
-                        n.session_name.as_deref().unwrap_or(&n.session),
-                        n.seq,
-                        n.summary
-                    );
-                    gateway.fire_trigger(trigger, &cause).await;
+            let mut cooldowns = Cooldowns::default();
+            loop {
+                let config = gateway.host().config().clone();
+                let cooldown_of = |name: &str| {
+                    config
+                        .triggers
+                        .iter()
+                        .find(|t| t.name == name)
+                        .map(|t| t.cooldown)
+                };
+                let next = cooldowns.next_due(cooldown_of);
+                let event = tokio::select! {
+                    event = rx.recv() => match event {
+                        Some(event) => Some(event),
+                        None => break,
+                    },
+                    () = sleep_until(next) => None,
+                    // A reload may change a cooldown: when the folded
+                    // events are due is worked out again.
+                    Ok(()) = reloads.changed() => None,
+                };
+                let mut fires = Vec::new();
+                if let Some((kind, n)) = event {
+                    for trigger in config.triggers.iter().filter(|t| {
+                        t.on.fires_on(kind, n.severity)
+                            && t.from_project.as_ref().is_none_or(|p| *p == n.project)
+                    }) {
+                        let cause = format!(
+                            "`{kind}` in session `{}` (event {}): {}",
+                            n.session_name.as_deref().unwrap_or(&n.session),
+                            n.seq,
+                            n.summary
+                        );
+                        let now = Instant::now();
+                        match cooldowns.offer(&trigger.name, trigger.cooldown, cause, now) {
+                            Some(fire) => fires.push((trigger.clone(), fire)),
+                            None => {
+                                tracing::debug!(trigger = %trigger.name, event = %kind, "trigger: an event within the cooldown, folded into the next run")
+                            }
+                        }
+                    }
+                }
+                for (name, fire) in cooldowns.due(cooldown_of, Instant::now()) {
+                    if let Some(trigger) = config.triggers.iter().find(|t| t.name == name) {
+                        tracing::info!(trigger = %name, folded = fire.folded, "trigger: events folded by the cooldown run it once");
+                        fires.push((trigger.clone(), fire));
+                    }
+                }
+                for (trigger, fire) in fires {
+                    gateway
+                        .fire_trigger_folded(&trigger, &fire.cause, fire.folded)
+                        .await;
                 }
             }
         }))
@@ -106,6 +159,17 @@ impl Gateway {
 
     /// Runs `trigger` now, noting `cause`, and records the outcome.
     pub async fn fire_trigger(&self, trigger: &TriggerConfig, cause: &str) -> RunOutcome {
+        self.fire_trigger_folded(trigger, cause, 0).await
+    }
+
+    /// [`Gateway::fire_trigger`] for a run that stands for `folded` events
+    /// its cooldown held back, counted in its record.
+    async fn fire_trigger_folded(
+        &self,
+        trigger: &TriggerConfig,
+        cause: &str,
+        folded: u64,
+    ) -> RunOutcome {
         let principal = trigger.run.principal("trigger", &trigger.name);
         let started = self.sessions().clock_ms();
         let outcome = self.run_action(&principal, &trigger.run, cause).await;
@@ -115,6 +179,7 @@ impl Gateway {
             &records::key("trigger", &trigger.name),
             started,
             &outcome,
+            folded,
         )
         .await;
         outcome
@@ -139,7 +204,38 @@ impl Gateway {
             .cloned()
             .ok_or(WebhookRefusal::Unknown)?;
         let secret = trigger.secret.as_deref().ok_or(WebhookRefusal::Unknown)?;
-        verify_signature(secret, header, body, now_s).map_err(WebhookRefusal::Unsigned)?;
+        let (signed_s, mac) =
+            verify_signature(secret, header, body, now_s).map_err(WebhookRefusal::Unsigned)?;
+        // Remembered before it runs: of two copies sent at once, one runs.
+        let seen = self.webhooks_seen().clone();
+        let name_owned = name.to_string();
+        let taken = tasks::blocking(
+            move || Ok(seen.take(&name_owned, signed_s, &mac, now_s)),
+            |why: String| why,
+        )
+        .await
+        .unwrap_or_else(|why| Err(replay::Refused::Store(why)));
+        match taken {
+            Ok(()) => {}
+            Err(replay::Refused::Replayed { until_s }) => {
+                return Err(WebhookRefusal::Replayed(format!(
+                    "this signed request was taken already; the same signature is refused until {} (unix seconds {until_s}): sign each delivery anew",
+                    crate::schedule::show_ms(until_s.saturating_mul(1000))
+                )));
+            }
+            Err(replay::Refused::Full) => {
+                return Err(WebhookRefusal::Busy(format!(
+                    "{} webhook deliveries are remembered within the {} s replay window: try again later",
+                    replay::SEEN_MAX,
+                    WEBHOOK_SKEW.as_secs()
+                )));
+            }
+            Err(replay::Refused::Store(why)) => {
+                return Err(WebhookRefusal::Busy(format!(
+                    "the delivery cannot be remembered ({why}): try again later"
+                )));
+            }
+        }
         let cause = format!(
             "a webhook ({} bytes, sha256 {})",
             body.len(),
@@ -149,13 +245,14 @@ impl Gateway {
     }
 }
 
-/// Checks `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`.
+/// Checks `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`;
+/// the signed time and the MAC when it holds.
 pub fn verify_signature(
     secret: &str,
     header: Option<&str>,
     body: &[u8],
     now_s: u64,
-) -> Result<(), String> {
+) -> Result<(u64, Vec<u8>), String> {
     let header = header.ok_or("no `X-Glovebox-Signature` header")?;
     let (mut t, mut v1) = (None, None);
     for part in header.split(',') {
@@ -180,7 +277,16 @@ pub fn verify_signature(
     mac.update(b".");
     mac.update(body);
     mac.verify_slice(&v1)
-        .map_err(|_| "the signature does not match".to_string())
+        .map_err(|_| "the signature does not match".to_string())?;
+    Ok((t, v1))
+}
+
+/// Sleeps until `at`; never wakes without one.
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
 }
 
 #[cfg(test)]
@@ -193,8 +299,11 @@ mod tests {
         let secret = "0123456789abcdef";
         let body = br#"{"deploy":"done"}"#;
         let good = signature(secret, 1000, body);
-        assert_eq!(verify_signature(secret, Some(&good), body, 1000), Ok(()));
-        assert_eq!(verify_signature(secret, Some(&good), body, 1200), Ok(()));
+        assert_eq!(
+            verify_signature(secret, Some(&good), body, 1000).map(|(t, _)| t),
+            Ok(1000)
+        );
+        assert!(verify_signature(secret, Some(&good), body, 1200).is_ok());
         // Another body, another secret, a stale time, no header, garbage.
         assert!(verify_signature(secret, Some(&good), b"{}", 1000).is_err());
         assert!(verify_signature("another-secret-16", Some(&good), body, 1000).is_err());
