@@ -7,6 +7,7 @@ pub mod calls;
 pub mod cpu;
 pub mod mcp;
 pub mod resume;
+pub mod serve;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
