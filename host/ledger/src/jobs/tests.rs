@@ -239,3 +239,41 @@ fn old_records_read_whole_and_are_rewritten_at_open_or_at_their_next_change() {
     assert_eq!(read.result.unwrap().output, done.result.unwrap().output);
     assert!(jobs.unwaited_of("s1").unwrap().iter().all(|j| j.id == "j2"));
 }
+
+/// Why (issue 36): sled keeps a value over 128 KiB in a file of its own and
+/// counts it in its cache as that file's pointer, so the node holding a
+/// job's 2 MB output was never evicted and every output stayed in the
+/// host's memory until it restarted. A long body is kept in pieces of at
+/// most `data::CHUNK` bytes, read back whole and removed whole; a body an
+/// older host wrote whole still reads.
+#[test]
+fn long_bodies_are_kept_in_short_pieces_read_whole_and_removed_whole() {
+    let (_dir, storage) = storage();
+    let jobs = JobStore::new(storage.clone());
+    let long = "a".repeat(300_000);
+    let mut big = job("j1", "s1", "a", JobStatus::Completed, 1);
+    big.input = serde_json::json!({ "code": long }).to_string();
+    big.result.as_mut().unwrap().output = Some(serde_json::json!({ "value": long }));
+    jobs.put(&big).unwrap();
+    let stored = storage.scan_page(data::BUCKET, "j1/", None, 1000).unwrap();
+    assert!(stored.len() > 100, "{} keys", stored.len());
+    let longest = stored.iter().map(|(_, v)| v.len()).max().unwrap();
+    assert!(longest <= data::CHUNK, "a value of {longest} bytes");
+    let read = jobs.get("j1").unwrap();
+    assert_eq!(read.input, big.input);
+    assert_eq!(read.result.unwrap().output, big.result.unwrap().output);
+
+    // A body written whole (as before pieces) reads as it is.
+    jobs.put(&job("j2", "s1", "a", JobStatus::Completed, 2_000))
+        .unwrap();
+    let whole = serde_json::json!({ "code": "b".repeat(10_000) }).to_string();
+    storage
+        .put(data::BUCKET, "j2/input", whole.as_bytes())
+        .unwrap();
+    assert_eq!(jobs.get("j2").unwrap().input, whole);
+
+    // The sweep removes every piece with its job.
+    assert_eq!(jobs.collect(500).unwrap(), 1);
+    let left = storage.scan_page(data::BUCKET, "j1", None, 1000).unwrap();
+    assert!(left.is_empty(), "{} keys of j1 left", left.len());
+}
