@@ -99,6 +99,17 @@ pub(crate) fn id_of(key: &str) -> &str {
     key.rsplit(['/', ' ']).next().unwrap_or(key)
 }
 
+/// Whether `cursor` is a position among the index keys that start with
+/// `prefix` (`<20 digits>/<id>` after it): what every paged listing of the
+/// session indexes checks before it reads from a cursor a caller gave.
+pub(crate) fn is_position(cursor: &str, prefix: &str) -> bool {
+    cursor.strip_prefix(prefix).is_some_and(|rest| {
+        rest.split_once('/').is_some_and(|(when, id)| {
+            when.len() == 20 && when.bytes().all(|b| b.is_ascii_digit()) && !id.is_empty()
+        })
+    })
+}
+
 /// What a new session is indexed under.
 pub(crate) struct NewSession<'a> {
     pub id: &'a str,

@@ -150,12 +150,7 @@ impl Sessions {
 /// `cursor` if it is a position in the listing whose keys start with
 /// `prefix` (`<20 digits>/<id>` after it); else why not.
 fn check_cursor(cursor: &str, prefix: &str) -> Result<String, SessionError> {
-    let fits = cursor.strip_prefix(prefix).is_some_and(|rest| {
-        rest.split_once('/').is_some_and(|(when, id)| {
-            when.len() == 20 && when.bytes().all(|b| b.is_ascii_digit()) && !id.is_empty()
-        })
-    });
-    if fits {
+    if super::index::is_position(cursor, prefix) {
         Ok(cursor.to_string())
     } else {
         Err(SessionError::InvalidInput(format!(

@@ -32,6 +32,7 @@ mod completion;
 mod error;
 mod event;
 mod family;
+mod growth;
 mod handoff;
 mod index;
 mod lease;

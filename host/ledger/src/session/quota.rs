@@ -25,6 +25,7 @@
 use super::actor;
 use super::error::SessionError;
 use super::event::{Event, EventKind};
+use super::growth::{Growth, growth};
 use super::handoff::Handoff;
 use super::index::{LIVE, PAGE, id_of};
 use super::state::{SessionState, written_by_actor};
@@ -142,49 +143,10 @@ impl Sessions {
 }
 
 /// Whether an actor's event of `kind` is new content, refused past the
-/// log's quotas. Every kind is on one side (the match is exhaustive), so a
-/// new kind of event must choose.
+/// log's quotas: receipts and openings are checked on the log they land in
+/// before the write (`check_log_room`), the rest settles.
 fn grows(kind: &EventKind) -> bool {
-    match kind {
-        EventKind::CallRequested { .. }
-        | EventKind::Note { .. }
-        | EventKind::Handoff(_)
-        | EventKind::UsageReported { .. }
-        | EventKind::MemoryProposed { .. }
-        | EventKind::MemorySearched { .. }
-        | EventKind::VerdictReceived { .. }
-        | EventKind::Renamed { .. }
-        | EventKind::Tagged { .. } => true,
-        // A new log's first records; the records of a write checked on
-        // this log before it was made (`check_log_room`: a handoff's
-        // receipt, a verdict's copy, a child's record in its parent, which
-        // follows the child's start); what follows a call already
-        // admitted; what closes, pauses or settles.
-        EventKind::SessionStarted { .. }
-        | EventKind::ContextInjected { .. }
-        | EventKind::HandoffReceived { .. }
-        | EventKind::VerdictGiven { .. }
-        | EventKind::ChildSpawned { .. }
-        | EventKind::CallDecided { .. }
-        | EventKind::CallStarted { .. }
-        | EventKind::CallFinished { .. }
-        | EventKind::CallInterrupted { .. }
-        | EventKind::Paused { .. }
-        | EventKind::Resumed
-        | EventKind::Ended { .. }
-        | EventKind::Archived
-        | EventKind::BudgetWarning { .. }
-        | EventKind::BudgetExceeded { .. }
-        | EventKind::CapRaised { .. }
-        | EventKind::CeilingWarning { .. }
-        | EventKind::CeilingReached { .. }
-        | EventKind::BlockerFlag(_)
-        | EventKind::Escalation { .. }
-        | EventKind::JobsUnwaited { .. }
-        | EventKind::ActionRefused { .. }
-        | EventKind::GatesChecked { .. }
-        | EventKind::ScheduleAlert { .. } => false,
-    }
+    matches!(growth(kind), Growth::Call | Growth::Work | Growth::Report)
 }
 
 /// Session `state`'s log with `events` more events and `bytes` more bytes

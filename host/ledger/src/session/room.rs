@@ -14,54 +14,23 @@
 //! sweep, recovery, an expiry), whatever closes a session or settles what
 //! was admitted (`ended`, `archived`, `resumed` in a batch, the call
 //! records of a call already admitted, pauses, flags, budget records), since
-//! refusing those would leave work half done. Every kind is in one of the
-//! two lists below (the match is exhaustive), so a new kind of event must
-//! choose.
+//! refusing those would leave work half done. Which kind is which is said
+//! once for every limit on what actors write (`growth.rs`).
 
 use super::actor;
 use super::error::SessionError;
 use super::event::EventKind;
+use super::growth::{Growth, growth};
 use super::store::Sessions;
 
-/// Whether an event of `kind` is new content (refused below the watermark).
+/// Whether an event of `kind` is new content (refused below the watermark):
+/// a call is checked by the pipeline before it is recorded, and what
+/// follows it settles it.
 fn is_content(kind: &EventKind) -> bool {
-    match kind {
-        EventKind::SessionStarted { .. }
-        | EventKind::Renamed { .. }
-        | EventKind::Tagged { .. }
-        | EventKind::Handoff(_)
-        | EventKind::HandoffReceived { .. }
-        | EventKind::ChildSpawned { .. }
-        | EventKind::Note { .. }
-        | EventKind::UsageReported { .. }
-        | EventKind::ContextInjected { .. }
-        | EventKind::MemoryProposed { .. }
-        | EventKind::MemorySearched { .. }
-        | EventKind::VerdictReceived { .. }
-        | EventKind::VerdictGiven { .. } => true,
-        // The pipeline checks the watermark before a call is recorded, and
-        // what follows a call's record settles it.
-        EventKind::CallRequested { .. }
-        | EventKind::CallDecided { .. }
-        | EventKind::CallStarted { .. }
-        | EventKind::CallFinished { .. }
-        | EventKind::CallInterrupted { .. }
-        | EventKind::Paused { .. }
-        | EventKind::Resumed
-        | EventKind::Ended { .. }
-        | EventKind::Archived
-        | EventKind::BudgetWarning { .. }
-        | EventKind::BudgetExceeded { .. }
-        | EventKind::CapRaised { .. }
-        | EventKind::CeilingWarning { .. }
-        | EventKind::CeilingReached { .. }
-        | EventKind::BlockerFlag(_)
-        | EventKind::Escalation { .. }
-        | EventKind::JobsUnwaited { .. }
-        | EventKind::ActionRefused { .. }
-        | EventKind::GatesChecked { .. }
-        | EventKind::ScheduleAlert { .. } => false,
-    }
+    matches!(
+        growth(kind),
+        Growth::Opening | Growth::Work | Growth::Report | Growth::Receipt
+    )
 }
 
 /// Whether `kind` closes a session or lifts its pause: a batch with one

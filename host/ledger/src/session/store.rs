@@ -12,6 +12,7 @@ use super::chain::{self, Chain, ChainKey, Refusal};
 use super::checkpoint;
 use super::error::SessionError;
 use super::event::{Event, EventKind};
+use super::growth::{Growth, growth};
 use super::log::{self, LoadStats};
 use super::state::{SessionInfo, SessionState};
 use crate::manifest::{MemoryConfig, QuotasConfig};
@@ -717,18 +718,7 @@ impl Sessions {
 /// outcome, a pause, an end, the host's and operators' records) is counted,
 /// never refused, so nothing acknowledged is lost to a quota.
 fn starts_work(kind: &EventKind) -> bool {
-    matches!(
-        kind,
-        EventKind::SessionStarted { .. }
-            | EventKind::CallRequested { .. }
-            | EventKind::Note { .. }
-            | EventKind::Handoff(_)
-            | EventKind::MemoryProposed { .. }
-            | EventKind::MemorySearched { .. }
-            | EventKind::ChildSpawned { .. }
-            | EventKind::Renamed { .. }
-            | EventKind::Tagged { .. }
-    )
+    matches!(growth(kind), Growth::Opening | Growth::Call | Growth::Work)
 }
 
 /// Locks `slot`; a slot poisoned by a panic mid-append drops its cache, since
