@@ -367,7 +367,7 @@ pub fn run(config: &Path, args: CrashArgs) -> Result<ExitCode> {
         acked.events.len(),
         acked.records.len(),
         acked.repairs,
-        crate::human_size(glovebox::store_admin::dir_size(&data_dir)),
+        glovebox::manifest::approximate_size(glovebox::store_admin::dir_size(&data_dir)),
         started.elapsed()
     );
     if acked.total < args.kills as u64 {

@@ -333,22 +333,6 @@ fn run_main() -> ExitCode {
     }
 }
 
-/// A size for people: `12.3 MiB`.
-fn human_size(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{value:.1} {}", UNITS[unit])
-    }
-}
-
 /// The reader of our stdout went away: not an error of ours.
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain()

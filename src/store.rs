@@ -56,7 +56,7 @@ pub fn run(config: &Path, command: StoreCommand) -> Result<ExitCode> {
                     "{} store in {} ({}{})",
                     report.backend,
                     report.store_dir.display(),
-                    crate::human_size(report.size_bytes),
+                    glovebox::manifest::approximate_size(report.size_bytes),
                     if report.read_only {
                         ", opened read-only"
                     } else {
@@ -103,7 +103,7 @@ pub fn run(config: &Path, command: StoreCommand) -> Result<ExitCode> {
                     "backed up the {} store to {} ({}): {} streams, {} events, {} keys in {} buckets",
                     report.from_backend,
                     report.path.display(),
-                    crate::human_size(report.size_bytes),
+                    glovebox::manifest::approximate_size(report.size_bytes),
                     report.streams,
                     report.entries,
                     report.keys,
@@ -120,8 +120,8 @@ pub fn run(config: &Path, command: StoreCommand) -> Result<ExitCode> {
                 out!(
                     "compacted the {} store: {} before, {} after",
                     report.backend,
-                    crate::human_size(report.before_bytes),
-                    crate::human_size(report.after_bytes)
+                    glovebox::manifest::approximate_size(report.before_bytes),
+                    glovebox::manifest::approximate_size(report.after_bytes)
                 );
             }
             Ok(ExitCode::SUCCESS)

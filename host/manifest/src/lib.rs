@@ -93,7 +93,7 @@ pub use schedule::{
     Action, AlertIf, Cmp, CronExpr, HandoffNote, Run, ScheduleConfig, SessionTarget, TriggerConfig,
     TriggerOn,
 };
-pub use units::{format_size, parse_duration, parse_size};
+pub use units::{approximate_size, format_size, parse_duration, parse_size};
 
 const KIB: u64 = 1 << 10;
 const MIB: u64 = 1 << 20;

@@ -43,6 +43,18 @@ pub fn format_size(bytes: u64) -> String {
     format!("{bytes} B")
 }
 
+/// A byte count as people read it, to a tenth: `259.4 MiB`, `512 B` (a
+/// configured value is written exactly, by [`format_size`]).
+pub fn approximate_size(bytes: u64) -> String {
+    const UNITS: [(&str, u32); 4] = [("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)];
+    for (unit, shift) in UNITS {
+        if bytes >> shift != 0 {
+            return format!("{:.1} {unit}", bytes as f64 / (1u64 << shift) as f64);
+        }
+    }
+    format!("{bytes} B")
+}
+
 /// A size in bytes: an integer, or a string with a unit.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) struct Size(pub u64);
@@ -147,6 +159,14 @@ mod tests {
         assert_eq!(parse_size("1.5 KiB"), Ok(1536));
         assert_eq!(parse_size("4096"), Ok(4096));
         assert_eq!(parse_size("10 B"), Ok(10));
+    }
+
+    #[test]
+    fn sizes_for_people_are_rounded_to_a_tenth_of_their_largest_unit() {
+        assert_eq!(approximate_size(272_040_856), "259.4 MiB");
+        assert_eq!(approximate_size(1023), "1023 B");
+        assert_eq!(approximate_size(1536), "1.5 KiB");
+        assert_eq!(approximate_size(3 << 40), "3.0 TiB");
     }
 
     #[test]

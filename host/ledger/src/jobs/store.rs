@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use super::records::{JobError, JobInfo, JobResult, JobStatus};
 use super::summary::{JobSummary, ResultSummary};
 use super::{bytes, data, index};
-use crate::manifest::QuotaLimit;
+use crate::manifest::{QuotaLimit, approximate_size};
 use crate::session::SessionError;
 use crate::storage::{Storage, StorageError, Swap};
 
@@ -150,7 +150,7 @@ impl JobStore {
                         limit: quota,
                         what: format!(
                             "the jobs of principal `{principal}` keep {} in the store",
-                            approximate(held)
+                            approximate_size(held)
                         ),
                         fix: "wait until `quotas.retain_finished` removes finished jobs, or ask an operator to raise the quota".into(),
                     }));
@@ -306,18 +306,6 @@ impl JobStore {
     }
 }
 
-/// `bytes` as people read a size: `259.4 MiB` (the quota's own value is
-/// written exactly, by `format_size`).
-fn approximate(bytes: u64) -> String {
-    const UNITS: [(&str, u64); 3] = [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
-    for (unit, size) in UNITS {
-        if bytes >= size {
-            return format!("{:.1} {unit}", bytes as f64 / size as f64);
-        }
-    }
-    format!("{bytes} B")
-}
-
 /// Compare-and-set rounds an update tries before giving up: each lost round
 /// means another host wrote the record between this one's read and write.
 const UPDATE_TRIES: usize = 16;
@@ -430,8 +418,6 @@ mod tests {
         assert!(record.len() < 1000, "{} bytes", record.len());
         assert_eq!(jobs.get("j").unwrap().input, job.input);
         assert_eq!(jobs.held_bytes("agent").unwrap(), job.input.len() as u64);
-        assert_eq!(approximate(272_040_856), "259.4 MiB");
-        assert_eq!(approximate(1023), "1023 B");
         let result = |text: &str| JobResult {
             output: Some(serde_json::json!({ "text": text })),
             error: None,
