@@ -149,15 +149,20 @@ pub(crate) fn get(storage: &dyn Storage, id: &str) -> Result<Option<Approval>, S
 /// Stores `approval` with its index keys (written first: a key whose
 /// record is missing is skipped by readers, never the other way round).
 pub(crate) fn put(storage: &dyn Storage, approval: &Approval) -> Result<(), StorageError> {
+    put_keys(storage, approval)?;
+    storage.put(BUCKET, &approval.id, &encode(approval)?)
+}
+
+/// The index keys of `approval` in its state.
+pub(crate) fn put_keys(storage: &dyn Storage, approval: &Approval) -> Result<(), StorageError> {
     let id = approval.id.as_bytes();
     match approval.status.settled_at_ms() {
         None => {
             storage.put(INDEX, &pending_key(approval), id)?;
-            storage.put(INDEX, &session_key(approval), id)?;
+            storage.put(INDEX, &session_key(approval), id)
         }
-        Some(at) => storage.put(INDEX, &settled_key(&approval.id, at), id)?,
+        Some(at) => storage.put(INDEX, &settled_key(&approval.id, at), id),
     }
-    storage.put(BUCKET, &approval.id, &encode(approval)?)
 }
 
 /// How a settlement went.
@@ -217,7 +222,12 @@ fn reindex_settled(storage: &dyn Storage, was: &Approval, now: &Approval) {
 
 /// The record index key `key` points to, if it is still in that state:
 /// a stale key is repaired (removed, or moved where its record now
-/// belongs) and `None` returned.
+/// belongs) and `None` returned. A key whose record is not there is
+/// passed over and left: [`put`] writes the keys first, so a reader racing
+/// it finds the key of a record about to land, and removing that key would
+/// hide the approval from every listing for good (an operator's `approvals`
+/// polling while an agent's call was being recorded did). [`collect`]
+/// removes the keys a crash left without their record.
 pub(crate) fn confirm(storage: &dyn Storage, key: &str) -> Result<Option<Approval>, StorageError> {
     let id = id_of(key);
     let record = match get(storage, id) {
@@ -248,7 +258,8 @@ pub(crate) fn confirm(storage: &dyn Storage, key: &str) -> Result<Option<Approva
             storage.delete(INDEX, &session_key(&a))?;
             storage.delete(INDEX, key)?;
         }
-        _ => storage.delete(INDEX, key)?,
+        Some(_) => storage.delete(INDEX, key)?,
+        None => {}
     }
     Ok(None)
 }
@@ -300,8 +311,37 @@ pub(crate) fn oldest_pending_of_session(
 
 /// Removes the approvals settled before `before_ms` (and their keys);
 /// returns how many. Reads from the old end of the settled keys, so the
-/// work is what is removed, not what is kept.
+/// work is what is removed, not what is kept. Then removes the pending keys
+/// from before `before_ms` whose record never came (a host that died
+/// between [`put`]'s writes).
 pub(crate) fn collect(storage: &dyn Storage, before_ms: u64) -> Result<usize, StorageError> {
+    let removed = collect_settled(storage, before_ms)?;
+    collect_unstored_pending(storage, before_ms)?;
+    Ok(removed)
+}
+
+/// The pending keys older than `before_ms` without a record, removed.
+fn collect_unstored_pending(storage: &dyn Storage, before_ms: u64) -> Result<(), StorageError> {
+    let end = format!("{PENDING}{before_ms:020}");
+    let mut after = None;
+    loop {
+        let page = keys(storage, PENDING, after.as_deref(), storage::PAGE)?;
+        for key in &page {
+            if *key >= end {
+                return Ok(());
+            }
+            if storage.get(BUCKET, id_of(key))?.is_none() {
+                storage.delete(INDEX, key)?;
+            }
+        }
+        match page.last() {
+            Some(key) if page.len() == storage::PAGE => after = Some(key.clone()),
+            _ => return Ok(()),
+        }
+    }
+}
+
+fn collect_settled(storage: &dyn Storage, before_ms: u64) -> Result<usize, StorageError> {
     let Some(from) = (u64::MAX - before_ms).checked_add(1) else {
         return Ok(0);
     };
@@ -391,14 +431,7 @@ pub(crate) fn index_old_records(storage: &dyn Storage) -> Result<bool, StorageEr
                 continue;
             }
         };
-        let id = approval.id.as_bytes();
-        match approval.status.settled_at_ms() {
-            None => {
-                storage.put(INDEX, &pending_key(&approval), id)?;
-                storage.put(INDEX, &session_key(&approval), id)?;
-            }
-            Some(at) => storage.put(INDEX, &settled_key(&approval.id, at), id)?,
-        }
+        put_keys(storage, &approval)?;
         indexed += 1;
     }
     storage.put(INDEX, INDEXED, b"")?;

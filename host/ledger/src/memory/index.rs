@@ -18,8 +18,8 @@
 //! Times are 20-digit, zero-padded; a scope is escaped (`%` and `/`) so a
 //! project named `a/b` is not read as part of another's key. The index is a
 //! hint: new keys are written before the record, old ones removed after it,
-//! and a reader confirms each key against the record (a key the record no
-//! longer has is removed). A store written before the index is indexed
+//! and a reader confirms each key against the record (a key the record does
+//! not have is passed over and left: it may be one being written). A store written before the index is indexed
 //! once, a page at a time ([`index_old_records`]).
 //!
 //! A new session is handed the newest approved entries of its scopes
@@ -138,8 +138,11 @@ pub(crate) fn remove(storage: &dyn Storage, entry: &MemoryEntry) -> Result<(), S
     Ok(())
 }
 
-/// The entry index key `key` points to, if the entry still has that key;
-/// a stale key is removed and `None` returned.
+/// The entry index key `key` points to, if the entry has that key; else
+/// `None`, and the key is left: [`store`] writes an entry's new keys before
+/// its record, so a reader racing it finds a key the record does not have
+/// yet, and removing it would hide the entry from that listing for good.
+/// (What a crash between the writes leaves is passed over by every reader.)
 pub(crate) fn confirm(
     storage: &dyn Storage,
     key: &str,
@@ -147,10 +150,7 @@ pub(crate) fn confirm(
     let id = key.rsplit('/').next().unwrap_or(key);
     match get(storage, id) {
         Ok(Some(entry)) if keys_of(&entry).iter().any(|k| k == key) => Ok(Some(entry)),
-        Ok(_) => {
-            storage.delete(INDEX, key)?;
-            Ok(None)
-        }
+        Ok(_) => Ok(None),
         Err(StorageError::Corrupt(why)) => {
             tracing::warn!(key, error = %why, "unreadable memory entry skipped");
             Ok(None)
