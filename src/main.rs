@@ -5,7 +5,8 @@
 //! `glovebox doctor` exits 1 when it finds a warning (ripgrep-style: a
 //! finding, not a failure), 0 when it finds none.
 
-#![forbid(unsafe_code)]
+// Denied, not forbidden: `allocator.rs` holds the binary's one `unsafe` call.
+#![deny(unsafe_code)]
 
 /// `println!` that returns an error instead of panicking when stdout is
 /// closed early (`glovebox log show x | head`), and that writes into the
@@ -27,6 +28,7 @@ macro_rules! err {
     };
 }
 
+mod allocator;
 mod approvals;
 mod billing;
 mod budget;
@@ -258,6 +260,8 @@ enum PluginCommand {
 }
 
 fn main() -> ExitCode {
+    // First, before any thread exists (see `allocator.rs`).
+    let malloc = allocator::tune();
     #[cfg(feature = "otlp")]
     let (otlp, exporter) = match otlp::layer() {
         Some((layer, exporter)) => (Some(layer), Some(exporter)),
@@ -281,6 +285,7 @@ fn main() -> ExitCode {
         let subscriber = subscriber.with(otlp);
         subscriber.init();
     }
+    allocator::report(malloc);
     let code = run_main();
     #[cfg(feature = "otlp")]
     if let Some(exporter) = exporter {
