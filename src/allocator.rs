@@ -27,6 +27,7 @@ pub enum Tuning {
     /// The environment sets the allocator: left as the operator said.
     Operator,
     /// Not glibc: nothing to set.
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
     NotGlibc,
     /// glibc refused the value.
     Refused,
@@ -78,6 +79,7 @@ pub fn report(tuning: Tuning) {
         Tuning::Operator => {
             tracing::debug!("malloc: tuned by the environment, left as it is")
         }
+        #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
         Tuning::NotGlibc => {}
         Tuning::Refused => tracing::warn!(
             bytes = MMAP_THRESHOLD,
@@ -120,12 +122,8 @@ mod tests {
     }
 
     #[test]
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
     fn the_threshold_is_set_on_glibc() {
-        let expected = if cfg!(all(target_os = "linux", target_env = "gnu")) {
-            Tuning::Fixed
-        } else {
-            Tuning::NotGlibc
-        };
-        assert_eq!(set_threshold(), expected);
+        assert_eq!(set_threshold(), Tuning::Fixed);
     }
 }
