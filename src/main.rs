@@ -37,8 +37,6 @@ mod call;
 mod children;
 mod completion;
 mod control;
-mod crash;
-mod debug;
 mod doctor;
 mod exit;
 mod hook;
@@ -240,13 +238,6 @@ enum Command {
         #[command(subcommand)]
         command: schedule::ScheduleCommand,
     },
-    /// Tools for testing the host itself.
-    #[command(hide = true)]
-    #[serde(skip)]
-    Debug {
-        #[command(subcommand)]
-        command: debug::DebugCommand,
-    },
 }
 
 #[derive(Subcommand)]
@@ -392,7 +383,6 @@ async fn dispatch(config: &std::path::Path, command: Command) -> Result<ExitCode
         Command::Job { command } => jobs::run(config, command).await,
         Command::Serve(args) => serve::run(config, args).await,
         Command::Principal { command } => principal::run(config, command),
-        Command::Debug { command } => debug::run(config, command),
         Command::Hook { command } => hook::run(config, command).await,
         Command::Store { command } => store::run(config, command),
         Command::Reload => serve::reload(config).await,

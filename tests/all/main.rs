@@ -45,6 +45,5 @@ mod rescue;
 mod schedule;
 mod scratch;
 mod sessions;
-mod store;
 mod sweep;
 mod util;

@@ -1,4 +1,7 @@
 //! Helpers shared by the test modules: plugin paths, hosts, manifests.
+//!
+//! The crash harness's binary (`tests/crash/`) includes this file too (`#[path]`), for
+//! `Site` and the real binary: name nothing of the `all` crate here (`crate::...`).
 
 #![allow(dead_code)]
 

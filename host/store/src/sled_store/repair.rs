@@ -1,7 +1,7 @@
 //! What a killed process can leave in sled 0.34's dir that sled itself will
 //! not open, moved aside before sled opens it.
 //!
-//! Found with the crash harness (`glovebox debug crash-loop`) and read off
+//! Found with the crash harness (`crash-loop`, `tests/crash/`) and read off
 //! sled 0.34.7's source; `docs/durability.md` has the whole analysis.
 //!
 //! - **Unfinished snapshots.** At open, sled recovers by reading its newest

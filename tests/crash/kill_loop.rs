@@ -1,25 +1,23 @@
-//! `glovebox debug crash-loop`: the crash harness.
+//! The kill loop (`crash-loop`): the workload killed with SIGKILL at random moments,
+//! over and over, on one data dir, and checked every few kills.
 //!
-//! Runs `glovebox debug write-mix` (every kind of write Glovebox makes, from
-//! several threads) and kills it with SIGKILL at a random moment, over and
-//! over, on one data dir: every other kill is timed from the process start,
-//! so it may land while the store opens and recovers, the others from the
-//! first acknowledged write, so they land among the writes. Each acknowledged write the workload printed before
-//! it died is remembered. Every `--verify-every` kills, and after the last,
-//! the data dir is checked twice: by `glovebox store check` in a separate
-//! process, then in this process the way a server opens it (recovery
-//! included), which must find every acknowledged write, every session's hash
-//! chain whole, and a checkpointed resume equal to a full replay. The store
-//! is dropped before the next kill, so the next workload opens a data dir
-//! this process has just closed (the condition of the failure that led to
-//! this harness; see `docs/durability.md`).
+//! Why a module of its own: this is the half of the harness that decides when the
+//! workload dies, and only that. It runs the workload (`workload.rs`: this binary
+//! re-executed with `write-mix`, in a process group of its own) and kills it: every
+//! other kill is timed from the process start, so it may land while the store opens
+//! and recovers, the others from the first acknowledged write, so they land among the
+//! writes; with `--inject`, every other kill instead comes from `strace` at the N-th
+//! call of a write-side syscall, a window of microseconds a timer almost never hits.
+//! Each acknowledged write the workload printed before it died is remembered, and every
+//! `--verify-every` kills, and after the last, `checks.rs` judges the data dir. The
+//! store is dropped before the next kill, so the next workload opens a data dir this
+//! process has just closed (the condition of the failure that led to this harness; see
+//! `docs/durability.md`).
 //!
-//! On the first failure the harness stops and leaves everything in place:
-//! the data dir as the failed open found it and the killed workload's stderr,
-//! and says where they are. Exit code 0 when every check passed, 1 otherwise.
+//! On the first failure the loop stops and leaves everything in place: the data dir as
+//! the failed open found it and the killed workload's stderr, and says where they are.
+//! Exit code 0 when every check passed, 1 otherwise.
 
-use crate::exit::Exit;
-use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
@@ -27,13 +25,16 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use glovebox::HostConfig;
-use glovebox::approvals::{ApprovalStatus, Approvals};
-use glovebox::jobs::{JobStatus, JobStore};
-use glovebox::rescue::Rescues;
-use glovebox::session::SessionStatus;
 
+use crate::checks::{Acked, check_here, check_in_child};
+
+/// `crash-loop`: kills `write-mix` at random moments, over and over, and checks after
+/// every few kills that the data dir opens and holds every acknowledged write.
 #[derive(clap::Args)]
 pub struct CrashArgs {
+    /// The host config whose data dir to run in (or `--dir`).
+    #[arg(long, required_unless_present = "dir", conflicts_with = "dir")]
+    config: Option<PathBuf>,
     /// How many times to kill the workload.
     #[arg(long, default_value_t = 50)]
     kills: usize,
@@ -88,97 +89,6 @@ const INJECT_SYSCALLS: [&str; 8] = [
     "unlink",
 ];
 
-/// What the workload acknowledged, by kind, as it printed it.
-#[derive(Default)]
-struct Acked {
-    /// Session id → (sequence, hash) of each acknowledged event.
-    events: HashMap<String, Vec<(u64, String)>>,
-    /// (kind, id) → the furthest state acknowledged, as a rank in its lifecycle.
-    records: HashMap<(Kind, String), u8>,
-    total: u64,
-    /// Repairs the store made at open (sled's unfinished snapshots): each
-    /// one a failed open the repair turned into a good one.
-    repairs: u64,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-enum Kind {
-    Job,
-    Approval,
-    Rescue,
-    Context,
-    Session,
-}
-
-impl Kind {
-    fn parse(word: &str) -> Option<Kind> {
-        Some(match word {
-            "job" => Kind::Job,
-            "approval" => Kind::Approval,
-            "rescue" => Kind::Rescue,
-            "context" => Kind::Context,
-            "session" => Kind::Session,
-            _ => return None,
-        })
-    }
-
-    /// The rank of state `what` in this kind's lifecycle: a record read back
-    /// must be at least as far along as the furthest state acknowledged (a
-    /// later write may have landed without being acknowledged).
-    fn rank(self, what: &str) -> Option<u8> {
-        Some(match (self, what) {
-            (Kind::Job, "queued") => 0,
-            (Kind::Job, "running") => 1,
-            (Kind::Job, "completed") => 2,
-            (Kind::Approval, "pending") => 0,
-            (Kind::Approval, "approved") => 1,
-            (Kind::Rescue, "open") => 0,
-            (Kind::Rescue, "diagnosed") => 1,
-            (Kind::Rescue, "resolved") => 2,
-            (Kind::Context, "added") => 0,
-            (Kind::Context, "retired") => 1,
-            (Kind::Session, "created") => 0,
-            (Kind::Session, "archived") => 1,
-            _ => return None,
-        })
-    }
-}
-
-impl Acked {
-    /// Takes one line of the workload's stdout. A line the kill cut short
-    /// lacks its closing ` .` and was never acknowledged to us: skipped.
-    fn take(&mut self, line: &str) {
-        if line.starts_with("repaired ") {
-            self.repairs += 1;
-            return;
-        }
-        let words: Vec<&str> = line.split(' ').collect();
-        match words[..] {
-            ["ack", "event", session, seq, hash, "."] if hash.len() == 64 => {
-                if let Ok(seq) = seq.parse() {
-                    self.events
-                        .entry(session.to_string())
-                        .or_default()
-                        .push((seq, hash.to_string()));
-                    self.total += 1;
-                }
-            }
-            ["ack", kind, id, what, "."] => {
-                let Some(kind) = Kind::parse(kind) else {
-                    return;
-                };
-                let Some(rank) = kind.rank(what) else {
-                    return;
-                };
-                let slot = self.records.entry((kind, id.to_string())).or_insert(0);
-                *slot = (*slot).max(rank);
-                self.total += 1;
-            }
-            _ => {}
-        }
-    }
-}
-
 /// A tiny deterministic generator for kill times.
 struct Lcg(u64);
 
@@ -192,7 +102,7 @@ impl Lcg {
     }
 }
 
-pub fn run(config: &Path, args: CrashArgs) -> Result<ExitCode> {
+pub fn run(args: CrashArgs) -> Result<ExitCode> {
     if args.max_ms < args.min_ms {
         bail!(
             "--max-ms {} is below --min-ms {}: give a window to kill in",
@@ -200,13 +110,15 @@ pub fn run(config: &Path, args: CrashArgs) -> Result<ExitCode> {
             args.min_ms
         );
     }
-    let config = match &args.dir {
-        Some(dir) => write_config(dir, args.backend.as_deref(), args.durability.as_deref())?,
-        None => config.to_path_buf(),
+    let config = match (&args.dir, &args.config) {
+        (Some(dir), _) => write_config(dir, args.backend.as_deref(), args.durability.as_deref())?,
+        (None, Some(config)) => config.clone(),
+        (None, None) => bail!("give `--dir DIR` (a run of its own) or `--config FILE`"),
     };
     let loaded = HostConfig::load(&config)?;
     let data_dir = loaded.data_dir.clone();
-    let exe = std::env::current_exe().context("cannot find the glovebox executable")?;
+    let exe =
+        std::env::current_exe().context("cannot find this test binary to run the workload")?;
     let seed = args.seed.unwrap_or_else(|| {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -254,9 +166,9 @@ pub fn run(config: &Path, args: CrashArgs) -> Result<ExitCode> {
         // Its own process group, so a kill reaches strace's tracee too.
         std::os::unix::process::CommandExt::process_group(&mut command, 0);
         let mut child = command
+            .arg("write-mix")
             .arg("--config")
             .arg(&config)
-            .args(["debug", "write-mix"])
             .args(["--writers", &args.writers.to_string()])
             .args(["--sessions", &args.sessions.to_string()])
             .args(["--seed", &rng.next().to_string()])
@@ -339,7 +251,7 @@ pub fn run(config: &Path, args: CrashArgs) -> Result<ExitCode> {
             || round + 1 == args.kills
         {
             checks += 1;
-            if let Err(e) = check_in_child(&exe, &config) {
+            if let Err(e) = check_in_child(&config) {
                 return failed(round, &data_dir, &child_log, format!("{e:#}"));
             }
             match check_here(&loaded, &acked) {
@@ -375,7 +287,7 @@ pub fn run(config: &Path, args: CrashArgs) -> Result<ExitCode> {
             "crash-loop: failed: only {} acknowledged writes in {} runs: the workload barely got going; raise --max-ms",
             acked.total, args.kills
         );
-        return Ok(Exit::Failed.into());
+        return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -390,7 +302,7 @@ fn failed(round: usize, data_dir: &Path, child_log: &Path, what: String) -> Resu
         "crash-loop: the last workload's stderr: {}",
         child_log.display()
     );
-    Ok(Exit::Failed.into())
+    Ok(ExitCode::FAILURE)
 }
 
 /// `DIR/glovebox.toml` for a harness run of its own, with a checkpoint every
@@ -399,7 +311,7 @@ fn write_config(dir: &Path, backend: Option<&str>, durability: Option<&str>) -> 
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create `{}`", dir.display()))?;
     let path = dir.join("glovebox.toml");
     let mut text = String::from(
-        "# Written by `glovebox debug crash-loop --dir`.\ndata_dir = \"data\"\nhooks = \"none\"\n\n[storage]\ncheckpoint_every = 16\n",
+        "# Written by the crash harness (`crash-loop --dir`, tests/crash/).\ndata_dir = \"data\"\nhooks = \"none\"\n\n[storage]\ncheckpoint_every = 16\n",
     );
     if let Some(backend) = backend {
         text.push_str(&format!("backend = {backend:?}\n"));
@@ -409,120 +321,6 @@ fn write_config(dir: &Path, backend: Option<&str>, durability: Option<&str>) -> 
     }
     std::fs::write(&path, text).with_context(|| format!("cannot write `{}`", path.display()))?;
     Ok(path)
-}
-
-/// `glovebox store check` in a process of its own.
-fn check_in_child(exe: &Path, config: &Path) -> Result<()> {
-    let out = Command::new(exe)
-        .arg("--config")
-        .arg(config)
-        .args(["store", "check"])
-        .output()
-        .context("cannot run `glovebox store check`")?;
-    if !out.status.success() {
-        bail!(
-            "`glovebox store check` failed ({}): {}{}",
-            out.status,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    Ok(())
-}
-
-/// Opens the data dir here, as a server does, and checks every acknowledged
-/// write; the store is dropped on return.
-fn check_here(config: &HostConfig, acked: &Acked) -> Result<u64> {
-    let durable = glovebox::open_sessions(config).context("the data dir does not open")?;
-    for repair in &durable.repairs {
-        println!("crash-loop: repaired at open: {repair}");
-    }
-    let sessions = &durable.sessions;
-    for report in sessions.verify_all()? {
-        if !report.ok {
-            bail!(
-                "the hash chain of session {} is broken: {report:?}",
-                report.session
-            );
-        }
-    }
-    for (session, acks) in &acked.events {
-        let events = sessions
-            .events(session, 1, usize::MAX)
-            .with_context(|| format!("cannot read session {session}"))?;
-        for (i, e) in events.iter().enumerate() {
-            if e.seq != i as u64 + 1 {
-                bail!("session {session} has a gap before event {}", e.seq);
-            }
-        }
-        for (seq, hash) in acks {
-            let Some(event) = events.get((*seq - 1) as usize) else {
-                bail!(
-                    "acknowledged event {session}#{seq} is missing (the log ends at {})",
-                    events.len()
-                );
-            };
-            if &event.hash != hash {
-                bail!(
-                    "acknowledged event {session}#{seq} differs: hash {} now, {hash} when acknowledged",
-                    event.hash
-                );
-            }
-        }
-        let (with, _) = sessions.reload(session, true)?;
-        let (without, _) = sessions.reload(session, false)?;
-        if serde_json::to_value(&with)? != serde_json::to_value(&without)? {
-            bail!("session {session}: the resume from a checkpoint differs from a full replay");
-        }
-    }
-    let jobs = JobStore::new(durable.storage.clone());
-    let approvals = Approvals::new(durable.storage.clone());
-    let rescues = Rescues::new(
-        durable.sessions.clone(),
-        durable.storage.clone(),
-        config.context.clone(),
-    );
-    let scratch = glovebox::scratch::ScratchDirs::new(config.scratch_dir());
-    for ((kind, id), &rank) in &acked.records {
-        let found: Option<u8> = match kind {
-            Kind::Job => jobs.get(id).ok().map(|j| match j.status {
-                JobStatus::Queued => 0,
-                JobStatus::Running => 1,
-                _ => 2,
-            }),
-            Kind::Approval => approvals.get(id).ok().map(|a| match a.status {
-                ApprovalStatus::Pending => 0,
-                _ => 1,
-            }),
-            Kind::Rescue => rescues
-                .get(id)
-                .ok()
-                .and_then(|r| Kind::Rescue.rank(r.status())),
-            Kind::Context => rescues
-                .index()
-                .get(id)
-                .ok()
-                .map(|e| u8::from(e.retired_at_ms.is_some())),
-            Kind::Session => sessions
-                .show(id)
-                .ok()
-                .map(|s| u8::from(s.header.status == SessionStatus::Archived)),
-        };
-        match found {
-            None => bail!("acknowledged {kind:?} `{id}` is missing"),
-            Some(found) if found < rank => bail!(
-                "acknowledged {kind:?} `{id}` went back: it is at step {found} of its lifecycle, step {rank} was acknowledged"
-            ),
-            Some(_) => {}
-        }
-        // An archived session's scratch directory is gone once the store
-        // has been opened (archive removes it; the sweep at open does if the
-        // kill came in between).
-        if *kind == Kind::Session && rank == 1 && scratch.path_of(id)?.exists() {
-            bail!("session {id} is archived but its scratch directory is still there");
-        }
-    }
-    Ok(durable.repairs.len() as u64)
 }
 
 /// SIGKILL to the workload's process group (the workload, or strace and

@@ -1,19 +1,26 @@
-//! `glovebox debug ...`: hidden commands that test the host itself.
+//! The workloads: the processes the trials kill or run, each acknowledged write
+//! printed as one line once it is durable.
 //!
-//! `write-mix` is the workload the crash harness (`debug crash-loop`, in
-//! `crash.rs`) kills at random moments: every kind of write Glovebox makes,
-//! from several threads, each acknowledged write printed as one line once it
-//! is durable. The harness reads those lines back after every kill and checks
-//! the store holds each of them.
+//! Why a module of its own: the workload is the half of the harness that writes, and it
+//! must stay apart from the half that judges (`checks.rs`), which trusts only what was
+//! printed here before the kill. It runs in a process of its own (this test binary
+//! re-executed with `write-mix` or `append`), so a SIGKILL takes it down mid-write the
+//! way it takes a server down, while the harness and the checks live on.
+//!
+//! - `write-mix`: every kind of write Glovebox makes, from several threads, each
+//!   acknowledged write printed as `ack <kind> <id> <what> .`; what the crash loop
+//!   (`kill_loop.rs`) kills at random moments, and what the store tests run to
+//!   completion to fill a data dir with records of every kind.
+//! - `append`: notes appended to sessions from several writer threads, each printed as
+//!   `ack <session id> <seq> <hash>`; a process that holds the data dir and writes (the
+//!   second-process, backup-while-writing and strict-durability trials).
 
-use crate::exit::Exit;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use anyhow::Result;
-use clap::Subcommand;
 use glovebox::HostConfig;
 use glovebox::approvals::{Approval, ApprovalStatus, Approvals};
 use glovebox::jobs::{JobInfo, JobStatus, JobStore};
@@ -23,59 +30,43 @@ use glovebox::session::{
     Commit, EndOutcome, EventKind, Handoff, HandoffKind, Role, Sessions, StartSession, digest,
 };
 
-#[derive(Subcommand)]
-pub enum DebugCommand {
-    /// Append notes to sessions from several writer threads, printing one line
-    /// per acknowledged event: `ack <session id> <seq> <hash>`.
-    Append {
-        /// Sessions to spread the appends over (created if fewer exist).
-        #[arg(long, default_value_t = 4)]
-        sessions: usize,
-        #[arg(long, default_value_t = 4)]
-        writers: usize,
-        /// Appends per writer (0: until killed).
-        #[arg(long, default_value_t = 0)]
-        count: u64,
-    },
-    /// Every kind of write Glovebox makes (session events and checkpoints,
-    /// handoffs, job records, approvals, rescues, context entries, archived
-    /// sessions and their scratch directories), from several threads, until
-    /// killed. Prints `ack <kind> <id> <what> .` once each write is durable
-    /// (see `crash.rs` for the kinds).
-    WriteMix {
-        /// Sessions the event writers share (created if fewer exist).
-        #[arg(long, default_value_t = 3)]
-        sessions: usize,
-        #[arg(long, default_value_t = 4)]
-        writers: usize,
-        /// Seed of the writers' choices.
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        /// Operations per writer (0: until killed).
-        #[arg(long, default_value_t = 0)]
-        count: u64,
-    },
-    /// The crash harness: kills `write-mix` at random moments, over and over,
-    /// and checks after every few kills that the data dir opens and holds
-    /// every acknowledged write. See `crash.rs`.
-    CrashLoop(crate::crash::CrashArgs),
+/// `append`: notes appended to sessions from several writer threads, one line per
+/// acknowledged event: `ack <session id> <seq> <hash>`.
+#[derive(clap::Args)]
+pub struct AppendArgs {
+    /// The host config whose data dir to write to.
+    #[arg(long)]
+    config: PathBuf,
+    /// Sessions to spread the appends over (created if fewer exist).
+    #[arg(long, default_value_t = 4)]
+    sessions: usize,
+    #[arg(long, default_value_t = 4)]
+    writers: usize,
+    /// Appends per writer (0: until killed).
+    #[arg(long, default_value_t = 0)]
+    count: u64,
 }
 
-pub fn run(config: &Path, command: DebugCommand) -> Result<ExitCode> {
-    match command {
-        DebugCommand::Append {
-            sessions,
-            writers,
-            count,
-        } => append(config, sessions, writers, count),
-        DebugCommand::WriteMix {
-            sessions,
-            writers,
-            seed,
-            count,
-        } => write_mix(config, sessions, writers, seed, count),
-        DebugCommand::CrashLoop(args) => crate::crash::run(config, args),
-    }
+/// `write-mix`: every kind of write Glovebox makes (session events and checkpoints,
+/// handoffs, job records, approvals, rescues, context entries, archived sessions and
+/// their scratch directories), from several threads, until killed. Prints
+/// `ack <kind> <id> <what> .` once each write is durable (see `checks.rs` for the kinds).
+#[derive(clap::Args)]
+pub struct WriteMixArgs {
+    /// The host config whose data dir to write to.
+    #[arg(long)]
+    config: PathBuf,
+    /// Sessions the event writers share (created if fewer exist).
+    #[arg(long, default_value_t = 3)]
+    sessions: usize,
+    #[arg(long, default_value_t = 4)]
+    writers: usize,
+    /// Seed of the writers' choices.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Operations per writer (0: until killed).
+    #[arg(long, default_value_t = 0)]
+    count: u64,
 }
 
 /// The shared sessions the writers append to, created if missing.
@@ -100,8 +91,14 @@ fn stress_sessions(sessions: &Sessions, n: usize) -> Result<Vec<String>> {
     Ok(ids)
 }
 
-fn append(config: &Path, n: usize, writers: usize, count: u64) -> Result<ExitCode> {
-    let config = HostConfig::load(config)?;
+pub fn append(args: AppendArgs) -> Result<ExitCode> {
+    let AppendArgs {
+        config,
+        sessions: n,
+        writers,
+        count,
+    } = args;
+    let config = HostConfig::load(&config)?;
     let sessions = glovebox::open_sessions(&config)?.sessions;
     let ids = stress_sessions(&sessions, n)?;
     let out = Mutex::new(std::io::stdout());
@@ -164,8 +161,15 @@ impl Mix {
     }
 }
 
-fn write_mix(config: &Path, n: usize, writers: usize, seed: u64, count: u64) -> Result<ExitCode> {
-    let config = HostConfig::load(config)?;
+pub fn write_mix(args: WriteMixArgs) -> Result<ExitCode> {
+    let WriteMixArgs {
+        config,
+        sessions: n,
+        writers,
+        seed,
+        count,
+    } = args;
+    let config = HostConfig::load(&config)?;
     let durable = glovebox::open_sessions(&config)?;
     for repair in &durable.repairs {
         // Counted by the crash harness.
@@ -210,7 +214,7 @@ fn write_mix(config: &Path, n: usize, writers: usize, seed: u64, count: u64) -> 
         }
     });
     Ok(if failed.into_inner() {
-        Exit::Failed.into()
+        ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
     })
@@ -349,7 +353,7 @@ fn one_write(mix: &Mix, w: usize, i: u64, pick: u64) -> Result<()> {
             mix.ack(format_args!("approval {id} pending"));
             approval.status = ApprovalStatus::Approved {
                 at_ms: now,
-                by: Some("debug".into()),
+                by: Some("crash-test".into()),
             };
             mix.approvals.settle(&approval)?;
             mix.ack(format_args!("approval {id} approved"));

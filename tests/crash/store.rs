@@ -1,15 +1,20 @@
 //! The store under the sessions: the crash harness, `glovebox store
 //! check|backup|restore`, and what an operator sees when a store does not
 //! open. docs/threats.md "Durability", against the real binary.
+//!
+//! Why here and not in the `all` binary: every trial needs the workload (the crash
+//! loop kills it; the others fill a data dir with it, or hold the data dir with a
+//! process that writes), which only this binary has.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
 
-use crate::util::{Site, glovebox};
+use crate::crash_binary;
+use crate::util::Site;
 
 /// Kills made by the crash test on the default backend: 200 in CI, more with
-/// `GLOVEBOX_CRASH_KILLS` (docs/contributing.md's `GLOVEBOX_CRASH_KILLS=1000 cargo test
-/// --test all crash_test`).
+/// `GLOVEBOX_CRASH_KILLS` (docs/durability.md's `GLOVEBOX_CRASH_KILLS=1000 cargo test
+/// --release --test crash -- store::crash_test_sigkill`).
 fn kills() -> usize {
     std::env::var("GLOVEBOX_CRASH_KILLS")
         .ok()
@@ -20,8 +25,8 @@ fn kills() -> usize {
 /// Runs the crash harness in a fresh directory and asserts it passed.
 fn crash_loop(kills: usize, extra: &[&str]) -> String {
     let dir = tempfile::tempdir().unwrap();
-    let out = glovebox()
-        .args(["debug", "crash-loop", "--dir"])
+    let out = crash_binary()
+        .args(["crash-loop", "--dir"])
         .arg(dir.path())
         .args(["--kills", &kills.to_string()])
         .args(extra)
@@ -45,19 +50,17 @@ fn crash_loop(kills: usize, extra: &[&str]) -> String {
     stdout
 }
 
-// Threats 24-25: SIGKILL at random moments (while the store opens and
-// recovers, and among writes of every kind from four threads); a full check
-// every 10 kills in a separate process and in this one; every acknowledged
-// write is there, every chain whole, every checkpointed resume equal to a
-// full replay.
-#[test]
-fn crash_test_sigkill_during_mixed_writes_loses_nothing_acknowledged() {
+/// Threats 24-25: SIGKILL at random moments (while the store opens and
+/// recovers, and among writes of every kind from four threads); a full check
+/// every 10 kills in a separate process and in this one; every acknowledged
+/// write is there, every chain whole, every checkpointed resume equal to a
+/// full replay.
+pub fn crash_test_sigkill_during_mixed_writes_loses_nothing_acknowledged() {
     crash_loop(kills(), &[]);
 }
 
-// The same on the backend that is not the default, fewer kills.
-#[test]
-fn crash_test_on_the_other_backend() {
+/// The same on the backend that is not the default, fewer kills.
+pub fn crash_test_on_the_other_backend() {
     let other = match glovebox::manifest::StorageBackend::DEFAULT {
         glovebox::manifest::StorageBackend::Sqlite => "sled",
         glovebox::manifest::StorageBackend::Sled => "sqlite",
@@ -66,20 +69,18 @@ fn crash_test_on_the_other_backend() {
     crash_loop(50, &["--backend", other]);
 }
 
-// Kills at syscalls a timer almost never hits (strace fault injection: the
-// N-th write, pwrite64, fsync, fdatasync, sync_file_range, rename, ftruncate
-// or unlink), every other round.
-#[test]
-fn crash_test_with_kills_at_injected_syscalls() {
+/// Kills at syscalls a timer almost never hits (strace fault injection: the
+/// N-th write, pwrite64, fsync, fdatasync, sync_file_range, rename, ftruncate
+/// or unlink), every other round.
+pub fn crash_test_with_kills_at_injected_syscalls() {
     crate::util::ensure_debian_tool("strace", "strace");
     let out = crash_loop(40, &["--inject"]);
     assert!(!out.contains("(0 at an injected syscall)"), "{out}");
 }
 
-// Strict durability survives kill -9 just as flush does (what it adds, a
-// power cut, cannot be tested here: see docs/durability.md).
-#[test]
-fn crash_test_in_strict_mode() {
+/// Strict durability survives kill -9 just as flush does (what it adds, a
+/// power cut, cannot be tested here: see docs/durability.md).
+pub fn crash_test_in_strict_mode() {
     crash_loop(30, &["--durability", "strict"]);
 }
 
@@ -88,17 +89,18 @@ fn crash_test_in_strict_mode() {
 fn site_with_writes(backend: &str) -> Site {
     let site = Site::new(true);
     site.set_config(&format!("backend = \"{backend}\"\n"));
-    let (code, _, err) = site.run(&[
-        "debug",
-        "write-mix",
-        "--writers",
-        "3",
-        "--count",
-        "40",
-        "--seed",
-        "5",
-    ]);
-    assert_eq!(code, 0, "{err}");
+    let out = crash_binary()
+        .arg("write-mix")
+        .arg("--config")
+        .arg(site.config())
+        .args(["--writers", "3", "--count", "40", "--seed", "5"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     site
 }
 
@@ -114,8 +116,7 @@ fn session_names(site: &Site) -> Vec<String> {
     names
 }
 
-#[test]
-fn store_check_reports_a_whole_store() {
+pub fn store_check_reports_a_whole_store() {
     for backend in ["sqlite", "sled"] {
         let site = site_with_writes(backend);
         let (code, out, err) = site.run(&["store", "check"]);
@@ -137,10 +138,9 @@ fn store_check_reports_a_whole_store() {
     }
 }
 
-// Threat 26 through `store check`: an altered event is found, named, and the
-// command says what to do; exit code 8.
-#[test]
-fn store_check_names_a_damaged_session_and_exits_8() {
+/// Threat 26 through `store check`: an altered event is found, named, and the
+/// command says what to do; exit code 8.
+pub fn store_check_names_a_damaged_session_and_exits_8() {
     let site = site_with_writes("sqlite");
     let stress = site.json(&["session", "show", "stress-0"]);
     let id = stress["id"].as_str().unwrap();
@@ -156,12 +156,13 @@ fn store_check_names_a_damaged_session_and_exits_8() {
     assert!(out.contains("glovebox store restore"), "{out}");
 }
 
-/// `glovebox debug append` holding the data dir and writing, until killed.
+/// The `append` workload holding the data dir and writing, until killed.
 fn writer(site: &Site) -> Child {
-    let mut child = glovebox()
+    let mut child = crash_binary()
+        .arg("append")
         .arg("--config")
         .arg(site.config())
-        .args(["debug", "append", "--sessions", "2", "--writers", "2"])
+        .args(["--sessions", "2", "--writers", "2"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -173,11 +174,10 @@ fn writer(site: &Site) -> Child {
     child
 }
 
-// The backup of a SQLite store is made while another process holds the data
-// dir and writes; restored into another data dir it has every session, and
-// every chain verifies.
-#[test]
-fn store_backup_while_a_process_writes_and_restore_elsewhere() {
+/// The backup of a SQLite store is made while another process holds the data
+/// dir and writes; restored into another data dir it has every session, and
+/// every chain verifies.
+pub fn store_backup_while_a_process_writes_and_restore_elsewhere() {
     let site = site_with_writes("sqlite");
     let mut live = writer(&site);
     // Check works while it writes, too.
@@ -210,10 +210,9 @@ fn store_backup_while_a_process_writes_and_restore_elsewhere() {
     }
 }
 
-// A sled store moves to SQLite: backup with sled configured (server
-// stopped), restore with sqlite configured.
-#[test]
-fn a_sled_store_moves_to_sqlite_through_backup_and_restore() {
+/// A sled store moves to SQLite: backup with sled configured (server
+/// stopped), restore with sqlite configured.
+pub fn a_sled_store_moves_to_sqlite_through_backup_and_restore() {
     let site = site_with_writes("sled");
     let before = session_names(&site);
     let events_before = site.json(&["store", "check", "--json"])["events"].clone();
@@ -238,9 +237,8 @@ fn a_sled_store_moves_to_sqlite_through_backup_and_restore() {
     assert_eq!(after["backend"], "sqlite");
 }
 
-// A restore replaces the whole store: refused while a process holds it.
-#[test]
-fn store_restore_is_refused_while_a_process_holds_the_data_dir() {
+/// A restore replaces the whole store: refused while a process holds it.
+pub fn store_restore_is_refused_while_a_process_holds_the_data_dir() {
     let site = site_with_writes("sqlite");
     let backup = site.path().join("b.db");
     let (code, _, err) = site.run(&["store", "backup", backup.to_str().unwrap()]);
@@ -256,10 +254,9 @@ fn store_restore_is_refused_while_a_process_holds_the_data_dir() {
     );
 }
 
-// The store never takes the host down: a database file that is not one is a
-// clear error naming the store dir and the commands that help, not a panic.
-#[test]
-fn a_store_that_does_not_open_is_an_error_that_says_what_to_run() {
+/// The store never takes the host down: a database file that is not one is a
+/// clear error naming the store dir and the commands that help, not a panic.
+pub fn a_store_that_does_not_open_is_an_error_that_says_what_to_run() {
     let site = site_with_writes("sqlite");
     let db = site.data().join("sqlite").join("store.db");
     let _ = std::fs::remove_file(db.with_extension("db-wal"));
@@ -275,10 +272,9 @@ fn a_store_that_does_not_open_is_an_error_that_says_what_to_run() {
     );
 }
 
-// Compaction gives free pages back where the engine can (SQLite), keeps
-// everything, and says what to do where it cannot (sled).
-#[test]
-fn store_compact_keeps_everything_and_says_what_sled_needs() {
+/// Compaction gives free pages back where the engine can (SQLite), keeps
+/// everything, and says what to do where it cannot (sled).
+pub fn store_compact_keeps_everything_and_says_what_sled_needs() {
     let site = site_with_writes("sqlite");
     let before = site.json(&["store", "check", "--json"]);
     let report = site.json(&["store", "compact", "--json"]);
@@ -297,14 +293,14 @@ fn store_compact_keeps_everything_and_says_what_sled_needs() {
     );
 }
 
-// Strict mode, an I/O error at the disk flush: strace makes the real
-// binary's `fsync`/`fdatasync` fail with EIO from the 40th call on (past the
-// open and the two sessions' starts: about 30 on SQLite, where each start's
-// index entries are commits of their own), among the appends. Nothing
-// waiting on a failed flush is acknowledged, the writers stop with the
-// error, and a restart finds every acknowledged write.
-#[test]
-fn strict_mode_acknowledges_nothing_a_failed_disk_flush_covered() {
+/// Strict mode, an I/O error at the disk flush: strace makes the `append`
+/// workload's `fsync`/`fdatasync` fail with EIO from the 40th call on (past the
+/// open and the two sessions' starts: about 30 on SQLite, where each start's
+/// index entries are commits of their own), among the appends. Nothing
+/// waiting on a failed flush is acknowledged, the writers stop with the
+/// error, and a restart (the real binary's `store check` and `log export`)
+/// finds every acknowledged write.
+pub fn strict_mode_acknowledges_nothing_a_failed_disk_flush_covered() {
     crate::util::ensure_debian_tool("strace", "strace");
     for backend in ["sqlite", "sled"] {
         let site = Site::new(true);
@@ -314,19 +310,11 @@ fn strict_mode_acknowledges_nothing_a_failed_disk_flush_covered() {
         let out = std::process::Command::new("strace")
             .args(["-f", "-qq", "-o", "/dev/null", "--trace=fsync,fdatasync"])
             .arg("--inject=fsync,fdatasync:error=EIO:when=40+")
-            .arg(env!("CARGO_BIN_EXE_glovebox"))
+            .arg(std::env::current_exe().unwrap())
+            .arg("append")
             .arg("--config")
             .arg(site.config())
-            .args([
-                "debug",
-                "append",
-                "--sessions",
-                "2",
-                "--writers",
-                "2",
-                "--count",
-                "300",
-            ])
+            .args(["--sessions", "2", "--writers", "2", "--count", "300"])
             .env_remove("RUST_LOG")
             .output()
             .unwrap();
