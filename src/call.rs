@@ -28,7 +28,11 @@ pub async fn run(
         }
         Some(session) => {
             let gateway = crate::control::gateway(config).await?;
-            match gateway.call_in_session(&session, tool, &input, None).await {
+            match gateway
+                .scope(&crate::control::operator())
+                .call_in_session(&session, tool, &input)
+                .await
+            {
                 Ok(report) => print_report(&report, json),
                 Err(e) => Ok(session_refused(&e)),
             }

@@ -67,7 +67,12 @@ pub(crate) async fn wait(
 ) -> Result<ExitCode> {
     let operator = crate::control::operator();
     let waited = match crate::control::served() {
-        Some(gateway) => gateway.wait_children_as(&operator, parent, timeout).await,
+        Some(gateway) => {
+            gateway
+                .scope(&operator)
+                .wait_children(parent, timeout)
+                .await
+        }
         None => {
             let durable = open_durable(config)?;
             glovebox::children::wait_timeout(timeout).and_then(|_| {

@@ -471,7 +471,12 @@ pub(crate) fn print_json<T: serde::Serialize>(value: &T) -> Result<()> {
 pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitCode> {
     if let SessionCommand::Rerun { session, call_id } = &command {
         let gateway = crate::control::gateway(config).await?;
-        return match gateway.rerun_interrupted(session, call_id).await {
+        let operator = crate::control::operator();
+        return match gateway
+            .scope(&operator)
+            .rerun_interrupted(session, call_id)
+            .await
+        {
             Ok(report) => crate::print_report(&report, false),
             Err(e) => Ok(crate::session_refused(&e)),
         };
@@ -732,15 +737,16 @@ async fn end(
     let operator = crate::control::operator();
     let ended = if outcome == EndOutcome::Completed {
         let gateway = crate::control::gateway(config).await?;
+        let scope = gateway.scope(&operator);
         if cancel_children {
-            match gateway.cancel_children_as(&operator, session).await {
+            match scope.cancel_children(session).await {
                 Ok(ids) => ids
                     .iter()
                     .for_each(|id| err!("child session {id} ended as interrupted")),
                 Err(e) => return Ok(crate::session_refused(&e)),
             }
         }
-        gateway.end_checked_as(&operator, session, outcome).await
+        scope.end_checked(session, outcome).await
     } else {
         let durable = open_durable(config)?;
         if cancel_children {

@@ -332,18 +332,16 @@ async fn threat_49_listings_sweeps_expiry_and_ends_read_approvals_a_page_at_a_ti
     let mut ids = Vec::new();
     for n in 0..5 {
         let state = gw
-            .start_session_as(
-                &agent,
-                StartSession {
-                    role: Role::Workagent,
-                    project: "p".into(),
-                    name: Some(format!("s{n}")),
-                    tags: vec![],
-                    expected_duration: None,
-                    budget: Default::default(),
-                    completion: Default::default(),
-                },
-            )
+            .scope(&agent)
+            .start_session(StartSession {
+                role: Role::Workagent,
+                project: "p".into(),
+                name: Some(format!("s{n}")),
+                tags: vec![],
+                expected_duration: None,
+                budget: Default::default(),
+                completion: Default::default(),
+            })
             .await
             .unwrap();
         let call = gw
@@ -353,7 +351,8 @@ async fn threat_49_listings_sweeps_expiry_and_ends_read_approvals_a_page_at_a_ti
             )
             .unwrap();
         let report = gw
-            .call_as(&agent, &state.header.id, call, None, None)
+            .scope(&agent)
+            .call(&state.header.id, call, None, None)
             .await
             .unwrap();
         match report.outcome {
@@ -390,7 +389,8 @@ async fn threat_49_listings_sweeps_expiry_and_ends_read_approvals_a_page_at_a_ti
     );
 
     // An end, a denial, an expiry pass and a sweep, all through the index.
-    gw.end_session_as(&agent, &ids[0].0, EndOutcome::Exit)
+    gw.scope(&agent)
+        .end_session(&ids[0].0, EndOutcome::Exit)
         .await
         .unwrap();
     gw.deny_approval(&ids[1].1, "no", &glovebox::cli_operator())

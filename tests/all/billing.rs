@@ -80,7 +80,8 @@ impl Fixture {
 
     async fn call(&self, session: &str, tool: &str, input: &str) -> glovebox::CallReport {
         self.gw
-            .call_in_session(session, tool, input, None)
+            .scope(&glovebox::cli_operator())
+            .call_in_session(session, tool, input)
             .await
             .unwrap()
     }
@@ -199,7 +200,8 @@ async fn a_cost_cap_stops_calls_and_pauses_the_session_with_alternatives() {
 
     // Paused: further calls are refused by the session until a raise.
     let err =
-        f.gw.call_in_session(&id, "echo.echo", r#"{"message":"x"}"#, None)
+        f.gw.scope(&glovebox::cli_operator())
+            .call_in_session(&id, "echo.echo", r#"{"message":"x"}"#)
             .await
             .unwrap_err();
     assert!(
@@ -347,7 +349,11 @@ async fn usage_reports_count_toward_cost() {
         cost: 0.8,
         model: Some("claude".into()),
     };
-    let events = f.gw.report_usage(&id, usage).await.unwrap();
+    let events =
+        f.gw.scope(&glovebox::cli_operator())
+            .report_usage(&id, usage)
+            .await
+            .unwrap();
     let names: Vec<&str> = events.iter().map(|e| e.kind.name()).collect();
     assert_eq!(names, ["usage_reported", "budget_warning"]);
     let state = f.durable.sessions.show(&id).unwrap();
@@ -371,7 +377,11 @@ async fn usage_reports_count_toward_cost() {
         cost: 2.0,
         ..UsageReport::default()
     };
-    let events = f.gw.report_usage(&other, over).await.unwrap();
+    let events =
+        f.gw.scope(&glovebox::cli_operator())
+            .report_usage(&other, over)
+            .await
+            .unwrap();
     let names: Vec<&str> = events.iter().map(|e| e.kind.name()).collect();
     assert_eq!(
         names,
@@ -391,7 +401,12 @@ async fn usage_reports_count_toward_cost() {
         cost: -1.0,
         ..UsageReport::default()
     };
-    assert!(f.gw.report_usage(&id, bad).await.is_err());
+    assert!(
+        f.gw.scope(&glovebox::cli_operator())
+            .report_usage(&id, bad)
+            .await
+            .is_err()
+    );
 }
 
 /// The figures of `by` (foreground, background; in the order of [`exact`]),
@@ -532,17 +547,18 @@ async fn the_billing_report_matches_the_events_that_produced_it() {
     jobs.wait(&[a.id, b.id], WaitMode::All, Some(Duration::from_secs(30)))
         .await
         .unwrap();
-    f.gw.report_usage(
-        &worker,
-        UsageReport {
-            tokens_in: 1000,
-            tokens_out: 250,
-            cost: 0.125,
-            model: Some("m1".into()),
-        },
-    )
-    .await
-    .unwrap();
+    f.gw.scope(&glovebox::cli_operator())
+        .report_usage(
+            &worker,
+            UsageReport {
+                tokens_in: 1000,
+                tokens_out: 250,
+                cost: 0.125,
+                model: Some("m1".into()),
+            },
+        )
+        .await
+        .unwrap();
 
     let now = f.durable.sessions.clock_ms();
     let today = billing::day_of(now);
@@ -619,17 +635,18 @@ async fn export_gives_the_session_end_records() {
     f.echo(&a).await.outcome.unwrap();
     f.echo(&a).await.outcome.unwrap();
     f.echo(&live).await.outcome.unwrap();
-    f.gw.report_usage(
-        &a,
-        UsageReport {
-            tokens_in: 10,
-            tokens_out: 20,
-            cost: 0.5,
-            model: None,
-        },
-    )
-    .await
-    .unwrap();
+    f.gw.scope(&glovebox::cli_operator())
+        .report_usage(
+            &a,
+            UsageReport {
+                tokens_in: 10,
+                tokens_out: 20,
+                cost: 0.5,
+                model: None,
+            },
+        )
+        .await
+        .unwrap();
     f.durable.sessions.end(&a, EndOutcome::Completed).unwrap();
     f.durable.sessions.end(&b, EndOutcome::Exit).unwrap();
 

@@ -219,8 +219,10 @@ impl Fixture {
     }
 
     async fn call(&self, who: &Principal, session: &str, tool: &str, input: &str) -> CallReport {
-        let call = self.gw().call_in_session(session, tool, input, None);
-        glovebox::tasks::acting(who.name.as_str(), call)
+        // The call is `who`'s: its scope names it the actor.
+        self.gw()
+            .scope(who)
+            .call_in_session(session, tool, input)
             .await
             .expect("the session takes the call")
     }
@@ -446,14 +448,28 @@ async fn threat_50_project_and_role_ceilings_hold_per_week_and_month_under_a_mov
     let s2 = f.start(&bob, "s2", Role::Supervisor, "y").unwrap();
     ok(&f.echo(&alice, &s1).await);
     ok(&f.echo(&bob, &s2).await);
-    f.gw().report_usage(&s1, report(600)).await.unwrap();
-    let events = f.gw().report_usage(&s2, report(300)).await.unwrap();
+    f.gw()
+        .scope(&glovebox::cli_operator())
+        .report_usage(&s1, report(600))
+        .await
+        .unwrap();
+    let events = f
+        .gw()
+        .scope(&glovebox::cli_operator())
+        .report_usage(&s2, report(300))
+        .await
+        .unwrap();
     assert!(
         events
             .iter()
             .any(|e| matches!(e.kind, EventKind::CeilingWarning { percent: 90, .. }))
     );
-    let events = f.gw().report_usage(&s2, report(200)).await.unwrap();
+    let events = f
+        .gw()
+        .scope(&glovebox::cli_operator())
+        .report_usage(&s2, report(200))
+        .await
+        .unwrap();
     assert!(
         events
             .iter()
@@ -677,10 +693,9 @@ async fn threat_49_a_call_or_usage_report_at_the_session_log_quota_is_refused_be
     let alice = agent("alice");
     let id = f.start(&alice, "calls", Role::Workagent, "p").unwrap();
     let call = || {
-        let call = f
-            .gw()
-            .call_in_session(&id, "echo.echo", r#"{"message":"hi"}"#, None);
-        glovebox::tasks::acting("alice", call)
+        f.gw()
+            .scope(&alice)
+            .call_in_session(&id, "echo.echo", r#"{"message":"hi"}"#)
     };
     let mut calls = 0;
     let err = loop {
@@ -715,7 +730,7 @@ async fn threat_49_a_call_or_usage_report_at_the_session_log_quota_is_refused_be
     assert!(matches!(call().await, Err(SessionError::Quota { .. })));
     let usage = glovebox::tasks::acting(
         "alice",
-        f.gw().report_usage(
+        f.gw().scope(&glovebox::cli_operator()).report_usage(
             &id,
             UsageReport {
                 tokens_in: 500,
@@ -801,14 +816,12 @@ async fn threat_50_two_hosts_on_one_nats_store_share_a_principals_ceiling() {
     let on_a = start(&a, "on-a").unwrap();
     let on_b = start(&b, "on-b").unwrap();
     let echo = |gw: &Gateway, id: &str| {
-        let (gw, id) = (gw.clone(), id.to_string());
+        let (gw, id, alice) = (gw.clone(), id.to_string(), alice.clone());
         async move {
-            glovebox::tasks::acting(
-                "alice",
-                gw.call_in_session(&id, "echo.echo", r#"{"message":"hi"}"#, None),
-            )
-            .await
-            .unwrap()
+            gw.scope(&alice)
+                .call_in_session(&id, "echo.echo", r#"{"message":"hi"}"#)
+                .await
+                .unwrap()
         }
     };
     ok(&echo(&a, &on_a).await);

@@ -370,13 +370,18 @@ async fn a_wait_is_woken_by_a_childs_handoff_not_by_its_timeout() {
         task: Handoff::new(HandoffKind::Task, Role::Workagent, "count"),
         completion: Default::default(),
     };
-    gateway.spawn_session_as(&op, "lead", spawn).await.unwrap();
+    gateway
+        .scope(&op)
+        .spawn_session("lead", spawn)
+        .await
+        .unwrap();
     let waiter = {
         let (gateway, op) = (gateway.clone(), op.clone());
         tokio::spawn(async move {
             let started = Instant::now();
             let waited = gateway
-                .wait_children_as(&op, "lead", Some(Duration::from_secs(60)))
+                .scope(&op)
+                .wait_children("lead", Some(Duration::from_secs(60)))
                 .await
                 .unwrap();
             (waited, started.elapsed())
@@ -385,7 +390,7 @@ async fn a_wait_is_woken_by_a_childs_handoff_not_by_its_timeout() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     let mut done = Handoff::new(HandoffKind::WorkagentCompletion, Role::Workagent, "count");
     done.target_session = Some("lead".into());
-    gateway.handoff_as(&op, "kid", done).await.unwrap();
+    gateway.scope(&op).handoff("kid", done).await.unwrap();
     let (waited, took) = tokio::time::timeout(Duration::from_secs(20), waiter)
         .await
         .expect("the wait ends when the child reports")

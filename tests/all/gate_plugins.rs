@@ -408,7 +408,8 @@ impl Judged {
 
     async fn call(&self, session: &str, tool: &str, input: Value) -> Result<Value, CallError> {
         self.gw
-            .call_in_session(session, tool, &input.to_string(), None)
+            .scope(&glovebox::cli_operator())
+            .call_in_session(session, tool, &input.to_string())
             .await
             .expect("the session accepts the call")
             .outcome

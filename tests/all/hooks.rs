@@ -94,7 +94,8 @@ impl Setup {
     async fn call(&self, session: &str, tool: &str, input: Value) -> Result<Value, CallError> {
         let report = self
             .gw
-            .call_in_session(session, tool, &input.to_string(), None)
+            .scope(&glovebox::cli_operator())
+            .call_in_session(session, tool, &input.to_string())
             .await
             .expect("the session accepts the call");
         report.outcome
@@ -662,14 +663,10 @@ async fn decisions_carry_their_time() {
     let s = setup(vec![cost_control(), destructive("ask"), role_allowlist()]).await;
     let id = s.session("timed", Role::Supervisor);
     let report =
-        s.gw.call_in_session(
-            &id,
-            "files.list",
-            &json!({"path": "/data"}).to_string(),
-            None,
-        )
-        .await
-        .unwrap();
+        s.gw.scope(&glovebox::cli_operator())
+            .call_in_session(&id, "files.list", &json!({"path": "/data"}).to_string())
+            .await
+            .unwrap();
     assert!(report.outcome.is_ok());
     let events = s.durable.sessions.events(&id, 1, usize::MAX).unwrap();
     let decided: Vec<_> = events

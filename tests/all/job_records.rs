@@ -184,7 +184,10 @@ impl Fixture {
     async fn spawn_echo(&self, n: usize) -> std::result::Result<glovebox::JobInfo, JobError> {
         let input = json!({ "message": "x".repeat(n) }).to_string();
         let call = self.jobs.gateway().admit("echo", &input).unwrap();
-        self.jobs.spawn_as(&worker_bot(), &self.session, call).await
+        self.jobs
+            .scope(&worker_bot())
+            .spawn(&self.session, call)
+            .await
     }
 
     async fn wait(&self, id: &str) -> glovebox::JobInfo {
@@ -432,16 +435,18 @@ async fn threat_49_session_end_reads_only_that_sessions_jobs() {
         .gateway()
         .admit("sleep", r#"{"seconds":30}"#)
         .unwrap();
-    let left = f.jobs.spawn_as(&worker_bot(), &other, call).await.unwrap();
+    let left = f
+        .jobs
+        .scope(&worker_bot())
+        .spawn(&other, call)
+        .await
+        .unwrap();
     f.guard.reset();
     let ended = f
         .jobs
         .gateway()
-        .end_session_noting_jobs_as(
-            &worker_bot(),
-            &other,
-            glovebox::session::EndOutcome::Completed,
-        )
+        .scope(&worker_bot())
+        .end_session_noting_jobs(&other, glovebox::session::EndOutcome::Completed)
         .await
         .unwrap();
     assert_eq!(ended.unwaited.len(), 1, "{:?}", ended.unwaited);

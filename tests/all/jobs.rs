@@ -750,9 +750,14 @@ async fn threat_43_live_jobs_past_the_session_or_principal_quota_are_refused_and
             .admit("sleep", r#"{"seconds":30}"#)
             .unwrap()
     };
-    let a = f.jobs.spawn_as(&agent, &one, slow(&f)).await.unwrap();
-    f.jobs.spawn_as(&agent, &one, slow(&f)).await.unwrap();
-    let err = f.jobs.spawn_as(&agent, &one, slow(&f)).await.unwrap_err();
+    let a = f.jobs.scope(&agent).spawn(&one, slow(&f)).await.unwrap();
+    f.jobs.scope(&agent).spawn(&one, slow(&f)).await.unwrap();
+    let err = f
+        .jobs
+        .scope(&agent)
+        .spawn(&one, slow(&f))
+        .await
+        .unwrap_err();
     let message = err.to_string();
     assert!(
         matches!(
@@ -767,8 +772,13 @@ async fn threat_43_live_jobs_past_the_session_or_principal_quota_are_refused_and
         "{message}"
     );
     // Another session of the same agent takes one more; then the agent is full.
-    f.jobs.spawn_as(&agent, &two, slow(&f)).await.unwrap();
-    let err = f.jobs.spawn_as(&agent, &two, slow(&f)).await.unwrap_err();
+    f.jobs.scope(&agent).spawn(&two, slow(&f)).await.unwrap();
+    let err = f
+        .jobs
+        .scope(&agent)
+        .spawn(&two, slow(&f))
+        .await
+        .unwrap_err();
     assert!(
         matches!(
             err,
@@ -789,7 +799,7 @@ async fn threat_43_live_jobs_past_the_session_or_principal_quota_are_refused_and
         .unwrap();
     // A job that ends frees its place.
     f.jobs.cancel(&a.id).await.unwrap();
-    f.jobs.spawn_as(&agent, &one, slow(&f)).await.unwrap();
+    f.jobs.scope(&agent).spawn(&one, slow(&f)).await.unwrap();
     for job in list_all(&f.jobs, None, None).unwrap() {
         let _ = f.jobs.cancel(&job.id).await;
     }

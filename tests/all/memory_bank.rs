@@ -501,11 +501,12 @@ async fn threat_49_memory_search_proposals_and_session_starts_read_pages_of_the_
         budget: Default::default(),
         completion: Default::default(),
     };
-    let s = gw.start_session_as(&agent, start()).await.unwrap();
+    let s = gw.scope(&agent).start_session(start()).await.unwrap();
     let bank = gw.memory_bank();
     for n in 0..5 {
         let (entry, _) = gw
-            .memory_propose_as(&agent, &s.header.id, "project", &format!("tls rule {n}"))
+            .scope(&agent)
+            .memory_propose(&s.header.id, "project", &format!("tls rule {n}"))
             .await
             .unwrap();
         if n < 4 {
@@ -516,7 +517,8 @@ async fn threat_49_memory_search_proposals_and_session_starts_read_pages_of_the_
     let mut page = PageRequest::first(3);
     loop {
         let (hits, _) = gw
-            .memory_search_as(&agent, &s.header.id, "tls", &page)
+            .scope(&agent)
+            .memory_search(&s.header.id, "tls", &page)
             .await
             .unwrap();
         found += hits.items.len();
@@ -526,7 +528,7 @@ async fn threat_49_memory_search_proposals_and_session_starts_read_pages_of_the_
         }
     }
     assert_eq!(found, 4, "the approved ones, each once");
-    let s2 = gw.start_session_as(&agent, start()).await.unwrap();
+    let s2 = gw.scope(&agent).start_session(start()).await.unwrap();
     assert_eq!(
         s2.context
             .iter()

@@ -768,10 +768,10 @@ async fn an_agents_job_quota_holds_across_the_nodes_of_one_store() {
         .header
         .id;
     let slow = |jobs: &glovebox::Jobs| jobs.gateway().admit("sleep", r#"{"seconds":30}"#).unwrap();
-    let first = a.spawn_as(&agent, &on_a, slow(&a)).await.unwrap();
-    a.spawn_as(&agent, &on_a, slow(&a)).await.unwrap();
+    let first = a.scope(&agent).spawn(&on_a, slow(&a)).await.unwrap();
+    a.scope(&agent).spawn(&on_a, slow(&a)).await.unwrap();
 
-    let err = b.spawn_as(&agent, &on_b, slow(&b)).await.unwrap_err();
+    let err = b.scope(&agent).spawn(&on_b, slow(&b)).await.unwrap_err();
     let message = err.to_string();
     assert!(
         matches!(
@@ -792,7 +792,7 @@ async fn an_agents_job_quota_holds_across_the_nodes_of_one_store() {
     );
 
     a.cancel(&first.id).await.unwrap();
-    let third = b.spawn_as(&agent, &on_b, slow(&b)).await.unwrap();
+    let third = b.scope(&agent).spawn(&on_b, slow(&b)).await.unwrap();
     assert_eq!(third.session, on_b);
     for job in crate::jobs::list_all(&a, None, None).unwrap() {
         let runs_on = if job.session == on_b { &b } else { &a };
@@ -830,7 +830,7 @@ async fn threat_49_an_agents_job_bytes_are_counted_across_the_nodes_of_one_store
     let big = serde_json::json!({ "message": "x".repeat(600_000) }).to_string();
     let echo = |jobs: &glovebox::Jobs| jobs.gateway().admit("echo", &big).unwrap();
     a.recover().await.unwrap();
-    let job = a.spawn_as(&agent, &sessions[0], echo(&a)).await.unwrap();
+    let job = a.scope(&agent).spawn(&sessions[0], echo(&a)).await.unwrap();
     let done = final_by(
         &a,
         &job.id,
@@ -840,7 +840,8 @@ async fn threat_49_an_agents_job_bytes_are_counted_across_the_nodes_of_one_store
     .await;
     assert_eq!(done.status, glovebox::JobStatus::Completed, "{done:?}");
     let err = b
-        .spawn_as(&agent, &sessions[1], echo(&b))
+        .scope(&agent)
+        .spawn(&sessions[1], echo(&b))
         .await
         .unwrap_err();
     let message = err.to_string();

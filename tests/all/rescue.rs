@@ -106,7 +106,8 @@ impl Rig {
         self.advance(Duration::from_secs(1));
         let report = self
             .gw
-            .call_in_session(session, tool, &input.to_string(), None)
+            .scope(&glovebox::cli_operator())
+            .call_in_session(session, tool, &input.to_string())
             .await?;
         Ok(report.outcome.is_ok())
     }
@@ -485,7 +486,8 @@ async fn budget_above_80_percent_with_failing_completion_gates_is_critical() {
     // The gate's call is the fourth (80% of the cap), and succeeds; its
     // result is not what the gate expects.
     let err =
-        r.gw.end_checked_as(&glovebox::cli_operator(), &id, EndOutcome::Completed)
+        r.gw.scope(&glovebox::cli_operator())
+            .end_checked(&id, EndOutcome::Completed)
             .await
             .unwrap_err();
     assert!(err.to_string().contains("`/message` is \"draft\""), "{err}");

@@ -226,18 +226,16 @@ async fn threat_53_a_schedule_acts_as_itself_in_its_own_name_space_and_no_squatt
     let gw = Gateway::open(&site(dir.path(), extra)).await.unwrap();
     let local = Principal::local();
     let squatter = gw
-        .start_session_as(
-            &local,
-            StartSession {
-                role: Role::Workagent,
-                project: "p".into(),
-                name: Some("theirs".into()),
-                tags: vec![],
-                expected_duration: None,
-                budget: Default::default(),
-                completion: Default::default(),
-            },
-        )
+        .scope(&local)
+        .start_session(StartSession {
+            role: Role::Workagent,
+            project: "p".into(),
+            name: Some("theirs".into()),
+            tags: vec![],
+            expected_duration: None,
+            budget: Default::default(),
+            completion: Default::default(),
+        })
         .await
         .unwrap();
     let schedule = gw.host().config().schedules[0].clone();
@@ -277,9 +275,8 @@ async fn an_event_trigger_starts_a_session_with_a_handoff_when_a_session_complet
     let _triggers = gw.start_triggers().expect("an event trigger is configured");
     let operator = Principal::operator("cli:test");
     for (name, project) in [("elsewhere", "q"), ("worker", "p")] {
-        gw.start_session_as(
-            &operator,
-            StartSession {
+        gw.scope(&operator)
+            .start_session(StartSession {
                 role: Role::Workagent,
                 project: project.into(),
                 name: Some(name.into()),
@@ -287,11 +284,11 @@ async fn an_event_trigger_starts_a_session_with_a_handoff_when_a_session_complet
                 expected_duration: None,
                 budget: Default::default(),
                 completion: Default::default(),
-            },
-        )
-        .await
-        .unwrap();
-        gw.end_session_as(&operator, name, EndOutcome::Completed)
+            })
+            .await
+            .unwrap();
+        gw.scope(&operator)
+            .end_session(name, EndOutcome::Completed)
             .await
             .unwrap();
         if name == "elsewhere" {

@@ -72,12 +72,14 @@ async fn a_call_in_a_session_is_logged_requested_started_finished() {
     let sessions = d.sessions.clone();
     let id = start(&sessions, "worker");
     let report = g
-        .call_in_session("worker", "echo.echo", r#"{"message":"logged"}"#, None)
+        .scope(&glovebox::cli_operator())
+        .call_in_session("worker", "echo.echo", r#"{"message":"logged"}"#)
         .await
         .unwrap();
     assert_eq!(report.outcome.unwrap()["message"], "logged");
     let failed = g
-        .call_in_session(&id, "panicky.panic", "{}", None)
+        .scope(&glovebox::cli_operator())
+        .call_in_session(&id, "panicky.panic", "{}")
         .await
         .unwrap();
     assert!(matches!(failed.outcome, Err(CallError::Trap { .. })));
@@ -143,7 +145,8 @@ async fn a_paused_session_refuses_calls_and_logs_nothing_executed() {
     sessions.pause(&id, "waiting for review").unwrap();
     let before = kinds(&sessions, &id);
     let err = g
-        .call_in_session(&id, "echo.echo", "{}", None)
+        .scope(&glovebox::cli_operator())
+        .call_in_session(&id, "echo.echo", "{}")
         .await
         .unwrap_err();
     assert!(
@@ -158,7 +161,11 @@ async fn a_paused_session_refuses_calls_and_logs_nothing_executed() {
     // An unknown tool is a bad request: nothing is logged either.
     sessions.resume(&id).unwrap();
     let before = kinds(&sessions, &id);
-    let report = g.call_in_session(&id, "nope", "{}", None).await.unwrap();
+    let report = g
+        .scope(&glovebox::cli_operator())
+        .call_in_session(&id, "nope", "{}")
+        .await
+        .unwrap();
     assert!(matches!(report.outcome, Err(CallError::UnknownTool { .. })));
     assert_eq!(kinds(&sessions, &id), before);
 }
@@ -174,7 +181,8 @@ async fn an_io_error_on_append_is_never_acknowledged() {
         let id = start(&d.sessions, "disk");
         store.fail_next_flushes(1);
         let err = g
-            .call_in_session(&id, "echo.echo", "{}", None)
+            .scope(&glovebox::cli_operator())
+            .call_in_session(&id, "echo.echo", "{}")
             .await
             .unwrap_err();
         assert!(matches!(err, SessionError::Storage(_)), "{err}");
@@ -184,7 +192,8 @@ async fn an_io_error_on_append_is_never_acknowledged() {
         );
         // The failed store refuses everything after, rather than risk a false success.
         let err = g
-            .call_in_session(&id, "echo.echo", "{}", None)
+            .scope(&glovebox::cli_operator())
+            .call_in_session(&id, "echo.echo", "{}")
             .await
             .unwrap_err();
         assert!(matches!(err, SessionError::Storage(_)), "{err}");
@@ -233,7 +242,8 @@ async fn a_failed_flush_is_recovered_without_a_restart() {
     let id = start(&sessions, "disk");
     let bystander = start(&sessions, "bystander");
     let acked = g
-        .call_in_session(&id, "echo.echo", r#"{"message":"before"}"#, None)
+        .scope(&glovebox::cli_operator())
+        .call_in_session(&id, "echo.echo", r#"{"message":"before"}"#)
         .await
         .unwrap();
     assert!(acked.outcome.is_ok());
@@ -241,7 +251,8 @@ async fn a_failed_flush_is_recovered_without_a_restart() {
     first.fail_next_flushes(1);
     drop(first);
     let err = g
-        .call_in_session(&id, "echo.echo", r#"{"message":"lost"}"#, None)
+        .scope(&glovebox::cli_operator())
+        .call_in_session(&id, "echo.echo", r#"{"message":"lost"}"#)
         .await
         .unwrap_err();
     assert!(matches!(err, SessionError::Storage(_)), "{err}");
@@ -251,7 +262,8 @@ async fn a_failed_flush_is_recovered_without_a_restart() {
     );
     // Right after, the store refuses (it cannot tell what reached the disk).
     assert!(
-        g.call_in_session(&bystander, "echo.echo", "{}", None)
+        g.scope(&glovebox::cli_operator())
+            .call_in_session(&bystander, "echo.echo", "{}")
             .await
             .is_err()
     );
@@ -259,13 +271,15 @@ async fn a_failed_flush_is_recovered_without_a_restart() {
     // Once a reopen is due, the next request reopens it: no restart.
     tokio::time::sleep(glovebox::storage::RETRY).await;
     let after = g
-        .call_in_session(&id, "echo.echo", r#"{"message":"after"}"#, None)
+        .scope(&glovebox::cli_operator())
+        .call_in_session(&id, "echo.echo", r#"{"message":"after"}"#)
         .await
         .unwrap();
     assert!(after.outcome.is_ok(), "{:?}", after.outcome);
     assert_eq!(storage.generation(), 1);
     let other = g
-        .call_in_session(&bystander, "echo.echo", "{}", None)
+        .scope(&glovebox::cli_operator())
+        .call_in_session(&bystander, "echo.echo", "{}")
         .await
         .unwrap();
     assert!(other.outcome.is_ok());

@@ -85,7 +85,8 @@ impl Rig {
     async fn echo(&self, session: &str) {
         let report = self
             .gw
-            .call_in_session(session, "echo.echo", r#"{"message":"hi"}"#, None)
+            .scope(&glovebox::cli_operator())
+            .call_in_session(session, "echo.echo", r#"{"message":"hi"}"#)
             .await
             .unwrap();
         assert!(report.outcome.is_ok(), "{:?}", report.outcome);

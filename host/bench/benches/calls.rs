@@ -12,7 +12,7 @@
 //! for 1 and 3 hooks, the chain alone (`HookChain::evaluate` on the same call,
 //! no tool run): the difference is what the pipeline adds around the chain.
 //!
-//! Then the same call in a session (`Gateway::call_in_session`, sled, logged
+//! Then the same call in a session (`Scope::call_in_session`, sled, logged
 //! durably) with nothing counted (as before the tallies), with only the
 //! principal's daily events counted (batched), with the principal's
 //! ceiling, and with the principal's, project's and role's (one

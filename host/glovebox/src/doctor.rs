@@ -19,7 +19,7 @@
 //!
 //! [`check`] returns structured findings, for the command line and a
 //! dashboard alike. This module also ends sessions for the `session_end`
-//! entry points ([`Gateway::end_session_noting_jobs_as`], [`end_session`]):
+//! entry points (`Scope::end_session_noting_jobs`, [`end_session`]):
 //! jobs nobody waited for (still queued or running, or with a result nobody
 //! read) are recorded (`jobs_unwaited`) and returned so the caller can warn.
 
@@ -737,7 +737,10 @@ pub fn unwaited_warning(unwaited: &[UnwaitedJob]) -> Option<String> {
     ))
 }
 
-fn unwaited_jobs_of(storage: &Arc<dyn crate::storage::Storage>, session: &str) -> Vec<UnwaitedJob> {
+pub(crate) fn unwaited_jobs_of(
+    storage: &Arc<dyn crate::storage::Storage>,
+    session: &str,
+) -> Vec<UnwaitedJob> {
     match JobStore::new(storage.clone()).unwaited_of(session) {
         Ok(jobs) => jobs
             .into_iter()
@@ -767,34 +770,6 @@ pub fn end_session(
         .sessions
         .end_with_unwaited(&id, outcome, unwaited.clone())?;
     Ok(SessionEnded { state, unwaited })
-}
-
-impl Gateway {
-    /// Ends a session of `caller`'s, as [`Gateway::end_session_as`] does,
-    /// recording the jobs of its own nobody waited for (`jobs_unwaited`)
-    /// and returning them for a warning.
-    pub async fn end_session_noting_jobs_as(
-        &self,
-        caller: &Principal,
-        session: &str,
-        outcome: EndOutcome,
-    ) -> Result<SessionEnded, SessionError> {
-        let (sessions, storage, caller, key) = (
-            self.sessions().clone(),
-            self.ledger().storage.clone(),
-            caller.clone(),
-            session.to_string(),
-        );
-        ledger_work(move || {
-            let mut unwaited = Vec::new();
-            let state = sessions.end_as_with_unwaited(&caller, &key, outcome, |id| {
-                unwaited = unwaited_jobs_of(&storage, id);
-                unwaited.clone()
-            })?;
-            Ok(SessionEnded { state, unwaited })
-        })
-        .await
-    }
 }
 
 #[cfg(test)]

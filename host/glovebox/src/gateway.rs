@@ -255,31 +255,13 @@ impl Gateway {
         self.host().admit(tool, input)
     }
 
-    /// Calls `tool` within `session` (id or name): the call is logged before
-    /// it runs and its outcome after; see the pipeline's docs.
-    ///
-    /// `Err` means the session refused the call or the log failed; a call
-    /// that was denied, awaits approval, or ran and failed is `Ok` with the
-    /// failure in the report. A bad request (unknown tool, bad input) is `Ok`
-    /// with the failure and nothing logged.
-    pub async fn call_in_session(
-        &self,
-        session: &str,
-        tool: &str,
-        input: &str,
-        job_id: Option<String>,
-    ) -> Result<CallReport, SessionError> {
-        match self.admit(tool, input) {
-            Ok(call) => self.call(session, call, job_id, None).await,
-            Err(e) => Ok(CallReport::refused(tool, e)),
-        }
-    }
-
-    /// An admitted call in `session` (id or name). `cancel` (background jobs)
+    /// An admitted call in `session` (id or name), for the host's own work
+    /// (a background job, whose actor its runner names); a caller's call
+    /// goes through its scope ([`Gateway::scope`]). `cancel` (background jobs)
     /// stops it once it holds `true`: the call is not run if it has not
     /// started, and is stopped (its instance dropped) if it runs. Either way it
     /// finishes in the log with the outcome `cancelled`.
-    pub async fn call(
+    pub(crate) async fn call(
         &self,
         session: &str,
         call: Admitted,
@@ -297,22 +279,8 @@ impl Gateway {
         self.run(&state, call, Judge::Hooks, job_id, cancel).await
     }
 
-    /// Re-runs an interrupted call of an idempotent tool with its original
-    /// idempotency key. Calls of other tools are refused: they are the
-    /// caller's to decide.
-    pub async fn rerun_interrupted(
-        &self,
-        session: &str,
-        call_id: &str,
-    ) -> Result<CallReport, SessionError> {
-        let sessions = self.sessions().clone();
-        let key = session.to_string();
-        let resumed = ledger_work(move || sessions.resume(&key)).await?;
-        self.rerun_resumed(resumed, session, call_id).await
-    }
-
-    /// [`Gateway::rerun_interrupted`] once the session is resumed (by
-    /// whoever may resume it).
+    /// `Scope::rerun_interrupted` once the session is resumed (as the caller
+    /// may resume it).
     pub(crate) async fn rerun_resumed(
         &self,
         resumed: crate::session::Resumed,
@@ -532,7 +500,8 @@ impl Gateway {
 
     /// Logs usage the brain reports (tokens, model cost) into `session`; its
     /// cost counts toward the session's cost cap. See [`budget::report_usage`].
-    pub async fn report_usage(
+    /// A caller reports through its scope (`Scope::report_usage`).
+    pub(crate) async fn report_usage(
         &self,
         session: &str,
         usage: budget::UsageReport,

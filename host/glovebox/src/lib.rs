@@ -5,7 +5,7 @@
 //! plugin's manifest (named directories, environment variables, HTTP hosts)
 //! under a memory cap, a deadline and an output cap. This crate is the host:
 //! [`Host`] loads plugins from a [`HostConfig`] and serves [`Host::call`].
-//! Calls made in a session ([`Host::call_in_session`]) are written to the
+//! Calls made in a session ([`Scope::call_in_session`], a caller's [`Gateway::scope`]) are written to the
 //! session's append-only, hash-chained log in the data dir ([`session`],
 //! [`storage`]), so a session resumes after a crash with nothing acknowledged
 //! lost. Events that need a person (an approval, a flag, a budget, a job, a
@@ -36,6 +36,7 @@ mod pipeline;
 mod principals;
 pub mod replay;
 pub mod schedule;
+mod scope;
 pub mod settled;
 pub mod shown;
 pub mod store_admin;
@@ -80,4 +81,5 @@ pub use ledger::{Durable, backend_of, open_sessions, open_store, store_dir};
 pub use manifest::{HostConfig, Limits, PluginManifest, Principal, PrincipalKind};
 pub use pipeline::Admitted;
 pub use principals::cli_operator;
+pub use scope::{JobScope, Scope};
 pub use session::{SessionError, Sessions};

@@ -141,7 +141,8 @@ impl Connection {
         match self
             .shared()
             .gateway
-            .check_addressable_as(caller, &bound, key)
+            .scope(caller)
+            .check_addressable(&bound, key)
             .await
         {
             // "Not found" is the action's own answer to give.
@@ -177,7 +178,8 @@ impl Connection {
         args: JsonObject,
     ) -> Result<CallToolResult, ErrorData> {
         let gateway = &self.shared().gateway;
-        let jobs = &self.shared().jobs;
+        let scope = gateway.scope(caller);
+        let jobs = self.shared().jobs.scope(caller);
         match tool {
             SESSION_START => {
                 let a: StartArgs = parse(tool, args)?;
@@ -196,7 +198,7 @@ impl Connection {
                     budget,
                     completion,
                 };
-                Ok(match gateway.start_session_as(caller, start).await {
+                Ok(match scope.start_session(start).await {
                     Ok(state) => {
                         self.bind(Some(state.header.id.clone())).await;
                         results::ok(&state)
@@ -209,7 +211,7 @@ impl Connection {
                 if let Some(refused) = self.family_guard(caller, &a.session).await {
                     return Ok(refused);
                 }
-                Ok(match gateway.resume_session_as(caller, &a.session).await {
+                Ok(match scope.resume_session(&a.session).await {
                     Ok(resumed) => {
                         self.bind(Some(resumed.state.header.id.clone())).await;
                         results::ok(&resumed)
@@ -224,7 +226,7 @@ impl Connection {
                     Err(answer) => return Ok(answer),
                 };
                 let bound = self.bound().await;
-                Ok(match gateway.session_as(caller, &key).await {
+                Ok(match scope.session(&key).await {
                     Ok(state) => {
                         let mut v = serde_json::to_value(&state).unwrap_or(Value::Null);
                         if let Value::Object(o) = &mut v {
@@ -243,12 +245,12 @@ impl Connection {
                 let Some(id) = self.bound().await else {
                     return Ok(not_bound(tool));
                 };
-                let result = match gateway.session_as(caller, &id).await {
+                let result = match scope.session(&id).await {
                     Ok(state) => {
                         let mut h = Handoff::new(a.kind, state.header.role, a.objective);
                         h.notes = a.notes;
                         h.target_session = a.to;
-                        gateway.handoff_as(caller, &state.header.id, h).await
+                        scope.handoff(&state.header.id, h).await
                     }
                     Err(e) => Err(e),
                 };
@@ -263,14 +265,14 @@ impl Connection {
                     return Ok(not_bound(tool));
                 };
                 let cancelled = if a.cancel_children {
-                    match gateway.cancel_children_as(caller, &id).await {
+                    match scope.cancel_children(&id).await {
                         Ok(ids) => ids,
                         Err(e) => return Ok(results::session_failure(&e)),
                     }
                 } else {
                     Vec::new()
                 };
-                Ok(match gateway.end_checked_as(caller, &id, a.outcome).await {
+                Ok(match scope.end_checked(&id, a.outcome).await {
                     Ok(ended) => {
                         self.bind(None).await;
                         // The state, with a `warning` when jobs of the
@@ -299,7 +301,7 @@ impl Connection {
                     Ok(s) => s,
                     Err(e) => return Ok(results::session_failure(&e)),
                 };
-                Ok(match jobs.spawn_as(caller, &session, call).await {
+                Ok(match jobs.spawn(&session, call).await {
                     Ok(info) => results::ok(&info),
                     Err(e) => job_failure(&e)?,
                 })
@@ -317,21 +319,21 @@ impl Connection {
                     WaitFor::First => WaitMode::First,
                 };
                 let timeout = a.timeout_ms.map(Duration::from_millis);
-                Ok(match jobs.wait_as(caller, &a.ids, mode, timeout).await {
+                Ok(match jobs.wait(&a.ids, mode, timeout).await {
                     Ok(outcome) => results::ok(&outcome),
                     Err(e) => job_failure(&e)?,
                 })
             }
             JOB_STATUS => {
                 let a: JobArg = parse(tool, args)?;
-                Ok(match jobs.status_as(caller, &a.id).await {
+                Ok(match jobs.status(&a.id).await {
                     Ok(info) => results::ok(&info),
                     Err(e) => job_failure(&e)?,
                 })
             }
             JOB_CANCEL => {
                 let a: JobArg = parse(tool, args)?;
-                Ok(match jobs.cancel_as(caller, &a.id).await {
+                Ok(match jobs.cancel(&a.id).await {
                     Ok(info) => results::ok(&info),
                     Err(e) => job_failure(&e)?,
                 })
@@ -351,21 +353,16 @@ impl Connection {
                     limit: a.limit,
                     cursor: a.cursor,
                 };
-                Ok(
-                    match jobs
-                        .list_as(caller, session.as_deref(), a.status, &page)
-                        .await
-                    {
-                        Ok(page) => {
-                            let mut value = json!({"jobs": page.items});
-                            if let Some(next) = page.next_cursor {
-                                value["next_cursor"] = json!(next);
-                            }
-                            results::ok_value(value)
+                Ok(match jobs.list(session.as_deref(), a.status, &page).await {
+                    Ok(page) => {
+                        let mut value = json!({"jobs": page.items});
+                        if let Some(next) = page.next_cursor {
+                            value["next_cursor"] = json!(next);
                         }
-                        Err(e) => job_failure(&e)?,
-                    },
-                )
+                        results::ok_value(value)
+                    }
+                    Err(e) => job_failure(&e)?,
+                })
             }
             SESSION_NOTE => {
                 let a: NoteArgs = parse(tool, args)?;
@@ -374,7 +371,7 @@ impl Connection {
                     Ok(s) => s,
                     Err(e) => return Ok(results::session_failure(&e)),
                 };
-                Ok(match gateway.note_as(caller, &session, &a.text).await {
+                Ok(match scope.note(&session, &a.text).await {
                     Ok(event) => results::ok(&event),
                     Err(e) => results::session_failure(&e),
                 })
@@ -391,12 +388,10 @@ impl Connection {
                     Ok(s) => s,
                     Err(e) => return Ok(results::session_failure(&e)),
                 };
-                Ok(
-                    match gateway.report_usage_as(caller, &session, usage).await {
-                        Ok(events) => results::ok_value(json!({"events": events})),
-                        Err(e) => results::session_failure(&e),
-                    },
-                )
+                Ok(match scope.report_usage(&session, usage).await {
+                    Ok(events) => results::ok_value(json!({"events": events})),
+                    Err(e) => results::session_failure(&e),
+                })
             }
             SESSION_PAUSE => {
                 let a: PauseArgs = parse(tool, args)?;
@@ -405,12 +400,10 @@ impl Connection {
                     Ok(key) => key,
                     Err(answer) => return Ok(answer),
                 };
-                Ok(
-                    match gateway.pause_session_as(caller, &key, &a.reason).await {
-                        Ok(state) => results::ok(&state),
-                        Err(e) => results::session_failure(&e),
-                    },
-                )
+                Ok(match scope.pause_session(&key, &a.reason).await {
+                    Ok(state) => results::ok(&state),
+                    Err(e) => results::session_failure(&e),
+                })
             }
             SESSION_LIST => {
                 let a: SessionListArgs = parse(tool, args)?;
@@ -420,7 +413,7 @@ impl Connection {
                         Ok(key) => key,
                         Err(answer) => return Ok(answer),
                     };
-                    return Ok(match gateway.children_as(caller, &key, page).await {
+                    return Ok(match scope.children(&key, page).await {
                         Ok(page) => results::ok_value(
                             json!({"children": page.items, "next_cursor": page.next_cursor}),
                         ),
@@ -438,7 +431,7 @@ impl Connection {
                     tags: a.tags,
                     ..Default::default()
                 };
-                Ok(match gateway.list_sessions_as(caller, filter, page).await {
+                Ok(match scope.list_sessions(filter, page).await {
                     Ok(page) => results::ok_value(
                         json!({"sessions": page.items, "next_cursor": page.next_cursor}),
                     ),
@@ -461,7 +454,7 @@ impl Connection {
                     Ok(key) => key,
                     Err(answer) => return Ok(answer),
                 };
-                Ok(match gateway.events_as(caller, &key, from, limit).await {
+                Ok(match scope.events(&key, from, limit).await {
                     Ok(events) => {
                         let next = (events.len() == limit)
                             .then(|| events.last().map(|e| e.seq + 1))
@@ -477,12 +470,10 @@ impl Connection {
                     Ok(key) => key,
                     Err(answer) => return Ok(answer),
                 };
-                Ok(
-                    match gateway.rerun_interrupted_as(caller, &key, &a.call_id).await {
-                        Ok(report) => results::report(report),
-                        Err(e) => results::session_failure(&e),
-                    },
-                )
+                Ok(match scope.rerun_interrupted(&key, &a.call_id).await {
+                    Ok(report) => results::report(report),
+                    Err(e) => results::session_failure(&e),
+                })
             }
             SESSION_SPAWN => {
                 let a: SessionSpawnArgs = parse(tool, args)?;
@@ -509,12 +500,10 @@ impl Connection {
                     task,
                     completion,
                 };
-                Ok(
-                    match gateway.spawn_session_as(caller, &parent, spawn).await {
-                        Ok(spawned) => results::ok(&spawned),
-                        Err(e) => results::session_failure(&e),
-                    },
-                )
+                Ok(match scope.spawn_session(&parent, spawn).await {
+                    Ok(spawned) => results::ok(&spawned),
+                    Err(e) => results::session_failure(&e),
+                })
             }
             SESSION_VERDICT => {
                 let a: VerdictArgs = parse(tool, args)?;
@@ -543,16 +532,14 @@ impl Connection {
                     Err(answer) => return Ok(answer),
                 };
                 let timeout = a.timeout_ms.map(Duration::from_millis);
-                Ok(
-                    match gateway.wait_children_as(caller, &parent, timeout).await {
-                        Ok(waited) => results::ok(&waited),
-                        Err(e) => results::session_failure(&e),
-                    },
-                )
+                Ok(match scope.wait_children(&parent, timeout).await {
+                    Ok(waited) => results::ok(&waited),
+                    Err(e) => results::session_failure(&e),
+                })
             }
             APPROVAL_STATUS => {
                 let a: ApprovalArg = parse(tool, args)?;
-                Ok(match gateway.approval_as(caller, &a.id).await {
+                Ok(match scope.approval(&a.id).await {
                     Ok(Some(approval)) => results::ok(&approval),
                     Ok(None) => results::failure(
                         "approval_not_found",
@@ -571,8 +558,8 @@ impl Connection {
                     cursor: a.cursor,
                 };
                 Ok(
-                    match gateway
-                        .context_search_as(caller, &a.query, a.project.as_deref(), &page)
+                    match scope
+                        .context_search(&a.query, a.project.as_deref(), &page)
                         .await
                     {
                         Ok(found) => results::ok(&serde_json::json!({
@@ -588,17 +575,12 @@ impl Connection {
                 let Some(id) = self.bound().await else {
                     return Ok(not_bound(tool));
                 };
-                Ok(
-                    match gateway
-                        .memory_propose_as(caller, &id, &a.scope, &a.text)
-                        .await
-                    {
-                        Ok((entry, event)) => {
-                            results::ok_value(json!({"entry": entry, "seq": event.seq}))
-                        }
-                        Err(e) => memory_failure(&e),
-                    },
-                )
+                Ok(match scope.memory_propose(&id, &a.scope, &a.text).await {
+                    Ok((entry, event)) => {
+                        results::ok_value(json!({"entry": entry, "seq": event.seq}))
+                    }
+                    Err(e) => memory_failure(&e),
+                })
             }
             MEMORY_SEARCH => {
                 let a: MemorySearchArgs = parse(tool, args)?;
@@ -609,16 +591,14 @@ impl Connection {
                     limit: Some(a.limit),
                     cursor: a.cursor,
                 };
-                Ok(
-                    match gateway.memory_search_as(caller, &id, &a.query, &page).await {
-                        Ok((found, event)) => results::ok_value(json!({
-                            "entries": found.items,
-                            "seq": event.seq,
-                            "next_cursor": found.next_cursor,
-                        })),
-                        Err(e) => memory_failure(&e),
-                    },
-                )
+                Ok(match scope.memory_search(&id, &a.query, &page).await {
+                    Ok((found, event)) => results::ok_value(json!({
+                        "entries": found.items,
+                        "seq": event.seq,
+                        "next_cursor": found.next_cursor,
+                    })),
+                    Err(e) => memory_failure(&e),
+                })
             }
             other => Err(ErrorData::invalid_params(
                 format!("unknown built-in tool `{other}`"),

@@ -10,7 +10,7 @@
 //! `tools/list` offers every configured plugin tool (`plugin.tool`, with its
 //! input schema) and the built-in tools ([`BUILTINS`]) for sessions, their
 //! notes, usage, pauses, logs and re-runs, approvals and background jobs,
-//! each within what the caller owns (the gateway's `*_as` entry points).
+//! each within what the caller owns (the caller's `Gateway::scope`).
 //!
 //! Each connection (one stdio peer, or one MCP session over HTTP) has its own
 //! [`Connection`] handler and so its own bound session: `session_start` and
@@ -20,7 +20,7 @@
 //! and then bound; when the connection goes away (stdin closed; over HTTP, its
 //! handler dropped as rmcp ends the MCP session) it is paused, if still
 //! active, with the reason in its log. Every plugin call takes the host's one pipeline
-//! ([`Host::call_in_session`]): hooks, sandbox, log.
+//! (`Scope::call`): hooks, sandbox, log.
 //!
 //! A denied call is a tool error (`isError`) with the hook, pattern, reason and
 //! alternatives, as text and as structured content (`{"denied": ...}`). A
@@ -350,14 +350,14 @@ fn default_role(caller: &Principal) -> Role {
 /// is still active (one that ended or that the host paused stays as it is);
 /// the log says why, and its owner may resume it by name.
 async fn pause_default(gateway: &Gateway, principal: &Principal, id: &str, conn: &str) {
-    match gateway.session_as(principal, id).await {
+    match gateway.scope(principal).session(id).await {
         Ok(state) if state.header.status == SessionStatus::Active => {}
         _ => return,
     }
     let reason = format!(
         "the MCP connection that started this default session (mcp-{conn}) went away; resume it (`session_resume mcp-{conn}`) to carry on"
     );
-    match gateway.pause_session_as(principal, id, &reason).await {
+    match gateway.scope(principal).pause_session(id, &reason).await {
         Ok(_) => {
             tracing::info!(session = %id, connection = %conn, "paused the default session of a connection that went away")
         }
@@ -476,7 +476,7 @@ impl Connection {
             };
             let state = match key {
                 // Another's or no such session: the action itself says "not found".
-                Some(key) => gateway.session_as(caller, &key).await.ok(),
+                Some(key) => gateway.scope(caller).session(&key).await.ok(),
                 None => None,
             };
             match state {
@@ -524,7 +524,8 @@ impl Connection {
         let state = self
             .shared()
             .gateway
-            .start_session_as(caller, start)
+            .scope(caller)
+            .start_session(start)
             .await?;
         tracing::info!(session = %state.header.id, name = ?state.header.name, principal = %caller.name, "started the connection's default session");
         *self
@@ -563,7 +564,8 @@ impl Connection {
         let report = match self
             .shared()
             .gateway
-            .call_as(&caller, &session, call, None, None)
+            .scope(&caller)
+            .call(&session, call, None, None)
             .await
         {
             Ok(r) => r,

@@ -181,7 +181,8 @@ pub async fn sample_session(gateway: &Gateway, session: &str, n: usize) -> Vec<D
         n,
         async || {
             gateway
-                .call_in_session(session, "echo.echo", input, None)
+                .scope(&glovebox::cli_operator())
+                .call_in_session(session, "echo.echo", input)
                 .await
         },
         |report| {

@@ -96,7 +96,8 @@ pub async fn in_session(gateway: &Gateway, n: usize) -> Stats {
         let session = &session;
         async move {
             gateway
-                .call_in_session(session, "echo.echo", r#"{"message":"hi"}"#, None)
+                .scope(&glovebox::cli_operator())
+                .call_in_session(session, "echo.echo", r#"{"message":"hi"}"#)
                 .await
                 .expect("session call")
                 .outcome

@@ -1,8 +1,9 @@
 //! Background jobs: tool calls run in a session without the caller waiting.
 //!
 //! A job is one call through the same pipeline as any other
-//! ([`Gateway::call`]: hooks, sandbox, log; its `call_requested`
-//! carries the job id). [`Jobs::spawn`] checks the request, persists the job
+//! (`Gateway::call`: hooks, sandbox, log; its `call_requested`
+//! carries the job id). A caller spawns one through its scope
+//! ([`Jobs::scope`], [`crate::JobScope::spawn`]); [`Jobs::spawn`] checks the request, persists the job
 //! as `queued` and returns at once; a task per job, admitted in FIFO order by
 //! a limit of `max_running`, runs it on the multi-threaded runtime, so
 //! CPU-bound jobs use every core. Callers wait on jobs (all or the first) with
@@ -21,8 +22,6 @@
 //!
 //! The job types and the records are the ledger's (`glovebox_ledger::jobs`),
 //! re-exported here; this module is the runner, which needs the host.
-//!
-//! [`Gateway::call`]: crate::Gateway::call
 
 pub(crate) mod runner;
 

@@ -41,7 +41,7 @@ impl Gateway {
     /// Runs `run` as `principal`, noting `cause` (why it runs) in its session.
     pub async fn run_action(&self, principal: &Principal, run: &Run, cause: &str) -> RunOutcome {
         let outcome =
-            tasks::acting(principal.name.clone(), self.run_as(principal, run, cause)).await;
+            tasks::acting(principal.name.clone(), self.run_for(principal, run, cause)).await;
         if outcome.ok {
             tracing::info!(by = %principal.name, outcome = %outcome.summary, "ran a scheduled action");
         } else {
@@ -50,7 +50,7 @@ impl Gateway {
         outcome
     }
 
-    async fn run_as(&self, principal: &Principal, run: &Run, cause: &str) -> RunOutcome {
+    async fn run_for(&self, principal: &Principal, run: &Run, cause: &str) -> RunOutcome {
         let target = match &run.action {
             Action::Sweep => {
                 return match self.sweep().await {
@@ -93,7 +93,7 @@ impl Gateway {
                     Handoff::new(HandoffKind::Continuation, target.role, &handoff.objective);
                 h.notes.success_criteria = handoff.success_criteria.clone();
                 h.notes.next_steps = handoff.next_steps.clone();
-                match self.handoff_as(principal, &id, h).await {
+                match self.scope(principal).handoff(&id, h).await {
                     Ok(_) => RunOutcome {
                         ok: true,
                         summary: format!("posted a handoff to session `{}` ({id})", target.name),
@@ -134,7 +134,7 @@ impl Gateway {
                 return RunOutcome::failed(format!("`{tool}` cannot be called: {e}"), session);
             }
         };
-        let report = match self.call_as(principal, id, call, None, None).await {
+        let report = match self.scope(principal).call(id, call, None, None).await {
             Ok(report) => report,
             Err(e) => {
                 return RunOutcome::failed(
@@ -237,9 +237,10 @@ impl Gateway {
         principal: &Principal,
         target: &SessionTarget,
     ) -> Result<String, SessionError> {
-        match self.session_as(principal, &target.name).await {
-            Ok(state) if state.header.status == SessionStatus::Paused => Ok(self
-                .resume_session_as(principal, &state.header.id)
+        let scope = self.scope(principal);
+        match scope.session(&target.name).await {
+            Ok(state) if state.header.status == SessionStatus::Paused => Ok(scope
+                .resume_session(&state.header.id)
                 .await?
                 .state
                 .header
@@ -255,7 +256,7 @@ impl Gateway {
                     budget: Default::default(),
                     completion: Default::default(),
                 };
-                Ok(self.start_session_as(principal, start).await?.header.id)
+                Ok(scope.start_session(start).await?.header.id)
             }
             Err(e) => Err(e),
         }

@@ -1,0 +1,97 @@
+//! Child sessions on behalf of the caller: spawning, listing, waiting for
+//! and cancelling the children of a session, and whether one session may
+//! address another (the rules are the ledger's, in
+//! `glovebox_ledger::session::family`; the bell and the wait's bounds are
+//! `crate::children`'s).
+
+use std::time::Duration;
+
+use super::Scope;
+use crate::children::{ChildrenWaited, wait_timeout};
+use crate::page::{Page, PageRequest};
+use crate::pipeline::ledger_work;
+use crate::session::{ChildStatus, SessionError, SpawnChild, Spawned};
+
+impl Scope<'_> {
+    /// Spawns a child of session `parent` for the caller (see
+    /// `Sessions::spawn_as`): its role, the caller's ceiling and the
+    /// parent's budget are checked before anything is written.
+    pub async fn spawn_session(
+        self,
+        parent: &str,
+        spawn: SpawnChild,
+    ) -> Result<Spawned, SessionError> {
+        let host = self.gateway.host();
+        let (sessions, caller, key) = self.with(parent);
+        let budgets = host.config().budgets.clone();
+        let reserved = crate::manifest::pinned_tags(&host.config().principals);
+        ledger_work(move || sessions.spawn_as(&caller, &key, spawn, &budgets, &reserved)).await
+    }
+
+    /// A page of the children of a session of the caller's, oldest first.
+    pub async fn children(
+        self,
+        parent: &str,
+        page: PageRequest,
+    ) -> Result<Page<ChildStatus>, SessionError> {
+        let (sessions, caller, key) = self.with(parent);
+        ledger_work(move || sessions.children_as(&caller, &key, &page)).await
+    }
+
+    /// Waits until every child of session `parent` (one of the caller's)
+    /// has posted a handoff to it or ended, or `timeout` passes (see
+    /// [`wait_timeout`]). Refused for a session with no children.
+    pub async fn wait_children(
+        self,
+        parent: &str,
+        timeout: Option<Duration>,
+    ) -> Result<ChildrenWaited, SessionError> {
+        let timeout = wait_timeout(timeout)?;
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut bell = self.gateway.child_bell().subscribe();
+        loop {
+            bell.borrow_and_update();
+            let (sessions, who, key) = self.with(parent);
+            let (state, children) = ledger_work(move || sessions.wait_check_as(&who, &key)).await?;
+            let pending: Vec<String> = children
+                .iter()
+                .filter(|c| !c.settled)
+                .map(|c| c.id.clone())
+                .collect();
+            let settled = pending.is_empty();
+            let timed_out = !settled
+                && tokio::time::timeout_at(deadline, bell.changed())
+                    .await
+                    .is_err();
+            if settled || timed_out {
+                return Ok(ChildrenWaited {
+                    parent: state.header.id,
+                    children,
+                    pending,
+                    timed_out,
+                });
+            }
+        }
+    }
+
+    /// Ends the live children of a session of the caller's as `interrupted`
+    /// (their own children first); returns their ids.
+    pub async fn cancel_children(self, parent: &str) -> Result<Vec<String>, SessionError> {
+        let (sessions, caller, key) = self.with(parent);
+        ledger_work(move || sessions.cancel_children_as(&caller, &key)).await
+    }
+
+    /// Whether session `from` (the caller's bound session) may address
+    /// session `target`: a child reaches its family, or along a route of
+    /// `[handoffs] routes` (see `glovebox_ledger::session::check_addressable`).
+    /// Both must be the caller's ("not found" otherwise).
+    pub async fn check_addressable(self, from: &str, target: &str) -> Result<(), SessionError> {
+        let from = self.session(from).await?;
+        if from.parent.is_none() {
+            return Ok(());
+        }
+        let target = self.session(target).await?;
+        let routes = self.gateway.host().config().handoffs.clone();
+        crate::session::check_addressable(&from, &target, &routes).map_err(SessionError::NotAllowed)
+    }
+}

@@ -1,0 +1,296 @@
+//! The gateway on behalf of one caller: [`Gateway::scope`] binds a
+//! [`Principal`] once, and every operation that depends on who calls is a
+//! method of the [`Scope`] it returns.
+//!
+//! Why one place: who may see a session, act in it (its role within the
+//! caller's roles now, threat 52), reach another one of its family, or read
+//! a job, approval, context entry or memory is decided here, once, for
+//! every front end (the MCP adapter, the dashboard, the command line,
+//! schedules). The rules themselves are the ledger's
+//! (`glovebox_ledger::session::access`): a session, its calls and its jobs
+//! are its owner's and operators' only, and anything else is "not found".
+//! The operator is a principal like any other, of kind `operator`
+//! (the command line acts as `cli:<uid>`, [`cli_operator`]), so there is no
+//! unscoped twin of these methods for it: an operator's scope sees and acts
+//! in every session.
+//!
+//! The operations are grouped by what they touch, one file each: the
+//! sessions (here), child sessions (`children.rs`), ending a session with
+//! its completion gates (`completion.rs`), the memory bank (`memory.rs`),
+//! and the jobs runner ([`JobScope`], `jobs.rs`).
+//!
+//! [`cli_operator`]: crate::cli_operator
+
+mod children;
+mod completion;
+mod jobs;
+mod memory;
+
+use crate::approvals::Approval;
+use crate::budget::UsageReport;
+use crate::call::CallReport;
+use crate::gateway::Gateway;
+use crate::manifest::Principal;
+use crate::page::{Page, PageRequest};
+use crate::pipeline::{Admitted, Judge, ledger_work};
+use crate::session::{
+    EndOutcome, Event, EventKind, Handoff, Resumed, SessionError, SessionFilter, SessionInfo,
+    SessionState, StartSession, check_ceiling,
+};
+
+pub use jobs::JobScope;
+
+/// The gateway bound to one caller (see the module docs); cheap: two
+/// references. Made by [`Gateway::scope`].
+#[derive(Clone, Copy)]
+pub struct Scope<'g> {
+    gateway: &'g Gateway,
+    caller: &'g Principal,
+}
+
+impl Gateway {
+    /// The gateway on behalf of `caller`: every operation that depends on
+    /// who calls (see [`Scope`]).
+    pub fn scope<'g>(&'g self, caller: &'g Principal) -> Scope<'g> {
+        Scope {
+            gateway: self,
+            caller,
+        }
+    }
+}
+
+impl<'g> Scope<'g> {
+    /// Who calls.
+    pub fn caller(self) -> &'g Principal {
+        self.caller
+    }
+
+    /// The gateway this scope is of.
+    pub fn gateway(self) -> &'g Gateway {
+        self.gateway
+    }
+
+    /// Calls `tool` in `session` (id or name) on behalf of the caller:
+    /// another principal's session is "not found", and one whose role is
+    /// above the caller's roles now is refused. `cancel` (background jobs)
+    /// stops it once it holds `true` (see `Gateway::call`).
+    ///
+    /// `Err` means the session refused the call or the log failed; a call
+    /// that was denied, awaits approval, or ran and failed is `Ok` with the
+    /// failure in the report.
+    pub async fn call(
+        self,
+        session: &str,
+        call: Admitted,
+        job_id: Option<String>,
+        cancel: Option<crate::pipeline::Cancel>,
+    ) -> Result<CallReport, SessionError> {
+        let (gateway, caller) = (self.gateway, self.caller);
+        // One look at the session, the caller's: the stages run on it. From
+        // the ledger's cache when it can answer at once, sparing the
+        // blocking work (and taking this thread out of the async workers).
+        let state = match gateway.sessions().show_cached_as(caller, session) {
+            Some(state) => state?,
+            None => self.session(session).await?,
+        };
+        // Acting in it: its role within the caller's roles now (threat 52).
+        check_ceiling(caller, &state)?;
+        // The call is the caller's: its records, and the quotas, say so
+        // (its log lines still go where the entry point sent them).
+        crate::tasks::acting_with(
+            caller.name.clone(),
+            crate::tasks::log_sink(),
+            gateway.run(&state, call, Judge::Hooks, job_id, cancel),
+        )
+        .await
+    }
+
+    /// Calls `tool` with `input` in `session` (id or name) on behalf of the
+    /// caller: [`Gateway::admit`], then [`Scope::call`]. A bad request
+    /// (unknown tool, bad input) is `Ok` with the failure and nothing logged.
+    pub async fn call_in_session(
+        self,
+        session: &str,
+        tool: &str,
+        input: &str,
+    ) -> Result<CallReport, SessionError> {
+        match self.gateway.admit(tool, input) {
+            Ok(call) => self.call(session, call, None, None).await,
+            Err(e) => Ok(CallReport::refused(tool, e)),
+        }
+    }
+
+    /// Starts a session owned by the caller, within its ceiling.
+    pub async fn start_session(self, start: StartSession) -> Result<SessionState, SessionError> {
+        let (sessions, caller, reserved) = (
+            self.gateway.sessions().clone(),
+            self.caller.clone(),
+            self.gateway.reserved_tags(),
+        );
+        ledger_work(move || sessions.start_as(&caller, start, &reserved)).await
+    }
+
+    /// The state of a session the caller may see.
+    pub async fn session(self, session: &str) -> Result<SessionState, SessionError> {
+        let (sessions, caller, key) = self.with(session);
+        ledger_work(move || sessions.show_as(&caller, &key)).await
+    }
+
+    /// The state of a session the caller may act in: it may see it, and
+    /// its role is among the caller's roles now (see
+    /// `glovebox_ledger::session::access`).
+    pub async fn act_session(self, session: &str) -> Result<SessionState, SessionError> {
+        let (sessions, caller, key) = self.with(session);
+        ledger_work(move || sessions.act_as(&caller, &key)).await
+    }
+
+    /// Resumes a session for the caller (a pause the host took is refused
+    /// to an agent).
+    pub async fn resume_session(self, session: &str) -> Result<Resumed, SessionError> {
+        let (sessions, caller, key) = self.with(session);
+        ledger_work(move || sessions.resume_as(&caller, &key)).await
+    }
+
+    /// Pauses a session for the caller's own reasons (it may lift that pause).
+    pub async fn pause_session(
+        self,
+        session: &str,
+        reason: &str,
+    ) -> Result<SessionState, SessionError> {
+        let (sessions, caller, key) = self.with(session);
+        let reason = reason.to_string();
+        ledger_work(move || sessions.pause_as(&caller, &key, &reason)).await
+    }
+
+    /// Ends a session of the caller's.
+    pub async fn end_session(
+        self,
+        session: &str,
+        outcome: EndOutcome,
+    ) -> Result<SessionState, SessionError> {
+        let (sessions, caller, key) = self.with(session);
+        ledger_work(move || sessions.end_as(&caller, &key, outcome)).await
+    }
+
+    /// Writes a handoff from a session of the caller's, into one of its own
+    /// sessions when it names a target, or into another principal's along a
+    /// route of `[handoffs] routes`.
+    pub async fn handoff(self, session: &str, handoff: Handoff) -> Result<Event, SessionError> {
+        let (sessions, caller, key) = self.with(session);
+        let routes = self.gateway.host().config().handoffs.clone();
+        ledger_work(move || sessions.handoff_as(&caller, &key, handoff, &routes)).await
+    }
+
+    /// Events of a session of the caller's.
+    pub async fn events(
+        self,
+        session: &str,
+        from_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<Event>, SessionError> {
+        let (sessions, caller, key) = self.with(session);
+        ledger_work(move || sessions.events_as(&caller, &key, from_seq, limit)).await
+    }
+
+    /// A page of the caller's sessions matching `filter`, newest first.
+    pub async fn list_sessions(
+        self,
+        filter: SessionFilter,
+        page: PageRequest,
+    ) -> Result<Page<SessionInfo>, SessionError> {
+        let (sessions, caller) = (self.gateway.sessions().clone(), self.caller.clone());
+        ledger_work(move || sessions.list_as(&caller, &filter, &page)).await
+    }
+
+    /// Re-runs an interrupted call of an idempotent tool with its original
+    /// idempotency key, in a session of the caller's; the session is
+    /// resumed as the caller may resume it (a pause the host took stays
+    /// for an agent). Calls of other tools are refused: they are the
+    /// caller's to decide.
+    pub async fn rerun_interrupted(
+        self,
+        session: &str,
+        call_id: &str,
+    ) -> Result<CallReport, SessionError> {
+        let resumed = self.resume_session(session).await?;
+        self.gateway.rerun_resumed(resumed, session, call_id).await
+    }
+
+    /// Logs usage the brain reports (tokens, model cost) into a session of
+    /// the caller's: it counts toward the session's cost cap, budgets and
+    /// billing (see `budget::report_usage`).
+    pub async fn report_usage(
+        self,
+        session: &str,
+        usage: UsageReport,
+    ) -> Result<Vec<Event>, SessionError> {
+        let state = self.act_session(session).await?;
+        self.gateway.report_usage(&state.header.id, usage).await
+    }
+
+    /// Writes a progress note into a session of the caller's.
+    pub async fn note(self, session: &str, text: &str) -> Result<Event, SessionError> {
+        let id = self.act_session(session).await?.header.id;
+        let (sessions, text) = (self.gateway.sessions().clone(), text.to_string());
+        ledger_work(move || sessions.append(&id, EventKind::Note { text })).await
+    }
+
+    /// Approval `id`, if it is of a session the caller may see; `None` when
+    /// there is no such approval or it is another's (the same answer).
+    pub async fn approval(self, id: &str) -> Result<Option<Approval>, SessionError> {
+        let (approvals, key) = (self.gateway.ledger().approvals.clone(), id.to_string());
+        let found = ledger_work(move || match approvals.get(&key) {
+            Ok(a) => Ok(Some(a)),
+            Err(SessionError::InvalidInput(_)) => Ok(None),
+            Err(e) => Err(e),
+        })
+        .await?;
+        Ok(found.filter(|a| self.gateway.sees_session(self.caller, &a.session)))
+    }
+
+    /// A page of the live entries of the context index that match every
+    /// word of `query` (case-insensitive), the latest added first, in
+    /// `project` or in every project the caller may touch. A project it may
+    /// not touch is refused with the same words as `session_start` uses.
+    pub async fn context_search(
+        self,
+        query: &str,
+        project: Option<&str>,
+        page: &PageRequest,
+    ) -> Result<Page<crate::rescue::IndexEntry>, SessionError> {
+        let caller = self.caller;
+        if let Some(project) = project
+            && !caller.may_touch(project)
+        {
+            return Err(SessionError::NotAllowed(format!(
+                "{caller} may not touch project `{project}` (its projects: {})",
+                caller.projects.join(", ")
+            )));
+        }
+        let index = crate::rescue::ContextIndex::new(
+            self.gateway.ledger().storage.clone(),
+            self.gateway.host().config().context.clone(),
+        );
+        let (query, wanted, page) = (query.to_string(), project.map(str::to_string), page.clone());
+        let mut found = ledger_work(move || {
+            index
+                .search(&query, wanted.as_deref(), &page)
+                .map_err(|e| SessionError::InvalidInput(e.to_string()))
+        })
+        .await?;
+        // Entries of projects the caller may not touch are left out of the
+        // page (its cursor still goes on past them).
+        found.items.retain(|e| caller.may_touch(&e.project));
+        Ok(found)
+    }
+
+    /// What a blocking ledger operation on `session` takes along: the
+    /// sessions, the caller and the key, owned.
+    fn with(self, session: &str) -> (std::sync::Arc<crate::session::Sessions>, Principal, String) {
+        (
+            self.gateway.sessions().clone(),
+            self.caller.clone(),
+            session.to_string(),
+        )
+    }
+}
