@@ -57,7 +57,7 @@ enum BudgetCommand {
 }
 
 fn scope(kind: &str, name: &str) -> Result<Scope> {
-    let kind: ScopeKind = kind.parse().map_err(|e: String| anyhow!("{e}"))?;
+    let kind = kind.parse::<ScopeKind>().map_err(|e| anyhow!("{e}"))?;
     Ok(Scope {
         kind,
         name: name.to_string(),
@@ -85,7 +85,7 @@ pub fn run(config: &Path, args: BudgetArgs) -> Result<ExitCode> {
             let scope = scope(&kind, &name)?;
             let period: Period = period
                 .parse()
-                .map_err(|e: String| anyhow!("--period: {e}"))?;
+                .map_err(|e: glovebox::manifest::UnknownWord| anyhow!("--period: {e}"))?;
             let mut to = CeilingLimits {
                 calls,
                 tokens,

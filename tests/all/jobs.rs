@@ -469,6 +469,7 @@ async fn jobs_are_listed_by_session_and_status() {
         "done"
             .parse::<JobStatus>()
             .unwrap_err()
+            .to_string()
             .contains("interrupted")
     );
     f.jobs.cancel(&c.id).await.unwrap();

@@ -141,7 +141,7 @@ pub struct ScopeForm {
 
 impl ScopeForm {
     fn scope(&self) -> Result<Scope, String> {
-        let kind: ScopeKind = self.kind.parse()?;
+        let kind = self.kind.parse::<ScopeKind>().map_err(|e| e.to_string())?;
         Ok(Scope {
             kind,
             name: self.name.clone(),
@@ -194,7 +194,7 @@ pub async fn raise(viewer: Viewer, Form(form): Form<ScopeForm>) -> Response {
     let gateway = viewer.app.gateway.clone();
     let result = crate::blocking(move || {
         let scope = form.scope()?;
-        let period: Period = form.period.parse()?;
+        let period = form.period.parse::<Period>().map_err(|e| e.to_string())?;
         let to = form.limits()?;
         let raised = ceilings::raise(gateway.sessions(), &scope, period, &to)
             .map_err(|e| e.to_string())?;

@@ -226,11 +226,11 @@ fn render_sessions(app: &App, q: &SessionsQuery) -> Rendered {
     let role = some(&q.role)
         .map(|r| r.parse::<Role>())
         .transpose()
-        .map_err(bad)?;
+        .map_err(|e| bad(e.to_string()))?;
     let status = some(&q.status)
         .map(|s| s.parse::<SessionStatus>())
         .transpose()
-        .map_err(bad)?;
+        .map_err(|e| bad(e.to_string()))?;
     let blocked = some(&q.blocked).is_some();
     let owner = some(&q.owner);
     let filter = SessionFilter {

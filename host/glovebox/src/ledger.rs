@@ -219,7 +219,7 @@ fn reopening(config: &HostConfig, storage: Arc<dyn Storage>) -> Arc<dyn Storage>
             }
             Ok(opened.storage)
         }),
-        Box::new(move || watermark.check()),
+        Box::new(move || watermark.check().map_err(Into::into)),
     ))
 }
 

@@ -11,7 +11,9 @@
 //! fuzzed without building wasmtime (`fuzz/`, `docs/security.md`).
 //!
 //! Errors are the reason alone (the caller names the tool): each says what is
-//! wrong and, for a limit, which setting holds it.
+//! wrong and, for a limit, which setting holds it. They are typed
+//! ([`InputError`], [`SchemaError`]) so a caller can tell a size refusal from
+//! a schema one without reading the text.
 //!
 //! The same hostile input is also what a person approving the call reads:
 //! [`shown`] lays it out for display (what matters first, every value whole
@@ -31,24 +33,49 @@ pub mod visible;
 /// one go, few enough that a hostile input cannot make the error huge.
 pub const MAX_VIOLATIONS: usize = 5;
 
+/// Why an agent's input is refused before it is a call. `Display` is the
+/// reason alone: the caller names the tool.
+#[derive(thiserror::Error, Debug)]
+#[non_exhaustive]
+pub enum InputError {
+    /// The input's JSON text is larger than the host's `runtime.max_input_bytes`.
+    #[error(
+        "input is {len} bytes, more than the limit of {max_bytes} bytes (`runtime.max_input_bytes`)"
+    )]
+    TooLarge {
+        /// The input's size in bytes.
+        len: usize,
+        /// The configured limit.
+        max_bytes: u64,
+    },
+    /// The input is not JSON, or nests deeper than serde_json allows.
+    #[error("input is not valid JSON: {0}")]
+    NotJson(serde_json::Error),
+    /// The input does not match the tool's input schema.
+    #[error("it does not match the tool's input schema: {}", .violations.join("; "))]
+    SchemaMismatch {
+        /// The first [`MAX_VIOLATIONS`] violations, each with where in the
+        /// input it is.
+        violations: Vec<String>,
+    },
+}
+
 /// Checks an input's size (`len` bytes of JSON text) against the host's
 /// `runtime.max_input_bytes`.
-pub fn check_size(len: usize, max_bytes: u64) -> Result<(), String> {
+pub fn check_size(len: usize, max_bytes: u64) -> Result<(), InputError> {
     if len as u64 > max_bytes {
-        return Err(format!(
-            "input is {len} bytes, more than the limit of {max_bytes} bytes (`runtime.max_input_bytes`)"
-        ));
+        return Err(InputError::TooLarge { len, max_bytes });
     }
     Ok(())
 }
 
 /// Checks and parses a call's input (JSON text): its size, then its syntax
 /// and nesting depth.
-pub fn parse(input: &str, max_bytes: u64) -> Result<Value, String> {
+pub fn parse(input: &str, max_bytes: u64) -> Result<Value, InputError> {
     check_size(input.len(), max_bytes)?;
     // serde_json refuses nesting deeper than 128 levels with an error, so a
     // hostile document cannot overflow the host's stack.
-    serde_json::from_str(input).map_err(|e| format!("input is not valid JSON: {e}"))
+    serde_json::from_str(input).map_err(InputError::NotJson)
 }
 
 /// Why a tool's declared input schema cannot be served.
@@ -83,8 +110,8 @@ pub fn compile_schema(text: &str) -> Result<(Value, Validator), SchemaError> {
 
 /// Checks `input` against a tool's compiled schema: the first
 /// [`MAX_VIOLATIONS`] violations, each with where in the input it is.
-pub fn check_schema(validator: &Validator, input: &Value) -> Result<(), String> {
-    let errors: Vec<String> = validator
+pub fn check_schema(validator: &Validator, input: &Value) -> Result<(), InputError> {
+    let violations: Vec<String> = validator
         .iter_errors(input)
         .take(MAX_VIOLATIONS)
         .map(|e| {
@@ -96,13 +123,10 @@ pub fn check_schema(validator: &Validator, input: &Value) -> Result<(), String> 
             }
         })
         .collect();
-    if errors.is_empty() {
+    if violations.is_empty() {
         return Ok(());
     }
-    Err(format!(
-        "it does not match the tool's input schema: {}",
-        errors.join("; ")
-    ))
+    Err(InputError::SchemaMismatch { violations })
 }
 
 #[cfg(test)]
@@ -111,7 +135,7 @@ mod tests {
 
     #[test]
     fn an_input_over_the_limit_is_refused_naming_the_setting() {
-        let err = parse(r#"{"a": 1}"#, 4).unwrap_err();
+        let err = parse(r#"{"a": 1}"#, 4).unwrap_err().to_string();
         assert!(err.contains("`runtime.max_input_bytes`"), "{err}");
         assert!(parse(r#"{"a": 1}"#, 8).is_ok());
     }
@@ -119,7 +143,7 @@ mod tests {
     #[test]
     fn nesting_past_serde_jsons_limit_is_an_error_not_a_stack_overflow() {
         let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
-        let err = parse(&deep, u64::MAX).unwrap_err();
+        let err = parse(&deep, u64::MAX).unwrap_err().to_string();
         assert!(err.contains("not valid JSON"), "{err}");
     }
 
@@ -127,7 +151,9 @@ mod tests {
     fn a_schema_violation_says_where() {
         let (_, validator) =
             compile_schema(r#"{"type":"object","properties":{"n":{"type":"integer"}}}"#).unwrap();
-        let err = check_schema(&validator, &serde_json::json!({"n": "x"})).unwrap_err();
+        let err = check_schema(&validator, &serde_json::json!({"n": "x"}))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("at `/n`"), "{err}");
         assert!(check_schema(&validator, &serde_json::json!({"n": 1})).is_ok());
     }

@@ -26,7 +26,7 @@ mod body;
 mod peer;
 
 pub use body::{BodyTimeout, TimedBody};
-pub use peer::{Peer, own_uid};
+pub use peer::{Peer, PeerUidError, own_uid};
 
 use std::convert::Infallible;
 use std::sync::Arc;

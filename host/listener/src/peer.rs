@@ -8,10 +8,43 @@
 //! table (`/proc/net/tcp`, `/proc/net/tcp6`) names the owner of the peer's
 //! end of a loopback connection, which is in the same network namespace.
 //! Where it cannot be told (another system, a table that cannot be read, a
-//! socket not found) the answer is an error, and the caller refuses.
+//! socket not found) the answer is an error ([`PeerUidError`], saying which
+//! of those it was), and the caller refuses.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+
+/// Why the user at the other end of a connection cannot be told. Each
+/// variant names what was looked at (the address, the table's file); the
+/// caller refuses the connection and words the fix (a token).
+///
+/// `Clone`: a connection's answer is found once and kept (see [`Peer`]).
+#[derive(thiserror::Error, Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PeerUidError {
+    /// The peer is not on loopback: no local socket table names its user.
+    #[error("{addr} is not a loopback address: its user cannot be told")]
+    NotLoopback { addr: SocketAddr },
+    /// The blocking lookup did not finish (its task panicked or was
+    /// cancelled).
+    #[error("the socket table lookup failed: {reason}")]
+    LookupFailed { reason: String },
+    /// The kernel's socket table could not be read.
+    #[error("cannot read `{file}`: {reason}")]
+    TableUnreadable { file: &'static str, reason: String },
+    /// The table has no such connection.
+    #[error(
+        "no socket at {peer} connected to {local} in `{file}` (it closed, or it is in another network namespace)"
+    )]
+    NotFound {
+        peer: SocketAddr,
+        local: SocketAddr,
+        file: &'static str,
+    },
+    /// This system has no table to read.
+    #[error("the user of a TCP peer can be told on Linux only")]
+    Unsupported,
+}
 
 /// One connection's peer, as the listener accepted it.
 #[derive(Clone, Debug)]
@@ -22,7 +55,7 @@ pub struct Peer {
     pub local: SocketAddr,
     /// The peer socket's owner, found at the first ask (a connection's
     /// owner does not change).
-    uid: Arc<tokio::sync::OnceCell<Result<u32, String>>>,
+    uid: Arc<tokio::sync::OnceCell<Result<u32, PeerUidError>>>,
 }
 
 impl Peer {
@@ -36,20 +69,22 @@ impl Peer {
 
     /// The uid owning the peer's socket of this loopback connection, or
     /// why it cannot be told.
-    pub async fn uid(&self) -> Result<u32, String> {
+    pub async fn uid(&self) -> Result<u32, PeerUidError> {
         let (addr, local) = (self.addr, self.local);
         self.uid
             .get_or_init(|| async move {
                 if !addr.ip().is_loopback() {
-                    return Err(format!(
-                        "{addr} is not a loopback address: its user cannot be told"
-                    ));
+                    return Err(PeerUidError::NotLoopback { addr });
                 }
                 // The table can be long (every socket of the machine's
                 // namespace): read it off the async threads.
                 tokio::task::spawn_blocking(move || socket_owner(addr, local))
                     .await
-                    .unwrap_or_else(|e| Err(format!("the socket table lookup failed: {e}")))
+                    .unwrap_or_else(|e| {
+                        Err(PeerUidError::LookupFailed {
+                            reason: e.to_string(),
+                        })
+                    })
             })
             .await
             .clone()
@@ -57,7 +92,7 @@ impl Peer {
 
     /// Whether the peer runs as this process's own user (`Err`: it cannot
     /// be told, and the caller must refuse).
-    pub async fn is_own_user(&self) -> Result<bool, String> {
+    pub async fn is_own_user(&self) -> Result<bool, PeerUidError> {
         Ok(self.uid().await? == own_uid())
     }
 }
@@ -70,24 +105,25 @@ pub fn own_uid() -> u32 {
 /// The owner of the socket at `peer` connected to `local`: the peer's end
 /// of the connection, from the kernel's table of TCP sockets.
 #[cfg(target_os = "linux")]
-fn socket_owner(peer: SocketAddr, local: SocketAddr) -> Result<u32, String> {
+fn socket_owner(peer: SocketAddr, local: SocketAddr) -> Result<u32, PeerUidError> {
     let (table, file) = match peer {
         SocketAddr::V4(_) => (procfs::net::tcp(), "/proc/net/tcp"),
         SocketAddr::V6(_) => (procfs::net::tcp6(), "/proc/net/tcp6"),
     };
-    let entries = table.map_err(|e| format!("cannot read `{file}`: {e}"))?;
+    let entries = table.map_err(|e| PeerUidError::TableUnreadable {
+        file,
+        reason: e.to_string(),
+    })?;
     entries
         .into_iter()
         .find(|e| e.local_address == peer && e.remote_address == local)
         .map(|e| e.uid)
-        .ok_or_else(|| {
-            format!("no socket at {peer} connected to {local} in `{file}` (it closed, or it is in another network namespace)")
-        })
+        .ok_or(PeerUidError::NotFound { peer, local, file })
 }
 
 #[cfg(not(target_os = "linux"))]
-fn socket_owner(_peer: SocketAddr, _local: SocketAddr) -> Result<u32, String> {
-    Err("the user of a TCP peer can be told on Linux only".to_string())
+fn socket_owner(_peer: SocketAddr, _local: SocketAddr) -> Result<u32, PeerUidError> {
+    Err(PeerUidError::Unsupported)
 }
 
 #[cfg(all(test, target_os = "linux"))]

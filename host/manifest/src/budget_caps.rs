@@ -10,7 +10,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::Cap;
-use crate::micros::to_micros;
+use crate::micros::{CostError, to_micros};
 
 /// Caps, each optional: cost in micros, calls, wall time in milliseconds.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -50,7 +50,7 @@ impl BudgetCaps {
         cost: Option<f64>,
         calls: Option<u64>,
         wall: Option<std::time::Duration>,
-    ) -> Result<BudgetCaps, String> {
+    ) -> Result<BudgetCaps, CostError> {
         Ok(BudgetCaps {
             cost_micros: cost.map(to_micros).transpose()?,
             calls,

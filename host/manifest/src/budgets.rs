@@ -25,6 +25,7 @@
 //! A ceiling table is `day`, `week` (ISO, from Monday) or `month`, all in
 //! UTC (see [`crate::ceilings`]); none is set by default.
 
+use crate::UnknownWord;
 use std::collections::{BTreeMap, HashMap};
 
 use serde::Deserialize;
@@ -131,7 +132,7 @@ pub(super) fn validate_budgets(
     }
     for (name, caps) in &raw.role {
         let key = |leaf: &str| format!("budgets.role.{name}.{leaf}");
-        let role: Role = name.parse().map_err(|e: String| {
+        let role: Role = name.parse().map_err(|e: UnknownWord| {
             src.invalid(
                 &format!("budgets.role.{name}"),
                 e,

@@ -376,6 +376,7 @@ mod tests {
             "year"
                 .parse::<Period>()
                 .unwrap_err()
+                .to_string()
                 .contains("day, week, month")
         );
         assert_eq!(Measure::Cost.show(50_000_000), "50");

@@ -53,27 +53,77 @@ fn empty_object() -> Value {
     Value::Object(Map::new())
 }
 
+/// Why a gate's result is not what it expects: the first field that
+/// differs (as a path like `/report/failed`), and how.
+#[derive(thiserror::Error, Clone, Debug, PartialEq)]
+pub enum GateMismatch {
+    /// The result lacks an expected field.
+    #[error("the result has no `{path}` (expected {want})")]
+    Missing { path: String, want: Value },
+    /// The field holds another value.
+    #[error("`{path}` is {have}, expected {want}")]
+    Differs {
+        path: String,
+        have: Value,
+        want: Value,
+    },
+}
+
 impl Gate {
     /// Whether `output` (the tool's JSON result) is what the gate expects;
     /// the error says the first field that differs, and how.
-    pub fn judge_output(&self, output: &Value) -> Result<(), String> {
+    pub fn judge_output(&self, output: &Value) -> Result<(), GateMismatch> {
         subset("", &self.expect, output)
     }
 }
 
-fn subset(at: &str, expect: &Map<String, Value>, got: &Value) -> Result<(), String> {
+fn subset(at: &str, expect: &Map<String, Value>, got: &Value) -> Result<(), GateMismatch> {
     for (key, want) in expect {
         let path = format!("{at}/{key}");
         let Some(have) = got.get(key) else {
-            return Err(format!("the result has no `{path}` (expected {want})"));
+            return Err(GateMismatch::Missing {
+                path,
+                want: want.clone(),
+            });
         };
         match (want, have) {
             (Value::Object(want), Value::Object(_)) => subset(&path, want, have)?,
             _ if want == have => {}
-            _ => return Err(format!("`{path}` is {have}, expected {want}")),
+            _ => {
+                return Err(GateMismatch::Differs {
+                    path,
+                    have: have.clone(),
+                    want: want.clone(),
+                });
+            }
         }
     }
     Ok(())
+}
+
+/// Why a completion condition is refused (by the config, or at the start of
+/// a session): each names the gate (`gates[i]`) and the fix.
+#[derive(thiserror::Error, Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum CompletionError {
+    /// More than [`MAX_GATES`] gates.
+    #[error(
+        "{count} gates is more than the {MAX_GATES} a completion condition may hold: merge checks into fewer gates"
+    )]
+    TooManyGates { count: usize },
+    /// A gate names a tool the host does not have.
+    #[error(
+        "gates[{index}]: `{tool}` is not a tool of this host, so the gate could never run: name a tool as `plugin.tool` (`glovebox plugin list` shows them)"
+    )]
+    UnknownTool { index: usize, tool: String },
+    /// A gate's input is not a JSON object.
+    #[error("gates[{index}].input must be a JSON object (the tool's input), got {input}")]
+    InputNotObject { index: usize, input: Value },
+    /// A gate's input is larger than [`MAX_GATE_INPUT_BYTES`].
+    #[error(
+        "gates[{index}].input is {size} bytes, more than the {MAX_GATE_INPUT_BYTES} a gate's input may be: point the tool at a file instead"
+    )]
+    InputTooLarge { index: usize, size: usize },
 }
 
 /// What must hold before a session ends as `completed`.
@@ -118,31 +168,28 @@ impl Completion {
     /// `known` accepts, with an object input of at most
     /// [`MAX_GATE_INPUT_BYTES`]. The error names the gate (`gates[i]`) and
     /// the fix.
-    pub fn check(&self, known: impl Fn(&str) -> bool) -> Result<(), String> {
+    pub fn check(&self, known: impl Fn(&str) -> bool) -> Result<(), CompletionError> {
         if self.gates.len() > MAX_GATES {
-            return Err(format!(
-                "{} gates is more than the {MAX_GATES} a completion condition may hold: merge checks into fewer gates",
-                self.gates.len()
-            ));
+            return Err(CompletionError::TooManyGates {
+                count: self.gates.len(),
+            });
         }
-        for (i, gate) in self.gates.iter().enumerate() {
+        for (index, gate) in self.gates.iter().enumerate() {
             if !known(&gate.tool) {
-                return Err(format!(
-                    "gates[{i}]: `{}` is not a tool of this host, so the gate could never run: name a tool as `plugin.tool` (`glovebox plugin list` shows them)",
-                    gate.tool
-                ));
+                return Err(CompletionError::UnknownTool {
+                    index,
+                    tool: gate.tool.clone(),
+                });
             }
             if !gate.input.is_object() {
-                return Err(format!(
-                    "gates[{i}].input must be a JSON object (the tool's input), got {}",
-                    gate.input
-                ));
+                return Err(CompletionError::InputNotObject {
+                    index,
+                    input: gate.input.clone(),
+                });
             }
             let size = gate.input.to_string().len();
             if size > MAX_GATE_INPUT_BYTES {
-                return Err(format!(
-                    "gates[{i}].input is {size} bytes, more than the {MAX_GATE_INPUT_BYTES} a gate's input may be: point the tool at a file instead"
-                ));
+                return Err(CompletionError::InputTooLarge { index, size });
             }
         }
         Ok(())
@@ -250,12 +297,15 @@ mod tests {
         let err = g
             .judge_output(&json!({"passed": false, "summary": {"failed": 0}}))
             .unwrap_err();
-        assert_eq!(err, "`/passed` is false, expected true");
+        assert_eq!(err.to_string(), "`/passed` is false, expected true");
         let err = g
             .judge_output(&json!({"passed": true, "summary": {"failed": 2}}))
             .unwrap_err();
-        assert_eq!(err, "`/summary/failed` is 2, expected 0");
-        let err = g.judge_output(&json!({"passed": true})).unwrap_err();
+        assert_eq!(err.to_string(), "`/summary/failed` is 2, expected 0");
+        let err = g
+            .judge_output(&json!({"passed": true}))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("no `/summary`"), "{err}");
         gate(json!({})).judge_output(&json!("anything")).unwrap();
     }
@@ -296,7 +346,7 @@ mod tests {
             gates: vec![gate(json!({}))],
             judge: false,
         };
-        let err = c.check(|_| false).unwrap_err();
+        let err = c.check(|_| false).unwrap_err().to_string();
         assert!(
             err.starts_with("gates[0]: `gate.report` is not a tool"),
             "{err}"
@@ -307,6 +357,7 @@ mod tests {
         assert!(
             bad.check(|_| true)
                 .unwrap_err()
+                .to_string()
                 .contains("must be a JSON object")
         );
         let many = Completion {
@@ -316,6 +367,7 @@ mod tests {
         assert!(
             many.check(|_| true)
                 .unwrap_err()
+                .to_string()
                 .contains("more than the 16")
         );
     }

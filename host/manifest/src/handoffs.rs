@@ -2,6 +2,7 @@
 //! that is not its own. Without a route, a handoff's target must be one of
 //! the writer's own sessions (an operator's reach every session).
 
+use crate::UnknownWord;
 use serde::Deserialize;
 
 use super::ConfigError;
@@ -58,14 +59,27 @@ pub(super) fn validate_handoffs(
     Ok(config)
 }
 
-fn parse_route(text: &str) -> Result<HandoffRoute, String> {
+/// What is wrong with a handoff route (the config adds the key and the
+/// shape of a route).
+#[derive(thiserror::Error, Debug, Clone, PartialEq, Eq)]
+enum RouteError {
+    #[error("route `{text}` has no `->`")]
+    NoArrow { text: String },
+    #[error("route `{text}`: {error}")]
+    Role { text: String, error: UnknownWord },
+}
+
+fn parse_route(text: &str) -> Result<HandoffRoute, RouteError> {
     let Some((from, to)) = text.split_once("->") else {
-        return Err(format!("route `{text}` has no `->`"));
+        return Err(RouteError::NoArrow {
+            text: text.to_string(),
+        });
     };
-    let role = |t: &str| -> Result<Role, String> {
-        t.trim()
-            .parse()
-            .map_err(|e: String| format!("route `{text}`: {e}"))
+    let role = |t: &str| -> Result<Role, RouteError> {
+        t.trim().parse().map_err(|error| RouteError::Role {
+            text: text.to_string(),
+            error,
+        })
     };
     Ok(HandoffRoute {
         from: role(from)?,
@@ -89,11 +103,13 @@ mod tests {
         assert!(
             parse_route("workagent supervisor")
                 .unwrap_err()
+                .to_string()
                 .contains("no `->`")
         );
         assert!(
             parse_route("workagent -> boss")
                 .unwrap_err()
+                .to_string()
                 .contains("boss")
         );
     }

@@ -109,12 +109,14 @@ impl HttpGrant {
             );
         }
 
-        let in_url = |problem: String| (format!("url `{url}`: {problem}"), SHAPE.to_owned());
+        let in_url = |problem: HostError| (format!("url `{url}`: {problem}"), SHAPE.to_owned());
         let (host, port, bracketed) = split_host_port(authority).map_err(in_url)?;
         let host = if bracketed {
             host.parse::<Ipv6Addr>()
                 .map(|ip| ip.to_string())
-                .map_err(|_| format!("`{host}` is not a valid ipv6 address"))
+                .map_err(|_| HostError::BadIpv6 {
+                    host: host.to_string(),
+                })
         } else {
             validate_host(host)
         }
@@ -135,17 +137,43 @@ impl HttpGrant {
     }
 }
 
+/// What is wrong with the host part of a grant URL (the caller names the URL
+/// and says what a grant looks like).
+#[derive(thiserror::Error, Debug, Clone, PartialEq, Eq)]
+enum HostError {
+    #[error("`[{rest}` has no closing `]`")]
+    Unclosed { rest: String },
+    #[error("unexpected `{after}` after the ipv6 address")]
+    AfterIpv6 { after: String },
+    #[error("the host is empty")]
+    Empty,
+    #[error("`{host}` is not a valid ipv6 address")]
+    BadIpv6 { host: String },
+    #[error("wildcard host `{host}` is not supported; grant each host on its own")]
+    Wildcard { host: String },
+    #[error("host `{host}` is not ascii; write its punycode form (`xn--…`)")]
+    NotAscii { host: String },
+    #[error("`{host}` is not a valid ipv4 address")]
+    BadIpv4 { host: String },
+    #[error("`{host}` is not a valid host name (letters, digits, `-` and `_` between dots)")]
+    BadName { host: String },
+}
+
 /// Splits `host:port` or `[ipv6]:port`; the flag tells whether the host was bracketed.
-fn split_host_port(authority: &str) -> Result<(&str, Option<&str>, bool), String> {
+fn split_host_port(authority: &str) -> Result<(&str, Option<&str>, bool), HostError> {
     if let Some(rest) = authority.strip_prefix('[') {
         let Some((host, after)) = rest.split_once(']') else {
-            return Err(format!("`[{rest}` has no closing `]`"));
+            return Err(HostError::Unclosed {
+                rest: rest.to_string(),
+            });
         };
         return match after {
             "" => Ok((host, None, true)),
             _ => match after.strip_prefix(':') {
                 Some(port) => Ok((host, Some(port), true)),
-                None => Err(format!("unexpected `{after}` after the ipv6 address")),
+                None => Err(HostError::AfterIpv6 {
+                    after: after.to_string(),
+                }),
             },
         };
     }
@@ -155,31 +183,28 @@ fn split_host_port(authority: &str) -> Result<(&str, Option<&str>, bool), String
     })
 }
 
-fn validate_host(host: &str) -> Result<String, String> {
+fn validate_host(host: &str) -> Result<String, HostError> {
+    let owned = || host.to_string();
     if host.is_empty() {
-        return Err("the host is empty".into());
+        return Err(HostError::Empty);
     }
     if host.contains(':') {
         // Only IPv6 literals contain colons, and those must be bracketed.
         return match host.parse::<Ipv6Addr>() {
             Ok(ip) => Ok(ip.to_string()),
-            Err(_) => Err(format!("`{host}` is not a valid ipv6 address")),
+            Err(_) => Err(HostError::BadIpv6 { host: owned() }),
         };
     }
     if host.contains('*') {
-        return Err(format!(
-            "wildcard host `{host}` is not supported; grant each host on its own"
-        ));
+        return Err(HostError::Wildcard { host: owned() });
     }
     if !host.is_ascii() {
-        return Err(format!(
-            "host `{host}` is not ascii; write its punycode form (`xn--…`)"
-        ));
+        return Err(HostError::NotAscii { host: owned() });
     }
     if host.chars().all(|c| c.is_ascii_digit() || c == '.') {
         return match host.parse::<Ipv4Addr>() {
             Ok(ip) => Ok(ip.to_string()),
-            Err(_) => Err(format!("`{host}` is not a valid ipv4 address")),
+            Err(_) => Err(HostError::BadIpv4 { host: owned() }),
         };
     }
     let valid_label = |label: &str| {
@@ -189,9 +214,7 @@ fn validate_host(host: &str) -> Result<String, String> {
                 .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
     };
     if !host.split('.').all(valid_label) {
-        return Err(format!(
-            "`{host}` is not a valid host name (letters, digits, `-` and `_` between dots)"
-        ));
+        return Err(HostError::BadName { host: owned() });
     }
     Ok(host.to_ascii_lowercase())
 }

@@ -70,7 +70,8 @@ pub use ceilings::{
     CeilingLimits, Ceilings, Measure, Period, PeriodCeilings, Scope, ScopeKind, Window,
 };
 pub use completion::{
-    Completion, CompletionRule, Gate, MAX_GATES, required as required_completion,
+    Completion, CompletionError, CompletionRule, Gate, GateMismatch, MAX_GATES,
+    required as required_completion,
 };
 pub use detector::{
     ContextConfig, ContextWriter, DEFAULT_HANDOFF_AFTER_EVENTS, DetectorConfig,
@@ -80,20 +81,23 @@ pub use error::ConfigError;
 pub use handoffs::{HandoffRoute, HandoffsConfig};
 pub use http::{HttpGrant, HttpScheme};
 pub use memory::{MemoryConfig, MemoryScopeKind};
-pub use micros::{to_micros, units};
+pub use micros::{CostError, to_micros, units};
+pub use names::UnknownWord;
 pub use notify::{NotifyFormat, NotifyKind, NotifyTarget};
 pub use owned::{OwnedPath, SecretFile};
 pub use principal::{
-    ApproveBy, LOCAL_PRINCIPAL, Principal, PrincipalConfig, PrincipalKind, authenticate,
-    check_principal_name, credential_of, pinned_tags,
+    ApproveBy, LOCAL_PRINCIPAL, Principal, PrincipalConfig, PrincipalKind, PrincipalNameError,
+    authenticate, check_principal_name, credential_of, pinned_tags,
 };
 pub use quotas::{MAX_WAIT_IDS, QuotaLimit, QuotasConfig};
 pub use role::Role;
 pub use schedule::{
-    Action, AlertIf, Cmp, CronExpr, HandoffNote, Run, ScheduleConfig, SessionTarget, TriggerConfig,
-    TriggerOn,
+    Action, AlertIf, AlertIfError, Cmp, CronExpr, CronExprError, HandoffNote, Run, ScheduleConfig,
+    SessionTarget, TriggerConfig, TriggerOn,
 };
-pub use units::{approximate_size, format_size, parse_duration, parse_size};
+pub use units::{
+    DurationError, SizeError, approximate_size, format_size, parse_duration, parse_size,
+};
 
 const KIB: u64 = 1 << 10;
 const MIB: u64 = 1 << 20;

@@ -9,6 +9,7 @@
 //! are the operators' (the command line, the control socket), never an
 //! agent's.
 
+use crate::UnknownWord;
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
@@ -166,7 +167,7 @@ pub(super) fn validate_memory(src: &Source, raw: &RawMemory) -> Result<MemoryCon
         let Some(roles) = roles else { continue };
         let mut parsed = Vec::new();
         for r in roles {
-            let role: Role = r.parse().map_err(|e: String| {
+            let role: Role = r.parse().map_err(|e: UnknownWord| {
                 src.invalid(
                     &format!("memory.propose.{}", kind.as_str()),
                     e,

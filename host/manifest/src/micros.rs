@@ -4,14 +4,27 @@
 //! are read into micros; the host's budgets and billing use the same conversion
 //! (re-exported as `glovebox::budget::{to_micros, units}`).
 
+/// Why a cost cannot be counted in micros; each quotes the cost (the caller
+/// names where it came from: a config key, a flag, a usage report).
+#[derive(thiserror::Error, Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub enum CostError {
+    /// Negative, NaN or infinite.
+    #[error("cost {cost} is not a non-negative number")]
+    Negative { cost: f64 },
+    /// More micros than a `u64` holds.
+    #[error("cost {cost} is too large")]
+    TooLarge { cost: f64 },
+}
+
 /// Decimal cost units → micros; refuses negative and non-finite costs.
-pub fn to_micros(cost: f64) -> Result<u64, String> {
+pub fn to_micros(cost: f64) -> Result<u64, CostError> {
     if !cost.is_finite() || cost < 0.0 {
-        return Err(format!("cost {cost} is not a non-negative number"));
+        return Err(CostError::Negative { cost });
     }
     let micros = (cost * 1e6).round();
     if micros >= u64::MAX as f64 {
-        return Err(format!("cost {cost} is too large"));
+        return Err(CostError::TooLarge { cost });
     }
     Ok(micros as u64)
 }

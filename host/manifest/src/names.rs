@@ -3,12 +3,26 @@
 //! The macro lives in the bottom crate because the value types here ([`Role`],
 //! [`Cap`]) use it, and every crate above can reach it from here:
 //! `glovebox_manifest::named_enum!` (so the ledger's enums write it). It is
-//! `#[macro_export]`ed, so it sits at this crate's root; it names nothing of
-//! this crate (only `::std` paths and the type's own `ALL` and `as_str`), so it
-//! needs no `$crate` and expands the same in any crate.
+//! `#[macro_export]`ed, so it sits at this crate's root; besides `::std`
+//! paths and the type's own `ALL` and `as_str` it names only
+//! [`UnknownWord`], through `$crate`, so it expands the same in any crate.
 //!
 //! [`Role`]: crate::Role
 //! [`Cap`]: crate::Cap
+
+/// A word that is none of an enum's words (the `FromStr` error of every
+/// [`named_enum!`] type): it names what the word should be and lists the
+/// words there are.
+#[derive(thiserror::Error, Debug, Clone, PartialEq, Eq)]
+#[error("unknown {what} `{word}`: expected one of {}", .expected.join(", "))]
+pub struct UnknownWord {
+    /// What the word names, e.g. `role`.
+    pub what: &'static str,
+    /// The word as given.
+    pub word: String,
+    /// Every word of the type, in order.
+    pub expected: Vec<&'static str>,
+}
 
 /// `Display` and `FromStr` for a fieldless enum with `ALL` (every variant) and
 /// `as_str` (its word): it prints as its word, and parses from it (`-` taken as
@@ -24,19 +38,17 @@ macro_rules! named_enum {
         }
 
         impl ::std::str::FromStr for $ty {
-            type Err = String;
+            type Err = $crate::UnknownWord;
 
-            fn from_str(s: &str) -> Result<Self, String> {
+            fn from_str(s: &str) -> Result<Self, $crate::UnknownWord> {
                 let word = s.replace('-', "_");
                 <$ty>::ALL
                     .into_iter()
                     .find(|v| v.as_str() == word)
-                    .ok_or_else(|| {
-                        format!(
-                            "unknown {} `{s}`: expected one of {}",
-                            $what,
-                            <$ty>::ALL.map(|v| v.as_str()).join(", ")
-                        )
+                    .ok_or_else(|| $crate::UnknownWord {
+                        what: $what,
+                        word: s.to_string(),
+                        expected: <$ty>::ALL.map(|v| v.as_str()).to_vec(),
                     })
             }
         }

@@ -365,23 +365,38 @@ pub(super) fn validate_notify(
     Ok(targets)
 }
 
+/// What is wrong with a `[[notify]]` target's `url`; each quotes it (the
+/// config adds the key and an example of a good one).
+#[derive(thiserror::Error, Debug, Clone, PartialEq, Eq)]
+enum TargetUrlError {
+    #[error("`[[notify]]` needs the receiver's `url`")]
+    Missing,
+    #[error("`{url}` is not an http:// or https:// URL")]
+    Scheme { url: String },
+    #[error("`{url}` contains whitespace")]
+    Whitespace { url: String },
+    #[error("`{url}` carries credentials before the host; sign deliveries with `secret` instead")]
+    Credentials { url: String },
+    #[error("`{url}` has no host")]
+    NoHost { url: String },
+}
+
 /// `host[:port]` of an `http://` or `https://` URL, or what is wrong with it.
-fn url_host(url: &str) -> Result<String, String> {
+fn url_host(url: &str) -> Result<String, TargetUrlError> {
+    let owned = || url.to_string();
     if url.is_empty() {
-        return Err("`[[notify]]` needs the receiver's `url`".to_string());
+        return Err(TargetUrlError::Missing);
     }
     let rest = url
         .strip_prefix("https://")
         .or_else(|| url.strip_prefix("http://"))
-        .ok_or_else(|| format!("`{url}` is not an http:// or https:// URL"))?;
+        .ok_or_else(|| TargetUrlError::Scheme { url: owned() })?;
     if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(format!("`{url}` contains whitespace"));
+        return Err(TargetUrlError::Whitespace { url: owned() });
     }
     let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
     if authority.contains('@') {
-        return Err(format!(
-            "`{url}` carries credentials before the host; sign deliveries with `secret` instead"
-        ));
+        return Err(TargetUrlError::Credentials { url: owned() });
     }
     let host = authority.rsplit_once(':').map_or(authority, |(h, port)| {
         if port.chars().all(|c| c.is_ascii_digit()) && !h.is_empty() {
@@ -391,17 +406,31 @@ fn url_host(url: &str) -> Result<String, String> {
         }
     });
     if host.is_empty() {
-        return Err(format!("`{url}` has no host"));
+        return Err(TargetUrlError::NoHost { url: owned() });
     }
     Ok(authority.to_string())
+}
+
+/// What is wrong with an `events` list (the config adds the key and the
+/// events there are).
+#[derive(thiserror::Error, Debug, Clone, PartialEq, Eq)]
+pub(super) enum EventsError {
+    #[error("`events` is missing or empty: the target would get nothing")]
+    Empty,
+    #[error("`{event}` is not an event")]
+    Unknown { event: String },
+    #[error("`{severity}` in `{event}` is not a severity (info, warning, critical)")]
+    Severity { severity: String, event: String },
+    #[error("`{event}`: only `flag` takes a severity (`flag:warning`)")]
+    SeverityNotTaken { event: String },
 }
 
 /// `events`: the kinds, and the lowest severity of flag wanted.
 pub(super) fn parse_events(
     events: Option<&[String]>,
-) -> Result<(Vec<NotifyKind>, Severity), String> {
+) -> Result<(Vec<NotifyKind>, Severity), EventsError> {
     let Some(events) = events.filter(|e| !e.is_empty()) else {
-        return Err("`events` is missing or empty: the target would get nothing".to_string());
+        return Err(EventsError::Empty);
     };
     let mut kinds = Vec::new();
     let mut severity = None;
@@ -416,7 +445,9 @@ pub(super) fn parse_events(
             Some((name, min)) => (name, Some(min)),
             None => (event, None),
         };
-        let kind = NotifyKind::parse(name).ok_or_else(|| format!("`{event}` is not an event"))?;
+        let kind = NotifyKind::parse(name).ok_or_else(|| EventsError::Unknown {
+            event: event.to_string(),
+        })?;
         match (kind, min) {
             (NotifyKind::Flag, min) => {
                 let min = match min {
@@ -424,17 +455,18 @@ pub(super) fn parse_events(
                     Some("warning") => Severity::Warning,
                     Some("critical") => Severity::Critical,
                     Some(other) => {
-                        return Err(format!(
-                            "`{other}` in `{event}` is not a severity (info, warning, critical)"
-                        ));
+                        return Err(EventsError::Severity {
+                            severity: other.to_string(),
+                            event: event.to_string(),
+                        });
                     }
                 };
                 severity = Some(severity.map_or(min, |s: Severity| s.min(min)));
             }
             (_, Some(_)) => {
-                return Err(format!(
-                    "`{event}`: only `flag` takes a severity (`flag:warning`)"
-                ));
+                return Err(EventsError::SeverityNotTaken {
+                    event: event.to_string(),
+                });
             }
             _ => {}
         }
@@ -449,7 +481,7 @@ pub(super) fn parse_events(
 mod tests {
     use super::*;
 
-    fn events(list: &[&str]) -> Result<(Vec<NotifyKind>, Severity), String> {
+    fn events(list: &[&str]) -> Result<(Vec<NotifyKind>, Severity), EventsError> {
         let owned: Vec<String> = list.iter().map(|s| s.to_string()).collect();
         parse_events(Some(&owned))
     }

@@ -22,6 +22,15 @@ use sha2::{Digest, Sha256};
 use super::paths::normalize;
 use super::{ConfigError, HostConfig};
 
+/// Why no default data dir can be chosen: the config names none and the
+/// environment names no absolute state or home dir (the caller says which
+/// to set).
+#[derive(thiserror::Error, Debug, Clone, Copy, PartialEq, Eq)]
+#[error(
+    "no `data_dir` is set, and neither `XDG_STATE_HOME` nor `HOME` is an absolute path in the environment"
+)]
+pub(super) struct NoStateDir;
+
 /// Where the data dir of the config at `config` (canonical) goes when it names none:
 /// `$XDG_STATE_HOME/glovebox/<dir>-<hash>`, else `$HOME/.local/state/glovebox/<dir>-<hash>`,
 /// where `<dir>` is the name of the config's directory and `<hash>` 12 hex digits of the
@@ -30,16 +39,12 @@ use super::{ConfigError, HostConfig};
 pub(super) fn default_data_dir(
     config: &Path,
     env: impl Fn(&str) -> Option<OsString>,
-) -> Result<PathBuf, String> {
+) -> Result<PathBuf, NoStateDir> {
     let absolute = |var: &str| env(var).map(PathBuf::from).filter(|p| p.is_absolute());
     let state = match (absolute("XDG_STATE_HOME"), absolute("HOME")) {
         (Some(state), _) => state,
         (None, Some(home)) => home.join(".local").join("state"),
-        (None, None) => {
-            return Err(
-                "no `data_dir` is set, and neither `XDG_STATE_HOME` nor `HOME` is an absolute path in the environment".to_owned(),
-            );
-        }
+        (None, None) => return Err(NoStateDir),
     };
     let dir_name: String = config
         .parent()

@@ -289,30 +289,50 @@ pub(super) fn valid_action(action: &str) -> bool {
     })
 }
 
+/// Why a guest path (`fs[i].guest`, `scratch`) cannot be mounted: each names
+/// the path; the config's hint for the key says what to write.
+#[derive(thiserror::Error, Debug, Clone, PartialEq, Eq)]
+pub(super) enum GuestPathError {
+    #[error("guest path `{guest}` is not absolute")]
+    NotAbsolute { guest: String },
+    #[error("guest path `{}` contains a nul byte", .guest.escape_debug())]
+    NulByte { guest: String },
+    #[error("guest path `{guest}` contains `..`")]
+    DotDot { guest: String },
+    #[error("guest path `{guest}` is the root, which would cover every other grant")]
+    Root { guest: String },
+}
+
 /// `/data/` and `/data/./x//` become `/data` and `/data/x`; `..`, `/` and relative
 /// paths are refused.
-pub(super) fn normalize_guest(guest: &str) -> Result<String, String> {
+pub(super) fn normalize_guest(guest: &str) -> Result<String, GuestPathError> {
+    let guest_owned = || guest.to_string();
     if !guest.starts_with('/') {
-        return Err(format!("guest path `{guest}` is not absolute"));
+        return Err(GuestPathError::NotAbsolute {
+            guest: guest_owned(),
+        });
     }
     if guest.contains('\0') {
-        return Err(format!(
-            "guest path `{}` contains a nul byte",
-            guest.escape_debug()
-        ));
+        return Err(GuestPathError::NulByte {
+            guest: guest_owned(),
+        });
     }
     let mut segments = Vec::new();
     for segment in guest.split('/') {
         match segment {
             "" | "." => {}
-            ".." => return Err(format!("guest path `{guest}` contains `..`")),
+            ".." => {
+                return Err(GuestPathError::DotDot {
+                    guest: guest_owned(),
+                });
+            }
             _ => segments.push(segment),
         }
     }
     if segments.is_empty() {
-        return Err(format!(
-            "guest path `{guest}` is the root, which would cover every other grant"
-        ));
+        return Err(GuestPathError::Root {
+            guest: guest_owned(),
+        });
     }
     Ok(format!("/{}", segments.join("/")))
 }

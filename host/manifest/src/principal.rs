@@ -18,6 +18,7 @@
 //! With no principal declared, every connection is the built-in agent
 //! `local` (ceiling `workagent`, any project), and HTTP serves loopback only.
 
+use crate::UnknownWord;
 use std::collections::HashSet;
 use std::fmt;
 use std::path::Path;
@@ -199,23 +200,42 @@ pub(super) struct RawPrincipal {
     approve_by: Option<String>,
 }
 
+/// Why a name cannot name a principal (the caller says how to name one: the
+/// config's key, the CLI's argument).
+#[derive(thiserror::Error, Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PrincipalNameError {
+    /// Empty, or longer than 64 characters.
+    #[error("principal name `{name}` is not 1 to 64 characters")]
+    Length { name: String },
+    /// A character other than letters, digits, `.`, `_` and `-`.
+    #[error("principal name `{name}` has characters other than letters, digits, `.`, `_` and `-`")]
+    Characters { name: String },
+    /// The name of the built-in agent.
+    #[error(
+        "`{}` is the built-in agent of a host with no declared principals",
+        LOCAL_PRINCIPAL
+    )]
+    Reserved,
+}
+
 /// A principal name: 1 to 64 letters, digits, `.`, `_` and `-`.
-pub fn check_principal_name(name: &str) -> Result<(), String> {
+pub fn check_principal_name(name: &str) -> Result<(), PrincipalNameError> {
     if name.is_empty() || name.len() > 64 {
-        return Err(format!("principal name `{name}` is not 1 to 64 characters"));
+        return Err(PrincipalNameError::Length {
+            name: name.to_string(),
+        });
     }
     if !name
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
     {
-        return Err(format!(
-            "principal name `{name}` has characters other than letters, digits, `.`, `_` and `-`"
-        ));
+        return Err(PrincipalNameError::Characters {
+            name: name.to_string(),
+        });
     }
     if name == LOCAL_PRINCIPAL {
-        return Err(format!(
-            "`{LOCAL_PRINCIPAL}` is the built-in agent of a host with no declared principals"
-        ));
+        return Err(PrincipalNameError::Reserved);
     }
     Ok(())
 }
@@ -242,7 +262,7 @@ pub(super) fn validate_principals(
                 "give each `[[principal]]` a unique name",
             ));
         }
-        let kind: PrincipalKind = p.kind.parse().map_err(|e: String| {
+        let kind: PrincipalKind = p.kind.parse().map_err(|e: UnknownWord| {
             src.invalid(
                 &key("kind"),
                 e,
@@ -317,7 +337,7 @@ pub(super) fn validate_principals(
                 }
                 let mut parsed = Vec::new();
                 for r in roles {
-                    let role: Role = r.parse().map_err(|e: String| {
+                    let role: Role = r.parse().map_err(|e: UnknownWord| {
                         src.invalid(
                             &key("roles"),
                             e,

@@ -48,7 +48,7 @@ mod tests {
     #[test]
     fn unknown_role_lists_the_valid_ones() {
         assert_eq!("supervisor".parse::<Role>().unwrap(), Role::Supervisor);
-        let err = "boss".parse::<Role>().unwrap_err();
+        let err = "boss".parse::<Role>().unwrap_err().to_string();
         assert!(err.contains("orchestrator, supervisor, workagent"), "{err}");
     }
 }

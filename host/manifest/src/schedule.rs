@@ -34,6 +34,7 @@
 //! agent's, and every event it causes carries its name. Nothing here is
 //! granted that the operator did not write.
 
+use crate::UnknownWord;
 use std::path::Path;
 
 use chrono::{DateTime, Utc};
@@ -54,19 +55,40 @@ pub struct CronExpr {
     cron: croner::Cron,
 }
 
+/// Why a `cron` text is not a schedule; each quotes the text (the config
+/// adds the key and what to write).
+#[derive(thiserror::Error, Debug)]
+#[non_exhaustive]
+pub enum CronExprError {
+    /// The cron parser refused it.
+    #[error("`{text}` is not a cron expression: {error}")]
+    NotCron {
+        text: String,
+        error: croner::errors::CronError,
+    },
+    /// It parses but matches no time (30 February): a typo too.
+    #[error("`{text}` never fires")]
+    NeverFires { text: String },
+}
+
 impl CronExpr {
     /// The expression, or why it is not one.
-    pub fn parse(text: &str) -> Result<CronExpr, String> {
+    pub fn parse(text: &str) -> Result<CronExpr, CronExprError> {
         let cron = croner::parser::CronParser::new()
             .parse(text.trim())
-            .map_err(|e| format!("`{text}` is not a cron expression: {e}"))?;
+            .map_err(|error| CronExprError::NotCron {
+                text: text.to_string(),
+                error,
+            })?;
         let expr = CronExpr {
             text: text.trim().to_string(),
             cron,
         };
         // An expression that never fires (30 February) is a typo too.
         if expr.next_after(0).is_none() {
-            return Err(format!("`{text}` never fires"));
+            return Err(CronExprError::NeverFires {
+                text: text.to_string(),
+            });
         }
         Ok(expr)
     }
@@ -289,11 +311,32 @@ pub enum Cmp {
     Ne,
 }
 
+/// Why an `alert_if` text is not a condition; each quotes the part at fault
+/// and the whole text.
+#[derive(thiserror::Error, Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AlertIfError {
+    /// Not three words.
+    #[error("`{text}` is not `<field> <comparison> <number>`")]
+    Shape { text: String },
+    /// The middle word is not one of `> >= < <= == !=`.
+    #[error("`{op}` in `{text}` is not a comparison")]
+    Comparison { op: String, text: String },
+    /// The last word is not a finite number.
+    #[error("`{value}` in `{text}` is not a number")]
+    Number { value: String, text: String },
+    /// The first word has an empty segment.
+    #[error("`{path}` in `{text}` is not a field path")]
+    Path { path: String, text: String },
+}
+
 impl AlertIf {
-    pub fn parse(text: &str) -> Result<AlertIf, String> {
+    pub fn parse(text: &str) -> Result<AlertIf, AlertIfError> {
         let words: Vec<&str> = text.split_whitespace().collect();
         let [path, op, value] = words.as_slice() else {
-            return Err(format!("`{text}` is not `<field> <comparison> <number>`"));
+            return Err(AlertIfError::Shape {
+                text: text.to_string(),
+            });
         };
         let op = match *op {
             ">" => Cmp::Gt,
@@ -302,16 +345,27 @@ impl AlertIf {
             "<=" => Cmp::Le,
             "==" => Cmp::Eq,
             "!=" => Cmp::Ne,
-            other => return Err(format!("`{other}` in `{text}` is not a comparison")),
+            other => {
+                return Err(AlertIfError::Comparison {
+                    op: other.to_string(),
+                    text: text.to_string(),
+                });
+            }
         };
         let value: f64 = value
             .parse()
             .ok()
             .filter(|v: &f64| v.is_finite())
-            .ok_or_else(|| format!("`{value}` in `{text}` is not a number"))?;
+            .ok_or_else(|| AlertIfError::Number {
+                value: value.to_string(),
+                text: text.to_string(),
+            })?;
         let path: Vec<String> = path.split('.').map(str::to_string).collect();
         if path.iter().any(|p| p.is_empty()) {
-            return Err(format!("`{}` in `{text}` is not a field path", words[0]));
+            return Err(AlertIfError::Path {
+                path: words[0].to_string(),
+                text: text.to_string(),
+            });
         }
         Ok(AlertIf {
             path,
@@ -426,9 +480,19 @@ struct RawRun<'a> {
 
 const NAME_HINT: &str = "name it with 1 to 64 letters, digits, `-`, `_` and `.`";
 
-fn check_name(name: Option<&str>) -> Result<String, String> {
+/// Why a schedule's, a trigger's or a session's name is refused (the caller
+/// adds the key and [`NAME_HINT`]).
+#[derive(thiserror::Error, Debug, Clone, PartialEq, Eq)]
+enum NameError {
+    #[error("the entry has no `name`")]
+    Missing,
+    #[error("`{name}` is not a name")]
+    Invalid { name: String },
+}
+
+fn check_name(name: Option<&str>) -> Result<String, NameError> {
     let Some(name) = name else {
-        return Err("the entry has no `name`".to_string());
+        return Err(NameError::Missing);
     };
     if name.is_empty()
         || name.len() > 64
@@ -436,7 +500,9 @@ fn check_name(name: Option<&str>) -> Result<String, String> {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
     {
-        return Err(format!("`{name}` is not a name"));
+        return Err(NameError::Invalid {
+            name: name.to_string(),
+        });
     }
     Ok(name.to_string())
 }
@@ -662,7 +728,7 @@ fn validate_run(
             })?;
         let role = match raw.role {
             None => Role::Workagent,
-            Some(r) => r.parse().map_err(|e: String| {
+            Some(r) => r.parse().map_err(|e: UnknownWord| {
                 src.invalid(
                     &at("role"),
                     e,

@@ -60,14 +60,14 @@ impl Source {
     pub(super) fn invalid(
         &self,
         key: &str,
-        problem: impl Into<String>,
+        problem: impl std::fmt::Display,
         hint: impl Into<String>,
     ) -> ConfigError {
         ConfigError::Invalid {
             file: self.file.clone(),
             key: key.to_owned(),
             line: self.line_of(key),
-            problem: problem.into(),
+            problem: problem.to_string(),
             hint: hint.into(),
         }
     }

@@ -1,18 +1,44 @@
 //! Sizes, durations and fuel as operators write them: `"64 MiB"` or `67108864`,
 //! `"5s"` or `5000` (milliseconds), `1000000` or `"off"`.
+//!
+//! A text that is not one is a [`SizeError`] or a [`DurationError`] quoting
+//! it; the config adds the key and what to write.
 
 use std::fmt;
 use std::time::Duration;
 
 use serde::de::{self, Deserialize, Deserializer, Visitor};
 
+/// Why a text is not a size.
+#[derive(thiserror::Error, Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SizeError {
+    /// Empty, negative, or not a number with a known unit.
+    #[error("invalid size `{text}`")]
+    Invalid { text: String },
+    /// More bytes than a `u64` holds.
+    #[error("size `{text}` is too large")]
+    TooLarge { text: String },
+}
+
+/// Why a text is not a duration: not a number with a unit (`5s`, `250ms`,
+/// `1m 30s`).
+#[derive(thiserror::Error, Debug, Clone, PartialEq, Eq)]
+#[error("invalid duration `{text}`")]
+pub struct DurationError {
+    /// The text as given.
+    pub text: String,
+}
+
 /// Parses a size such as `"64 MiB"`, `"512KiB"`, `"1 GB"` or `"4096"` into bytes.
 ///
 /// Binary units (`KiB`, `MiB`, `GiB`) are powers of 1024, decimal ones (`KB`, `MB`, `GB`)
 /// powers of 1000; units are case-insensitive.
-pub fn parse_size(text: &str) -> Result<u64, String> {
+pub fn parse_size(text: &str) -> Result<u64, SizeError> {
     let trimmed = text.trim();
-    let invalid = || format!("invalid size `{text}`");
+    let invalid = || SizeError::Invalid {
+        text: text.to_string(),
+    };
     if trimmed.is_empty() || trimmed.starts_with('-') {
         return Err(invalid());
     }
@@ -22,14 +48,18 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         .as_u64();
     // bytesize saturates on overflow instead of failing.
     if bytes == u64::MAX && trimmed.parse::<u64>() != Ok(u64::MAX) {
-        return Err(format!("size `{text}` is too large"));
+        return Err(SizeError::TooLarge {
+            text: text.to_string(),
+        });
     }
     Ok(bytes)
 }
 
 /// Parses a duration such as `"5s"`, `"250ms"`, `"2m"` or `"1m 30s"`.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    humantime::parse_duration(text.trim()).map_err(|_| format!("invalid duration `{text}`"))
+pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
+    humantime::parse_duration(text.trim()).map_err(|_| DurationError {
+        text: text.to_string(),
+    })
 }
 
 /// Formats a byte count the way an operator would write it: `64 MiB`, `1536 B`.
@@ -174,14 +204,13 @@ mod tests {
         for bad in [
             "", "  ", "MiB", "64 MBs", "-1 MiB", "sixty", "1.2.3 KB", "64 MiB x",
         ] {
-            let error = parse_size(bad).unwrap_err();
+            let error = parse_size(bad).unwrap_err().to_string();
             assert!(error.contains(&format!("`{bad}`")), "{bad:?}: {error}");
         }
         // bytesize would saturate this to u64::MAX.
-        assert_eq!(
-            parse_size("100000 EiB"),
-            Err("size `100000 EiB` is too large".into())
-        );
+        let too_large = parse_size("100000 EiB").unwrap_err();
+        assert_eq!(too_large.to_string(), "size `100000 EiB` is too large");
+        assert!(matches!(too_large, SizeError::TooLarge { .. }));
     }
 
     #[test]

@@ -375,12 +375,14 @@ fn job_statuses(_: &mut SchemaGenerator) -> Schema {
 
 /// One of a closed set of words (a role, a status), through the type's
 /// `FromStr`: it takes `-` for `_`, and its error lists the words.
-fn word<'de, D: Deserializer<'de>, T: FromStr<Err = String>>(d: D) -> Result<T, D::Error> {
+fn word<'de, D: Deserializer<'de>, T: FromStr<Err: std::fmt::Display>>(
+    d: D,
+) -> Result<T, D::Error> {
     String::deserialize(d)?.parse().map_err(D::Error::custom)
 }
 
 /// [`word`], for a field that may be left out (or null).
-fn some_word<'de, D: Deserializer<'de>, T: FromStr<Err = String>>(
+fn some_word<'de, D: Deserializer<'de>, T: FromStr<Err: std::fmt::Display>>(
     d: D,
 ) -> Result<Option<T>, D::Error> {
     Option::<String>::deserialize(d)?

@@ -378,7 +378,7 @@ pub fn parse_input(
 ) -> Result<serde_json::Value, CallError> {
     glovebox_input::parse(input, max_bytes).map_err(|reason| CallError::InvalidInput {
         tool: tool.to_string(),
-        reason,
+        reason: reason.to_string(),
     })
 }
 

@@ -1,4 +1,5 @@
-//! Errors callers match on: a call that failed, a plugin that could not be loaded.
+//! Errors callers match on: a call that failed, a plugin that could not be loaded,
+//! a component that did not compile.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -182,6 +183,18 @@ fn list_or_none(names: &[String]) -> String {
     } else {
         names.join(", ")
     }
+}
+
+/// Why a component did not compile ([`crate::Runtime::compile`]). The caller
+/// names the component and the plugin (see [`LoadError::Invalid`]).
+#[derive(Debug, thiserror::Error)]
+pub enum CompileError {
+    /// The compile task panicked or was cancelled.
+    #[error("the compiler crashed: {0}")]
+    Crashed(tokio::task::JoinError),
+    /// Wasmtime refused the bytes: what it said, with its causes.
+    #[error("{0:#}")]
+    Rejected(wasmtime::Error),
 }
 
 /// Why a plugin could not be loaded. Each message names the plugin and says what to do.

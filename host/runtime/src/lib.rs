@@ -38,7 +38,7 @@ pub mod scratch;
 use glovebox_manifest as manifest;
 
 pub use call::{CallContext, CallReport, Metering};
-pub use error::{CallError, LoadError};
+pub use error::{CallError, CompileError, LoadError};
 pub use plugin::{LoadedPlugin, ToolInfo, load_plugin};
 pub use runtime::{Runtime, compiled_dir};
 pub use sandbox::capture::Captured;

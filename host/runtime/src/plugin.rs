@@ -100,10 +100,10 @@ pub async fn load_plugin(
     let component = runtime
         .compile(&name, wasm)
         .await
-        .map_err(|message| LoadError::Invalid {
+        .map_err(|e| LoadError::Invalid {
             plugin: name.clone(),
             path: path.clone(),
-            message,
+            message: e.to_string(),
         })?;
 
     check_tool_exports(runtime, &name, &component)?;

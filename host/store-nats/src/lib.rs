@@ -60,7 +60,7 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use glovebox_store::{Durability, Result, Storage, StorageError, Swap};
 
-pub use names::check_prefix;
+pub use names::{PrefixError, check_prefix};
 
 /// How to reach and authenticate to the NATS server.
 #[derive(Clone)]
@@ -1204,7 +1204,7 @@ fn take(
     let entries = record::decode(&batch.payload).map_err(|why| StorageError::Damaged {
         stream: stream.to_string(),
         seq: batch.first,
-        reason: why,
+        reason: why.to_string(),
     })?;
     for (seq, entry) in (batch.first..).zip(entries) {
         if out.len() >= max {

@@ -10,22 +10,36 @@
 
 use glovebox_store::StorageError;
 
+/// Why a deployment prefix cannot name this deployment's streams and
+/// buckets: each variant names the prefix and says what a good one is.
+#[derive(thiserror::Error, Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PrefixError {
+    /// Empty, or longer than 32 characters.
+    #[error("the prefix `{prefix}` must be 1 to 32 characters long")]
+    Length { prefix: String },
+    /// A character NATS names or the prefix's separation do not allow.
+    #[error("the prefix `{prefix}` holds `{bad}`: use letters, digits and `-` only")]
+    Character { prefix: String, bad: char },
+}
+
 /// Checks a deployment prefix: letters, digits and dashes. No underscore:
 /// it separates the prefix from the rest of a stream name, so no prefix can
 /// read as another prefix followed by part of a name.
-pub fn check_prefix(prefix: &str) -> Result<(), String> {
+pub fn check_prefix(prefix: &str) -> Result<(), PrefixError> {
     if prefix.is_empty() || prefix.len() > 32 {
-        return Err(format!(
-            "the prefix `{prefix}` must be 1 to 32 characters long"
-        ));
+        return Err(PrefixError::Length {
+            prefix: prefix.to_string(),
+        });
     }
     if let Some(bad) = prefix
         .chars()
         .find(|c| !(c.is_ascii_alphanumeric() || *c == '-'))
     {
-        return Err(format!(
-            "the prefix `{prefix}` holds `{bad}`: use letters, digits and `-` only"
-        ));
+        return Err(PrefixError::Character {
+            prefix: prefix.to_string(),
+            bad,
+        });
     }
     Ok(())
 }

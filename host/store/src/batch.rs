@@ -28,42 +28,61 @@ pub fn encode(entries: &[Vec<u8>]) -> Result<Vec<u8>, StorageError> {
     Ok(out)
 }
 
-// Decoding fails with what is wrong with the record; the caller knows which
-// stream and sequence it is (see `StorageError::Damaged`).
+/// What is wrong with a record that does not decode. It names no stream or
+/// sequence: the caller knows which record it read (see
+/// `StorageError::Damaged`, whose reason this becomes).
+#[derive(thiserror::Error, Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RecordError {
+    /// The record ends inside its entry count or an entry's length.
+    #[error("it ends inside a length")]
+    EndsInsideLength,
+    /// The record's entry count is zero (an append has at least one).
+    #[error("it holds no entry")]
+    NoEntry,
+    /// An entry's length reaches past the record's end.
+    #[error("an entry is cut short")]
+    EntryCutShort,
+    /// Bytes follow the last entry the count announces.
+    #[error("bytes follow its last entry")]
+    TrailingBytes,
+    /// The record's entries would end past the largest sequence (its
+    /// first sequence is in its key, not in the record).
+    #[error("it holds {count} entries, past the largest sequence")]
+    PastLastSequence { count: u64 },
+}
 
-fn read_u32(bytes: &[u8], at: usize) -> Result<u32, String> {
+fn read_u32(bytes: &[u8], at: usize) -> Result<u32, RecordError> {
     bytes
         .get(at..at + 4)
         .and_then(|b| b.try_into().ok())
         .map(u32::from_be_bytes)
-        .ok_or_else(|| "it ends inside a length".to_string())
+        .ok_or(RecordError::EndsInsideLength)
 }
 
 /// The number of entries in a record, read from its header alone.
-pub fn count(bytes: &[u8]) -> Result<u64, String> {
+pub fn count(bytes: &[u8]) -> Result<u64, RecordError> {
     let n = read_u32(bytes, 0)?;
     if n == 0 {
-        return Err("it holds no entry".to_string());
+        return Err(RecordError::NoEntry);
     }
     Ok(u64::from(n))
 }
 
 /// The entries of a record, in order.
-pub fn decode(bytes: &[u8]) -> Result<Vec<&[u8]>, String> {
+pub fn decode(bytes: &[u8]) -> Result<Vec<&[u8]>, RecordError> {
     let n = count(bytes)?;
     let mut at = 4;
     let mut out = Vec::new();
     for _ in 0..n {
         let len = read_u32(bytes, at)? as usize;
         at += 4;
-        let entry = bytes
-            .get(at..at + len)
-            .ok_or_else(|| "an entry is cut short".to_string())?;
+        let entry = bytes.get(at..at + len).ok_or(RecordError::EntryCutShort)?;
         out.push(entry);
         at += len;
     }
     if at != bytes.len() {
-        return Err("bytes follow its last entry".to_string());
+        return Err(RecordError::TrailingBytes);
     }
     Ok(out)
 }
@@ -83,11 +102,14 @@ mod tests {
             .map(<[u8]>::to_vec)
             .collect();
         assert_eq!(back, entries);
-        assert!(decode(&bytes[..bytes.len() - 1]).is_err());
+        assert_eq!(
+            decode(&bytes[..bytes.len() - 1]),
+            Err(RecordError::EntryCutShort)
+        );
         let mut longer = bytes.clone();
         longer.push(0);
-        assert!(decode(&longer).is_err());
-        assert!(count(&[0, 0, 0, 0]).is_err());
-        assert!(count(&[0, 0]).is_err());
+        assert_eq!(decode(&longer), Err(RecordError::TrailingBytes));
+        assert_eq!(count(&[0, 0, 0, 0]), Err(RecordError::NoEntry));
+        assert_eq!(count(&[0, 0]), Err(RecordError::EndsInsideLength));
     }
 }

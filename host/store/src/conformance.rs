@@ -996,7 +996,7 @@ fn a_reopening_store_recovers_from_a_failed_flush_without_a_restart<B: Embedded 
                 Ok(Arc::new(open::<B>(&dir)) as Arc<dyn Storage>)
             }),
             Box::new(move || match full.load(Ordering::SeqCst) {
-                true => Err("the disk is still full".to_string()),
+                true => Err("the disk is still full".into()),
                 false => Ok(()),
             }),
         )

@@ -38,7 +38,7 @@ pub use copy::{CopyStats, copy_all};
 pub use dir_lock::DirLock;
 pub use pages::{PAGE, Pages, pages};
 pub use queue::{Delivery, WorkQueue};
-pub use reopen::{Opener, RETRY, Ready, Reopening};
+pub use reopen::{NotReady, Opener, RETRY, Ready, Reopening};
 #[cfg(feature = "sled")]
 pub use sled_store::SledStore;
 #[cfg(all(feature = "sled", any(test, feature = "testing")))]

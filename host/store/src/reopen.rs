@@ -39,8 +39,13 @@ const DRAIN: Duration = Duration::from_secs(5);
 pub type Opener = Box<dyn Fn() -> Result<Arc<dyn Storage>, StorageError> + Send + Sync>;
 
 /// Says whether a reopen may be tried now: `Err(why not)` (e.g. "the disk
-/// still has only 12 MiB free ...") leaves the store failed until later.
-pub type Ready = Box<dyn Fn() -> Result<(), String> + Send + Sync>;
+/// still has only 12 MiB free ...") leaves the store failed until later. The
+/// reason is the caller's own error (its `Display` is shown after "not
+/// reopened yet: "), so a host check keeps its type.
+pub type Ready = Box<dyn Fn() -> Result<(), NotReady> + Send + Sync>;
+
+/// Why a [`Ready`] check says a reopen must wait: the caller's error.
+pub type NotReady = Box<dyn std::error::Error + Send + Sync>;
 
 /// A [`Storage`] that reopens its backend after it failed. See the module docs.
 pub struct Reopening {

@@ -127,7 +127,24 @@ fn key_seq(prefix: &[u8], key: &[u8]) -> Option<u64> {
 }
 
 /// The record of `stream` starting at `first` does not decode.
-fn malformed(stream: &str, first: u64, what: String) -> StorageError {
+/// Why a group-commit flush failed: every writer waiting on it fails with
+/// it, and the store refuses all work from then on (see [`GroupCommit`]).
+/// Each names the data dir and says how the store comes back.
+#[derive(thiserror::Error, Debug)]
+enum FlushError {
+    /// sled's flush, or the strict sync after it, failed.
+    #[error("flushing `{}` failed: {reason}: {}", .dir.display(), REOPEN_FIX)]
+    Failed { dir: PathBuf, reason: String },
+    /// A test made this flush fail (`fail_next_flushes`).
+    #[cfg(feature = "fault-injection")]
+    #[error("injected fault: flushing `{}` failed: {}", .dir.display(), REOPEN_FIX)]
+    Injected { dir: PathBuf },
+    /// The flush panicked: nothing tells what reached the disk.
+    #[error("a storage flush panicked")]
+    Panicked,
+}
+
+fn malformed(stream: &str, first: u64, what: crate::batch::RecordError) -> StorageError {
     StorageError::damaged(
         stream,
         first,
@@ -152,7 +169,7 @@ fn last_seq_of(stream: &str, first: u64, count: u64) -> Result<u64, StorageError
         malformed(
             stream,
             first,
-            format!("it holds {count} entries, past the largest sequence"),
+            crate::batch::RecordError::PastLastSequence { count },
         )
     })
 }
@@ -235,7 +252,10 @@ impl SledStore {
             Durability::Flush => None,
             Durability::Strict => {
                 db.flush().map_err(sled_error)?;
-                Some(StrictSync::open(dir, &sled_dir).map_err(StorageError::Io)?)
+                Some(
+                    StrictSync::open(dir, &sled_dir)
+                        .map_err(|e| StorageError::Io(e.to_string()))?,
+                )
             }
         };
         tracing::debug!("storage opened");
@@ -288,25 +308,22 @@ impl SledStore {
     }
 
     /// One flush, run by a group-commit leader for every writer waiting.
-    fn flush(&self) -> Result<(), String> {
+    fn flush(&self) -> Result<(), FlushError> {
         #[cfg(feature = "fault-injection")]
         {
             if self.failing_flushes.take() {
-                return Err(format!(
-                    "injected fault: flushing `{}` failed: {REOPEN_FIX}",
-                    self.dir.display()
-                ));
+                return Err(FlushError::Injected {
+                    dir: self.dir.clone(),
+                });
             }
         }
-        let fail = |e: String| {
-            format!(
-                "flushing `{}` failed: {e}: {REOPEN_FIX}",
-                self.dir.display()
-            )
+        let fail = |reason: String| FlushError::Failed {
+            dir: self.dir.clone(),
+            reason,
         };
         self.db.flush().map_err(|e| fail(e.to_string()))?;
         if let Some(strict) = &self.strict {
-            strict.sync().map_err(fail)?;
+            strict.sync().map_err(|e| fail(e.to_string()))?;
         }
         Ok(())
     }
@@ -720,7 +737,7 @@ pub mod raw {
     }
 
     /// The entries of a record.
-    pub fn decode_record(bytes: &[u8]) -> Result<Vec<Vec<u8>>, String> {
+    pub fn decode_record(bytes: &[u8]) -> Result<Vec<Vec<u8>>, crate::batch::RecordError> {
         Ok(crate::batch::decode(bytes)?
             .into_iter()
             .map(<[u8]>::to_vec)

@@ -392,15 +392,13 @@ impl SqliteStore {
     }
 
     /// Asked by each batch just before its commit: fail it instead?
-    fn injected_fault(&self) -> Option<String> {
+    fn injected_fault(&self) -> Option<group_commit::BatchError> {
         #[cfg(feature = "fault-injection")]
         {
             if self.failing_commits.take() {
-                return Some(format!(
-                    "injected fault: committing to `{}` failed: {}",
-                    self.db_path.display(),
-                    crate::REOPEN_FIX
-                ));
+                return Some(group_commit::BatchError::Injected {
+                    db: self.db_path.clone(),
+                });
             }
         }
         None

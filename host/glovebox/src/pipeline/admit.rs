@@ -80,7 +80,7 @@ impl Host {
         glovebox_input::check_size(text.len(), self.config().runtime.max_input_bytes).map_err(
             |reason| CallError::InvalidInput {
                 tool: plugin.tools[index].name.clone(),
-                reason,
+                reason: reason.to_string(),
             },
         )?;
         check_schema(&plugin, index, input)?;
@@ -98,7 +98,7 @@ fn check_schema(plugin: &LoadedPlugin, tool: usize, input: &Value) -> Result<(),
     glovebox_input::check_schema(&plugin.validators[tool], input).map_err(|reason| {
         CallError::InvalidInput {
             tool: plugin.tools[tool].name.clone(),
-            reason,
+            reason: reason.to_string(),
         }
     })
 }

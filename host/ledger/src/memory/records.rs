@@ -79,7 +79,7 @@ impl FromStr for Scope {
         match kind.parse::<MemoryScopeKind>() {
             Ok(MemoryScopeKind::Project) => Ok(Scope::Project(name.to_string())),
             Ok(MemoryScopeKind::User) => Ok(Scope::User(name.to_string())),
-            Ok(MemoryScopeKind::Role) => name.parse().map(Scope::Role),
+            Ok(MemoryScopeKind::Role) => name.parse().map(Scope::Role).map_err(|e| e.to_string()),
             Err(e) => Err(format!("`{s}` is not a memory scope ({e}): {hint}")),
         }
     }

@@ -263,6 +263,7 @@ mod tests {
             "sideways"
                 .parse::<HandoffKind>()
                 .unwrap_err()
+                .to_string()
                 .contains("continuation")
         );
     }

@@ -166,7 +166,7 @@ fn the_default_data_dir_is_a_state_dir_keyed_by_the_config_path() {
     .unwrap();
     assert_ne!(other, home);
     // No HOME: an error that says what to set, never a shared temp dir.
-    let err = default_data_dir(config, env(&[])).unwrap_err();
+    let err = default_data_dir(config, env(&[])).unwrap_err().to_string();
     assert!(
         err.contains("`HOME`") && err.contains("`XDG_STATE_HOME`"),
         "{err}"

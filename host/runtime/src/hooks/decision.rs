@@ -101,36 +101,62 @@ pub(crate) fn check_decision(
     }
 }
 
-fn check_denial(reason: &str, alternatives: &[String]) -> Result<(), String> {
+/// What is malformed in a hook's answer: the part of it and the bound it
+/// broke. Shown inside the deny the host makes for the hook (see
+/// [`check_decision`]), which names the hook and says calls fail closed.
+#[derive(thiserror::Error, Debug, Clone, PartialEq, Eq)]
+enum Malformed {
+    /// A deny's reason or an ask's text is empty or blank.
+    #[error("{what} with an empty {field}")]
+    EmptyText {
+        what: &'static str,
+        field: &'static str,
+    },
+    /// A deny's reason or an ask's text is longer than [`MAX_REASON_BYTES`].
+    #[error("{what} whose {field} is {len} bytes, more than {MAX_REASON_BYTES}")]
+    LongText {
+        what: &'static str,
+        field: &'static str,
+        len: usize,
+    },
+    /// A deny offers more than [`MAX_ALTERNATIVES`] alternatives.
+    #[error("a deny with {count} alternatives, more than {MAX_ALTERNATIVES}")]
+    TooManyAlternatives { count: usize },
+    /// One alternative is longer than [`MAX_ALTERNATIVE_BYTES`].
+    #[error("alternative {index} is {len} bytes, more than {MAX_ALTERNATIVE_BYTES}")]
+    LongAlternative { index: usize, len: usize },
+}
+
+fn check_denial(reason: &str, alternatives: &[String]) -> Result<(), Malformed> {
     check_text("a deny", "reason", reason)?;
     if alternatives.len() > MAX_ALTERNATIVES {
-        return Err(format!(
-            "a deny with {} alternatives, more than {MAX_ALTERNATIVES}",
-            alternatives.len()
-        ));
+        return Err(Malformed::TooManyAlternatives {
+            count: alternatives.len(),
+        });
     }
-    if let Some((i, long)) = alternatives
+    if let Some((index, long)) = alternatives
         .iter()
         .enumerate()
         .find(|(_, a)| a.len() > MAX_ALTERNATIVE_BYTES)
     {
-        return Err(format!(
-            "alternative {i} is {} bytes, more than {MAX_ALTERNATIVE_BYTES}",
-            long.len()
-        ));
+        return Err(Malformed::LongAlternative {
+            index,
+            len: long.len(),
+        });
     }
     Ok(())
 }
 
-fn check_text(what: &str, field: &str, text: &str) -> Result<(), String> {
+fn check_text(what: &'static str, field: &'static str, text: &str) -> Result<(), Malformed> {
     if text.trim().is_empty() {
-        return Err(format!("{what} with an empty {field}"));
+        return Err(Malformed::EmptyText { what, field });
     }
     if text.len() > MAX_REASON_BYTES {
-        return Err(format!(
-            "{what} whose {field} is {} bytes, more than {MAX_REASON_BYTES}",
-            text.len()
-        ));
+        return Err(Malformed::LongText {
+            what,
+            field,
+            len: text.len(),
+        });
     }
     Ok(())
 }

@@ -1,9 +1,9 @@
 //! Loading one hook: read and pin the file, compile it (or take it from the
 //! cache), check its imports and its world, and ask it once for its triggers.
-//! Every failure is a sentence about the hook ("it imports ..."), kept as the
-//! reason the hook denies every call.
+//! Every failure is a [`HookLoadError`], whose text is a sentence about the
+//! hook ("it imports ..."), kept as the reason the hook denies every call.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use wasmtime::Engine;
 use wasmtime::component::types::ComponentItem;
@@ -51,54 +51,151 @@ impl LoadedHook {
     }
 }
 
+/// Why a hook cannot be loaded. Its text is lowercase and leaves out the
+/// hook's name (the chain shows it as the reason the hook denies every
+/// call); each names the file, import, export or trigger at fault and says
+/// what to do.
+#[derive(thiserror::Error, Debug)]
+#[non_exhaustive]
+pub(crate) enum HookLoadError {
+    /// The host's hook linker could not be made (the same for every hook).
+    #[error("the host cannot link hooks: {message}")]
+    Link { message: String },
+    /// The component file cannot be read, is not pinned as configured, or
+    /// is not a component.
+    #[error("{}", file_problem(.path, .problem))]
+    File { path: PathBuf, problem: FileProblem },
+    /// The compile task panicked or was cancelled.
+    #[error("the compiler crashed on `{}`: {reason}", .path.display())]
+    CompilerCrashed { path: PathBuf, reason: String },
+    /// Wasmtime refused the component.
+    #[error("`{}` is not a valid component: {message}", .path.display())]
+    NotComponent { path: PathBuf, message: String },
+    /// It imports something hooks are not given (first one named, then up
+    /// to four of the others).
+    #[error(
+        "it imports `{import}`: hooks get no filesystem, network, env or stdio; rebuild it without that import{}",
+        also_imports(.others)
+    )]
+    ForbiddenImport { import: String, others: Vec<String> },
+    /// Its hook interface export is not an instance.
+    #[error(
+        "it exports `{}` as something other than an instance: rebuild it against `wit/plugin.wit`",
+        HOOK_INTERFACE
+    )]
+    ExportNotInstance,
+    /// Its hook interface lacks one of the three functions.
+    #[error(
+        "its `{}` export lacks the function `{function}`: rebuild it against `wit/plugin.wit`",
+        HOOK_INTERFACE
+    )]
+    MissingFunction { function: &'static str },
+    /// It does not export the hook interface (`found`: what it exports,
+    /// each quoted).
+    #[error(
+        "it does not export `{}`, so it is not a `hook-plugin` component (it exports {}); build it against `wit/plugin.wit`",
+        HOOK_INTERFACE,
+        list_or_nothing(.found)
+    )]
+    WrongWorld { found: Vec<String> },
+    /// Its imports do not link against what hooks are given.
+    #[error("its imports do not match what Glovebox gives hooks (clocks and random): {message}")]
+    Imports { message: String },
+    /// Its export's types do not match the hook world.
+    #[error(
+        "its `{}` export does not match `wit/plugin.wit`: {message}; rebuild it against `wit/plugin.wit`",
+        HOOK_INTERFACE
+    )]
+    Interface { message: String },
+    /// It faulted while listing its triggers (`fault`: what happened, as
+    /// the predicate of a sentence about the hook).
+    #[error("it {fault} while listing its triggers")]
+    TriggersFault { fault: String },
+    /// It lists more than [`MAX_TRIGGERS`] triggers.
+    #[error("it lists {count} triggers, more than {MAX_TRIGGERS}")]
+    TooManyTriggers { count: usize },
+    /// One trigger is longer than [`MAX_TRIGGER_BYTES`].
+    #[error("one of its triggers is {len} bytes, more than {MAX_TRIGGER_BYTES}")]
+    LongTrigger { len: usize },
+    /// A trigger is not an action pattern.
+    #[error(
+        "its trigger `{}` is not an action pattern: write `*`, an action like `execute:file:delete`, or a prefix like `execute:database:*`",
+        .trigger.escape_debug()
+    )]
+    BadTrigger { trigger: String },
+}
+
+/// The others of a hook's forbidden imports, up to four named.
+fn also_imports(others: &[String]) -> String {
+    match others.len() {
+        0 => String::new(),
+        n => format!(
+            " (it also imports {}{})",
+            others
+                .iter()
+                .take(4)
+                .map(|o| format!("`{o}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            if n > 4 {
+                format!(" and {} more", n - 4)
+            } else {
+                String::new()
+            }
+        ),
+    }
+}
+
+fn list_or_nothing(found: &[String]) -> String {
+    if found.is_empty() {
+        "nothing".to_string()
+    } else {
+        found.join(", ")
+    }
+}
+
 /// Loads one hook, or says why it cannot be (lowercase, without the hook's name).
 pub(crate) async fn load_hook(
     engine: &Engine,
     cache: &CompiledCache,
     linker: &Linker<HookState>,
     config: &HookConfig,
-) -> Result<LoadedHook, String> {
+) -> Result<LoadedHook, HookLoadError> {
     let path = &config.component;
     let ComponentFile { bytes, digest } =
-        component_file::read(path, MAX_HOOK_COMPONENT_BYTES, config.sha256.as_deref())
-            .map_err(|problem| file_problem(path, problem))?;
+        component_file::read(path, MAX_HOOK_COMPONENT_BYTES, config.sha256.as_deref()).map_err(
+            |problem| HookLoadError::File {
+                path: path.clone(),
+                problem,
+            },
+        )?;
 
     let (compile_engine, cache) = (engine.clone(), cache.clone());
     let component = tokio::task::spawn_blocking(move || cache.component(&compile_engine, &bytes))
         .await
-        .map_err(|e| format!("the compiler crashed on `{}`: {e}", path.display()))?
-        .map_err(|e| format!("`{}` is not a valid component: {e:#}", path.display()))?;
+        .map_err(|e| HookLoadError::CompilerCrashed {
+            path: path.clone(),
+            reason: e.to_string(),
+        })?
+        .map_err(|e| HookLoadError::NotComponent {
+            path: path.clone(),
+            message: format!("{e:#}"),
+        })?;
 
     if let Some((import, others)) = forbidden_imports(engine, &component).split_first() {
-        let also = match others.len() {
-            0 => String::new(),
-            n => format!(
-                " (it also imports {}{})",
-                others
-                    .iter()
-                    .take(4)
-                    .map(|o| format!("`{o}`"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                if n > 4 {
-                    format!(" and {} more", n - 4)
-                } else {
-                    String::new()
-                }
-            ),
-        };
-        return Err(format!(
-            "it imports `{import}`: hooks get no filesystem, network, env or stdio; rebuild it without that import{also}"
-        ));
+        return Err(HookLoadError::ForbiddenImport {
+            import: import.to_string(),
+            others: others.iter().map(ToString::to_string).collect(),
+        });
     }
     check_hook_exports(engine, &component)?;
-    let instance_pre = linker.instantiate_pre(&component).map_err(|e| {
-        format!("its imports do not match what Glovebox gives hooks (clocks and random): {e:#}")
-    })?;
-    let pre = HookPluginPre::new(instance_pre).map_err(|e| {
-        format!(
-            "its `{HOOK_INTERFACE}` export does not match `wit/plugin.wit`: {e:#}; rebuild it against `wit/plugin.wit`"
-        )
+    let instance_pre = linker
+        .instantiate_pre(&component)
+        .map_err(|e| HookLoadError::Imports {
+            message: format!("{e:#}"),
+        })?;
+    let pre = HookPluginPre::new(instance_pre).map_err(|e| HookLoadError::Interface {
+        message: format!("{e:#}"),
     })?;
 
     let limits = HookLimits {
@@ -113,7 +210,9 @@ pub(crate) async fn load_hook(
             .await
     })
     .await
-    .map_err(|fault| format!("it {} while listing its triggers", fault.describe(&limits)))?;
+    .map_err(|fault| HookLoadError::TriggersFault {
+        fault: fault.describe(&limits),
+    })?;
     check_triggers(&triggers)?;
     if triggers.is_empty() {
         tracing::warn!(hook = %config.name, "permission hook lists no triggers: it judges no call");
@@ -131,7 +230,7 @@ pub(crate) async fn load_hook(
 }
 
 /// A component file's problem, as a sentence about the hook.
-fn file_problem(path: &Path, problem: FileProblem) -> String {
+fn file_problem(path: &Path, problem: &FileProblem) -> String {
     let path = path.display();
     match problem {
         FileProblem::Read(e) => format!(
@@ -143,7 +242,7 @@ fn file_problem(path: &Path, problem: FileProblem) -> String {
         }
         FileProblem::TooLarge { size, limit } => format!(
             "`{path}` is {size} bytes, more than the {} a hook component may have",
-            format_size(limit)
+            format_size(*limit)
         ),
         FileProblem::DigestMismatch { expected, actual } => format!(
             "digest mismatch for `{path}`: the config pins sha256 {expected} but the file has {actual}; rebuild the pinned version or update `sha256` in its `[[hook]]` entry after reviewing the new build"
@@ -159,7 +258,7 @@ fn file_problem(path: &Path, problem: FileProblem) -> String {
 
 /// Checks the component exports `permission-hook` with its three functions, so a
 /// wrong world gets a message that says so instead of a type error.
-fn check_hook_exports(engine: &Engine, component: &Component) -> Result<(), String> {
+fn check_hook_exports(engine: &Engine, component: &Component) -> Result<(), HookLoadError> {
     let ty = component.component_type();
     let mut found = Vec::new();
     for (export, item) in ty.exports(engine) {
@@ -168,49 +267,33 @@ fn check_hook_exports(engine: &Engine, component: &Component) -> Result<(), Stri
             continue;
         }
         let ComponentItem::ComponentInstance(instance) = item.ty else {
-            return Err(format!(
-                "it exports `{HOOK_INTERFACE}` as something other than an instance: rebuild it against `wit/plugin.wit`"
-            ));
+            return Err(HookLoadError::ExportNotInstance);
         };
         let funcs: Vec<&str> = instance.exports(engine).map(|(n, _)| n).collect();
         for function in ["triggers", "validate", "after"] {
             if !funcs.contains(&function) {
-                return Err(format!(
-                    "its `{HOOK_INTERFACE}` export lacks the function `{function}`: rebuild it against `wit/plugin.wit`"
-                ));
+                return Err(HookLoadError::MissingFunction { function });
             }
         }
         return Ok(());
     }
-    let found = if found.is_empty() {
-        "nothing".to_string()
-    } else {
-        found.join(", ")
-    };
-    Err(format!(
-        "it does not export `{HOOK_INTERFACE}`, so it is not a `hook-plugin` component (it exports {found}); build it against `wit/plugin.wit`"
-    ))
+    Err(HookLoadError::WrongWorld { found })
 }
 
-fn check_triggers(triggers: &[String]) -> Result<(), String> {
+fn check_triggers(triggers: &[String]) -> Result<(), HookLoadError> {
     if triggers.len() > MAX_TRIGGERS {
-        return Err(format!(
-            "it lists {} triggers, more than {MAX_TRIGGERS}",
-            triggers.len()
-        ));
+        return Err(HookLoadError::TooManyTriggers {
+            count: triggers.len(),
+        });
     }
     for trigger in triggers {
         if trigger.len() > MAX_TRIGGER_BYTES {
-            return Err(format!(
-                "one of its triggers is {} bytes, more than {MAX_TRIGGER_BYTES}",
-                trigger.len()
-            ));
+            return Err(HookLoadError::LongTrigger { len: trigger.len() });
         }
         if !valid_pattern(trigger) {
-            return Err(format!(
-                "its trigger `{}` is not an action pattern: write `*`, an action like `execute:file:delete`, or a prefix like `execute:database:*`",
-                trigger.escape_debug()
-            ));
+            return Err(HookLoadError::BadTrigger {
+                trigger: trigger.clone(),
+            });
         }
     }
     Ok(())
@@ -233,14 +316,18 @@ mod tests {
     fn triggers_must_be_patterns_few_and_short() {
         check_triggers(&[]).unwrap();
         check_triggers(&["*".into(), "execute:database:*".into()]).unwrap();
-        let error = check_triggers(&["execute:*:delete".into()]).unwrap_err();
+        let error = check_triggers(&["execute:*:delete".into()])
+            .unwrap_err()
+            .to_string();
         assert!(
             error.starts_with("its trigger `execute:*:delete` is not an action pattern"),
             "{error}"
         );
-        let error = check_triggers(&vec!["*".to_string(); 257]).unwrap_err();
+        let error = check_triggers(&vec!["*".to_string(); 257])
+            .unwrap_err()
+            .to_string();
         assert_eq!(error, "it lists 257 triggers, more than 256");
-        let error = check_triggers(&["a".repeat(257)]).unwrap_err();
+        let error = check_triggers(&["a".repeat(257)]).unwrap_err().to_string();
         assert_eq!(error, "one of its triggers is 257 bytes, more than 256");
     }
 }

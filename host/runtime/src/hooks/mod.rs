@@ -26,7 +26,7 @@ use wasmtime::Engine;
 use crate::bindings::hook::exports::glovebox::plugin::permission_hook::Request;
 use crate::manifest::HookConfig;
 use crate::runtime::CompiledCache;
-use load::{LoadedHook, load_hook};
+use load::{HookLoadError, LoadedHook, load_hook};
 use run::run_hook;
 use sandbox::hook_linker;
 
@@ -143,11 +143,12 @@ impl HookChain {
         for config in hooks {
             let loaded = match &linker {
                 Ok(linker) => load_hook(engine, cache, linker, config).await,
-                Err(e) => Err(format!("the host cannot link hooks: {e}")),
+                Err(e) => Err(HookLoadError::Link { message: e.clone() }),
             };
             slots.push(match loaded {
                 Ok(hook) => Slot::Ready(hook),
                 Err(reason) => {
+                    let reason = reason.to_string();
                     tracing::warn!(hook = %config.name, %reason, "permission hook cannot be loaded: it denies every call");
                     Slot::Broken {
                         name: config.name.clone(),

@@ -15,6 +15,7 @@ use wasmtime::component::Linker;
 pub use compiled::CompiledCache;
 pub use engine::{HOOK_INSTANCES, compiled_dir, deadline_ticks};
 
+use crate::error::CompileError;
 use crate::manifest::HostConfig;
 use crate::private_dir::ensure_private_dir;
 use crate::sandbox::CallState;
@@ -124,7 +125,7 @@ impl Runtime {
         &self,
         name: &str,
         bytes: Vec<u8>,
-    ) -> std::result::Result<Component, String> {
+    ) -> std::result::Result<Component, CompileError> {
         let size = bytes.len() as f64 / 1e6;
         let (engine, cache) = (self.engine.clone(), self.compiled.clone());
         let mut job = tokio::task::spawn_blocking(move || cache.component(&engine, &bytes));
@@ -151,8 +152,8 @@ impl Runtime {
             }
         };
         let component = compiled
-            .map_err(|e| format!("the compiler crashed: {e}"))?
-            .map_err(|e| format!("{e:#}"))?;
+            .map_err(CompileError::Crashed)?
+            .map_err(CompileError::Rejected)?;
         if announced {
             eprintln!(
                 "glovebox: compiled `{name}` in {:.1} s; cached in {}",

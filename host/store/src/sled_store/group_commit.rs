@@ -19,6 +19,7 @@
 
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 
+use super::FlushError;
 use crate::{FlushObserver, StorageError};
 
 pub(super) struct GroupCommit {
@@ -107,7 +108,7 @@ impl GroupCommit {
     /// running `flush` itself when no flush is under way.
     pub(super) fn wait_durable(
         &self,
-        flush: impl Fn() -> Result<(), String>,
+        flush: impl Fn() -> Result<(), FlushError>,
     ) -> Result<(), StorageError> {
         let mut st = self.lock();
         if let Some((_, e)) = &st.failed {
@@ -157,21 +158,18 @@ impl GroupCommit {
 struct Leader<'a> {
     commit: &'a GroupCommit,
     generation: u64,
-    result: Option<Result<(), String>>,
+    result: Option<Result<(), FlushError>>,
 }
 
 impl Leader<'_> {
-    fn run(mut self, flush: &impl Fn() -> Result<(), String>) {
+    fn run(mut self, flush: &impl Fn() -> Result<(), FlushError>) {
         self.result = Some(flush());
     }
 }
 
 impl Drop for Leader<'_> {
     fn drop(&mut self) {
-        let result = self
-            .result
-            .take()
-            .unwrap_or_else(|| Err("a storage flush panicked".to_string()));
+        let result = self.result.take().unwrap_or(Err(FlushError::Panicked));
         let mut st = self.commit.lock();
         st.flushing = false;
         st.finished = self.generation;
@@ -184,7 +182,7 @@ impl Drop for Leader<'_> {
                 // Keep the first error, but this flush's writers are not durable.
                 match &mut st.failed {
                     Some((spoiled, _)) => *spoiled = (*spoiled).min(self.generation),
-                    None => st.failed = Some((self.generation, e)),
+                    None => st.failed = Some((self.generation, e.to_string())),
                 }
             }
         }

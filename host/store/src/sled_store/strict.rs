@@ -22,7 +22,7 @@
 use std::collections::HashSet;
 use std::ffi::OsString;
 use std::fs::File;
-use std::io::ErrorKind;
+use std::io::{self, ErrorKind};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
@@ -33,19 +33,45 @@ pub(super) struct StrictSync {
     synced_blobs: Mutex<HashSet<OsString>>,
 }
 
-fn sync_path(path: &Path) -> Result<(), String> {
+/// What could not be made durable, and the file or dir it is. It becomes the
+/// reason of a failed open or flush, which says what to do.
+#[derive(thiserror::Error, Debug)]
+pub(super) enum SyncError {
+    /// sled's log could not be opened for syncing.
+    #[error("cannot open `{}`: {error}", .path.display())]
+    Open { path: PathBuf, error: io::Error },
+    /// A file or dir could not be `fsync`ed.
+    #[error("cannot fsync `{}`: {error}", .path.display())]
+    Fsync { path: PathBuf, error: io::Error },
+    /// sled's log could not be `fdatasync`ed.
+    #[error("cannot fdatasync sled's log: {0}")]
+    Log(io::Error),
+    /// The blobs dir could not be listed.
+    #[error("cannot list `{}`: {error}", .path.display())]
+    List { path: PathBuf, error: io::Error },
+    /// A blob file could not be `fdatasync`ed.
+    #[error("cannot fdatasync `{}`: {error}", .path.display())]
+    Blob { path: PathBuf, error: io::Error },
+}
+
+fn sync_path(path: &Path) -> Result<(), SyncError> {
     File::open(path)
         .and_then(|f| f.sync_all())
-        .map_err(|e| format!("cannot fsync `{}`: {e}", path.display()))
+        .map_err(|error| SyncError::Fsync {
+            path: path.to_path_buf(),
+            error,
+        })
 }
 
 impl StrictSync {
     /// Opens the files to sync and makes everything sled created so far durable,
     /// entries in `data_dir` and `sled_dir` included.
-    pub(super) fn open(data_dir: &Path, sled_dir: &Path) -> Result<StrictSync, String> {
+    pub(super) fn open(data_dir: &Path, sled_dir: &Path) -> Result<StrictSync, SyncError> {
         let db_path = sled_dir.join("db");
-        let db_log = File::open(&db_path)
-            .map_err(|e| format!("cannot open `{}`: {e}", db_path.display()))?;
+        let db_log = File::open(&db_path).map_err(|error| SyncError::Open {
+            path: db_path.clone(),
+            error,
+        })?;
         let strict = StrictSync {
             db_log,
             blobs_dir: sled_dir.join("blobs"),
@@ -60,16 +86,17 @@ impl StrictSync {
 
     /// Syncs the log and every blob not yet synced. Called right after
     /// `db.flush()`, by one flush leader at a time.
-    pub(super) fn sync(&self) -> Result<(), String> {
-        self.db_log
-            .sync_data()
-            .map_err(|e| format!("cannot fdatasync sled's log: {e}"))?;
+    pub(super) fn sync(&self) -> Result<(), SyncError> {
+        self.db_log.sync_data().map_err(SyncError::Log)?;
         self.sync_blobs()
     }
 
-    fn sync_blobs(&self) -> Result<(), String> {
-        let entries = std::fs::read_dir(&self.blobs_dir)
-            .map_err(|e| format!("cannot list `{}`: {e}", self.blobs_dir.display()))?;
+    fn sync_blobs(&self) -> Result<(), SyncError> {
+        let list_failed = |error| SyncError::List {
+            path: self.blobs_dir.clone(),
+            error,
+        };
+        let entries = std::fs::read_dir(&self.blobs_dir).map_err(list_failed)?;
         let mut synced = self
             .synced_blobs
             .lock()
@@ -77,19 +104,18 @@ impl StrictSync {
         let mut present = HashSet::new();
         let mut new_files = false;
         for entry in entries {
-            let entry =
-                entry.map_err(|e| format!("cannot list `{}`: {e}", self.blobs_dir.display()))?;
+            let entry = entry.map_err(list_failed)?;
             let name = entry.file_name();
             if !synced.contains(&name) {
                 match File::open(entry.path()).and_then(|f| f.sync_data()) {
                     Ok(()) => new_files = true,
                     // Garbage-collected by sled between listing and opening.
                     Err(e) if e.kind() == ErrorKind::NotFound => continue,
-                    Err(e) => {
-                        return Err(format!(
-                            "cannot fdatasync `{}`: {e}",
-                            entry.path().display()
-                        ));
+                    Err(error) => {
+                        return Err(SyncError::Blob {
+                            path: entry.path(),
+                            error,
+                        });
                     }
                 }
             }

@@ -46,7 +46,36 @@ pub(super) type OpResult = Result<u64, StorageError>;
 
 /// The outcome of a batch: one result per operation, in order, and whether
 /// the commit made anything durable; or why the whole batch failed.
-pub(super) type BatchResult = Result<(Vec<OpResult>, bool), String>;
+pub(super) type BatchResult = Result<(Vec<OpResult>, bool), BatchError>;
+
+/// Why a whole batch failed: every writer of it fails with it (as
+/// `StorageError::Io` of this text), and the store refuses all work from
+/// then on. Each says what failed and how the store comes back.
+#[derive(thiserror::Error, Debug)]
+pub(super) enum BatchError {
+    /// SQLite could not begin, write or commit the batch's transaction.
+    #[error("{}: {}", message_of(.error), crate::REOPEN_FIX)]
+    Sqlite { error: StorageError },
+    /// A test made this commit fail (`fail_next_flushes`).
+    #[cfg(feature = "fault-injection")]
+    #[error("injected fault: committing to `{}` failed: {}", .db.display(), crate::REOPEN_FIX)]
+    Injected { db: std::path::PathBuf },
+    /// The batch's runner returned a result count other than its ops'.
+    #[error("internal error: a storage batch of {ops} operations returned {results} results")]
+    Miscounted { ops: usize, results: usize },
+    /// The batch's runner panicked: nothing tells what was committed.
+    #[error("a storage commit panicked: restart glovebox")]
+    Panicked,
+}
+
+/// The message alone of SQLite's error, since the batch's text is wrapped in
+/// `StorageError::Io` again.
+fn message_of(error: &StorageError) -> String {
+    match error {
+        StorageError::Io(m) | StorageError::Corrupt(m) => m.clone(),
+        other => other.to_string(),
+    }
+}
 
 /// How long a leader waits for the writers of the last batch to queue again.
 /// Past a few thread wake-ups, so that they make it; a fraction of a commit
@@ -274,19 +303,18 @@ impl<Op> Drop for Leader<'_, Op> {
                 }
                 Ok(results)
             }
-            Some(Ok((results, _))) => Err(format!(
-                "internal error: a storage batch of {} operations returned {} results",
-                self.slots.len(),
-                results.len()
-            )),
+            Some(Ok((results, _))) => Err(BatchError::Miscounted {
+                ops: self.slots.len(),
+                results: results.len(),
+            }),
             Some(Err(e)) => Err(e),
-            None => Err("a storage commit panicked: restart glovebox".to_string()),
+            None => Err(BatchError::Panicked),
         };
         let results = match results {
             Ok(results) => results,
             Err(e) => {
                 tracing::error!(error = %e, "storage commit failed; the store refuses all work from now on");
-                let first = commit.failed.get_or_init(|| e).clone();
+                let first = commit.failed.get_or_init(|| e.to_string()).clone();
                 self.slots
                     .iter()
                     .map(|_| Err(StorageError::Io(first.clone())))

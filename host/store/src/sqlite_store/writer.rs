@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::group_commit::{BatchResult, OpResult};
+use super::group_commit::{BatchError, BatchResult, OpResult};
 use super::sqlite_error;
 use crate::StorageError;
 
@@ -91,16 +91,10 @@ impl Writer {
     pub(super) fn run(
         &mut self,
         ops: &[Op],
-        injected_fault: impl FnOnce() -> Option<String>,
+        injected_fault: impl FnOnce() -> Option<BatchError>,
     ) -> BatchResult {
-        // The text of the `Io` error every writer of the batch gets: the
-        // message alone, since it is wrapped in `Io` again.
-        let failed = |what: &str, e: Fatal| {
-            let message = match sqlite_error(&self.db_path, what, e) {
-                StorageError::Io(m) | StorageError::Corrupt(m) => m,
-                other => other.to_string(),
-            };
-            format!("{message}: {}", crate::REOPEN_FIX)
+        let failed = |what: &str, e: Fatal| BatchError::Sqlite {
+            error: sqlite_error(&self.db_path, what, e),
         };
         // Cached: parsing these two costs as much as a small append.
         self.conn

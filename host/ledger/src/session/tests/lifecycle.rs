@@ -301,7 +301,7 @@ fn list_filters_by_status_tags_role_project_and_idleness() {
         ..Default::default()
     };
     assert_eq!(names(idle), ["a"]);
-    let err = "busy".parse::<SessionStatus>().unwrap_err();
+    let err = "busy".parse::<SessionStatus>().unwrap_err().to_string();
     assert!(err.contains("created, active, paused, completed, archived"));
 }
 
