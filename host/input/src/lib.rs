@@ -79,23 +79,14 @@ pub fn parse(input: &str, max_bytes: u64) -> Result<Value, InputError> {
 }
 
 /// Why a tool's declared input schema cannot be served.
-#[derive(Debug)]
+#[derive(thiserror::Error, Debug)]
 pub enum SchemaError {
     /// The schema text is not JSON.
+    #[error("its input schema is not valid JSON: {0}")]
     NotJson(String),
     /// The schema is JSON but not a JSON Schema the validator accepts.
+    #[error("its input schema is not a valid JSON Schema: {0}")]
     NotSchema(String),
-}
-
-impl std::fmt::Display for SchemaError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SchemaError::NotJson(e) => write!(f, "its input schema is not valid JSON: {e}"),
-            SchemaError::NotSchema(e) => {
-                write!(f, "its input schema is not a valid JSON Schema: {e}")
-            }
-        }
-    }
 }
 
 /// Parses and compiles a tool's declared input schema (JSON text): the

@@ -68,48 +68,43 @@ impl HttpGrant {
         }
     }
 
-    /// Parses a grant URL; on failure returns what is wrong and what to write instead.
-    pub(super) fn parse_url(url: &str) -> Result<HttpGrant, (String, String)> {
-        const SHAPE: &str = "write only a scheme, a host and an optional port, e.g. `https://api.example.com` or `http://127.0.0.1:8080`";
-        let fail = |problem: String, hint: &str| Err((problem, hint.to_owned()));
-
+    /// Parses a grant URL; on failure says what is wrong and what to write instead.
+    pub(super) fn parse_url(url: &str) -> Result<HttpGrant, GrantUrlError> {
+        let owned = || url.to_string();
         let Some((scheme, rest)) = url.split_once("://") else {
-            return fail(format!("`{url}` is not a url"), SHAPE);
+            return Err(GrantUrlError::NotUrl { url: owned() });
         };
         let scheme = if scheme.eq_ignore_ascii_case("https") {
             HttpScheme::Https
         } else if scheme.eq_ignore_ascii_case("http") {
             HttpScheme::Http
         } else {
-            return fail(
-                format!("url `{url}` has scheme `{scheme}`"),
-                "only `http` and `https` can be granted; other protocols are never allowed",
-            );
+            return Err(GrantUrlError::Scheme {
+                url: owned(),
+                scheme: scheme.to_string(),
+            });
         };
         if rest.contains(['?', '#']) {
-            return fail(
-                format!("url `{url}` has a query or fragment"),
-                "a grant covers a whole origin: remove everything after the host and port",
-            );
+            return Err(GrantUrlError::QueryOrFragment { url: owned() });
         }
         let (authority, path) = match rest.find('/') {
             Some(at) => rest.split_at(at),
             None => (rest, ""),
         };
         if authority.contains('@') {
-            return fail(
-                format!("url `{url}` has user info"),
-                "credentials do not belong in a grant: remove the part before `@`",
-            );
+            return Err(GrantUrlError::UserInfo { url: owned() });
         }
         if !path.is_empty() && path != "/" {
-            return fail(
-                format!("url `{url}` has the path `{path}`"),
-                "a grant covers a whole origin, not a path: remove the path",
-            );
+            return Err(GrantUrlError::Path {
+                url: owned(),
+                path: path.to_string(),
+            });
         }
 
-        let in_url = |problem: HostError| (format!("url `{url}`: {problem}"), SHAPE.to_owned());
+        let in_url = |error: HostError| GrantUrlError::Host {
+            url: owned(),
+            error,
+        };
         let (host, port, bracketed) = split_host_port(authority).map_err(in_url)?;
         let host = if bracketed {
             host.parse::<Ipv6Addr>()
@@ -126,10 +121,10 @@ impl HttpGrant {
             Some(text) => match text.parse::<u16>() {
                 Ok(port) if port != 0 => port,
                 _ => {
-                    return fail(
-                        format!("url `{url}` has an invalid port `{text}`"),
-                        "write a port from 1 to 65535, or leave it out for the scheme's default",
-                    );
+                    return Err(GrantUrlError::Port {
+                        url: owned(),
+                        port: text.to_string(),
+                    });
                 }
             },
         };
@@ -137,10 +132,85 @@ impl HttpGrant {
     }
 }
 
+/// Why a URL cannot be an `[[http]]` grant: [`problem`](Self::problem) says
+/// what is wrong, quoting the URL, and [`hint`](Self::hint) what to write
+/// instead (the config shows them apart; `Display` is `problem: hint`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum GrantUrlError {
+    /// No `://`.
+    NotUrl { url: String },
+    /// A scheme other than `http` and `https`.
+    Scheme { url: String, scheme: String },
+    /// A `?` or `#`.
+    QueryOrFragment { url: String },
+    /// Credentials before the host.
+    UserInfo { url: String },
+    /// A path other than `/`.
+    Path { url: String, path: String },
+    /// The host (or its brackets) is not one.
+    Host { url: String, error: HostError },
+    /// A port that is not 1 to 65535.
+    Port { url: String, port: String },
+}
+
+/// What a grant looks like.
+const SHAPE: &str = "write only a scheme, a host and an optional port, e.g. `https://api.example.com` or `http://127.0.0.1:8080`";
+
+impl GrantUrlError {
+    /// What is wrong, quoting the URL.
+    pub fn problem(&self) -> String {
+        match self {
+            GrantUrlError::NotUrl { url } => format!("`{url}` is not a url"),
+            GrantUrlError::Scheme { url, scheme } => format!("url `{url}` has scheme `{scheme}`"),
+            GrantUrlError::QueryOrFragment { url } => {
+                format!("url `{url}` has a query or fragment")
+            }
+            GrantUrlError::UserInfo { url } => format!("url `{url}` has user info"),
+            GrantUrlError::Path { url, path } => format!("url `{url}` has the path `{path}`"),
+            GrantUrlError::Host { url, error } => format!("url `{url}`: {error}"),
+            GrantUrlError::Port { url, port } => {
+                format!("url `{url}` has an invalid port `{port}`")
+            }
+        }
+    }
+
+    /// What to write instead.
+    pub fn hint(&self) -> &'static str {
+        match self {
+            GrantUrlError::NotUrl { .. } | GrantUrlError::Host { .. } => SHAPE,
+            GrantUrlError::Scheme { .. } => {
+                "only `http` and `https` can be granted; other protocols are never allowed"
+            }
+            GrantUrlError::QueryOrFragment { .. } => {
+                "a grant covers a whole origin: remove everything after the host and port"
+            }
+            GrantUrlError::UserInfo { .. } => {
+                "credentials do not belong in a grant: remove the part before `@`"
+            }
+            GrantUrlError::Path { .. } => {
+                "a grant covers a whole origin, not a path: remove the path"
+            }
+            GrantUrlError::Port { .. } => {
+                "write a port from 1 to 65535, or leave it out for the scheme's default"
+            }
+        }
+    }
+}
+
+impl fmt::Display for GrantUrlError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.problem(), self.hint())
+    }
+}
+
+impl std::error::Error for GrantUrlError {}
+
 /// What is wrong with the host part of a grant URL (the caller names the URL
 /// and says what a grant looks like).
 #[derive(thiserror::Error, Debug, Clone, PartialEq, Eq)]
-enum HostError {
+#[non_exhaustive]
+pub enum HostError {
     #[error("`[{rest}` has no closing `]`")]
     Unclosed { rest: String },
     #[error("unexpected `{after}` after the ipv6 address")]
@@ -220,11 +290,11 @@ fn validate_host(host: &str) -> Result<String, HostError> {
 }
 
 impl FromStr for HttpGrant {
-    type Err = String;
+    type Err = GrantUrlError;
 
     /// Parses `https://host[:port][/]`; the error says what is wrong and what to write.
     fn from_str(url: &str) -> Result<Self, Self::Err> {
-        HttpGrant::parse_url(url).map_err(|(problem, hint)| format!("{problem}: {hint}"))
+        HttpGrant::parse_url(url)
     }
 }
 
@@ -319,7 +389,7 @@ mod tests {
             ("https://bücher.de", "punycode"),
         ];
         for (url, expected) in cases {
-            let error = url.parse::<HttpGrant>().unwrap_err();
+            let error = url.parse::<HttpGrant>().unwrap_err().to_string();
             assert!(error.contains(expected), "{url}: {error}");
             assert!(error.contains(": "), "{url}: no hint in {error}");
         }

@@ -79,7 +79,7 @@ pub use detector::{
 };
 pub use error::ConfigError;
 pub use handoffs::{HandoffRoute, HandoffsConfig};
-pub use http::{HttpGrant, HttpScheme};
+pub use http::{GrantUrlError, HostError, HttpGrant, HttpScheme};
 pub use memory::{MemoryConfig, MemoryScopeKind};
 pub use micros::{CostError, to_micros, units};
 pub use names::UnknownWord;

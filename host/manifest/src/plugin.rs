@@ -203,7 +203,7 @@ pub(super) fn load_manifest(
     for (i, grant) in raw.http.iter().enumerate() {
         let key = format!("http[{i}].url");
         let parsed = HttpGrant::parse_url(&grant.url)
-            .map_err(|(problem, hint)| src.invalid(&key, problem, hint))?;
+            .map_err(|e| src.invalid(&key, e.problem(), e.hint()))?;
         if http.contains(&parsed) {
             return Err(src.invalid(
                 &key,
