@@ -799,3 +799,67 @@ fn threat_52_a_demoted_principal_no_longer_resumes_or_calls_in_its_higher_role_s
     let answer = tool(&mut stdio, 10, "echo.echo", echo);
     assert!(!is_error(&answer), "{answer}");
 }
+
+// Threat 52: a job an agent queued ran when its turn came as the session's
+// role had it at the spawn: a reload that demoted (or removed) the agent
+// while the job waited in the queue did not reach it.
+#[test]
+fn threat_52_a_job_queued_before_a_demotion_does_not_run_in_the_old_role() {
+    let site = Site::new(false);
+    // One job runs at a time, so the second waits in the queue.
+    let text = std::fs::read_to_string(site.config()).unwrap();
+    let mut doc: toml_edit::DocumentMut = text.parse().unwrap();
+    doc["runtime"]["max_concurrent_calls"] = toml_edit::value(1);
+    std::fs::write(site.config(), doc.to_string()).unwrap();
+    agent(&site, "alice", "supervisor,workagent");
+    let mut stdio = StdioServer::start(&site, "alice");
+    let answer = tool(
+        &mut stdio,
+        1,
+        "session_start",
+        json!({"role": "supervisor", "project": "p", "name": "high"}),
+    );
+    assert!(!is_error(&answer), "{answer}");
+    let spawn = |stdio: &mut StdioServer, id: u64, tool_name: &str, input: Value| {
+        let answer = tool(
+            stdio,
+            id,
+            "job_spawn",
+            json!({"tool": tool_name, "input": input}),
+        );
+        assert!(!is_error(&answer), "{answer}");
+        answer["result"]["structuredContent"]["id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{answer}"))
+            .to_string()
+    };
+    let sleeper = spawn(&mut stdio, 2, "sleep.sleep", json!({"seconds": 3600}));
+    let queued = spawn(&mut stdio, 3, "echo.echo", json!({"message": "hi"}));
+    let status = site.json(&["job", "status", &queued]);
+    assert_eq!(status["status"], "queued", "{status}");
+
+    demote(&site, "alice", &["workagent"]);
+    reload(&site);
+    // The slot frees; the queued job's turn comes after the demotion.
+    let (code, _, err) = site.run(&["job", "cancel", &sleeper]);
+    assert_eq!(code, 0, "{err}");
+    let (_, out, err) = site.run(&["job", "wait", &queued, "--timeout", "60s"]);
+    let waited: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+    let job = &waited["done"][0];
+    assert_eq!(job["status"], "failed", "ran in the old role: {waited}");
+    let text = job.to_string();
+    for words in [
+        "may not act in session `high`",
+        "it is a supervisor session",
+        "roles are now workagent",
+    ] {
+        assert!(text.contains(words), "`{words}` missing: {job}");
+    }
+    // The echo never ran in the session.
+    let (_, log, _) = site.run(&["log", "export", "high"]);
+    assert!(
+        !log.lines()
+            .any(|l| l.contains("call_started") && l.contains("echo.echo")),
+        "{log}"
+    );
+}

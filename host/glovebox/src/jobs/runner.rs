@@ -1067,16 +1067,7 @@ impl Jobs {
                 None => self.admit_stored(&job).await,
             };
             let report = match call {
-                Ok(call) => {
-                    let run =
-                        self.gateway
-                            .call(&job.session, call, Some(job.id.clone()), Some(cancel));
-                    match job.by.clone() {
-                        // The call's events are the spawner's.
-                        Some(by) => crate::tasks::acting(by, run).await,
-                        None => run.await,
-                    }
-                }
+                Ok(call) => self.run_as_spawner(&job, call, cancel).await,
                 Err(e) => Ok(CallReport::refused(&job.tool, e)),
             };
             let (status, result) = outcome(report);
@@ -1114,6 +1105,47 @@ impl Jobs {
             .remove(&id);
         self.notify();
         self.release(&id).await;
+    }
+
+    /// Runs `call`, job `job`'s, as whoever spawned it is now. An agent's
+    /// job is that agent's call, checked as one when it starts (its session
+    /// still its own, the session's role within the agent's roles now), so
+    /// a reload that demoted or removed the agent while the job waited in
+    /// the queue reaches it too (threat 52). An operator's job runs as the
+    /// operator who spawned it (its events are that operator's), and so does
+    /// an embedder's agent where the config declares no principal.
+    async fn run_as_spawner(
+        &self,
+        job: &JobSummary,
+        call: Admitted,
+        cancel: crate::pipeline::Cancel,
+    ) -> Result<CallReport, SessionError> {
+        let job_id = Some(job.id.clone());
+        if let Some(agent) = &job.charged_to {
+            match self.gateway.current_principal(agent) {
+                Some(principal) => {
+                    return self
+                        .gateway
+                        .scope(&principal)
+                        .call(&job.session, call, job_id, Some(cancel))
+                        .await;
+                }
+                None if self.gateway.has_principals() => {
+                    return Err(SessionError::NotAllowed(format!(
+                        "principal `{agent}`, which queued job {}, is no longer declared (a reload removed it), so the job does not run: an operator spawns it again if it should run",
+                        job.id
+                    )));
+                }
+                // No principal is declared: an embedder's own agent, which
+                // no config can demote; it runs as it was spawned.
+                None => {}
+            }
+        }
+        let run = self.gateway.call(&job.session, call, job_id, Some(cancel));
+        match job.by.clone() {
+            Some(by) => crate::tasks::acting(by, run).await,
+            None => run.await,
+        }
     }
 
     /// Admits the call of `job`, stored by another process (recovered, or
