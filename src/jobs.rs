@@ -84,6 +84,9 @@ pub enum JobCommand {
 
 pub async fn run(config: &Path, command: JobCommand) -> Result<ExitCode> {
     let jobs = crate::control::jobs(config).await?;
+    // The operator at the command line, through its scope like any caller.
+    let operator = crate::control::operator();
+    let scope = jobs.scope(&operator);
     let result = match command {
         JobCommand::Spawn {
             session,
@@ -95,12 +98,12 @@ pub async fn run(config: &Path, command: JobCommand) -> Result<ExitCode> {
             // Inside a running server the job starts now; here it is only
             // queued for whichever process runs the data dir's jobs next.
             let job = match crate::control::served() {
-                Some(_) => jobs.spawn(&session, &tool, &input).await,
-                None => jobs.enqueue(&session, &tool, &input).await,
+                Some(_) => scope.spawn_call(&session, &tool, &input).await,
+                None => scope.enqueue(&session, &tool, &input).await,
             };
             job.and_then(|job| print(&job))
         }
-        JobCommand::Status { id } => jobs.status(&id).and_then(|job| print(&job)),
+        JobCommand::Status { id } => scope.status(&id).await.and_then(|job| print(&job)),
         JobCommand::Wait {
             ids,
             first,
@@ -121,7 +124,7 @@ pub async fn run(config: &Path, command: JobCommand) -> Result<ExitCode> {
                     for job in recovered.iter().filter(|j| j.status != JobStatus::Queued) {
                         err!("job {}: {}", job.id, job.status);
                     }
-                    match jobs.wait(&ids, mode, timeout).await {
+                    match scope.wait(&ids, mode, timeout).await {
                         Ok(outcome) => {
                             print(&outcome)?;
                             return Ok(if outcome.timed_out {
@@ -136,14 +139,15 @@ pub async fn run(config: &Path, command: JobCommand) -> Result<ExitCode> {
                 Err(e) => Err(e),
             }
         }
-        JobCommand::Cancel { id } => jobs.cancel(&id).await.and_then(|job| print(&job)),
+        JobCommand::Cancel { id } => scope.cancel(&id).await.and_then(|job| print(&job)),
         JobCommand::List {
             session,
             status,
             limit,
             cursor,
-        } => jobs
+        } => scope
             .list(session.as_deref(), status, &PageRequest { limit, cursor })
+            .await
             .and_then(|page| {
                 print(&page.items)?;
                 if let Some(next) = &page.next_cursor {

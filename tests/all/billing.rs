@@ -539,11 +539,16 @@ async fn the_billing_report_matches_the_events_that_produced_it() {
         .unwrap();
     // Background: two jobs in the worker session.
     let jobs = Jobs::new(f.gw.clone(), JobsConfig::default());
+    let operator = glovebox::cli_operator();
+    let jobs = jobs.scope(&operator);
     let a = jobs
-        .spawn(&worker, "echo.echo", r#"{"message":"bg"}"#)
+        .spawn_call(&worker, "echo.echo", r#"{"message":"bg"}"#)
         .await
         .unwrap();
-    let b = jobs.spawn(&worker, "panicky.panic", "{}").await.unwrap();
+    let b = jobs
+        .spawn_call(&worker, "panicky.panic", "{}")
+        .await
+        .unwrap();
     jobs.wait(&[a.id, b.id], WaitMode::All, Some(Duration::from_secs(30)))
         .await
         .unwrap();

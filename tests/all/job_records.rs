@@ -14,7 +14,8 @@ use glovebox::manifest::QuotasConfig;
 use glovebox::page::PageRequest;
 use glovebox::storage::{Result, Storage, StorageError, Swap};
 use glovebox::{
-    Durable, Gateway, Host, JobError, JobStatus, Jobs, JobsConfig, SessionError, WaitMode,
+    Durable, Gateway, Host, JobError, JobScope, JobStatus, Jobs, JobsConfig, Principal,
+    SessionError, WaitMode,
 };
 use serde_json::{Value, json};
 
@@ -143,6 +144,8 @@ struct Fixture {
     durable: Arc<Durable>,
     host: Arc<Host>,
     jobs: Arc<Jobs>,
+    /// The operator the tests act as, unless they name the agent.
+    operator: Principal,
     session: String,
     _data: tempfile::TempDir,
 }
@@ -167,9 +170,15 @@ impl Fixture {
             durable,
             host,
             jobs,
+            operator: glovebox::cli_operator(),
             session,
             _data: data,
         }
+    }
+
+    /// The jobs service on behalf of the operator.
+    fn ops(&self) -> JobScope<'_> {
+        self.jobs.scope(&self.operator)
     }
 
     /// The jobs service of a host started again on the same store.
@@ -192,7 +201,7 @@ impl Fixture {
 
     async fn wait(&self, id: &str) -> glovebox::JobInfo {
         let out = self
-            .jobs
+            .ops()
             .wait(
                 &[id.to_string()],
                 WaitMode::All,
@@ -280,14 +289,15 @@ async fn threat_49_an_agent_looping_job_spawn_is_refused_by_the_named_byte_quota
     assert!(message.contains("worker-bot"), "{message}");
     // Nothing was queued for the refused spawn; the jobs that ran past the
     // quota kept their outputs.
-    assert_eq!(list_all(&f.jobs, None, None).unwrap().len(), 2);
-    let last = f.jobs.status(&done[1].id).unwrap();
+    assert_eq!(list_all(f.ops(), None, None).await.unwrap().len(), 2);
+    let last = f.ops().status(&done[1].id).await.unwrap();
     let output = last.result.unwrap().output.unwrap();
     assert_eq!(output["message"].as_str().unwrap().len(), 300_000);
     // The store counts what the jobs keep.
     let store = glovebox::jobs::JobStore::new(f.durable.storage.clone());
     let held = store.held_bytes("worker-bot").unwrap();
-    let kept: u64 = list_all(&f.jobs, None, None)
+    let kept: u64 = list_all(f.ops(), None, None)
+        .await
         .unwrap()
         .iter()
         .map(|j| j.stored_bytes())
@@ -295,8 +305,8 @@ async fn threat_49_an_agent_looping_job_spawn_is_refused_by_the_named_byte_quota
     assert_eq!(held, kept);
     assert!(held > 1024 * 1024, "{held}");
     // The operator is not held to it.
-    f.jobs
-        .spawn(&f.session, "echo", r#"{"message":"operator"}"#)
+    f.ops()
+        .spawn_call(&f.session, "echo", r#"{"message":"operator"}"#)
         .await
         .unwrap();
     // Retention removes the agent's finished jobs, and gives their bytes back.
@@ -319,8 +329,9 @@ async fn threat_49_job_list_answers_a_bounded_page_without_bodies() {
         ids.push(f.wait(&job.id).await.id);
     }
     let page = f
-        .jobs
+        .ops()
         .list(Some(&f.session), None, &PageRequest::first(2))
+        .await
         .unwrap();
     let text = serde_json::to_string(&page).unwrap();
     assert!(text.len() < 4096, "{} bytes in a page of 2", text.len());
@@ -344,12 +355,13 @@ async fn threat_49_job_list_answers_a_bounded_page_without_bodies() {
         limit: Some(2),
         cursor: page.next_cursor.clone(),
     };
-    let second = f.jobs.list(Some(&f.session), None, &next).unwrap();
+    let second = f.ops().list(Some(&f.session), None, &next).await.unwrap();
     assert_eq!(
         second.items.iter().map(|j| &j.id).collect::<Vec<_>>(),
         [&ids[2], &ids[3]]
     );
-    let all: Vec<String> = list_all(&f.jobs, None, Some(JobStatus::Completed))
+    let all: Vec<String> = list_all(f.ops(), None, Some(JobStatus::Completed))
+        .await
         .unwrap()
         .into_iter()
         .map(|j| j.id)
@@ -360,10 +372,10 @@ async fn threat_49_job_list_answers_a_bounded_page_without_bodies() {
         limit: None,
         cursor: Some("from-the-top".into()),
     };
-    let err = f.jobs.list(None, None, &bad).unwrap_err();
+    let err = f.ops().list(None, None, &bad).await.unwrap_err();
     assert!(matches!(err, JobError::BadRequest(_)), "{err}");
     // A status carries the output.
-    let job = f.jobs.status(&ids[4]).unwrap();
+    let job = f.ops().status(&ids[4]).await.unwrap();
     assert_eq!(job.input, input);
     assert_eq!(
         job.result.unwrap().output.unwrap()["message"]
@@ -386,7 +398,7 @@ async fn threat_49_a_restart_with_many_big_finished_jobs_recovers_without_readin
     }
     // One job left queued by a process that did not run it (the CLI's way).
     let queued = f
-        .jobs
+        .ops()
         .enqueue(&f.session, "echo", r#"{"message":"after the restart"}"#)
         .await
         .unwrap();
@@ -403,6 +415,7 @@ async fn threat_49_a_restart_with_many_big_finished_jobs_recovers_without_readin
         "the finished jobs were read"
     );
     let out = again
+        .scope(&f.operator)
         .wait(
             std::slice::from_ref(&queued.id),
             WaitMode::All,
@@ -456,7 +469,7 @@ async fn threat_49_session_end_reads_only_that_sessions_jobs() {
         Vec::<String>::new(),
         "another session's jobs were read"
     );
-    f.jobs.cancel(&left.id).await.unwrap();
+    f.ops().cancel(&left.id).await.unwrap();
 }
 
 /// Writes a job record the way Glovebox did before bodies were kept apart:

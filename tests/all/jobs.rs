@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use glovebox::manifest::QuotasConfig;
 use glovebox::session::{EventKind, Role, StartSession};
 use glovebox::{
-    Durable, Gateway, Host, JobError, JobInfo, JobStatus, JobSummary, Jobs, JobsConfig,
+    Durable, Gateway, Host, JobError, JobInfo, JobScope, JobStatus, JobSummary, Jobs, JobsConfig,
     PluginManifest, Principal, SessionError, WaitMode,
 };
 use serde_json::Value;
@@ -21,6 +21,8 @@ struct Fixture {
     host: Arc<Host>,
     durable: Arc<Durable>,
     jobs: Arc<Jobs>,
+    /// The operator the tests act as, unless they name an agent.
+    operator: Principal,
     session: String,
     /// The store refuses a scan of a whole job bucket (threat 49).
     guard: Arc<crate::job_records::JobScanGuard>,
@@ -54,12 +56,18 @@ impl Fixture {
             host,
             durable,
             jobs,
+            operator: glovebox::cli_operator(),
             session: String::new(),
             guard,
             _data: data,
         };
         f.session = f.start_session("worker");
         f
+    }
+
+    /// The jobs service on behalf of the operator.
+    fn ops(&self) -> JobScope<'_> {
+        self.jobs.scope(&self.operator)
     }
 
     fn start_session(&self, name: &str) -> String {
@@ -89,7 +97,7 @@ impl Fixture {
     async fn until(&self, id: &str, status: JobStatus) -> JobInfo {
         let start = Instant::now();
         loop {
-            let job = self.jobs.status(id).unwrap();
+            let job = self.ops().status(id).await.unwrap();
             if job.status == status {
                 return job;
             }
@@ -130,15 +138,15 @@ pub(crate) fn start(name: &str) -> StartSession {
 
 /// Every job of a listing, its pages walked with their cursors (pages of
 /// two, so a listing of a few jobs already takes several).
-pub(crate) fn list_all(
-    jobs: &Jobs,
+pub(crate) async fn list_all(
+    jobs: JobScope<'_>,
     session: Option<&str>,
     status: Option<JobStatus>,
 ) -> Result<Vec<JobSummary>, JobError> {
     let mut all = Vec::new();
     let mut page = glovebox::page::PageRequest::first(2);
     loop {
-        let got = jobs.list(session, status, &page)?;
+        let got = jobs.list(session, status, &page).await?;
         all.extend(got.items);
         match got.next_cursor {
             Some(next) => page.cursor = Some(next),
@@ -175,8 +183,8 @@ async fn spawn_returns_at_once_and_the_job_runs_through_the_pipeline() {
     let f = Fixture::new(plugins_all(), config(2)).await;
     let start = Instant::now();
     let job = f
-        .jobs
-        .spawn("worker", "sleep", r#"{"seconds":1}"#)
+        .ops()
+        .spawn_call("worker", "sleep", r#"{"seconds":1}"#)
         .await
         .unwrap();
     let took = start.elapsed();
@@ -194,7 +202,7 @@ async fn spawn_returns_at_once_and_the_job_runs_through_the_pipeline() {
     f.until(&job.id, JobStatus::Running).await;
 
     let waited = f
-        .jobs
+        .ops()
         .wait(
             std::slice::from_ref(&job.id),
             WaitMode::All,
@@ -257,20 +265,20 @@ async fn wait_all_or_first_ends_at_its_timeout_with_the_pending_jobs() {
     )
     .await;
     let slow = f
-        .jobs
-        .spawn("worker", "sleep.sleep", r#"{"seconds":3600}"#)
+        .ops()
+        .spawn_call("worker", "sleep.sleep", r#"{"seconds":3600}"#)
         .await
         .unwrap();
     let fast = f
-        .jobs
-        .spawn("worker", "echo", r#"{"message":"hi"}"#)
+        .ops()
+        .spawn_call("worker", "echo", r#"{"message":"hi"}"#)
         .await
         .unwrap();
     let ids = vec![slow.id.clone(), fast.id.clone()];
 
     // First: returns when the echo is done; the sleeper is pending.
     let first = f
-        .jobs
+        .ops()
         .wait(&ids, WaitMode::First, Some(Duration::from_secs(20)))
         .await
         .unwrap();
@@ -294,7 +302,7 @@ async fn wait_all_or_first_ends_at_its_timeout_with_the_pending_jobs() {
     // All, with a timeout: returns at the timeout with the sleeper pending.
     let start = Instant::now();
     let all = f
-        .jobs
+        .ops()
         .wait(&ids, WaitMode::All, Some(Duration::from_millis(300)))
         .await
         .unwrap();
@@ -310,7 +318,7 @@ async fn wait_all_or_first_ends_at_its_timeout_with_the_pending_jobs() {
 
     // No timeout: the configured default, never forever.
     let start = Instant::now();
-    let default = f.jobs.wait(&ids, WaitMode::All, None).await.unwrap();
+    let default = f.ops().wait(&ids, WaitMode::All, None).await.unwrap();
     let took = start.elapsed();
     assert!(default.timed_out);
     assert!(
@@ -320,7 +328,7 @@ async fn wait_all_or_first_ends_at_its_timeout_with_the_pending_jobs() {
     // A huge timeout is clamped to max_wait (2 s here).
     let start = Instant::now();
     let clamped = f
-        .jobs
+        .ops()
         .wait(&ids, WaitMode::All, Some(Duration::from_secs(3600)))
         .await
         .unwrap();
@@ -333,39 +341,42 @@ async fn wait_all_or_first_ends_at_its_timeout_with_the_pending_jobs() {
 
     // Unknown ids are an error, not a wait.
     let err = f
-        .jobs
+        .ops()
         .wait(&["job-000000000000".to_string()], WaitMode::All, None)
         .await
         .unwrap_err();
     assert!(matches!(err, JobError::NotFound(_)), "{err}");
 
-    f.jobs.cancel(&slow.id).await.unwrap();
+    f.ops().cancel(&slow.id).await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_stops_a_running_job_and_a_queued_one_never_runs() {
     let f = Fixture::new(plugins_all(), config(1)).await;
     let running = f
-        .jobs
-        .spawn("worker", "sleep", r#"{"seconds":3600}"#)
+        .ops()
+        .spawn_call("worker", "sleep", r#"{"seconds":3600}"#)
         .await
         .unwrap();
     // max_running = 1: this one waits in the queue behind the sleeper.
     let queued = f
-        .jobs
-        .spawn("worker", "echo", r#"{"message":"never"}"#)
+        .ops()
+        .spawn_call("worker", "echo", r#"{"message":"never"}"#)
         .await
         .unwrap();
     f.until(&running.id, JobStatus::Running).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
-    assert_eq!(f.jobs.status(&queued.id).unwrap().status, JobStatus::Queued);
+    assert_eq!(
+        f.ops().status(&queued.id).await.unwrap().status,
+        JobStatus::Queued
+    );
 
-    let cancelled = f.jobs.cancel(&queued.id).await.unwrap();
+    let cancelled = f.ops().cancel(&queued.id).await.unwrap();
     assert_eq!(cancelled.status, JobStatus::Cancelled);
     assert_eq!(cancelled.attempts, 0);
 
     let start = Instant::now();
-    let cancelled = f.jobs.cancel(&running.id).await.unwrap();
+    let cancelled = f.ops().cancel(&running.id).await.unwrap();
     let took = start.elapsed();
     assert!(took < Duration::from_secs(2), "cancel took {took:?}");
     assert_eq!(cancelled.status, JobStatus::Cancelled);
@@ -373,7 +384,7 @@ async fn cancel_stops_a_running_job_and_a_queued_one_never_runs() {
     assert_eq!(error.kind, "cancelled", "{error:?}");
 
     // Cancelling again changes nothing.
-    let again = f.jobs.cancel(&running.id).await.unwrap();
+    let again = f.ops().cancel(&running.id).await.unwrap();
     assert_eq!(again.status, JobStatus::Cancelled);
 
     // The session has no dangling call: the sleeper finished as cancelled,
@@ -394,12 +405,12 @@ async fn cancel_stops_a_running_job_and_a_queued_one_never_runs() {
 
     // The slot is free and the host serves: the next job and a direct call run.
     let next = f
-        .jobs
-        .spawn("worker", "echo", r#"{"message":"next"}"#)
+        .ops()
+        .spawn_call("worker", "echo", r#"{"message":"next"}"#)
         .await
         .unwrap();
     let done = f
-        .jobs
+        .ops()
         .wait(&[next.id], WaitMode::All, Some(Duration::from_secs(10)))
         .await
         .unwrap();
@@ -407,24 +418,53 @@ async fn cancel_stops_a_running_job_and_a_queued_one_never_runs() {
     util::assert_serving(&f.host).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(
-        f.jobs.status(&queued.id).unwrap().status,
+        f.ops().status(&queued.id).await.unwrap().status,
         JobStatus::Cancelled,
         "a cancelled queued job never runs"
     );
+}
+
+/// The operator's `glovebox job cancel` of a finished job prints it as it
+/// is: the scope's check that the caller may see the job reads its record
+/// alone, so the cancel does not mark the result as read for the agent
+/// (before the command line went through the scope, it never did; the
+/// scope's check read the job in full and marked it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_a_finished_job_leaves_its_result_unread() {
+    let f = Fixture::new(plugins_all(), config(1)).await;
+    let job = f
+        .ops()
+        .spawn_call("worker", "echo", r#"{"message":"done"}"#)
+        .await
+        .unwrap();
+    // Polled through the listing, which reads records without marking them.
+    let start = Instant::now();
+    while !list_all(f.ops(), None, Some(JobStatus::Completed))
+        .await
+        .unwrap()
+        .iter()
+        .any(|j| j.id == job.id)
+    {
+        assert!(start.elapsed() < Duration::from_secs(20), "never completed");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let cancelled = f.ops().cancel(&job.id).await.unwrap();
+    assert_eq!(cancelled.status, JobStatus::Completed, "{cancelled:?}");
+    assert_eq!(cancelled.result_read, Some(false), "{cancelled:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn jobs_are_listed_by_session_and_status() {
     let f = Fixture::new(plugins_all(), config(2)).await;
     let other = f.start_session("other");
-    let a = f.jobs.spawn("worker", "echo", "{}").await.unwrap();
-    let b = f.jobs.spawn(&other, "echo", "{}").await.unwrap();
+    let a = f.ops().spawn_call("worker", "echo", "{}").await.unwrap();
+    let b = f.ops().spawn_call(&other, "echo", "{}").await.unwrap();
     let c = f
-        .jobs
-        .spawn("worker", "sleep", r#"{"seconds":3600}"#)
+        .ops()
+        .spawn_call("worker", "sleep", r#"{"seconds":3600}"#)
         .await
         .unwrap();
-    f.jobs
+    f.ops()
         .wait(
             &[a.id.clone(), b.id.clone()],
             WaitMode::All,
@@ -436,32 +476,37 @@ async fn jobs_are_listed_by_session_and_status() {
 
     let ids = |jobs: Vec<JobSummary>| jobs.into_iter().map(|j| j.id).collect::<Vec<_>>();
     assert_eq!(
-        ids(list_all(&f.jobs, None, None).unwrap()),
+        ids(list_all(f.ops(), None, None).await.unwrap()),
         [a.id.clone(), b.id.clone(), c.id.clone()]
     );
     assert_eq!(
-        ids(list_all(&f.jobs, Some("worker"), None).unwrap()),
+        ids(list_all(f.ops(), Some("worker"), None).await.unwrap()),
         [a.id.clone(), c.id.clone()]
     );
     assert_eq!(
-        ids(list_all(&f.jobs, Some(&other), None).unwrap()),
+        ids(list_all(f.ops(), Some(&other), None).await.unwrap()),
         vec![b.id.clone()]
     );
     assert_eq!(
-        ids(list_all(&f.jobs, None, Some(JobStatus::Completed)).unwrap()),
+        ids(list_all(f.ops(), None, Some(JobStatus::Completed))
+            .await
+            .unwrap()),
         [a.id.clone(), b.id.clone()]
     );
     assert_eq!(
-        ids(list_all(&f.jobs, Some("worker"), Some(JobStatus::Running)).unwrap()),
+        ids(list_all(f.ops(), Some("worker"), Some(JobStatus::Running))
+            .await
+            .unwrap()),
         vec![c.id.clone()]
     );
     assert!(
-        list_all(&f.jobs, None, Some(JobStatus::Failed))
+        list_all(f.ops(), None, Some(JobStatus::Failed))
+            .await
             .unwrap()
             .is_empty()
     );
     assert!(matches!(
-        list_all(&f.jobs, Some("nobody"), None).unwrap_err(),
+        list_all(f.ops(), Some("nobody"), None).await.unwrap_err(),
         JobError::Session(SessionError::NotFound(_))
     ));
     assert_eq!("timeout".parse::<JobStatus>().unwrap(), JobStatus::Timeout);
@@ -472,7 +517,7 @@ async fn jobs_are_listed_by_session_and_status() {
             .to_string()
             .contains("interrupted")
     );
-    f.jobs.cancel(&c.id).await.unwrap();
+    f.ops().cancel(&c.id).await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -488,25 +533,25 @@ async fn bad_requests_are_refused_and_nothing_is_queued_or_logged() {
         ("echo", oversized.as_str(), "more than the limit"),
     ];
     for (tool, input, says) in cases {
-        let err = f.jobs.spawn("worker", tool, input).await.unwrap_err();
+        let err = f.ops().spawn_call("worker", tool, input).await.unwrap_err();
         assert!(matches!(err, JobError::BadRequest(_)), "{tool}: {err}");
         assert!(err.to_string().contains(says), "{tool}: {err}");
     }
     let err = f
-        .jobs
-        .spawn("no-such-session", "echo", "{}")
+        .ops()
+        .spawn_call("no-such-session", "echo", "{}")
         .await
         .unwrap_err();
     assert!(
         matches!(err, JobError::Session(SessionError::NotFound(_))),
         "{err}"
     );
-    let err = f.jobs.enqueue("worker", "nope", "{}").await.unwrap_err();
+    let err = f.ops().enqueue("worker", "nope", "{}").await.unwrap_err();
     assert!(matches!(err, JobError::BadRequest(_)), "{err}");
-    assert!(list_all(&f.jobs, None, None).unwrap().is_empty());
+    assert!(list_all(f.ops(), None, None).await.unwrap().is_empty());
     assert_eq!(f.events(&f.session).len(), before, "nothing logged");
     assert!(matches!(
-        f.jobs.status("job-000000000000").unwrap_err(),
+        f.ops().status("job-000000000000").await.unwrap_err(),
         JobError::NotFound(_)
     ));
 
@@ -515,7 +560,11 @@ async fn bad_requests_are_refused_and_nothing_is_queued_or_logged() {
         .sessions
         .end("worker", glovebox::session::EndOutcome::Completed)
         .unwrap();
-    let err = f.jobs.spawn("worker", "echo", "{}").await.unwrap_err();
+    let err = f
+        .ops()
+        .spawn_call("worker", "echo", "{}")
+        .await
+        .unwrap_err();
     assert!(matches!(err, JobError::BadRequest(_)), "{err}");
 }
 
@@ -524,9 +573,13 @@ async fn a_job_past_its_deadline_ends_as_timeout() {
     let mut spin = manifest("loop", plugins::HOSTILE_INFINITE_LOOP);
     spin.limits.deadline = Duration::from_millis(300);
     let f = Fixture::new(vec![spin], config(2)).await;
-    let job = f.jobs.spawn("worker", "loop.spin", "{}").await.unwrap();
+    let job = f
+        .ops()
+        .spawn_call("worker", "loop.spin", "{}")
+        .await
+        .unwrap();
     let out = f
-        .jobs
+        .ops()
         .wait(&[job.id], WaitMode::All, Some(Duration::from_secs(10)))
         .await
         .unwrap();
@@ -547,8 +600,8 @@ async fn jobs_beyond_the_limit_queue_and_start_as_slots_free() {
     let mut ids = Vec::new();
     for _ in 0..3 {
         ids.push(
-            f.jobs
-                .spawn(&f.session, "sleep.sleep", r#"{"seconds":30}"#)
+            f.ops()
+                .spawn_call(&f.session, "sleep.sleep", r#"{"seconds":30}"#)
                 .await
                 .unwrap()
                 .id,
@@ -558,22 +611,28 @@ async fn jobs_beyond_the_limit_queue_and_start_as_slots_free() {
     f.until(&ids[1], JobStatus::Running).await;
     // Two slots: the third waits, however long the first two run.
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(f.jobs.status(&ids[2]).unwrap().status, JobStatus::Queued);
-    f.jobs.cancel(&ids[0]).await.unwrap();
+    assert_eq!(
+        f.ops().status(&ids[2]).await.unwrap().status,
+        JobStatus::Queued
+    );
+    f.ops().cancel(&ids[0]).await.unwrap();
     f.until(&ids[2], JobStatus::Running).await;
-    assert_eq!(f.jobs.status(&ids[1]).unwrap().status, JobStatus::Running);
+    assert_eq!(
+        f.ops().status(&ids[1]).await.unwrap().status,
+        JobStatus::Running
+    );
     for id in &ids[1..] {
-        f.jobs.cancel(id).await.unwrap();
+        f.ops().cancel(id).await.unwrap();
     }
     // A CPU-bound job runs through the same queue to completion.
     let burn = f
-        .jobs
-        .spawn(&f.session, "cpu.burn", r#"{"iterations":1000}"#)
+        .ops()
+        .spawn_call(&f.session, "cpu.burn", r#"{"iterations":1000}"#)
         .await
         .unwrap()
         .id;
     let out = f
-        .jobs
+        .ops()
         .wait(&[burn], WaitMode::All, Some(Duration::from_secs(60)))
         .await
         .unwrap();
@@ -789,20 +848,20 @@ async fn threat_43_live_jobs_past_the_session_or_principal_quota_are_refused_and
         "{err}"
     );
     assert_eq!(
-        list_all(&f.jobs, None, None).unwrap().len(),
+        list_all(f.ops(), None, None).await.unwrap().len(),
         3,
         "refused jobs are not stored"
     );
     // The operator is not held to the agent's quota, only to the session's.
-    f.jobs
-        .spawn("worker", "echo", r#"{"message":"op"}"#)
+    f.ops()
+        .spawn_call("worker", "echo", r#"{"message":"op"}"#)
         .await
         .unwrap();
     // A job that ends frees its place.
-    f.jobs.cancel(&a.id).await.unwrap();
+    f.ops().cancel(&a.id).await.unwrap();
     f.jobs.scope(&agent).spawn(&one, slow(&f)).await.unwrap();
-    for job in list_all(&f.jobs, None, None).unwrap() {
-        let _ = f.jobs.cancel(&job.id).await;
+    for job in list_all(f.ops(), None, None).await.unwrap() {
+        let _ = f.ops().cancel(&job.id).await;
     }
 }
 
@@ -810,21 +869,21 @@ async fn threat_43_live_jobs_past_the_session_or_principal_quota_are_refused_and
 async fn threat_43_job_wait_takes_a_set_of_at_most_256_ids() {
     let f = Fixture::new(plugins_all(), config(2)).await;
     let job = f
-        .jobs
-        .spawn("worker", "echo", r#"{"message":"hi"}"#)
+        .ops()
+        .spawn_call("worker", "echo", r#"{"message":"hi"}"#)
         .await
         .unwrap();
     // Repeated ids are one job: ten thousand of one id is a wait for one job.
     let same = vec![job.id.clone(); 10_000];
     let out = f
-        .jobs
+        .ops()
         .wait(&same, WaitMode::All, Some(Duration::from_secs(10)))
         .await
         .unwrap();
     assert_eq!(out.done.len(), 1);
     let many: Vec<String> = (0..257).map(|i| format!("job-{i:012}")).collect();
     let err = f
-        .jobs
+        .ops()
         .wait(&many, WaitMode::All, Some(Duration::from_secs(1)))
         .await
         .unwrap_err();
@@ -1026,14 +1085,14 @@ async fn threat_43_final_jobs_and_settled_approvals_are_removed_after_their_rete
     };
     let f = Fixture::with_quotas(plugins_all(), config(2), quotas).await;
     let done = f
-        .jobs
-        .spawn("worker", "echo", r#"{"message":"hi"}"#)
+        .ops()
+        .spawn_call("worker", "echo", r#"{"message":"hi"}"#)
         .await
         .unwrap();
     f.until(&done.id, JobStatus::Completed).await;
     let running = f
-        .jobs
-        .spawn("worker", "sleep", r#"{"seconds":30}"#)
+        .ops()
+        .spawn_call("worker", "sleep", r#"{"seconds":30}"#)
         .await
         .unwrap();
     f.until(&running.id, JobStatus::Running).await;
@@ -1073,11 +1132,11 @@ async fn threat_43_final_jobs_and_settled_approvals_are_removed_after_their_rete
 
     f.jobs.gateway().collect_finished().await;
     assert!(
-        matches!(f.jobs.status(&done.id), Err(JobError::NotFound(_))),
+        matches!(f.ops().status(&done.id).await, Err(JobError::NotFound(_))),
         "the finished job is removed"
     );
     assert_eq!(
-        f.jobs.status(&running.id).unwrap().status,
+        f.ops().status(&running.id).await.unwrap().status,
         JobStatus::Running
     );
     let left: Vec<String> = approvals
@@ -1093,7 +1152,7 @@ async fn threat_43_final_jobs_and_settled_approvals_are_removed_after_their_rete
         e,
         EventKind::CallRequested { job_id: Some(id), .. } if *id == done.id
     )));
-    f.jobs.cancel(&running.id).await.unwrap();
+    f.ops().cancel(&running.id).await.unwrap();
 }
 
 /// A store whose writes to the jobs bucket fail on demand, the way a failed
@@ -1226,11 +1285,13 @@ async fn failing_job_writes() -> (Arc<FailingJobWrites>, Arc<Jobs>, String, temp
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn threat_28_a_job_whose_start_failed_to_store_runs_once_the_store_works() {
     let (store, jobs, _session, _data) = failing_job_writes().await;
+    let operator = glovebox::cli_operator();
+    let jobs = jobs.scope(&operator);
     // The spawn's `queued` record goes through; the start's `running` is
     // written but not acknowledged, twice.
     store.arm(1, 2, true);
     let job = jobs
-        .spawn("worker", "echo", r#"{"message":"hi"}"#)
+        .spawn_call("worker", "echo", r#"{"message":"hi"}"#)
         .await
         .unwrap();
     let done = jobs
@@ -1241,7 +1302,7 @@ async fn threat_28_a_job_whose_start_failed_to_store_runs_once_the_store_works()
         )
         .await
         .unwrap();
-    assert!(!done.timed_out, "{:?}", jobs.status(&job.id).unwrap());
+    assert!(!done.timed_out, "{:?}", jobs.status(&job.id).await.unwrap());
     assert_eq!(store.failed(), 2, "both injected failures were met");
     let done = &done.done[0];
     assert_eq!(done.status, JobStatus::Completed, "{done:?}");
@@ -1254,12 +1315,14 @@ async fn threat_28_a_job_whose_start_failed_to_store_runs_once_the_store_works()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn threat_28_a_job_retries_storing_its_outcome_until_the_store_works() {
     let (store, jobs, _session, _data) = failing_job_writes().await;
+    let operator = glovebox::cli_operator();
+    let jobs = jobs.scope(&operator);
     let job = jobs
-        .spawn("worker", "sleep", r#"{"seconds":1}"#)
+        .spawn_call("worker", "sleep", r#"{"seconds":1}"#)
         .await
         .unwrap();
     let until = Instant::now() + Duration::from_secs(20);
-    while jobs.status(&job.id).unwrap().status != JobStatus::Running {
+    while jobs.status(&job.id).await.unwrap().status != JobStatus::Running {
         assert!(Instant::now() < until, "the job never ran");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
@@ -1273,7 +1336,7 @@ async fn threat_28_a_job_retries_storing_its_outcome_until_the_store_works() {
         )
         .await
         .unwrap();
-    assert!(!done.timed_out, "{:?}", jobs.status(&job.id).unwrap());
+    assert!(!done.timed_out, "{:?}", jobs.status(&job.id).await.unwrap());
     assert_eq!(store.failed(), 3, "every injected failure was met");
     let done = &done.done[0];
     assert_eq!(done.status, JobStatus::Completed, "{done:?}");

@@ -707,11 +707,15 @@ async fn runner_and_client(
     (runner, client, session, [runner_data, client_data])
 }
 
+/// The operator the job tests act as (the CLI's, as `glovebox job` does).
+static OPERATOR: std::sync::LazyLock<glovebox::Principal> =
+    std::sync::LazyLock::new(glovebox::cli_operator);
+
 /// Waits until `jobs` reads job `id` as running; fails saying `why` if it
 /// is not within `limit`.
-async fn running_within(jobs: &glovebox::Jobs, id: &str, limit: Duration, why: &str) {
+async fn running_within(jobs: &Arc<glovebox::Jobs>, id: &str, limit: Duration, why: &str) {
     let deadline = Instant::now() + limit;
-    while jobs.status(id).unwrap().status != glovebox::JobStatus::Running {
+    while jobs.scope(&OPERATOR).status(id).await.unwrap().status != glovebox::JobStatus::Running {
         assert!(Instant::now() < deadline, "{why}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -720,13 +724,13 @@ async fn running_within(jobs: &glovebox::Jobs, id: &str, limit: Duration, why: &
 /// Job `id` as `jobs` reads it once it is final; fails saying `why` if it
 /// is not by `deadline`.
 async fn final_by(
-    jobs: &glovebox::Jobs,
+    jobs: &Arc<glovebox::Jobs>,
     id: &str,
     deadline: Instant,
     why: &str,
 ) -> glovebox::JobInfo {
     loop {
-        let now = jobs.status(id).unwrap();
+        let now = jobs.scope(&OPERATOR).status(id).await.unwrap();
         if now.status.is_final() {
             return now;
         }
@@ -786,17 +790,23 @@ async fn an_agents_job_quota_holds_across_the_nodes_of_one_store() {
         "{message}"
     );
     assert_eq!(
-        crate::jobs::list_all(&b, None, None).unwrap().len(),
+        crate::jobs::list_all(b.scope(&OPERATOR), None, None)
+            .await
+            .unwrap()
+            .len(),
         2,
         "the refused job is not stored"
     );
 
-    a.cancel(&first.id).await.unwrap();
+    a.scope(&OPERATOR).cancel(&first.id).await.unwrap();
     let third = b.scope(&agent).spawn(&on_b, slow(&b)).await.unwrap();
     assert_eq!(third.session, on_b);
-    for job in crate::jobs::list_all(&a, None, None).unwrap() {
+    for job in crate::jobs::list_all(a.scope(&OPERATOR), None, None)
+        .await
+        .unwrap()
+    {
         let runs_on = if job.session == on_b { &b } else { &a };
-        let _ = runs_on.cancel(&job.id).await;
+        let _ = runs_on.scope(&OPERATOR).cancel(&job.id).await;
     }
 }
 
@@ -850,7 +860,10 @@ async fn threat_49_an_agents_job_bytes_are_counted_across_the_nodes_of_one_store
         "{message}"
     );
     assert_eq!(
-        crate::jobs::list_all(&b, None, None).unwrap().len(),
+        crate::jobs::list_all(b.scope(&OPERATOR), None, None)
+            .await
+            .unwrap()
+            .len(),
         1,
         "the refused job is not stored"
     );
@@ -870,6 +883,7 @@ async fn a_job_queued_by_a_client_reaches_a_host_through_the_work_queue_at_once(
     let started = Instant::now();
     runner.recover().await.unwrap();
     let job = client
+        .scope(&OPERATOR)
         .enqueue(&session, "sleep", r#"{"seconds":0}"#)
         .await
         .unwrap();
@@ -917,7 +931,8 @@ async fn a_stopping_host_hands_its_unfinished_job_to_another_host_at_once() {
         .header
         .id;
     let job = a
-        .spawn(&session, "sleep", r#"{"seconds":3}"#)
+        .scope(&OPERATOR)
+        .spawn_call(&session, "sleep", r#"{"seconds":3}"#)
         .await
         .unwrap();
     running_within(
@@ -984,7 +999,8 @@ async fn a_stopping_host_hands_back_at_once_a_job_its_last_pull_brought() {
     b.recover().await.unwrap();
     a.recover().await.unwrap();
     let busy = b
-        .spawn(&session, "sleep", r#"{"seconds":3}"#)
+        .scope(&OPERATOR)
+        .spawn_call(&session, "sleep", r#"{"seconds":3}"#)
         .await
         .unwrap();
     running_within(
@@ -1000,6 +1016,7 @@ async fn a_stopping_host_hands_back_at_once_a_job_its_last_pull_brought() {
     assert!(a.shutdown(Duration::ZERO).await.is_empty());
     let queued_at = Instant::now();
     let job = client
+        .scope(&OPERATOR)
         .enqueue(&session, "sleep", r#"{"seconds":0}"#)
         .await
         .unwrap();
@@ -1015,7 +1032,7 @@ async fn a_stopping_host_hands_back_at_once_a_job_its_last_pull_brought() {
         done.runner.as_deref().is_some_and(|r| r.starts_with("b/")),
         "{done:?}"
     );
-    let busy = b.status(&busy.id).unwrap();
+    let busy = b.scope(&OPERATOR).status(&busy.id).await.unwrap();
     assert_eq!(busy.status, glovebox::JobStatus::Completed, "{busy:?}");
 }
 
@@ -1036,6 +1053,7 @@ async fn a_principals_one_job_runs_before_anothers_earlier_backlog() {
         let (client, session) = (client.clone(), session.clone());
         glovebox::tasks::acting_with(by, None, async move {
             client
+                .scope(&OPERATOR)
                 .enqueue(&session, "sleep", r#"{"seconds":1}"#)
                 .await
                 .unwrap()

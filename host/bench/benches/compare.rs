@@ -532,6 +532,8 @@ async fn cpu_jobs(table: &mut Table, p: &Params) {
     );
     let session = start_session(&durable.sessions);
     let cores = jobs.config().max_running;
+    let operator = glovebox::cli_operator();
+    let jobs = jobs.scope(&operator);
 
     // A fixed amount of work per job, sized from one timed call.
     let burn = async |iterations: u64| {
@@ -566,7 +568,7 @@ async fn cpu_jobs(table: &mut Table, p: &Params) {
         let t = Instant::now();
         for _ in 0..8 {
             let job = jobs
-                .spawn(&session, "cpu.burn", &input)
+                .spawn_call(&session, "cpu.burn", &input)
                 .await
                 .expect("spawn");
             run(&[job.id]).await;
@@ -579,7 +581,7 @@ async fn cpu_jobs(table: &mut Table, p: &Params) {
         let mut ids = Vec::new();
         for _ in 0..8 {
             ids.push(
-                jobs.spawn(&session, "cpu.burn", &input)
+                jobs.spawn_call(&session, "cpu.burn", &input)
                     .await
                     .expect("spawn")
                     .id,
@@ -686,12 +688,15 @@ async fn idle_jobs(p: &Value) -> Value {
     };
     let jobs = Jobs::new(Gateway::new(host.clone(), durable.clone()), config);
     let session = start_session(&durable.sessions);
+    let operator = glovebox::cli_operator();
     for _ in 0..2 {
         let warm = jobs
-            .spawn(&session, "sleep.sleep", r#"{"seconds":0}"#)
+            .scope(&operator)
+            .spawn_call(&session, "sleep.sleep", r#"{"seconds":0}"#)
             .await
             .expect("spawn");
-        jobs.wait(&[warm.id], WaitMode::All, Some(Duration::from_secs(60)))
+        jobs.scope(&operator)
+            .wait(&[warm.id], WaitMode::All, Some(Duration::from_secs(60)))
             .await
             .expect("wait");
     }
@@ -701,11 +706,13 @@ async fn idle_jobs(p: &Value) -> Value {
     let spawning: Vec<_> = (0..n)
         .map(|_| {
             let (jobs, session, input) = (jobs.clone(), session.clone(), input.clone());
+            let operator = operator.clone();
             tokio::spawn(async move {
                 let at = wall_ms();
                 let t = Instant::now();
                 let job = jobs
-                    .spawn(&session, "sleep.sleep", &input)
+                    .scope(&operator)
+                    .spawn_call(&session, "sleep.sleep", &input)
                     .await
                     .expect("spawn");
                 (job.id, at, t.elapsed())
@@ -757,7 +764,7 @@ async fn idle_jobs(p: &Value) -> Value {
     let (mut spawn_us, mut start_ms) = (Vec::new(), Vec::new());
     let (mut late_ms, mut log_ms) = (Vec::new(), Vec::new());
     for (id, at, took) in spawned {
-        let job = jobs.status(&id).expect("status");
+        let job = jobs.scope(&operator).status(&id).await.expect("status");
         assert_eq!(job.status, JobStatus::Completed, "{job:?}");
         let (started, finished) = (
             job.started_at_ms.expect("started") as f64,

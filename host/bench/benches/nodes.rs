@@ -44,9 +44,9 @@
 //! installed from Debian's package if missing; `GLOVEBOX_BENCH_NO_NATS=1`
 //! leaves the NATS rows out), median of `GLOVEBOX_BENCH_REPS` (3):
 //!
-//! 1. sled, one node, the jobs spawned on it (`Jobs::spawn`): the baseline;
+//! 1. sled, one node, the jobs spawned on it (`JobScope::spawn_call`): the baseline;
 //! 2. NATS, one node, spawned on it: the store's cost;
-//! 3. NATS, one node, queued by the client (`Jobs::enqueue`, as `glovebox
+//! 3. NATS, one node, queued by the client (`JobScope::enqueue`, as `glovebox
 //!    job spawn` outside a server does): the node pulls them from the
 //!    work queue;
 //! 4. NATS, two nodes, queued by the client: both nodes pull them, each
@@ -98,9 +98,9 @@ const LEASE_TTL: Duration = Duration::from_secs(3);
 /// How a run's jobs reach the nodes.
 #[derive(Clone, Copy, PartialEq)]
 enum Submit {
-    /// `Jobs::spawn` on the first node: queued there at once.
+    /// `JobScope::spawn_call` on the first node: queued there at once.
     Spawned,
-    /// `Jobs::enqueue` by a client that runs no jobs: stored as queued and
+    /// `JobScope::enqueue` by a client that runs no jobs: stored as queued and
     /// pushed on the work queue, which the nodes pull from.
     Queued,
 }
@@ -390,15 +390,25 @@ async fn once(case: Case, all_cores: bool, cache: &Path, iterations: u64) -> Out
     let mark = cpu_mark(server.as_ref().map(|_| dir.path()));
     let t0 = client.durable.sessions.clock_ms();
     let mut ids = Vec::new();
+    let operator = glovebox::cli_operator();
     for session in &sessions {
         let job = match case.submit {
-            Submit::Spawned => nodes[0].jobs.spawn(session, "cpu.burn", &input).await,
-            Submit::Queued => client.jobs.enqueue(session, "cpu.burn", &input).await,
+            Submit::Spawned => {
+                (nodes[0].jobs.scope(&operator))
+                    .spawn_call(session, "cpu.burn", &input)
+                    .await
+            }
+            Submit::Queued => {
+                (client.jobs.scope(&operator))
+                    .enqueue(session, "cpu.burn", &input)
+                    .await
+            }
         };
         ids.push(job.expect("spawn").id);
     }
     let out = client
         .jobs
+        .scope(&operator)
         .wait(&ids, WaitMode::All, Some(Duration::from_secs(600)))
         .await
         .expect("wait");

@@ -3,8 +3,8 @@
 //! A job is one call through the same pipeline as any other
 //! (`Gateway::call`: hooks, sandbox, log; its `call_requested`
 //! carries the job id). A caller spawns one through its scope
-//! ([`Jobs::scope`], [`crate::JobScope::spawn`]); [`Jobs::spawn`] checks the request, persists the job
-//! as `queued` and returns at once; a task per job, admitted in FIFO order by
+//! ([`Jobs::scope`], [`crate::JobScope::spawn`]), which checks the request and
+//! the session, persists the job as `queued` and returns at once; a task per job, admitted in FIFO order by
 //! a limit of `max_running`, runs it on the multi-threaded runtime, so
 //! CPU-bound jobs use every core. Callers wait on jobs (all or the first) with
 //! a timeout that is never infinite, cancel them, and list them.
@@ -16,7 +16,7 @@
 //! `interrupted`, re-queuing them only if their tool is idempotent.
 //!
 //! One process holds a data dir at a time, so a job is run by the process
-//! that holds the store: [`Jobs::enqueue`] only persists a job (the CLI's
+//! that holds the store: [`crate::JobScope::enqueue`] only persists a job (the CLI's
 //! `job spawn`), and whichever process next runs [`Jobs::recover`] (`glovebox
 //! job wait`, the MCP server) runs it.
 //!

@@ -373,32 +373,20 @@ impl Jobs {
         }
     }
 
-    /// Checks the request and persists it as a queued job, without running
-    /// it: a process that runs jobs ([`Jobs::recover`]) will. For callers
-    /// that hand the data dir over, like the CLI.
-    ///
-    /// A bad request (unknown tool, input that is not JSON, fails the tool's
-    /// schema or is too large) is refused: nothing is queued or logged.
-    pub async fn enqueue(
-        &self,
-        session: &str,
-        tool: &str,
-        input: &str,
-    ) -> Result<JobInfo, JobError> {
-        let call = self.admit(tool, input)?;
-        self.persist(session, &call).await
-    }
-
     /// The pipeline's first stage for a job: a bad request is refused before
     /// anything is queued or logged.
-    fn admit(&self, tool: &str, input: &str) -> Result<Admitted, JobError> {
+    pub(crate) fn admit(&self, tool: &str, input: &str) -> Result<Admitted, JobError> {
         self.gateway
             .admit(tool, input)
             .map_err(|e| JobError::BadRequest(e.to_string()))
     }
 
     /// Persists an admitted call as a queued job of `session`.
-    async fn persist(&self, session: &str, call: &Admitted) -> Result<JobInfo, JobError> {
+    pub(crate) async fn persist(
+        &self,
+        session: &str,
+        call: &Admitted,
+    ) -> Result<JobInfo, JobError> {
         let job = self.new_job(session, call, None).await?;
         self.store_job(&job).await?;
         self.push(&job.id, job.by.as_deref()).await;
@@ -460,29 +448,8 @@ impl Jobs {
         Ok(())
     }
 
-    /// Queues a call to `tool` in `session` (id or name) and returns the job
-    /// at once; it runs when a slot is free. Bad requests are refused as in
-    /// [`Jobs::enqueue`].
-    pub async fn spawn(
-        self: &Arc<Self>,
-        session: &str,
-        tool: &str,
-        input: &str,
-    ) -> Result<JobInfo, JobError> {
-        let call = self.admit(tool, input)?;
-        self.spawn_admitted(session, call).await
-    }
-
-    /// [`Jobs::spawn`] of a call already admitted (an adapter's).
-    pub async fn spawn_admitted(
-        self: &Arc<Self>,
-        session: &str,
-        call: Admitted,
-    ) -> Result<JobInfo, JobError> {
-        self.spawn_counted(session, call, None).await
-    }
-
-    /// [`Jobs::spawn_admitted`], held to `quotas.jobs_per_session` and, for
+    /// Queues an admitted call in `session` and returns the job at once; it
+    /// runs when a slot is free. Held to `quotas.jobs_per_session` and, for
     /// an agent `principal`, to `quotas.jobs_per_principal`: the job's
     /// place among the live jobs is taken before it is stored, so two
     /// spawns cannot both pass the last place.
@@ -638,7 +605,7 @@ impl Jobs {
 
     /// The job as stored; a final one is marked as read (its result is
     /// returned to someone: see `JobInfo::result_read`).
-    pub fn status(&self, id: &str) -> Result<JobInfo, JobError> {
+    pub(crate) fn status(&self, id: &str) -> Result<JobInfo, JobError> {
         self.store.read(id)
     }
 
@@ -649,7 +616,7 @@ impl Jobs {
     }
 
     /// The job's record, without its bodies (as a listing shows it).
-    pub fn summary(&self, id: &str) -> Result<JobSummary, JobError> {
+    pub(crate) fn summary(&self, id: &str) -> Result<JobSummary, JobError> {
         self.store.summary(id)
     }
 
@@ -657,7 +624,7 @@ impl Jobs {
     /// the timeout passes: `None` waits `default_wait`, and no wait is longer
     /// than `max_wait`. Jobs nobody runs (queued in a data dir no process
     /// runs jobs from) stay pending.
-    pub async fn wait(
+    pub(crate) async fn wait(
         &self,
         ids: &[String],
         mode: WaitMode,
@@ -736,7 +703,7 @@ impl Jobs {
     /// outcome `cancelled` (awaited for a few seconds; a tool computing
     /// without pause stops at the latest at its deadline). A final job is
     /// returned as it is.
-    pub async fn cancel(&self, id: &str) -> Result<JobInfo, JobError> {
+    pub(crate) async fn cancel(&self, id: &str) -> Result<JobInfo, JobError> {
         let now = self.now();
         let was_running = Arc::new(AtomicBool::new(false));
         let running = was_running.clone();
@@ -909,28 +876,9 @@ impl Jobs {
             .collect()
     }
 
-    /// A page of jobs, oldest first, optionally of one session (id or
-    /// name) and status: their records without bodies (sizes and digests
-    /// instead), read through the jobs' indexes.
-    pub fn list(
-        &self,
-        session: Option<&str>,
-        status: Option<JobStatus>,
-        page: &PageRequest,
-    ) -> Result<Page<JobSummary>, JobError> {
-        let session = match session {
-            Some(s) => Some(self.gateway.sessions().show(s)?.header.id),
-            None => None,
-        };
-        let query = JobQuery {
-            session,
-            owner: None,
-            status,
-        };
-        self.list_query(&query, page)
-    }
-
-    /// A page of the jobs `query` asks for (see [`JobStore::list`]).
+    /// A page of the jobs `query` asks for, oldest first: their records
+    /// without bodies (sizes and digests instead), read through the jobs'
+    /// indexes (see [`JobStore::list`]).
     pub(crate) fn list_query(
         &self,
         query: &JobQuery,

@@ -30,6 +30,40 @@ impl Jobs {
 }
 
 impl JobScope<'_> {
+    /// Queues a call to `tool` in a session the caller may act in (id or
+    /// name) and returns the job at once; it runs when a slot is free. A bad
+    /// request (unknown tool, input that is not JSON, fails the tool's schema
+    /// or is too large) is refused first: nothing is queued or logged.
+    pub async fn spawn_call(
+        self,
+        session: &str,
+        tool: &str,
+        input: &str,
+    ) -> Result<JobInfo, JobError> {
+        let call = self.jobs.admit(tool, input)?;
+        self.spawn(session, call).await
+    }
+
+    /// Checks a call to `tool` and persists it as a queued job of a session
+    /// the caller may act in, without running it: a process that runs jobs
+    /// ([`Jobs::recover`]) will. For callers that hand the data dir over,
+    /// like the CLI. Bad requests are refused as in [`JobScope::spawn_call`].
+    pub async fn enqueue(
+        self,
+        session: &str,
+        tool: &str,
+        input: &str,
+    ) -> Result<JobInfo, JobError> {
+        let call = self.jobs.admit(tool, input)?;
+        let state = self
+            .jobs
+            .gateway()
+            .scope(self.caller)
+            .act_session(session)
+            .await?;
+        self.jobs.persist(&state.header.id, &call).await
+    }
+
     /// Spawns an admitted call as a job of a session the caller may act in.
     pub async fn spawn(self, session: &str, call: Admitted) -> Result<JobInfo, JobError> {
         let caller = self.caller;
@@ -48,18 +82,21 @@ impl JobScope<'_> {
     /// The job, if it is of a session the caller may see.
     pub async fn status(self, id: &str) -> Result<JobInfo, JobError> {
         // Seen first (its record alone): only a caller it is shown to reads it.
-        self.visible(self.jobs.summary(id)?)?;
+        self.seen(id)?;
         self.jobs.status(id)
     }
 
-    /// Cancels a job of the caller's.
+    /// Cancels a job of the caller's (a queued one never runs; a final one
+    /// is returned as it is, not marked as read).
     pub async fn cancel(self, id: &str) -> Result<JobInfo, JobError> {
-        self.status(id).await?;
+        self.seen(id)?;
         self.jobs.cancel(id).await
     }
 
-    /// Waits for jobs of the caller's (see [`Jobs::wait`]); one that is not
-    /// is "not found", and nothing is waited for.
+    /// Waits until every job (`All`) or one of them (`First`) of the
+    /// caller's is final, or the timeout passes: `None` waits the runner's
+    /// `default_wait`, and no wait is longer than its `max_wait`. A job that
+    /// is not the caller's is "not found", and nothing is waited for.
     pub async fn wait(
         self,
         ids: &[String],
@@ -67,13 +104,14 @@ impl JobScope<'_> {
         timeout: Option<std::time::Duration>,
     ) -> Result<WaitOutcome, JobError> {
         for id in crate::jobs::runner::wait_set(ids)? {
-            self.status(id).await?;
+            self.seen(id)?;
         }
         self.jobs.wait(ids, mode, timeout).await
     }
 
-    /// A page of the jobs of the caller's sessions, optionally of one
-    /// session and status (see [`Jobs::list`]). An agent's listing without a
+    /// A page of the jobs of the caller's sessions, oldest first, optionally
+    /// of one session (id or name) and status: their records without bodies
+    /// (sizes and digests instead). An agent's listing without a
     /// session reads the index of the sessions it owns, never another's jobs.
     pub async fn list(
         self,
@@ -101,6 +139,12 @@ impl JobScope<'_> {
             status,
         };
         self.jobs.list_query(&query, page)
+    }
+
+    /// Job `id`'s record, if it is of a session the caller may see: looked
+    /// at alone, so the check marks nothing as read.
+    fn seen(self, id: &str) -> Result<JobSummary, JobError> {
+        self.visible(self.jobs.summary(id)?)
     }
 
     fn visible(self, job: JobSummary) -> Result<JobSummary, JobError> {
