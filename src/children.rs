@@ -42,8 +42,7 @@ pub(crate) async fn spawn(config: &Path, command: SessionCommand) -> Result<Exit
         completion,
     };
     let reserved = glovebox::manifest::pinned_tags(&host.principals);
-    match durable.sessions.spawn_as(
-        &crate::control::operator(),
+    match durable.sessions.scope(&crate::control::operator()).spawn(
         &parent,
         spawn,
         &host.budgets,
@@ -76,7 +75,7 @@ pub(crate) async fn wait(
         None => {
             let durable = open_durable(config)?;
             glovebox::children::wait_timeout(timeout).and_then(|_| {
-                let (state, children) = durable.sessions.wait_check_as(&operator, parent)?;
+                let (state, children) = durable.sessions.scope(&operator).wait_check(parent)?;
                 let pending: Vec<String> = children
                     .iter()
                     .filter(|c| !c.settled)

@@ -45,10 +45,8 @@ pub(crate) async fn verdict(
     input: VerdictInput,
 ) -> Result<ExitCode> {
     let gateway = crate::control::gateway(config).await?;
-    let (judge, worker) = (judge.to_string(), worker.to_string());
-    let judged = gateway
-        .with_sessions(move |s| s.verdict_as(&crate::control::operator(), &judge, &worker, input))
-        .await;
+    let operator = crate::control::operator();
+    let judged = gateway.scope(&operator).verdict(judge, worker, input).await;
     match judged {
         Ok(judged) => {
             print_json(&judged)?;

@@ -569,11 +569,13 @@ pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitC
         } => {
             let page = page.request();
             if let Some(parent) = children {
-                let (children, next) =
-                    match sessions.children_as(&crate::control::operator(), &parent, &page) {
-                        Ok(page) => (page.items, page.next_cursor),
-                        Err(e) => return Ok(crate::session_refused(&e)),
-                    };
+                let (children, next) = match sessions
+                    .scope(&crate::control::operator())
+                    .children(&parent, &page)
+                {
+                    Ok(page) => (page.items, page.next_cursor),
+                    Err(e) => return Ok(crate::session_refused(&e)),
+                };
                 crate::paging::print_next(next.as_deref());
                 if json {
                     print_json(&children)?;
@@ -750,7 +752,7 @@ async fn end(
     } else {
         let durable = open_durable(config)?;
         if cancel_children {
-            match durable.sessions.cancel_children_as(&operator, session) {
+            match durable.sessions.scope(&operator).cancel_children(session) {
                 Ok(ids) => ids
                     .iter()
                     .for_each(|id| err!("child session {id} ended as interrupted")),

@@ -213,7 +213,8 @@ impl Fixture {
         };
         Ok(self
             .sessions()
-            .start_as(who, start, &Default::default())?
+            .scope(who)
+            .start(start, &Default::default())?
             .header
             .id)
     }
@@ -328,7 +329,7 @@ async fn threat_50_a_principal_at_its_daily_ceiling_is_refused_on_its_next_call_
     let kinds = f.kinds(&first);
     assert!(kinds.iter().any(|k| matches!(k,
         EventKind::CeilingReached { first: true, scope, .. } if *scope == Scope::principal("alice"))));
-    let err = f.sessions().resume_as(&alice, &first).unwrap_err();
+    let err = f.sessions().scope(&alice).resume(&first).unwrap_err();
     assert!(err.to_string().contains("only an operator lifts"), "{err}");
     // Its other live session is paused too, without a call of its own.
     f.until(&other, SessionStatus::Paused).await;
@@ -355,7 +356,8 @@ async fn threat_50_a_principal_at_its_daily_ceiling_is_refused_on_its_next_call_
 
     // Ending the paused session and starting another resets nothing.
     f.sessions()
-        .end_as(&alice, &first, glovebox::session::EndOutcome::Exit)
+        .scope(&alice)
+        .end(&first, glovebox::session::EndOutcome::Exit)
         .unwrap();
     let err = f.start(&alice, "a3", Role::Workagent, "p").unwrap_err();
     assert!(matches!(err, SessionError::Ceiling(_)), "{err:?}");
@@ -528,8 +530,7 @@ async fn threat_51_a_child_carved_while_its_parent_has_a_call_in_flight_never_ta
     }
     let spawn = |name: &str, cost: f64| {
         let task = Handoff::new(HandoffKind::Task, Role::Workagent, "echo once");
-        f.sessions().spawn_as(
-            &alice,
+        f.sessions().scope(&alice).spawn(
             &parent,
             SpawnChild {
                 role: Role::Workagent,
@@ -635,7 +636,8 @@ async fn threat_49_a_principals_daily_events_are_bounded_across_its_sessions() {
     })
     .unwrap();
     f.sessions()
-        .end_as(&alice, &ids[0], glovebox::session::EndOutcome::Exit)
+        .scope(&alice)
+        .end(&ids[0], glovebox::session::EndOutcome::Exit)
         .unwrap();
     // A restart keeps the count; the next day starts afresh.
     f.restart().await;
@@ -754,7 +756,8 @@ async fn threat_49_a_call_or_usage_report_at_the_session_log_quota_is_refused_be
     );
     // The session still ends.
     f.sessions()
-        .end_as(&alice, &id, glovebox::session::EndOutcome::Exit)
+        .scope(&alice)
+        .end(&id, glovebox::session::EndOutcome::Exit)
         .unwrap();
 }
 
@@ -810,7 +813,8 @@ async fn threat_50_two_hosts_on_one_nats_store_share_a_principals_ceiling() {
             completion: Default::default(),
         };
         gw.sessions()
-            .start_as(&alice, start, &Default::default())
+            .scope(&alice)
+            .start(start, &Default::default())
             .map(|s| s.header.id)
     };
     let on_a = start(&a, "on-a").unwrap();

@@ -160,7 +160,8 @@ impl Fixture {
         let (guard, durable) = guarded(&data.path().join("store"));
         let session = durable
             .sessions
-            .start_as(&worker_bot(), start("bot"), &Default::default())
+            .scope(&worker_bot())
+            .start(start("bot"), &Default::default())
             .unwrap()
             .header
             .id;
@@ -439,7 +440,8 @@ async fn threat_49_session_end_reads_only_that_sessions_jobs() {
     let other = f
         .durable
         .sessions
-        .start_as(&worker_bot(), start("other"), &Default::default())
+        .scope(&worker_bot())
+        .start(start("other"), &Default::default())
         .unwrap()
         .header
         .id;

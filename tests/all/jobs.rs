@@ -77,7 +77,8 @@ impl Fixture {
     fn start_session_as(&self, owner: &Principal, name: &str) -> String {
         self.durable
             .sessions
-            .start_as(owner, start(name), &Default::default())
+            .scope(owner)
+            .start(start(name), &Default::default())
             .unwrap()
             .header
             .id

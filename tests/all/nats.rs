@@ -760,14 +760,16 @@ async fn an_agents_job_quota_holds_across_the_nodes_of_one_store() {
     let on_a = a
         .gateway()
         .sessions()
-        .start_as(&agent, start("on-a"), &Default::default())
+        .scope(&agent)
+        .start(start("on-a"), &Default::default())
         .unwrap()
         .header
         .id;
     let on_b = b
         .gateway()
         .sessions()
-        .start_as(&agent, start("on-b"), &Default::default())
+        .scope(&agent)
+        .start(start("on-b"), &Default::default())
         .unwrap()
         .header
         .id;
@@ -831,7 +833,8 @@ async fn threat_49_an_agents_job_bytes_are_counted_across_the_nodes_of_one_store
         sessions.push(
             node.gateway()
                 .sessions()
-                .start_as(&agent, crate::jobs::start(name), &Default::default())
+                .scope(&agent)
+                .start(crate::jobs::start(name), &Default::default())
                 .unwrap()
                 .header
                 .id,

@@ -238,17 +238,6 @@ impl Gateway {
         &self.ledger.sessions
     }
 
-    /// Runs `work` on the ledger's sessions where the ledger's blocking work
-    /// runs (`tasks::blocking`): for an operation the gateway adds nothing
-    /// to, such as a judge's verdict (`Sessions::verdict_as`).
-    pub async fn with_sessions<T: Send + 'static>(
-        &self,
-        work: impl FnOnce(&Sessions) -> Result<T, SessionError> + Send + 'static,
-    ) -> Result<T, SessionError> {
-        let sessions = self.sessions().clone();
-        ledger_work(move || work(&sessions)).await
-    }
-
     /// Stage one of the pipeline, for adapters that check a request before
     /// they commit to it: see [`Host::admit`].
     pub fn admit(&self, tool: &str, input: &str) -> Result<Admitted, CallError> {

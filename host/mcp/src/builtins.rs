@@ -516,10 +516,7 @@ impl Connection {
                     reasons: a.reasons,
                     handoff_seq: a.handoff_seq,
                 };
-                let (caller, worker) = (caller.clone(), a.session);
-                let judged = gateway
-                    .with_sessions(move |s| s.verdict_as(&caller, &judge, &worker, input))
-                    .await;
+                let judged = scope.verdict(&judge, &a.session, input).await;
                 Ok(match judged {
                     Ok(judged) => results::ok(&judged),
                     Err(e) => results::session_failure(&e),

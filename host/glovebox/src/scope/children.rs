@@ -14,7 +14,7 @@ use crate::session::{ChildStatus, SessionError, SpawnChild, Spawned};
 
 impl Scope<'_> {
     /// Spawns a child of session `parent` for the caller (see
-    /// `Sessions::spawn_as`): its role, the caller's ceiling and the
+    /// `SessionScope::spawn`): its role, the caller's ceiling and the
     /// parent's budget are checked before anything is written.
     pub async fn spawn_session(
         self,
@@ -25,7 +25,12 @@ impl Scope<'_> {
         let (sessions, caller, key) = self.with(parent);
         let budgets = host.config().budgets.clone();
         let reserved = crate::manifest::pinned_tags(&host.config().principals);
-        ledger_work(move || sessions.spawn_as(&caller, &key, spawn, &budgets, &reserved)).await
+        ledger_work(move || {
+            sessions
+                .scope(&caller)
+                .spawn(&key, spawn, &budgets, &reserved)
+        })
+        .await
     }
 
     /// A page of the children of a session of the caller's, oldest first.
@@ -35,7 +40,7 @@ impl Scope<'_> {
         page: PageRequest,
     ) -> Result<Page<ChildStatus>, SessionError> {
         let (sessions, caller, key) = self.with(parent);
-        ledger_work(move || sessions.children_as(&caller, &key, &page)).await
+        ledger_work(move || sessions.scope(&caller).children(&key, &page)).await
     }
 
     /// Waits until every child of session `parent` (one of the caller's)
@@ -52,7 +57,8 @@ impl Scope<'_> {
         loop {
             bell.borrow_and_update();
             let (sessions, who, key) = self.with(parent);
-            let (state, children) = ledger_work(move || sessions.wait_check_as(&who, &key)).await?;
+            let (state, children) =
+                ledger_work(move || sessions.scope(&who).wait_check(&key)).await?;
             let pending: Vec<String> = children
                 .iter()
                 .filter(|c| !c.settled)
@@ -78,7 +84,7 @@ impl Scope<'_> {
     /// (their own children first); returns their ids.
     pub async fn cancel_children(self, parent: &str) -> Result<Vec<String>, SessionError> {
         let (sessions, caller, key) = self.with(parent);
-        ledger_work(move || sessions.cancel_children_as(&caller, &key)).await
+        ledger_work(move || sessions.scope(&caller).cancel_children(&key)).await
     }
 
     /// Whether session `from` (the caller's bound session) may address

@@ -9,6 +9,10 @@
 //!
 //! Every `completed` runs the gates again, even if they passed a minute ago:
 //! the claim of done is re-checked each time it is made.
+//!
+//! A judge's verdict on another principal's session is recorded here too
+//! ([`Scope::verdict`]), for MCP's `session_verdict` and the command line's
+//! `glovebox session verdict` alike.
 
 use serde_json::Value;
 
@@ -17,7 +21,8 @@ use crate::doctor::{SessionEnded, unwaited_jobs_of};
 use crate::manifest::Gate;
 use crate::pipeline::ledger_work;
 use crate::session::{
-    EndOutcome, GateResult, MAX_GATE_DETAIL, SessionError, SessionState, bounded,
+    EndOutcome, GateResult, Judged, MAX_GATE_DETAIL, SessionError, SessionState, VerdictInput,
+    bounded,
 };
 
 impl Scope<'_> {
@@ -51,13 +56,30 @@ impl Scope<'_> {
         let storage = self.gateway.ledger().storage.clone();
         ledger_work(move || {
             let mut unwaited = Vec::new();
-            let state = sessions.end_as_with_unwaited(&caller, &key, outcome, |id| {
-                unwaited = unwaited_jobs_of(&storage, id);
-                unwaited.clone()
-            })?;
+            let state = sessions
+                .scope(&caller)
+                .end_with_unwaited(&key, outcome, |id| {
+                    unwaited = unwaited_jobs_of(&storage, id);
+                    unwaited.clone()
+                })?;
             Ok(SessionEnded { state, unwaited })
         })
         .await
+    }
+
+    /// Records the verdict of the caller's judge session `judge` on the
+    /// latest handoff of session `worker`, another principal's (see
+    /// `SessionScope::verdict`: the judge must be the caller's own, of role
+    /// `judge`, within the caller's roles now).
+    pub async fn verdict(
+        self,
+        judge: &str,
+        worker: &str,
+        input: VerdictInput,
+    ) -> Result<Judged, SessionError> {
+        let (sessions, caller, judge) = self.with(judge);
+        let worker = worker.to_string();
+        ledger_work(move || sessions.scope(&caller).verdict(&judge, &worker, input)).await
     }
 
     /// Runs the gates of `state` in order, as the caller, and records the run.

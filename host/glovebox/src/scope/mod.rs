@@ -6,9 +6,12 @@
 //! caller's roles now, threat 52), reach another one of its family, or read
 //! a job, approval, context entry or memory is decided here, once, for
 //! every front end (the MCP adapter, the dashboard, the command line,
-//! schedules). The rules themselves are the ledger's
-//! (`glovebox_ledger::session::access`): a session, its calls and its jobs
-//! are its owner's and operators' only, and anything else is "not found".
+//! schedules). The rules themselves are the ledger's, made the same way:
+//! `Sessions::scope` binds the caller for every session operation
+//! (`glovebox_ledger::session::access`), and this scope's session methods
+//! are that one's, run off the async threads. A session, its calls and its
+//! jobs are its owner's and operators' only, and anything else is "not
+//! found".
 //! The operator is a principal like any other, of kind `operator`
 //! (the command line acts as `cli:<uid>`, [`cli_operator`]), so there is no
 //! unscoped twin of these methods for it: an operator's scope sees and acts
@@ -89,7 +92,7 @@ impl<'g> Scope<'g> {
         // One look at the session, the caller's: the stages run on it. From
         // the ledger's cache when it can answer at once, sparing the
         // blocking work (and taking this thread out of the async workers).
-        let state = match gateway.sessions().show_cached_as(caller, session) {
+        let state = match gateway.sessions().scope(caller).show_cached(session) {
             Some(state) => state?,
             None => self.session(session).await?,
         };
@@ -127,13 +130,13 @@ impl<'g> Scope<'g> {
             self.caller.clone(),
             self.gateway.reserved_tags(),
         );
-        ledger_work(move || sessions.start_as(&caller, start, &reserved)).await
+        ledger_work(move || sessions.scope(&caller).start(start, &reserved)).await
     }
 
     /// The state of a session the caller may see.
     pub async fn session(self, session: &str) -> Result<SessionState, SessionError> {
         let (sessions, caller, key) = self.with(session);
-        ledger_work(move || sessions.show_as(&caller, &key)).await
+        ledger_work(move || sessions.scope(&caller).show(&key)).await
     }
 
     /// The state of a session the caller may act in: it may see it, and
@@ -141,14 +144,14 @@ impl<'g> Scope<'g> {
     /// `glovebox_ledger::session::access`).
     pub async fn act_session(self, session: &str) -> Result<SessionState, SessionError> {
         let (sessions, caller, key) = self.with(session);
-        ledger_work(move || sessions.act_as(&caller, &key)).await
+        ledger_work(move || sessions.scope(&caller).act(&key)).await
     }
 
     /// Resumes a session for the caller (a pause the host took is refused
     /// to an agent).
     pub async fn resume_session(self, session: &str) -> Result<Resumed, SessionError> {
         let (sessions, caller, key) = self.with(session);
-        ledger_work(move || sessions.resume_as(&caller, &key)).await
+        ledger_work(move || sessions.scope(&caller).resume(&key)).await
     }
 
     /// Pauses a session for the caller's own reasons (it may lift that pause).
@@ -159,7 +162,7 @@ impl<'g> Scope<'g> {
     ) -> Result<SessionState, SessionError> {
         let (sessions, caller, key) = self.with(session);
         let reason = reason.to_string();
-        ledger_work(move || sessions.pause_as(&caller, &key, &reason)).await
+        ledger_work(move || sessions.scope(&caller).pause(&key, &reason)).await
     }
 
     /// Ends a session of the caller's.
@@ -169,7 +172,7 @@ impl<'g> Scope<'g> {
         outcome: EndOutcome,
     ) -> Result<SessionState, SessionError> {
         let (sessions, caller, key) = self.with(session);
-        ledger_work(move || sessions.end_as(&caller, &key, outcome)).await
+        ledger_work(move || sessions.scope(&caller).end(&key, outcome)).await
     }
 
     /// Writes a handoff from a session of the caller's, into one of its own
@@ -178,7 +181,7 @@ impl<'g> Scope<'g> {
     pub async fn handoff(self, session: &str, handoff: Handoff) -> Result<Event, SessionError> {
         let (sessions, caller, key) = self.with(session);
         let routes = self.gateway.host().config().handoffs.clone();
-        ledger_work(move || sessions.handoff_as(&caller, &key, handoff, &routes)).await
+        ledger_work(move || sessions.scope(&caller).handoff(&key, handoff, &routes)).await
     }
 
     /// Events of a session of the caller's.
@@ -189,7 +192,7 @@ impl<'g> Scope<'g> {
         limit: usize,
     ) -> Result<Vec<Event>, SessionError> {
         let (sessions, caller, key) = self.with(session);
-        ledger_work(move || sessions.events_as(&caller, &key, from_seq, limit)).await
+        ledger_work(move || sessions.scope(&caller).events(&key, from_seq, limit)).await
     }
 
     /// A page of the caller's sessions matching `filter`, newest first.
@@ -199,7 +202,7 @@ impl<'g> Scope<'g> {
         page: PageRequest,
     ) -> Result<Page<SessionInfo>, SessionError> {
         let (sessions, caller) = (self.gateway.sessions().clone(), self.caller.clone());
-        ledger_work(move || sessions.list_as(&caller, &filter, &page)).await
+        ledger_work(move || sessions.scope(&caller).list(&filter, &page)).await
     }
 
     /// Re-runs an interrupted call of an idempotent tool with its original

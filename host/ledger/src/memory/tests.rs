@@ -61,8 +61,8 @@ fn agent(name: &str, projects: &[&str]) -> Principal {
 impl Rig {
     fn start(&self, who: &Principal, project: &str, role: Role) -> SessionState {
         self.sessions
-            .start_as(
-                who,
+            .scope(who)
+            .start(
                 StartSession {
                     role,
                     project: project.to_string(),

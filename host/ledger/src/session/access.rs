@@ -1,8 +1,16 @@
 //! Who may touch a session: the principal that started it (its owner) and
 //! operators, nobody else.
 //!
-//! Each `*_as` method is the one of [`Sessions`] without the suffix, on
-//! behalf of `caller`:
+//! Every operation that depends on who calls is a method of the caller's
+//! [`SessionScope`], made by [`Sessions::scope`]: here (start, show, act,
+//! resume, pause, end, tag, hand off, read events, list), in `family.rs`
+//! (spawn, children, wait, cancel children) and in `completion.rs`
+//! (verdict). The checks are made there, once, for every front end (the
+//! gateway's `Scope`, the command line, tests and benches). The operator is
+//! a principal like any other, of kind `operator`, so there is no `_as`
+//! twin for it: an operator's scope sees and acts in every session.
+//!
+//! The rules:
 //! - a session that is not the caller's is "not found", exactly as one that
 //!   does not exist (the same error, the key as the caller gave it), so
 //!   names and ids leak nothing; an agent's names are looked up in its own
@@ -19,7 +27,7 @@
 //!   handoff, a note or usage from it, spawns from it, proposes or searches
 //!   memory from it, judges from it, tags it) only while the session's role
 //!   is among its roles now ([`check_ceiling`], through
-//!   [`Sessions::act_as`]): the ceiling is checked at every act, not only
+//!   [`SessionScope::act`]): the ceiling is checked at every act, not only
 //!   at the start, so a session started at the command line, or before a
 //!   reload took a role away, is not a way to act above it. Seeing a
 //!   session (status, log, listings, a wait), pausing it, ending it (a
@@ -28,6 +36,17 @@
 //!
 //! The checks run under the session's lock where the state could change
 //! between the look and the write (resume, pause, end).
+//!
+//! The unscoped methods of [`Sessions`] of the same names (`start`, `show`,
+//! `show_cached`, `pause`, `resume`, `end`, `end_with_unwaited`, `tag`,
+//! `handoff`, `events`, `list`) stay public because the host's own work
+//! needs them, with no caller to check: a budget, a rescue, a failed write
+//! or the detector pauses a session (a pause no agent lifts), a recovery or
+//! a schedule reads and ends one, the doctor and replay read any log, and
+//! the offline command line works on sessions of the built-in agent `local`
+//! (`session start` with no server records no owner, so `local` may use the
+//! session over stdio). A scope method is the same operation after its
+//! check, and calls them.
 
 use std::collections::HashSet;
 
@@ -43,9 +62,23 @@ use super::store::Sessions;
 use crate::manifest::{HandoffsConfig, Principal};
 use crate::page::{Page, PageRequest};
 
-/// Runs `f` with `caller` as the actor of the events it appends.
-fn by<T>(caller: &Principal, f: impl FnOnce() -> T) -> T {
-    actor::scoped(caller.name.as_str(), f)
+/// The sessions on behalf of one caller (see the module docs); cheap: two
+/// references. Made by [`Sessions::scope`].
+#[derive(Clone, Copy)]
+pub struct SessionScope<'s> {
+    pub(super) sessions: &'s Sessions,
+    pub(super) caller: &'s Principal,
+}
+
+impl Sessions {
+    /// The sessions on behalf of `caller`: every operation that depends on
+    /// who calls (see [`SessionScope`]).
+    pub fn scope<'s>(&'s self, caller: &'s Principal) -> SessionScope<'s> {
+        SessionScope {
+            sessions: self,
+            caller,
+        }
+    }
 }
 
 /// Whether `caller` may see and touch the session owned by `owner`.
@@ -53,15 +86,30 @@ pub fn may_touch(caller: &Principal, owner: &str) -> bool {
     caller.is_operator() || caller.name == owner
 }
 
-impl Sessions {
-    /// Starts a session owned by `caller`, within its ceiling. `reserved`:
+impl<'s> SessionScope<'s> {
+    /// Who calls.
+    pub fn caller(self) -> &'s Principal {
+        self.caller
+    }
+
+    /// The sessions this scope is of.
+    pub fn sessions(self) -> &'s Sessions {
+        self.sessions
+    }
+
+    /// Runs `f` with the caller as the actor of the events it appends.
+    pub(super) fn by<T>(self, f: impl FnOnce() -> T) -> T {
+        actor::scoped(self.caller.name.as_str(), f)
+    }
+
+    /// Starts a session owned by the caller, within its ceiling. `reserved`:
     /// every tag some principal has pinned (the config's `pinned_tags`).
-    pub fn start_as(
-        &self,
-        caller: &Principal,
+    pub fn start(
+        self,
         mut start: StartSession,
         reserved: &HashSet<String>,
     ) -> Result<SessionState, SessionError> {
+        let caller = self.caller;
         if !caller.may_act_as(start.role) {
             let roles: Vec<&str> = caller.roles.iter().map(|r| r.as_str()).collect();
             return Err(SessionError::NotAllowed(format!(
@@ -97,8 +145,8 @@ impl Sessions {
                 start.tags.push(tag.clone());
             }
         }
-        by(caller, || {
-            self.start_owned(
+        self.by(|| {
+            self.sessions.start_owned(
                 start,
                 Some(caller.name.clone()),
                 caller.tags.clone(),
@@ -108,130 +156,106 @@ impl Sessions {
         })
     }
 
-    /// The session's state, if `caller` may see it; "not found" otherwise.
-    pub fn show_as(
-        &self,
-        caller: &Principal,
-        id_or_name: &str,
-    ) -> Result<SessionState, SessionError> {
+    /// The session's state, if the caller may see it; "not found" otherwise.
+    pub fn show(self, id_or_name: &str) -> Result<SessionState, SessionError> {
         let not_found = || SessionError::NotFound(id_or_name.to_string());
         // A name only in the caller's space (an operator's: every space).
-        let id = match self.resolve_in(id_or_name, Scope::of(caller)) {
+        let id = match self.sessions.resolve_in(id_or_name, Scope::of(self.caller)) {
             Err(SessionError::NotFound(_)) => return Err(not_found()),
             other => other?,
         };
-        let state = self.state_of(&id)?;
-        if may_touch(caller, state.owner_name()) {
+        let state = self.sessions.state_of(&id)?;
+        if may_touch(self.caller, state.owner_name()) {
             Ok(state)
         } else {
             Err(not_found())
         }
     }
 
-    /// The session's state, if `caller` may act in it: it may see it
-    /// ([`Sessions::show_as`]) and the session's role is among its roles now
-    /// ([`check_ceiling`]).
-    pub fn act_as(
-        &self,
-        caller: &Principal,
-        id_or_name: &str,
-    ) -> Result<SessionState, SessionError> {
-        let state = self.show_as(caller, id_or_name)?;
-        check_ceiling(caller, &state)?;
+    /// The session's state, if the caller may act in it: it may see it
+    /// ([`SessionScope::show`]) and the session's role is among its roles
+    /// now ([`check_ceiling`]).
+    pub fn act(self, id_or_name: &str) -> Result<SessionState, SessionError> {
+        let state = self.show(id_or_name)?;
+        check_ceiling(self.caller, &state)?;
         Ok(state)
     }
 
-    /// [`Sessions::show_as`] when that takes no work that may block (see
+    /// [`SessionScope::show`] when that takes no work that may block (see
     /// [`Sessions::show_cached`]); `None` when it would.
-    pub fn show_cached_as(
-        &self,
-        caller: &Principal,
-        id: &str,
-    ) -> Option<Result<SessionState, SessionError>> {
-        let state = self.show_cached(id)?;
-        Some(if may_touch(caller, state.owner_name()) {
+    pub fn show_cached(self, id: &str) -> Option<Result<SessionState, SessionError>> {
+        let state = self.sessions.show_cached(id)?;
+        Some(if may_touch(self.caller, state.owner_name()) {
             Ok(state)
         } else {
             Err(SessionError::NotFound(id.to_string()))
         })
     }
 
-    /// Resumes the session (see [`Sessions::resume`]) for `caller`: refused
-    /// for a pause only an operator may lift.
-    pub fn resume_as(&self, caller: &Principal, id_or_name: &str) -> Result<Resumed, SessionError> {
-        let id = self.act_as(caller, id_or_name)?.header.id;
-        self.with_slot(&id, |this, slot, id| {
+    /// Resumes the session (see [`Sessions::resume`]) for the caller:
+    /// refused for a pause only an operator may lift.
+    pub fn resume(self, id_or_name: &str) -> Result<Resumed, SessionError> {
+        let id = self.act(id_or_name)?.header.id;
+        self.sessions.with_slot(&id, |this, slot, id| {
             // As in `Sessions::resume`: the lease first, so the calls a dead
             // holder left are marked before they are reported.
             this.ensure_lease(slot, id)?;
             let state = this.loaded(slot, id)?;
             if state.header.status == SessionStatus::Paused {
-                check_may_lift(caller, state)?;
+                check_may_lift(self.caller, state)?;
             }
             if state.header.status != SessionStatus::Active {
-                by(caller, || this.append_locked(slot, id, EventKind::Resumed))?;
+                self.by(|| this.append_locked(slot, id, EventKind::Resumed))?;
             }
             Ok(Resumed::from_state(this.current(slot, id)?))
         })
     }
 
-    /// Pauses the session for `caller`'s own reasons: the pause is recorded
-    /// as the caller's, so the caller may lift it.
-    pub fn pause_as(
-        &self,
-        caller: &Principal,
-        id_or_name: &str,
-        reason: &str,
-    ) -> Result<SessionState, SessionError> {
-        let id = self.show_as(caller, id_or_name)?.header.id;
-        self.with_slot(&id, |this, slot, id| {
+    /// Pauses the session for the caller's own reasons: the pause is
+    /// recorded as the caller's, so the caller may lift it.
+    pub fn pause(self, id_or_name: &str, reason: &str) -> Result<SessionState, SessionError> {
+        let id = self.show(id_or_name)?.header.id;
+        self.sessions.with_slot(&id, |this, slot, id| {
             let kind = EventKind::Paused {
                 reason: reason.to_string(),
-                by: Some(caller.name.clone()),
+                by: Some(self.caller.name.clone()),
             };
-            by(caller, || this.append_locked(slot, id, kind))?;
+            self.by(|| this.append_locked(slot, id, kind))?;
             this.current(slot, id)
         })
     }
 
-    /// Ends the session (see [`Sessions::end`]) for `caller`.
-    pub fn end_as(
-        &self,
-        caller: &Principal,
-        id_or_name: &str,
-        outcome: EndOutcome,
-    ) -> Result<SessionState, SessionError> {
-        let id = self.show_as(caller, id_or_name)?.header.id;
-        by(caller, || self.end(&id, outcome))
+    /// Ends the session (see [`Sessions::end`]) for the caller.
+    pub fn end(self, id_or_name: &str, outcome: EndOutcome) -> Result<SessionState, SessionError> {
+        let id = self.show(id_or_name)?.header.id;
+        self.by(|| self.sessions.end(&id, outcome))
     }
 
-    /// Ends the session for `caller` as [`Sessions::end_with_unwaited`] does:
-    /// `unwaited` gets the session's id and returns its jobs nobody waited
-    /// for, recorded with the end.
-    pub fn end_as_with_unwaited(
-        &self,
-        caller: &Principal,
+    /// Ends the session for the caller as [`Sessions::end_with_unwaited`]
+    /// does: `unwaited` gets the session's id and returns its jobs nobody
+    /// waited for, recorded with the end.
+    pub fn end_with_unwaited(
+        self,
         id_or_name: &str,
         outcome: EndOutcome,
         unwaited: impl FnOnce(&str) -> Vec<super::UnwaitedJob>,
     ) -> Result<SessionState, SessionError> {
-        let id = self.show_as(caller, id_or_name)?.header.id;
+        let id = self.show(id_or_name)?.header.id;
         let jobs = unwaited(&id);
-        by(caller, || self.end_with_unwaited(&id, outcome, jobs))
+        self.by(|| self.sessions.end_with_unwaited(&id, outcome, jobs))
     }
 
-    /// Adds and removes tags for `caller`: an agent cannot remove a pinned
-    /// tag nor add a reserved one.
-    pub fn tag_as(
-        &self,
-        caller: &Principal,
+    /// Adds and removes tags for the caller: an agent cannot remove a
+    /// pinned tag nor add a reserved one.
+    pub fn tag(
+        self,
         id_or_name: &str,
         add: &[String],
         remove: &[String],
         reserved: &HashSet<String>,
     ) -> Result<SessionState, SessionError> {
-        let state = self.act_as(caller, id_or_name)?;
-        if !caller.is_operator() {
+        let state = self.act(id_or_name)?;
+        if !self.caller.is_operator() {
             if let Some(tag) = remove.iter().find(|t| state.pinned_tags.contains(t)) {
                 return Err(SessionError::NotAllowed(format!(
                     "cannot remove the tag `{tag}`: the operator pinned it; only an operator removes it"
@@ -246,42 +270,43 @@ impl Sessions {
                 )));
             }
         }
-        by(caller, || self.tag(&state.header.id, add, remove))
+        self.by(|| self.sessions.tag(&state.header.id, add, remove))
     }
 
     /// Writes a handoff from the caller's session; a target must be the
     /// caller's too (another's is "not found").
-    pub fn handoff_as(
-        &self,
-        caller: &Principal,
+    pub fn handoff(
+        self,
         id_or_name: &str,
         mut handoff: Handoff,
         routes: &HandoffsConfig,
     ) -> Result<Event, SessionError> {
-        let writer = self.act_as(caller, id_or_name)?;
+        let sessions = self.sessions;
+        let writer = self.act(id_or_name)?;
         if let Some(target) = handoff.target_session.clone() {
             // Another principal's session only along a configured route
             // (writer's role to the target's), in a project the caller may
             // touch; otherwise it is not found, as for a name nobody has.
-            let routed = |e: SessionError| match self
+            let routed = |e: SessionError| match sessions
                 .resolve_routed(&target)
-                .and_then(|id| self.state_of(&id))
+                .and_then(|id| sessions.state_of(&id))
             {
                 Ok(t)
                     if routes.allows(writer.header.role, t.header.role)
-                        && caller.may_touch(&t.header.project)
+                        && self.caller.may_touch(&t.header.project)
                         && t.header.status.is_live() =>
                 {
                     Ok(t)
                 }
                 _ => Err(e),
             };
-            let target = self.show_as(caller, &target).or_else(routed).map_err(|e| {
-                SessionError::BadHandoff {
-                    session: writer.label(),
-                    reason: format!("its target: {e}"),
-                }
-            })?;
+            let target =
+                self.show(&target)
+                    .or_else(routed)
+                    .map_err(|e| SessionError::BadHandoff {
+                        session: writer.label(),
+                        reason: format!("its target: {e}"),
+                    })?;
             // A child addresses only its family, or along a route.
             super::family::check_addressable(&writer, &target, routes).map_err(|reason| {
                 SessionError::BadHandoff {
@@ -292,37 +317,35 @@ impl Sessions {
             // By id: the name could pass to another session in between.
             handoff.target_session = Some(target.header.id);
         }
-        by(caller, || self.handoff(&writer.header.id, handoff))
+        self.by(|| sessions.handoff(&writer.header.id, handoff))
     }
 
     /// Up to `limit` events of the caller's session from `from_seq`.
-    pub fn events_as(
-        &self,
-        caller: &Principal,
+    pub fn events(
+        self,
         id_or_name: &str,
         from_seq: u64,
         limit: usize,
     ) -> Result<Vec<Event>, SessionError> {
-        let id = self.show_as(caller, id_or_name)?.header.id;
-        self.events(&id, from_seq, limit)
+        let id = self.show(id_or_name)?.header.id;
+        self.sessions.events(&id, from_seq, limit)
     }
 
     /// A page of the caller's sessions matching `filter` (every session for
     /// an operator), newest first (see `listing.rs`).
-    pub fn list_as(
-        &self,
-        caller: &Principal,
+    pub fn list(
+        self,
         filter: &SessionFilter,
         page: &PageRequest,
     ) -> Result<Page<SessionInfo>, SessionError> {
-        if caller.is_operator() {
-            return self.list(filter, page);
+        if self.caller.is_operator() {
+            return self.sessions.list(filter, page);
         }
         let own = SessionFilter {
-            owner: Some(caller.name.clone()),
+            owner: Some(self.caller.name.clone()),
             ..filter.clone()
         };
-        self.list(&own, page)
+        self.sessions.list(&own, page)
     }
 }
 

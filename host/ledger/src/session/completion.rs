@@ -22,12 +22,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::actor;
+use super::access::SessionScope;
 use super::error::SessionError;
 use super::event::{Event, EventKind, Role};
 use super::state::SessionState;
 use super::store::Sessions;
-use crate::manifest::{Completion, Principal};
+use crate::manifest::Completion;
 
 /// The most of a gate's result or error a `gates_checked` event keeps.
 pub const MAX_GATE_DETAIL: usize = 2048;
@@ -221,23 +221,25 @@ impl Sessions {
             this.current(slot, id)
         })
     }
+}
 
-    /// Records the verdict of `caller`'s judge session `judge` on the latest
+impl SessionScope<'_> {
+    /// Records the verdict of the caller's judge session `judge` on the latest
     /// handoff of session `worker`.
     ///
-    /// The judge session must be `caller`'s own, of role `judge`, live; the
+    /// The judge session must be the caller's own, of role `judge`, live; the
     /// worker must be another session, owned by another principal, in a
-    /// project `caller` may touch, live, with a condition that asks for a
+    /// project the caller may touch, live, with a condition that asks for a
     /// judge and a handoff to judge. The worker is named by id or name and
     /// is addressed across owners only here, under these rules.
-    pub fn verdict_as(
-        &self,
-        caller: &Principal,
+    pub fn verdict(
+        self,
         judge: &str,
         worker: &str,
         input: VerdictInput,
     ) -> Result<Judged, SessionError> {
-        let judge = self.act_as(caller, judge)?;
+        let (sessions, caller) = (self.sessions, self.caller);
+        let judge = self.act(judge)?;
         if judge.header.role != Role::Judge {
             return Err(SessionError::NotAllowed(format!(
                 "session {} is a {}, not a judge: record verdicts from a session started with role `judge`",
@@ -254,7 +256,7 @@ impl Sessions {
         }
         check_reasons(&input)?;
         // Not found unless the caller's project covers it: names leak nothing.
-        let worker_state = self
+        let worker_state = sessions
             .show(worker)
             .ok()
             .filter(|w| caller.is_operator() || caller.may_touch(&w.header.project))
@@ -286,9 +288,9 @@ impl Sessions {
                 reasons: input.reasons.clone(),
             },
         };
-        actor::scoped(caller.name.as_str(), || self.check_log_room(&judge, &copy))?;
-        let verdict = actor::scoped(caller.name.as_str(), || {
-            self.with_slot(&worker_state.header.id, |this, slot, id| {
+        self.by(|| sessions.check_log_room(&judge, &copy))?;
+        let verdict = self.by(|| {
+            sessions.with_slot(&worker_state.header.id, |this, slot, id| {
                 let state = this.loaded(slot, id)?;
                 if !state.completion.condition.judge {
                     return Err(SessionError::NotAllowed(format!(
@@ -334,8 +336,8 @@ impl Sessions {
                 Ok(verdict)
             })
         })?;
-        actor::scoped(caller.name.as_str(), || {
-            self.with_slot(&judge.header.id, |this, slot, id| {
+        self.by(|| {
+            sessions.with_slot(&judge.header.id, |this, slot, id| {
                 this.append_locked(
                     slot,
                     id,

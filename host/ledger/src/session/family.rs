@@ -19,10 +19,12 @@
 //!
 //! Children belong to their parent's owner (whoever spawns them, an agent
 //! or an operator): the ownership rules of `access.rs` apply to them
-//! unchanged. Ending a parent with live children is refused; the parent
-//! may end them first, wait for them, or end with `cancel_children`, which
-//! ends each live child (and its own children first) as `interrupted`.
-//! Children are never adopted: one rule, no orphans.
+//! unchanged, and spawning, listing, waiting for and cancelling children
+//! are methods of the caller's [`SessionScope`], checked there. Ending a
+//! parent with live children is refused; the parent may end them first,
+//! wait for them, or end with `cancel_children`, which ends each live child
+//! (and its own children first) as `interrupted`. Children are never
+//! adopted: one rule, no orphans.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -30,6 +32,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use super::access::SessionScope;
 use super::actor;
 use super::error::SessionError;
 use super::event::{EndOutcome, Event, EventKind, Role};
@@ -41,7 +44,7 @@ use super::quota;
 use super::state::{ChildLink, HandoffRecord, SessionState};
 use super::store::Sessions;
 use crate::budget::{self, Cap, Used};
-use crate::manifest::{BudgetCaps, BudgetsConfig, HandoffsConfig, Principal};
+use crate::manifest::{BudgetCaps, BudgetsConfig, HandoffsConfig};
 use crate::page::{Page, PageRequest};
 
 /// How long `session_wait` waits when no timeout is given.
@@ -228,8 +231,8 @@ pub fn carve(
     Ok(caps)
 }
 
-impl Sessions {
-    /// Spawns a child of session `parent` for `caller` (its owner or an
+impl SessionScope<'_> {
+    /// Spawns a child of session `parent` for the caller (its owner or an
     /// operator; another's parent is "not found"): checks the role, the
     /// caller's ceiling, the task and the budget before anything is written,
     /// then starts the child (owned by the parent's owner, with its pinned
@@ -238,15 +241,15 @@ impl Sessions {
     /// budget is checked again under the parent's lock; if it no longer fits
     /// (the parent spent meanwhile) the child is ended as interrupted and
     /// the error returned.
-    pub fn spawn_as(
-        &self,
-        caller: &Principal,
+    pub fn spawn(
+        self,
         parent: &str,
         spawn: SpawnChild,
         budgets: &BudgetsConfig,
         reserved: &HashSet<String>,
     ) -> Result<Spawned, SessionError> {
-        let parent = self.act_as(caller, parent)?;
+        let (sessions, caller) = (self.sessions, self.caller);
+        let parent = self.act(parent)?;
         if !matches!(
             parent.header.status,
             SessionStatus::Created | SessionStatus::Active
@@ -305,8 +308,8 @@ impl Sessions {
                 "the child's task has no objective: say what the child is to do".into(),
             ));
         }
-        quota::check_handoff(&self.config.quotas, &task)?;
-        quota::check_children(&self.config.quotas, &parent)?;
+        quota::check_handoff(&sessions.config.quotas, &task)?;
+        quota::check_children(&sessions.config.quotas, &parent)?;
         // The parent's log takes `child_spawned` once the child started
         // (the append does not refuse it then): its room
         // (`quotas.session_events`, `session_bytes`) is checked before the
@@ -318,10 +321,8 @@ impl Sessions {
             budget: spawn.budget.clone(),
             task: task.clone(),
         };
-        actor::scoped(caller.name.as_str(), || {
-            self.check_log_room(&parent, &record)
-        })?;
-        let now = self.now();
+        self.by(|| sessions.check_log_room(&parent, &record))?;
+        let now = sessions.now();
         let caps = carve(&parent, budgets, spawn.role, &spawn.budget, now)
             .map_err(|e| SessionError::NotAllowed(format!("cannot spawn the child: {e}")))?;
         let link = ChildLink {
@@ -349,7 +350,7 @@ impl Sessions {
         };
         let by = caller.name.as_str();
         let child = actor::scoped(by, || {
-            self.start_owned(
+            sessions.start_owned(
                 start,
                 parent.owner.clone(),
                 parent.pinned_tags.clone(),
@@ -359,71 +360,107 @@ impl Sessions {
         })?;
         task.target_session = Some(child.header.id.clone());
         let linked = actor::scoped(by, || {
-            self.with_slot(&child.header.id, |this, slot, id| {
-                this.append_locked(
-                    slot,
-                    id,
-                    EventKind::HandoffReceived {
-                        from_session: parent.header.id.clone(),
-                        handoff: task.clone(),
-                    },
-                )?;
-                this.current(slot, id)
-            })
-            .and_then(|child_state| {
-                // Checked again under the parent's lock: it may have spent,
-                // or spawned others, since the look above.
-                let (events, carved) = self.append_with(&parent.header.id, |state, now| {
-                    let carved = quota::check_children(&self.config.quotas, state).and_then(|()| {
-                        carve(state, budgets, spawn.role, &spawn.budget, now).map_err(|e| {
-                            SessionError::NotAllowed(format!("cannot spawn the child: {e}"))
-                        })
-                    });
-                    match carved {
-                        Ok(caps) => (
-                            vec![EventKind::ChildSpawned {
-                                child: child_state.header.id.clone(),
-                                role: child_state.header.role,
-                                name: child_state.header.name.clone(),
-                                budget: caps,
-                                task: task.clone(),
-                            }],
-                            Ok(()),
-                        ),
-                        Err(e) => (Vec::new(), Err(e)),
-                    }
-                })?;
-                carved?;
-                let event = events
-                    .into_iter()
-                    .next()
-                    .ok_or_else(|| SessionError::NotFound(parent.header.id.clone()))?;
-                Ok(Spawned {
-                    child: child_state,
-                    event,
+            sessions
+                .with_slot(&child.header.id, |this, slot, id| {
+                    this.append_locked(
+                        slot,
+                        id,
+                        EventKind::HandoffReceived {
+                            from_session: parent.header.id.clone(),
+                            handoff: task.clone(),
+                        },
+                    )?;
+                    this.current(slot, id)
                 })
-            })
+                .and_then(|child_state| {
+                    // Checked again under the parent's lock: it may have spent,
+                    // or spawned others, since the look above.
+                    let (events, carved) =
+                        sessions.append_with(&parent.header.id, |state, now| {
+                            let carved = quota::check_children(&sessions.config.quotas, state)
+                                .and_then(|()| {
+                                    carve(state, budgets, spawn.role, &spawn.budget, now).map_err(
+                                        |e| {
+                                            SessionError::NotAllowed(format!(
+                                                "cannot spawn the child: {e}"
+                                            ))
+                                        },
+                                    )
+                                });
+                            match carved {
+                                Ok(caps) => (
+                                    vec![EventKind::ChildSpawned {
+                                        child: child_state.header.id.clone(),
+                                        role: child_state.header.role,
+                                        name: child_state.header.name.clone(),
+                                        budget: caps,
+                                        task: task.clone(),
+                                    }],
+                                    Ok(()),
+                                ),
+                                Err(e) => (Vec::new(), Err(e)),
+                            }
+                        })?;
+                    carved?;
+                    let event = events
+                        .into_iter()
+                        .next()
+                        .ok_or_else(|| SessionError::NotFound(parent.header.id.clone()))?;
+                    Ok(Spawned {
+                        child: child_state,
+                        event,
+                    })
+                })
         });
         if linked.is_err() {
             // The child is not its parent's: end it rather than leave a
             // session nobody waits for.
-            let _ = actor::scoped(by, || self.end(&child.header.id, EndOutcome::Interrupted));
+            let _ = actor::scoped(by, || {
+                sessions.end(&child.header.id, EndOutcome::Interrupted)
+            });
         }
         linked
     }
 
-    /// A page of the children of session `parent` (one `caller` may see),
+    /// A page of the children of session `parent` (one the caller may see),
     /// oldest first, from the children index.
-    pub fn children_as(
-        &self,
-        caller: &Principal,
+    pub fn children(
+        self,
         parent: &str,
         page: &PageRequest,
     ) -> Result<Page<ChildStatus>, SessionError> {
-        let parent = self.show_as(caller, parent)?;
-        self.children_page(&parent.header.id, page)
+        let parent = self.show(parent)?;
+        self.sessions.children_page(&parent.header.id, page)
     }
 
+    /// What `session_wait` looks at: the parent (one the caller may see) and
+    /// its children. Refused for a session with no children.
+    pub fn wait_check(
+        self,
+        parent: &str,
+    ) -> Result<(SessionState, Vec<ChildStatus>), SessionError> {
+        let parent = self.show(parent)?;
+        if parent.children_spawned == 0 {
+            return Err(SessionError::InvalidInput(format!(
+                "session {} has no children to wait for: spawn one first (`session_spawn`, `glovebox session spawn`)",
+                parent.label()
+            )));
+        }
+        let children = self.sessions.children_of(&parent.header.id)?;
+        Ok((parent, children))
+    }
+
+    /// Ends the live children of session `parent` (one the caller may see),
+    /// each after its own children, as `interrupted`; returns their ids.
+    pub fn cancel_children(self, parent: &str) -> Result<Vec<String>, SessionError> {
+        let parent = self.show(parent)?;
+        let mut ended = Vec::new();
+        self.by(|| self.sessions.cancel_children_of(&parent, &mut ended))?;
+        Ok(ended)
+    }
+}
+
+impl Sessions {
     /// A page of the children of session `parent` (an id), oldest first:
     /// each index entry confirmed by the child's own state (its parent).
     pub fn children_page(
@@ -511,39 +548,6 @@ impl Sessions {
             settled: handoff.is_some() || !state.header.status.is_live(),
             handoff,
         }))
-    }
-
-    /// What `session_wait` looks at: the parent (one `caller` may see) and
-    /// its children. Refused for a session with no children.
-    pub fn wait_check_as(
-        &self,
-        caller: &Principal,
-        parent: &str,
-    ) -> Result<(SessionState, Vec<ChildStatus>), SessionError> {
-        let parent = self.show_as(caller, parent)?;
-        if parent.children_spawned == 0 {
-            return Err(SessionError::InvalidInput(format!(
-                "session {} has no children to wait for: spawn one first (`session_spawn`, `glovebox session spawn`)",
-                parent.label()
-            )));
-        }
-        let children = self.children_of(&parent.header.id)?;
-        Ok((parent, children))
-    }
-
-    /// Ends the live children of session `parent` (one `caller` may see),
-    /// each after its own children, as `interrupted`; returns their ids.
-    pub fn cancel_children_as(
-        &self,
-        caller: &Principal,
-        parent: &str,
-    ) -> Result<Vec<String>, SessionError> {
-        let parent = self.show_as(caller, parent)?;
-        let mut ended = Vec::new();
-        actor::scoped(caller.name.as_str(), || {
-            self.cancel_children_of(&parent, &mut ended)
-        })?;
-        Ok(ended)
     }
 
     fn cancel_children_of(

@@ -45,7 +45,7 @@ impl SessionFilter {
 impl Sessions {
     /// A page of the sessions matching `filter`, newest first (every
     /// owner's, or `filter.owner`'s: the operators' listing; an agent's is
-    /// [`Sessions::list_as`]).
+    /// [`SessionScope::list`](super::SessionScope::list)).
     pub fn list(
         &self,
         filter: &SessionFilter,

@@ -51,7 +51,7 @@ mod store;
 pub(crate) mod tests;
 pub(crate) mod watch;
 
-pub use access::{check_ceiling, check_may_lift, may_touch};
+pub use access::{SessionScope, check_ceiling, check_may_lift, may_touch};
 pub use brood::{Carved, RECENT_CHILDREN};
 pub use chain::{Chain, ChainKey, KeyedChain, MIN_KEY_BYTES};
 pub use closing::{ApprovalObserver, denial_note};

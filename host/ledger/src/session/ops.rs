@@ -80,7 +80,9 @@ impl Resumed {
 impl Sessions {
     /// Starts a session in status `created`, with no owner recorded: it
     /// belongs to the built-in agent `local` and to operators (see
-    /// [`Sessions::start_as`] for a principal's).
+    /// [`SessionScope::start`] for a principal's).
+    ///
+    /// [`SessionScope::start`]: super::SessionScope::start
     pub fn start(&self, start: StartSession) -> Result<SessionState, SessionError> {
         self.start_owned(start, None, Vec::new(), false, None)
     }

@@ -15,7 +15,8 @@ fn start(role: Role, project: &str, name: &str, tags: &[&str]) -> StartSession {
 
 /// `who`'s untagged workagent session `name` in project `p`.
 fn start_work(s: &Sessions, who: &Principal, name: &str) -> SessionState {
-    s.start_as(who, start(Role::Workagent, "p", name, &[]), &none())
+    s.scope(who)
+        .start(start(Role::Workagent, "p", name, &[]), &none())
         .unwrap()
 }
 
@@ -41,18 +42,17 @@ fn another_principals_session_is_not_found_like_one_that_does_not_exist() {
     let theirs = start_work(s, &b, "b-work");
     for key in ["b-work", theirs.header.id.as_str()] {
         // The same error as for a key nothing has.
-        let absent = s.show_as(&a, "no-such-session").unwrap_err().to_string();
-        let refused = s.show_as(&a, key).unwrap_err().to_string();
+        let absent = s.scope(&a).show("no-such-session").unwrap_err().to_string();
+        let refused = s.scope(&a).show(key).unwrap_err().to_string();
         assert_eq!(absent.replace("no-such-session", key), refused);
-        assert_not_found(s.show_as(&a, key), key);
-        assert_not_found(s.resume_as(&a, key), key);
-        assert_not_found(s.pause_as(&a, key, "mine now"), key);
-        assert_not_found(s.end_as(&a, key, EndOutcome::Completed), key);
-        assert_not_found(s.events_as(&a, key, 1, 10), key);
-        assert_not_found(s.tag_as(&a, key, &["x".into()], &[], &none()), key);
+        assert_not_found(s.scope(&a).show(key), key);
+        assert_not_found(s.scope(&a).resume(key), key);
+        assert_not_found(s.scope(&a).pause(key, "mine now"), key);
+        assert_not_found(s.scope(&a).end(key, EndOutcome::Completed), key);
+        assert_not_found(s.scope(&a).events(key, 1, 10), key);
+        assert_not_found(s.scope(&a).tag(key, &["x".into()], &[], &none()), key);
         assert_not_found(
-            s.handoff_as(
-                &a,
+            s.scope(&a).handoff(
                 key,
                 Handoff::new(HandoffKind::Continuation, Role::Workagent, "x"),
                 &HandoffsConfig::default(),
@@ -64,7 +64,8 @@ fn another_principals_session_is_not_found_like_one_that_does_not_exist() {
     let mut h = Handoff::new(HandoffKind::Continuation, Role::Workagent, "take this");
     h.target_session = Some("b-work".into());
     let e = s
-        .handoff_as(&a, "a-work", h, &HandoffsConfig::default())
+        .scope(&a)
+        .handoff("a-work", h, &HandoffsConfig::default())
         .unwrap_err();
     assert!(
         matches!(e, SessionError::BadHandoff { .. })
@@ -75,7 +76,8 @@ fn another_principals_session_is_not_found_like_one_that_does_not_exist() {
     assert_eq!(s.show("b-work").unwrap().handoffs, 0);
     // Lists show one's own only.
     let listed: Vec<_> = s
-        .list_as(&a, &SessionFilter::default(), &Default::default())
+        .scope(&a)
+        .list(&SessionFilter::default(), &Default::default())
         .unwrap()
         .items
         .into_iter()
@@ -93,16 +95,17 @@ fn operators_see_and_touch_every_session() {
     let op = Principal::operator("cli:1000");
     let s = &env.sessions;
     let id = start_work(s, &a, "w").header.id;
-    assert_eq!(s.show_as(&op, "w").unwrap().header.id, id);
+    assert_eq!(s.scope(&op).show("w").unwrap().header.id, id);
     assert_eq!(
-        s.list_as(&op, &SessionFilter::default(), &Default::default())
+        s.scope(&op)
+            .list(&SessionFilter::default(), &Default::default())
             .unwrap()
             .items
             .len(),
         1
     );
-    s.resume_as(&op, "w").unwrap();
-    s.end_as(&op, "w", EndOutcome::Completed).unwrap();
+    s.scope(&op).resume("w").unwrap();
+    s.scope(&op).end("w", EndOutcome::Completed).unwrap();
 }
 
 #[test]
@@ -111,7 +114,8 @@ fn a_role_above_the_ceiling_or_a_project_not_allowed_is_refused() {
     let a = agent("a", &[Role::Workagent], &["demo"]);
     let s = &env.sessions;
     let e = s
-        .start_as(&a, start(Role::Orchestrator, "demo", "o", &[]), &none())
+        .scope(&a)
+        .start(start(Role::Orchestrator, "demo", "o", &[]), &none())
         .unwrap_err();
     assert!(matches!(e, SessionError::NotAllowed(_)), "{e}");
     let text = e.to_string();
@@ -122,7 +126,8 @@ fn a_role_above_the_ceiling_or_a_project_not_allowed_is_refused() {
         "{text}"
     );
     let e = s
-        .start_as(&a, start(Role::Workagent, "secret", "x", &[]), &none())
+        .scope(&a)
+        .start(start(Role::Workagent, "secret", "x", &[]), &none())
         .unwrap_err();
     assert!(
         e.to_string().contains("project `secret`") && e.to_string().contains("`demo`"),
@@ -135,7 +140,8 @@ fn a_role_above_the_ceiling_or_a_project_not_allowed_is_refused() {
             .items
             .is_empty()
     );
-    s.start_as(&a, start(Role::Workagent, "demo", "o", &[]), &none())
+    s.scope(&a)
+        .start(start(Role::Workagent, "demo", "o", &[]), &none())
         .unwrap();
 }
 
@@ -149,7 +155,8 @@ fn pinned_tags_are_added_and_cannot_be_removed_or_forged() {
     let reserved: HashSet<String> = ["team-a".to_string(), "team-b".to_string()].into();
     let s = &env.sessions;
     let state = s
-        .start_as(&a, start(Role::Workagent, "p", "w", &["mine"]), &reserved)
+        .scope(&a)
+        .start(start(Role::Workagent, "p", "w", &["mine"]), &reserved)
         .unwrap();
     assert_eq!(
         state.header.tags,
@@ -158,33 +165,34 @@ fn pinned_tags_are_added_and_cannot_be_removed_or_forged() {
     assert_eq!(state.pinned_tags, vec!["team-a".to_string()]);
     // Another principal's pinned tag, at start or later: refused.
     let e = s
-        .start_as(
-            &a,
-            start(Role::Workagent, "p", "w2", &["team-b"]),
-            &reserved,
-        )
+        .scope(&a)
+        .start(start(Role::Workagent, "p", "w2", &["team-b"]), &reserved)
         .unwrap_err();
     assert!(
         e.to_string().contains("`team-b`") && e.to_string().contains("pinned"),
         "{e}"
     );
     let e = s
-        .tag_as(&a, "w", &["team-b".into()], &[], &reserved)
+        .scope(&a)
+        .tag("w", &["team-b".into()], &[], &reserved)
         .unwrap_err();
     assert!(matches!(e, SessionError::NotAllowed(_)), "{e}");
     let e = s
-        .tag_as(&a, "w", &[], &["team-a".into()], &reserved)
+        .scope(&a)
+        .tag("w", &[], &["team-a".into()], &reserved)
         .unwrap_err();
     assert!(
         e.to_string().contains("cannot remove the tag `team-a`"),
         "{e}"
     );
     // Its own tags come and go; an operator may remove a pinned one.
-    s.tag_as(&a, "w", &["extra".into()], &["mine".into()], &reserved)
+    s.scope(&a)
+        .tag("w", &["extra".into()], &["mine".into()], &reserved)
         .unwrap();
     let op = Principal::operator("ops");
     let state = s
-        .tag_as(&op, "w", &[], &["team-a".into()], &reserved)
+        .scope(&op)
+        .tag("w", &[], &["team-a".into()], &reserved)
         .unwrap();
     assert_eq!(state.header.tags, vec!["extra".to_string()]);
 }
@@ -195,7 +203,7 @@ fn a_pause_the_host_took_is_lifted_only_by_an_operator() {
     let a = workagent("a");
     let s = &env.sessions;
     let id = start_work(s, &a, "w").header.id;
-    s.resume_as(&a, &id).unwrap();
+    s.scope(&a).resume(&id).unwrap();
     // As the budget, the detector, a rescue or a pending approval do.
     s.append_with(&id, |_, _| {
         (
@@ -207,7 +215,7 @@ fn a_pause_the_host_took_is_lifted_only_by_an_operator() {
         )
     })
     .unwrap();
-    let e = s.resume_as(&a, &id).unwrap_err();
+    let e = s.scope(&a).resume(&id).unwrap_err();
     assert!(matches!(e, SessionError::NotAllowed(_)), "{e}");
     let text = e.to_string();
     assert!(
@@ -215,12 +223,13 @@ fn a_pause_the_host_took_is_lifted_only_by_an_operator() {
         "{text}"
     );
     assert_eq!(s.show(&id).unwrap().header.status, SessionStatus::Paused);
-    s.resume_as(&Principal::operator("ops"), &id).unwrap();
+    s.scope(&Principal::operator("ops")).resume(&id).unwrap();
     assert_eq!(s.show(&id).unwrap().header.status, SessionStatus::Active);
     // An operator's pause is not the agent's to lift either.
-    s.pause_as(&Principal::operator("ops"), &id, "look at this")
+    s.scope(&Principal::operator("ops"))
+        .pause(&id, "look at this")
         .unwrap();
-    assert!(s.resume_as(&a, &id).is_err());
+    assert!(s.scope(&a).resume(&id).is_err());
 }
 
 #[test]
@@ -229,10 +238,10 @@ fn an_agent_pauses_and_resumes_its_own_session() {
     let a = workagent("a");
     let s = &env.sessions;
     let id = start_work(s, &a, "w").header.id;
-    s.resume_as(&a, &id).unwrap();
-    let paused = s.pause_as(&a, &id, "waiting for the user").unwrap();
+    s.scope(&a).resume(&id).unwrap();
+    let paused = s.scope(&a).pause(&id, "waiting for the user").unwrap();
     assert_eq!(paused.paused_by.as_deref(), Some("a"));
-    let resumed = s.resume_as(&a, &id).unwrap();
+    let resumed = s.scope(&a).resume(&id).unwrap();
     assert_eq!(resumed.state.header.status, SessionStatus::Active);
     assert_eq!(resumed.state.paused_by, None);
 }
@@ -265,10 +274,10 @@ fn logs_from_before_principals_verify_unchanged_and_belong_to_local() {
         (None, "local")
     );
     let local = Principal::local();
-    assert!(env.sessions.show_as(&local, "s-old").is_ok());
-    assert_not_found(env.sessions.show_as(&workagent("a"), "s-old"), "s-old");
+    assert!(env.sessions.scope(&local).show("s-old").is_ok());
+    assert_not_found(env.sessions.scope(&workagent("a")).show("s-old"), "s-old");
     assert!(matches!(
-        env.sessions.resume_as(&local, "s-old"),
+        env.sessions.scope(&local).resume("s-old"),
         Err(SessionError::NotAllowed(_))
     ));
 }
@@ -280,9 +289,11 @@ fn a_handoff_into_another_principals_session_follows_a_configured_route_only() {
     let lead = agent("l", &[Role::Supervisor], &["p", "q"]);
     let s = &env.sessions;
     start_work(s, &worker, "w-task");
-    s.start_as(&lead, start(Role::Supervisor, "p", "l-sup", &[]), &none())
+    s.scope(&lead)
+        .start(start(Role::Supervisor, "p", "l-sup", &[]), &none())
         .unwrap();
-    s.start_as(&lead, start(Role::Supervisor, "q", "l-other", &[]), &none())
+    s.scope(&lead)
+        .start(start(Role::Supervisor, "q", "l-other", &[]), &none())
         .unwrap();
     let done = |to: &str| {
         let mut h = Handoff::new(HandoffKind::WorkagentCompletion, Role::Workagent, "done");
@@ -297,7 +308,8 @@ fn a_handoff_into_another_principals_session_follows_a_configured_route_only() {
     };
     // No route: the lead's session does not exist for the worker.
     let e = s
-        .handoff_as(&worker, "w-task", done("l-sup"), &HandoffsConfig::default())
+        .scope(&worker)
+        .handoff("w-task", done("l-sup"), &HandoffsConfig::default())
         .unwrap_err();
     assert!(
         e.to_string()
@@ -312,23 +324,27 @@ fn a_handoff_into_another_principals_session_follows_a_configured_route_only() {
         }],
     };
     assert!(
-        s.handoff_as(&worker, "w-task", done("l/l-sup"), &back)
+        s.scope(&worker)
+            .handoff("w-task", done("l/l-sup"), &back)
             .is_err()
     );
     // A project the worker may not touch stays closed on the route.
     let e = s
-        .handoff_as(&worker, "w-task", done("l/l-other"), &route)
+        .scope(&worker)
+        .handoff("w-task", done("l/l-other"), &route)
         .unwrap_err();
     assert!(e.to_string().contains("`l/l-other`"), "{e}");
     assert_eq!(s.show("l-other").unwrap().handoffs, 0);
     // Along the route the target's name is in its owner's space: a bare
     // name is the writer's own, `OWNER/NAME` (or an id) another's.
     let e = s
-        .handoff_as(&worker, "w-task", done("l-sup"), &route)
+        .scope(&worker)
+        .handoff("w-task", done("l-sup"), &route)
         .unwrap_err();
     assert!(e.to_string().contains("`l-sup`"), "{e}");
     // Along the route, into a project it may touch: the lead receives it.
-    s.handoff_as(&worker, "w-task", done("l/l-sup"), &route)
+    s.scope(&worker)
+        .handoff("w-task", done("l/l-sup"), &route)
         .unwrap();
     assert_eq!(s.show("l-sup").unwrap().handoffs, 1);
 }
@@ -341,25 +357,26 @@ fn a_look_from_the_cache_answers_as_show_as_does_and_only_when_it_need_not_wait(
     let mine = start_work(s, &a, "a-work");
     let theirs = start_work(s, &b, "b-work");
 
-    // Loaded by its start: the same state `show_as` gives.
+    // Loaded by its start: the same state the scope's `show` gives.
     let cached = s
-        .show_cached_as(&a, &mine.header.id)
+        .scope(&a)
+        .show_cached(&mine.header.id)
         .expect("cached")
         .unwrap();
-    assert_eq!(cached, s.show_as(&a, &mine.header.id).unwrap());
+    assert_eq!(cached, s.scope(&a).show(&mine.header.id).unwrap());
     // Another principal's session is "not found" here too.
     assert_not_found(
-        s.show_cached_as(&a, &theirs.header.id).expect("cached"),
+        s.scope(&a).show_cached(&theirs.header.id).expect("cached"),
         &theirs.header.id,
     );
     // A name takes a look at the name index: not from the cache.
-    assert!(s.show_cached_as(&a, "a-work").is_none());
+    assert!(s.scope(&a).show_cached("a-work").is_none());
 
     // A writer holds the session: the cache does not wait for it.
     {
         let slot = s.slot(&mine.header.id);
         let _held = crate::session::store::lock_slot(&slot);
-        assert!(s.show_cached_as(&a, &mine.header.id).is_none());
+        assert!(s.scope(&a).show_cached(&mine.header.id).is_none());
         assert!(s.show_cached(&mine.header.id).is_none());
     }
 
@@ -412,18 +429,19 @@ fn threat_52_acting_in_a_session_above_the_callers_current_roles_is_refused() {
         &["*"],
     );
     let high = s
-        .start_as(&before, start(Role::Supervisor, "p", "high", &[]), &none())
+        .scope(&before)
+        .start(start(Role::Supervisor, "p", "high", &[]), &none())
         .unwrap();
-    s.start_as(&before, start(Role::Judge, "p", "bench", &[]), &none())
+    s.scope(&before)
+        .start(start(Role::Judge, "p", "bench", &[]), &none())
         .unwrap();
     start_work(s, &before, "low");
     // A reload takes supervisor and judge away: the same name, fewer roles.
     let after = agent("lead", &[Role::Workagent], &["*"]);
     let last = s.show("high").unwrap().last_seq;
-    assert_above_ceiling(s.resume_as(&after, "high"), "high", Role::Supervisor);
+    assert_above_ceiling(s.scope(&after).resume("high"), "high", Role::Supervisor);
     assert_above_ceiling(
-        s.handoff_as(
-            &after,
+        s.scope(&after).handoff(
             "high",
             Handoff::new(HandoffKind::Continuation, Role::Supervisor, "x"),
             &HandoffsConfig::default(),
@@ -432,13 +450,12 @@ fn threat_52_acting_in_a_session_above_the_callers_current_roles_is_refused() {
         Role::Supervisor,
     );
     assert_above_ceiling(
-        s.tag_as(&after, "high", &["x".into()], &[], &none()),
+        s.scope(&after).tag("high", &["x".into()], &[], &none()),
         "high",
         Role::Supervisor,
     );
     assert_above_ceiling(
-        s.spawn_as(
-            &after,
+        s.scope(&after).spawn(
             "high",
             SpawnChild {
                 role: Role::Workagent,
@@ -456,8 +473,7 @@ fn threat_52_acting_in_a_session_above_the_callers_current_roles_is_refused() {
         Role::Supervisor,
     );
     assert_above_ceiling(
-        s.verdict_as(
-            &after,
+        s.scope(&after).verdict(
             "bench",
             "high",
             VerdictInput {
@@ -470,35 +486,42 @@ fn threat_52_acting_in_a_session_above_the_callers_current_roles_is_refused() {
         Role::Judge,
     );
     assert_above_ceiling(
-        s.act_as(&after, high.header.id.as_str()),
+        s.scope(&after).act(high.header.id.as_str()),
         "high",
         Role::Supervisor,
     );
     // Nothing was written to it.
     assert_eq!(s.show("high").unwrap().last_seq, last);
     // Its workagent session still works.
-    s.resume_as(&after, "low").unwrap();
-    s.tag_as(&after, "low", &["x".into()], &[], &none())
+    s.scope(&after).resume("low").unwrap();
+    s.scope(&after)
+        .tag("low", &["x".into()], &[], &none())
         .unwrap();
     // An operator acts in any session.
-    s.resume_as(&boss_operator(), "high").unwrap();
+    s.scope(&boss_operator()).resume("high").unwrap();
     // The owner still sees it, and may pause it and end it.
-    assert_eq!(s.show_as(&after, "high").unwrap().header.id, high.header.id);
-    s.pause_as(&after, "high", "stopping").unwrap();
-    s.end_as(&after, "high", EndOutcome::Exit).unwrap();
+    assert_eq!(
+        s.scope(&after).show("high").unwrap().header.id,
+        high.header.id
+    );
+    s.scope(&after).pause("high", "stopping").unwrap();
+    s.scope(&after).end("high", EndOutcome::Exit).unwrap();
 
     // `local` (every MCP client without principals) owns what the command
     // line started, and acts only as a workagent in it.
     start_in(s, "cli-lead", Role::Orchestrator);
     let local = Principal::local();
-    assert_eq!(s.show_as(&local, "cli-lead").unwrap().owner_name(), "local");
+    assert_eq!(
+        s.scope(&local).show("cli-lead").unwrap().owner_name(),
+        "local"
+    );
     assert_above_ceiling(
-        s.resume_as(&local, "cli-lead"),
+        s.scope(&local).resume("cli-lead"),
         "cli-lead",
         Role::Orchestrator,
     );
     start_in(s, "cli-work", Role::Workagent);
-    s.resume_as(&local, "cli-work").unwrap();
+    s.scope(&local).resume("cli-work").unwrap();
 }
 
 fn boss_operator() -> Principal {

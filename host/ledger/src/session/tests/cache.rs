@@ -23,8 +23,8 @@ fn threat_49_idle_sessions_past_the_cache_size_are_evicted_and_load_again_whole(
     for i in 0..40 {
         let s = env
             .sessions
-            .start_as(
-                &agent,
+            .scope(&agent)
+            .start(
                 start_request(&format!("s{i}"), Role::Workagent),
                 &HashSet::new(),
             )
@@ -32,7 +32,8 @@ fn threat_49_idle_sessions_past_the_cache_size_are_evicted_and_load_again_whole(
         env.note(&s.header.id, "working");
         let ended = env
             .sessions
-            .end_as(&agent, &s.header.id, EndOutcome::Exit)
+            .scope(&agent)
+            .end(&s.header.id, EndOutcome::Exit)
             .unwrap();
         first.get_or_insert(ended);
         assert!(

@@ -16,7 +16,7 @@ fn boss() -> Principal {
     )
 }
 
-fn start_as(
+fn start_by(
     env: &Env,
     who: &Principal,
     name: &str,
@@ -24,8 +24,8 @@ fn start_as(
     budget: BudgetCaps,
 ) -> SessionState {
     env.sessions
-        .start_as(
-            who,
+        .scope(who)
+        .start(
             StartSession {
                 budget,
                 ..start_request(name, role)
@@ -56,13 +56,9 @@ fn spawn(
     parent: &str,
     spawn: SpawnChild,
 ) -> Result<Spawned, SessionError> {
-    env.sessions.spawn_as(
-        who,
-        parent,
-        spawn,
-        &BudgetsConfig::default(),
-        &HashSet::new(),
-    )
+    env.sessions
+        .scope(who)
+        .spawn(parent, spawn, &BudgetsConfig::default(), &HashSet::new())
 }
 
 fn caps(cost: Option<f64>, calls: Option<u64>) -> BudgetCaps {
@@ -82,7 +78,7 @@ fn kinds(env: &Env, id: &str) -> Vec<String> {
 fn a_spawn_links_child_and_parent_and_hands_the_child_its_task() {
     let env = Env::new();
     let me = boss();
-    let parent = start_as(&env, &me, "lead", Role::Supervisor, BudgetCaps::default());
+    let parent = start_by(&env, &me, "lead", Role::Supervisor, BudgetCaps::default());
     let spawned = spawn(
         &env,
         &me,
@@ -104,7 +100,7 @@ fn a_spawn_links_child_and_parent_and_hands_the_child_its_task() {
         panic!("{first:?}")
     };
     assert_eq!(link.as_deref(), Some(parent.header.id.as_str()));
-    let resumed = env.sessions.resume_as(&me, "w1").unwrap();
+    let resumed = env.sessions.scope(&me).resume("w1").unwrap();
     let task = resumed.latest_handoff.expect("the task");
     assert_eq!(task.from_session, parent.header.id);
     assert_eq!(task.handoff.kind, HandoffKind::Task);
@@ -126,7 +122,8 @@ fn a_spawn_links_child_and_parent_and_hands_the_child_its_task() {
     assert_eq!((id, *role), (&kid.header.id, Role::Workagent));
     let children = env
         .sessions
-        .children_as(&me, "lead", &Default::default())
+        .scope(&me)
+        .children("lead", &Default::default())
         .unwrap()
         .items;
     assert_eq!(children.len(), 1);
@@ -164,7 +161,7 @@ fn a_session_without_a_parent_records_no_parent_field_so_old_logs_hash_the_same(
 fn a_child_above_its_parents_role_is_refused_and_nothing_is_written() {
     let env = Env::new();
     let me = boss();
-    let parent = start_as(&env, &me, "lead", Role::Supervisor, BudgetCaps::default());
+    let parent = start_by(&env, &me, "lead", Role::Supervisor, BudgetCaps::default());
     let err = spawn(
         &env,
         &me,
@@ -191,7 +188,7 @@ fn a_child_above_the_principals_ceiling_is_refused() {
     let env = Env::new();
     // May run supervisors, not workagents.
     let me = agent("sup-only", &[Role::Supervisor], &["*"]);
-    start_as(&env, &me, "lead", Role::Supervisor, BudgetCaps::default());
+    start_by(&env, &me, "lead", Role::Supervisor, BudgetCaps::default());
     let err = spawn(
         &env,
         &me,
@@ -218,7 +215,7 @@ fn an_unknown_or_anothers_parent_is_not_found() {
         boss(),
         agent("other", &[Role::Supervisor, Role::Workagent], &["*"]),
     );
-    start_as(
+    start_by(
         &env,
         &other,
         "theirs",
@@ -250,7 +247,7 @@ fn an_unknown_or_anothers_parent_is_not_found() {
 fn childrens_caps_are_carved_out_of_the_parents_and_a_spawn_beyond_them_is_refused() {
     let env = Env::new();
     let me = boss();
-    let parent = start_as(
+    let parent = start_by(
         &env,
         &me,
         "lead",
@@ -327,10 +324,11 @@ fn childrens_caps_are_carved_out_of_the_parents_and_a_spawn_beyond_them_is_refus
 fn a_wait_without_children_is_refused() {
     let env = Env::new();
     let me = boss();
-    start_as(&env, &me, "lonely", Role::Supervisor, BudgetCaps::default());
+    start_by(&env, &me, "lonely", Role::Supervisor, BudgetCaps::default());
     let err = env
         .sessions
-        .wait_check_as(&me, "lonely")
+        .scope(&me)
+        .wait_check("lonely")
         .unwrap_err()
         .to_string();
     assert!(err.contains("has no children to wait for"), "{err}");
@@ -354,7 +352,7 @@ fn a_child_settles_by_a_handoff_to_its_parent_or_by_ending_and_the_observers_hea
     let me = boss();
     // An orchestrator's workagent reports to it all the same: the parent is
     // its supervisor.
-    start_as(&env, &me, "top", Role::Orchestrator, BudgetCaps::default());
+    start_by(&env, &me, "top", Role::Orchestrator, BudgetCaps::default());
     let a = spawn(
         &env,
         &me,
@@ -369,7 +367,7 @@ fn a_child_settles_by_a_handoff_to_its_parent_or_by_ending_and_the_observers_hea
         child("b", Role::Workagent, caps(None, None)),
     )
     .unwrap();
-    let (_, children) = env.sessions.wait_check_as(&me, "top").unwrap();
+    let (_, children) = env.sessions.scope(&me).wait_check("top").unwrap();
     assert!(children.iter().all(|c| !c.settled));
     assert_eq!(rung.0.load(Ordering::SeqCst), 0);
 
@@ -377,13 +375,14 @@ fn a_child_settles_by_a_handoff_to_its_parent_or_by_ending_and_the_observers_hea
     done.notes.work_completed = vec!["a".into()];
     done.target_session = Some("top".into());
     env.sessions
-        .handoff_as(&me, "a", done, &HandoffsConfig::default())
+        .scope(&me)
+        .handoff("a", done, &HandoffsConfig::default())
         .unwrap();
     assert_eq!(rung.0.load(Ordering::SeqCst), 1);
-    env.sessions.end_as(&me, "b", EndOutcome::Exit).unwrap();
+    env.sessions.scope(&me).end("b", EndOutcome::Exit).unwrap();
     assert_eq!(rung.0.load(Ordering::SeqCst), 2);
 
-    let (_, children) = env.sessions.wait_check_as(&me, "top").unwrap();
+    let (_, children) = env.sessions.scope(&me).wait_check("top").unwrap();
     let by_id = |id: &str| children.iter().find(|c| c.id == id).unwrap().clone();
     let (ca, cb) = (by_id(&a.child.header.id), by_id(&b.child.header.id));
     assert!(ca.settled && cb.settled);
@@ -399,7 +398,7 @@ fn a_child_settles_by_a_handoff_to_its_parent_or_by_ending_and_the_observers_hea
 fn a_parent_with_live_children_does_not_end_unless_it_cancels_them() {
     let env = Env::new();
     let me = boss();
-    start_as(&env, &me, "lead", Role::Supervisor, BudgetCaps::default());
+    start_by(&env, &me, "lead", Role::Supervisor, BudgetCaps::default());
     let w = spawn(
         &env,
         &me,
@@ -416,7 +415,8 @@ fn a_parent_with_live_children_does_not_end_unless_it_cancels_them() {
     .unwrap();
     let err = env
         .sessions
-        .end_as(&me, "lead", EndOutcome::Completed)
+        .scope(&me)
+        .end("lead", EndOutcome::Completed)
         .unwrap_err()
         .to_string();
     assert!(err.contains("has live children"), "{err}");
@@ -424,7 +424,7 @@ fn a_parent_with_live_children_does_not_end_unless_it_cancels_them() {
     assert!(err.contains("--cancel-children"), "{err}");
     assert!(env.sessions.show("lead").unwrap().header.status.is_live());
 
-    let cancelled = env.sessions.cancel_children_as(&me, "lead").unwrap();
+    let cancelled = env.sessions.scope(&me).cancel_children("lead").unwrap();
     assert_eq!(
         cancelled,
         [
@@ -444,7 +444,8 @@ fn a_parent_with_live_children_does_not_end_unless_it_cancels_them() {
     }
     let ended = env
         .sessions
-        .end_as(&me, "lead", EndOutcome::Completed)
+        .scope(&me)
+        .end("lead", EndOutcome::Completed)
         .unwrap();
     assert_eq!(ended.outcome, Some(EndOutcome::Completed));
 }
@@ -453,8 +454,8 @@ fn a_parent_with_live_children_does_not_end_unless_it_cancels_them() {
 fn a_child_reaches_its_family_and_other_sessions_only_along_a_route() {
     let env = Env::new();
     let me = boss();
-    let lead = start_as(&env, &me, "lead", Role::Supervisor, BudgetCaps::default());
-    let other = start_as(
+    let lead = start_by(&env, &me, "lead", Role::Supervisor, BudgetCaps::default());
+    let other = start_by(
         &env,
         &me,
         "other-lead",
@@ -483,7 +484,8 @@ fn a_child_reaches_its_family_and_other_sessions_only_along_a_route() {
     // The same principal's unrelated session is outside the family.
     let err = env
         .sessions
-        .handoff_as(&me, "a", done("other-lead"), &HandoffsConfig::default())
+        .scope(&me)
+        .handoff("a", done("other-lead"), &HandoffsConfig::default())
         .unwrap_err()
         .to_string();
     assert!(err.contains("outside the family"), "{err}");
@@ -500,7 +502,8 @@ fn a_child_reaches_its_family_and_other_sessions_only_along_a_route() {
         }],
     };
     env.sessions
-        .handoff_as(&me, "a", done("other-lead"), &routes)
+        .scope(&me)
+        .handoff("a", done("other-lead"), &routes)
         .unwrap();
     // Parent, sibling and self are family; a session with no parent is free.
     let (sa, sb) = (
@@ -543,7 +546,7 @@ fn report(name: &str, parent: &str, bytes: usize) -> Handoff {
 fn threat_49_a_parent_keeps_a_bounded_summary_and_every_child_stays_found() {
     let env = Env::new();
     let me = boss();
-    start_as(&env, &me, "lead", Role::Supervisor, caps(Some(100.0), None));
+    start_by(&env, &me, "lead", Role::Supervisor, caps(Some(100.0), None));
     const N: usize = 40;
     let mut ids = Vec::new();
     for i in 0..N {
@@ -559,14 +562,17 @@ fn threat_49_a_parent_keeps_a_bounded_summary_and_every_child_stays_found() {
         // The first stays at work; the others report (8 KiB each) and end.
         if i > 0 {
             env.sessions
-                .handoff_as(
-                    &me,
+                .scope(&me)
+                .handoff(
                     &name,
                     report(&name, "lead", 8192),
                     &HandoffsConfig::default(),
                 )
                 .unwrap();
-            env.sessions.end_as(&me, &name, EndOutcome::Exit).unwrap();
+            env.sessions
+                .scope(&me)
+                .end(&name, EndOutcome::Exit)
+                .unwrap();
         }
         ids.push(kid.header.id);
     }
@@ -583,7 +589,7 @@ fn threat_49_a_parent_keeps_a_bounded_summary_and_every_child_stays_found() {
     assert_eq!(used.cost_micros, N as u64 * 1_000_000);
     // A checkpoint of the parent stays small: 40 reports of 8 KiB are not in it.
     env.sessions.resume("lead").unwrap();
-    env.sessions.pause_as(&me, "lead", "checkpoint").unwrap();
+    env.sessions.scope(&me).pause("lead", "checkpoint").unwrap();
     let (_, newest) = checkpoint::list(&*env.store, &lead.header.id).unwrap()[0].clone();
     assert!(
         newest.len() < 16 * 1024,
@@ -596,7 +602,7 @@ fn threat_49_a_parent_keeps_a_bounded_summary_and_every_child_stays_found() {
     let mut listed = Vec::new();
     let mut page = crate::page::PageRequest::first(15);
     loop {
-        let got = env.sessions.children_as(&me, "lead", &page).unwrap();
+        let got = env.sessions.scope(&me).children("lead", &page).unwrap();
         listed.extend(got.items);
         match got.next_cursor {
             Some(c) => page.cursor = Some(c),
@@ -612,21 +618,25 @@ fn threat_49_a_parent_keeps_a_bounded_summary_and_every_child_stays_found() {
         format!("did w{}", N - 1)
     );
     // The wait sees them all, the one at work pending.
-    env.sessions.resume_as(&me, "lead").unwrap();
-    let (_, waited) = env.sessions.wait_check_as(&me, "lead").unwrap();
+    env.sessions.scope(&me).resume("lead").unwrap();
+    let (_, waited) = env.sessions.scope(&me).wait_check("lead").unwrap();
     assert_eq!(waited.len(), N);
     assert_eq!(waited.iter().filter(|c| !c.settled).count(), 1);
     // The oldest, long out of the parent's state, still keeps it from ending.
     let e = env
         .sessions
-        .end_as(&me, "lead", EndOutcome::Exit)
+        .scope(&me)
+        .end("lead", EndOutcome::Exit)
         .unwrap_err();
     assert!(e.to_string().contains(&ids[0]), "{e}");
     assert_eq!(
-        env.sessions.cancel_children_as(&me, "lead").unwrap(),
+        env.sessions.scope(&me).cancel_children("lead").unwrap(),
         [ids[0].clone()]
     );
-    env.sessions.end_as(&me, "lead", EndOutcome::Exit).unwrap();
+    env.sessions
+        .scope(&me)
+        .end("lead", EndOutcome::Exit)
+        .unwrap();
 }
 
 /// Why: a parent that spawns without end grows the store and its family
@@ -641,7 +651,7 @@ fn threat_49_a_spawn_past_children_per_session_is_refused_and_writes_nothing() {
         ..SessionsConfig::default()
     });
     let me = boss();
-    let lead = start_as(&env, &me, "lead", Role::Supervisor, BudgetCaps::default());
+    let lead = start_by(&env, &me, "lead", Role::Supervisor, BudgetCaps::default());
     for name in ["a", "b"] {
         spawn(
             &env,
@@ -652,7 +662,7 @@ fn threat_49_a_spawn_past_children_per_session_is_refused_and_writes_nothing() {
         .unwrap();
     }
     // Ended children count: each stays in the family.
-    env.sessions.end_as(&me, "a", EndOutcome::Exit).unwrap();
+    env.sessions.scope(&me).end("a", EndOutcome::Exit).unwrap();
     let sessions = env
         .sessions
         .list(&SessionFilter::default(), &Default::default())
@@ -714,7 +724,8 @@ fn threat_49_a_parent_recorded_with_its_whole_child_list_loads_and_answers_as_be
     assert!(env.sessions.verify("lead").unwrap().ok);
     let children = env
         .sessions
-        .children_as(&alice, "lead", &Default::default())
+        .scope(&alice)
+        .children("lead", &Default::default())
         .unwrap()
         .items;
     let names: Vec<_> = children.iter().map(|c| c.name.clone().unwrap()).collect();
@@ -723,7 +734,7 @@ fn threat_49_a_parent_recorded_with_its_whole_child_list_loads_and_answers_as_be
     assert_eq!(report.handoff.objective, "did w1");
     assert_eq!(report.handoff.notes.work_completed, ["w1 done"]);
     assert!(children[0].settled && children[1].settled && !children[2].settled);
-    let (_, waited) = env.sessions.wait_check_as(&alice, "lead").unwrap();
+    let (_, waited) = env.sessions.scope(&alice).wait_check("lead").unwrap();
     assert_eq!(waited, children);
     // The family goes on: a fourth child, and the end still waits for the
     // live ones (w1 reported but did not end).
@@ -737,20 +748,23 @@ fn threat_49_a_parent_recorded_with_its_whole_child_list_loads_and_answers_as_be
     assert_eq!(env.sessions.show("lead").unwrap().children_spawned, 4);
     let e = env
         .sessions
-        .end_as(&alice, "lead", EndOutcome::Exit)
+        .scope(&alice)
+        .end("lead", EndOutcome::Exit)
         .unwrap_err();
     for live in ["`w1`", "`w3`", "`w4`"] {
         assert!(e.to_string().contains(live), "{e}");
     }
     assert_eq!(
         env.sessions
-            .cancel_children_as(&alice, "lead")
+            .scope(&alice)
+            .cancel_children("lead")
             .unwrap()
             .len(),
         3
     );
     env.sessions
-        .end_as(&alice, "lead", EndOutcome::Exit)
+        .scope(&alice)
+        .end("lead", EndOutcome::Exit)
         .unwrap();
 }
 
@@ -761,7 +775,7 @@ fn threat_49_a_parent_recorded_with_its_whole_child_list_loads_and_answers_as_be
 fn threat_51_a_childs_carve_counts_the_parents_calls_in_flight() {
     let env = Env::new();
     let me = boss();
-    start_as(
+    start_by(
         &env,
         &me,
         "lead",

@@ -34,8 +34,8 @@ fn start(
     completion: Completion,
 ) -> SessionState {
     env.sessions
-        .start_as(
-            who,
+        .scope(who)
+        .start(
             StartSession {
                 completion,
                 ..start_request(name, role)
@@ -74,7 +74,8 @@ fn result(passed: bool) -> GateResult {
 fn completion_handoff(env: &Env, who: &Principal, session: &str) -> u64 {
     let h = Handoff::new(HandoffKind::WorkagentCompletion, Role::Workagent, "done");
     env.sessions
-        .handoff_as(who, session, h, &Default::default())
+        .scope(who)
+        .handoff(session, h, &Default::default())
         .expect("handoff")
         .seq
 }
@@ -106,7 +107,7 @@ fn a_gated_session_ends_completed_only_after_a_passing_run_with_no_work_since() 
     let s = start(&env, &w, "w1", Role::Workagent, gated());
     assert_eq!(s.completion.condition, gated());
     refused(
-        env.sessions.end_as(&w, "w1", EndOutcome::Completed),
+        env.sessions.scope(&w).end("w1", EndOutcome::Completed),
         "have not passed since its last call or handoff",
     );
     // A failing run refuses with the gate's output.
@@ -114,7 +115,7 @@ fn a_gated_session_ends_completed_only_after_a_passing_run_with_no_work_since() 
         .record_gates(&s.header.id, vec![result(false)])
         .unwrap();
     refused(
-        env.sessions.end_as(&w, "w1", EndOutcome::Completed),
+        env.sessions.scope(&w).end("w1", EndOutcome::Completed),
         "`gate.report` failed: `/passed` is false",
     );
     // A passing run, then work: the run no longer counts (the Ralph re-check).
@@ -123,12 +124,12 @@ fn a_gated_session_ends_completed_only_after_a_passing_run_with_no_work_since() 
         .unwrap();
     env.call(&s.header.id, "c-1", "ok");
     refused(
-        env.sessions.end_as(&w, "w1", EndOutcome::Completed),
+        env.sessions.scope(&w).end("w1", EndOutcome::Completed),
         "have not passed since",
     );
     // Other outcomes are not held to the condition.
     let other = start(&env, &w, "w2", Role::Workagent, gated());
-    env.sessions.end_as(&w, "w2", EndOutcome::Exit).unwrap();
+    env.sessions.scope(&w).end("w2", EndOutcome::Exit).unwrap();
     assert_eq!(
         env.sessions.show(&other.header.id).unwrap().outcome,
         Some(EndOutcome::Exit)
@@ -139,7 +140,8 @@ fn a_gated_session_ends_completed_only_after_a_passing_run_with_no_work_since() 
         .unwrap();
     let ended = env
         .sessions
-        .end_as(&w, "w1", EndOutcome::Completed)
+        .scope(&w)
+        .end("w1", EndOutcome::Completed)
         .unwrap();
     assert_eq!(ended.outcome, Some(EndOutcome::Completed));
     // Each run is in the log.
@@ -180,33 +182,36 @@ fn a_judge_of_another_principal_must_pass_the_latest_handoff() {
     let s = start(&env, &w, "w", Role::Workagent, judged());
     let bench = start(&env, &j, "bench", Role::Judge, Completion::default());
     refused(
-        env.sessions.end_as(&w, "w", EndOutcome::Completed),
+        env.sessions.scope(&w).end("w", EndOutcome::Completed),
         "has written no handoff to judge",
     );
     // Nothing to judge yet.
     let err = env
         .sessions
-        .verdict_as(&j, "bench", "w", verdict(true, &[]))
+        .scope(&j)
+        .verdict("bench", "w", verdict(true, &[]))
         .unwrap_err();
     assert!(err.to_string().contains("no handoff to judge yet"), "{err}");
     let first = completion_handoff(&env, &w, &s.header.id);
     refused(
-        env.sessions.end_as(&w, "w", EndOutcome::Completed),
+        env.sessions.scope(&w).end("w", EndOutcome::Completed),
         &format!("no judge has passed its latest handoff (event {first})"),
     );
     // A failing verdict needs a reason, and its reasons reach the worker.
     let err = env
         .sessions
-        .verdict_as(&j, "bench", "w", verdict(false, &[]))
+        .scope(&j)
+        .verdict("bench", "w", verdict(false, &[]))
         .unwrap_err();
     assert!(err.to_string().contains("needs a reason"), "{err}");
     let failed = env
         .sessions
-        .verdict_as(&j, "bench", "w", verdict(false, &["the count is wrong"]))
+        .scope(&j)
+        .verdict("bench", "w", verdict(false, &["the count is wrong"]))
         .unwrap();
     assert_eq!(failed.verdict.handoff_seq, first);
     refused(
-        env.sessions.end_as(&w, "w", EndOutcome::Completed),
+        env.sessions.scope(&w).end("w", EndOutcome::Completed),
         "judge `reviewer` (session s-",
     );
     // A new handoff: the old verdict no longer counts; a verdict on the old
@@ -216,17 +221,22 @@ fn a_judge_of_another_principal_must_pass_the_latest_handoff() {
     stale.handoff_seq = Some(first);
     let err = env
         .sessions
-        .verdict_as(&j, "bench", "w", stale)
+        .scope(&j)
+        .verdict("bench", "w", stale)
         .unwrap_err();
     assert!(err.to_string().contains("is not its latest"), "{err}");
     refused(
-        env.sessions.end_as(&w, "w", EndOutcome::Completed),
+        env.sessions.scope(&w).end("w", EndOutcome::Completed),
         &format!("event {second}"),
     );
     env.sessions
-        .verdict_as(&j, "bench", "w", verdict(true, &["counted again: right"]))
+        .scope(&j)
+        .verdict("bench", "w", verdict(true, &["counted again: right"]))
         .unwrap();
-    env.sessions.end_as(&w, "w", EndOutcome::Completed).unwrap();
+    env.sessions
+        .scope(&w)
+        .end("w", EndOutcome::Completed)
+        .unwrap();
     // Both logs hold the verdicts.
     let given = env
         .sessions
@@ -249,7 +259,8 @@ fn a_judge_is_never_the_worker_nor_its_principal() {
     start(&env, &w, "self-judge", Role::Judge, Completion::default());
     let err = env
         .sessions
-        .verdict_as(&w, "self-judge", "w", verdict(true, &[]))
+        .scope(&w)
+        .verdict("self-judge", "w", verdict(true, &[]))
         .unwrap_err();
     assert!(
         err.to_string().contains("the judge's own principal"),
@@ -266,7 +277,8 @@ fn a_judge_is_never_the_worker_nor_its_principal() {
     );
     let err = env
         .sessions
-        .verdict_as(&j, "not-a-judge", "w", verdict(true, &[]))
+        .scope(&j)
+        .verdict("not-a-judge", "w", verdict(true, &[]))
         .unwrap_err();
     assert!(err.to_string().contains("not a judge"), "{err}");
     // A worker in a project the judge may not touch is not found.
@@ -274,8 +286,8 @@ fn a_judge_is_never_the_worker_nor_its_principal() {
     outsider.name = "outsider".into();
     outsider.projects = vec!["elsewhere".into()];
     env.sessions
-        .start_as(
-            &outsider,
+        .scope(&outsider)
+        .start(
             StartSession {
                 role: Role::Judge,
                 project: "elsewhere".into(),
@@ -290,7 +302,8 @@ fn a_judge_is_never_the_worker_nor_its_principal() {
         .unwrap();
     let err = env
         .sessions
-        .verdict_as(&outsider, "far-bench", "w", verdict(true, &[]))
+        .scope(&outsider)
+        .verdict("far-bench", "w", verdict(true, &[]))
         .unwrap_err();
     assert!(matches!(err, SessionError::NotFound(_)), "{err:?}");
     // A session that asks for no judge takes no verdict.
@@ -299,7 +312,8 @@ fn a_judge_is_never_the_worker_nor_its_principal() {
     start(&env, &judge(), "bench", Role::Judge, Completion::default());
     let err = env
         .sessions
-        .verdict_as(&judge(), "bench", "plain", verdict(true, &[]))
+        .scope(&judge())
+        .verdict("bench", "plain", verdict(true, &[]))
         .unwrap_err();
     assert!(err.to_string().contains("asks for no judge"), "{err}");
     // Nothing was written into the worker's log by the refusals.
@@ -324,8 +338,8 @@ fn a_judge_is_never_spawned() {
     let task = Handoff::new(HandoffKind::Task, Role::Judge, "judge my workers");
     let err = env
         .sessions
-        .spawn_as(
-            &boss,
+        .scope(&boss)
+        .spawn(
             "lead",
             SpawnChild {
                 role: Role::Judge,
@@ -351,8 +365,8 @@ fn a_spawned_child_carries_the_condition_its_parent_set() {
     let task = Handoff::new(HandoffKind::Task, Role::Workagent, "count words");
     let spawned = env
         .sessions
-        .spawn_as(
-            &w,
+        .scope(&w)
+        .spawn(
             "lead",
             SpawnChild {
                 role: Role::Workagent,
@@ -369,7 +383,7 @@ fn a_spawned_child_carries_the_condition_its_parent_set() {
         .unwrap();
     assert_eq!(spawned.child.completion.condition, gated().and(&judged()));
     refused(
-        env.sessions.end_as(&w, "kid", EndOutcome::Completed),
+        env.sessions.scope(&w).end("kid", EndOutcome::Completed),
         "gates have not passed",
     );
 }

@@ -33,7 +33,8 @@ fn counted() -> (tempfile::TempDir, Arc<Counting>, Sessions, Arc<AtomicU64>) {
 }
 
 fn started(s: &Sessions, who: &Principal, name: &str) -> SessionState {
-    s.start_as(who, start_request(name, Role::Workagent), &HashSet::new())
+    s.scope(who)
+        .start(start_request(name, Role::Workagent), &HashSet::new())
         .unwrap()
 }
 
@@ -48,7 +49,7 @@ fn threat_49_a_start_a_listing_and_a_name_lookup_read_a_page_not_every_session()
     const MANY: usize = 600;
     for i in 0..MANY {
         let id = started(&s, &a, &format!("n{i}")).header.id;
-        s.end_as(&a, &id, EndOutcome::Exit).unwrap();
+        s.scope(&a).end(&id, EndOutcome::Exit).unwrap();
     }
     started(&s, &b, "theirs");
     store.take();
@@ -59,7 +60,8 @@ fn threat_49_a_start_a_listing_and_a_name_lookup_read_a_page_not_every_session()
     assert!(start.session_keys() < 20, "a start read {start:?}");
 
     let page = s
-        .list_as(&a, &SessionFilter::default(), &PageRequest::first(10))
+        .scope(&a)
+        .list(&SessionFilter::default(), &PageRequest::first(10))
         .unwrap();
     assert_eq!(page.items.len(), 10);
     assert_eq!(page.items[0].header.name.as_deref(), Some("one-more"));
@@ -72,14 +74,14 @@ fn threat_49_a_start_a_listing_and_a_name_lookup_read_a_page_not_every_session()
 
     // An ended session's name: its own entries, newest first.
     assert_eq!(
-        s.show_as(&a, "n7").unwrap().header.name.as_deref(),
+        s.scope(&a).show("n7").unwrap().header.name.as_deref(),
         Some("n7")
     );
     let lookup = store.take();
     assert!(lookup.session_keys() < 10, "a name lookup read {lookup:?}");
     // An operator's bare name, held by one owner.
     let op = Principal::operator("cli:0");
-    assert_eq!(s.show_as(&op, "n8").unwrap().owner_name(), "a");
+    assert_eq!(s.scope(&op).show("n8").unwrap().owner_name(), "a");
     let lookup = store.take();
     assert!(lookup.session_keys() < 20, "a name lookup read {lookup:?}");
 
@@ -102,7 +104,7 @@ fn threat_49_a_listing_pages_newest_first_without_skipping_or_repeating() {
     let mut seen = Vec::new();
     let mut page = PageRequest::first(4);
     loop {
-        let got = s.list_as(&a, &SessionFilter::default(), &page).unwrap();
+        let got = s.scope(&a).list(&SessionFilter::default(), &page).unwrap();
         assert!(got.items.len() <= 4);
         seen.extend(got.items.into_iter().map(|i| i.header.id));
         // Activity and new sessions between pages change nothing ahead.
@@ -125,7 +127,8 @@ fn threat_49_a_listing_pages_newest_first_without_skipping_or_repeating() {
     // The operators' listing holds every owner's, the same way.
     let op = Principal::operator("cli:0");
     let all = s
-        .list_as(&op, &SessionFilter::default(), &PageRequest::first(500))
+        .scope(&op)
+        .list(&SessionFilter::default(), &PageRequest::first(500))
         .unwrap();
     assert_eq!(all.items.len(), 25 + 7);
     assert!(all.next_cursor.is_none());
@@ -140,7 +143,10 @@ fn threat_49_a_listing_pages_newest_first_without_skipping_or_repeating() {
         limit: Some(1),
         cursor: Some(theirs.clone()),
     };
-    let e = s.list_as(&a, &SessionFilter::default(), &bad).unwrap_err();
+    let e = s
+        .scope(&a)
+        .list(&SessionFilter::default(), &bad)
+        .unwrap_err();
     assert!(
         e.to_string().contains(&format!(
             "the cursor `{theirs}` is not one of this listing's"

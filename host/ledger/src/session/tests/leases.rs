@@ -249,8 +249,8 @@ fn resuming_on_another_host_takes_the_lease_and_returns_the_calls_its_holder_lef
     request(&a, &w.header.id, "c-1").unwrap();
     begin(&a, &w.header.id, "c-1");
 
-    // An agent's resume (over MCP: `resume_as`) and the CLI's alike.
-    let err = b.resume_as(&Principal::local(), "w").unwrap_err();
+    // An agent's resume (over MCP: its scope's `resume`) and the CLI's alike.
+    let err = b.scope(&Principal::local()).resume("w").unwrap_err();
     assert!(
         matches!(&err, SessionError::Leased { node, .. } if node == "a"),
         "{err:?}"
@@ -264,7 +264,7 @@ fn resuming_on_another_host_takes_the_lease_and_returns_the_calls_its_holder_lef
     assert!(b.show("w").unwrap().interrupted.is_empty());
 
     clock.advance(TTL.as_millis() as u64 + 1);
-    let resumed = b.resume_as(&Principal::local(), "w").unwrap();
+    let resumed = b.scope(&Principal::local()).resume("w").unwrap();
     assert_eq!(resumed.interrupted_calls.len(), 1, "{resumed:?}");
     let call = &resumed.interrupted_calls[0];
     assert_eq!(call.call_id, "c-1");

@@ -89,9 +89,8 @@ fn bad_names_and_unknown_sessions_are_explained() {
     );
 }
 
-fn start_as(s: &Sessions, who: &Principal, name: &str) -> Result<SessionState, SessionError> {
-    s.start_as(
-        who,
+fn start_by(s: &Sessions, who: &Principal, name: &str) -> Result<SessionState, SessionError> {
+    s.scope(who).start(
         start_request(name, Role::Workagent),
         &std::collections::HashSet::new(),
     )
@@ -114,35 +113,35 @@ fn threat_53_names_are_scoped_by_owner_another_principals_name_is_not_found() {
     let env = Env::new();
     let s = &env.sessions;
     let (a, b) = (workagent("a"), workagent("b"));
-    let squatter = start_as(s, &b, "report").unwrap();
+    let squatter = start_by(s, &b, "report").unwrap();
     // The schedule's session, named after it: not taken by b's.
     let schedule = workagent("schedule:nightly");
-    let mine = start_as(s, &schedule, "report").unwrap();
+    let mine = start_by(s, &schedule, "report").unwrap();
     assert_ne!(mine.header.id, squatter.header.id);
     assert_eq!(
-        s.show_as(&schedule, "report").unwrap().header.id,
+        s.scope(&schedule).show("report").unwrap().header.id,
         mine.header.id
     );
     assert_eq!(
-        s.show_as(&b, "report").unwrap().header.id,
+        s.scope(&b).show("report").unwrap().header.id,
         squatter.header.id
     );
     // Another principal's name is not found, as a name nobody has; starting
     // one of one's own tells nothing of theirs.
-    assert_not_found(s.show_as(&a, "report"), "report");
-    assert_not_found(s.resume_as(&a, "report"), "report");
-    let own = start_as(s, &a, "report").unwrap();
-    assert_eq!(s.show_as(&a, "report").unwrap().header.id, own.header.id);
+    assert_not_found(s.scope(&a).show("report"), "report");
+    assert_not_found(s.scope(&a).resume("report"), "report");
+    let own = start_by(s, &a, "report").unwrap();
+    assert_eq!(s.scope(&a).show("report").unwrap().header.id, own.header.id);
     // Within one owner a live name is still one session's.
-    let e = start_as(s, &a, "report").unwrap_err();
+    let e = start_by(s, &a, "report").unwrap_err();
     assert!(matches!(e, SessionError::NameTaken { .. }), "{e}");
     assert!(e.to_string().contains(&own.header.id), "{e}");
     // An ended session of another keeps its name out of reach too.
-    s.end_as(&b, "report", EndOutcome::Exit).unwrap();
-    s.end_as(&a, "report", EndOutcome::Exit).unwrap();
-    assert_eq!(s.show_as(&a, "report").unwrap().header.id, own.header.id);
+    s.scope(&b).end("report", EndOutcome::Exit).unwrap();
+    s.scope(&a).end("report", EndOutcome::Exit).unwrap();
+    assert_eq!(s.scope(&a).show("report").unwrap().header.id, own.header.id);
     assert_eq!(
-        s.show_as(&b, "report").unwrap().header.id,
+        s.scope(&b).show("report").unwrap().header.id,
         squatter.header.id
     );
 }
@@ -155,13 +154,13 @@ fn threat_53_an_operator_names_a_session_as_owner_slash_name_or_by_a_unique_name
     let s = &env.sessions;
     let (a, b) = (workagent("a"), workagent("b"));
     let op = Principal::operator("cli:0");
-    let theirs = start_as(s, &a, "shared").unwrap();
-    let other = start_as(s, &b, "shared").unwrap();
-    let only = start_as(s, &b, "only-b").unwrap();
+    let theirs = start_by(s, &a, "shared").unwrap();
+    let other = start_by(s, &b, "shared").unwrap();
+    let only = start_by(s, &b, "only-b").unwrap();
     let local = env.start("cli-made", Role::Workagent);
     assert_eq!(s.show("a/shared").unwrap().header.id, theirs.header.id);
     assert_eq!(
-        s.show_as(&op, "b/shared").unwrap().header.id,
+        s.scope(&op).show("b/shared").unwrap().header.id,
         other.header.id
     );
     assert_eq!(s.show("only-b").unwrap().header.id, only.header.id);
@@ -173,7 +172,7 @@ fn threat_53_an_operator_names_a_session_as_owner_slash_name_or_by_a_unique_name
         "several principals have sessions named `shared` (`a/shared`, `b/shared`, ...): name the one you mean as `OWNER/NAME`"
     );
     // An agent's `OWNER/NAME` is a name of its own like any other.
-    assert_not_found(s.show_as(&a, "b/shared"), "b/shared");
+    assert_not_found(s.scope(&a).show("b/shared"), "b/shared");
 }
 
 /// Why: data dirs written before names had owners hold one global `names`
@@ -185,24 +184,24 @@ fn threat_53_a_data_dir_with_the_global_names_bucket_keeps_its_names_by_owner() 
     let s = &env.sessions;
     let (alice, bob) = (workagent("alice"), workagent("bob"));
     let local = Principal::local();
-    let build = s.show_as(&local, "build").unwrap();
+    let build = s.scope(&local).show("build").unwrap();
     assert!(build.header.status.is_live());
     assert_eq!(build.owner_name(), "local");
-    let bobs = s.show_as(&bob, "deploy").unwrap();
+    let bobs = s.scope(&bob).show("deploy").unwrap();
     assert!(bobs.header.status.is_live());
-    let alices = s.show_as(&alice, "deploy").unwrap();
+    let alices = s.scope(&alice).show("deploy").unwrap();
     assert_eq!(alices.header.status, SessionStatus::Completed);
-    assert_not_found(s.show_as(&alice, "build"), "build");
+    assert_not_found(s.scope(&alice).show("build"), "build");
     assert_eq!(s.show("bob/deploy").unwrap().header.id, bobs.header.id);
     assert_eq!(s.show("lead").unwrap().owner_name(), "alice");
     // The live names were carried over: taken within their owner only.
     assert!(matches!(
-        start_as(s, &bob, "deploy"),
+        start_by(s, &bob, "deploy"),
         Err(SessionError::NameTaken { .. })
     ));
-    let again = start_as(s, &alice, "deploy").unwrap();
+    let again = start_by(s, &alice, "deploy").unwrap();
     assert_eq!(
-        s.show_as(&alice, "deploy").unwrap().header.id,
+        s.scope(&alice).show("deploy").unwrap().header.id,
         again.header.id
     );
     // Listed from the indexes made for it, newest first.
@@ -213,7 +212,8 @@ fn threat_53_a_data_dir_with_the_global_names_bucket_keeps_its_names_by_owner() 
     assert_eq!(listed.len(), 8);
     assert_eq!(listed[0].header.id, again.header.id);
     let theirs = s
-        .list_as(&alice, &SessionFilter::default(), &Default::default())
+        .scope(&alice)
+        .list(&SessionFilter::default(), &Default::default())
         .unwrap()
         .items;
     assert_eq!(theirs.len(), 6, "lead, its three children, two deploys");

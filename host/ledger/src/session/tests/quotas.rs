@@ -39,10 +39,10 @@ fn threat_43_an_agent_past_its_live_sessions_is_refused_until_one_ends() {
     let (a, b) = (workagent("a"), workagent("b"));
     let none = HashSet::new();
     let s = &env.sessions;
-    let first = s.start_as(&a, start("a-1", &[]), &none).unwrap();
-    s.start_as(&a, start("a-2", &[]), &none).unwrap();
+    let first = s.scope(&a).start(start("a-1", &[]), &none).unwrap();
+    s.scope(&a).start(start("a-2", &[]), &none).unwrap();
     let message = assert_quota(
-        s.start_as(&a, start("a-3", &[]), &none),
+        s.scope(&a).start(start("a-3", &[]), &none),
         "sessions_per_principal",
     );
     assert!(
@@ -52,15 +52,16 @@ fn threat_43_an_agent_past_its_live_sessions_is_refused_until_one_ends() {
     // Nothing was written: the name is still free, no session has it.
     assert!(s.show("a-3").is_err());
     // Another principal has its own quota; an operator has none.
-    s.start_as(&b, start("b-1", &[]), &none).unwrap();
+    s.scope(&b).start(start("b-1", &[]), &none).unwrap();
     let operator = Principal::operator("cli:0".to_string());
     for i in 0..3 {
-        s.start_as(&operator, start(&format!("op-{i}"), &[]), &none)
+        s.scope(&operator)
+            .start(start(&format!("op-{i}"), &[]), &none)
             .unwrap();
     }
     // A session that ends frees its place.
     s.end(&first.header.id, EndOutcome::Completed).unwrap();
-    s.start_as(&a, start("a-3", &[]), &none).unwrap();
+    s.scope(&a).start(start("a-3", &[]), &none).unwrap();
 }
 
 #[test]
@@ -335,10 +336,12 @@ fn threat_49_a_handoff_to_a_target_at_its_quota_or_a_spawn_from_a_full_parent_wr
     );
     let none = HashSet::new();
     let boss = s
-        .start_as(&a, start_request("boss", Role::Orchestrator), &none)
+        .scope(&a)
+        .start(start_request("boss", Role::Orchestrator), &none)
         .unwrap();
     let lead = s
-        .start_as(&a, start_request("lead", Role::Supervisor), &none)
+        .scope(&a)
+        .start(start_request("lead", Role::Supervisor), &none)
         .unwrap();
     let (notes, _) = notes_until_refused(s, "lead", "busy");
     assert_eq!(notes, 4);
@@ -372,8 +375,7 @@ fn threat_49_a_handoff_to_a_target_at_its_quota_or_a_spawn_from_a_full_parent_wr
         completion: Default::default(),
     };
     assert_quota(
-        s.spawn_as(
-            &a,
+        s.scope(&a).spawn(
             "lead",
             child,
             &crate::manifest::BudgetsConfig::default(),
