@@ -177,14 +177,19 @@ fn last_seq_of(stream: &str, first: u64, count: u64) -> Result<u64, StorageError
 /// The sled tree holding every stream's records.
 const STREAMS_TREE: &str = "streams";
 
-/// What sled keeps of the tree in memory (sled's own default is 1 GiB, so
-/// a host's RSS grew with everything it wrote, up to that: 100,000 short
-/// sessions added 390 MiB; with this bound, 107 MiB, most of it reached by
-/// the 30,000th). Reads past it come from the OS page cache. sled counts a
-/// value over 128 KiB as its pointer, so this bounds only short values:
-/// long job bodies are kept in pieces for that (`glovebox-ledger`'s
-/// `jobs/data.rs`).
-const CACHE_BYTES: u64 = 64 * 1024 * 1024;
+/// What sled keeps of the tree in memory. sled's own default is 1 GiB, so a
+/// host's RSS grew with everything it wrote, up to that: 100,000 short
+/// sessions added 390 MiB. Bounded at 64 MiB they added 114 MiB (sled's
+/// cache takes about a sixth more than its bound, and its churn leaves holes
+/// in the allocator); at 16 MiB, with one allocator heap a core
+/// (`src/allocator.rs`), about 58 MiB, under the 64 MiB issue 36 allows
+/// (`session_churn`, `docs/benchmarks.md`). What a call reads (a session's
+/// head, its latest checkpoint, an index page) was mostly written moments
+/// before and is still cached; reads past the bound come from the OS page
+/// cache. sled counts a value over 128 KiB as its pointer, so this bounds
+/// only short values: long job bodies are kept in pieces for that
+/// (`glovebox-ledger`'s `jobs/data.rs`).
+const CACHE_BYTES: u64 = 16 * 1024 * 1024;
 
 /// Append lock stripes: enough that writers of different streams rarely
 /// share one; each is held only for a head lookup and an in-memory insert.
