@@ -52,7 +52,7 @@ impl Fixture {
             config.budgets.roles.insert(*role, caps.clone());
         }
         let host = Arc::new(Host::load(config).await.expect("host loads"));
-        let (_store, durable) = crate::sessions::durable(&data.path().join("store"));
+        let (_store, durable) = crate::util::durable(&data.path().join("store"));
         Fixture {
             gw: Gateway::new(host.clone(), durable.clone()),
             host,

@@ -346,7 +346,7 @@ fn over_mcp_a_parent_spawns_waits_for_and_ends_its_children_and_a_child_stays_in
 async fn a_wait_is_woken_by_a_childs_handoff_not_by_its_timeout() {
     let h = util::host(vec![manifest("echo", plugins::TOOL_ECHO)]).await;
     let dir = tempfile::tempdir().unwrap();
-    let (_store, durable) = crate::sessions::durable(dir.path());
+    let (_store, durable) = crate::util::durable(dir.path());
     let gateway = Gateway::new(Arc::new(h.host), durable.clone());
     let op = cli_operator();
     durable

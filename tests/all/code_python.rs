@@ -13,7 +13,7 @@ use glovebox::manifest::{Access, HttpScheme};
 use glovebox::{CallError, PluginManifest};
 use serde_json::{Value, json};
 
-use crate::network::TestServer;
+use crate::util::TestServer;
 use crate::util::{
     self, assert_serving, call_err, call_ok, error_of, fs_grant, http_grant, manifest, plugins,
 };

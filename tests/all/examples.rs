@@ -166,7 +166,7 @@ async fn an_override_for_a_tool_the_plugin_lacks_is_refused() {
 
 #[tokio::test]
 async fn http_fetch_reaches_a_granted_server() {
-    let server = crate::network::TestServer::start().await;
+    let server = crate::util::TestServer::start().await;
     let mut m = manifest("fetch", plugins::TOOL_HTTP_FETCH);
     m.http
         .push(http_grant(HttpScheme::Http, "127.0.0.1", server.port));

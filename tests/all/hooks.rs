@@ -2,7 +2,7 @@
 //! policy replay, and docs/threats.md "Permission hooks" (3, 19-23) with real
 //! hostile hook plugins.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use glovebox::hooks::{DecisionKind, HookStatus};
 use glovebox::manifest::{Access, HookConfig, ToolOverride};
@@ -11,7 +11,7 @@ use glovebox::{CallError, Durable, Gateway, Host, PluginManifest};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
-use crate::sessions::durable;
+use crate::util::durable;
 use crate::util::{self, fs_grant, manifest, plugins};
 
 fn hook(name: &str, component: &str, settings: Value) -> HookConfig {
@@ -303,76 +303,6 @@ async fn a_denied_approval_fails_the_call_and_resumes_the_session() {
     );
 }
 
-#[tokio::test]
-async fn destructive_deny_mode_offers_safer_alternatives() {
-    let s = setup(vec![destructive("deny")]).await;
-    let id = s.session("writer", Role::Orchestrator);
-    let (hook, _, alternatives) = denial(
-        s.call(
-            &id,
-            "files.write",
-            json!({"path": "/data/y.txt", "content": "x"}),
-        )
-        .await
-        .unwrap_err(),
-    );
-    assert_eq!(hook, "destructive");
-    let all = alternatives.join(" ").to_lowercase();
-    assert!(
-        all.contains("soft delete") && all.contains("backup") && all.contains("review"),
-        "{alternatives:?}"
-    );
-}
-
-#[tokio::test]
-async fn role_allowlist_keeps_workagents_from_orchestrator_tools() {
-    let s = setup(vec![role_allowlist()]).await;
-    let worker = s.session("worker", Role::Workagent);
-    let (hook, reason, alternatives) = denial(
-        s.call(
-            &worker,
-            "files.write",
-            json!({"path": "/data/z.txt", "content": "x"}),
-        )
-        .await
-        .unwrap_err(),
-    );
-    assert_eq!(hook, "roles");
-    assert!(
-        reason.contains("workagent") && reason.contains("files.write"),
-        "{reason}"
-    );
-    assert!(
-        alternatives.join(" ").contains("supervisor"),
-        "says who may: {alternatives:?}"
-    );
-    s.call(&worker, "files.list", json!({"path": "/data"}))
-        .await
-        .unwrap();
-    // Threat 23: the role comes from the session, never from the call's input.
-    let err = s
-        .call(
-            &worker,
-            "files.write",
-            json!({"path": "/data/z.txt", "content": "x", "role": "orchestrator"}),
-        )
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(err, CallError::Denied { .. }) || matches!(err, CallError::InvalidInput { .. }),
-        "{err}"
-    );
-    assert!(!s.workspace.path().join("z.txt").exists());
-    let boss = s.session("boss", Role::Orchestrator);
-    s.call(
-        &boss,
-        "files.write",
-        json!({"path": "/data/z.txt", "content": "x"}),
-    )
-    .await
-    .unwrap();
-}
-
 // Threat 20: deny wins; the first deny stops the chain; order is the config's.
 #[tokio::test]
 async fn deny_wins_and_the_first_deny_stops_the_chain() {
@@ -405,90 +335,9 @@ async fn deny_wins_and_the_first_deny_stops_the_chain() {
     );
 }
 
-/// A chain of one hostile hook: every call is denied, naming the hook.
-async fn denies_everything(hostile: HookConfig, expect: &str) {
-    let name = hostile.name.clone();
-    let s = setup(vec![hostile]).await;
-    let id = s.session("victim", Role::Orchestrator);
-    let start = Instant::now();
-    let (hook, reason, _) = denial(
-        s.call(&id, "echo.echo", json!({"message": "hi"}))
-            .await
-            .unwrap_err(),
-    );
-    assert!(
-        start.elapsed() < Duration::from_secs(2),
-        "{:?}",
-        start.elapsed()
-    );
-    assert_eq!(hook, name);
-    assert!(
-        reason.contains(&format!("`{name}`")) || reason.contains(&name),
-        "{reason}"
-    );
-    assert!(
-        reason.to_lowercase().contains(expect),
-        "expected `{expect}` in: {reason}"
-    );
-    // The chain judges standalone calls (outside any session) too.
-    let plain = s
-        .host
-        .call("echo.echo", "{}", glovebox::CallContext::standalone())
-        .await;
-    assert!(
-        matches!(plain.outcome, Err(CallError::Denied { .. })),
-        "the chain applies to standalone calls too"
-    );
-}
-
-// Threats 3 and 19: a hook that traps, loops, answers malformed, cannot load,
-// or is missing: deny, with the cause in the reason.
-#[tokio::test]
-async fn a_trapping_hook_denies() {
-    denies_everything(hook("trap", plugins::HOSTILE_HOOK_TRAP, json!({})), "trap").await;
-}
-
-#[tokio::test]
-async fn a_looping_hook_is_stopped_at_its_deadline_and_denies() {
-    denies_everything(
-        hook("loop", plugins::HOSTILE_HOOK_LOOP, json!({})),
-        "timed out",
-    )
-    .await;
-}
-
-#[tokio::test]
-async fn a_malformed_answer_denies() {
-    denies_everything(
-        hook("malformed", plugins::HOSTILE_HOOK_MALFORMED, json!({})),
-        "malformed",
-    )
-    .await;
-}
-
-#[tokio::test]
-async fn invalid_trigger_patterns_deny() {
-    denies_everything(
-        hook(
-            "bad-triggers",
-            plugins::HOSTILE_HOOK_BAD_TRIGGERS,
-            json!({}),
-        ),
-        "pattern",
-    )
-    .await;
-}
-
-#[tokio::test]
-async fn a_missing_hook_denies() {
-    denies_everything(
-        hook("gone", "/nonexistent/hook.wasm", json!({})),
-        "cannot be loaded",
-    )
-    .await;
-}
-
-// Threat 21: a hook that imports the filesystem is refused at load, naming the import.
+// Threat 21: a hook that imports the filesystem is refused at load, naming the import
+// (that every call is then denied is `tests/cases/hook-importing-the-filesystem-denies`;
+// the other hostile hooks of threats 3 and 19 are case folders too).
 #[tokio::test]
 async fn a_hook_importing_the_filesystem_is_refused_at_load() {
     let s = setup(vec![hook(
@@ -502,11 +351,6 @@ async fn a_hook_importing_the_filesystem_is_refused_at_load() {
         panic!("loaded: {:?}", info[0].status)
     };
     assert!(reason.contains("wasi:filesystem"), "{reason}");
-    denies_everything(
-        hook("nosy", plugins::HOSTILE_HOOK_FS_IMPORT, json!({})),
-        "wasi:filesystem",
-    )
-    .await;
 }
 
 #[tokio::test]

@@ -232,7 +232,7 @@ fn config_of(max_running: usize) -> JobsConfig {
 
 /// The sled store at `dir` behind a [`JobScanGuard`], as a host's `Durable`.
 pub(crate) fn guarded(dir: &std::path::Path) -> (Arc<JobScanGuard>, Arc<Durable>) {
-    let (_sled, sled) = crate::sessions::durable(dir);
+    let (_sled, sled) = crate::util::durable(dir);
     let guard = JobScanGuard::new(sled.storage.clone());
     let storage: Arc<dyn Storage> = guard.clone();
     let durable = Arc::new(Durable {

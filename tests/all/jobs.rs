@@ -1258,7 +1258,7 @@ use glovebox::storage::{Result, StorageError, Swap};
 async fn failing_job_writes() -> (Arc<FailingJobWrites>, Arc<Jobs>, String, tempfile::TempDir) {
     let (host_config, data) = util::config(plugins_all());
     let host = Arc::new(Host::load(host_config).await.expect("host loads"));
-    let (_sled, sled) = crate::sessions::durable(&data.path().join("store"));
+    let (_sled, sled) = crate::util::durable(&data.path().join("store"));
     let store = Arc::new(FailingJobWrites {
         inner: sled.storage.clone(),
         skip: 0.into(),

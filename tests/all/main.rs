@@ -18,7 +18,6 @@ mod dashboard;
 mod doctor;
 mod drain;
 mod examples;
-mod filesystem;
 mod gate_plugins;
 mod hooks;
 mod http_limits;

@@ -12,7 +12,7 @@ use glovebox::storage::{Durability, Reopening, SledStore, Storage};
 use glovebox::{CallError, Durable, Gateway, SessionError, Sessions};
 use serde_json::Value;
 
-use crate::util::{self, manifest, plugins};
+use crate::util::{self, durable, manifest, plugins};
 
 fn start(sessions: &Sessions, name: &str) -> String {
     sessions
@@ -33,21 +33,6 @@ fn start(sessions: &Sessions, name: &str) -> String {
 fn store_sessions(dir: &Path) -> (Arc<SledStore>, Arc<Sessions>) {
     let (store, durable) = durable(dir);
     (store, durable.sessions.clone())
-}
-
-/// The store of `dir` as a host uses it, with the sled handle for fault injection.
-pub fn durable(dir: &Path) -> (Arc<SledStore>, Arc<Durable>) {
-    let store = Arc::new(SledStore::open(dir, Durability::Flush).unwrap());
-    let storage: Arc<dyn Storage> = store.clone();
-    let durable = Durable {
-        sessions: Arc::new(Sessions::new(storage.clone())),
-        approvals: Arc::new(Approvals::new(storage.clone())),
-        outbox: Arc::new(glovebox::notify::Outbox::new(storage.clone(), Vec::new())),
-        storage,
-        recovery: Default::default(),
-        repairs: Vec::new(),
-    };
-    (store, Arc::new(durable))
 }
 
 fn kinds(sessions: &Sessions, id: &str) -> Vec<String> {

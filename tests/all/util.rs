@@ -6,14 +6,47 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use glovebox::manifest::{Access, FsGrant, HttpGrant, HttpScheme};
 use glovebox::{CallContext, CallError, CallReport, Host, HostConfig, Limits, PluginManifest};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
 
 pub mod plugins {
     include!(concat!(env!("OUT_DIR"), "/plugins.rs"));
+}
+
+/// The path of the plugin constant `name` (`HOSTILE_FS`), for the case folders of
+/// `tests/cases/`, whose configs write it `{HOSTILE_FS}`: the plugins they use, and
+/// so the mention `tests/build.rs` asks of every plugin for those the folders test.
+pub fn plugin_named(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "TOOL_ECHO" => plugins::TOOL_ECHO,
+        "TOOL_FILES" => plugins::TOOL_FILES,
+        "TOOL_HTTP_FETCH" => plugins::TOOL_HTTP_FETCH,
+        "TOOL_GATE" => plugins::TOOL_GATE,
+        "HOSTILE_FS" => plugins::HOSTILE_FS,
+        "HOSTILE_NET" => plugins::HOSTILE_NET,
+        "HOSTILE_ENV" => plugins::HOSTILE_ENV,
+        "HOSTILE_RECURSION" => plugins::HOSTILE_RECURSION,
+        "HOSTILE_PANIC" => plugins::HOSTILE_PANIC,
+        "NOT_WASM" => plugins::NOT_WASM,
+        "HOSTILE_CORE_MODULE" => plugins::HOSTILE_CORE_MODULE,
+        "HOSTILE_WRONG_WORLD" => plugins::HOSTILE_WRONG_WORLD,
+        "HOSTILE_MISSING_EXPORT" => plugins::HOSTILE_MISSING_EXPORT,
+        "TRUNCATED_ECHO" => plugins::TRUNCATED_ECHO,
+        "HOOK_DESTRUCTIVE" => plugins::HOOK_DESTRUCTIVE,
+        "HOOK_ROLE_ALLOWLIST" => plugins::HOOK_ROLE_ALLOWLIST,
+        "HOSTILE_HOOK_TRAP" => plugins::HOSTILE_HOOK_TRAP,
+        "HOSTILE_HOOK_LOOP" => plugins::HOSTILE_HOOK_LOOP,
+        "HOSTILE_HOOK_MALFORMED" => plugins::HOSTILE_HOOK_MALFORMED,
+        "HOSTILE_HOOK_BAD_TRIGGERS" => plugins::HOSTILE_HOOK_BAD_TRIGGERS,
+        "HOSTILE_HOOK_FS_IMPORT" => plugins::HOSTILE_HOOK_FS_IMPORT,
+        _ => return None,
+    })
 }
 
 /// A free loopback port (bound, then let go, for a server to take).
@@ -52,6 +85,106 @@ pub fn cache_keys() -> String {
         cache_dir().display(),
         digests_dir().display()
     )
+}
+
+/// A tiny HTTP/1.1 server: `/hello` answers, `/redirect?to=URL` redirects,
+/// `/slow` reads the request and never answers.
+pub struct TestServer {
+    pub port: u16,
+    accepted: Arc<AtomicUsize>,
+    open: Arc<AtomicUsize>,
+}
+
+impl TestServer {
+    pub async fn start() -> TestServer {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let open = Arc::new(AtomicUsize::new(0));
+        let (acc, opn) = (accepted.clone(), open.clone());
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut sock, _)) = listener.accept().await else {
+                    return;
+                };
+                acc.fetch_add(1, Ordering::SeqCst);
+                opn.fetch_add(1, Ordering::SeqCst);
+                let opn = opn.clone();
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 16 * 1024];
+                    let mut got = Vec::new();
+                    // Read the request head.
+                    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match sock.read(&mut buf).await {
+                            Ok(0) | Err(_) => {
+                                opn.fetch_sub(1, Ordering::SeqCst);
+                                return;
+                            }
+                            Ok(n) => got.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    let head = String::from_utf8_lossy(&got).to_string();
+                    let target = head.split_whitespace().nth(1).unwrap_or("/").to_string();
+                    let response = if target == "/hello" {
+                        let body = "hello from the test server";
+                        format!(
+                            "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                            body.len()
+                        )
+                    } else if let Some(to) = target.strip_prefix("/redirect?to=") {
+                        format!(
+                            "HTTP/1.1 302 Found\r\nlocation: {to}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                        )
+                    } else if target == "/slow" {
+                        // Hold the connection open until the client goes away.
+                        while let Ok(n) = sock.read(&mut buf).await {
+                            if n == 0 {
+                                break;
+                            }
+                        }
+                        opn.fetch_sub(1, Ordering::SeqCst);
+                        return;
+                    } else {
+                        "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                            .to_string()
+                    };
+                    let _ = sock.write_all(response.as_bytes()).await;
+                    let _ = sock.shutdown().await;
+                    opn.fetch_sub(1, Ordering::SeqCst);
+                });
+            }
+        });
+        TestServer {
+            port,
+            accepted,
+            open,
+        }
+    }
+
+    pub fn accepted(&self) -> usize {
+        self.accepted.load(Ordering::SeqCst)
+    }
+
+    pub fn open(&self) -> usize {
+        self.open.load(Ordering::SeqCst)
+    }
+}
+
+/// The store of `dir` as a host uses it, with the sled handle for fault injection.
+pub fn durable(dir: &Path) -> (Arc<glovebox::storage::SledStore>, Arc<glovebox::Durable>) {
+    let store = Arc::new(
+        glovebox::storage::SledStore::open(dir, glovebox::storage::Durability::Flush).unwrap(),
+    );
+    let storage: Arc<dyn glovebox::storage::Storage> = store.clone();
+    let durable = glovebox::Durable {
+        sessions: Arc::new(glovebox::Sessions::new(storage.clone())),
+        approvals: Arc::new(glovebox::approvals::Approvals::new(storage.clone())),
+        outbox: Arc::new(glovebox::notify::Outbox::new(storage.clone(), Vec::new())),
+        storage,
+        recovery: Default::default(),
+        repairs: Vec::new(),
+    };
+    (store, Arc::new(durable))
 }
 
 /// A manifest for `component` named `name`, with test-friendly limits.
