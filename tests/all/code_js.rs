@@ -162,10 +162,7 @@ async fn every_call_starts_fresh_and_seeds_randomness_at_call_time() {
 
 #[tokio::test]
 async fn fs_reaches_the_scratch_dir_and_nothing_else() {
-    // The grant's parent is the test's own: an `x` a guest wrote beside the
-    // grant is told apart from anything else in the shared /tmp.
-    let outer = tempfile::tempdir().unwrap();
-    let scratch = tempfile::tempdir_in(outer.path()).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
     let mut m = runner();
     m.fs.push(fs_grant(scratch.path(), "/scratch", Access::ReadWrite));
     let h = host_with(vec![m]).await;
@@ -190,42 +187,14 @@ async fn fs_reaches_the_scratch_dir_and_nothing_else() {
     let out = run(&h, "fs.readFile('/scratch/notes/a.txt')", json!({})).await;
     assert_eq!(out["value"], "one two");
 
-    // Outside the grant: /etc/passwd, the home dir, /tmp, `..`.
-    for (code, says) in [
-        (
-            "fs.readFile('/etc/passwd')",
-            "outside the directories granted",
-        ),
-        ("fs.readdir('/root')", "outside the directories granted"),
-        (
-            "fs.readFile('/root/.ssh/id_rsa')",
-            "outside the directories granted",
-        ),
-        ("fs.readFile('~/.bashrc')", "no such file"),
-        (
-            "fs.writeFile('/tmp/x', 'x')",
-            "outside the directories granted",
-        ),
-        (
-            "fs.writeFile('../x', 'x')",
-            "leads out of the scratch directory",
-        ),
-        (
-            "fs.writeFile('notes/../../x', 'x')",
-            "leads out of the scratch directory",
-        ),
-        (
-            "fs.readFile('/scratch/../etc/passwd')",
-            "outside the directories granted",
-        ),
-        ("fs.remove('notes')", "not empty"),
-    ] {
-        let out = run(&h, code, json!({})).await;
-        let error = error_of(&out);
-        assert!(error.starts_with("Error: fs."), "{code}: {error}");
-        assert!(error.contains(says), "{code}: {error}");
-    }
-    assert!(!scratch.path().parent().unwrap().join("x").exists());
+    // Paths outside the grant (/etc/passwd, the home dir, /tmp, `..`) are
+    // `tests/cases/js-fs-*`. A directory with files in it is not removed by accident.
+    let out = run(&h, "fs.remove('notes')", json!({})).await;
+    let error = error_of(&out);
+    assert!(
+        error.starts_with("Error: fs.") && error.contains("not empty"),
+        "{error}"
+    );
 
     let out = run(
         &h,
@@ -235,16 +204,6 @@ async fn fs_reaches_the_scratch_dir_and_nothing_else() {
     .await;
     assert_eq!(out["value"], false);
     assert!(!scratch.path().join("notes").exists());
-}
-
-#[tokio::test]
-async fn fs_without_a_grant_says_so() {
-    let h = host_with(vec![runner()]).await;
-    let out = run(&h, "fs.writeFile('a.txt', 'x')", json!({})).await;
-    assert!(
-        error_of(&out).contains("this tool was granted no directory"),
-        "{out}"
-    );
 }
 
 #[tokio::test]

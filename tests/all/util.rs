@@ -28,6 +28,7 @@ pub fn plugin_named(name: &str) -> Option<&'static str> {
         "TOOL_FILES" => plugins::TOOL_FILES,
         "TOOL_HTTP_FETCH" => plugins::TOOL_HTTP_FETCH,
         "TOOL_GATE" => plugins::TOOL_GATE,
+        "CODE_JS" => plugins::CODE_JS,
         "HOSTILE_FS" => plugins::HOSTILE_FS,
         "HOSTILE_NET" => plugins::HOSTILE_NET,
         "HOSTILE_ENV" => plugins::HOSTILE_ENV,

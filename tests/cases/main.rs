@@ -7,8 +7,9 @@
 //! same file): its plugins, plus the echo plugin to show the host still serves
 //! afterwards, with the shared compile cache. Placeholders in `case.toml`:
 //!
-//! - `{scratch}`: a directory made for the case, where `[[setup]]` paths start;
-//! - `{outside}`: another one, outside every grant;
+//! - `{scratch}`: a directory made for the case, where `[[setup]]` paths start (its
+//!   parent is the case's own too, so `{scratch}/../x` is no other test's);
+//! - `{outside}`: another one beside it, outside every grant;
 //! - `{server}`, `{other}`: the ports of two HTTP servers on 127.0.0.1 that count the
 //!   connections they accept (`/hello` answers, `/redirect?to=URL` redirects);
 //! - `{TOOL_ECHO}`, `{HOSTILE_FS}`, ...: the path of a test plugin (`util::plugin_named`).
@@ -197,12 +198,14 @@ fn threat_numbers() -> BTreeSet<u32> {
         .collect()
 }
 
-/// What a case runs in: its directories and servers, for placeholders and checks.
+/// What a case runs in: its directories (side by side in a temporary directory of the
+/// case's own, so `{scratch}/..` is too) and servers, for placeholders and checks.
 struct Places {
-    scratch: tempfile::TempDir,
-    outside: tempfile::TempDir,
+    _root: tempfile::TempDir,
+    scratch: PathBuf,
+    outside: PathBuf,
     /// Where the case's manifests are written.
-    staging: tempfile::TempDir,
+    staging: PathBuf,
     server: Option<util::TestServer>,
     other: Option<util::TestServer>,
 }
@@ -226,8 +229,8 @@ impl Places {
             let word = &after[..word_end];
             let port = |s: &Option<util::TestServer>| s.as_ref().map(|s| s.port.to_string());
             let value = match word {
-                "scratch" => Some(path_text(self.scratch.path())),
-                "outside" => Some(path_text(self.outside.path())),
+                "scratch" => Some(self.scratch.display().to_string()),
+                "outside" => Some(self.outside.display().to_string()),
                 "server" => port(&self.server),
                 "other" => port(&self.other),
                 constant => util::plugin_named(constant).map(str::to_owned),
@@ -238,13 +241,6 @@ impl Places {
         out.push_str(rest);
         Ok(out)
     }
-}
-
-fn path_text(path: &Path) -> String {
-    path.canonicalize()
-        .expect("a case directory")
-        .display()
-        .to_string()
 }
 
 fn run(folder: &Path, threats: &BTreeSet<u32>) -> Result<(), Failed> {
@@ -259,11 +255,17 @@ fn run(folder: &Path, threats: &BTreeSet<u32>) -> Result<(), Failed> {
 }
 
 async fn run_case(text: &str, threats: &BTreeSet<u32>) -> Result<(), String> {
-    let tempdir = || tempfile::tempdir().map_err(|e| e.to_string());
+    let root = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let dir = |name: &str| {
+        let dir = root.path().canonicalize().map(|r| r.join(name));
+        dir.and_then(|d| std::fs::create_dir(&d).map(|()| d))
+            .map_err(|e| e.to_string())
+    };
     let mut places = Places {
-        scratch: tempdir()?,
-        outside: tempdir()?,
-        staging: tempdir()?,
+        scratch: dir("scratch")?,
+        outside: dir("outside")?,
+        staging: dir("staging")?,
+        _root: root,
         server: None,
         other: None,
     };
@@ -284,18 +286,25 @@ async fn run_case(text: &str, threats: &BTreeSet<u32>) -> Result<(), String> {
         return Err("case.toml: a case with `[load_error]` has no calls".into());
     }
     for entry in &case.setup {
-        make(places.scratch.path(), entry)?;
+        make(&places.scratch, entry)?;
     }
     let mut plugins = vec![util::manifest("echo", util::plugins::TOOL_ECHO)];
     for (i, table) in case.plugin.iter().enumerate() {
-        plugins.push(manifest(places.staging.path(), i, table)?);
+        plugins.push(manifest(&places.staging, i, table)?);
     }
     let (mut config, _data) = util::config(plugins);
     if !case.hook.is_empty() {
         config.hooks_explicitly_none = false;
         config.hooks = case.hook.iter().map(hook).collect::<Result<_, _>>()?;
     }
-    let host = Host::load(config).await;
+    let host = {
+        // One load at a time: the first load of a plugin compiles it into the shared
+        // cache, and the trials after it take it from there instead of compiling it
+        // again at the same time (a warm load takes milliseconds).
+        static LOADS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+        let _one = LOADS.lock().await;
+        Host::load(config).await
+    };
     let host = match (host, &case.load_error) {
         (Err(err), Some(refusal)) => return refused_load(&err, refusal),
         (Ok(_), Some(_)) => return Err("the host loaded; expected it to refuse".into()),
@@ -304,7 +313,7 @@ async fn run_case(text: &str, threats: &BTreeSet<u32>) -> Result<(), String> {
     };
     let host = Arc::new(host);
     let sessions = Sessions::new(&host, &case.call)?;
-    let before = snapshot(places.scratch.path());
+    let before = snapshot(&places.scratch);
     for (i, call) in case.call.iter().enumerate() {
         let input = match (&call.input, &call.raw_input) {
             (Some(_), Some(_)) => {
@@ -398,6 +407,9 @@ impl Sessions {
 /// Makes `entry` in `scratch`.
 fn make(scratch: &Path, entry: &Setup) -> Result<(), String> {
     let path = scratch.join(&entry.path);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| format!("setup `{}`: {e}", entry.path))?;
+    }
     let made = match (&entry.content, entry.dir, &entry.symlink) {
         (Some(content), false, None) => std::fs::write(&path, content),
         (None, true, None) => std::fs::create_dir_all(&path),
@@ -561,10 +573,10 @@ fn actual(report: &CallReport) -> String {
 }
 
 fn check_after(after: &After, places: &Places, before: &Snapshot) -> Result<(), String> {
-    if after.unchanged && snapshot(places.scratch.path()) != *before {
+    if after.unchanged && snapshot(&places.scratch) != *before {
         return Err(format!(
             "after the calls: {{scratch}} changed: {before:?} -> {:?}",
-            snapshot(places.scratch.path())
+            snapshot(&places.scratch)
         ));
     }
     for path in &after.absent {
