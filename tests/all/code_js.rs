@@ -3,18 +3,16 @@
 //!
 //! Generated code is hostile by default: each hostile case must end in a clear error
 //! (the result's `error` field, or a typed `CallError`) and the host must serve the
-//! next call at once.
+//! next call at once. Its file-system escapes and its fetches are case folders,
+//! `tests/cases/js-*`.
 
 use std::time::Duration;
 
-use glovebox::manifest::{Access, HttpScheme};
+use glovebox::manifest::Access;
 use glovebox::{CallError, PluginManifest};
 use serde_json::{Value, json};
 
-use crate::util::TestServer;
-use crate::util::{
-    self, assert_serving, call_err, call_ok, error_of, fs_grant, http_grant, manifest, plugins,
-};
+use crate::util::{self, assert_serving, call_err, call_ok, error_of, fs_grant, manifest, plugins};
 
 const MIB: u64 = 1024 * 1024;
 
@@ -204,61 +202,6 @@ async fn fs_reaches_the_scratch_dir_and_nothing_else() {
     .await;
     assert_eq!(out["value"], false);
     assert!(!scratch.path().join("notes").exists());
-}
-
-#[tokio::test]
-async fn fetch_reaches_granted_hosts_only() {
-    let granted = TestServer::start().await;
-    let other = TestServer::start().await;
-    let mut m = runner();
-    m.http
-        .push(http_grant(HttpScheme::Http, "127.0.0.1", granted.port));
-    let h = host_with(vec![m]).await;
-
-    let code = format!(
-        "const r = await fetch('http://127.0.0.1:{}/hello');\n\
-         return {{status: r.status, ok: r.ok, body: await r.text(), type: typeof r.headers.get('content-length')}}",
-        granted.port
-    );
-    let out = run(&h, &code, json!({})).await;
-    assert_eq!(
-        out["value"],
-        json!({ "status": 200, "ok": true, "body": "hello from the test server", "type": "string" }),
-        "{out}"
-    );
-    assert_eq!(granted.accepted(), 1);
-
-    // A host that was not granted: a rejected promise that says so, nothing sent.
-    let code = format!(
-        "fetch('http://127.0.0.1:{}/hello').then(r => r.status)",
-        other.port
-    );
-    let report = util::call(&h, "code-js.run", &json!({ "code": code }).to_string()).await;
-    let out = report.outcome.expect("an error result, not a failed call");
-    let error = error_of(&out);
-    assert!(error.starts_with("TypeError: fetch("), "{error}");
-    assert!(error.contains("was not granted to this tool"), "{error}");
-    assert_eq!(report.http_denials.len(), 1, "{:?}", report.http_denials);
-    assert_eq!(
-        other.accepted(),
-        0,
-        "the refused request reached the network"
-    );
-
-    // A redirect from the granted host to another one is checked again.
-    let code = format!(
-        "fetch('http://127.0.0.1:{}/redirect?to=http://127.0.0.1:{}/hello')",
-        granted.port, other.port
-    );
-    let out = run(&h, &code, json!({})).await;
-    assert!(error_of(&out).contains("was not granted"), "{out}");
-    assert_eq!(other.accepted(), 0);
-
-    // Caught, the rejection is an ordinary value.
-    let code = "try { await fetch('https://example.com/'); } catch (e) { return e.name }";
-    let out = run(&h, code, json!({})).await;
-    assert_eq!(out["value"], "TypeError");
-    assert_serving(&h).await;
 }
 
 // Threat 40: generated code that makes request after refused request, each to a
