@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use glovebox::manifest::{Access, HookConfig};
-use glovebox::session::{Role, StartSession};
+use glovebox::session::Role;
 use glovebox::{CallContext, CallError, Durable, Gateway, Host, PluginManifest};
 use serde_json::{Value, json};
 
@@ -353,20 +353,7 @@ async fn judged(hooks: Vec<HookConfig>) -> Judged {
 
 impl Judged {
     fn session(&self, role: Role) -> String {
-        self.durable
-            .sessions
-            .start(StartSession {
-                role,
-                project: "ratchet".into(),
-                name: Some("worker".into()),
-                tags: vec![],
-                expected_duration: None,
-                budget: Default::default(),
-                completion: Default::default(),
-            })
-            .unwrap()
-            .header
-            .id
+        util::start_session(&self.durable.sessions, role, "ratchet", "worker")
     }
 
     async fn call(&self, session: &str, tool: &str, input: Value) -> Result<Value, CallError> {

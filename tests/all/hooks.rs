@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use glovebox::hooks::{DecisionKind, HookStatus};
 use glovebox::manifest::{Access, HookConfig, ToolOverride};
-use glovebox::session::{EventKind, Role, SessionStatus, StartSession};
+use glovebox::session::{EventKind, Role, SessionStatus};
 use glovebox::{CallError, Durable, Gateway, Host, PluginManifest};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -75,20 +75,7 @@ async fn setup(hooks: Vec<HookConfig>) -> Setup {
 
 impl Setup {
     fn session(&self, name: &str, role: Role) -> String {
-        self.durable
-            .sessions
-            .start(StartSession {
-                role,
-                project: "hooks".into(),
-                name: Some(name.into()),
-                tags: vec![],
-                expected_duration: None,
-                budget: Default::default(),
-                completion: Default::default(),
-            })
-            .unwrap()
-            .header
-            .id
+        util::start_session(&self.durable.sessions, role, "hooks", name)
     }
 
     async fn call(&self, session: &str, tool: &str, input: Value) -> Result<Value, CallError> {

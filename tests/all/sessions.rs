@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use glovebox::approvals::Approvals;
-use glovebox::session::{EventKind, Role, StartSession};
+use glovebox::session::{EventKind, Role};
 use glovebox::storage::{Durability, Reopening, SledStore, Storage};
 use glovebox::{CallError, Durable, Gateway, SessionError, Sessions};
 use serde_json::Value;
@@ -15,19 +15,7 @@ use serde_json::Value;
 use crate::util::{self, durable, manifest, plugins};
 
 fn start(sessions: &Sessions, name: &str) -> String {
-    sessions
-        .start(StartSession {
-            role: Role::Workagent,
-            project: "tests".into(),
-            name: Some(name.into()),
-            tags: vec![],
-            expected_duration: None,
-            budget: Default::default(),
-            completion: Default::default(),
-        })
-        .unwrap()
-        .header
-        .id
+    util::start_session(sessions, Role::Workagent, "tests", name)
 }
 
 fn store_sessions(dir: &Path) -> (Arc<SledStore>, Arc<Sessions>) {

@@ -188,6 +188,28 @@ pub fn durable(dir: &Path) -> (Arc<glovebox::storage::SledStore>, Arc<glovebox::
     (store, Arc::new(durable))
 }
 
+/// Starts a session of `role` named `name` in `project`, with no budget or tags: its id.
+pub fn start_session(
+    sessions: &glovebox::Sessions,
+    role: glovebox::session::Role,
+    project: &str,
+    name: &str,
+) -> String {
+    sessions
+        .start(glovebox::session::StartSession {
+            role,
+            project: project.into(),
+            name: Some(name.into()),
+            tags: vec![],
+            expected_duration: None,
+            budget: Default::default(),
+            completion: Default::default(),
+        })
+        .unwrap_or_else(|e| panic!("starting the {} session `{name}`: {e}", role.as_str()))
+        .header
+        .id
+}
+
 /// A manifest for `component` named `name`, with test-friendly limits.
 pub fn manifest(name: &str, component: &str) -> PluginManifest {
     let mut m = PluginManifest::for_component(PathBuf::from(component), &limits());

@@ -25,7 +25,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use glovebox::manifest::HookConfig;
-use glovebox::session::{Role, StartSession};
+use glovebox::session::Role;
 use glovebox::{CallContext, CallError, CallReport, Gateway, Host, LoadError, PluginManifest};
 use libtest_mimic::{Arguments, Failed, Trial};
 use serde::Deserialize;
@@ -369,19 +369,10 @@ impl Sessions {
         let (_store, durable) = util::durable(dir.path());
         let mut ids = BTreeMap::new();
         for (name, role) in roles {
-            let session = durable
-                .sessions
-                .start(StartSession {
-                    role,
-                    project: "cases".into(),
-                    name: Some(name.into()),
-                    tags: vec![],
-                    expected_duration: None,
-                    budget: Default::default(),
-                    completion: Default::default(),
-                })
-                .map_err(|e| format!("starting a {name} session: {e}"))?;
-            ids.insert(name.to_string(), session.header.id);
+            ids.insert(
+                name.to_string(),
+                util::start_session(&durable.sessions, role, "cases", name),
+            );
         }
         let gateway = Gateway::new(host.clone(), durable);
         Ok(Sessions {
