@@ -101,8 +101,7 @@ impl Gateway {
                 reason: refusal.to_string(),
                 hook_digest: by.digest.clone(),
             };
-            let logged =
-                crate::pipeline::ledger_work(move || sessions.append(&session, kind)).await;
+            let logged = crate::tasks::ledger_work(move || sessions.append(&session, kind)).await;
             if let Err(e) = logged {
                 tracing::warn!(session = %action.session, action = %name, error = %e, "a refused built-in action could not be logged in its session");
             }

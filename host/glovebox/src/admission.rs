@@ -77,6 +77,10 @@ pub(crate) struct Limits {
     pub queue: usize,
 }
 
+/// Told the pool (`calls` or `hooks`) and how long each admission waited
+/// (admitted or refused).
+pub(crate) type WaitObserver = Arc<dyn Fn(&'static str, Duration) + Send + Sync>;
+
 impl Limits {
     /// `share` of `slots` (a fraction above 0, at most 1), at least one slot.
     pub fn share_of(slots: usize, share: f64) -> usize {

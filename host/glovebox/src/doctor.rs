@@ -36,10 +36,10 @@ use crate::host::Host;
 use crate::jobs::{JobStore, JobSummary};
 use crate::ledger::Durable;
 use crate::manifest::{Access, HostConfig, Principal, PrincipalKind, Role};
-use crate::pipeline::ledger_work;
 use crate::session::{
     EndOutcome, EventKind, SessionError, SessionState, SessionStatus, UnwaitedJob,
 };
+use crate::tasks::ledger_work;
 
 /// How much a finding matters. `glovebox doctor` exits 1 when there is a
 /// warning; notices alone leave it at 0.

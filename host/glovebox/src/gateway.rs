@@ -15,11 +15,12 @@ use crate::error::CallError;
 use crate::host::Host;
 use crate::ledger::{Durable, open_sessions};
 use crate::manifest::Principal;
-use crate::pipeline::{Admitted, Judge, ledger_work};
+use crate::pipeline::{Admitted, Judge};
 use crate::session::{Event, EventKind, SessionError, Sessions, digest};
 use crate::settled::{Settled, Waiters};
 use crate::spend::{Breach, SpendConfig};
 use crate::tasks;
+use crate::tasks::ledger_work;
 
 /// The host and its ledger; cheap to clone. Every clone sees the same host,
 /// including after a [`Gateway::reload`].
@@ -499,6 +500,27 @@ impl Gateway {
         let sessions = self.sessions().clone();
         let key = session.to_string();
         ledger_work(move || budget::report_usage(&sessions, &budgets, &key, &usage)).await
+    }
+
+    /// The pipeline's stages of `call` in session `state` (`pipeline::in_session`),
+    /// on the host as it is now.
+    pub(crate) async fn run(
+        &self,
+        state: &crate::session::SessionState,
+        call: Admitted,
+        by: Judge,
+        job_id: Option<String>,
+        cancel: Option<crate::pipeline::Cancel>,
+    ) -> Result<CallReport, SessionError> {
+        let host = self.host();
+        let pause_scope = |breach: &Breach, except: &str| self.pause_scope(breach, except);
+        let stages = crate::pipeline::Stages {
+            host: &host,
+            ledger: self.ledger(),
+            metrics: self.metrics(),
+            pause_scope: &pause_scope,
+        };
+        crate::pipeline::in_session(stages, state, call, by, job_id, cancel).await
     }
 
     /// Pauses, in the background and as the host, the active sessions of

@@ -9,14 +9,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use crate::admission::{self, Admission, Key, Refused, Short};
+use crate::admission::{self, Admission, Key, Refused, Short, WaitObserver};
 
+use crate::admitted::Admitted;
 use crate::bindings::tool::glovebox::plugin::types::{CallContext as WitCallContext, ToolError};
 use crate::call::{CallContext, CallReport, Hands, Metering};
 use crate::error::CallError;
 use crate::hooks::{ChainOutcome, HookChain, HookRequest, HookStatus};
 use crate::manifest::HostConfig;
-use crate::pipeline::Admitted;
 use crate::plugin::{LoadedPlugin, ToolInfo, load_plugin};
 use crate::runtime::Runtime;
 
@@ -78,10 +78,6 @@ impl RunTimes {
         }
     }
 }
-
-/// Told the pool (`calls` or `hooks`) and how long each admission waited
-/// (admitted or refused).
-pub(crate) type WaitObserver = Arc<dyn Fn(&'static str, Duration) + Send + Sync>;
 
 /// A hook run waits at least this long for a slot, whatever
 /// `runtime.admission_wait` says: hooks are waited for, not failed (a hook

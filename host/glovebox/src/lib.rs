@@ -22,6 +22,7 @@
 
 pub mod actions;
 mod admission;
+mod admitted;
 mod chain_key;
 pub mod children;
 mod completion;
@@ -66,6 +67,7 @@ pub mod notify;
 pub(crate) use glovebox_runtime::{bindings, call, error, plugin, runtime};
 pub use glovebox_runtime::{fault_injection, hooks, scratch};
 
+pub use admitted::Admitted;
 pub use chain_key::read_chain_key;
 pub use gateway::{Gateway, InFlight};
 pub use glovebox_runtime::{
@@ -79,7 +81,6 @@ pub use jobs::{
 };
 pub use ledger::{Durable, backend_of, open_sessions, open_store, store_dir};
 pub use manifest::{HostConfig, Limits, PluginManifest, Principal, PrincipalKind};
-pub use pipeline::Admitted;
 pub use principals::cli_operator;
 pub use scope::{JobScope, Scope};
 pub use session::{SessionError, Sessions};

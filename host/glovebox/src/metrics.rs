@@ -265,7 +265,7 @@ impl Metrics {
     }
 
     /// Where the host reports each admission's wait.
-    pub(crate) fn admission_wait_observer(&self) -> crate::host::WaitObserver {
+    pub(crate) fn admission_wait_observer(&self) -> crate::admission::WaitObserver {
         let waits = self.admission_wait_seconds.clone();
         std::sync::Arc::new(move |pool, waited| {
             waits

@@ -319,6 +319,18 @@ fn panicked(panic: &(dyn std::any::Any + Send)) -> String {
     format!("it panicked: {}", crate::call::panic_message(panic))
 }
 
+/// Runs the ledger's (blocking) work off the async threads.
+pub(crate) async fn ledger_work<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, crate::session::SessionError> + Send + 'static,
+) -> Result<T, crate::session::SessionError> {
+    blocking(f, |why| {
+        crate::session::SessionError::Storage(crate::storage::StorageError::Io(format!(
+            "the session store: {why}"
+        )))
+    })
+    .await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

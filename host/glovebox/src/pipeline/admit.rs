@@ -6,55 +6,13 @@
 //! the jobs runner hand that on instead of the text, so no input is parsed or
 //! checked twice.
 
-use std::sync::Arc;
-
 use serde_json::Value;
 
+use crate::admitted::Admitted;
 use crate::call::parse_input;
 use crate::error::CallError;
 use crate::host::Host;
-use crate::plugin::{LoadedPlugin, ToolInfo};
-
-/// A call whose tool is known and whose input passed its checks.
-#[derive(Clone)]
-pub struct Admitted {
-    plugin: Arc<LoadedPlugin>,
-    tool: usize,
-    input: String,
-}
-
-impl Admitted {
-    /// The tool's full name, `plugin.tool`.
-    pub fn name(&self) -> &str {
-        &self.info().name
-    }
-
-    /// What the tool declares of itself (action, cost, destructive, idempotent).
-    pub fn info(&self) -> &ToolInfo {
-        &self.plugin.tools[self.tool]
-    }
-
-    /// The input as the guest will get it (JSON text).
-    pub fn input(&self) -> &str {
-        &self.input
-    }
-
-    /// The sha256 of the tool's component: an approval is for one build.
-    pub fn component_digest(&self) -> &str {
-        &self.plugin.digest
-    }
-
-    pub(crate) fn plugin(&self) -> &Arc<LoadedPlugin> {
-        &self.plugin
-    }
-
-    /// May run while its write-ahead record is still being flushed: running it
-    /// again after a crash is harmless (idempotent and not destructive).
-    pub(crate) fn may_run_before_durable(&self) -> bool {
-        let info = self.info();
-        info.idempotent && !info.destructive
-    }
-}
+use crate::plugin::LoadedPlugin;
 
 impl Host {
     /// Resolves `tool` (`plugin.tool`, or a bare name one plugin alone
@@ -65,11 +23,7 @@ impl Host {
         let name = &plugin.tools[index].name;
         let parsed = parse_input(name, input, self.config().runtime.max_input_bytes)?;
         check_schema(&plugin, index, &parsed)?;
-        Ok(Admitted {
-            plugin,
-            tool: index,
-            input: input.to_string(),
-        })
+        Ok(Admitted::new(plugin, index, input.to_string()))
     }
 
     /// [`Host::admit`] for an input that is already parsed (an MCP request's
@@ -84,11 +38,7 @@ impl Host {
             },
         )?;
         check_schema(&plugin, index, input)?;
-        Ok(Admitted {
-            plugin,
-            tool: index,
-            input: text,
-        })
+        Ok(Admitted::new(plugin, index, text))
     }
 }
 

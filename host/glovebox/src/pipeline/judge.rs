@@ -14,7 +14,7 @@ use crate::hooks::{ChainOutcome, DecisionKind, HookDecision, HookRequest, Verdic
 use crate::host::Host;
 use crate::session::EventKind;
 
-use super::admit::Admitted;
+use crate::admitted::Admitted;
 
 /// Who decides whether a call runs.
 pub(crate) enum Judge {

@@ -24,19 +24,21 @@ mod judge;
 mod record;
 mod settle;
 
-use crate::call::{CallContext, CallReport, Metering, new_call_id};
+use crate::call::{CallContext, CallReport, new_call_id};
 use crate::error::CallError;
-use crate::gateway::Gateway;
 use crate::hooks::Verdict;
 use crate::host::Host;
-use crate::session::{CallMetering, SessionError, SessionState};
-use crate::storage::StorageError;
+use crate::ledger::Durable;
+use crate::metrics::Metrics;
+use crate::session::{SessionError, SessionState};
+use crate::spend::Breach;
 use crate::watermark::Watermark;
 
-pub use admit::Admitted;
+pub use crate::admitted::Admitted;
 pub(crate) use judge::{Judge, decided, denied};
 use judge::{judge, unanswerable};
 use record::{Recorded, call_cost, record};
+pub(crate) use settle::call_metering;
 
 impl Host {
     /// Runs one call outside any session: the hook chain judges it, then it
@@ -80,11 +82,22 @@ impl Host {
     }
 }
 
-impl Gateway {
-    /// The stages of a call in session `state`, judged by `by`; see the module docs.
-    /// They run in one `call` span carrying the session, call, job and
-    /// principal ids (what a trace exporter sends a collector).
-    #[tracing::instrument(
+/// What the stages of a call in a session take from the gateway that runs
+/// them: the host as it is now (a reload while the call runs does not
+/// change the hooks that judged it or the settle that follows), the ledger,
+/// the counters, and how to pause the sessions of a scope whose spend
+/// ceiling a call reached.
+pub(crate) struct Stages<'a> {
+    pub host: &'a Host,
+    pub ledger: &'a Durable,
+    pub metrics: &'a Metrics,
+    pub pause_scope: &'a (dyn Fn(&Breach, &str) + Send + Sync),
+}
+
+/// The stages of a call in session `state`, judged by `by`; see the module docs.
+/// They run in one `call` span carrying the session, call, job and
+/// principal ids (what a trace exporter sends a collector).
+#[tracing::instrument(
         name = "call",
         skip_all,
         fields(
@@ -96,69 +109,68 @@ impl Gateway {
             tool = %call.name(),
         )
     )]
-    pub(crate) async fn run(
-        &self,
-        state: &SessionState,
-        call: Admitted,
-        by: Judge,
-        job_id: Option<String>,
-        cancel: Option<Cancel>,
-    ) -> Result<CallReport, SessionError> {
-        let call_id = new_call_id();
-        tracing::Span::current().record("call_id", tracing::field::display(&call_id));
-        // The host as it is now: a reload while the call runs does not
-        // change the hooks that judged it or the settle that follows.
-        let host = self.host();
-        let (host, ledger) = (&*host, self.ledger());
-        // Below the disk watermark nothing new starts, and nothing is written.
-        if let Err(reason) = Watermark::of(host.config()).check() {
-            let report = CallReport::refused(call.name(), CallError::LowDisk { reason });
-            self.metrics().call(&report);
-            return Ok(report);
+pub(crate) async fn in_session(
+    stages: Stages<'_>,
+    state: &SessionState,
+    call: Admitted,
+    by: Judge,
+    job_id: Option<String>,
+    cancel: Option<Cancel>,
+) -> Result<CallReport, SessionError> {
+    let call_id = new_call_id();
+    tracing::Span::current().record("call_id", tracing::field::display(&call_id));
+    let Stages {
+        host,
+        ledger,
+        metrics,
+        pause_scope,
+    } = stages;
+    // Below the disk watermark nothing new starts, and nothing is written.
+    if let Err(reason) = Watermark::of(host.config()).check() {
+        let report = CallReport::refused(call.name(), CallError::LowDisk { reason });
+        metrics.call(&report);
+        return Ok(report);
+    }
+    let ctx = CallContext {
+        session_id: state.header.id.clone(),
+        session_name: state.header.name.clone(),
+        role: state.header.role.to_string(),
+        call_id,
+        job_id,
+    };
+    let mut judgement = judge(host, &by, &call, &ctx, state.header.tags.clone()).await;
+    metrics.decisions(&judgement.decisions);
+    let writing = std::time::Instant::now();
+    let counted = acting_agent(host);
+    let recorded = record(host, ledger, state, &call, &ctx, &mut judgement, counted).await?;
+    metrics.ledger_write(writing.elapsed());
+    match recorded {
+        Recorded::Refused(err) => {
+            settle::refused(host, ledger, &state.header.id).await;
+            let report = CallReport::refused(call.name(), err);
+            metrics.call(&report);
+            Ok(report)
         }
-        let ctx = CallContext {
-            session_id: state.header.id.clone(),
-            session_name: state.header.name.clone(),
-            role: state.header.role.to_string(),
-            call_id,
-            job_id,
-        };
-        let mut judgement = judge(host, &by, &call, &ctx, state.header.tags.clone()).await;
-        self.metrics().decisions(&judgement.decisions);
-        let writing = std::time::Instant::now();
-        let counted = acting_agent(host);
-        let recorded = record(host, ledger, state, &call, &ctx, &mut judgement, counted).await?;
-        self.metrics().ledger_write(writing.elapsed());
-        match recorded {
-            Recorded::Refused(err) => {
-                settle::refused(host, ledger, &state.header.id).await;
-                let report = CallReport::refused(call.name(), err);
-                self.metrics().call(&report);
-                Ok(report)
+        Recorded::OverCeiling(err, breach) => {
+            if breach.first {
+                pause_scope(&breach, &state.header.id);
             }
-            Recorded::OverCeiling(err, breach) => {
-                if breach.first {
-                    self.pause_scope(&breach, &state.header.id);
-                }
-                settle::refused(host, ledger, &state.header.id).await;
-                let report = CallReport::refused(call.name(), err);
-                self.metrics().call(&report);
-                Ok(report)
-            }
-            Recorded::Run => {
-                let cost = call_cost(&call);
-                let name = call.name().to_string();
-                let report = match cancel {
-                    None => host.execute(call, ctx.clone()).await,
-                    Some(cancel) => {
-                        cancellable(host.execute(call, ctx.clone()), cancel, &name).await
-                    }
-                };
-                settle::settle(host, ledger, &state.header.id, &ctx, cost, &report).await?;
-                settle::tell_hooks(host, &judgement, &report);
-                self.metrics().call(&report);
-                Ok(report)
-            }
+            settle::refused(host, ledger, &state.header.id).await;
+            let report = CallReport::refused(call.name(), err);
+            metrics.call(&report);
+            Ok(report)
+        }
+        Recorded::Run => {
+            let cost = call_cost(&call);
+            let name = call.name().to_string();
+            let report = match cancel {
+                None => host.execute(call, ctx.clone()).await,
+                Some(cancel) => cancellable(host.execute(call, ctx.clone()), cancel, &name).await,
+            };
+            settle::settle(host, ledger, &state.header.id, &ctx, cost, &report).await?;
+            settle::tell_hooks(host, &judgement, &report);
+            metrics.call(&report);
+            Ok(report)
         }
     }
 }
@@ -178,29 +190,6 @@ pub(crate) fn acting_agent(host: &Host) -> Option<String> {
         None => *name == *crate::manifest::LOCAL_PRINCIPAL,
     };
     agent.then(|| name.to_string())
-}
-
-/// Runs the ledger's (blocking) work off the async threads.
-pub(crate) async fn ledger_work<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, SessionError> + Send + 'static,
-) -> Result<T, SessionError> {
-    crate::tasks::blocking(f, |why| {
-        SessionError::Storage(StorageError::Io(format!("the session store: {why}")))
-    })
-    .await
-}
-
-/// What one call cost, as the log records it: the runtime's metering, without
-/// the tool's estimated cost (settle adds it for calls that ran).
-pub(crate) fn call_metering(m: &Metering) -> CallMetering {
-    CallMetering {
-        wall_us: u64::try_from(m.wall.as_micros()).unwrap_or(u64::MAX),
-        fuel: m.fuel,
-        peak_memory_bytes: m.peak_memory_bytes,
-        bytes_in: m.bytes_in,
-        bytes_out: m.bytes_out,
-        cost_micros: 0,
-    }
 }
 
 /// How a running call is stopped from outside: it holds `None` until

@@ -29,9 +29,9 @@ use crate::session::{Commit, EventKind, SessionError, SessionState, digest, inli
 use crate::spend::{Admission, Breach};
 use crate::storage::StorageError;
 
-use super::admit::Admitted;
 use super::judge::{Judgement, denied, over_budget};
-use super::ledger_work;
+use crate::admitted::Admitted;
+use crate::tasks::ledger_work;
 
 /// What the record decided.
 pub(crate) enum Recorded {

@@ -8,13 +8,15 @@
 //! the background.
 
 use crate::budget;
-use crate::call::{CallContext, CallReport};
+use crate::call::{CallContext, CallReport, Metering};
 use crate::host::Host;
 use crate::ledger::Durable;
-use crate::session::{EventKind, SessionError, Sessions, bounded_error, digest, inline_if_small};
+use crate::session::{
+    CallMetering, EventKind, SessionError, Sessions, bounded_error, digest, inline_if_small,
+};
 
 use super::judge::Judgement;
-use super::{call_metering, ledger_work};
+use crate::tasks::ledger_work;
 
 /// Logs the outcome of a call that ran; see the module docs. `Err`: the
 /// outcome could not be logged, so the result is not acknowledged, and the
@@ -139,5 +141,18 @@ fn detect(sessions: &Sessions, config: &crate::manifest::DetectorConfig, id: &st
         Err(e) => {
             tracing::warn!(session = %id, error = %e, "the stuck-agent detector could not run")
         }
+    }
+}
+
+/// What one call cost, as the log records it: the runtime's metering, without
+/// the tool's estimated cost (settle adds it for calls that ran).
+pub(crate) fn call_metering(m: &Metering) -> CallMetering {
+    CallMetering {
+        wall_us: u64::try_from(m.wall.as_micros()).unwrap_or(u64::MAX),
+        fuel: m.fuel,
+        peak_memory_bytes: m.peak_memory_bytes,
+        bytes_in: m.bytes_in,
+        bytes_out: m.bytes_out,
+        cost_micros: 0,
     }
 }

@@ -9,9 +9,9 @@
 
 use crate::gateway::Gateway;
 use crate::manifest::{Action, Principal, Run, SessionTarget};
-use crate::pipeline::ledger_work;
 use crate::session::{EventKind, Handoff, HandoffKind, SessionError, SessionStatus, StartSession};
 use crate::tasks;
+use crate::tasks::ledger_work;
 
 /// What one run did.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]

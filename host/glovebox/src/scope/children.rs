@@ -9,8 +9,8 @@ use std::time::Duration;
 use super::Scope;
 use crate::children::{ChildrenWaited, wait_timeout};
 use crate::page::{Page, PageRequest};
-use crate::pipeline::ledger_work;
 use crate::session::{ChildStatus, SessionError, SpawnChild, Spawned};
+use crate::tasks::ledger_work;
 
 impl Scope<'_> {
     /// Spawns a child of session `parent` for the caller (see

@@ -19,11 +19,11 @@ use serde_json::Value;
 use super::Scope;
 use crate::doctor::{SessionEnded, unwaited_jobs_of};
 use crate::manifest::Gate;
-use crate::pipeline::ledger_work;
 use crate::session::{
     EndOutcome, GateResult, Judged, MAX_GATE_DETAIL, SessionError, SessionState, VerdictInput,
     bounded,
 };
+use crate::tasks::ledger_work;
 
 impl Scope<'_> {
     /// Ends a session of the caller's with `outcome`, recording the jobs of

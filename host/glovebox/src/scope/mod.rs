@@ -35,11 +35,12 @@ use crate::call::CallReport;
 use crate::gateway::Gateway;
 use crate::manifest::Principal;
 use crate::page::{Page, PageRequest};
-use crate::pipeline::{Admitted, Judge, ledger_work};
+use crate::pipeline::{Admitted, Judge};
 use crate::session::{
     EndOutcome, Event, EventKind, Handoff, Resumed, SessionError, SessionFilter, SessionInfo,
     SessionState, StartSession, check_ceiling,
 };
+use crate::tasks::ledger_work;
 
 pub use jobs::JobScope;
 
