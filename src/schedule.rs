@@ -25,7 +25,7 @@ pub enum ScheduleCommand {
 
 pub async fn run(config: &Path, command: ScheduleCommand) -> Result<ExitCode> {
     let gateway = crate::control::gateway(config).await?;
-    let scheduler = gateway.scheduler();
+    let scheduler = glovebox::schedule::Scheduler::of(&gateway);
     match command {
         ScheduleCommand::List { json } => {
             let schedules = scheduler.status().await.map_err(anyhow::Error::msg)?;

@@ -104,15 +104,13 @@ pub async fn run(config: &Path, args: ServeArgs) -> Result<ExitCode> {
         None => {
             let gateway = server.gateway();
             let principal = match &args.as_principal {
-                Some(name) => match gateway.principal(name) {
+                Some(name) => match gateway.principals().named(name) {
                     Some(p) => p,
                     None => bail!(
                         "no principal `{name}` in the config: `glovebox principal list` shows them, `glovebox principal add` declares one"
                     ),
                 },
-                None => gateway
-                    .default_stdio_principal()
-                    .map_err(anyhow::Error::msg)?,
+                None => gateway.principals().default_stdio()?,
             };
             // stdout is the MCP channel: everything else goes to stderr.
             let served = server

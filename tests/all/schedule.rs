@@ -240,7 +240,9 @@ async fn threat_53_a_schedule_acts_as_itself_in_its_own_name_space_and_no_squatt
         .unwrap();
     let schedule = gw.host().config().schedules[0].clone();
     for _ in 0..2 {
-        let outcome = gw.scheduler().fire(&schedule, "a test").await;
+        let outcome = glovebox::schedule::Scheduler::of(&gw)
+            .fire(&schedule, "a test")
+            .await;
         assert!(outcome.ok, "{outcome:?}");
         let own = outcome.session.unwrap();
         assert_ne!(own, squatter.header.id);
@@ -272,7 +274,7 @@ async fn an_event_trigger_starts_a_session_with_a_handoff_when_a_session_complet
     let dir = tempfile::tempdir().unwrap();
     let extra = "[[trigger]]\nname = \"review\"\non = \"session_completed\"\nfrom_project = \"p\"\naction = \"start\"\nsession = \"review\"\nproject = \"p\"\nrole = \"supervisor\"\nobjective = \"review what was completed\"\nnext_steps = [\"read the handoff\"]\n";
     let gw = Gateway::open(&site(dir.path(), extra)).await.unwrap();
-    let _triggers = gw.start_triggers().expect("an event trigger is configured");
+    let _triggers = glovebox::triggers::start(&gw).expect("an event trigger is configured");
     let operator = Principal::operator("cli:test");
     for (name, project) in [("elsewhere", "q"), ("worker", "p")] {
         gw.scope(&operator)

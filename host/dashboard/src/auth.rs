@@ -188,7 +188,7 @@ fn cookie(headers: &HeaderMap) -> Option<String> {
 
 async fn who(app: &App, headers: &HeaderMap, peer: Option<glovebox_listener::Peer>) -> Who {
     let gateway = &app.gateway;
-    if !gateway.has_principals() {
+    if !gateway.principals().declared() {
         // Loopback only (see `AdminServer::bind`), and only the user who
         // started the server: the operator at this machine, as at the
         // control socket.
@@ -213,13 +213,13 @@ async fn who(app: &App, headers: &HeaderMap, peer: Option<glovebox_listener::Pee
         };
     }
     let principal = if let Some(token) = bearer(headers) {
-        gateway.authenticate(token)
+        gateway.principals().authenticate(token)
     } else if let Some(id) = cookie(headers) {
         // The principal as the config declares it now (a reload that drops
         // it ends its logins).
         app.logins
             .name(&id)
-            .and_then(|name| gateway.principal(&name))
+            .and_then(|name| gateway.principals().named(&name))
     } else {
         None
     };
@@ -376,7 +376,7 @@ fn login_form(message: Option<&str>) -> String {
 
 /// `GET /ui/login`.
 pub async fn login_page(State(app): State<Arc<App>>) -> Response {
-    if !app.gateway.has_principals() {
+    if !app.gateway.principals().declared() {
         return axum::response::Redirect::to("/ui").into_response();
     }
     axum::response::Html(login_form(None)).into_response()
@@ -388,10 +388,10 @@ pub async fn login(
     peer: Option<Extension<Peer>>,
     Form(form): Form<LoginForm>,
 ) -> Response {
-    if !app.gateway.has_principals() {
+    if !app.gateway.principals().declared() {
         return axum::response::Redirect::to("/ui").into_response();
     }
-    match app.gateway.authenticate(form.token.trim()) {
+    match app.gateway.principals().authenticate(form.token.trim()) {
         Some(p) if p.is_operator() => {
             let id = app.logins.create(&p.name);
             if id.is_empty() {

@@ -40,7 +40,7 @@ pub async fn webhook(
         .get("x-glovebox-signature")
         .and_then(|v| v.to_str().ok());
     let now = crate::pages::now_ms(&app) / 1000;
-    match app.gateway.fire_webhook(&name, signature, &body, now).await {
+    match glovebox::triggers::fire_webhook(&app.gateway, &name, signature, &body, now).await {
         Ok(outcome) => {
             let status = if outcome.ok {
                 StatusCode::OK

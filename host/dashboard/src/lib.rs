@@ -94,7 +94,7 @@ impl AdminServer {
         options: AdminOptions,
     ) -> anyhow::Result<AdminServer> {
         if !addr.ip().is_loopback() {
-            if !gateway.has_principals() {
+            if !gateway.principals().declared() {
                 anyhow::bail!(
                     "refusing to serve the admin listener on {addr}: it is not a loopback address, and the config declares no principals, so anyone who reaches it would act as the operator without a token; declare an operator principal (`glovebox principal add NAME --kind operator`), then pass --allow-remote, with TLS terminated in front (see docs/operators/serving.md)"
                 );

@@ -84,7 +84,7 @@ impl Viewer {
                 .approvals
                 .count_pending(PENDING_COUNTED)
                 .unwrap_or(0);
-            let logins = app.gateway.has_principals();
+            let logins = app.gateway.principals().declared();
             (read(&app), pending, logins)
         })
         .await;

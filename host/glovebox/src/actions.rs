@@ -52,62 +52,60 @@ pub struct Action<'a> {
     pub tags: Vec<String>,
 }
 
-impl Gateway {
-    /// Whether `caller` may take `action` by the hook chain: `Err` with the
-    /// denial (or the refused ask) when a hook says no.
-    pub async fn judge_action(
-        &self,
-        caller: &Principal,
-        action: Action<'_>,
-    ) -> Result<(), CallError> {
-        let (tool, name) = builtin_action(action.builtin);
-        let request = HookRequest {
-            call_id: new_call_id(),
-            tool: tool.clone(),
-            action: name.clone(),
-            role: action.role.to_string(),
-            session: action.session.to_string(),
-            input: action.input.to_string(),
-            estimated_cost: 0.0,
-            destructive: false,
-            tags: action.tags,
-        };
-        let host = self.host();
-        let outcome = host.evaluate_hooks(&request).await;
-        let decided = crate::pipeline::decided(&request.call_id, &outcome.decisions);
-        self.metrics().decisions(&decided);
-        let (refusal, by) = match &outcome.verdict {
-            Verdict::Allow => return Ok(()),
-            Verdict::Deny(d) => (crate::pipeline::denied(&tool, d), d.clone()),
-            Verdict::Ask(d) => {
-                let mut d = d.clone();
-                d.reason = Some(format!(
-                    "{}: built-in actions do not wait for approval (only tool calls do); ask an operator to allow `{name}` in hook `{}`",
-                    d.reason.as_deref().unwrap_or("approval needed"),
-                    d.hook
-                ));
-                (crate::pipeline::denied(&tool, &d), d)
-            }
-        };
-        tracing::info!(principal = %caller.name, action = %name, error = %refusal, "a built-in action was refused by a hook");
-        // The caller's own session (the adapter resolved it as the caller's,
-        // or left it empty): the refusal goes in its log, by the caller.
-        if !action.session.is_empty() {
-            let sessions = self.sessions().clone();
-            let session = action.session.to_string();
-            let kind = EventKind::ActionRefused {
-                action: name.clone(),
-                hook: by.hook.clone(),
-                reason: refusal.to_string(),
-                hook_digest: by.digest.clone(),
-            };
-            let logged = crate::tasks::ledger_work(move || sessions.append(&session, kind)).await;
-            if let Err(e) = logged {
-                tracing::warn!(session = %action.session, action = %name, error = %e, "a refused built-in action could not be logged in its session");
-            }
+/// Whether `caller` may take `action` by the hook chain: `Err` with the
+/// denial (or the refused ask) when a hook says no.
+pub async fn judge(
+    gateway: &Gateway,
+    caller: &Principal,
+    action: Action<'_>,
+) -> Result<(), CallError> {
+    let (tool, name) = builtin_action(action.builtin);
+    let request = HookRequest {
+        call_id: new_call_id(),
+        tool: tool.clone(),
+        action: name.clone(),
+        role: action.role.to_string(),
+        session: action.session.to_string(),
+        input: action.input.to_string(),
+        estimated_cost: 0.0,
+        destructive: false,
+        tags: action.tags,
+    };
+    let host = gateway.host();
+    let outcome = host.evaluate_hooks(&request).await;
+    let decided = crate::pipeline::decided(&request.call_id, &outcome.decisions);
+    gateway.metrics().decisions(&decided);
+    let (refusal, by) = match &outcome.verdict {
+        Verdict::Allow => return Ok(()),
+        Verdict::Deny(d) => (crate::pipeline::denied(&tool, d), d.clone()),
+        Verdict::Ask(d) => {
+            let mut d = d.clone();
+            d.reason = Some(format!(
+                "{}: built-in actions do not wait for approval (only tool calls do); ask an operator to allow `{name}` in hook `{}`",
+                d.reason.as_deref().unwrap_or("approval needed"),
+                d.hook
+            ));
+            (crate::pipeline::denied(&tool, &d), d)
         }
-        Err(refusal)
+    };
+    tracing::info!(principal = %caller.name, action = %name, error = %refusal, "a built-in action was refused by a hook");
+    // The caller's own session (the adapter resolved it as the caller's,
+    // or left it empty): the refusal goes in its log, by the caller.
+    if !action.session.is_empty() {
+        let sessions = gateway.sessions().clone();
+        let session = action.session.to_string();
+        let kind = EventKind::ActionRefused {
+            action: name.clone(),
+            hook: by.hook.clone(),
+            reason: refusal.to_string(),
+            hook_digest: by.digest.clone(),
+        };
+        let logged = crate::tasks::ledger_work(move || sessions.append(&session, kind)).await;
+        if let Err(e) = logged {
+            tracing::warn!(session = %action.session, action = %name, error = %e, "a refused built-in action could not be logged in its session");
+        }
     }
+    Err(refusal)
 }
 
 #[cfg(test)]

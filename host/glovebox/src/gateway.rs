@@ -523,6 +523,56 @@ impl Gateway {
         crate::pipeline::in_session(stages, state, call, by, job_id, cancel).await
     }
 
+    /// The data dir's memory bank, with the config's `[memory]` settings
+    /// (the rules are the ledger's, `glovebox_ledger::memory`; proposing and
+    /// searching from a session are the caller's scope's, `scope/memory.rs`).
+    pub fn memory_bank(&self) -> crate::memory::MemoryBank {
+        crate::memory::MemoryBank::new(
+            self.ledger().storage.clone(),
+            self.host().config().memory.clone(),
+        )
+    }
+
+    /// Checks a completion condition a caller declares (at a start or a
+    /// spawn): every gate names a tool this host has, with a small object
+    /// input. The error names the gate and the fix. Running a session's
+    /// gates at `session_end completed` is the caller's scope's
+    /// (`Scope::end_checked`, in `scope/completion.rs`).
+    pub fn check_completion(
+        &self,
+        completion: &crate::manifest::Completion,
+    ) -> Result<(), SessionError> {
+        let host = self.host();
+        completion
+            .check(|tool| host.resolve(tool).is_ok())
+            .map_err(|e| SessionError::InvalidInput(format!("completion condition: {e}")))
+    }
+
+    /// The gateway on behalf of `caller`: every operation that depends on
+    /// who calls (see [`Scope`](crate::Scope)).
+    pub fn scope<'g>(&'g self, caller: &'g Principal) -> crate::Scope<'g> {
+        crate::Scope::new(self, caller)
+    }
+
+    /// The principals of the config served now (see [`Principals`](crate::principals::Principals)).
+    pub fn principals(&self) -> crate::principals::Principals {
+        crate::principals::Principals::new(self.host())
+    }
+
+    /// The tags only the operator may set (`manifest::pinned_tags`).
+    pub(crate) fn reserved_tags(&self) -> std::collections::HashSet<String> {
+        crate::manifest::pinned_tags(&self.host().config().principals)
+    }
+
+    /// Whether `caller` may see session `id` (an id, as jobs record it).
+    pub(crate) fn sees_session(&self, caller: &Principal, id: &str) -> bool {
+        caller.is_operator()
+            || self
+                .sessions()
+                .show(id)
+                .is_ok_and(|s| crate::session::may_touch(caller, s.owner_name()))
+    }
+
     /// Pauses, in the background and as the host, the active sessions of
     /// the scope whose ceiling `breach` reached, but `except` (paused
     /// already): see [`crate::ceilings::pause_scope`].
@@ -718,31 +768,5 @@ impl Gateway {
             }
             Err(e) => tracing::warn!(error = %e, "sweep: could not remove old jobs and approvals"),
         }
-    }
-
-    /// Starts the delivery of notifications to the `[[notify]]` targets (see
-    /// [`crate::notify`]): what is in the outbox, including what a previous
-    /// process left there, and what the sessions add to it. `None` without
-    /// targets. Delivery stops when the handle is dropped.
-    pub fn start_notify(&self) -> Option<tasks::Owned<()>> {
-        crate::notify::start(self.ledger.outbox.clone())
-    }
-
-    /// Starts the sweep every `[detector] sweep_interval` in a task of its
-    /// own (none when the interval is off or the detector is disabled). The
-    /// sweep stops when the handle is dropped.
-    pub fn start_sweeps(&self) -> Option<tasks::Owned<()>> {
-        let detector = self.host().config().detector.clone();
-        let every = detector.sweep_interval.filter(|_| detector.enabled)?;
-        tracing::info!(every = %humantime::format_duration(every), "the detector sweeps live sessions");
-        let gateway = self.clone();
-        Some(tasks::every(every, move || {
-            let gateway = gateway.clone();
-            async move {
-                if let Err(e) = gateway.sweep().await {
-                    tracing::warn!(error = %e, "sweep: the pass failed (the next one tries again)");
-                }
-            }
-        }))
     }
 }

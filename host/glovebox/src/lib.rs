@@ -23,15 +23,14 @@
 pub mod actions;
 mod admission;
 mod admitted;
+pub mod background;
 mod chain_key;
 pub mod children;
-mod completion;
 pub mod doctor;
 mod gateway;
 mod host;
 pub mod jobs;
 mod ledger;
-mod memory_bank;
 pub mod metrics;
 mod pipeline;
 mod principals;
@@ -81,6 +80,6 @@ pub use jobs::{
 };
 pub use ledger::{Durable, backend_of, open_sessions, open_store, store_dir};
 pub use manifest::{HostConfig, Limits, PluginManifest, Principal, PrincipalKind};
-pub use principals::cli_operator;
+pub use principals::{NameTheAgent, Principals, cli_operator};
 pub use scope::{JobScope, Scope};
 pub use session::{SessionError, Sessions};

@@ -1,16 +1,16 @@
 //! Who is calling: finding the [`Principal`] of a connection.
 //!
 //! Adapters authenticate a connection (a token over HTTP, the operator's
-//! word over stdio) and then act through [`Gateway::scope`] with the
+//! word over stdio) against the config served now ([`Principals`], from
+//! `Gateway::principals`) and then act through `Gateway::scope` with the
 //! principal found here; the scope enforces the ledger's ownership rules
 //! (see `glovebox_ledger::session::access`). The command line acts as the
 //! operator `cli:<uid>` ([`cli_operator`]).
 
-use std::collections::HashSet;
+use std::sync::Arc;
 
-use crate::gateway::Gateway;
+use crate::host::Host;
 use crate::manifest::{self, Principal};
-use crate::session::may_touch;
 
 /// The operator at the command line: `cli:<uid>` (the uid that runs the
 /// command; `cli:unknown` where there is none).
@@ -22,21 +22,45 @@ pub fn cli_operator() -> Principal {
     Principal::operator(format!("cli:{uid}"))
 }
 
-impl Gateway {
+/// The principals of the config served when it was taken (see
+/// `Gateway::principals`): take one for each request, so a reload
+/// reaches open connections.
+pub struct Principals {
+    host: Arc<Host>,
+}
+
+/// A stdio connection with no principal named, on a config that declares
+/// several agents: the operator must say which one.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the config declares {} agent principals: name the one this connection is with `serve --as NAME` ({})",
+    .agents.len(),
+    .agents.join(", ")
+)]
+pub struct NameTheAgent {
+    /// The declared agents, by name.
+    pub agents: Vec<String>,
+}
+
+impl Principals {
+    pub(crate) fn new(host: Arc<Host>) -> Principals {
+        Principals { host }
+    }
+
     /// Whether the config declares principals (then HTTP needs a token).
-    pub fn has_principals(&self) -> bool {
-        !self.host().config().principals.is_empty()
+    pub fn declared(&self) -> bool {
+        !self.host.config().principals.is_empty()
     }
 
     /// The declared principal whose token `token` is (compared in constant
     /// time against every credential).
     pub fn authenticate(&self, token: &str) -> Option<Principal> {
-        manifest::authenticate(&self.host().config().principals, token).map(|p| p.principal.clone())
+        manifest::authenticate(&self.host.config().principals, token).map(|p| p.principal.clone())
     }
 
     /// The declared principal called `name`.
-    pub fn principal(&self, name: &str) -> Option<Principal> {
-        self.host()
+    pub fn named(&self, name: &str) -> Option<Principal> {
+        self.host
             .config()
             .principals
             .iter()
@@ -44,26 +68,26 @@ impl Gateway {
             .map(|p| p.principal.clone())
     }
 
-    /// Who `name` is under the config served now: the declared principal
-    /// of that name (its kind, roles, projects, tags and `approve_by` as
-    /// the config says them now), or the built-in `local` agent while no
-    /// principal is declared. `None`: nobody by that name any more (a reload
-    /// removed it); a connection of it must not be served. Adapters ask
-    /// this at every request, so a reload reaches open connections.
-    pub fn current_principal(&self, name: &str) -> Option<Principal> {
-        if !self.has_principals() {
+    /// Who `name` is under this config: the declared principal of that
+    /// name (its kind, roles, projects, tags and `approve_by` as the config
+    /// says them), or the built-in `local` agent while no principal is
+    /// declared. `None`: nobody by that name any more (a reload removed
+    /// it); a connection of it must not be served. Adapters ask this at
+    /// every request, so a reload reaches open connections.
+    pub fn current(&self, name: &str) -> Option<Principal> {
+        if !self.declared() {
             return (name == manifest::LOCAL_PRINCIPAL).then(Principal::local);
         }
-        self.principal(name)
+        self.named(name)
     }
 
     /// Who a stdio connection is when the operator did not say (`serve`
     /// without `--as`): the one declared agent, or the built-in `local`
     /// agent when there is none. With several agents the operator must
     /// name one.
-    pub fn default_stdio_principal(&self) -> Result<Principal, String> {
-        let host = self.host();
-        let agents: Vec<&Principal> = host
+    pub fn default_stdio(&self) -> Result<Principal, NameTheAgent> {
+        let agents: Vec<&Principal> = self
+            .host
             .config()
             .principals
             .iter()
@@ -73,27 +97,9 @@ impl Gateway {
         match agents.as_slice() {
             [] => Ok(Principal::local()),
             [one] => Ok((*one).clone()),
-            many => Err(format!(
-                "the config declares {} agent principals: name the one this connection is with `serve --as NAME` ({})",
-                many.len(),
-                many.iter()
-                    .map(|p| p.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )),
+            many => Err(NameTheAgent {
+                agents: many.iter().map(|p| p.name.to_string()).collect(),
+            }),
         }
-    }
-
-    pub(crate) fn reserved_tags(&self) -> HashSet<String> {
-        manifest::pinned_tags(&self.host().config().principals)
-    }
-
-    /// Whether `caller` may see session `id` (an id, as jobs record it).
-    pub(crate) fn sees_session(&self, caller: &Principal, id: &str) -> bool {
-        caller.is_operator()
-            || self
-                .sessions()
-                .show(id)
-                .is_ok_and(|s| may_touch(caller, s.owner_name()))
     }
 }

@@ -91,38 +91,22 @@ struct Shared {
     jobs: Arc<Jobs>,
     /// The tool list and the host it was made from.
     tools: std::sync::Mutex<(Arc<glovebox::Host>, Arc<Vec<Tool>>)>,
-    /// The detector's sweep (`[detector] sweep_interval`) and the notification
-    /// worker (`[[notify]]`), stopped with the server.
-    _sweeps: Option<glovebox::tasks::Owned<()>>,
+    /// The host's own work while it serves (`glovebox::background`),
+    /// stopped with the server.
+    _background: Option<glovebox::background::Background>,
 }
 
 impl McpServer {
     /// Loads the host from `config`, opens its durable store and starts the
-    /// jobs runner, re-queueing the jobs a previous run left, and the
-    /// detector's sweep.
+    /// host's own work while it serves (`glovebox::background`: the jobs
+    /// runner, re-queueing the jobs a previous run left, the sweeps,
+    /// notifications, schedules and triggers).
     pub async fn open(config: &Path) -> anyhow::Result<McpServer> {
         let gateway = Gateway::open(config).await?;
-        let jobs = Jobs::new(gateway.clone(), JobsConfig::default());
-        let recovered = jobs
-            .recover()
-            .await
-            .context("cannot recover the background jobs")?;
-        if !recovered.is_empty() {
-            tracing::info!(jobs = recovered.len(), "recovered background jobs");
-        }
-        // The detector's sweeps, the notification worker, the scheduler and
-        // the event triggers run while this serves.
-        let background: Vec<_> = [
-            gateway.start_sweeps(),
-            gateway.start_notify(),
-            gateway.start_schedules(),
-            gateway.start_triggers(),
-        ]
-        .into_iter()
-        .flatten()
-        .collect();
-        let background = (!background.is_empty()).then(|| glovebox::tasks::holding(background));
-        Ok(McpServer::build(gateway, jobs, background))
+        let background =
+            glovebox::background::Background::start(&gateway, JobsConfig::default()).await?;
+        let jobs = background.jobs().clone();
+        Ok(McpServer::build(gateway, jobs, Some(background)))
     }
 
     pub fn new(gateway: Gateway, jobs: Arc<Jobs>) -> McpServer {
@@ -132,7 +116,7 @@ impl McpServer {
     fn build(
         gateway: Gateway,
         jobs: Arc<Jobs>,
-        sweeps: Option<glovebox::tasks::Owned<()>>,
+        background: Option<glovebox::background::Background>,
     ) -> McpServer {
         let host = gateway.host();
         let tools = tool_list(&host);
@@ -141,7 +125,7 @@ impl McpServer {
                 gateway,
                 jobs,
                 tools: std::sync::Mutex::new((host, tools)),
-                _sweeps: sweeps,
+                _background: background,
             }),
         }
     }
@@ -154,10 +138,12 @@ impl McpServer {
         &self.inner.jobs
     }
 
-    /// A handler for one new connection over HTTP, with nothing bound: its
-    /// principal is the one the HTTP layer authenticated on its first request.
-    pub fn connection(&self) -> Connection {
-        Connection {
+    /// A handler for one new connection. `bound`: the principal it serves
+    /// from the start (stdio: the operator who started the process named
+    /// it); `None` over HTTP, where it is the one the HTTP layer
+    /// authenticates on its first request.
+    pub fn connection(&self, bound: Option<Principal>) -> Connection {
+        let connection = Connection {
             server: self.clone(),
             state: Arc::new(ConnState {
                 id: uuid::Uuid::new_v4().simple().to_string()[..8].to_string(),
@@ -169,15 +155,11 @@ impl McpServer {
                 gateway: self.inner.gateway.clone(),
                 log: logging::ConnectionLog::new(),
             }),
+        };
+        if let Some(principal) = bound {
+            let _ = connection.state.name.set(principal.name.clone());
+            connection.state.remember(principal);
         }
-    }
-
-    /// A handler for one connection of `principal` (stdio: the operator who
-    /// started the process named it).
-    pub fn connection_as(&self, principal: Principal) -> Connection {
-        let connection = self.connection();
-        let _ = connection.state.name.set(principal.name.clone());
-        connection.state.remember(principal);
         connection
     }
 
@@ -199,7 +181,7 @@ impl McpServer {
     ) -> anyhow::Result<()> {
         tracing::info!(principal = %principal, "serving MCP over stdio");
         let name = principal.name.clone();
-        let connection = self.connection_as(principal);
+        let connection = self.connection(Some(principal));
         let running = tokio::select! {
             running = connection.clone().serve(rmcp::transport::stdio()) => {
                 running.context("the MCP handshake over stdio failed")?
@@ -227,7 +209,7 @@ impl McpServer {
                 changed = reloads.changed() => {
                     if changed.is_err() {
                         reloads = self.gateway().reloads();
-                    } else if self.gateway().current_principal(&name).is_none() {
+                    } else if self.gateway().principals().current(&name).is_none() {
                         removed.cancel();
                     }
                 }
@@ -430,7 +412,7 @@ impl Connection {
                         None,
                     ));
                 };
-                (name, self.shared().gateway.current_principal(name))
+                (name, self.shared().gateway.principals().current(name))
             }
         };
         match current {
@@ -491,7 +473,7 @@ impl Connection {
             session: &session,
             tags,
         };
-        gateway.judge_action(caller, action).await
+        glovebox::actions::judge(gateway, caller, action).await
     }
 
     /// The bound session, or the connection's default session, started now

@@ -126,7 +126,7 @@ pub const START: &str = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params
 pub async fn stdio(server: &McpServer, n: usize) -> Stats {
     let (to_server, server_in) = tokio::net::unix::pipe::pipe().expect("pipe");
     let (server_out, from_server) = tokio::net::unix::pipe::pipe().expect("pipe");
-    let conn = server.connection_as(glovebox::Principal::local());
+    let conn = server.connection(Some(glovebox::Principal::local()));
     tokio::spawn(async move {
         use rmcp::ServiceExt;
         let running = conn

@@ -1070,7 +1070,7 @@ impl Jobs {
     ) -> Result<CallReport, SessionError> {
         let job_id = Some(job.id.clone());
         if let Some(agent) = &job.charged_to {
-            match self.gateway.current_principal(agent) {
+            match self.gateway.principals().current(agent) {
                 Some(principal) => {
                     return self
                         .gateway
@@ -1078,7 +1078,7 @@ impl Jobs {
                         .call(&job.session, call, job_id, Some(cancel))
                         .await;
                 }
-                None if self.gateway.has_principals() => {
+                None if self.gateway.principals().declared() => {
                     return Err(SessionError::NotAllowed(format!(
                         "principal `{agent}`, which queued job {}, is no longer declared (a reload removed it), so the job does not run: an operator spawns it again if it should run",
                         job.id

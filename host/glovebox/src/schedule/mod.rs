@@ -1,6 +1,6 @@
 //! `[[schedule]]`: the host starts work by itself on cron expressions.
 //!
-//! The scheduler is one task ([`Gateway::start_schedules`]) that looks at
+//! The scheduler is one task ([`start`]) that looks at
 //! the schedules of the config in force every [`TICK`] and runs each one
 //! whose next fire time has come, once, in config order, as the
 //! schedule's own principal (see [`run`]). What it handled is kept in the
@@ -56,6 +56,12 @@ pub struct Scheduler {
 }
 
 impl Scheduler {
+    /// The scheduler of `gateway` on its ledger's clock.
+    pub fn of(gateway: &Gateway) -> Scheduler {
+        let sessions = gateway.sessions().clone();
+        Scheduler::new(gateway.clone(), Arc::new(move || sessions.clock_ms()))
+    }
+
     pub fn new(gateway: Gateway, clock: Clock) -> Scheduler {
         let started_ms = clock();
         Scheduler {
@@ -140,10 +146,7 @@ impl Scheduler {
     pub async fn fire(&self, schedule: &ScheduleConfig, cause: &str) -> RunOutcome {
         let principal = schedule.run.principal("schedule", &schedule.name);
         let started = (self.clock)();
-        let outcome = self
-            .gateway
-            .run_action(&principal, &schedule.run, cause)
-            .await;
+        let outcome = run::run_action(&self.gateway, &principal, &schedule.run, cause).await;
         record_run(
             &self.records(),
             &records::key("schedule", &schedule.name),
@@ -223,25 +226,17 @@ pub fn show_ms(ms: u64) -> String {
     humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + Duration::from_millis(ms)).to_string()
 }
 
-impl Gateway {
-    /// The scheduler of this gateway on the ledger's clock.
-    pub fn scheduler(&self) -> Scheduler {
-        let sessions = self.sessions().clone();
-        Scheduler::new(self.clone(), Arc::new(move || sessions.clock_ms()))
+/// Starts the scheduler of `gateway`: a look every [`TICK`] at the
+/// schedules of the config in force (a reload's changes count from the next
+/// look). `None` while the config has no schedule at start. It stops when
+/// the handle is dropped.
+pub fn start(gateway: &Gateway) -> Option<tasks::Owned<()>> {
+    let count = gateway.host().config().schedules.len();
+    if count == 0 {
+        return None;
     }
-
-    /// Starts the scheduler: a look every [`TICK`] at the schedules of the
-    /// config in force (a reload's changes count from the next look).
-    /// `None` while the config has no schedule at start. It stops when the
-    /// handle is dropped.
-    pub fn start_schedules(&self) -> Option<tasks::Owned<()>> {
-        let count = self.host().config().schedules.len();
-        if count == 0 {
-            return None;
-        }
-        tracing::info!(schedules = count, "the scheduler runs");
-        Some(self.scheduler().start(TICK))
-    }
+    tracing::info!(schedules = count, "the scheduler runs");
+    Some(Scheduler::of(gateway).start(TICK))
 }
 
 impl Scheduler {

@@ -52,18 +52,11 @@ pub struct Scope<'g> {
     caller: &'g Principal,
 }
 
-impl Gateway {
-    /// The gateway on behalf of `caller`: every operation that depends on
-    /// who calls (see [`Scope`]).
-    pub fn scope<'g>(&'g self, caller: &'g Principal) -> Scope<'g> {
-        Scope {
-            gateway: self,
-            caller,
-        }
-    }
-}
-
 impl<'g> Scope<'g> {
+    pub(crate) fn new(gateway: &'g Gateway, caller: &'g Principal) -> Scope<'g> {
+        Scope { gateway, caller }
+    }
+
     /// Who calls.
     pub fn caller(self) -> &'g Principal {
         self.caller

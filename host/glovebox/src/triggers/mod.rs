@@ -77,172 +77,168 @@ pub enum WebhookRefusal {
     Busy(String),
 }
 
-impl Gateway {
-    /// Starts the trigger worker when the config has event triggers at
-    /// start (a reload's changes to them count from the next event, and
-    /// a changed `cooldown` from the reload for events already folded; the
-    /// first event trigger needs a restart). It stops when the handle is
-    /// dropped.
-    pub fn start_triggers(&self) -> Option<tasks::Owned<()>> {
-        let events = self
-            .host()
-            .config()
-            .triggers
-            .iter()
-            .filter(|t| t.on != TriggerOn::Webhook)
-            .count();
-        if events == 0 {
-            return None;
-        }
-        let (tx, mut rx) = mpsc::channel(QUEUE);
-        self.sessions().observe_notifications(Arc::new(Tap(tx)));
-        tracing::info!(triggers = events, "event triggers listen");
-        let gateway = self.clone();
-        let mut reloads = self.reloads();
-        Some(tasks::owned(async move {
-            let mut cooldowns = Cooldowns::default();
-            loop {
-                let config = gateway.host().config().clone();
-                let cooldown_of = |name: &str| {
-                    config
-                        .triggers
-                        .iter()
-                        .find(|t| t.name == name)
-                        .map(|t| t.cooldown)
-                };
-                let next = cooldowns.next_due(cooldown_of);
-                let event = tokio::select! {
-                    event = rx.recv() => match event {
-                        Some(event) => Some(event),
-                        None => break,
-                    },
-                    () = sleep_until(next) => None,
-                    // A reload may change a cooldown: when the folded
-                    // events are due is worked out again.
-                    Ok(()) = reloads.changed() => None,
-                };
-                let mut fires = Vec::new();
-                if let Some((kind, n)) = event {
-                    for trigger in config.triggers.iter().filter(|t| {
-                        t.on.fires_on(kind, n.severity)
-                            && t.from_project.as_ref().is_none_or(|p| *p == n.project)
-                    }) {
-                        let cause = format!(
-                            "`{kind}` in session `{}` (event {}): {}",
-                            n.session_name.as_deref().unwrap_or(&n.session),
-                            n.seq,
-                            n.summary
-                        );
-                        let now = Instant::now();
-                        match cooldowns.offer(&trigger.name, trigger.cooldown, cause, now) {
-                            Some(fire) => fires.push((trigger.clone(), fire)),
-                            None => {
-                                tracing::debug!(trigger = %trigger.name, event = %kind, "trigger: an event within the cooldown, folded into the next run")
-                            }
+/// Starts the trigger worker when the config has event triggers at
+/// start (a reload's changes to them count from the next event, and
+/// a changed `cooldown` from the reload for events already folded; the
+/// first event trigger needs a restart). It stops when the handle is
+/// dropped.
+pub fn start(gateway: &Gateway) -> Option<tasks::Owned<()>> {
+    let events = gateway
+        .host()
+        .config()
+        .triggers
+        .iter()
+        .filter(|t| t.on != TriggerOn::Webhook)
+        .count();
+    if events == 0 {
+        return None;
+    }
+    let (tx, mut rx) = mpsc::channel(QUEUE);
+    gateway.sessions().observe_notifications(Arc::new(Tap(tx)));
+    tracing::info!(triggers = events, "event triggers listen");
+    let gateway = gateway.clone();
+    let mut reloads = gateway.reloads();
+    Some(tasks::owned(async move {
+        let mut cooldowns = Cooldowns::default();
+        loop {
+            let config = gateway.host().config().clone();
+            let cooldown_of = |name: &str| {
+                config
+                    .triggers
+                    .iter()
+                    .find(|t| t.name == name)
+                    .map(|t| t.cooldown)
+            };
+            let next = cooldowns.next_due(cooldown_of);
+            let event = tokio::select! {
+                event = rx.recv() => match event {
+                    Some(event) => Some(event),
+                    None => break,
+                },
+                () = sleep_until(next) => None,
+                // A reload may change a cooldown: when the folded
+                // events are due is worked out again.
+                Ok(()) = reloads.changed() => None,
+            };
+            let mut fires = Vec::new();
+            if let Some((kind, n)) = event {
+                for trigger in config.triggers.iter().filter(|t| {
+                    t.on.fires_on(kind, n.severity)
+                        && t.from_project.as_ref().is_none_or(|p| *p == n.project)
+                }) {
+                    let cause = format!(
+                        "`{kind}` in session `{}` (event {}): {}",
+                        n.session_name.as_deref().unwrap_or(&n.session),
+                        n.seq,
+                        n.summary
+                    );
+                    let now = Instant::now();
+                    match cooldowns.offer(&trigger.name, trigger.cooldown, cause, now) {
+                        Some(fire) => fires.push((trigger.clone(), fire)),
+                        None => {
+                            tracing::debug!(trigger = %trigger.name, event = %kind, "trigger: an event within the cooldown, folded into the next run")
                         }
                     }
                 }
-                for (name, fire) in cooldowns.due(cooldown_of, Instant::now()) {
-                    if let Some(trigger) = config.triggers.iter().find(|t| t.name == name) {
-                        tracing::info!(trigger = %name, folded = fire.folded, "trigger: events folded by the cooldown run it once");
-                        fires.push((trigger.clone(), fire));
-                    }
-                }
-                for (trigger, fire) in fires {
-                    gateway
-                        .fire_trigger_folded(&trigger, &fire.cause, fire.folded)
-                        .await;
+            }
+            for (name, fire) in cooldowns.due(cooldown_of, Instant::now()) {
+                if let Some(trigger) = config.triggers.iter().find(|t| t.name == name) {
+                    tracing::info!(trigger = %name, folded = fire.folded, "trigger: events folded by the cooldown run it once");
+                    fires.push((trigger.clone(), fire));
                 }
             }
-        }))
-    }
-
-    /// Runs `trigger` now, noting `cause`, and records the outcome.
-    pub async fn fire_trigger(&self, trigger: &TriggerConfig, cause: &str) -> RunOutcome {
-        self.fire_trigger_folded(trigger, cause, 0).await
-    }
-
-    /// [`Gateway::fire_trigger`] for a run that stands for `folded` events
-    /// its cooldown held back, counted in its record.
-    async fn fire_trigger_folded(
-        &self,
-        trigger: &TriggerConfig,
-        cause: &str,
-        folded: u64,
-    ) -> RunOutcome {
-        let principal = trigger.run.principal("trigger", &trigger.name);
-        let started = self.sessions().clock_ms();
-        let outcome = self.run_action(&principal, &trigger.run, cause).await;
-        let records = Records(self.ledger().storage.clone());
-        record_run(
-            &records,
-            &records::key("trigger", &trigger.name),
-            started,
-            &outcome,
-            folded,
-        )
-        .await;
-        outcome
-    }
-
-    /// A webhook for trigger `name`: checks its signature (`header`, the
-    /// `X-Glovebox-Signature` value) against the trigger's secret at
-    /// `now_s` (unix seconds), then runs it.
-    pub async fn fire_webhook(
-        &self,
-        name: &str,
-        header: Option<&str>,
-        body: &[u8],
-        now_s: u64,
-    ) -> Result<RunOutcome, WebhookRefusal> {
-        let trigger = self
-            .host()
-            .config()
-            .triggers
-            .iter()
-            .find(|t| t.name == name && t.on == TriggerOn::Webhook)
-            .cloned()
-            .ok_or(WebhookRefusal::Unknown)?;
-        let secret = trigger.secret.as_deref().ok_or(WebhookRefusal::Unknown)?;
-        let (signed_s, mac) =
-            verify_signature(secret, header, body, now_s).map_err(WebhookRefusal::Unsigned)?;
-        // Remembered before it runs: of two copies sent at once, one runs.
-        let seen = self.webhooks_seen().clone();
-        let name_owned = name.to_string();
-        let taken = tasks::blocking(
-            move || Ok(seen.take(&name_owned, signed_s, &mac, now_s)),
-            |why: String| why,
-        )
-        .await
-        .unwrap_or_else(|why| Err(replay::Refused::Store(why)));
-        match taken {
-            Ok(()) => {}
-            Err(replay::Refused::Replayed { until_s }) => {
-                return Err(WebhookRefusal::Replayed(format!(
-                    "this signed request was taken already; the same signature is refused until {} (unix seconds {until_s}): sign each delivery anew",
-                    crate::schedule::show_ms(until_s.saturating_mul(1000))
-                )));
-            }
-            Err(replay::Refused::Full) => {
-                return Err(WebhookRefusal::Busy(format!(
-                    "{} webhook deliveries are remembered within the {} s replay window: try again later",
-                    replay::SEEN_MAX,
-                    WEBHOOK_SKEW.as_secs()
-                )));
-            }
-            Err(replay::Refused::Store(why)) => {
-                return Err(WebhookRefusal::Busy(format!(
-                    "the delivery cannot be remembered ({why}): try again later"
-                )));
+            for (trigger, fire) in fires {
+                fire_folded(&gateway, &trigger, &fire.cause, fire.folded).await;
             }
         }
-        let cause = format!(
-            "a webhook ({} bytes, sha256 {})",
-            body.len(),
-            hex::encode(Sha256::digest(body))
-        );
-        Ok(self.fire_trigger(&trigger, &cause).await)
+    }))
+}
+
+/// Runs `trigger` now, noting `cause`, and records the outcome.
+pub async fn fire(gateway: &Gateway, trigger: &TriggerConfig, cause: &str) -> RunOutcome {
+    fire_folded(gateway, trigger, cause, 0).await
+}
+
+/// [`fire`] for a run that stands for `folded` events
+/// its cooldown held back, counted in its record.
+async fn fire_folded(
+    gateway: &Gateway,
+    trigger: &TriggerConfig,
+    cause: &str,
+    folded: u64,
+) -> RunOutcome {
+    let principal = trigger.run.principal("trigger", &trigger.name);
+    let started = gateway.sessions().clock_ms();
+    let outcome = crate::schedule::run::run_action(gateway, &principal, &trigger.run, cause).await;
+    let records = Records(gateway.ledger().storage.clone());
+    record_run(
+        &records,
+        &records::key("trigger", &trigger.name),
+        started,
+        &outcome,
+        folded,
+    )
+    .await;
+    outcome
+}
+
+/// A webhook for trigger `name`: checks its signature (`header`, the
+/// `X-Glovebox-Signature` value) against the trigger's secret at
+/// `now_s` (unix seconds), then runs it.
+pub async fn fire_webhook(
+    gateway: &Gateway,
+    name: &str,
+    header: Option<&str>,
+    body: &[u8],
+    now_s: u64,
+) -> Result<RunOutcome, WebhookRefusal> {
+    let trigger = gateway
+        .host()
+        .config()
+        .triggers
+        .iter()
+        .find(|t| t.name == name && t.on == TriggerOn::Webhook)
+        .cloned()
+        .ok_or(WebhookRefusal::Unknown)?;
+    let secret = trigger.secret.as_deref().ok_or(WebhookRefusal::Unknown)?;
+    let (signed_s, mac) =
+        verify_signature(secret, header, body, now_s).map_err(WebhookRefusal::Unsigned)?;
+    // Remembered before it runs: of two copies sent at once, one runs.
+    let seen = gateway.webhooks_seen().clone();
+    let name_owned = name.to_string();
+    let taken = tasks::blocking(
+        move || Ok(seen.take(&name_owned, signed_s, &mac, now_s)),
+        |why: String| why,
+    )
+    .await
+    .unwrap_or_else(|why| Err(replay::Refused::Store(why)));
+    match taken {
+        Ok(()) => {}
+        Err(replay::Refused::Replayed { until_s }) => {
+            return Err(WebhookRefusal::Replayed(format!(
+                "this signed request was taken already; the same signature is refused until {} (unix seconds {until_s}): sign each delivery anew",
+                crate::schedule::show_ms(until_s.saturating_mul(1000))
+            )));
+        }
+        Err(replay::Refused::Full) => {
+            return Err(WebhookRefusal::Busy(format!(
+                "{} webhook deliveries are remembered within the {} s replay window: try again later",
+                replay::SEEN_MAX,
+                WEBHOOK_SKEW.as_secs()
+            )));
+        }
+        Err(replay::Refused::Store(why)) => {
+            return Err(WebhookRefusal::Busy(format!(
+                "the delivery cannot be remembered ({why}): try again later"
+            )));
+        }
     }
+    let cause = format!(
+        "a webhook ({} bytes, sha256 {})",
+        body.len(),
+        hex::encode(Sha256::digest(body))
+    );
+    Ok(fire(gateway, &trigger, &cause).await)
 }
 
 /// Checks `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`;

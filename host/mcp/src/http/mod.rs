@@ -116,7 +116,7 @@ impl HttpServer {
         options: HttpOptions,
     ) -> anyhow::Result<HttpServer> {
         if !addr.ip().is_loopback() {
-            if !server.gateway().has_principals() {
+            if !server.gateway().principals().declared() {
                 anyhow::bail!(
                     "refusing to serve MCP on {addr}: it is not a loopback address, and the config declares no principals, so anyone who reaches it would be served without a token; declare principals (`glovebox principal add NAME ...`), then pass --allow-remote, with TLS terminated in front (see docs/operators/serving.md)"
                 );
@@ -200,7 +200,7 @@ impl HttpServer {
         }
         let factory = {
             let server = self.server.clone();
-            move || Ok(server.connection())
+            move || Ok(server.connection(None))
         };
         // A client whose answer stream broke reconnects after the retry
         // interval announced on it: the drain waits that long (and a little)
@@ -296,7 +296,7 @@ type Request = hyper::Request<glovebox_listener::TimedBody>;
 async fn end_removed_principals(gateway: glovebox::Gateway, pins: Arc<held::Pins>) {
     let mut reloads = gateway.reloads();
     while reloads.changed().await.is_ok() {
-        let gone = pins.owned_by_none_of(|name| gateway.current_principal(name).is_some());
+        let gone = pins.owned_by_none_of(|name| gateway.principals().current(name).is_some());
         for id in gone {
             tracing::info!(mcp_session = %id, "ending an MCP session: its principal is no longer declared (reload)");
             if let Err(e) = pins.close_session(&id.into()).await {
@@ -353,7 +353,7 @@ impl Auth {
     /// the built-in `local` agent for a connection of the server's own user.
     async fn principal<B>(&self, req: &hyper::Request<B>) -> Result<Principal, Refused> {
         let gateway = self.server.gateway();
-        if !gateway.has_principals() {
+        if !gateway.principals().declared() {
             return match req.extensions().get::<glovebox_listener::Peer>() {
                 Some(peer) => own_user(peer).await.map(|()| Principal::local()),
                 None => Err(Refused::NotOwnUser(
@@ -369,7 +369,7 @@ impl Auth {
             .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
             .map(|(_, token)| token.trim());
         token
-            .and_then(|token| gateway.authenticate(token))
+            .and_then(|token| gateway.principals().authenticate(token))
             .ok_or(Refused::Token)
     }
 
@@ -494,7 +494,7 @@ impl Auth {
             Ok(principal) => principal,
             Err(refused) => return refused.response(),
         };
-        if self.server.gateway().has_principals() && !principal.is_operator() {
+        if self.server.gateway().principals().declared() && !principal.is_operator() {
             return plain(
                 hyper::StatusCode::FORBIDDEN,
                 "the metrics are an operator's: use an operator principal's token\n".into(),
