@@ -1,5 +1,5 @@
-//! How the command line shows an approval (threat 55). The gateway renders
-//! it (`Host::show_approval`: what matters first, every value whole or a
+//! `glovebox approvals`, `approve` and `deny`, and how the command line
+//! shows an approval (threat 55). The gateway renders it (`Host::show_approval`: what matters first, every value whole or a
 //! preview with the SHA-256, every invisible character marked); this file
 //! only lays it out for a terminal, and prints an input exactly for
 //! `--input` (to save it and check its SHA-256).
@@ -10,6 +10,8 @@ use std::process::ExitCode;
 use anyhow::Result;
 use glovebox::approvals::Approval;
 use glovebox::shown::ShownApproval;
+
+use crate::output::print_json;
 
 /// Where a terminal gets the whole input of approval `id`.
 fn whole_at(id: &str) -> String {
@@ -52,11 +54,75 @@ pub(crate) fn print_approved(shown: &ShownApproval) -> Result<()> {
 /// `glovebox approvals --input ID`: the approval's input exactly as the tool
 /// gets it (no newline added), so that its SHA-256 is the recorded one.
 pub(crate) async fn print_input(config: &Path, id: &str) -> Result<ExitCode> {
-    let gateway = crate::control::gateway(config).await?;
+    let gateway = crate::reach::gateway(config).await?;
     let approval: Approval = match gateway.ledger().approvals.get(id) {
         Ok(a) => a,
         Err(e) => return Ok(crate::session_refused(&e)),
     };
-    crate::control::write_raw(&approval.input)?;
+    crate::output::write_raw(&approval.input)?;
     Ok(ExitCode::SUCCESS)
+}
+
+pub(crate) async fn list(
+    config: &Path,
+    all: bool,
+    json: bool,
+    page: &crate::paging::PageArgs,
+) -> Result<ExitCode> {
+    // The gateway, not the store alone: an input is shown in its tool's
+    // schema order.
+    let gateway = crate::reach::gateway(config).await?;
+    let (list, next) = match gateway.ledger().approvals.page(all, &page.request()) {
+        Ok(p) => (p.items, p.next_cursor),
+        Err(e) => return Ok(crate::session_refused(&e)),
+    };
+    if json {
+        print_json(&list)?;
+    } else if list.is_empty() {
+        out!("no pending approvals");
+    } else {
+        let host = gateway.host();
+        for a in &list {
+            print(&host.show_approval(a))?;
+        }
+    }
+    crate::paging::print_next(next.as_deref());
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(crate) async fn approve(config: &Path, id: &str) -> Result<ExitCode> {
+    let gateway = crate::reach::gateway(config).await?;
+    let shown = gateway
+        .ledger()
+        .approvals
+        .get(id)
+        .map(|a| gateway.host().show_approval(&a));
+    match gateway.approve(id, &crate::reach::operator()).await {
+        Ok(report) => {
+            if let Ok(shown) = &shown {
+                print_approved(shown)?;
+            }
+            crate::print_report(&report, false)
+        }
+        Err(e) => Ok(crate::session_refused(&e)),
+    }
+}
+
+pub(crate) async fn deny(config: &Path, id: &str, reason: &str) -> Result<ExitCode> {
+    let gateway = crate::reach::gateway(config).await?;
+    match gateway
+        .deny_approval(id, reason, &crate::reach::operator())
+        .await
+    {
+        Ok(a) => {
+            out!(
+                "denied {} ({} in session {}): {reason}",
+                a.id,
+                a.tool,
+                a.session_name.as_deref().unwrap_or(&a.session)
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => Ok(crate::session_refused(&e)),
+    }
 }

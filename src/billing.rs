@@ -50,8 +50,8 @@ enum BillingCommand {
 }
 
 fn open(config: &Path) -> Result<(HostConfig, std::sync::Arc<Durable>)> {
-    let durable = crate::sessions::open_durable(config)?;
-    let config = crate::control::config(config)?;
+    let durable = crate::reach::open_durable(config)?;
+    let config = crate::reach::config(config)?;
     Ok((config, durable))
 }
 

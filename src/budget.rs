@@ -65,7 +65,7 @@ fn scope(kind: &str, name: &str) -> Result<Scope> {
 }
 
 pub fn run(config: &Path, args: BudgetArgs) -> Result<ExitCode> {
-    let durable = crate::sessions::open_durable(config)?;
+    let durable = crate::reach::open_durable(config)?;
     let sessions = &durable.sessions;
     match args.command {
         None => match ceilings::status(sessions) {

@@ -27,9 +27,9 @@ pub async fn run(
             print_report(&report, json)
         }
         Some(session) => {
-            let gateway = crate::control::gateway(config).await?;
+            let gateway = crate::reach::gateway(config).await?;
             match gateway
-                .scope(&crate::control::operator())
+                .scope(&crate::reach::operator())
                 .call_in_session(&session, tool, &input)
                 .await
             {

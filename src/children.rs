@@ -1,7 +1,7 @@
 //! `glovebox session spawn` and `glovebox session wait`: child sessions at
 //! the command line, as the operator (the rules are the ledger's, see
-//! `glovebox_ledger::session::family`; `session list --children` and
-//! `session end --cancel-children` are in `sessions.rs`).
+//! `glovebox_ledger::session::family`; `session list --children` is in
+//! `session_list.rs`, `session end --cancel-children` in `sessions.rs`).
 
 use crate::exit::Exit;
 use std::path::Path;
@@ -9,26 +9,25 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Result;
-use glovebox::session::{Handoff, HandoffKind, SpawnChild};
+use glovebox::session::{Handoff, HandoffKind, Role, SpawnChild};
 
-use crate::sessions::{SessionCommand, open_durable, print_json};
+use crate::output::print_json;
+use crate::reach::open_durable;
+use crate::session_args::{NewSessionArgs, NotesArgs};
 
 /// `session spawn`: the child's state and the parent's `child_spawned`
 /// event, as JSON.
-pub(crate) async fn spawn(config: &Path, command: SessionCommand) -> Result<ExitCode> {
-    let SessionCommand::Spawn {
-        parent,
-        role,
-        objective,
-        notes,
-        new,
-    } = command
-    else {
-        anyhow::bail!("not a spawn command");
-    };
+pub(crate) async fn spawn(
+    config: &Path,
+    parent: String,
+    role: Role,
+    objective: String,
+    notes: NotesArgs,
+    new: NewSessionArgs,
+) -> Result<ExitCode> {
     let completion = crate::completion::completion_arg(config, new.completion.as_deref()).await?;
     let durable = open_durable(config)?;
-    let host = crate::control::config(config)?;
+    let host = crate::reach::config(config)?;
     let budget = new.budget()?;
     let mut task = Handoff::new(HandoffKind::Task, role, objective);
     task.notes = notes.into();
@@ -42,7 +41,7 @@ pub(crate) async fn spawn(config: &Path, command: SessionCommand) -> Result<Exit
         completion,
     };
     let reserved = glovebox::manifest::pinned_tags(&host.principals);
-    match durable.sessions.scope(&crate::control::operator()).spawn(
+    match durable.sessions.scope(&crate::reach::operator()).spawn(
         &parent,
         spawn,
         &host.budgets,
@@ -64,8 +63,8 @@ pub(crate) async fn wait(
     parent: &str,
     timeout: Option<Duration>,
 ) -> Result<ExitCode> {
-    let operator = crate::control::operator();
-    let waited = match crate::control::served() {
+    let operator = crate::reach::operator();
+    let waited = match crate::reach::served() {
         Some(gateway) => {
             gateway
                 .scope(&operator)

@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use glovebox::manifest::Completion;
 use glovebox::session::VerdictInput;
 
-use crate::sessions::print_json;
+use crate::output::print_json;
 
 /// `--completion JSON`: the condition, its gates checked against the tools
 /// of the host (the running server's, or the config's plugins loaded here;
@@ -26,7 +26,7 @@ pub(crate) async fn completion_arg(config: &Path, arg: Option<&str>) -> Result<C
     if completion.gates.is_empty() {
         return Ok(completion);
     }
-    let host = match crate::control::served() {
+    let host = match crate::reach::served() {
         Some(gateway) => gateway.host(),
         None => std::sync::Arc::new(glovebox::Host::from_config_file(config).await?),
     };
@@ -44,8 +44,8 @@ pub(crate) async fn verdict(
     worker: &str,
     input: VerdictInput,
 ) -> Result<ExitCode> {
-    let gateway = crate::control::gateway(config).await?;
-    let operator = crate::control::operator();
+    let gateway = crate::reach::gateway(config).await?;
+    let operator = crate::reach::operator();
     let judged = gateway.scope(&operator).verdict(judge, worker, input).await;
     match judged {
         Ok(judged) => {

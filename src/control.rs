@@ -9,8 +9,8 @@
 //! there, run inside the server against its gateway, and its output and exit
 //! code come back as if it had run here; when none answers, it opens the
 //! store itself as before. Either way the same code runs: the handlers ask
-//! this module for the gateway ([`gateway`], [`served`]) and print with
-//! `out!`/`err!`, which write into the request's buffers inside the server.
+//! `reach.rs` for the gateway and print with `out!`/`err!` (`output.rs`),
+//! which write into the request's buffers inside the server (`served.rs`).
 //!
 //! What the command needs from this machine (its input on stdin or in a
 //! file, paths relative to its directory) is resolved before it is sent, so
@@ -24,12 +24,13 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result};
-use glovebox::{Gateway, HostConfig, Jobs, JobsConfig, Principal};
+use glovebox::{Gateway, HostConfig, Jobs, Principal};
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 
 use crate::Command;
+use crate::served::{SERVED, Served};
 
 /// The socket's file name in the data dir.
 const SOCKET: &str = "control.sock";
@@ -53,103 +54,6 @@ struct Response {
     exit: u8,
 }
 
-/// Inside the server: the gateway and jobs runner a forwarded command uses,
-/// who sent it, and what it prints.
-struct Served {
-    gateway: Gateway,
-    jobs: Arc<Jobs>,
-    operator: Principal,
-    stdout: Mutex<Vec<u8>>,
-    stderr: Mutex<Vec<u8>>,
-}
-
-tokio::task_local! {
-    static SERVED: Arc<Served>;
-}
-
-/// The server's gateway when this command runs inside it.
-pub fn served() -> Option<Gateway> {
-    SERVED.try_with(|s| s.gateway.clone()).ok()
-}
-
-/// The gateway: the running server's, or the config's opened here.
-pub async fn gateway(config: &Path) -> Result<Gateway> {
-    match served() {
-        Some(gateway) => Ok(gateway),
-        None => Gateway::open(config).await,
-    }
-}
-
-/// The jobs runner: the running server's (it already runs the data dir's
-/// jobs), or one started here on the config's gateway.
-pub async fn jobs(config: &Path) -> Result<Arc<Jobs>> {
-    if let Ok(jobs) = SERVED.try_with(|s| s.jobs.clone()) {
-        return Ok(jobs);
-    }
-    Ok(Jobs::new(
-        Gateway::open(config).await?,
-        JobsConfig::default(),
-    ))
-}
-
-/// The config: the running server's (what it serves now), or the file's.
-pub fn config(path: &Path) -> Result<HostConfig> {
-    match served() {
-        Some(gateway) => Ok(gateway.host().config().clone()),
-        None => Ok(HostConfig::load(path)?),
-    }
-}
-
-/// Who is acting at the command line: the socket's peer inside the server,
-/// this process's user otherwise.
-pub fn operator() -> Principal {
-    SERVED
-        .try_with(|s| s.operator.clone())
-        .unwrap_or_else(|_| glovebox::cli_operator())
-}
-
-/// Writes to the command's stdout: the request's buffer inside the server.
-pub fn write_out(args: std::fmt::Arguments<'_>) -> std::io::Result<()> {
-    match SERVED.try_with(|s| append(&s.stdout, args)) {
-        Ok(r) => r,
-        Err(_) => writeln!(std::io::stdout().lock(), "{args}"),
-    }
-}
-
-/// Writes `text` to the command's stdout as it is, with no newline added.
-pub fn write_raw(text: &str) -> std::io::Result<()> {
-    match SERVED.try_with(|s| {
-        s.stdout
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .extend_from_slice(text.as_bytes());
-    }) {
-        Ok(()) => Ok(()),
-        Err(_) => {
-            let mut stdout = std::io::stdout().lock();
-            stdout.write_all(text.as_bytes())?;
-            stdout.flush()
-        }
-    }
-}
-
-/// Writes to the command's stderr: the request's buffer inside the server.
-pub fn write_err(args: std::fmt::Arguments<'_>) {
-    match SERVED.try_with(|s| append(&s.stderr, args)) {
-        Ok(_) => {}
-        Err(_) => {
-            let _ = writeln!(std::io::stderr().lock(), "{args}");
-        }
-    }
-}
-
-fn append(buffer: &Mutex<Vec<u8>>, args: std::fmt::Arguments<'_>) -> std::io::Result<()> {
-    let mut buffer = buffer
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    writeln!(buffer, "{args}")
-}
-
 /// The control socket of a data dir.
 pub fn socket_path(data_dir: &Path) -> PathBuf {
     data_dir.join(SOCKET)
@@ -161,11 +65,11 @@ fn needs_store(command: &Command) -> bool {
     match command {
         Command::Call { session, .. } => session.is_some(),
         Command::Policy {
-            command: crate::sessions::PolicyCommand::Replay { store_config, .. },
+            command: crate::policy::PolicyCommand::Replay { store_config, .. },
         } => store_config.is_none(),
         // An export is checked here, offline: it needs no store.
         Command::Log {
-            command: crate::sessions::LogCommand::Verify { file: Some(_), .. },
+            command: crate::log::LogCommand::Verify { file: Some(_), .. },
         } => false,
         Command::Session { .. }
         | Command::Billing(_)
@@ -272,7 +176,7 @@ fn inline_local_inputs(command: &mut Command) -> Result<()> {
         } => absolute(path)?,
         Command::Policy {
             command:
-                crate::sessions::PolicyCommand::Replay {
+                crate::policy::PolicyCommand::Replay {
                     store_config: Some(path),
                     ..
                 },

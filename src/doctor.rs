@@ -12,7 +12,7 @@ use anyhow::Result;
 use glovebox::doctor::{self, Severity};
 
 pub async fn run(config: &Path, json: bool) -> Result<ExitCode> {
-    let gateway = crate::control::gateway(config).await?;
+    let gateway = crate::reach::gateway(config).await?;
     let findings = match doctor::check(&gateway).await {
         Ok(f) => f,
         Err(e) => return Ok(crate::session_refused(&e)),

@@ -83,9 +83,9 @@ pub enum JobCommand {
 }
 
 pub async fn run(config: &Path, command: JobCommand) -> Result<ExitCode> {
-    let jobs = crate::control::jobs(config).await?;
+    let jobs = crate::reach::jobs(config).await?;
     // The operator at the command line, through its scope like any caller.
-    let operator = crate::control::operator();
+    let operator = crate::reach::operator();
     let scope = jobs.scope(&operator);
     let result = match command {
         JobCommand::Spawn {
@@ -97,7 +97,7 @@ pub async fn run(config: &Path, command: JobCommand) -> Result<ExitCode> {
             let input = super::read_input(input, input_file)?;
             // Inside a running server the job starts now; here it is only
             // queued for whichever process runs the data dir's jobs next.
-            let job = match crate::control::served() {
+            let job = match crate::reach::served() {
                 Some(_) => scope.spawn_call(&session, &tool, &input).await,
                 None => scope.enqueue(&session, &tool, &input).await,
             };
@@ -115,7 +115,7 @@ pub async fn run(config: &Path, command: JobCommand) -> Result<ExitCode> {
                 WaitMode::All
             };
             // Inside a running server its runner already runs the jobs.
-            let recovered = match crate::control::served() {
+            let recovered = match crate::reach::served() {
                 Some(_) => Ok(Vec::new()),
                 None => jobs.recover().await,
             };
@@ -174,6 +174,6 @@ fn print<T: serde::Serialize>(value: &T) -> Result<(), JobError> {
     let text = serde_json::to_string_pretty(value)
         .map_err(|e| JobError::BadRequest(format!("cannot print the job: {e}")))?;
     // A closed stdout (`| head`) is not an error of the job's.
-    let _ = crate::control::write_out(format_args!("{text}"));
+    let _ = crate::output::write_out(format_args!("{text}"));
     Ok(())
 }

@@ -10,21 +10,21 @@
 
 /// `println!` that returns an error instead of panicking when stdout is
 /// closed early (`glovebox log show x | head`), and that writes into the
-/// request's answer when the command runs inside the server (`control.rs`).
+/// request's answer when the command runs inside the server (`output.rs`).
 macro_rules! out {
     () => {
-        crate::control::write_out(format_args!(""))?
+        crate::output::write_out(format_args!(""))?
     };
     ($($arg:tt)*) => {
-        crate::control::write_out(format_args!($($arg)*))?
+        crate::output::write_out(format_args!($($arg)*))?
     };
 }
 
 /// `eprintln!` for commands, which writes into the request's answer when
-/// the command runs inside the server (`control.rs`).
+/// the command runs inside the server (`output.rs`).
 macro_rules! err {
     ($($arg:tt)*) => {
-        crate::control::write_err(format_args!($($arg)*))
+        crate::output::write_err(format_args!($($arg)*))
     };
 }
 
@@ -41,16 +41,23 @@ mod doctor;
 mod exit;
 mod hook;
 mod jobs;
+mod log;
 mod memory;
 mod notify;
 #[cfg(feature = "otlp")]
 mod otlp;
+mod output;
 mod paging;
 mod plugin;
+mod policy;
 mod principal;
+mod reach;
 mod rescue;
 mod schedule;
 mod serve;
+mod served;
+mod session_args;
+mod session_list;
 mod sessions;
 mod store;
 
@@ -153,7 +160,7 @@ enum Command {
     /// The session log: verify its hash chain, show it, export it.
     Log {
         #[command(subcommand)]
-        command: sessions::LogCommand,
+        command: log::LogCommand,
     },
     /// List pending approvals: calls a permission hook asked a human about.
     /// Each input is shown whole (past 64 KiB, a preview of every key with
@@ -184,7 +191,7 @@ enum Command {
     /// Policies: replay a hook chain against a recorded session.
     Policy {
         #[command(subcommand)]
-        command: sessions::PolicyCommand,
+        command: policy::PolicyCommand,
     },
     /// Background jobs: spawn, status, wait, cancel, list. `job spawn` only
     /// queues a job; `job wait` (or `serve`) runs the data dir's queued jobs.
@@ -370,11 +377,11 @@ async fn dispatch(config: &std::path::Path, command: Command) -> Result<ExitCode
         } => approvals::print_input(config, &id).await,
         Command::Approvals {
             all, json, page, ..
-        } => sessions::approvals(config, all, json, &page).await,
-        Command::Approve { id } => sessions::approve(config, &id).await,
-        Command::Deny { id, reason } => sessions::deny(config, &id, &reason).await,
-        Command::Policy { command } => sessions::policy(config, command).await,
-        Command::Log { command } => sessions::run_log(config, command),
+        } => approvals::list(config, all, json, &page).await,
+        Command::Approve { id } => approvals::approve(config, &id).await,
+        Command::Deny { id, reason } => approvals::deny(config, &id, &reason).await,
+        Command::Policy { command } => policy::run(config, command).await,
+        Command::Log { command } => log::run(config, command),
         Command::Rescue { command } => rescue::run_rescue(config, command),
         Command::Context { command } => rescue::run_context(config, command),
         Command::Memory { command } => memory::run(config, command),

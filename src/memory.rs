@@ -95,10 +95,10 @@ fn print_list(entries: &[MemoryEntry], json: bool) -> Result<()> {
 }
 
 pub fn run(config: &Path, command: MemoryCommand) -> Result<ExitCode> {
-    let durable = crate::sessions::open_durable(config)?;
-    let host_config = crate::control::config(config)?;
+    let durable = crate::reach::open_durable(config)?;
+    let host_config = crate::reach::config(config)?;
     let bank = MemoryBank::new(durable.storage.clone(), host_config.memory.clone());
-    let operator = crate::control::operator().name;
+    let operator = crate::reach::operator().name;
     let now = durable.sessions.clock_ms();
     let one = |result: Result<MemoryEntry, MemoryError>| -> Result<ExitCode> {
         match result {

@@ -32,7 +32,7 @@ pub async fn run(config: &Path, command: NotifyCommand) -> Result<ExitCode> {
 }
 
 fn status(config: &Path, json: bool) -> Result<ExitCode> {
-    let durable = crate::sessions::open_durable(config)?;
+    let durable = crate::reach::open_durable(config)?;
     let targets = durable.outbox.status()?;
     if json {
         out!("{}", serde_json::to_string_pretty(&targets)?);

@@ -112,8 +112,8 @@ struct Opened {
 }
 
 fn open(config: &Path) -> Result<Opened> {
-    let durable = crate::sessions::open_durable(config)?;
-    let config = crate::control::config(config)?;
+    let durable = crate::reach::open_durable(config)?;
+    let config = crate::reach::config(config)?;
     let rescues = Rescues::new(
         durable.sessions.clone(),
         durable.storage.clone(),

@@ -24,7 +24,7 @@ pub enum ScheduleCommand {
 }
 
 pub async fn run(config: &Path, command: ScheduleCommand) -> Result<ExitCode> {
-    let gateway = crate::control::gateway(config).await?;
+    let gateway = crate::reach::gateway(config).await?;
     let scheduler = glovebox::schedule::Scheduler::of(&gateway);
     match command {
         ScheduleCommand::List { json } => {
@@ -98,7 +98,7 @@ pub async fn run(config: &Path, command: ScheduleCommand) -> Result<ExitCode> {
             else {
                 bail!("no schedule `{name}`: `glovebox schedule list` shows them");
             };
-            let cause = format!("run by hand by {}", crate::control::operator().name);
+            let cause = format!("run by hand by {}", crate::reach::operator().name);
             let outcome = scheduler.fire(&schedule, &cause).await;
             out!("{}", serde_json::to_string_pretty(&outcome)?);
             Ok(if outcome.ok {

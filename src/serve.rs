@@ -145,7 +145,7 @@ pub async fn run(config: &Path, args: ServeArgs) -> Result<ExitCode> {
 
 /// `glovebox reload`, inside the server it was sent to.
 pub async fn reload(config: &Path) -> Result<ExitCode> {
-    let Some(gateway) = crate::control::served() else {
+    let Some(gateway) = crate::reach::served() else {
         bail!(
             "no glovebox server is running on the data dir of `{}`: `glovebox reload` re-reads the config of a running `glovebox serve` (a server that starts reads it anyway)",
             config.display()
