@@ -13,7 +13,7 @@ use glovebox::shown::{ShownApproval, WHOLE_BYTES};
 use std::fmt::Write as _;
 
 use crate::html::{self, esc, marked, url};
-use crate::pages::{Viewer, session_link};
+use crate::viewer::{Viewer, session_link};
 
 /// The `<article>` of one pending approval, with its Approve and Deny forms.
 pub(crate) fn card(a: &ShownApproval, now: u64) -> String {

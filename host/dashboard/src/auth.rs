@@ -276,7 +276,7 @@ pub async fn guard(State(app): State<Arc<App>>, mut req: Request, next: Next) ->
     }
     // A webhook comes from another system, not a page: its own signature
     // authenticates it (`hooks.rs`), not an operator's token or origin.
-    if req.method() == Method::POST && req.uri().path().starts_with(crate::hooks::PATH) {
+    if req.method() == Method::POST && req.uri().path().starts_with(crate::HOOKS_PATH) {
         return secured(next.run(req).await);
     }
     if req.method() == Method::POST && !same_origin(&app, req.headers()) {

@@ -18,7 +18,7 @@ use glovebox::manifest::{CeilingLimits, Period, Scope, ScopeKind, Window};
 
 use crate::App;
 use crate::html::{badge, esc, url};
-use crate::pages::{Rendered, Viewer};
+use crate::viewer::{Rendered, Viewer};
 
 /// What was done, as a redirect names it: the action and the scope (shown
 /// only for a scope the config has ceilings for, so a crafted link cannot
@@ -38,7 +38,7 @@ pub async fn budget(viewer: Viewer, Query(q): Query<DoneQuery>) -> Response {
 }
 
 fn render(app: &App, done: Option<&DoneQuery>, error: Option<&str>) -> Rendered {
-    let status = ceilings::status(app.gateway.sessions()).map_err(crate::pages::internal)?;
+    let status = ceilings::status(app.gateway.sessions()).map_err(crate::viewer::internal)?;
     let mut body = String::from("<h1>Spend ceilings</h1>");
     if let Some(message) = error {
         let _ = write!(body, "<p class=\"error\" id=\"flash\">{}</p>", esc(message));

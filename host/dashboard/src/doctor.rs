@@ -15,13 +15,13 @@ use axum::response::Response;
 use glovebox::doctor::{Finding, Severity};
 
 use crate::html::{badge, esc};
-use crate::pages::{Rendered, Viewer, session_link};
+use crate::viewer::{Rendered, Viewer, session_link};
 
 /// `GET /ui/doctor`.
 pub async fn doctor(viewer: Viewer) -> Response {
     let found = glovebox::doctor::check(&viewer.app.gateway)
         .await
-        .map_err(crate::pages::internal);
+        .map_err(crate::viewer::internal);
     viewer
         .page("doctor", "sessions", move |_| render(found))
         .await

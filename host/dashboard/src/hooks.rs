@@ -18,9 +18,6 @@ use glovebox::triggers::{WEBHOOK_MAX_BODY, WebhookRefusal};
 use crate::App;
 use crate::auth::{Peer, too_many};
 
-/// Where the webhooks are served.
-pub const PATH: &str = "/hooks/";
-
 pub async fn webhook(
     State(app): State<Arc<App>>,
     Path(name): Path<String>,
@@ -39,7 +36,7 @@ pub async fn webhook(
     let signature = headers
         .get("x-glovebox-signature")
         .and_then(|v| v.to_str().ok());
-    let now = crate::pages::now_ms(&app) / 1000;
+    let now = crate::viewer::now_ms(&app) / 1000;
     match glovebox::triggers::fire_webhook(&app.gateway, &name, signature, &body, now).await {
         Ok(outcome) => {
             let status = if outcome.ok {

@@ -20,7 +20,7 @@ use glovebox::{JobInfo, JobStatus};
 
 use crate::App;
 use crate::html::{self, badge, esc, url};
-use crate::pages::{Rendered, Viewer, internal, now_ms, session_link};
+use crate::viewer::{Rendered, Viewer, internal, now_ms, session_link};
 
 /// Finished jobs a page shows.
 pub(crate) const FINISHED_PAGE: usize = 50;

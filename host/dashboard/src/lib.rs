@@ -22,15 +22,21 @@
 
 mod approval;
 mod auth;
+mod billing;
 mod budget;
 mod doctor;
 mod events;
 mod hooks;
 mod html;
+mod inbox;
 mod jobs;
 mod memory;
+mod notify;
 mod pages;
 mod rescues;
+mod sessions;
+mod timeline;
+mod viewer;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -48,6 +54,8 @@ pub const UI_PATH: &str = "/ui";
 pub const MAX_CONNECTIONS: usize = 64;
 /// The path the metrics are served at on the admin listener.
 pub const METRICS_PATH: &str = "/metrics";
+/// Where the webhooks are served (`hooks.rs`).
+pub(crate) const HOOKS_PATH: &str = "/hooks/";
 
 /// What the operator allows beyond the defaults.
 #[derive(Clone, Debug, Default)]
@@ -199,24 +207,24 @@ fn router(app: Arc<App>) -> Router {
     Router::new()
         .route(METRICS_PATH, get(pages::metrics))
         .route("/", get(pages::to_ui))
-        .route(UI_PATH, get(pages::sessions))
-        .route("/ui/", get(pages::sessions))
+        .route(UI_PATH, get(sessions::sessions))
+        .route("/ui/", get(sessions::sessions))
         .route("/ui/login", get(auth::login_page).post(auth::login))
         .route("/ui/logout", post(auth::logout))
         .route("/ui/static/style.css", get(pages::style))
         .route("/ui/static/app.js", get(pages::script))
         .route("/ui/static/icon.svg", get(pages::icon))
         .route("/ui/events", get(events::events))
-        .route("/ui/sessions", get(pages::sessions))
-        .route("/ui/sessions/{id}", get(pages::session))
-        .route("/ui/approvals", get(pages::approvals))
+        .route("/ui/sessions", get(sessions::sessions))
+        .route("/ui/sessions/{id}", get(sessions::session))
+        .route("/ui/approvals", get(inbox::approvals))
         .route("/ui/approvals/{id}/input", get(approval::input))
-        .route("/ui/approvals/{id}/approve", post(pages::approve))
-        .route("/ui/approvals/{id}/deny", post(pages::deny))
+        .route("/ui/approvals/{id}/approve", post(inbox::approve))
+        .route("/ui/approvals/{id}/deny", post(inbox::deny))
         .route("/ui/jobs", get(jobs::jobs))
         .route("/ui/jobs/{id}", get(jobs::job))
-        .route("/ui/billing", get(pages::billing))
-        .route("/ui/billing.csv", get(pages::billing_csv))
+        .route("/ui/billing", get(billing::billing))
+        .route("/ui/billing.csv", get(billing::billing_csv))
         .route("/ui/budget", get(budget::budget))
         .route("/ui/budget/lift", post(budget::lift))
         .route("/ui/budget/raise", post(budget::raise))
@@ -226,7 +234,7 @@ fn router(app: Arc<App>) -> Router {
         .route("/ui/memory/{id}/approve", post(memory::approve))
         .route("/ui/memory/{id}/reject", post(memory::reject))
         .route("/ui/memory/{id}/retire", post(memory::retire))
-        .route("/ui/notify", get(pages::notify))
+        .route("/ui/notify", get(notify::notify))
         .route("/hooks/{name}", post(hooks::webhook))
         .fallback(pages::not_found)
         .layer(axum::middleware::from_fn_with_state(

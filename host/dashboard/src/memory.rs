@@ -16,7 +16,7 @@ use glovebox::page::{Page, PageRequest};
 
 use crate::App;
 use crate::html::{self, badge, esc, url};
-use crate::pages::{Rendered, Viewer, now_ms, session_link};
+use crate::viewer::{Rendered, Viewer, now_ms, session_link};
 
 /// Settled (rejected or retired) entries shown at most.
 const SETTLED_SHOWN: usize = 50;
@@ -56,7 +56,7 @@ fn state_page(
     )
     .map_err(|e| match e {
         MemoryError::InvalidInput(why) => (StatusCode::BAD_REQUEST, why),
-        e => crate::pages::internal(e),
+        e => crate::viewer::internal(e),
     })
 }
 
@@ -90,7 +90,7 @@ fn render(app: &App, q: &MemoryQuery, error: Option<&str>) -> Rendered {
     let approved = state_page(&bank, MemoryState::Approved, q.approved.clone())?;
     let settled = bank
         .closed(&PageRequest::first(SETTLED_SHOWN))
-        .map_err(crate::pages::internal)?
+        .map_err(crate::viewer::internal)?
         .items;
     let done = q.done.as_deref();
     let now = now_ms(app);

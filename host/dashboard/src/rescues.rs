@@ -20,7 +20,7 @@ use glovebox::rescue::{Rescue, RescueError, Rescues, Tally};
 
 use crate::App;
 use crate::html::{self, Bar, badge, esc, url};
-use crate::pages::{Rendered, Viewer, internal, now_ms, session_link};
+use crate::viewer::{Rendered, Viewer, internal, now_ms, session_link};
 
 /// The days the report and the charts cover.
 const DAYS: u64 = 30;
