@@ -308,7 +308,7 @@ impl<'s> SessionScope<'s> {
                         reason: format!("its target: {e}"),
                     })?;
             // A child addresses only its family, or along a route.
-            super::family::check_addressable(&writer, &target, routes).map_err(|reason| {
+            super::brood::check_addressable(&writer, &target, routes).map_err(|reason| {
                 SessionError::BadHandoff {
                     session: writer.label(),
                     reason,

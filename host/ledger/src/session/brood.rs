@@ -15,35 +15,17 @@
 //! latest report: it loads as it was, its counts and sums made from that
 //! list ([`SessionState::upgrade_children`]), and the next child spawned
 //! trims the list to the newest.
-
-use serde::{Deserialize, Serialize};
+//!
+//! Here too, what two states tell of their family: whether one is the
+//! other's parent or child, and whether a child may address a session
+//! (the rules are `family.rs`'s).
 
 use super::handoff::{Handoff, HandoffKind};
-use super::state::{ChildLink, SessionState};
-use crate::manifest::{BudgetCaps, Cap};
+use super::state::{Carved, ChildLink, SessionState};
+use crate::manifest::{Cap, HandoffsConfig};
 
 /// The children a parent's state names (the newest spawned).
 pub const RECENT_CHILDREN: usize = 16;
-
-/// The caps a parent carved for all its children together: what its own
-/// budget counts as spent for them (see `budget::Used`).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Carved {
-    pub cost_micros: u64,
-    pub calls: u64,
-}
-
-impl Carved {
-    pub fn is_empty(&self) -> bool {
-        *self == Carved::default()
-    }
-
-    fn add(&mut self, caps: &BudgetCaps) {
-        let add = |to: &mut u64, cap: Cap| *to = to.saturating_add(caps.get(cap).unwrap_or(0));
-        add(&mut self.cost_micros, Cap::Cost);
-        add(&mut self.calls, Cap::Calls);
-    }
-}
 
 impl SessionState {
     /// The part of `cap` the session carved out for its children.
@@ -99,4 +81,38 @@ impl SessionState {
             self.children_carved = carved;
         }
     }
+}
+
+/// Whether `a` and `b` are parent and child (either way).
+pub(super) fn parent_or_child(a: &SessionState, b: &SessionState) -> bool {
+    a.parent.as_deref() == Some(b.header.id.as_str())
+        || b.parent.as_deref() == Some(a.header.id.as_str())
+}
+
+/// Whether session `from` may address `target`: a session that is not a
+/// child reaches what ownership lets it; a child only its family (itself,
+/// its parent, its siblings, its own children) or a session of a role a
+/// `[handoffs] routes` entry leads to from its own. The error is the reason.
+pub fn check_addressable(
+    from: &SessionState,
+    target: &SessionState,
+    routes: &HandoffsConfig,
+) -> Result<(), String> {
+    let Some(parent) = from.parent.as_deref() else {
+        return Ok(());
+    };
+    let family = target.header.id == from.header.id
+        || target.header.id == parent
+        || target.parent.as_deref() == Some(parent)
+        || target.parent.as_deref() == Some(from.header.id.as_str());
+    if family || routes.allows(from.header.role, target.header.role) {
+        return Ok(());
+    }
+    Err(format!(
+        "session {} is outside the family of child session {} (a child reaches its parent, its siblings and its own children): hand the work to the parent, or ask an operator for a route `\"{} -> {}\"` in `[handoffs] routes`",
+        target.label(),
+        from.label(),
+        from.header.role,
+        target.header.role
+    ))
 }

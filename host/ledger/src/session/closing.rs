@@ -23,13 +23,9 @@ use std::sync::Arc;
 use super::actor::HOST;
 use super::error::SessionError;
 use super::event::EventKind;
+use super::observers::ApprovalObserver;
 use super::store::{Sessions, lock};
 use crate::approvals::{self, Approval, ApprovalStatus, Swapped};
-
-/// Told of every approval a session's end (or the orphan sweep) denied.
-pub trait ApprovalObserver: std::fmt::Debug + Send + Sync {
-    fn settled(&self, approval: &Approval);
-}
 
 /// Why the closing event among `kinds`, if there is one, settles what waits.
 fn closing_reason(kinds: &[EventKind]) -> Option<(usize, String)> {

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::chain::{Chain, KeyedChain};
-use super::completion::{GateResult, Verdict};
+use super::gate::{GateResult, Verdict};
 use super::handoff::Handoff;
 use crate::manifest::{BudgetCaps, Cap, Completion, Measure, Period, Scope, Severity};
 use crate::values::{ContextEntry, EscalationStep};

@@ -39,26 +39,19 @@ use super::event::{EndOutcome, Event, EventKind, Role};
 use super::handoff::{Handoff, HandoffKind};
 use super::index::{CHILDREN, PAGE, id_of};
 use super::lifecycle::SessionStatus;
+use super::observers::ChildObserver;
 use super::ops::StartSession;
 use super::quota;
 use super::state::{ChildLink, HandoffRecord, SessionState};
 use super::store::Sessions;
 use crate::budget::{self, Cap, Used};
-use crate::manifest::{BudgetCaps, BudgetsConfig, HandoffsConfig};
+use crate::manifest::{BudgetCaps, BudgetsConfig};
 use crate::page::{Page, PageRequest};
 
 /// How long `session_wait` waits when no timeout is given.
 pub const WAIT_DEFAULT: Duration = Duration::from_secs(30);
 /// The longest `session_wait`: wait again for longer.
 pub const WAIT_MAX: Duration = Duration::from_secs(600);
-
-/// Told when a child session may have settled: it ended, or its parent
-/// received a handoff from it. The host wakes its `session_wait`s with it;
-/// the ledger only calls it, after the event is durable.
-pub trait ChildObserver: std::fmt::Debug + Send + Sync {
-    /// Something changed for the children of session `parent`.
-    fn changed(&self, parent: &str);
-}
 
 /// What a child session is spawned with. Its project is its parent's.
 #[derive(Clone, Debug)]
@@ -122,40 +115,6 @@ fn child_roles(role: Role) -> Vec<&'static str> {
         .filter(|r| *r != Role::Judge && rank(*r) <= rank(role))
         .map(Role::as_str)
         .collect()
-}
-
-/// Whether `a` and `b` are parent and child (either way).
-pub(super) fn parent_or_child(a: &SessionState, b: &SessionState) -> bool {
-    a.parent.as_deref() == Some(b.header.id.as_str())
-        || b.parent.as_deref() == Some(a.header.id.as_str())
-}
-
-/// Whether session `from` may address `target`: a session that is not a
-/// child reaches what ownership lets it; a child only its family (itself,
-/// its parent, its siblings, its own children) or a session of a role a
-/// `[handoffs] routes` entry leads to from its own. The error is the reason.
-pub fn check_addressable(
-    from: &SessionState,
-    target: &SessionState,
-    routes: &HandoffsConfig,
-) -> Result<(), String> {
-    let Some(parent) = from.parent.as_deref() else {
-        return Ok(());
-    };
-    let family = target.header.id == from.header.id
-        || target.header.id == parent
-        || target.parent.as_deref() == Some(parent)
-        || target.parent.as_deref() == Some(from.header.id.as_str());
-    if family || routes.allows(from.header.role, target.header.role) {
-        return Ok(());
-    }
-    Err(format!(
-        "session {} is outside the family of child session {} (a child reaches its parent, its siblings and its own children): hand the work to the parent, or ask an operator for a route `\"{} -> {}\"` in `[handoffs] routes`",
-        target.label(),
-        from.label(),
-        from.header.role,
-        target.header.role
-    ))
 }
 
 /// What `parent`'s caps leave for a new child of role `role` asking for

@@ -32,6 +32,7 @@ mod completion;
 mod error;
 mod event;
 mod family;
+mod gate;
 mod growth;
 mod handoff;
 mod index;
@@ -40,6 +41,7 @@ mod lifecycle;
 mod listing;
 mod log;
 mod names;
+mod observers;
 mod ops;
 mod quota;
 mod recover;
@@ -49,34 +51,33 @@ mod state;
 mod store;
 #[cfg(test)]
 pub(crate) mod tests;
+mod verdict;
 pub(crate) mod watch;
 
 pub use access::{SessionScope, check_ceiling, check_may_lift, may_touch};
-pub use brood::{Carved, RECENT_CHILDREN};
+pub use brood::{RECENT_CHILDREN, check_addressable};
 pub use chain::{Chain, ChainKey, KeyedChain, MIN_KEY_BYTES};
-pub use closing::{ApprovalObserver, denial_note};
-pub use completion::{
-    CompletionState, GateResult, GatesRun, Judged, MAX_GATE_DETAIL, Verdict, VerdictInput,
-};
+pub use closing::denial_note;
+pub use completion::{CompletionState, GatesRun};
 pub use error::SessionError;
 pub use event::{
     CallMetering, CallTotals, EndOutcome, Event, EventKind, Flag, GENESIS_HASH, MAX_ERROR_BYTES,
     MAX_INLINE_BYTES, Role, SessionSummary, UnwaitedJob, bounded, bounded_error, digest,
     inline_if_small,
 };
-pub use family::{
-    ChildObserver, ChildStatus, SpawnChild, Spawned, WAIT_DEFAULT, WAIT_MAX, carve,
-    check_addressable,
-};
+pub use family::{ChildStatus, SpawnChild, Spawned, WAIT_DEFAULT, WAIT_MAX, carve};
+pub use gate::{GateResult, MAX_GATE_DETAIL, Verdict};
 pub use handoff::{Handoff, HandoffKind, HandoffNotes};
 pub use lease::{Lease, LeaseConfig};
 pub use lifecycle::{SessionStatus, TRANSITIONS, Transition};
 pub use listing::LOOK_AT_MOST;
 pub use log::{LoadStats, VerifyReport, verify_export};
+pub use observers::{ApprovalObserver, ChildObserver};
 pub use ops::{Resumed, SessionFilter, StartSession};
 pub use recover::{RecoveredCall, Recovery};
 pub use state::{
-    ChildLink, Counters, HandoffRecord, InFlightCall, InterruptedCall, SessionHeader, SessionInfo,
-    SessionState, Written,
+    Carved, ChildLink, Counters, HandoffRecord, InFlightCall, InterruptedCall, SessionHeader,
+    SessionInfo, SessionState, Written,
 };
 pub use store::{Commit, DiskRoom, SessionDirs, Sessions, SessionsConfig};
+pub use verdict::{Judged, VerdictInput};

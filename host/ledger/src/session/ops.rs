@@ -500,7 +500,7 @@ impl Sessions {
                         .map_err(|e| bad(format!("its target: {e}")))?;
                     // Within a family the parent is the child's supervisor,
                     // whatever its role: the handoff goes to the target's role.
-                    if super::family::parent_or_child(&writer, &target) {
+                    if super::brood::parent_or_child(&writer, &target) {
                         handoff.to_role = Some(target.header.role);
                     }
                     let to = handoff.to_role.unwrap_or(writer.header.role);

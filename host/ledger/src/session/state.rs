@@ -5,7 +5,6 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::brood::Carved;
 use super::chain::KeyedChain;
 use super::completion::CompletionState;
 use super::error::SessionError;
@@ -15,7 +14,7 @@ use super::event::{
 use super::handoff::Handoff;
 use super::lifecycle::SessionStatus;
 use super::watch::Watch;
-use crate::manifest::BudgetCaps;
+use crate::manifest::{BudgetCaps, Cap};
 use crate::values::{BudgetState, ContextEntry};
 
 /// Context entries kept in the state (the newest); older ones are still in the log.
@@ -108,6 +107,26 @@ pub struct ChildLink {
     /// is now its own ([`SessionState::report`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub report: Option<HandoffRecord>,
+}
+
+/// The caps a parent carved for all its children together: what its own
+/// budget counts as spent for them (see `budget::Used`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Carved {
+    pub cost_micros: u64,
+    pub calls: u64,
+}
+
+impl Carved {
+    pub fn is_empty(&self) -> bool {
+        *self == Carved::default()
+    }
+
+    pub(super) fn add(&mut self, caps: &BudgetCaps) {
+        let add = |to: &mut u64, cap: Cap| *to = to.saturating_add(caps.get(cap).unwrap_or(0));
+        add(&mut self.cost_micros, Cap::Cost);
+        add(&mut self.calls, Cap::Calls);
+    }
 }
 
 /// Who a session is and where it stands: what both its state and its

@@ -14,6 +14,7 @@ use super::error::SessionError;
 use super::event::{Event, EventKind};
 use super::growth::{Growth, growth};
 use super::log::{self, LoadStats};
+use super::observers::{ApprovalObserver, ChildObserver};
 use super::state::{SessionInfo, SessionState};
 use crate::manifest::{MemoryConfig, QuotasConfig};
 use crate::notify::{self, Outbox};
@@ -146,13 +147,13 @@ pub struct Sessions {
     last_load: Mutex<Option<LoadStats>>,
     owed: Mutex<Owed>,
     /// Told when a child session may have settled (see `family.rs`).
-    pub(crate) observers: Mutex<Vec<Arc<dyn super::family::ChildObserver>>>,
+    pub(crate) observers: Mutex<Vec<Arc<dyn ChildObserver>>>,
     /// Told of every notification an event means (see [`notify::NotifyObserver`]).
     notified: Mutex<Vec<Arc<dyn notify::NotifyObserver>>>,
     /// The session leases this process holds, on a shared store.
     pub(crate) leases: Option<super::lease::Leases>,
     /// Told of the approvals a session's end denied (see `closing.rs`).
-    pub(crate) approval_observers: Mutex<Vec<Arc<dyn super::closing::ApprovalObserver>>>,
+    pub(crate) approval_observers: Mutex<Vec<Arc<dyn ApprovalObserver>>>,
     /// What the sessions of each principal, project and role spent
     /// together, against the ceilings and daily quotas (see [`crate::spend`]).
     pub(crate) tallies: crate::spend::Tallies,

@@ -1,0 +1,206 @@
+//! Recording a completion check, under the rules of `completion.rs`: the
+//! gates the gateway ran ([`Sessions::record_gates`]) and a judge's verdict
+//! ([`SessionScope::verdict`]), written under the worker's lock.
+
+use serde::Serialize;
+
+use super::access::SessionScope;
+use super::error::SessionError;
+use super::event::{EventKind, Role};
+use super::gate::{GateResult, Verdict};
+use super::state::SessionState;
+use super::store::Sessions;
+
+/// Reasons one verdict may give, and the longest one.
+pub const MAX_REASONS: usize = 32;
+pub const MAX_REASON_BYTES: usize = 2048;
+
+/// What a judge records with `session_verdict`.
+#[derive(Clone, Debug)]
+pub struct VerdictInput {
+    pub pass: bool,
+    pub reasons: Vec<String>,
+    /// The handoff judged; the worker's latest when none is given. A given
+    /// one that is no longer the latest is refused (the judge read an old
+    /// claim).
+    pub handoff_seq: Option<u64>,
+}
+
+/// A recorded verdict: the judge's `verdict_given` and the worker's state.
+#[derive(Clone, Debug, Serialize)]
+pub struct Judged {
+    pub verdict: Verdict,
+    pub worker: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worker_name: Option<String>,
+}
+
+impl Sessions {
+    /// Records `caller`'s gate run for session `id` (the gateway runs the
+    /// gates, then calls this and `end` in turn).
+    pub fn record_gates(
+        &self,
+        id: &str,
+        gates: Vec<GateResult>,
+    ) -> Result<SessionState, SessionError> {
+        let passed = gates.iter().all(|g| g.passed);
+        self.with_slot(id, |this, slot, id| {
+            this.append_locked(slot, id, EventKind::GatesChecked { passed, gates })?;
+            this.current(slot, id)
+        })
+    }
+}
+
+impl SessionScope<'_> {
+    /// Records the verdict of the caller's judge session `judge` on the latest
+    /// handoff of session `worker`.
+    ///
+    /// The judge session must be the caller's own, of role `judge`, live; the
+    /// worker must be another session, owned by another principal, in a
+    /// project the caller may touch, live, with a condition that asks for a
+    /// judge and a handoff to judge. The worker is named by id or name and
+    /// is addressed across owners only here, under these rules.
+    pub fn verdict(
+        self,
+        judge: &str,
+        worker: &str,
+        input: VerdictInput,
+    ) -> Result<Judged, SessionError> {
+        let (sessions, caller) = (self.sessions, self.caller);
+        let judge = self.act(judge)?;
+        if judge.header.role != Role::Judge {
+            return Err(SessionError::NotAllowed(format!(
+                "session {} is a {}, not a judge: record verdicts from a session started with role `judge`",
+                judge.label(),
+                judge.header.role
+            )));
+        }
+        if !judge.header.status.is_live() {
+            return Err(SessionError::NotAllowed(format!(
+                "judge session {} is {}: record verdicts from a live judge session",
+                judge.label(),
+                judge.header.status
+            )));
+        }
+        check_reasons(&input)?;
+        // Not found unless the caller's project covers it: names leak nothing.
+        let worker_state = sessions
+            .show(worker)
+            .ok()
+            .filter(|w| caller.is_operator() || caller.may_touch(&w.header.project))
+            .ok_or_else(|| SessionError::NotFound(worker.to_string()))?;
+        if worker_state.header.id == judge.header.id {
+            return Err(SessionError::NotAllowed(
+                "a judge does not judge its own session: the verdict must come from someone other than the worker".into(),
+            ));
+        }
+        if worker_state.owner_name() == caller.name
+            || worker_state.owner_name() == judge.owner_name()
+        {
+            return Err(SessionError::NotAllowed(format!(
+                "session {} belongs to `{}`, the judge's own principal: a verdict counts only from another principal; have a judge of another principal record it",
+                worker_state.label(),
+                worker_state.owner_name()
+            )));
+        }
+        // The judge's log takes a copy after the worker's record (the
+        // append does not refuse it then): its room is checked first, so a
+        // refusal there writes nothing.
+        let copy = EventKind::VerdictGiven {
+            session: worker_state.header.id.clone(),
+            verdict: Verdict {
+                judge_session: judge.header.id.clone(),
+                judge: caller.name.clone(),
+                handoff_seq: u64::MAX,
+                pass: input.pass,
+                reasons: input.reasons.clone(),
+            },
+        };
+        self.by(|| sessions.check_log_room(&judge, &copy))?;
+        let verdict = self.by(|| {
+            sessions.with_slot(&worker_state.header.id, |this, slot, id| {
+                let state = this.loaded(slot, id)?;
+                if !state.completion.condition.judge {
+                    return Err(SessionError::NotAllowed(format!(
+                        "session {} asks for no judge: its completion condition has `judge = false`",
+                        state.label()
+                    )));
+                }
+                if !state.header.status.is_live() {
+                    return Err(SessionError::NotAllowed(format!(
+                        "session {} is {}: there is nothing left to judge",
+                        state.label(),
+                        state.header.status
+                    )));
+                }
+                let Some(latest) = state.completion.handoff_seq else {
+                    return Err(SessionError::NotAllowed(format!(
+                        "session {} has written no handoff to judge yet: wait for its completion handoff",
+                        state.label()
+                    )));
+                };
+                if let Some(asked) = input.handoff_seq
+                    && asked != latest
+                {
+                    return Err(SessionError::NotAllowed(format!(
+                        "handoff {asked} of session {} is not its latest ({latest}): read the latest (`session_events`) and judge that",
+                        state.label()
+                    )));
+                }
+                let verdict = Verdict {
+                    judge_session: judge.header.id.clone(),
+                    judge: caller.name.clone(),
+                    handoff_seq: latest,
+                    pass: input.pass,
+                    reasons: input.reasons.clone(),
+                };
+                this.append_locked(
+                    slot,
+                    id,
+                    EventKind::VerdictReceived {
+                        verdict: verdict.clone(),
+                    },
+                )?;
+                Ok(verdict)
+            })
+        })?;
+        self.by(|| {
+            sessions.with_slot(&judge.header.id, |this, slot, id| {
+                this.append_locked(
+                    slot,
+                    id,
+                    EventKind::VerdictGiven {
+                        session: worker_state.header.id.clone(),
+                        verdict: verdict.clone(),
+                    },
+                )
+            })
+        })?;
+        Ok(Judged {
+            verdict,
+            worker: worker_state.header.id,
+            worker_name: worker_state.header.name,
+        })
+    }
+}
+
+fn check_reasons(input: &VerdictInput) -> Result<(), SessionError> {
+    if input.reasons.len() > MAX_REASONS {
+        return Err(SessionError::InvalidInput(format!(
+            "{} reasons is more than the {MAX_REASONS} a verdict may give: merge them",
+            input.reasons.len()
+        )));
+    }
+    if let Some(long) = input.reasons.iter().find(|r| r.len() > MAX_REASON_BYTES) {
+        return Err(SessionError::InvalidInput(format!(
+            "a reason of {} bytes is longer than the {MAX_REASON_BYTES} allowed: shorten it",
+            long.len()
+        )));
+    }
+    if !input.pass && input.reasons.iter().all(|r| r.trim().is_empty()) {
+        return Err(SessionError::InvalidInput(
+            "a failing verdict needs a reason: say what the worker must fix".into(),
+        ));
+    }
+    Ok(())
+}
