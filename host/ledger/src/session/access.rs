@@ -52,7 +52,7 @@ use std::collections::HashSet;
 
 use super::actor;
 use super::error::SessionError;
-use super::event::{EndOutcome, Event, EventKind};
+use super::event::{EndOutcome, Event, EventKind, UnwaitedJob};
 use super::handoff::Handoff;
 use super::lifecycle::SessionStatus;
 use super::names::Scope;
@@ -238,7 +238,7 @@ impl<'s> SessionScope<'s> {
         self,
         id_or_name: &str,
         outcome: EndOutcome,
-        unwaited: impl FnOnce(&str) -> Vec<super::UnwaitedJob>,
+        unwaited: impl FnOnce(&str) -> Vec<UnwaitedJob>,
     ) -> Result<SessionState, SessionError> {
         let id = self.show(id_or_name)?.header.id;
         let jobs = unwaited(&id);

@@ -23,8 +23,10 @@ use std::sync::Arc;
 use super::actor::HOST;
 use super::error::SessionError;
 use super::event::EventKind;
+use super::lifecycle::SessionStatus;
 use super::observers::ApprovalObserver;
-use super::store::{Sessions, lock};
+use super::slots::lock;
+use super::store::{Commit, Sessions};
 use crate::approvals::{self, Approval, ApprovalStatus, Swapped};
 
 /// Why the closing event among `kinds`, if there is one, settles what waits.
@@ -152,7 +154,7 @@ impl Sessions {
             let Some(denied) = self.deny_by_host(approval, &reason, now)? else {
                 continue;
             };
-            if status.is_some_and(|s| s != super::SessionStatus::Archived) {
+            if status.is_some_and(|s| s != SessionStatus::Archived) {
                 let note = denial_note(&denied, HOST, &reason);
                 if let Err(e) = self.append(&denied.session, note) {
                     tracing::warn!(approval = %denied.id, error = %e, "could not note an orphaned approval's denial in its session's log");
@@ -182,11 +184,11 @@ impl Sessions {
             this.ensure_lease(slot, id)?;
             let status = this.loaded(slot, id)?.header.status;
             let mut kinds = Vec::new();
-            if status.is_live() && status != super::SessionStatus::Active {
+            if status.is_live() && status != SessionStatus::Active {
                 kinds.push(EventKind::Resumed);
             }
             kinds.push(note);
-            this.append_batch_locked(slot, id, kinds, super::Commit::Durable)
+            this.append_batch_locked(slot, id, kinds, Commit::Durable)
         });
         match written {
             Ok(_) => Ok(()),

@@ -42,6 +42,7 @@ use super::lifecycle::SessionStatus;
 use super::observers::ChildObserver;
 use super::ops::StartSession;
 use super::quota;
+use super::slots::lock;
 use super::state::{ChildLink, HandoffRecord, SessionState};
 use super::store::Sessions;
 use crate::budget::{self, Cap, Used};
@@ -569,7 +570,7 @@ impl Sessions {
     /// Registers `observer`, told whenever a child of some session may
     /// have settled.
     pub fn observe_children(&self, observer: Arc<dyn ChildObserver>) {
-        super::store::lock(&self.observers).push(observer);
+        lock(&self.observers).push(observer);
     }
 
     /// After `event` was applied to `state`: tells the observers when it
@@ -588,7 +589,7 @@ impl Sessions {
             _ => None,
         };
         if let Some(parent) = parent {
-            for observer in super::store::lock(&self.observers).iter() {
+            for observer in lock(&self.observers).iter() {
                 observer.changed(parent);
             }
         }

@@ -10,7 +10,9 @@
 //! work, not reports). Kept as three lists, a new kind of event had to
 //! choose three times, and could choose differently by accident. Every
 //! kind is in one class here (the match is exhaustive), and each limit
-//! names the classes it holds.
+//! names the classes it holds. The kinds that let a whole batch through
+//! the watermark and the log's quotas ([`settles`]) and the classes the
+//! daily counts refuse ([`starts_work`]) are said here too, beside the list.
 
 use super::event::EventKind;
 
@@ -70,4 +72,23 @@ pub(super) fn growth(kind: &EventKind) -> Growth {
         | EventKind::GatesChecked { .. }
         | EventKind::ScheduleAlert { .. } => Growth::Follows,
     }
+}
+
+/// Whether `kind` closes a session or lifts its pause: a batch with one
+/// goes through whatever else it carries (the notes of the approvals a
+/// session's end, or an operator's denial, settles).
+pub(super) fn settles(kind: &EventKind) -> bool {
+    matches!(
+        kind,
+        EventKind::Ended { .. } | EventKind::Archived | EventKind::Resumed
+    )
+}
+
+/// Whether an event starts new work of its session's agent (a call, a note,
+/// a handoff, a proposal, a child, ...): the kinds the per-principal daily
+/// quotas refuse. What finishes or stops work already admitted (a call's
+/// outcome, a pause, an end, the host's and operators' records) is counted,
+/// never refused, so nothing acknowledged is lost to a quota.
+pub(super) fn starts_work(kind: &EventKind) -> bool {
+    matches!(growth(kind), Growth::Opening | Growth::Call | Growth::Work)
 }

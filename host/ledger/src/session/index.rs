@@ -38,10 +38,10 @@
 //! `sessions_meta` says it was done.
 
 use super::error::SessionError;
-use super::names::{LEGACY_NAMES_BUCKET, NAMES_BUCKET, name_key};
+use super::slots::lock;
 use super::state::{ChildLink, SessionInfo};
-use super::store::{Sessions, lock};
-use crate::storage::{StorageError, Swap};
+use super::store::Sessions;
+use crate::storage::StorageError;
 
 pub(crate) const BY_START: &str = "sessions_by_start";
 pub(crate) const BY_OWNER: &str = "sessions_by_owner";
@@ -261,19 +261,7 @@ impl Sessions {
                 self.index_child(parent, created, id, &link)?;
             }
         }
-        // The global names: each live holder's name into its owner's space.
-        for entry in glovebox_store::pages(&*self.storage, LEGACY_NAMES_BUCKET, "", PAGE) {
-            let (name, id) = entry?;
-            let id = String::from_utf8_lossy(&id).into_owned();
-            let Some(info) = self.get_info(&id)? else {
-                continue;
-            };
-            if info.header.status.is_live() && info.header.name.as_deref() == Some(name.as_str()) {
-                let key = name_key(info.owner_name(), &name);
-                self.storage
-                    .put_if(NAMES_BUCKET, &key, Swap::new(None, Some(id.as_bytes())))?;
-            }
-        }
+        self.copy_legacy_names()?;
         Ok(ids.len())
     }
 }

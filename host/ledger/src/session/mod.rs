@@ -37,6 +37,7 @@ mod growth;
 mod handoff;
 mod index;
 mod lease;
+mod leasing;
 mod lifecycle;
 mod listing;
 mod log;

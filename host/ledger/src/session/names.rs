@@ -23,7 +23,7 @@
 //! session that holds it, claimed by compare-and-set (owners hold no `/`);
 //! a name's ended sessions are found through the `sessions_by_name` index
 //! (`index.rs`), newest first. A data dir of the global `names` bucket is
-//! copied over once (`index.rs`); the old bucket is no longer read.
+//! copied over once, when `index.rs` indexes it; the old bucket is no longer read.
 
 use super::error::SessionError;
 use super::index::{BY_NAME, PAGE, by_name_prefix, id_of};
@@ -262,6 +262,25 @@ impl Sessions {
                 Swap::new(Some(id.as_bytes()), None),
             )
             .map(|_| ())
+    }
+
+    /// Copies the names the global `names` bucket of a data dir written
+    /// before names had owners holds for live sessions into their owners'
+    /// spaces (part of [`Sessions::ensure_indexed`]'s one indexing).
+    pub(super) fn copy_legacy_names(&self) -> Result<(), SessionError> {
+        for entry in glovebox_store::pages(&*self.storage, LEGACY_NAMES_BUCKET, "", PAGE) {
+            let (name, id) = entry?;
+            let id = String::from_utf8_lossy(&id).into_owned();
+            let Some(info) = self.get_info(&id)? else {
+                continue;
+            };
+            if info.header.status.is_live() && info.header.name.as_deref() == Some(name.as_str()) {
+                let key = name_key(info.owner_name(), &name);
+                self.storage
+                    .put_if(NAMES_BUCKET, &key, Swap::new(None, Some(id.as_bytes())))?;
+            }
+        }
+        Ok(())
     }
 }
 

@@ -14,8 +14,9 @@ use super::lifecycle::SessionStatus;
 use super::log;
 use super::names::owner_or_local;
 use super::quota;
+use super::slots::{Slot, lock, lock_slot};
 use super::state::{ChildLink, HandoffRecord, InterruptedCall, SessionState};
-use super::store::{Commit, ID_PREFIX, Sessions, lock, lock_slot};
+use super::store::{Commit, ID_PREFIX, Sessions};
 use crate::context_index::{INDEX_SOURCE, index_entries};
 use crate::manifest::{BudgetCaps, Completion, LOCAL_PRINCIPAL, Scope, required_completion};
 use crate::memory::{MEMORY_SOURCE, start_entries};
@@ -638,7 +639,7 @@ impl Sessions {
     pub(super) fn with_slot<T>(
         &self,
         id_or_name: &str,
-        f: impl FnOnce(&Sessions, &mut super::store::Slot, &str) -> Result<T, SessionError>,
+        f: impl FnOnce(&Sessions, &mut Slot, &str) -> Result<T, SessionError>,
     ) -> Result<T, SessionError> {
         let id = self.resolve(id_or_name)?;
         let slot = self.slot(&id);
@@ -646,11 +647,7 @@ impl Sessions {
         f(self, &mut slot, &id)
     }
 
-    pub(super) fn current(
-        &self,
-        slot: &mut super::store::Slot,
-        id: &str,
-    ) -> Result<SessionState, SessionError> {
+    pub(super) fn current(&self, slot: &mut Slot, id: &str) -> Result<SessionState, SessionError> {
         Ok(self.loaded(slot, id)?.clone())
     }
 }

@@ -21,15 +21,17 @@
 //! a child's record in its parent), or that does work before its append (a
 //! call's admission, a usage report's charge), checks the log first
 //! ([`Sessions::check_log_room`]), so a refusal writes and charges nothing.
+//! That check and the one of live sessions per principal ask the store or
+//! the thread's actor, so they are in `room.rs`; the checks here are of
+//! what is at hand.
+//!
+//! [`Sessions::check_log_room`]: super::Sessions::check_log_room
 
-use super::actor;
 use super::error::SessionError;
 use super::event::{Event, EventKind};
-use super::growth::{Growth, growth};
+use super::growth::{Growth, growth, settles};
 use super::handoff::Handoff;
-use super::index::{LIVE, PAGE, id_of};
 use super::state::{SessionState, written_by_actor};
-use super::store::Sessions;
 use crate::manifest::QuotasConfig;
 
 /// The tags a session would have with `add` added and `remove` removed,
@@ -109,39 +111,6 @@ pub(super) fn check_children(
     Ok(())
 }
 
-impl Sessions {
-    /// Refuses a new session for `owner` when it already owns
-    /// `quotas.sessions_per_principal` live ones. Called with the names lock
-    /// held, which every start takes, so two starts cannot both pass. Reads
-    /// the owner's entries of the live index (`index.rs`), each confirmed by
-    /// its session's record, and stops at the quota: a start costs as much
-    /// as the quota, not as the sessions the owner ever had.
-    pub(super) fn check_session_quota(&self, owner: &str) -> Result<(), SessionError> {
-        let limit = self.config.quotas.limit("sessions_per_principal");
-        let mut live = 0u64;
-        let prefix = format!("{owner}/");
-        for entry in glovebox_store::pages(&*self.storage, LIVE, &prefix, PAGE) {
-            let (key, _) = entry?;
-            // A stale entry (its session ended, a crash came before the
-            // entry went) is passed over; the recovery at start removes it.
-            if self
-                .confirmed(id_of(&key), Some(owner))
-                .is_some_and(|info| info.header.status.is_live())
-            {
-                live += 1;
-            }
-            if live >= limit.value {
-                return Err(SessionError::Quota {
-                    limit,
-                    what: format!("principal `{owner}` already has {live} live sessions"),
-                    fix: "end or archive sessions it is done with (`session_end`), or ask an operator to raise the quota".into(),
-                });
-            }
-        }
-        Ok(())
-    }
-}
-
 /// Whether an actor's event of `kind` is new content, refused past the
 /// log's quotas: receipts and openings are checked on the log they land in
 /// before the write (`check_log_room`), the rest settles.
@@ -152,7 +121,7 @@ fn grows(kind: &EventKind) -> bool {
 /// Session `state`'s log with `events` more events and `bytes` more bytes
 /// of new content from actors, against `quotas.session_events` and
 /// `quotas.session_bytes`.
-fn check_log(
+pub(super) fn check_log(
     quotas: &QuotasConfig,
     state: &SessionState,
     events: u64,
@@ -199,7 +168,7 @@ pub(super) fn check_batch(
     events: &[Event],
     bytes: &[Vec<u8>],
 ) -> Result<(), SessionError> {
-    if events.iter().any(|e| super::room::settles(&e.kind)) {
+    if events.iter().any(|e| settles(&e.kind)) {
         return Ok(());
     }
     let (mut n, mut size) = (0u64, 0u64);
@@ -217,7 +186,7 @@ pub(super) fn check_batch(
 
 /// The most bytes one event of `kind` by `by` takes in session `state`'s
 /// log: the event sealed with the widest sequence and time there are.
-fn stored_bound(state: &SessionState, by: &str, kind: &EventKind) -> u64 {
+pub(super) fn stored_bound(state: &SessionState, by: &str, kind: &EventKind) -> u64 {
     let hash = "0".repeat(state.last_hash.len().max(64));
     let widest = Event {
         session: state.header.id.clone(),
@@ -229,27 +198,4 @@ fn stored_bound(state: &SessionState, by: &str, kind: &EventKind) -> u64 {
         kind: kind.clone(),
     };
     widest.to_bytes().len() as u64
-}
-
-impl Sessions {
-    /// Whether session `state`'s log has room, under its quotas, for one
-    /// more record of `kind` from the actor named on this thread (its size
-    /// bounded from above, so a record that passes here passes the
-    /// append's own check of the sealed record). For a write that lands in
-    /// another log first (a handoff's receipt, a verdict's copy, a child's
-    /// record in its parent) or that does work before its append (a usage
-    /// report charged to the ceilings, a call's admission): checked before
-    /// either, so a refusal writes and charges nothing. The host's own
-    /// records pass.
-    pub fn check_log_room(
-        &self,
-        state: &SessionState,
-        kind: &EventKind,
-    ) -> Result<(), SessionError> {
-        let Some(by) = actor::named().filter(|by| &**by != actor::HOST) else {
-            return Ok(());
-        };
-        let size = stored_bound(state, &by, kind);
-        check_log(&self.config.quotas, state, 1, size)
-    }
 }

@@ -6,11 +6,12 @@ use serde::Serialize;
 use super::error::SessionError;
 use super::event::EventKind;
 use super::index::{LIVE, PAGE, id_of};
-use super::lease::Taken;
+use super::leasing::Taken;
 use super::log::{self, VerifyReport};
 use super::names::{NAMES_BUCKET, name_key};
+use super::slots::{lock, lock_slot};
 use super::state::SessionState;
-use super::store::{Sessions, lock, lock_slot};
+use super::store::Sessions;
 use crate::storage::Swap;
 
 /// A call found in flight by [`Sessions::recover`] and now logged as interrupted.

@@ -22,11 +22,21 @@
 //! load, the calls owed an ending (`store.rs`) and the leases held
 //! (`lease.rs`) are kept apart from the slots.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use hashlink::LinkedHashMap;
 
-use super::store::Slot;
+use super::state::SessionState;
+
+/// One session's lock and cached state (`None` until loaded, or after a failure
+/// that may have left the cache behind the log).
+#[derive(Default)]
+pub(crate) struct Slot {
+    pub(crate) state: Option<SessionState>,
+    /// The store's generation when `state` was loaded: a reopened store (see
+    /// `glovebox_store::Reopening`) may hold less than was cached.
+    pub(crate) generation: u64,
+}
 
 /// Slots by session id, least recently used first.
 pub(crate) struct Slots {
@@ -53,7 +63,7 @@ impl Slots {
         id: &str,
         driven_here: &dyn Fn(&str) -> bool,
     ) -> Arc<Mutex<Slot>> {
-        let mut map = super::store::lock(&self.map);
+        let mut map = lock(&self.map);
         if let Some(slot) = map.to_back(id) {
             return slot.clone();
         }
@@ -66,17 +76,17 @@ impl Slots {
     /// The slot of session `id` if it has one (this makes none and does
     /// not count as a use).
     pub(crate) fn existing(&self, id: &str) -> Option<Arc<Mutex<Slot>>> {
-        super::store::lock(&self.map).get(id).cloned()
+        lock(&self.map).get(id).cloned()
     }
 
     /// Whether session `id` has a slot.
     pub(crate) fn contains(&self, id: &str) -> bool {
-        super::store::lock(&self.map).contains_key(id)
+        lock(&self.map).contains_key(id)
     }
 
     /// How many slots there are (idle ones at most the cache's size).
     pub(crate) fn len(&self) -> usize {
-        super::store::lock(&self.map).len()
+        lock(&self.map).len()
     }
 
     /// Evicts idle slots, least recently used first, until at most `size`
@@ -133,6 +143,25 @@ fn idle(slot: &Arc<Mutex<Slot>>, driven_here: impl FnOnce() -> bool) -> bool {
         }
         Err(_) => false,
     }
+}
+
+/// Locks `slot`; a slot poisoned by a panic mid-append drops its cache, since
+/// it may no longer match the log.
+pub(crate) fn lock_slot(slot: &Mutex<Slot>) -> MutexGuard<'_, Slot> {
+    match slot.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => {
+            let mut guard = poisoned.into_inner();
+            guard.state = None;
+            slot.clear_poison();
+            guard
+        }
+    }
+}
+
+/// Locks a mutex whose data stays consistent even if a holder panicked.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 #[cfg(test)]

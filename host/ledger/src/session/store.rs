@@ -6,15 +6,16 @@ use std::collections::HashMap;
 use std::fmt;
 use std::io;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use super::chain::{self, Chain, ChainKey, Refusal};
 use super::checkpoint;
 use super::error::SessionError;
 use super::event::{Event, EventKind};
-use super::growth::{Growth, growth};
+use super::growth::starts_work;
 use super::log::{self, LoadStats};
 use super::observers::{ApprovalObserver, ChildObserver};
+use super::slots::{Slot, lock, lock_slot};
 use super::state::{SessionInfo, SessionState};
 use crate::manifest::{MemoryConfig, QuotasConfig};
 use crate::notify::{self, Outbox};
@@ -109,16 +110,6 @@ impl Default for SessionsConfig {
 pub enum Commit {
     Durable,
     Deferred,
-}
-
-/// One session's lock and cached state (`None` until loaded, or after a failure
-/// that may have left the cache behind the log).
-#[derive(Default)]
-pub(crate) struct Slot {
-    pub(crate) state: Option<SessionState>,
-    /// The store's generation when `state` was loaded: a reopened store (see
-    /// `glovebox_store::Reopening`) may hold less than was cached.
-    pub(crate) generation: u64,
 }
 
 /// Calls whose record failed with the store, by session: each with the
@@ -711,34 +702,6 @@ impl Sessions {
             .filter(|s| s.starts_with(ID_PREFIX))
             .collect())
     }
-}
-
-/// Whether an event starts new work of its session's agent (a call, a note,
-/// a handoff, a proposal, a child, ...): the kinds the per-principal daily
-/// quotas refuse. What finishes or stops work already admitted (a call's
-/// outcome, a pause, an end, the host's and operators' records) is counted,
-/// never refused, so nothing acknowledged is lost to a quota.
-fn starts_work(kind: &EventKind) -> bool {
-    matches!(growth(kind), Growth::Opening | Growth::Call | Growth::Work)
-}
-
-/// Locks `slot`; a slot poisoned by a panic mid-append drops its cache, since
-/// it may no longer match the log.
-pub(crate) fn lock_slot(slot: &Mutex<Slot>) -> MutexGuard<'_, Slot> {
-    match slot.lock() {
-        Ok(guard) => guard,
-        Err(poisoned) => {
-            let mut guard = poisoned.into_inner();
-            guard.state = None;
-            slot.clear_poison();
-            guard
-        }
-    }
-}
-
-/// Locks a mutex whose data stays consistent even if a holder panicked.
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 #[cfg(test)]

@@ -375,7 +375,7 @@ fn a_look_from_the_cache_answers_as_show_as_does_and_only_when_it_need_not_wait(
     // A writer holds the session: the cache does not wait for it.
     {
         let slot = s.slot(&mine.header.id);
-        let _held = crate::session::store::lock_slot(&slot);
+        let _held = crate::session::slots::lock_slot(&slot);
         assert!(s.scope(&a).show_cached(&mine.header.id).is_none());
         assert!(s.show_cached(&mine.header.id).is_none());
     }

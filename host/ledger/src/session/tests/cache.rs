@@ -59,7 +59,7 @@ fn threat_49_a_session_with_a_call_in_flight_or_held_by_a_writer_is_never_evicte
     env.request("busy", "c-1");
     let held = env.start("held", Role::Workagent);
     let slot = env.sessions.slot(&held.header.id);
-    let guard = super::super::store::lock_slot(&slot);
+    let guard = super::super::slots::lock_slot(&slot);
     for i in 0..10 {
         let s = env.start(&format!("idle{i}"), Role::Workagent);
         env.sessions.end(&s.header.id, EndOutcome::Exit).unwrap();
