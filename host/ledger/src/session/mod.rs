@@ -27,6 +27,7 @@ pub mod actor;
 mod brood;
 mod chain;
 pub mod checkpoint;
+mod children;
 mod closing;
 mod completion;
 mod error;
@@ -58,6 +59,7 @@ pub(crate) mod watch;
 pub use access::{SessionScope, check_ceiling, check_may_lift, may_touch};
 pub use brood::{RECENT_CHILDREN, check_addressable};
 pub use chain::{Chain, ChainKey, KeyedChain, MIN_KEY_BYTES};
+pub use children::ChildStatus;
 pub use closing::denial_note;
 pub use completion::{CompletionState, GatesRun};
 pub use error::SessionError;
@@ -66,7 +68,7 @@ pub use event::{
     MAX_INLINE_BYTES, Role, SessionSummary, UnwaitedJob, bounded, bounded_error, digest,
     inline_if_small,
 };
-pub use family::{ChildStatus, SpawnChild, Spawned, WAIT_DEFAULT, WAIT_MAX, carve};
+pub use family::{SpawnChild, Spawned, WAIT_DEFAULT, WAIT_MAX, carve};
 pub use gate::{GateResult, MAX_GATE_DETAIL, Verdict};
 pub use handoff::{Handoff, HandoffKind, HandoffNotes};
 pub use lease::{Lease, LeaseConfig};
