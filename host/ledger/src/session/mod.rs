@@ -30,6 +30,7 @@ pub mod checkpoint;
 mod children;
 mod closing;
 mod completion;
+mod config;
 mod error;
 mod event;
 mod family;
@@ -37,6 +38,7 @@ mod gate;
 mod growth;
 mod handoff;
 mod index;
+mod info;
 mod lease;
 mod leasing;
 mod lifecycle;
@@ -62,6 +64,7 @@ pub use chain::{Chain, ChainKey, KeyedChain, MIN_KEY_BYTES};
 pub use children::ChildStatus;
 pub use closing::denial_note;
 pub use completion::{CompletionState, GatesRun};
+pub use config::{DiskRoom, SessionDirs, SessionsConfig};
 pub use error::SessionError;
 pub use event::{
     CallMetering, CallTotals, EndOutcome, Event, EventKind, Flag, GENESIS_HASH, MAX_ERROR_BYTES,
@@ -82,5 +85,5 @@ pub use state::{
     Carved, ChildLink, Counters, HandoffRecord, InFlightCall, InterruptedCall, SessionHeader,
     SessionInfo, SessionState, Written,
 };
-pub use store::{Commit, DiskRoom, SessionDirs, Sessions, SessionsConfig};
+pub use store::{Commit, Sessions};
 pub use verdict::{Judged, VerdictInput};

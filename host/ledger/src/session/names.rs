@@ -81,7 +81,7 @@ impl Sessions {
             && (self.slots.contains(key)
                 || self
                     .storage
-                    .get(super::store::SESSIONS_BUCKET, key)?
+                    .get(super::info::SESSIONS_BUCKET, key)?
                     .is_some()
                 || self.log_exists(key)?)
         {

@@ -1,107 +1,30 @@
 //! The sessions service: per-session serialized appends over a [`Storage`], a
 //! cache of the states it has loaded, the name and listing indexes, and
-//! checkpoints. The operations themselves are in `ops.rs`.
+//! checkpoints. The operations themselves are in `ops.rs` and the files
+//! beside it; the service's config is in `config.rs`, and each session's
+//! record in the `sessions` bucket in `info.rs`.
 
 use std::collections::HashMap;
-use std::fmt;
-use std::io;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use super::chain::{self, Chain, ChainKey, Refusal};
 use super::checkpoint;
+use super::config::SessionsConfig;
 use super::error::SessionError;
 use super::event::{Event, EventKind};
 use super::growth::starts_work;
 use super::log::{self, LoadStats};
 use super::observers::{ApprovalObserver, ChildObserver};
 use super::slots::{Slot, lock, lock_slot};
-use super::state::{SessionInfo, SessionState};
-use crate::manifest::{MemoryConfig, QuotasConfig};
-use crate::notify::{self, Outbox};
+use super::state::SessionState;
+use crate::notify;
 use crate::storage::{Storage, StorageError};
 
-pub(crate) const SESSIONS_BUCKET: &str = "sessions";
 /// Session ids start with this; other streams in the storage are not sessions.
 pub(crate) const ID_PREFIX: &str = "s-";
 
 /// Appends retried when another writer got there first.
 const CONFLICT_RETRIES: usize = 3;
-
-/// How a [`Sessions`] service works.
-#[derive(Clone, Debug)]
-pub struct SessionsConfig {
-    /// A checkpoint is written at every event whose seq is a multiple of this,
-    /// and at every handoff, pause, end and archive. 0 turns checkpoints off.
-    pub checkpoint_every: u64,
-    /// Checkpoints kept per session (the newest ones).
-    pub keep_checkpoints: usize,
-    /// The sessions' scratch directories, removed when a session is archived.
-    pub scratch: Option<Arc<dyn SessionDirs>>,
-    /// Where the notifications derived from appended events go (see
-    /// [`crate::notify`]); none without `[[notify]]` targets.
-    pub notify: Option<Arc<Outbox>>,
-    /// `[quotas]`: tags per session, handoff sizes, live sessions per principal.
-    pub quotas: QuotasConfig,
-    /// The disk watermark a session start must pass (`storage.min_free`);
-    /// none: no check.
-    pub disk: Option<Arc<dyn DiskRoom>>,
-    /// `[storage] chain_key_file`, read: new sessions' logs are sealed with
-    /// HMAC-SHA256 under it, and keyed sessions verify only with it (see
-    /// `chain.rs`). None: new sessions are plain.
-    pub chain_key: Option<Arc<ChainKey>>,
-    /// `[memory]`: how many approved memory entries a new session is handed.
-    pub memory: MemoryConfig,
-    /// `[[completion]]`: the conditions the operator requires of every
-    /// session of a role or project, added to each new session's own.
-    pub completion: Vec<crate::manifest::CompletionRule>,
-    /// Session leases (see `lease.rs`): only on a store several hosts
-    /// share. None (the embedded backends): no lease is read or written.
-    pub lease: Option<super::lease::LeaseConfig>,
-    /// `[storage] session_cache`: the sessions whose state is kept in
-    /// memory, the least recently used evicted first (see `slots.rs`).
-    pub session_cache: usize,
-}
-
-/// Directories kept per session outside the store (the host's scratch
-/// directories), which the sessions remove when a session is archived and
-/// sweep when they are opened ([`Sessions::archive`], [`Sessions::sweep_scratch`]).
-/// The host implements it; the ledger only asks for removals.
-pub trait SessionDirs: fmt::Debug + Send + Sync {
-    /// Removes the directory of `session_id`; `false` if it had none.
-    fn remove(&self, session_id: &str) -> io::Result<bool>;
-
-    /// The session ids that have a directory, and leftover directories that
-    /// belong to no session (a killed host's throwaway ones), to be removed.
-    fn list(&self) -> io::Result<(Vec<String>, Vec<PathBuf>)>;
-}
-
-/// Room on the disk for new work: a session start is refused, with nothing
-/// written, while the host's data dir is nearly full (`storage.min_free`).
-/// The host implements it; the ledger only asks.
-pub trait DiskRoom: fmt::Debug + Send + Sync {
-    /// `Err(reason)` (naming the free space, the key and the fix) while
-    /// there is too little room for new work.
-    fn check(&self) -> Result<(), String>;
-}
-
-impl Default for SessionsConfig {
-    fn default() -> Self {
-        SessionsConfig {
-            checkpoint_every: 256,
-            keep_checkpoints: 2,
-            scratch: None,
-            notify: None,
-            quotas: QuotasConfig::default(),
-            disk: None,
-            chain_key: None,
-            memory: MemoryConfig::default(),
-            completion: Vec::new(),
-            lease: None,
-            session_cache: crate::manifest::DEFAULT_SESSION_CACHE,
-        }
-    }
-}
 
 /// When an append returns: once its events are durable, or as soon as they
 /// are written (the call pipeline's write-ahead record of a call that is safe
@@ -389,18 +312,6 @@ impl Sessions {
         })
     }
 
-    /// The index entry of the session in `state`: with a MAC of its head
-    /// when it is keyed.
-    pub(crate) fn info_of(&self, state: &SessionState) -> SessionInfo {
-        let mut info = SessionInfo::from(state);
-        if let Ok(chain) = self.chain_of(state)
-            && let Some(mac) = chain.head_mac(&state.header.id, state.last_seq, &state.last_hash)
-        {
-            info.head_mac = mac;
-        }
-        info
-    }
-
     /// A copy of the state of session `id`.
     pub(crate) fn state_of(&self, id: &str) -> Result<SessionState, SessionError> {
         let slot = self.slot(id);
@@ -573,27 +484,6 @@ impl Sessions {
             .map_err(|e| log::storage_error(e, "the session store"))
     }
 
-    /// Records the head of `after` (the state the append left) in the
-    /// session's index entry, ordered after the append: a crash can leave
-    /// the recorded head behind the log, never ahead of it. An entry whose
-    /// listed fields changed is written durably; otherwise the next flush
-    /// carries it. A failure costs only the check, and is logged.
-    fn record_head(&self, after: &SessionState, before: &SessionState) {
-        let info = serde_json::to_vec(&self.info_of(after)).unwrap_or_default();
-        let listed_changed = before.header.status != after.header.status
-            || before.header.name != after.header.name
-            || before.header.tags != after.header.tags;
-        let written = if listed_changed {
-            self.storage.put(SESSIONS_BUCKET, &after.header.id, &info)
-        } else {
-            self.storage
-                .put_unsynced(SESSIONS_BUCKET, &after.header.id, &info)
-        };
-        if let Err(e) = written {
-            tracing::warn!(session = %after.header.id, error = %e, "could not record the log's head in the session index");
-        }
-    }
-
     /// Index and checkpoint upkeep after an acknowledged append. The event is
     /// durable already, so failures here only cost a slower load or a stale
     /// listing (repaired by `recover`); they are logged, not returned.
@@ -655,41 +545,6 @@ impl Sessions {
             if let Err(e) = outbox.enqueue(kind, &n, self.now()) {
                 tracing::warn!(session = %n.session, seq = n.seq, event = %kind, error = %e, "notify: could not write the notification to the outbox; it is not sent");
             }
-        }
-    }
-
-    pub(crate) fn put_info(&self, state: &SessionState) -> Result<(), StorageError> {
-        let info = serde_json::to_vec(&self.info_of(state)).unwrap_or_default();
-        self.storage.put(SESSIONS_BUCKET, &state.header.id, &info)
-    }
-
-    pub(crate) fn get_info(&self, id: &str) -> Result<Option<SessionInfo>, StorageError> {
-        Ok(self
-            .storage
-            .get(SESSIONS_BUCKET, id)?
-            .and_then(|bytes| serde_json::from_slice(&bytes).ok()))
-    }
-
-    /// Rewrites the listing entry when it fell behind the log (a crash between the two writes).
-    pub(crate) fn reconcile_info(&self, state: &SessionState) {
-        let stored = self.get_info(&state.header.id).ok().flatten();
-        let fresh = SessionInfo::from(state);
-        let stale = stored.is_none_or(|s| {
-            s.header.status != fresh.header.status
-                || s.header.name != fresh.header.name
-                || s.header.tags != fresh.header.tags
-                || s.header.project != fresh.header.project
-        });
-        if stale && let Err(e) = self.put_info(state) {
-            tracing::warn!(session = %state.header.id, error = %e, "could not update the session index");
-        }
-    }
-
-    /// How errors name session `id`: with its name when the index knows it.
-    pub(crate) fn label_of(&self, id: &str) -> String {
-        match self.get_info(id).ok().flatten().and_then(|i| i.header.name) {
-            Some(name) => format!("`{name}` ({id})"),
-            None => format!("`{id}`"),
         }
     }
 

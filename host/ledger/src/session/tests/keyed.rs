@@ -62,7 +62,7 @@ fn write_forgery(env: Env, config: SessionsConfig, id: &str, forged: &[Event]) -
     info.head_mac = String::new();
     env.store
         .put(
-            store::SESSIONS_BUCKET,
+            info::SESSIONS_BUCKET,
             id,
             &serde_json::to_vec(&info).unwrap(),
         )
@@ -163,7 +163,7 @@ fn threat_45_a_cut_tail_with_its_head_moved_back_is_caught_in_keyed_mode() {
     info.head_hash = at_18.hash;
     env.store
         .put(
-            store::SESSIONS_BUCKET,
+            info::SESSIONS_BUCKET,
             &victim,
             &serde_json::to_vec(&info).unwrap(),
         )
