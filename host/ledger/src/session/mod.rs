@@ -34,6 +34,7 @@ mod config;
 mod error;
 mod event;
 mod family;
+mod fold;
 mod gate;
 mod growth;
 mod handoff;
