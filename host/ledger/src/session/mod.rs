@@ -52,6 +52,7 @@ mod quota;
 mod recover;
 mod room;
 mod slots;
+mod start;
 mod state;
 mod store;
 #[cfg(test)]
@@ -80,8 +81,9 @@ pub use lifecycle::{SessionStatus, TRANSITIONS, Transition};
 pub use listing::LOOK_AT_MOST;
 pub use log::{LoadStats, VerifyReport, verify_export};
 pub use observers::{ApprovalObserver, ChildObserver};
-pub use ops::{Resumed, SessionFilter, StartSession};
+pub use ops::{Resumed, SessionFilter};
 pub use recover::{RecoveredCall, Recovery};
+pub use start::StartSession;
 pub use state::{
     Carved, ChildLink, Counters, HandoffRecord, InFlightCall, InterruptedCall, SessionHeader,
     SessionInfo, SessionState, Written,
