@@ -52,8 +52,9 @@ use std::collections::HashSet;
 
 use super::actor;
 use super::error::SessionError;
-use super::event::{EndOutcome, Event, EventKind, UnwaitedJob};
+use super::event::Event;
 use super::handoff::Handoff;
+use super::kind::{EndOutcome, EventKind, UnwaitedJob};
 use super::lifecycle::SessionStatus;
 use super::names::Scope;
 use super::ops::{Resumed, SessionFilter};

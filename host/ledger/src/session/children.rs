@@ -9,9 +9,10 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::error::SessionError;
-use super::event::{EndOutcome, Event, EventKind, Role};
+use super::event::Event;
 use super::handoff::HandoffKind;
 use super::index::{CHILDREN, PAGE, id_of, is_position};
+use super::kind::{EndOutcome, EventKind, Role};
 use super::lifecycle::SessionStatus;
 use super::observers::ChildObserver;
 use super::slots::lock;

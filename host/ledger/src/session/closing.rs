@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use super::actor::HOST;
 use super::error::SessionError;
-use super::event::EventKind;
+use super::kind::EventKind;
 use super::lifecycle::SessionStatus;
 use super::observers::ApprovalObserver;
 use super::slots::lock;

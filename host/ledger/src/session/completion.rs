@@ -23,8 +23,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::error::SessionError;
-use super::event::{Event, EventKind};
+use super::event::Event;
 use super::gate::{GateResult, Verdict};
+use super::kind::EventKind;
 use crate::manifest::Completion;
 
 /// Where a session stands against its completion condition.

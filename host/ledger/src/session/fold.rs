@@ -9,8 +9,9 @@ use std::collections::BTreeMap;
 
 use super::completion::CompletionState;
 use super::error::SessionError;
-use super::event::{Event, EventKind, GENESIS_HASH, annotation_kinds};
+use super::event::{Event, GENESIS_HASH};
 use super::handoff::Handoff;
+use super::kind::{EventKind, annotation_kinds};
 use super::lifecycle::SessionStatus;
 use super::state::{
     Carved, ChildLink, Counters, HandoffRecord, InFlightCall, InterruptedCall, SessionHeader,

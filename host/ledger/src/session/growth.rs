@@ -14,7 +14,7 @@
 //! the watermark and the log's quotas ([`settles`]) and the classes the
 //! daily counts refuse ([`starts_work`]) are said here too, beside the list.
 
-use super::event::EventKind;
+use super::kind::EventKind;
 
 /// The class of an event kind (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

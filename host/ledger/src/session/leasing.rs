@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use super::error::SessionError;
-use super::event::EventKind;
+use super::kind::EventKind;
 use super::lease::{LEASES_BUCKET, Lease};
 use super::slots::{Slot, lock};
 use super::store::Sessions;

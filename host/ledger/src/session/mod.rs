@@ -40,6 +40,7 @@ mod growth;
 mod handoff;
 mod index;
 mod info;
+mod kind;
 mod lease;
 mod leasing;
 mod lifecycle;
@@ -69,13 +70,15 @@ pub use completion::{CompletionState, GatesRun};
 pub use config::{DiskRoom, SessionDirs, SessionsConfig};
 pub use error::SessionError;
 pub use event::{
-    CallMetering, CallTotals, EndOutcome, Event, EventKind, Flag, GENESIS_HASH, MAX_ERROR_BYTES,
-    MAX_INLINE_BYTES, Role, SessionSummary, UnwaitedJob, bounded, bounded_error, digest,
+    Event, GENESIS_HASH, MAX_ERROR_BYTES, MAX_INLINE_BYTES, bounded, bounded_error, digest,
     inline_if_small,
 };
 pub use family::{SpawnChild, Spawned, WAIT_DEFAULT, WAIT_MAX, carve};
 pub use gate::{GateResult, MAX_GATE_DETAIL, Verdict};
 pub use handoff::{Handoff, HandoffKind, HandoffNotes};
+pub use kind::{
+    CallMetering, CallTotals, EndOutcome, EventKind, Flag, Role, SessionSummary, UnwaitedJob,
+};
 pub use lease::{Lease, LeaseConfig};
 pub use lifecycle::{SessionStatus, TRANSITIONS, Transition};
 pub use listing::LOOK_AT_MOST;

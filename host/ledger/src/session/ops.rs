@@ -7,8 +7,9 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::error::SessionError;
-use super::event::{EndOutcome, Event, EventKind, Role, UnwaitedJob, annotation_kinds};
+use super::event::Event;
 use super::handoff::{Handoff, HandoffKind};
+use super::kind::{EndOutcome, EventKind, Role, UnwaitedJob, annotation_kinds};
 use super::lifecycle::SessionStatus;
 use super::log;
 use super::quota;

@@ -28,9 +28,10 @@
 //! [`Sessions::check_log_room`]: super::Sessions::check_log_room
 
 use super::error::SessionError;
-use super::event::{Event, EventKind};
+use super::event::Event;
 use super::growth::{Growth, growth, settles};
 use super::handoff::Handoff;
+use super::kind::EventKind;
 use super::state::{SessionState, written_by_actor};
 use crate::manifest::QuotasConfig;
 

@@ -4,8 +4,8 @@
 use serde::Serialize;
 
 use super::error::SessionError;
-use super::event::EventKind;
 use super::index::{LIVE, PAGE, id_of};
+use super::kind::EventKind;
 use super::leasing::Taken;
 use super::log::{self, VerifyReport};
 use super::names::{NAMES_BUCKET, name_key};

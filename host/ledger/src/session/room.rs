@@ -25,9 +25,9 @@
 
 use super::actor;
 use super::error::SessionError;
-use super::event::EventKind;
 use super::growth::{Growth, growth, settles};
 use super::index::{LIVE, PAGE, id_of};
+use super::kind::EventKind;
 use super::quota::{check_log, stored_bound};
 use super::state::SessionState;
 use super::store::Sessions;

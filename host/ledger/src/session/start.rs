@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use super::chain::{Chain, KeyedChain};
 use super::error::SessionError;
-use super::event::{Event, EventKind, Role};
+use super::event::Event;
 use super::index::NewSession;
+use super::kind::{EventKind, Role};
 use super::names::owner_or_local;
 use super::ops::{check_name, check_tags};
 use super::quota;

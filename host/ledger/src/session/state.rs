@@ -8,8 +8,9 @@ use serde::{Deserialize, Serialize};
 
 use super::chain::KeyedChain;
 use super::completion::CompletionState;
-use super::event::{CallTotals, EndOutcome, Event, Role, SessionSummary};
+use super::event::Event;
 use super::handoff::Handoff;
+use super::kind::{CallTotals, EndOutcome, Role, SessionSummary};
 use super::lifecycle::SessionStatus;
 use super::watch::Watch;
 use crate::manifest::{BudgetCaps, Cap};

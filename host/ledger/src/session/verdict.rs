@@ -6,8 +6,8 @@ use serde::Serialize;
 
 use super::access::SessionScope;
 use super::error::SessionError;
-use super::event::{EventKind, Role};
 use super::gate::{GateResult, Verdict};
+use super::kind::{EventKind, Role};
 use super::state::SessionState;
 use super::store::Sessions;
 

@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::event::{Event, EventKind};
+use super::event::Event;
+use super::kind::EventKind;
 use crate::manifest::Severity;
 use crate::values::EscalationStep;
 
