@@ -39,21 +39,25 @@
 //! enrich step, which is the rescuer's lesson about an agent's failure) goes
 //! through the bank's review.
 
+mod error;
 mod index;
 mod rank;
 mod records;
+mod scopes;
 #[cfg(test)]
 mod tests;
 
 use std::sync::Arc;
 
+pub use error::MemoryError;
 pub(crate) use index::start_entries;
 pub use rank::Ranked;
 pub use records::{MEMORY_SOURCE, MemoryEntry, MemoryState, Provenance, Scope, Stamp};
+pub use scopes::{check_proposer, readable, readable_prefixes, resolve_scope};
 
-use crate::manifest::{MemoryConfig, MemoryScopeKind, Principal};
+use crate::manifest::{MemoryConfig, Principal};
 use crate::page::{Page, PageRequest};
-use crate::session::{Event, EventKind, SessionError, SessionState, Sessions, actor};
+use crate::session::{Event, EventKind, SessionError, Sessions, actor};
 use crate::storage::{Storage, StorageError};
 use crate::tally::{Tally, UNSTORED_GRACE_MS};
 
@@ -68,26 +72,6 @@ const LOOKED_AT_PER_ITEM: usize = 20;
 pub const SEARCH_LIMIT_MAX: usize = 50;
 /// The longest search query.
 pub const MAX_QUERY_BYTES: usize = 1024;
-
-/// Why a memory bank operation was refused or failed. Nothing is written
-/// when one is returned.
-#[derive(Debug, thiserror::Error)]
-pub enum MemoryError {
-    /// No entry has that id.
-    #[error("{0}")]
-    NotFound(String),
-    /// A rule of the bank forbids it (a scope that is not the writer's, a
-    /// role `[memory.propose]` does not list).
-    #[error("{0}")]
-    NotAllowed(String),
-    /// An argument is not acceptable, or the entry is not in a state for it.
-    #[error("{0}")]
-    InvalidInput(String),
-    #[error(transparent)]
-    Session(#[from] SessionError),
-    #[error("memory bank storage failed: {0}")]
-    Storage(#[from] StorageError),
-}
 
 /// A new entry, before it is checked.
 #[derive(Clone, Debug)]
@@ -573,90 +557,4 @@ fn stamp(by: &str, at_ms: u64, reason: Option<&str>) -> Stamp {
         at_ms,
         reason: reason.map(|r| r.trim().to_string()),
     }
-}
-
-/// The scope `spec` names from a session: `project`, `user` and `role` are
-/// the session's own (its project, its owner, its role); anything else is
-/// read as `kind:name`.
-pub fn resolve_scope(
-    spec: &str,
-    session: &SessionState,
-    caller: &Principal,
-) -> Result<Scope, MemoryError> {
-    let spec = spec.trim();
-    match spec.parse::<MemoryScopeKind>() {
-        Ok(MemoryScopeKind::Project) => Ok(Scope::Project(session.header.project.clone())),
-        Ok(MemoryScopeKind::User) => Ok(Scope::User(caller.name.clone())),
-        Ok(MemoryScopeKind::Role) => Ok(Scope::Role(session.header.role)),
-        Err(_) => spec.parse().map_err(MemoryError::InvalidInput),
-    }
-}
-
-/// Where in the index the approved entries `caller` may read from
-/// `session` are: its user's and its session role's, and its projects'
-/// (every project's for a principal with `*`).
-pub fn readable_prefixes(caller: &Principal, session: &SessionState) -> Vec<String> {
-    let mut within = vec![
-        index::scope_prefix(&Scope::User(caller.name.clone())),
-        index::scope_prefix(&Scope::Role(session.header.role)),
-    ];
-    if caller.is_operator() || caller.projects.iter().any(|p| p == "*") {
-        within.push(index::ALL_PROJECTS.to_string());
-    } else {
-        let mut projects = caller.projects.clone();
-        projects.sort();
-        projects.dedup();
-        within.extend(
-            projects
-                .into_iter()
-                .map(|p| index::scope_prefix(&Scope::Project(p))),
-        );
-    }
-    within
-}
-
-/// Whether `scope` is one of `caller`'s from `session`: one of its
-/// principal's projects, its own user, or its session's role.
-pub fn readable(caller: &Principal, session: &SessionState, scope: &Scope) -> bool {
-    match scope {
-        Scope::Project(p) => caller.may_touch(p),
-        Scope::User(u) => *u == caller.name,
-        Scope::Role(r) => *r == session.header.role,
-    }
-}
-
-/// Refuses a proposal by `caller` from `session` to `scope` unless the
-/// scope is the caller's ([`readable`]) and `[memory.propose]` lists the
-/// session's role for that kind of scope.
-pub fn check_proposer(
-    config: &MemoryConfig,
-    caller: &Principal,
-    session: &SessionState,
-    scope: &Scope,
-) -> Result<(), MemoryError> {
-    if !readable(caller, session, scope) {
-        return Err(MemoryError::NotAllowed(format!(
-            "{caller} may not write to memory scope `{scope}`: an agent writes only to its own scopes (its principal's projects, `user:{}`, and `role:{}` from this session); propose to one of those",
-            caller.name, session.header.role
-        )));
-    }
-    let kind = scope.kind();
-    if !config.may_propose(session.header.role, kind) {
-        let listed = config
-            .propose
-            .get(&kind)
-            .map(|roles| {
-                roles
-                    .iter()
-                    .map(|r| format!("\"{r}\""))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            })
-            .unwrap_or_default();
-        return Err(MemoryError::NotAllowed(format!(
-            "sessions of role `{role}` may not propose to {kind} scopes: `[memory.propose] {kind}` in the host config is [{listed}]; an operator adds \"{role}\" there to allow it",
-            role = session.header.role,
-        )));
-    }
-    Ok(())
 }

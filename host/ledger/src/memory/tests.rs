@@ -6,8 +6,8 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use super::*;
-use crate::manifest::{PrincipalKind, Role};
-use crate::session::{SessionsConfig, StartSession};
+use crate::manifest::{MemoryScopeKind, PrincipalKind, Role};
+use crate::session::{SessionState, SessionsConfig, StartSession};
 use crate::storage::{Durability, SledStore};
 use crate::values::ContextEntry;
 
