@@ -20,6 +20,18 @@
 //! `checkpoints` (`<id>/<seq, 20 digits>`) and, on a store several hosts
 //! share, `leases` (id → which host drives the session: `lease.rs`).
 //!
+//! Inside, the files depend one way, so each can be read with only what is
+//! below it: the records at the bottom (the events and their kinds, the
+//! state and its fold, the chain, checkpoints and log reads, the config,
+//! the leases' records, the slots, the observers the host implements),
+//! [`Sessions`] itself (`store.rs`: the service and its batch append) above
+//! them, and the operations, each an `impl Sessions` or `impl SessionScope`
+//! block of its own file (indexes, names, records, leasing, room, start,
+//! ops, recovery, listing, the caller's scope in `access.rs`, families,
+//! verdicts, closing) above it, importing downward only. A type or helper
+//! two operations share goes down to the lowest file that needs it, never
+//! up into an operation's file.
+//!
 //! [`Storage`]: crate::storage::Storage
 
 mod access;
