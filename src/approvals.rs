@@ -97,7 +97,12 @@ pub(crate) async fn approve(config: &Path, id: &str) -> Result<ExitCode> {
         .approvals
         .get(id)
         .map(|a| gateway.host().show_approval(&a));
-    match gateway.approve(id, &crate::reach::operator()).await {
+    match gateway
+        .scope(&crate::reach::operator())
+        .approvals()
+        .approve(id)
+        .await
+    {
         Ok(report) => {
             if let Ok(shown) = &shown {
                 print_approved(shown)?;
@@ -111,7 +116,9 @@ pub(crate) async fn approve(config: &Path, id: &str) -> Result<ExitCode> {
 pub(crate) async fn deny(config: &Path, id: &str, reason: &str) -> Result<ExitCode> {
     let gateway = crate::reach::gateway(config).await?;
     match gateway
-        .deny_approval(id, reason, &crate::reach::operator())
+        .scope(&crate::reach::operator())
+        .approvals()
+        .deny(id, reason)
         .await
     {
         Ok(a) => {

@@ -222,7 +222,9 @@ async fn destructive_calls_wait_for_a_human_and_run_once_approved() {
     assert_eq!(pending[0].id, approval_id);
 
     let report =
-        s.gw.approve(&approval_id, &glovebox::cli_operator())
+        s.gw.scope(&glovebox::cli_operator())
+            .approvals()
+            .approve(&approval_id)
             .await
             .unwrap();
     assert_eq!(report.outcome.unwrap()["written"], 13);
@@ -244,7 +246,9 @@ async fn destructive_calls_wait_for_a_human_and_run_once_approved() {
     );
     // An approval runs its call once.
     assert!(
-        s.gw.approve(&approval_id, &glovebox::cli_operator())
+        s.gw.scope(&glovebox::cli_operator())
+            .approvals()
+            .approve(&approval_id)
             .await
             .is_err()
     );
@@ -274,7 +278,9 @@ async fn a_denied_approval_fails_the_call_and_resumes_the_session() {
     let CallError::AwaitingApproval { approval_id, .. } = err else {
         panic!("{err}")
     };
-    s.gw.deny_approval(&approval_id, "not today", &glovebox::cli_operator())
+    s.gw.scope(&glovebox::cli_operator())
+        .approvals()
+        .deny(&approval_id, "not today")
         .await
         .unwrap();
     assert!(!s.workspace.path().join("x.txt").exists());
@@ -283,7 +289,9 @@ async fn a_denied_approval_fails_the_call_and_resumes_the_session() {
         SessionStatus::Active
     );
     assert!(
-        s.gw.approve(&approval_id, &glovebox::cli_operator())
+        s.gw.scope(&glovebox::cli_operator())
+            .approvals()
+            .approve(&approval_id)
             .await
             .is_err(),
         "a denied approval cannot run"
@@ -406,13 +414,17 @@ async fn an_approval_applies_only_to_the_call_and_build_it_judged() {
     let other = Host::load(config).await.unwrap();
     let other = Gateway::new(Arc::new(other), s.durable.clone());
     let err = other
-        .approve(&approval_id, &glovebox::cli_operator())
+        .scope(&glovebox::cli_operator())
+        .approvals()
+        .approve(&approval_id)
         .await
         .unwrap_err();
     assert!(err.to_string().contains("component changed"), "{err}");
     assert!(!s.workspace.path().join("a.txt").exists());
     // The original build still runs it, with the judged input only.
-    s.gw.approve(&approval_id, &glovebox::cli_operator())
+    s.gw.scope(&glovebox::cli_operator())
+        .approvals()
+        .approve(&approval_id)
         .await
         .unwrap();
     assert_eq!(
@@ -743,10 +755,17 @@ async fn threat_37_only_an_operator_or_an_opted_in_caller_settles_an_approval() 
     };
     // The session's own agent, not opted in: refused, saying who settles it.
     let agent = glovebox::Principal::local();
-    let e = s.gw.approve(&approval_id, &agent).await.unwrap_err();
+    let e =
+        s.gw.scope(&agent)
+            .approvals()
+            .approve(&approval_id)
+            .await
+            .unwrap_err();
     assert!(e.to_string().contains("settled by an operator"), "{e}");
     let e =
-        s.gw.deny_approval(&approval_id, "no", &agent)
+        s.gw.scope(&agent)
+            .approvals()
+            .deny(&approval_id, "no")
             .await
             .unwrap_err();
     assert!(e.to_string().contains("settled by an operator"), "{e}");
@@ -754,12 +773,21 @@ async fn threat_37_only_an_operator_or_an_opted_in_caller_settles_an_approval() 
     let mut stranger = glovebox::Principal::local();
     stranger.name = "mallory".into();
     stranger.approve_by = ApproveBy::Client;
-    let e = s.gw.approve(&approval_id, &stranger).await.unwrap_err();
+    let e =
+        s.gw.scope(&stranger)
+            .approvals()
+            .approve(&approval_id)
+            .await
+            .unwrap_err();
     assert!(e.to_string().contains("no approval"), "{e}");
     // The session's agent, opted in by the operator: it may, and is recorded.
     let mut opted = glovebox::Principal::local();
     opted.approve_by = ApproveBy::Client;
-    s.gw.approve(&approval_id, &opted).await.unwrap();
+    s.gw.scope(&opted)
+        .approvals()
+        .approve(&approval_id)
+        .await
+        .unwrap();
     let settled = s.durable.approvals.get(&approval_id).unwrap();
     assert!(
         matches!(&settled.status, glovebox::approvals::ApprovalStatus::Approved { by: Some(by), .. } if by == "local"),

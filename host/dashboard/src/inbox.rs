@@ -141,7 +141,14 @@ fn render_approvals(
 /// `POST /ui/approvals/ID/approve`: as `glovebox approve ID`, recording the operator.
 pub async fn approve(viewer: Viewer, UrlPath(id): UrlPath<String>) -> Response {
     tracing::info!(approval = %id, principal = %viewer.op.0.name, "dashboard: approve");
-    match viewer.app.gateway.approve(&id, &viewer.op.0).await {
+    match viewer
+        .app
+        .gateway
+        .scope(&viewer.op.0)
+        .approvals()
+        .approve(&id)
+        .await
+    {
         Ok(_) => Redirect::to(&format!("/ui/approvals?done={}", url(&id))).into_response(),
         Err(e) => approvals_refused(viewer, e.to_string()).await,
     }
@@ -167,7 +174,9 @@ pub async fn deny(
         viewer
             .app
             .gateway
-            .deny_approval(&id, &reason, &viewer.op.0)
+            .scope(&viewer.op.0)
+            .approvals()
+            .deny(&id, &reason)
             .await
             .map(|_| ())
             .map_err(|e| e.to_string())

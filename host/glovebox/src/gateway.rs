@@ -7,7 +7,6 @@
 use std::path::Path;
 use std::sync::{Arc, RwLock};
 
-use crate::approvals::{Approval, ApprovalStatus};
 use crate::budget;
 use crate::call::CallReport;
 use crate::detect;
@@ -16,7 +15,7 @@ use crate::host::Host;
 use crate::ledger::{Durable, open_sessions};
 use crate::manifest::Principal;
 use crate::pipeline::{Admitted, Judge};
-use crate::session::{Event, EventKind, SessionError, Sessions, digest};
+use crate::session::{Event, EventKind, SessionError, Sessions};
 use crate::settled::{Settled, Waiters};
 use crate::spend::{Breach, SpendConfig};
 use crate::tasks;
@@ -67,9 +66,6 @@ impl Drop for InFlight {
             .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
     }
 }
-
-/// Who settles what the host settles by itself (an expired approval).
-const HOST: &str = "host";
 
 /// What a reload put in place.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -319,126 +315,9 @@ impl Gateway {
         self.run(&state, admitted, judge, None, None).await
     }
 
-    /// Runs the call approval `id` is for, exactly as it was judged, and
-    /// resumes its session; `by` (an operator, or the calling client when
-    /// its principal settles its own approvals) is recorded.
-    pub async fn approve(&self, id: &str, by: &Principal) -> Result<CallReport, SessionError> {
-        let approval = self.ledger.approvals.pending(id)?;
-        self.may_settle(by, &approval)?;
-        if let Some(why) = self.expired(&approval) {
-            self.deny_approval(id, &why, &Principal::operator(HOST))
-                .await?;
-            return Err(SessionError::InvalidInput(format!(
-                "approval `{id}` has expired ({why}); the call was denied and its session resumed: the agent calls again"
-            )));
-        }
-        let call = self
-            .admit(&approval.tool, &approval.input)
-            .map_err(|e| SessionError::InvalidInput(format!("approval `{id}` cannot run: {e}")))?;
-        if call.component_digest() != approval.tool_digest {
-            return Err(SessionError::InvalidInput(format!(
-                "approval `{id}` was given for another build of `{}` (its component changed since the call was judged): deny it and call again",
-                approval.tool
-            )));
-        }
-        if digest(approval.input.as_bytes()) != approval.input_hash {
-            return Err(SessionError::InvalidInput(format!(
-                "approval `{id}` does not match its recorded input hash: deny it"
-            )));
-        }
-        let (sessions, approvals) = (self.sessions().clone(), self.ledger.approvals.clone());
-        let mut settled = approval;
-        let by = by.name.clone();
-        let (resumed, settled) = ledger_work(move || {
-            check_requested(&sessions, &settled)?;
-            let resumed = sessions.resume(&settled.session)?;
-            settled.status = ApprovalStatus::Approved {
-                at_ms: sessions.clock_ms(),
-                by: Some(by),
-            };
-            // Exactly one settlement is recorded, also across hosts.
-            approvals.settle(&settled)?;
-            Ok((resumed, settled))
-        })
-        .await?;
-        let judge = Judge::Approved(Box::new(settled));
-        let report = self.run(&resumed.state, call, judge, None, None).await?;
-        self.waiters.settle(id, &Settled::Ran(report.clone()));
-        Ok(report)
-    }
-
-    /// Threat 37: an approval is settled by an operator, or by the agent
-    /// whose call it is when the operator let its principal settle its own
-    /// (`approve_by = "client"`). Anyone else is told it does not exist.
-    fn may_settle(&self, by: &Principal, approval: &Approval) -> Result<(), SessionError> {
-        let own_client = by.approve_by == crate::manifest::ApproveBy::Client
-            && self.sees_session(by, &approval.session);
-        if by.is_operator() || own_client {
-            return Ok(());
-        }
-        if self.sees_session(by, &approval.session) {
-            return Err(SessionError::NotAllowed(format!(
-                "approval `{}` is settled by an operator (`glovebox approve {}`): {by} may not settle its own calls' approvals",
-                approval.id, approval.id
-            )));
-        }
-        Err(SessionError::InvalidInput(format!(
-            "no approval `{}`: `glovebox approvals` lists the pending ones",
-            approval.id
-        )))
-    }
-
-    /// Why `approval` has expired (`[approvals] expire_after`), if it has.
-    fn expired(&self, approval: &Approval) -> Option<String> {
-        let after = self.host().config().approvals.expire_after?;
-        let age = self
-            .sessions()
-            .clock_ms()
-            .saturating_sub(approval.requested_at_ms);
-        (u128::from(age) >= after.as_millis()).then(|| {
-            format!(
-                "pending longer than `[approvals] expire_after` = {}",
-                humantime::format_duration(after)
-            )
-        })
-    }
-
-    /// Denies every pending approval that has expired (the sweep's step):
-    /// its call fails for good and its session resumes. Returns their ids.
-    pub async fn expire_approvals(&self) -> Result<Vec<String>, SessionError> {
-        if self.host().config().approvals.expire_after.is_none() {
-            return Ok(Vec::new());
-        }
-        // Oldest first: the walk stops at the first one that has not expired.
-        let (approvals, gateway) = (self.ledger.approvals.clone(), self.clone());
-        let due = ledger_work(move || {
-            let mut due = Vec::new();
-            for approval in approvals.each_pending() {
-                let approval = approval?;
-                match gateway.expired(&approval) {
-                    Some(why) => due.push((approval, why)),
-                    None => break,
-                }
-            }
-            Ok(due)
-        })
-        .await?;
-        let mut expired = Vec::new();
-        for (approval, why) in due {
-            match self
-                .deny_approval(&approval.id, &why, &Principal::operator(HOST))
-                .await
-            {
-                Ok(_) => {
-                    tracing::warn!(approval = %approval.id, session = %approval.session, "approval expired: denied");
-                    expired.push(approval.id);
-                }
-                // Settled meanwhile by someone else.
-                Err(SessionError::InvalidInput(_)) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(expired)
+    /// The calls waiting for their approval to be settled.
+    pub(crate) fn waiters(&self) -> &Waiters {
+        &self.waiters
     }
 
     /// Waits up to `within` for approval `id` to be settled by whoever
@@ -455,37 +334,6 @@ impl Gateway {
             // The server is stopping: the approval stays pending.
             _ = draining.wait_for(|d| *d) => None,
         }
-    }
-
-    /// Refuses approval `id`: its call fails for good, and its session is
-    /// resumed so the agent can carry on.
-    pub async fn deny_approval(
-        &self,
-        id: &str,
-        reason: &str,
-        by: &Principal,
-    ) -> Result<Approval, SessionError> {
-        let approval = self.ledger.approvals.pending(id)?;
-        self.may_settle(by, &approval)?;
-        let (sessions, approvals) = (self.sessions().clone(), self.ledger.approvals.clone());
-        let reason = reason.to_string();
-        let by = by.name.clone();
-        ledger_work(move || {
-            let mut approval = approval;
-            approval.status = ApprovalStatus::Denied {
-                at_ms: sessions.clock_ms(),
-                reason: reason.clone(),
-                by: Some(by.clone()),
-            };
-            approvals.settle(&approval)?;
-            sessions.record_denial(&approval, &by, &reason)?;
-            Ok(approval)
-        })
-        .await
-        .inspect(|approval| {
-            self.waiters
-                .settle(&approval.id, &Settled::Denied(approval.clone()))
-        })
     }
 
     /// Logs usage the brain reports (tokens, model cost) into `session`; its
@@ -651,53 +499,6 @@ fn snapshot(ledger: &Durable) -> Result<crate::metrics::Snapshot, SessionError> 
     })
 }
 
-/// An approval runs only the call the log says was requested: the session's
-/// hash chain verifies, and its `call_requested` for the approval's call
-/// names the same tool and input digest as the approval. An approval record
-/// changed behind the log's back is refused.
-fn check_requested(sessions: &Sessions, approval: &Approval) -> Result<(), SessionError> {
-    let refuse = |why: String| {
-        Err(SessionError::InvalidInput(format!(
-            "approval `{}` does not match the session's log: {why}; deny it and call again",
-            approval.id
-        )))
-    };
-    let report = sessions.verify(&approval.session)?;
-    if !report.ok {
-        return refuse(format!(
-            "the log of session `{}` does not verify (`glovebox log verify {}`)",
-            approval.session, approval.session
-        ));
-    }
-    let requested = sessions
-        .events(&approval.session, 1, usize::MAX)?
-        .into_iter()
-        .find_map(|e| match e.kind {
-            EventKind::CallRequested {
-                call_id,
-                tool,
-                input_digest,
-                ..
-            } if call_id == approval.call_id => Some((tool, input_digest)),
-            _ => None,
-        });
-    match requested {
-        None => refuse(format!(
-            "no call `{}` was requested there",
-            approval.call_id
-        )),
-        Some((tool, _)) if tool != approval.tool => refuse(format!(
-            "call `{}` was a call to `{tool}`, not `{}`",
-            approval.call_id, approval.tool
-        )),
-        Some((_, input_digest)) if input_digest != approval.input_hash => refuse(format!(
-            "call `{}` was requested with another input (sha256 {input_digest})",
-            approval.call_id
-        )),
-        Some(_) => Ok(()),
-    }
-}
-
 impl Gateway {
     /// One pass of the stuck-agent detector's sweep ([`detect::sweep`]): the
     /// time-based rules over every live session (flags as events, a pause on
@@ -705,7 +506,7 @@ impl Gateway {
     /// sessions idle that long. The ledger work runs off the async threads;
     /// what the pass did is logged and returned.
     pub async fn sweep(&self) -> Result<detect::Swept, SessionError> {
-        self.expire_approvals().await?;
+        crate::scope::expire_approvals(self).await?;
         // Pending approvals of sessions that ended without settling them
         // (before ending did, or on a host that did not): denied now.
         let sessions = self.sessions().clone();

@@ -81,5 +81,5 @@ pub use jobs::{
 pub use ledger::{Durable, backend_of, open_sessions, open_store, store_dir};
 pub use manifest::{HostConfig, Limits, PluginManifest, Principal, PrincipalKind};
 pub use principals::{NameTheAgent, Principals, cli_operator};
-pub use scope::{JobScope, Scope};
+pub use scope::{ApprovalScope, JobScope, Scope};
 pub use session::{SessionError, Sessions};

@@ -663,14 +663,26 @@ impl Connection {
             .and_then(Value::as_bool);
         match (answer.action, approved) {
             (ElicitationAction::Accept, Some(true)) => {
-                match shared.gateway.approve(approval_id, caller).await {
+                match shared
+                    .gateway
+                    .scope(caller)
+                    .approvals()
+                    .approve(approval_id)
+                    .await
+                {
                     Ok(report) => Some(results::report(report)),
                     Err(e) => Some(results::session_failure(&e)),
                 }
             }
             (ElicitationAction::Accept, _) | (ElicitationAction::Decline, _) => {
                 let why = "declined by the client's user (MCP elicitation)";
-                match shared.gateway.deny_approval(approval_id, why, caller).await {
+                match shared
+                    .gateway
+                    .scope(caller)
+                    .approvals()
+                    .deny(approval_id, why)
+                    .await
+                {
                     Ok(a) => Some(results::call_error(&denied(tool, &a))),
                     Err(e) => Some(results::session_failure(&e)),
                 }

@@ -24,6 +24,7 @@
 //!
 //! [`cli_operator`]: crate::cli_operator
 
+mod approvals;
 mod children;
 mod completion;
 mod jobs;
@@ -42,6 +43,8 @@ use crate::session::{
 };
 use crate::tasks::ledger_work;
 
+pub use approvals::ApprovalScope;
+pub(crate) use approvals::expire as expire_approvals;
 pub use jobs::JobScope;
 
 /// The gateway bound to one caller (see the module docs); cheap: two
@@ -55,6 +58,11 @@ pub struct Scope<'g> {
 impl<'g> Scope<'g> {
     pub(crate) fn new(gateway: &'g Gateway, caller: &'g Principal) -> Scope<'g> {
         Scope { gateway, caller }
+    }
+
+    /// Settling approvals as the caller (see [`ApprovalScope`]).
+    pub fn approvals(self) -> ApprovalScope<'g> {
+        ApprovalScope::new(self.gateway, self.caller)
     }
 
     /// Who calls.
