@@ -11,7 +11,7 @@
 
 use serde_json::Value;
 
-use super::tools::{SCHEMAS, field_of};
+use super::tools::fields::{SCHEMAS, field_of};
 use jsonschema::error::ValidationErrorKind;
 
 /// The first argument of built-in `tool` outside a limit its schema

@@ -42,8 +42,8 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use super::McpServer;
 use super::answers::Answers;
+use super::server::McpServer;
 use glovebox::Principal;
 
 mod held;

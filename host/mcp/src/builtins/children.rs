@@ -1,0 +1,74 @@
+//! The child-session built-ins: `session_spawn` and `session_wait`.
+
+use std::time::Duration;
+
+use rmcp::ErrorData;
+use rmcp::model::{CallToolResult, JsonObject};
+
+use super::parse::{parse, start_extras};
+use crate::connection::Connection;
+use crate::results;
+use crate::tools::{SessionSpawnArgs, SessionWaitArgs};
+use glovebox::Principal;
+use glovebox::session::{Handoff, HandoffKind, SpawnChild};
+
+impl Connection {
+    /// `session_spawn`.
+    pub(super) async fn session_spawn(
+        &self,
+        caller: &Principal,
+        tool: &str,
+        args: JsonObject,
+    ) -> Result<CallToolResult, ErrorData> {
+        let gateway = &self.shared().gateway;
+        let scope = gateway.scope(caller);
+        let a: SessionSpawnArgs = parse(tool, args)?;
+        let role = a.role;
+        let (expected_duration, budget) =
+            start_extras(tool, a.new.expected_duration.as_deref(), &a.budget)?;
+        let parent = match self.target(caller, tool, a.session).await {
+            Ok(key) => key,
+            Err(answer) => return Ok(answer),
+        };
+        // Kind, roles and target are the spawn's to set.
+        let mut task = Handoff::new(HandoffKind::Task, role, a.objective);
+        task.notes = a.notes;
+        let completion = a.completion;
+        if let Err(e) = gateway.check_completion(&completion) {
+            return Ok(results::session_failure(&e));
+        }
+        let spawn = SpawnChild {
+            role,
+            name: a.new.name,
+            tags: a.new.tags,
+            expected_duration,
+            budget,
+            task,
+            completion,
+        };
+        Ok(match scope.spawn_session(&parent, spawn).await {
+            Ok(spawned) => results::ok(&spawned),
+            Err(e) => results::session_failure(&e),
+        })
+    }
+
+    /// `session_wait`.
+    pub(super) async fn session_wait(
+        &self,
+        caller: &Principal,
+        tool: &str,
+        args: JsonObject,
+    ) -> Result<CallToolResult, ErrorData> {
+        let scope = self.shared().gateway.scope(caller);
+        let a: SessionWaitArgs = parse(tool, args)?;
+        let parent = match self.target(caller, tool, a.session).await {
+            Ok(key) => key,
+            Err(answer) => return Ok(answer),
+        };
+        let timeout = a.timeout_ms.map(Duration::from_millis);
+        Ok(match scope.wait_children(&parent, timeout).await {
+            Ok(waited) => results::ok(&waited),
+            Err(e) => results::session_failure(&e),
+        })
+    }
+}

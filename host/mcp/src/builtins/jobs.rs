@@ -1,0 +1,142 @@
+//! The background job built-ins.
+
+use std::time::Duration;
+
+use rmcp::ErrorData;
+use rmcp::model::{CallToolResult, JsonObject};
+use serde_json::json;
+
+use super::parse::parse;
+use crate::connection::Connection;
+use crate::results::{self, bad_arguments};
+use crate::tools::{JobArg, ListArgs, SpawnArgs, WaitArgs, WaitFor};
+use glovebox::Principal;
+use glovebox::jobs::{JobError, WaitMode};
+use glovebox::page::PageRequest;
+
+/// A job operation that failed, as a tool error. (The tool and its input
+/// were checked before `job_spawn` got here, so what the jobs service still
+/// refuses is the session's state.)
+fn job_failure(e: &JobError) -> Result<CallToolResult, ErrorData> {
+    Ok(match e {
+        JobError::BadRequest(_) => results::failure("job_refused", e.to_string()),
+        JobError::NotFound(_) => results::failure("job_not_found", e.to_string()),
+        JobError::Session(s) => results::session_failure(s),
+        JobError::Storage(_) => results::failure("job_storage", e.to_string()),
+    })
+}
+
+impl Connection {
+    /// `job_spawn`.
+    pub(super) async fn job_spawn(
+        &self,
+        caller: &Principal,
+        tool: &str,
+        args: JsonObject,
+    ) -> Result<CallToolResult, ErrorData> {
+        let jobs = self.shared().jobs.scope(caller);
+        let a: SpawnArgs = parse(tool, args)?;
+        if !a.input.is_object() {
+            return Err(bad_arguments(tool, "`input` must be a JSON object"));
+        }
+        let call = self.admit(&a.tool, &a.input)?;
+        let session = match self.session_for_call(caller).await {
+            Ok(s) => s,
+            Err(e) => return Ok(results::session_failure(&e)),
+        };
+        Ok(match jobs.spawn(&session, call).await {
+            Ok(info) => results::ok(&info),
+            Err(e) => job_failure(&e)?,
+        })
+    }
+
+    /// `job_wait`.
+    pub(super) async fn job_wait(
+        &self,
+        caller: &Principal,
+        tool: &str,
+        args: JsonObject,
+    ) -> Result<CallToolResult, ErrorData> {
+        let jobs = self.shared().jobs.scope(caller);
+        let a: WaitArgs = parse(tool, args)?;
+        if a.ids.is_empty() {
+            return Err(bad_arguments(
+                tool,
+                "`ids` is empty: give at least one job id",
+            ));
+        }
+        let mode = match a.mode {
+            WaitFor::All => WaitMode::All,
+            WaitFor::First => WaitMode::First,
+        };
+        let timeout = a.timeout_ms.map(Duration::from_millis);
+        Ok(match jobs.wait(&a.ids, mode, timeout).await {
+            Ok(outcome) => results::ok(&outcome),
+            Err(e) => job_failure(&e)?,
+        })
+    }
+
+    /// `job_status`.
+    pub(super) async fn job_status(
+        &self,
+        caller: &Principal,
+        tool: &str,
+        args: JsonObject,
+    ) -> Result<CallToolResult, ErrorData> {
+        let jobs = self.shared().jobs.scope(caller);
+        let a: JobArg = parse(tool, args)?;
+        Ok(match jobs.status(&a.id).await {
+            Ok(info) => results::ok(&info),
+            Err(e) => job_failure(&e)?,
+        })
+    }
+
+    /// `job_cancel`.
+    pub(super) async fn job_cancel(
+        &self,
+        caller: &Principal,
+        tool: &str,
+        args: JsonObject,
+    ) -> Result<CallToolResult, ErrorData> {
+        let jobs = self.shared().jobs.scope(caller);
+        let a: JobArg = parse(tool, args)?;
+        Ok(match jobs.cancel(&a.id).await {
+            Ok(info) => results::ok(&info),
+            Err(e) => job_failure(&e)?,
+        })
+    }
+
+    /// `job_list`.
+    pub(super) async fn job_list(
+        &self,
+        caller: &Principal,
+        tool: &str,
+        args: JsonObject,
+    ) -> Result<CallToolResult, ErrorData> {
+        let jobs = self.shared().jobs.scope(caller);
+        let a: ListArgs = parse(tool, args)?;
+        let session = match a.session {
+            Some(key) => {
+                if let Some(refused) = self.family_guard(caller, &key).await {
+                    return Ok(refused);
+                }
+                Some(key)
+            }
+            None => self.bound().await,
+        };
+        let page = PageRequest {
+            limit: a.limit,
+            cursor: a.cursor,
+        };
+        Ok(match jobs.list(session.as_deref(), a.status, &page).await {
+            Ok(page) => {
+                let mut value = json!({"jobs": page.items});
+                if let Some(next) = page.next_cursor {
+                    value["next_cursor"] = json!(next);
+                }
+                results::ok_value(value)
+            }
+            Err(e) => job_failure(&e)?,
+        })
+    }
+}

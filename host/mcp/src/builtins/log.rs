@@ -1,0 +1,155 @@
+//! What a session writes and reads of its record: notes, usage reports,
+//! the listing of sessions, a page of the log and the re-run of an
+//! interrupted call.
+
+use rmcp::ErrorData;
+use rmcp::model::{CallToolResult, JsonObject};
+use serde_json::json;
+
+use super::parse::{parse, text_arg};
+use crate::connection::Connection;
+use crate::results::{self, bad_arguments};
+use crate::tools::sizes::LOG_PAGE_MAX;
+use crate::tools::{LogArgs, NoteArgs, RerunArgs, SessionListArgs, UsageArgs, page_request};
+use glovebox::Principal;
+use glovebox::budget::UsageReport;
+use glovebox::session::SessionFilter;
+
+impl Connection {
+    /// `session_note`.
+    pub(super) async fn session_note(
+        &self,
+        caller: &Principal,
+        tool: &str,
+        args: JsonObject,
+    ) -> Result<CallToolResult, ErrorData> {
+        let scope = self.shared().gateway.scope(caller);
+        let a: NoteArgs = parse(tool, args)?;
+        text_arg(tool, "text", &a.text)?;
+        let session = match self.session_for_call(caller).await {
+            Ok(s) => s,
+            Err(e) => return Ok(results::session_failure(&e)),
+        };
+        Ok(match scope.note(&session, &a.text).await {
+            Ok(event) => results::ok(&event),
+            Err(e) => results::session_failure(&e),
+        })
+    }
+
+    /// `session_usage`.
+    pub(super) async fn session_usage(
+        &self,
+        caller: &Principal,
+        tool: &str,
+        args: JsonObject,
+    ) -> Result<CallToolResult, ErrorData> {
+        let scope = self.shared().gateway.scope(caller);
+        let a: UsageArgs = parse(tool, args)?;
+        let usage = UsageReport {
+            tokens_in: a.tokens_in,
+            tokens_out: a.tokens_out,
+            cost: a.cost,
+            model: a.model,
+        };
+        let session = match self.session_for_call(caller).await {
+            Ok(s) => s,
+            Err(e) => return Ok(results::session_failure(&e)),
+        };
+        Ok(match scope.report_usage(&session, usage).await {
+            Ok(events) => results::ok_value(json!({"events": events})),
+            Err(e) => results::session_failure(&e),
+        })
+    }
+
+    /// `session_list`.
+    pub(super) async fn session_list(
+        &self,
+        caller: &Principal,
+        tool: &str,
+        args: JsonObject,
+    ) -> Result<CallToolResult, ErrorData> {
+        let scope = self.shared().gateway.scope(caller);
+        let a: SessionListArgs = parse(tool, args)?;
+        let page = page_request(a.limit, a.cursor).map_err(|e| bad_arguments(tool, e))?;
+        if a.children {
+            let key = match self.target(caller, tool, a.session).await {
+                Ok(key) => key,
+                Err(answer) => return Ok(answer),
+            };
+            return Ok(match scope.children(&key, page).await {
+                Ok(page) => results::ok_value(
+                    json!({"children": page.items, "next_cursor": page.next_cursor}),
+                ),
+                Err(e) => results::session_failure(&e),
+            });
+        }
+        if a.session.is_some() {
+            return Err(bad_arguments(
+                tool,
+                "`session` names the parent whose children to list: give it with `children: true`",
+            ));
+        }
+        let filter = SessionFilter {
+            status: a.status,
+            tags: a.tags,
+            ..Default::default()
+        };
+        Ok(match scope.list_sessions(filter, page).await {
+            Ok(page) => {
+                results::ok_value(json!({"sessions": page.items, "next_cursor": page.next_cursor}))
+            }
+            Err(e) => results::session_failure(&e),
+        })
+    }
+
+    /// `session_log`.
+    pub(super) async fn session_log(
+        &self,
+        caller: &Principal,
+        tool: &str,
+        args: JsonObject,
+    ) -> Result<CallToolResult, ErrorData> {
+        let scope = self.shared().gateway.scope(caller);
+        let a: LogArgs = parse(tool, args)?;
+        let limit = a.limit;
+        if limit == 0 || limit > LOG_PAGE_MAX {
+            return Err(bad_arguments(
+                tool,
+                format!("`limit` is {limit}: give 1 to {LOG_PAGE_MAX} and page on with `from_seq`"),
+            ));
+        }
+        let from = a.from_seq.max(1);
+        let key = match self.target(caller, tool, a.session).await {
+            Ok(key) => key,
+            Err(answer) => return Ok(answer),
+        };
+        Ok(match scope.events(&key, from, limit).await {
+            Ok(events) => {
+                let next = (events.len() == limit)
+                    .then(|| events.last().map(|e| e.seq + 1))
+                    .flatten();
+                results::ok_value(json!({"events": events, "next_seq": next}))
+            }
+            Err(e) => results::session_failure(&e),
+        })
+    }
+
+    /// `session_rerun`.
+    pub(super) async fn session_rerun(
+        &self,
+        caller: &Principal,
+        tool: &str,
+        args: JsonObject,
+    ) -> Result<CallToolResult, ErrorData> {
+        let scope = self.shared().gateway.scope(caller);
+        let a: RerunArgs = parse(tool, args)?;
+        let key = match self.target(caller, tool, a.session).await {
+            Ok(key) => key,
+            Err(answer) => return Ok(answer),
+        };
+        Ok(match scope.rerun_interrupted(&key, &a.call_id).await {
+            Ok(report) => results::report(report),
+            Err(e) => results::session_failure(&e),
+        })
+    }
+}

@@ -1,0 +1,185 @@
+//! The session built-ins: start, resume, status, handoff, end and pause.
+
+use rmcp::ErrorData;
+use rmcp::model::{CallToolResult, JsonObject};
+use serde_json::{Value, json};
+
+use super::parse::{parse, start_extras, text_arg};
+use super::target::not_bound;
+use crate::connection::Connection;
+use crate::results;
+use crate::tools::{EndArgs, HandoffArgs, OptionalSessionArg, PauseArgs, SessionArg, StartArgs};
+use glovebox::Principal;
+use glovebox::session::{Handoff, StartSession};
+
+impl Connection {
+    /// `session_start`.
+    pub(super) async fn session_start(
+        &self,
+        caller: &Principal,
+        tool: &str,
+        args: JsonObject,
+    ) -> Result<CallToolResult, ErrorData> {
+        let gateway = &self.shared().gateway;
+        let scope = gateway.scope(caller);
+        let a: StartArgs = parse(tool, args)?;
+        let (expected_duration, budget) =
+            start_extras(tool, a.new.expected_duration.as_deref(), &a.budget)?;
+        let completion = a.completion;
+        if let Err(e) = gateway.check_completion(&completion) {
+            return Ok(results::session_failure(&e));
+        }
+        let start = StartSession {
+            role: a.role,
+            project: a.project,
+            name: a.new.name,
+            tags: a.new.tags,
+            expected_duration,
+            budget,
+            completion,
+        };
+        Ok(match scope.start_session(start).await {
+            Ok(state) => {
+                self.bind(Some(state.header.id.clone())).await;
+                results::ok(&state)
+            }
+            Err(e) => results::session_failure(&e),
+        })
+    }
+
+    /// `session_resume`.
+    pub(super) async fn session_resume(
+        &self,
+        caller: &Principal,
+        tool: &str,
+        args: JsonObject,
+    ) -> Result<CallToolResult, ErrorData> {
+        let scope = self.shared().gateway.scope(caller);
+        let a: SessionArg = parse(tool, args)?;
+        if let Some(refused) = self.family_guard(caller, &a.session).await {
+            return Ok(refused);
+        }
+        Ok(match scope.resume_session(&a.session).await {
+            Ok(resumed) => {
+                self.bind(Some(resumed.state.header.id.clone())).await;
+                results::ok(&resumed)
+            }
+            Err(e) => results::session_failure(&e),
+        })
+    }
+
+    /// `session_status`.
+    pub(super) async fn session_status(
+        &self,
+        caller: &Principal,
+        tool: &str,
+        args: JsonObject,
+    ) -> Result<CallToolResult, ErrorData> {
+        let scope = self.shared().gateway.scope(caller);
+        let a: OptionalSessionArg = parse(tool, args)?;
+        let key = match self.target(caller, tool, a.session).await {
+            Ok(key) => key,
+            Err(answer) => return Ok(answer),
+        };
+        let bound = self.bound().await;
+        Ok(match scope.session(&key).await {
+            Ok(state) => {
+                let mut v = serde_json::to_value(&state).unwrap_or(Value::Null);
+                if let Value::Object(o) = &mut v {
+                    o.insert(
+                        "bound".into(),
+                        json!(bound.as_deref() == Some(state.header.id.as_str())),
+                    );
+                }
+                results::ok_value(v)
+            }
+            Err(e) => results::session_failure(&e),
+        })
+    }
+
+    /// `session_handoff`.
+    pub(super) async fn session_handoff(
+        &self,
+        caller: &Principal,
+        tool: &str,
+        args: JsonObject,
+    ) -> Result<CallToolResult, ErrorData> {
+        let scope = self.shared().gateway.scope(caller);
+        let a: HandoffArgs = parse(tool, args)?;
+        let Some(id) = self.bound().await else {
+            return Ok(not_bound(tool));
+        };
+        let result = match scope.session(&id).await {
+            Ok(state) => {
+                let mut h = Handoff::new(a.kind, state.header.role, a.objective);
+                h.notes = a.notes;
+                h.target_session = a.to;
+                scope.handoff(&state.header.id, h).await
+            }
+            Err(e) => Err(e),
+        };
+        Ok(match result {
+            Ok(event) => results::ok(&event),
+            Err(e) => results::session_failure(&e),
+        })
+    }
+
+    /// `session_end`.
+    pub(super) async fn session_end(
+        &self,
+        caller: &Principal,
+        tool: &str,
+        args: JsonObject,
+    ) -> Result<CallToolResult, ErrorData> {
+        let scope = self.shared().gateway.scope(caller);
+        let a: EndArgs = parse(tool, args)?;
+        let Some(id) = self.bound().await else {
+            return Ok(not_bound(tool));
+        };
+        let cancelled = if a.cancel_children {
+            match scope.cancel_children(&id).await {
+                Ok(ids) => ids,
+                Err(e) => return Ok(results::session_failure(&e)),
+            }
+        } else {
+            Vec::new()
+        };
+        Ok(match scope.end_checked(&id, a.outcome).await {
+            Ok(ended) => {
+                self.bind(None).await;
+                // The state, with a `warning` when jobs of the
+                // session's own were left unwaited (`glovebox doctor`).
+                let mut value =
+                    serde_json::to_value(&ended.state).unwrap_or(serde_json::Value::Null);
+                if let (Some(warning), Some(map)) = (ended.warning(), value.as_object_mut()) {
+                    map.insert("warning".into(), warning.into());
+                }
+                if let (false, Some(map)) = (cancelled.is_empty(), value.as_object_mut()) {
+                    map.insert("cancelled_children".into(), json!(cancelled));
+                }
+                results::ok(&value)
+            }
+            Err(e) => results::session_failure(&e),
+        })
+    }
+
+    /// `session_pause`.
+    pub(super) async fn session_pause(
+        &self,
+        caller: &Principal,
+        tool: &str,
+        args: JsonObject,
+    ) -> Result<CallToolResult, ErrorData> {
+        let scope = self.shared().gateway.scope(caller);
+        let a: PauseArgs = parse(tool, args)?;
+        text_arg(tool, "reason", &a.reason)?;
+        let key = match self.target(caller, tool, a.session).await {
+            Ok(key) => key,
+            Err(answer) => return Ok(answer),
+        };
+        Ok(match scope.pause_session(&key, &a.reason).await {
+            Ok(state) => results::ok(&state),
+            Err(e) => results::session_failure(&e),
+        })
+    }
+}

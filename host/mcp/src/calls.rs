@@ -1,0 +1,205 @@
+//! A plugin tool call, and the approval it may wait for: an operator's,
+//! or the client's user's through MCP elicitation.
+
+use rmcp::model::{CallToolResult, ElicitRequestParams, ElicitationAction, ElicitationSchema};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer};
+use serde_json::Value;
+
+use crate::connection::Connection;
+use crate::progress::Progress;
+use crate::results;
+use glovebox::approvals::{Approval, ApprovalStatus};
+use glovebox::manifest::ApproveBy;
+use glovebox::settled::Settled;
+use glovebox::{CallError, Principal};
+
+/// How long a call waits for the client's user to answer an approval
+/// elicitation; after that the approval stays pending for an operator.
+const ELICITATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+
+impl Connection {
+    /// A plugin tool call in the bound (or default) session.
+    pub(crate) async fn call_plugin(
+        &self,
+        tool: &str,
+        input: Value,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let caller = self.caller(context)?;
+        let call = self.admit(tool, &input)?;
+        let name = call.name().to_string();
+        let session = match self.session_for_call(&caller).await {
+            Ok(s) => s,
+            Err(e) => return Ok(results::session_failure(&e)),
+        };
+        let report = match self
+            .shared()
+            .gateway
+            .scope(&caller)
+            .call(&session, call, None, None)
+            .await
+        {
+            Ok(r) => r,
+            Err(e) => return Ok(results::session_failure(&e)),
+        };
+        let Err(CallError::AwaitingApproval { approval_id, .. }) = &report.outcome else {
+            return Ok(results::report(report));
+        };
+        // Who settles it: the client's own user when its principal says so
+        // (`approve_by = "client"`), an operator otherwise, for whom the
+        // call waits up to `[approvals] wait`.
+        let settled = if caller.approve_by == ApproveBy::Client {
+            self.elicit_approval(&caller, &name, approval_id, context)
+                .await
+        } else {
+            self.wait_for_operator(&name, approval_id, context).await
+        };
+        Ok(settled.unwrap_or_else(|| results::report(report)))
+    }
+
+    /// Waits up to `[approvals] wait` for an operator to settle the
+    /// approval, telling a client that asked for progress that it waits.
+    /// `None`: still pending when the wait ended.
+    async fn wait_for_operator(
+        &self,
+        tool: &str,
+        approval_id: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Option<CallToolResult> {
+        let gateway = &self.shared().gateway;
+        let within = gateway.host().config().approvals.wait;
+        if within.is_zero() {
+            return None;
+        }
+        if let Some(status) = context.extensions.get::<Progress>() {
+            status.set(format!(
+                "waiting up to {}s for an operator to approve {approval_id} (`glovebox approve {approval_id}`)",
+                within.as_secs()
+            ));
+        }
+        let settled = gateway.wait_for_approval(approval_id, within).await;
+        match settled? {
+            Settled::Ran(report) => Some(results::report(report)),
+            Settled::RanElsewhere(approval) => Some(results::approved_elsewhere(&approval)),
+            Settled::Denied(approval) => Some(results::call_error(&denied(tool, &approval))),
+        }
+    }
+
+    /// Asks the client's user to settle a pending approval through MCP
+    /// elicitation (its principal has `approve_by = "client"`), when the
+    /// client declared it can. The question shows the approval as every
+    /// surface does (`Host::show_approval`: the whole input or a preview of
+    /// every key with its SHA-256, the keys the hook named and the tool's
+    /// schema order first, invisible characters marked, with a legend).
+    /// `None`: not asked, or no answer (the approval stays pending for an
+    /// operator).
+    async fn elicit_approval(
+        &self,
+        caller: &Principal,
+        tool: &str,
+        approval_id: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Option<CallToolResult> {
+        let supported = context
+            .peer
+            .peer_info()
+            .is_some_and(|info| info.capabilities.elicitation.is_some());
+        if !supported {
+            return None;
+        }
+        let schema = ElicitationSchema::builder()
+            .required_bool_property("approve", |b| {
+                b.title("Approve").description("Run the call now")
+            })
+            .build()
+            .ok()?;
+        let shared = self.shared();
+        let approval = shared.gateway.ledger().approvals.get(approval_id).ok()?;
+        // The one rendering of an approval every surface shows (threat 55).
+        let shown = shared.gateway.host().show_approval(&approval);
+        let whole_at = format!(
+            "`approval_status` with `id` = \"{id}\" returns it whole (its `input`), as `glovebox approvals --input {id}` does for an operator",
+            id = shown.id
+        );
+        let request = ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message: format!(
+                "The permission hook `{}` asks a human to approve a call to `{}` in session {}: {}.\n{}\nApprove it (approval {})?",
+                shown.hook,
+                shown.tool,
+                shown.session_words(),
+                shown.reason,
+                shown.input_lines(&whole_at).join("\n"),
+                shown.id,
+            ),
+            requested_schema: schema,
+        };
+        let answer = match context
+            .peer
+            .create_elicitation_with_timeout(request, Some(ELICITATION_TIMEOUT))
+            .await
+        {
+            Ok(a) => a,
+            Err(e) => {
+                tracing::info!(approval = %approval_id, error = %e, "elicitation failed: the approval stays pending");
+                return None;
+            }
+        };
+        let approved = answer
+            .content
+            .as_ref()
+            .and_then(|c| c.get("approve"))
+            .and_then(Value::as_bool);
+        match (answer.action, approved) {
+            (ElicitationAction::Accept, Some(true)) => {
+                match shared
+                    .gateway
+                    .scope(caller)
+                    .approvals()
+                    .approve(approval_id)
+                    .await
+                {
+                    Ok(report) => Some(results::report(report)),
+                    Err(e) => Some(results::session_failure(&e)),
+                }
+            }
+            (ElicitationAction::Accept, _) | (ElicitationAction::Decline, _) => {
+                let why = "declined by the client's user (MCP elicitation)";
+                match shared
+                    .gateway
+                    .scope(caller)
+                    .approvals()
+                    .deny(approval_id, why)
+                    .await
+                {
+                    Ok(a) => Some(results::call_error(&denied(tool, &a))),
+                    Err(e) => Some(results::session_failure(&e)),
+                }
+            }
+            // Cancelled (or anything newer): the approval stays pending.
+            _ => None,
+        }
+    }
+}
+
+/// A denied approval as the call's refusal: who denied it and why.
+fn denied(tool: &str, approval: &Approval) -> CallError {
+    let (why, by) = match &approval.status {
+        ApprovalStatus::Denied { reason, by, .. } => (reason.as_str(), by.as_deref()),
+        _ => ("", None),
+    };
+    CallError::Denied {
+        tool: tool.to_string(),
+        hook: "operator".to_string(),
+        pattern: approval.pattern.clone(),
+        reason: format!(
+            "approval {} ({}: {}) denied by {}: {why}",
+            approval.id,
+            approval.hook,
+            approval.reason,
+            by.unwrap_or("an operator")
+        ),
+        alternatives: Vec::new(),
+    }
+}

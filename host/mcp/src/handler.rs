@@ -1,0 +1,176 @@
+//! The MCP server handler of a connection: what it offers (`initialize`,
+//! `server/discover`, `tools/list`) and how it serves a `tools/call`.
+
+use std::borrow::Cow;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, DiscoverResult, Implementation,
+    InitializeResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
+    Tool,
+};
+// `logging` is deprecated from revision 2026-07-28 on (see `logging.rs`).
+#[allow(deprecated)]
+use rmcp::model::SetLevelRequestParams;
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::Value;
+
+use crate::connection::Connection;
+use crate::progress::{Progress, with_progress};
+use crate::results;
+use crate::tools::BUILTINS;
+
+impl Connection {
+    /// Serves one `tools/call`.
+    async fn dispatch(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let name = request.name.to_string();
+        let args = request.arguments.unwrap_or_default();
+        let caller = self.caller(&context)?;
+        // Everything this request writes to a log is its principal's doing,
+        // and the server's log lines about it reach the connection too.
+        let sink = self.state.log.sink(&context.peer);
+        glovebox::tasks::acting_with(caller.name.clone(), Some(sink), async {
+            if BUILTINS.contains(&name.as_str()) {
+                if let Err(refused) = self.judge_builtin(&caller, &name, &args).await {
+                    return Ok(results::call_error(&refused));
+                }
+                return self.builtin(&caller, &name, args).await;
+            }
+            self.call_plugin(&name, Value::Object(args), &context).await
+        })
+        .await
+    }
+}
+
+impl ServerHandler for Connection {
+    // `enable_logging`: see `logging.rs`.
+    #[allow(deprecated)]
+    fn get_info(&self) -> InitializeResult {
+        InitializeResult::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_logging()
+                .build(),
+        )
+        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+        .with_server_info(Implementation::new("glovebox", env!("CARGO_PKG_VERSION")))
+        .with_instructions(
+            "Glovebox runs each tool call in a fresh, capability-restricted Wasm sandbox after \
+                 permission hooks judge it, and logs it in a durable session. Bind a session with \
+                 session_start or session_resume (otherwise calls run in a default session of this \
+                 connection); run long calls in the background with job_spawn and job_wait.",
+        )
+    }
+
+    /// The revisions rmcp lets through to this handler: up to 2026-07-28,
+    /// so that a client's `server/discover` probe at 2026-07-28 reaches
+    /// [`Self::discover`] and is answered, not refused with -32022. What
+    /// this server serves is the revisions up to 2025-11-25 (see
+    /// [`served_versions`]).
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2026_07_28))
+    }
+
+    /// Advertises the revisions with `initialize` and MCP sessions only: a
+    /// connection, and so a bound session, needs them (2026-07-28 serves
+    /// every request statelessly). A client that probes (the official
+    /// Python SDK does) falls back to `initialize` without an error.
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, ErrorData> {
+        Ok(DiscoverResult::from_server_info(
+            served_versions().to_vec(),
+            self.get_info(),
+        ))
+    }
+
+    /// `logging/setLevel`: the least severe of the server's lines about
+    /// this connection's requests that it gets (see `logging.rs`).
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.state.log.set_level(request.level);
+        Ok(())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        served_version(&context)?;
+        Ok(ListToolsResult::with_all_items(
+            self.shared().tools().as_ref().clone(),
+        ))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.shared()
+            .tools()
+            .iter()
+            .find(|t| t.name == name)
+            .cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        served_version(&context)?;
+        // Counted from here to its answer: a stopping server drains it.
+        let in_flight = self.shared().gateway.request();
+        // A task of its own, so a panic ends this call, not the connection.
+        let this = self.clone();
+        let name = request.name.to_string();
+        let mut context = context;
+        let status = Progress::new(format!("running `{name}`"));
+        context.extensions.insert(status.clone());
+        let serve = async move {
+            let _in_flight = in_flight;
+            let (token, peer) = (context.meta.get_progress_token(), context.peer.clone());
+            let dispatched = this.dispatch(request, context);
+            match token {
+                Some(token) => with_progress(dispatched, token, peer, status).await,
+                None => dispatched.await,
+            }
+        };
+        match tokio::spawn(serve).await {
+            Ok(r) => r.map(CallToolResponse::from),
+            Err(e) => {
+                let message = if e.is_panic() {
+                    format!("the host panicked while serving `{name}`")
+                } else {
+                    format!("serving `{name}` was cancelled")
+                };
+                tracing::error!(tool = %name, %message, "MCP call failed inside the host");
+                Ok(results::failure("internal", message).into())
+            }
+        }
+    }
+}
+
+/// The revisions served: those with `initialize` and MCP sessions.
+fn served_versions() -> &'static [ProtocolVersion] {
+    ProtocolVersion::known_up_to(&ProtocolVersion::LATEST_WITH_INITIALIZE)
+}
+
+/// Refuses a request that declares a revision this server does not serve
+/// in its `_meta` (a 2026-07-28 client that skipped the discovery answer):
+/// -32022 with the revisions it serves, so the client can negotiate down.
+fn served_version(context: &RequestContext<RoleServer>) -> Result<(), ErrorData> {
+    match context.meta.protocol_version() {
+        Some(asked) if !served_versions().contains(&asked) => Err(
+            ErrorData::unsupported_protocol_version(asked, served_versions()),
+        ),
+        _ => Ok(()),
+    }
+}
