@@ -32,8 +32,6 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use anyhow::Context;
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full, combinators::BoxBody};
 use hyper::service::Service as _;
 use hyper_util::service::TowerToHyperService;
 use rmcp::transport::streamable_http_server::session::SessionManager as _;
@@ -42,13 +40,16 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use super::answers::Answers;
-use super::server::McpServer;
-use glovebox::Principal;
+use crate::answers::Answers;
+use crate::server::McpServer;
 
+mod auth;
 mod held;
+mod metrics;
+mod responses;
 
-pub use held::MAX_MCP_SESSIONS;
+use auth::Auth;
+use responses::{Request, not_found};
 
 /// The path MCP is served at.
 pub const MCP_PATH: &str = "/mcp";
@@ -153,51 +154,9 @@ impl HttpServer {
     /// Serves until the stop token is cancelled, then drains (see
     /// [`HttpServer::stop_token`]) before it returns.
     pub async fn run(self) -> anyhow::Result<()> {
-        // Leave room for an input up to the host's own limit, so an oversized
-        // input gets the host's message rather than a bare 413.
-        let max_input = usize::try_from(
-            self.server
-                .gateway()
-                .host()
-                .config()
-                .runtime
-                .max_input_bytes,
-        )
-        .unwrap_or(usize::MAX);
         // Ends the MCP sessions once the calls in flight have drained.
         let sessions_end = CancellationToken::new();
-        // The `Host`s served (rmcp checks them for MCP; `/metrics` here).
-        let mut allowed_hosts: Vec<String> = Vec::new();
-        let mut config = StreamableHttpServerConfig::default()
-            .with_cancellation_token(sessions_end.clone())
-            .with_max_request_body_bytes(max_input.saturating_mul(2).max(4 << 20));
-        if let Ok(addr) = self.listener.local_addr() {
-            let mut hosts = vec![
-                "localhost".to_string(),
-                "127.0.0.1".to_string(),
-                "::1".to_string(),
-                addr.ip().to_string(),
-                format!("localhost:{}", addr.port()),
-                addr.to_string(),
-            ];
-            hosts.extend(self.options.allowed_hosts.iter().cloned());
-            allowed_hosts.clone_from(&hosts);
-            config = config.with_allowed_hosts(hosts);
-            // A browser page may reach a loopback server (DNS rebinding, a
-            // malicious page): only pages of this server's own origin, and
-            // those the operator lists, are served; requests without an
-            // Origin (MCP clients that are not browsers) pass.
-            let port = addr.port();
-            let mut origins = vec![
-                format!("http://localhost:{port}"),
-                format!("http://127.0.0.1:{port}"),
-                format!("http://[::1]:{port}"),
-            ];
-            origins.extend(self.options.allowed_origins.iter().cloned());
-            config = config
-                .with_allowed_origins(origins)
-                .enforce_origin_validation();
-        }
+        let (config, allowed_hosts) = self.mcp_config(&sessions_end);
         let factory = {
             let server = self.server.clone();
             move || Ok(server.connection(None))
@@ -285,10 +244,58 @@ impl HttpServer {
         }
         Ok(())
     }
-}
 
-type Response = hyper::Response<BoxBody<Bytes, Infallible>>;
-type Request = hyper::Request<glovebox_listener::TimedBody>;
+    /// rmcp's configuration of the MCP service, and the `Host`s served.
+    fn mcp_config(
+        &self,
+        sessions_end: &CancellationToken,
+    ) -> (StreamableHttpServerConfig, Vec<String>) {
+        // Leave room for an input up to the host's own limit, so an oversized
+        // input gets the host's message rather than a bare 413.
+        let max_input = usize::try_from(
+            self.server
+                .gateway()
+                .host()
+                .config()
+                .runtime
+                .max_input_bytes,
+        )
+        .unwrap_or(usize::MAX);
+        // The `Host`s served (rmcp checks them for MCP; `/metrics` here).
+        let mut allowed_hosts: Vec<String> = Vec::new();
+        let mut config = StreamableHttpServerConfig::default()
+            .with_cancellation_token(sessions_end.clone())
+            .with_max_request_body_bytes(max_input.saturating_mul(2).max(4 << 20));
+        if let Ok(addr) = self.listener.local_addr() {
+            let mut hosts = vec![
+                "localhost".to_string(),
+                "127.0.0.1".to_string(),
+                "::1".to_string(),
+                addr.ip().to_string(),
+                format!("localhost:{}", addr.port()),
+                addr.to_string(),
+            ];
+            hosts.extend(self.options.allowed_hosts.iter().cloned());
+            allowed_hosts.clone_from(&hosts);
+            config = config.with_allowed_hosts(hosts);
+            // A browser page may reach a loopback server (DNS rebinding, a
+            // malicious page): only pages of this server's own origin, and
+            // those the operator lists, are served; requests without an
+            // Origin (MCP clients that are not browsers) pass.
+            let port = addr.port();
+            let mut origins = vec![
+                format!("http://localhost:{port}"),
+                format!("http://127.0.0.1:{port}"),
+                format!("http://[::1]:{port}"),
+            ];
+            origins.extend(self.options.allowed_origins.iter().cloned());
+            config = config
+                .with_allowed_origins(origins)
+                .enforce_origin_validation();
+        }
+        (config, allowed_hosts)
+    }
+}
 
 /// At every reload, ends the MCP sessions of the principals the config no
 /// longer declares (their next request would get 401 anyway; an open
@@ -306,293 +313,6 @@ async fn end_removed_principals(gateway: glovebox::Gateway, pins: Arc<held::Pins
     }
 }
 
-/// Authentication, the pinning of MCP sessions to principals, and what
-/// each principal may hold.
-struct Auth {
-    server: McpServer,
-    /// rmcp's MCP sessions, each pinned to the principal that opened it.
-    pins: Arc<held::Pins>,
-    /// Requests in flight by principal (open streams included).
-    requests: held::Requests,
-    /// Set once the server stops: new requests get 503.
-    stopping: std::sync::atomic::AtomicBool,
-    /// The answer streams still open or resumable, which the drain waits for.
-    answers: Arc<Answers>,
-    /// The `Host` values served (a page that rebinds a name to loopback is not).
-    allowed_hosts: Vec<String>,
-}
-
-const SESSION_HEADER: &str = "mcp-session-id";
-/// Sent by a client resuming a stream (server-sent events).
-const LAST_EVENT_ID_HEADER: &str = "last-event-id";
 /// How long past the announced retry interval a stopping server waits for
 /// a client to resume a broken answer stream.
 const RESUME_MARGIN: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// Why a request has no principal.
-enum Refused {
-    /// No valid token (401, with no detail).
-    Token,
-    /// No principals are declared and the peer is not the server's own
-    /// user, or cannot be told to be (403, saying why).
-    NotOwnUser(String),
-}
-
-impl Refused {
-    fn response(self) -> Response {
-        match self {
-            Refused::Token => unauthorized(),
-            Refused::NotOwnUser(why) => plain(hyper::StatusCode::FORBIDDEN, format!("{why}\n")),
-        }
-    }
-}
-
-impl Auth {
-    /// The principal of a request, as the config served now declares it:
-    /// the one whose token it carries, or, when no principal is declared,
-    /// the built-in `local` agent for a connection of the server's own user.
-    async fn principal<B>(&self, req: &hyper::Request<B>) -> Result<Principal, Refused> {
-        let gateway = self.server.gateway();
-        if !gateway.principals().declared() {
-            return match req.extensions().get::<glovebox_listener::Peer>() {
-                Some(peer) => own_user(peer).await.map(|()| Principal::local()),
-                None => Err(Refused::NotOwnUser(
-                    "refused: the connection's peer is unknown".into(),
-                )),
-            };
-        }
-        let token = req
-            .headers()
-            .get(hyper::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split_once(' '))
-            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-            .map(|(_, token)| token.trim());
-        token
-            .and_then(|token| gateway.principals().authenticate(token))
-            .ok_or(Refused::Token)
-    }
-
-    async fn serve<F, Fut>(&self, mut req: Request, inner: F) -> Result<Response, Infallible>
-    where
-        F: FnOnce(Request) -> Fut,
-        Fut: std::future::Future<Output = Result<Response, Infallible>>,
-    {
-        // A resuming GET asks again for the answer to a request the server
-        // took before it began to stop: it is owed, not new work.
-        let resuming =
-            req.method() == hyper::Method::GET && req.headers().contains_key(LAST_EVENT_ID_HEADER);
-        if self.stopping.load(std::sync::atomic::Ordering::SeqCst)
-            && req.method() != hyper::Method::DELETE
-            && !resuming
-        {
-            return Ok(unavailable());
-        }
-        let principal = match self.principal(&req).await {
-            Ok(principal) => principal,
-            Err(refused) => {
-                tracing::info!(method = %req.method(), "HTTP request refused: no valid token, or not the server's own user");
-                return Ok(refused.response());
-            }
-        };
-        let quotas = self.server.gateway().host().config().quotas.clone();
-        let cap = |key: &str| usize::try_from(quotas.limit(key).value).unwrap_or(usize::MAX);
-        // Counted until its answer's body ends (an open stream included).
-        let Some(in_flight) = self
-            .requests
-            .enter(&principal.name, cap("connections_per_principal"))
-        else {
-            return Ok(too_many(format!(
-                "quota reached: {principal} has {} requests in flight on this server, open streams included ({}); close some (idle streams, MCP sessions it no longer uses), or ask the operator to raise it",
-                quotas.limit("connections_per_principal").value,
-                quotas.limit("connections_per_principal")
-            )));
-        };
-        let session = req
-            .headers()
-            .get(SESSION_HEADER)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string);
-        let mut opening = None;
-        match &session {
-            // An MCP session this layer never saw opened, or another
-            // principal's: unknown, as rmcp answers for one it does not have.
-            Some(id) if self.pins.owner(id).as_deref() != Some(principal.name.as_str()) => {
-                return Ok(session_not_found());
-            }
-            Some(_) => {}
-            // A POST without a session opens one (`initialize`): reserved
-            // against the caps before rmcp makes it.
-            None if req.method() == hyper::Method::POST => {
-                let cap = cap("mcp_sessions_per_principal");
-                match self.pins.reserve(&principal.name, cap) {
-                    Ok(reserved) => opening = Some(reserved),
-                    Err(held::Full::Principal) => {
-                        return Ok(too_many(format!(
-                            "quota reached: {principal} holds {cap} MCP sessions on this server ({}); end one (DELETE it, or close its client), or ask the operator to raise it",
-                            quotas.limit("mcp_sessions_per_principal")
-                        )));
-                    }
-                    Err(held::Full::Server) => {
-                        return Ok(too_many(format!(
-                            "this server holds {MAX_MCP_SESSIONS} MCP sessions, its most: try again when some end"
-                        )));
-                    }
-                }
-            }
-            None => {}
-        }
-        let deleting = req.method() == hyper::Method::DELETE;
-        let posting = req.method() == hyper::Method::POST;
-        req.extensions_mut().insert(principal);
-        let mut response = inner(req).await?;
-        // rmcp answers a DELETE it honoured with 202; clients (the official
-        // Python SDK among them) expect 200 or 204 and warn otherwise.
-        if deleting && response.status() == hyper::StatusCode::ACCEPTED {
-            *response.status_mut() = hyper::StatusCode::NO_CONTENT;
-        }
-        if let Some(opening) = opening
-            && let Some(id) = response
-                .headers()
-                .get(SESSION_HEADER)
-                .and_then(|v| v.to_str().ok())
-        {
-            opening.claim(id);
-        }
-        // The principal's request counts until its body ends or is dropped
-        // (the guard lives in the body's frame mapper); an answer stream is
-        // also counted for the drain (see `answers.rs`).
-        response = response.map(move |body| {
-            body.map_frame(move |frame| {
-                let _ = &in_flight;
-                frame
-            })
-            .boxed()
-        });
-        if posting || resuming {
-            let answers = self.answers.clone();
-            response = response.map(move |body| answers.track(body));
-        }
-        Ok(response)
-    }
-
-    /// `GET /metrics`: an operator's (401 without a valid token, 403 for an
-    /// agent's); anyone on a loopback server without principals.
-    async fn metrics<B>(&self, req: &hyper::Request<B>) -> Response {
-        let host = req
-            .headers()
-            .get(hyper::header::HOST)
-            .and_then(|h| h.to_str().ok())
-            .unwrap_or_default();
-        if !self.allowed_hosts.iter().any(|h| h == host) {
-            return plain(
-                hyper::StatusCode::FORBIDDEN,
-                "this Host is not served (`serve --allow-host` adds one)\n".into(),
-            );
-        }
-        let principal = match self.principal(req).await {
-            Ok(principal) => principal,
-            Err(refused) => return refused.response(),
-        };
-        if self.server.gateway().principals().declared() && !principal.is_operator() {
-            return plain(
-                hyper::StatusCode::FORBIDDEN,
-                "the metrics are an operator's: use an operator principal's token\n".into(),
-            );
-        }
-        if req.method() != hyper::Method::GET {
-            return plain(
-                hyper::StatusCode::METHOD_NOT_ALLOWED,
-                "GET /metrics\n".into(),
-            );
-        }
-        match self.server.gateway().metrics_text().await {
-            Ok(text) => {
-                let mut response = plain(hyper::StatusCode::OK, text);
-                response.headers_mut().insert(
-                    hyper::header::CONTENT_TYPE,
-                    hyper::header::HeaderValue::from_static(glovebox::metrics::CONTENT_TYPE),
-                );
-                response
-            }
-            Err(e) => plain(
-                hyper::StatusCode::INTERNAL_SERVER_ERROR,
-                format!("cannot read the ledger for the metrics: {e}\n"),
-            ),
-        }
-    }
-}
-
-/// Refuses a connection that is not of the server's own user (a server
-/// without principals serves only the user who started it).
-async fn own_user(peer: &glovebox_listener::Peer) -> Result<(), Refused> {
-    let own = glovebox_listener::own_uid();
-    match peer.is_own_user().await {
-        Ok(true) => Ok(()),
-        Ok(false) => {
-            let uid = peer.uid().await.unwrap_or(u32::MAX);
-            tracing::warn!(peer = %peer.addr, uid, "refused a connection of another user: the config declares no principals, so only the server's own user is served");
-            Err(Refused::NotOwnUser(format!(
-                "refused: this server declares no principals, so it serves only the user who started it (uid {own}), and this connection is uid {uid}'s; declare principals (`glovebox principal add NAME`) to serve others with a token"
-            )))
-        }
-        Err(why) => {
-            tracing::warn!(peer = %peer.addr, %why, "refused a connection whose user cannot be told");
-            Err(Refused::NotOwnUser(format!(
-                "refused: this server declares no principals, so it serves only the user who started it (uid {own}), and this connection's user cannot be told ({why}); declare principals (`glovebox principal add NAME`) and use a token"
-            )))
-        }
-    }
-}
-
-/// 429: the principal holds what it may (the text names the quota).
-fn too_many(text: String) -> Response {
-    tracing::info!(%text, "HTTP request refused (429)");
-    plain(hyper::StatusCode::TOO_MANY_REQUESTS, format!("{text}\n"))
-}
-
-/// 401 with no detail (which principals exist, or why a token failed, is
-/// not the caller's to learn).
-fn unauthorized() -> Response {
-    let mut response = hyper::Response::new(Full::new(Bytes::new()).boxed());
-    *response.status_mut() = hyper::StatusCode::UNAUTHORIZED;
-    response.headers_mut().insert(
-        hyper::header::WWW_AUTHENTICATE,
-        hyper::header::HeaderValue::from_static("Bearer"),
-    );
-    response
-}
-
-/// A text answer with `status`.
-fn plain(status: hyper::StatusCode, text: String) -> Response {
-    let mut response = hyper::Response::new(Full::new(Bytes::from(text)).boxed());
-    *response.status_mut() = status;
-    response
-}
-
-/// 503: the server is stopping and takes no new request.
-fn unavailable() -> Response {
-    let mut response =
-        hyper::Response::new(Full::new(Bytes::from_static(b"the server is stopping\n")).boxed());
-    *response.status_mut() = hyper::StatusCode::SERVICE_UNAVAILABLE;
-    response
-}
-
-fn session_not_found() -> Response {
-    let mut response = hyper::Response::new(
-        Full::new(Bytes::from_static(b"Not Found: Session not found")).boxed(),
-    );
-    *response.status_mut() = hyper::StatusCode::NOT_FOUND;
-    response
-}
-
-fn not_found() -> hyper::Response<BoxBody<Bytes, Infallible>> {
-    let mut response = hyper::Response::new(
-        Full::new(Bytes::from_static(
-            b"not found: Glovebox serves MCP at /mcp\n",
-        ))
-        .boxed(),
-    );
-    *response.status_mut() = hyper::StatusCode::NOT_FOUND;
-    response
-}

@@ -1,0 +1,224 @@
+//! Who is calling over HTTP, the pinning of MCP sessions to principals,
+//! and what each principal may hold.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use http_body_util::BodyExt;
+
+use super::held::{self, MAX_MCP_SESSIONS};
+use super::responses::{
+    Request, Response, plain, session_not_found, too_many, unauthorized, unavailable,
+};
+use crate::answers::Answers;
+use crate::server::McpServer;
+use glovebox::Principal;
+use glovebox::manifest::QuotasConfig;
+
+/// Authentication, the pinning of MCP sessions to principals, and what
+/// each principal may hold.
+pub(super) struct Auth {
+    pub(super) server: McpServer,
+    /// rmcp's MCP sessions, each pinned to the principal that opened it.
+    pub(super) pins: Arc<held::Pins>,
+    /// Requests in flight by principal (open streams included).
+    pub(super) requests: held::Requests,
+    /// Set once the server stops: new requests get 503.
+    pub(super) stopping: std::sync::atomic::AtomicBool,
+    /// The answer streams still open or resumable, which the drain waits for.
+    pub(super) answers: Arc<Answers>,
+    /// The `Host` values served (a page that rebinds a name to loopback is not).
+    pub(super) allowed_hosts: Vec<String>,
+}
+
+const SESSION_HEADER: &str = "mcp-session-id";
+/// Sent by a client resuming a stream (server-sent events).
+const LAST_EVENT_ID_HEADER: &str = "last-event-id";
+
+/// Why a request has no principal.
+pub(super) enum Refused {
+    /// No valid token (401, with no detail).
+    Token,
+    /// No principals are declared and the peer is not the server's own
+    /// user, or cannot be told to be (403, saying why).
+    NotOwnUser(String),
+}
+
+impl Refused {
+    pub(super) fn response(self) -> Response {
+        match self {
+            Refused::Token => unauthorized(),
+            Refused::NotOwnUser(why) => plain(hyper::StatusCode::FORBIDDEN, format!("{why}\n")),
+        }
+    }
+}
+
+impl Auth {
+    /// The principal of a request, as the config served now declares it:
+    /// the one whose token it carries, or, when no principal is declared,
+    /// the built-in `local` agent for a connection of the server's own user.
+    pub(super) async fn principal<B>(&self, req: &hyper::Request<B>) -> Result<Principal, Refused> {
+        let gateway = self.server.gateway();
+        if !gateway.principals().declared() {
+            return match req.extensions().get::<glovebox_listener::Peer>() {
+                Some(peer) => own_user(peer).await.map(|()| Principal::local()),
+                None => Err(Refused::NotOwnUser(
+                    "refused: the connection's peer is unknown".into(),
+                )),
+            };
+        }
+        let token = req
+            .headers()
+            .get(hyper::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, token)| token.trim());
+        token
+            .and_then(|token| gateway.principals().authenticate(token))
+            .ok_or(Refused::Token)
+    }
+
+    pub(super) async fn serve<F, Fut>(
+        &self,
+        mut req: Request,
+        inner: F,
+    ) -> Result<Response, Infallible>
+    where
+        F: FnOnce(Request) -> Fut,
+        Fut: std::future::Future<Output = Result<Response, Infallible>>,
+    {
+        // A resuming GET asks again for the answer to a request the server
+        // took before it began to stop: it is owed, not new work.
+        let resuming =
+            req.method() == hyper::Method::GET && req.headers().contains_key(LAST_EVENT_ID_HEADER);
+        if self.stopping.load(std::sync::atomic::Ordering::SeqCst)
+            && req.method() != hyper::Method::DELETE
+            && !resuming
+        {
+            return Ok(unavailable());
+        }
+        let principal = match self.principal(&req).await {
+            Ok(principal) => principal,
+            Err(refused) => {
+                tracing::info!(method = %req.method(), "HTTP request refused: no valid token, or not the server's own user");
+                return Ok(refused.response());
+            }
+        };
+        let quotas = self.server.gateway().host().config().quotas.clone();
+        // Counted until its answer's body ends (an open stream included).
+        let Some(in_flight) = self
+            .requests
+            .enter(&principal.name, cap(&quotas, "connections_per_principal"))
+        else {
+            return Ok(too_many(format!(
+                "quota reached: {principal} has {} requests in flight on this server, open streams included ({}); close some (idle streams, MCP sessions it no longer uses), or ask the operator to raise it",
+                quotas.limit("connections_per_principal").value,
+                quotas.limit("connections_per_principal")
+            )));
+        };
+        let opening = match self.opening(&req, &principal, &quotas) {
+            Ok(opening) => opening,
+            Err(answer) => return Ok(*answer),
+        };
+        let deleting = req.method() == hyper::Method::DELETE;
+        let posting = req.method() == hyper::Method::POST;
+        req.extensions_mut().insert(principal);
+        let mut response = inner(req).await?;
+        // rmcp answers a DELETE it honoured with 202; clients (the official
+        // Python SDK among them) expect 200 or 204 and warn otherwise.
+        if deleting && response.status() == hyper::StatusCode::ACCEPTED {
+            *response.status_mut() = hyper::StatusCode::NO_CONTENT;
+        }
+        if let Some(opening) = opening
+            && let Some(id) = response
+                .headers()
+                .get(SESSION_HEADER)
+                .and_then(|v| v.to_str().ok())
+        {
+            opening.claim(id);
+        }
+        // The principal's request counts until its body ends or is dropped
+        // (the guard lives in the body's frame mapper); an answer stream is
+        // also counted for the drain (see `answers.rs`).
+        response = response.map(move |body| {
+            body.map_frame(move |frame| {
+                let _ = &in_flight;
+                frame
+            })
+            .boxed()
+        });
+        if posting || resuming {
+            let answers = self.answers.clone();
+            response = response.map(move |body| answers.track(body));
+        }
+        Ok(response)
+    }
+
+    /// The MCP session a request names, if its principal's own, or, for a
+    /// POST without one, the reservation of the one it opens. `Err`: the
+    /// answer instead (404, 429).
+    fn opening(
+        &self,
+        req: &Request,
+        principal: &Principal,
+        quotas: &QuotasConfig,
+    ) -> Result<Option<held::Opening>, Box<Response>> {
+        let session = req
+            .headers()
+            .get(SESSION_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        match &session {
+            // An MCP session this layer never saw opened, or another
+            // principal's: unknown, as rmcp answers for one it does not have.
+            Some(id) if self.pins.owner(id).as_deref() != Some(principal.name.as_str()) => {
+                Err(Box::new(session_not_found()))
+            }
+            Some(_) => Ok(None),
+            // A POST without a session opens one (`initialize`): reserved
+            // against the caps before rmcp makes it.
+            None if req.method() == hyper::Method::POST => {
+                let cap = cap(quotas, "mcp_sessions_per_principal");
+                match self.pins.reserve(&principal.name, cap) {
+                    Ok(reserved) => Ok(Some(reserved)),
+                    Err(held::Full::Principal) => Err(Box::new(too_many(format!(
+                        "quota reached: {principal} holds {cap} MCP sessions on this server ({}); end one (DELETE it, or close its client), or ask the operator to raise it",
+                        quotas.limit("mcp_sessions_per_principal")
+                    )))),
+                    Err(held::Full::Server) => Err(Box::new(too_many(format!(
+                        "this server holds {MAX_MCP_SESSIONS} MCP sessions, its most: try again when some end"
+                    )))),
+                }
+            }
+            None => Ok(None),
+        }
+    }
+}
+
+/// A quota of `quotas`, as a count.
+fn cap(quotas: &QuotasConfig, key: &str) -> usize {
+    usize::try_from(quotas.limit(key).value).unwrap_or(usize::MAX)
+}
+
+/// Refuses a connection that is not of the server's own user (a server
+/// without principals serves only the user who started it).
+async fn own_user(peer: &glovebox_listener::Peer) -> Result<(), Refused> {
+    let own = glovebox_listener::own_uid();
+    match peer.is_own_user().await {
+        Ok(true) => Ok(()),
+        Ok(false) => {
+            let uid = peer.uid().await.unwrap_or(u32::MAX);
+            tracing::warn!(peer = %peer.addr, uid, "refused a connection of another user: the config declares no principals, so only the server's own user is served");
+            Err(Refused::NotOwnUser(format!(
+                "refused: this server declares no principals, so it serves only the user who started it (uid {own}), and this connection is uid {uid}'s; declare principals (`glovebox principal add NAME`) to serve others with a token"
+            )))
+        }
+        Err(why) => {
+            tracing::warn!(peer = %peer.addr, %why, "refused a connection whose user cannot be told");
+            Err(Refused::NotOwnUser(format!(
+                "refused: this server declares no principals, so it serves only the user who started it (uid {own}), and this connection's user cannot be told ({why}); declare principals (`glovebox principal add NAME`) and use a token"
+            )))
+        }
+    }
+}
