@@ -398,8 +398,8 @@ async fn threat_49_listings_sweeps_expiry_and_ends_read_approvals_a_page_at_a_ti
         .deny(&ids[1].1, "no")
         .await
         .unwrap();
-    gw.sweep().await.unwrap();
-    gw.collect_finished().await;
+    glovebox::sweep::pass(&gw).await.unwrap();
+    glovebox::sweep::collect_finished(&gw).await;
     let all = approvals.page(true, &PageRequest::default()).unwrap();
     let states: Vec<String> = all
         .items

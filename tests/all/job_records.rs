@@ -312,7 +312,7 @@ async fn threat_49_an_agent_looping_job_spawn_is_refused_by_the_named_byte_quota
         .unwrap();
     // Retention removes the agent's finished jobs, and gives their bytes back.
     tokio::time::sleep(Duration::from_millis(20)).await;
-    f.jobs.gateway().collect_finished().await;
+    glovebox::sweep::collect_finished(f.jobs.gateway()).await;
     assert_eq!(store.held_bytes("worker-bot").unwrap(), 0);
     let again = f.spawn_echo(10).await.unwrap();
     f.wait(&again.id).await;

@@ -1131,7 +1131,7 @@ async fn threat_43_final_jobs_and_settled_approvals_are_removed_after_their_rete
         .unwrap();
     tokio::time::sleep(Duration::from_millis(20)).await;
 
-    f.jobs.gateway().collect_finished().await;
+    glovebox::sweep::collect_finished(f.jobs.gateway()).await;
     assert!(
         matches!(f.ops().status(&done.id).await, Err(JobError::NotFound(_))),
         "the finished job is removed"

@@ -117,13 +117,13 @@ async fn a_sweep_flags_a_session_that_stopped_calling_tools_once() {
 
     r.advance(6 * MIN);
     r.echo(&busy).await;
-    let swept = r.gw.sweep().await.unwrap();
+    let swept = glovebox::sweep::pass(&r.gw).await.unwrap();
     assert_eq!(swept.judged, 2);
     assert!(swept.is_empty(), "nothing is overdue yet: {swept:?}");
 
     // Past no_progress_after for `idle` only, with no call in between.
     r.advance(5 * MIN);
-    let swept = r.gw.sweep().await.unwrap();
+    let swept = glovebox::sweep::pass(&r.gw).await.unwrap();
     let raised: Vec<_> = swept
         .raised
         .iter()
@@ -148,7 +148,13 @@ async fn a_sweep_flags_a_session_that_stopped_calling_tools_once() {
     for _ in 0..2 {
         r.advance(3 * MIN);
         r.echo(&busy).await;
-        assert!(r.gw.sweep().await.unwrap().raised.is_empty());
+        assert!(
+            glovebox::sweep::pass(&r.gw)
+                .await
+                .unwrap()
+                .raised
+                .is_empty()
+        );
     }
     assert_eq!(r.flag_events(&idle), ["no_progress"]);
     assert!(r.flag_events(&busy).is_empty());
@@ -165,7 +171,7 @@ async fn a_sweep_flags_a_session_that_stopped_calling_tools_once() {
             .is_empty()
     );
     r.advance(11 * MIN);
-    let swept = r.gw.sweep().await.unwrap();
+    let swept = glovebox::sweep::pass(&r.gw).await.unwrap();
     assert_eq!(swept.raised.len(), 2, "both idle now: {swept:?}");
     assert_eq!(r.flag_events(&idle), ["no_progress", "no_progress"]);
 }
@@ -184,10 +190,13 @@ async fn a_sweep_flags_an_overrun_and_pauses_on_a_critical_one() {
     r.echo(&fine).await;
 
     r.advance(15 * MIN);
-    assert!(r.gw.sweep().await.unwrap().is_empty(), "within 2x");
+    assert!(
+        glovebox::sweep::pass(&r.gw).await.unwrap().is_empty(),
+        "within 2x"
+    );
 
     r.advance(6 * MIN);
-    let swept = r.gw.sweep().await.unwrap();
+    let swept = glovebox::sweep::pass(&r.gw).await.unwrap();
     assert_eq!(swept.raised.len(), 1, "{swept:?}");
     assert_eq!(swept.raised[0].session, late);
     assert_eq!(swept.raised[0].rule, "overrun");
@@ -209,7 +218,7 @@ async fn a_sweep_flags_an_overrun_and_pauses_on_a_critical_one() {
 
     // Flagged and paused once.
     r.advance(MIN);
-    let again = r.gw.sweep().await.unwrap();
+    let again = glovebox::sweep::pass(&r.gw).await.unwrap();
     assert!(again.is_empty(), "{again:?}");
     assert_eq!(r.flag_events(&late), ["overrun"]);
 }
@@ -232,7 +241,7 @@ async fn a_sweep_flags_stale_sessions_and_archives_them_only_when_configured() {
 
     r.advance(3 * DAY);
     r.echo(&kept).await;
-    let swept = r.gw.sweep().await.unwrap();
+    let swept = glovebox::sweep::pass(&r.gw).await.unwrap();
     let mut stale: Vec<_> = swept
         .raised
         .iter()
@@ -246,7 +255,7 @@ async fn a_sweep_flags_stale_sessions_and_archives_them_only_when_configured() {
     assert!(swept.archived.is_empty(), "not idle for 5 days yet");
 
     r.advance(3 * DAY);
-    let swept = r.gw.sweep().await.unwrap();
+    let swept = glovebox::sweep::pass(&r.gw).await.unwrap();
     let mut archived = swept.archived.clone();
     archived.sort();
     let mut want = vec![old.clone(), done.clone()];
@@ -269,7 +278,7 @@ async fn a_sweep_flags_stale_sessions_and_archives_them_only_when_configured() {
     let r = rig(|c| c.detector.stale_after = 2 * DAY).await;
     let old = r.start("old", None);
     r.advance(60 * DAY);
-    let swept = r.gw.sweep().await.unwrap();
+    let swept = glovebox::sweep::pass(&r.gw).await.unwrap();
     assert!(swept.archived.is_empty(), "{swept:?}");
     assert_eq!(
         r.durable.sessions.show(&old).unwrap().header.status,
@@ -310,15 +319,15 @@ async fn a_sweep_flags_an_approval_left_waiting_and_never_archives_its_session()
         .unwrap();
 
     r.advance(20 * MIN);
-    assert!(r.gw.sweep().await.unwrap().is_empty());
+    assert!(glovebox::sweep::pass(&r.gw).await.unwrap().is_empty());
     r.advance(20 * MIN);
-    let swept = r.gw.sweep().await.unwrap();
+    let swept = glovebox::sweep::pass(&r.gw).await.unwrap();
     assert_eq!(swept.raised.len(), 1, "{swept:?}");
     assert_eq!(swept.raised[0].rule, "approval_wait");
     assert!(swept.raised[0].reason.contains("ap-000000000001"));
 
     r.advance(3 * DAY);
-    let swept = r.gw.sweep().await.unwrap();
+    let swept = glovebox::sweep::pass(&r.gw).await.unwrap();
     assert!(swept.archived.is_empty(), "{swept:?}");
     assert_eq!(
         r.durable.sessions.show(&id).unwrap().header.status,

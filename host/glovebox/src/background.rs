@@ -75,7 +75,7 @@ fn sweeps(gateway: &Gateway) -> Option<tasks::Owned<()>> {
     Some(tasks::every(every, move || {
         let gateway = gateway.clone();
         async move {
-            if let Err(e) = gateway.sweep().await {
+            if let Err(e) = crate::sweep::pass(&gateway).await {
                 tracing::warn!(error = %e, "sweep: the pass failed (the next one tries again)");
             }
         }

@@ -9,7 +9,6 @@ use std::sync::{Arc, RwLock};
 
 use crate::budget;
 use crate::call::CallReport;
-use crate::detect;
 use crate::error::CallError;
 use crate::host::Host;
 use crate::ledger::{Durable, open_sessions};
@@ -396,12 +395,6 @@ impl Gateway {
             .map_err(|e| SessionError::InvalidInput(format!("completion condition: {e}")))
     }
 
-    /// The gateway on behalf of `caller`: every operation that depends on
-    /// who calls (see [`Scope`](crate::Scope)).
-    pub fn scope<'g>(&'g self, caller: &'g Principal) -> crate::Scope<'g> {
-        crate::Scope::new(self, caller)
-    }
-
     /// The principals of the config served now (see [`Principals`](crate::principals::Principals)).
     pub fn principals(&self) -> crate::principals::Principals {
         crate::principals::Principals::new(self.host())
@@ -497,77 +490,4 @@ fn snapshot(ledger: &Durable) -> Result<crate::metrics::Snapshot, SessionError> 
             .collect(),
         admission: Default::default(),
     })
-}
-
-impl Gateway {
-    /// One pass of the stuck-agent detector's sweep ([`detect::sweep`]): the
-    /// time-based rules over every live session (flags as events, a pause on
-    /// a critical flag) and, with `[detector] archive_after`, the archive of
-    /// sessions idle that long. The ledger work runs off the async threads;
-    /// what the pass did is logged and returned.
-    pub async fn sweep(&self) -> Result<detect::Swept, SessionError> {
-        crate::scope::expire_approvals(self).await?;
-        // Pending approvals of sessions that ended without settling them
-        // (before ending did, or on a host that did not): denied now.
-        let sessions = self.sessions().clone();
-        for a in ledger_work(move || sessions.settle_orphaned_approvals()).await? {
-            tracing::warn!(approval = %a.id, session = %a.session, "sweep: denied a pending approval of a session that had ended");
-        }
-        let config = self.host().config().detector.clone();
-        let (sessions, approvals) = (self.sessions().clone(), self.ledger.approvals.clone());
-        let swept = ledger_work(move || detect::sweep(&sessions, &approvals, &config)).await?;
-        for f in &swept.raised {
-            tracing::warn!(session = %f.session, name = f.name.as_deref().unwrap_or("-"), rule = %f.rule, severity = %f.severity, reason = %f.reason, "sweep: blocker flag raised");
-        }
-        for id in &swept.paused {
-            tracing::warn!(session = %id, "sweep: paused on a critical flag");
-        }
-        for id in &swept.archived {
-            tracing::info!(session = %id, "sweep: archived an idle session");
-        }
-        for why in &swept.failed {
-            tracing::warn!(error = %why, "sweep: a session could not be swept");
-        }
-        self.collect_finished().await;
-        tracing::debug!(
-            judged = swept.judged,
-            raised = swept.raised.len(),
-            paused = swept.paused.len(),
-            archived = swept.archived.len(),
-            "sweep pass done"
-        );
-        Ok(swept)
-    }
-
-    /// Removes the final jobs and settled approvals older than
-    /// `[quotas] retain_finished` (their calls stay in the session logs), so
-    /// the store does not grow with every job ever run. Failures are logged:
-    /// the next sweep tries again.
-    pub async fn collect_finished(&self) {
-        let Some(keep) = self.host().config().quotas.retain_finished else {
-            return;
-        };
-        let keep_ms = u64::try_from(keep.as_millis()).unwrap_or(u64::MAX);
-        let before = self.sessions().clock_ms().saturating_sub(keep_ms);
-        let storage = self.ledger.storage.clone();
-        let approvals = self.ledger.approvals.clone();
-        let collected = ledger_work(move || {
-            let jobs = glovebox_ledger::jobs::JobStore::new(storage)
-                .collect(before)
-                .map_err(|e| SessionError::InvalidInput(e.to_string()))?;
-            Ok::<_, SessionError>((jobs, approvals.collect(before)?))
-        })
-        .await;
-        match collected {
-            Ok((0, 0)) => {}
-            Ok((jobs, approvals)) => {
-                tracing::info!(
-                    jobs,
-                    approvals,
-                    "sweep: removed final jobs and settled approvals past `quotas.retain_finished`"
-                )
-            }
-            Err(e) => tracing::warn!(error = %e, "sweep: could not remove old jobs and approvals"),
-        }
-    }
 }

@@ -40,6 +40,7 @@ mod scope;
 pub mod settled;
 pub mod shown;
 pub mod store_admin;
+pub mod sweep;
 pub mod tasks;
 pub mod triggers;
 pub mod watermark;

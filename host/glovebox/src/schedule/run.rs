@@ -60,7 +60,7 @@ pub async fn run_action(
 async fn run_for(gateway: &Gateway, principal: &Principal, run: &Run, cause: &str) -> RunOutcome {
     let target = match &run.action {
         Action::Sweep => {
-            return match gateway.sweep().await {
+            return match crate::sweep::pass(gateway).await {
                 Ok(swept) => RunOutcome {
                     ok: true,
                     summary: format!(

@@ -55,11 +55,19 @@ pub struct Scope<'g> {
     caller: &'g Principal,
 }
 
-impl<'g> Scope<'g> {
-    pub(crate) fn new(gateway: &'g Gateway, caller: &'g Principal) -> Scope<'g> {
-        Scope { gateway, caller }
+impl Gateway {
+    /// The gateway on behalf of `caller`: every operation that depends on
+    /// who calls (see [`Scope`]). Here, beside [`Scope`], and not in
+    /// `gateway.rs`: the gateway does not know its scopes, which use it.
+    pub fn scope<'g>(&'g self, caller: &'g Principal) -> Scope<'g> {
+        Scope {
+            gateway: self,
+            caller,
+        }
     }
+}
 
+impl<'g> Scope<'g> {
     /// Settling approvals as the caller (see [`ApprovalScope`]).
     pub fn approvals(self) -> ApprovalScope<'g> {
         ApprovalScope::new(self.gateway, self.caller)
