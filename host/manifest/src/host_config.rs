@@ -542,15 +542,7 @@ fn validate_nats(
     };
     let node = match raw.node.as_deref().map(str::trim) {
         None => None,
-        Some(node)
-            if !node.is_empty()
-                && node.len() <= 64
-                && node
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')) =>
-        {
-            Some(node.to_string())
-        }
+        Some(node) if super::source::is_plain_name(node) => Some(node.to_string()),
         Some(node) => {
             return Err(src.invalid(
                 "storage.node",

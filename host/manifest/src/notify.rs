@@ -218,18 +218,44 @@ pub(super) struct RawNotify {
 /// The secret files the `[[notify]]` entries name, resolved from the
 /// config's directory `dir` (threat 56: no grant may reach them).
 pub(super) fn secret_files(dir: &Path, raw: &[RawNotify]) -> Vec<super::SecretFile> {
-    raw.iter()
-        .enumerate()
-        .filter_map(|(i, n)| {
-            let file = n.secret_file.as_ref()?;
+    super::SecretFile::named_by(
+        dir,
+        "notify",
+        "secret_file",
+        raw,
+        |n| n.secret_file.as_ref(),
+        |n| {
             let name = n.name.as_deref().unwrap_or("?");
-            Some(super::SecretFile {
-                what: format!("the secret file of notify target `{name}`"),
-                key: format!("notify[{i}].secret_file"),
-                path: dir.join(file),
-            })
-        })
-        .collect()
+            format!("the secret file of notify target `{name}`")
+        },
+    )
+}
+
+/// The secret an entry gives in the config (`secret`, as written) or in a
+/// file (`secret_file`, trimmed), refused if it gives both: `what` names it
+/// in the refusal (`the signing key`). `at` makes an entry's key.
+pub(super) fn secret_or_file(
+    src: &Source,
+    at: &dyn Fn(&str) -> String,
+    dir: &Path,
+    (secret, secret_file): (&Option<String>, &Option<String>),
+    what: &str,
+) -> Result<Option<String>, ConfigError> {
+    Ok(match (secret, secret_file) {
+        (Some(_), Some(_)) => {
+            return Err(src.invalid(
+                &at("secret"),
+                format!("`secret` and `secret_file` both give {what}"),
+                "keep one: `secret_file` (a 0600 file) keeps it out of the config",
+            ));
+        }
+        (Some(s), None) => Some(s.clone()),
+        (None, Some(file)) => {
+            let text = read_credential_file(src, &at("secret_file"), dir, file)?;
+            Some(text.trim().to_string())
+        }
+        (None, None) => None,
+    })
 }
 
 pub(super) fn validate_notify(
@@ -250,12 +276,7 @@ pub(super) fn validate_notify(
         })?;
         let name = match &entry.name {
             Some(name) => {
-                if name.is_empty()
-                    || name.len() > 64
-                    || !name
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-                {
+                if !super::source::is_plain_name(name) {
                     return Err(src.invalid(
                         &at("name"),
                         format!("`{name}` is not a target name"),
@@ -286,21 +307,13 @@ pub(super) fn validate_notify(
                 ));
             }
         };
-        let secret = match (&entry.secret, &entry.secret_file) {
-            (Some(_), Some(_)) => {
-                return Err(src.invalid(
-                    &at("secret"),
-                    "`secret` and `secret_file` both give the signing key",
-                    "keep one: `secret_file` (a 0600 file) keeps it out of the config",
-                ));
-            }
-            (Some(s), None) => Some(s.clone()),
-            (None, Some(file)) => {
-                let text = read_credential_file(src, &at("secret_file"), dir, file)?;
-                Some(text.trim().to_string())
-            }
-            (None, None) => None,
-        };
+        let secret = secret_or_file(
+            src,
+            &at,
+            dir,
+            (&entry.secret, &entry.secret_file),
+            "the signing key",
+        )?;
         if secret.as_deref().is_some_and(|s| s.len() < 16) {
             let key = if entry.secret.is_some() {
                 "secret"

@@ -112,6 +112,32 @@ pub struct SecretFile {
     pub path: PathBuf,
 }
 
+impl SecretFile {
+    /// The files the `[[table]]` entries name in their `field`, resolved from
+    /// the config's directory `dir`: `file` is an entry's file if it names
+    /// one, `what` says whose it is.
+    pub(super) fn named_by<'a, T>(
+        dir: &Path,
+        table: &str,
+        field: &str,
+        entries: &'a [T],
+        file: impl Fn(&'a T) -> Option<&'a String>,
+        what: impl Fn(&'a T) -> String,
+    ) -> Vec<SecretFile> {
+        entries
+            .iter()
+            .enumerate()
+            .filter_map(|(i, entry)| {
+                Some(SecretFile {
+                    path: dir.join(file(entry)?),
+                    what: what(entry),
+                    key: format!("{table}[{i}].{field}"),
+                })
+            })
+            .collect()
+    }
+}
+
 /// The fix for a grant over Glovebox's own files (not a secret).
 const OWN_FILES_FIX: &str = "grant a directory that holds none of Glovebox's own files, or move them: `data_dir` and `runtime.cache_dir` in glovebox.toml, the config, manifests and components elsewhere";
 

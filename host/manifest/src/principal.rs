@@ -408,17 +408,14 @@ fn parse_hash(text: &str) -> Option<[u8; 32]> {
 /// The credential files the `[[principal]]` entries name, resolved from
 /// the config's directory `dir` (threat 56: no grant may reach them).
 pub(super) fn secret_files(dir: &Path, raw: &[RawPrincipal]) -> Vec<super::SecretFile> {
-    raw.iter()
-        .enumerate()
-        .filter_map(|(i, p)| {
-            let file = p.credential_file.as_ref()?;
-            Some(super::SecretFile {
-                what: format!("the credential file of principal `{}`", p.name),
-                key: format!("principal[{i}].credential_file"),
-                path: dir.join(file),
-            })
-        })
-        .collect()
+    super::SecretFile::named_by(
+        dir,
+        "principal",
+        "credential_file",
+        raw,
+        |p| p.credential_file.as_ref(),
+        |p| format!("the credential file of principal `{}`", p.name),
+    )
 }
 
 /// Reads a credential file, which must be the owner's only (0600 or

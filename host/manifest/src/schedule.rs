@@ -42,8 +42,8 @@ use serde::Deserialize;
 
 use super::ConfigError;
 use super::detector::Severity;
-use super::notify::{NotifyKind, NotifyTarget, parse_events};
-use super::principal::{Principal, PrincipalKind, read_credential_file};
+use super::notify::{NotifyKind, NotifyTarget, parse_events, secret_or_file};
+use super::principal::{Principal, PrincipalKind};
 use super::role::Role;
 use super::source::Source;
 
@@ -494,17 +494,33 @@ fn check_name(name: Option<&str>) -> Result<String, NameError> {
     let Some(name) = name else {
         return Err(NameError::Missing);
     };
-    if name.is_empty()
-        || name.len() > 64
-        || !name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-    {
+    if !super::source::is_plain_name(name) {
         return Err(NameError::Invalid {
             name: name.to_string(),
         });
     }
     Ok(name.to_string())
+}
+
+/// The checked name of entry `i` of the `[[table]]` entries (`table` is
+/// `schedule` or `trigger`), which no entry before it (`taken`) may bear.
+fn unique_name<'a>(
+    src: &Source,
+    table: &str,
+    i: usize,
+    name: Option<&str>,
+    taken: impl Iterator<Item = &'a str>,
+) -> Result<String, ConfigError> {
+    let key = format!("{table}[{i}].name");
+    let name = check_name(name).map_err(|p| src.invalid(&key, p, NAME_HINT))?;
+    if let Some(other) = taken.into_iter().position(|t| t == name) {
+        return Err(src.invalid(
+            &key,
+            format!("two {table}s are named `{name}` (also `{table}[{other}]`)"),
+            format!("give each `[[{table}]]` its own name"),
+        ));
+    }
+    Ok(name)
 }
 
 pub(super) fn validate_schedules(
@@ -515,15 +531,13 @@ pub(super) fn validate_schedules(
     let mut out: Vec<ScheduleConfig> = Vec::new();
     for (i, entry) in raw.iter().enumerate() {
         let at = |key: &str| format!("schedule[{i}].{key}");
-        let name = check_name(entry.name.as_deref())
-            .map_err(|p| src.invalid(&at("name"), p, NAME_HINT))?;
-        if let Some(other) = out.iter().position(|s| s.name == name) {
-            return Err(src.invalid(
-                &at("name"),
-                format!("two schedules are named `{name}` (also `schedule[{other}]`)"),
-                "give each `[[schedule]]` its own name",
-            ));
-        }
+        let name = unique_name(
+            src,
+            "schedule",
+            i,
+            entry.name.as_deref(),
+            out.iter().map(|s| s.name.as_str()),
+        )?;
         let cron = CronExpr::parse(entry.cron.as_deref().unwrap_or_default()).map_err(|p| {
             src.invalid(
                 &at("cron"),
@@ -545,18 +559,17 @@ pub(super) fn validate_schedules(
 /// The secret files the `[[trigger]]` entries name, resolved from the
 /// config's directory `dir` (threat 56: no grant may reach them).
 pub(super) fn secret_files(dir: &Path, raw: &[RawTrigger]) -> Vec<super::SecretFile> {
-    raw.iter()
-        .enumerate()
-        .filter_map(|(i, t)| {
-            let file = t.secret_file.as_ref()?;
+    super::SecretFile::named_by(
+        dir,
+        "trigger",
+        "secret_file",
+        raw,
+        |t| t.secret_file.as_ref(),
+        |t| {
             let name = t.name.as_deref().unwrap_or("?");
-            Some(super::SecretFile {
-                what: format!("the secret file of trigger `{name}`"),
-                key: format!("trigger[{i}].secret_file"),
-                path: dir.join(file),
-            })
-        })
-        .collect()
+            format!("the secret file of trigger `{name}`")
+        },
+    )
 }
 
 pub(super) fn validate_triggers(
@@ -568,15 +581,13 @@ pub(super) fn validate_triggers(
     let mut out: Vec<TriggerConfig> = Vec::new();
     for (i, entry) in raw.iter().enumerate() {
         let at = |key: &str| format!("trigger[{i}].{key}");
-        let name = check_name(entry.name.as_deref())
-            .map_err(|p| src.invalid(&at("name"), p, NAME_HINT))?;
-        if let Some(other) = out.iter().position(|t| t.name == name) {
-            return Err(src.invalid(
-                &at("name"),
-                format!("two triggers are named `{name}` (also `trigger[{other}]`)"),
-                "give each `[[trigger]]` its own name",
-            ));
-        }
+        let name = unique_name(
+            src,
+            "trigger",
+            i,
+            entry.name.as_deref(),
+            out.iter().map(|t| t.name.as_str()),
+        )?;
         let on_text = entry.on.as_deref().unwrap_or_default().trim();
         let on = if on_text == "webhook" {
             TriggerOn::Webhook
@@ -598,22 +609,14 @@ pub(super) fn validate_triggers(
                 }
             }
         };
-        let secret = match (&entry.secret, &entry.secret_file) {
-            (Some(_), Some(_)) => {
-                return Err(src.invalid(
-                    &at("secret"),
-                    "`secret` and `secret_file` both give the webhook's secret",
-                    "keep one: `secret_file` (a 0600 file) keeps it out of the config",
-                ));
-            }
-            (Some(s), None) => Some(s.trim().to_string()),
-            (None, Some(file)) => Some(
-                read_credential_file(src, &at("secret_file"), dir, file)?
-                    .trim()
-                    .to_string(),
-            ),
-            (None, None) => None,
-        };
+        let secret = secret_or_file(
+            src,
+            &at,
+            dir,
+            (&entry.secret, &entry.secret_file),
+            "the webhook's secret",
+        )?
+        .map(|s| s.trim().to_string());
         match (on, &secret) {
             (TriggerOn::Webhook, None) => {
                 return Err(src.invalid(

@@ -212,6 +212,16 @@ fn one_line(message: &str) -> String {
         .join("; ")
 }
 
+/// A name of 1 to 64 letters, digits, `-`, `_` and `.`: a schedule's, a
+/// trigger's, a notify target's, a storage node's.
+pub(super) fn is_plain_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
 pub(super) const SIZE_HINT: &str =
     "write a size like `\"64 MiB\"`, `\"512KiB\"` or `\"1 GB\"`, or an integer number of bytes";
 pub(super) const DURATION_HINT: &str =

@@ -85,31 +85,47 @@ pub fn approximate_size(bytes: u64) -> String {
     format!("{bytes} B")
 }
 
+/// A value written as a non-negative integer or as a text, as [`Size`],
+/// [`Millis`] and [`Fuel`] are.
+struct IntegerOrText<T> {
+    /// What a value is: `expecting`'s answer.
+    expecting: &'static str,
+    /// What a negative integer is said not to be: `size -1 is negative`.
+    noun: &'static str,
+    integer: fn(u64) -> T,
+    text: fn(&str) -> Result<T, String>,
+}
+
+impl<T> Visitor<'_> for IntegerOrText<T> {
+    type Value = T;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(self.expecting)
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<T, E> {
+        u64::try_from(v)
+            .map(self.integer)
+            .map_err(|_| E::custom(format!("{} {v} is negative", self.noun)))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<T, E> {
+        Ok((self.integer)(v))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<T, E> {
+        (self.text)(v).map_err(E::custom)
+    }
+}
+
 /// A size in bytes: an integer, or a string with a unit.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) struct Size(pub u64);
 
 impl<'de> Deserialize<'de> for Size {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct SizeVisitor;
-        impl Visitor<'_> for SizeVisitor {
-            type Value = Size;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a size: an integer number of bytes or a string like \"64 MiB\"")
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Size, E> {
-                u64::try_from(v)
-                    .map(Size)
-                    .map_err(|_| E::custom(format!("size {v} is negative")))
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Size, E> {
-                Ok(Size(v))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Size, E> {
-                parse_size(v).map(Size).map_err(E::custom)
-            }
-        }
-        deserializer.deserialize_any(SizeVisitor)
+        deserializer.deserialize_any(IntegerOrText {
+            expecting: "a size: an integer number of bytes or a string like \"64 MiB\"",
+            noun: "size",
+            integer: Size,
+            text: |v| parse_size(v).map(Size).map_err(|e| e.to_string()),
+        })
     }
 }
 
@@ -119,25 +135,12 @@ pub(super) struct Millis(pub Duration);
 
 impl<'de> Deserialize<'de> for Millis {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct MillisVisitor;
-        impl Visitor<'_> for MillisVisitor {
-            type Value = Millis;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a duration: a string like \"5s\" or an integer number of milliseconds")
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Millis, E> {
-                u64::try_from(v)
-                    .map(|ms| Millis(Duration::from_millis(ms)))
-                    .map_err(|_| E::custom(format!("duration {v} is negative")))
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Millis, E> {
-                Ok(Millis(Duration::from_millis(v)))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Millis, E> {
-                parse_duration(v).map(Millis).map_err(E::custom)
-            }
-        }
-        deserializer.deserialize_any(MillisVisitor)
+        deserializer.deserialize_any(IntegerOrText {
+            expecting: "a duration: a string like \"5s\" or an integer number of milliseconds",
+            noun: "duration",
+            integer: |ms| Millis(Duration::from_millis(ms)),
+            text: |v| parse_duration(v).map(Millis).map_err(|e| e.to_string()),
+        })
     }
 }
 
@@ -150,29 +153,18 @@ pub(super) enum Fuel {
 
 impl<'de> Deserialize<'de> for Fuel {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct FuelVisitor;
-        impl Visitor<'_> for FuelVisitor {
-            type Value = Fuel;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a positive integer amount of fuel or \"off\"")
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Fuel, E> {
-                u64::try_from(v)
-                    .map(Fuel::Amount)
-                    .map_err(|_| E::custom(format!("fuel {v} is negative")))
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Fuel, E> {
-                Ok(Fuel::Amount(v))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Fuel, E> {
+        deserializer.deserialize_any(IntegerOrText {
+            expecting: "a positive integer amount of fuel or \"off\"",
+            noun: "fuel",
+            integer: Fuel::Amount,
+            text: |v| {
                 if v.trim().eq_ignore_ascii_case("off") {
                     Ok(Fuel::Off)
                 } else {
-                    Err(E::custom(format!("invalid fuel `{v}`")))
+                    Err(format!("invalid fuel `{v}`"))
                 }
-            }
-        }
-        deserializer.deserialize_any(FuelVisitor)
+            },
+        })
     }
 }
 
