@@ -52,6 +52,24 @@ pub struct ShownField {
     pub duplicate: bool,
 }
 
+impl ShownField {
+    /// What is true of the field, one phrase each: named by the hook, cut,
+    /// duplicated. [`ShownInput::lines`] writes them after the field.
+    pub fn notes(&self) -> Vec<String> {
+        let mut notes = Vec::new();
+        if self.named {
+            notes.push("named by the hook".to_string());
+        }
+        if self.cut {
+            notes.push(format!("cut: {} bytes in all", self.bytes));
+        }
+        if self.duplicate {
+            notes.push("this key is sent more than once".to_string());
+        }
+        notes
+    }
+}
+
 /// Where the order of the fields came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FieldOrder {
@@ -76,50 +94,28 @@ pub struct ShownInput {
     pub legend: Legend,
 }
 
-/// The top-level entries of a JSON object, in the input's order, duplicates
-/// kept.
-struct Entries(Vec<(String, Box<RawValue>)>);
+/// The top-level entries of a JSON object, in the order its text gives
+/// them, duplicates kept: the values as `V` (their text, or ignored when
+/// only the keys matter).
+struct Entries<V>(Vec<(String, V)>);
 
-impl<'de> Deserialize<'de> for Entries {
+impl<'de, V: Deserialize<'de>> Deserialize<'de> for Entries<V> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct EntriesVisitor;
-        impl<'de> Visitor<'de> for EntriesVisitor {
-            type Value = Entries;
+        struct EntriesVisitor<V>(std::marker::PhantomData<V>);
+        impl<'de, V: Deserialize<'de>> Visitor<'de> for EntriesVisitor<V> {
+            type Value = Entries<V>;
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str("a JSON object")
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Entries, A::Error> {
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Entries<V>, A::Error> {
                 let mut out = Vec::new();
-                while let Some(entry) = map.next_entry::<String, Box<RawValue>>()? {
+                while let Some(entry) = map.next_entry::<String, V>()? {
                     out.push(entry);
                 }
                 Ok(Entries(out))
             }
         }
-        d.deserialize_map(EntriesVisitor)
-    }
-}
-
-/// The keys of an object in the order its text gives them (values ignored).
-struct Keys(Vec<String>);
-
-impl<'de> Deserialize<'de> for Keys {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct KeysVisitor;
-        impl<'de> Visitor<'de> for KeysVisitor {
-            type Value = Keys;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a JSON object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Keys, A::Error> {
-                let mut out = Vec::new();
-                while let Some((key, IgnoredAny)) = map.next_entry::<String, IgnoredAny>()? {
-                    out.push(key);
-                }
-                Ok(Keys(out))
-            }
-        }
-        d.deserialize_map(KeysVisitor)
+        d.deserialize_map(EntriesVisitor(std::marker::PhantomData))
     }
 }
 
@@ -132,7 +128,7 @@ pub fn field_order(schema: &str) -> Vec<String> {
         #[serde(default)]
         required: Option<serde_json::Value>,
         #[serde(default)]
-        properties: Option<Keys>,
+        properties: Option<Entries<IgnoredAny>>,
     }
     let Ok(top) = serde_json::from_str::<Top>(schema) else {
         return Vec::new();
@@ -144,7 +140,8 @@ pub fn field_order(schema: &str) -> Vec<String> {
             .collect(),
         _ => Vec::new(),
     };
-    for key in top.properties.map(|k| k.0).unwrap_or_default() {
+    let properties = top.properties.map(|p| p.0).unwrap_or_default();
+    for (key, IgnoredAny) in properties {
         if !order.contains(&key) {
             order.push(key);
         }
@@ -175,7 +172,7 @@ pub fn show_input(input: &str, order: Option<&[String]>, named: &[String]) -> Sh
     } else {
         FieldOrder::Input
     };
-    let Ok(Entries(entries)) = serde_json::from_str::<Entries>(input) else {
+    let Ok(Entries(entries)) = serde_json::from_str::<Entries<Box<RawValue>>>(input) else {
         // Not an object: the one field is the whole text.
         let (value, cut) = shown_text(input, whole, &mut legend);
         return ShownInput {
@@ -314,16 +311,7 @@ impl ShownInput {
     pub fn lines(&self) -> Vec<String> {
         let mut lines = Vec::with_capacity(self.fields.len() + 1);
         for f in &self.fields {
-            let mut notes = Vec::new();
-            if f.named {
-                notes.push("named by the hook".to_string());
-            }
-            if f.cut {
-                notes.push(format!("cut: {} bytes in all", f.bytes));
-            }
-            if f.duplicate {
-                notes.push("this key is sent more than once".to_string());
-            }
+            let notes = f.notes();
             let notes = if notes.is_empty() {
                 String::new()
             } else {
