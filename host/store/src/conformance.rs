@@ -32,41 +32,32 @@ pub(crate) trait Embedded: Backend {
     fn fail_next_flushes(&self, n: usize);
 }
 
-#[cfg(feature = "sled")]
-impl Backend for crate::SledStore {
-    fn open(dir: &Path, durability: Durability) -> Result<Self, StorageError> {
-        crate::SledStore::open(dir, durability)
-    }
+/// [`Backend`] and `Embedded` for an embedded store, by its own `open`,
+/// `flush_count` and `fail_next_flushes`, when its feature is on.
+macro_rules! embedded_backend {
+    ($feature:literal, $store:ty) => {
+        #[cfg(feature = $feature)]
+        impl Backend for $store {
+            fn open(dir: &Path, durability: Durability) -> Result<Self, StorageError> {
+                <$store>::open(dir, durability)
+            }
+        }
+
+        #[cfg(all(test, feature = $feature))]
+        impl Embedded for $store {
+            fn flush_count(&self) -> u64 {
+                <$store>::flush_count(self)
+            }
+            #[cfg(feature = "fault-injection")]
+            fn fail_next_flushes(&self, n: usize) {
+                <$store>::fail_next_flushes(self, n);
+            }
+        }
+    };
 }
 
-#[cfg(all(test, feature = "sled"))]
-impl Embedded for crate::SledStore {
-    fn flush_count(&self) -> u64 {
-        crate::SledStore::flush_count(self)
-    }
-    #[cfg(feature = "fault-injection")]
-    fn fail_next_flushes(&self, n: usize) {
-        crate::SledStore::fail_next_flushes(self, n);
-    }
-}
-
-#[cfg(feature = "sqlite")]
-impl Backend for crate::SqliteStore {
-    fn open(dir: &Path, durability: Durability) -> Result<Self, StorageError> {
-        crate::SqliteStore::open(dir, durability)
-    }
-}
-
-#[cfg(all(test, feature = "sqlite"))]
-impl Embedded for crate::SqliteStore {
-    fn flush_count(&self) -> u64 {
-        crate::SqliteStore::flush_count(self)
-    }
-    #[cfg(feature = "fault-injection")]
-    fn fail_next_flushes(&self, n: usize) {
-        crate::SqliteStore::fail_next_flushes(self, n);
-    }
-}
+embedded_backend!("sled", crate::SledStore);
+embedded_backend!("sqlite", crate::SqliteStore);
 
 /// Instantiates every test of the contract that any backend passes, as
 /// `#[test] fn <test>()` in the calling module, for `$backend` (a type
@@ -138,6 +129,26 @@ conformance_tests!(
 
 fn open<B: Backend>(dir: &Path) -> B {
     B::open(dir, Durability::Flush).expect("open store")
+}
+
+/// Runs `f(0)` to `f(n - 1)` on `n` threads that start together (each
+/// waits at a barrier until all are ready, so their calls overlap), and
+/// returns what each returned, in order: the races of the contract tests
+/// and of each backend's own.
+pub fn at_once<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    let barrier = Barrier::new(n);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..n)
+            .map(|i| {
+                let (f, barrier) = (&f, &barrier);
+                scope.spawn(move || {
+                    barrier.wait();
+                    f(i)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
 }
 
 fn sorted(mut names: Vec<String>) -> Vec<String> {
@@ -273,25 +284,17 @@ pub fn append_with_a_wrong_expected_last_conflicts<B: Backend>() {
 
 pub fn racing_appends_on_one_expected_last_let_exactly_one_win<B: Backend>() {
     let tmp = tempfile::tempdir().unwrap();
-    let store = Arc::new(open::<B>(tmp.path()));
+    let store = open::<B>(tmp.path());
     const RACERS: usize = 4;
     for round in 0..25 {
         let stream = format!("race-{round}");
-        let barrier = Arc::new(Barrier::new(RACERS));
-        let handles: Vec<_> = (0..RACERS)
-            .map(|i| {
-                let (store, barrier, stream) = (store.clone(), barrier.clone(), stream.clone());
-                std::thread::spawn(move || {
-                    barrier.wait();
-                    store.append(
-                        &stream,
-                        0,
-                        &[format!("writer {i}").into_bytes(), b"second".to_vec()],
-                    )
-                })
-            })
-            .collect();
-        let results: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        let results = at_once(RACERS, |i| {
+            store.append(
+                &stream,
+                0,
+                &[format!("writer {i}").into_bytes(), b"second".to_vec()],
+            )
+        });
         let wins = results.iter().filter(|r| matches!(r, Ok(2))).count();
         let conflicts = results
             .iter()
@@ -308,38 +311,32 @@ pub fn racing_appends_on_one_expected_last_let_exactly_one_win<B: Backend>() {
 /// every append lands once, and the stream has no gap and no duplicate.
 pub fn writers_sharing_one_stream_extend_it_without_gaps<B: Backend>() {
     let tmp = tempfile::tempdir().unwrap();
-    let store = Arc::new(open::<B>(tmp.path()));
+    let store = open::<B>(tmp.path());
     const WRITERS: u64 = 6;
     const APPENDS: u64 = 30;
-    let barrier = Arc::new(Barrier::new(WRITERS as usize));
-    let handles: Vec<_> = (0..WRITERS)
-        .map(|w| {
-            let (store, barrier) = (store.clone(), barrier.clone());
-            std::thread::spawn(move || {
-                barrier.wait();
-                let mut conflicts = 0;
-                for i in 0..APPENDS {
-                    let entry = vec![format!("{w}/{i}").into_bytes()];
-                    let mut head = store.last_seq("shared").unwrap();
-                    loop {
-                        match store.append("shared", head, &entry) {
-                            Ok(last) => {
-                                assert_eq!(last, head + 1);
-                                break;
-                            }
-                            Err(StorageError::Conflict { actual, .. }) => {
-                                conflicts += 1;
-                                head = actual;
-                            }
-                            Err(e) => panic!("{e}"),
-                        }
+    let conflicts: u64 = at_once(WRITERS as usize, |w| {
+        let mut conflicts = 0;
+        for i in 0..APPENDS {
+            let entry = vec![format!("{w}/{i}").into_bytes()];
+            let mut head = store.last_seq("shared").unwrap();
+            loop {
+                match store.append("shared", head, &entry) {
+                    Ok(last) => {
+                        assert_eq!(last, head + 1);
+                        break;
                     }
+                    Err(StorageError::Conflict { actual, .. }) => {
+                        conflicts += 1;
+                        head = actual;
+                    }
+                    Err(e) => panic!("{e}"),
                 }
-                conflicts
-            })
-        })
-        .collect();
-    let conflicts: u64 = handles.into_iter().map(|h| h.join().unwrap()).sum();
+            }
+        }
+        conflicts
+    })
+    .into_iter()
+    .sum();
     eprintln!("{conflicts} conflicts");
     let all = store.read("shared", 1, 10_000).unwrap();
     assert_eq!(all.len() as u64, WRITERS * APPENDS);
@@ -756,30 +753,22 @@ pub fn an_unsynced_put_if_compares_as_strictly_and_is_made_durable_by_a_later_wr
 /// value (what a lease or a claimed name relies on).
 pub fn racing_put_ifs_on_one_expected_value_let_exactly_one_win<B: Backend>() {
     let tmp = tempfile::tempdir().unwrap();
-    let store = Arc::new(open::<B>(tmp.path()));
+    let store = open::<B>(tmp.path());
     const RACERS: usize = 4;
     let mut current: Option<Vec<u8>> = None;
     for round in 0..25 {
-        let barrier = Arc::new(Barrier::new(RACERS));
-        let handles: Vec<_> = (0..RACERS)
-            .map(|i| {
-                let (store, barrier, expected) = (store.clone(), barrier.clone(), current.clone());
-                std::thread::spawn(move || {
-                    barrier.wait();
-                    let mine = format!("round {round} writer {i}").into_bytes();
-                    // Every fifth round removes the key instead of setting it.
-                    let value = (round % 5 != 4).then_some(mine);
-                    store
-                        .put_if(
-                            "race",
-                            "key",
-                            Swap::new(expected.as_deref(), value.as_deref()),
-                        )
-                        .unwrap()
-                })
-            })
-            .collect();
-        let results: Vec<bool> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        let results: Vec<bool> = at_once(RACERS, |i| {
+            let mine = format!("round {round} writer {i}").into_bytes();
+            // Every fifth round removes the key instead of setting it.
+            let value = (round % 5 != 4).then_some(mine);
+            store
+                .put_if(
+                    "race",
+                    "key",
+                    Swap::new(current.as_deref(), value.as_deref()),
+                )
+                .unwrap()
+        });
         let winners: Vec<usize> = (0..RACERS).filter(|&i| results[i]).collect();
         assert_eq!(winners.len(), 1, "round {round}: {results:?}");
         let want =
@@ -907,20 +896,9 @@ fn a_failed_flush_acknowledges_nothing_and_fails_the_store<B: Embedded>() {
 #[cfg(all(test, feature = "fault-injection"))]
 fn every_writer_waiting_on_a_failed_flush_gets_the_error<B: Embedded>() {
     let tmp = tempfile::tempdir().unwrap();
-    let store = Arc::new(open::<B>(tmp.path()));
+    let store = open::<B>(tmp.path());
     store.fail_next_flushes(1);
-    let barrier = Arc::new(Barrier::new(8));
-    let handles: Vec<_> = (0..8)
-        .map(|w| {
-            let (store, barrier) = (store.clone(), barrier.clone());
-            std::thread::spawn(move || {
-                barrier.wait();
-                store.append(&format!("w{w}"), 0, &entries(&["x"]))
-            })
-        })
-        .collect();
-    for h in handles {
-        let result = h.join().unwrap();
+    for result in at_once(8, |w| store.append(&format!("w{w}"), 0, &entries(&["x"]))) {
         assert!(
             matches!(&result, Err(StorageError::Io(m)) if m.contains("injected fault")),
             "{result:?}"

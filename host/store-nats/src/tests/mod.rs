@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Barrier, Mutex, Weak};
 use std::time::Duration;
 
+use glovebox_store::conformance::at_once;
 use glovebox_store::{Durability, Result, Storage, StorageError, Swap};
 
 use crate::testing::NatsServer;
@@ -164,21 +165,10 @@ pub(super) fn race_once(
     round: u64,
     entries: impl Fn(usize) -> Vec<Vec<u8>>,
 ) {
-    let barrier = Arc::new(Barrier::new(hosts.len()));
-    let results: Vec<_> = hosts
-        .iter()
-        .enumerate()
-        .map(|(i, host)| {
-            let (host, barrier, batch) = (host.clone(), barrier.clone(), entries(i));
-            std::thread::spawn(move || {
-                barrier.wait();
-                host.append(stream, round * 2, &batch)
-            })
-        })
-        .collect::<Vec<_>>()
-        .into_iter()
-        .map(|h| h.join().unwrap())
-        .collect();
+    let batches: Vec<_> = (0..hosts.len()).map(entries).collect();
+    let results = at_once(hosts.len(), |i| {
+        hosts[i].append(stream, round * 2, &batches[i])
+    });
     let wins = results
         .iter()
         .filter(|r| r.as_ref().is_ok_and(|&last| last == round * 2 + 2))
@@ -456,27 +446,16 @@ fn two_hosts_racing_on_one_key_cannot_both_set_it() {
         .collect();
     let mut current: Option<Vec<u8>> = None;
     for round in 0..30u32 {
-        let barrier = Arc::new(Barrier::new(2));
-        let results: Vec<bool> = hosts
-            .iter()
-            .enumerate()
-            .map(|(i, host)| {
-                let (host, barrier, expected) = (host.clone(), barrier.clone(), current.clone());
-                std::thread::spawn(move || {
-                    barrier.wait();
-                    let value = format!("round {round} host {i}");
-                    host.put_if(
-                        "leases",
-                        "s-1",
-                        Swap::new(expected.as_deref(), Some(value.as_bytes())),
-                    )
-                    .unwrap()
-                })
-            })
-            .collect::<Vec<_>>()
-            .into_iter()
-            .map(|h| h.join().unwrap())
-            .collect();
+        let results: Vec<bool> = at_once(2, |i| {
+            let value = format!("round {round} host {i}");
+            hosts[i]
+                .put_if(
+                    "leases",
+                    "s-1",
+                    Swap::new(current.as_deref(), Some(value.as_bytes())),
+                )
+                .unwrap()
+        });
         let winners: Vec<usize> = (0..2).filter(|&i| results[i]).collect();
         assert_eq!(winners.len(), 1, "round {round}: {results:?}");
         let want = format!("round {round} host {}", winners[0]).into_bytes();

@@ -418,23 +418,13 @@ fn writers_queued_behind_a_commit_share_the_next_one() {
 #[test]
 fn more_readers_than_connections_take_turns() {
     let tmp = tempfile::tempdir().unwrap();
-    let store = Arc::new(open(tmp.path()));
+    let store = open(tmp.path());
     store.append("s", 0, &vec![vec![1; 100]; 50]).unwrap();
-    let barrier = Arc::new(Barrier::new(24));
-    let handles: Vec<_> = (0..24)
-        .map(|_| {
-            let (store, barrier) = (store.clone(), barrier.clone());
-            std::thread::spawn(move || {
-                barrier.wait();
-                for _ in 0..20 {
-                    assert_eq!(store.read("s", 1, 100).unwrap().len(), 50);
-                }
-            })
-        })
-        .collect();
-    for h in handles {
-        h.join().unwrap();
-    }
+    crate::conformance::at_once(24, |_| {
+        for _ in 0..20 {
+            assert_eq!(store.read("s", 1, 100).unwrap().len(), 50);
+        }
+    });
 }
 
 #[test]
