@@ -120,6 +120,26 @@ mod conformance {
     glovebox_store::storage_contract_tests!(super::TestStore);
 }
 
+/// A server with JetStream on files of its own; the dir goes when the test
+/// ends, after the server.
+fn server() -> (tempfile::TempDir, NatsServer) {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = NatsServer::start(tmp.path(), true);
+    (tmp, server)
+}
+
+/// A store (one host) on `server` under `prefix`.
+fn open(server: &NatsServer, prefix: &str) -> NatsStore {
+    NatsStore::open(&config(server, prefix), Durability::Flush).unwrap()
+}
+
+/// Why a store with `config` does not open, as the operator reads it.
+fn open_error(config: &NatsConfig) -> String {
+    NatsStore::open(config, Durability::Flush)
+        .unwrap_err()
+        .to_string()
+}
+
 fn config(server: &NatsServer, prefix: &str) -> NatsConfig {
     NatsConfig {
         prefix: prefix.to_string(),
@@ -137,11 +157,8 @@ fn entries(texts: &[&str]) -> Vec<Vec<u8>> {
 /// the other gets the conflict, and the log holds the winner's entries only.
 #[test]
 fn two_hosts_racing_on_one_log_cannot_both_append() {
-    let tmp = tempfile::tempdir().unwrap();
-    let server = NatsServer::start(tmp.path(), true);
-    let hosts: Vec<Arc<NatsStore>> = (0..2)
-        .map(|_| Arc::new(NatsStore::open(&config(&server, "race"), Durability::Flush).unwrap()))
-        .collect();
+    let (_tmp, server) = server();
+    let hosts: Vec<Arc<NatsStore>> = (0..2).map(|_| Arc::new(open(&server, "race"))).collect();
     for round in 0..30u64 {
         race_once(&hosts, "session-1", round, |i| {
             entries(&[&format!("host {i}"), "second"])
@@ -200,9 +217,7 @@ fn a_server_that_is_down_is_named_in_the_error() {
         timeout: Duration::from_secs(2),
         ..NatsConfig::new(url.clone())
     };
-    let err = NatsStore::open(&config, Durability::Flush)
-        .unwrap_err()
-        .to_string();
+    let err = open_error(&config);
     assert!(
         err.contains(&format!("cannot reach the NATS server at `{url}`")),
         "{err}"
@@ -214,9 +229,7 @@ fn a_server_that_is_down_is_named_in_the_error() {
 fn a_server_without_jetstream_is_refused_with_how_to_enable_it() {
     let tmp = tempfile::tempdir().unwrap();
     let server = NatsServer::start(tmp.path(), false);
-    let err = NatsStore::open(&config(&server, "glovebox"), Durability::Flush)
-        .unwrap_err()
-        .to_string();
+    let err = open_error(&config(&server, "glovebox"));
     assert!(
         err.contains(&format!("at `{}` has no JetStream", server.url())),
         "{err}"
@@ -228,8 +241,7 @@ fn a_server_without_jetstream_is_refused_with_how_to_enable_it() {
 /// replicas) is refused at open, naming the stream and how to fix it.
 #[test]
 fn an_incompatible_log_stream_is_refused_at_open() {
-    let tmp = tempfile::tempdir().unwrap();
-    let server = NatsServer::start(tmp.path(), true);
+    let (_tmp, server) = server();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -247,28 +259,19 @@ fn an_incompatible_log_stream_is_refused_at_open() {
         .await
         .unwrap();
     });
-    let err = NatsStore::open(&config(&server, "team"), Durability::Flush)
-        .unwrap_err()
-        .to_string();
+    let err = open_error(&config(&server, "team"));
     assert!(err.contains("the JetStream stream `team_log`"), "{err}");
     assert!(err.contains("in memory"), "{err}");
     assert!(err.contains("would drop log entries"), "{err}");
     assert!(err.contains("nats stream edit team_log"), "{err}");
     // R3 asked of a stream that has one copy.
-    let err = NatsStore::open(
-        &NatsConfig {
-            replicas: 3,
-            ..config(&server, "other")
-        },
-        Durability::Flush,
-    )
-    .unwrap_err()
-    .to_string();
+    let err = open_error(&NatsConfig {
+        replicas: 3,
+        ..config(&server, "other")
+    });
     assert!(err.contains("`other_log`"), "{err}");
     // A prefix NATS names cannot hold.
-    let err = NatsStore::open(&config(&server, "a.b"), Durability::Flush)
-        .unwrap_err()
-        .to_string();
+    let err = open_error(&config(&server, "a.b"));
     assert!(err.contains("`prefix`"), "{err}");
 }
 
@@ -276,10 +279,9 @@ fn an_incompatible_log_stream_is_refused_at_open() {
 /// each other's logs or buckets.
 #[test]
 fn deployments_with_other_prefixes_share_a_server_apart() {
-    let tmp = tempfile::tempdir().unwrap();
-    let server = NatsServer::start(tmp.path(), true);
-    let a = NatsStore::open(&config(&server, "team-a"), Durability::Flush).unwrap();
-    let b = NatsStore::open(&config(&server, "team-b"), Durability::Flush).unwrap();
+    let (_tmp, server) = server();
+    let a = open(&server, "team-a");
+    let b = open(&server, "team-b");
     a.append("s", 0, &entries(&["from a"])).unwrap();
     a.put("jobs", "j", b"a's job").unwrap();
     assert_eq!(b.last_seq("s").unwrap(), 0);
@@ -296,9 +298,8 @@ fn deployments_with_other_prefixes_share_a_server_apart() {
 /// goes on appending once the client has reconnected.
 #[test]
 fn a_restarted_server_keeps_every_acknowledged_write() {
-    let tmp = tempfile::tempdir().unwrap();
-    let server = NatsServer::start(tmp.path(), true);
-    let store = NatsStore::open(&config(&server, "glovebox"), Durability::Flush).unwrap();
+    let (_tmp, server) = server();
+    let store = open(&server, "glovebox");
     let mut last = 0;
     for i in 0..200u32 {
         last = store
@@ -332,7 +333,7 @@ fn a_restarted_server_keeps_every_acknowledged_write() {
     );
     assert_eq!(store.append("s", 400, &entries(&["after"])).unwrap(), 401);
     // A fresh store (another host) sees the same.
-    let other = NatsStore::open(&config(&server, "glovebox"), Durability::Flush).unwrap();
+    let other = open(&server, "glovebox");
     assert_eq!(other.read("s", 399, 10).unwrap().len(), 3);
 }
 
@@ -340,9 +341,8 @@ fn a_restarted_server_keeps_every_acknowledged_write() {
 /// (a binary search over the stream), whatever the batch sizes.
 #[test]
 fn reads_from_anywhere_in_a_long_log_of_uneven_appends() {
-    let tmp = tempfile::tempdir().unwrap();
-    let server = NatsServer::start(tmp.path(), true);
-    let store = NatsStore::open(&config(&server, "glovebox"), Durability::Flush).unwrap();
+    let (_tmp, server) = server();
+    let store = open(&server, "glovebox");
     // Other logs' messages interleaved, so stream sequences are not the log's.
     let mut last = 0;
     for i in 0..120u64 {
@@ -375,8 +375,7 @@ fn reads_from_anywhere_in_a_long_log_of_uneven_appends() {
 /// there, and can be dropped there.
 #[test]
 fn the_store_works_and_drops_inside_another_tokio_runtime() {
-    let tmp = tempfile::tempdir().unwrap();
-    let server = NatsServer::start(tmp.path(), true);
+    let (_tmp, server) = server();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -405,8 +404,7 @@ fn the_store_works_and_drops_inside_another_tokio_runtime() {
 #[test]
 fn hosts_starting_together_all_open_the_streams_and_buckets_one_of_them_made() {
     let _heavy = heavy();
-    let tmp = tempfile::tempdir().unwrap();
-    let server = NatsServer::start(tmp.path(), true);
+    let (_tmp, server) = server();
     for round in 0..100 {
         let prefix = format!("together{round}");
         let barrier = Arc::new(Barrier::new(4));
@@ -428,7 +426,7 @@ fn hosts_starting_together_all_open_the_streams_and_buckets_one_of_them_made() {
             results.iter().all(Result::is_ok),
             "round {round}: {results:?}"
         );
-        let host = NatsStore::open(&config(&server, &prefix), Durability::Flush).unwrap();
+        let host = open(&server, &prefix);
         assert_eq!(
             host.scan("made-together", "").unwrap().len(),
             4,
@@ -439,11 +437,8 @@ fn hosts_starting_together_all_open_the_streams_and_buckets_one_of_them_made() {
 
 #[test]
 fn two_hosts_racing_on_one_key_cannot_both_set_it() {
-    let tmp = tempfile::tempdir().unwrap();
-    let server = NatsServer::start(tmp.path(), true);
-    let hosts: Vec<Arc<NatsStore>> = (0..2)
-        .map(|_| Arc::new(NatsStore::open(&config(&server, "cas"), Durability::Flush).unwrap()))
-        .collect();
+    let (_tmp, server) = server();
+    let hosts: Vec<Arc<NatsStore>> = (0..2).map(|_| Arc::new(open(&server, "cas"))).collect();
     let mut current: Option<Vec<u8>> = None;
     for round in 0..30u32 {
         let results: Vec<bool> = at_once(2, |i| {
@@ -471,10 +466,9 @@ fn two_hosts_racing_on_one_key_cannot_both_set_it() {
 #[test]
 fn a_scan_under_concurrent_writes_ends_with_every_key() {
     let _heavy = heavy();
-    let tmp = tempfile::tempdir().unwrap();
-    let server = NatsServer::start(tmp.path(), true);
-    let reader = NatsStore::open(&config(&server, "scanw"), Durability::Flush).unwrap();
-    let writer = Arc::new(NatsStore::open(&config(&server, "scanw"), Durability::Flush).unwrap());
+    let (_tmp, server) = server();
+    let reader = open(&server, "scanw");
+    let writer = Arc::new(open(&server, "scanw"));
     for k in 0..20 {
         reader
             .put("jobs", &format!("job-{k:02}"), b"queued")

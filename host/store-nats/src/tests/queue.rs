@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 
 use glovebox_store::{Durability, Storage};
 
-use crate::testing::NatsServer;
 use crate::{NatsConfig, NatsStore};
 
 fn host(url: &str) -> NatsStore {
@@ -16,8 +15,7 @@ fn host(url: &str) -> NatsStore {
 
 #[test]
 fn a_work_queue_hands_each_item_to_one_host_and_back_when_its_holder_goes_silent() {
-    let tmp = tempfile::tempdir().unwrap();
-    let server = NatsServer::start(tmp.path(), true);
+    let (_tmp, server) = super::server();
     let (a, b) = (host(&server.url()), host(&server.url()));
     let ack_wait = Duration::from_secs(1);
     let qa = a
@@ -71,8 +69,7 @@ fn a_work_queue_hands_each_item_to_one_host_and_back_when_its_holder_goes_silent
 /// bytes NATS escapes stay two groups.
 #[test]
 fn groups_take_turns_in_a_work_queue() {
-    let tmp = tempfile::tempdir().unwrap();
-    let server = NatsServer::start(tmp.path(), true);
+    let (_tmp, server) = super::server();
     let a = host(&server.url());
     let q = a
         .work_queue("jobs", Duration::from_secs(30))
