@@ -174,19 +174,35 @@ mod tests {
 
     /// A listener serving "ok" within `limits`; its address and stop token.
     async fn serve(limits: Limits) -> (SocketAddr, CancellationToken) {
+        serve_with(limits, |_| {
+            hyper::service::service_fn(|_req: Request<TimedBody>| async {
+                Ok::<_, Infallible>(Response::new(http_body_util::Full::new(
+                    hyper::body::Bytes::from_static(b"ok"),
+                )))
+            })
+        })
+        .await
+    }
+
+    /// A listener serving what `make` makes within `limits`; its address
+    /// and stop token. Once stopped it closes the connections still open.
+    async fn serve_with<M, S>(limits: Limits, make: M) -> (SocketAddr, CancellationToken)
+    where
+        M: FnMut(Peer) -> S + Send + 'static,
+        S: hyper::service::Service<
+                Request<TimedBody>,
+                Response = Response<http_body_util::Full<hyper::body::Bytes>>,
+                Error = Infallible,
+            > + Send
+            + 'static,
+        S::Future: Send + 'static,
+    {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (stop, close) = (CancellationToken::new(), CancellationToken::new());
         let token = stop.clone();
         tokio::spawn(async move {
-            let open = accept_until(&listener, limits, &token, &close, |_| {
-                hyper::service::service_fn(|_req: Request<TimedBody>| async {
-                    Ok::<_, Infallible>(Response::new(http_body_util::Full::new(
-                        hyper::body::Bytes::from_static(b"ok"),
-                    )))
-                })
-            })
-            .await;
+            let open = accept_until(&listener, limits, &token, &close, make).await;
             close.cancel();
             open.close();
             open.wait().await;
@@ -230,28 +246,22 @@ mod tests {
             body_timeout: Duration::from_millis(300),
             ..Limits::default()
         };
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (stop, close) = (CancellationToken::new(), CancellationToken::new());
-        let token = stop.clone();
-        tokio::spawn(async move {
-            // Reads the whole body, as a JSON handler does.
-            let _open = accept_until(&listener, limits, &token, &close, |_| {
-                hyper::service::service_fn(|req: Request<TimedBody>| async move {
-                    use http_body_util::BodyExt;
-                    let status = match req.into_body().collect().await {
-                        Ok(_) => 200,
-                        Err(_) => 408,
-                    };
-                    let mut r = Response::new(http_body_util::Full::new(
-                        hyper::body::Bytes::from_static(b"x"),
-                    ));
-                    *r.status_mut() = hyper::StatusCode::from_u16(status).unwrap();
-                    Ok::<_, Infallible>(r)
-                })
+        // Reads the whole body, as a JSON handler does.
+        let (addr, stop) = serve_with(limits, |_| {
+            hyper::service::service_fn(|req: Request<TimedBody>| async move {
+                use http_body_util::BodyExt;
+                let status = match req.into_body().collect().await {
+                    Ok(_) => 200,
+                    Err(_) => 408,
+                };
+                let mut r = Response::new(http_body_util::Full::new(
+                    hyper::body::Bytes::from_static(b"x"),
+                ));
+                *r.status_mut() = hyper::StatusCode::from_u16(status).unwrap();
+                Ok::<_, Infallible>(r)
             })
-            .await;
-        });
+        })
+        .await;
         let mut slow = TcpStream::connect(addr).await.unwrap();
         slow.write_all(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
             .await

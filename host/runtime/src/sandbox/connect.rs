@@ -324,13 +324,8 @@ mod tests {
                 return;
             };
             let _ = sni_tx.send(tls.get_ref().1.server_name().map(str::to_string));
-            let mut got = Vec::new();
-            let mut buf = [0u8; 4096];
-            while !got.windows(4).any(|w| w == b"\r\n\r\n") {
-                match tls.read(&mut buf).await {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => got.extend_from_slice(&buf[..n]),
-                }
+            if read_head(&mut tls).await.is_none() {
+                return;
             }
             let body = "hello over tls";
             let answer = format!(
@@ -341,6 +336,20 @@ mod tests {
             let _ = tls.shutdown().await;
         });
         (addr, sni_rx)
+    }
+
+    /// What a server reads of a request up to the blank line after its
+    /// head (perhaps a little past it); `None` if the client closed first.
+    async fn read_head(stream: &mut (impl AsyncRead + Unpin)) -> Option<Vec<u8>> {
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => return None,
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+            }
+        }
+        Some(got)
     }
 
     fn get(url: &str) -> http::Request<WasiBody> {
@@ -411,16 +420,12 @@ mod tests {
         let (head_tx, head_rx) = oneshot::channel();
         let server = tokio::spawn(async move {
             let (mut tcp, _) = listener.accept().await.unwrap();
-            let mut got = Vec::new();
-            let mut buf = [0u8; 4096];
-            while !got.windows(4).any(|w| w == b"\r\n\r\n") {
-                match tcp.read(&mut buf).await {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => got.extend_from_slice(&buf[..n]),
-                }
-            }
+            let Some(got) = read_head(&mut tcp).await else {
+                return;
+            };
             let _ = head_tx.send(String::from_utf8_lossy(&got).to_string());
             // Never answer; wait for the client to give up.
+            let mut buf = [0u8; 4096];
             while let Ok(n) = tcp.read(&mut buf).await {
                 if n == 0 {
                     break;
