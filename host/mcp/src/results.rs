@@ -49,6 +49,15 @@ pub fn failure(kind: &str, message: String) -> CallToolResult {
     )
 }
 
+/// What a session operation gave: its result ([`ok`]), or why the store or
+/// the lifecycle refused it ([`session_failure`]).
+pub fn session<T: Serialize>(result: Result<T, SessionError>) -> CallToolResult {
+    match result {
+        Ok(value) => ok(&value),
+        Err(e) => session_failure(&e),
+    }
+}
+
 /// A session operation the store or the lifecycle refused.
 pub fn session_failure(e: &SessionError) -> CallToolResult {
     let kind = match e {

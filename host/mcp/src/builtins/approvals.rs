@@ -32,10 +32,7 @@ impl Connection {
             handoff_seq: a.handoff_seq,
         };
         let judged = scope.verdict(&judge, &a.session, input).await;
-        Ok(match judged {
-            Ok(judged) => results::ok(&judged),
-            Err(e) => results::session_failure(&e),
-        })
+        Ok(results::session(judged))
     }
 
     /// `approval_status`.

@@ -46,10 +46,7 @@ impl Connection {
             task,
             completion,
         };
-        Ok(match scope.spawn_session(&parent, spawn).await {
-            Ok(spawned) => results::ok(&spawned),
-            Err(e) => results::session_failure(&e),
-        })
+        Ok(results::session(scope.spawn_session(&parent, spawn).await))
     }
 
     /// `session_wait`.
@@ -66,9 +63,8 @@ impl Connection {
             Err(answer) => return Ok(answer),
         };
         let timeout = a.timeout_ms.map(Duration::from_millis);
-        Ok(match scope.wait_children(&parent, timeout).await {
-            Ok(waited) => results::ok(&waited),
-            Err(e) => results::session_failure(&e),
-        })
+        Ok(results::session(
+            scope.wait_children(&parent, timeout).await,
+        ))
     }
 }

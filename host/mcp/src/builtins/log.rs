@@ -30,10 +30,7 @@ impl Connection {
             Ok(s) => s,
             Err(e) => return Ok(results::session_failure(&e)),
         };
-        Ok(match scope.note(&session, &a.text).await {
-            Ok(event) => results::ok(&event),
-            Err(e) => results::session_failure(&e),
-        })
+        Ok(results::session(scope.note(&session, &a.text).await))
     }
 
     /// `session_usage`.

@@ -118,10 +118,7 @@ impl Connection {
             }
             Err(e) => Err(e),
         };
-        Ok(match result {
-            Ok(event) => results::ok(&event),
-            Err(e) => results::session_failure(&e),
-        })
+        Ok(results::session(result))
     }
 
     /// `session_end`.
@@ -177,9 +174,6 @@ impl Connection {
             Ok(key) => key,
             Err(answer) => return Ok(answer),
         };
-        Ok(match scope.pause_session(&key, &a.reason).await {
-            Ok(state) => results::ok(&state),
-            Err(e) => results::session_failure(&e),
-        })
+        Ok(results::session(scope.pause_session(&key, &a.reason).await))
     }
 }
