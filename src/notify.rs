@@ -121,7 +121,7 @@ async fn test(config: &Path, name: &str) -> Result<ExitCode> {
     };
     let now = glovebox::clock::system_ms();
     let entry = OutboxEntry::new(target, "test", notify::test_notification(name, now), now);
-    let client = notify::client().map_err(anyhow::Error::msg)?;
+    let client = notify::client()?;
     match notify::deliver(&client, target, &entry, now).await {
         Ok(status) => {
             out!(

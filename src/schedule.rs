@@ -28,7 +28,7 @@ pub async fn run(config: &Path, command: ScheduleCommand) -> Result<ExitCode> {
     let scheduler = glovebox::schedule::Scheduler::of(&gateway);
     match command {
         ScheduleCommand::List { json } => {
-            let schedules = scheduler.status().await.map_err(anyhow::Error::msg)?;
+            let schedules = scheduler.status().await?;
             let store = Records(gateway.ledger().storage.clone());
             let mut triggers = Vec::new();
             for t in &gateway.host().config().triggers {

@@ -117,13 +117,47 @@ pub fn signature(secret: &str, unix_seconds: u64, body: &[u8]) -> String {
 
 /// The HTTP client deliveries use: no redirects, no proxy from the
 /// environment, rustls.
-pub fn client() -> Result<reqwest::Client, String> {
+pub fn client() -> Result<reqwest::Client, NoClient> {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .no_proxy()
         .user_agent(concat!("glovebox/", env!("CARGO_PKG_VERSION")))
         .build()
-        .map_err(|e| format!("cannot build the notification HTTP client: {e}"))
+        .map_err(NoClient)
+}
+
+/// The notification HTTP client could not be built (TLS roots, the
+/// resolver): nothing can be delivered.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot build the notification HTTP client: {0}")]
+pub struct NoClient(reqwest::Error);
+
+/// Why one delivery attempt failed; the outbox keeps its text as the
+/// entry's last error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Undelivered {
+    /// No answer came (what the HTTP client said, with its causes).
+    #[error("{0}")]
+    Request(String),
+    /// The receiver answered with a status that is not 2xx; `text` is the
+    /// start of its answer, trimmed (empty when it said nothing).
+    #[error("the receiver answered {status}{}", shown_answer(.text))]
+    Refused {
+        status: reqwest::StatusCode,
+        text: String,
+    },
+    /// No answer within the target's `timeout`.
+    #[error("no answer within {} (the target's `timeout`)", humantime::format_duration(*.0))]
+    TimedOut(Duration),
+}
+
+/// `: <text>` after a refusal's status, or nothing when the answer was empty.
+fn shown_answer(text: &str) -> String {
+    if text.is_empty() {
+        String::new()
+    } else {
+        format!(": {text}")
+    }
 }
 
 /// One attempt to deliver `entry` to `target` at `now_ms` (the time a
@@ -134,7 +168,7 @@ pub async fn deliver(
     target: &NotifyTarget,
     entry: &OutboxEntry,
     now_ms: u64,
-) -> Result<u16, String> {
+) -> Result<u16, Undelivered> {
     let body = body(target.format, entry);
     let mut request = client
         .post(&target.url)
@@ -148,7 +182,11 @@ pub async fn deliver(
         request = request.header("X-Glovebox-Signature", signature(secret, at, &body));
     }
     let attempt = async {
-        let mut response = request.body(body).send().await.map_err(|e| describe(&e))?;
+        let mut response = request
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| Undelivered::Request(describe(&e)))?;
         let status = response.status();
         if status.is_success() {
             return Ok(status.as_u16());
@@ -158,18 +196,11 @@ pub async fn deliver(
         let text = String::from_utf8_lossy(&first[..first.len().min(MAX_ANSWER)])
             .trim()
             .to_string();
-        Err(if text.is_empty() {
-            format!("the receiver answered {status}")
-        } else {
-            format!("the receiver answered {status}: {text}")
-        })
+        Err(Undelivered::Refused { status, text })
     };
     match tokio::time::timeout(target.timeout, attempt).await {
         Ok(result) => result,
-        Err(_) => Err(format!(
-            "no answer within {} (the target's `timeout`)",
-            humantime::format_duration(target.timeout)
-        )),
+        Err(_) => Err(Undelivered::TimedOut(target.timeout)),
     }
 }
 
@@ -260,7 +291,7 @@ pub async fn deliver_due(
                 Attempted::Delivered
             }
             Err(why) => {
-                entry.last_error = Some(why.clone());
+                entry.last_error = Some(why.to_string());
                 if entry.attempts >= target.max_attempts {
                     tracing::warn!(target = %target.name, delivery = %entry.delivery_id, attempts = entry.attempts, error = %why, "notify: giving up on a delivery (kept as failed: `glovebox notify status`)");
                     Attempted::Failed

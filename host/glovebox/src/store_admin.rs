@@ -159,26 +159,39 @@ pub fn check(config: &HostConfig) -> anyhow::Result<CheckReport> {
     })
 }
 
+/// Why a record of a bucket the host writes does not decode.
+#[derive(Debug, thiserror::Error)]
+enum BadRecord {
+    #[error("the key is not `<session>/<event>`")]
+    CheckpointKey,
+    #[error("the checkpoint does not verify: {0}")]
+    Checkpoint(String),
+    #[error("the session id is not text")]
+    NotText,
+    #[error("the record does not decode as JSON: {0}")]
+    NotJson(serde_json::Error),
+}
+
 /// Whether a record of a bucket the host writes decodes; a bucket this
 /// version does not know is not judged.
-fn check_record(bucket: &str, key: &str, value: &[u8]) -> Result<(), String> {
+fn check_record(bucket: &str, key: &str, value: &[u8]) -> Result<(), BadRecord> {
     match bucket {
         "checkpoints" => {
             let (session, seq) = key
                 .split_once('/')
                 .and_then(|(s, n)| Some((s, n.parse::<u64>().ok()?)))
-                .ok_or("the key is not `<session>/<event>`")?;
+                .ok_or(BadRecord::CheckpointKey)?;
             crate::session::checkpoint::decode(session, seq, value)
                 .map(|_| ())
-                .map_err(|why| format!("the checkpoint does not verify: {why}"))
+                .map_err(BadRecord::Checkpoint)
         }
         "names" | "session_names" => std::str::from_utf8(value)
             .map(|_| ())
-            .map_err(|_| "the session id is not text".to_string()),
+            .map_err(|_| BadRecord::NotText),
         "sessions" | "approvals" | "jobs" | "rescues" | "context" => {
             serde_json::from_slice::<serde_json::Value>(value)
                 .map(|_| ())
-                .map_err(|e| format!("the record does not decode as JSON: {e}"))
+                .map_err(BadRecord::NotJson)
         }
         _ => Ok(()),
     }

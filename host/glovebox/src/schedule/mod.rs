@@ -96,20 +96,23 @@ impl Scheduler {
     }
 
     /// Why `schedule` runs now, if it does; the fire is recorded as handled.
-    async fn due(&self, schedule: &ScheduleConfig) -> Result<Option<String>, String> {
+    async fn due(
+        &self,
+        schedule: &ScheduleConfig,
+    ) -> Result<Option<String>, crate::storage::StorageError> {
         let now = (self.clock)();
         let key = records::key("schedule", &schedule.name);
         let records = self.records();
         let (started, schedule) = (self.started_ms, schedule.clone());
         tasks::blocking(
             move || {
-                let Some(mut record) = records.get(&key).map_err(|e| e.to_string())? else {
+                let Some(mut record) = records.get(&key)? else {
                     // First sight: armed now; nothing before now was due.
                     let record = FireRecord {
                         armed_at_ms: now,
                         ..FireRecord::default()
                     };
-                    records.put(&key, &record).map_err(|e| e.to_string())?;
+                    records.put(&key, &record)?;
                     return Ok(None);
                 };
                 let since = record.last_due_ms.unwrap_or(record.armed_at_ms);
@@ -123,10 +126,10 @@ impl Scheduler {
                         "skipped the fire of {} missed while the host was down (`catch_up = false`)",
                         show_ms(due)
                     ));
-                    records.put(&key, &record).map_err(|e| e.to_string())?;
+                    records.put(&key, &record)?;
                     return Ok(None);
                 }
-                records.put(&key, &record).map_err(|e| e.to_string())?;
+                records.put(&key, &record)?;
                 Ok(Some(if missed {
                     format!(
                         "the fire of {} (`{}`), missed while the host was down, caught up",
@@ -137,7 +140,7 @@ impl Scheduler {
                     format!("the fire of {} (`{}`)", show_ms(due), schedule.cron.as_str())
                 }))
             },
-            |why| why,
+            crate::storage::StorageError::Io,
         )
         .await
     }
@@ -159,7 +162,7 @@ impl Scheduler {
     }
 
     /// Every schedule of the config with its record and next fire time.
-    pub async fn status(&self) -> Result<Vec<ScheduleStatus>, String> {
+    pub async fn status(&self) -> Result<Vec<ScheduleStatus>, crate::storage::StorageError> {
         let now = (self.clock)();
         let schedules = self.gateway.host().config().schedules.clone();
         let records = self.records();
@@ -169,8 +172,7 @@ impl Scheduler {
                     .iter()
                     .map(|s| {
                         let record = records
-                            .get(&records::key("schedule", &s.name))
-                            .map_err(|e| e.to_string())?
+                            .get(&records::key("schedule", &s.name))?
                             .unwrap_or_default();
                         Ok(ScheduleStatus {
                             name: s.name.clone(),
@@ -183,7 +185,7 @@ impl Scheduler {
                     })
                     .collect()
             },
-            |why| why,
+            crate::storage::StorageError::Io,
         )
         .await
     }
