@@ -119,7 +119,7 @@ pub fn owned<T: Send + 'static>(future: impl Future<Output = T> + Send + 'static
 /// ends it with the panic's message, as [`Owned::join`] words it, and does
 /// not unwind into the caller. Dropping the caller's future drops it (and
 /// what it holds), as dropping an [`Owned`] aborts its task.
-pub async fn contained<T>(future: impl Future<Output = T>) -> Result<T, String> {
+pub async fn contained<T>(future: impl Future<Output = T>) -> Result<T, Ended> {
     let mut future = std::pin::pin!(future);
     std::future::poll_fn(move |cx| {
         let polled =
@@ -294,7 +294,7 @@ pub struct Owned<T>(JoinHandle<T>);
 impl<T> Owned<T> {
     /// The task's output, or what ended it instead (a panic's message, or a
     /// cancellation).
-    pub async fn join(mut self) -> Result<T, String> {
+    pub async fn join(mut self) -> Result<T, Ended> {
         (&mut self.0).await.map_err(why)
     }
 }
@@ -305,18 +305,29 @@ impl<T> Drop for Owned<T> {
     }
 }
 
+/// What ended a task, or a contained future, that did not return.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Ended {
+    /// It panicked; the panic's message.
+    #[error("it panicked: {0}")]
+    Panicked(String),
+    /// It was stopped before it ended.
+    #[error("it was cancelled")]
+    Cancelled,
+}
+
 /// What ended a task that did not return.
-fn why(e: tokio::task::JoinError) -> String {
+fn why(e: tokio::task::JoinError) -> Ended {
     if e.is_panic() {
         panicked(e.into_panic().as_ref())
     } else {
-        "it was cancelled".to_string()
+        Ended::Cancelled
     }
 }
 
-/// How a panic that ended a task or a contained future is worded.
-fn panicked(panic: &(dyn std::any::Any + Send)) -> String {
-    format!("it panicked: {}", crate::call::panic_message(panic))
+/// A panic that ended a task or a contained future.
+fn panicked(panic: &(dyn std::any::Any + Send)) -> Ended {
+    Ended::Panicked(crate::call::panic_message(panic))
 }
 
 /// Runs the ledger's (blocking) work off the async threads.
@@ -345,7 +356,11 @@ mod tests {
             1
         })
         .await;
-        assert_eq!(ended, Err("it panicked: host glue broke".to_string()));
+        assert_eq!(ended, Err(Ended::Panicked("host glue broke".to_string())));
+        assert_eq!(
+            ended.unwrap_err().to_string(),
+            "it panicked: host glue broke"
+        );
         // The caller goes on, and so does the next call.
         assert_eq!(contained(async { 2 }).await, Ok(2));
     }
