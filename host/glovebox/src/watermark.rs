@@ -13,7 +13,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::manifest::HostConfig;
+use crate::manifest::{HostConfig, approximate_size};
 use crate::session::DiskRoom;
 
 /// `storage.min_free` of a data dir.
@@ -42,8 +42,8 @@ impl Watermark {
             Ok(free) => Err(format!(
                 "low disk: the disk of the data dir `{}` has {} free, less than `storage.min_free` ({}): new calls, jobs and sessions are refused until there is room; free space on that disk, or lower `storage.min_free` in the host config",
                 self.dir.display(),
-                about(free),
-                about(self.min_free)
+                approximate_size(free),
+                approximate_size(self.min_free)
             )),
             Err(e) => Err(format!(
                 "cannot measure the free space of the data dir `{}` ({e}), so new work is refused (`storage.min_free`): check that the directory exists and is readable, or set `storage.min_free = 0` to turn the check off",
@@ -56,26 +56,6 @@ impl Watermark {
 impl DiskRoom for Watermark {
     fn check(&self) -> Result<(), String> {
         Watermark::check(self)
-    }
-}
-
-/// `bytes` for a reader: "8.8 GiB", "512 B".
-fn about(bytes: u64) -> String {
-    const UNITS: [(&str, u32); 6] = [
-        ("EiB", 60),
-        ("PiB", 50),
-        ("TiB", 40),
-        ("GiB", 30),
-        ("MiB", 20),
-        ("KiB", 10),
-    ];
-    match UNITS.iter().find(|(_, shift)| bytes >> shift > 0) {
-        Some((unit, shift)) => {
-            let value = bytes as f64 / (1u64 << shift) as f64;
-            let text = format!("{value:.1}");
-            format!("{} {unit}", text.strip_suffix(".0").unwrap_or(&text))
-        }
-        None => format!("{bytes} B"),
     }
 }
 
@@ -122,14 +102,6 @@ mod tests {
         assert!(at(&dir.join("not-yet/made"), 1).check().is_ok());
         let refused = at(&dir.join("not-yet"), 1 << 60).check().unwrap_err();
         assert!(refused.contains("`storage.min_free`"), "{refused}");
-    }
-
-    #[test]
-    fn sizes_read_like_sizes() {
-        assert_eq!(about(512), "512 B");
-        assert_eq!(about(256 << 20), "256 MiB");
-        assert_eq!(about((9 << 30) - (200 << 20)), "8.8 GiB");
-        assert_eq!(about(1 << 60), "1 EiB");
     }
 
     /// What a check costs: printed, and bounded loosely so a slow machine passes.

@@ -73,16 +73,25 @@ pub fn format_size(bytes: u64) -> String {
     format!("{bytes} B")
 }
 
-/// A byte count as people read it, to a tenth: `259.4 MiB`, `512 B` (a
+/// A byte count as people read it, to a tenth and without a trailing `.0`:
+/// `259.4 MiB`, `3 TiB`, `512 B` (a
 /// configured value is written exactly, by [`format_size`]).
 pub fn approximate_size(bytes: u64) -> String {
-    const UNITS: [(&str, u32); 4] = [("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)];
-    for (unit, shift) in UNITS {
-        if bytes >> shift != 0 {
-            return format!("{:.1} {unit}", bytes as f64 / (1u64 << shift) as f64);
+    const UNITS: [(&str, u32); 6] = [
+        ("EiB", 60),
+        ("PiB", 50),
+        ("TiB", 40),
+        ("GiB", 30),
+        ("MiB", 20),
+        ("KiB", 10),
+    ];
+    match UNITS.iter().find(|(_, shift)| bytes >> shift != 0) {
+        Some((unit, shift)) => {
+            let text = format!("{:.1}", bytes as f64 / (1u64 << shift) as f64);
+            format!("{} {unit}", text.strip_suffix(".0").unwrap_or(&text))
         }
+        None => format!("{bytes} B"),
     }
-    format!("{bytes} B")
 }
 
 /// A value written as a non-negative integer or as a text, as [`Size`],
@@ -188,7 +197,10 @@ mod tests {
         assert_eq!(approximate_size(272_040_856), "259.4 MiB");
         assert_eq!(approximate_size(1023), "1023 B");
         assert_eq!(approximate_size(1536), "1.5 KiB");
-        assert_eq!(approximate_size(3 << 40), "3.0 TiB");
+        assert_eq!(approximate_size(3 << 40), "3 TiB");
+        assert_eq!(approximate_size(256 << 20), "256 MiB");
+        assert_eq!(approximate_size((9 << 30) - (200 << 20)), "8.8 GiB");
+        assert_eq!(approximate_size(1 << 60), "1 EiB");
     }
 
     #[test]
