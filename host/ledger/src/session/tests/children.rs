@@ -35,6 +35,11 @@ fn start_by(
         .expect("start")
 }
 
+/// Starts a supervisor session named `name` with no caps.
+fn supervisor(env: &Env, who: &Principal, name: &str) -> SessionState {
+    start_by(env, who, name, Role::Supervisor, BudgetCaps::default())
+}
+
 fn child(name: &str, role: Role, budget: BudgetCaps) -> SpawnChild {
     let mut task = Handoff::new(HandoffKind::Task, role, format!("do {name}"));
     task.notes.success_criteria = vec!["tests pass".into()];
@@ -61,6 +66,30 @@ fn spawn(
         .spawn(parent, spawn, &BudgetsConfig::default(), &HashSet::new())
 }
 
+/// Spawns a workagent child named `name` with no caps of its own.
+fn spawn_worker(
+    env: &Env,
+    who: &Principal,
+    parent: &str,
+    name: &str,
+) -> Result<Spawned, SessionError> {
+    spawn(
+        env,
+        who,
+        parent,
+        child(name, Role::Workagent, caps(None, None)),
+    )
+}
+
+/// How many sessions the store lists.
+fn session_count(env: &Env) -> usize {
+    env.sessions
+        .list(&SessionFilter::default(), &Default::default())
+        .unwrap()
+        .items
+        .len()
+}
+
 fn caps(cost: Option<f64>, calls: Option<u64>) -> BudgetCaps {
     BudgetCaps::new(cost, calls, None).unwrap()
 }
@@ -78,14 +107,8 @@ fn kinds(env: &Env, id: &str) -> Vec<String> {
 fn a_spawn_links_child_and_parent_and_hands_the_child_its_task() {
     let env = Env::new();
     let me = boss();
-    let parent = start_by(&env, &me, "lead", Role::Supervisor, BudgetCaps::default());
-    let spawned = spawn(
-        &env,
-        &me,
-        "lead",
-        child("w1", Role::Workagent, caps(None, None)),
-    )
-    .unwrap();
+    let parent = supervisor(&env, &me, "lead");
+    let spawned = spawn_worker(&env, &me, "lead", "w1").unwrap();
     let kid = &spawned.child;
     assert_eq!(kid.parent.as_deref(), Some(parent.header.id.as_str()));
     assert_eq!(kid.owner.as_deref(), Some("boss"));
@@ -161,7 +184,7 @@ fn a_session_without_a_parent_records_no_parent_field_so_old_logs_hash_the_same(
 fn a_child_above_its_parents_role_is_refused_and_nothing_is_written() {
     let env = Env::new();
     let me = boss();
-    let parent = start_by(&env, &me, "lead", Role::Supervisor, BudgetCaps::default());
+    let parent = supervisor(&env, &me, "lead");
     let err = spawn(
         &env,
         &me,
@@ -172,14 +195,7 @@ fn a_child_above_its_parents_role_is_refused_and_nothing_is_written() {
     .to_string();
     assert!(err.contains("at or below its parent's"), "{err}");
     assert!(err.contains("supervisor or workagent"), "{err}");
-    assert_eq!(
-        env.sessions
-            .list(&SessionFilter::default(), &Default::default())
-            .unwrap()
-            .items
-            .len(),
-        1
-    );
+    assert_eq!(session_count(&env), 1);
     assert_eq!(env.sessions.show("lead").unwrap().last_seq, parent.last_seq);
 }
 
@@ -188,24 +204,12 @@ fn a_child_above_the_principals_ceiling_is_refused() {
     let env = Env::new();
     // May run supervisors, not workagents.
     let me = agent("sup-only", &[Role::Supervisor], &["*"]);
-    start_by(&env, &me, "lead", Role::Supervisor, BudgetCaps::default());
-    let err = spawn(
-        &env,
-        &me,
-        "lead",
-        child("w", Role::Workagent, caps(None, None)),
-    )
-    .unwrap_err()
-    .to_string();
+    supervisor(&env, &me, "lead");
+    let err = spawn_worker(&env, &me, "lead", "w")
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("ceiling"), "{err}");
-    assert_eq!(
-        env.sessions
-            .list(&SessionFilter::default(), &Default::default())
-            .unwrap()
-            .items
-            .len(),
-        1
-    );
+    assert_eq!(session_count(&env), 1);
 }
 
 #[test]
@@ -215,32 +219,14 @@ fn an_unknown_or_anothers_parent_is_not_found() {
         boss(),
         agent("other", &[Role::Supervisor, Role::Workagent], &["*"]),
     );
-    start_by(
-        &env,
-        &other,
-        "theirs",
-        Role::Supervisor,
-        BudgetCaps::default(),
-    );
+    supervisor(&env, &other, "theirs");
     for key in ["nope", "theirs"] {
-        match spawn(
-            &env,
-            &me,
-            key,
-            child("w", Role::Workagent, caps(None, None)),
-        ) {
+        match spawn_worker(&env, &me, key, "w") {
             Err(SessionError::NotFound(k)) => assert_eq!(k, key),
             other => panic!("{other:?}"),
         }
     }
-    assert_eq!(
-        env.sessions
-            .list(&SessionFilter::default(), &Default::default())
-            .unwrap()
-            .items
-            .len(),
-        1
-    );
+    assert_eq!(session_count(&env), 1);
 }
 
 #[test]
@@ -290,14 +276,7 @@ fn childrens_caps_are_carved_out_of_the_parents_and_a_spawn_beyond_them_is_refus
         "{err}"
     );
     assert_eq!(env.sessions.show("lead").unwrap().last_seq, before);
-    assert_eq!(
-        env.sessions
-            .list(&SessionFilter::default(), &Default::default())
-            .unwrap()
-            .items
-            .len(),
-        2
-    );
+    assert_eq!(session_count(&env), 2);
     // What fits is accepted, and the parent's own use counts the carve.
     spawn(
         &env,
@@ -324,7 +303,7 @@ fn childrens_caps_are_carved_out_of_the_parents_and_a_spawn_beyond_them_is_refus
 fn a_wait_without_children_is_refused() {
     let env = Env::new();
     let me = boss();
-    start_by(&env, &me, "lonely", Role::Supervisor, BudgetCaps::default());
+    supervisor(&env, &me, "lonely");
     let err = env
         .sessions
         .scope(&me)
@@ -353,20 +332,8 @@ fn a_child_settles_by_a_handoff_to_its_parent_or_by_ending_and_the_observers_hea
     // An orchestrator's workagent reports to it all the same: the parent is
     // its supervisor.
     start_by(&env, &me, "top", Role::Orchestrator, BudgetCaps::default());
-    let a = spawn(
-        &env,
-        &me,
-        "top",
-        child("a", Role::Workagent, caps(None, None)),
-    )
-    .unwrap();
-    let b = spawn(
-        &env,
-        &me,
-        "top",
-        child("b", Role::Workagent, caps(None, None)),
-    )
-    .unwrap();
+    let a = spawn_worker(&env, &me, "top", "a").unwrap();
+    let b = spawn_worker(&env, &me, "top", "b").unwrap();
     let (_, children) = env.sessions.scope(&me).wait_check("top").unwrap();
     assert!(children.iter().all(|c| !c.settled));
     assert_eq!(rung.0.load(Ordering::SeqCst), 0);
@@ -398,7 +365,7 @@ fn a_child_settles_by_a_handoff_to_its_parent_or_by_ending_and_the_observers_hea
 fn a_parent_with_live_children_does_not_end_unless_it_cancels_them() {
     let env = Env::new();
     let me = boss();
-    start_by(&env, &me, "lead", Role::Supervisor, BudgetCaps::default());
+    supervisor(&env, &me, "lead");
     let w = spawn(
         &env,
         &me,
@@ -406,13 +373,7 @@ fn a_parent_with_live_children_does_not_end_unless_it_cancels_them() {
         child("w", Role::Supervisor, caps(None, None)),
     )
     .unwrap();
-    let grandchild = spawn(
-        &env,
-        &me,
-        "w",
-        child("ww", Role::Workagent, caps(None, None)),
-    )
-    .unwrap();
+    let grandchild = spawn_worker(&env, &me, "w", "ww").unwrap();
     let err = env
         .sessions
         .scope(&me)
@@ -454,28 +415,10 @@ fn a_parent_with_live_children_does_not_end_unless_it_cancels_them() {
 fn a_child_reaches_its_family_and_other_sessions_only_along_a_route() {
     let env = Env::new();
     let me = boss();
-    let lead = start_by(&env, &me, "lead", Role::Supervisor, BudgetCaps::default());
-    let other = start_by(
-        &env,
-        &me,
-        "other-lead",
-        Role::Supervisor,
-        BudgetCaps::default(),
-    );
-    let a = spawn(
-        &env,
-        &me,
-        "lead",
-        child("a", Role::Workagent, caps(None, None)),
-    )
-    .unwrap();
-    let b = spawn(
-        &env,
-        &me,
-        "lead",
-        child("b", Role::Workagent, caps(None, None)),
-    )
-    .unwrap();
+    let lead = supervisor(&env, &me, "lead");
+    let other = supervisor(&env, &me, "other-lead");
+    let a = spawn_worker(&env, &me, "lead", "a").unwrap();
+    let b = spawn_worker(&env, &me, "lead", "b").unwrap();
     let done = |to: &str| {
         let mut h = Handoff::new(HandoffKind::WorkagentCompletion, Role::Workagent, "done");
         h.target_session = Some(to.to_string());
@@ -651,32 +594,15 @@ fn threat_49_a_spawn_past_children_per_session_is_refused_and_writes_nothing() {
         ..SessionsConfig::default()
     });
     let me = boss();
-    let lead = start_by(&env, &me, "lead", Role::Supervisor, BudgetCaps::default());
+    let lead = supervisor(&env, &me, "lead");
     for name in ["a", "b"] {
-        spawn(
-            &env,
-            &me,
-            "lead",
-            child(name, Role::Workagent, caps(None, None)),
-        )
-        .unwrap();
+        spawn_worker(&env, &me, "lead", name).unwrap();
     }
     // Ended children count: each stays in the family.
     env.sessions.scope(&me).end("a", EndOutcome::Exit).unwrap();
-    let sessions = env
-        .sessions
-        .list(&SessionFilter::default(), &Default::default())
-        .unwrap()
-        .items
-        .len();
+    let sessions = session_count(&env);
     let before = env.sessions.show("lead").unwrap().last_seq;
-    let e = spawn(
-        &env,
-        &me,
-        "lead",
-        child("c", Role::Workagent, caps(None, None)),
-    )
-    .unwrap_err();
+    let e = spawn_worker(&env, &me, "lead", "c").unwrap_err();
     match &e {
         SessionError::Quota { limit, .. } => assert_eq!(limit.key, "children_per_session"),
         other => panic!("{other:?}"),
@@ -688,14 +614,7 @@ fn threat_49_a_spawn_past_children_per_session_is_refused_and_writes_nothing() {
         )),
         "{e}"
     );
-    assert_eq!(
-        env.sessions
-            .list(&SessionFilter::default(), &Default::default())
-            .unwrap()
-            .items
-            .len(),
-        sessions
-    );
+    assert_eq!(session_count(&env), sessions);
     assert_eq!(env.sessions.show("lead").unwrap().last_seq, before);
     assert!(matches!(
         env.sessions.show("c"),
@@ -738,13 +657,7 @@ fn threat_49_a_parent_recorded_with_its_whole_child_list_loads_and_answers_as_be
     assert_eq!(waited, children);
     // The family goes on: a fourth child, and the end still waits for the
     // live ones (w1 reported but did not end).
-    spawn(
-        &env,
-        &alice,
-        "lead",
-        child("w4", Role::Workagent, caps(None, None)),
-    )
-    .unwrap();
+    spawn_worker(&env, &alice, "lead", "w4").unwrap();
     assert_eq!(env.sessions.show("lead").unwrap().children_spawned, 4);
     let e = env
         .sessions
