@@ -28,6 +28,11 @@ fn open_to_all() -> MemoryConfig {
 }
 
 fn rig(config: MemoryConfig) -> Rig {
+    rig_with(config, crate::manifest::QuotasConfig::default())
+}
+
+/// A rig whose sessions and bank hold `config` and `quotas`.
+fn rig_with(config: MemoryConfig, quotas: crate::manifest::QuotasConfig) -> Rig {
     let dir = tempfile::tempdir().unwrap();
     let storage: Arc<dyn Storage> =
         Arc::new(SledStore::open(dir.path(), Durability::Flush).unwrap());
@@ -35,6 +40,7 @@ fn rig(config: MemoryConfig) -> Rig {
         storage.clone(),
         SessionsConfig {
             memory: config.clone(),
+            quotas,
             ..SessionsConfig::default()
         },
     );
@@ -58,7 +64,17 @@ fn agent(name: &str, projects: &[&str]) -> Principal {
     }
 }
 
+/// The agent most tests write as: one project, `alpha`.
+fn alice() -> Principal {
+    agent("alice", &["alpha"])
+}
+
 impl Rig {
+    /// A workagent session of `who` in project `alpha`.
+    fn workagent(&self, who: &Principal) -> SessionState {
+        self.start(who, "alpha", Role::Workagent)
+    }
+
     fn start(&self, who: &Principal, project: &str, role: Role) -> SessionState {
         self.sessions
             .scope(who)
@@ -127,8 +143,8 @@ impl Rig {
 #[test]
 fn a_proposed_entry_reaches_new_sessions_only_once_approved() {
     let r = rig(open_to_all());
-    let alice = agent("alice", &["alpha"]);
-    let s = r.start(&alice, "alpha", Role::Workagent);
+    let alice = alice();
+    let s = r.workagent(&alice);
     let (entry, event) = r
         .propose(&alice, &s, "project", "  the staging DB needs --ssl ")
         .unwrap();
@@ -146,13 +162,13 @@ fn a_proposed_entry_reaches_new_sessions_only_once_approved() {
         EventKind::MemoryProposed { id, scope, .. } if *id == entry.id && scope == "project:alpha"
     ));
 
-    let before = r.start(&alice, "alpha", Role::Workagent);
+    let before = r.workagent(&alice);
     assert!(r.memory_of(&before).is_empty(), "proposed: not handed out");
 
     let approved = r.bank.approve(&entry.id, "cli:1000", 5).unwrap();
     assert_eq!(approved.state, MemoryState::Approved);
     assert_eq!(approved.approved.as_ref().unwrap().by, "cli:1000");
-    let after = r.start(&alice, "alpha", Role::Workagent);
+    let after = r.workagent(&alice);
     let handed = r.memory_of(&after);
     assert_eq!(handed.len(), 1);
     assert_eq!(handed[0].id, entry.id);
@@ -176,7 +192,7 @@ fn a_proposed_entry_reaches_new_sessions_only_once_approved() {
         .retire(&entry.id, "cli:1000", Some("stale"), 6)
         .unwrap();
     assert_eq!(retired.retired.as_ref().unwrap().by, "cli:1000");
-    let later = r.start(&alice, "alpha", Role::Workagent);
+    let later = r.workagent(&alice);
     assert!(r.memory_of(&later).is_empty());
     assert_eq!(r.all().len(), 1);
 }
@@ -184,7 +200,7 @@ fn a_proposed_entry_reaches_new_sessions_only_once_approved() {
 #[test]
 fn user_and_role_scopes_reach_their_sessions_only() {
     let r = rig(open_to_all());
-    let alice = agent("alice", &["alpha"]);
+    let alice = alice();
     let s = r.start(&alice, "alpha", Role::Supervisor);
     let (mine, _) = r
         .propose(&alice, &s, "user", "alice prefers small commits")
@@ -203,16 +219,13 @@ fn user_and_role_scopes_reach_their_sessions_only() {
         ids(&r.start(&alice, "alpha", Role::Supervisor)),
         [role.id.as_str(), mine.id.as_str()]
     );
-    assert_eq!(
-        ids(&r.start(&alice, "alpha", Role::Workagent)),
-        [mine.id.as_str()]
-    );
+    assert_eq!(ids(&r.workagent(&alice)), [mine.id.as_str()]);
     let bob = agent("bob", &["alpha"]);
     assert_eq!(
         ids(&r.start(&bob, "alpha", Role::Supervisor)),
         [role.id.as_str()]
     );
-    assert!(ids(&r.start(&bob, "alpha", Role::Workagent)).is_empty());
+    assert!(ids(&r.workagent(&bob)).is_empty());
 }
 
 #[test]
@@ -221,8 +234,8 @@ fn what_a_session_starts_with_is_bounded_newest_first() {
     config.max_entries_at_start = 2;
     config.max_bytes_at_start = 100;
     let r = rig(config);
-    let alice = agent("alice", &["alpha"]);
-    let s = r.start(&alice, "alpha", Role::Workagent);
+    let alice = alice();
+    let s = r.workagent(&alice);
     let mut ids = Vec::new();
     for (i, text) in ["a".repeat(60), "b".repeat(30), "c".repeat(30)]
         .iter()
@@ -233,7 +246,7 @@ fn what_a_session_starts_with_is_bounded_newest_first() {
         ids.push(e.id);
     }
     let handed: Vec<String> = r
-        .memory_of(&r.start(&alice, "alpha", Role::Workagent))
+        .memory_of(&r.workagent(&alice))
         .into_iter()
         .map(|c| c.id)
         .collect();
@@ -243,20 +256,17 @@ fn what_a_session_starts_with_is_bounded_newest_first() {
     let mut none = open_to_all();
     none.max_entries_at_start = 0;
     let r0 = rig(none);
-    let s = r0.start(&alice, "alpha", Role::Workagent);
+    let s = r0.workagent(&alice);
     let (e, _) = r0.propose(&alice, &s, "project", "x y").unwrap();
     r0.bank.approve(&e.id, "op", 1).unwrap();
-    assert!(
-        r0.memory_of(&r0.start(&alice, "alpha", Role::Workagent))
-            .is_empty()
-    );
+    assert!(r0.memory_of(&r0.workagent(&alice)).is_empty());
 }
 
 #[test]
 fn a_write_outside_the_writers_scopes_is_refused_and_nothing_is_written() {
     let r = rig(open_to_all());
-    let alice = agent("alice", &["alpha"]);
-    let s = r.start(&alice, "alpha", Role::Workagent);
+    let alice = alice();
+    let s = r.workagent(&alice);
     for spec in ["project:beta", "user:bob", "role:supervisor"] {
         let e = r.propose(&alice, &s, spec, "x").unwrap_err();
         assert!(
@@ -283,8 +293,8 @@ fn a_write_outside_the_writers_scopes_is_refused_and_nothing_is_written() {
 #[test]
 fn who_may_propose_is_the_operators_setting_and_denied_by_default() {
     let r = rig(MemoryConfig::default());
-    let alice = agent("alice", &["alpha"]);
-    let s = r.start(&alice, "alpha", Role::Workagent);
+    let alice = alice();
+    let s = r.workagent(&alice);
     let e = r.propose(&alice, &s, "project", "x").unwrap_err();
     assert!(
         matches!(&e, MemoryError::NotAllowed(m) if m.contains("[memory.propose] project") && m.contains("adds \"workagent\"")),
@@ -295,7 +305,7 @@ fn who_may_propose_is_the_operators_setting_and_denied_by_default() {
         .propose
         .insert(MemoryScopeKind::Role, vec![Role::Workagent]);
     let r = rig(config);
-    let s = r.start(&alice, "alpha", Role::Workagent);
+    let s = r.workagent(&alice);
     r.propose(&alice, &s, "role", "x").unwrap();
     assert!(matches!(
         r.propose(&alice, &s, "user", "x"),
@@ -309,8 +319,8 @@ fn an_over_long_or_empty_entry_is_refused() {
     let mut config = open_to_all();
     config.max_entry_bytes = 32;
     let r = rig(config);
-    let alice = agent("alice", &["alpha"]);
-    let s = r.start(&alice, "alpha", Role::Workagent);
+    let alice = alice();
+    let s = r.workagent(&alice);
     let e = r
         .propose(&alice, &s, "project", &"x".repeat(33))
         .unwrap_err();
@@ -329,8 +339,8 @@ fn an_over_long_or_empty_entry_is_refused() {
 #[test]
 fn review_steps_follow_the_states_and_name_the_fix() {
     let r = rig(open_to_all());
-    let alice = agent("alice", &["alpha"]);
-    let s = r.start(&alice, "alpha", Role::Workagent);
+    let alice = alice();
+    let s = r.workagent(&alice);
     let (a, _) = r.propose(&alice, &s, "project", "a").unwrap();
     let (b, _) = r.propose(&alice, &s, "project", "b").unwrap();
 
@@ -385,9 +395,9 @@ fn review_steps_follow_the_states_and_name_the_fix() {
 #[test]
 fn search_is_ranked_within_the_callers_scopes_and_logged() {
     let r = rig(open_to_all());
-    let alice = agent("alice", &["alpha"]);
+    let alice = alice();
     let bob = agent("bob", &["beta"]);
-    let sa = r.start(&alice, "alpha", Role::Workagent);
+    let sa = r.workagent(&alice);
     let sb = r.start(&bob, "beta", Role::Workagent);
     let propose = |who: &Principal, s: &SessionState, spec: &str, text: &str| {
         r.propose(who, s, spec, text).unwrap().0
@@ -480,7 +490,7 @@ fn an_unreadable_bank_does_not_stop_a_session_start() {
     r.storage
         .put(records::BUCKET, "m-broken", b"not json")
         .unwrap();
-    let s = r.start(&agent("alice", &["alpha"]), "alpha", Role::Workagent);
+    let s = r.workagent(&alice());
     assert!(r.memory_of(&s).is_empty());
 }
 
@@ -491,8 +501,8 @@ fn only_the_operators_a_scope_lists_review_its_entries() {
         .approve
         .insert(MemoryScopeKind::Project, vec!["lead-ops".into()]);
     let r = rig(config);
-    let alice = agent("alice", &["alpha"]);
-    let s = r.start(&alice, "alpha", Role::Workagent);
+    let alice = alice();
+    let s = r.workagent(&alice);
     let (project, _) = r
         .propose(&alice, &s, "project", "use the staging DB")
         .unwrap();
@@ -521,27 +531,6 @@ fn only_the_operators_a_scope_lists_review_its_entries() {
     r.bank.approve(&user.id, "cli:1000", 4).unwrap();
 }
 
-fn rig_with_quotas(quotas: crate::manifest::QuotasConfig) -> Rig {
-    let dir = tempfile::tempdir().unwrap();
-    let storage: Arc<dyn Storage> =
-        Arc::new(SledStore::open(dir.path(), Durability::Flush).unwrap());
-    let sessions = Sessions::with_config(
-        storage.clone(),
-        SessionsConfig {
-            memory: open_to_all(),
-            quotas,
-            ..SessionsConfig::default()
-        },
-    );
-    let bank = MemoryBank::new(storage.clone(), open_to_all());
-    Rig {
-        _dir: dir,
-        storage,
-        sessions,
-        bank,
-    }
-}
-
 #[test]
 fn threat_49_proposals_past_the_principals_quota_are_refused_until_reviewed() {
     // Why: an agent could pile up proposals nobody reviews, without end.
@@ -550,11 +539,11 @@ fn threat_49_proposals_past_the_principals_quota_are_refused_until_reviewed() {
         ..Default::default()
     };
     quotas.set.insert("memory_proposals_per_principal");
-    let r = rig_with_quotas(quotas);
-    let alice = agent("alice", &["alpha"]);
+    let r = rig_with(open_to_all(), quotas);
+    let alice = alice();
     let bob = agent("bob", &["alpha"]);
-    let sa = r.start(&alice, "alpha", Role::Workagent);
-    let sb = r.start(&bob, "alpha", Role::Workagent);
+    let sa = r.workagent(&alice);
+    let sb = r.workagent(&bob);
     let first = r.propose(&alice, &sa, "project", "one").unwrap().0;
     r.propose(&alice, &sa, "project", "two").unwrap();
     let before = r.events(&sa.header.id).len();
@@ -577,7 +566,7 @@ fn threat_49_proposals_past_the_principals_quota_are_refused_until_reviewed() {
     r.propose(&alice, &sa, "project", "three").unwrap();
     // Operators are not held to it.
     let op = Principal::operator("op");
-    let so = r.start(&op, "alpha", Role::Workagent);
+    let so = r.workagent(&op);
     for text in ["a", "b", "c"] {
         r.propose(&op, &so, "project", text).unwrap();
     }
@@ -587,8 +576,8 @@ fn threat_49_proposals_past_the_principals_quota_are_refused_until_reviewed() {
 fn threat_49_a_search_reads_pages_of_the_index_and_pages_on_with_a_cursor() {
     // Why: `memory_search` decoded every entry of the bank on every call.
     let r = rig(open_to_all());
-    let alice = agent("alice", &["alpha"]);
-    let sa = r.start(&alice, "alpha", Role::Workagent);
+    let alice = alice();
+    let sa = r.workagent(&alice);
     let mut ids = Vec::new();
     for n in 0..7 {
         let text = format!("ssl {}", "ssl ".repeat(n));
@@ -641,8 +630,8 @@ fn threat_49_a_search_reads_pages_of_the_index_and_pages_on_with_a_cursor() {
 #[test]
 fn a_bank_written_before_the_index_is_indexed_once_and_reads_as_before() {
     let r = rig(open_to_all());
-    let alice = agent("alice", &["alpha"]);
-    let sa = r.start(&alice, "alpha", Role::Workagent);
+    let alice = alice();
+    let sa = r.workagent(&alice);
     let e = r.propose(&alice, &sa, "project", "keep ssl on").unwrap().0;
     let approved = r.bank.approve(&e.id, "op", 5).unwrap();
     // As an older host left it: the records alone.
@@ -652,6 +641,6 @@ fn a_bank_written_before_the_index_is_indexed_once_and_reads_as_before() {
     assert!(r.all().is_empty());
     r.bank.index_old_records().unwrap();
     assert_eq!(r.all(), [approved]);
-    let s2 = r.start(&alice, "alpha", Role::Workagent);
+    let s2 = r.workagent(&alice);
     assert_eq!(r.memory_of(&s2).len(), 1);
 }

@@ -24,14 +24,6 @@ fn none() -> HashSet<String> {
     HashSet::new()
 }
 
-#[track_caller]
-fn assert_not_found<T: std::fmt::Debug>(r: Result<T, SessionError>, key: &str) {
-    match r {
-        Err(SessionError::NotFound(k)) => assert_eq!(k, key),
-        other => panic!("expected not found for `{key}`, got {other:?}"),
-    }
-}
-
 #[test]
 fn another_principals_session_is_not_found_like_one_that_does_not_exist() {
     let env = Env::new();
@@ -457,15 +449,7 @@ fn threat_52_acting_in_a_session_above_the_callers_current_roles_is_refused() {
     assert_above_ceiling(
         s.scope(&after).spawn(
             "high",
-            SpawnChild {
-                role: Role::Workagent,
-                name: Some("kid".into()),
-                tags: vec![],
-                expected_duration: None,
-                budget: Default::default(),
-                task: Handoff::new(HandoffKind::Task, Role::Workagent, "x"),
-                completion: Default::default(),
-            },
+            spawn_kid(Handoff::new(HandoffKind::Task, Role::Workagent, "x")),
             &Default::default(),
             &none(),
         ),

@@ -344,11 +344,7 @@ fn a_judge_is_never_spawned() {
             SpawnChild {
                 role: Role::Judge,
                 name: None,
-                tags: vec![],
-                expected_duration: None,
-                budget: Default::default(),
-                task,
-                completion: Default::default(),
+                ..spawn_kid(task)
             },
             &BudgetsConfig::default(),
             &HashSet::new(),
@@ -369,13 +365,8 @@ fn a_spawned_child_carries_the_condition_its_parent_set() {
         .spawn(
             "lead",
             SpawnChild {
-                role: Role::Workagent,
-                name: Some("kid".into()),
-                tags: vec![],
-                expected_duration: None,
-                budget: Default::default(),
-                task,
                 completion: gated().and(&judged()),
+                ..spawn_kid(task)
             },
             &BudgetsConfig::default(),
             &HashSet::new(),

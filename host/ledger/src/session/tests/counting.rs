@@ -9,6 +9,16 @@ use crate::storage::{FlushObserver, StorageError, Swap};
 
 type Result<T> = std::result::Result<T, StorageError>;
 
+/// The buckets of the sessions' records and their indexes.
+pub(crate) const SESSION_BUCKETS: [&str; 6] = [
+    "sessions",
+    "sessions_by_start",
+    "sessions_by_owner",
+    "sessions_live",
+    "sessions_by_name",
+    "session_names",
+];
+
 /// What a counted store was asked, per bucket.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Reads {
@@ -32,15 +42,10 @@ impl Reads {
     }
     /// Keys read from index and record buckets of the sessions in all.
     pub fn session_keys(&self) -> usize {
-        let buckets = [
-            "sessions",
-            "sessions_by_start",
-            "sessions_by_owner",
-            "sessions_live",
-            "sessions_by_name",
-            "session_names",
-        ];
-        buckets.iter().map(|b| self.paged(b) + self.gets(b)).sum()
+        SESSION_BUCKETS
+            .iter()
+            .map(|b| self.paged(b) + self.gets(b))
+            .sum()
     }
 }
 

@@ -6,18 +6,9 @@
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::counting::Counting;
+use super::counting::{Counting, SESSION_BUCKETS};
 use super::*;
 use crate::page::PageRequest;
-
-const SESSION_BUCKETS: [&str; 6] = [
-    "sessions",
-    "sessions_by_start",
-    "sessions_by_owner",
-    "sessions_live",
-    "sessions_by_name",
-    "session_names",
-];
 
 /// A service over a counting store in a fresh data dir, with a clock the
 /// test moves (a millisecond per session started).

@@ -149,9 +149,32 @@ fn agent(name: &str, roles: &[Role], projects: &[&str]) -> Principal {
     }
 }
 
+/// That `r` is the refusal of a session `key` not found.
+#[track_caller]
+fn assert_not_found<T: std::fmt::Debug>(r: Result<T, SessionError>, key: &str) {
+    match r {
+        Err(SessionError::NotFound(k)) => assert_eq!(k, key),
+        other => panic!("expected not found for `{key}`, got {other:?}"),
+    }
+}
+
 /// A workagent in every project.
 fn workagent(name: &str) -> Principal {
     agent(name, &[Role::Workagent], &["*"])
+}
+
+/// What spawns the workagent child `kid` with `task`: untagged, no expected
+/// duration, budget or completion condition of its own.
+fn spawn_kid(task: Handoff) -> SpawnChild {
+    SpawnChild {
+        role: Role::Workagent,
+        name: Some("kid".into()),
+        tags: vec![],
+        expected_duration: None,
+        budget: Default::default(),
+        task,
+        completion: Default::default(),
+    }
 }
 
 /// What starts the session `name` of `role` in project `demo`: untagged, no

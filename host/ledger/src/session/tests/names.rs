@@ -96,14 +96,6 @@ fn start_by(s: &Sessions, who: &Principal, name: &str) -> Result<SessionState, S
     )
 }
 
-#[track_caller]
-fn assert_not_found<T: std::fmt::Debug>(r: Result<T, SessionError>, key: &str) {
-    match r {
-        Err(SessionError::NotFound(k)) => assert_eq!(k, key),
-        other => panic!("expected not found for `{key}`, got {other:?}"),
-    }
-}
-
 /// Why: one global name space told any agent, through `NameTaken`, the id
 /// of another principal's session, and let it take a name first (a
 /// schedule's, another team's) so that whoever addressed it by name met the

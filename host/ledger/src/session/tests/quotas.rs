@@ -365,15 +365,7 @@ fn threat_49_a_handoff_to_a_target_at_its_quota_or_a_spawn_from_a_full_parent_wr
 
     let mut task = Handoff::new(HandoffKind::Task, Role::Workagent, "do it");
     task.notes.success_criteria = vec!["tests pass".into()];
-    let child = SpawnChild {
-        role: Role::Workagent,
-        name: Some("kid".into()),
-        tags: vec![],
-        expected_duration: None,
-        budget: Default::default(),
-        task,
-        completion: Default::default(),
-    };
+    let child = spawn_kid(task);
     assert_quota(
         s.scope(&a).spawn(
             "lead",
