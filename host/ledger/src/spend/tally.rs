@@ -162,24 +162,27 @@ impl Tally {
         ceilings: &PeriodCeilings,
         delta: &Delta,
     ) -> Option<(Period, Measure, u64, u64)> {
-        for period in Period::ALL {
-            let spent = self.get(period);
-            for measure in Measure::ALL {
-                let Some(limit) = spent.limit(ceilings.get(period), measure) else {
-                    continue;
-                };
-                let used = spent.get(measure);
-                if used >= limit || used.saturating_add(delta.get(measure)) > limit {
-                    return Some((period, measure, limit, used));
-                }
-            }
-        }
-        None
+        self.first_ceiling(ceilings, |_, measure, limit, used| {
+            used.saturating_add(delta.get(measure)) > limit
+        })
     }
 
     /// The first ceiling of `ceilings` at which this tally stands: used up,
     /// or a call was refused at it this period.
     pub fn at_ceiling(&self, ceilings: &PeriodCeilings) -> Option<(Period, Measure, u64, u64)> {
+        self.first_ceiling(ceilings, |spent, measure, limit, _| {
+            spent.was_reached(measure, limit)
+        })
+    }
+
+    /// The first ceiling of `ceilings`, period by period and measure by
+    /// measure, that is used up or at which `stands(spent, measure, limit,
+    /// used)` holds: `(period, measure, limit, used)`.
+    fn first_ceiling(
+        &self,
+        ceilings: &PeriodCeilings,
+        stands: impl Fn(&Spent, Measure, u64, u64) -> bool,
+    ) -> Option<(Period, Measure, u64, u64)> {
         for period in Period::ALL {
             let spent = self.get(period);
             for measure in Measure::ALL {
@@ -187,7 +190,7 @@ impl Tally {
                     continue;
                 };
                 let used = spent.get(measure);
-                if used >= limit || spent.was_reached(measure, limit) {
+                if used >= limit || stands(spent, measure, limit, used) {
                     return Some((period, measure, limit, used));
                 }
             }
