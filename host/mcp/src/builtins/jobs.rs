@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use rmcp::ErrorData;
 use rmcp::model::{CallToolResult, JsonObject};
+use serde::Serialize;
 use serde_json::json;
 
 use super::parse::parse;
@@ -26,6 +27,15 @@ fn job_failure(e: &JobError) -> Result<CallToolResult, ErrorData> {
     })
 }
 
+/// A job operation's answer: its result as JSON, or its refusal as a tool
+/// error ([`job_failure`]).
+fn job_answer<T: Serialize>(result: Result<T, JobError>) -> Result<CallToolResult, ErrorData> {
+    match result {
+        Ok(value) => Ok(results::ok(&value)),
+        Err(e) => job_failure(&e),
+    }
+}
+
 impl Connection {
     /// `job_spawn`.
     pub(super) async fn job_spawn(
@@ -44,10 +54,7 @@ impl Connection {
             Ok(s) => s,
             Err(e) => return Ok(results::session_failure(&e)),
         };
-        Ok(match jobs.spawn(&session, call).await {
-            Ok(info) => results::ok(&info),
-            Err(e) => job_failure(&e)?,
-        })
+        job_answer(jobs.spawn(&session, call).await)
     }
 
     /// `job_wait`.
@@ -70,10 +77,7 @@ impl Connection {
             WaitFor::First => WaitMode::First,
         };
         let timeout = a.timeout_ms.map(Duration::from_millis);
-        Ok(match jobs.wait(&a.ids, mode, timeout).await {
-            Ok(outcome) => results::ok(&outcome),
-            Err(e) => job_failure(&e)?,
-        })
+        job_answer(jobs.wait(&a.ids, mode, timeout).await)
     }
 
     /// `job_status`.
@@ -85,10 +89,7 @@ impl Connection {
     ) -> Result<CallToolResult, ErrorData> {
         let jobs = self.shared().jobs.scope(caller);
         let a: JobArg = parse(tool, args)?;
-        Ok(match jobs.status(&a.id).await {
-            Ok(info) => results::ok(&info),
-            Err(e) => job_failure(&e)?,
-        })
+        job_answer(jobs.status(&a.id).await)
     }
 
     /// `job_cancel`.
@@ -100,10 +101,7 @@ impl Connection {
     ) -> Result<CallToolResult, ErrorData> {
         let jobs = self.shared().jobs.scope(caller);
         let a: JobArg = parse(tool, args)?;
-        Ok(match jobs.cancel(&a.id).await {
-            Ok(info) => results::ok(&info),
-            Err(e) => job_failure(&e)?,
-        })
+        job_answer(jobs.cancel(&a.id).await)
     }
 
     /// `job_list`.
