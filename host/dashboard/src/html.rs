@@ -59,16 +59,7 @@ pub fn url(text: &str) -> String {
 
 /// At most `max` bytes of `text` (cut at a character boundary), and whether
 /// it was cut.
-pub fn cut(text: &str, max: usize) -> (&str, bool) {
-    if text.len() <= max {
-        return (text, false);
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    (&text[..end], true)
-}
+pub use glovebox::shown::cut_at as cut;
 
 /// `text` in a `<pre>`, escaped, cut to `max` bytes with a note.
 pub fn pre(text: &str, max: usize) -> String {

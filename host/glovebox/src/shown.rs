@@ -19,8 +19,8 @@ use crate::approvals::{Approval, ApprovalStatus};
 use crate::host::Host;
 
 pub use glovebox_input::shown::{
-    FieldOrder, PREVIEW_VALUE_BYTES, ShownField, ShownInput, WHOLE_BYTES, field_order, named_in,
-    show_input,
+    FieldOrder, PREVIEW_VALUE_BYTES, ShownField, ShownInput, WHOLE_BYTES, cut_at, field_order,
+    named_in, show_input,
 };
 pub use glovebox_input::visible::{LEGEND_TITLE, Legend, mark, visible, visible_with_legend};
 

@@ -291,8 +291,10 @@ fn quoted(text: &str, max: usize) -> (String, bool) {
     (out, cut)
 }
 
-/// At most `max` bytes of `text`, cut at a character boundary.
-fn cut_at(text: &str, max: usize) -> (&str, bool) {
+/// At most `max` bytes of `text`, cut at a character boundary, and whether
+/// it was cut: the one such cut of the crates above (the ledger's bounded
+/// texts, the dashboard's previews).
+pub fn cut_at(text: &str, max: usize) -> (&str, bool) {
     if text.len() <= max {
         return (text, false);
     }

@@ -5,6 +5,7 @@
 //! record breaks the chain from that point on. The function is the session's
 //! [`Chain`]: SHA-256, or HMAC-SHA256 under the chain key (see `chain.rs`).
 
+use glovebox_input::shown::cut_at;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -183,14 +184,10 @@ pub fn bounded_error(text: String) -> String {
 /// Cuts `text` to at most `max` bytes on a character boundary, saying how
 /// long it was.
 pub fn bounded(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_string();
+    match cut_at(text, max) {
+        (head, true) => format!("{head}… ({} bytes in all)", text.len()),
+        (whole, false) => whole.to_string(),
     }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}… ({} bytes in all)", &text[..end], text.len())
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use glovebox_input::shown::cut_at;
 use serde::{Deserialize, Serialize};
 
 use super::event::Event;
@@ -255,15 +256,13 @@ impl Watch {
     }
 }
 
+/// At most `max` bytes of `text` (cut at a character boundary), `…` marking
+/// a cut.
 pub(crate) fn cut(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_string();
+    match cut_at(text, max) {
+        (head, true) => format!("{head}…"),
+        (whole, false) => whole.to_string(),
     }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &text[..end])
 }
 
 #[cfg(test)]
