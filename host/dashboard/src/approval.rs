@@ -19,16 +19,7 @@ use crate::viewer::{Viewer, session_link};
 pub(crate) fn card(a: &ShownApproval, now: u64) -> String {
     let mut fields = String::new();
     for f in &a.input.fields {
-        let mut notes = Vec::new();
-        if f.named {
-            notes.push("named by the hook".to_string());
-        }
-        if f.cut {
-            notes.push(format!("cut: {} bytes in all", f.bytes));
-        }
-        if f.duplicate {
-            notes.push("this key is sent more than once".to_string());
-        }
+        let notes = f.notes();
         let notes = if notes.is_empty() {
             String::new()
         } else {

@@ -63,22 +63,19 @@ pub use glovebox::shown::cut_at as cut;
 
 /// `text` in a `<pre>`, escaped, cut to `max` bytes with a note.
 pub fn pre(text: &str, max: usize) -> String {
-    let (shown, cut) = cut(text, max);
-    let mut out = format!("<pre>{}</pre>", esc(shown));
-    if cut {
-        let _ = write!(
-            out,
-            "<p class=\"muted\">(first {max} of {} bytes shown)</p>",
-            text.len()
-        );
-    }
-    out
+    pre_with(text, max, "<pre>", esc)
 }
 
 /// [`pre`] for text made visible: its marks highlighted ([`marked`]).
 pub fn pre_marked(text: &str, max: usize) -> String {
+    pre_with(text, max, "<pre dir=\"ltr\">", marked)
+}
+
+/// `text` cut to `max` bytes, written by `body` after the `open` tag of a
+/// `<pre>`, with a note when it was cut.
+fn pre_with(text: &str, max: usize, open: &str, body: fn(&str) -> String) -> String {
     let (shown, cut) = cut(text, max);
-    let mut out = format!("<pre dir=\"ltr\">{}</pre>", marked(shown));
+    let mut out = format!("{open}{}</pre>", body(shown));
     if cut {
         let _ = write!(
             out,
