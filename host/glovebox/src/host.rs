@@ -1,24 +1,31 @@
 //! The host: plugins and hooks loaded from a config, admission control, and
 //! the pipeline's execute stage (a call in fresh hands). The other stages are
 //! in `pipeline/`; the host with its ledger is the [`crate::Gateway`].
+//! Admission control is `host/admissions.rs`; the admission of hook runs and
+//! the hook chain's judgement of a call, `host/hook_gate.rs`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use crate::admission::{self, Admission, Key, Refused, Short, WaitObserver};
+use crate::admission::{Key, Refused, Short, WaitObserver};
 
 use crate::admitted::Admitted;
 use crate::bindings::tool::glovebox::plugin::types::{CallContext as WitCallContext, ToolError};
 use crate::call::{CallContext, CallReport, Hands, Metering};
 use crate::error::CallError;
-use crate::hooks::{ChainOutcome, HookChain, HookRequest, HookStatus};
+use crate::hooks::{HookChain, HookStatus};
 use crate::manifest::HostConfig;
 use crate::plugin::{LoadedPlugin, ToolInfo, load_plugin};
 use crate::runtime::Runtime;
+
+mod admissions;
+mod hook_gate;
+
+use admissions::{Admissions, MIB};
 
 /// A Glovebox host: one engine, the configured plugins and hooks, admission control.
 pub struct Host {
@@ -30,126 +37,6 @@ pub struct Host {
     index: BTreeMap<String, (usize, usize)>,
     /// Admission control, shared across reloads.
     admission: Admissions,
-}
-
-/// Admission control (see [`crate::admission`]): the call slots with the
-/// memory budget (in MiB, reserved per call at its plugin's memory cap), and
-/// the hook runs' slots.
-#[derive(Clone)]
-struct Admissions {
-    calls: Admission,
-    hooks: Admission,
-    /// Where each admission's wait is reported (the gateway's metrics).
-    waits: Arc<OnceLock<WaitObserver>>,
-    /// How long each tool's calls have been running, to tell the slow ones.
-    run_times: Arc<RunTimes>,
-    /// Where the slow calls' guests run.
-    slow_lane: Arc<crate::tasks::SlowLane>,
-}
-
-/// Each tool's recent run time: an average weighing the last calls most
-/// (each new one a quarter), so a tool that turns slow (or quick again) is
-/// seen as such within a few calls. A tool not called yet counts as slow
-/// until its first call ends: a burst of first calls of a tool that loops
-/// must not take every slot.
-#[derive(Default)]
-struct RunTimes(std::sync::Mutex<HashMap<String, Duration>>);
-
-impl RunTimes {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Duration>> {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// Whether `tool`'s calls have been taking `slow` or longer (or it was
-    /// not called yet).
-    fn is_slow(&self, tool: &str, slow: Duration) -> bool {
-        self.lock().get(tool).is_none_or(|took| *took >= slow)
-    }
-
-    fn record(&self, tool: &str, took: Duration) {
-        let mut times = self.lock();
-        match times.get_mut(tool) {
-            Some(average) => *average = (*average * 3 + took) / 4,
-            None => {
-                times.insert(tool.to_string(), took);
-            }
-        }
-    }
-}
-
-/// A hook run waits at least this long for a slot, whatever
-/// `runtime.admission_wait` says: hooks are waited for, not failed (a hook
-/// refused a slot denies its call).
-const HOOK_WAIT_FLOOR: Duration = Duration::from_secs(1);
-/// And this many hook runs may wait at once, whatever `runtime.admission_queue` says.
-const HOOK_QUEUE_FLOOR: usize = 64;
-
-impl Admissions {
-    fn new(config: &HostConfig) -> Admissions {
-        let runtime = &config.runtime;
-        let slots = runtime.max_concurrent_calls as usize;
-        let queue = runtime.admission_queue as usize;
-        let hook_slots = crate::runtime::HOOK_INSTANCES as usize;
-        Admissions {
-            calls: Admission::new(admission::Limits {
-                slots,
-                units: runtime.memory_budget / MIB,
-                share: admission::Limits::share_of(slots, runtime.principal_share),
-                slow_share: admission::Limits::share_of(slots, runtime.slow_share),
-                queue,
-            }),
-            hooks: Admission::new(admission::Limits {
-                slots: hook_slots,
-                units: 0,
-                share: admission::Limits::share_of(hook_slots, runtime.principal_share),
-                // Hook runs are not told apart by speed.
-                slow_share: hook_slots,
-                queue: queue.max(HOOK_QUEUE_FLOOR),
-            }),
-            waits: Arc::default(),
-            run_times: Arc::default(),
-            slow_lane: Arc::default(),
-        }
-    }
-
-    fn observe(&self, pool: &'static str, waited: Duration) {
-        if let Some(observe) = self.waits.get() {
-            observe(pool, waited);
-        }
-    }
-}
-
-/// Admits hook runs (see [`crate::admission`]): a hook slot for the
-/// principal acting here, for a session.
-#[derive(Clone)]
-pub(crate) struct HookGate {
-    admissions: Admissions,
-    wait: Duration,
-}
-
-impl HookGate {
-    /// A hook slot, or why there is none (a sentence naming the config keys).
-    pub(crate) async fn admit(&self, session: &str) -> Result<admission::Permit, String> {
-        let key = Key::new(crate::session::actor::current(), session);
-        let start = Instant::now();
-        let admitted = self.admissions.hooks.acquire(key, 0, self.wait).await;
-        self.admissions.observe("hooks", start.elapsed());
-        admitted.map_err(|refused| {
-            let slots = self.admissions.hooks.limits().slots;
-            match refused {
-                Refused::QueueFull(_) => format!(
-                    "all {slots} hook slots are in use and {} hook runs already wait for one (`runtime.admission_queue`, at least {HOOK_QUEUE_FLOOR})",
-                    self.admissions.hooks.limits().queue
-                ),
-                _ => format!(
-                    "all {slots} hook slots stayed in use for {:?} (`runtime.admission_wait`, at least {HOOK_WAIT_FLOOR:?}); raise `runtime.admission_wait`, or lower the load",
-                    self.wait
-                ),
-            }
-        })
-    }
 }
 
 impl Host {
@@ -317,55 +204,6 @@ impl Host {
         let _ = self.admission.waits.set(observe);
     }
 
-    /// The admission of hook runs, to take along (the `after` notifications
-    /// outlive the call).
-    pub(crate) fn hook_gate(&self) -> HookGate {
-        HookGate {
-            admissions: self.admission.clone(),
-            wait: self.config.runtime.admission_wait.max(HOOK_WAIT_FLOOR),
-        }
-    }
-
-    /// The hook chain's judgement of `request`, its hooks' runs admitted
-    /// first (one hook slot for the chain: its hooks run one at a time). A
-    /// chain that finds no slot in time denies, saying admission was full
-    /// (hooks fail closed).
-    pub(crate) async fn evaluate_hooks(&self, request: &HookRequest) -> ChainOutcome {
-        let Some((hook, pattern)) = self.hooks.first_to_run(&request.action) else {
-            // No hook runs an instance for this call.
-            return self.hooks.evaluate(request).await;
-        };
-        let start = Instant::now();
-        match self.hook_gate().admit(&request.session).await {
-            Ok(slot) => {
-                let outcome = self.hooks.evaluate(request).await;
-                drop(slot);
-                outcome
-            }
-            Err(full) => {
-                tracing::warn!(hook, reason = %full, "a permission hook could not run: admission was full");
-                HookChain::failed_closed(
-                    hook,
-                    pattern,
-                    format!(
-                        "hook `{hook}` could not run, admission was full: {full}; the call is denied (hooks fail closed)"
-                    ),
-                    start.elapsed(),
-                )
-            }
-        }
-    }
-
-    /// The hook chain every call passes.
-    pub fn hooks(&self) -> &HookChain {
-        &self.hooks
-    }
-
-    /// The hook chain, shared (the `after` notifications outlive the call).
-    pub(crate) fn hook_chain(&self) -> Arc<HookChain> {
-        self.hooks.clone()
-    }
-
     /// Runs an admitted call in fresh hands, past admission control: the
     /// pipeline's execute stage.
     pub(crate) async fn execute(&self, call: Admitted, ctx: CallContext) -> CallReport {
@@ -444,8 +282,6 @@ impl Host {
         }
     }
 }
-
-const MIB: u64 = 1024 * 1024;
 
 impl Host {
     /// Why admission refused a call needing `mib` MiB after waiting up to
