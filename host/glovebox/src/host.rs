@@ -394,32 +394,9 @@ async fn run_call(
         .await;
     let wall = start.elapsed();
     let stderr = hands.stderr();
-    let mut bytes_out = 0;
-    let outcome = match ran {
-        Err(ended) => Err(ended.into_call_error(name, &limits, &stderr)),
-        Ok(Err(ToolError::InvalidInput(reason))) => Err(CallError::InvalidInput {
-            tool: name.to_string(),
-            reason,
-        }),
-        Ok(Err(ToolError::Failed(reason))) => Err(CallError::ToolFailed {
-            tool: name.to_string(),
-            reason,
-        }),
-        Ok(Ok(output)) => {
-            let size = output.len() as u64;
-            if size > plugin.manifest.limits.output {
-                Err(CallError::OutputTooLarge {
-                    tool: name.to_string(),
-                    limit: plugin.manifest.limits.output,
-                })
-            } else {
-                bytes_out = size;
-                serde_json::from_str(&output).map_err(|e| CallError::ToolFailed {
-                    tool: name.to_string(),
-                    reason: format!("the tool returned invalid JSON: {e}"),
-                })
-            }
-        }
+    let (outcome, bytes_out) = match ran {
+        Err(ended) => (Err(ended.into_call_error(name, &limits, &stderr)), 0),
+        Ok(returned) => tool_answer(name, plugin, returned),
     };
     // A write past the budget failed as "no space" in the guest, which may
     // have carried on, or failed in its own words: the call is a quota error.
@@ -451,4 +428,49 @@ async fn run_call(
         Err(e) => tracing::info!(kind = e.kind(), error = %e, "call failed"),
     }
     report
+}
+
+/// What tool `name`'s own answer makes of its call: its output read as
+/// JSON (with its size in bytes), or the error the tool returned.
+fn tool_answer(
+    name: &str,
+    plugin: &LoadedPlugin,
+    returned: Result<String, ToolError>,
+) -> (Result<serde_json::Value, CallError>, u64) {
+    match returned {
+        Err(ToolError::InvalidInput(reason)) => (
+            Err(CallError::InvalidInput {
+                tool: name.to_string(),
+                reason,
+            }),
+            0,
+        ),
+        Err(ToolError::Failed(reason)) => (
+            Err(CallError::ToolFailed {
+                tool: name.to_string(),
+                reason,
+            }),
+            0,
+        ),
+        Ok(output) => {
+            let size = output.len() as u64;
+            if size > plugin.manifest.limits.output {
+                (
+                    Err(CallError::OutputTooLarge {
+                        tool: name.to_string(),
+                        limit: plugin.manifest.limits.output,
+                    }),
+                    0,
+                )
+            } else {
+                (
+                    serde_json::from_str(&output).map_err(|e| CallError::ToolFailed {
+                        tool: name.to_string(),
+                        reason: format!("the tool returned invalid JSON: {e}"),
+                    }),
+                    size,
+                )
+            }
+        }
+    }
 }
