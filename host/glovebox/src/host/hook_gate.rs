@@ -17,24 +17,41 @@ pub(crate) struct HookGate {
     wait: Duration,
 }
 
+/// Why a hook run found no slot; its text names the config keys.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum NoHookSlot {
+    /// As many hook runs already wait as may.
+    #[error(
+        "all {slots} hook slots are in use and {queue} hook runs already wait for one (`runtime.admission_queue`, at least {floor})",
+        floor = HOOK_QUEUE_FLOOR
+    )]
+    QueueFull { slots: usize, queue: usize },
+    /// No slot came free within the wait.
+    #[error(
+        "all {slots} hook slots stayed in use for {waited:?} (`runtime.admission_wait`, at least {floor:?}); raise `runtime.admission_wait`, or lower the load",
+        floor = HOOK_WAIT_FLOOR
+    )]
+    TimedOut { slots: usize, waited: Duration },
+}
+
 impl HookGate {
-    /// A hook slot, or why there is none (a sentence naming the config keys).
-    pub(crate) async fn admit(&self, session: &str) -> Result<admission::Permit, String> {
+    /// A hook slot, or why there is none.
+    pub(crate) async fn admit(&self, session: &str) -> Result<admission::Permit, NoHookSlot> {
         let key = Key::new(crate::session::actor::current(), session);
         let start = Instant::now();
         let admitted = self.admissions.hooks.acquire(key, 0, self.wait).await;
         self.admissions.observe("hooks", start.elapsed());
         admitted.map_err(|refused| {
-            let slots = self.admissions.hooks.limits().slots;
+            let limits = self.admissions.hooks.limits();
             match refused {
-                Refused::QueueFull(_) => format!(
-                    "all {slots} hook slots are in use and {} hook runs already wait for one (`runtime.admission_queue`, at least {HOOK_QUEUE_FLOOR})",
-                    self.admissions.hooks.limits().queue
-                ),
-                _ => format!(
-                    "all {slots} hook slots stayed in use for {:?} (`runtime.admission_wait`, at least {HOOK_WAIT_FLOOR:?}); raise `runtime.admission_wait`, or lower the load",
-                    self.wait
-                ),
+                Refused::QueueFull(_) => NoHookSlot::QueueFull {
+                    slots: limits.slots,
+                    queue: limits.queue,
+                },
+                _ => NoHookSlot::TimedOut {
+                    slots: limits.slots,
+                    waited: self.wait,
+                },
             }
         })
     }
