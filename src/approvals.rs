@@ -9,6 +9,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use glovebox::approvals::Approval;
+use glovebox::operations::{self, Deny, DenyArgs, ListApprovals, ListApprovalsArgs};
 use glovebox::shown::ShownApproval;
 
 use crate::output::print_json;
@@ -72,9 +73,16 @@ pub(crate) async fn list(
     // The gateway, not the store alone: an input is shown in its tool's
     // schema order.
     let gateway = crate::reach::gateway(config).await?;
-    let (list, next) = match gateway.ledger().approvals.page(all, &page.request()) {
+    let args = ListApprovalsArgs {
+        all,
+        limit: page.limit,
+        cursor: page.cursor.clone(),
+    };
+    let operator = crate::reach::operator();
+    let (list, next) = match operations::run::<ListApprovals>(gateway.scope(&operator), args).await
+    {
         Ok(p) => (p.items, p.next_cursor),
-        Err(e) => return Ok(crate::session_refused(&e)),
+        Err(e) => return Ok(crate::operation_refused(&e)),
     };
     if json {
         print_json(&list)?;
@@ -115,12 +123,12 @@ pub(crate) async fn approve(config: &Path, id: &str) -> Result<ExitCode> {
 
 pub(crate) async fn deny(config: &Path, id: &str, reason: &str) -> Result<ExitCode> {
     let gateway = crate::reach::gateway(config).await?;
-    match gateway
-        .scope(&crate::reach::operator())
-        .approvals()
-        .deny(id, reason)
-        .await
-    {
+    let operator = crate::reach::operator();
+    let args = DenyArgs {
+        id: id.to_string(),
+        reason: reason.to_string(),
+    };
+    match operations::run::<Deny>(gateway.scope(&operator), args).await {
         Ok(a) => {
             out!(
                 "denied {} ({} in session {}): {reason}",
@@ -130,6 +138,6 @@ pub(crate) async fn deny(config: &Path, id: &str, reason: &str) -> Result<ExitCo
             );
             Ok(ExitCode::SUCCESS)
         }
-        Err(e) => Ok(crate::session_refused(&e)),
+        Err(e) => Ok(crate::operation_refused(&e)),
     }
 }

@@ -68,6 +68,13 @@ pub fn session_refused(e: &glovebox::SessionError) -> ExitCode {
     Exit::Refused.into()
 }
 
+/// An operation that failed (`glovebox::operations`): its message, and the
+/// exit code its class means ([`Exit::of_operation`]).
+pub fn operation_refused(e: &glovebox::operations::OperationError) -> ExitCode {
+    err!("error: {e}");
+    Exit::of_operation(e).into()
+}
+
 /// Prints a call's result (stdout) and metering (stderr), and picks the exit code.
 pub fn print_report(report: &glovebox::CallReport, json: bool) -> Result<ExitCode> {
     let m = &report.metering;

@@ -9,13 +9,16 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use glovebox::doctor::{self, Severity};
+use glovebox::doctor::Severity;
+use glovebox::operations::{self, Doctor, NoArguments};
 
 pub async fn run(config: &Path, json: bool) -> Result<ExitCode> {
     let gateway = crate::reach::gateway(config).await?;
-    let findings = match doctor::check(&gateway).await {
+    let operator = crate::reach::operator();
+    let scope = gateway.scope(&operator);
+    let findings = match operations::run::<Doctor>(scope, NoArguments {}).await {
         Ok(f) => f,
-        Err(e) => return Ok(crate::session_refused(&e)),
+        Err(e) => return Ok(crate::operation_refused(&e)),
     };
     let warnings = findings
         .iter()

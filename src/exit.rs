@@ -11,6 +11,7 @@
 use std::process::ExitCode;
 
 use glovebox::CallError;
+use glovebox::operations::{ErrorClass, OperationError};
 
 /// What a command's exit code says. The numbers are stable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,6 +74,22 @@ impl Exit {
             CallError::Busy { .. } | CallError::LowDisk { .. } => Exit::Busy,
             CallError::Internal { .. } => Exit::Failed,
             CallError::Cancelled { .. } => Exit::Cancelled,
+        }
+    }
+
+    /// The code a failed operation exits with: `Refused`, for every
+    /// class. A session operation's refusal has always exited 8 (the session
+    /// refused it, or the store is damaged), whatever its kind, and scripts
+    /// rely on it; the match makes a new class a decision here.
+    pub fn of_operation(e: &OperationError) -> Exit {
+        match e.class {
+            ErrorClass::Invalid
+            | ErrorClass::NotFound
+            | ErrorClass::NotAllowed
+            | ErrorClass::Conflict
+            | ErrorClass::Limited
+            | ErrorClass::Unavailable
+            | ErrorClass::Failed => Exit::Refused,
         }
     }
 }

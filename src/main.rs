@@ -62,7 +62,7 @@ mod sessions;
 mod store;
 
 // What several subcommands share: a call report printed, a refusal worded.
-pub(crate) use call::{print_report, read_input, session_refused};
+pub(crate) use call::{operation_refused, print_report, read_input, session_refused};
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -150,7 +150,7 @@ pub(crate) fn bearer(token: &str) -> String {
 /// destructive hook asks, and `[approvals] wait = 0` answers the caller at
 /// once), the echo plugin, an operator and an agent principal. Returns the
 /// site and the two tokens.
-fn site() -> (Site, String, String) {
+pub(crate) fn site() -> (Site, String, String) {
     let site = Site::with_plugins(&[
         (
             "files.toml",
@@ -185,7 +185,7 @@ fn site() -> (Site, String, String) {
     (site, operator, agent)
 }
 
-fn run_ok(site: &Site, args: &[&str]) -> String {
+pub(crate) fn run_ok(site: &Site, args: &[&str]) -> String {
     let (code, out, err) = site.run(args);
     assert_eq!(code, 0, "glovebox {args:?}: {err}");
     out
@@ -193,7 +193,7 @@ fn run_ok(site: &Site, args: &[&str]) -> String {
 
 /// Starts session `name` and asks for a write in it: a pending approval,
 /// whose id is returned.
-fn pending_write(site: &Site, session: &str, path: &str, content: &str) -> String {
+pub(crate) fn pending_write(site: &Site, session: &str, path: &str, content: &str) -> String {
     let before: Vec<String> = pending_ids(site);
     let input = json!({"path": path, "content": content}).to_string();
     // Answers at once, awaiting approval (`[approvals] wait = 0`).
@@ -230,7 +230,7 @@ fn pending_ids(site: &Site) -> Vec<String> {
         .collect()
 }
 
-fn start_session(site: &Site, name: &str) {
+pub(crate) fn start_session(site: &Site, name: &str) {
     run_ok(
         site,
         &[

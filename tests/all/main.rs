@@ -3,6 +3,7 @@
 
 #![forbid(unsafe_code)]
 
+mod api;
 mod approval_display;
 mod approvals;
 mod architecture;

@@ -13,38 +13,7 @@ const MCP_VERSION: &str = "2.3.0";
 
 /// A virtualenv with the Python MCP SDK and pytest, made once per target dir.
 fn venv() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("mcp-venv");
-    let python = dir.join("bin/python");
-    let stamp = dir.join(format!("installed-mcp-{MCP_VERSION}"));
-    if !stamp.exists() {
-        let status = Command::new("python3")
-            .args(["-m", "venv"])
-            .arg(&dir)
-            .status()
-            .expect("python3 runs");
-        assert!(
-            status.success(),
-            "cannot create a virtualenv in {}",
-            dir.display()
-        );
-        let status = Command::new(&python)
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                &format!("mcp=={MCP_VERSION}"),
-                "pytest",
-            ])
-            .status()
-            .expect("pip runs");
-        assert!(
-            status.success(),
-            "cannot install the Python MCP SDK from PyPI"
-        );
-        std::fs::write(&stamp, "").unwrap();
-    }
-    python
+    crate::util::venv("mcp-venv", &[&format!("mcp=={MCP_VERSION}"), "pytest"])
 }
 
 /// A config serving echo, text (word-count costs 9.00), files and sleep, with

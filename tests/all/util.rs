@@ -50,6 +50,41 @@ pub fn plugin_named(name: &str) -> Option<&'static str> {
     })
 }
 
+/// A virtualenv under the target dir named `name` with `packages` (pip
+/// requirement strings) installed from PyPI, made once per target dir and
+/// set of packages; its Python.
+pub fn venv(name: &str, packages: &[&str]) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let python = dir.join("bin/python");
+    let stamp = dir.join(format!(
+        "installed-{}",
+        packages.join("+").replace(
+            |c: char| !c.is_ascii_alphanumeric() && c != '+' && c != '.',
+            "-"
+        )
+    ));
+    if !stamp.exists() {
+        let status = std::process::Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(&dir)
+            .status()
+            .expect("python3 runs");
+        assert!(
+            status.success(),
+            "cannot create a virtualenv in {}",
+            dir.display()
+        );
+        let status = std::process::Command::new(&python)
+            .args(["-m", "pip", "install", "--quiet"])
+            .args(packages)
+            .status()
+            .expect("pip runs");
+        assert!(status.success(), "cannot install {packages:?} from PyPI");
+        std::fs::write(&stamp, "").unwrap();
+    }
+    python
+}
+
 /// A free loopback port (bound, then let go, for a server to take).
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")

@@ -307,7 +307,7 @@ pub async fn guard(State(app): State<Arc<App>>, mut req: Request, next: Next) ->
             secured(glovebox::tasks::acting(by, next.run(req)).await)
         }
         Who::Agent => secured(forbidden(
-            "the dashboard and the metrics are an operator's: an agent principal's token does not open them",
+            "the dashboard, the API and the metrics are an operator's: an agent principal's token does not open them",
         )),
         Who::Stranger(why) => secured(forbidden(&why)),
         Who::Nobody => {

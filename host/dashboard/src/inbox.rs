@@ -9,6 +9,7 @@ use axum::extract::{Path as UrlPath, Query};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use glovebox::approvals::ApprovalStatus;
+use glovebox::operations::{self, Approve, ApproveArgs, Deny, DenyArgs};
 use glovebox::page::PageRequest;
 use glovebox::session::SessionError;
 
@@ -138,19 +139,14 @@ fn render_approvals(
     Ok(("Approvals".into(), body))
 }
 
-/// `POST /ui/approvals/ID/approve`: as `glovebox approve ID`, recording the operator.
+/// `POST /ui/approvals/ID/approve`: the operation `approvals.approve`, as
+/// the signed-in operator.
 pub async fn approve(viewer: Viewer, UrlPath(id): UrlPath<String>) -> Response {
     tracing::info!(approval = %id, principal = %viewer.op.0.name, "dashboard: approve");
-    match viewer
-        .app
-        .gateway
-        .scope(&viewer.op.0)
-        .approvals()
-        .approve(&id)
-        .await
-    {
+    let scope = viewer.app.gateway.scope(&viewer.op.0);
+    match operations::run::<Approve>(scope, ApproveArgs { id: id.clone() }).await {
         Ok(_) => Redirect::to(&format!("/ui/approvals?done={}", url(&id))).into_response(),
-        Err(e) => approvals_refused(viewer, e.to_string()).await,
+        Err(e) => approvals_refused(viewer, e.message).await,
     }
 }
 
@@ -160,29 +156,21 @@ pub struct DenyForm {
     reason: String,
 }
 
-/// `POST /ui/approvals/ID/deny`: as `glovebox deny ID --reason ...`.
+/// `POST /ui/approvals/ID/deny`: the operation `approvals.deny`, as the
+/// signed-in operator.
 pub async fn deny(
     viewer: Viewer,
     UrlPath(id): UrlPath<String>,
     Form(form): Form<DenyForm>,
 ) -> Response {
-    let reason = form.reason.trim().to_string();
-    let result = if reason.is_empty() {
-        Err("a denial needs a reason: the agent is told it".to_string())
-    } else {
-        tracing::info!(approval = %id, principal = %viewer.op.0.name, "dashboard: deny");
-        viewer
-            .app
-            .gateway
-            .scope(&viewer.op.0)
-            .approvals()
-            .deny(&id, &reason)
-            .await
-            .map(|_| ())
-            .map_err(|e| e.to_string())
+    tracing::info!(approval = %id, principal = %viewer.op.0.name, "dashboard: deny");
+    let scope = viewer.app.gateway.scope(&viewer.op.0);
+    let args = DenyArgs {
+        id: id.clone(),
+        reason: form.reason.trim().to_string(),
     };
-    match result {
-        Ok(()) => Redirect::to(&format!("/ui/approvals?done={}", url(&id))).into_response(),
-        Err(message) => approvals_refused(viewer, message).await,
+    match operations::run::<Deny>(scope, args).await {
+        Ok(_) => Redirect::to(&format!("/ui/approvals?done={}", url(&id))).into_response(),
+        Err(e) => approvals_refused(viewer, e.message).await,
     }
 }

@@ -2,7 +2,9 @@
 //! --admin ADDR`, for people. It serves the dashboard at `/ui` (server-rendered
 //! HTML, a stylesheet and a little JavaScript embedded in the binary, live
 //! updates by server-sent events at `/ui/events`), `GET /metrics`, and the
-//! signed webhooks of `[[trigger]] on = "webhook"` at `POST /hooks/<name>`.
+//! signed webhooks of `[[trigger]] on = "webhook"` at `POST /hooks/<name>`,
+//! and the HTTP API for operators' automation at `/api/v1` (`api.rs`: the
+//! operation registry's routes, and its OpenAPI document).
 //!
 //! This crate owns the admin listener's HTTP side: binding (loopback only
 //! unless the config declares principals and the operator passes
@@ -20,6 +22,7 @@
 
 #![forbid(unsafe_code)]
 
+mod api;
 mod approval;
 mod auth;
 mod billing;
@@ -32,6 +35,7 @@ mod inbox;
 mod jobs;
 mod memory;
 mod notify;
+pub mod openapi;
 mod pages;
 mod rescues;
 mod sessions;
@@ -204,7 +208,9 @@ impl AdminServer {
 }
 
 fn router(app: Arc<App>) -> Router {
-    Router::new()
+    api::routes(Router::new())
+        .route("/api/v1", get(api::not_found).post(api::not_found))
+        .route("/api/v1/{*rest}", get(api::not_found).post(api::not_found))
         .route(METRICS_PATH, get(pages::metrics))
         .route("/", get(pages::to_ui))
         .route(UI_PATH, get(sessions::sessions))

@@ -32,6 +32,7 @@ mod host;
 pub mod jobs;
 mod ledger;
 pub mod metrics;
+pub mod operations;
 mod pipeline;
 mod principals;
 pub mod replay;

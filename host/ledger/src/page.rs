@@ -19,6 +19,7 @@ pub const DEFAULT_PAGE: usize = 100;
 pub const MAX_PAGE: usize = 500;
 
 /// Which page a caller asks for.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PageRequest {
     /// Items wanted: [`DEFAULT_PAGE`] when `None`, at most [`MAX_PAGE`].
@@ -46,6 +47,8 @@ impl PageRequest {
 }
 
 /// One page of a listing, and where the next one starts.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schemars", schemars(rename = "PageOf{T}"))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Page<T> {
     pub items: Vec<T>,

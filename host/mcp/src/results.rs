@@ -60,24 +60,7 @@ pub fn session<T: Serialize>(result: Result<T, SessionError>) -> CallToolResult 
 
 /// A session operation the store or the lifecycle refused.
 pub fn session_failure(e: &SessionError) -> CallToolResult {
-    let kind = match e {
-        SessionError::NotFound(_) => "session_not_found",
-        SessionError::NameTaken { .. } => "session_name_taken",
-        SessionError::InvalidInput(_) => "session_invalid_input",
-        SessionError::IllegalTransition { .. } => "session_illegal_transition",
-        SessionError::Tampered { .. } => "session_tampered",
-        SessionError::KeyRequired(_) => "session_key_required",
-        SessionError::BadHandoff { .. } => "bad_handoff",
-        SessionError::InvalidEvent { .. } => "session_invalid_event",
-        SessionError::NotAllowed(_) => "not_allowed",
-        SessionError::Quota { .. } => "quota",
-        SessionError::Ceiling(_) => "ceiling",
-        SessionError::LowDisk(_) => "low_disk",
-        SessionError::Incomplete(_) => "not_complete",
-        SessionError::Leased { .. } => "session_leased",
-        SessionError::Storage(_) => "session_storage",
-    };
-    failure(kind, e.to_string())
+    failure(e.kind(), e.to_string())
 }
 
 /// The answer to a plugin tool call that went through the pipeline.

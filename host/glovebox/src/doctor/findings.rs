@@ -6,7 +6,9 @@ use serde::Serialize;
 
 /// How much a finding matters. `glovebox doctor` exits 1 when there is a
 /// warning; notices alone leave it at 0.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     /// Worth fixing now.
@@ -25,7 +27,9 @@ impl Severity {
 }
 
 /// Which antipattern a finding is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Rule {
     UnwaitedJobs,
@@ -52,7 +56,9 @@ impl Rule {
 }
 
 /// What a finding is about.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum CulpritKind {
     Session,
@@ -76,7 +82,7 @@ impl CulpritKind {
 
 /// The thing at fault: a session (its name, or its id), a hook, a plugin,
 /// a role or a directory, and the file where it is declared when there is one.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Culprit {
     pub kind: CulpritKind,
     pub name: String,
@@ -102,7 +108,7 @@ impl std::fmt::Display for Culprit {
 }
 
 /// One antipattern found.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Finding {
     pub rule: Rule,
     pub severity: Severity,

@@ -43,6 +43,7 @@ pub(crate) const PENDING: &str = "p/";
 pub(crate) const SETTLED: &str = "s/";
 
 /// Where an approval stands.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum ApprovalStatus {
@@ -75,6 +76,7 @@ impl ApprovalStatus {
 }
 
 /// A call waiting for a human.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Approval {
     pub id: String,

@@ -92,6 +92,31 @@ pub enum SessionError {
     Storage(#[from] StorageError),
 }
 
+impl SessionError {
+    /// The error's kind: a stable word every surface carries beside the
+    /// message (an MCP tool error's `error.kind`, the HTTP API's, an
+    /// operation's), so a client can branch on it without reading text.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            SessionError::NotFound(_) => "session_not_found",
+            SessionError::NameTaken { .. } => "session_name_taken",
+            SessionError::InvalidInput(_) => "session_invalid_input",
+            SessionError::IllegalTransition { .. } => "session_illegal_transition",
+            SessionError::Tampered { .. } => "session_tampered",
+            SessionError::KeyRequired(_) => "session_key_required",
+            SessionError::BadHandoff { .. } => "bad_handoff",
+            SessionError::InvalidEvent { .. } => "session_invalid_event",
+            SessionError::NotAllowed(_) => "not_allowed",
+            SessionError::Quota { .. } => "quota",
+            SessionError::Ceiling(_) => "ceiling",
+            SessionError::LowDisk(_) => "low_disk",
+            SessionError::Incomplete(_) => "not_complete",
+            SessionError::Leased { .. } => "session_leased",
+            SessionError::Storage(_) => "session_storage",
+        }
+    }
+}
+
 fn allowed_text(from: SessionStatus, allowed: &[Transition]) -> String {
     if allowed.is_empty() {
         return format!("{from} is final: start a new session");

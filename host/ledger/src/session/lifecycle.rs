@@ -24,6 +24,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 /// Where a session is in its life.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SessionStatus {

@@ -125,6 +125,7 @@ impl Carved {
 /// entry in the `sessions` bucket ([`SessionInfo`]) carry. Flattened into
 /// both, so their JSON (and every checkpoint's bytes) keeps these fields at
 /// the top.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionHeader {
     pub id: String,
@@ -282,6 +283,7 @@ impl SessionState {
 }
 
 /// What the `sessions` bucket keeps per session, so listing does not replay logs.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionInfo {
     #[serde(flatten)]

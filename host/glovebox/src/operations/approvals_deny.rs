@@ -1,0 +1,43 @@
+//! `approvals.deny`: refuses a pending call for good, with a reason the
+//! agent reads; its session resumes so the agent can carry on.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::approvals_show::no_approval;
+use super::{Audience, Operation, OperationError, Route};
+use crate::approvals::Approval;
+use crate::scope::Scope;
+
+pub struct Deny;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DenyArgs {
+    /// The pending approval's id (`ap-…`).
+    pub id: String,
+    /// Why, for the agent (it reads it in the call's error).
+    pub reason: String,
+}
+
+impl Operation for Deny {
+    const NAME: &'static str = "approvals.deny";
+    const SUMMARY: &'static str = "Denies a pending call for good, with a reason the agent reads.";
+    const DESCRIPTION: &'static str = "The call fails with the reason, the denial and who made it are written to the session's log, and the session resumes. Returns the approval, now denied.";
+    const AUDIENCE: Audience = Audience::Anyone;
+    const HTTP: Option<Route> = Some(Route::post("/approvals/{id}/deny"));
+    type Args = DenyArgs;
+    type Output = Approval;
+
+    async fn run(scope: Scope<'_>, args: DenyArgs) -> Result<Approval, OperationError> {
+        if args.reason.trim().is_empty() {
+            return Err(OperationError::invalid(
+                "a denial needs a reason: the agent reads it to choose what to do instead",
+            ));
+        }
+        if scope.approval(&args.id).await?.is_none() {
+            return Err(no_approval(&args.id));
+        }
+        Ok(scope.approvals().deny(&args.id, &args.reason).await?)
+    }
+}

@@ -1,0 +1,49 @@
+//! `approvals.list`: the approvals waiting for a human, oldest first (with
+//! `all`, the settled ones too), a page at a time.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::{Audience, Operation, OperationError, Route};
+use crate::approvals::Approval;
+use crate::page::{Page, PageRequest};
+use crate::scope::Scope;
+use crate::tasks::ledger_work;
+
+pub struct ListApprovals;
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListApprovalsArgs {
+    /// The settled approvals too, not only the pending ones.
+    #[serde(default)]
+    pub all: bool,
+    /// Approvals a page holds (100 when absent, at most 500).
+    #[serde(default)]
+    pub limit: Option<usize>,
+    /// Where the previous page ended (its `next_cursor`).
+    #[serde(default)]
+    pub cursor: Option<String>,
+}
+
+impl Operation for ListApprovals {
+    const NAME: &'static str = "approvals.list";
+    const SUMMARY: &'static str = "The approvals waiting for a human, a page at a time.";
+    const DESCRIPTION: &'static str = "Each with the call it holds (tool, exact input and its SHA-256), the hook and rule that asked, and its status. Pending ones oldest first; with `all`, the settled ones after them.";
+    const AUDIENCE: Audience = Audience::Operator;
+    const HTTP: Option<Route> = Some(Route::get("/approvals"));
+    type Args = ListApprovalsArgs;
+    type Output = Page<Approval>;
+
+    async fn run(
+        scope: Scope<'_>,
+        args: ListApprovalsArgs,
+    ) -> Result<Page<Approval>, OperationError> {
+        let approvals = scope.gateway().ledger().approvals.clone();
+        let page = PageRequest {
+            limit: args.limit,
+            cursor: args.cursor,
+        };
+        Ok(ledger_work(move || approvals.page(args.all, &page)).await?)
+    }
+}

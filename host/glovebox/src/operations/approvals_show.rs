@@ -1,0 +1,44 @@
+//! `approvals.show`: one approval, pending or settled.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::{Audience, Operation, OperationError, Route};
+use crate::approvals::Approval;
+use crate::scope::Scope;
+
+pub struct ShowApproval;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ShowApprovalArgs {
+    /// The approval's id (`ap-…`).
+    pub id: String,
+}
+
+impl Operation for ShowApproval {
+    const NAME: &'static str = "approvals.show";
+    const SUMMARY: &'static str = "One approval, pending or settled.";
+    const DESCRIPTION: &'static str = "The call it holds (tool, exact input and its SHA-256), the hook and rule that asked, and its status with who settled it. An approval of a session the caller may not see is not found.";
+    const AUDIENCE: Audience = Audience::Anyone;
+    const HTTP: Option<Route> = Some(Route::get("/approvals/{id}"));
+    type Args = ShowApprovalArgs;
+    type Output = Approval;
+
+    async fn run(scope: Scope<'_>, args: ShowApprovalArgs) -> Result<Approval, OperationError> {
+        scope
+            .approval(&args.id)
+            .await?
+            .ok_or_else(|| no_approval(&args.id))
+    }
+}
+
+/// The answer for an approval that is not there, or not the caller's.
+pub(super) fn no_approval(id: &str) -> OperationError {
+    OperationError::not_found(
+        "approval_not_found",
+        format!(
+            "no approval `{id}`: `glovebox approvals` (or `GET /api/v1/approvals`) lists the pending ones"
+        ),
+    )
+}

@@ -1,0 +1,91 @@
+//! Why an operation failed: one type for every operation and every surface.
+//! It carries a stable `kind` (a word a client branches on: the same words
+//! an MCP tool error carries), the message (which names the culprit and the
+//! fix), and its [`ErrorClass`], from which each surface derives its own
+//! signal (an HTTP status, an exit code) in one place of its own.
+
+use serde::Serialize;
+
+use crate::session::SessionError;
+
+/// What sort of failure it is, for the surfaces that answer with a number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorClass {
+    /// Bad arguments: the request is wrong; sent again unchanged it fails again.
+    Invalid,
+    /// No such thing, or not the caller's (the same answer).
+    NotFound,
+    /// The caller may not do this.
+    NotAllowed,
+    /// It conflicts with what is there now (a name taken, a session ended).
+    Conflict,
+    /// A quota or a ceiling is reached.
+    Limited,
+    /// Not now: the disk is low, another node holds the session.
+    Unavailable,
+    /// The host failed (the storage, a damaged log).
+    Failed,
+}
+
+/// Why an operation failed (see the module docs).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema, thiserror::Error)]
+#[error("{message}")]
+pub struct OperationError {
+    pub class: ErrorClass,
+    /// A stable word for the failure (`session_not_found`, `invalid_arguments`).
+    pub kind: String,
+    /// What went wrong, naming the culprit and the fix.
+    pub message: String,
+}
+
+impl OperationError {
+    pub fn new(class: ErrorClass, kind: &str, message: impl Into<String>) -> OperationError {
+        OperationError {
+            class,
+            kind: kind.to_string(),
+            message: message.into(),
+        }
+    }
+
+    /// Arguments that do not fit the operation.
+    pub fn invalid(message: impl Into<String>) -> OperationError {
+        OperationError::new(ErrorClass::Invalid, "invalid_arguments", message)
+    }
+
+    /// A record that is not there, or not the caller's.
+    pub fn not_found(kind: &str, message: impl Into<String>) -> OperationError {
+        OperationError::new(ErrorClass::NotFound, kind, message)
+    }
+
+    /// The caller may not run it.
+    pub fn not_allowed(message: impl Into<String>) -> OperationError {
+        OperationError::new(ErrorClass::NotAllowed, "not_allowed", message)
+    }
+
+    /// The host failed.
+    pub fn failed(message: impl Into<String>) -> OperationError {
+        OperationError::new(ErrorClass::Failed, "internal", message)
+    }
+}
+
+impl From<SessionError> for OperationError {
+    fn from(e: SessionError) -> OperationError {
+        let class = match &e {
+            SessionError::NotFound(_) => ErrorClass::NotFound,
+            SessionError::InvalidInput(_)
+            | SessionError::BadHandoff { .. }
+            | SessionError::InvalidEvent { .. } => ErrorClass::Invalid,
+            SessionError::NameTaken { .. }
+            | SessionError::IllegalTransition { .. }
+            | SessionError::Incomplete(_) => ErrorClass::Conflict,
+            SessionError::NotAllowed(_) => ErrorClass::NotAllowed,
+            SessionError::Quota { .. } | SessionError::Ceiling(_) => ErrorClass::Limited,
+            SessionError::LowDisk(_) | SessionError::Leased { .. } => ErrorClass::Unavailable,
+            SessionError::Tampered { .. }
+            | SessionError::KeyRequired(_)
+            | SessionError::Storage(_) => ErrorClass::Failed,
+        };
+        OperationError::new(class, e.kind(), e.to_string())
+    }
+}

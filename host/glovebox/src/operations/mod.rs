@@ -1,0 +1,286 @@
+//! Every operation defined once: its name, what it does, its arguments and
+//! output (serde types with JSON Schemas), who may run it, the surfaces it is
+//! served on, and `run` over the caller's [`Scope`]. The front ends (the
+//! admin listener's HTTP API, the command line, the dashboard) do not write
+//! an operation again: they find its [`Entry`] here, hand it the caller's
+//! scope and the arguments as JSON, and show what comes back.
+//!
+//! Why one place: an operation written once per surface drifts (a flag the
+//! MCP tool lacks, an error worded three ways, a check made at one edge and
+//! not another). Here who may run it is decided once ([`Audience`], then the
+//! scope's own rules), its errors have one kind and one wording
+//! ([`OperationError`]), and its schemas are the ones every surface shows
+//! (the HTTP API's OpenAPI document is made from [`all`]).
+//!
+//! Adding an operation is one new file in this folder (a type that
+//! implements [`Operation`]) and one line in [`all`]. The files are named
+//! for the operation.
+
+mod approvals_approve;
+mod approvals_deny;
+mod approvals_list;
+mod approvals_show;
+mod doctor;
+mod error;
+mod sessions_list;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::LazyLock;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::scope::Scope;
+
+pub use approvals_approve::{Approve, ApproveArgs, CallFailure, Ran};
+pub use approvals_deny::{Deny, DenyArgs};
+pub use approvals_list::{ListApprovals, ListApprovalsArgs};
+pub use approvals_show::{ShowApproval, ShowApprovalArgs};
+pub use doctor::Doctor;
+pub use error::{ErrorClass, OperationError};
+pub use sessions_list::{ListSessions, ListSessionsArgs};
+
+/// Who may run an operation, before its scope's own rules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Audience {
+    /// Operators only: it reads or changes what is every principal's.
+    Operator,
+    /// Any principal: the scope shows it its own (an operator sees all).
+    Anyone,
+}
+
+/// An HTTP method of the API.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    /// Reads: the arguments come in the query string (and the path).
+    Get,
+    /// Changes: the arguments come as a JSON object in the body (and the path).
+    Post,
+}
+
+/// Where the admin listener's HTTP API serves an operation: a method and a
+/// path under `/api/v1`, whose `{name}` segments are arguments.
+#[derive(Clone, Copy, Debug)]
+pub struct Route {
+    pub method: Method,
+    pub path: &'static str,
+}
+
+impl Route {
+    pub const fn get(path: &'static str) -> Route {
+        Route {
+            method: Method::Get,
+            path,
+        }
+    }
+
+    pub const fn post(path: &'static str) -> Route {
+        Route {
+            method: Method::Post,
+            path,
+        }
+    }
+
+    /// The arguments the path carries (its `{name}` segments).
+    pub fn path_arguments(&self) -> impl Iterator<Item = &'static str> {
+        self.path
+            .split('/')
+            .filter_map(|s| s.strip_prefix('{')?.strip_suffix('}'))
+    }
+}
+
+/// One operation (see the module docs).
+pub trait Operation: Send + Sync + 'static {
+    /// Its name: `family.verb` (`approvals.approve`).
+    const NAME: &'static str;
+    /// What it does, in one sentence.
+    const SUMMARY: &'static str;
+    /// What it does beyond the summary: what it changes, what it refuses.
+    const DESCRIPTION: &'static str;
+    const AUDIENCE: Audience;
+    /// Where the HTTP API serves it.
+    const HTTP: Option<Route>;
+    type Args: DeserializeOwned + JsonSchema + Send + 'static;
+    type Output: Serialize + JsonSchema + Send + 'static;
+
+    /// Runs it on behalf of the scope's caller.
+    fn run<'g>(
+        scope: Scope<'g>,
+        args: Self::Args,
+    ) -> impl Future<Output = Result<Self::Output, OperationError>> + Send + 'g;
+}
+
+type Running<'g> = Pin<Box<dyn Future<Output = Result<Value, OperationError>> + Send + 'g>>;
+
+/// An operation as the front ends see it: its description, its schemas, and
+/// a call that takes and gives JSON.
+pub struct Entry {
+    pub name: &'static str,
+    pub summary: &'static str,
+    pub description: &'static str,
+    pub audience: Audience,
+    pub http: Option<Route>,
+    args: fn(&mut SchemaGenerator) -> Schema,
+    output: fn(&mut SchemaGenerator) -> Schema,
+    call: for<'g> fn(Scope<'g>, Value) -> Running<'g>,
+}
+
+impl Entry {
+    fn of<O: Operation>() -> Entry {
+        Entry {
+            name: O::NAME,
+            summary: O::SUMMARY,
+            description: O::DESCRIPTION,
+            audience: O::AUDIENCE,
+            http: O::HTTP,
+            args: |generator| generator.subschema_for::<O::Args>(),
+            output: |generator| generator.subschema_for::<O::Output>(),
+            call: |scope, args| Box::pin(call::<O>(scope, args)),
+        }
+    }
+
+    /// The schema of its arguments (an object) in `generator`: a reference
+    /// into the generator's definitions.
+    pub fn args_schema(&self, generator: &mut SchemaGenerator) -> Schema {
+        (self.args)(generator)
+    }
+
+    /// The schema of its output in `generator`.
+    pub fn output_schema(&self, generator: &mut SchemaGenerator) -> Schema {
+        (self.output)(generator)
+    }
+
+    /// Runs it for the scope's caller with `args` (a JSON object): the
+    /// output as JSON, or why not. Arguments that do not fit its schema are
+    /// refused naming the field, and nothing runs.
+    pub async fn call(&self, scope: Scope<'_>, args: Value) -> Result<Value, OperationError> {
+        (self.call)(scope, args).await
+    }
+}
+
+async fn call<O: Operation>(scope: Scope<'_>, args: Value) -> Result<Value, OperationError> {
+    let args: O::Args = serde_json::from_value(args).map_err(|e| {
+        OperationError::invalid(format!(
+            "bad arguments for `{}`: {e}; its arguments are in the API's OpenAPI document (`GET /api/v1/openapi.json`)",
+            O::NAME
+        ))
+    })?;
+    let output = run::<O>(scope, args).await?;
+    serde_json::to_value(output).map_err(|e| {
+        OperationError::failed(format!(
+            "`{}` made an output that is not JSON: {e}",
+            O::NAME
+        ))
+    })
+}
+
+/// Runs operation `O` for the scope's caller with typed arguments: what a
+/// front end in Rust calls (the command line, the dashboard) to get the
+/// typed output it prints. Who may run it is checked here, as for
+/// [`Entry::call`].
+pub async fn run<O: Operation>(
+    scope: Scope<'_>,
+    args: O::Args,
+) -> Result<O::Output, OperationError> {
+    if O::AUDIENCE == Audience::Operator && !scope.caller().is_operator() {
+        return Err(OperationError::not_allowed(format!(
+            "`{}` is an operator's operation, and {} is not an operator",
+            O::NAME,
+            scope.caller()
+        )));
+    }
+    O::run(scope, args).await
+}
+
+/// Every operation, by name.
+pub fn all() -> &'static [Entry] {
+    static ALL: LazyLock<Vec<Entry>> = LazyLock::new(|| {
+        vec![
+            Entry::of::<ListApprovals>(),
+            Entry::of::<ShowApproval>(),
+            Entry::of::<Approve>(),
+            Entry::of::<Deny>(),
+            Entry::of::<ListSessions>(),
+            Entry::of::<Doctor>(),
+        ]
+    });
+    &ALL
+}
+
+/// The operation called `name`.
+pub fn named(name: &str) -> Option<&'static Entry> {
+    all().iter().find(|e| e.name == name)
+}
+
+/// The arguments of an operation that takes none.
+#[derive(Debug, Default, serde::Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoArguments {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_family_dot_verb_and_routes_unique() {
+        let mut names = std::collections::BTreeSet::new();
+        let mut routes = std::collections::BTreeSet::new();
+        for e in all() {
+            assert!(
+                names.insert(e.name),
+                "two operations are called `{}`",
+                e.name
+            );
+            let (family, verb) = e.name.split_once('.').unwrap_or((e.name, ""));
+            assert!(
+                !family.is_empty() && !verb.is_empty(),
+                "`{}` is not `family.verb`",
+                e.name
+            );
+            if let Some(route) = e.http {
+                assert!(route.path.starts_with('/'), "{}: {}", e.name, route.path);
+                assert!(
+                    routes.insert((route.method == Method::Get, route.path)),
+                    "two operations at {:?} {}",
+                    route.method,
+                    route.path
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_path_argument_is_a_required_string_argument() {
+        let mut generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
+        for e in all() {
+            let Some(route) = e.http else { continue };
+            let reference = e.args_schema(&mut generator);
+            let name = reference
+                .get("$ref")
+                .and_then(Value::as_str)
+                .and_then(|r| r.rsplit('/').next())
+                .expect("an arguments type is a named object")
+                .to_string();
+            let definition = generator.definitions().get(&name).cloned().unwrap();
+            for argument in route.path_arguments() {
+                let required = definition["required"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default();
+                assert!(
+                    required.iter().any(|r| r == argument),
+                    "{}: the path's `{{{argument}}}` is not a required argument",
+                    e.name
+                );
+                assert_eq!(
+                    definition["properties"][argument]["type"], "string",
+                    "{}: the path's `{{{argument}}}` is not a string",
+                    e.name
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,300 @@
+//! The HTTP API for operators' automation (`/api/v1` on the admin
+//! listener), over the real binary: its OpenAPI document validates with the
+//! Python OpenAPI validator (`openapi-spec-validator` from PyPI, installed
+//! into a virtualenv under the target dir on first run), every route it
+//! lists is called with real records and answers 200 with a body its
+//! schema accepts, and the refusals (no token, an agent's token, another
+//! origin, bad arguments, a record that is not there) answer with their own
+//! status and the one error shape.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+use crate::dashboard::{bearer, http, pending_write, serve, site, start_session};
+
+/// The validator's release the test is written against.
+const VALIDATOR: &str = "openapi-spec-validator==0.7.2";
+
+/// A virtualenv with the OpenAPI validator, made once per target dir.
+fn validator() -> PathBuf {
+    crate::util::venv("openapi-venv", &[VALIDATOR])
+}
+
+/// The answer's body as JSON.
+fn json_of(answer: &crate::dashboard::Answer) -> Value {
+    serde_json::from_str(&answer.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", answer.body))
+}
+
+/// Checks `value` against `schema`, whose references point into the
+/// document's components.
+fn assert_fits(document: &Value, schema: &Value, value: &Value, what: &str) {
+    let root = json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "components": document["components"],
+        "allOf": [schema],
+    });
+    let validator = jsonschema::validator_for(&root).expect("the schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(value)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{what}: {errors:?}\n{value:#}");
+}
+
+#[test]
+fn the_api_document_validates_and_every_route_answers_with_what_it_says() {
+    let (site, operator, agent) = site();
+    // One pending approval a session (a session waits on its approval).
+    for name in ["api-a", "api-b", "api-c"] {
+        start_session(&site, name);
+    }
+    let approved = pending_write(&site, "api-a", "/data/approved.txt", "yes");
+    let denied = pending_write(&site, "api-b", "/data/denied.txt", "no");
+    let served = serve(&site);
+    let admin = served.admin.as_str();
+    let op = bearer(&operator);
+    let as_operator = [("Authorization", op.as_str())];
+
+    // The document: an operator's, and valid OpenAPI 3.1.
+    assert_eq!(
+        http(admin, "GET", "/api/v1/openapi.json", &[], "").status,
+        401
+    );
+    let answer = http(admin, "GET", "/api/v1/openapi.json", &as_operator, "");
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let document = json_of(&answer);
+    assert_eq!(document["openapi"], "3.1.0");
+    let file = site.path().join("openapi.json");
+    std::fs::write(&file, &answer.body).unwrap();
+    let output = Command::new(validator())
+        .args([
+            "-c",
+            "import sys, json; from openapi_spec_validator import validate; validate(json.load(open(sys.argv[1]))); print('valid')",
+        ])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "the OpenAPI document does not validate:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "valid");
+
+    // Every route, in the document's order, with arguments made for it
+    // here: an operation the registry adds without a line here fails.
+    let base = document["servers"][0]["url"].as_str().unwrap().to_string();
+    let examples = json!({
+        "approvals.list": {"query": {"all": "true", "limit": "10"}},
+        "approvals.show": {"path": {"id": approved}},
+        "approvals.approve": {"path": {"id": approved}},
+        "approvals.deny": {"path": {"id": denied}, "body": {"reason": "not this file"}},
+        "sessions.list": {"query": {"role": "workagent", "limit": "5"}},
+        "doctor.check": {},
+    });
+    let mut called = BTreeSet::new();
+    // Reads first, then changes (an approval is shown before it is settled).
+    for wanted in ["get", "post"] {
+        for (path, item) in document["paths"].as_object().unwrap() {
+            let Some(operation) = item.get(wanted) else {
+                continue;
+            };
+            let id = operation["operationId"].as_str().unwrap();
+            let example = examples.get(id).unwrap_or_else(|| {
+                panic!("no example arguments for `{id}`: add them to this test")
+            });
+            let mut url = format!("{base}{path}");
+            for (name, value) in example["path"].as_object().into_iter().flatten() {
+                url = url.replace(&format!("{{{name}}}"), value.as_str().unwrap());
+            }
+            let query: Vec<String> = example["query"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap()))
+                .collect();
+            if !query.is_empty() {
+                url += &format!("?{}", query.join("&"));
+            }
+            let body = example
+                .get("body")
+                .map(Value::to_string)
+                .unwrap_or_default();
+            let answer = http(admin, &wanted.to_uppercase(), &url, &as_operator, &body);
+            assert_eq!(answer.status, 200, "{wanted} {url}: {}", answer.body);
+            let schema = &operation["responses"]["200"]["content"]["application/json"]["schema"];
+            assert_fits(
+                &document,
+                schema,
+                &json_of(&answer),
+                &format!("{wanted} {url}"),
+            );
+            called.insert(id.to_string());
+        }
+    }
+    let listed: BTreeSet<String> = examples.as_object().unwrap().keys().cloned().collect();
+    assert_eq!(called, listed, "the document lists these operations");
+
+    // What the calls did: the approved write ran, the denied one did not.
+    assert_eq!(
+        std::fs::read_to_string(site.path().join("work/approved.txt")).unwrap(),
+        "yes"
+    );
+    assert!(!site.path().join("work/denied.txt").exists());
+    let shown = json_of(&http(
+        admin,
+        "GET",
+        &format!("/api/v1/approvals/{denied}"),
+        &as_operator,
+        "",
+    ));
+    assert_eq!(shown["status"]["state"], "denied");
+    assert_eq!(shown["status"]["reason"], "not this file");
+    assert_eq!(shown["status"]["by"], "ops");
+
+    // Refusals: each its own status, one error shape the document gives.
+    let error_schema = json!({"$ref": "#/components/schemas/ErrorAnswer"});
+    let refused = |method: &str,
+                   path: &str,
+                   headers: &[(&str, &str)],
+                   body: &str,
+                   status: u16,
+                   kind: &str,
+                   words: &str| {
+        let answer = http(admin, method, path, headers, body);
+        assert_eq!(answer.status, status, "{method} {path}: {}", answer.body);
+        let value = json_of(&answer);
+        assert_fits(&document, &error_schema, &value, path);
+        assert_eq!(value["error"]["kind"], kind, "{value}");
+        let message = value["error"]["message"].as_str().unwrap();
+        assert!(message.contains(words), "{method} {path}: {message}");
+    };
+    refused(
+        "GET",
+        "/api/v1/approvals/ap-nothing",
+        &as_operator,
+        "",
+        404,
+        "approval_not_found",
+        "no approval `ap-nothing`",
+    );
+    refused(
+        "POST",
+        "/api/v1/approvals/ap-nothing/approve",
+        &as_operator,
+        "",
+        404,
+        "approval_not_found",
+        "lists the pending ones",
+    );
+    refused(
+        "POST",
+        &format!("/api/v1/approvals/{approved}/approve"),
+        &as_operator,
+        "",
+        400,
+        "session_invalid_input",
+        "already approved",
+    );
+    refused(
+        "GET",
+        "/api/v1/approvals?limit=many",
+        &as_operator,
+        "",
+        400,
+        "invalid_arguments",
+        "`limit` = `many` is not an integer",
+    );
+    refused(
+        "GET",
+        "/api/v1/sessions?colour=red",
+        &as_operator,
+        "",
+        400,
+        "invalid_arguments",
+        "unknown field `colour`",
+    );
+    refused(
+        "GET",
+        "/api/v1/sessions?status=sleeping",
+        &as_operator,
+        "",
+        400,
+        "invalid_arguments",
+        "sleeping",
+    );
+    let other = pending_write(&site, "api-c", "/data/other.txt", "maybe");
+    refused(
+        "POST",
+        &format!("/api/v1/approvals/{other}/deny"),
+        &as_operator,
+        "{}",
+        400,
+        "invalid_arguments",
+        "missing field `reason`",
+    );
+    refused(
+        "POST",
+        &format!("/api/v1/approvals/{other}/deny"),
+        &as_operator,
+        r#"{"reason": " "}"#,
+        400,
+        "invalid_arguments",
+        "a denial needs a reason",
+    );
+    refused(
+        "POST",
+        &format!("/api/v1/approvals/{other}/deny"),
+        &as_operator,
+        "[]",
+        400,
+        "invalid_arguments",
+        "not a JSON object",
+    );
+    refused(
+        "GET",
+        "/api/v1/nothing",
+        &as_operator,
+        "",
+        404,
+        "no_route",
+        "openapi.json",
+    );
+
+    // Who may call it: an operator only, and a POST from this origin only.
+    assert_eq!(http(admin, "GET", "/api/v1/approvals", &[], "").status, 401);
+    let agent_bearer = bearer(&agent);
+    let answer = http(
+        admin,
+        "GET",
+        "/api/v1/sessions",
+        &[("Authorization", &agent_bearer)],
+        "",
+    );
+    assert_eq!(answer.status, 403, "{}", answer.body);
+    let answer = http(
+        admin,
+        "POST",
+        &format!("/api/v1/approvals/{other}/deny"),
+        &[
+            ("Authorization", op.as_str()),
+            ("Origin", "http://evil.example"),
+        ],
+        r#"{"reason": "x"}"#,
+    );
+    assert_eq!(answer.status, 403, "{}", answer.body);
+    let still = json_of(&http(
+        admin,
+        "GET",
+        &format!("/api/v1/approvals/{other}"),
+        &as_operator,
+        "",
+    ));
+    assert_eq!(
+        still["status"]["state"], "pending",
+        "a refused request changed nothing"
+    );
+}
