@@ -29,11 +29,8 @@ use axum::routing::{get, post};
 use glovebox::operations::{Entry, ErrorClass, Method, OperationError, all};
 use serde_json::{Map, Value, json};
 
-use crate::App;
 use crate::auth::Operator;
-
-/// Where the API is served.
-pub const API_PATH: &str = "/api/v1";
+use crate::{API_PATH, App};
 
 /// The HTTP status an error of `class` answers with: here and nowhere else.
 pub fn status(class: ErrorClass) -> StatusCode {

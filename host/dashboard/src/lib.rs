@@ -56,6 +56,8 @@ pub const UI_PATH: &str = "/ui";
 /// Connections the admin listener serves at once (operators' browsers and
 /// a scraper); more wait to be accepted.
 pub const MAX_CONNECTIONS: usize = 64;
+/// Where the HTTP API is served (`api.rs`).
+pub const API_PATH: &str = "/api/v1";
 /// The path the metrics are served at on the admin listener.
 pub const METRICS_PATH: &str = "/metrics";
 /// Where the webhooks are served (`hooks.rs`).

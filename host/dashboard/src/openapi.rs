@@ -10,7 +10,7 @@ use schemars::SchemaGenerator;
 use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value, json};
 
-use crate::api::API_PATH;
+use crate::API_PATH;
 
 /// The definition an operation's arguments refer to (an object schema).
 pub(crate) fn args_definition(entry: &Entry, generator: &mut SchemaGenerator) -> Value {
