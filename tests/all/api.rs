@@ -48,11 +48,13 @@ fn assert_fits(document: &Value, schema: &Value, value: &Value, what: &str) {
 fn the_api_document_validates_and_every_route_answers_with_what_it_says() {
     let (site, operator, agent) = site();
     // One pending approval a session (a session waits on its approval).
-    for name in ["api-a", "api-b", "api-c"] {
+    for name in ["api-a", "api-b", "api-c", "api-d"] {
         start_session(&site, name);
     }
     let approved = pending_write(&site, "api-a", "/data/approved.txt", "yes");
     let denied = pending_write(&site, "api-b", "/data/denied.txt", "no");
+    // Active (a created session is not paused).
+    crate::dashboard::run_ok(&site, &["session", "resume", "api-d"]);
     let served = serve(&site);
     let admin = served.admin.as_str();
     let op = bearer(&operator);
@@ -93,6 +95,9 @@ fn the_api_document_validates_and_every_route_answers_with_what_it_says() {
         "approvals.approve": {"path": {"id": approved}},
         "approvals.deny": {"path": {"id": denied}, "body": {"reason": "not this file"}},
         "sessions.list": {"query": {"role": "workagent", "limit": "5"}},
+        "sessions.show": {"path": {"session": "api-d"}},
+        "sessions.pause": {"path": {"session": "api-d"}, "body": {"reason": "stop for review"}},
+        "sessions.resume": {"path": {"session": "api-d"}},
         "doctor.check": {},
     });
     let mut called = BTreeSet::new();
@@ -154,6 +159,20 @@ fn the_api_document_validates_and_every_route_answers_with_what_it_says() {
     assert_eq!(shown["status"]["state"], "denied");
     assert_eq!(shown["status"]["reason"], "not this file");
     assert_eq!(shown["status"]["by"], "ops");
+
+    // The pause and the resume are in the session's log, as the operator's.
+    let log = crate::dashboard::run_ok(&site, &["log", "show", "api-d"]);
+    assert!(log.contains("stop for review"), "{log}");
+    assert!(log.contains("ops"), "the pause is the operator's: {log}");
+    let shown = json_of(&http(
+        admin,
+        "GET",
+        "/api/v1/sessions/api-d",
+        &as_operator,
+        "",
+    ));
+    assert_eq!(shown["status"], "active");
+    assert_eq!(shown["name"], "api-d");
 
     // Refusals: each its own status, one error shape the document gives.
     let error_schema = json!({"$ref": "#/components/schemas/ErrorAnswer"});

@@ -23,6 +23,9 @@ mod approvals_show;
 mod doctor;
 mod error;
 mod sessions_list;
+mod sessions_pause;
+mod sessions_resume;
+mod sessions_show;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -42,6 +45,9 @@ pub use approvals_show::{ShowApproval, ShowApprovalArgs};
 pub use doctor::Doctor;
 pub use error::{ErrorClass, OperationError};
 pub use sessions_list::{ListSessions, ListSessionsArgs};
+pub use sessions_pause::{PauseSession, PauseSessionArgs};
+pub use sessions_resume::{ResumeSession, ResumeSessionArgs};
+pub use sessions_show::{ShowSession, ShowSessionArgs};
 
 /// Who may run an operation, before its scope's own rules.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -204,6 +210,9 @@ pub fn all() -> &'static [Entry] {
             Entry::of::<Approve>(),
             Entry::of::<Deny>(),
             Entry::of::<ListSessions>(),
+            Entry::of::<ShowSession>(),
+            Entry::of::<PauseSession>(),
+            Entry::of::<ResumeSession>(),
             Entry::of::<Doctor>(),
         ]
     });
