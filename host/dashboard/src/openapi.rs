@@ -5,9 +5,10 @@
 //! answers with. Nothing here is written per operation: a new operation in
 //! the registry is in the document.
 
-use glovebox::operations::{Entry, Method, OperationError, all};
-use schemars::SchemaGenerator;
+use glovebox::operations::{Entry, Method, OperationError, all, as_clients_know_it};
 use schemars::generate::SchemaSettings;
+use schemars::transform::{RecursiveTransform, Transform};
+use schemars::{Schema, SchemaGenerator};
 use serde_json::{Map, Value, json};
 
 use crate::API_PATH;
@@ -112,6 +113,7 @@ fn operation(entry: &Entry, generator: &mut SchemaGenerator) -> Value {
     let mut parameters = Vec::new();
     let mut body = Map::new();
     for (name, schema) in &properties {
+        let schema = &as_clients_know(schema);
         let place = if in_path.contains(&name.as_str()) {
             "path"
         } else if route.method == Method::Get {
@@ -164,6 +166,17 @@ fn operation(entry: &Entry, generator: &mut SchemaGenerator) -> Value {
         });
     }
     operation
+}
+
+/// An argument's schema written as the MCP tools' are (an optional argument
+/// is left out, not `null`): what a client sends is read the same way on
+/// every surface. Outputs keep their `null`s: they carry them.
+fn as_clients_know(schema: &Value) -> Value {
+    let Ok(mut schema) = Schema::try_from(schema.clone()) else {
+        return schema.clone();
+    };
+    RecursiveTransform(as_clients_know_it).transform(&mut schema);
+    schema.to_value()
 }
 
 fn without_description(schema: &Value) -> Value {
