@@ -4,9 +4,9 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{Audience, Operation, OperationError, Route};
+use super::{Audience, Operation, OperationError, Route, page_request};
 use crate::approvals::Approval;
-use crate::page::{Page, PageRequest};
+use crate::page::Page;
 use crate::scope::Scope;
 use crate::tasks::ledger_work;
 
@@ -18,8 +18,9 @@ pub struct ListApprovalsArgs {
     /// The settled approvals too, not only the pending ones.
     #[serde(default)]
     pub all: bool,
-    /// Approvals a page holds (100 when absent, at most 500).
+    /// Approvals a page holds: 100 when absent, 500 at most.
     #[serde(default)]
+    #[schemars(range(min = 1, max = 500))]
     pub limit: Option<usize>,
     /// Where the previous page ended (its `next_cursor`).
     #[serde(default)]
@@ -40,10 +41,7 @@ impl Operation for ListApprovals {
         args: ListApprovalsArgs,
     ) -> Result<Page<Approval>, OperationError> {
         let approvals = scope.gateway().ledger().approvals.clone();
-        let page = PageRequest {
-            limit: args.limit,
-            cursor: args.cursor,
-        };
+        let page = page_request(args.limit, args.cursor)?;
         Ok(ledger_work(move || approvals.page(args.all, &page)).await?)
     }
 }

@@ -6,8 +6,8 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{Audience, Operation, OperationError, Route};
-use crate::page::{Page, PageRequest};
+use super::{Audience, Operation, OperationError, Route, page_request};
+use crate::page::Page;
 use crate::scope::Scope;
 use crate::session::{Role, SessionFilter, SessionInfo, SessionStatus};
 
@@ -35,8 +35,9 @@ pub struct ListSessionsArgs {
     /// Only sessions with no activity for more than this many days.
     #[serde(default)]
     pub inactive_days: Option<u64>,
-    /// Sessions a page holds (100 when absent, at most 500).
+    /// Sessions a page holds: 100 when absent, 500 at most.
     #[serde(default)]
+    #[schemars(range(min = 1, max = 500))]
     pub limit: Option<usize>,
     /// Where the previous page ended (its `next_cursor`).
     #[serde(default)]
@@ -70,10 +71,7 @@ impl Operation for ListSessions {
             inactive_for,
             owner: args.owner,
         };
-        let page = PageRequest {
-            limit: args.limit,
-            cursor: args.cursor,
-        };
+        let page = page_request(args.limit, args.cursor)?;
         Ok(scope.list_sessions(filter, page).await?)
     }
 }

@@ -127,20 +127,12 @@ pub(crate) struct SessionListArgs {
 }
 
 /// The page a listing's `limit` and `cursor` ask for, or why the limit is
-/// not one.
+/// not one (the registry's rule, `glovebox::operations::page_request`).
 pub(crate) fn page_request(
     limit: Option<usize>,
     cursor: Option<String>,
 ) -> Result<glovebox::page::PageRequest, String> {
-    if let Some(limit) = limit
-        && !(1..=glovebox::page::MAX_PAGE).contains(&limit)
-    {
-        return Err(format!(
-            "`limit` is {limit}: give 1 to {} and page on with `cursor`",
-            glovebox::page::MAX_PAGE
-        ));
-    }
-    Ok(glovebox::page::PageRequest { limit, cursor })
+    glovebox::operations::page_request(limit, cursor).map_err(|e| e.message)
 }
 
 /// `session_log`.
