@@ -83,6 +83,11 @@ fn needs_store(command: &Command) -> bool {
         | Command::Deny { .. }
         | Command::Job { .. }
         | Command::Doctor { .. }
+        | Command::Operation {
+            name: Some(_),
+            schema: false,
+            ..
+        }
         | Command::Notify {
             command: crate::notify::NotifyCommand::Status { .. },
         }

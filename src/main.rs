@@ -44,6 +44,7 @@ mod jobs;
 mod log;
 mod memory;
 mod notify;
+mod operation;
 #[cfg(feature = "otlp")]
 mod otlp;
 mod output;
@@ -234,6 +235,19 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Run an operation of the registry by name, its arguments a JSON
+    /// object, its output JSON (what the HTTP API at `/api/v1` takes and
+    /// gives); without a name, list them.
+    Operation {
+        /// The operation (`approvals.list`, `sessions.pause`, ...).
+        name: Option<String>,
+        /// Its arguments, a JSON object (`{"id": "ap-…", "reason": "…"}`).
+        #[arg(long, value_name = "JSON", requires = "name")]
+        args: Option<String>,
+        /// Print its argument and output schemas instead of running it.
+        #[arg(long, requires = "name", conflicts_with = "args")]
+        schema: bool,
+    },
     /// Notifications to the `[[notify]]` targets: delivery status, a test send.
     Notify {
         #[command(subcommand)]
@@ -396,5 +410,8 @@ async fn dispatch(config: &std::path::Path, command: Command) -> Result<ExitCode
         Command::Notify { command } => notify::run(config, command).await,
         Command::Schedule { command } => schedule::run(config, command).await,
         Command::Doctor { json } => doctor::run(config, json).await,
+        Command::Operation { name, args, schema } => {
+            operation::run(config, name, args, schema).await
+        }
     }
 }

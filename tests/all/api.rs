@@ -317,3 +317,55 @@ fn the_api_document_validates_and_every_route_answers_with_what_it_says() {
         "a refused request changed nothing"
     );
 }
+
+#[test]
+fn the_operation_command_runs_any_operation_with_and_without_a_server() {
+    let (site, _, _) = site();
+    start_session(&site, "op-a");
+    let pending = pending_write(&site, "op-a", "/data/kept.txt", "no");
+
+    // Listed, each with its route.
+    let (code, listing, _) = site.run(&["operation"]);
+    assert_eq!(code, 0);
+    assert!(
+        listing.contains("approvals.deny") && listing.contains("POST /api/v1/approvals/{id}/deny"),
+        "{listing}"
+    );
+
+    // With no server: the data dir is opened here.
+    let page = site.json(&["operation", "approvals.list"]);
+    assert_eq!(page["items"][0]["id"], pending.as_str(), "{page}");
+    let schema = site.json(&["operation", "approvals.deny", "--schema"]);
+    assert_eq!(schema["operation"], "approvals.deny");
+    assert!(schema.to_string().contains("\"reason\""), "{schema}");
+
+    // Bad input: named, nothing changed.
+    let (code, _, err) = site.run(&["operation", "approvals.nope"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no operation `approvals.nope`"), "{err}");
+    let (code, _, err) = site.run(&["operation", "approvals.deny", "--args", "[1]"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("`--args` is not a JSON object"), "{err}");
+    let args = json!({"id": pending, "why": "no"}).to_string();
+    let (code, _, err) = site.run(&["operation", "approvals.deny", "--args", &args]);
+    assert_eq!(code, 8, "{err}");
+    assert!(err.contains("unknown field `why`"), "{err}");
+
+    // With a server: run inside it, as the operator at the socket.
+    let _served = serve(&site);
+    let args = json!({"id": pending, "reason": "keep it"}).to_string();
+    let denied = site.json(&["operation", "approvals.deny", "--args", &args]);
+    assert_eq!(denied["status"]["state"], "denied", "{denied}");
+    assert!(
+        denied["status"]["by"].as_str().unwrap().starts_with("cli:"),
+        "{denied}"
+    );
+    let shown = site.json(&[
+        "operation",
+        "sessions.show",
+        "--args",
+        r#"{"session": "op-a"}"#,
+    ]);
+    assert_eq!(shown["status"], "active", "{shown}");
+    assert!(!site.path().join("work/kept.txt").exists());
+}
