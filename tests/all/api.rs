@@ -13,7 +13,8 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
-use crate::dashboard::{bearer, http, pending_write, serve, site, start_session};
+use crate::dashboard::{bearer, http, pending_write, serve, site, site_with, start_session};
+use crate::mcp::Server;
 
 /// The validator's release the test is written against.
 const VALIDATOR: &str = "openapi-spec-validator==0.7.2";
@@ -46,7 +47,27 @@ fn assert_fits(document: &Value, schema: &Value, value: &Value, what: &str) {
 
 #[test]
 fn the_api_document_validates_and_every_route_answers_with_what_it_says() {
-    let (site, operator, agent) = site();
+    let (site, operator, agent) = site_with("[memory.propose]\nproject = [\"workagent\"]\n");
+    // Memory entries the agent proposes, for the operator to review.
+    let mut server = Server::initialized(&site.config(), &["--as", "alice"]);
+    server.ok(
+        1,
+        "session_start",
+        json!({"role": "workagent", "project": "demo"}),
+    );
+    let memory: Vec<String> = ["use the staging DB", "skip the tests"]
+        .iter()
+        .enumerate()
+        .map(|(n, text)| {
+            let proposed = server.ok(
+                2 + n as u64,
+                "memory_propose",
+                json!({"scope": "project", "text": text}),
+            );
+            proposed["entry"]["id"].as_str().unwrap().to_string()
+        })
+        .collect();
+    drop(server);
     // One pending approval a session (a session waits on its approval).
     for name in ["api-a", "api-b", "api-c", "api-d"] {
         start_session(&site, name);
@@ -99,6 +120,9 @@ fn the_api_document_validates_and_every_route_answers_with_what_it_says() {
         "sessions.pause": {"path": {"session": "api-d"}, "body": {"reason": "stop for review"}},
         "sessions.resume": {"path": {"session": "api-d"}},
         "doctor.check": {},
+        "memory.approve": {"path": {"id": memory[0]}},
+        "memory.reject": {"path": {"id": memory[1]}, "body": {"reason": "tests stay"}},
+        "memory.retire": {"path": {"id": memory[0]}, "body": {"reason": "moved to prod"}},
     });
     let mut called = BTreeSet::new();
     // Reads first, then changes (an approval is shown before it is settled).

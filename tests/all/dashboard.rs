@@ -151,6 +151,11 @@ pub(crate) fn bearer(token: &str) -> String {
 /// once), the echo plugin, an operator and an agent principal. Returns the
 /// site and the two tokens.
 pub(crate) fn site() -> (Site, String, String) {
+    site_with("")
+}
+
+/// [`site`], with `extra` added to its config.
+pub(crate) fn site_with(extra: &str) -> (Site, String, String) {
     let site = Site::with_plugins(&[
         (
             "files.toml",
@@ -165,7 +170,7 @@ pub(crate) fn site() -> (Site, String, String) {
         ),
     ]);
     site.set_config(&format!(
-        "[approvals]\nwait = 0\n[[hook]]\nname = \"destructive\"\ncomponent = \"{}\"\n[hook.settings]\nmode = \"ask\"\n",
+        "[approvals]\nwait = 0\n[[hook]]\nname = \"destructive\"\ncomponent = \"{}\"\n[hook.settings]\nmode = \"ask\"\n{extra}",
         plugins::HOOK_DESTRUCTIVE
     ));
     std::fs::create_dir(site.path().join("work")).unwrap();

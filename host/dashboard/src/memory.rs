@@ -12,6 +12,10 @@ use axum::extract::{Form, Path as UrlPath, Query};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use glovebox::memory::{MemoryBank, MemoryEntry, MemoryError, MemoryFilter, MemoryState};
+use glovebox::operations::{
+    self, ApproveMemory, ApproveMemoryArgs, RejectMemory, RejectMemoryArgs, RetireMemory,
+    RetireMemoryArgs,
+};
 use glovebox::page::{Page, PageRequest};
 
 use crate::App;
@@ -192,22 +196,24 @@ enum Act {
     Retire,
 }
 
+/// A review button: the operation `memory.approve`, `memory.reject` or
+/// `memory.retire`, as the signed-in operator.
 async fn act(viewer: Viewer, id: String, act: Act, reason: String) -> Response {
-    let bank = viewer.app.gateway.memory_bank();
-    let by = viewer.op.0.name.clone();
+    let scope = viewer.app.gateway.scope(&viewer.op.0);
     let target = id.clone();
-    let now = now_ms(&viewer.app);
-    let result = crate::blocking(move || {
-        let reason = reason.trim();
-        match act {
-            Act::Approve => bank.approve(&target, &by, now),
-            Act::Reject => bank.reject(&target, &by, reason, now),
-            Act::Retire => bank.retire(&target, &by, Some(reason).filter(|r| !r.is_empty()), now),
+    let result = match act {
+        Act::Approve => {
+            operations::run::<ApproveMemory>(scope, ApproveMemoryArgs { id: target }).await
         }
-        .map_err(|e| e.to_string())
-    })
-    .await;
-    let result = result.map_err(|e| format!("{e:#}")).and_then(|r| r);
+        Act::Reject => {
+            operations::run::<RejectMemory>(scope, RejectMemoryArgs { id: target, reason }).await
+        }
+        Act::Retire => {
+            let reason = Some(reason);
+            operations::run::<RetireMemory>(scope, RetireMemoryArgs { id: target, reason }).await
+        }
+    }
+    .map_err(|e| e.message);
     match result {
         Ok(entry) => {
             tracing::info!(memory = %entry.id, principal = %viewer.op.0.name, state = entry.state.as_str(), "dashboard: memory review");

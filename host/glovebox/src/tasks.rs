@@ -342,6 +342,18 @@ pub(crate) async fn ledger_work<T: Send + 'static>(
     .await
 }
 
+/// Blocking memory bank work off the async threads (see [`ledger_work`]).
+pub(crate) async fn memory_work<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, crate::memory::MemoryError> + Send + 'static,
+) -> Result<T, crate::memory::MemoryError> {
+    blocking(f, |why| {
+        crate::memory::MemoryError::Session(crate::session::SessionError::Storage(
+            crate::storage::StorageError::Io(format!("the memory bank: {why}")),
+        ))
+    })
+    .await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

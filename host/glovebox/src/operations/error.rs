@@ -6,6 +6,7 @@
 
 use serde::Serialize;
 
+use crate::memory::MemoryError;
 use crate::session::SessionError;
 
 /// What sort of failure it is, for the surfaces that answer with a number.
@@ -69,22 +70,39 @@ impl OperationError {
     }
 }
 
+/// The class of a session operation's refusal.
+fn session_class(e: &SessionError) -> ErrorClass {
+    match e {
+        SessionError::NotFound(_) => ErrorClass::NotFound,
+        SessionError::InvalidInput(_)
+        | SessionError::BadHandoff { .. }
+        | SessionError::InvalidEvent { .. } => ErrorClass::Invalid,
+        SessionError::NameTaken { .. }
+        | SessionError::IllegalTransition { .. }
+        | SessionError::Incomplete(_) => ErrorClass::Conflict,
+        SessionError::NotAllowed(_) => ErrorClass::NotAllowed,
+        SessionError::Quota { .. } | SessionError::Ceiling(_) => ErrorClass::Limited,
+        SessionError::LowDisk(_) | SessionError::Leased { .. } => ErrorClass::Unavailable,
+        SessionError::Tampered { .. } | SessionError::KeyRequired(_) | SessionError::Storage(_) => {
+            ErrorClass::Failed
+        }
+    }
+}
+
 impl From<SessionError> for OperationError {
     fn from(e: SessionError) -> OperationError {
+        OperationError::new(session_class(&e), e.kind(), e.to_string())
+    }
+}
+
+impl From<MemoryError> for OperationError {
+    fn from(e: MemoryError) -> OperationError {
         let class = match &e {
-            SessionError::NotFound(_) => ErrorClass::NotFound,
-            SessionError::InvalidInput(_)
-            | SessionError::BadHandoff { .. }
-            | SessionError::InvalidEvent { .. } => ErrorClass::Invalid,
-            SessionError::NameTaken { .. }
-            | SessionError::IllegalTransition { .. }
-            | SessionError::Incomplete(_) => ErrorClass::Conflict,
-            SessionError::NotAllowed(_) => ErrorClass::NotAllowed,
-            SessionError::Quota { .. } | SessionError::Ceiling(_) => ErrorClass::Limited,
-            SessionError::LowDisk(_) | SessionError::Leased { .. } => ErrorClass::Unavailable,
-            SessionError::Tampered { .. }
-            | SessionError::KeyRequired(_)
-            | SessionError::Storage(_) => ErrorClass::Failed,
+            MemoryError::NotFound(_) => ErrorClass::NotFound,
+            MemoryError::NotAllowed(_) => ErrorClass::NotAllowed,
+            MemoryError::InvalidInput(_) => ErrorClass::Invalid,
+            MemoryError::Session(s) => session_class(s),
+            MemoryError::Storage(_) => ErrorClass::Failed,
         };
         OperationError::new(class, e.kind(), e.to_string())
     }

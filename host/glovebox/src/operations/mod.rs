@@ -22,6 +22,9 @@ mod approvals_list;
 mod approvals_show;
 mod doctor;
 mod error;
+mod memory_approve;
+mod memory_reject;
+mod memory_retire;
 mod paging;
 mod schema;
 mod sessions_list;
@@ -46,6 +49,9 @@ pub use approvals_list::{ListApprovals, ListApprovalsArgs};
 pub use approvals_show::{ShowApproval, ShowApprovalArgs};
 pub use doctor::Doctor;
 pub use error::{ErrorClass, OperationError};
+pub use memory_approve::{ApproveMemory, ApproveMemoryArgs};
+pub use memory_reject::{RejectMemory, RejectMemoryArgs};
+pub use memory_retire::{RetireMemory, RetireMemoryArgs};
 pub use paging::page_request;
 pub use schema::as_clients_know_it;
 pub use sessions_list::{ListSessions, ListSessionsArgs};
@@ -217,6 +223,9 @@ pub fn all() -> &'static [Entry] {
             Entry::of::<ShowSession>(),
             Entry::of::<PauseSession>(),
             Entry::of::<ResumeSession>(),
+            Entry::of::<ApproveMemory>(),
+            Entry::of::<RejectMemory>(),
+            Entry::of::<RetireMemory>(),
             Entry::of::<Doctor>(),
         ]
     });

@@ -7,7 +7,8 @@
 use super::Scope;
 use crate::memory::{MemoryEntry, MemoryError, Ranked};
 use crate::page::{Page, PageRequest};
-use crate::session::{Event, SessionError};
+use crate::session::Event;
+use crate::tasks::memory_work;
 
 impl Scope<'_> {
     /// Proposes `text` to the scope `spec` names, from the caller's session
@@ -25,7 +26,7 @@ impl Scope<'_> {
             self.caller.clone(),
         );
         let (spec, text) = (spec.to_string(), text.to_string());
-        blocking(move || bank.propose_in(&sessions, &caller, &id, &spec, &text)).await
+        memory_work(move || bank.propose_in(&sessions, &caller, &id, &spec, &text)).await
     }
 
     /// Searches the approved entries of the caller's scopes from its session
@@ -46,18 +47,9 @@ impl Scope<'_> {
         let query = query.to_string();
         let limit = page.limit.unwrap_or(crate::memory::SEARCH_LIMIT_MAX);
         let cursor = page.cursor.clone();
-        blocking(move || bank.search_in(&sessions, &caller, &id, &query, limit, cursor.as_deref()))
-            .await
+        memory_work(move || {
+            bank.search_in(&sessions, &caller, &id, &query, limit, cursor.as_deref())
+        })
+        .await
     }
-}
-
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, MemoryError> + Send + 'static,
-) -> Result<T, MemoryError> {
-    crate::tasks::blocking(f, |why| {
-        MemoryError::Session(SessionError::Storage(crate::storage::StorageError::Io(
-            format!("the memory bank: {why}"),
-        )))
-    })
-    .await
 }

@@ -22,3 +22,17 @@ pub enum MemoryError {
     #[error("memory bank storage failed: {0}")]
     Storage(#[from] StorageError),
 }
+
+impl MemoryError {
+    /// The error's kind, a stable word every surface carries beside the
+    /// message (see `SessionError::kind`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            MemoryError::NotAllowed(_) => "memory_not_allowed",
+            MemoryError::NotFound(_) => "memory_not_found",
+            MemoryError::InvalidInput(_) => "memory_invalid_input",
+            MemoryError::Session(e) => e.kind(),
+            MemoryError::Storage(_) => "memory_storage",
+        }
+    }
+}

@@ -91,6 +91,22 @@ impl Serialize for Scope {
     }
 }
 
+/// Written as it is serialized: `project:NAME`, `user:NAME` or `role:ROLE`.
+#[cfg(feature = "schemars")]
+impl schemars::JsonSchema for Scope {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "MemoryScope".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "pattern": "^(project|user|role):.+$",
+            "description": "Whose memory it is: `project:NAME`, `user:NAME` or `role:ROLE`.",
+        })
+    }
+}
+
 impl<'de> Deserialize<'de> for Scope {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Scope, D::Error> {
         let text = String::deserialize(d)?;
@@ -100,6 +116,7 @@ impl<'de> Deserialize<'de> for Scope {
 
 /// Where an entry stands: proposed → approved → retired, or proposed →
 /// rejected. Only approved entries reach sessions.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MemoryState {
@@ -130,6 +147,7 @@ impl MemoryState {
 glovebox_manifest::named_enum!(MemoryState, "memory state");
 
 /// Who wrote an entry, and from where.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Provenance {
     /// The principal that proposed it (an agent, or the operator who
@@ -144,6 +162,7 @@ pub struct Provenance {
 }
 
 /// A review step: who took it, when, and why.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stamp {
     /// The operator (`cli:<uid>`, or a declared operator's name).
@@ -154,6 +173,7 @@ pub struct Stamp {
 }
 
 /// One entry of the memory bank.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MemoryEntry {
     /// `m-` and 12 hex digits.

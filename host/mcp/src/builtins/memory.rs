@@ -16,13 +16,7 @@ use glovebox::page::PageRequest;
 /// A memory bank refusal, as a tool error: its own words name the rule
 /// and the fix; nothing was written.
 fn memory_failure(e: &MemoryError) -> CallToolResult {
-    match e {
-        MemoryError::NotAllowed(_) => results::failure("memory_not_allowed", e.to_string()),
-        MemoryError::NotFound(_) => results::failure("memory_not_found", e.to_string()),
-        MemoryError::InvalidInput(_) => results::failure("memory_invalid_input", e.to_string()),
-        MemoryError::Session(s) => results::session_failure(s),
-        MemoryError::Storage(_) => results::failure("memory_storage", e.to_string()),
-    }
+    results::failure(e.kind(), e.to_string())
 }
 
 impl Connection {

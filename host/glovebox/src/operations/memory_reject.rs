@@ -1,0 +1,38 @@
+//! `memory.reject`: a proposed memory entry never reaches a session; the
+//! reason is kept on it for the proposer.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::{Audience, Operation, OperationError, Route};
+use crate::memory::MemoryEntry;
+use crate::scope::Scope;
+use crate::tasks::memory_work;
+
+pub struct RejectMemory;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RejectMemoryArgs {
+    /// The proposed entry's id (`m-…`).
+    pub id: String,
+    /// What was wrong, for the proposer.
+    pub reason: String,
+}
+
+impl Operation for RejectMemory {
+    const NAME: &'static str = "memory.reject";
+    const SUMMARY: &'static str =
+        "Rejects a proposed memory entry, with a reason for the proposer.";
+    const DESCRIPTION: &'static str = "The entry never reaches a session; it stays in the bank, rejected, with the caller and the reason. An entry that is not proposed is refused.";
+    const AUDIENCE: Audience = Audience::Operator;
+    const HTTP: Option<Route> = Some(Route::post("/memory/{id}/reject"));
+    type Args = RejectMemoryArgs;
+    type Output = MemoryEntry;
+
+    async fn run(scope: Scope<'_>, args: RejectMemoryArgs) -> Result<MemoryEntry, OperationError> {
+        let (bank, by) = (scope.gateway().memory_bank(), scope.caller().name.clone());
+        let now = scope.gateway().sessions().clock_ms();
+        Ok(memory_work(move || bank.reject(&args.id, &by, args.reason.trim(), now)).await?)
+    }
+}

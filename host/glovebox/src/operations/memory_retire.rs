@@ -1,0 +1,43 @@
+//! `memory.retire`: an approved memory entry is no longer handed to new
+//! sessions (it stays in the bank, and in the logs of those that got it).
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::{Audience, Operation, OperationError, Route};
+use crate::memory::MemoryEntry;
+use crate::scope::Scope;
+use crate::tasks::memory_work;
+
+pub struct RetireMemory;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RetireMemoryArgs {
+    /// The approved entry's id (`m-…`).
+    pub id: String,
+    /// Why, kept on the entry.
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+impl Operation for RetireMemory {
+    const NAME: &'static str = "memory.retire";
+    const SUMMARY: &'static str =
+        "Retires an approved memory entry: new sessions are no longer handed it.";
+    const DESCRIPTION: &'static str = "It stays in the bank, retired, with the caller and the reason if given, and in the logs of the sessions that got it. An entry that is not approved is refused.";
+    const AUDIENCE: Audience = Audience::Operator;
+    const HTTP: Option<Route> = Some(Route::post("/memory/{id}/retire"));
+    type Args = RetireMemoryArgs;
+    type Output = MemoryEntry;
+
+    async fn run(scope: Scope<'_>, args: RetireMemoryArgs) -> Result<MemoryEntry, OperationError> {
+        let (bank, by) = (scope.gateway().memory_bank(), scope.caller().name.clone());
+        let now = scope.gateway().sessions().clock_ms();
+        let reason = args.reason.filter(|r| !r.trim().is_empty());
+        Ok(
+            memory_work(move || bank.retire(&args.id, &by, reason.as_deref().map(str::trim), now))
+                .await?,
+        )
+    }
+}
