@@ -7,18 +7,7 @@ use std::fmt::Write as _;
 /// `text` with `& < > " '` escaped: safe in element content and in quoted
 /// attribute values.
 pub fn esc(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
+    glovebox::notify::escape_markup(text, true)
 }
 
 /// Text made visible (`glovebox::shown::visible`), escaped, with each mark

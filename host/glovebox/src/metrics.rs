@@ -121,6 +121,19 @@ pub struct Metrics {
 /// The content type of [`Metrics::encode`]'s text, for every listener that serves it.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
+/// `family` set to `counts` alone: a gauge per status, none for a status
+/// that is no longer counted.
+fn set_by_status(family: &Family<Status, Gauge>, counts: &[(String, i64)]) {
+    family.clear();
+    for (status, n) in counts {
+        family
+            .get_or_create(&Status {
+                status: status.clone(),
+            })
+            .set(*n);
+    }
+}
+
 /// Latency buckets from 50 µs to about 27 s.
 fn seconds() -> Histogram {
     Histogram::new(exponential_buckets(0.000_05, 3.0, 13))
@@ -327,22 +340,8 @@ impl Metrics {
 
     /// The text a scrape gets: the counters, and the gauges set from `now`.
     pub fn encode(&self, now: &Snapshot) -> String {
-        self.sessions.clear();
-        for (status, n) in &now.sessions_by_status {
-            self.sessions
-                .get_or_create(&Status {
-                    status: status.clone(),
-                })
-                .set(*n);
-        }
-        self.jobs.clear();
-        for (status, n) in &now.jobs_by_status {
-            self.jobs
-                .get_or_create(&Status {
-                    status: status.clone(),
-                })
-                .set(*n);
-        }
+        set_by_status(&self.sessions, &now.sessions_by_status);
+        set_by_status(&self.jobs, &now.jobs_by_status);
         self.flags.clear();
         for ((rule, severity), n) in &now.flags {
             self.flags

@@ -89,12 +89,23 @@ pub fn body(format: NotifyFormat, entry: &OutboxEntry) -> Vec<u8> {
 /// mention (`<!channel>`, `<!here>`, `<@U…>`) or link (`<http://…|…>`) is
 /// made from it.
 pub fn slack_escape(text: &str) -> String {
+    escape_markup(text, false)
+}
+
+/// `text` with `&`, `<` and `>` as `&amp;`, `&lt;` and `&gt;`, and with
+/// `quotes` also `"` and `'` as `&quot;` and `&#39;`: what a Slack message
+/// escapes ([`slack_escape`]) and, with the quotes, what HTML does (the
+/// dashboard's pages: safe in element content and in quoted attribute
+/// values).
+pub fn escape_markup(text: &str, quotes: bool) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
+            '"' if quotes => out.push_str("&quot;"),
+            '\'' if quotes => out.push_str("&#39;"),
             c => out.push(c),
         }
     }
@@ -399,6 +410,17 @@ mod tests {
         assert_eq!(
             slack_escape("<!channel> <!here> <@U123> <http://evil.example|docs> a & b > c"),
             "&lt;!channel&gt; &lt;!here&gt; &lt;@U123&gt; &lt;http://evil.example|docs&gt; a &amp; b &gt; c"
+        );
+    }
+
+    // Slack's escaping leaves quotes; the HTML one (the dashboard's) does not.
+    #[test]
+    fn markup_escapes_quotes_only_when_asked() {
+        let text = r#"<a title="x" alt='y'>&"#;
+        assert_eq!(slack_escape(text), r#"&lt;a title="x" alt='y'&gt;&amp;"#);
+        assert_eq!(
+            escape_markup(text, true),
+            "&lt;a title=&quot;x&quot; alt=&#39;y&#39;&gt;&amp;"
         );
     }
 

@@ -13,6 +13,7 @@ use crate::jobs::{
 use crate::manifest::Principal;
 use crate::page::{Page, PageRequest};
 use crate::pipeline::Admitted;
+use crate::scope::Scope;
 
 /// The jobs runner bound to one caller; cheap: two references. Made by
 /// [`Jobs::scope`].
@@ -29,7 +30,13 @@ impl Jobs {
     }
 }
 
-impl JobScope<'_> {
+impl<'j> JobScope<'j> {
+    /// The gateway on behalf of the same caller: the sessions it may see
+    /// and act in.
+    fn gateway(self) -> Scope<'j> {
+        self.jobs.gateway().scope(self.caller)
+    }
+
     /// Queues a call to `tool` in a session the caller may act in (id or
     /// name) and returns the job at once; it runs when a slot is free. A bad
     /// request (unknown tool, input that is not JSON, fails the tool's schema
@@ -40,8 +47,7 @@ impl JobScope<'_> {
         tool: &str,
         input: &str,
     ) -> Result<JobInfo, JobError> {
-        let call = self.jobs.admit(tool, input)?;
-        self.spawn(session, call).await
+        self.spawn(session, self.jobs.admit(tool, input)?).await
     }
 
     /// Checks a call to `tool` and persists it as a queued job of a session
@@ -55,24 +61,14 @@ impl JobScope<'_> {
         input: &str,
     ) -> Result<JobInfo, JobError> {
         let call = self.jobs.admit(tool, input)?;
-        let state = self
-            .jobs
-            .gateway()
-            .scope(self.caller)
-            .act_session(session)
-            .await?;
+        let state = self.gateway().act_session(session).await?;
         self.jobs.persist(&state.header.id, &call).await
     }
 
     /// Spawns an admitted call as a job of a session the caller may act in.
     pub async fn spawn(self, session: &str, call: Admitted) -> Result<JobInfo, JobError> {
         let caller = self.caller;
-        let state = self
-            .jobs
-            .gateway()
-            .scope(caller)
-            .act_session(session)
-            .await?;
+        let state = self.gateway().act_session(session).await?;
         let counted = (!caller.is_operator()).then_some(caller.name.as_str());
         self.jobs
             .spawn_counted(&state.header.id, call, counted)
@@ -121,15 +117,7 @@ impl JobScope<'_> {
     ) -> Result<Page<JobSummary>, JobError> {
         let caller = self.caller;
         let session = match session {
-            Some(key) => Some(
-                self.jobs
-                    .gateway()
-                    .scope(caller)
-                    .session(key)
-                    .await?
-                    .header
-                    .id,
-            ),
+            Some(key) => Some(self.gateway().session(key).await?.header.id),
             None => None,
         };
         let owner = (session.is_none() && !caller.is_operator()).then(|| caller.name.clone());

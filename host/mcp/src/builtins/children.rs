@@ -20,8 +20,7 @@ impl Connection {
         tool: &str,
         args: JsonObject,
     ) -> Result<CallToolResult, ErrorData> {
-        let gateway = &self.shared().gateway;
-        let scope = gateway.scope(caller);
+        let scope = self.shared().gateway.scope(caller);
         let a: SessionSpawnArgs = parse(tool, args)?;
         let role = a.role;
         let (expected_duration, budget) =
@@ -34,8 +33,8 @@ impl Connection {
         let mut task = Handoff::new(HandoffKind::Task, role, a.objective);
         task.notes = a.notes;
         let completion = a.completion;
-        if let Err(e) = gateway.check_completion(&completion) {
-            return Ok(results::session_failure(&e));
+        if let Some(refused) = self.completion_refused(&completion) {
+            return Ok(refused);
         }
         let spawn = SpawnChild {
             role,

@@ -8,12 +8,16 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::parse::parse;
+use super::unknown_builtin;
 use crate::connection::Connection;
 use crate::results::{self, bad_arguments};
-use crate::tools::{JobArg, ListArgs, SpawnArgs, WaitArgs, WaitFor};
-use glovebox::Principal;
+use crate::tools::{
+    JOB_CANCEL, JOB_LIST, JOB_SPAWN, JOB_STATUS, JOB_WAIT, JobArg, ListArgs, SpawnArgs, WaitArgs,
+    WaitFor,
+};
 use glovebox::jobs::{JobError, WaitMode};
 use glovebox::page::PageRequest;
+use glovebox::{JobScope, Principal};
 
 /// A job operation that failed, as a tool error. (The tool and its input
 /// were checked before `job_spawn` got here, so what the jobs service still
@@ -37,15 +41,40 @@ fn job_answer<T: Serialize>(result: Result<T, JobError>) -> Result<CallToolResul
 }
 
 impl Connection {
-    /// `job_spawn`.
-    pub(super) async fn job_spawn(
+    /// The job built-ins (`job_spawn`, `job_wait`, `job_status`,
+    /// `job_cancel` and `job_list`), each with its arguments parsed and on
+    /// the caller's own jobs ([`JobScope`]).
+    pub(super) async fn job(
         &self,
         caller: &Principal,
         tool: &str,
         args: JsonObject,
     ) -> Result<CallToolResult, ErrorData> {
         let jobs = self.shared().jobs.scope(caller);
-        let a: SpawnArgs = parse(tool, args)?;
+        match tool {
+            JOB_SPAWN => self.job_spawn(caller, jobs, tool, parse(tool, args)?).await,
+            JOB_WAIT => job_wait(jobs, tool, parse(tool, args)?).await,
+            JOB_STATUS => {
+                let a: JobArg = parse(tool, args)?;
+                job_answer(jobs.status(&a.id).await)
+            }
+            JOB_CANCEL => {
+                let a: JobArg = parse(tool, args)?;
+                job_answer(jobs.cancel(&a.id).await)
+            }
+            JOB_LIST => self.job_list(caller, jobs, parse(tool, args)?).await,
+            other => Err(unknown_builtin(other)),
+        }
+    }
+
+    /// `job_spawn`.
+    async fn job_spawn(
+        &self,
+        caller: &Principal,
+        jobs: JobScope<'_>,
+        tool: &str,
+        a: SpawnArgs,
+    ) -> Result<CallToolResult, ErrorData> {
         if !a.input.is_object() {
             return Err(bad_arguments(tool, "`input` must be a JSON object"));
         }
@@ -57,62 +86,13 @@ impl Connection {
         job_answer(jobs.spawn(&session, call).await)
     }
 
-    /// `job_wait`.
-    pub(super) async fn job_wait(
-        &self,
-        caller: &Principal,
-        tool: &str,
-        args: JsonObject,
-    ) -> Result<CallToolResult, ErrorData> {
-        let jobs = self.shared().jobs.scope(caller);
-        let a: WaitArgs = parse(tool, args)?;
-        if a.ids.is_empty() {
-            return Err(bad_arguments(
-                tool,
-                "`ids` is empty: give at least one job id",
-            ));
-        }
-        let mode = match a.mode {
-            WaitFor::All => WaitMode::All,
-            WaitFor::First => WaitMode::First,
-        };
-        let timeout = a.timeout_ms.map(Duration::from_millis);
-        job_answer(jobs.wait(&a.ids, mode, timeout).await)
-    }
-
-    /// `job_status`.
-    pub(super) async fn job_status(
-        &self,
-        caller: &Principal,
-        tool: &str,
-        args: JsonObject,
-    ) -> Result<CallToolResult, ErrorData> {
-        let jobs = self.shared().jobs.scope(caller);
-        let a: JobArg = parse(tool, args)?;
-        job_answer(jobs.status(&a.id).await)
-    }
-
-    /// `job_cancel`.
-    pub(super) async fn job_cancel(
-        &self,
-        caller: &Principal,
-        tool: &str,
-        args: JsonObject,
-    ) -> Result<CallToolResult, ErrorData> {
-        let jobs = self.shared().jobs.scope(caller);
-        let a: JobArg = parse(tool, args)?;
-        job_answer(jobs.cancel(&a.id).await)
-    }
-
     /// `job_list`.
-    pub(super) async fn job_list(
+    async fn job_list(
         &self,
         caller: &Principal,
-        tool: &str,
-        args: JsonObject,
+        jobs: JobScope<'_>,
+        a: ListArgs,
     ) -> Result<CallToolResult, ErrorData> {
-        let jobs = self.shared().jobs.scope(caller);
-        let a: ListArgs = parse(tool, args)?;
         let session = match a.session {
             Some(key) => {
                 if let Some(refused) = self.family_guard(caller, &key).await {
@@ -137,4 +117,24 @@ impl Connection {
             Err(e) => job_failure(&e)?,
         })
     }
+}
+
+/// `job_wait`.
+async fn job_wait(
+    jobs: JobScope<'_>,
+    tool: &str,
+    a: WaitArgs,
+) -> Result<CallToolResult, ErrorData> {
+    if a.ids.is_empty() {
+        return Err(bad_arguments(
+            tool,
+            "`ids` is empty: give at least one job id",
+        ));
+    }
+    let mode = match a.mode {
+        WaitFor::All => WaitMode::All,
+        WaitFor::First => WaitMode::First,
+    };
+    let timeout = a.timeout_ms.map(Duration::from_millis);
+    job_answer(jobs.wait(&a.ids, mode, timeout).await)
 }

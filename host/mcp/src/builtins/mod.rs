@@ -37,11 +37,9 @@ impl Connection {
             SESSION_STATUS => self.session_status(caller, tool, args).await,
             SESSION_HANDOFF => self.session_handoff(caller, tool, args).await,
             SESSION_END => self.session_end(caller, tool, args).await,
-            JOB_SPAWN => self.job_spawn(caller, tool, args).await,
-            JOB_WAIT => self.job_wait(caller, tool, args).await,
-            JOB_STATUS => self.job_status(caller, tool, args).await,
-            JOB_CANCEL => self.job_cancel(caller, tool, args).await,
-            JOB_LIST => self.job_list(caller, tool, args).await,
+            JOB_SPAWN | JOB_WAIT | JOB_STATUS | JOB_CANCEL | JOB_LIST => {
+                self.job(caller, tool, args).await
+            }
             SESSION_NOTE => self.session_note(caller, tool, args).await,
             SESSION_USAGE => self.session_usage(caller, tool, args).await,
             SESSION_PAUSE => self.session_pause(caller, tool, args).await,
@@ -55,10 +53,12 @@ impl Connection {
             CONTEXT_SEARCH => self.context_search(caller, tool, args).await,
             MEMORY_PROPOSE => self.memory_propose(caller, tool, args).await,
             MEMORY_SEARCH => self.memory_search(caller, tool, args).await,
-            other => Err(ErrorData::invalid_params(
-                format!("unknown built-in tool `{other}`"),
-                None,
-            )),
+            other => Err(unknown_builtin(other)),
         }
     }
+}
+
+/// The refusal of a tool name that is no built-in.
+fn unknown_builtin(tool: &str) -> ErrorData {
+    ErrorData::invalid_params(format!("unknown built-in tool `{tool}`"), None)
 }

@@ -10,9 +10,18 @@ use crate::connection::Connection;
 use crate::results;
 use crate::tools::{EndArgs, HandoffArgs, OptionalSessionArg, PauseArgs, SessionArg, StartArgs};
 use glovebox::Principal;
+use glovebox::manifest::Completion;
 use glovebox::session::{Handoff, StartSession};
 
 impl Connection {
+    /// A refusal (as the tool's result) of the completion condition given
+    /// to `session_start` or `session_spawn`, when the gateway's
+    /// `check_completion` does not pass it.
+    pub(super) fn completion_refused(&self, completion: &Completion) -> Option<CallToolResult> {
+        let e = self.shared().gateway.check_completion(completion).err()?;
+        Some(results::session_failure(&e))
+    }
+
     /// `session_start`.
     pub(super) async fn session_start(
         &self,
@@ -20,14 +29,13 @@ impl Connection {
         tool: &str,
         args: JsonObject,
     ) -> Result<CallToolResult, ErrorData> {
-        let gateway = &self.shared().gateway;
-        let scope = gateway.scope(caller);
+        let scope = self.shared().gateway.scope(caller);
         let a: StartArgs = parse(tool, args)?;
         let (expected_duration, budget) =
             start_extras(tool, a.new.expected_duration.as_deref(), &a.budget)?;
         let completion = a.completion;
-        if let Err(e) = gateway.check_completion(&completion) {
-            return Ok(results::session_failure(&e));
+        if let Some(refused) = self.completion_refused(&completion) {
+            return Ok(refused);
         }
         let start = StartSession {
             role: a.role,
