@@ -93,6 +93,56 @@ pub fn document() -> Value {
     document
 }
 
+/// The table of `docs/operators/api.md` (between its `<!-- operations -->`
+/// markers): a row per operation the API serves, its route, its arguments
+/// besides the path's (the required ones marked) and its summary. A test
+/// holds the page to it.
+pub fn operations_table() -> String {
+    let mut generator = generator();
+    let mut table =
+        String::from("| route | operation | arguments | what it does |\n|---|---|---|---|\n");
+    for entry in all() {
+        let Some(route) = entry.http else { continue };
+        let method = match route.method {
+            Method::Get => "GET",
+            Method::Post => "POST",
+        };
+        let definition = args_definition(entry, &mut generator);
+        let required: Vec<&str> = definition["required"]
+            .as_array()
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let in_path: Vec<&str> = route.path_arguments().collect();
+        let arguments: Vec<String> = definition["properties"]
+            .as_object()
+            .map(|p| {
+                p.keys()
+                    .filter(|k| !in_path.contains(&k.as_str()))
+                    .map(|k| {
+                        if required.contains(&k.as_str()) {
+                            format!("`{k}` (required)")
+                        } else {
+                            format!("`{k}`")
+                        }
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        table += &format!(
+            "| `{method} {API_PATH}{}` | `{}` | {} | {} |\n",
+            route.path,
+            entry.name,
+            if arguments.is_empty() {
+                "-".to_string()
+            } else {
+                arguments.join(", ")
+            },
+            entry.summary
+        );
+    }
+    table
+}
+
 fn operation(entry: &Entry, generator: &mut SchemaGenerator) -> Value {
     let route = entry.http.expect("served");
     let definition = args_definition(entry, generator);
@@ -227,6 +277,32 @@ fn sanitize_names(document: &mut Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `docs/operators/api.md` lists what the registry serves:
+    /// `GLOVEBOX_WRITE_DOCS=1 cargo test -p glovebox-dashboard` rewrites
+    /// its table when an operation changed.
+    #[test]
+    fn the_api_page_lists_every_operation_as_the_registry_says() {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/operators/api.md");
+        let page = std::fs::read_to_string(&path).unwrap();
+        let (start, end) = ("<!-- operations -->\n", "<!-- /operations -->");
+        let (head, rest) = page
+            .split_once(start)
+            .expect("the page has its operations markers");
+        let (_, tail) = rest
+            .split_once(end)
+            .expect("the page closes its operations markers");
+        let wanted = format!("{head}{start}{}{end}{tail}", operations_table());
+        if std::env::var_os("GLOVEBOX_WRITE_DOCS").is_some() {
+            std::fs::write(&path, &wanted).unwrap();
+        }
+        assert!(
+            page == wanted,
+            "docs/operators/api.md's table is stale: run `GLOVEBOX_WRITE_DOCS=1 cargo test -p glovebox-dashboard` to rewrite it; it should be:\n{}",
+            operations_table()
+        );
+    }
 
     #[test]
     fn every_served_operation_is_in_the_document_with_its_schemas_resolvable() {
