@@ -26,6 +26,7 @@ use serde_json::Value;
 
 pub use jsonschema::Validator;
 
+pub mod limits;
 pub mod shown;
 pub mod visible;
 

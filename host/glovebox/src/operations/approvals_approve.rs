@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::approvals_show::no_approval;
+use super::sizes::ID_MAX;
 use super::{Audience, Operation, OperationError, Route};
 use crate::scope::Scope;
 
@@ -17,6 +18,7 @@ pub struct Approve;
 #[serde(deny_unknown_fields)]
 pub struct ApproveArgs {
     /// The pending approval's id (`ap-…`).
+    #[schemars(length(max = ID_MAX))]
     pub id: String,
 }
 

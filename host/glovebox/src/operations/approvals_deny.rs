@@ -5,6 +5,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::approvals_show::no_approval;
+use super::sizes::{ID_MAX, TEXT_MAX};
 use super::{Audience, Operation, OperationError, Route};
 use crate::approvals::Approval;
 use crate::scope::Scope;
@@ -15,8 +16,10 @@ pub struct Deny;
 #[serde(deny_unknown_fields)]
 pub struct DenyArgs {
     /// The pending approval's id (`ap-…`).
+    #[schemars(length(max = ID_MAX))]
     pub id: String,
     /// Why, for the agent (it reads it in the call's error).
+    #[schemars(length(max = TEXT_MAX))]
     pub reason: String,
 }
 

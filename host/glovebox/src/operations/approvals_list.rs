@@ -4,6 +4,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::sizes::CURSOR_MAX;
 use super::{Audience, Operation, OperationError, Route, page_request};
 use crate::approvals::Approval;
 use crate::page::Page;
@@ -24,6 +25,7 @@ pub struct ListApprovalsArgs {
     pub limit: Option<usize>,
     /// Where the previous page ended (its `next_cursor`).
     #[serde(default)]
+    #[schemars(length(max = CURSOR_MAX))]
     pub cursor: Option<String>,
 }
 

@@ -3,6 +3,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::sizes::ID_MAX;
 use super::{Audience, Operation, OperationError, Route};
 use crate::approvals::Approval;
 use crate::scope::Scope;
@@ -13,6 +14,7 @@ pub struct ShowApproval;
 #[serde(deny_unknown_fields)]
 pub struct ShowApprovalArgs {
     /// The approval's id (`ap-…`).
+    #[schemars(length(max = ID_MAX))]
     pub id: String,
 }
 

@@ -4,6 +4,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::sizes::ID_MAX;
 use super::{Audience, Operation, OperationError, Route};
 use crate::memory::MemoryEntry;
 use crate::scope::Scope;
@@ -15,6 +16,7 @@ pub struct ApproveMemory;
 #[serde(deny_unknown_fields)]
 pub struct ApproveMemoryArgs {
     /// The proposed entry's id (`m-…`).
+    #[schemars(length(max = ID_MAX))]
     pub id: String,
 }
 

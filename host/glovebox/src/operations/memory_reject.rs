@@ -4,6 +4,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::sizes::{ID_MAX, TEXT_MAX};
 use super::{Audience, Operation, OperationError, Route};
 use crate::memory::MemoryEntry;
 use crate::scope::Scope;
@@ -15,8 +16,10 @@ pub struct RejectMemory;
 #[serde(deny_unknown_fields)]
 pub struct RejectMemoryArgs {
     /// The proposed entry's id (`m-…`).
+    #[schemars(length(max = ID_MAX))]
     pub id: String,
     /// What was wrong, for the proposer.
+    #[schemars(length(max = TEXT_MAX))]
     pub reason: String,
 }
 

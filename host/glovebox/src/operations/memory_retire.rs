@@ -4,6 +4,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::sizes::{ID_MAX, TEXT_MAX};
 use super::{Audience, Operation, OperationError, Route};
 use crate::memory::MemoryEntry;
 use crate::scope::Scope;
@@ -15,9 +16,11 @@ pub struct RetireMemory;
 #[serde(deny_unknown_fields)]
 pub struct RetireMemoryArgs {
     /// The approved entry's id (`m-…`).
+    #[schemars(length(max = ID_MAX))]
     pub id: String,
     /// Why, kept on the entry.
     #[serde(default)]
+    #[schemars(length(max = TEXT_MAX))]
     pub reason: Option<String>,
 }
 

@@ -31,11 +31,14 @@ mod sessions_list;
 mod sessions_pause;
 mod sessions_resume;
 mod sessions_show;
+pub mod sizes;
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
+use glovebox_input::limits::first_exceeded;
+use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -142,6 +145,9 @@ pub struct Entry {
     args: fn(&mut SchemaGenerator) -> Schema,
     output: fn(&mut SchemaGenerator) -> Schema,
     call: for<'g> fn(Scope<'g>, Value) -> Running<'g>,
+    /// The arguments' schema, compiled on the first call: the limits it
+    /// declares are enforced before the arguments are parsed.
+    limits: OnceLock<Option<jsonschema::Validator>>,
 }
 
 impl Entry {
@@ -155,6 +161,7 @@ impl Entry {
             args: |generator| generator.subschema_for::<O::Args>(),
             output: |generator| generator.subschema_for::<O::Output>(),
             call: |scope, args| Box::pin(call::<O>(scope, args)),
+            limits: OnceLock::new(),
         }
     }
 
@@ -170,9 +177,23 @@ impl Entry {
     }
 
     /// Runs it for the scope's caller with `args` (a JSON object): the
-    /// output as JSON, or why not. Arguments that do not fit its schema are
-    /// refused naming the field, and nothing runs.
+    /// output as JSON, or why not. Arguments outside a limit its schema
+    /// declares (a length, a range) or that do not fit it are refused
+    /// naming the field, and nothing runs.
     pub async fn call(&self, scope: Scope<'_>, args: Value) -> Result<Value, OperationError> {
+        let limits = self.limits.get_or_init(|| {
+            let mut generator = SchemaSettings::draft2020_12()
+                .with(|s| s.inline_subschemas = true)
+                .into_generator();
+            let schema = (self.args)(&mut generator);
+            jsonschema::validator_for(&schema.to_value()).ok()
+        });
+        if let Some(why) = limits.as_ref().and_then(|v| first_exceeded(v, &args)) {
+            return Err(OperationError::invalid(format!(
+                "bad arguments for `{}`: {why}",
+                self.name
+            )));
+        }
         (self.call)(scope, args).await
     }
 }

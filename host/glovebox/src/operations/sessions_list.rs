@@ -6,6 +6,7 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::sizes::{CURSOR_MAX, ID_MAX, PROJECT_MAX, TAG_MAX, TAGS_MAX};
 use super::{Audience, Operation, OperationError, Route, page_request};
 use crate::page::Page;
 use crate::scope::Scope;
@@ -21,16 +22,19 @@ pub struct ListSessionsArgs {
     pub status: Option<SessionStatus>,
     /// Only sessions with every one of these tags.
     #[serde(default)]
+    #[schemars(length(max = TAGS_MAX), inner(length(max = TAG_MAX)))]
     pub tag: Vec<String>,
     /// Only sessions of this role.
     #[serde(default)]
     pub role: Option<Role>,
     /// Only sessions of this project.
     #[serde(default)]
+    #[schemars(length(max = PROJECT_MAX))]
     pub project: Option<String>,
     /// Only the sessions of this principal (an agent's listing is its own
     /// whatever it asks).
     #[serde(default)]
+    #[schemars(length(max = ID_MAX))]
     pub owner: Option<String>,
     /// Only sessions with no activity for more than this many days.
     #[serde(default)]
@@ -41,6 +45,7 @@ pub struct ListSessionsArgs {
     pub limit: Option<usize>,
     /// Where the previous page ended (its `next_cursor`).
     #[serde(default)]
+    #[schemars(length(max = CURSOR_MAX))]
     pub cursor: Option<String>,
 }
 

@@ -4,6 +4,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::sizes::{SESSION_REF_MAX, TEXT_MAX};
 use super::{Audience, Operation, OperationError, Route};
 use crate::scope::Scope;
 use crate::session::SessionInfo;
@@ -14,8 +15,10 @@ pub struct PauseSession;
 #[serde(deny_unknown_fields)]
 pub struct PauseSessionArgs {
     /// The session's id or name.
+    #[schemars(length(max = SESSION_REF_MAX))]
     pub session: String,
     /// Why, written to the session's log and shown to whoever resumes it.
+    #[schemars(length(max = TEXT_MAX))]
     pub reason: String,
 }
 

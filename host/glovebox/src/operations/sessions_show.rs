@@ -3,6 +3,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::sizes::SESSION_REF_MAX;
 use super::{Audience, Operation, OperationError, Route};
 use crate::scope::Scope;
 use crate::session::SessionInfo;
@@ -13,6 +14,7 @@ pub struct ShowSession;
 #[serde(deny_unknown_fields)]
 pub struct ShowSessionArgs {
     /// The session's id or name.
+    #[schemars(length(max = SESSION_REF_MAX))]
     pub session: String,
 }
 

@@ -1,6 +1,7 @@
 //! What names a bad field of a built-in's arguments that serde cannot: the
 //! built-ins' own schemas, compiled once.
 
+pub(crate) use glovebox_input::limits::field_of;
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
@@ -39,24 +40,6 @@ pub(crate) fn locate(tool: &str, args: &Value) -> Option<String> {
         .find(|e| !e.instance().is_null() && e.instance_path().as_str() != "")?;
     let field = field_of(error.instance_path().as_str());
     Some(format!("`{field}`: {error}"))
-}
-
-/// A JSON pointer into the arguments as serde names the field (`tags[0]`,
-/// `budget.cost`).
-pub(crate) fn field_of(pointer: &str) -> String {
-    let mut field = String::new();
-    for part in pointer.split('/').skip(1) {
-        let part = part.replace("~1", "/").replace("~0", "~");
-        if part.parse::<usize>().is_ok() {
-            field.push_str(&format!("[{part}]"));
-        } else {
-            if !field.is_empty() {
-                field.push('.');
-            }
-            field.push_str(&part);
-        }
-    }
-    field
 }
 
 /// The fields built-in `tool` takes, as an unknown field's error lists them.

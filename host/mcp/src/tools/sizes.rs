@@ -1,4 +1,7 @@
-//! The limits the built-ins' schemas declare (and `limits.rs` checks first).
+//! The limits the built-ins' schemas declare (and `limits.rs` checks first):
+//! those every surface shares are the operations' (`glovebox::operations::sizes`).
+
+pub(crate) use glovebox::operations::sizes::*;
 
 use glovebox::session::WAIT_MAX;
 
@@ -8,8 +11,6 @@ pub(crate) const LOG_PAGE_MAX: usize = 500;
 pub(crate) const LOG_PAGE_DEFAULT: usize = 100;
 /// The entries `memory_search` returns when `limit` is left out.
 pub(crate) const SEARCH_LIMIT_DEFAULT: usize = 10;
-/// The longest note or pause reason.
-pub(crate) const TEXT_MAX: usize = 16 * 1024;
 /// The longest `session_wait` timeout, in milliseconds.
 pub(crate) const WAIT_MAX_MS: u64 = WAIT_MAX.as_millis() as u64;
 /// The longest model name a usage report may give (the ledger refuses more).
@@ -17,17 +18,6 @@ pub(crate) const MODEL_MAX: usize = 256;
 /// The reasons a verdict may give, and the longest one (the ledger refuses more).
 pub(crate) const REASONS_MAX: usize = 32;
 pub(crate) const REASON_MAX_BYTES: usize = 2048;
-/// The longest session id or name an argument may give (names have at most
-/// 128 characters; ids are 34).
-pub(crate) const SESSION_REF_MAX: usize = 128;
-/// The longest project name.
-pub(crate) const PROJECT_MAX: usize = 128;
-/// The longest tag, and the most tags one argument may give (the ledger's
-/// `quotas.tags_per_session` holds a session to fewer).
-pub(crate) const TAG_MAX: usize = 64;
-pub(crate) const TAGS_MAX: usize = 1024;
-/// The longest id of a job, an approval or a call, or a tool's name.
-pub(crate) const ID_MAX: usize = 256;
 /// The longest duration written in words (`"45m"`, `"2h 30m"`).
 pub(crate) const DURATION_MAX: usize = 64;
 /// The longest objective of a handoff or a child's task (the rest of a
@@ -40,7 +30,5 @@ pub(crate) const SCOPE_MAX: usize = 256;
 /// The longest memory entry any config allows (`[memory] max_entry_bytes`
 /// is at most 1 MiB; it holds entries to its own, smaller, size).
 pub(crate) const MEMORY_TEXT_MAX: usize = 1 << 20;
-/// The longest page cursor.
-pub(crate) const CURSOR_MAX: usize = 1024;
 /// The longest `job_wait` timeout, in milliseconds (an hour).
 pub(crate) const JOB_WAIT_MAX_MS: u64 = 3_600_000;

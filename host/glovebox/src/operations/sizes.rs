@@ -1,0 +1,20 @@
+//! The limits the operations' argument schemas declare, shared with the MCP
+//! built-ins' (`glovebox-mcp`'s `tools/sizes.rs`) so that an id, a reason or
+//! a cursor has one limit on every surface. The JSON surfaces enforce them
+//! before parsing (`glovebox_input::limits`).
+
+/// The longest note or pause reason.
+pub const TEXT_MAX: usize = 16 * 1024;
+/// The longest session id or name an argument may give (names have at most
+/// 128 characters; ids are 34).
+pub const SESSION_REF_MAX: usize = 128;
+/// The longest project name.
+pub const PROJECT_MAX: usize = 128;
+/// The longest tag, and the most tags one argument may give (the ledger's
+/// `quotas.tags_per_session` holds a session to fewer).
+pub const TAG_MAX: usize = 64;
+pub const TAGS_MAX: usize = 1024;
+/// The longest id of a job, an approval or a call, or a tool's name.
+pub const ID_MAX: usize = 256;
+/// The longest page cursor.
+pub const CURSOR_MAX: usize = 1024;
