@@ -61,57 +61,43 @@ fn failure(e: &OperationError) -> Response {
 
 /// The API's routes, one per operation the registry serves over HTTP.
 pub(crate) fn routes(mut router: Router<Arc<App>>) -> Router<Arc<App>> {
-    let document: &'static Value = Box::leak(Box::new(crate::openapi::document()));
+    let document = Arc::new(crate::openapi::document());
     router = router.route(
         &format!("{API_PATH}/openapi.json"),
-        get(move || async move { json_answer(StatusCode::OK, document) }),
+        get(move || async move { json_answer(StatusCode::OK, &document) }),
     );
     let mut generator = crate::openapi::generator();
     for entry in all() {
         let Some(route) = entry.http else { continue };
-        let types: &'static HashMap<String, Kind> = Box::leak(Box::new(kinds(
-            &crate::openapi::args_definition(entry, &mut generator),
-        )));
         let path = format!("{API_PATH}{}", route.path);
-        let has_path = route.path_arguments().next().is_some();
-        let method = match (route.method, has_path) {
-            (Method::Get, true) => get(
+        // A route without `{name}` segments has no path parameters: `None`.
+        type Params = Option<Path<HashMap<String, String>>>;
+        let method = match route.method {
+            Method::Get => {
+                let kinds = Arc::new(kinds(&crate::openapi::args_definition(
+                    entry,
+                    &mut generator,
+                )));
+                get(
+                    move |State(app): State<Arc<App>>,
+                          Extension(op): Extension<Operator>,
+                          params: Params,
+                          Query(query): Query<Vec<(String, String)>>| async move {
+                        let params = params.map(|Path(p)| p).unwrap_or_default();
+                        match read_args(&kinds, params, query) {
+                            Ok(args) => answer(&app, &op, entry, args).await,
+                            Err(e) => failure(&e),
+                        }
+                    },
+                )
+            }
+            Method::Post => post(
                 move |State(app): State<Arc<App>>,
                       Extension(op): Extension<Operator>,
-                      Path(params): Path<HashMap<String, String>>,
-                      Query(query): Query<Vec<(String, String)>>| async move {
-                    match read_args(types, params, query) {
-                        Ok(args) => answer(&app, &op, entry, args).await,
-                        Err(e) => failure(&e),
-                    }
-                },
-            ),
-            (Method::Get, false) => get(
-                move |State(app): State<Arc<App>>,
-                      Extension(op): Extension<Operator>,
-                      Query(query): Query<Vec<(String, String)>>| async move {
-                    match read_args(types, HashMap::new(), query) {
-                        Ok(args) => answer(&app, &op, entry, args).await,
-                        Err(e) => failure(&e),
-                    }
-                },
-            ),
-            (Method::Post, true) => post(
-                move |State(app): State<Arc<App>>,
-                      Extension(op): Extension<Operator>,
-                      Path(params): Path<HashMap<String, String>>,
+                      params: Params,
                       body: Bytes| async move {
+                    let params = params.map(|Path(p)| p).unwrap_or_default();
                     match body_args(params, &body) {
-                        Ok(args) => answer(&app, &op, entry, args).await,
-                        Err(e) => failure(&e),
-                    }
-                },
-            ),
-            (Method::Post, false) => post(
-                move |State(app): State<Arc<App>>,
-                      Extension(op): Extension<Operator>,
-                      body: Bytes| async move {
-                    match body_args(HashMap::new(), &body) {
                         Ok(args) => answer(&app, &op, entry, args).await,
                         Err(e) => failure(&e),
                     }
