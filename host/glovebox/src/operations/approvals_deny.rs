@@ -33,11 +33,10 @@ impl Operation for Deny {
     type Output = Approval;
 
     async fn run(scope: Scope<'_>, args: DenyArgs) -> Result<Approval, OperationError> {
-        if args.reason.trim().is_empty() {
-            return Err(OperationError::invalid(
-                "a denial needs a reason: the agent reads it to choose what to do instead",
-            ));
-        }
+        OperationError::unless_given(
+            &args.reason,
+            "a denial needs a reason: the agent reads it to choose what to do instead",
+        )?;
         if scope.approval(&args.id).await?.is_none() {
             return Err(no_approval(&args.id));
         }

@@ -64,6 +64,14 @@ impl OperationError {
         OperationError::new(ErrorClass::NotAllowed, "not_allowed", message)
     }
 
+    /// `Err` with `why` when `text` is blank: a reason someone reads.
+    pub(super) fn unless_given(text: &str, why: &str) -> Result<(), OperationError> {
+        match text.trim().is_empty() {
+            true => Err(OperationError::invalid(why)),
+            false => Ok(()),
+        }
+    }
+
     /// The host failed.
     pub fn failed(message: impl Into<String>) -> OperationError {
         OperationError::new(ErrorClass::Failed, "internal", message)

@@ -32,11 +32,10 @@ impl Operation for PauseSession {
     type Output = SessionInfo;
 
     async fn run(scope: Scope<'_>, args: PauseSessionArgs) -> Result<SessionInfo, OperationError> {
-        if args.reason.trim().is_empty() {
-            return Err(OperationError::invalid(
-                "a pause needs a reason: whoever resumes the session reads it",
-            ));
-        }
+        OperationError::unless_given(
+            &args.reason,
+            "a pause needs a reason: whoever resumes the session reads it",
+        )?;
         let state = scope.pause_session(&args.session, &args.reason).await?;
         Ok(SessionInfo::from(&state))
     }
