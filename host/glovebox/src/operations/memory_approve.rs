@@ -8,7 +8,6 @@ use super::sizes::ID_MAX;
 use super::{Audience, Operation, OperationError, Route};
 use crate::memory::MemoryEntry;
 use crate::scope::Scope;
-use crate::tasks::memory_work;
 
 pub struct ApproveMemory;
 
@@ -31,8 +30,9 @@ impl Operation for ApproveMemory {
     type Output = MemoryEntry;
 
     async fn run(scope: Scope<'_>, args: ApproveMemoryArgs) -> Result<MemoryEntry, OperationError> {
-        let (bank, by) = (scope.gateway().memory_bank(), scope.caller().name.clone());
-        let now = scope.gateway().sessions().clock_ms();
-        Ok(memory_work(move || bank.approve(&args.id, &by, now)).await?)
+        let entry = scope
+            .review_memory(move |bank, by, now| bank.approve(&args.id, by, now))
+            .await?;
+        Ok(entry)
     }
 }

@@ -8,7 +8,6 @@ use super::sizes::{ID_MAX, TEXT_MAX};
 use super::{Audience, Operation, OperationError, Route};
 use crate::memory::MemoryEntry;
 use crate::scope::Scope;
-use crate::tasks::memory_work;
 
 pub struct RejectMemory;
 
@@ -34,8 +33,9 @@ impl Operation for RejectMemory {
     type Output = MemoryEntry;
 
     async fn run(scope: Scope<'_>, args: RejectMemoryArgs) -> Result<MemoryEntry, OperationError> {
-        let (bank, by) = (scope.gateway().memory_bank(), scope.caller().name.clone());
-        let now = scope.gateway().sessions().clock_ms();
-        Ok(memory_work(move || bank.reject(&args.id, &by, args.reason.trim(), now)).await?)
+        let entry = scope
+            .review_memory(move |bank, by, now| bank.reject(&args.id, by, args.reason.trim(), now))
+            .await?;
+        Ok(entry)
     }
 }

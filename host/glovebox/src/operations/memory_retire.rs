@@ -8,7 +8,6 @@ use super::sizes::{ID_MAX, TEXT_MAX};
 use super::{Audience, Operation, OperationError, Route};
 use crate::memory::MemoryEntry;
 use crate::scope::Scope;
-use crate::tasks::memory_work;
 
 pub struct RetireMemory;
 
@@ -35,12 +34,12 @@ impl Operation for RetireMemory {
     type Output = MemoryEntry;
 
     async fn run(scope: Scope<'_>, args: RetireMemoryArgs) -> Result<MemoryEntry, OperationError> {
-        let (bank, by) = (scope.gateway().memory_bank(), scope.caller().name.clone());
-        let now = scope.gateway().sessions().clock_ms();
         let reason = args.reason.filter(|r| !r.trim().is_empty());
-        Ok(
-            memory_work(move || bank.retire(&args.id, &by, reason.as_deref().map(str::trim), now))
-                .await?,
-        )
+        let entry = scope
+            .review_memory(move |bank, by, now| {
+                bank.retire(&args.id, by, reason.as_deref().map(str::trim), now)
+            })
+            .await?;
+        Ok(entry)
     }
 }

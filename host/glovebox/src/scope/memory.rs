@@ -5,12 +5,24 @@
 //! ledger's (`glovebox_ledger::memory`).
 
 use super::Scope;
-use crate::memory::{MemoryEntry, MemoryError, Ranked};
+use crate::memory::{MemoryBank, MemoryEntry, MemoryError, Ranked};
 use crate::page::{Page, PageRequest};
 use crate::session::Event;
 use crate::tasks::memory_work;
 
 impl Scope<'_> {
+    /// Reviews a memory entry as the caller: `act` gets the bank, the
+    /// caller's name (the reviewer recorded) and the time now, off the
+    /// async threads (`memory.approve`, `memory.reject`, `memory.retire`).
+    pub(crate) async fn review_memory(
+        self,
+        act: impl FnOnce(MemoryBank, &str, u64) -> Result<MemoryEntry, MemoryError> + Send + 'static,
+    ) -> Result<MemoryEntry, MemoryError> {
+        let (bank, by) = (self.gateway.memory_bank(), self.caller.name.clone());
+        let now = self.gateway.sessions().clock_ms();
+        memory_work(move || act(bank, &by, now)).await
+    }
+
     /// Proposes `text` to the scope `spec` names, from the caller's session
     /// `session`, logged there (see `MemoryBank::propose_in`).
     pub async fn memory_propose(
