@@ -74,10 +74,7 @@ pub(crate) fn routes(mut router: Router<Arc<App>>) -> Router<Arc<App>> {
         type Params = Option<Path<HashMap<String, String>>>;
         let method = match route.method {
             Method::Get => {
-                let kinds = Arc::new(kinds(&crate::openapi::args_definition(
-                    entry,
-                    &mut generator,
-                )));
+                let kinds = Arc::new(kinds(&entry.args_object(&mut generator)));
                 get(
                     move |State(app): State<Arc<App>>,
                           Extension(op): Extension<Operator>,

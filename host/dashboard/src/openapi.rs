@@ -13,22 +13,6 @@ use serde_json::{Map, Value, json};
 
 use crate::API_PATH;
 
-/// The definition an operation's arguments refer to (an object schema).
-pub(crate) fn args_definition(entry: &Entry, generator: &mut SchemaGenerator) -> Value {
-    let reference = entry.args_schema(generator);
-    let name = reference
-        .get("$ref")
-        .and_then(Value::as_str)
-        .and_then(|r| r.rsplit('/').next())
-        .unwrap_or_default()
-        .to_string();
-    generator
-        .definitions()
-        .get(&name)
-        .cloned()
-        .unwrap_or_else(|| json!({"type": "object"}))
-}
-
 /// A generator whose references point into the document's components.
 pub(crate) fn generator() -> SchemaGenerator {
     SchemaSettings::draft2020_12()
@@ -107,7 +91,7 @@ pub fn operations_table() -> String {
             Method::Get => "GET",
             Method::Post => "POST",
         };
-        let definition = args_definition(entry, &mut generator);
+        let definition = entry.args_object(&mut generator);
         let required: Vec<&str> = definition["required"]
             .as_array()
             .map(|r| r.iter().filter_map(Value::as_str).collect())
@@ -145,7 +129,7 @@ pub fn operations_table() -> String {
 
 fn operation(entry: &Entry, generator: &mut SchemaGenerator) -> Value {
     let route = entry.http.expect("served");
-    let definition = args_definition(entry, generator);
+    let definition = entry.args_object(generator);
     let required: Vec<String> = definition["required"]
         .as_array()
         .map(|r| {

@@ -171,6 +171,24 @@ impl Entry {
         (self.args)(generator)
     }
 
+    /// The object schema of its arguments itself (its `properties`, its
+    /// `required`), looked up in `generator`'s definitions: what a surface
+    /// lays out argument by argument (the HTTP API's parameters).
+    pub fn args_object(&self, generator: &mut SchemaGenerator) -> Value {
+        let reference = self.args_schema(generator);
+        let name = reference
+            .get("$ref")
+            .and_then(Value::as_str)
+            .and_then(|r| r.rsplit('/').next())
+            .unwrap_or_default()
+            .to_string();
+        generator
+            .definitions()
+            .get(&name)
+            .cloned()
+            .unwrap_or_else(|| serde_json::json!({"type": "object"}))
+    }
+
     /// The schema of its output in `generator`.
     pub fn output_schema(&self, generator: &mut SchemaGenerator) -> Schema {
         (self.output)(generator)
@@ -300,14 +318,7 @@ mod tests {
         let mut generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
         for e in all() {
             let Some(route) = e.http else { continue };
-            let reference = e.args_schema(&mut generator);
-            let name = reference
-                .get("$ref")
-                .and_then(Value::as_str)
-                .and_then(|r| r.rsplit('/').next())
-                .expect("an arguments type is a named object")
-                .to_string();
-            let definition = generator.definitions().get(&name).cloned().unwrap();
+            let definition = e.args_object(&mut generator);
             for argument in route.path_arguments() {
                 let required = definition["required"]
                     .as_array()
