@@ -34,13 +34,10 @@ pub async fn run(
     };
     if schema {
         let mut generator = SchemaSettings::draft2020_12().into_generator();
-        let (args, output) = (
-            entry.args_schema(&mut generator),
-            entry.output_schema(&mut generator),
-        );
+        let output = entry.output_schema(&mut generator);
         print_json(&json!({
             "operation": entry.name,
-            "arguments": args,
+            "arguments": entry.input_schema(),
             "output": output,
             "$defs": generator.take_definitions(true),
         }))?;

@@ -45,6 +45,86 @@ fn assert_fits(document: &Value, schema: &Value, value: &Value, what: &str) {
     assert!(errors.is_empty(), "{what}: {errors:?}\n{value:#}");
 }
 
+/// Each operation's arguments, as every surface it is served on shows them:
+/// its MCP tool's input schema (`tools`, a server's `tools/list`), the API
+/// document's parameters and body (`document`, as served), and
+/// `glovebox operation NAME --schema`, are one schema.
+fn same_arguments_on_every_surface(site: &crate::util::Site, document: &Value, tools: &Value) {
+    let mut served = 0;
+    for entry in glovebox::operations::all() {
+        let cli = site.json(&["operation", entry.name, "--schema"])["arguments"].clone();
+        assert_eq!(cli["type"], "object", "{}: {cli}", entry.name);
+        if let Some(tool) = entry.mcp {
+            let listed = tools
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|t| t["name"] == tool)
+                .unwrap_or_else(|| panic!("`{tool}` ({}) is not in tools/list", entry.name));
+            assert_eq!(
+                listed["inputSchema"], cli,
+                "{}: MCP `{tool}` and `glovebox operation --schema` differ",
+                entry.name
+            );
+            served += 1;
+        }
+        if entry.http.is_some() {
+            let http = api_arguments(document, entry.name);
+            let properties = |schema: &Value| schema["properties"].as_object().cloned();
+            assert_eq!(
+                properties(&http).unwrap_or_default(),
+                properties(&cli).unwrap_or_default(),
+                "{}: the API's arguments and `glovebox operation --schema`'s differ",
+                entry.name
+            );
+            let required = |schema: &Value| -> BTreeSet<String> {
+                schema["required"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|r| r.as_str().unwrap().to_string())
+                    .collect()
+            };
+            assert_eq!(required(&http), required(&cli), "{}: required", entry.name);
+        }
+    }
+    assert!(
+        served >= 4,
+        "the MCP built-ins the registry serves: {served}"
+    );
+}
+
+/// Operation `id`'s arguments as the API document lays them out (path and
+/// query parameters, body properties), put back together as one object
+/// schema.
+fn api_arguments(document: &Value, id: &str) -> Value {
+    let operation = document["paths"]
+        .as_object()
+        .unwrap()
+        .values()
+        .flat_map(|item| item.as_object().unwrap().values())
+        .find(|o| o["operationId"] == id)
+        .unwrap_or_else(|| panic!("`{id}` is not in the document"));
+    let (mut properties, mut required) = (serde_json::Map::new(), Vec::new());
+    for parameter in operation["parameters"].as_array().into_iter().flatten() {
+        let name = parameter["name"].as_str().unwrap().to_string();
+        let mut schema = parameter["schema"].clone();
+        if let Some(description) = parameter.get("description") {
+            schema["description"] = description.clone();
+        }
+        if parameter["required"] == true {
+            required.push(json!(name));
+        }
+        properties.insert(name, schema);
+    }
+    let body = &operation["requestBody"]["content"]["application/json"]["schema"];
+    for (name, schema) in body["properties"].as_object().into_iter().flatten() {
+        properties.insert(name.clone(), schema.clone());
+    }
+    required.extend(body["required"].as_array().into_iter().flatten().cloned());
+    json!({"properties": properties, "required": required})
+}
+
 #[test]
 fn the_api_document_validates_and_every_route_answers_with_what_it_says() {
     let (site, operator, agent) = site_with("[memory.propose]\nproject = [\"workagent\"]\n");
@@ -67,6 +147,15 @@ fn the_api_document_validates_and_every_route_answers_with_what_it_says() {
             proposed["entry"]["id"].as_str().unwrap().to_string()
         })
         .collect();
+    // The built-ins an agent is offered, for the schemas' comparison below;
+    // and one served by the registry, called over MCP.
+    let tools = server.request(10, "tools/list", json!({}))["result"]["tools"].clone();
+    let found = server.ok(11, "memory_search", json!({"query": "staging"}));
+    assert_eq!(
+        found["entries"].as_array().map(Vec::len),
+        Some(0),
+        "{found}"
+    );
     drop(server);
     // One pending approval a session (a session waits on its approval).
     for name in ["api-a", "api-b", "api-c", "api-d"] {
@@ -123,6 +212,7 @@ fn the_api_document_validates_and_every_route_answers_with_what_it_says() {
         "memory.approve": {"path": {"id": memory[0]}},
         "memory.reject": {"path": {"id": memory[1]}, "body": {"reason": "tests stay"}},
         "memory.retire": {"path": {"id": memory[0]}, "body": {"reason": "moved to prod"}},
+        "context.search": {"query": {"query": "staging", "project": "demo", "limit": "5"}},
     });
     let mut called = BTreeSet::new();
     // Reads first, then changes (an approval is shown before it is settled).
@@ -166,6 +256,7 @@ fn the_api_document_validates_and_every_route_answers_with_what_it_says() {
     }
     let listed: BTreeSet<String> = examples.as_object().unwrap().keys().cloned().collect();
     assert_eq!(called, listed, "the document lists these operations");
+    same_arguments_on_every_surface(&site, &document, &tools);
 
     // What the calls did: the approved write ran, the denied one did not.
     assert_eq!(

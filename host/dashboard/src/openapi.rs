@@ -5,10 +5,9 @@
 //! answers with. Nothing here is written per operation: a new operation in
 //! the registry is in the document.
 
-use glovebox::operations::{Entry, Method, OperationError, all, as_clients_know_it};
+use glovebox::operations::{Entry, Method, OperationError, all};
+use schemars::SchemaGenerator;
 use schemars::generate::SchemaSettings;
-use schemars::transform::{RecursiveTransform, Transform};
-use schemars::{Schema, SchemaGenerator};
 use serde_json::{Map, Value, json};
 
 use crate::API_PATH;
@@ -82,7 +81,6 @@ pub fn document() -> Value {
 /// besides the path's (the required ones marked) and its summary. A test
 /// holds the page to it.
 pub fn operations_table() -> String {
-    let mut generator = generator();
     let mut table =
         String::from("| route | operation | arguments | what it does |\n|---|---|---|---|\n");
     for entry in all() {
@@ -91,7 +89,7 @@ pub fn operations_table() -> String {
             Method::Get => "GET",
             Method::Post => "POST",
         };
-        let definition = entry.args_object(&mut generator);
+        let definition = Value::Object(entry.input_schema());
         let required: Vec<&str> = definition["required"]
             .as_array()
             .map(|r| r.iter().filter_map(Value::as_str).collect())
@@ -113,9 +111,13 @@ pub fn operations_table() -> String {
             })
             .unwrap_or_default();
         table += &format!(
-            "| `{method} {API_PATH}{}` | `{}` | {} | {} |\n",
+            "| `{method} {API_PATH}{}` | `{}`{} | {} | {} |\n",
             route.path,
             entry.name,
+            match entry.mcp {
+                Some(tool) => format!(" (MCP: `{tool}`)"),
+                None => String::new(),
+            },
             if arguments.is_empty() {
                 "-".to_string()
             } else {
@@ -129,7 +131,9 @@ pub fn operations_table() -> String {
 
 fn operation(entry: &Entry, generator: &mut SchemaGenerator) -> Value {
     let route = entry.http.expect("served");
-    let definition = entry.args_object(generator);
+    // Its arguments as its MCP tool and `glovebox operation --schema` give
+    // them: one writing of them on every surface.
+    let definition = Value::Object(entry.input_schema());
     let required: Vec<String> = definition["required"]
         .as_array()
         .map(|r| {
@@ -147,7 +151,6 @@ fn operation(entry: &Entry, generator: &mut SchemaGenerator) -> Value {
     let mut parameters = Vec::new();
     let mut body = Map::new();
     for (name, schema) in &properties {
-        let schema = &as_clients_know(schema);
         let place = if in_path.contains(&name.as_str()) {
             "path"
         } else if route.method == Method::Get {
@@ -200,17 +203,6 @@ fn operation(entry: &Entry, generator: &mut SchemaGenerator) -> Value {
         });
     }
     operation
-}
-
-/// An argument's schema written as the MCP tools' are (an optional argument
-/// is left out, not `null`): what a client sends is read the same way on
-/// every surface. Outputs keep their `null`s: they carry them.
-fn as_clients_know(schema: &Value) -> Value {
-    let Ok(mut schema) = Schema::try_from(schema.clone()) else {
-        return schema.clone();
-    };
-    RecursiveTransform(as_clients_know_it).transform(&mut schema);
-    schema.to_value()
 }
 
 fn without_description(schema: &Value) -> Value {

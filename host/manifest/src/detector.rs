@@ -149,6 +149,7 @@ impl DetectorConfig {
 }
 
 /// Who writes to the context index.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ContextWriter {

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use glovebox::CallError;
 use glovebox::CallReport;
+use glovebox::operations::{ErrorClass, OperationError};
 use glovebox::session::SessionError;
 
 /// A successful result: `value` as JSON text, and as structured content when
@@ -105,6 +106,19 @@ pub fn call_error(e: &CallError) -> CallToolResult {
             }}),
         ),
         other => failure(other.kind(), other.to_string()),
+    }
+}
+
+/// An operation of the registry that failed: bad arguments are refused as
+/// a request ([`bad_arguments`]' kind), anything else is the tool's error
+/// with the operation's kind and words.
+pub fn operation_failure(e: OperationError) -> Result<CallToolResult, ErrorData> {
+    match (e.class, e.kind.as_str()) {
+        (ErrorClass::Invalid, "invalid_arguments") => Err(ErrorData::invalid_params(
+            glovebox::session::bounded_error(e.message),
+            Some(json!({"kind": "invalid_input"})),
+        )),
+        _ => Ok(failure(&e.kind, e.message)),
     }
 }
 

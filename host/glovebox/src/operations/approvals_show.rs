@@ -13,17 +13,19 @@ pub struct ShowApproval;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ShowApprovalArgs {
-    /// The approval's id (`ap-…`).
+    /// The approval's id (`ap-…`): an `awaiting_approval` result gives it.
     #[schemars(length(max = ID_MAX))]
     pub id: String,
 }
 
 impl Operation for ShowApproval {
     const NAME: &'static str = "approvals.show";
-    const SUMMARY: &'static str = "One approval, pending or settled.";
+    const SUMMARY: &'static str =
+        "Where an approval stands: pending, approved or denied (with the reason).";
     const DESCRIPTION: &'static str = "The call it holds (tool, exact input and its SHA-256), the hook and rule that asked, and its status with who settled it. An approval of a session the caller may not see is not found.";
     const AUDIENCE: Audience = Audience::Anyone;
     const HTTP: Option<Route> = Some(Route::get("/approvals/{id}"));
+    const MCP: Option<&'static str> = Some("approval_status");
     type Args = ShowApprovalArgs;
     type Output = Approval;
 
@@ -40,7 +42,7 @@ pub(super) fn no_approval(id: &str) -> OperationError {
     OperationError::not_found(
         "approval_not_found",
         format!(
-            "no approval `{id}`: `glovebox approvals` (or `GET /api/v1/approvals`) lists the pending ones"
+            "no approval `{id}`: its id is in the `awaiting_approval` result of the call that waits for it, and `glovebox approvals` (or `GET /api/v1/approvals`) lists the pending ones"
         ),
     )
 }

@@ -20,11 +20,14 @@ mod approvals_approve;
 mod approvals_deny;
 mod approvals_list;
 mod approvals_show;
+mod context_search;
 mod doctor;
 mod error;
 mod memory_approve;
+mod memory_propose;
 mod memory_reject;
 mod memory_retire;
+mod memory_search;
 mod paging;
 mod schema;
 mod sessions_list;
@@ -50,13 +53,16 @@ pub use approvals_approve::{Approve, ApproveArgs, CallFailure, Ran};
 pub use approvals_deny::{Deny, DenyArgs};
 pub use approvals_list::{ListApprovals, ListApprovalsArgs};
 pub use approvals_show::{ShowApproval, ShowApprovalArgs};
+pub use context_search::{ContextFound, SearchContext, SearchContextArgs};
 pub use doctor::Doctor;
 pub use error::{ErrorClass, OperationError};
 pub use memory_approve::{ApproveMemory, ApproveMemoryArgs};
+pub use memory_propose::{ProposeMemory, ProposeMemoryArgs, Proposed};
 pub use memory_reject::{RejectMemory, RejectMemoryArgs};
 pub use memory_retire::{RetireMemory, RetireMemoryArgs};
+pub use memory_search::{MemoryFound, SearchMemory, SearchMemoryArgs};
 pub use paging::page_request;
-pub use schema::as_clients_know_it;
+pub use schema::{as_clients_know_it, input_schema};
 pub use sessions_list::{ListSessions, ListSessionsArgs};
 pub use sessions_pause::{PauseSession, PauseSessionArgs};
 pub use sessions_resume::{ResumeSession, ResumeSessionArgs};
@@ -122,6 +128,9 @@ pub trait Operation: Send + Sync + 'static {
     const AUDIENCE: Audience;
     /// Where the HTTP API serves it.
     const HTTP: Option<Route>;
+    /// The MCP tool agents call it by (`approval_status`), when it is one
+    /// of the built-in tools; its input schema is [`Self::Args`]'.
+    const MCP: Option<&'static str> = None;
     type Args: DeserializeOwned + JsonSchema + Send + 'static;
     type Output: Serialize + JsonSchema + Send + 'static;
 
@@ -142,9 +151,11 @@ pub struct Entry {
     pub description: &'static str,
     pub audience: Audience,
     pub http: Option<Route>,
+    /// The MCP tool it is served as, if any.
+    pub mcp: Option<&'static str>,
     args: fn(&mut SchemaGenerator) -> Schema,
     output: fn(&mut SchemaGenerator) -> Schema,
-    call: for<'g> fn(Scope<'g>, Value) -> Running<'g>,
+    call: for<'g> fn(Scope<'g>, &'g str, Value) -> Running<'g>,
     /// The arguments' schema, compiled on the first call: the limits it
     /// declares are enforced before the arguments are parsed.
     limits: OnceLock<Option<jsonschema::Validator>>,
@@ -158,9 +169,10 @@ impl Entry {
             description: O::DESCRIPTION,
             audience: O::AUDIENCE,
             http: O::HTTP,
+            mcp: O::MCP,
             args: |generator| generator.subschema_for::<O::Args>(),
             output: |generator| generator.subschema_for::<O::Output>(),
-            call: |scope, args| Box::pin(call::<O>(scope, args)),
+            call: |scope, called, args| Box::pin(call::<O>(scope, called, args)),
             limits: OnceLock::new(),
         }
     }
@@ -189,6 +201,12 @@ impl Entry {
             .unwrap_or_else(|| serde_json::json!({"type": "object"}))
     }
 
+    /// The schema of its arguments, whole and as clients know it: its MCP
+    /// tool's input schema (see [`schema::inlined`]).
+    pub fn input_schema(&self) -> serde_json::Map<String, Value> {
+        schema::inlined(self.args)
+    }
+
     /// The schema of its output in `generator`.
     pub fn output_schema(&self, generator: &mut SchemaGenerator) -> Schema {
         (self.output)(generator)
@@ -199,6 +217,17 @@ impl Entry {
     /// declares (a length, a range) or that do not fit it are refused
     /// naming the field, and nothing runs.
     pub async fn call(&self, scope: Scope<'_>, args: Value) -> Result<Value, OperationError> {
+        self.call_as(self.name, scope, args).await
+    }
+
+    /// [`Self::call`], for a caller who knows it as `called` (its MCP
+    /// tool's name): bad arguments are refused in those words.
+    pub async fn call_as(
+        &self,
+        called: &str,
+        scope: Scope<'_>,
+        args: Value,
+    ) -> Result<Value, OperationError> {
         let limits = self.limits.get_or_init(|| {
             let mut generator = SchemaSettings::draft2020_12()
                 .with(|s| s.inline_subschemas = true)
@@ -207,21 +236,30 @@ impl Entry {
             jsonschema::validator_for(&schema.to_value()).ok()
         });
         if let Some(why) = limits.as_ref().and_then(|v| first_exceeded(v, &args)) {
-            return Err(OperationError::invalid(format!(
-                "bad arguments for `{}`: {why}",
-                self.name
-            )));
+            return Err(bad_arguments(called, why));
         }
-        (self.call)(scope, args).await
+        (self.call)(scope, called, args).await
     }
 }
 
-async fn call<O: Operation>(scope: Scope<'_>, args: Value) -> Result<Value, OperationError> {
-    let args: O::Args = serde_json::from_value(args).map_err(|e| {
-        OperationError::invalid(format!(
-            "bad arguments for `{}`: {e}; its arguments are in the API's OpenAPI document (`GET /api/v1/openapi.json`)",
-            O::NAME
-        ))
+/// Arguments of `called` that do not fit it, in the words every surface
+/// uses.
+fn bad_arguments(called: &str, why: impl std::fmt::Display) -> OperationError {
+    OperationError::invalid(format!("invalid arguments for `{called}`: {why}"))
+}
+
+async fn call<O: Operation>(
+    scope: Scope<'_>,
+    called: &str,
+    args: Value,
+) -> Result<Value, OperationError> {
+    let args: O::Args = serde_path_to_error::deserialize(args).map_err(|e| {
+        let field = e.path().to_string();
+        let e = e.into_inner();
+        match field.as_str() {
+            "." => bad_arguments(called, e),
+            _ => bad_arguments(called, format!("`{field}`: {e}")),
+        }
     })?;
     let output = run::<O>(scope, args).await?;
     serde_json::to_value(output).map_err(|e| {
@@ -250,6 +288,12 @@ pub async fn run<O: Operation>(
     O::run(scope, args).await
 }
 
+/// The name a caller knows `O` by: its MCP tool's, when it is one (an
+/// agent's words name the tool it called), else its own.
+pub(crate) fn known_as<O: Operation>() -> &'static str {
+    O::MCP.unwrap_or(O::NAME)
+}
+
 /// Every operation, by name.
 pub fn all() -> &'static [Entry] {
     static ALL: LazyLock<Vec<Entry>> = LazyLock::new(|| {
@@ -265,6 +309,9 @@ pub fn all() -> &'static [Entry] {
             Entry::of::<ApproveMemory>(),
             Entry::of::<RejectMemory>(),
             Entry::of::<RetireMemory>(),
+            Entry::of::<ProposeMemory>(),
+            Entry::of::<SearchMemory>(),
+            Entry::of::<SearchContext>(),
             Entry::of::<Doctor>(),
         ]
     });
@@ -274,6 +321,11 @@ pub fn all() -> &'static [Entry] {
 /// The operation called `name`.
 pub fn named(name: &str) -> Option<&'static Entry> {
     all().iter().find(|e| e.name == name)
+}
+
+/// The operation served as MCP tool `tool`.
+pub fn for_tool(tool: &str) -> Option<&'static Entry> {
+    all().iter().find(|e| e.mcp == Some(tool))
 }
 
 /// The arguments of an operation that takes none.
@@ -311,6 +363,13 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn left_out_arguments_take_their_defaults() {
+        let search: SearchMemoryArgs =
+            serde_json::from_value(serde_json::json!({"query": "q"})).unwrap();
+        assert_eq!((search.limit, search.cursor), (10, None));
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! How the operations' schemas are written for clients, on every surface.
 
-use schemars::Schema;
-use serde_json::Value;
+use schemars::generate::SchemaSettings;
+use schemars::transform::{RecursiveTransform, Transform};
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde_json::{Map, Value};
 
 /// A schema as clients know it, for every surface that shows one (the MCP
 /// tools' input schemas, the HTTP API's OpenAPI document), so they say the
@@ -42,4 +44,36 @@ pub fn as_clients_know_it(schema: &mut Schema) {
             .collect::<Vec<_>>()
             .join("\n\n");
     }
+}
+
+/// The schema `schema_of` writes, whole (every subschema inlined: no
+/// `$ref`, which some clients do not follow) and as clients know it: an
+/// MCP tool's input schema. Without `$schema`, and without the root's
+/// `title` and `description` (a struct's name and doc: the tool's own
+/// description says what it does).
+pub(crate) fn inlined(
+    schema_of: impl FnOnce(&mut SchemaGenerator) -> Schema,
+) -> Map<String, Value> {
+    let mut generator = SchemaSettings::draft2020_12()
+        .with(|s| {
+            s.inline_subschemas = true;
+            s.meta_schema = None;
+        })
+        .into_generator();
+    let mut schema = schema_of(&mut generator);
+    RecursiveTransform(as_clients_know_it).transform(&mut schema);
+    let mut schema = match schema.to_value() {
+        Value::Object(o) => o,
+        _ => Map::new(),
+    };
+    for key in ["$schema", "title", "description"] {
+        schema.remove(key);
+    }
+    schema
+}
+
+/// `T`'s schema, whole, as an MCP tool's input schema (see [`inlined`]):
+/// what the MCP built-ins not yet in the registry are listed with.
+pub fn input_schema<T: JsonSchema>() -> Map<String, Value> {
+    inlined(|generator| generator.subschema_for::<T>())
 }

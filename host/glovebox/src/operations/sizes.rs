@@ -18,3 +18,12 @@ pub const TAGS_MAX: usize = 1024;
 pub const ID_MAX: usize = 256;
 /// The longest page cursor.
 pub const CURSOR_MAX: usize = 1024;
+/// The longest search query (the memory bank refuses more too).
+pub const QUERY_MAX: usize = crate::memory::MAX_QUERY_BYTES;
+/// The longest memory scope (`project:NAME`).
+pub const SCOPE_MAX: usize = 256;
+/// The longest memory entry any config allows (`[memory] max_entry_bytes`
+/// is at most 1 MiB; it holds entries to its own, smaller, size).
+pub const MEMORY_TEXT_MAX: usize = 1 << 20;
+/// The entries `memory.search` returns when `limit` is left out.
+pub const SEARCH_LIMIT_DEFAULT: usize = 10;

@@ -35,6 +35,7 @@ use crate::budget::UsageReport;
 use crate::call::CallReport;
 use crate::gateway::Gateway;
 use crate::manifest::Principal;
+use crate::operations::{ErrorClass, OperationError};
 use crate::page::{Page, PageRequest};
 use crate::pipeline::{Admitted, Judge};
 use crate::session::{
@@ -53,6 +54,9 @@ pub use jobs::JobScope;
 pub struct Scope<'g> {
     gateway: &'g Gateway,
     caller: &'g Principal,
+    /// The session the caller acts from, if any: an MCP connection's bound
+    /// session ([`Scope::acting_from`]).
+    session: Option<&'g str>,
 }
 
 impl Gateway {
@@ -63,6 +67,7 @@ impl Gateway {
         Scope {
             gateway: self,
             caller,
+            session: None,
         }
     }
 }
@@ -76,6 +81,32 @@ impl<'g> Scope<'g> {
     /// Who calls.
     pub fn caller(self) -> &'g Principal {
         self.caller
+    }
+
+    /// This scope, acting from `session` (an id): the session an operation
+    /// acts on when it names none (an MCP connection's bound session), and
+    /// from whose family the sessions it names must be reachable.
+    pub fn acting_from(self, session: Option<&'g str>) -> Scope<'g> {
+        Scope { session, ..self }
+    }
+
+    /// The session the caller acts from, if any (see [`Self::acting_from`]).
+    pub fn bound(self) -> Option<&'g str> {
+        self.session
+    }
+
+    /// The session the caller acts from, or the refusal of operation
+    /// `called` (its name as the caller knows it), which needs one.
+    pub fn bound_or_refuse(self, called: &str) -> Result<&'g str, OperationError> {
+        self.session.ok_or_else(|| {
+            OperationError::new(
+                ErrorClass::Conflict,
+                "no_session",
+                format!(
+                    "`{called}` needs a session: this connection is bound to none; call `session_start` or `session_resume` first"
+                ),
+            )
+        })
     }
 
     /// The gateway this scope is of.

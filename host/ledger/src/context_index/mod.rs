@@ -23,6 +23,7 @@ pub const INDEX_SOURCE: &str = "index";
 const MAX_AT_START: usize = 256;
 
 /// An entry of a project's context index.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IndexEntry {
     pub id: String,

@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 use super::records::MemoryEntry;
 
 /// An entry found by a search, with why it ranks where it does.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct Ranked {
     #[serde(flatten)]

@@ -1,26 +1,31 @@
-//! The built-in tools: sessions, background jobs, the context index and
-//! the memory bank. Each parses its arguments into its struct in
-//! `tools/`, the one whose schema `tools/list` gives for it.
+//! The built-in tools: sessions, background jobs, approvals, the context
+//! index and the memory bank.
 //!
-//! One file per family of built-ins, each holding its handlers (their
-//! arguments are in `tools/`); `Connection::builtin` only dispatches.
+//! Those the operation registry serves (`glovebox::operations`: an
+//! operation with an MCP name) run from there, with the connection's bound
+//! session as the session the caller acts from ([`Connection::operation`]).
+//! The others are written here, one file per family of built-ins, each
+//! parsing its arguments into its struct in `tools/`, the one whose schema
+//! `tools/list` gives for it; `Connection::builtin` only dispatches.
 
 mod approvals;
 mod children;
 mod jobs;
 mod judge;
 mod log;
-mod memory;
 mod parse;
 mod sessions;
 mod target;
 
 use rmcp::ErrorData;
 use rmcp::model::{CallToolResult, JsonObject};
+use serde_json::Value;
 
 use crate::connection::Connection;
+use crate::results;
 use crate::tools::*;
 use glovebox::Principal;
+use glovebox::operations::{self, Entry};
 
 impl Connection {
     /// A built-in tool, on behalf of `caller`: the gateway enforces what is
@@ -31,6 +36,9 @@ impl Connection {
         tool: &str,
         args: JsonObject,
     ) -> Result<CallToolResult, ErrorData> {
+        if let Some(entry) = operations::for_tool(tool) {
+            return self.operation(caller, tool, entry, args).await;
+        }
         match tool {
             SESSION_START => self.session_start(caller, tool, args).await,
             SESSION_RESUME => self.session_resume(caller, tool, args).await,
@@ -49,11 +57,30 @@ impl Connection {
             SESSION_SPAWN => self.session_spawn(caller, tool, args).await,
             SESSION_VERDICT => self.session_verdict(caller, tool, args).await,
             SESSION_WAIT => self.session_wait(caller, tool, args).await,
-            APPROVAL_STATUS => self.approval_status(caller, tool, args).await,
-            CONTEXT_SEARCH => self.context_search(caller, tool, args).await,
-            MEMORY_PROPOSE => self.memory_propose(caller, tool, args).await,
-            MEMORY_SEARCH => self.memory_search(caller, tool, args).await,
             other => Err(unknown_builtin(other)),
+        }
+    }
+}
+
+impl Connection {
+    /// Built-in `tool`, served by the registry's operation `entry`, on
+    /// behalf of `caller`, acting from the bound session (if any).
+    async fn operation(
+        &self,
+        caller: &Principal,
+        tool: &str,
+        entry: &Entry,
+        args: JsonObject,
+    ) -> Result<CallToolResult, ErrorData> {
+        let bound = self.bound().await;
+        let scope = self
+            .shared()
+            .gateway
+            .scope(caller)
+            .acting_from(bound.as_deref());
+        match entry.call_as(tool, scope, Value::Object(args)).await {
+            Ok(output) => Ok(results::ok_value(output)),
+            Err(e) => results::operation_failure(e),
         }
     }
 }

@@ -240,8 +240,6 @@ mod tests {
         assert!(matches!(wait.mode, WaitFor::All));
         let log: LogArgs = parsed(SESSION_LOG, json!({}));
         assert_eq!((log.from_seq, log.limit), (1, 100));
-        let search: MemorySearchArgs = parsed(MEMORY_SEARCH, json!({"query": "q"}));
-        assert_eq!(search.limit, 10);
         // A word is read as the config reads it (`-` for `_`), and an
         // optional one may be null.
         let handoff: HandoffArgs = parsed(

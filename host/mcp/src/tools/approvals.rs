@@ -1,5 +1,5 @@
-//! The arguments of the built-ins that read or give a settlement: a judge's
-//! `session_verdict` and `approval_status`.
+//! The arguments of the built-in that gives a settlement: a judge's
+//! `session_verdict`.
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -29,13 +29,4 @@ pub(crate) struct VerdictArgs {
 pub(crate) enum Verdict {
     Pass,
     Fail,
-}
-
-/// `approval_status`.
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct ApprovalArg {
-    /// The approval id of an `awaiting_approval` result.
-    #[schemars(length(max = ID_MAX))]
-    pub id: String,
 }

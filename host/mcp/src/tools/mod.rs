@@ -12,7 +12,6 @@ mod approvals;
 mod children;
 pub(crate) mod fields;
 mod jobs;
-mod memory;
 mod schema;
 mod sessions;
 pub(crate) mod sizes;
@@ -42,8 +41,7 @@ use glovebox::ToolInfo;
 pub(crate) use approvals::*;
 pub(crate) use children::*;
 pub(crate) use jobs::*;
-pub(crate) use memory::*;
-use schema::{builtin, object};
+use schema::{builtin, object, operation};
 pub(crate) use sessions::*;
 
 /// Built-in tool names.
@@ -127,9 +125,26 @@ pub fn plugin_tool(info: &ToolInfo) -> Tool {
     )
 }
 
-/// The built-in session and job tools, each with the schema of the struct
-/// its arguments parse into (`builtins.rs` parses them).
+/// The built-in tools, in [`BUILTINS`]' order: those the operation
+/// registry serves (`glovebox::operations`, an operation with an MCP name)
+/// from their operation, the others from [`written_tools`].
 pub fn builtin_tools() -> Vec<Tool> {
+    let mut written = written_tools();
+    BUILTINS
+        .iter()
+        .filter_map(|name| match glovebox::operations::for_tool(name) {
+            Some(entry) => Some(operation(name, entry)),
+            None => {
+                let at = written.iter().position(|t| t.name == *name)?;
+                Some(written.swap_remove(at))
+            }
+        })
+        .collect()
+}
+
+/// The built-in tools not yet in the operation registry, each with the
+/// schema of the struct its arguments parse into (`builtins/` parses them).
+fn written_tools() -> Vec<Tool> {
     vec![
         builtin::<StartArgs>(
             SESSION_START,
@@ -186,22 +201,6 @@ pub fn builtin_tools() -> Vec<Tool> {
         builtin::<RerunArgs>(
             SESSION_RERUN,
             "Re-run a call of a session (the bound one when `session` is absent) that the host's stop interrupted, with its original idempotency key: only calls of idempotent tools; `session_resume` lists them.",
-        ),
-        builtin::<ApprovalArg>(
-            APPROVAL_STATUS,
-            "Where an approval of one of your calls stands: pending, approved or denied (with the reason).",
-        ),
-        builtin::<ContextSearchArgs>(
-            CONTEXT_SEARCH,
-            "Search the projects' context index (what sessions of a project start with: rules, decisions, lessons from rescues): the live entries with every word of `query`, in `project` or in every project you may touch.",
-        ),
-        builtin::<MemoryProposeArgs>(
-            MEMORY_PROPOSE,
-            "Propose an entry to the memory bank from the bound session (needs one: the proposal is logged there): a fact, rule or lesson for later sessions of a scope. It reaches new sessions only once an operator approves it (`glovebox memory review`).",
-        ),
-        builtin::<MemorySearchArgs>(
-            MEMORY_SEARCH,
-            "Search the approved entries of the memory bank in your scopes (your projects, your user, the bound session's role), best first: most query words matched, then most hits, then newest. A page at a time: `next_cursor`, when present, is the `cursor` of the next page. Needs a bound session: the search is logged there.",
         ),
         builtin::<SpawnArgs>(
             JOB_SPAWN,

@@ -1,13 +1,12 @@
 //! A built-in's input schema, derived from the struct its arguments parse
-//! into (schemars), written as the clients know schemas.
+//! into (schemars), written as the clients know schemas: the same writing
+//! as the registry's operations (`glovebox::operations::input_schema`).
 
 use std::sync::Arc;
 
-use glovebox::operations::as_clients_know_it;
+use glovebox::operations::{Entry, input_schema};
 use rmcp::model::{JsonObject, Tool};
 use schemars::JsonSchema;
-use schemars::generate::SchemaSettings;
-use schemars::transform::RecursiveTransform;
 use serde_json::Value;
 
 /// A built-in whose arguments parse into `T`.
@@ -15,22 +14,12 @@ pub(super) fn builtin<T: JsonSchema>(name: &'static str, description: &'static s
     Tool::new(name, description, Arc::new(input_schema::<T>()))
 }
 
-/// `T`'s schema as an MCP input schema: an object schema with every
-/// subschema inlined, no `$schema`, and no root `title` or `description`
-/// (the struct's name and doc; the tool's description says what it does).
-pub(super) fn input_schema<T: JsonSchema>() -> JsonObject {
-    let schema = SchemaSettings::draft2020_12()
-        .with(|s| {
-            s.inline_subschemas = true;
-            s.meta_schema = None;
-        })
-        .with_transform(RecursiveTransform(as_clients_know_it))
-        .into_generator()
-        .into_root_schema_for::<T>();
-    let mut schema = object(schema.to_value());
-    schema.remove("title");
-    schema.remove("description");
-    schema
+/// A built-in served by the operation registry: its description is the
+/// operation's summary and description, its input schema the operation's
+/// arguments'.
+pub(super) fn operation(name: &'static str, entry: &Entry) -> Tool {
+    let description = format!("{} {}", entry.summary, entry.description);
+    Tool::new(name, description, Arc::new(entry.input_schema()))
 }
 
 pub(super) fn object(v: Value) -> JsonObject {

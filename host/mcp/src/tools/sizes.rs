@@ -9,8 +9,6 @@ use glovebox::session::WAIT_MAX;
 pub(crate) const LOG_PAGE_MAX: usize = 500;
 /// The events of a `session_log` page when `limit` is left out.
 pub(crate) const LOG_PAGE_DEFAULT: usize = 100;
-/// The entries `memory_search` returns when `limit` is left out.
-pub(crate) const SEARCH_LIMIT_DEFAULT: usize = 10;
 /// The longest `session_wait` timeout, in milliseconds.
 pub(crate) const WAIT_MAX_MS: u64 = WAIT_MAX.as_millis() as u64;
 /// The longest model name a usage report may give (the ledger refuses more).
@@ -23,12 +21,5 @@ pub(crate) const DURATION_MAX: usize = 64;
 /// The longest objective of a handoff or a child's task (the rest of a
 /// handoff is held by `quotas.handoff_bytes` and `handoff_items`).
 pub(crate) const OBJECTIVE_MAX: usize = TEXT_MAX;
-/// The longest search query (the memory bank refuses more too).
-pub(crate) const QUERY_MAX: usize = glovebox::memory::MAX_QUERY_BYTES;
-/// The longest memory scope (`project:NAME`).
-pub(crate) const SCOPE_MAX: usize = 256;
-/// The longest memory entry any config allows (`[memory] max_entry_bytes`
-/// is at most 1 MiB; it holds entries to its own, smaller, size).
-pub(crate) const MEMORY_TEXT_MAX: usize = 1 << 20;
 /// The longest `job_wait` timeout, in milliseconds (an hour).
 pub(crate) const JOB_WAIT_MAX_MS: u64 = 3_600_000;

@@ -2,10 +2,10 @@
 
 mod expected;
 
-use super::schema::input_schema;
 use super::*;
 use expected::{SHAPES, pins};
 use glovebox::manifest::{Completion, Gate, MAX_GATES};
+use glovebox::operations::input_schema;
 
 fn schemas() -> Vec<(String, Value)> {
     builtin_tools()
@@ -24,6 +24,26 @@ fn every_builtin_has_a_derived_schema() {
     let mut shaped = SHAPES.map(|(name, _, _)| name);
     shaped.sort();
     assert_eq!(shaped, *builtins, "a built-in without its shape here");
+}
+
+#[test]
+fn every_operation_for_agents_is_a_listed_builtin_served_from_the_registry() {
+    let tools = builtin_tools();
+    for entry in glovebox::operations::all() {
+        let Some(tool) = entry.mcp else { continue };
+        assert!(
+            BUILTINS.contains(&tool),
+            "`{}` is MCP `{tool}`, which BUILTINS leaves out",
+            entry.name
+        );
+        let listed = tools.iter().find(|t| t.name == tool).unwrap();
+        assert_eq!(*listed.input_schema, entry.input_schema(), "{tool}");
+        assert!(
+            listed.description.as_deref().unwrap_or("").starts_with(entry.summary),
+            "{tool}: {:?}",
+            listed.description
+        );
+    }
 }
 
 #[test]
