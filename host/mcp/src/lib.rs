@@ -54,4 +54,4 @@ pub use connection::Connection;
 pub use http::{DEFAULT_GRACE, DEFAULT_MAX_CONNECTIONS, HttpOptions, HttpServer};
 pub use logging::connection_log;
 pub use server::McpServer;
-pub use tools::BUILTINS;
+pub use tools::{BUILTINS, builtins_tables};

@@ -10,6 +10,7 @@
 
 mod approvals;
 mod children;
+mod docs;
 pub(crate) mod fields;
 mod jobs;
 mod schema;
@@ -40,6 +41,7 @@ use glovebox::ToolInfo;
 // field's list the fields the tool takes.
 pub(crate) use approvals::*;
 pub(crate) use children::*;
+pub use docs::builtins_tables;
 pub(crate) use jobs::*;
 use schema::{builtin, object, operation};
 pub(crate) use sessions::*;

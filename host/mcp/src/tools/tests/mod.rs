@@ -39,7 +39,11 @@ fn every_operation_for_agents_is_a_listed_builtin_served_from_the_registry() {
         let listed = tools.iter().find(|t| t.name == tool).unwrap();
         assert_eq!(*listed.input_schema, entry.input_schema(), "{tool}");
         assert!(
-            listed.description.as_deref().unwrap_or("").starts_with(entry.summary),
+            listed
+                .description
+                .as_deref()
+                .unwrap_or("")
+                .starts_with(entry.summary),
             "{tool}: {:?}",
             listed.description
         );
