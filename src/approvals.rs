@@ -122,13 +122,11 @@ pub(crate) async fn approve(config: &Path, id: &str) -> Result<ExitCode> {
 }
 
 pub(crate) async fn deny(config: &Path, id: &str, reason: &str) -> Result<ExitCode> {
-    let gateway = crate::reach::gateway(config).await?;
-    let operator = crate::reach::operator();
     let args = DenyArgs {
         id: id.to_string(),
         reason: reason.to_string(),
     };
-    match operations::run::<Deny>(gateway.scope(&operator), args).await {
+    match crate::operate::run::<Deny>(config, args).await? {
         Ok(a) => {
             out!(
                 "denied {} ({} in session {}): {reason}",

@@ -12,6 +12,12 @@
 //! `reach.rs` for the gateway and print with `out!`/`err!` (`output.rs`),
 //! which write into the request's buffers inside the server (`served.rs`).
 //!
+//! An operation of the registry (`glovebox operation`, and the commands
+//! made of one, `src/operate.rs`) travels as `{operation: {name,
+//! arguments}}` instead, and its output (or its `OperationError`) comes back
+//! as JSON for this side to print: the server runs the operation, and none
+//! of the command line's code.
+//!
 //! What the command needs from this machine (its input on stdin or in a
 //! file, paths relative to its directory) is resolved before it is sent, so
 //! the server never reads the client's stdin or guesses its directory. The
@@ -24,8 +30,10 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result};
+use glovebox::operations::OperationError;
 use glovebox::{Gateway, HostConfig, Jobs, Principal};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 
@@ -37,13 +45,23 @@ const SOCKET: &str = "control.sock";
 /// The largest request accepted (a call's input travels inline).
 const MAX_REQUEST_BYTES: u64 = 64 << 20;
 /// The wire format's version: a client and server that disagree refuse.
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 
-/// A command sent to the running server.
+/// What is sent to the running server.
 #[derive(Serialize, Deserialize)]
 struct Request {
     version: u32,
-    command: Command,
+    #[serde(flatten)]
+    asked: Asked,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Asked {
+    /// A command, run inside the server as it would run here.
+    Command(Box<Command>),
+    /// An operation of the registry, by name, its arguments a JSON object.
+    Operation { name: String, arguments: Value },
 }
 
 /// What the command printed and how it ended.
@@ -52,6 +70,21 @@ struct Response {
     stdout: String,
     stderr: String,
     exit: u8,
+    /// An operation's output, or why it failed (nothing is printed then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    operation: Option<Result<Value, OperationError>>,
+}
+
+impl Response {
+    /// A refusal of the request itself, in words for the operator.
+    fn refused(stderr: String) -> Response {
+        Response {
+            stdout: String::new(),
+            stderr,
+            exit: 2,
+            operation: None,
+        }
+    }
 }
 
 /// The control socket of a data dir.
@@ -80,14 +113,7 @@ fn needs_store(command: &Command) -> bool {
         | Command::Log { .. }
         | Command::Approvals { .. }
         | Command::Approve { .. }
-        | Command::Deny { .. }
         | Command::Job { .. }
-        | Command::Doctor { .. }
-        | Command::Operation {
-            name: Some(_),
-            schema: false,
-            ..
-        }
         | Command::Notify {
             command: crate::notify::NotifyCommand::Status { .. },
         }
@@ -119,7 +145,7 @@ pub async fn forward(config: &Path, command: &mut Command) -> Result<Option<Exit
     inline_local_inputs(command)?;
     let request = Request {
         version: VERSION,
-        command: std::mem::replace(command, Command::Reload),
+        asked: Asked::Command(Box::new(std::mem::replace(command, Command::Reload))),
     };
     let response = exchange(stream, &request).await.with_context(|| {
         format!(
@@ -135,6 +161,44 @@ pub async fn forward(config: &Path, command: &mut Command) -> Result<Option<Exit
         .lock()
         .write_all(response.stderr.as_bytes())?;
     Ok(Some(ExitCode::from(response.exit)))
+}
+
+/// Runs operation `name` with `arguments` on the server that holds the
+/// config's data dir, when one does: `Some` with its output or its refusal,
+/// `None` when no server answers (the caller runs it here).
+pub async fn operate(
+    config: &Path,
+    name: &str,
+    arguments: &Value,
+) -> Result<Option<Result<Value, OperationError>>> {
+    let Ok(data_dir) = HostConfig::data_dir_of(config) else {
+        return Ok(None);
+    };
+    let path = socket_path(&data_dir);
+    let Ok(stream) = UnixStream::connect(&path).await else {
+        return Ok(None);
+    };
+    let request = Request {
+        version: VERSION,
+        asked: Asked::Operation {
+            name: name.to_string(),
+            arguments: arguments.clone(),
+        },
+    };
+    let response = exchange(stream, &request).await.with_context(|| {
+        format!(
+            "the glovebox server holding `{}` did not answer on `{}`",
+            data_dir.display(),
+            path.display()
+        )
+    })?;
+    match response.operation {
+        Some(answer) => Ok(Some(answer)),
+        None => anyhow::bail!(
+            "{}",
+            response.stderr.trim_end().trim_start_matches("error: ")
+        ),
+    }
 }
 
 async fn exchange(stream: UnixStream, request: &Request) -> Result<Response> {
@@ -291,12 +355,20 @@ async fn serve_one(
     BufReader::new(read.take(MAX_REQUEST_BYTES))
         .read_line(&mut line)
         .await?;
+    let operator = Principal::operator(format!("cli:{}", peer.uid()));
     let response = match serde_json::from_str::<Request>(&line) {
-        Ok(request) if request.version == VERSION => {
+        Ok(Request {
+            version: VERSION,
+            asked: Asked::Operation { name, arguments },
+        }) => operation(&gateway, &operator, &name, arguments).await,
+        Ok(Request {
+            version: VERSION,
+            asked: Asked::Command(command),
+        }) => {
             let served = Arc::new(Served {
                 gateway,
                 jobs,
-                operator: Principal::operator(format!("cli:{}", peer.uid())),
+                operator,
                 stdout: Mutex::default(),
                 stderr: Mutex::default(),
             });
@@ -310,7 +382,7 @@ async fn serve_one(
             let code = glovebox::tasks::blocking(
                 move || {
                     // What the command writes to a log is this operator's doing.
-                    let command = crate::dispatch(&config, request.command);
+                    let command = crate::dispatch(&config, *command);
                     runtime.block_on(SERVED.scope(scope, glovebox::tasks::acting(by, command)))
                 },
                 |why| anyhow::anyhow!("the command failed inside the server: {why}"),
@@ -334,29 +406,49 @@ async fn serve_one(
                 stdout: take(&served.stdout),
                 stderr,
                 exit,
+                operation: None,
             }
         }
-        Ok(request) => Response {
-            stdout: String::new(),
-            stderr: format!(
-                "error: this glovebox speaks version {} of the control socket and the running server version {VERSION}: use the same glovebox binary as the server\n",
-                request.version
-            ),
-            exit: 2,
-        },
-        Err(e) => Response {
-            stdout: String::new(),
-            stderr: format!(
-                "error: the running server cannot read this command ({e}): use the same glovebox binary as the server\n"
-            ),
-            exit: 2,
-        },
+        Ok(request) => Response::refused(format!(
+            "error: this glovebox speaks version {} of the control socket and the running server version {VERSION}: use the same glovebox binary as the server\n",
+            request.version
+        )),
+        Err(e) => Response::refused(format!(
+            "error: the running server cannot read this command ({e}): use the same glovebox binary as the server\n"
+        )),
     };
     let mut answer = serde_json::to_vec(&response)?;
     answer.push(b'\n');
     write.write_all(&answer).await?;
     write.shutdown().await?;
     Ok(())
+}
+
+/// Runs operation `name` for the operator at the socket: its output or its
+/// refusal goes back as JSON, for the command line to print.
+async fn operation(
+    gateway: &Gateway,
+    operator: &Principal,
+    name: &str,
+    arguments: Value,
+) -> Response {
+    let Some(entry) = glovebox::operations::named(name) else {
+        return Response::refused(format!(
+            "error: the running server has no operation `{name}`: use the same glovebox binary as the server\n"
+        ));
+    };
+    // What it writes to a log is this operator's doing.
+    let ran = glovebox::tasks::acting(
+        operator.name.clone(),
+        entry.call(gateway.scope(operator), arguments),
+    )
+    .await;
+    Response {
+        stdout: String::new(),
+        stderr: String::new(),
+        exit: 0,
+        operation: Some(ran),
+    }
 }
 
 /// An exit code as its number (`ExitCode` keeps it opaque).

@@ -10,13 +10,10 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use glovebox::doctor::Severity;
-use glovebox::operations::{self, Doctor, NoArguments};
+use glovebox::operations::{Doctor, NoArguments};
 
 pub async fn run(config: &Path, json: bool) -> Result<ExitCode> {
-    let gateway = crate::reach::gateway(config).await?;
-    let operator = crate::reach::operator();
-    let scope = gateway.scope(&operator);
-    let findings = match operations::run::<Doctor>(scope, NoArguments {}).await {
+    let findings = match crate::operate::run::<Doctor>(config, NoArguments {}).await? {
         Ok(f) => f,
         Err(e) => return Ok(crate::operation_refused(&e)),
     };

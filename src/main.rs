@@ -44,6 +44,7 @@ mod jobs;
 mod log;
 mod memory;
 mod notify;
+mod operate;
 mod operation;
 #[cfg(feature = "otlp")]
 mod otlp;

@@ -55,9 +55,7 @@ pub async fn run(
             }
         },
     };
-    let gateway = crate::reach::gateway(config).await?;
-    let operator = crate::reach::operator();
-    match entry.call(gateway.scope(&operator), args).await {
+    match crate::operate::call(config, entry, args).await? {
         Ok(output) => {
             print_json(&output)?;
             Ok(ExitCode::SUCCESS)

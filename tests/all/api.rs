@@ -483,4 +483,13 @@ fn the_operation_command_runs_any_operation_with_and_without_a_server() {
     ]);
     assert_eq!(shown["status"], "active", "{shown}");
     assert!(!site.path().join("work/kept.txt").exists());
+    // A command made of an operation reaches the server the same way, and
+    // prints what it prints without one.
+    let (code, out, err) = site.run(&["doctor", "--json"]);
+    assert!(code == 0 || code == 1, "{code}: {err}");
+    let findings: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert!(findings.is_array(), "{findings}");
+    let (code, _, err) = site.run(&["deny", "ap-none", "--reason", "x"]);
+    assert_eq!(code, 8, "{err}");
+    assert!(err.contains("no approval `ap-none`"), "{err}");
 }

@@ -2,7 +2,7 @@
 //! agent reads; its session resumes so the agent can carry on.
 
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::approvals_show::no_approval;
 use super::sizes::{ID_MAX, TEXT_MAX};
@@ -12,7 +12,7 @@ use crate::scope::Scope;
 
 pub struct Deny;
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DenyArgs {
     /// The pending approval's id (`ap-…`).

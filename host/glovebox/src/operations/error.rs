@@ -4,13 +4,13 @@
 //! fix), and its [`ErrorClass`], from which each surface derives its own
 //! signal (an HTTP status, an exit code) in one place of its own.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::memory::MemoryError;
 use crate::session::SessionError;
 
 /// What sort of failure it is, for the surfaces that answer with a number.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorClass {
     /// Bad arguments: the request is wrong; sent again unchanged it fails again.
@@ -30,7 +30,9 @@ pub enum ErrorClass {
 }
 
 /// Why an operation failed (see the module docs).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema, thiserror::Error)]
+#[derive(
+    Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema, thiserror::Error,
+)]
 #[error("{message}")]
 pub struct OperationError {
     pub class: ErrorClass,

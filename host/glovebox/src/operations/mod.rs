@@ -329,7 +329,7 @@ pub fn for_tool(tool: &str) -> Option<&'static Entry> {
 }
 
 /// The arguments of an operation that takes none.
-#[derive(Debug, Default, serde::Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, serde::Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NoArguments {}
 
