@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::sizes::{MEMORY_TEXT_MAX, SCOPE_MAX};
-use super::{Audience, Operation, OperationError, Route, known_as};
+use super::{Audience, Operation, OperationError, Route, bound_session};
 use crate::memory::MemoryEntry;
 use crate::scope::Scope;
 
@@ -44,7 +44,7 @@ impl Operation for ProposeMemory {
     type Output = Proposed;
 
     async fn run(scope: Scope<'_>, args: ProposeMemoryArgs) -> Result<Proposed, OperationError> {
-        let session = scope.bound_or_refuse(known_as::<Self>())?;
+        let session = bound_session::<Self>(scope)?;
         let (entry, event) = scope
             .memory_propose(session, &args.scope, &args.text)
             .await?;

@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::sizes::{CURSOR_MAX, QUERY_MAX, SEARCH_LIMIT_DEFAULT};
-use super::{Audience, Operation, OperationError, Route, known_as};
+use super::{Audience, Operation, OperationError, Route, bound_session};
 use crate::memory::{Ranked, SEARCH_LIMIT_MAX};
 use crate::page::PageRequest;
 use crate::scope::Scope;
@@ -53,7 +53,7 @@ impl Operation for SearchMemory {
     type Output = MemoryFound;
 
     async fn run(scope: Scope<'_>, args: SearchMemoryArgs) -> Result<MemoryFound, OperationError> {
-        let session = scope.bound_or_refuse(known_as::<Self>())?;
+        let session = bound_session::<Self>(scope)?;
         let page = PageRequest {
             limit: Some(args.limit),
             cursor: args.cursor,

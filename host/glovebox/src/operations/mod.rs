@@ -290,8 +290,23 @@ pub async fn run<O: Operation>(
 
 /// The name a caller knows `O` by: its MCP tool's, when it is one (an
 /// agent's words name the tool it called), else its own.
-pub(crate) fn known_as<O: Operation>() -> &'static str {
+fn known_as<O: Operation>() -> &'static str {
     O::MCP.unwrap_or(O::NAME)
+}
+
+/// The session the scope's caller acts from ([`Scope::acting_from`]), or
+/// the refusal of operation `O`, which needs one.
+pub(crate) fn bound_session<'g, O: Operation>(scope: Scope<'g>) -> Result<&'g str, OperationError> {
+    scope.bound().ok_or_else(|| {
+        OperationError::new(
+            ErrorClass::Conflict,
+            "no_session",
+            format!(
+                "`{}` needs a session: this connection is bound to none; call `session_start` or `session_resume` first",
+                known_as::<O>()
+            ),
+        )
+    })
 }
 
 /// Every operation, by name.

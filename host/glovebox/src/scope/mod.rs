@@ -35,7 +35,6 @@ use crate::budget::UsageReport;
 use crate::call::CallReport;
 use crate::gateway::Gateway;
 use crate::manifest::Principal;
-use crate::operations::{ErrorClass, OperationError};
 use crate::page::{Page, PageRequest};
 use crate::pipeline::{Admitted, Judge};
 use crate::session::{
@@ -93,20 +92,6 @@ impl<'g> Scope<'g> {
     /// The session the caller acts from, if any (see [`Self::acting_from`]).
     pub fn bound(self) -> Option<&'g str> {
         self.session
-    }
-
-    /// The session the caller acts from, or the refusal of operation
-    /// `called` (its name as the caller knows it), which needs one.
-    pub fn bound_or_refuse(self, called: &str) -> Result<&'g str, OperationError> {
-        self.session.ok_or_else(|| {
-            OperationError::new(
-                ErrorClass::Conflict,
-                "no_session",
-                format!(
-                    "`{called}` needs a session: this connection is bound to none; call `session_start` or `session_resume` first"
-                ),
-            )
-        })
     }
 
     /// The gateway this scope is of.
