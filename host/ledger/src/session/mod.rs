@@ -74,7 +74,7 @@ mod verdict;
 pub(crate) mod watch;
 
 pub use access::{SessionScope, check_ceiling, check_may_lift, may_touch};
-pub use brood::{RECENT_CHILDREN, check_addressable};
+pub use brood::{OutsideFamily, RECENT_CHILDREN, check_addressable};
 pub use chain::{Chain, ChainKey, ChainKeyError, KeyedChain, MIN_KEY_BYTES};
 pub use children::ChildStatus;
 pub use closing::denial_note;
