@@ -82,8 +82,8 @@ pub use completion::{CompletionState, GatesRun};
 pub use config::{DiskRoom, SessionDirs, SessionsConfig};
 pub use error::SessionError;
 pub use event::{
-    Event, GENESIS_HASH, MAX_ERROR_BYTES, MAX_INLINE_BYTES, bounded, bounded_error, digest,
-    inline_if_small,
+    BadEvent, Event, GENESIS_HASH, MAX_ERROR_BYTES, MAX_INLINE_BYTES, bounded, bounded_error,
+    digest, inline_if_small,
 };
 pub use family::{SpawnChild, Spawned, WAIT_DEFAULT, WAIT_MAX, carve};
 pub use gate::{GateResult, MAX_GATE_DETAIL, Verdict};
@@ -94,7 +94,7 @@ pub use kind::{
 pub use lease::{Lease, LeaseConfig};
 pub use lifecycle::{SessionStatus, TRANSITIONS, Transition};
 pub use listing::LOOK_AT_MOST;
-pub use log::{LoadStats, VerifyReport, verify_export};
+pub use log::{ExportKeyError, LoadStats, VerifyReport, verify_export};
 pub use observers::{ApprovalObserver, ChildObserver};
 pub use ops::{Resumed, SessionFilter};
 pub use recover::{RecoveredCall, Recovery};
