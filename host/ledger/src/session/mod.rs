@@ -85,7 +85,7 @@ pub use event::{
     BadEvent, Event, GENESIS_HASH, MAX_ERROR_BYTES, MAX_INLINE_BYTES, bounded, bounded_error,
     digest, inline_if_small,
 };
-pub use family::{SpawnChild, Spawned, WAIT_DEFAULT, WAIT_MAX, carve};
+pub use family::{CarveError, SpawnChild, Spawned, WAIT_DEFAULT, WAIT_MAX, carve};
 pub use gate::{GateResult, MAX_GATE_DETAIL, Verdict};
 pub use handoff::{Handoff, HandoffKind, HandoffNotes};
 pub use kind::{
