@@ -87,7 +87,7 @@ pub use event::{
 };
 pub use family::{CarveError, SpawnChild, Spawned, WAIT_DEFAULT, WAIT_MAX, carve};
 pub use gate::{GateResult, MAX_GATE_DETAIL, Verdict};
-pub use handoff::{Handoff, HandoffKind, HandoffNotes};
+pub use handoff::{Handoff, HandoffKind, HandoffNotes, HandoffRefused};
 pub use kind::{
     CallMetering, CallTotals, EndOutcome, EventKind, Flag, Role, SessionSummary, UnwaitedJob,
 };
