@@ -79,7 +79,7 @@ pub use chain::{Chain, ChainKey, ChainKeyError, KeyedChain, MIN_KEY_BYTES};
 pub use children::ChildStatus;
 pub use closing::denial_note;
 pub use completion::{CompletionState, GatesRun};
-pub use config::{DiskRoom, SessionDirs, SessionsConfig};
+pub use config::{DiskRoom, NoRoom, SessionDirs, SessionsConfig};
 pub use error::SessionError;
 pub use event::{
     BadEvent, Event, GENESIS_HASH, MAX_ERROR_BYTES, MAX_INLINE_BYTES, bounded, bounded_error,
