@@ -56,7 +56,7 @@ fn open(config: &Path) -> Result<(HostConfig, std::sync::Arc<Durable>)> {
 }
 
 fn range(from: Option<&str>, to: Option<&str>, sessions: &Sessions) -> Result<DateRange> {
-    DateRange::parse(from, to, sessions.clock_ms()).map_err(|e| anyhow!("{e}"))
+    Ok(DateRange::parse(from, to, sessions.clock_ms())?)
 }
 
 pub fn run(config: &Path, args: BillingArgs) -> Result<ExitCode> {

@@ -32,7 +32,7 @@ pub async fn billing(viewer: Viewer, Query(q): Query<BillingQuery>) -> Response 
 
 fn range(app: &App, q: &BillingQuery) -> Result<DateRange, (StatusCode, String)> {
     DateRange::parse(some(&q.from), some(&q.to), now_ms(app))
-        .map_err(|e| (StatusCode::BAD_REQUEST, e))
+        .map_err(|e| (StatusCode::BAD_REQUEST, e.to_string()))
 }
 
 fn render_billing(app: &App, q: &BillingQuery) -> Rendered {

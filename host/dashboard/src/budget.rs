@@ -14,7 +14,8 @@ use axum::extract::{Form, Query};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use glovebox::ceilings::{self, CeilingStatus};
-use glovebox::manifest::{CeilingLimits, Period, Scope, ScopeKind, Window};
+use glovebox::manifest::{CeilingLimits, CostError, Period, Scope, ScopeKind, UnknownWord, Window};
+use glovebox::session::SessionError;
 
 use crate::App;
 use crate::html::{badge, esc, url};
@@ -139,32 +140,50 @@ pub struct ScopeForm {
     tokens: String,
 }
 
+/// Why Lift or Raise did nothing: a field of the form is not what it should
+/// be, or the ledger refused. Shown on the page as the error.
+#[derive(Debug, thiserror::Error)]
+enum ActionError {
+    /// The scope's kind or the period is none of its words.
+    #[error(transparent)]
+    Word(#[from] UnknownWord),
+    #[error("{what}: `{text}` is not a whole number")]
+    NotWhole { what: &'static str, text: String },
+    /// The cost as given.
+    #[error("cost: `{0}` is not a number")]
+    NotNumber(String),
+    #[error("cost: {0}")]
+    Cost(CostError),
+    #[error(transparent)]
+    Refused(#[from] SessionError),
+}
+
 impl ScopeForm {
-    fn scope(&self) -> Result<Scope, String> {
-        let kind = self.kind.parse::<ScopeKind>().map_err(|e| e.to_string())?;
+    fn scope(&self) -> Result<Scope, ActionError> {
+        let kind = self.kind.parse::<ScopeKind>()?;
         Ok(Scope {
             kind,
             name: self.name.clone(),
         })
     }
 
-    fn limits(&self) -> Result<CeilingLimits, String> {
-        let number = |text: &str, what: &str| -> Result<Option<u64>, String> {
+    fn limits(&self) -> Result<CeilingLimits, ActionError> {
+        let number = |text: &str, what: &'static str| -> Result<Option<u64>, ActionError> {
             let text = text.trim().replace('_', "");
             if text.is_empty() {
                 return Ok(None);
             }
             text.parse()
                 .map(Some)
-                .map_err(|_| format!("{what}: `{text}` is not a whole number"))
+                .map_err(|_| ActionError::NotWhole { what, text })
         };
         let cost = match self.cost.trim() {
             "" => None,
             text => {
                 let value: f64 = text
                     .parse()
-                    .map_err(|_| format!("cost: `{text}` is not a number"))?;
-                Some(glovebox::budget::to_micros(value).map_err(|e| format!("cost: {e}"))?)
+                    .map_err(|_| ActionError::NotNumber(text.to_string()))?;
+                Some(glovebox::budget::to_micros(value).map_err(ActionError::Cost)?)
             }
         };
         Ok(CeilingLimits {
@@ -180,10 +199,9 @@ pub async fn lift(viewer: Viewer, Form(form): Form<ScopeForm>) -> Response {
     let gateway = viewer.app.gateway.clone();
     let result = crate::blocking(move || {
         let scope = form.scope()?;
-        let resumed =
-            ceilings::lift(gateway.sessions(), &scope).map_err(|e| e.to_string())?;
+        let resumed = ceilings::lift(gateway.sessions(), &scope)?;
         tracing::info!(scope = %scope, resumed = resumed.len(), "dashboard: a spend ceiling's pause lifted");
-        Ok::<_, String>(scope)
+        Ok::<_, ActionError>(scope)
     })
     .await;
     answer(viewer, "lift", result).await
@@ -194,12 +212,11 @@ pub async fn raise(viewer: Viewer, Form(form): Form<ScopeForm>) -> Response {
     let gateway = viewer.app.gateway.clone();
     let result = crate::blocking(move || {
         let scope = form.scope()?;
-        let period = form.period.parse::<Period>().map_err(|e| e.to_string())?;
+        let period = form.period.parse::<Period>()?;
         let to = form.limits()?;
-        let raised = ceilings::raise(gateway.sessions(), &scope, period, &to)
-            .map_err(|e| e.to_string())?;
+        let raised = ceilings::raise(gateway.sessions(), &scope, period, &to)?;
         tracing::info!(scope = %scope, period = %period, resumed = raised.resumed.len(), still_at = raised.still_at.as_deref().unwrap_or(""), "dashboard: a spend ceiling raised");
-        Ok::<_, String>(scope)
+        Ok::<_, ActionError>(scope)
     })
     .await;
     answer(viewer, "raise", result).await
@@ -208,9 +225,11 @@ pub async fn raise(viewer: Viewer, Form(form): Form<ScopeForm>) -> Response {
 async fn answer(
     viewer: Viewer,
     what: &'static str,
-    result: anyhow::Result<Result<Scope, String>>,
+    result: anyhow::Result<Result<Scope, ActionError>>,
 ) -> Response {
-    let result = result.map_err(|e| format!("{e:#}")).and_then(|r| r);
+    let result = result
+        .map_err(|e| format!("{e:#}"))
+        .and_then(|r| r.map_err(|e| e.to_string()));
     match result {
         Ok(scope) => {
             tracing::info!(principal = %viewer.op.0.name, action = what, scope = %scope, "dashboard: spend ceiling");

@@ -58,9 +58,7 @@ pub fn read_chain_key(path: &Path) -> anyhow::Result<Arc<ChainKey>> {
     }
     let bytes = std::fs::read(path)
         .map_err(|e| anyhow::anyhow!("cannot read the chain key file `{shown}`: {e}"))?;
-    Ok(Arc::new(
-        ChainKey::new(bytes, shown.to_string()).map_err(anyhow::Error::msg)?,
-    ))
+    Ok(Arc::new(ChainKey::new(bytes, shown.to_string())?))
 }
 
 #[cfg(test)]

@@ -165,7 +165,7 @@ enum BadRecord {
     #[error("the key is not `<session>/<event>`")]
     CheckpointKey,
     #[error("the checkpoint does not verify: {0}")]
-    Checkpoint(String),
+    Checkpoint(crate::session::checkpoint::BadCheckpoint),
     #[error("the session id is not text")]
     NotText,
     #[error("the record does not decode as JSON: {0}")]

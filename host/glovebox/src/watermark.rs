@@ -14,7 +14,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::manifest::{HostConfig, approximate_size};
-use crate::session::DiskRoom;
+use crate::session::{DiskRoom, NoRoom};
 
 /// `storage.min_free` of a data dir.
 #[derive(Clone, Debug)]
@@ -33,30 +33,53 @@ impl Watermark {
 
     /// `Err(reason)` while the data dir's disk has less than `min_free` bytes
     /// available (or cannot be measured: the check fails closed).
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), LowDisk> {
         if self.min_free == 0 {
             return Ok(());
         }
         match free_bytes(&self.dir) {
             Ok(free) if free >= self.min_free => Ok(()),
-            Ok(free) => Err(format!(
-                "low disk: the disk of the data dir `{}` has {} free, less than `storage.min_free` ({}): new calls, jobs and sessions are refused until there is room; free space on that disk, or lower `storage.min_free` in the host config",
-                self.dir.display(),
-                approximate_size(free),
-                approximate_size(self.min_free)
-            )),
-            Err(e) => Err(format!(
-                "cannot measure the free space of the data dir `{}` ({e}), so new work is refused (`storage.min_free`): check that the directory exists and is readable, or set `storage.min_free = 0` to turn the check off",
-                self.dir.display()
-            )),
+            Ok(free) => Err(LowDisk::Below {
+                dir: self.dir.clone(),
+                free,
+                min_free: self.min_free,
+            }),
+            Err(error) => Err(LowDisk::Unmeasured {
+                dir: self.dir.clone(),
+                error,
+            }),
         }
     }
 }
 
 impl DiskRoom for Watermark {
-    fn check(&self) -> Result<(), String> {
-        Watermark::check(self)
+    fn check(&self) -> Result<(), NoRoom> {
+        Ok(Watermark::check(self)?)
     }
+}
+
+/// Why the watermark refuses new work: the message names the data dir, the
+/// free space and `storage.min_free`, and the fix.
+#[derive(Debug, thiserror::Error)]
+pub enum LowDisk {
+    /// Less than `min_free` bytes are free.
+    #[error(
+        "low disk: the disk of the data dir `{}` has {} free, less than `storage.min_free` ({}): new calls, jobs and sessions are refused until there is room; free space on that disk, or lower `storage.min_free` in the host config",
+        .dir.display(),
+        approximate_size(*.free),
+        approximate_size(*.min_free)
+    )]
+    Below {
+        dir: PathBuf,
+        free: u64,
+        min_free: u64,
+    },
+    /// The free space cannot be measured: the check fails closed.
+    #[error(
+        "cannot measure the free space of the data dir `{}` ({error}), so new work is refused (`storage.min_free`): check that the directory exists and is readable, or set `storage.min_free = 0` to turn the check off",
+        .dir.display()
+    )]
+    Unmeasured { dir: PathBuf, error: std::io::Error },
 }
 
 /// Bytes an unprivileged process may still write on the file system of `dir`,
@@ -95,12 +118,16 @@ mod tests {
         assert!(at(dir, 0).check().is_ok());
         let refused = at(dir, free.saturating_mul(4).max(1 << 40))
             .check()
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(refused.contains("`storage.min_free`"), "{refused}");
         assert!(refused.contains(&dir.display().to_string()));
         // A dir not made yet is measured where it will be made.
         assert!(at(&dir.join("not-yet/made"), 1).check().is_ok());
-        let refused = at(&dir.join("not-yet"), 1 << 60).check().unwrap_err();
+        let refused = at(&dir.join("not-yet"), 1 << 60)
+            .check()
+            .unwrap_err()
+            .to_string();
         assert!(refused.contains("`storage.min_free`"), "{refused}");
     }
 

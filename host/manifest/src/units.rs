@@ -30,6 +30,14 @@ pub struct DurationError {
     pub text: String,
 }
 
+/// Why a text is not fuel: neither an integer nor `"off"`.
+#[derive(thiserror::Error, Debug, Clone, PartialEq, Eq)]
+#[error("invalid fuel `{text}`")]
+pub(super) struct FuelError {
+    /// The text as given.
+    pub text: String,
+}
+
 /// Parses a size such as `"64 MiB"`, `"512KiB"`, `"1 GB"` or `"4096"` into bytes.
 ///
 /// Binary units (`KiB`, `MiB`, `GiB`) are powers of 1024, decimal ones (`KB`, `MB`, `GB`)
@@ -95,17 +103,18 @@ pub fn approximate_size(bytes: u64) -> String {
 }
 
 /// A value written as a non-negative integer or as a text, as [`Size`],
-/// [`Millis`] and [`Fuel`] are.
-struct IntegerOrText<T> {
+/// [`Millis`] and [`Fuel`] are; a text that is not one is refused with
+/// the text parser's own error (`Why`).
+struct IntegerOrText<T, Why> {
     /// What a value is: `expecting`'s answer.
     expecting: &'static str,
     /// What a negative integer is said not to be: `size -1 is negative`.
     noun: &'static str,
     integer: fn(u64) -> T,
-    text: fn(&str) -> Result<T, String>,
+    text: fn(&str) -> Result<T, Why>,
 }
 
-impl<T> Visitor<'_> for IntegerOrText<T> {
+impl<T, Why: fmt::Display> Visitor<'_> for IntegerOrText<T, Why> {
     type Value = T;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str(self.expecting)
@@ -133,7 +142,7 @@ impl<'de> Deserialize<'de> for Size {
             expecting: "a size: an integer number of bytes or a string like \"64 MiB\"",
             noun: "size",
             integer: Size,
-            text: |v| parse_size(v).map(Size).map_err(|e| e.to_string()),
+            text: |v| parse_size(v).map(Size),
         })
     }
 }
@@ -148,7 +157,7 @@ impl<'de> Deserialize<'de> for Millis {
             expecting: "a duration: a string like \"5s\" or an integer number of milliseconds",
             noun: "duration",
             integer: |ms| Millis(Duration::from_millis(ms)),
-            text: |v| parse_duration(v).map(Millis).map_err(|e| e.to_string()),
+            text: |v| parse_duration(v).map(Millis),
         })
     }
 }
@@ -170,7 +179,9 @@ impl<'de> Deserialize<'de> for Fuel {
                 if v.trim().eq_ignore_ascii_case("off") {
                     Ok(Fuel::Off)
                 } else {
-                    Err(format!("invalid fuel `{v}`"))
+                    Err(FuelError {
+                        text: v.to_string(),
+                    })
                 }
             },
         })
@@ -245,8 +256,14 @@ mod tests {
         fuel: Option<Fuel>,
     }
 
-    fn doc(text: &str) -> Result<Doc, String> {
-        toml::from_str(text).map_err(|e| e.message().to_owned())
+    fn doc(text: &str) -> Result<Doc, toml::de::Error> {
+        toml::from_str(text)
+    }
+
+    /// Why `text` is refused, as the value's deserializer says it (without
+    /// where in the document).
+    fn refusal(text: &str) -> String {
+        doc(text).err().unwrap().message().to_owned()
     }
 
     #[test]
@@ -263,18 +280,15 @@ mod tests {
 
     #[test]
     fn values_reject_negatives_and_other_types() {
-        assert_eq!(doc("size = -1").err().unwrap(), "size -1 is negative");
-        assert_eq!(doc("time = -5").err().unwrap(), "duration -5 is negative");
-        assert_eq!(doc("fuel = -5").err().unwrap(), "fuel -5 is negative");
-        assert!(
-            doc("fuel = \"lots\"")
-                .err()
-                .unwrap()
-                .contains("invalid fuel `lots`")
-        );
-        let error = doc("size = true").err().unwrap();
+        assert_eq!(refusal("size = -1"), "size -1 is negative");
+        assert_eq!(refusal("time = -5"), "duration -5 is negative");
+        assert_eq!(refusal("fuel = -5"), "fuel -5 is negative");
+        assert_eq!(refusal("fuel = \"lots\""), "invalid fuel `lots`");
+        assert_eq!(refusal("size = \"lots\""), "invalid size `lots`");
+        assert_eq!(refusal("time = \"lots\""), "invalid duration `lots`");
+        let error = refusal("size = true");
         assert!(error.contains("expected a size"), "{error}");
-        let error = doc("time = 1.5").err().unwrap();
+        let error = refusal("time = 1.5");
         assert!(error.contains("expected a duration"), "{error}");
     }
 }

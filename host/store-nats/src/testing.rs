@@ -313,7 +313,7 @@ impl NatsCluster {
             });
             match ready {
                 Ok(()) => return,
-                Err(e) => last = e,
+                Err(e) => last = e.to_string(),
             }
             std::thread::sleep(Duration::from_millis(200));
         }
@@ -350,27 +350,62 @@ fn free_port() -> u16 {
 
 /// One JetStream API request through a fresh connection to `urls`: the
 /// answer's JSON, or what went wrong (no answer, or the `error` it holds).
-fn js_request(urls: &str, subject: &str, body: Vec<u8>) -> Result<serde_json::Value, String> {
+fn js_request(
+    urls: &str,
+    subject: &str,
+    body: Vec<u8>,
+) -> Result<serde_json::Value, JsRequestError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| e.to_string())?;
+        .map_err(JsRequestError::Runtime)?;
+    let on = |why: JsAnswer| JsRequestError::Answer {
+        subject: subject.to_string(),
+        why,
+    };
     runtime.block_on(async {
         let client = async_nats::ConnectOptions::new()
             .connection_timeout(Duration::from_secs(2))
             .request_timeout(Some(Duration::from_secs(2)))
             .connect(urls.split(',').collect::<Vec<_>>())
             .await
-            .map_err(|e| format!("connect: {e}"))?;
+            .map_err(JsRequestError::Connect)?;
         let answer = client
             .request(subject.to_string(), body.into())
             .await
-            .map_err(|e| format!("{subject}: {e}"))?;
+            .map_err(|e| on(JsAnswer::None(e)))?;
         let value: serde_json::Value =
-            serde_json::from_slice(&answer.payload).map_err(|e| format!("{subject}: {e}"))?;
+            serde_json::from_slice(&answer.payload).map_err(|e| on(JsAnswer::Undecodable(e)))?;
         match value.get("error") {
-            Some(error) => Err(format!("{subject}: {error}")),
+            Some(error) => Err(on(JsAnswer::Error(error.clone()))),
             None => Ok(value),
         }
     })
+}
+
+/// Why a JetStream API request of [`js_request`] did not get an answer
+/// without an error.
+#[derive(Debug, thiserror::Error)]
+enum JsRequestError {
+    /// The request's own runtime did not start.
+    #[error("{0}")]
+    Runtime(std::io::Error),
+    #[error("connect: {0}")]
+    Connect(async_nats::ConnectError),
+    /// The request to `subject` got no usable answer, or an error.
+    #[error("{subject}: {why}")]
+    Answer { subject: String, why: JsAnswer },
+}
+
+/// What was wrong with the answer to a JetStream API request.
+#[derive(Debug, thiserror::Error)]
+enum JsAnswer {
+    /// No answer came.
+    #[error("{0}")]
+    None(async_nats::RequestError),
+    #[error("{0}")]
+    Undecodable(serde_json::Error),
+    /// The answer's `error`, as JSON.
+    #[error("{0}")]
+    Error(serde_json::Value),
 }

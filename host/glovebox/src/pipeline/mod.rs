@@ -127,6 +127,7 @@ pub(crate) async fn in_session(
     } = stages;
     // Below the disk watermark nothing new starts, and nothing is written.
     if let Err(reason) = Watermark::of(host.config()).check() {
+        let reason = reason.to_string();
         let report = CallReport::refused(call.name(), CallError::LowDisk { reason });
         metrics.call(&report);
         return Ok(report);

@@ -98,6 +98,7 @@ impl Scope<'_> {
         }
         let target = self.session(target).await?;
         let routes = self.gateway.host().config().handoffs.clone();
-        crate::session::check_addressable(&from, &target, &routes).map_err(SessionError::NotAllowed)
+        crate::session::check_addressable(&from, &target, &routes)
+            .map_err(|e| SessionError::NotAllowed(e.to_string()))
     }
 }

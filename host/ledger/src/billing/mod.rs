@@ -77,18 +77,18 @@ impl DateRange {
     /// From `from` to `to` (`YYYY-MM-DD`); an open end is the beginning of
     /// time or the day of `now_ms` (by the ledger's clock:
     /// `Sessions::clock_ms`).
-    pub fn parse(from: Option<&str>, to: Option<&str>, now_ms: u64) -> Result<DateRange, String> {
+    pub fn parse(
+        from: Option<&str>,
+        to: Option<&str>,
+        now_ms: u64,
+    ) -> Result<DateRange, DateError> {
         let from_day = from.map(parse_date).transpose()?.unwrap_or(0);
         let to_day = match to {
             Some(t) => parse_date(t)?,
             None => i64::try_from(now_ms / DAY_MS).unwrap_or(i64::MAX),
         };
         if to_day < from_day {
-            return Err(format!(
-                "the range ends ({}) before it starts ({})",
-                format_day(to_day),
-                format_day(from_day)
-            ));
+            return Err(DateError::Backwards { from_day, to_day });
         }
         Ok(DateRange { from_day, to_day })
     }
@@ -110,9 +110,24 @@ impl DateRange {
     }
 }
 
+/// Why a date or a range of dates was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DateError {
+    /// The text is not a `YYYY-MM-DD` day of the calendar.
+    #[error("invalid date `{0}`: write YYYY-MM-DD (UTC)")]
+    Invalid(String),
+    /// The range's end day comes before its start day.
+    #[error(
+        "the range ends ({}) before it starts ({})",
+        format_day(*.to_day),
+        format_day(*.from_day)
+    )]
+    Backwards { from_day: i64, to_day: i64 },
+}
+
 /// Parses `YYYY-MM-DD` into days since 1970-01-01.
-pub fn parse_date(text: &str) -> Result<i64, String> {
-    let bad = || format!("invalid date `{text}`: write YYYY-MM-DD (UTC)");
+pub fn parse_date(text: &str) -> Result<i64, DateError> {
+    let bad = || DateError::Invalid(text.to_string());
     let mut parts = text.trim().split('-');
     let (Some(y), Some(m), Some(d), None) =
         (parts.next(), parts.next(), parts.next(), parts.next())
@@ -544,7 +559,10 @@ mod tests {
         assert_eq!(day_of(1_700_000_000_000), "2023-11-14");
         assert!(parse_date("2024-02-30").is_err());
         assert!(parse_date("2024-2-3").is_err());
-        assert!(parse_date("yesterday").is_err());
+        assert_eq!(
+            parse_date("yesterday").unwrap_err().to_string(),
+            "invalid date `yesterday`: write YYYY-MM-DD (UTC)"
+        );
         assert!(parse_date("2024-02-29").is_ok());
     }
 
@@ -553,6 +571,11 @@ mod tests {
         let r = DateRange::parse(Some("2023-11-14"), Some("2023-11-14"), 0).unwrap();
         assert!(r.contains(1_700_000_000_000));
         assert!(!r.contains(1_700_000_000_000 + DAY_MS));
-        assert!(DateRange::parse(Some("2023-11-15"), Some("2023-11-14"), 0).is_err());
+        assert_eq!(
+            DateRange::parse(Some("2023-11-15"), Some("2023-11-14"), 0)
+                .unwrap_err()
+                .to_string(),
+            "the range ends (2023-11-14) before it starts (2023-11-15)"
+        );
     }
 }

@@ -52,7 +52,7 @@ use std::sync::Arc;
 pub use error::MemoryError;
 pub(crate) use index::start_entries;
 pub use rank::Ranked;
-pub use records::{MEMORY_SOURCE, MemoryEntry, MemoryState, Provenance, Scope, Stamp};
+pub use records::{MEMORY_SOURCE, MemoryEntry, MemoryState, Provenance, Scope, ScopeError, Stamp};
 pub use scopes::{check_proposer, readable, readable_prefixes, resolve_scope};
 
 use crate::manifest::{MemoryConfig, Principal};

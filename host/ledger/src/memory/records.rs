@@ -62,27 +62,55 @@ impl fmt::Display for Scope {
 }
 
 impl FromStr for Scope {
-    type Err = String;
+    type Err = ScopeError;
 
     /// `project:NAME`, `user:NAME` or `role:ROLE`.
-    fn from_str(s: &str) -> Result<Scope, String> {
-        let hint = "write `project:NAME`, `user:NAME` or `role:ROLE`";
+    fn from_str(s: &str) -> Result<Scope, ScopeError> {
         let Some((kind, name)) = s.split_once(':') else {
-            return Err(format!("`{s}` is not a memory scope: {hint}"));
+            return Err(ScopeError::NoKind(s.to_string()));
         };
         let name = name.trim();
         if name.is_empty() || name.len() > MAX_SCOPE_NAME || name.chars().any(char::is_control) {
-            return Err(format!(
-                "`{s}` is not a memory scope: the name after `{kind}:` must have 1 to {MAX_SCOPE_NAME} printable characters"
-            ));
+            return Err(ScopeError::BadName {
+                text: s.to_string(),
+                kind: kind.to_string(),
+            });
         }
         match kind.parse::<MemoryScopeKind>() {
             Ok(MemoryScopeKind::Project) => Ok(Scope::Project(name.to_string())),
             Ok(MemoryScopeKind::User) => Ok(Scope::User(name.to_string())),
-            Ok(MemoryScopeKind::Role) => name.parse().map(Scope::Role).map_err(|e| e.to_string()),
-            Err(e) => Err(format!("`{s}` is not a memory scope ({e}): {hint}")),
+            Ok(MemoryScopeKind::Role) => name.parse().map(Scope::Role).map_err(ScopeError::Role),
+            Err(e) => Err(ScopeError::Kind {
+                text: s.to_string(),
+                kind: e,
+            }),
         }
     }
+}
+
+/// Why a text is not a memory scope (`project:NAME`, `user:NAME` or
+/// `role:ROLE`): names the text and how to write one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ScopeError {
+    /// No `KIND:` before a name.
+    #[error("`{0}` is not a memory scope: write `project:NAME`, `user:NAME` or `role:ROLE`")]
+    NoKind(String),
+    /// The name is empty, too long or has control characters.
+    #[error(
+        "`{text}` is not a memory scope: the name after `{kind}:` must have 1 to {MAX_SCOPE_NAME} printable characters"
+    )]
+    BadName { text: String, kind: String },
+    /// The kind is none of `project`, `user`, `role`.
+    #[error(
+        "`{text}` is not a memory scope ({kind}): write `project:NAME`, `user:NAME` or `role:ROLE`"
+    )]
+    Kind {
+        text: String,
+        kind: crate::manifest::UnknownWord,
+    },
+    /// `role:` names no role.
+    #[error(transparent)]
+    Role(crate::manifest::UnknownWord),
 }
 
 impl Serialize for Scope {

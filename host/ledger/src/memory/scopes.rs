@@ -22,7 +22,9 @@ pub fn resolve_scope(
         Ok(MemoryScopeKind::Project) => Ok(Scope::Project(session.header.project.clone())),
         Ok(MemoryScopeKind::User) => Ok(Scope::User(caller.name.clone())),
         Ok(MemoryScopeKind::Role) => Ok(Scope::Role(session.header.role)),
-        Err(_) => spec.parse().map_err(MemoryError::InvalidInput),
+        Err(_) => spec
+            .parse::<Scope>()
+            .map_err(|e| MemoryError::InvalidInput(e.to_string())),
     }
 }
 

@@ -465,6 +465,7 @@ fn scopes_read_and_write_as_text() {
         "role:boss"
             .parse::<Scope>()
             .unwrap_err()
+            .to_string()
             .contains("workagent")
     );
     assert!("project:".parse::<Scope>().is_err());

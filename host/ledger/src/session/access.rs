@@ -310,10 +310,10 @@ impl<'s> SessionScope<'s> {
                         reason: format!("its target: {e}"),
                     })?;
             // A child addresses only its family, or along a route.
-            super::brood::check_addressable(&writer, &target, routes).map_err(|reason| {
+            super::brood::check_addressable(&writer, &target, routes).map_err(|e| {
                 SessionError::BadHandoff {
                     session: writer.label(),
-                    reason,
+                    reason: e.to_string(),
                 }
             })?;
             // By id: the name could pass to another session in between.

@@ -21,6 +21,7 @@
 //! (the rules are `family.rs`'s).
 
 use super::handoff::{Handoff, HandoffKind};
+use super::kind::Role;
 use super::state::{Carved, ChildLink, SessionState};
 use crate::manifest::{Cap, HandoffsConfig};
 
@@ -97,7 +98,7 @@ pub fn check_addressable(
     from: &SessionState,
     target: &SessionState,
     routes: &HandoffsConfig,
-) -> Result<(), String> {
+) -> Result<(), OutsideFamily> {
     let Some(parent) = from.parent.as_deref() else {
         return Ok(());
     };
@@ -108,11 +109,26 @@ pub fn check_addressable(
     if family || routes.allows(from.header.role, target.header.role) {
         return Ok(());
     }
-    Err(format!(
-        "session {} is outside the family of child session {} (a child reaches its parent, its siblings and its own children): hand the work to the parent, or ask an operator for a route `\"{} -> {}\"` in `[handoffs] routes`",
-        target.label(),
-        from.label(),
-        from.header.role,
-        target.header.role
-    ))
+    Err(OutsideFamily {
+        target: target.label(),
+        child: from.label(),
+        from_role: from.header.role,
+        to_role: target.header.role,
+    })
+}
+
+/// Why a child session may not address a session: it is outside the
+/// child's family and no route leads to its role. Names both sessions and
+/// the route that would allow it.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error(
+    "session {target} is outside the family of child session {child} (a child reaches its parent, its siblings and its own children): hand the work to the parent, or ask an operator for a route `\"{from_role} -> {to_role}\"` in `[handoffs] routes`"
+)]
+pub struct OutsideFamily {
+    /// The addressed session's label.
+    pub target: String,
+    /// The child's label.
+    pub child: String,
+    pub from_role: Role,
+    pub to_role: Role,
 }

@@ -44,6 +44,22 @@ pub struct KeyedChain {
     pub key_file: String,
 }
 
+/// Why a chain key was not taken. Each names the key file.
+#[derive(Debug, thiserror::Error)]
+pub enum ChainKeyError {
+    /// Fewer than [`MIN_KEY_BYTES`] bytes: the message says how to make one.
+    #[error(
+        "the chain key file `{file}` holds {len} bytes, and a chain key needs at least {MIN_KEY_BYTES}: make one with `head -c 32 /dev/urandom > {file} && chmod 600 {file}`"
+    )]
+    TooShort { file: String, len: usize },
+    /// HMAC refused the key (it takes any length, so this does not happen).
+    #[error("the chain key file `{file}`: {why}")]
+    Refused {
+        file: String,
+        why: hmac::digest::InvalidLength,
+    },
+}
+
 /// The key of a keyed chain, with its id and where it was read from.
 #[derive(Clone)]
 pub struct ChainKey {
@@ -66,18 +82,20 @@ impl fmt::Debug for ChainKey {
 impl ChainKey {
     /// The key in `key`, read from `file` (named in messages). At least
     /// [`MIN_KEY_BYTES`] bytes.
-    pub fn new(key: Vec<u8>, file: impl Into<String>) -> Result<ChainKey, String> {
+    pub fn new(key: Vec<u8>, file: impl Into<String>) -> Result<ChainKey, ChainKeyError> {
         let file = file.into();
         if key.len() < MIN_KEY_BYTES {
-            return Err(format!(
-                "the chain key file `{file}` holds {} bytes, and a chain key needs at least {MIN_KEY_BYTES}: make one with `head -c 32 /dev/urandom > {file} && chmod 600 {file}`",
-                key.len()
-            ));
+            return Err(ChainKeyError::TooShort {
+                file,
+                len: key.len(),
+            });
         }
         let id = hex::encode(&Sha256::digest(&key)[..8]);
         // HMAC takes a key of any length.
-        let keyed = HmacSha256::new_from_slice(&key)
-            .map_err(|e| format!("the chain key file `{file}`: {e}"))?;
+        let keyed = match HmacSha256::new_from_slice(&key) {
+            Ok(keyed) => keyed,
+            Err(e) => return Err(ChainKeyError::Refused { file, why: e }),
+        };
         Ok(ChainKey { keyed, id, file })
     }
 
@@ -246,7 +264,9 @@ mod tests {
 
     #[test]
     fn a_short_key_is_refused_naming_the_file_and_the_fix() {
-        let err = ChainKey::new(vec![1; 31], "/keys/k").unwrap_err();
+        let err = ChainKey::new(vec![1; 31], "/keys/k")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("`/keys/k` holds 31 bytes"), "{err}");
         assert!(err.contains("head -c 32 /dev/urandom > /keys/k"), "{err}");
     }

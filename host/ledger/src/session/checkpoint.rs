@@ -51,7 +51,7 @@ pub(crate) fn decode_on(
     seq: u64,
     bytes: &[u8],
     chain: &Chain,
-) -> Result<SessionState, String> {
+) -> Result<SessionState, BadCheckpoint> {
     let (state, mac) = decode_with_mac(session, seq, bytes)?;
     let json = bytes
         .iter()
@@ -61,20 +61,12 @@ pub(crate) fn decode_on(
     match (chain.checkpoint_mac(json), mac) {
         (None, None) => {}
         (Some(expected), Some(mac)) if expected == mac => {}
-        (Some(_), Some(_)) => {
-            return Err(
-                "its MAC does not verify under the chain key (written without the key)".to_string(),
-            );
-        }
-        (Some(_), None) => {
-            return Err("it carries no MAC, and the session is keyed".to_string());
-        }
-        (None, Some(_)) => {
-            return Err("it carries a MAC, and the session is plain".to_string());
-        }
+        (Some(_), Some(_)) => return Err(BadCheckpoint::MacInvalid),
+        (Some(_), None) => return Err(BadCheckpoint::MacMissing),
+        (None, Some(_)) => return Err(BadCheckpoint::MacUnexpected),
     }
     if state.keyed.as_ref().map(|k| k.key_id.as_str()) != chain.key_id() {
-        return Err("its state is of another chain mode than the session's log".to_string());
+        return Err(BadCheckpoint::OtherMode);
     }
     Ok(state)
 }
@@ -82,7 +74,7 @@ pub(crate) fn decode_on(
 /// The state in a stored checkpoint taken at `seq` of `session`, or why it
 /// does not count. Public for the host's store check, which verifies every
 /// stored record it can decode.
-pub fn decode(session: &str, seq: u64, bytes: &[u8]) -> Result<SessionState, String> {
+pub fn decode(session: &str, seq: u64, bytes: &[u8]) -> Result<SessionState, BadCheckpoint> {
     decode_with_mac(session, seq, bytes).map(|(state, _)| state)
 }
 
@@ -91,39 +83,72 @@ fn decode_with_mac(
     session: &str,
     seq: u64,
     bytes: &[u8],
-) -> Result<(SessionState, Option<String>), String> {
+) -> Result<(SessionState, Option<String>), BadCheckpoint> {
     let newline = bytes
         .iter()
         .position(|b| *b == b'\n')
-        .ok_or("it has no header")?;
-    let header = std::str::from_utf8(&bytes[..newline]).map_err(|_| "its header is not text")?;
+        .ok_or(BadCheckpoint::NoHeader)?;
+    let header =
+        std::str::from_utf8(&bytes[..newline]).map_err(|_| BadCheckpoint::HeaderNotText)?;
     let json = &bytes[newline + 1..];
     let rest = header
         .strip_prefix(MAGIC)
-        .ok_or("its header is not a checkpoint header")?;
+        .ok_or(BadCheckpoint::NotCheckpointHeader)?;
     let mut fields = rest.split_whitespace();
     let (Some(header_seq), Some(sum), mac, None) =
         (fields.next(), fields.next(), fields.next(), fields.next())
     else {
-        return Err("its header is malformed".to_string());
+        return Err(BadCheckpoint::MalformedHeader);
     };
     if header_seq != seq.to_string() {
-        return Err(format!("its header says event {header_seq}"));
+        return Err(BadCheckpoint::OtherSeq(header_seq.to_string()));
     }
     if hex::encode(Sha256::digest(json)) != sum {
-        return Err("its checksum does not match (torn or altered)".to_string());
+        return Err(BadCheckpoint::Checksum);
     }
     let mut state: SessionState =
-        serde_json::from_slice(json).map_err(|e| format!("its state does not decode ({e})"))?;
+        serde_json::from_slice(json).map_err(BadCheckpoint::Undecodable)?;
     // Written before children were counted: counted from its list.
     state.upgrade_children();
     if state.header.id != session || state.last_seq != seq {
-        return Err(format!(
-            "it holds event {} of session `{}`",
-            state.last_seq, state.header.id
-        ));
+        return Err(BadCheckpoint::OtherState {
+            seq: state.last_seq,
+            session: state.header.id,
+        });
     }
     Ok((state, mac.map(str::to_string)))
+}
+
+/// Why a stored checkpoint does not count: loading passes over it to an
+/// older one, and the store check reports it.
+#[derive(Debug, thiserror::Error)]
+pub enum BadCheckpoint {
+    #[error("it has no header")]
+    NoHeader,
+    #[error("its header is not text")]
+    HeaderNotText,
+    #[error("its header is not a checkpoint header")]
+    NotCheckpointHeader,
+    #[error("its header is malformed")]
+    MalformedHeader,
+    /// The event its header names, as written there.
+    #[error("its header says event {0}")]
+    OtherSeq(String),
+    #[error("its checksum does not match (torn or altered)")]
+    Checksum,
+    #[error("its state does not decode ({0})")]
+    Undecodable(serde_json::Error),
+    /// The state is of another event or session than its key says.
+    #[error("it holds event {seq} of session `{session}`")]
+    OtherState { seq: u64, session: String },
+    #[error("its MAC does not verify under the chain key (written without the key)")]
+    MacInvalid,
+    #[error("it carries no MAC, and the session is keyed")]
+    MacMissing,
+    #[error("it carries a MAC, and the session is plain")]
+    MacUnexpected,
+    #[error("its state is of another chain mode than the session's log")]
+    OtherMode,
 }
 
 /// The checkpoints of `session`, newest first, as (seq, stored bytes).

@@ -68,8 +68,15 @@ pub trait SessionDirs: fmt::Debug + Send + Sync {
 pub trait DiskRoom: fmt::Debug + Send + Sync {
     /// `Err(reason)` (naming the free space, the key and the fix) while
     /// there is too little room for new work.
-    fn check(&self) -> Result<(), String>;
+    fn check(&self) -> Result<(), NoRoom>;
 }
+
+/// Why [`DiskRoom::check`] refuses new work: the host's own error (its
+/// `Display` is the whole message, shown as [`SessionError::LowDisk`]), so
+/// the host's check keeps its type.
+///
+/// [`SessionError::LowDisk`]: super::SessionError::LowDisk
+pub type NoRoom = Box<dyn std::error::Error + Send + Sync>;
 
 impl Default for SessionsConfig {
     fn default() -> Self {

@@ -68,7 +68,7 @@ pub enum SessionError {
     /// The data dir's disk is nearly full (`storage.min_free`): new work is
     /// refused, nothing was written.
     #[error("{0}")]
-    LowDisk(String),
+    LowDisk(super::config::NoRoom),
     /// `completed` refused: the session's completion condition does not
     /// hold (a gate failed, no judge passed its handoff).
     #[error("{0}")]

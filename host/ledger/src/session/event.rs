@@ -122,8 +122,8 @@ impl Event {
     }
 
     /// Decodes a stored event; the error says why it does not decode.
-    pub fn from_bytes(bytes: &[u8]) -> Result<Event, String> {
-        serde_json::from_slice(bytes).map_err(|e| format!("the record does not decode ({e})"))
+    pub fn from_bytes(bytes: &[u8]) -> Result<Event, BadEvent> {
+        serde_json::from_slice(bytes).map_err(BadEvent::Undecodable)
     }
 
     /// Checks that this event is the one stored at `seq` of `session` after an
@@ -135,27 +135,48 @@ impl Event {
         seq: u64,
         prev_hash: &str,
         chain: &Chain,
-    ) -> Result<(), String> {
+    ) -> Result<(), BadEvent> {
         if self.session != session {
-            return Err(format!("the record belongs to session `{}`", self.session));
+            return Err(BadEvent::OtherSession(self.session.clone()));
         }
         if self.seq != seq {
-            return Err(format!("the record says it is event {}", self.seq));
+            return Err(BadEvent::OtherSeq(self.seq));
         }
         if self.prev_hash != prev_hash {
-            return Err("its prev_hash does not match the hash of the event before".to_string());
+            return Err(BadEvent::Unlinked);
         }
         if self.compute_hash(chain) != self.hash {
             return Err(match chain {
-                Chain::Plain => "its hash does not match its content".to_string(),
-                Chain::Keyed(key) => format!(
-                    "its hash does not match its content under the chain key (key id {}): altered, or re-sealed without the key",
-                    key.id()
-                ),
+                Chain::Plain => BadEvent::Altered,
+                Chain::Keyed(key) => BadEvent::AlteredKeyed {
+                    key_id: key.id().to_string(),
+                },
             });
         }
         Ok(())
     }
+}
+
+/// Why a stored record is not the event expected at its place in a log:
+/// what `log verify` reports as the first bad event, and a load as damage.
+#[derive(Debug, thiserror::Error)]
+pub enum BadEvent {
+    #[error("the record does not decode ({0})")]
+    Undecodable(serde_json::Error),
+    /// The session it names.
+    #[error("the record belongs to session `{0}`")]
+    OtherSession(String),
+    /// The sequence it says it is.
+    #[error("the record says it is event {0}")]
+    OtherSeq(u64),
+    #[error("its prev_hash does not match the hash of the event before")]
+    Unlinked,
+    #[error("its hash does not match its content")]
+    Altered,
+    #[error(
+        "its hash does not match its content under the chain key (key id {key_id}): altered, or re-sealed without the key"
+    )]
+    AlteredKeyed { key_id: String },
 }
 
 /// Hex sha256 of `bytes`.
@@ -216,6 +237,7 @@ mod tests {
             changed
                 .check_link("s-1", 1, GENESIS_HASH, &Chain::Plain)
                 .unwrap_err()
+                .to_string()
                 .contains("content")
         );
 
@@ -223,6 +245,7 @@ mod tests {
         assert!(
             b.check_link("s-1", 2, GENESIS_HASH, &Chain::Plain)
                 .unwrap_err()
+                .to_string()
                 .contains("prev_hash")
         );
         assert_eq!(Event::from_bytes(&b.to_bytes()).unwrap(), b);
@@ -281,6 +304,7 @@ mod tests {
             forged
                 .check_link("s-1", 1, GENESIS_HASH, &Chain::Plain)
                 .unwrap_err()
+                .to_string()
                 .contains("content"),
             "changing who caused an event breaks the chain"
         );

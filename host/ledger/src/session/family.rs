@@ -109,7 +109,7 @@ pub fn carve(
     role: Role,
     asked: &BudgetCaps,
     now_ms: u64,
-) -> Result<BudgetCaps, String> {
+) -> Result<BudgetCaps, CarveError> {
     let by_role = config.roles.get(&role);
     let mut caps = BudgetCaps::default();
     for cap in Cap::ALL {
@@ -156,21 +156,44 @@ pub fn carve(
             ),
         };
         match caps.get(cap) {
-            None => {
-                return Err(format!(
-                    "the child has no `{flag}` cap, but {what}: a child's budget is carved out of its parent's; {fix}"
-                ));
-            }
+            None => return Err(CarveError::Uncapped { flag, what, fix }),
             Some(c) if c > left => {
-                return Err(format!(
-                    "the child's `{flag}` cap of {} is beyond its parent's budget: {what}; {fix}",
-                    cap.show(c)
-                ));
+                return Err(CarveError::Beyond {
+                    flag,
+                    asked: cap.show(c),
+                    what,
+                    fix,
+                });
             }
             Some(_) => {}
         }
     }
     Ok(caps)
+}
+
+/// Why a child's caps do not fit in its parent's budget: names the cap,
+/// what the parent has left of it, and the fix.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum CarveError {
+    /// The parent has the cap and the child none.
+    #[error(
+        "the child has no `{flag}` cap, but {what}: a child's budget is carved out of its parent's; {fix}"
+    )]
+    Uncapped {
+        flag: &'static str,
+        /// What the parent's cap is and how much of it is left.
+        what: String,
+        fix: String,
+    },
+    /// The child asks for more than the parent has left.
+    #[error("the child's `{flag}` cap of {asked} is beyond its parent's budget: {what}; {fix}")]
+    Beyond {
+        flag: &'static str,
+        /// The child's cap, shown in its unit.
+        asked: String,
+        what: String,
+        fix: String,
+    },
 }
 
 impl SessionScope<'_> {

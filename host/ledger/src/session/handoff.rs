@@ -138,42 +138,77 @@ impl Handoff {
 
     /// Checks that a session of `role` may write this handoff, and fills in
     /// `to_role` when it is absent. The error is the reason, for `BadHandoff`.
-    pub fn validate(&mut self, role: Role) -> Result<(), String> {
+    pub fn validate(&mut self, role: Role) -> Result<(), HandoffRefused> {
         if self.kind == HandoffKind::Task {
-            return Err(
-                "a `task` handoff is written by `session_spawn` when it creates the child session: spawn a child with the task instead"
-                    .to_string(),
-            );
+            return Err(HandoffRefused::Task);
         }
         let allowed = HandoffKind::allowed_for(role);
         if !allowed.contains(&self.kind) {
-            return Err(format!(
-                "a {role} session cannot write a handoff of kind `{}`: a {role} may write {}",
-                self.kind,
-                join(&allowed)
-            ));
+            return Err(HandoffRefused::Kind {
+                role,
+                kind: self.kind,
+                allowed,
+            });
         }
         if self.from_role != role {
-            return Err(format!(
-                "the handoff says it is from a {}, but the session is a {role}: set from_role to {role}",
-                self.from_role
-            ));
+            return Err(HandoffRefused::FromRole {
+                said: self.from_role,
+                role,
+            });
         }
         let to = self.kind.to_role().unwrap_or(role);
         match self.to_role {
             Some(given) if given != to => {
-                return Err(format!(
-                    "a `{}` handoff goes to a {to}, not a {given}: set to_role to {to} or leave it out",
-                    self.kind
-                ));
+                return Err(HandoffRefused::ToRole {
+                    kind: self.kind,
+                    to,
+                    given,
+                });
             }
             _ => self.to_role = Some(to),
         }
         if self.objective.trim().is_empty() {
-            return Err("the handoff has no objective: say what the work is for".to_string());
+            return Err(HandoffRefused::NoObjective);
         }
         Ok(())
     }
+}
+
+/// Why a session may not write a handoff: the reason of a `BadHandoff`,
+/// with the fix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HandoffRefused {
+    #[error(
+        "a `task` handoff is written by `session_spawn` when it creates the child session: spawn a child with the task instead"
+    )]
+    Task,
+    /// The session's role may not write a handoff of this kind.
+    #[error(
+        "a {role} session cannot write a handoff of kind `{kind}`: a {role} may write {}",
+        join(.allowed)
+    )]
+    Kind {
+        role: Role,
+        kind: HandoffKind,
+        /// The kinds the role may write.
+        allowed: Vec<HandoffKind>,
+    },
+    /// The handoff's `from_role` is not the session's role.
+    #[error(
+        "the handoff says it is from a {said}, but the session is a {role}: set from_role to {role}"
+    )]
+    FromRole { said: Role, role: Role },
+    /// The handoff's `to_role` is not where its kind goes.
+    #[error(
+        "a `{kind}` handoff goes to a {to}, not a {given}: set to_role to {to} or leave it out"
+    )]
+    ToRole {
+        kind: HandoffKind,
+        to: Role,
+        given: Role,
+    },
+    #[error("the handoff has no objective: say what the work is for")]
+    NoObjective,
 }
 
 fn join(kinds: &[HandoffKind]) -> String {
@@ -212,7 +247,7 @@ mod tests {
     #[test]
     fn wrong_kind_for_role_says_which_kinds_fit() {
         let mut h = Handoff::new(HandoffKind::OrchestratorToSupervisor, Role::Workagent, "x");
-        let err = h.validate(Role::Workagent).unwrap_err();
+        let err = h.validate(Role::Workagent).unwrap_err().to_string();
         assert_eq!(
             err,
             "a workagent session cannot write a handoff of kind `orchestrator_to_supervisor`: \
@@ -235,6 +270,7 @@ mod tests {
         assert!(
             h.validate(Role::Supervisor)
                 .unwrap_err()
+                .to_string()
                 .contains("goes to a workagent")
         );
 
@@ -242,6 +278,7 @@ mod tests {
         assert!(
             h.validate(Role::Workagent)
                 .unwrap_err()
+                .to_string()
                 .contains("from_role")
         );
 
@@ -249,6 +286,7 @@ mod tests {
         assert!(
             h.validate(Role::Supervisor)
                 .unwrap_err()
+                .to_string()
                 .contains("no objective")
         );
     }

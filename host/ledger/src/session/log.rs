@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use super::chain::{self, Chain, ChainKey, Refusal};
+use super::chain::{self, Chain, ChainKey, KeyedChain, Refusal};
 use super::checkpoint;
 use super::error::SessionError;
 use super::event::{Event, GENESIS_HASH};
@@ -131,14 +131,14 @@ fn first_event(
         let (seq, reason) = damage.unwrap_or((1, "it is missing".to_string()));
         return Err(tampered(seq, reason));
     };
-    let event = Event::from_bytes(bytes).map_err(|r| tampered(1, r))?;
+    let event = Event::from_bytes(bytes).map_err(|r| tampered(1, r.to_string()))?;
     let chain = chain::chain_of(id, label, event.keyed_chain(), key).map_err(|r| match r {
         Refusal::KeyRequired(reason) => SessionError::KeyRequired(reason),
         Refusal::Downgraded(reason) => tampered(1, reason),
     })?;
     event
         .check_link(id, 1, GENESIS_HASH, &chain)
-        .map_err(|r| tampered(1, r))?;
+        .map_err(|r| tampered(1, r.to_string()))?;
     Ok((event, bytes.len(), chain))
 }
 
@@ -204,10 +204,10 @@ pub(crate) fn load(
                 return Err(tampered(expected, "it is missing".to_string()));
             }
             stats.events_read += 1;
-            let event = Event::from_bytes(&bytes).map_err(|r| tampered(seq, r))?;
+            let event = Event::from_bytes(&bytes).map_err(|r| tampered(seq, r.to_string()))?;
             event
                 .check_link(id, seq, &state.last_hash, &chain)
-                .map_err(|r| tampered(seq, r))?;
+                .map_err(|r| tampered(seq, r.to_string()))?;
             state.apply(&event).map_err(|e| {
                 tampered(
                     seq,
@@ -244,7 +244,8 @@ fn anchored(
     bytes: &[u8],
     chain: &Chain,
 ) -> Result<SessionState, Anchor> {
-    let state = checkpoint::decode_on(id, seq, bytes, chain).map_err(Anchor::Rejected)?;
+    let state = checkpoint::decode_on(id, seq, bytes, chain)
+        .map_err(|r| Anchor::Rejected(r.to_string()))?;
     if seq > last {
         return Err(Anchor::Truncated(format!(
             "the log ends at event {last} but was checkpointed at event {seq}: events were removed"
@@ -267,7 +268,7 @@ fn anchored(
     if *found != seq {
         return Err(Anchor::Rejected(format!("event {seq} is not in the log")));
     }
-    let anchor = Event::from_bytes(anchor).map_err(Anchor::Rejected)?;
+    let anchor = Event::from_bytes(anchor).map_err(|r| Anchor::Rejected(r.to_string()))?;
     if anchor.session != id || anchor.seq != seq || anchor.compute_hash(chain) != anchor.hash {
         return Err(Anchor::Rejected(format!("event {seq} does not verify")));
     }
@@ -288,24 +289,36 @@ pub(crate) fn recorded_head(
     info: Option<&SessionInfo>,
     id: &str,
     chain: &Chain,
-) -> Result<Option<(u64, String)>, String> {
+) -> Result<Option<(u64, String)>, HeadUnproven> {
     let head = info
         .filter(|i| i.head_seq > 0)
         .map(|i| (i.head_seq, i.head_hash.clone()));
     let Some(key_id) = chain.key_id() else {
         return Ok(head);
     };
+    let key_id = key_id.to_string();
     let (Some(info), Some((seq, hash))) = (info, head) else {
-        return Err(format!(
-            "the session index records no head for this keyed log (key id {key_id}): its entry was removed or rewritten, which would hide a cut tail"
-        ));
+        return Err(HeadUnproven::Missing { key_id });
     };
     if chain.head_mac(id, seq, &hash).as_deref() != Some(info.head_mac.as_str()) {
-        return Err(format!(
-            "the head the session index records (event {seq}) carries no valid MAC under the chain key (key id {key_id}): the index was rewritten without the key"
-        ));
+        return Err(HeadUnproven::BadMac { seq, key_id });
     }
     Ok(Some((seq, hash)))
+}
+
+/// Why the session index does not vouch for a keyed log's head: its entry
+/// was removed or rewritten by someone without the chain key, which could
+/// hide a cut tail.
+#[derive(Debug, Clone, thiserror::Error)]
+pub(crate) enum HeadUnproven {
+    #[error(
+        "the session index records no head for this keyed log (key id {key_id}): its entry was removed or rewritten, which would hide a cut tail"
+    )]
+    Missing { key_id: String },
+    #[error(
+        "the head the session index records (event {seq}) carries no valid MAC under the chain key (key id {key_id}): the index was rewritten without the key"
+    )]
+    BadMac { seq: u64, key_id: String },
 }
 
 /// Checks the whole chain of session `id` on its chain (with `key` the
@@ -376,7 +389,7 @@ pub(crate) fn verify(
             match checked {
                 Ok(event) => prev = event.hash,
                 Err(reason) => {
-                    report.first_bad = Some((seq, reason));
+                    report.first_bad = Some((seq, reason.to_string()));
                     break 'read;
                 }
             }
@@ -407,7 +420,7 @@ pub(crate) fn verify(
     }
     if report.first_bad.is_none() {
         match recorded_head(info, id, &chain) {
-            Err(reason) => report.first_bad = Some((last + 1, reason)),
+            Err(reason) => report.first_bad = Some((last + 1, reason.to_string())),
             Ok(None) => {}
             Ok(Some(head)) => {
                 report.head_checked = Some(head.0);
@@ -432,7 +445,7 @@ pub fn verify_export(
     lines: impl IntoIterator<Item = String>,
     head: Option<(u64, String)>,
     key: Option<&Arc<ChainKey>>,
-) -> Result<VerifyReport, String> {
+) -> Result<VerifyReport, ExportKeyError> {
     let mut report = VerifyReport {
         session: String::new(),
         name: None,
@@ -457,25 +470,22 @@ pub fn verify_export(
             report.session.clone_from(&first.session);
             chain = match (first.keyed_chain(), key) {
                 (Some(keyed), None) => {
-                    return Err(format!(
-                        "the export is of a keyed log (key id {}): check it with `--key FILE`, the chain key it was sealed with (`{}` on the host that wrote it)",
-                        keyed.key_id, keyed.key_file
-                    ));
+                    return Err(ExportKeyError::Missing(keyed.clone()));
                 }
                 (Some(keyed), Some(key)) if keyed.key_id != key.id() => {
-                    return Err(format!(
-                        "the export is sealed with key id {}, and `--key {}` has key id {}: give the chain key it was sealed with (`{}` on the host that wrote it)",
-                        keyed.key_id,
-                        key.file(),
-                        key.id(),
-                        keyed.key_file
-                    ));
+                    return Err(ExportKeyError::Other {
+                        sealed: keyed.clone(),
+                        given_file: key.file().to_string(),
+                        given_id: key.id().to_string(),
+                    });
                 }
                 (keyed, key) => {
                     let label = format!("`{}`", first.session);
                     match chain::chain_of(&first.session, &label, keyed, key) {
                         Ok(chain) => chain,
-                        Err(Refusal::KeyRequired(reason)) => return Err(reason),
+                        Err(Refusal::KeyRequired(reason)) => {
+                            return Err(ExportKeyError::Required(reason));
+                        }
                         Err(Refusal::Downgraded(reason)) => {
                             report.first_bad = Some((1, format!("line 1: {reason}")));
                             return Ok(report);
@@ -527,6 +537,33 @@ pub fn verify_export(
     Ok(report)
 }
 
+/// Why an export cannot be checked with the key given (`--key`): the
+/// message says which key it was sealed with, and where that key was.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ExportKeyError {
+    /// The export is of a keyed log and no key was given.
+    #[error(
+        "the export is of a keyed log (key id {}): check it with `--key FILE`, the chain key it was sealed with (`{}` on the host that wrote it)",
+        .0.key_id,
+        .0.key_file
+    )]
+    Missing(KeyedChain),
+    /// The key given is not the one the export is sealed with.
+    #[error(
+        "the export is sealed with key id {}, and `--key {given_file}` has key id {given_id}: give the chain key it was sealed with (`{}` on the host that wrote it)",
+        .sealed.key_id,
+        .sealed.key_file
+    )]
+    Other {
+        sealed: KeyedChain,
+        given_file: String,
+        given_id: String,
+    },
+    /// The chain refused the key given; the message names it.
+    #[error("{0}")]
+    Required(String),
+}
+
 /// Why the log of session `id`, ending at `last`, does not reach the head
 /// its index recorded (`None` when it does): events were cut off its tail,
 /// or the event at the recorded head is not the one that was there.
@@ -566,7 +603,9 @@ pub(crate) fn read_events(
     let (entries, damage) = read_to_damage(storage, id, from.max(1), limit)?;
     let events = entries
         .into_iter()
-        .map(|(seq, bytes)| Event::from_bytes(&bytes).map_err(|reason| tampered(seq, reason)))
+        .map(|(seq, bytes)| {
+            Event::from_bytes(&bytes).map_err(|reason| tampered(seq, reason.to_string()))
+        })
         .collect::<Result<Vec<Event>, SessionError>>()?;
     match damage {
         Some((seq, reason)) => Err(tampered(seq, reason)),

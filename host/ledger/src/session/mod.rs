@@ -74,27 +74,27 @@ mod verdict;
 pub(crate) mod watch;
 
 pub use access::{SessionScope, check_ceiling, check_may_lift, may_touch};
-pub use brood::{RECENT_CHILDREN, check_addressable};
-pub use chain::{Chain, ChainKey, KeyedChain, MIN_KEY_BYTES};
+pub use brood::{OutsideFamily, RECENT_CHILDREN, check_addressable};
+pub use chain::{Chain, ChainKey, ChainKeyError, KeyedChain, MIN_KEY_BYTES};
 pub use children::ChildStatus;
 pub use closing::denial_note;
 pub use completion::{CompletionState, GatesRun};
-pub use config::{DiskRoom, SessionDirs, SessionsConfig};
+pub use config::{DiskRoom, NoRoom, SessionDirs, SessionsConfig};
 pub use error::SessionError;
 pub use event::{
-    Event, GENESIS_HASH, MAX_ERROR_BYTES, MAX_INLINE_BYTES, bounded, bounded_error, digest,
-    inline_if_small,
+    BadEvent, Event, GENESIS_HASH, MAX_ERROR_BYTES, MAX_INLINE_BYTES, bounded, bounded_error,
+    digest, inline_if_small,
 };
-pub use family::{SpawnChild, Spawned, WAIT_DEFAULT, WAIT_MAX, carve};
+pub use family::{CarveError, SpawnChild, Spawned, WAIT_DEFAULT, WAIT_MAX, carve};
 pub use gate::{GateResult, MAX_GATE_DETAIL, Verdict};
-pub use handoff::{Handoff, HandoffKind, HandoffNotes};
+pub use handoff::{Handoff, HandoffKind, HandoffNotes, HandoffRefused};
 pub use kind::{
     CallMetering, CallTotals, EndOutcome, EventKind, Flag, Role, SessionSummary, UnwaitedJob,
 };
 pub use lease::{Lease, LeaseConfig};
 pub use lifecycle::{SessionStatus, TRANSITIONS, Transition};
 pub use listing::LOOK_AT_MOST;
-pub use log::{LoadStats, VerifyReport, verify_export};
+pub use log::{ExportKeyError, LoadStats, VerifyReport, verify_export};
 pub use observers::{ApprovalObserver, ChildObserver};
 pub use ops::{Resumed, SessionFilter};
 pub use recover::{RecoveredCall, Recovery};

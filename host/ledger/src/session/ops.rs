@@ -298,7 +298,9 @@ impl Sessions {
             session: writer.label(),
             reason,
         };
-        handoff.validate(writer.header.role).map_err(bad)?;
+        handoff
+            .validate(writer.header.role)
+            .map_err(|e| bad(e.to_string()))?;
         quota::check_handoff(&self.config.quotas, &handoff)?;
         let target = match handoff.target_session.as_deref() {
             None => None,

@@ -195,7 +195,7 @@ impl Sessions {
             let chain = self.chain_of(&state)?;
             let info = self.get_info(id).ok().flatten();
             let cut = match log::recorded_head(info.as_ref(), id, &chain) {
-                Err(reason) => Some(reason),
+                Err(reason) => Some(reason.to_string()),
                 Ok(head) => head
                     .and_then(|head| log::cut_from_head(&*self.storage, id, state.last_seq, &head)),
             };

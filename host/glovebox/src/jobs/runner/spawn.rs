@@ -53,7 +53,7 @@ impl Jobs {
         // Below the disk watermark no job is queued (nor stored).
         Watermark::of(self.gateway.host().config())
             .check()
-            .map_err(|reason| JobError::Session(SessionError::LowDisk(reason)))?;
+            .map_err(|reason| JobError::Session(SessionError::LowDisk(reason.into())))?;
         let sessions = self.gateway.sessions().clone();
         let key = session.to_string();
         let state = blocking(move || sessions.show(&key).map_err(JobError::from)).await?;

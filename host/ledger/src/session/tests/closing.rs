@@ -131,7 +131,7 @@ fn threat_50_a_refused_end_settles_nothing() {
 struct Full;
 
 impl DiskRoom for Full {
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), NoRoom> {
         Err("low disk: the test's disk is full (`storage.min_free`)".into())
     }
 }
@@ -151,7 +151,7 @@ fn threat_49_below_the_watermark_an_actors_notes_are_refused_and_closing_goes_th
     let note = || EventKind::Note { text: "x".into() };
     let refused = actor::scoped("agent", || env.sessions.append(&id, note()));
     assert!(
-        matches!(&refused, Err(SessionError::LowDisk(m)) if m.contains("`storage.min_free`")),
+        matches!(&refused, Err(SessionError::LowDisk(m)) if m.to_string().contains("`storage.min_free`")),
         "{refused:?}"
     );
     let usage = EventKind::UsageReported {

@@ -328,9 +328,13 @@ fn threat_45_a_keyed_export_verifies_offline_with_its_key_only() {
     assert!(report.ok, "{report:?}");
     assert_eq!(report.key_id.as_deref(), Some(key.id()));
 
-    let err = verify_export(lines(), head.clone(), None).unwrap_err();
+    let err = verify_export(lines(), head.clone(), None)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("--key") && err.contains(key.id()), "{err}");
-    let err = verify_export(lines(), head.clone(), Some(&self::key(2))).unwrap_err();
+    let err = verify_export(lines(), head.clone(), Some(&self::key(2)))
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("/keys/chain-2.key"), "{err}");
 
     let forged = reseal(&events, 7, &Chain::Plain, |e| {
