@@ -14,14 +14,9 @@ use serde_json::Value;
 use super::tools::fields::SCHEMAS;
 
 /// The first argument of built-in `tool` outside a limit its schema
-/// declares, in words (`glovebox_input::limits`); `Ok` when every one
+/// declares, in words (`glovebox_input::limits`); `None` when every one
 /// holds (or `tool` is not a built-in).
-pub(crate) fn check(tool: &str, args: &Value) -> Result<(), String> {
-    let Some((validator, _)) = SCHEMAS.get(tool) else {
-        return Ok(());
-    };
-    match glovebox_input::limits::first_exceeded(validator, args) {
-        Some(said) => Err(said),
-        None => Ok(()),
-    }
+pub(crate) fn first_exceeded(tool: &str, args: &Value) -> Option<String> {
+    let (validator, _) = SCHEMAS.get(tool)?;
+    glovebox_input::limits::first_exceeded(validator, args)
 }

@@ -87,6 +87,35 @@ impl Scope<'_> {
         ledger_work(move || sessions.scope(&caller).cancel_children(&key)).await
     }
 
+    /// Whether the session the caller acts from ([`Scope::acting_from`])
+    /// may reach session `key` ([`Self::check_addressable`]): `Ok` when it
+    /// acts from none, from `key` itself, or from a session that may; a
+    /// session that is not found is left for the operation itself to
+    /// answer ("not found" in its own words).
+    pub async fn reach(self, key: &str) -> Result<(), SessionError> {
+        let Some(from) = self.bound() else {
+            return Ok(());
+        };
+        if from == key {
+            return Ok(());
+        }
+        match self.check_addressable(from, key).await {
+            Ok(()) | Err(SessionError::NotFound(_)) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The session an operation acts on: `named`, else the one the caller
+    /// acts from; `None` when neither. A named one must be within
+    /// [`Self::reach`].
+    pub async fn target(self, named: Option<String>) -> Result<Option<String>, SessionError> {
+        let Some(key) = named.or_else(|| self.bound().map(str::to_string)) else {
+            return Ok(None);
+        };
+        self.reach(&key).await?;
+        Ok(Some(key))
+    }
+
     /// Whether session `from` (the caller's bound session) may address
     /// session `target`: a child reaches its family, or along a route of
     /// `[handoffs] routes` (see `glovebox_ledger::session::check_addressable`).

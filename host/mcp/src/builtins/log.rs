@@ -10,7 +10,7 @@ use super::parse::{parse, text_arg};
 use crate::connection::Connection;
 use crate::results::{self, bad_arguments};
 use crate::tools::sizes::LOG_PAGE_MAX;
-use crate::tools::{LogArgs, NoteArgs, RerunArgs, SessionListArgs, UsageArgs, page_request};
+use crate::tools::{LogArgs, NoteArgs, RerunArgs, SessionListArgs, UsageArgs};
 use glovebox::Principal;
 use glovebox::budget::UsageReport;
 use glovebox::session::SessionFilter;
@@ -67,7 +67,9 @@ impl Connection {
     ) -> Result<CallToolResult, ErrorData> {
         let scope = self.shared().gateway.scope(caller);
         let a: SessionListArgs = parse(tool, args)?;
-        let page = page_request(a.limit, a.cursor).map_err(|e| bad_arguments(tool, e))?;
+        // The registry's rule for a page, the same on every surface.
+        let page = glovebox::operations::page_request(a.limit, a.cursor)
+            .map_err(|e| bad_arguments(tool, e.message))?;
         if a.children {
             let key = match self.target(caller, tool, a.session).await {
                 Ok(key) => key,

@@ -26,7 +26,9 @@ use glovebox::budget::BudgetCaps;
 /// declares are checked here first, for all of them (`limits.rs`).
 pub(super) fn parse<T: DeserializeOwned>(tool: &str, args: JsonObject) -> Result<T, ErrorData> {
     let args = Value::Object(args);
-    crate::limits::check(tool, &args).map_err(|said| bad_arguments(tool, said))?;
+    if let Some(said) = crate::limits::first_exceeded(tool, &args) {
+        return Err(bad_arguments(tool, said));
+    }
     serde_path_to_error::deserialize(&args).map_err(|e| {
         let field = e.path().to_string();
         let e = e.into_inner().to_string();

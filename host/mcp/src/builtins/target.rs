@@ -17,45 +17,34 @@ pub(super) fn not_bound(tool: &str) -> CallToolResult {
 
 impl Connection {
     /// A refusal (as the tool's result) when the bound session is a child and
-    /// `key` is a session outside its family and every route (see
-    /// `glovebox_ledger::session::check_addressable`).
+    /// `key` is a session outside its family and every route: the caller's
+    /// scope decides (`Scope::reach`).
     pub(super) async fn family_guard(
         &self,
         caller: &Principal,
         key: &str,
     ) -> Option<CallToolResult> {
-        let bound = self.bound().await?;
-        if bound == key {
-            return None;
-        }
-        match self
-            .shared()
-            .gateway
-            .scope(caller)
-            .check_addressable(&bound, key)
-            .await
-        {
-            // "Not found" is the action's own answer to give.
-            Ok(()) | Err(glovebox::session::SessionError::NotFound(_)) => None,
-            Err(e) => Some(results::session_failure(&e)),
-        }
+        let bound = self.bound().await;
+        let scope = self.shared().gateway.scope(caller);
+        let refused = scope.acting_from(bound.as_deref()).reach(key).await.err()?;
+        Some(results::session_failure(&refused))
     }
 
-    /// The session a built-in acts on: the one it names, else the bound one.
-    /// `Err` holds the answer when there is none, or when the caller's family
-    /// may not reach it (see [`Self::family_guard`]).
+    /// The session a built-in acts on: the one it names, else the bound one
+    /// (`Scope::target`). `Err` holds the answer when there is none, or when
+    /// the caller's family may not reach it.
     pub(super) async fn target(
         &self,
         caller: &Principal,
         tool: &str,
         named: Option<String>,
     ) -> Result<String, CallToolResult> {
-        let Some(key) = named.or(self.bound().await) else {
-            return Err(not_bound(tool));
-        };
-        match self.family_guard(caller, &key).await {
-            Some(refused) => Err(refused),
-            None => Ok(key),
+        let bound = self.bound().await;
+        let scope = self.shared().gateway.scope(caller);
+        match scope.acting_from(bound.as_deref()).target(named).await {
+            Ok(Some(key)) => Ok(key),
+            Ok(None) => Err(not_bound(tool)),
+            Err(refused) => Err(results::session_failure(&refused)),
         }
     }
 }

@@ -126,15 +126,6 @@ pub(crate) struct SessionListArgs {
     pub cursor: Option<String>,
 }
 
-/// The page a listing's `limit` and `cursor` ask for, or why the limit is
-/// not one (the registry's rule, `glovebox::operations::page_request`).
-pub(crate) fn page_request(
-    limit: Option<usize>,
-    cursor: Option<String>,
-) -> Result<glovebox::page::PageRequest, String> {
-    glovebox::operations::page_request(limit, cursor).map_err(|e| e.message)
-}
-
 /// `session_log`.
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
