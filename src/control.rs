@@ -130,30 +130,16 @@ pub async fn forward(config: &Path, command: &mut Command) -> Result<Option<Exit
     if !needs_store(command) {
         return Ok(None);
     }
-    // Only the data dir: a config broken since the server started still
-    // reaches that server (which reports what is wrong with it on reload).
-    let Ok(data_dir) = HostConfig::data_dir_of(config) else {
-        // The command reports the config's problem itself.
+    let Some(server) = Server::reach(config).await else {
         return Ok(None);
     };
-    let path = socket_path(&data_dir);
-    let stream = match UnixStream::connect(&path).await {
-        Ok(s) => s,
-        // No server (or one that died and left its socket): run here.
-        Err(_) => return Ok(None),
-    };
     inline_local_inputs(command)?;
-    let request = Request {
-        version: VERSION,
-        asked: Asked::Command(Box::new(std::mem::replace(command, Command::Reload))),
-    };
-    let response = exchange(stream, &request).await.with_context(|| {
-        format!(
-            "the glovebox server holding `{}` did not answer on `{}`",
-            data_dir.display(),
-            path.display()
-        )
-    })?;
+    let response = server
+        .ask(Asked::Command(Box::new(std::mem::replace(
+            command,
+            Command::Reload,
+        ))))
+        .await?;
     std::io::stdout()
         .lock()
         .write_all(response.stdout.as_bytes())?;
@@ -171,33 +157,56 @@ pub async fn operate(
     name: &str,
     arguments: &Value,
 ) -> Result<Option<Result<Value, OperationError>>> {
-    let Ok(data_dir) = HostConfig::data_dir_of(config) else {
+    let Some(server) = Server::reach(config).await else {
         return Ok(None);
     };
-    let path = socket_path(&data_dir);
-    let Ok(stream) = UnixStream::connect(&path).await else {
-        return Ok(None);
-    };
-    let request = Request {
-        version: VERSION,
-        asked: Asked::Operation {
+    let response = server
+        .ask(Asked::Operation {
             name: name.to_string(),
             arguments: arguments.clone(),
-        },
-    };
-    let response = exchange(stream, &request).await.with_context(|| {
-        format!(
-            "the glovebox server holding `{}` did not answer on `{}`",
-            data_dir.display(),
-            path.display()
-        )
-    })?;
+        })
+        .await?;
     match response.operation {
         Some(answer) => Ok(Some(answer)),
         None => anyhow::bail!(
             "{}",
             response.stderr.trim_end().trim_start_matches("error: ")
         ),
+    }
+}
+
+/// The running server that holds a config's data dir, connected.
+struct Server {
+    data_dir: PathBuf,
+    stream: UnixStream,
+}
+
+impl Server {
+    /// The server holding `config`'s data dir, if one answers on its socket.
+    /// Only the data dir is read: a config broken since the server started
+    /// still reaches that server (which reports what is wrong with it on
+    /// reload), and a config that names no data dir is the command's to
+    /// report.
+    async fn reach(config: &Path) -> Option<Server> {
+        let data_dir = HostConfig::data_dir_of(config).ok()?;
+        // No server (or one that died and left its socket): `None`.
+        let stream = UnixStream::connect(socket_path(&data_dir)).await.ok()?;
+        Some(Server { data_dir, stream })
+    }
+
+    /// Sends what is asked and reads the answer.
+    async fn ask(self, asked: Asked) -> Result<Response> {
+        let request = Request {
+            version: VERSION,
+            asked,
+        };
+        exchange(self.stream, &request).await.with_context(|| {
+            format!(
+                "the glovebox server holding `{}` did not answer on `{}`",
+                self.data_dir.display(),
+                socket_path(&self.data_dir).display()
+            )
+        })
     }
 }
 
