@@ -31,6 +31,8 @@ mod captured;
 mod ceilings;
 mod completion;
 mod detector;
+#[cfg(feature = "schemars")]
+pub mod docs;
 mod error;
 mod guest;
 mod handoffs;
