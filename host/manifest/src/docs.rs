@@ -67,6 +67,9 @@ and [`examples/plugins/files.toml`](../examples/plugins/files.toml) show the key
 
 This page is made from the config's JSON Schema, which the parser's own types
 (`host/manifest/`) describe: a key the parser takes is on the page, with its default.
+`glovebox config schema` prints that schema (`--manifest`: a plugin manifest's) for an
+editor to check a config as it is written, e.g. with taplo's
+`#:schema ./glovebox.schema.json` directive at the top of the file.
 
 Conventions: relative paths are resolved from the directory of the file that holds them.
 Sizes are an integer number of bytes or a string with a unit (`"64 MiB"`, `"512KiB"`,
