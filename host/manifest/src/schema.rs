@@ -10,6 +10,12 @@
 //! still refused at load with the file, the key and the fix. A key the
 //! config refuses when it is missing is `required`, even where the parser
 //! reads it as optional to word that refusal itself.
+//!
+//! Two keywords of our own serve the page: `x-key`, the placeholder a map's
+//! keys are shown as (`[tools.<tool>]`), and `x-one-row`, a table shown as
+//! one row naming its keys (a manifest's `[limits]`). The schemas are checked
+//! against the examples with a validator by the CLI's test of
+//! `glovebox config schema` (`tests/all/cli.rs`).
 
 use schemars::generate::SchemaSettings;
 use schemars::transform::RecursiveTransform;
@@ -108,7 +114,7 @@ mod tests {
     }
 
     #[test]
-    fn the_examples_are_valid_under_their_schemas() {
+    fn every_top_level_key_of_the_examples_is_in_the_schemas() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
         for (file, schema) in [
             ("glovebox.toml", host_config_schema()),
