@@ -36,6 +36,7 @@ mod cache_dir;
 mod call;
 mod children;
 mod completion;
+mod config;
 mod control;
 mod doctor;
 mod exit;
@@ -220,6 +221,12 @@ enum Command {
     Store {
         #[command(subcommand)]
         command: store::StoreCommand,
+    },
+    /// The config's JSON Schema, for editors (`config schema`).
+    #[serde(skip)]
+    Config {
+        #[command(subcommand)]
+        command: config::ConfigCommand,
     },
     /// Permission hooks: dry-run one decision (`hook test`).
     #[serde(skip)]
@@ -406,6 +413,7 @@ async fn dispatch(config: &std::path::Path, command: Command) -> Result<ExitCode
         Command::Serve(args) => serve::run(config, args).await,
         Command::Principal { command } => principal::run(config, command),
         Command::Hook { command } => hook::run(config, command).await,
+        Command::Config { command } => crate::config::run(command),
         Command::Store { command } => store::run(config, command),
         Command::Reload => serve::reload(config).await,
         Command::Notify { command } => notify::run(config, command).await,

@@ -122,6 +122,50 @@ fn call_json_prints_result_metering_and_output() {
     assert!(v["metering"]["peak_memory_bytes"].as_u64().unwrap() > 0);
 }
 
+/// `config schema` prints the JSON Schema an editor checks `glovebox.toml`
+/// with (`--manifest`: a plugin manifest's), and the example config and
+/// every example manifest are valid under it.
+#[test]
+fn config_schema_prints_a_schema_the_examples_are_valid_under() {
+    let toml_as_json = |path: &Path| -> serde_json::Value {
+        let text = std::fs::read_to_string(path).unwrap();
+        let value: toml::Value = toml::from_str(&text).unwrap();
+        serde_json::to_value(value).unwrap()
+    };
+    for (args, files) in [
+        (
+            &["config", "schema"][..],
+            vec![examples().join("glovebox.toml")],
+        ),
+        (
+            &["config", "schema", "--manifest"][..],
+            std::fs::read_dir(examples().join("plugins"))
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+                .collect(),
+        ),
+    ] {
+        let (code, out, err) = run(glovebox().args(args));
+        assert_eq!(code, 0, "{args:?}: {err}");
+        let schema: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        assert!(!files.is_empty());
+        for file in files {
+            let errors: Vec<String> = validator
+                .iter_errors(&toml_as_json(&file))
+                .map(|e| format!("{} at {}", e, e.instance_path()))
+                .collect();
+            assert!(errors.is_empty(), "{}: {errors:#?}", file.display());
+        }
+        // A typo is refused by the schema as by the config.
+        let typo = serde_json::json!({ "runtime": { "max_concurent_calls": 4 } });
+        if args.len() == 2 {
+            assert!(!validator.is_valid(&typo));
+        }
+    }
+}
+
 #[test]
 fn tools_lists_the_configured_tools() {
     let (code, out, err) = run(glovebox()

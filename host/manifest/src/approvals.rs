@@ -41,10 +41,18 @@ impl Default for ApprovalsConfig {
     }
 }
 
+/// `[approvals]` ([`operators/approvals.md`](operators/approvals.md)).
 #[derive(Default, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawApprovals {
+    /// How long an MCP call waits for an operator (at most an hour); `0`
+    /// answers "awaiting approval" at once
+    /// ([`operators/approvals.md`](operators/approvals.md)).
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = "5m")))]
     wait: Option<Millis>,
+    /// A pending approval older than this is denied by `host` (at least `wait`).
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = "off")))]
     expire_after: Option<OffOr>,
 }
 

@@ -60,36 +60,63 @@ impl Default for BudgetsConfig {
     }
 }
 
+/// `[budgets]`: caps per role ([`operators/budgets.md`](operators/budgets.md)).
 #[derive(Default, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawBudgets {
+    /// The fraction of a cap at which a `budget_warning` is logged (above 0, at most 1).
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = 0.8)))]
     warn_at: Option<f64>,
+    /// Caps applied to each session of the role (per session, not shared); a
+    /// session's own caps only tighten them. Also the role's spend ceilings.
     #[serde(default)]
+    #[cfg_attr(feature = "schemars", schemars(extend("x-key" = "<role>")))]
     role: BTreeMap<String, RawCaps>,
+    /// Spend ceilings of all the sessions of the principal (a declared
+    /// `[[principal]]`) or the project together.
     #[serde(default)]
+    #[cfg_attr(feature = "schemars", schemars(extend("x-key" = "<name>")))]
     principal: BTreeMap<String, RawPeriods>,
+    /// Spend ceilings of all the sessions of the principal (a declared
+    /// `[[principal]]`) or the project together.
     #[serde(default)]
+    #[cfg_attr(feature = "schemars", schemars(extend("x-key" = "<name>")))]
     project: BTreeMap<String, RawPeriods>,
 }
 
 /// `[budgets.role.<role>]`: a session's caps, and the role's ceilings.
 #[derive(Default, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
-struct RawCaps {
+pub(super) struct RawCaps {
+    /// Estimated tool cost plus reported model cost one session of the role may spend.
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "none")))]
     cost: Option<f64>,
+    /// Calls that ran, per session of the role.
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "none")))]
     calls: Option<i64>,
+    /// Time since the session started.
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "none")))]
     wall: Option<Millis>,
+    /// Spend ceilings per UTC day, ISO week or calendar month ([`security.md`](security.md#spend-ceilings)).
     day: Option<RawCeiling>,
+    /// Spend ceilings per UTC day, ISO week or calendar month ([`security.md`](security.md#spend-ceilings)).
     week: Option<RawCeiling>,
+    /// Spend ceilings per UTC day, ISO week or calendar month ([`security.md`](security.md#spend-ceilings)).
     month: Option<RawCeiling>,
 }
 
 /// The `day`, `week` and `month` tables of a principal, project or role.
 #[derive(Default, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
-struct RawPeriods {
+pub(super) struct RawPeriods {
+    /// Spend ceilings per UTC day, ISO week or calendar month ([`security.md`](security.md#spend-ceilings)).
     day: Option<RawCeiling>,
+    /// Spend ceilings per UTC day, ISO week or calendar month ([`security.md`](security.md#spend-ceilings)).
     week: Option<RawCeiling>,
+    /// Spend ceilings per UTC day, ISO week or calendar month ([`security.md`](security.md#spend-ceilings)).
     month: Option<RawCeiling>,
 }
 
@@ -103,12 +130,20 @@ impl RawPeriods {
     }
 }
 
-/// One period's ceilings.
+/// One period's ceilings: all the sessions of the principal, project or
+/// role together, per UTC day, ISO week (from Monday) or calendar month.
 #[derive(Default, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
-struct RawCeiling {
+pub(super) struct RawCeiling {
+    /// Estimated tool cost plus reported model cost, together in the period.
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "none")))]
     cost: Option<f64>,
+    /// Calls that ran, together in the period.
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "none")))]
     calls: Option<i64>,
+    /// Model tokens reported (in and out), together in the period.
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "none")))]
     tokens: Option<i64>,
 }
 

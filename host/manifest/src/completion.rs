@@ -217,14 +217,26 @@ pub fn required(rules: &[CompletionRule], role: Role, project: &str) -> Completi
         .fold(Completion::default(), |acc, r| acc.and(&r.completion))
 }
 
+/// `[[completion]]`: a completion condition the operator requires
+/// ([`operators/completion.md`](operators/completion.md)).
 #[derive(Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawCompletion {
+    /// The sessions it applies to, by role.
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "every role")))]
     role: Option<String>,
+    /// The sessions it applies to, by project.
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "every project")))]
     project: Option<String>,
+    /// `{ tool, input, expect }`: tool calls run at every `session_end completed`.
     #[serde(default)]
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = [])))]
+    #[cfg_attr(feature = "schemars", schemars(extend("x-one-row" = true)))]
     gates: Vec<Gate>,
+    /// A judge of another principal must pass the latest handoff.
     #[serde(default)]
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = false)))]
     judge: bool,
 }
 

@@ -183,29 +183,67 @@ impl Default for ContextConfig {
     }
 }
 
+/// `[detector]`: stuck agents ([`operators/rescues.md`](operators/rescues.md)).
 #[derive(Default, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawDetector {
+    /// `false` turns the detector off after calls and the sweep off.
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = true)))]
     enabled: Option<bool>,
+    /// `retry`: the same call failing this many times (1 to 1000).
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = 3)))]
     retry_failures: Option<i64>,
+    /// Failed calls in a row before the ladder moves from `retry` to `adjust` (1 to 1000).
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = 2)))]
     adjust_after: Option<i64>,
+    /// `denials`: this many denied calls among the last `denials_window` (1 to 1000).
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = 3)))]
     denials: Option<i64>,
+    /// The calls `denials` looks at (1 to 1000, at least `denials`).
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = 10)))]
     denials_window: Option<i64>,
+    /// `overrun`: running longer than this times the expected duration.
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = 2.0)))]
     overrun_factor: Option<f64>,
+    /// `no_progress`: no successful call, note, handoff or resume for this long.
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = "30m")))]
     no_progress_after: Option<Millis>,
+    /// `stale`: a live session that did nothing at all for this long.
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = "7d")))]
     stale_after: Option<Millis>,
+    /// `approval_wait`: a call waiting for a human this long.
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = "1h")))]
     approval_wait_after: Option<Millis>,
+    /// How often the sweep runs while serving; `0` or `"off"` turns it off;
+    /// at least `"100ms"`.
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = "30s")))]
     sweep_interval: Option<OffOr>,
+    /// Archive sessions idle this long (at least `stale_after`).
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = "off")))]
     archive_after: Option<OffOr>,
+    /// `budget`: a cap used at or above this while calls fail.
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = 0.8)))]
     budget_fraction: Option<f64>,
+    /// `glovebox doctor` warns past this many events since the last handoff.
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = 500)))]
     handoff_after_events: Option<i64>,
+    /// Each rule's severity: `info`, `warning` or `critical` (critical pauses).
     #[serde(default)]
+    #[cfg_attr(feature = "schemars", schemars(extend("x-key" = "<rule>")))]
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "`budget`, `retry`: `critical`; the others `warning`")))]
     severity: BTreeMap<String, String>,
 }
 
+/// `[context]`: the projects' context index.
 #[derive(Default, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawContext {
+    /// Who may add or retire context index entries
+    /// ([`operators/rescues.md`](operators/rescues.md)): `"operator"`,
+    /// `"rescue"`; `[]` makes the index read-only.
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = ["operator", "rescue"])))]
     writers: Option<Vec<String>>,
 }
 
@@ -390,6 +428,24 @@ impl<'de> Deserialize<'de> for OffOr {
                 .map_err(serde::de::Error::custom),
             Raw::Other(Millis(d)) => Ok(OffOr(Some(d))),
         }
+    }
+}
+
+/// What TOML accepts for an [`OffOr`], for the config's JSON Schema.
+#[cfg(feature = "schemars")]
+impl schemars::JsonSchema for OffOr {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "DurationOrOff".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A duration that may be turned off: a string with a unit (`\"30s\"`, `\"7d\"`), an integer number of milliseconds, or `0` or `\"off\"` for off.",
+            "anyOf": [
+                { "type": "integer", "minimum": 0 },
+                { "type": "string", "examples": ["30s", "7d", "off"] }
+            ]
+        })
     }
 }
 

@@ -32,10 +32,16 @@ impl HandoffsConfig {
     }
 }
 
+/// `[handoffs]`.
 #[derive(Default, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawHandoffs {
+    /// `"workagent -> supervisor"`: the writer's role, then the target's,
+    /// along which a handoff may reach another principal's session
+    /// ([`operators/principals.md`](operators/principals.md)).
     #[serde(default)]
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = [])))]
     routes: Vec<String>,
 }
 

@@ -11,16 +11,37 @@ use super::source::{self, NAME_HINT, Source, join_key};
 use super::units::{Fuel, Millis, Size};
 use super::{ConfigError, HookConfig};
 
+/// `[[hook]]`: one permission hook ([`operators/hooks.md`](operators/hooks.md)).
 #[derive(Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawHook {
+    /// The hook's name in reasons and logs (lowercase letters, digits, `-`, `_`).
     name: String,
+    /// The hook component (`hook-plugin` world); a missing one denies every
+    /// call at call time.
     component: String,
+    /// A pin: a component file that does not match is refused.
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "none")))]
     sha256: Option<String>,
+    /// Wall-clock time per evaluation.
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = "100ms")))]
     deadline: Option<Millis>,
+    /// Linear memory per evaluation.
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = "16 MiB")))]
     memory: Option<Size>,
+    /// Optional instruction metering per evaluation.
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = "off")))]
     fuel: Option<Fuel>,
+    /// Tell the hook how each call it allowed ended.
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = false)))]
     after: Option<bool>,
+    /// Passed to the hook as JSON.
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = {})))]
+    #[cfg_attr(
+        feature = "schemars",
+        schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")
+    )]
     settings: Option<toml::Table>,
 }
 

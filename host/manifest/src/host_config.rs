@@ -28,89 +28,194 @@ use super::{
     NatsStorage, PluginManifest, RuntimeConfig, StorageBackend, StorageConfig,
 };
 
+/// `glovebox.toml`: the operator's config. Every table is optional except
+/// that the config lists `[[hook]]`s or says `hooks = "none"`.
 #[derive(Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawHostConfig {
+    /// Where session logs, checkpoints and the compile cache live
+    /// ([`operators/storage.md`](operators/storage.md#the-data-dir)); no grant
+    /// may reach it.
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "`$XDG_STATE_HOME/glovebox/<dir>-<hash of the config path>`")))]
     data_dir: Option<String>,
+    /// The limits of every call; a manifest's `[limits]` overrides them.
     #[serde(default)]
     defaults: RawLimits,
+    /// Host-wide capacity.
     #[serde(default)]
     runtime: RawRuntime,
+    /// The tool plugins, each named by its manifest.
     #[serde(default)]
     pub(super) plugin: Vec<RawPluginEntry>,
+    /// `"none"` states that no hook judges calls; a config must list
+    /// `[[hook]]`s or say this.
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "none")))]
+    #[cfg_attr(feature = "schemars", schemars(extend("enum" = ["none"])))]
     hooks: Option<String>,
+    /// The permission hooks, in the order they judge calls.
     #[serde(default)]
     pub(super) hook: Vec<RawHook>,
+    /// How sessions are kept.
     #[serde(default)]
     storage: RawStorage,
+    /// Caps per role and spend ceilings.
     #[serde(default)]
     budgets: RawBudgets,
+    /// The stuck-agent detector.
     #[serde(default)]
     detector: RawDetector,
+    /// Who may write to the projects' context index.
     #[serde(default)]
     context: RawContext,
+    /// How long a call waits for an operator's approval.
     #[serde(default)]
     approvals: RawApprovals,
+    /// The routes of handoffs into other principals' sessions.
     #[serde(default)]
     handoffs: RawHandoffs,
+    /// How much one agent principal, or one session, may hold.
     #[serde(default)]
     quotas: RawQuotas,
+    /// The memory bank's bounds and who may propose to and review it.
     #[serde(default)]
     memory: RawMemory,
+    /// Who may connect.
     #[serde(default)]
     principal: Vec<RawPrincipal>,
+    /// The webhooks told about approvals, flags, budgets, jobs, rescues and sessions.
     #[serde(default)]
     notify: Vec<RawNotify>,
+    /// The completion conditions required per role and project.
     #[serde(default)]
     completion: Vec<RawCompletion>,
+    /// Work started on a cron expression.
     #[serde(default)]
     schedule: Vec<RawSchedule>,
+    /// Work started when an event happens or a webhook comes.
     #[serde(default)]
     trigger: Vec<RawTrigger>,
 }
 
+/// `[storage]`: the engine, the durability of the session log and the
+/// checkpoint cadence; with `backend = "nats"`, where the store is.
 #[derive(Default, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawStorage {
+    /// `"sled"`, `"sqlite"` or `"nats"` ([`operators/storage.md`](operators/storage.md));
+    /// a data dir keeps the backend it was created with.
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = "sled")))]
+    #[cfg_attr(feature = "schemars", schemars(extend("enum" = ["sled", "sqlite", "nats"])))]
     backend: Option<String>,
+    /// `"flush"`: survives a killed process; `"strict"`: also `fdatasync`,
+    /// survives a power cut.
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = "flush")))]
+    #[cfg_attr(feature = "schemars", schemars(extend("enum" = ["flush", "strict"])))]
     durability: Option<String>,
+    /// Checkpoint a session every this many events (and at every handoff
+    /// and pause); `0`: only at handoffs, pauses and ends.
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = 256)))]
     checkpoint_every: Option<i64>,
+    /// Free space the data dir's disk must keep, else new work is refused
+    /// (`low_disk`); `0` turns it off.
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = "256 MiB")))]
     min_free: Option<Size>,
+    /// A key (32+ bytes, mode 0600, outside the data dir) for HMAC-SHA256
+    /// chains of new sessions.
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "none (plain SHA-256)")))]
     chain_key_file: Option<String>,
+    /// Sessions' states kept in memory (1 to 1,000,000); a session in use is
+    /// never dropped.
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = 1024)))]
     session_cache: Option<i64>,
     // `backend = "nats"` only.
+    /// `nats://host:4222`, or `tls://` for TLS; several servers
+    /// comma-separated.
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "(required with `nats`)")))]
     url: Option<String>,
+    /// A `.creds` file for the host's NATS user; or `user` and `password`.
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "none")))]
     creds: Option<String>,
+    /// The host's NATS user, with `password` (instead of `creds`).
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "none")))]
     user: Option<String>,
+    /// The NATS user's password, with `user`.
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "none")))]
     password: Option<String>,
+    /// Starts every stream and bucket name: one per deployment (1 to 32
+    /// letters, digits and `-`).
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = "glovebox")))]
     prefix: Option<String>,
+    /// JetStream replicas (3 on a three-node cluster; 1 to 5).
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = 1)))]
     replicas: Option<i64>,
+    /// This host's id.
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "kept in `<data_dir>/node-id`")))]
     node: Option<String>,
+    /// Where clients reach this host's MCP server (named in lease refusals).
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "none")))]
     advertise: Option<String>,
+    /// How long other hosts wait for a host that died (1s to 1h).
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = "15s")))]
     lease_ttl: Option<Millis>,
 }
 
+/// `[[plugin]]`: one tool plugin.
 #[derive(Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawPluginEntry {
+    /// The plugin's manifest file (see "A plugin's manifest" below).
     pub(super) manifest: String,
 }
 
+/// `[runtime]`: host-wide capacity.
 #[derive(Default, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawRuntime {
+    /// Calls running at once, across all sessions (1 to 1000).
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = 16)))]
     max_concurrent_calls: Option<i64>,
+    /// The sum of the memory limits of the calls running at once.
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = "4 GiB")))]
     memory_budget: Option<Size>,
+    /// How long a call that finds no room waits before `busy`; never past
+    /// its deadline; `"0s"` refuses at once.
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = "5s")))]
     admission_wait: Option<Millis>,
+    /// Calls waiting at once; one more is `busy` at once (0 to 1,000,000).
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = 1024)))]
     admission_queue: Option<i64>,
+    /// While others wait, the fraction of slots one principal may hold (at
+    /// least one slot).
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = 0.5)))]
     principal_share: Option<f64>,
+    /// A tool whose calls averaged this long (or not called yet) is slow.
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = "100ms")))]
     slow_call: Option<Millis>,
+    /// The fraction of slots slow calls may hold; `1` turns this off.
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = 0.5)))]
     slow_share: Option<f64>,
+    /// The largest input a call accepts.
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = "1 MiB")))]
     max_input_bytes: Option<Size>,
+    /// Larger component files are refused before they are read.
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = "256 MiB")))]
     max_component_bytes: Option<Size>,
+    /// The upper bound of any plugin's `memory`.
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = "4 GiB")))]
     max_memory_per_instance: Option<Size>,
+    /// Compiled components and pre-initialized snapshots.
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "`cache` in `data_dir`")))]
     cache_dir: Option<String>,
+    /// SHA-256 records of every cached file; a cached file is used only if it matches.
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "`digests` in `data_dir`")))]
     digests_dir: Option<String>,
+    /// Bytes one session's scratch dir may hold (more than 100,000 entries
+    /// counts as full).
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = "256 MiB")))]
     scratch_quota: Option<Size>,
 }
 

@@ -31,6 +31,8 @@ mod captured;
 mod ceilings;
 mod completion;
 mod detector;
+#[cfg(feature = "schemars")]
+pub mod docs;
 mod error;
 mod guest;
 mod handoffs;
@@ -49,6 +51,8 @@ mod principal;
 mod quotas;
 mod role;
 mod schedule;
+#[cfg(feature = "schemars")]
+pub mod schema;
 mod source;
 mod units;
 
@@ -486,6 +490,7 @@ pub struct FsGrant {
 
 /// How a granted directory may be used.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum Access {
     #[default]

@@ -7,15 +7,34 @@ use super::source::Source;
 use super::units::{Fuel, Millis, Size};
 use super::{ConfigError, Limits};
 
+/// The limits of one call of a plugin (each key left out keeps the base's).
 #[derive(Default, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawLimits {
+    /// Linear memory per instance; at most `runtime.max_memory_per_instance`.
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = "64 MiB")))]
     pub(super) memory: Option<Size>,
+    /// Wall-clock time per call; the call is interrupted when it runs out.
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = "10s")))]
     pub(super) deadline: Option<Millis>,
+    /// The largest JSON result.
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = "1 MiB")))]
     pub(super) output: Option<Size>,
+    /// Bytes of stdout and of stderr kept per call (the rest dropped, marked
+    /// truncated); `0` keeps none.
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = "64 KiB")))]
     pub(super) stdio: Option<Size>,
+    /// Instructions (roughly) per call.
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = "off")))]
     pub(super) fuel: Option<Fuel>,
+    /// Native stack for wasm code (host-wide: only in `[defaults]`; a
+    /// manifest's `[limits]` may not change it).
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = "512 KiB")))]
     pub(super) max_wasm_stack: Option<Size>,
+    /// Bytes a call may write into its read-write grants and scratch dir;
+    /// `0` allows none; past it a `quota` error.
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = "64 MiB")))]
     pub(super) write: Option<Size>,
 }
 

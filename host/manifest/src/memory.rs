@@ -96,23 +96,41 @@ impl MemoryConfig {
     }
 }
 
+/// `[memory]` ([`operators/memory.md`](operators/memory.md)).
 #[derive(Default, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawMemory {
+    /// Approved entries a new session is handed at most (0 to 1000); `0` hands none.
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = 20)))]
     max_entries_at_start: Option<i64>,
+    /// Their text together (16 B to 1 MiB).
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = "16 KiB")))]
     max_bytes_at_start: Option<Size>,
+    /// The longest entry (16 B to 1 MiB).
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = "4 KiB")))]
     max_entry_bytes: Option<Size>,
+    /// The session roles that may propose to each scope.
     #[serde(default)]
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "nobody", "x-one-row" = true)))]
     propose: RawPropose,
+    /// The operators (a name, or `cli:<uid>`) who review each scope.
     #[serde(default)]
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "every operator", "x-one-row" = true)))]
     approve: RawPropose,
 }
 
+/// The memory scopes, each with the roles that may propose to it (`propose`)
+/// or the operators who review it (`approve`).
 #[derive(Default, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
-struct RawPropose {
+pub(super) struct RawPropose {
+    /// The project's memory.
     project: Option<Vec<String>>,
+    /// A user's memory.
     user: Option<Vec<String>>,
+    /// A role's memory.
     role: Option<Vec<String>>,
 }
 

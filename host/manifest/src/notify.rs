@@ -200,18 +200,42 @@ const MAX_ATTEMPTS: i64 = 100;
 
 const EVENTS_HINT: &str = "list some of `approval_needed`, `flag` (or `flag:info`, `flag:warning`, `flag:critical`: flags at or above that severity), `budget_warning`, `budget_exceeded`, `ceiling_warning`, `ceiling_reached`, `job_finished`, `job_failed`, `rescue_opened`, `rescue_resolved`, `session_stalled`, `session_completed`, `schedule_alert`, or `\"*\"` for all";
 
+/// `[[notify]]`: one webhook target ([`operators/notifications.md`](operators/notifications.md)).
 #[derive(Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawNotify {
+    /// The target's name.
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "the URL's `host[:port]`")))]
     name: Option<String>,
+    /// Where notifications are POSTed.
+    #[cfg_attr(feature = "schemars", schemars(required))]
     url: Option<String>,
+    /// Event kinds, `flag:<severity>`, or `"*"`.
+    #[cfg_attr(feature = "schemars", schemars(required))]
     events: Option<Vec<String>>,
+    /// `"json"` or `"slack"` (`{"text": "..."}`, `&`, `<` and `>` escaped,
+    /// links not unfurled).
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = "json")))]
+    #[cfg_attr(feature = "schemars", schemars(extend("enum" = ["json", "slack"])))]
     format: Option<String>,
+    /// Signs each delivery (16+ characters); or `secret_file`.
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "none")))]
     secret: Option<String>,
+    /// A 0600 file holding the secret that signs each delivery; or `secret`.
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "none")))]
     secret_file: Option<String>,
+    /// Per delivery.
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = "10s")))]
     timeout: Option<Millis>,
+    /// Attempts at a delivery, then it is kept as failed.
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = 8)))]
     max_attempts: Option<i64>,
+    /// The first back-off, doubled after each failure.
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = "5s")))]
     retry_initial: Option<Millis>,
+    /// The longest back-off.
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = "10m")))]
     retry_max: Option<Millis>,
 }
 

@@ -11,46 +11,87 @@ use super::paths::{canonical, parent_dir, read_source, resolve_component, resolv
 use super::source::{self, ACTION_HINT, NAME_HINT, join_key};
 use super::{Access, ConfigError, FsGrant, HttpGrant, Limits, PluginManifest, ToolOverride};
 
+/// A plugin's manifest: one file per tool plugin, named by a `[[plugin]]
+/// manifest` in `glovebox.toml`.
 #[derive(Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawManifest {
+    /// The tool prefix: the plugin's tools are `name.tool` (lowercase
+    /// letters, digits, `-`, `_`).
     name: String,
+    /// The component file (wasm32-wasip2).
     component: String,
+    /// A pin: a component that does not match is refused.
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "none")))]
     sha256: Option<String>,
+    /// This plugin's limits: `memory`, `deadline`, `output`, `stdio`, `fuel`,
+    /// `write` (as in `[defaults]`).
     #[serde(default)]
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "the host's `[defaults]`", "x-one-row" = true)))]
     limits: RawLimits,
+    /// A directory the plugin may see.
     #[serde(default)]
     fs: Vec<RawFs>,
+    /// Host environment variables the plugin may read, by name.
     #[serde(default)]
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = [])))]
     env: Vec<String>,
+    /// An origin the plugin may send requests to.
     #[serde(default)]
     http: Vec<RawHttp>,
+    /// Where the plugin sees the calling session's scratch dir (e.g.
+    /// `"/scratch"`): a read-write directory of its own per session, kept
+    /// across calls, removed when the session is archived.
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "none")))]
     scratch: Option<String>,
+    /// What the operator says of a tool, by the tool's name; wins over what
+    /// the plugin says of itself.
     #[serde(default)]
+    #[cfg_attr(feature = "schemars", schemars(extend("x-key" = "<tool>")))]
     tools: BTreeMap<String, RawTool>,
 }
 
+/// `[[fs]]`: a directory the plugin may see.
 #[derive(Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawFs {
+    /// The host directory (it must exist).
     host: String,
+    /// Where the plugin sees it (absolute, not `/`).
     guest: String,
+    /// `"read-only"` or `"read-write"`.
     #[serde(default)]
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = "read-only")))]
     access: Access,
 }
 
+/// `[[http]]`: an origin the plugin may send requests to.
 #[derive(Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawHttp {
+    /// An origin (scheme, host, optional port; no path).
     url: String,
 }
 
+/// `[tools.<tool>]`: what the operator says of a tool.
 #[derive(Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawTool {
+    /// The action hooks match on, as a colon path (e.g. `write:file`).
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "the plugin's own")))]
     action: Option<String>,
+    /// Whether it changes something.
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "the plugin's own")))]
     destructive: Option<bool>,
+    /// Whether running it twice is harmless (then an interrupted call may be re-run).
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "the plugin's own")))]
     idempotent: Option<bool>,
+    /// Its estimated cost of one call, for hooks.
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "the plugin's own")))]
     cost: Option<f64>,
 }
 

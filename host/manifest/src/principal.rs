@@ -186,17 +186,37 @@ pub fn authenticate<'a>(
     found
 }
 
+/// `[[principal]]`: who may connect, written by `glovebox principal add`
+/// ([`operators/principals.md`](operators/principals.md)).
 #[derive(Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawPrincipal {
+    /// The principal's name (1 to 64 letters, digits, `.`, `_` and `-`).
     name: String,
+    /// `"agent"` or `"operator"`.
+    #[cfg_attr(feature = "schemars", schemars(extend("enum" = ["agent", "operator"])))]
     kind: String,
+    /// The token's SHA-256, inline (or `credential_file`: one of the two).
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "(one of the two)")))]
     credential: Option<String>,
+    /// A 0600 file holding the token's SHA-256 (or `credential`: one of the two).
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "(one of the two)")))]
     credential_file: Option<String>,
+    /// The roles an agent may start sessions as (its ceiling); not for operators.
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "(required for an agent)")))]
     roles: Option<Vec<String>>,
+    /// The projects an agent may touch (`"*"`: any); not for operators.
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "(required for an agent)")))]
     projects: Option<Vec<String>>,
+    /// Tags pinned on every session it starts.
     #[serde(default)]
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = [])))]
     tags: Vec<String>,
+    /// `"operator"` or `"client"`: its approvals go to its own client's user
+    /// through MCP elicitation.
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = "operator")))]
+    #[cfg_attr(feature = "schemars", schemars(extend("enum" = ["operator", "client"])))]
     approve_by: Option<String>,
 }
 

@@ -108,6 +108,10 @@ struct Def {
     min: u64,
     max: u64,
     field: fn(&mut QuotasConfig) -> &mut u64,
+    /// What the quota bounds, for the config's schema and
+    /// `docs/configuration.md` (read only when the schemas are built).
+    #[cfg_attr(not(feature = "schemars"), expect(dead_code))]
+    means: &'static str,
     /// What the quota protects, for the operators' table
     /// ([`QuotasConfig::table`]).
     protects: &'static str,
@@ -121,24 +125,24 @@ const MAX_COUNT: u64 = 1_000_000;
 /// Every quota with a value, in the order the docs list them.
 #[rustfmt::skip]
 const DEFS: &[Def] = &[
-    Def { key: "sessions_per_principal", unit: Unit::Count, default: 64, min: 1, max: MAX_COUNT, field: |q| &mut q.sessions_per_principal, protects: "an agent starting sessions in a loop: the store, the session cache, every listing (threats 43, 49)" },
-    Def { key: "jobs_per_session", unit: Unit::Count, default: 64, min: 1, max: MAX_COUNT, field: |q| &mut q.jobs_per_session, protects: "one session queueing jobs faster than they run (threat 43)" },
-    Def { key: "jobs_per_principal", unit: Unit::Count, default: 256, min: 1, max: MAX_COUNT, field: |q| &mut q.jobs_per_principal, protects: "an agent spreading a job flood over many sessions (threat 43)" },
-    Def { key: "job_bytes_per_principal", unit: Unit::Bytes, default: 256 * MIB, min: MIB, max: 1024 * GIB, field: |q| &mut q.job_bytes_per_principal, protects: "an agent looping `job_spawn` with big inputs or outputs: the store and the disk (threat 49)" },
-    Def { key: "tags_per_session", unit: Unit::Count, default: 32, min: 1, max: MAX_COUNT, field: |q| &mut q.tags_per_session, protects: "a session's record and every listing that shows its tags (threat 49)" },
-    Def { key: "handoff_bytes", unit: Unit::Bytes, default: 64 * KIB, min: KIB, max: 16 * MIB, field: |q| &mut q.handoff_bytes, protects: "a handoff written whole into the log and a checkpoint (threat 49)" },
-    Def { key: "handoff_items", unit: Unit::Count, default: 64, min: 1, max: MAX_COUNT, field: |q| &mut q.handoff_items, protects: "a handoff's lists, read back at every resume (threat 49)" },
-    Def { key: "approvals_per_principal", unit: Unit::Count, default: 64, min: 1, max: MAX_COUNT, field: |q| &mut q.approvals_per_principal, protects: "an agent piling up approvals nobody settles (threats 43, 49)" },
-    Def { key: "session_events", unit: Unit::Count, default: 1_000_000, min: 100, max: 1_000_000_000, field: |q| &mut q.session_events, protects: "one session's log growing without end: its resume, verify and replay (threats 42, 49)" },
-    Def { key: "session_bytes", unit: Unit::Bytes, default: GIB, min: MIB, max: 1024 * GIB, field: |q| &mut q.session_bytes, protects: "one session's log on disk (threats 42, 49)" },
-    Def { key: "principal_events_per_day", unit: Unit::Count, default: 1_000_000, min: 100, max: 1_000_000_000, field: |q| &mut q.principal_events_per_day, protects: "an agent writing notes, usage and handoffs by the million across sessions (threat 49)" },
-    Def { key: "principal_bytes_per_day", unit: Unit::Bytes, default: 2 * GIB, min: MIB, max: 1024 * GIB, field: |q| &mut q.principal_bytes_per_day, protects: "the disk every tenant shares, filled by one agent over many sessions (threat 49)" },
-    Def { key: "memory_proposals_per_principal", unit: Unit::Count, default: 256, min: 1, max: MAX_COUNT, field: |q| &mut q.memory_proposals_per_principal, protects: "the operators' review queue and every memory search (threat 49)" },
-    Def { key: "children_per_session", unit: Unit::Count, default: 256, min: 1, max: MAX_COUNT, field: |q| &mut q.children_per_session, protects: "a parent's family: its summary, its checkpoints, its wait (threat 49)" },
-    Def { key: "mcp_sessions_per_principal", unit: Unit::Count, default: 64, min: 1, max: MAX_COUNT, field: |q| &mut q.mcp_sessions_per_principal, protects: "the MCP sessions the HTTP listener holds for everyone (threats 43, 58)" },
-    Def { key: "connections_per_principal", unit: Unit::Count, default: 64, min: 1, max: MAX_COUNT, field: |q| &mut q.connections_per_principal, protects: "the requests and open streams the listener serves at once (threats 43, 58)" },
-    Def { key: "queued_calls_per_principal", unit: Unit::Count, default: 256, min: 1, max: MAX_COUNT, field: |q| &mut q.queued_calls_per_principal, protects: "the admission queue other principals wait in (threats 44, 58)" },
-    Def { key: "outbox_per_target", unit: Unit::Count, default: 10_000, min: 1, max: MAX_COUNT, field: |q| &mut q.outbox_per_target, protects: "notifications piling up for an unreachable target (threat 57)" },
+    Def { key: "sessions_per_principal", unit: Unit::Count, default: 64, min: 1, max: MAX_COUNT, field: |q| &mut q.sessions_per_principal, means: "Live sessions (created, active or paused) of one agent principal.", protects: "an agent starting sessions in a loop: the store, the session cache, every listing (threats 43, 49)" },
+    Def { key: "jobs_per_session", unit: Unit::Count, default: 64, min: 1, max: MAX_COUNT, field: |q| &mut q.jobs_per_session, means: "Live jobs (queued or running) of one session.", protects: "one session queueing jobs faster than they run (threat 43)" },
+    Def { key: "jobs_per_principal", unit: Unit::Count, default: 256, min: 1, max: MAX_COUNT, field: |q| &mut q.jobs_per_principal, means: "Live jobs of one agent principal over all its sessions.", protects: "an agent spreading a job flood over many sessions (threat 43)" },
+    Def { key: "job_bytes_per_principal", unit: Unit::Bytes, default: 256 * MIB, min: MIB, max: 1024 * GIB, field: |q| &mut q.job_bytes_per_principal, means: "Bytes one agent principal's jobs keep in the store (inputs, outputs, captured output), until `retain_finished` removes them.", protects: "an agent looping `job_spawn` with big inputs or outputs: the store and the disk (threat 49)" },
+    Def { key: "tags_per_session", unit: Unit::Count, default: 32, min: 1, max: MAX_COUNT, field: |q| &mut q.tags_per_session, means: "Tags on one session.", protects: "a session's record and every listing that shows its tags (threat 49)" },
+    Def { key: "handoff_bytes", unit: Unit::Bytes, default: 64 * KIB, min: KIB, max: 16 * MIB, field: |q| &mut q.handoff_bytes, means: "One handoff, every field together.", protects: "a handoff written whole into the log and a checkpoint (threat 49)" },
+    Def { key: "handoff_items", unit: Unit::Count, default: 64, min: 1, max: MAX_COUNT, field: |q| &mut q.handoff_items, means: "Entries of each list of a handoff.", protects: "a handoff's lists, read back at every resume (threat 49)" },
+    Def { key: "approvals_per_principal", unit: Unit::Count, default: 64, min: 1, max: MAX_COUNT, field: |q| &mut q.approvals_per_principal, means: "Pending approvals of one agent principal's calls.", protects: "an agent piling up approvals nobody settles (threats 43, 49)" },
+    Def { key: "session_events", unit: Unit::Count, default: 1_000_000, min: 100, max: 1_000_000_000, field: |q| &mut q.session_events, means: "Events agents and operators write into one session's log (the host's own are not counted); past it new content is refused, ending or pausing the session still works.", protects: "one session's log growing without end: its resume, verify and replay (threats 42, 49)" },
+    Def { key: "session_bytes", unit: Unit::Bytes, default: GIB, min: MIB, max: 1024 * GIB, field: |q| &mut q.session_bytes, means: "Bytes agents and operators write into one session's log, as stored; past it new content is refused, ending or pausing the session still works.", protects: "one session's log on disk (threats 42, 49)" },
+    Def { key: "principal_events_per_day", unit: Unit::Count, default: 1_000_000, min: 100, max: 1_000_000_000, field: |q| &mut q.principal_events_per_day, means: "Events one agent principal causes in a UTC day.", protects: "an agent writing notes, usage and handoffs by the million across sessions (threat 49)" },
+    Def { key: "principal_bytes_per_day", unit: Unit::Bytes, default: 2 * GIB, min: MIB, max: 1024 * GIB, field: |q| &mut q.principal_bytes_per_day, means: "Bytes one agent principal adds to its logs in a UTC day.", protects: "the disk every tenant shares, filled by one agent over many sessions (threat 49)" },
+    Def { key: "memory_proposals_per_principal", unit: Unit::Count, default: 256, min: 1, max: MAX_COUNT, field: |q| &mut q.memory_proposals_per_principal, means: "Memory proposals of one agent principal awaiting review.", protects: "the operators' review queue and every memory search (threat 49)" },
+    Def { key: "children_per_session", unit: Unit::Count, default: 256, min: 1, max: MAX_COUNT, field: |q| &mut q.children_per_session, means: "Child sessions one session may spawn in all.", protects: "a parent's family: its summary, its checkpoints, its wait (threat 49)" },
+    Def { key: "mcp_sessions_per_principal", unit: Unit::Count, default: 64, min: 1, max: MAX_COUNT, field: |q| &mut q.mcp_sessions_per_principal, means: "MCP sessions over HTTP one principal holds open.", protects: "the MCP sessions the HTTP listener holds for everyone (threats 43, 58)" },
+    Def { key: "connections_per_principal", unit: Unit::Count, default: 64, min: 1, max: MAX_COUNT, field: |q| &mut q.connections_per_principal, means: "HTTP requests in flight of one principal (open streams included).", protects: "the requests and open streams the listener serves at once (threats 43, 58)" },
+    Def { key: "queued_calls_per_principal", unit: Unit::Count, default: 256, min: 1, max: MAX_COUNT, field: |q| &mut q.queued_calls_per_principal, means: "Calls of one principal waiting for a slot.", protects: "the admission queue other principals wait in (threats 44, 58)" },
+    Def { key: "outbox_per_target", unit: Unit::Count, default: 10_000, min: 1, max: MAX_COUNT, field: |q| &mut q.outbox_per_target, means: "Notifications waiting for one `[[notify]]` target (and, apart, kept as failed for it); past it the oldest are dropped, counted in the store (`notify status`, `glovebox_notify_dropped_total`, the dashboard).", protects: "notifications piling up for an unreachable target (threat 57)" },
 ];
 
 impl Default for QuotasConfig {
@@ -254,6 +258,52 @@ pub const MAX_WAIT_IDS: usize = 256;
 pub(super) struct RawQuotas {
     values: std::collections::BTreeMap<String, toml::Value>,
 }
+/// What `retain_finished` means, for the config's schema.
+#[cfg(feature = "schemars")]
+const RETAIN_FINISHED_MEANS: &str =
+    "How long final jobs and settled approvals are kept; `\"off\"` keeps them.";
+
+/// `[quotas]`'s schema, made from [`DEFS`] as its parsing is: each quota a
+/// count or a size, with its default and range, and `retain_finished`.
+#[cfg(feature = "schemars")]
+impl schemars::JsonSchema for RawQuotas {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "RawQuotas".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let mut properties = serde_json::Map::new();
+        for def in DEFS {
+            let schema = match def.unit {
+                Unit::Count => serde_json::json!({
+                    "type": "integer",
+                    "minimum": def.min,
+                    "maximum": def.max,
+                    "default": def.default,
+                }),
+                Unit::Bytes => {
+                    let mut size = generator.subschema_for::<super::units::Size>().to_value();
+                    size["default"] = format_size(def.default).into();
+                    size
+                }
+            };
+            let mut schema = schema;
+            schema["description"] = def.means.into();
+            properties.insert(def.key.to_string(), schema);
+        }
+        let mut retain = generator.subschema_for::<OffOr>().to_value();
+        retain["description"] = RETAIN_FINISHED_MEANS.into();
+        retain["default"] = "30d".into();
+        properties.insert("retain_finished".to_string(), retain);
+        schemars::json_schema!({
+            "description": "`[quotas]`: how much one agent principal, or one session, may hold.",
+            "type": "object",
+            "properties": properties,
+            "additionalProperties": false,
+        })
+    }
+}
+
 pub(super) fn validate_quotas(src: &Source, raw: &RawQuotas) -> Result<QuotasConfig, ConfigError> {
     let mut config = QuotasConfig::default();
     for (key, value) in &raw.values {

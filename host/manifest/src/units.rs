@@ -188,6 +188,66 @@ impl<'de> Deserialize<'de> for Fuel {
     }
 }
 
+/// What TOML accepts for a [`Size`], [`Millis`] and [`Fuel`], for the
+/// config's JSON Schema (`docs/configuration.md` is made from it): their
+/// parsing is written by hand above, so their schemas are too.
+#[cfg(feature = "schemars")]
+mod schemas {
+    use std::borrow::Cow;
+
+    use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+
+    use super::{Fuel, Millis, Size};
+
+    impl JsonSchema for Size {
+        fn schema_name() -> Cow<'static, str> {
+            "Size".into()
+        }
+
+        fn json_schema(_: &mut SchemaGenerator) -> Schema {
+            json_schema!({
+                "description": "A size: an integer number of bytes, or a string with a unit (`\"64 MiB\"`, `\"512KiB\"`, `\"1 GB\"`; KiB, MiB and GiB are powers of 1024, KB, MB and GB powers of 1000, case-insensitive).",
+                "anyOf": [
+                    { "type": "integer", "minimum": 0 },
+                    { "type": "string", "examples": ["64 MiB", "512KiB", "1 GB"] }
+                ]
+            })
+        }
+    }
+
+    impl JsonSchema for Millis {
+        fn schema_name() -> Cow<'static, str> {
+            "Duration".into()
+        }
+
+        fn json_schema(_: &mut SchemaGenerator) -> Schema {
+            json_schema!({
+                "description": "A duration: a string with a unit (`\"5s\"`, `\"250ms\"`, `\"2m\"`, `\"1m 30s\"`, `\"30d\"`), or an integer number of milliseconds.",
+                "anyOf": [
+                    { "type": "integer", "minimum": 0 },
+                    { "type": "string", "examples": ["5s", "250ms", "2m", "1m 30s"] }
+                ]
+            })
+        }
+    }
+
+    impl JsonSchema for Fuel {
+        fn schema_name() -> Cow<'static, str> {
+            "Fuel".into()
+        }
+
+        fn json_schema(_: &mut SchemaGenerator) -> Schema {
+            json_schema!({
+                "description": "Fuel: a positive integer amount (roughly, instructions), or `\"off\"` for no metering.",
+                "anyOf": [
+                    { "type": "integer", "minimum": 1 },
+                    { "const": "off" }
+                ]
+            })
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

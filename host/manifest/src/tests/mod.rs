@@ -17,6 +17,8 @@ mod owned;
 mod plugin;
 mod principals;
 mod schedules;
+#[cfg(feature = "schemars")]
+mod schema_defaults;
 mod storage;
 
 /// A temporary directory with a component file `tool.wasm` in it.
