@@ -14,7 +14,8 @@ use crate::scope::Scope;
 
 pub struct Approve;
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
 #[serde(deny_unknown_fields)]
 pub struct ApproveArgs {
     /// The pending approval's id (`ap-…`).
