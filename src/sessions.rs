@@ -163,19 +163,8 @@ pub enum SessionCommand {
 }
 
 pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitCode> {
-    if let SessionCommand::Rerun { session, call_id } = &command {
-        let gateway = crate::reach::gateway(config).await?;
-        let operator = crate::reach::operator();
-        return match gateway
-            .scope(&operator)
-            .rerun_interrupted(session, call_id)
-            .await
-        {
-            Ok(report) => crate::print_report(&report, false),
-            Err(e) => Ok(crate::session_refused(&e)),
-        };
-    }
     match command {
+        SessionCommand::Rerun { session, call_id } => rerun(config, &session, &call_id).await,
         SessionCommand::Usage {
             session,
             tokens_in,
@@ -189,22 +178,20 @@ pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitC
                 cost,
                 model,
             };
-            return crate::billing::session_usage(config, &session, &usage);
+            crate::billing::session_usage(config, &session, &usage)
         }
         SessionCommand::Budget {
             session,
             cost,
             calls,
             wall,
-        } => return crate::billing::session_budget(config, &session, cost, calls, wall),
-        SessionCommand::Check { session, json } => {
-            return crate::rescue::check(config, &session, json);
-        }
+        } => crate::billing::session_budget(config, &session, cost, calls, wall),
+        SessionCommand::Check { session, json } => crate::rescue::check(config, &session, json),
         SessionCommand::End {
             session,
             outcome,
             cancel_children,
-        } => return end(config, &session, outcome, cancel_children).await,
+        } => end(config, &session, outcome, cancel_children).await,
         SessionCommand::Verdict {
             worker,
             judge,
@@ -218,7 +205,7 @@ pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitC
                 reasons,
                 handoff_seq,
             };
-            return crate::completion::verdict(config, &judge, &worker, input).await;
+            crate::completion::verdict(config, &judge, &worker, input).await
         }
         SessionCommand::Spawn {
             parent,
@@ -226,57 +213,14 @@ pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitC
             objective,
             notes,
             new,
-        } => return crate::children::spawn(config, parent, role, objective, notes, new).await,
+        } => crate::children::spawn(config, parent, role, objective, notes, new).await,
         SessionCommand::Wait { parent, timeout } => {
-            return crate::children::wait(config, &parent, timeout).await;
+            crate::children::wait(config, &parent, timeout).await
         }
-        _ => {}
-    }
-    // Checked against the host's tools before the data dir is opened.
-    let completion = match &command {
-        SessionCommand::Start { new, .. } => {
-            crate::completion::completion_arg(config, new.completion.as_deref()).await?
-        }
-        _ => Default::default(),
-    };
-    let sessions = crate::reach::sessions(config)?;
-    let result = match command {
-        SessionCommand::Start { role, project, new } => {
-            let budget = new.budget()?;
-            sessions
-                .start(StartSession {
-                    role,
-                    project,
-                    name: new.name,
-                    tags: new.tags,
-                    expected_duration: new.expected_duration,
-                    budget,
-                    completion,
-                })
-                .map(|s| serde_json::to_value(&s))
-        }
-        SessionCommand::List(args) => return crate::session_list::list(&sessions, args),
-        SessionCommand::Show { session } => {
-            sessions.show(&session).map(|s| serde_json::to_value(&s))
-        }
-        SessionCommand::Name { session, name } => sessions
-            .rename(&session, &name)
-            .map(|s| serde_json::to_value(&s)),
-        SessionCommand::Tag {
-            session,
-            add,
-            remove,
-        } => sessions
-            .tag(&session, &add, &remove)
-            .map(|s| serde_json::to_value(&s)),
-        SessionCommand::Pause { session, reason } => sessions
-            .pause(&session, &reason)
-            .map(|s| serde_json::to_value(&s)),
-        SessionCommand::Resume { session } => {
-            sessions.resume(&session).map(|r| serde_json::to_value(&r))
-        }
-        SessionCommand::Archive { session } => {
-            sessions.archive(&session).map(|s| serde_json::to_value(&s))
+        SessionCommand::Start { role, project, new } => start(config, role, project, new).await,
+        SessionCommand::List(args) => {
+            let sessions = crate::reach::sessions(config)?;
+            crate::session_list::list(&sessions, args)
         }
         SessionCommand::Handoff {
             session,
@@ -286,17 +230,12 @@ pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitC
             notes,
             from_file,
         } => {
+            let sessions = crate::reach::sessions(config)?;
             let handoff = match from_file {
-                Some(path) => {
-                    let text = std::fs::read_to_string(&path).with_context(|| {
-                        format!("cannot read the handoff file `{}`", path.display())
-                    })?;
-                    serde_json::from_str::<Handoff>(&text)
-                        .with_context(|| format!("`{}` is not a valid handoff", path.display()))?
-                }
+                Some(path) => handoff_from_file(&path)?,
                 None => {
-                    let state = match sessions.show(&session) {
-                        Ok(s) => s,
+                    let role = match sessions.show(&session) {
+                        Ok(s) => s.header.role,
                         Err(e) => return Ok(crate::session_refused(&e)),
                     };
                     let (Some(kind), Some(objective)) = (kind, objective) else {
@@ -304,30 +243,88 @@ pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitC
                             "a handoff needs `--kind` and `--objective` (or `--from-file`)"
                         );
                     };
-                    let mut h = Handoff::new(kind, state.header.role, objective);
+                    let mut h = Handoff::new(kind, role, objective);
                     h.target_session = to;
                     h.notes = notes.into();
                     h
                 }
             };
-            sessions
-                .handoff(&session, handoff)
-                .map(|e| serde_json::to_value(&e))
+            printed(sessions.handoff(&session, handoff))
         }
-        SessionCommand::Rerun { .. }
-        | SessionCommand::End { .. }
-        | SessionCommand::Spawn { .. }
-        | SessionCommand::Verdict { .. }
-        | SessionCommand::Wait { .. }
-        | SessionCommand::Usage { .. }
-        | SessionCommand::Budget { .. }
-        | SessionCommand::Check { .. } => unreachable!("handled above"),
-    };
+        SessionCommand::Show { session } => printed(crate::reach::sessions(config)?.show(&session)),
+        SessionCommand::Name { session, name } => {
+            printed(crate::reach::sessions(config)?.rename(&session, &name))
+        }
+        SessionCommand::Tag {
+            session,
+            add,
+            remove,
+        } => printed(crate::reach::sessions(config)?.tag(&session, &add, &remove)),
+        SessionCommand::Pause { session, reason } => {
+            printed(crate::reach::sessions(config)?.pause(&session, &reason))
+        }
+        SessionCommand::Resume { session } => {
+            printed(crate::reach::sessions(config)?.resume(&session))
+        }
+        SessionCommand::Archive { session } => {
+            printed(crate::reach::sessions(config)?.archive(&session))
+        }
+    }
+}
+
+/// What a session command gave, printed as JSON, or its refusal.
+fn printed<T: serde::Serialize>(
+    result: Result<T, glovebox::session::SessionError>,
+) -> Result<ExitCode> {
     match result {
         Ok(value) => {
-            print_json(&value?)?;
+            print_json(&serde_json::to_value(&value)?)?;
             Ok(ExitCode::SUCCESS)
         }
+        Err(e) => Ok(crate::session_refused(&e)),
+    }
+}
+
+/// `session start`: its completion condition is checked against the host's
+/// tools before the data dir is opened.
+async fn start(
+    config: &Path,
+    role: Role,
+    project: String,
+    new: NewSessionArgs,
+) -> Result<ExitCode> {
+    let completion = crate::completion::completion_arg(config, new.completion.as_deref()).await?;
+    let sessions = crate::reach::sessions(config)?;
+    let budget = new.budget()?;
+    printed(sessions.start(StartSession {
+        role,
+        project,
+        name: new.name,
+        tags: new.tags,
+        expected_duration: new.expected_duration,
+        budget,
+        completion,
+    }))
+}
+
+/// A handoff written as JSON in a file (`--from-file`).
+fn handoff_from_file(path: &Path) -> Result<Handoff> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the handoff file `{}`", path.display()))?;
+    serde_json::from_str::<Handoff>(&text)
+        .with_context(|| format!("`{}` is not a valid handoff", path.display()))
+}
+
+/// `session rerun`: an interrupted call of an idempotent tool, again.
+async fn rerun(config: &Path, session: &str, call_id: &str) -> Result<ExitCode> {
+    let gateway = crate::reach::gateway(config).await?;
+    let operator = crate::reach::operator();
+    match gateway
+        .scope(&operator)
+        .rerun_interrupted(session, call_id)
+        .await
+    {
+        Ok(report) => crate::print_report(&report, false),
         Err(e) => Ok(crate::session_refused(&e)),
     }
 }
