@@ -121,8 +121,11 @@ pub(crate) async fn approve(config: &Path, id: &str) -> Result<ExitCode> {
     }
 }
 
-pub(crate) async fn deny(config: &Path, args: DenyArgs) -> Result<ExitCode> {
-    let reason = args.reason.clone();
+pub(crate) async fn deny(config: &Path, id: &str, reason: &str) -> Result<ExitCode> {
+    let args = DenyArgs {
+        id: id.to_string(),
+        reason: reason.to_string(),
+    };
     match crate::operate::run::<Deny>(config, args).await? {
         Ok(a) => {
             out!(

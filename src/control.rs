@@ -112,7 +112,7 @@ fn needs_store(command: &Command) -> bool {
         | Command::Memory { .. }
         | Command::Log { .. }
         | Command::Approvals { .. }
-        | Command::Approve(_)
+        | Command::Approve { .. }
         | Command::Job { .. }
         | Command::Notify {
             command: crate::notify::NotifyCommand::Status { .. },

@@ -184,10 +184,13 @@ enum Command {
         input: Option<String>,
     },
     /// Approve a pending call: it runs now, exactly as it was judged.
-    Approve(glovebox::operations::ApproveArgs),
-    /// Deny a pending call: it fails for good. (Its flags are the arguments
-    /// of the operation `approvals.deny`.)
-    Deny(glovebox::operations::DenyArgs),
+    Approve { id: String },
+    /// Deny a pending call: it fails for good.
+    Deny {
+        id: String,
+        #[arg(long)]
+        reason: String,
+    },
     /// Policies: replay a hook chain against a recorded session.
     Policy {
         #[command(subcommand)]
@@ -397,8 +400,8 @@ async fn dispatch(config: &std::path::Path, command: Command) -> Result<ExitCode
         Command::Approvals {
             all, json, page, ..
         } => approvals::list(config, all, json, &page).await,
-        Command::Approve(args) => approvals::approve(config, &args.id).await,
-        Command::Deny(args) => approvals::deny(config, args).await,
+        Command::Approve { id } => approvals::approve(config, &id).await,
+        Command::Deny { id, reason } => approvals::deny(config, &id, &reason).await,
         Command::Policy { command } => policy::run(config, command).await,
         Command::Log { command } => log::run(config, command),
         Command::Rescue { command } => rescue::run_rescue(config, command),

@@ -14,8 +14,7 @@ use crate::scope::Scope;
 
 pub struct Approve;
 
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
-#[cfg_attr(feature = "cli", derive(clap::Args))]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ApproveArgs {
     /// The pending approval's id (`ap-…`).

@@ -12,8 +12,7 @@ use crate::scope::Scope;
 
 pub struct Deny;
 
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
-#[cfg_attr(feature = "cli", derive(clap::Args))]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DenyArgs {
     /// The pending approval's id (`ap-…`).
@@ -21,7 +20,6 @@ pub struct DenyArgs {
     pub id: String,
     /// Why, for the agent (it reads it in the call's error).
     #[schemars(length(max = TEXT_MAX))]
-    #[cfg_attr(feature = "cli", arg(long))]
     pub reason: String,
 }
 
