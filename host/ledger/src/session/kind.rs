@@ -334,7 +334,8 @@ pub struct UnwaitedJob {
     /// `plugin.tool`.
     pub tool: String,
     /// Its status then: `queued`, `running`, or a final one (its result
-    /// never read).
+    /// never read). A job status's word (the schema says which).
+    #[cfg_attr(feature = "schemars", schemars(with = "crate::jobs::JobStatus"))]
     pub status: String,
 }
 
