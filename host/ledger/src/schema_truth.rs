@@ -13,6 +13,7 @@
 //! schema names (see [`strict`]), so a field serde writes and the schema
 //! leaves out fails too.
 
+use std::collections::BTreeMap;
 use std::marker::PhantomData;
 
 use jsonschema::Validator;
@@ -70,10 +71,7 @@ impl<T: JsonSchema + Serialize> Fits<T> {
     pub(crate) fn check(&self, what: &str, value: &T) {
         let json = serde_json::to_value(value).expect("the value serializes");
         for (contract, validator) in &self.contracts {
-            let errors: Vec<String> = validator
-                .iter_errors(&json)
-                .map(|e| format!("at `{}`: {e}", e.instance_path()))
-                .collect();
+            let errors = errors(validator, &json);
             assert!(
                 errors.is_empty(),
                 "{what} does not fit the {contract} schema of {}:\n  {}\nthe value: {json}",
@@ -82,6 +80,50 @@ impl<T: JsonSchema + Serialize> Fits<T> {
             );
         }
     }
+}
+
+/// The validators of each variant of `T`, an internally tagged enum, by
+/// its `tag`'s value (its schema is a `oneOf` of them, for deserializing):
+/// where `T`'s whole schema only says that no variant fits a value, its
+/// variant's own says why.
+pub(crate) fn variants<T: JsonSchema>(tag: &str) -> BTreeMap<String, Validator> {
+    let root = schema_of::<T>(false);
+    let Some(Value::Array(variants)) = root.get("oneOf") else {
+        panic!("the schema of {} is not a oneOf: {root}", T::schema_name());
+    };
+    variants
+        .iter()
+        .map(|variant| {
+            let name = variant
+                .get("properties")
+                .and_then(|p| p.get(tag))
+                .and_then(|t| t.get("const"))
+                .and_then(Value::as_str)
+                .unwrap_or_else(|| {
+                    panic!(
+                        "a variant of {} without a `{tag}`: {variant}",
+                        T::schema_name()
+                    )
+                })
+                .to_string();
+            let mut schema = variant.clone();
+            if let (Value::Object(o), Some(defs)) = (&mut schema, root.get("$defs")) {
+                o.insert("$defs".into(), defs.clone());
+            }
+            strict(&mut schema);
+            let validator = jsonschema::validator_for(&schema)
+                .unwrap_or_else(|e| panic!("the schema of variant `{name}` is not valid: {e}"));
+            (name, validator)
+        })
+        .collect()
+}
+
+/// Every error of `value` against `validator`, each with where it is.
+pub(crate) fn errors(validator: &Validator, value: &Value) -> Vec<String> {
+    validator
+        .iter_errors(value)
+        .map(|e| format!("at `{}`: {e}", e.instance_path()))
+        .collect()
 }
 
 /// Makes `schema` refuse the fields it does not name: every object schema

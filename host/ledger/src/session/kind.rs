@@ -114,6 +114,7 @@ pub enum EventKind {
         /// The trigger pattern that matched.
         pattern: String,
         /// `allow`, `deny` or `ask`.
+        #[cfg_attr(feature = "schemars", schemars(extend("enum" = ["allow", "deny", "ask"])))]
         decision: String,
         reason: Option<String>,
         alternatives: Vec<String>,

@@ -9,7 +9,9 @@
 //! appended as the host appends them, and every kind the schema lists must
 //! have been checked. The records of an old data dir fit too.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+
+use jsonschema::Validator;
 
 use serde_json::Value;
 
@@ -20,7 +22,7 @@ use crate::manifest::{
     BudgetCaps, BudgetsConfig, Completion, DetectorConfig, HandoffsConfig, Measure, Period,
     Principal, Scope, Severity,
 };
-use crate::schema_truth::{Fits, schema_of};
+use crate::schema_truth::{Fits, errors, variants};
 use crate::values::{ContextEntry, ContextKind, EscalationStep};
 
 /// What the checks of one run share: the validators, and the kinds seen.
@@ -28,6 +30,8 @@ struct Checks {
     state: Fits<SessionState>,
     resumed: Fits<Resumed>,
     event: Fits<Event>,
+    /// Each kind's own schema, by its `type`.
+    kind: BTreeMap<String, Validator>,
     info: Fits<SessionInfo>,
     kinds: BTreeSet<&'static str>,
 }
@@ -38,6 +42,7 @@ impl Checks {
             state: Fits::new(),
             resumed: Fits::new(),
             event: Fits::new(),
+            kind: variants::<EventKind>("type"),
             info: Fits::new(),
             kinds: BTreeSet::new(),
         }
@@ -56,13 +61,23 @@ impl Checks {
         }
     }
 
+    /// `event`, its kind first against that kind's own schema (so a
+    /// failure says what is wrong in it), then whole.
     #[track_caller]
     fn event(&mut self, event: &Event, of: &str) {
         let kind = event.kind.name();
-        self.event.check(
-            &format!("event {} (`{kind}`) of session {of}", event.seq),
-            event,
+        let what = format!("event {} (`{kind}`) of session {of}", event.seq);
+        let Some(validator) = self.kind.get(kind) else {
+            panic!("{what}: the schema of EventKind has no variant `{kind}`");
+        };
+        let json = serde_json::to_value(&event.kind).expect("a kind serializes");
+        let wrong = errors(validator, &json);
+        assert!(
+            wrong.is_empty(),
+            "{what} does not fit the schema of its kind:\n  {}\nthe kind: {json}",
+            wrong.join("\n  ")
         );
+        self.event.check(&what, event);
         self.kinds.insert(kind);
     }
 }
@@ -236,23 +251,6 @@ fn annotations(at_ms: u64) -> Vec<EventKind> {
             call_id: None,
         },
     ]
-}
-
-/// The `type` of every kind `EventKind`'s schema lists.
-fn kinds_in_the_schema() -> BTreeSet<String> {
-    let schema = schema_of::<EventKind>(false);
-    let variants = schema["oneOf"]
-        .as_array()
-        .expect("EventKind's schema is a oneOf");
-    variants
-        .iter()
-        .map(|v| {
-            v.pointer("/properties/type/const")
-                .and_then(Value::as_str)
-                .unwrap_or_else(|| panic!("a variant of EventKind's schema without a `type`: {v}"))
-                .to_string()
-        })
-        .collect()
 }
 
 #[test]
@@ -501,7 +499,7 @@ fn every_state_resume_and_event_of_a_real_session_fits_its_schema() {
     }
 
     // Every kind the schema lists was checked, and no other exists.
-    let listed = kinds_in_the_schema();
+    let listed: BTreeSet<String> = checks.kind.keys().cloned().collect();
     let seen: BTreeSet<String> = checks.kinds.iter().map(|k| k.to_string()).collect();
     let missed: Vec<&String> = listed.difference(&seen).collect();
     assert!(missed.is_empty(), "event kinds never checked: {missed:?}");
