@@ -1,12 +1,14 @@
 //! The JSON Schemas of what the sessions service returns are true: a real
 //! session, driven through the ledger's own API (keyed, with a budget and a
-//! completion condition, renamed, tagged, calls decided and run, notes, usage
-//! past its cap, a cap raised, pauses, a child spawned and reporting back,
-//! gates and a judge's verdict, calls lost to a restart, an end with jobs
-//! nobody waited for, an archive), and every state, resume and log event
-//! along the way fits the schema schemars generates for its type (see
-//! `crate::schema_truth`). The kinds the API does not reach here are
-//! appended as the host appends them, and every kind the schema lists must
+//! completion condition, renamed, tagged, a memory entry proposed and
+//! searched, calls decided and run, notes, usage past its cap, a cap raised,
+//! pauses, a child spawned and reporting back, gates and a judge's verdict,
+//! the detector, a project's ceiling reached, calls lost to a restart, an
+//! end with jobs nobody waited for, an archive), and every state, resume and
+//! log event along the way fits the schema schemars generates for its type
+//! (see `crate::schema_truth`). Only `action_refused` and `schedule_alert`,
+//! which the host crate writes, and variations of other kinds the run does
+//! not reach, are appended as built here; every kind the schema lists must
 //! have been checked. The records of an old data dir fit too.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
@@ -19,10 +21,12 @@ use super::fixtures::BEFORE_ISSUE_36;
 use super::*;
 use crate::budget::{self, UsageReport};
 use crate::manifest::{
-    BudgetCaps, BudgetsConfig, Completion, DetectorConfig, HandoffsConfig, Measure, Period,
-    Principal, Scope, Severity,
+    BudgetCaps, BudgetsConfig, CeilingLimits, Ceilings, Completion, DetectorConfig, HandoffsConfig,
+    Measure, MemoryConfig, MemoryScopeKind, Period, PeriodCeilings, Principal, Scope, Severity,
 };
+use crate::memory::MemoryBank;
 use crate::schema_truth::{Fits, errors, variants};
+use crate::spend::SpendConfig;
 use crate::values::{ContextEntry, ContextKind, EscalationStep};
 
 /// What the checks of one run share: the validators, and the kinds seen.
@@ -83,7 +87,11 @@ impl Checks {
 }
 
 fn worker() -> Principal {
-    agent("worker", &[Role::Supervisor, Role::Workagent], &["demo"])
+    agent(
+        "worker",
+        &[Role::Supervisor, Role::Workagent],
+        &["demo", "costly"],
+    )
 }
 
 fn judge() -> Principal {
@@ -148,7 +156,10 @@ fn finish(env: &Env, session: &str, call_id: &str, ok: bool) {
     env.sessions.append(session, kind).expect("call_finished");
 }
 
-/// The kinds the API does not reach in this test, as the host appends them.
+/// What the run does not reach, as the host appends it: the kinds the host
+/// crate writes (`action_refused`, `schedule_alert`), and the other fields
+/// of kinds it does (a ceiling reached by a call, a flag without one, a
+/// rescue's context, a search that found nothing).
 fn annotations(at_ms: u64) -> Vec<EventKind> {
     vec![
         EventKind::CeilingWarning {
@@ -292,6 +303,23 @@ fn every_state_resume_and_event_of_a_real_session_fits_its_schema() {
             .tag(&id, &["red".into()], &["nightly".into()], &HashSet::new())
             .unwrap(),
     );
+    // A memory entry proposed from it, approved, and found by a search:
+    // the next session of the project starts with it (`bench`, below).
+    let memory = MemoryConfig {
+        propose: [(MemoryScopeKind::Project, vec![Role::Supervisor])].into(),
+        ..MemoryConfig::default()
+    };
+    let bank = MemoryBank::new(env.store.clone(), memory);
+    let (entry, _) = bank
+        .propose_in(&env.sessions, &w, &id, "project", "the tests need sled")
+        .expect("propose");
+    bank.approve(&entry.id, "operator", env.sessions.clock_ms())
+        .expect("approve");
+    let (found, _) = bank
+        .search_in(&env.sessions, &w, &id, "sled", 10, None)
+        .expect("search");
+    assert_eq!(found.items.len(), 1);
+    drop(bank);
     env.call(&id, "c-0", "ok");
     decided_call(&env, &id, "c-1", true);
     decided_call(&env, &id, "c-2", false);
@@ -438,6 +466,52 @@ fn every_state_resume_and_event_of_a_real_session_fits_its_schema() {
         crate::detect::check(&env.sessions, &DetectorConfig::default(), &id).expect("the detector");
     checks.state("after the detector ran", &checked.state);
 
+    // The tokens of project `costly` reach its daily ceiling: a warning,
+    // then the session that reached it is paused.
+    let ceilings = BudgetsConfig {
+        ceilings: Ceilings {
+            projects: [(
+                "costly".to_string(),
+                PeriodCeilings {
+                    day: CeilingLimits {
+                        tokens: Some(3000),
+                        ..CeilingLimits::default()
+                    },
+                    ..PeriodCeilings::default()
+                },
+            )]
+            .into(),
+            ..Ceilings::default()
+        },
+        ..BudgetsConfig::default()
+    };
+    env.sessions.tallies().configure(SpendConfig {
+        ceilings: ceilings.ceilings.clone(),
+        ..SpendConfig::default()
+    });
+    let spender = scope
+        .start(
+            StartSession {
+                project: "costly".into(),
+                ..start_request("spender", Role::Workagent)
+            },
+            &HashSet::new(),
+        )
+        .expect("start")
+        .header
+        .id;
+    env.call(&spender, "s-0", "ok");
+    for _ in 0..3 {
+        budget::report_usage(&env.sessions, &ceilings, &spender, &usage(0.0)).expect("usage");
+    }
+    let stopped = env.sessions.show(&spender).unwrap();
+    assert_eq!(stopped.header.status, SessionStatus::Paused, "{stopped:?}");
+    checks.state("paused at a ceiling", &stopped);
+    checks.state(
+        "ended at a ceiling",
+        &env.sessions.end(&spender, EndOutcome::Interrupted).unwrap(),
+    );
+
     let now = env.sessions.clock_ms();
     for kind in annotations(now) {
         env.sessions.append(&id, kind).expect("an annotation");
@@ -490,7 +564,7 @@ fn every_state_resume_and_event_of_a_real_session_fits_its_schema() {
     checks.state("ended", &ended);
     checks.state("archived", &env.sessions.archive(&id).unwrap());
 
-    for session in [&id, &kid, &bench.header.id] {
+    for session in [&id, &kid, &bench.header.id, &spender] {
         checks.log(&env.sessions, session);
         checks.info.check(
             "its index entry",
