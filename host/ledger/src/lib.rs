@@ -53,6 +53,8 @@ mod newest;
 pub mod notify;
 pub mod page;
 pub mod rescue;
+#[cfg(all(test, feature = "schemars"))]
+mod schema_truth;
 pub mod session;
 pub mod spend;
 mod tally;

@@ -13,6 +13,7 @@ use crate::Cap;
 use crate::micros::{CostError, to_micros};
 
 /// Caps, each optional: cost in micros, calls, wall time in milliseconds.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct BudgetCaps {

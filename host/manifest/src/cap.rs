@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::micros::units;
 
 /// One of the caps.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Cap {

@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 /// What a guest wrote to one stream, bounded.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Captured {
     /// The first bytes written, up to the limit (lossy UTF-8).

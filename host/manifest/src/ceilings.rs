@@ -24,6 +24,7 @@ use crate::Role;
 use crate::micros::units;
 
 /// A calendar period, in UTC.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Period {
@@ -121,6 +122,7 @@ fn midnight_ms(date: NaiveDate) -> u64 {
 crate::named_enum!(Period, "period");
 
 /// What a ceiling bounds.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Measure {
@@ -224,6 +226,7 @@ impl PeriodCeilings {
 }
 
 /// What a ceiling belongs to.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ScopeKind {
@@ -250,6 +253,7 @@ impl ScopeKind {
 crate::named_enum!(ScopeKind, "scope");
 
 /// One principal, project or role.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Scope {
     pub kind: ScopeKind,

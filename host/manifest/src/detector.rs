@@ -11,6 +11,7 @@ use super::source::Source;
 use super::units::Millis;
 
 /// How bad a blocker flag is. A critical flag pauses its session.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {

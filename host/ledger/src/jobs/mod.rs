@@ -28,6 +28,8 @@ mod index;
 mod list;
 mod places;
 mod records;
+#[cfg(all(test, feature = "schemars"))]
+mod schemas;
 mod store;
 mod summary;
 mod sweep;

@@ -35,6 +35,7 @@ impl Default for JobsConfig {
 }
 
 /// Where a job stands.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum JobStatus {
@@ -85,6 +86,7 @@ impl JobStatus {
 glovebox_manifest::named_enum!(JobStatus, "job status");
 
 /// Why a job did not produce a result.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobErrorInfo {
     /// How the call failed (the runtime's `CallError::kind`: `timeout`,
@@ -95,6 +97,7 @@ pub struct JobErrorInfo {
 }
 
 /// What a job's call produced.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct JobResult {
     pub output: Option<serde_json::Value>,
@@ -107,6 +110,7 @@ pub struct JobResult {
 /// A job with its bodies (input and whole result), as `job_status` and
 /// `job_wait` answer it. The store keeps it in two parts: its record
 /// ([`super::JobSummary`]) and its bodies apart.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct JobInfo {
     /// `job-` and 12 hex digits.
@@ -220,6 +224,7 @@ pub enum WaitMode {
 
 /// What a wait found: the final jobs, the others, and whether the wait ended
 /// at its timeout.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct WaitOutcome {
     pub done: Vec<JobInfo>,

@@ -18,6 +18,7 @@ use crate::session::{CallMetering, bounded, digest};
 pub const SUMMARY_ERROR_BYTES: usize = 1024;
 
 /// A job, as stored and listed: everything but its bodies.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct JobSummary {
     /// `job-` and 12 hex digits.
@@ -63,6 +64,7 @@ pub struct JobSummary {
 }
 
 /// What a job's call produced, without its bodies.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ResultSummary {
     /// Why it did not produce an output; a message is cut at
@@ -88,6 +90,7 @@ pub struct ResultSummary {
 
 /// Where a job's whole result is kept: under the attempt that produced it,
 /// so a run that lost a race never overwrites the result another run stored.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Kept {
     pub attempt: u32,

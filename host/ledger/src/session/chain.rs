@@ -35,6 +35,7 @@ type HmacSha256 = Hmac<Sha256>;
 pub const MIN_KEY_BYTES: usize = 32;
 
 /// What a keyed session's first event records about its chain.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KeyedChain {
     /// [`ChainKey::id`] of the key the log is sealed with.

@@ -29,6 +29,7 @@ use super::kind::EventKind;
 use crate::manifest::Completion;
 
 /// Where a session stands against its completion condition.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CompletionState {
     /// What must hold, from `session_started`.
@@ -49,6 +50,7 @@ pub struct CompletionState {
 }
 
 /// A gate run that still stands.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GatesRun {
     pub seq: u64,

@@ -19,6 +19,7 @@ pub const GENESIS_HASH: &str = "000000000000000000000000000000000000000000000000
 pub const MAX_INLINE_BYTES: usize = 64 * 1024;
 
 /// One record of a session's log.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Event {
     /// The session id (`s-…`), also the name of the log stream.

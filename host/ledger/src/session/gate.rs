@@ -10,6 +10,7 @@ pub const MAX_GATE_DETAIL: usize = 2048;
 
 /// One gate's run, as `gates_checked` records it (the call itself is in the
 /// log just before, as every call is).
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GateResult {
     /// `plugin.tool`.
@@ -22,6 +23,7 @@ pub struct GateResult {
 }
 
 /// A judge's verdict on a session's handoff.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Verdict {
     /// The judge's session.

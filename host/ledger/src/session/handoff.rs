@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::manifest::Role;
 
 /// Which way the work goes.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum HandoffKind {
@@ -82,6 +83,7 @@ impl HandoffKind {
 glovebox_manifest::named_enum!(HandoffKind, "handoff kind");
 
 /// A structured note from one session or role to another.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Handoff {
     pub kind: HandoffKind,

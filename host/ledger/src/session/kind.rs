@@ -16,6 +16,7 @@ use crate::values::{ContextEntry, EscalationStep};
 /// A blocker flag the stuck-agent detector raised (see [`crate::detect`]):
 /// the content of a `blocker_flag` event, whose fields stand beside its
 /// `type` in the log as they did when the variant spelt them out.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Flag {
     /// `budget`, `retry`, `overrun`, `denials`, `no_progress`, `stale` or
@@ -29,6 +30,7 @@ pub struct Flag {
 }
 
 /// Everything that can happen in a session.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum EventKind {
@@ -112,6 +114,7 @@ pub enum EventKind {
         /// The trigger pattern that matched.
         pattern: String,
         /// `allow`, `deny` or `ask`.
+        #[cfg_attr(feature = "schemars", schemars(extend("enum" = ["allow", "deny", "ask"])))]
         decision: String,
         reason: Option<String>,
         alternatives: Vec<String>,
@@ -324,6 +327,7 @@ pub enum EventKind {
 }
 
 /// A background job nobody waited for when its session ended.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UnwaitedJob {
     /// `job-…`.
@@ -331,7 +335,8 @@ pub struct UnwaitedJob {
     /// `plugin.tool`.
     pub tool: String,
     /// Its status then: `queued`, `running`, or a final one (its result
-    /// never read).
+    /// never read). A job status's word (the schema says which).
+    #[cfg_attr(feature = "schemars", schemars(with = "crate::jobs::JobStatus"))]
     pub status: String,
 }
 
@@ -403,6 +408,7 @@ impl EventKind {
 }
 
 /// What one call cost, as logged.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CallMetering {
     pub wall_us: u64,
@@ -427,6 +433,7 @@ fn is_zero(n: &u64) -> bool {
 /// Flattened into both, fields in this order: an end record already in a
 /// log must serialize to the bytes its hash covers, so these fields keep
 /// their names and places.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CallTotals {
     /// Finished and interrupted calls.
@@ -454,6 +461,7 @@ impl CallTotals {
 }
 
 /// The totals a session-end record carries.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionSummary {
     /// From the session's start to its end.
@@ -473,6 +481,7 @@ pub struct SessionSummary {
 }
 
 /// How a session ended.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EndOutcome {

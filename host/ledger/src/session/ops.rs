@@ -33,6 +33,7 @@ pub struct SessionFilter {
 }
 
 /// What an agent with no memory of a session needs to carry it on.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, Serialize)]
 pub struct Resumed {
     pub state: SessionState,

@@ -17,6 +17,7 @@ use crate::manifest::{BudgetCaps, Cap};
 use crate::values::{BudgetState, ContextEntry};
 
 /// Running totals over a session's calls.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counters {
     /// What the session's end record carries too (its fields stand here,
@@ -39,6 +40,7 @@ pub struct Counters {
 }
 
 /// A call that was requested and has not finished.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InFlightCall {
     pub tool: String,
@@ -61,6 +63,7 @@ fn is_zero(n: &u64) -> bool {
 }
 
 /// A call the host lost while it was requested or running.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InterruptedCall {
     pub call_id: String,
@@ -75,6 +78,7 @@ pub struct InterruptedCall {
 }
 
 /// A handoff and where it came from.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HandoffRecord {
     pub seq: u64,
@@ -85,6 +89,7 @@ pub struct HandoffRecord {
 }
 
 /// A child session as its parent's state keeps it (see `family.rs`).
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChildLink {
     pub role: Role,
@@ -103,6 +108,7 @@ pub struct ChildLink {
 
 /// The caps a parent carved for all its children together: what its own
 /// budget counts as spent for them (see `budget::Used`).
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Carved {
     pub cost_micros: u64,
@@ -142,6 +148,7 @@ pub struct SessionHeader {
 }
 
 /// The fold of a session's events.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionState {
     #[serde(flatten)]
@@ -219,6 +226,7 @@ pub struct SessionState {
 /// `quotas.session_events` and `quotas.session_bytes` bound (see
 /// `quota.rs`). Kept in the state, so a checkpoint carries it and a load
 /// adds what follows: a restart recounts nothing from the whole log.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Written {
     pub events: u64,

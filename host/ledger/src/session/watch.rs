@@ -22,6 +22,7 @@ const MAX_FAILING: usize = 64;
 const MAX_ERROR: usize = 300;
 
 /// A blocker flag that has not been cleared.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ActiveFlag {
     pub severity: Severity,
@@ -34,6 +35,7 @@ pub struct ActiveFlag {
 }
 
 /// A call (tool and input) that keeps failing.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FailingCall {
     pub tool: String,
@@ -46,6 +48,7 @@ pub struct FailingCall {
 
 /// What the detector keeps of a session: the fold of its events that the
 /// rules read, so running them reads no log.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Watch {
     /// The rung of the escalation ladder the session is on.

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use crate::manifest::{BudgetCaps, Cap, Scope};
 
 /// The budget part of a session's state (folded from its events).
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct BudgetState {

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 /// What a piece of context is.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ContextKind {
@@ -16,6 +17,7 @@ pub enum ContextKind {
 }
 
 /// One piece of context handed to a session (in `context_injected` events).
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ContextEntry {
     /// The index entry's id (`c-…`), or the rescue's id for an injection.

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 /// The rungs of the escalation ladder, in order.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
 )]

@@ -18,6 +18,8 @@ mod lifecycle;
 mod names;
 mod quotas;
 mod recovery;
+#[cfg(feature = "schemars")]
+mod schemas;
 
 use std::path::Path;
 use std::sync::Arc;
