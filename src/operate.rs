@@ -24,13 +24,12 @@ pub(crate) async fn call(
     if let Some(answer) = crate::control::operate(config, entry.name, &arguments).await? {
         return Ok(answer);
     }
-    let gateway = crate::reach::gateway(config).await?;
+    // The jobs runner over the data dir opened here (it runs no job: only
+    // `serve` and `job wait` do).
+    let jobs = crate::reach::jobs(config).await?;
     let operator = crate::reach::operator();
-    Ok(glovebox::tasks::acting(
-        operator.name.clone(),
-        entry.call(gateway.scope(&operator), arguments),
-    )
-    .await)
+    let scope = jobs.gateway().scope(&operator).with_jobs(&jobs);
+    Ok(glovebox::tasks::acting(operator.name.clone(), entry.call(scope, arguments)).await)
 }
 
 /// Runs operation `O` with typed arguments: its typed output, for a

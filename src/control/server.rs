@@ -120,7 +120,7 @@ async fn serve_one(
         Ok(Request {
             version: VERSION,
             asked: Asked::Operation { name, arguments },
-        }) => operation(&gateway, &operator, &name, arguments).await,
+        }) => operation(&gateway, &jobs, &operator, &name, arguments).await,
         Ok(Request {
             version: VERSION,
             asked: Asked::Command(command),
@@ -188,6 +188,7 @@ async fn serve_one(
 /// refusal goes back as JSON, for the command line to print.
 async fn operation(
     gateway: &Gateway,
+    jobs: &Arc<Jobs>,
     operator: &Principal,
     name: &str,
     arguments: Value,
@@ -200,7 +201,7 @@ async fn operation(
     // What it writes to a log is this operator's doing.
     let ran = glovebox::tasks::acting(
         operator.name.clone(),
-        entry.call(gateway.scope(operator), arguments),
+        entry.call(gateway.scope(operator).with_jobs(jobs), arguments),
     )
     .await;
     Response {

@@ -156,6 +156,27 @@ fn the_api_document_validates_and_every_route_answers_with_what_it_says() {
         Some(0),
         "{found}"
     );
+    // A job of the agent's, run to its end, and the job built-ins the
+    // registry serves (`job_status`, `job_list`) on it.
+    let spawned = server.ok(
+        12,
+        "job_spawn",
+        json!({"tool": "echo.echo", "input": {"message": "in the background"}}),
+    );
+    let job = spawned["id"].as_str().unwrap().to_string();
+    let waited = server.ok(13, "job_wait", json!({"ids": [job]}));
+    assert_eq!(waited["done"][0]["status"], "completed", "{waited}");
+    let status = server.ok(14, "job_status", json!({"id": job}));
+    assert_eq!(status["status"], "completed", "{status}");
+    let listed = server.ok(15, "job_list", json!({"limit": 5}));
+    assert_eq!(listed["jobs"][0]["id"], job.as_str(), "{listed}");
+    let refused = server.call(16, "job_list", json!({"status": "lost"}));
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    let said = refused["error"]["message"].as_str().unwrap();
+    assert!(
+        said.starts_with("invalid arguments for `job_list`: `status`") && said.contains("lost"),
+        "{said}"
+    );
     drop(server);
     // One pending approval a session (a session waits on its approval).
     for name in ["api-a", "api-b", "api-c", "api-d"] {
@@ -213,6 +234,9 @@ fn the_api_document_validates_and_every_route_answers_with_what_it_says() {
         "memory.reject": {"path": {"id": memory[1]}, "body": {"reason": "tests stay"}},
         "memory.retire": {"path": {"id": memory[0]}, "body": {"reason": "moved to prod"}},
         "context.search": {"query": {"query": "staging", "project": "demo", "limit": "5"}},
+        "jobs.show": {"path": {"id": job}},
+        "jobs.cancel": {"path": {"id": job}},
+        "jobs.list": {"query": {"status": "completed", "limit": "5"}},
     });
     let mut called = BTreeSet::new();
     // Reads first, then changes (an approval is shown before it is settled).

@@ -109,7 +109,8 @@ pub(crate) fn routes(mut router: Router<Arc<App>>) -> Router<Arc<App>> {
 /// Runs `entry` as the operator with `args`.
 async fn answer(app: &App, op: &Operator, entry: &'static Entry, args: Value) -> Response {
     tracing::info!(operation = entry.name, principal = %op.0.name, "api");
-    match entry.call(app.gateway.scope(&op.0), args).await {
+    let scope = app.gateway.scope(&op.0).with_jobs(&app.jobs);
+    match entry.call(scope, args).await {
         Ok(output) => json_answer(StatusCode::OK, &output),
         Err(e) => failure(&e),
     }

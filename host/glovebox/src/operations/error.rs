@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::jobs::JobError;
 use crate::memory::MemoryError;
 use crate::session::SessionError;
 
@@ -102,6 +103,19 @@ fn session_class(e: &SessionError) -> ErrorClass {
 impl From<SessionError> for OperationError {
     fn from(e: SessionError) -> OperationError {
         OperationError::new(session_class(&e), e.kind(), e.to_string())
+    }
+}
+
+impl From<JobError> for OperationError {
+    fn from(e: JobError) -> OperationError {
+        let message = e.to_string();
+        let (class, kind) = match e {
+            JobError::Session(s) => return OperationError::from(s),
+            JobError::BadRequest(_) => (ErrorClass::Invalid, "job_refused"),
+            JobError::NotFound(_) => (ErrorClass::NotFound, "job_not_found"),
+            JobError::Storage(_) => (ErrorClass::Failed, "job_storage"),
+        };
+        OperationError::new(class, kind, message)
     }
 }
 

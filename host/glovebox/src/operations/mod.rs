@@ -23,6 +23,9 @@ mod approvals_show;
 mod context_search;
 mod doctor;
 mod error;
+mod jobs_cancel;
+mod jobs_list;
+mod jobs_show;
 mod memory_approve;
 mod memory_propose;
 mod memory_reject;
@@ -56,6 +59,9 @@ pub use approvals_show::{ShowApproval, ShowApprovalArgs};
 pub use context_search::{ContextFound, SearchContext, SearchContextArgs};
 pub use doctor::Doctor;
 pub use error::{ErrorClass, OperationError};
+pub use jobs_cancel::{CancelJob, CancelJobArgs};
+pub use jobs_list::{JobsPage, ListJobs, ListJobsArgs};
+pub use jobs_show::{ShowJob, ShowJobArgs};
 pub use memory_approve::{ApproveMemory, ApproveMemoryArgs};
 pub use memory_propose::{ProposeMemory, ProposeMemoryArgs, Proposed};
 pub use memory_reject::{RejectMemory, RejectMemoryArgs};
@@ -309,6 +315,23 @@ pub(crate) fn bound_session<'g, O: Operation>(scope: Scope<'g>) -> Result<&'g st
     })
 }
 
+/// The jobs runner on behalf of the scope's caller, or the refusal of
+/// operation `O` where the surface has none.
+pub(crate) fn job_runner<'g, O: Operation>(
+    scope: Scope<'g>,
+) -> Result<crate::scope::JobScope<'g>, OperationError> {
+    scope.jobs().ok_or_else(|| {
+        OperationError::new(
+            ErrorClass::Unavailable,
+            "no_job_runner",
+            format!(
+                "`{}` needs the jobs runner, which this surface does not have: run it on a server (`glovebox serve`)",
+                known_as::<O>()
+            ),
+        )
+    })
+}
+
 /// Every operation, by name.
 pub fn all() -> &'static [Entry] {
     static ALL: LazyLock<Vec<Entry>> = LazyLock::new(|| {
@@ -327,6 +350,9 @@ pub fn all() -> &'static [Entry] {
             Entry::of::<ProposeMemory>(),
             Entry::of::<SearchMemory>(),
             Entry::of::<SearchContext>(),
+            Entry::of::<ShowJob>(),
+            Entry::of::<CancelJob>(),
+            Entry::of::<ListJobs>(),
             Entry::of::<Doctor>(),
         ]
     });

@@ -75,6 +75,17 @@ impl<'j> JobScope<'j> {
             .await
     }
 
+    /// The job, if it is of a session the caller may see: an agent's look
+    /// at an ended job marks its result as read ([`Self::status`]), an
+    /// operator's does not.
+    pub async fn show(self, id: &str) -> Result<JobInfo, JobError> {
+        if self.caller.is_operator() {
+            self.seen(id)?;
+            return self.jobs.peek(id);
+        }
+        self.status(id).await
+    }
+
     /// The job, if it is of a session the caller may see.
     pub async fn status(self, id: &str) -> Result<JobInfo, JobError> {
         // Seen first (its record alone): only a caller it is shown to reads it.

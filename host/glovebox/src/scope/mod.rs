@@ -30,10 +30,13 @@ mod completion;
 mod jobs;
 mod memory;
 
+use std::sync::Arc;
+
 use crate::approvals::Approval;
 use crate::budget::UsageReport;
 use crate::call::CallReport;
 use crate::gateway::Gateway;
+use crate::jobs::Jobs;
 use crate::manifest::Principal;
 use crate::page::{Page, PageRequest};
 use crate::pipeline::{Admitted, Judge};
@@ -56,6 +59,9 @@ pub struct Scope<'g> {
     /// The session the caller acts from, if any: an MCP connection's bound
     /// session ([`Scope::acting_from`]).
     session: Option<&'g str>,
+    /// The jobs runner, where the surface has one ([`Scope::with_jobs`]):
+    /// it is started over the gateway, not part of it.
+    jobs: Option<&'g Arc<Jobs>>,
 }
 
 impl Gateway {
@@ -67,6 +73,7 @@ impl Gateway {
             gateway: self,
             caller,
             session: None,
+            jobs: None,
         }
     }
 }
@@ -87,6 +94,19 @@ impl<'g> Scope<'g> {
     /// from whose family the sessions it names must be reachable.
     pub fn acting_from(self, session: Option<&'g str>) -> Scope<'g> {
         Scope { session, ..self }
+    }
+
+    /// This scope, with the jobs runner a surface started over the gateway.
+    pub fn with_jobs(self, jobs: &'g Arc<Jobs>) -> Scope<'g> {
+        Scope {
+            jobs: Some(jobs),
+            ..self
+        }
+    }
+
+    /// The jobs runner on behalf of the caller, if this scope has one.
+    pub fn jobs(self) -> Option<JobScope<'g>> {
+        self.jobs.map(|jobs| jobs.scope(self.caller))
     }
 
     /// The session the caller acts from, if any (see [`Self::acting_from`]).

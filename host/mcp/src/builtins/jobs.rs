@@ -5,18 +5,13 @@ use std::time::Duration;
 use rmcp::ErrorData;
 use rmcp::model::{CallToolResult, JsonObject};
 use serde::Serialize;
-use serde_json::json;
 
 use super::parse::parse;
 use super::unknown_builtin;
 use crate::connection::Connection;
 use crate::results::{self, bad_arguments};
-use crate::tools::{
-    JOB_CANCEL, JOB_LIST, JOB_SPAWN, JOB_STATUS, JOB_WAIT, JobArg, ListArgs, SpawnArgs, WaitArgs,
-    WaitFor,
-};
+use crate::tools::{JOB_SPAWN, JOB_WAIT, SpawnArgs, WaitArgs, WaitFor};
 use glovebox::jobs::{JobError, WaitMode};
-use glovebox::page::PageRequest;
 use glovebox::{JobScope, Principal};
 
 /// A job operation that failed, as a tool error. (The tool and its input
@@ -54,15 +49,6 @@ impl Connection {
         match tool {
             JOB_SPAWN => self.job_spawn(caller, jobs, tool, parse(tool, args)?).await,
             JOB_WAIT => job_wait(jobs, tool, parse(tool, args)?).await,
-            JOB_STATUS => {
-                let a: JobArg = parse(tool, args)?;
-                job_answer(jobs.status(&a.id).await)
-            }
-            JOB_CANCEL => {
-                let a: JobArg = parse(tool, args)?;
-                job_answer(jobs.cancel(&a.id).await)
-            }
-            JOB_LIST => self.job_list(caller, jobs, parse(tool, args)?).await,
             other => Err(unknown_builtin(other)),
         }
     }
@@ -84,38 +70,6 @@ impl Connection {
             Err(e) => return Ok(results::session_failure(&e)),
         };
         job_answer(jobs.spawn(&session, call).await)
-    }
-
-    /// `job_list`.
-    async fn job_list(
-        &self,
-        caller: &Principal,
-        jobs: JobScope<'_>,
-        a: ListArgs,
-    ) -> Result<CallToolResult, ErrorData> {
-        let session = match a.session {
-            Some(key) => {
-                if let Some(refused) = self.family_guard(caller, &key).await {
-                    return Ok(refused);
-                }
-                Some(key)
-            }
-            None => self.bound().await,
-        };
-        let page = PageRequest {
-            limit: a.limit,
-            cursor: a.cursor,
-        };
-        Ok(match jobs.list(session.as_deref(), a.status, &page).await {
-            Ok(page) => {
-                let mut value = json!({"jobs": page.items});
-                if let Some(next) = page.next_cursor {
-                    value["next_cursor"] = json!(next);
-                }
-                results::ok_value(value)
-            }
-            Err(e) => job_failure(&e)?,
-        })
     }
 }
 

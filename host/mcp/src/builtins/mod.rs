@@ -73,11 +73,12 @@ impl Connection {
         args: JsonObject,
     ) -> Result<CallToolResult, ErrorData> {
         let bound = self.bound().await;
-        let scope = self
-            .shared()
+        let shared = self.shared();
+        let scope = shared
             .gateway
             .scope(caller)
-            .acting_from(bound.as_deref());
+            .acting_from(bound.as_deref())
+            .with_jobs(&shared.jobs);
         match entry.call_as(tool, scope, Value::Object(args)).await {
             Ok(output) => Ok(results::ok_value(output)),
             Err(e) => results::operation_failure(e),

@@ -6,10 +6,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::sizes::*;
-use super::words::{job_statuses, some_word};
-use glovebox::jobs::JobStatus;
+
 use glovebox::manifest::MAX_WAIT_IDS;
-use glovebox::page::MAX_PAGE;
 
 /// `job_spawn`.
 #[derive(Deserialize, JsonSchema)]
@@ -43,30 +41,4 @@ pub(crate) enum WaitFor {
     #[default]
     All,
     First,
-}
-
-/// `job_status`, `job_cancel`.
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct JobArg {
-    /// The job id (`job_spawn` returns it).
-    #[schemars(length(max = ID_MAX))]
-    pub id: String,
-}
-
-/// `job_list`.
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct ListArgs {
-    /// Session id or name.
-    #[schemars(length(max = SESSION_REF_MAX))]
-    pub session: Option<String>,
-    #[serde(default, deserialize_with = "some_word")]
-    #[schemars(schema_with = "job_statuses")]
-    pub status: Option<JobStatus>,
-    /// Jobs in this page: 100 when absent, 500 at most.
-    #[schemars(range(min = 1, max = MAX_PAGE))]
-    pub limit: Option<usize>,
-    /// The `next_cursor` of the previous page; absent for the first page.
-    pub cursor: Option<String>,
 }

@@ -212,14 +212,5 @@ fn written_tools() -> Vec<Tool> {
             JOB_WAIT,
             "Wait for jobs: all of them, or the first to finish, up to a timeout (the configured default when absent; never forever).",
         ),
-        builtin::<JobArg>(
-            JOB_STATUS,
-            "A job's status and, once it ended, its result: output, captured logs, error and metering.",
-        ),
-        builtin::<JobArg>(JOB_CANCEL, "Cancel a queued or running job."),
-        builtin::<ListArgs>(
-            JOB_LIST,
-            "List jobs of a session (the bound one when `session` is absent; all sessions when nothing is bound), optionally by status, oldest first, a page at a time: `limit` jobs (100 when absent, 500 at most) after `cursor`; `next_cursor` is there when more may follow. A job shows its input's and output's sizes and SHA-256, not their text: `job_status` returns those.",
-        ),
     ]
 }

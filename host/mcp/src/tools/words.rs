@@ -8,7 +8,6 @@ use schemars::{Schema, SchemaGenerator, json_schema};
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer};
 
-use glovebox::jobs::JobStatus;
 use glovebox::session::{EndOutcome, HandoffKind, Role, SessionStatus};
 
 /// A string schema whose value is one of `words`. The words of a field
@@ -49,10 +48,6 @@ pub(super) fn end_outcomes(_: &mut SchemaGenerator) -> Schema {
 
 pub(super) fn session_statuses(_: &mut SchemaGenerator) -> Schema {
     words(SessionStatus::ALL.map(SessionStatus::as_str))
-}
-
-pub(super) fn job_statuses(_: &mut SchemaGenerator) -> Schema {
-    words(JobStatus::ALL.map(JobStatus::as_str))
 }
 
 /// One of a closed set of words (a role, a status), through the type's
