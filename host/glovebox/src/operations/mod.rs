@@ -34,9 +34,11 @@ mod memory_search;
 mod paging;
 mod schema;
 mod sessions_list;
+mod sessions_log;
 mod sessions_pause;
 mod sessions_resume;
 mod sessions_show;
+mod sessions_status;
 pub mod sizes;
 
 use std::future::Future;
@@ -70,9 +72,11 @@ pub use memory_search::{MemoryFound, SearchMemory, SearchMemoryArgs};
 pub use paging::page_request;
 pub use schema::{as_clients_know_it, input_schema};
 pub use sessions_list::{ListSessions, ListSessionsArgs};
+pub use sessions_log::{LogPage, SessionLog, SessionLogArgs};
 pub use sessions_pause::{PauseSession, PauseSessionArgs};
 pub use sessions_resume::{ResumeSession, ResumeSessionArgs};
 pub use sessions_show::{ShowSession, ShowSessionArgs};
+pub use sessions_status::{SessionStatus, SessionStatusArgs, SessionStatusOutput};
 
 /// Who may run an operation, before its scope's own rules.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -303,16 +307,28 @@ fn known_as<O: Operation>() -> &'static str {
 /// The session the scope's caller acts from ([`Scope::acting_from`]), or
 /// the refusal of operation `O`, which needs one.
 pub(crate) fn bound_session<'g, O: Operation>(scope: Scope<'g>) -> Result<&'g str, OperationError> {
-    scope.bound().ok_or_else(|| {
-        OperationError::new(
-            ErrorClass::Conflict,
-            "no_session",
-            format!(
-                "`{}` needs a session: this connection is bound to none; call `session_start` or `session_resume` first",
-                known_as::<O>()
-            ),
-        )
-    })
+    scope.bound().ok_or_else(no_session::<O>)
+}
+
+/// The session operation `O` acts on: `named`, else the one the caller
+/// acts from, within the caller's reach ([`Scope::target`]); or the
+/// refusal when there is neither.
+pub(crate) async fn target_session<O: Operation>(
+    scope: Scope<'_>,
+    named: Option<String>,
+) -> Result<String, OperationError> {
+    scope.target(named).await?.ok_or_else(no_session::<O>)
+}
+
+fn no_session<O: Operation>() -> OperationError {
+    OperationError::new(
+        ErrorClass::Conflict,
+        "no_session",
+        format!(
+            "`{}` needs a session: this connection is bound to none; call `session_start` or `session_resume` first",
+            known_as::<O>()
+        ),
+    )
 }
 
 /// The jobs runner on behalf of the scope's caller, or the refusal of
@@ -353,6 +369,8 @@ pub fn all() -> &'static [Entry] {
             Entry::of::<ShowJob>(),
             Entry::of::<CancelJob>(),
             Entry::of::<ListJobs>(),
+            Entry::of::<SessionStatus>(),
+            Entry::of::<SessionLog>(),
             Entry::of::<Doctor>(),
         ]
     });

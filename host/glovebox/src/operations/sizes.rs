@@ -27,3 +27,7 @@ pub const SCOPE_MAX: usize = 256;
 pub const MEMORY_TEXT_MAX: usize = 1 << 20;
 /// The entries `memory.search` returns when `limit` is left out.
 pub const SEARCH_LIMIT_DEFAULT: usize = 10;
+/// The most events one `sessions.log` page holds, and how many when
+/// `limit` is left out.
+pub const LOG_PAGE_MAX: usize = 500;
+pub const LOG_PAGE_DEFAULT: usize = 100;

@@ -9,8 +9,7 @@ use serde_json::json;
 use super::parse::{parse, text_arg};
 use crate::connection::Connection;
 use crate::results::{self, bad_arguments};
-use crate::tools::sizes::LOG_PAGE_MAX;
-use crate::tools::{LogArgs, NoteArgs, RerunArgs, SessionListArgs, UsageArgs};
+use crate::tools::{NoteArgs, RerunArgs, SessionListArgs, UsageArgs};
 use glovebox::Principal;
 use glovebox::budget::UsageReport;
 use glovebox::session::SessionFilter;
@@ -96,38 +95,6 @@ impl Connection {
         Ok(match scope.list_sessions(filter, page).await {
             Ok(page) => {
                 results::ok_value(json!({"sessions": page.items, "next_cursor": page.next_cursor}))
-            }
-            Err(e) => results::session_failure(&e),
-        })
-    }
-
-    /// `session_log`.
-    pub(super) async fn session_log(
-        &self,
-        caller: &Principal,
-        tool: &str,
-        args: JsonObject,
-    ) -> Result<CallToolResult, ErrorData> {
-        let scope = self.shared().gateway.scope(caller);
-        let a: LogArgs = parse(tool, args)?;
-        let limit = a.limit;
-        if limit == 0 || limit > LOG_PAGE_MAX {
-            return Err(bad_arguments(
-                tool,
-                format!("`limit` is {limit}: give 1 to {LOG_PAGE_MAX} and page on with `from_seq`"),
-            ));
-        }
-        let from = a.from_seq.max(1);
-        let key = match self.target(caller, tool, a.session).await {
-            Ok(key) => key,
-            Err(answer) => return Ok(answer),
-        };
-        Ok(match scope.events(&key, from, limit).await {
-            Ok(events) => {
-                let next = (events.len() == limit)
-                    .then(|| events.last().map(|e| e.seq + 1))
-                    .flatten();
-                results::ok_value(json!({"events": events, "next_seq": next}))
             }
             Err(e) => results::session_failure(&e),
         })

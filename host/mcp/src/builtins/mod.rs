@@ -42,7 +42,6 @@ impl Connection {
         match tool {
             SESSION_START => self.session_start(caller, tool, args).await,
             SESSION_RESUME => self.session_resume(caller, tool, args).await,
-            SESSION_STATUS => self.session_status(caller, tool, args).await,
             SESSION_HANDOFF => self.session_handoff(caller, tool, args).await,
             SESSION_END => self.session_end(caller, tool, args).await,
             JOB_SPAWN | JOB_WAIT | JOB_STATUS | JOB_CANCEL | JOB_LIST => {
@@ -52,7 +51,6 @@ impl Connection {
             SESSION_USAGE => self.session_usage(caller, tool, args).await,
             SESSION_PAUSE => self.session_pause(caller, tool, args).await,
             SESSION_LIST => self.session_list(caller, tool, args).await,
-            SESSION_LOG => self.session_log(caller, tool, args).await,
             SESSION_RERUN => self.session_rerun(caller, tool, args).await,
             SESSION_SPAWN => self.session_spawn(caller, tool, args).await,
             SESSION_VERDICT => self.session_verdict(caller, tool, args).await,

@@ -232,8 +232,6 @@ mod tests {
         assert_eq!(end.outcome, glovebox::session::EndOutcome::Exit);
         let wait: WaitArgs = parsed(JOB_WAIT, json!({"ids": ["j"]}));
         assert!(matches!(wait.mode, WaitFor::All));
-        let log: LogArgs = parsed(SESSION_LOG, json!({}));
-        assert_eq!((log.from_seq, log.limit), (1, 100));
         // A word is read as the config reads it (`-` for `_`), and an
         // optional one may be null.
         let handoff: HandoffArgs = parsed(

@@ -2,13 +2,13 @@
 
 use rmcp::ErrorData;
 use rmcp::model::{CallToolResult, JsonObject};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::parse::{parse, start_extras, text_arg};
 use super::target::not_bound;
 use crate::connection::Connection;
 use crate::results;
-use crate::tools::{EndArgs, HandoffArgs, OptionalSessionArg, PauseArgs, SessionArg, StartArgs};
+use crate::tools::{EndArgs, HandoffArgs, PauseArgs, SessionArg, StartArgs};
 use glovebox::Principal;
 use glovebox::manifest::Completion;
 use glovebox::session::{Handoff, StartSession};
@@ -71,35 +71,6 @@ impl Connection {
             Ok(resumed) => {
                 self.bind(Some(resumed.state.header.id.clone())).await;
                 results::ok(&resumed)
-            }
-            Err(e) => results::session_failure(&e),
-        })
-    }
-
-    /// `session_status`.
-    pub(super) async fn session_status(
-        &self,
-        caller: &Principal,
-        tool: &str,
-        args: JsonObject,
-    ) -> Result<CallToolResult, ErrorData> {
-        let scope = self.shared().gateway.scope(caller);
-        let a: OptionalSessionArg = parse(tool, args)?;
-        let key = match self.target(caller, tool, a.session).await {
-            Ok(key) => key,
-            Err(answer) => return Ok(answer),
-        };
-        let bound = self.bound().await;
-        Ok(match scope.session(&key).await {
-            Ok(state) => {
-                let mut v = serde_json::to_value(&state).unwrap_or(Value::Null);
-                if let Value::Object(o) = &mut v {
-                    o.insert(
-                        "bound".into(),
-                        json!(bound.as_deref() == Some(state.header.id.as_str())),
-                    );
-                }
-                results::ok_value(v)
             }
             Err(e) => results::session_failure(&e),
         })

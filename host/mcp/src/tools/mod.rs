@@ -156,10 +156,6 @@ fn written_tools() -> Vec<Tool> {
             SESSION_RESUME,
             "Resume a session by id or name and bind this connection to it. Returns its state, its latest handoff and the calls interrupted when the host stopped.",
         ),
-        builtin::<OptionalSessionArg>(
-            SESSION_STATUS,
-            "The state of a session (by id or name), or of the session this connection is bound to.",
-        ),
         builtin::<HandoffArgs>(
             SESSION_HANDOFF,
             "Write a handoff from the bound session: a structured note to another role (or to itself, `continuation`). With `to`, that session receives a copy its resume returns.",
@@ -195,10 +191,6 @@ fn written_tools() -> Vec<Tool> {
         builtin::<VerdictArgs>(
             SESSION_VERDICT,
             "From the bound session, which must be of role `judge`: pass or fail another principal's session's latest handoff (its completion claim). A failing verdict needs reasons; the worker's `session_end completed` is refused until a judge passes its latest handoff, and a new handoff needs a new verdict.",
-        ),
-        builtin::<LogArgs>(
-            SESSION_LOG,
-            "A page of a session's log (the bound one when `session` is absent): events from `from_seq` (1 when absent), at most `limit` (100 when absent, 500 at most). `next_seq` is where the next page starts, null at the end.",
         ),
         builtin::<RerunArgs>(
             SESSION_RERUN,

@@ -126,29 +126,6 @@ pub(crate) struct SessionListArgs {
     pub cursor: Option<String>,
 }
 
-/// `session_log`.
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct LogArgs {
-    /// Session id or name; the bound session when absent.
-    #[schemars(length(max = SESSION_REF_MAX))]
-    pub session: Option<String>,
-    #[serde(default = "first_seq")]
-    #[schemars(range(min = 1))]
-    pub from_seq: u64,
-    #[serde(default = "log_page_default")]
-    #[schemars(range(min = 1, max = LOG_PAGE_MAX))]
-    pub limit: usize,
-}
-
-fn first_seq() -> u64 {
-    1
-}
-
-fn log_page_default() -> usize {
-    LOG_PAGE_DEFAULT
-}
-
 /// `session_rerun`.
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -167,15 +144,6 @@ pub(crate) struct SessionArg {
     /// Session id or name.
     #[schemars(length(max = SESSION_REF_MAX))]
     pub session: String,
-}
-
-/// `session_status`.
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct OptionalSessionArg {
-    /// Session id or name; the bound session when absent.
-    #[schemars(length(max = SESSION_REF_MAX))]
-    pub session: Option<String>,
 }
 
 /// `session_handoff`.

@@ -5,10 +5,6 @@ pub(crate) use glovebox::operations::sizes::*;
 
 use glovebox::session::WAIT_MAX;
 
-/// The most events one `session_log` page holds.
-pub(crate) const LOG_PAGE_MAX: usize = 500;
-/// The events of a `session_log` page when `limit` is left out.
-pub(crate) const LOG_PAGE_DEFAULT: usize = 100;
 /// The longest `session_wait` timeout, in milliseconds.
 pub(crate) const WAIT_MAX_MS: u64 = WAIT_MAX.as_millis() as u64;
 /// The longest model name a usage report may give (the ledger refuses more).
