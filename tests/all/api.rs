@@ -177,6 +177,16 @@ fn the_api_document_validates_and_every_route_answers_with_what_it_says() {
         said.starts_with("invalid arguments for `job_list`: `status`") && said.contains("lost"),
         "{said}"
     );
+    let refused = server.call(
+        17,
+        "session_verdict",
+        json!({"session": "s", "verdict": "maybe"}),
+    );
+    assert_eq!(
+        refused["error"]["message"],
+        "invalid arguments for `session_verdict`: `verdict`: unknown variant `maybe`, expected `pass` or `fail`",
+        "{refused}"
+    );
     drop(server);
     // One pending approval a session (a session waits on its approval).
     for name in ["api-a", "api-b", "api-c", "api-d"] {

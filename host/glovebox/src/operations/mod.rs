@@ -39,6 +39,7 @@ mod sessions_pause;
 mod sessions_resume;
 mod sessions_show;
 mod sessions_status;
+mod sessions_verdict;
 pub mod sizes;
 
 use std::future::Future;
@@ -77,6 +78,7 @@ pub use sessions_pause::{PauseSession, PauseSessionArgs};
 pub use sessions_resume::{ResumeSession, ResumeSessionArgs};
 pub use sessions_show::{ShowSession, ShowSessionArgs};
 pub use sessions_status::{SessionStatus, SessionStatusArgs, SessionStatusOutput};
+pub use sessions_verdict::{GiveVerdict, GiveVerdictArgs, VerdictWord};
 
 /// Who may run an operation, before its scope's own rules.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -371,6 +373,7 @@ pub fn all() -> &'static [Entry] {
             Entry::of::<ListJobs>(),
             Entry::of::<SessionStatus>(),
             Entry::of::<SessionLog>(),
+            Entry::of::<GiveVerdict>(),
             Entry::of::<Doctor>(),
         ]
     });

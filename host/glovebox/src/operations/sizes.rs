@@ -31,3 +31,6 @@ pub const SEARCH_LIMIT_DEFAULT: usize = 10;
 /// `limit` is left out.
 pub const LOG_PAGE_MAX: usize = 500;
 pub const LOG_PAGE_DEFAULT: usize = 100;
+/// The reasons a verdict may give, and the longest one (the ledger refuses more).
+pub const REASONS_MAX: usize = 32;
+pub const REASON_MAX_BYTES: usize = 2048;

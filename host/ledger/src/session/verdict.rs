@@ -27,6 +27,7 @@ pub struct VerdictInput {
 }
 
 /// A recorded verdict: the judge's `verdict_given` and the worker's state.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, Serialize)]
 pub struct Judged {
     pub verdict: Verdict,

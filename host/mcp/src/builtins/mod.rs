@@ -8,7 +8,6 @@
 //! parsing its arguments into its struct in `tools/`, the one whose schema
 //! `tools/list` gives for it; `Connection::builtin` only dispatches.
 
-mod approvals;
 mod children;
 mod jobs;
 mod judge;
@@ -53,7 +52,6 @@ impl Connection {
             SESSION_LIST => self.session_list(caller, tool, args).await,
             SESSION_RERUN => self.session_rerun(caller, tool, args).await,
             SESSION_SPAWN => self.session_spawn(caller, tool, args).await,
-            SESSION_VERDICT => self.session_verdict(caller, tool, args).await,
             SESSION_WAIT => self.session_wait(caller, tool, args).await,
             other => Err(unknown_builtin(other)),
         }

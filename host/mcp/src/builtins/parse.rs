@@ -173,13 +173,6 @@ mod tests {
                 "invalid arguments for `session_end`: `outcome`: unknown outcome `done`",
             ),
             (
-                refusal::<VerdictArgs>(
-                    SESSION_VERDICT,
-                    json!({"session": "s", "verdict": "maybe"}),
-                ),
-                "invalid arguments for `session_verdict`: `verdict`: unknown variant `maybe`, expected `pass` or `fail`",
-            ),
-            (
                 refusal::<WaitArgs>(JOB_WAIT, json!({"ids": ["j"], "mode": "any"})),
                 "invalid arguments for `job_wait`: `mode`: unknown variant `any`, expected `all` or `first`",
             ),

@@ -8,7 +8,6 @@
 //! inlined (no `$ref`, which some clients do not follow) and offer no `null`
 //! (an optional field is left out), as the hand-written ones before them.
 
-mod approvals;
 mod children;
 mod docs;
 pub(crate) mod fields;
@@ -39,7 +38,6 @@ use glovebox::ToolInfo;
 // from a buffered copy of the arguments, so a bad field's error would no
 // longer name it (`budget.cost: invalid type ...`), nor would an unknown
 // field's list the fields the tool takes.
-pub(crate) use approvals::*;
 pub(crate) use children::*;
 pub use docs::builtins_tables;
 pub(crate) use jobs::*;
@@ -187,10 +185,6 @@ fn written_tools() -> Vec<Tool> {
         builtin::<SessionWaitArgs>(
             SESSION_WAIT,
             "Wait until every child session of the bound session (or `session`) has posted a handoff to it or ended, up to a timeout (30 s when absent, 600 s at most; never forever). Returns each child's status, outcome and latest handoff, the pending ones and whether the wait timed out.",
-        ),
-        builtin::<VerdictArgs>(
-            SESSION_VERDICT,
-            "From the bound session, which must be of role `judge`: pass or fail another principal's session's latest handoff (its completion claim). A failing verdict needs reasons; the worker's `session_end completed` is refused until a judge passes its latest handoff, and a new handoff needs a new verdict.",
         ),
         builtin::<RerunArgs>(
             SESSION_RERUN,

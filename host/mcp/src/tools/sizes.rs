@@ -9,9 +9,6 @@ use glovebox::session::WAIT_MAX;
 pub(crate) const WAIT_MAX_MS: u64 = WAIT_MAX.as_millis() as u64;
 /// The longest model name a usage report may give (the ledger refuses more).
 pub(crate) const MODEL_MAX: usize = 256;
-/// The reasons a verdict may give, and the longest one (the ledger refuses more).
-pub(crate) const REASONS_MAX: usize = 32;
-pub(crate) const REASON_MAX_BYTES: usize = 2048;
 /// The longest duration written in words (`"45m"`, `"2h 30m"`).
 pub(crate) const DURATION_MAX: usize = 64;
 /// The longest objective of a handoff or a child's task (the rest of a
