@@ -296,3 +296,96 @@ fn oauth_tokens_name_declared_principals_and_bad_ones_are_refused() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// A key set served over HTTP on loopback, as an issuer's `jwks_uri` is:
+/// its address, the set it serves (swapped to rotate) and the reads so far.
+fn jwks_server(set: Arc<Mutex<String>>) -> (String, Arc<Mutex<usize>>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let reads = Arc::new(Mutex::new(0));
+    let counted = reads.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf);
+            *counted.lock().unwrap() += 1;
+            let body = set.lock().unwrap().clone();
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    (addr, reads)
+}
+
+// The issuer rotates its key: a token of the new key is refused until the
+// server may read the set again (a minute after its last read: junk
+// tokens cannot make it hammer the issuer), then accepted without a restart.
+#[test]
+fn oauth_key_sets_over_http_follow_a_rotation_at_most_once_a_minute() {
+    let site = Site::new(false);
+    add(
+        &site,
+        &[
+            "bob",
+            "--kind",
+            "agent",
+            "--roles",
+            "workagent",
+            "--projects",
+            "*",
+        ],
+    );
+    let (old_key, old_jwk) = key("old");
+    let (new_key, new_jwk) = key("new");
+    let served = Arc::new(Mutex::new(
+        serde_json::to_string(&JwkSet {
+            keys: vec![old_jwk.clone()],
+        })
+        .unwrap(),
+    ));
+    let (jwks, reads) = jwks_server(served.clone());
+    let mut config = std::fs::read_to_string(site.config()).unwrap();
+    config += &format!(
+        "\n[auth.oauth]\nissuer = \"{ISSUER}\"\naudience = \"{AUDIENCE}\"\njwks_url = \"http://{jwks}/jwks.json\"\n"
+    );
+    std::fs::write(site.config(), config).unwrap();
+    let (mut child, addr, log) = serve(&site);
+
+    let old = sign(&old_key, "old", &claims("bob"));
+    let answer = http(&addr, "POST", "/mcp", Some(&old), None, INIT);
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert_eq!(*reads.lock().unwrap(), 1);
+
+    // Rotated: the new key's tokens wait for the next read allowed.
+    *served.lock().unwrap() = serde_json::to_string(&JwkSet {
+        keys: vec![old_jwk, new_jwk],
+    })
+    .unwrap();
+    let new = sign(&new_key, "new", &claims("bob"));
+    for _ in 0..5 {
+        let answer = http(&addr, "POST", "/mcp", Some(&new), None, INIT);
+        assert_eq!(answer.status, 401);
+    }
+    assert_eq!(
+        *reads.lock().unwrap(),
+        1,
+        "unknown keys made the server read the set again within the minute"
+    );
+    assert!(logged(&log, "does not hold").contains("does not hold"));
+
+    std::thread::sleep(std::time::Duration::from_secs(61));
+    let answer = http(&addr, "POST", "/mcp", Some(&new), None, INIT);
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert_eq!(*reads.lock().unwrap(), 2);
+    // The old key still in the set still signs.
+    let answer = http(&addr, "POST", "/mcp", Some(&old), None, INIT);
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert_eq!(*reads.lock().unwrap(), 2);
+    let _ = child.kill();
+    let _ = child.wait();
+}
