@@ -327,3 +327,68 @@ fn scopes(claims: &Map<String, Value>) -> HashSet<&str> {
     }
     held
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn jwk(value: Value) -> Jwk {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn only_asymmetric_keys_of_the_token_s_algorithm_fit() {
+        let ec = jwk(
+            serde_json::json!({"kty": "EC", "crv": "P-256", "x": "AAAA", "y": "AAAA", "alg": "ES256"}),
+        );
+        assert!(fits(&ec, Algorithm::ES256));
+        assert!(!fits(&ec, Algorithm::ES384), "the key names ES256");
+        assert!(!fits(&ec, Algorithm::RS256));
+        let rsa = jwk(serde_json::json!({"kty": "RSA", "n": "AQAB", "e": "AQAB"}));
+        assert!(fits(&rsa, Algorithm::RS256) && fits(&rsa, Algorithm::PS256));
+        assert!(!fits(&rsa, Algorithm::HS256));
+        // A shared secret in the key set would let whoever holds it sign.
+        let oct = jwk(serde_json::json!({"kty": "oct", "k": "c2VjcmV0"}));
+        for alg in [Algorithm::HS256, Algorithm::RS256, Algorithm::ES256] {
+            assert!(!fits(&oct, alg));
+        }
+    }
+
+    #[test]
+    fn scopes_are_read_from_scope_or_scp() {
+        let claims = |v: Value| v.as_object().unwrap().clone();
+        let c = claims(serde_json::json!({"scope": "mcp  tools"}));
+        assert_eq!(scopes(&c), HashSet::from(["mcp", "tools"]));
+        let c = claims(serde_json::json!({"scp": ["mcp", 3]}));
+        assert_eq!(scopes(&c), HashSet::from(["mcp"]));
+        assert!(scopes(&claims(serde_json::json!({"scope": 1}))).is_empty());
+    }
+
+    #[test]
+    fn the_metadata_url_is_beside_an_audience_url_or_on_the_host() {
+        let verifier = |audience: &str| {
+            Verifier::new(OAuthConfig {
+                issuer: "https://login.example.com".into(),
+                audience: audience.into(),
+                jwks: JwksSource::Url("https://login.example.com/jwks".into()),
+                principal_claim: "sub".into(),
+                required_scopes: Vec::new(),
+            })
+        };
+        assert_eq!(
+            verifier("https://gb.example.com:8443/mcp").metadata_url(Some("evil")),
+            "https://gb.example.com:8443/.well-known/oauth-protected-resource"
+        );
+        assert_eq!(
+            verifier("glovebox").metadata_url(Some("127.0.0.1:7000")),
+            "http://127.0.0.1:7000/.well-known/oauth-protected-resource"
+        );
+        let doc = verifier("glovebox").metadata();
+        assert_eq!(doc["resource"], "glovebox");
+        assert_eq!(
+            doc["authorization_servers"],
+            serde_json::json!(["https://login.example.com"])
+        );
+        assert!(doc.get("scopes_supported").is_none());
+    }
+}
