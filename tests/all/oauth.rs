@@ -143,6 +143,8 @@ fn oauth_tokens_name_declared_principals_and_bad_ones_are_refused() {
     )
     .unwrap();
     let mut config = std::fs::read_to_string(site.config()).unwrap();
+    // Dave has no token of its own: it comes only through OAuth.
+    config += "\n[[principal]]\nname = \"dave\"\nkind = \"agent\"\nroles = [\"workagent\"]\nprojects = [\"*\"]\n";
     config += &format!(
         "\n[auth.oauth]\nissuer = \"{ISSUER}\"\naudience = \"{AUDIENCE}\"\njwks_file = \"jwks.json\"\nrequired_scopes = [\"mcp\"]\n"
     );
@@ -178,6 +180,19 @@ fn oauth_tokens_name_declared_principals_and_bad_ones_are_refused() {
         &static_session,
         "session_list",
         json!({}),
+    )
+    .unwrap();
+    assert_ne!(answer["result"]["isError"], json!(true), "{answer}");
+
+    // A principal with no static token, through OAuth.
+    let dave = sign(&issuer_key, "k1", &claims("dave"));
+    let dave_session = open_session(&addr, Some(&dave));
+    let answer = call(
+        &addr,
+        Some(&dave),
+        &dave_session,
+        "session_start",
+        json!({"role": "workagent", "project": "p"}),
     )
     .unwrap();
     assert_ne!(answer["result"]["isError"], json!(true), "{answer}");
@@ -287,6 +302,7 @@ fn oauth_tokens_name_declared_principals_and_bad_ones_are_refused() {
     let sessions = site.json(&["session", "list", "--json"]).to_string();
     assert!(!sessions.contains("carol"), "{sessions}");
     assert!(sessions.contains("bob"), "{sessions}");
+    assert!(sessions.contains("dave"), "{sessions}");
     let lines = logged(&log, "lacks a required scope");
     assert!(lines.contains("lacks a required scope"), "{lines}");
     assert!(

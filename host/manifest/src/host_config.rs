@@ -277,7 +277,7 @@ impl HostConfig {
         let handoffs = validate_handoffs(&src, &raw.handoffs)?;
         let quotas = validate_quotas(&src, &raw.quotas)?;
         let memory = validate_memory(&src, &raw.memory)?;
-        let principals = validate_principals(&src, &dir, &raw.principal)?;
+        let principals = validate_principals(&src, &dir, &raw.principal, raw.auth.has_oauth())?;
         let oauth = validate_auth(&src, &dir, &raw.auth, principals.len())?;
         let secret_files = [
             super::principal::secret_files(&dir, &raw.principal),

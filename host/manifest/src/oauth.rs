@@ -91,6 +91,14 @@ pub(super) struct RawOAuth {
     required_scopes: Vec<String>,
 }
 
+impl RawAuth {
+    /// Whether `[auth.oauth]` is there (then a principal may have no
+    /// credential of its own).
+    pub(super) fn has_oauth(&self) -> bool {
+        self.oauth.is_some()
+    }
+}
+
 pub(super) fn validate_auth(
     src: &Source,
     dir: &Path,

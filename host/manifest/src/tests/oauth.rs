@@ -111,3 +111,27 @@ fn the_key_set_file_is_glovebox_s_own() {
             .any(|o| o.path == jwks && o.what.contains("OAuth key set"))
     );
 }
+
+#[test]
+fn under_oauth_a_principal_may_have_no_credential_of_its_own() {
+    let fx = Fixture::new();
+    fx.write("jwks.json", "{\"keys\": []}");
+    let text = format!(
+        "hooks = \"none\"\n[[principal]]\nname = \"sso\"\nkind = \"operator\"\n\n[auth.oauth]\n{ISSUER}jwks_file = \"jwks.json\"\n"
+    );
+    let c = fx.host(&text).unwrap();
+    assert_eq!(c.principals[0].principal.name, "sso");
+    // No static token is its: not even an empty one.
+    for token in ["", "anything"] {
+        assert!(super::super::authenticate(&c.principals, token).is_none());
+        assert!(!c.principals[0].accepts(token));
+    }
+    // Without `[auth.oauth]` it still needs one.
+    let text = "hooks = \"none\"\n[[principal]]\nname = \"sso\"\nkind = \"operator\"\n";
+    assert_error(
+        &fx.host_error(text),
+        &fx.path("glovebox.toml"),
+        "principal[0].name",
+        &["has no credential"],
+    );
+}
