@@ -21,7 +21,7 @@ use crate::util::Site;
 
 /// `glovebox serve --http 127.0.0.1:0 [--admin 127.0.0.1:0]`: the process,
 /// the MCP address and the admin address (when asked for).
-fn serve(site: &Site, admin: bool) -> (Child, String, Option<String>) {
+pub(crate) fn serve(site: &Site, admin: bool) -> (Child, String, Option<String>) {
     let mut command = crate::util::glovebox();
     command
         .arg("--config")
@@ -51,14 +51,14 @@ fn serve(site: &Site, admin: bool) -> (Child, String, Option<String>) {
 }
 
 /// An HTTP answer: status, headers (lowercase names), body.
-struct Answer {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: String,
+pub(crate) struct Answer {
+    pub(crate) status: u16,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: String,
 }
 
 impl Answer {
-    fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(n, _)| n == name)
@@ -116,7 +116,7 @@ fn request_text(
 }
 
 /// One request on a connection of its own, read to its end.
-fn http(
+pub(crate) fn http(
     addr: &str,
     method: &str,
     path: &str,
@@ -142,7 +142,7 @@ fn http(
 const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
 
 /// Opens an MCP session for `token`: its id.
-fn open_session(addr: &str, token: Option<&str>) -> String {
+pub(crate) fn open_session(addr: &str, token: Option<&str>) -> String {
     let answer = http(addr, "POST", "/mcp", token, None, INIT);
     assert_eq!(answer.status, 200, "initialize: {}", answer.body);
     let id = answer.header("mcp-session-id").unwrap().to_string();
@@ -154,7 +154,7 @@ fn open_session(addr: &str, token: Option<&str>) -> String {
 
 /// A `tools/call` of `tool` on MCP session `session`: the JSON-RPC answer
 /// (taken from the SSE stream), or the HTTP status when it is not 200.
-fn call(
+pub(crate) fn call(
     addr: &str,
     token: Option<&str>,
     session: &str,

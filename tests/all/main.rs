@@ -35,6 +35,7 @@ mod nats;
 mod network;
 mod notify;
 mod notify_bounds;
+mod oauth;
 mod operator;
 mod otlp;
 mod pipeline;

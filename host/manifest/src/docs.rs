@@ -31,6 +31,7 @@ use super::host_config::{RawHostConfig, RawPluginEntry, RawRuntime, RawStorage};
 use super::limits::RawLimits;
 use super::memory::{RawMemory, RawPropose};
 use super::notify::RawNotify;
+use super::oauth::{RawAuth, RawOAuth};
 use super::plugin::{RawFs, RawHttp, RawManifest, RawTool};
 use super::principal::RawPrincipal;
 use super::schedule::{RawSchedule, RawTrigger};
@@ -145,6 +146,10 @@ const SECTIONS: &[Section] = &[
             &["principal"],
         )
     },
+    Section::of(
+        "`[auth.oauth]`: an identity provider's access tokens ([`operators/oauth.md`](operators/oauth.md))",
+        &["auth"],
+    ),
     Section {
         after: "Hooks judge in the order they are listed ([`operators/hooks.md`](operators/hooks.md)).\n",
         ..Section::of("`[[plugin]]` and `[[hook]]`", &["plugin", "hook"])
@@ -590,6 +595,8 @@ fn declared_orders() -> BTreeMap<&'static str, Vec<String>> {
         ("RawMemory", declared_keys::<RawMemory>()),
         ("RawPropose", declared_keys::<RawPropose>()),
         ("RawPrincipal", declared_keys::<RawPrincipal>()),
+        ("RawAuth", declared_keys::<RawAuth>()),
+        ("RawOAuth", declared_keys::<RawOAuth>()),
         ("RawPluginEntry", declared_keys::<RawPluginEntry>()),
         ("RawHook", declared_keys::<RawHook>()),
         ("RawCompletion", declared_keys::<RawCompletion>()),

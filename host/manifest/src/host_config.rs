@@ -15,6 +15,7 @@ use super::hooks::{RawHook, hooks_none, validate_hooks};
 use super::limits::{RawLimits, apply_limits};
 use super::memory::{RawMemory, validate_memory};
 use super::notify::{RawNotify, validate_notify};
+use super::oauth::{RawAuth, validate_auth};
 use super::owned::default_data_dir;
 use super::paths::{canonical, normalize, parent_dir, read_source, resolve_dir, show_beside};
 use super::plugin::load_manifest;
@@ -83,6 +84,10 @@ pub(super) struct RawHostConfig {
     /// Who may connect.
     #[serde(default)]
     principal: Vec<RawPrincipal>,
+    /// How HTTP callers may prove who they are besides a principal's own
+    /// token.
+    #[serde(default)]
+    auth: RawAuth,
     /// The webhooks told about approvals, flags, budgets, jobs, rescues and sessions.
     #[serde(default)]
     notify: Vec<RawNotify>,
@@ -272,7 +277,8 @@ impl HostConfig {
         let handoffs = validate_handoffs(&src, &raw.handoffs)?;
         let quotas = validate_quotas(&src, &raw.quotas)?;
         let memory = validate_memory(&src, &raw.memory)?;
-        let principals = validate_principals(&src, &dir, &raw.principal)?;
+        let principals = validate_principals(&src, &dir, &raw.principal, raw.auth.has_oauth())?;
+        let oauth = validate_auth(&src, &dir, &raw.auth, principals.len())?;
         let secret_files = [
             super::principal::secret_files(&dir, &raw.principal),
             super::notify::secret_files(&dir, &raw.notify),
@@ -373,6 +379,7 @@ impl HostConfig {
             quotas,
             memory,
             principals,
+            oauth,
             notify,
             completion,
             schedules,
@@ -429,6 +436,7 @@ impl HostConfig {
             quotas: Default::default(),
             memory: Default::default(),
             principals: Vec::new(),
+            oauth: None,
             notify: Vec::new(),
             completion: Vec::new(),
             schedules: Vec::new(),

@@ -44,6 +44,7 @@ mod memory;
 mod micros;
 mod names;
 mod notify;
+mod oauth;
 mod owned;
 mod paths;
 mod plugin;
@@ -88,6 +89,7 @@ pub use memory::{MemoryConfig, MemoryScopeKind};
 pub use micros::{CostError, to_micros, units};
 pub use names::UnknownWord;
 pub use notify::{NotifyFormat, NotifyKind, NotifyTarget};
+pub use oauth::{JwksSource, OAuthConfig};
 pub use owned::{OwnedPath, SecretFile};
 pub use principal::{
     ApproveBy, LOCAL_PRINCIPAL, Principal, PrincipalConfig, PrincipalKind, PrincipalNameError,
@@ -150,6 +152,10 @@ pub struct HostConfig {
     /// `[[principal]]`: who may connect (empty: every connection is the
     /// built-in agent `local`, and HTTP serves loopback only).
     pub principals: Vec<PrincipalConfig>,
+    /// `[auth.oauth]`: an OAuth 2.1 authorization server whose access
+    /// tokens name declared principals over HTTP (`None`: only the
+    /// principals' own tokens).
+    pub oauth: Option<OAuthConfig>,
     /// `[[notify]]`: the webhooks told about approvals, flags, budgets, jobs,
     /// rescues and sessions (see [`NotifyTarget`]). The only URLs the host's
     /// delivery worker ever contacts.

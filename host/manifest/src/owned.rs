@@ -184,6 +184,12 @@ impl HostConfig {
                 add("the config file's directory".into(), dir, true);
             }
         }
+        // A plugin that could write the key set could mint tokens.
+        if let Some(oauth) = &self.oauth
+            && let super::JwksSource::File(jwks) = &oauth.jwks
+        {
+            add("the OAuth key set file".into(), jwks, false);
+        }
         for plugin in &self.plugins {
             if let Some(manifest) = &plugin.path {
                 add(

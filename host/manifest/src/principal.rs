@@ -144,8 +144,9 @@ impl fmt::Display for Principal {
 #[derive(Clone, PartialEq, Eq)]
 pub struct PrincipalConfig {
     pub principal: Principal,
-    /// The SHA-256 of its token.
-    credential: [u8; 32],
+    /// The SHA-256 of its token (`None`: it has none, and comes only with
+    /// an OAuth access token naming it, under `[auth.oauth]`).
+    credential: Option<[u8; 32]>,
 }
 
 impl fmt::Debug for PrincipalConfig {
@@ -160,7 +161,8 @@ impl PrincipalConfig {
     /// Whether `token` is this principal's, compared in constant time.
     pub fn accepts(&self, token: &str) -> bool {
         let hash: [u8; 32] = Sha256::digest(token.as_bytes()).into();
-        hash.ct_eq(&self.credential).into()
+        self.credential
+            .is_some_and(|credential| hash.ct_eq(&credential).into())
     }
 }
 
@@ -179,7 +181,9 @@ pub fn authenticate<'a>(
     let hash: [u8; 32] = Sha256::digest(token.as_bytes()).into();
     let mut found = None;
     for p in principals {
-        if bool::from(hash.ct_eq(&p.credential)) {
+        if p.credential
+            .is_some_and(|credential| bool::from(hash.ct_eq(&credential)))
+        {
             found = Some(p);
         }
     }
@@ -197,7 +201,8 @@ pub(super) struct RawPrincipal {
     /// `"agent"` or `"operator"`.
     #[cfg_attr(feature = "schemars", schemars(extend("enum" = ["agent", "operator"])))]
     kind: String,
-    /// The token's SHA-256, inline (or `credential_file`: one of the two).
+    /// The token's SHA-256, inline (or `credential_file`: one of the two;
+    /// neither for a principal that comes only with an OAuth token).
     #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "(one of the two)")))]
     credential: Option<String>,
     /// A 0600 file holding the token's SHA-256 (or `credential`: one of the two).
@@ -264,6 +269,7 @@ pub(super) fn validate_principals(
     src: &Source,
     dir: &Path,
     raw: &[RawPrincipal],
+    oauth: bool,
 ) -> Result<Vec<PrincipalConfig>, ConfigError> {
     let mut out: Vec<PrincipalConfig> = Vec::new();
     for (i, p) in raw.iter().enumerate() {
@@ -297,6 +303,9 @@ pub(super) fn validate_principals(
                     "keep one of them",
                 ));
             }
+            // Under `[auth.oauth]` a principal may come only with its
+            // identity provider's tokens.
+            (None, None) if oauth => None,
             (None, None) => {
                 return Err(src.invalid(
                     &key("name"),
@@ -307,17 +316,28 @@ pub(super) fn validate_principals(
                     ),
                 ));
             }
-            (Some(text), None) => text.clone(),
-            (None, Some(file)) => read_credential_file(src, &key("credential_file"), dir, file)?,
+            (Some(text), None) => Some(text.clone()),
+            (None, Some(file)) => Some(read_credential_file(
+                src,
+                &key("credential_file"),
+                dir,
+                file,
+            )?),
         };
-        let credential = parse_hash(hash_text.trim()).ok_or_else(|| {
-            src.invalid(
-                &key(if p.credential.is_some() { "credential" } else { "credential_file" }),
-                "the credential is not a hex SHA-256 (64 hex digits)",
-                "store the SHA-256 of the token, never the token itself: `glovebox principal add` does it for you",
-            )
-        })?;
-        if let Some(other) = out.iter().find(|o| o.credential == credential) {
+        let credential = match hash_text {
+            None => None,
+            Some(text) => Some(parse_hash(text.trim()).ok_or_else(|| {
+                src.invalid(
+                    &key(if p.credential.is_some() { "credential" } else { "credential_file" }),
+                    "the credential is not a hex SHA-256 (64 hex digits)",
+                    "store the SHA-256 of the token, never the token itself: `glovebox principal add` does it for you",
+                )
+            })?),
+        };
+        if let Some(other) = out
+            .iter()
+            .find(|o| credential.is_some() && o.credential == credential)
+        {
             return Err(src.invalid(
                 &key("name"),
                 format!(
@@ -514,11 +534,11 @@ mod tests {
     fn only_the_right_token_authenticates() {
         let a = PrincipalConfig {
             principal: Principal::local(),
-            credential: parse_hash(&credential_of("token-a")).unwrap(),
+            credential: parse_hash(&credential_of("token-a")),
         };
         let b = PrincipalConfig {
             principal: Principal::operator("b"),
-            credential: parse_hash(&credential_of("token-b")).unwrap(),
+            credential: parse_hash(&credential_of("token-b")),
         };
         let all = [a, b];
         assert_eq!(authenticate(&all, "token-b").unwrap().principal.name, "b");

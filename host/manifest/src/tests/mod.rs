@@ -13,6 +13,7 @@ use super::{ConfigError, HostConfig, Limits, PluginManifest};
 mod budgets;
 mod hooks;
 mod host_config;
+mod oauth;
 mod owned;
 mod plugin;
 mod principals;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use http_body_util::BodyExt;
 
 use super::held::{self, MAX_MCP_SESSIONS};
+use super::oauth::{self, OAuth};
 use super::responses::{
     Request, Response, plain, session_not_found, too_many, unauthorized, unavailable,
 };
@@ -29,6 +30,8 @@ pub(super) struct Auth {
     pub(super) answers: Arc<Answers>,
     /// The `Host` values served (a page that rebinds a name to loopback is not).
     pub(super) allowed_hosts: Vec<String>,
+    /// The checker of OAuth access tokens (`[auth.oauth]`), if configured.
+    pub(super) oauth: OAuth,
 }
 
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -42,6 +45,14 @@ pub(super) enum Refused {
     /// No principals are declared and the peer is not the server's own
     /// user, or cannot be told to be (403, saying why).
     NotOwnUser(String),
+    /// Under `[auth.oauth]`: no token, or one refused (401 pointing at the
+    /// protected-resource metadata; `invalid_token` when one was given),
+    /// or one without a required scope (403 `insufficient_scope`).
+    OAuth {
+        metadata_url: String,
+        given: bool,
+        missing_scopes: Vec<String>,
+    },
 }
 
 impl Refused {
@@ -49,6 +60,33 @@ impl Refused {
         match self {
             Refused::Token => unauthorized(),
             Refused::NotOwnUser(why) => plain(hyper::StatusCode::FORBIDDEN, format!("{why}\n")),
+            Refused::OAuth {
+                metadata_url,
+                given,
+                missing_scopes,
+            } => {
+                let mut challenge = format!("Bearer resource_metadata=\"{metadata_url}\"");
+                let status = if !missing_scopes.is_empty() {
+                    challenge.push_str(&format!(
+                        ", error=\"insufficient_scope\", scope=\"{}\"",
+                        missing_scopes.join(" ")
+                    ));
+                    hyper::StatusCode::FORBIDDEN
+                } else {
+                    if given {
+                        challenge.push_str(", error=\"invalid_token\"");
+                    }
+                    hyper::StatusCode::UNAUTHORIZED
+                };
+                let mut response = unauthorized();
+                *response.status_mut() = status;
+                if let Ok(value) = hyper::header::HeaderValue::from_str(&challenge) {
+                    response
+                        .headers_mut()
+                        .insert(hyper::header::WWW_AUTHENTICATE, value);
+                }
+                response
+            }
         }
     }
 }
@@ -74,9 +112,56 @@ impl Auth {
             .and_then(|v| v.split_once(' '))
             .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
             .map(|(_, token)| token.trim());
-        token
-            .and_then(|token| gateway.principals().authenticate(token))
-            .ok_or(Refused::Token)
+        let principals = gateway.principals();
+        if let Some(principal) = token.and_then(|token| principals.authenticate(token)) {
+            return Ok(principal);
+        }
+        let host = gateway.host();
+        let Some(config) = &host.config().oauth else {
+            return Err(Refused::Token);
+        };
+        let verifier = self.oauth.verifier(config);
+        let authority = req
+            .headers()
+            .get(hyper::header::HOST)
+            .and_then(|v| v.to_str().ok());
+        let refused = |given: bool, missing_scopes: Vec<String>| Refused::OAuth {
+            metadata_url: verifier.metadata_url(authority),
+            given,
+            missing_scopes,
+        };
+        let Some(token) = token else {
+            return Err(refused(false, Vec::new()));
+        };
+        match verifier.verify(token, |name| principals.named(name)).await {
+            Ok(principal) => Ok(principal),
+            Err(oauth::Refusal::Invalid(why)) => {
+                tracing::warn!(%why, "refused an OAuth access token");
+                Err(refused(true, Vec::new()))
+            }
+            Err(oauth::Refusal::Scope(missing)) => {
+                tracing::warn!(missing = %missing.join(" "), "refused an OAuth access token: it lacks a required scope");
+                Err(refused(true, missing))
+            }
+        }
+    }
+
+    /// The protected-resource metadata (RFC 9728) under `[auth.oauth]`;
+    /// 404 without it.
+    pub(super) fn oauth_metadata(&self) -> Response {
+        let host = self.server.gateway().host();
+        match &host.config().oauth {
+            Some(config) => {
+                let doc = self.oauth.verifier(config).metadata();
+                let mut response = plain(hyper::StatusCode::OK, format!("{doc}\n"));
+                response.headers_mut().insert(
+                    hyper::header::CONTENT_TYPE,
+                    hyper::header::HeaderValue::from_static("application/json"),
+                );
+                response
+            }
+            None => super::responses::not_found(),
+        }
     }
 
     pub(super) async fn serve<F, Fut>(

@@ -10,6 +10,9 @@
 //! Who is calling: when the config declares principals, every request must
 //! carry `Authorization: Bearer <token>` of one of them; without it, or with
 //! a token that is no one's, the answer is a bare 401 (nothing else happens).
+//! Under `[auth.oauth]` an access token of the configured issuer may name a
+//! declared principal instead (`oauth.rs`): then a 401 points at the
+//! protected-resource metadata served at `/.well-known/oauth-protected-resource`.
 //! The token is checked against the config served now at every request, so
 //! a reload reaches open MCP sessions at their next request (a removed
 //! principal gets 401, and its MCP sessions are ended at the reload). The
@@ -46,6 +49,7 @@ use crate::server::McpServer;
 mod auth;
 mod held;
 mod metrics;
+mod oauth;
 mod responses;
 
 use auth::Auth;
@@ -175,6 +179,7 @@ impl HttpServer {
             stopping: std::sync::atomic::AtomicBool::new(false),
             answers: Answers::new(linger),
             allowed_hosts,
+            oauth: Default::default(),
         });
         let _removals =
             glovebox::tasks::owned(end_removed_principals(self.server.gateway().clone(), pins));
@@ -201,6 +206,14 @@ impl HttpServer {
                     async move {
                         if req.uri().path() == METRICS_PATH {
                             return Ok::<_, Infallible>(auth.metrics(&req).await);
+                        }
+                        if req.uri().path() == oauth::METADATA_PATH
+                            || req
+                                .uri()
+                                .path()
+                                .starts_with(&format!("{}/", oauth::METADATA_PATH))
+                        {
+                            return Ok::<_, Infallible>(auth.oauth_metadata());
                         }
                         if req.uri().path() != MCP_PATH {
                             return Ok::<_, Infallible>(not_found());

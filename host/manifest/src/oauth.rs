@@ -1,0 +1,220 @@
+//! `[auth.oauth]` in `glovebox.toml`: accepting an identity provider's
+//! access tokens (OAuth 2.1, Glovebox as the resource server) beside the
+//! principals' own static tokens.
+//!
+//! ```toml
+//! [auth.oauth]
+//! issuer = "https://login.example.com"        # the token's `iss`, exactly
+//! audience = "https://glovebox.example.com/mcp"  # its `aud`; also the resource's name
+//! jwks_url = "https://login.example.com/jwks.json"  # or jwks_file = "jwks.json"
+//! principal_claim = "sub"          # the claim naming a declared [[principal]]
+//! required_scopes = ["mcp"]        # every one must be in the token's `scope`
+//! ```
+//!
+//! Enterprises want their identity provider's tokens, not a second set of
+//! secrets; but who a token is still comes from the config: its
+//! `principal_claim` must name a declared `[[principal]]`, whose kind,
+//! roles and projects apply. A token naming anyone else is refused, so an
+//! identity provider cannot mint principals the operator never declared.
+//! The tokens themselves are checked by the MCP layer (`http/oauth.rs`).
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::ConfigError;
+use super::source::Source;
+
+/// `[auth.oauth]`, validated.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OAuthConfig {
+    /// The `iss` every token must carry, exactly; the authorization server
+    /// named in the protected-resource metadata.
+    pub issuer: String,
+    /// The `aud` every token must carry (one of its audiences); also the
+    /// `resource` of the protected-resource metadata.
+    pub audience: String,
+    /// Where the issuer's public keys are.
+    pub jwks: JwksSource,
+    /// The claim whose value names a declared principal (default `sub`).
+    pub principal_claim: String,
+    /// Scopes every token must hold (in its `scope` or `scp` claim).
+    pub required_scopes: Vec<String>,
+}
+
+/// Where an issuer's JSON Web Key Set is read from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum JwksSource {
+    /// Fetched over HTTP(S), cached, and fetched again (at most once a
+    /// minute) when a token names a key it does not hold.
+    Url(String),
+    /// A file (absolute), read again when a token names a key it does not hold.
+    File(PathBuf),
+}
+
+/// `[auth]`: how HTTP callers may prove who they are besides a principal's
+/// own token.
+#[derive(Default, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawAuth {
+    /// Access tokens of an OAuth 2.1 authorization server (opt-in;
+    /// [`operators/oauth.md`](operators/oauth.md)).
+    oauth: Option<RawOAuth>,
+}
+
+/// `[auth.oauth]` ([`operators/oauth.md`](operators/oauth.md)).
+#[derive(Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawOAuth {
+    /// The authorization server's issuer URL: a token's `iss` must equal it.
+    issuer: String,
+    /// This server's resource identifier (e.g. its `/mcp` URL): a token's
+    /// `aud` must include it.
+    audience: String,
+    /// The URL of the issuer's JSON Web Key Set (or `jwks_file`: one of the
+    /// two); `https`, or `http` to a loopback address.
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "(one of the two)")))]
+    jwks_url: Option<String>,
+    /// A file holding the issuer's JSON Web Key Set (or `jwks_url`: one of
+    /// the two), relative to the config's directory.
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "(one of the two)")))]
+    jwks_file: Option<String>,
+    /// The claim whose value is the name of a declared `[[principal]]`.
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = "sub")))]
+    principal_claim: Option<String>,
+    /// Scopes every token must hold (its `scope` claim, space-separated, or
+    /// `scp`); one missing is answered 403 `insufficient_scope`.
+    #[serde(default)]
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = [])))]
+    required_scopes: Vec<String>,
+}
+
+impl RawAuth {
+    /// Whether `[auth.oauth]` is there (then a principal may have no
+    /// credential of its own).
+    pub(super) fn has_oauth(&self) -> bool {
+        self.oauth.is_some()
+    }
+}
+
+pub(super) fn validate_auth(
+    src: &Source,
+    dir: &Path,
+    raw: &RawAuth,
+    principals: usize,
+) -> Result<Option<OAuthConfig>, ConfigError> {
+    let Some(raw) = &raw.oauth else {
+        return Ok(None);
+    };
+    let key = |leaf: &str| format!("auth.oauth.{leaf}");
+    if principals == 0 {
+        return Err(src.invalid(
+            &key("issuer"),
+            "OAuth tokens must name a declared principal, and the config declares none",
+            "declare the principals tokens may name (`glovebox principal add NAME`), or remove `[auth.oauth]`",
+        ));
+    }
+    let issuer = raw.issuer.trim();
+    if !is_http_url(issuer) {
+        return Err(src.invalid(
+            &key("issuer"),
+            format!("`{issuer}` is not an http(s) URL"),
+            "write the authorization server's issuer, exactly as its tokens' `iss` says it, e.g. `issuer = \"https://login.example.com\"`",
+        ));
+    }
+    let audience = raw.audience.trim();
+    if audience.is_empty() || audience.contains(char::is_whitespace) {
+        return Err(src.invalid(
+            &key("audience"),
+            format!("`{audience}` is not an audience"),
+            "write this server's resource identifier as the tokens' `aud` says it, e.g. `audience = \"https://glovebox.example.com/mcp\"`",
+        ));
+    }
+    let jwks = match (&raw.jwks_url, &raw.jwks_file) {
+        (Some(_), Some(_)) => {
+            return Err(src.invalid(
+                &key("jwks_file"),
+                "`jwks_url` and `jwks_file` both say where the keys are",
+                "keep one of them",
+            ));
+        }
+        (None, None) => {
+            return Err(src.invalid(
+                &key("issuer"),
+                "no key set to check tokens' signatures against",
+                "set `jwks_url` (the issuer's `jwks_uri`) or `jwks_file`",
+            ));
+        }
+        (Some(url), None) => {
+            let url = url.trim();
+            if !url.starts_with("https://") && !is_loopback_http(url) {
+                return Err(src.invalid(
+                    &key("jwks_url"),
+                    format!("`{url}` is not an https URL"),
+                    "fetch the keys over https (plain http only to a loopback address), or copy them to a file and set `jwks_file`",
+                ));
+            }
+            JwksSource::Url(url.to_string())
+        }
+        (None, Some(file)) => {
+            let path = dir.join(file);
+            if !path.is_file() {
+                return Err(src.invalid(
+                    &key("jwks_file"),
+                    format!("key set file `{file}` not found"),
+                    "check the path (relative paths are resolved from the config file's directory)",
+                ));
+            }
+            JwksSource::File(path)
+        }
+    };
+    let principal_claim = raw.principal_claim.as_deref().unwrap_or("sub").trim();
+    if principal_claim.is_empty() {
+        return Err(src.invalid(
+            &key("principal_claim"),
+            "the claim's name is empty",
+            "name the claim that holds the principal's name, e.g. `principal_claim = \"sub\"`",
+        ));
+    }
+    for scope in &raw.required_scopes {
+        if scope.is_empty() || scope.contains(char::is_whitespace) || scope.contains('"') {
+            return Err(src.invalid(
+                &key("required_scopes"),
+                format!("`{scope}` is not a scope"),
+                "list scopes as the issuer writes them, without spaces, e.g. `required_scopes = [\"mcp\"]`",
+            ));
+        }
+    }
+    Ok(Some(OAuthConfig {
+        issuer: issuer.to_string(),
+        audience: audience.to_string(),
+        jwks,
+        principal_claim: principal_claim.to_string(),
+        required_scopes: raw.required_scopes.clone(),
+    }))
+}
+
+fn is_http_url(url: &str) -> bool {
+    (url.starts_with("https://") || url.starts_with("http://"))
+        && url.len() > "https://".len()
+        && !url.contains(char::is_whitespace)
+}
+
+/// `http://` to `localhost` or a loopback address (a key set served on the
+/// same machine, as tests and sidecars do).
+fn is_loopback_http(url: &str) -> bool {
+    let Some(rest) = url.strip_prefix("http://") else {
+        return false;
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}

@@ -1,0 +1,407 @@
+//! `[auth.oauth]` over the real binary and raw HTTP: the test is its own
+//! issuer (an EC key made at test time, its key set in a file, tokens it
+//! signs). A good token is served as the principal its `sub` names, beside
+//! a principal's static token; an expired token, a wrong audience, a wrong
+//! issuer, another key's signature, an HMAC one, `alg: none`, a subject
+//! that is no declared principal and a missing scope are each refused with
+//! the status and `WWW-Authenticate` the spec says, the server logs why,
+//! never the token, and nothing is done as the principal they name. The
+//! protected-resource metadata is served.
+
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+
+use base64::Engine as _;
+use jsonwebtoken::jwk::{Jwk, JwkSet};
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use serde_json::{Value, json};
+
+use crate::identity::{call, http, open_session};
+use crate::principals::add;
+use crate::util::Site;
+
+const ISSUER: &str = "https://issuer.test";
+const AUDIENCE: &str = "glovebox-oauth-test";
+const METADATA: &str = "/.well-known/oauth-protected-resource";
+
+/// A signing key made now, and its public half as a JWK named `kid`.
+fn key(kid: &str) -> (EncodingKey, Jwk) {
+    let pair = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+    let key = EncodingKey::from_ec_der(&pair.serialize_der());
+    let mut jwk = Jwk::from_encoding_key(&key, Algorithm::ES256).unwrap();
+    jwk.common.key_id = Some(kid.to_string());
+    (key, jwk)
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}
+
+/// Claims for `sub`, valid for an hour, with the `mcp` scope.
+fn claims(sub: &str) -> Value {
+    json!({"iss": ISSUER, "aud": AUDIENCE, "sub": sub, "exp": now() + 3600, "iat": now(), "scope": "mcp tools"})
+}
+
+fn sign(key: &EncodingKey, kid: &str, claims: &Value) -> String {
+    let mut header = Header::new(Algorithm::ES256);
+    header.kid = Some(kid.to_string());
+    jsonwebtoken::encode(&header, claims, key).unwrap()
+}
+
+/// `glovebox serve` over HTTP with its stderr kept: the process, the
+/// address, the lines so far.
+fn serve(site: &Site) -> (std::process::Child, String, Arc<Mutex<Vec<String>>>) {
+    let mut child = crate::util::glovebox()
+        .arg("--config")
+        .arg(site.config())
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let addr = loop {
+        let line = lines.next().expect("serve printed its address").unwrap();
+        if let Some(rest) = line.strip_prefix("glovebox: serving MCP at http://") {
+            break rest.trim_end_matches("/mcp").to_string();
+        }
+    };
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let kept = log.clone();
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            kept.lock().unwrap().push(line);
+        }
+    });
+    (child, addr, log)
+}
+
+/// The server's log once it has a line with `text` (or after 10 s).
+fn logged(log: &Mutex<Vec<String>>, text: &str) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let lines = log.lock().unwrap().join("\n");
+        if lines.contains(text) || std::time::Instant::now() > deadline {
+            return lines;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
+
+#[test]
+fn oauth_tokens_name_declared_principals_and_bad_ones_are_refused() {
+    let site = Site::new(false);
+    let alice = add(
+        &site,
+        &[
+            "alice",
+            "--kind",
+            "agent",
+            "--roles",
+            "workagent",
+            "--projects",
+            "*",
+        ],
+    );
+    add(
+        &site,
+        &[
+            "bob",
+            "--kind",
+            "agent",
+            "--roles",
+            "workagent",
+            "--projects",
+            "*",
+        ],
+    );
+    add(
+        &site,
+        &[
+            "carol",
+            "--kind",
+            "agent",
+            "--roles",
+            "workagent",
+            "--projects",
+            "*",
+        ],
+    );
+    let (issuer_key, jwk) = key("k1");
+    let (other_key, _) = key("k2");
+    let set = JwkSet { keys: vec![jwk] };
+    std::fs::write(
+        site.path().join("jwks.json"),
+        serde_json::to_string(&set).unwrap(),
+    )
+    .unwrap();
+    let mut config = std::fs::read_to_string(site.config()).unwrap();
+    // Dave has no token of its own: it comes only through OAuth.
+    config += "\n[[principal]]\nname = \"dave\"\nkind = \"agent\"\nroles = [\"workagent\"]\nprojects = [\"*\"]\n";
+    config += &format!(
+        "\n[auth.oauth]\nissuer = \"{ISSUER}\"\naudience = \"{AUDIENCE}\"\njwks_file = \"jwks.json\"\nrequired_scopes = [\"mcp\"]\n"
+    );
+    std::fs::write(site.config(), config).unwrap();
+    let (mut child, addr, log) = serve(&site);
+
+    // The metadata document points at the issuer.
+    let meta = http(&addr, "GET", METADATA, None, None, "");
+    assert_eq!(meta.status, 200, "{}", meta.body);
+    let doc: Value = serde_json::from_str(&meta.body).unwrap();
+    assert_eq!(doc["resource"], AUDIENCE);
+    assert_eq!(doc["authorization_servers"], json!([ISSUER]));
+    assert_eq!(doc["scopes_supported"], json!(["mcp"]));
+    assert_eq!(doc["bearer_methods_supported"], json!(["header"]));
+
+    // A good token: bob, served as bob.
+    let good = sign(&issuer_key, "k1", &claims("bob"));
+    let session = open_session(&addr, Some(&good));
+    let answer = call(
+        &addr,
+        Some(&good),
+        &session,
+        "session_start",
+        json!({"role": "workagent", "project": "p"}),
+    )
+    .unwrap();
+    assert_ne!(answer["result"]["isError"], json!(true), "{answer}");
+    // Alice's static token keeps working beside OAuth.
+    let static_session = open_session(&addr, Some(&alice));
+    let answer = call(
+        &addr,
+        Some(&alice),
+        &static_session,
+        "session_list",
+        json!({}),
+    )
+    .unwrap();
+    assert_ne!(answer["result"]["isError"], json!(true), "{answer}");
+
+    // A principal with no static token, through OAuth.
+    let dave = sign(&issuer_key, "k1", &claims("dave"));
+    let dave_session = open_session(&addr, Some(&dave));
+    let answer = call(
+        &addr,
+        Some(&dave),
+        &dave_session,
+        "session_start",
+        json!({"role": "workagent", "project": "p"}),
+    )
+    .unwrap();
+    assert_ne!(answer["result"]["isError"], json!(true), "{answer}");
+
+    // No token: 401 pointing at the metadata, no error.
+    let answer = http(&addr, "POST", "/mcp", None, None, INIT);
+    assert_eq!(answer.status, 401);
+    let challenge = answer.header("www-authenticate").unwrap();
+    assert!(
+        challenge.starts_with("Bearer resource_metadata=\"http://")
+            && challenge.contains(&format!("{METADATA}\""))
+            && !challenge.contains("error="),
+        "{challenge}"
+    );
+
+    // Bad tokens, all naming carol: each refused, and why is logged.
+    let mut hmac_header = Header::new(Algorithm::HS256);
+    hmac_header.kid = Some("k1".into());
+    let hmac = jsonwebtoken::encode(
+        &hmac_header,
+        &claims("carol"),
+        &EncodingKey::from_secret(b"a secret shared with everyone").unwrap(),
+    )
+    .unwrap();
+    let b64 = |v: &Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string());
+    let none = format!(
+        "{}.{}.",
+        b64(&json!({"alg": "none", "typ": "JWT", "kid": "k1"})),
+        b64(&claims("carol"))
+    );
+    let with = |change: Value| {
+        let mut c = claims("carol");
+        for (k, v) in change.as_object().unwrap() {
+            c[k] = v.clone();
+        }
+        sign(&issuer_key, "k1", &c)
+    };
+    let refused: Vec<(&str, String, &str)> = vec![
+        ("expired", with(json!({"exp": now() - 600})), "expired"),
+        (
+            "not valid yet",
+            with(json!({"nbf": now() + 600})),
+            "not valid yet",
+        ),
+        (
+            "wrong audience",
+            with(json!({"aud": "another-server"})),
+            "wrong audience",
+        ),
+        (
+            "wrong issuer",
+            with(json!({"iss": "https://evil.test"})),
+            "wrong issuer",
+        ),
+        (
+            "another key",
+            sign(&other_key, "k1", &claims("carol")),
+            "bad signature",
+        ),
+        (
+            "an unknown key",
+            sign(&other_key, "k2", &claims("carol")),
+            "does not hold",
+        ),
+        ("HMAC", hmac, "HMAC"),
+        ("alg none", none, "malformed"),
+        (
+            "no declared principal",
+            sign(&issuer_key, "k1", &claims("mallory")),
+            "names no declared principal",
+        ),
+    ];
+    for (what, token, why) in &refused {
+        let answer = http(&addr, "POST", "/mcp", Some(token), None, INIT);
+        assert_eq!(answer.status, 401, "{what}: {}", answer.body);
+        let challenge = answer.header("www-authenticate").unwrap();
+        assert!(
+            challenge.contains("resource_metadata=")
+                && challenge.contains("error=\"invalid_token\""),
+            "{what}: {challenge}"
+        );
+        // The open session refuses it too.
+        let answer = call(&addr, Some(token), &session, "session_list", json!({}));
+        assert_eq!(answer, Err(401), "{what}");
+        let lines = logged(&log, why);
+        assert!(
+            lines.contains(why),
+            "{what}: no {why:?} in the server's log:\n{lines}"
+        );
+        assert!(
+            !lines.contains(token.as_str()),
+            "{what}: the token was logged"
+        );
+    }
+
+    // A missing scope: 403 insufficient_scope, naming it.
+    let unscoped = with(json!({"scope": "tools"}));
+    let answer = http(&addr, "POST", "/mcp", Some(&unscoped), None, INIT);
+    assert_eq!(answer.status, 403, "{}", answer.body);
+    let challenge = answer.header("www-authenticate").unwrap();
+    assert!(
+        challenge.contains("error=\"insufficient_scope\"") && challenge.contains("scope=\"mcp\""),
+        "{challenge}"
+    );
+
+    // Nothing was done as carol; bob's session is bob's.
+    let sessions = site.json(&["session", "list", "--json"]).to_string();
+    assert!(!sessions.contains("carol"), "{sessions}");
+    assert!(sessions.contains("bob"), "{sessions}");
+    assert!(sessions.contains("dave"), "{sessions}");
+    let lines = logged(&log, "lacks a required scope");
+    assert!(lines.contains("lacks a required scope"), "{lines}");
+    assert!(
+        !lines.contains("carol"),
+        "carol was named in the log:\n{lines}"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// A key set served over HTTP on loopback, as an issuer's `jwks_uri` is:
+/// its address, the set it serves (swapped to rotate) and the reads so far.
+fn jwks_server(set: Arc<Mutex<String>>) -> (String, Arc<Mutex<usize>>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let reads = Arc::new(Mutex::new(0));
+    let counted = reads.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf);
+            *counted.lock().unwrap() += 1;
+            let body = set.lock().unwrap().clone();
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    (addr, reads)
+}
+
+// The issuer rotates its key: a token of the new key is refused until the
+// server may read the set again (a minute after its last read: junk
+// tokens cannot make it hammer the issuer), then accepted without a restart.
+#[test]
+fn oauth_key_sets_over_http_follow_a_rotation_at_most_once_a_minute() {
+    let site = Site::new(false);
+    add(
+        &site,
+        &[
+            "bob",
+            "--kind",
+            "agent",
+            "--roles",
+            "workagent",
+            "--projects",
+            "*",
+        ],
+    );
+    let (old_key, old_jwk) = key("old");
+    let (new_key, new_jwk) = key("new");
+    let served = Arc::new(Mutex::new(
+        serde_json::to_string(&JwkSet {
+            keys: vec![old_jwk.clone()],
+        })
+        .unwrap(),
+    ));
+    let (jwks, reads) = jwks_server(served.clone());
+    let mut config = std::fs::read_to_string(site.config()).unwrap();
+    config += &format!(
+        "\n[auth.oauth]\nissuer = \"{ISSUER}\"\naudience = \"{AUDIENCE}\"\njwks_url = \"http://{jwks}/jwks.json\"\n"
+    );
+    std::fs::write(site.config(), config).unwrap();
+    let (mut child, addr, log) = serve(&site);
+
+    let old = sign(&old_key, "old", &claims("bob"));
+    let answer = http(&addr, "POST", "/mcp", Some(&old), None, INIT);
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert_eq!(*reads.lock().unwrap(), 1);
+
+    // Rotated: the new key's tokens wait for the next read allowed.
+    *served.lock().unwrap() = serde_json::to_string(&JwkSet {
+        keys: vec![old_jwk, new_jwk],
+    })
+    .unwrap();
+    let new = sign(&new_key, "new", &claims("bob"));
+    for _ in 0..5 {
+        let answer = http(&addr, "POST", "/mcp", Some(&new), None, INIT);
+        assert_eq!(answer.status, 401);
+    }
+    assert_eq!(
+        *reads.lock().unwrap(),
+        1,
+        "unknown keys made the server read the set again within the minute"
+    );
+    assert!(logged(&log, "does not hold").contains("does not hold"));
+
+    std::thread::sleep(std::time::Duration::from_secs(61));
+    let answer = http(&addr, "POST", "/mcp", Some(&new), None, INIT);
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert_eq!(*reads.lock().unwrap(), 2);
+    // The old key still in the set still signs.
+    let answer = http(&addr, "POST", "/mcp", Some(&old), None, INIT);
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert_eq!(*reads.lock().unwrap(), 2);
+    let _ = child.kill();
+    let _ = child.wait();
+}
