@@ -42,9 +42,20 @@ struct Written {
     /// Acknowledged after the node was killed.
     after_kill: usize,
     errors: usize,
+    /// Appends refused as conflicts at a head that had not moved: answered
+    /// as duplicates of one the dead leader took and never stored (see
+    /// [`DUPLICATE_WINDOW`]).
+    stalled: usize,
     /// From the kill to this writer's first acknowledgement after it.
     first_ack_after_kill: Option<Duration>,
 }
+
+/// The streams' duplicate window (NATS's default). On NATS 2.9, after the
+/// leader is killed, a writer whose append the dead leader took and never
+/// stored is answered "duplicate" at that head until the window has passed
+/// (see the ignored test below): its log stalls that long, with no loss and
+/// no fork. Seen with a log of its own too, about once in tens of runs.
+const DUPLICATE_WINDOW: Duration = Duration::from_secs(120);
 
 /// Re-reads `stream` until a read succeeds (the leader may be moving):
 /// everything after `after`.
@@ -97,11 +108,16 @@ fn writer(
                 }
             }
             Err(e) => {
-                if !matches!(e, StorageError::Conflict { .. }) {
+                let conflict = matches!(e, StorageError::Conflict { .. });
+                if !conflict {
                     out.errors += 1;
                     std::thread::sleep(Duration::from_millis(20));
                 }
                 let since = read_after(store, stream, last);
+                if conflict && since.is_empty() {
+                    out.stalled += 1;
+                    std::thread::sleep(Duration::from_millis(20));
+                }
                 if since.iter().any(|(_, e)| *e == entry) {
                     // Stored although its acknowledgement was lost: the
                     // next entry is a new one.
@@ -216,8 +232,9 @@ fn kill_a_node_under_writers(shared: bool) {
     cluster.kill(leader);
     *killed_at.lock().unwrap() = Some(Instant::now());
     // Until every writer has had 20 appends acknowledged since the kill (or
-    // 25 s have passed: the checks below then say who had none).
-    let deadline = Instant::now() + Duration::from_secs(25);
+    // the duplicate window and 25 s have passed: the checks below then say
+    // who had none). A run without a stalled writer ends in seconds.
+    let deadline = Instant::now() + DUPLICATE_WINDOW + Duration::from_secs(25);
     while Instant::now() < deadline
         && !progress
             .iter()
@@ -237,10 +254,16 @@ fn kill_a_node_under_writers(shared: bool) {
             w.errors
         );
         let window = w.first_ack_after_kill.unwrap();
+        // Seconds, unless the duplicate window stalled this writer.
+        let allowed = match w.stalled {
+            0 => Duration::from_secs(20),
+            _ => DUPLICATE_WINDOW + Duration::from_secs(20),
+        };
         assert!(
-            window < Duration::from_secs(20),
-            "`{}`: appends failed for {window:?} after the kill",
-            w.stream
+            window < allowed,
+            "`{}`: appends failed for {window:?} after the kill ({} refused as duplicates at an unmoved head)",
+            w.stream,
+            w.stalled
         );
         total_acknowledged += w.acknowledged.len();
     }
