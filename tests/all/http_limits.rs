@@ -8,6 +8,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::principals::add;
@@ -15,11 +16,18 @@ use crate::util::Site;
 
 /// `glovebox serve --http 127.0.0.1:0` with `args`; the process and its address.
 pub(crate) fn serve(site: &Site, args: &[&str]) -> (Child, String) {
+    let (child, addr, _) = serve_logged(site, args);
+    (child, addr)
+}
+
+/// [`serve`] at log level `info`, with the server's log lines kept as they come.
+pub(crate) fn serve_logged(site: &Site, args: &[&str]) -> (Child, String, Arc<Mutex<Vec<String>>>) {
     let mut child = crate::util::glovebox()
         .arg("--config")
         .arg(site.config())
         .args(["serve", "--http", "127.0.0.1:0"])
         .args(args)
+        .env("RUST_LOG", "info")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -32,8 +40,14 @@ pub(crate) fn serve(site: &Site, args: &[&str]) -> (Child, String) {
         }
     };
     // Keep draining stderr so the server never blocks on it.
-    std::thread::spawn(move || for _ in lines {});
-    (child, addr)
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let kept = log.clone();
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            kept.lock().unwrap().push(line);
+        }
+    });
+    (child, addr, log)
 }
 
 /// A complete request: an HTTP answer comes back (any status).

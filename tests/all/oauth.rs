@@ -8,8 +8,6 @@
 //! never the token, and nothing is done as the principal they name. The
 //! protected-resource metadata is served.
 
-use std::io::{BufRead, BufReader};
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 
 use base64::Engine as _;
@@ -52,33 +50,10 @@ fn sign(key: &EncodingKey, kid: &str, claims: &Value) -> String {
     jsonwebtoken::encode(&header, claims, key).unwrap()
 }
 
-/// `glovebox serve` over HTTP with its stderr kept: the process, the
-/// address, the lines so far.
+/// `glovebox serve` over HTTP with its log kept: the process, the address,
+/// the lines so far.
 fn serve(site: &Site) -> (std::process::Child, String, Arc<Mutex<Vec<String>>>) {
-    let mut child = crate::util::glovebox()
-        .arg("--config")
-        .arg(site.config())
-        .args(["serve", "--http", "127.0.0.1:0"])
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let addr = loop {
-        let line = lines.next().expect("serve printed its address").unwrap();
-        if let Some(rest) = line.strip_prefix("glovebox: serving MCP at http://") {
-            break rest.trim_end_matches("/mcp").to_string();
-        }
-    };
-    let log = Arc::new(Mutex::new(Vec::new()));
-    let kept = log.clone();
-    std::thread::spawn(move || {
-        for line in lines.map_while(Result::ok) {
-            kept.lock().unwrap().push(line);
-        }
-    });
-    (child, addr, log)
+    crate::http_limits::serve_logged(site, &[])
 }
 
 /// The server's log once it has a line with `text` (or after 10 s).
