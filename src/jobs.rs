@@ -1,7 +1,7 @@
 //! `glovebox job ...`: background jobs from the command line.
 //!
 //! One process holds a data dir at a time. While `glovebox serve` runs, these
-//! commands run inside it (`control.rs`) and a spawned job starts at once on
+//! commands run inside it (`control/`) and a spawned job starts at once on
 //! its runner; without a server, `job spawn` only queues a job (persists it)
 //! and exits, and the job runs in whichever process next runs the jobs of the
 //! data dir: `job wait` (while it waits) or `glovebox serve`.

@@ -54,6 +54,7 @@ mod paging;
 mod plugin;
 mod policy;
 mod principal;
+mod process;
 mod reach;
 mod rescue;
 mod schedule;
@@ -69,8 +70,6 @@ pub(crate) use call::{operation_refused, print_report, read_input, session_refus
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-
-use exit::Exit;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -97,7 +96,7 @@ struct Cli {
 }
 
 /// The commands. Those that work on the data dir's store travel to the
-/// running server (`control.rs`) as JSON; the others never leave this
+/// running server (`control/`) as JSON; the others never leave this
 /// process (`serde(skip)`).
 #[derive(Subcommand, Serialize, Deserialize)]
 enum Command {
@@ -280,89 +279,10 @@ enum PluginCommand {
 }
 
 fn main() -> ExitCode {
-    // First, before any thread exists (see `allocator.rs`).
-    let malloc = allocator::tune();
-    #[cfg(feature = "otlp")]
-    let (otlp, exporter) = match otlp::layer() {
-        Some((layer, exporter)) => (Some(layer), Some(exporter)),
-        None => (None, None),
-    };
-    {
-        use tracing_subscriber::prelude::*;
-        // The host's log on stderr (`RUST_LOG`, warnings by default), and
-        // the lines an MCP connection asked for about its own requests;
-        // with `OTEL_EXPORTER_OTLP_ENDPOINT`, the spans to a collector.
-        let filter =
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into());
-        let subscriber = tracing_subscriber::registry()
-            .with(
-                tracing_subscriber::fmt::layer()
-                    .with_writer(std::io::stderr)
-                    .with_filter(filter),
-            )
-            .with(glovebox_mcp::connection_log());
-        #[cfg(feature = "otlp")]
-        let subscriber = subscriber.with(otlp);
-        subscriber.init();
-    }
-    allocator::report(malloc);
-    let code = run_main();
-    #[cfg(feature = "otlp")]
-    if let Some(exporter) = exporter {
-        exporter.shutdown();
-    }
-    code
-}
-
-fn run_main() -> ExitCode {
+    // First, before any thread exists and before the arguments are read.
+    let process = process::Process::begin();
     let cli = Cli::parse();
-    // Everything this process creates is its user's alone: the store's files (sled
-    // and SQLite open them with the default mode), snapshots, exports, and the
-    // files tools create in read-write grants and scratch dirs (0600, dirs 0700).
-    rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            return Exit::Failed.into();
-        }
-    };
-    let result = runtime.block_on(async {
-        // A file-size limit (`ulimit -f`) reached by a write makes that write
-        // fail (EFBIG), as a full disk does, instead of killing the process
-        // with SIGXFSZ: the store fails and is reopened once it can (see
-        // `glovebox_store::Reopening`). Once handled, the signal stays
-        // handled for the life of the process.
-        let xfsz = tokio::signal::unix::SignalKind::from_raw(
-            rustix::process::Signal::XFSZ.as_raw(),
-        );
-        if let Err(e) = tokio::signal::unix::signal(xfsz) {
-            tracing::warn!(error = %e, "cannot handle SIGXFSZ: a file-size limit would stop the process");
-        }
-        run(cli).await
-    });
-    // A blocking read of stdin (a stdio server stopped by a signal while its
-    // client keeps stdin open) never ends by itself: don't wait for it.
-    // Everything acknowledged is durable already.
-    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
-    match result {
-        Ok(code) => code,
-        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            Exit::Usage.into()
-        }
-    }
-}
-
-/// The reader of our stdout went away: not an error of ours.
-fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain()
-        .filter_map(|c| c.downcast_ref::<std::io::Error>())
-        .any(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    process.run(run(cli))
 }
 
 async fn run(mut cli: Cli) -> Result<ExitCode> {
@@ -379,7 +299,7 @@ async fn run(mut cli: Cli) -> Result<ExitCode> {
 }
 
 /// Runs a command here: in this process, or inside the server a command
-/// was forwarded to (`control.rs`).
+/// was forwarded to (`control/`).
 async fn dispatch(config: &std::path::Path, command: Command) -> Result<ExitCode> {
     match command {
         Command::Plugin {

@@ -4,7 +4,7 @@
 //! lists them; `--schema` prints an operation's argument and output schemas.
 //!
 //! While a server holds the data dir the command runs inside it over the
-//! control socket (`control.rs`) as every store command does, as the
+//! control socket (`control/`) as every store command does, as the
 //! operator at the socket (`cli:<uid>`).
 
 use std::path::Path;

@@ -1,5 +1,5 @@
 //! How a command reaches the data dir: through the running server when it
-//! runs inside it (forwarded on the control socket, `control.rs`), else by
+//! runs inside it (forwarded on the control socket, `control/`), else by
 //! opening the config's store here. Either way the same handler runs, and
 //! asks this module for the gateway, the jobs runner, the config, the
 //! ledger and who is acting.
@@ -58,7 +58,7 @@ pub(crate) fn sessions(config: &Path) -> Result<Arc<Sessions>> {
     Ok(open_durable(config)?.sessions.clone())
 }
 
-/// The data dir's ledger: the running server's (`control.rs`), or opened
+/// The data dir's ledger: the running server's (`control/`), or opened
 /// here with what recovery found printed.
 pub(crate) fn open_durable(config: &Path) -> Result<Arc<Durable>> {
     if let Some(gateway) = served() {

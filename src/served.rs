@@ -1,5 +1,5 @@
 //! Inside the server: what a command forwarded on the control socket
-//! (`control.rs`) runs against, and where its output goes. Handlers never
+//! (`control/`) runs against, and where its output goes. Handlers never
 //! name this: they ask `reach.rs` for the gateway and print with
 //! `out!`/`err!` (`output.rs`), which look here first.
 
