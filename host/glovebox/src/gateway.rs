@@ -78,7 +78,35 @@ pub struct Reloaded {
     pub hooks: Vec<(String, Option<String>)>,
 }
 
+/// The gateway bound to one caller: every operation that depends on who
+/// calls is a method of it (`scope/`, one file per family, whose module docs
+/// say why in one place). Declared here, beside the gateway it borrows, so
+/// that [`Gateway::scope`] is the gateway's own and the gateway is one
+/// `impl` in one file. Cheap: a few references.
+#[derive(Clone, Copy)]
+pub struct Scope<'g> {
+    pub(crate) gateway: &'g Gateway,
+    pub(crate) caller: &'g Principal,
+    /// The session the caller acts from, if any: an MCP connection's bound
+    /// session ([`Scope::acting_from`]).
+    pub(crate) session: Option<&'g str>,
+    /// The jobs runner, where the surface has one ([`Scope::with_jobs`]):
+    /// it is started over the gateway, not part of it.
+    pub(crate) jobs: Option<&'g Arc<crate::jobs::Jobs>>,
+}
+
 impl Gateway {
+    /// The gateway on behalf of `caller`: every operation that depends on
+    /// who calls (see [`Scope`]).
+    pub fn scope<'g>(&'g self, caller: &'g Principal) -> Scope<'g> {
+        Scope {
+            gateway: self,
+            caller,
+            session: None,
+            jobs: None,
+        }
+    }
+
     pub fn new(host: Arc<Host>, ledger: Arc<Durable>) -> Gateway {
         let metrics: Arc<crate::metrics::Metrics> = Arc::default();
         ledger.storage.observe_flushes(metrics.flush_observer());

@@ -17,7 +17,9 @@
 //! unscoped twin of these methods for it: an operator's scope sees and acts
 //! in every session.
 //!
-//! The operations are grouped by what they touch, one file each: the
+//! The [`Scope`] type itself is declared in `gateway.rs`, beside the
+//! gateway it borrows; its methods are here. The operations are grouped by
+//! what they touch, one file each: the
 //! sessions (here), child sessions (`children.rs`), ending a session with
 //! its completion gates (`completion.rs`), the memory bank (`memory.rs`),
 //! and the jobs runner ([`JobScope`], `jobs.rs`).
@@ -46,37 +48,10 @@ use crate::session::{
 };
 use crate::tasks::ledger_work;
 
+pub use crate::gateway::Scope;
 pub use approvals::ApprovalScope;
 pub(crate) use approvals::expire as expire_approvals;
 pub use jobs::JobScope;
-
-/// The gateway bound to one caller (see the module docs); cheap: two
-/// references. Made by [`Gateway::scope`].
-#[derive(Clone, Copy)]
-pub struct Scope<'g> {
-    gateway: &'g Gateway,
-    caller: &'g Principal,
-    /// The session the caller acts from, if any: an MCP connection's bound
-    /// session ([`Scope::acting_from`]).
-    session: Option<&'g str>,
-    /// The jobs runner, where the surface has one ([`Scope::with_jobs`]):
-    /// it is started over the gateway, not part of it.
-    jobs: Option<&'g Arc<Jobs>>,
-}
-
-impl Gateway {
-    /// The gateway on behalf of `caller`: every operation that depends on
-    /// who calls (see [`Scope`]). Here, beside [`Scope`], and not in
-    /// `gateway.rs`: the gateway does not know its scopes, which use it.
-    pub fn scope<'g>(&'g self, caller: &'g Principal) -> Scope<'g> {
-        Scope {
-            gateway: self,
-            caller,
-            session: None,
-            jobs: None,
-        }
-    }
-}
 
 impl<'g> Scope<'g> {
     /// Settling approvals as the caller (see [`ApprovalScope`]).
