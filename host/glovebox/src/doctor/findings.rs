@@ -4,109 +4,60 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-/// How much a finding matters. `glovebox doctor` exits 1 when there is a
-/// warning; notices alone leave it at 0.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Serialize,
-    Deserialize,
-    schemars::JsonSchema,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    /// Worth fixing now.
-    Warning,
-    /// Worth knowing; nothing is at risk any more.
-    Notice,
+/// A closed set of names, each variant with the one text that names it in
+/// JSON and in the printed report: the enum, its serde names and `as_str`
+/// come from one list, so the two can never disagree.
+macro_rules! names {
+    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $text:literal,)* }) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        #[derive(Serialize, Deserialize, schemars::JsonSchema)]
+        pub enum $name {
+            $($(#[$vdoc])* #[serde(rename = $text)] $variant,)*
+        }
+
+        impl $name {
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text,)*
+                }
+            }
+        }
+    };
 }
 
-impl Severity {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Warning => "warning",
-            Severity::Notice => "notice",
-        }
+names! {
+    /// How much a finding matters. `glovebox doctor` exits 1 when there is a
+    /// warning; notices alone leave it at 0.
+    Severity {
+        /// Worth fixing now.
+        Warning = "warning",
+        /// Worth knowing; nothing is at risk any more.
+        Notice = "notice",
     }
 }
 
-/// Which antipattern a finding is.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Serialize,
-    Deserialize,
-    schemars::JsonSchema,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum Rule {
-    UnwaitedJobs,
-    UnnamedSession,
-    PermissiveHook,
-    RoleWithoutBudget,
-    NoHandoff,
-    UnpinnedDigest,
-    SharedWritableDir,
-}
-
-impl Rule {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Rule::UnwaitedJobs => "unwaited_jobs",
-            Rule::UnnamedSession => "unnamed_session",
-            Rule::PermissiveHook => "permissive_hook",
-            Rule::RoleWithoutBudget => "role_without_budget",
-            Rule::NoHandoff => "no_handoff",
-            Rule::UnpinnedDigest => "unpinned_digest",
-            Rule::SharedWritableDir => "shared_writable_dir",
-        }
+names! {
+    /// Which antipattern a finding is.
+    Rule {
+        UnwaitedJobs = "unwaited_jobs",
+        UnnamedSession = "unnamed_session",
+        PermissiveHook = "permissive_hook",
+        RoleWithoutBudget = "role_without_budget",
+        NoHandoff = "no_handoff",
+        UnpinnedDigest = "unpinned_digest",
+        SharedWritableDir = "shared_writable_dir",
     }
 }
 
-/// What a finding is about.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Serialize,
-    Deserialize,
-    schemars::JsonSchema,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum CulpritKind {
-    Session,
-    Hook,
-    Plugin,
-    Role,
-    Directory,
-}
-
-impl CulpritKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CulpritKind::Session => "session",
-            CulpritKind::Hook => "hook",
-            CulpritKind::Plugin => "plugin",
-            CulpritKind::Role => "role",
-            CulpritKind::Directory => "directory",
-        }
+names! {
+    /// What a finding is about.
+    CulpritKind {
+        Session = "session",
+        Hook = "hook",
+        Plugin = "plugin",
+        Role = "role",
+        Directory = "directory",
     }
 }
 
