@@ -170,6 +170,13 @@ fn the_api_document_validates_and_every_route_answers_with_what_it_says() {
     assert_eq!(status["status"], "completed", "{status}");
     let listed = server.ok(15, "job_list", json!({"limit": 5}));
     assert_eq!(listed["jobs"][0]["id"], job.as_str(), "{listed}");
+    let refused = server.call(17, "job_wait", json!({"ids": [job], "mode": "any"}));
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    let said = refused["error"]["message"].as_str().unwrap();
+    assert!(
+        said.starts_with("invalid arguments for `job_wait`: `mode`: unknown variant `any`"),
+        "{said}"
+    );
     let refused = server.call(16, "job_list", json!({"status": "lost"}));
     assert_eq!(refused["error"]["code"], -32602, "{refused}");
     let said = refused["error"]["message"].as_str().unwrap();
@@ -247,6 +254,7 @@ fn the_api_document_validates_and_every_route_answers_with_what_it_says() {
         "jobs.show": {"path": {"id": job}},
         "jobs.cancel": {"path": {"id": job}},
         "jobs.list": {"query": {"status": "completed", "limit": "5"}},
+        "jobs.wait": {"body": {"ids": [job], "mode": "first", "timeout_ms": 1000}},
     });
     let mut called = BTreeSet::new();
     // Reads first, then changes (an approval is shown before it is settled).

@@ -43,7 +43,7 @@ impl ChildObserver for ChildBell {
 }
 
 /// What `session_wait` returns.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct ChildrenWaited {
     /// The parent's id.
     pub parent: String,

@@ -26,6 +26,7 @@ mod error;
 mod jobs_cancel;
 mod jobs_list;
 mod jobs_show;
+mod jobs_wait;
 mod memory_approve;
 mod memory_propose;
 mod memory_reject;
@@ -40,6 +41,7 @@ mod sessions_resume;
 mod sessions_show;
 mod sessions_status;
 mod sessions_verdict;
+mod sessions_wait;
 pub mod sizes;
 
 use std::future::Future;
@@ -65,6 +67,7 @@ pub use error::{ErrorClass, OperationError};
 pub use jobs_cancel::{CancelJob, CancelJobArgs};
 pub use jobs_list::{JobsPage, ListJobs, ListJobsArgs};
 pub use jobs_show::{ShowJob, ShowJobArgs};
+pub use jobs_wait::{WaitFor, WaitJobs, WaitJobsArgs};
 pub use memory_approve::{ApproveMemory, ApproveMemoryArgs};
 pub use memory_propose::{ProposeMemory, ProposeMemoryArgs, Proposed};
 pub use memory_reject::{RejectMemory, RejectMemoryArgs};
@@ -79,6 +82,7 @@ pub use sessions_resume::{ResumeSession, ResumeSessionArgs};
 pub use sessions_show::{ShowSession, ShowSessionArgs};
 pub use sessions_status::{SessionStatus, SessionStatusArgs, SessionStatusOutput};
 pub use sessions_verdict::{GiveVerdict, GiveVerdictArgs, VerdictWord};
+pub use sessions_wait::{WaitChildren, WaitChildrenArgs};
 
 /// Who may run an operation, before its scope's own rules.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -371,9 +375,11 @@ pub fn all() -> &'static [Entry] {
             Entry::of::<ShowJob>(),
             Entry::of::<CancelJob>(),
             Entry::of::<ListJobs>(),
+            Entry::of::<WaitJobs>(),
             Entry::of::<SessionStatus>(),
             Entry::of::<SessionLog>(),
             Entry::of::<GiveVerdict>(),
+            Entry::of::<WaitChildren>(),
             Entry::of::<Doctor>(),
         ]
     });

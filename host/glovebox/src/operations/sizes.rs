@@ -34,3 +34,7 @@ pub const LOG_PAGE_DEFAULT: usize = 100;
 /// The reasons a verdict may give, and the longest one (the ledger refuses more).
 pub const REASONS_MAX: usize = 32;
 pub const REASON_MAX_BYTES: usize = 2048;
+/// The longest `jobs.wait` timeout, in milliseconds (an hour).
+pub const JOB_WAIT_MAX_MS: u64 = 3_600_000;
+/// The longest `sessions.wait` timeout, in milliseconds.
+pub const WAIT_MAX_MS: u64 = crate::session::WAIT_MAX.as_millis() as u64;

@@ -22,6 +22,7 @@ use crate::manifest::BudgetCaps;
 use crate::page::{Page, PageRequest};
 
 /// A child session as its parent sees it.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct ChildStatus {
     pub id: String,

@@ -1,6 +1,5 @@
-//! The child-session built-ins: `session_spawn` and `session_wait`.
-
-use std::time::Duration;
+//! The child-session built-in that is not an operation yet: `session_spawn`
+//! (`session_wait` is the registry's `sessions.wait`).
 
 use rmcp::ErrorData;
 use rmcp::model::{CallToolResult, JsonObject};
@@ -8,7 +7,7 @@ use rmcp::model::{CallToolResult, JsonObject};
 use super::parse::{parse, start_extras};
 use crate::connection::Connection;
 use crate::results;
-use crate::tools::{SessionSpawnArgs, SessionWaitArgs};
+use crate::tools::SessionSpawnArgs;
 use glovebox::Principal;
 use glovebox::session::{Handoff, HandoffKind, SpawnChild};
 
@@ -46,24 +45,5 @@ impl Connection {
             completion,
         };
         Ok(results::session(scope.spawn_session(&parent, spawn).await))
-    }
-
-    /// `session_wait`.
-    pub(super) async fn session_wait(
-        &self,
-        caller: &Principal,
-        tool: &str,
-        args: JsonObject,
-    ) -> Result<CallToolResult, ErrorData> {
-        let scope = self.shared().gateway.scope(caller);
-        let a: SessionWaitArgs = parse(tool, args)?;
-        let parent = match self.target(caller, tool, a.session).await {
-            Ok(key) => key,
-            Err(answer) => return Ok(answer),
-        };
-        let timeout = a.timeout_ms.map(Duration::from_millis);
-        Ok(results::session(
-            scope.wait_children(&parent, timeout).await,
-        ))
     }
 }

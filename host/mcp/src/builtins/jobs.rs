@@ -1,17 +1,15 @@
-//! The background job built-ins.
-
-use std::time::Duration;
+//! The background job built-in that is not an operation yet: `job_spawn`
+//! (it runs in the connection's default session when none is bound).
 
 use rmcp::ErrorData;
 use rmcp::model::{CallToolResult, JsonObject};
 use serde::Serialize;
 
 use super::parse::parse;
-use super::unknown_builtin;
 use crate::connection::Connection;
 use crate::results::{self, bad_arguments};
-use crate::tools::{JOB_SPAWN, JOB_WAIT, SpawnArgs, WaitArgs, WaitFor};
-use glovebox::jobs::{JobError, WaitMode};
+use crate::tools::SpawnArgs;
+use glovebox::jobs::JobError;
 use glovebox::{JobScope, Principal};
 
 /// A job operation that failed, as a tool error. (The tool and its input
@@ -36,31 +34,15 @@ fn job_answer<T: Serialize>(result: Result<T, JobError>) -> Result<CallToolResul
 }
 
 impl Connection {
-    /// The job built-ins (`job_spawn`, `job_wait`, `job_status`,
-    /// `job_cancel` and `job_list`), each with its arguments parsed and on
-    /// the caller's own jobs ([`JobScope`]).
-    pub(super) async fn job(
+    /// `job_spawn`: the call admitted as a direct call is, queued in the
+    /// caller's session, on the caller's own jobs ([`JobScope`]).
+    pub(super) async fn job_spawn(
         &self,
         caller: &Principal,
         tool: &str,
         args: JsonObject,
     ) -> Result<CallToolResult, ErrorData> {
-        let jobs = self.shared().jobs.scope(caller);
-        match tool {
-            JOB_SPAWN => self.job_spawn(caller, jobs, tool, parse(tool, args)?).await,
-            JOB_WAIT => job_wait(jobs, tool, parse(tool, args)?).await,
-            other => Err(unknown_builtin(other)),
-        }
-    }
-
-    /// `job_spawn`.
-    async fn job_spawn(
-        &self,
-        caller: &Principal,
-        jobs: JobScope<'_>,
-        tool: &str,
-        a: SpawnArgs,
-    ) -> Result<CallToolResult, ErrorData> {
+        let a: SpawnArgs = parse(tool, args)?;
         if !a.input.is_object() {
             return Err(bad_arguments(tool, "`input` must be a JSON object"));
         }
@@ -69,26 +51,7 @@ impl Connection {
             Ok(s) => s,
             Err(e) => return Ok(results::session_failure(&e)),
         };
+        let jobs: JobScope<'_> = self.shared().jobs.scope(caller);
         job_answer(jobs.spawn(&session, call).await)
     }
-}
-
-/// `job_wait`.
-async fn job_wait(
-    jobs: JobScope<'_>,
-    tool: &str,
-    a: WaitArgs,
-) -> Result<CallToolResult, ErrorData> {
-    if a.ids.is_empty() {
-        return Err(bad_arguments(
-            tool,
-            "`ids` is empty: give at least one job id",
-        ));
-    }
-    let mode = match a.mode {
-        WaitFor::All => WaitMode::All,
-        WaitFor::First => WaitMode::First,
-    };
-    let timeout = a.timeout_ms.map(Duration::from_millis);
-    job_answer(jobs.wait(&a.ids, mode, timeout).await)
 }

@@ -43,16 +43,13 @@ impl Connection {
             SESSION_RESUME => self.session_resume(caller, tool, args).await,
             SESSION_HANDOFF => self.session_handoff(caller, tool, args).await,
             SESSION_END => self.session_end(caller, tool, args).await,
-            JOB_SPAWN | JOB_WAIT | JOB_STATUS | JOB_CANCEL | JOB_LIST => {
-                self.job(caller, tool, args).await
-            }
+            JOB_SPAWN => self.job_spawn(caller, tool, args).await,
             SESSION_NOTE => self.session_note(caller, tool, args).await,
             SESSION_USAGE => self.session_usage(caller, tool, args).await,
             SESSION_PAUSE => self.session_pause(caller, tool, args).await,
             SESSION_LIST => self.session_list(caller, tool, args).await,
             SESSION_RERUN => self.session_rerun(caller, tool, args).await,
             SESSION_SPAWN => self.session_spawn(caller, tool, args).await,
-            SESSION_WAIT => self.session_wait(caller, tool, args).await,
             other => Err(unknown_builtin(other)),
         }
     }

@@ -173,10 +173,6 @@ mod tests {
                 "invalid arguments for `session_end`: `outcome`: unknown outcome `done`",
             ),
             (
-                refusal::<WaitArgs>(JOB_WAIT, json!({"ids": ["j"], "mode": "any"})),
-                "invalid arguments for `job_wait`: `mode`: unknown variant `any`, expected `all` or `first`",
-            ),
-            (
                 refusal::<SessionListArgs>(SESSION_LIST, json!({"status": "lost"})),
                 "invalid arguments for `session_list`: `status`: unknown status `lost`",
             ),
@@ -223,8 +219,6 @@ mod tests {
         assert_eq!(end.outcome, glovebox::session::EndOutcome::Completed);
         let end: EndArgs = parsed(SESSION_END, json!({"outcome": "exit"}));
         assert_eq!(end.outcome, glovebox::session::EndOutcome::Exit);
-        let wait: WaitArgs = parsed(JOB_WAIT, json!({"ids": ["j"]}));
-        assert!(matches!(wait.mode, WaitFor::All));
         // A word is read as the config reads it (`-` for `_`), and an
         // optional one may be null.
         let handoff: HandoffArgs = parsed(

@@ -36,14 +36,3 @@ pub(crate) struct SessionSpawnArgs {
     #[schemars(description = COMPLETION)]
     pub completion: Completion,
 }
-
-/// `session_wait`.
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct SessionWaitArgs {
-    #[schemars(range(max = WAIT_MAX_MS))]
-    pub timeout_ms: Option<u64>,
-    /// The parent (id or name); the bound session when absent.
-    #[schemars(length(max = SESSION_REF_MAX))]
-    pub session: Option<String>,
-}

@@ -182,10 +182,6 @@ fn written_tools() -> Vec<Tool> {
             SESSION_SPAWN,
             "Spawn a child session of the bound session (or `session`): a role at or below its own, a task (objective, success criteria, context), and caps carved out of the parent's budget (the children's caps plus the parent's own use stay within the parent's caps). The connection stays bound to the parent; the child's agent binds with `session_resume`, which returns the task.",
         ),
-        builtin::<SessionWaitArgs>(
-            SESSION_WAIT,
-            "Wait until every child session of the bound session (or `session`) has posted a handoff to it or ended, up to a timeout (30 s when absent, 600 s at most; never forever). Returns each child's status, outcome and latest handoff, the pending ones and whether the wait timed out.",
-        ),
         builtin::<RerunArgs>(
             SESSION_RERUN,
             "Re-run a call of a session (the bound one when `session` is absent) that the host's stop interrupted, with its original idempotency key: only calls of idempotent tools; `session_resume` lists them.",
@@ -193,10 +189,6 @@ fn written_tools() -> Vec<Tool> {
         builtin::<SpawnArgs>(
             JOB_SPAWN,
             "Run a tool call in the background in the bound session: returns a job id at once. The call takes the same path as a direct call (hooks, sandbox, log).",
-        ),
-        builtin::<WaitArgs>(
-            JOB_WAIT,
-            "Wait for jobs: all of them, or the first to finish, up to a timeout (the configured default when absent; never forever).",
         ),
     ]
 }

@@ -3,10 +3,6 @@
 
 pub(crate) use glovebox::operations::sizes::*;
 
-use glovebox::session::WAIT_MAX;
-
-/// The longest `session_wait` timeout, in milliseconds.
-pub(crate) const WAIT_MAX_MS: u64 = WAIT_MAX.as_millis() as u64;
 /// The longest model name a usage report may give (the ledger refuses more).
 pub(crate) const MODEL_MAX: usize = 256;
 /// The longest duration written in words (`"45m"`, `"2h 30m"`).
@@ -14,5 +10,3 @@ pub(crate) const DURATION_MAX: usize = 64;
 /// The longest objective of a handoff or a child's task (the rest of a
 /// handoff is held by `quotas.handoff_bytes` and `handoff_items`).
 pub(crate) const OBJECTIVE_MAX: usize = TEXT_MAX;
-/// The longest `job_wait` timeout, in milliseconds (an hour).
-pub(crate) const JOB_WAIT_MAX_MS: u64 = 3_600_000;
