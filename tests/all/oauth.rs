@@ -288,6 +288,100 @@ fn oauth_tokens_name_declared_principals_and_bad_ones_are_refused() {
     let _ = child.wait();
 }
 
+/// The owner of the session an answer to `session_start` holds.
+fn owner_of(answer: &Value) -> Value {
+    let result = &answer["result"];
+    match result.get("structuredContent") {
+        Some(state) => state["owner"].clone(),
+        None => {
+            let text = result["content"][0]["text"].as_str().unwrap_or("{}");
+            serde_json::from_str::<Value>(text).unwrap()["owner"].clone()
+        }
+    }
+}
+
+// An identity provider whose tokens carry groups, not names: the operator
+// maps group values to declared principals, a token stands for the one
+// principal its groups lead to, and a token whose groups lead to none, or
+// to two, is refused with the reason logged.
+#[test]
+fn oauth_group_claims_stand_for_the_principals_the_operator_maps_them_to() {
+    let site = Site::new(false);
+    for name in ["bob", "carol"] {
+        add(
+            &site,
+            &[
+                name,
+                "--kind",
+                "agent",
+                "--roles",
+                "workagent",
+                "--projects",
+                "*",
+            ],
+        );
+    }
+    let (issuer_key, jwk) = key("k1");
+    std::fs::write(
+        site.path().join("jwks.json"),
+        serde_json::to_string(&JwkSet { keys: vec![jwk] }).unwrap(),
+    )
+    .unwrap();
+    let mut config = std::fs::read_to_string(site.config()).unwrap();
+    config += &format!(
+        "\n[auth.oauth]\nissuer = \"{ISSUER}\"\naudience = \"{AUDIENCE}\"\njwks_file = \"jwks.json\"\nprincipal_claim = \"groups\"\n[auth.oauth.principal_map]\n\"eng-agents\" = \"bob\"\n\"eng-oncall\" = \"bob\"\n\"sre\" = \"carol\"\n"
+    );
+    std::fs::write(site.config(), config).unwrap();
+    let (mut child, addr, log) = serve(&site);
+    let token = |groups: Value| {
+        let mut c = claims("someone@example.com");
+        c["groups"] = groups;
+        sign(&issuer_key, "k1", &c)
+    };
+
+    // Two groups that both stand for bob, and one nobody mapped: bob.
+    let good = token(json!(["staff", "eng-agents", "eng-oncall"]));
+    let session = open_session(&addr, Some(&good));
+    let answer = call(
+        &addr,
+        Some(&good),
+        &session,
+        "session_start",
+        json!({"role": "workagent", "project": "p"}),
+    )
+    .unwrap();
+    assert_ne!(answer["result"]["isError"], json!(true), "{answer}");
+    assert_eq!(owner_of(&answer), "bob", "{answer}");
+
+    for (what, groups, why) in [
+        (
+            "no mapped group",
+            json!(["staff", "bob"]),
+            "no value of its `groups` is in `auth.oauth.principal_map`",
+        ),
+        (
+            "groups of two principals",
+            json!(["eng-agents", "sre"]),
+            "stands for more than one principal",
+        ),
+        ("no groups", Value::Null, "no `groups` claim"),
+    ] {
+        let bad = token(groups);
+        let answer = http(&addr, "POST", "/mcp", Some(&bad), None, INIT);
+        assert_eq!(answer.status, 401, "{what}: {}", answer.body);
+        let lines = logged(&log, why);
+        assert!(
+            lines.contains(why),
+            "{what}: no {why:?} in the server's log:\n{lines}"
+        );
+    }
+    // Nothing was done as carol.
+    let sessions = site.json(&["session", "list", "--json"]).to_string();
+    assert!(!sessions.contains("carol"), "{sessions}");
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 /// A key set served over HTTP on loopback, as an issuer's `jwks_uri` is:
 /// its address, the set it serves (swapped to rotate) and the reads so far.
 fn jwks_server(set: Arc<Mutex<String>>) -> (String, Arc<Mutex<usize>>) {

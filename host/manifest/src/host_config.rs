@@ -278,7 +278,11 @@ impl HostConfig {
         let quotas = validate_quotas(&src, &raw.quotas)?;
         let memory = validate_memory(&src, &raw.memory)?;
         let principals = validate_principals(&src, &dir, &raw.principal, raw.auth.has_oauth())?;
-        let oauth = validate_auth(&src, &dir, &raw.auth, principals.len())?;
+        let names: Vec<&str> = principals
+            .iter()
+            .map(|p| p.principal.name.as_str())
+            .collect();
+        let oauth = validate_auth(&src, &dir, &raw.auth, &names)?;
         let secret_files = [
             super::principal::secret_files(&dir, &raw.principal),
             super::notify::secret_files(&dir, &raw.notify),

@@ -9,6 +9,9 @@
 //! jwks_url = "https://login.example.com/jwks.json"  # or jwks_file = "jwks.json"
 //! principal_claim = "sub"          # the claim naming a declared [[principal]]
 //! required_scopes = ["mcp"]        # every one must be in the token's `scope`
+//!
+//! [auth.oauth.principal_map]       # optional: a claim's value -> the principal
+//! "eng-agents" = "agent-eng"       # (e.g. with principal_claim = "groups")
 //! ```
 //!
 //! Enterprises want their identity provider's tokens, not a second set of
@@ -16,8 +19,13 @@
 //! `principal_claim` must name a declared `[[principal]]`, whose kind,
 //! roles and projects apply. A token naming anyone else is refused, so an
 //! identity provider cannot mint principals the operator never declared.
+//! Where the provider's tokens carry groups or roles rather than names, the
+//! operator maps those values to declared principals (`principal_map`); the
+//! map, like the principals, is the operator's, and a token whose values
+//! lead to more than one principal is refused rather than guessed at.
 //! The tokens themselves are checked by the MCP layer (`http/oauth.rs`).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -40,6 +48,9 @@ pub struct OAuthConfig {
     pub principal_claim: String,
     /// Scopes every token must hold (in its `scope` or `scp` claim).
     pub required_scopes: Vec<String>,
+    /// The claim's values that stand for a declared principal, and which
+    /// one; empty: the claim's value is the principal's name.
+    pub principal_map: BTreeMap<String, String>,
 }
 
 /// Where an issuer's JSON Web Key Set is read from.
@@ -81,7 +92,9 @@ pub(super) struct RawOAuth {
     /// the two), relative to the config's directory.
     #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "(one of the two)")))]
     jwks_file: Option<String>,
-    /// The claim whose value is the name of a declared `[[principal]]`.
+    /// The claim whose value is the name of a declared `[[principal]]`, or
+    /// (with `principal_map`) a value the map gives a principal for; a
+    /// string, or an array of strings.
     #[cfg_attr(feature = "schemars", schemars(extend("default" = "sub")))]
     principal_claim: Option<String>,
     /// Scopes every token must hold (its `scope` claim, space-separated, or
@@ -89,6 +102,17 @@ pub(super) struct RawOAuth {
     #[serde(default)]
     #[cfg_attr(feature = "schemars", schemars(extend("default" = [])))]
     required_scopes: Vec<String>,
+    /// Values of `principal_claim` (a string, or an array of strings such
+    /// as groups or roles) and the declared `[[principal]]` each stands
+    /// for. When set, only the values listed here count, and a token whose
+    /// values lead to more than one principal is refused; when absent, the
+    /// claim's value is the principal's name.
+    #[serde(default)]
+    #[cfg_attr(
+        feature = "schemars",
+        schemars(extend("default" = {}, "x-key" = "<claim value>"))
+    )]
+    principal_map: BTreeMap<String, String>,
 }
 
 impl RawAuth {
@@ -103,13 +127,13 @@ pub(super) fn validate_auth(
     src: &Source,
     dir: &Path,
     raw: &RawAuth,
-    principals: usize,
+    principals: &[&str],
 ) -> Result<Option<OAuthConfig>, ConfigError> {
     let Some(raw) = &raw.oauth else {
         return Ok(None);
     };
     let key = |leaf: &str| format!("auth.oauth.{leaf}");
-    if principals == 0 {
+    if principals.is_empty() {
         return Err(src.invalid(
             &key("issuer"),
             "OAuth tokens must name a declared principal, and the config declares none",
@@ -187,12 +211,33 @@ pub(super) fn validate_auth(
             ));
         }
     }
+    for (value, principal) in &raw.principal_map {
+        let at = format!("auth.oauth.principal_map.{value}");
+        if value.trim().is_empty() {
+            return Err(src.invalid(
+                &at,
+                "an empty claim value",
+                "write the value the token's claim carries, e.g. `\"eng-agents\" = \"agent-eng\"`",
+            ));
+        }
+        if !principals.contains(&principal.as_str()) {
+            return Err(src.invalid(
+                &at,
+                format!("`{principal}` is no declared principal"),
+                format!(
+                    "map `{value}` to one of the declared principals ({}), or declare it (`glovebox principal add {principal}`)",
+                    principals.join(", ")
+                ),
+            ));
+        }
+    }
     Ok(Some(OAuthConfig {
         issuer: issuer.to_string(),
         audience: audience.to_string(),
         jwks,
         principal_claim: principal_claim.to_string(),
         required_scopes: raw.required_scopes.clone(),
+        principal_map: raw.principal_map.clone(),
     }))
 }
 

@@ -40,6 +40,18 @@ fn oauth_loads_with_a_key_set_file_or_url() {
         JwksSource::Url("http://127.0.0.1:9/jwks".into())
     );
     assert_eq!(oauth.principal_claim, "email");
+    assert!(oauth.principal_map.is_empty());
+    let c = fx
+        .host(&config(&format!(
+            "{ISSUER}jwks_file = \"jwks.json\"\nprincipal_claim = \"groups\"\n[auth.oauth.principal_map]\n\"eng-agents\" = \"ci\"\n"
+        )))
+        .unwrap();
+    let oauth = c.oauth.unwrap();
+    assert_eq!(oauth.principal_claim, "groups");
+    assert_eq!(
+        oauth.principal_map,
+        [("eng-agents".to_string(), "ci".to_string())].into()
+    );
     assert!(fx.host("hooks = \"none\"\n").unwrap().oauth.is_none());
 }
 
@@ -84,6 +96,15 @@ fn bad_oauth_entries_are_refused_naming_the_key() {
     for (oauth, key, words) in cases {
         assert_error(&fx.host_error(&config(oauth)), &file, key, words);
     }
+    // A claim value may stand only for a declared principal.
+    assert_error(
+        &fx.host_error(&config(&format!(
+            "{ISSUER}jwks_file = \"jwks.json\"\nprincipal_claim = \"groups\"\n[auth.oauth.principal_map]\neng = \"mallory\"\n"
+        ))),
+        &file,
+        "auth.oauth.principal_map.eng",
+        &["`mallory` is no declared principal", "(ci)", "principal add mallory"],
+    );
     // Tokens must name a declared principal: without any, nothing could pass.
     assert_error(
         &fx.host_error(&format!(
