@@ -43,6 +43,7 @@ mod principals;
 mod quota;
 mod regression;
 mod rescue;
+mod resources;
 mod schedule;
 mod scratch;
 mod sessions;

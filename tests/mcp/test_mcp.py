@@ -123,6 +123,49 @@ def test_jobs_spawn_in_parallel_and_wait_with_a_timeout(glovebox_bin, config):
     anyio.run(main)
 
 
+def test_a_session_s_log_and_a_job_are_resources_the_sdk_lists_and_reads(glovebox_bin, config):
+    async def main(client, name):
+        started = structured(
+            await client.call_tool("session_start", {"role": "workagent", "project": "mcp-tests", "name": name})
+        )
+        assert "id" in started, started
+        await client.call_tool("session_note", {"text": "a note to read back"})
+        job = structured(await client.call_tool("job_spawn", {"tool": "text.upper", "input": {"text": "res"}}))["id"]
+        await client.call_tool("job_wait", {"ids": [job], "timeout_ms": 30000})
+        templates = await client.list_resource_templates()
+        assert [t.uri_template for t in templates.resource_templates] == [
+            "glovebox://sessions/{session}/log{?from_seq,limit}",
+            "glovebox://jobs/{id}",
+        ]
+        listed = await client.list_resources()
+        log = f"glovebox://sessions/{started['id']}/log"
+        assert log in [str(r.uri) for r in listed.resources], listed
+        read = await client.read_resource(log + "?limit=500")
+        page = json.loads(read.contents[0].text)
+        assert any("a note to read back" in json.dumps(e) for e in page["events"]), page
+        first = json.loads((await client.read_resource(log + "?from_seq=1&limit=1")).contents[0].text)
+        assert [e["seq"] for e in first["events"]] == [1] and first["next_seq"] == 2, first
+        shown = json.loads((await client.read_resource(f"glovebox://jobs/{job}")).contents[0].text)
+        assert shown["status"] == "completed" and shown["result"]["output"]["text"] == "RES", shown
+        with pytest.raises(MCPError) as refused:
+            await client.read_resource("glovebox://jobs/job-000000000000")
+        assert refused.value.error.code == -32002, refused.value.error
+
+    async def over_stdio():
+        async with stdio_client(glovebox_bin, config) as client:
+            await main(client, "read-me-stdio")
+
+    async def over_http(url):
+        from mcp import Client
+
+        async with Client(url, read_timeout_seconds=60) as client:
+            await main(client, "read-me-http")
+
+    anyio.run(over_stdio)
+    with http_server(glovebox_bin, config) as url:
+        anyio.run(over_http, url)
+
+
 def test_a_session_resumes_by_name_after_a_server_restart(glovebox_bin, config):
     async def first():
         async with stdio_client(glovebox_bin, config) as client:

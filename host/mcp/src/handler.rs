@@ -1,12 +1,14 @@
 //! The MCP server handler of a connection: what it offers (`initialize`,
-//! `server/discover`, `tools/list`) and how it serves a `tools/call`.
+//! `server/discover`, `tools/list`, the resources of `resources.rs`) and
+//! how it serves a `tools/call`.
 
 use std::borrow::Cow;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, DiscoverResult, Implementation,
-    InitializeResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
-    Tool,
+    InitializeResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+    ServerCapabilities, Tool,
 };
 // `logging` is deprecated from revision 2026-07-28 on (see `logging.rs`).
 #[allow(deprecated)]
@@ -53,6 +55,7 @@ impl ServerHandler for Connection {
         InitializeResult::new(
             ServerCapabilities::builder()
                 .enable_tools()
+                .enable_resources()
                 .enable_logging()
                 .build(),
         )
@@ -62,7 +65,9 @@ impl ServerHandler for Connection {
             "Glovebox runs each tool call in a fresh, capability-restricted Wasm sandbox after \
                  permission hooks judge it, and logs it in a durable session. Bind a session with \
                  session_start or session_resume (otherwise calls run in a default session of this \
-                 connection); run long calls in the background with job_spawn and job_wait.",
+                 connection); run long calls in the background with job_spawn and job_wait. \
+                 A session's log and a job are resources too (glovebox://sessions/{session}/log, \
+                 glovebox://jobs/{id}).",
         )
     }
 
@@ -118,6 +123,46 @@ impl ServerHandler for Connection {
             .iter()
             .find(|t| t.name == name)
             .cloned()
+    }
+
+    /// `resources/list`: the logs of the caller's sessions (`resources.rs`).
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        served_version(&context)?;
+        let caller = self.caller(&context)?;
+        let cursor = request.and_then(|r| r.cursor);
+        self.list_session_logs(&caller, cursor).await
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        served_version(&context)?;
+        Ok(crate::resources::templates())
+    }
+
+    /// `resources/read`: a page of a session's log, or a job, as the
+    /// caller may see it (`resources.rs`).
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        served_version(&context)?;
+        let caller = self.caller(&context)?;
+        let uri = request.uri;
+        let sink = self.state.log.sink(&context.peer);
+        glovebox::tasks::acting_with(caller.name.clone(), Some(sink), async {
+            self.read(&caller, &uri)
+                .await
+                .map(ReadResourceResponse::from)
+        })
+        .await
     }
 
     async fn call_tool(

@@ -45,6 +45,7 @@ mod http;
 mod limits;
 mod logging;
 mod progress;
+mod resources;
 mod results;
 mod server;
 mod stdio;
