@@ -130,9 +130,8 @@ pub(crate) fn templates() -> ListResourceTemplatesResult {
 }
 
 impl Connection {
-    /// Runs operation `name` with `args` as `caller`, acting from the bound
-    /// session, with the server's jobs runner.
-    async fn run_operation(
+    /// Runs the registry's operation `name` with `args` as `caller`.
+    async fn run_named(
         &self,
         caller: &Principal,
         name: &str,
@@ -141,14 +140,7 @@ impl Connection {
         let entry = operations::named(name).unwrap_or_else(|| {
             panic!("the registry has no `{name}`: resources.rs names its operations")
         });
-        let bound = self.bound().await;
-        let shared = self.shared();
-        let scope = shared
-            .gateway
-            .scope(caller)
-            .acting_from(bound.as_deref())
-            .with_jobs(&shared.jobs);
-        entry.call(scope, args).await
+        self.run_operation(caller, name, entry, args).await
     }
 
     /// `resources/list`: the logs of the caller's sessions, newest first,
@@ -166,7 +158,7 @@ impl Connection {
         // it can use, as for an agent.
         args["owner"] = caller.name.clone().into();
         let page = self
-            .run_operation(caller, "sessions.list", args)
+            .run_named(caller, "sessions.list", args)
             .await
             .map_err(refused)?;
         let resources = page["items"]
@@ -213,10 +205,10 @@ impl Connection {
                 if let Some(limit) = limit {
                     args["limit"] = limit.into();
                 }
-                self.run_operation(caller, "sessions.log", args).await
+                self.run_named(caller, "sessions.log", args).await
             }
             Named::Job { id } => {
-                self.run_operation(caller, "jobs.show", json!({ "id": id }))
+                self.run_named(caller, "jobs.show", json!({ "id": id }))
                     .await
             }
         }

@@ -24,6 +24,7 @@
 
 mod bytes;
 mod data;
+mod fields;
 mod index;
 mod list;
 mod places;

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::fields::job_struct;
 use crate::manifest::Captured;
 use crate::session::{CallMetering, SessionError};
 use crate::storage::StorageError;
@@ -107,58 +108,23 @@ pub struct JobResult {
     pub metering: CallMetering,
 }
 
-/// A job with its bodies (input and whole result), as `job_status` and
-/// `job_wait` answer it. The store keeps it in two parts: its record
-/// ([`super::JobSummary`]) and its bodies apart.
-#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct JobInfo {
-    /// `job-` and 12 hex digits.
-    pub id: String,
-    /// The session's id.
-    pub session: String,
-    pub session_name: Option<String>,
-    /// `plugin.tool`.
-    pub tool: String,
-    /// The input, as JSON text.
-    pub input: String,
-    pub status: JobStatus,
-    pub created_at_ms: u64,
-    /// When it last started running.
-    pub started_at_ms: Option<u64>,
-    pub finished_at_ms: Option<u64>,
-    /// Whether its tool is idempotent (re-run after a host restart).
-    pub idempotent: bool,
-    /// How many times it started running.
-    pub attempts: u32,
-    /// Set once final; a job re-queued after an interruption carries the
-    /// interruption here until it runs again.
-    pub result: Option<JobResult>,
-    /// The principal that spawned it: its call's events are that
-    /// principal's (see [`crate::session::actor`]). Absent in records
-    /// written before it was kept.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub by: Option<String>,
-    /// Whether anyone has read its final result (`job status`, `job wait`
-    /// and their MCP tools): `Some(false)` from its creation until then,
-    /// `None` in records written before reads were tracked. A session that
-    /// ends with a result unread left it unwaited (`glovebox doctor`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result_read: Option<bool>,
-    /// The process that last started it (`node/holder` on a shared store,
-    /// a random id of the process otherwise): a start is claimed with a
-    /// compare-and-set of the record, so of two hosts starting one queued
-    /// job exactly one runs it. Absent in records written before.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub runner: Option<String>,
-    /// The principal that owns its session (the listings of an agent show
-    /// the jobs of its sessions). Absent in records written before.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub owner: Option<String>,
-    /// The agent principal whose `quotas.job_bytes_per_principal` counts
-    /// its input and result; absent for an operator's job.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub charged_to: Option<String>,
+job_struct! {
+    /// A job with its bodies (input and whole result), as `job_status` and
+    /// `job_wait` answer it. The store keeps it in two parts: its record
+    /// ([`super::JobSummary`]) and its bodies apart.
+    #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+    #[derive(Clone, Debug, Serialize, Deserialize)]
+    pub struct JobInfo {
+        after tool {
+            /// The input, as JSON text.
+            pub input: String,
+        }
+        after attempts {
+            /// Set once final; a job re-queued after an interruption carries the
+            /// interruption here until it runs again.
+            pub result: Option<JobResult>,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::fields::job_struct;
 use super::records::{JobErrorInfo, JobInfo, JobResult, JobStatus};
 use crate::session::{CallMetering, bounded, digest};
 
@@ -17,50 +18,21 @@ use crate::session::{CallMetering, bounded, digest};
 /// the whole result is kept apart.
 pub const SUMMARY_ERROR_BYTES: usize = 1024;
 
-/// A job, as stored and listed: everything but its bodies.
-#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct JobSummary {
-    /// `job-` and 12 hex digits.
-    pub id: String,
-    /// The session's id.
-    pub session: String,
-    pub session_name: Option<String>,
-    /// `plugin.tool`.
-    pub tool: String,
-    pub status: JobStatus,
-    pub created_at_ms: u64,
-    /// When it last started running.
-    pub started_at_ms: Option<u64>,
-    pub finished_at_ms: Option<u64>,
-    /// Whether its tool is idempotent (re-run after a host restart).
-    pub idempotent: bool,
-    /// How many times it started running.
-    pub attempts: u32,
-    /// The input's length in bytes (JSON text) and its SHA-256 (hex).
-    pub input_bytes: u64,
-    pub input_sha256: String,
-    /// Set once final; a job re-queued after an interruption carries the
-    /// interruption here until it runs again.
-    pub result: Option<ResultSummary>,
-    /// The principal that spawned it (see [`JobInfo::by`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub by: Option<String>,
-    /// See [`JobInfo::result_read`].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result_read: Option<bool>,
-    /// See [`JobInfo::runner`].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub runner: Option<String>,
-    /// The principal that owns its session: who may see it besides the
-    /// operators (the `p/` index). Absent when it was not known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub owner: Option<String>,
-    /// The agent principal whose `quotas.job_bytes_per_principal` counts
-    /// its bodies ([`JobSummary::stored_bytes`]); absent for an operator's
-    /// job, and for one stored before the quota was counted.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub charged_to: Option<String>,
+job_struct! {
+    /// A job, as stored and listed: everything but its bodies.
+    #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+    #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+    pub struct JobSummary {
+        after tool {}
+        after attempts {
+            /// The input's length in bytes (JSON text) and its SHA-256 (hex).
+            pub input_bytes: u64,
+            pub input_sha256: String,
+            /// Set once final; a job re-queued after an interruption carries the
+            /// interruption here until it runs again.
+            pub result: Option<ResultSummary>,
+        }
+    }
 }
 
 /// What a job's call produced, without its bodies.

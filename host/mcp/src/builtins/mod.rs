@@ -24,7 +24,7 @@ use crate::connection::Connection;
 use crate::results;
 use crate::tools::*;
 use glovebox::Principal;
-use glovebox::operations::{self, Entry};
+use glovebox::operations::{self, Entry, OperationError};
 
 impl Connection {
     /// A built-in tool, on behalf of `caller`: the gateway enforces what is
@@ -56,8 +56,7 @@ impl Connection {
 }
 
 impl Connection {
-    /// Built-in `tool`, served by the registry's operation `entry`, on
-    /// behalf of `caller`, acting from the bound session (if any).
+    /// Built-in `tool`, served by the registry's operation `entry`.
     async fn operation(
         &self,
         caller: &Principal,
@@ -65,6 +64,26 @@ impl Connection {
         entry: &Entry,
         args: JsonObject,
     ) -> Result<CallToolResult, ErrorData> {
+        match self
+            .run_operation(caller, tool, entry, Value::Object(args))
+            .await
+        {
+            Ok(output) => Ok(results::ok_value(output)),
+            Err(e) => results::operation_failure(e),
+        }
+    }
+
+    /// Runs the registry's operation `entry`, called `called` (the MCP
+    /// name the client used), on behalf of `caller`, acting from the bound
+    /// session (if any), with the server's jobs runner: how every
+    /// operation this connection serves (built-ins, resources) is run.
+    pub(crate) async fn run_operation(
+        &self,
+        caller: &Principal,
+        called: &str,
+        entry: &Entry,
+        args: Value,
+    ) -> Result<Value, OperationError> {
         let bound = self.bound().await;
         let shared = self.shared();
         let scope = shared
@@ -72,10 +91,7 @@ impl Connection {
             .scope(caller)
             .acting_from(bound.as_deref())
             .with_jobs(&shared.jobs);
-        match entry.call_as(tool, scope, Value::Object(args)).await {
-            Ok(output) => Ok(results::ok_value(output)),
-            Err(e) => results::operation_failure(e),
-        }
+        entry.call_as(called, scope, args).await
     }
 }
 
