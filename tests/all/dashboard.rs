@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::principals::add;
+use crate::principals::{add, add_agent};
 use crate::util::{self, Site, free_port, plugins};
 
 /// A running `glovebox serve --http ... --admin ...`, killed when dropped.
@@ -175,18 +175,7 @@ pub(crate) fn site_with(extra: &str) -> (Site, String, String) {
     ));
     std::fs::create_dir(site.path().join("work")).unwrap();
     let operator = add(&site, &["ops", "--kind", "operator"]);
-    let agent = add(
-        &site,
-        &[
-            "alice",
-            "--kind",
-            "agent",
-            "--roles",
-            "workagent",
-            "--projects",
-            "demo",
-        ],
-    );
+    let agent = add_agent(&site, "alice", "demo");
     (site, operator, agent)
 }
 

@@ -11,7 +11,7 @@ use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::principals::add;
+use crate::principals::{add, add_agent};
 use crate::util::Site;
 
 /// `glovebox serve --http 127.0.0.1:0` with `args`; the process and its address.
@@ -139,18 +139,7 @@ fn metrics_are_an_operators_and_count_what_the_server_did() {
         crate::util::plugins::HOOK_DESTRUCTIVE
     ));
     let operator = add(&site, &["ops", "--kind", "operator"]);
-    let agent = add(
-        &site,
-        &[
-            "alice",
-            "--kind",
-            "agent",
-            "--roles",
-            "workagent",
-            "--projects",
-            "demo",
-        ],
-    );
+    let agent = add_agent(&site, "alice", "demo");
     let (mut child, addr) = serve(&site, &[]);
     // Work done through the server (the command line reaches it on its socket).
     for args in [

@@ -16,7 +16,7 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
 
 use crate::identity::{call, http, open_session};
-use crate::principals::add;
+use crate::principals::add_agent;
 use crate::util::Site;
 
 const ISSUER: &str = "https://issuer.test";
@@ -73,42 +73,9 @@ const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"p
 #[test]
 fn oauth_tokens_name_declared_principals_and_bad_ones_are_refused() {
     let site = Site::new(false);
-    let alice = add(
-        &site,
-        &[
-            "alice",
-            "--kind",
-            "agent",
-            "--roles",
-            "workagent",
-            "--projects",
-            "*",
-        ],
-    );
-    add(
-        &site,
-        &[
-            "bob",
-            "--kind",
-            "agent",
-            "--roles",
-            "workagent",
-            "--projects",
-            "*",
-        ],
-    );
-    add(
-        &site,
-        &[
-            "carol",
-            "--kind",
-            "agent",
-            "--roles",
-            "workagent",
-            "--projects",
-            "*",
-        ],
-    );
+    let alice = add_agent(&site, "alice", "*");
+    add_agent(&site, "bob", "*");
+    add_agent(&site, "carol", "*");
     let (issuer_key, jwk) = key("k1");
     let (other_key, _) = key("k2");
     let set = JwkSet { keys: vec![jwk] };
@@ -308,18 +275,7 @@ fn owner_of(answer: &Value) -> Value {
 fn oauth_group_claims_stand_for_the_principals_the_operator_maps_them_to() {
     let site = Site::new(false);
     for name in ["bob", "carol"] {
-        add(
-            &site,
-            &[
-                name,
-                "--kind",
-                "agent",
-                "--roles",
-                "workagent",
-                "--projects",
-                "*",
-            ],
-        );
+        add_agent(&site, name, "*");
     }
     let (issuer_key, jwk) = key("k1");
     std::fs::write(
@@ -413,18 +369,7 @@ fn jwks_server(set: Arc<Mutex<String>>) -> (String, Arc<Mutex<usize>>) {
 #[test]
 fn oauth_key_sets_over_http_follow_a_rotation_at_most_once_a_minute() {
     let site = Site::new(false);
-    add(
-        &site,
-        &[
-            "bob",
-            "--kind",
-            "agent",
-            "--roles",
-            "workagent",
-            "--projects",
-            "*",
-        ],
-    );
+    add_agent(&site, "bob", "*");
     let (old_key, old_jwk) = key("old");
     let (new_key, new_jwk) = key("new");
     let served = Arc::new(Mutex::new(

@@ -12,6 +12,23 @@ pub(crate) fn add(site: &Site, args: &[&str]) -> String {
     out.trim().to_string()
 }
 
+/// `principal add NAME --kind agent --roles workagent --projects PROJECTS`:
+/// the agent most tests declare. Its token.
+pub(crate) fn add_agent(site: &Site, name: &str, projects: &str) -> String {
+    add(
+        site,
+        &[
+            name,
+            "--kind",
+            "agent",
+            "--roles",
+            "workagent",
+            "--projects",
+            projects,
+        ],
+    )
+}
+
 #[test]
 fn principal_add_prints_a_token_once_and_keeps_only_its_hash() {
     let site = Site::new(false);
@@ -45,18 +62,7 @@ fn principal_add_prints_a_token_once_and_keeps_only_its_hash() {
     );
     assert!(text.starts_with("# the operator's comment\n"), "{text}");
     // Each token is new.
-    let other = add(
-        &site,
-        &[
-            "bob",
-            "--kind",
-            "agent",
-            "--roles",
-            "workagent",
-            "--projects",
-            "*",
-        ],
-    );
+    let other = add_agent(&site, "bob", "*");
     assert_ne!(token, other);
 
     let listed = site.json(&["principal", "list", "--json"]);
@@ -134,18 +140,7 @@ fn a_non_loopback_address_is_served_only_with_principals_and_allow_remote() {
         "{err}"
     );
 
-    add(
-        &site,
-        &[
-            "alice",
-            "--kind",
-            "agent",
-            "--roles",
-            "workagent",
-            "--projects",
-            "*",
-        ],
-    );
+    add_agent(&site, "alice", "*");
     let (code, _, err) = site.run(&["serve", "--http", "0.0.0.0:0"]);
     assert_ne!(code, 0);
     assert!(
@@ -166,30 +161,8 @@ fn serve_as_names_a_declared_principal() {
         err.contains("no principal `nobody`") && err.contains("principal add"),
         "{err}"
     );
-    add(
-        &site,
-        &[
-            "alice",
-            "--kind",
-            "agent",
-            "--roles",
-            "workagent",
-            "--projects",
-            "*",
-        ],
-    );
-    add(
-        &site,
-        &[
-            "bob",
-            "--kind",
-            "agent",
-            "--roles",
-            "workagent",
-            "--projects",
-            "*",
-        ],
-    );
+    add_agent(&site, "alice", "*");
+    add_agent(&site, "bob", "*");
     // Two agents: which one this connection is must be said.
     let (code, _, err) = site.run(&["serve"]);
     assert_ne!(code, 0);

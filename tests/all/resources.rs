@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use crate::dashboard::site_with;
 use crate::mcp::Server;
-use crate::principals::add;
+use crate::principals::add_agent;
 
 /// The one text content of a `resources/read` answer, as JSON.
 fn read(server: &mut Server, id: u64, uri: &str) -> Value {
@@ -22,18 +22,7 @@ fn read(server: &mut Server, id: u64, uri: &str) -> Value {
 #[test]
 fn a_session_s_log_and_a_job_are_resources_of_their_principal_only() {
     let (site, _operator, _agent) = site_with("");
-    add(
-        &site,
-        &[
-            "bob",
-            "--kind",
-            "agent",
-            "--roles",
-            "workagent",
-            "--projects",
-            "demo",
-        ],
-    );
+    add_agent(&site, "bob", "demo");
     let mut alice = Server::initialized(&site.config(), &["--as", "alice"]);
     let state = alice.ok(
         2,
