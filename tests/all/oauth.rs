@@ -68,6 +68,22 @@ fn logged(log: &Mutex<Vec<String>>, text: &str) -> String {
     }
 }
 
+/// A workagent session started over MCP with `token` (a new MCP session);
+/// the answer, which must not be an error.
+fn start_as(addr: &str, token: &str) -> Value {
+    let session = open_session(addr, Some(token));
+    let answer = call(
+        addr,
+        Some(token),
+        &session,
+        "session_start",
+        json!({"role": "workagent", "project": "p"}),
+    )
+    .unwrap();
+    assert_ne!(answer["result"]["isError"], json!(true), "{answer}");
+    answer
+}
+
 const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
 
 #[test]
@@ -104,16 +120,7 @@ fn oauth_tokens_name_declared_principals_and_bad_ones_are_refused() {
 
     // A good token: bob, served as bob.
     let good = sign(&issuer_key, "k1", &claims("bob"));
-    let session = open_session(&addr, Some(&good));
-    let answer = call(
-        &addr,
-        Some(&good),
-        &session,
-        "session_start",
-        json!({"role": "workagent", "project": "p"}),
-    )
-    .unwrap();
-    assert_ne!(answer["result"]["isError"], json!(true), "{answer}");
+    start_as(&addr, &good);
     // Alice's static token keeps working beside OAuth.
     let static_session = open_session(&addr, Some(&alice));
     let answer = call(
@@ -128,16 +135,7 @@ fn oauth_tokens_name_declared_principals_and_bad_ones_are_refused() {
 
     // A principal with no static token, through OAuth.
     let dave = sign(&issuer_key, "k1", &claims("dave"));
-    let dave_session = open_session(&addr, Some(&dave));
-    let answer = call(
-        &addr,
-        Some(&dave),
-        &dave_session,
-        "session_start",
-        json!({"role": "workagent", "project": "p"}),
-    )
-    .unwrap();
-    assert_ne!(answer["result"]["isError"], json!(true), "{answer}");
+    start_as(&addr, &dave);
 
     // No token: 401 pointing at the metadata, no error.
     let answer = http(&addr, "POST", "/mcp", None, None, INIT);
@@ -151,6 +149,7 @@ fn oauth_tokens_name_declared_principals_and_bad_ones_are_refused() {
     );
 
     // Bad tokens, all naming carol: each refused, and why is logged.
+    let session = open_session(&addr, Some(&good));
     let mut hmac_header = Header::new(Algorithm::HS256);
     hmac_header.kid = Some("k1".into());
     let hmac = jsonwebtoken::encode(
@@ -297,16 +296,7 @@ fn oauth_group_claims_stand_for_the_principals_the_operator_maps_them_to() {
 
     // Two groups that both stand for bob, and one nobody mapped: bob.
     let good = token(json!(["staff", "eng-agents", "eng-oncall"]));
-    let session = open_session(&addr, Some(&good));
-    let answer = call(
-        &addr,
-        Some(&good),
-        &session,
-        "session_start",
-        json!({"role": "workagent", "project": "p"}),
-    )
-    .unwrap();
-    assert_ne!(answer["result"]["isError"], json!(true), "{answer}");
+    let answer = start_as(&addr, &good);
     assert_eq!(owner_of(&answer), "bob", "{answer}");
 
     for (what, groups, why) in [
