@@ -47,6 +47,7 @@ use crate::answers::Answers;
 use crate::server::McpServer;
 
 mod auth;
+mod claims;
 mod held;
 mod metrics;
 mod oauth;
