@@ -25,8 +25,11 @@ use crate::error::CallError;
 use crate::hooks::Verdict;
 use crate::host::Host;
 use crate::ledger::Durable;
-use crate::session::{Commit, EventKind, SessionError, SessionState, digest, inline_if_small};
-use crate::spend::{Admission, Breach};
+use crate::manifest::BudgetsConfig;
+use crate::session::{
+    Commit, EventKind, SessionError, SessionState, Sessions, digest, inline_if_small,
+};
+use crate::spend::{Admission, Breach, Tallies};
 use crate::storage::StorageError;
 
 use super::judge::{Judgement, denied, over_budget};
@@ -58,37 +61,8 @@ pub(crate) async fn record(
     counted: Option<String>,
 ) -> Result<Recorded, SessionError> {
     let info = call.info();
-    let call_id = ctx.call_id.clone();
     let input = call.input();
-    let requested = EventKind::CallRequested {
-        call_id: call_id.clone(),
-        tool: info.name.clone(),
-        input_digest: digest(input.as_bytes()),
-        input: inline_if_small(input),
-        job_id: ctx.job_id.clone(),
-    };
-    let decisions = std::mem::take(&mut judgement.decisions);
-    // A call a hook asks about gets its approval id now: the log names it.
-    let approval = match &judgement.verdict {
-        Verdict::Ask(d) => Some(Approval {
-            id: Approvals::new_id(),
-            session: state.header.id.clone(),
-            session_name: state.header.name.clone(),
-            call_id: call_id.clone(),
-            tool: info.name.clone(),
-            tool_digest: call.component_digest().to_string(),
-            input_hash: digest(input.as_bytes()),
-            input: input.to_string(),
-            action: info.action.clone(),
-            hook: d.hook.clone(),
-            pattern: d.pattern.clone(),
-            reason: d.reason.clone().unwrap_or_default(),
-            requested_at_ms: 0,
-            status: ApprovalStatus::Pending,
-            principal: counted.clone(),
-        }),
-        _ => None,
-    };
+    let approval = asked_approval(state, call, ctx, &judgement.verdict, counted.clone());
     let refusal = match &judgement.verdict {
         Verdict::Allow => None,
         Verdict::Deny(d) => Some(denied(&info.name, d)),
@@ -99,36 +73,33 @@ pub(crate) async fn record(
             reason: a.reason.clone(),
         }),
     };
-    let started = EventKind::CallStarted {
-        call_id: call_id.clone(),
-        tool: info.name.clone(),
-        idempotency_key: judgement.idempotency_key.clone().unwrap_or_else(|| {
-            // A job's attempts share one key (the job's), so a job run again
-            // after its host died is the same operation to whoever dedupes.
-            match &ctx.job_id {
-                Some(job) => format!("{}/{job}", state.header.id),
-                None => format!("{}/{call_id}", state.header.id),
-            }
-        }),
-        idempotent: info.idempotent,
-        tool_digest: call.component_digest().to_string(),
-        cost_micros: call_cost(call),
-    };
     let commit = if refusal.is_none() && call.may_run_before_durable() {
         Commit::Deferred
     } else {
         Commit::Durable
     };
-
-    let call_cost = call_cost(call);
-    let budgets = host.config().budgets.clone();
-    let tool = info.name.clone();
+    let plan = Plan {
+        requested: EventKind::CallRequested {
+            call_id: ctx.call_id.clone(),
+            tool: info.name.clone(),
+            input_digest: digest(input.as_bytes()),
+            input: inline_if_small(input),
+            job_id: ctx.job_id.clone(),
+        },
+        decisions: std::mem::take(&mut judgement.decisions),
+        refusal,
+        started: started_event(state, call, ctx, judgement.idempotency_key.clone()),
+        call_id: ctx.call_id.clone(),
+        tool: info.name.clone(),
+        cost: call_cost(call),
+        budgets: host.config().budgets.clone(),
+    };
     let sessions = ledger.sessions.clone();
     let approvals = ledger.approvals.clone();
     let id = state.header.id.clone();
     let quota = host.config().quotas.limit("approvals_per_principal");
     let recorded = ledger_work(move || {
-        let (mut approval, mut decisions, mut refusal) = (approval, decisions, refusal);
+        let (mut plan, mut approval) = (plan, approval);
         // The approval's place, taken before anything is written.
         let now = sessions.clock_ms();
         let placed = match place(&approvals, counted.as_deref(), approval.as_ref(), quota.value, now)? {
@@ -136,10 +107,16 @@ pub(crate) async fn record(
             Placed::Nothing => None,
             Placed::AtQuota(principal, count) => {
                 if let Some(asked) = approval.take() {
-                    let (decided, err) =
-                        approvals_quota(&tool, &call_id, &principal, count, &asked, quota.clone());
-                    decisions.push(decided);
-                    refusal = Some(err);
+                    let (decided, err) = approvals_quota(
+                        &plan.tool,
+                        &plan.call_id,
+                        &principal,
+                        count,
+                        &asked,
+                        quota.clone(),
+                    );
+                    plan.decisions.push(decided);
+                    plan.refusal = Some(err);
                 }
                 None
             }
@@ -153,85 +130,7 @@ pub(crate) async fn record(
         };
         let tallies = sessions.tallies();
         let appended = sessions.append_with_commit(&id, commit, |state, now| {
-            // A call the session's log has no room for is refused before
-            // anything of it is counted or charged (`quotas.session_events`,
-            // `session_bytes`); the append checks the sealed records again.
-            if let Err(e) = sessions.check_log_room(state, &requested) {
-                return (Vec::new(), (Outcome::NoRoom(e), now));
-            }
-            let mut events = vec![requested];
-            if let Some(breach) = budget::check_call(state, &budgets, now, call_cost) {
-                // The budget's deny comes first: the hooks' decisions are not
-                // logged, and nothing waits for an approval.
-                let denial = breach.denial(state);
-                let reason = denial.reason.clone();
-                events.push(EventKind::CallDecided {
-                    call_id: call_id.clone(),
-                    hook: denial.hook.clone(),
-                    pattern: denial.pattern.clone(),
-                    decision: "deny".into(),
-                    reason: Some(reason.clone()),
-                    alternatives: denial.alternatives.clone(),
-                    took_ms: 0,
-                    hook_digest: None,
-                });
-                let err = over_budget(&tool, denial);
-                events.push(finished_refused(&call_id, &err));
-                events.push(EventKind::BudgetExceeded {
-                    cap: breach.cap,
-                    used: breach.projected,
-                    limit: breach.limit,
-                    call_id: Some(call_id.clone()),
-                });
-                events.push(EventKind::Paused { reason, by: None });
-                tracing::warn!(session = %state.header.id, tool = %tool, cap = %breach.cap, "call denied by the budget: session paused");
-                return (events, (Outcome::OverBudget(err), now));
-            }
-            events.extend(decisions);
-            match refusal {
-                None => {
-                    // The ceilings across sessions, last: charged only for
-                    // a call that runs, before its `started` is written (a
-                    // crash between them over-counts, never under-counts).
-                    let scopes = ceilings::scopes_of(state);
-                    match tallies.admit_call(&scopes, call_cost, now) {
-                        Err(e) => (Vec::new(), (Outcome::Failed(e), now)),
-                        Ok(Admission::Run(crossed)) => {
-                            events.push(started);
-                            events.extend(crossed.iter().map(ceilings::warning_event));
-                            (events, (Outcome::Run, now))
-                        }
-                        Ok(Admission::Refused(breach)) => {
-                            let denial = ceiling_denial(&breach, &state.header.id);
-                            events.push(EventKind::CallDecided {
-                                call_id: call_id.clone(),
-                                hook: denial.hook.clone(),
-                                pattern: denial.pattern.clone(),
-                                decision: "deny".into(),
-                                reason: Some(denial.reason.clone()),
-                                alternatives: denial.alternatives.clone(),
-                                took_ms: 0,
-                                hook_digest: None,
-                            });
-                            let err = over_budget(&tool, denial);
-                            events.push(finished_refused(&call_id, &err));
-                            events.extend(ceilings::refusal_events(&breach, &call_id));
-                            tracing::warn!(session = %state.header.id, tool = %tool, ceiling = %breach.key(), "call refused at a spend ceiling: session paused");
-                            (events, (Outcome::OverCeiling(err, breach), now))
-                        }
-                    }
-                }
-                Some(err) => {
-                    events.push(finished_refused(&call_id, &err));
-                    if matches!(err, CallError::AwaitingApproval { .. }) {
-                        events.push(EventKind::Paused {
-                            reason: err.to_string(),
-                            by: None,
-                        });
-                    }
-                    (events, (Outcome::Refused(err), now))
-                }
-            }
+            plan.decide(&sessions, tallies, state, now)
         });
         let (outcome, now) = match appended {
             Ok((_, done)) => done,
@@ -239,6 +138,13 @@ pub(crate) async fn record(
                 give_back();
                 return Err(e);
             }
+        };
+        let refused = |err| -> Result<CallError, SessionError> {
+            give_back();
+            if commit == Commit::Deferred {
+                sessions.sync()?;
+            }
+            Ok(err)
         };
         match outcome {
             Outcome::Run => Ok(Recorded::Run),
@@ -250,20 +156,8 @@ pub(crate) async fn record(
                 give_back();
                 Err(e)
             }
-            Outcome::OverBudget(err) => {
-                give_back();
-                if commit == Commit::Deferred {
-                    sessions.sync()?;
-                }
-                Ok(Recorded::Refused(err))
-            }
-            Outcome::OverCeiling(err, breach) => {
-                give_back();
-                if commit == Commit::Deferred {
-                    sessions.sync()?;
-                }
-                Ok(Recorded::OverCeiling(err, breach))
-            }
+            Outcome::OverBudget(err) => Ok(Recorded::Refused(refused(err)?)),
+            Outcome::OverCeiling(err, breach) => Ok(Recorded::OverCeiling(refused(err)?, breach)),
             Outcome::Refused(err) => {
                 match approval {
                     Some(mut approval) if matches!(err, CallError::AwaitingApproval { .. }) => {
@@ -278,6 +172,173 @@ pub(crate) async fn record(
     })
     .await?;
     Ok(recorded)
+}
+
+/// The approval a hook's ask gets now, so that the log names it (its time
+/// is set once it is stored).
+fn asked_approval(
+    state: &SessionState,
+    call: &Admitted,
+    ctx: &CallContext,
+    verdict: &Verdict,
+    counted: Option<String>,
+) -> Option<Approval> {
+    let Verdict::Ask(d) = verdict else {
+        return None;
+    };
+    let info = call.info();
+    let input = call.input();
+    Some(Approval {
+        id: Approvals::new_id(),
+        session: state.header.id.clone(),
+        session_name: state.header.name.clone(),
+        call_id: ctx.call_id.clone(),
+        tool: info.name.clone(),
+        tool_digest: call.component_digest().to_string(),
+        input_hash: digest(input.as_bytes()),
+        input: input.to_string(),
+        action: info.action.clone(),
+        hook: d.hook.clone(),
+        pattern: d.pattern.clone(),
+        reason: d.reason.clone().unwrap_or_default(),
+        requested_at_ms: 0,
+        status: ApprovalStatus::Pending,
+        principal: counted,
+    })
+}
+
+/// The `call_started` a call that runs gets, with its idempotency key: the
+/// caller's, or else the session's and the call's (a job's attempts share
+/// the job's, so a job run again after its host died is the same
+/// operation to whoever dedupes).
+fn started_event(
+    state: &SessionState,
+    call: &Admitted,
+    ctx: &CallContext,
+    key: Option<String>,
+) -> EventKind {
+    let info = call.info();
+    EventKind::CallStarted {
+        call_id: ctx.call_id.clone(),
+        tool: info.name.clone(),
+        idempotency_key: key.unwrap_or_else(|| match &ctx.job_id {
+            Some(job) => format!("{}/{job}", state.header.id),
+            None => format!("{}/{}", state.header.id, ctx.call_id),
+        }),
+        idempotent: info.idempotent,
+        tool_digest: call.component_digest().to_string(),
+        cost_micros: call_cost(call),
+    }
+}
+
+/// A call's record before the session's look decides among its endings:
+/// what was asked, the judges' decisions, the refusal they came to (if
+/// any), and the `call_started` it gets if it runs.
+struct Plan {
+    requested: EventKind,
+    decisions: Vec<EventKind>,
+    refusal: Option<CallError>,
+    started: EventKind,
+    call_id: String,
+    tool: String,
+    cost: u64,
+    budgets: BudgetsConfig,
+}
+
+impl Plan {
+    /// The events to append, and what they decide, in the session's state
+    /// `state` at `now` (under its lock): no room in the log; the session's
+    /// budget, whose deny comes first; the judges' refusal; or the ceilings
+    /// across sessions, last, charged only for a call that runs.
+    fn decide(
+        self,
+        sessions: &Sessions,
+        tallies: &Tallies,
+        state: &SessionState,
+        now: u64,
+    ) -> (Vec<EventKind>, (Outcome, u64)) {
+        let Plan {
+            requested,
+            decisions,
+            refusal,
+            started,
+            call_id,
+            tool,
+            cost,
+            budgets,
+        } = self;
+        // A call the session's log has no room for is refused before
+        // anything of it is counted or charged (`quotas.session_events`,
+        // `session_bytes`); the append checks the sealed records again.
+        if let Err(e) = sessions.check_log_room(state, &requested) {
+            return (Vec::new(), (Outcome::NoRoom(e), now));
+        }
+        let mut events = vec![requested];
+        if let Some(breach) = budget::check_call(state, &budgets, now, cost) {
+            // The budget's deny comes first: the hooks' decisions are not
+            // logged, and nothing waits for an approval.
+            let denial = breach.denial(state);
+            let reason = denial.reason.clone();
+            events.push(deny_event(&call_id, &denial));
+            let err = over_budget(&tool, denial);
+            events.push(finished_refused(&call_id, &err));
+            events.push(EventKind::BudgetExceeded {
+                cap: breach.cap,
+                used: breach.projected,
+                limit: breach.limit,
+                call_id: Some(call_id.clone()),
+            });
+            events.push(EventKind::Paused { reason, by: None });
+            tracing::warn!(session = %state.header.id, tool = %tool, cap = %breach.cap, "call denied by the budget: session paused");
+            return (events, (Outcome::OverBudget(err), now));
+        }
+        events.extend(decisions);
+        if let Some(err) = refusal {
+            events.push(finished_refused(&call_id, &err));
+            if matches!(err, CallError::AwaitingApproval { .. }) {
+                events.push(EventKind::Paused {
+                    reason: err.to_string(),
+                    by: None,
+                });
+            }
+            return (events, (Outcome::Refused(err), now));
+        }
+        // The ceilings across sessions, last: charged only for a call that
+        // runs, before its `started` is written (a crash between them
+        // over-counts, never under-counts).
+        let scopes = ceilings::scopes_of(state);
+        match tallies.admit_call(&scopes, cost, now) {
+            Err(e) => (Vec::new(), (Outcome::Failed(e), now)),
+            Ok(Admission::Run(crossed)) => {
+                events.push(started);
+                events.extend(crossed.iter().map(ceilings::warning_event));
+                (events, (Outcome::Run, now))
+            }
+            Ok(Admission::Refused(breach)) => {
+                let denial = ceiling_denial(&breach, &state.header.id);
+                events.push(deny_event(&call_id, &denial));
+                let err = over_budget(&tool, denial);
+                events.push(finished_refused(&call_id, &err));
+                events.extend(ceilings::refusal_events(&breach, &call_id));
+                tracing::warn!(session = %state.header.id, tool = %tool, ceiling = %breach.key(), "call refused at a spend ceiling: session paused");
+                (events, (Outcome::OverCeiling(err, breach), now))
+            }
+        }
+    }
+}
+
+/// The `call_decided` of a deny the host made itself (a budget, a ceiling).
+fn deny_event(call_id: &str, denial: &budget::Denial) -> EventKind {
+    EventKind::CallDecided {
+        call_id: call_id.to_string(),
+        hook: denial.hook.clone(),
+        pattern: denial.pattern.clone(),
+        decision: "deny".into(),
+        reason: Some(denial.reason.clone()),
+        alternatives: denial.alternatives.clone(),
+        took_ms: 0,
+        hook_digest: None,
+    }
 }
 
 /// Whether the approval a hook asked for has its place.
