@@ -17,6 +17,8 @@
 //! store, so across hosts): past it the call is denied, by `quota`, with
 //! the quota named, and nothing waits (threat 49).
 
+use std::sync::Arc;
+
 use crate::approvals::{Approval, ApprovalStatus, Approvals};
 use crate::budget;
 use crate::call::CallContext;
@@ -25,7 +27,7 @@ use crate::error::CallError;
 use crate::hooks::Verdict;
 use crate::host::Host;
 use crate::ledger::Durable;
-use crate::manifest::BudgetsConfig;
+use crate::manifest::{BudgetsConfig, QuotaLimit};
 use crate::session::{
     Commit, EventKind, SessionError, SessionState, Sessions, digest, inline_if_small,
 };
@@ -94,15 +96,57 @@ pub(crate) async fn record(
         cost: call_cost(call),
         budgets: host.config().budgets.clone(),
     };
-    let sessions = ledger.sessions.clone();
-    let approvals = ledger.approvals.clone();
-    let id = state.header.id.clone();
-    let quota = host.config().quotas.limit("approvals_per_principal");
-    let recorded = ledger_work(move || {
-        let (mut plan, mut approval) = (plan, approval);
+    let writer = Writer {
+        sessions: ledger.sessions.clone(),
+        approvals: ledger.approvals.clone(),
+        session: state.header.id.clone(),
+        quota: host.config().quotas.limit("approvals_per_principal"),
+        counted,
+        commit,
+    };
+    ledger_work(move || writer.write(plan, approval)).await
+}
+
+/// Where a call's record goes, and what bounds it.
+struct Writer {
+    sessions: Arc<Sessions>,
+    approvals: Arc<Approvals>,
+    /// The session's id.
+    session: String,
+    /// `[quotas] approvals_per_principal`.
+    quota: QuotaLimit,
+    /// The agent principal the call is counted against, if any.
+    counted: Option<String>,
+    commit: Commit,
+}
+
+impl Writer {
+    /// Takes the approval's place (or denies the ask at the quota), appends
+    /// the record `plan` decides on, and stores the approval the call now
+    /// waits for; an approval's place taken for a call that does not wait
+    /// is given back.
+    fn write(
+        self,
+        mut plan: Plan,
+        mut approval: Option<Approval>,
+    ) -> Result<Recorded, SessionError> {
+        let Writer {
+            sessions,
+            approvals,
+            session,
+            quota,
+            counted,
+            commit,
+        } = self;
         // The approval's place, taken before anything is written.
         let now = sessions.clock_ms();
-        let placed = match place(&approvals, counted.as_deref(), approval.as_ref(), quota.value, now)? {
+        let placed = match place(
+            &approvals,
+            counted.as_deref(),
+            approval.as_ref(),
+            quota.value,
+            now,
+        )? {
             Placed::Taken(principal, id) => Some((principal, id)),
             Placed::Nothing => None,
             Placed::AtQuota(principal, count) => {
@@ -113,7 +157,7 @@ pub(crate) async fn record(
                         &principal,
                         count,
                         &asked,
-                        quota.clone(),
+                        quota,
                     );
                     plan.decisions.push(decided);
                     plan.refusal = Some(err);
@@ -129,7 +173,7 @@ pub(crate) async fn record(
             }
         };
         let tallies = sessions.tallies();
-        let appended = sessions.append_with_commit(&id, commit, |state, now| {
+        let appended = sessions.append_with_commit(&session, commit, |state, now| {
             plan.decide(&sessions, tallies, state, now)
         });
         let (outcome, now) = match appended {
@@ -169,9 +213,7 @@ pub(crate) async fn record(
                 Ok(Recorded::Refused(err))
             }
         }
-    })
-    .await?;
-    Ok(recorded)
+    }
 }
 
 /// The approval a hook's ask gets now, so that the log names it (its time
@@ -379,7 +421,7 @@ fn approvals_quota(
     principal: &str,
     count: u64,
     asked: &Approval,
-    quota: crate::manifest::QuotaLimit,
+    quota: QuotaLimit,
 ) -> (EventKind, CallError) {
     let reason = SessionError::Quota {
         limit: quota,
