@@ -80,6 +80,7 @@ pub(crate) async fn record(
     } else {
         Commit::Durable
     };
+    let cost = call_cost(call);
     let plan = Plan {
         requested: EventKind::CallRequested {
             call_id: ctx.call_id.clone(),
@@ -90,10 +91,10 @@ pub(crate) async fn record(
         },
         decisions: std::mem::take(&mut judgement.decisions),
         refusal,
-        started: started_event(state, call, ctx, judgement.idempotency_key.clone()),
+        started: started_event(state, call, ctx, judgement.idempotency_key.clone(), cost),
         call_id: ctx.call_id.clone(),
         tool: info.name.clone(),
-        cost: call_cost(call),
+        cost,
         budgets: host.config().budgets.clone(),
     };
     let writer = Writer {
@@ -258,6 +259,7 @@ fn started_event(
     call: &Admitted,
     ctx: &CallContext,
     key: Option<String>,
+    cost: u64,
 ) -> EventKind {
     let info = call.info();
     EventKind::CallStarted {
@@ -269,7 +271,7 @@ fn started_event(
         }),
         idempotent: info.idempotent,
         tool_digest: call.component_digest().to_string(),
-        cost_micros: call_cost(call),
+        cost_micros: cost,
     }
 }
 
