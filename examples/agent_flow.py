@@ -25,12 +25,16 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 
 def connect(url):
-    """A client for `url`, with the principal's token when one is given."""
+    """A client for `url`, with the principal's token when one is given.
+
+    The 2025-11-25 lifecycle (`mode="legacy"`): each connection binds the
+    session it starts. Under 2026-07-28 a client names the session in each
+    request's `_meta` instead (docs/agents.md)."""
     token = os.environ.get("GLOVEBOX_TOKEN")
     if not token:
-        return Client(url)
+        return Client(url, mode="legacy")
     http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
-    return Client(streamable_http_client(url, http_client=http))
+    return Client(streamable_http_client(url, http_client=http), mode="legacy")
 
 
 def data(result):

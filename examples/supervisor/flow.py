@@ -52,8 +52,10 @@ SCHEMA = {
 
 
 def connect(url, token):
+    # The 2025-11-25 lifecycle: each connection binds the session it starts
+    # (under 2026-07-28 a client names it in each request's `_meta`).
     http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
-    return Client(streamable_http_client(url, http_client=http))
+    return Client(streamable_http_client(url, http_client=http), mode="legacy")
 
 
 def data(result):

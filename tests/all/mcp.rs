@@ -656,12 +656,14 @@ fn another_agent_cannot_note_pause_page_rerun_or_see_approvals_of_the_first_ones
     server.close();
 }
 
-/// A client that probes with `server/discover` at 2026-07-28 (the official
-/// Python SDK does) is answered with the revisions served, all with
-/// `initialize`, and then connects the old way with no error; a request
-/// that declares 2026-07-28 inline is refused with -32022 and those revisions.
+/// Both revisions over one stdio pipe, each request choosing: `server/discover`
+/// lists 2026-07-28 beside the revisions with `initialize`; a 2026-07-28
+/// request with no handshake is served and runs in the principal's default
+/// session (`mcp-default`); a revision nobody serves is refused with -32022
+/// and the revisions served; and a client that goes the old way still
+/// connects with `initialize`.
 #[test]
-fn a_2026_07_28_probe_is_answered_and_negotiated_down_without_an_error() {
+fn both_revisions_are_served_each_request_choosing() {
     let dir = tempfile::tempdir().unwrap();
     let path = config(dir.path());
     let mut server = Server::start(&path);
@@ -674,11 +676,52 @@ fn a_2026_07_28_probe_is_answered_and_negotiated_down_without_an_error() {
     let versions = discovered["result"]["supportedVersions"]
         .as_array()
         .unwrap_or_else(|| panic!("{discovered}"));
-    assert!(versions.contains(&json!("2025-11-25")), "{discovered}");
-    assert!(!versions.contains(&json!("2026-07-28")), "{discovered}");
-
-    let init = server.request(
+    for served in ["2025-11-25", "2026-07-28"] {
+        assert!(versions.contains(&json!(served)), "{discovered}");
+    }
+    let listed = server.request(2, "tools/list", json!({"_meta": modern}));
+    assert!(
+        listed["result"]["tools"].as_array().unwrap().len() > 5,
+        "{listed}"
+    );
+    // The cache hints 2026-07-28 asks for: immediately stale (a reload may
+    // change the list), for this caller only.
+    assert_eq!(listed["result"]["ttlMs"], 0, "{listed}");
+    assert_eq!(listed["result"]["cacheScope"], "private", "{listed}");
+    let called = server.request(
         3,
+        "tools/call",
+        json!({"name": "echo.echo", "arguments": {"message": "stateless"}, "_meta": modern}),
+    );
+    assert_eq!(called["result"]["isError"], false, "{called}");
+    let mut with_status = modern.clone();
+    with_status["io.glovebox/session"] = json!("mcp-default");
+    let status = server.request(
+        4,
+        "tools/call",
+        json!({"name": "session_status", "arguments": {}, "_meta": with_status}),
+    );
+    let status: Value =
+        serde_json::from_str(status["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(status["name"], "mcp-default", "{status}");
+    assert_eq!(status["counters"]["calls"], 1, "{status}");
+    let mut future = modern.clone();
+    future["io.modelcontextprotocol/protocolVersion"] = json!("2099-01-01");
+    let refused = server.request(5, "tools/list", json!({"_meta": future}));
+    assert_eq!(refused["error"]["code"], -32022, "{refused}");
+    assert!(
+        refused["error"]["data"]["supported"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("2026-07-28")),
+        "{refused}"
+    );
+    server.close();
+
+    // The old way, `initialize` and an MCP session, on a new pipe.
+    let mut server = Server::start(&path);
+    let init = server.request(
+        1,
         "initialize",
         json!({
             "protocolVersion": "2025-11-25",
@@ -688,19 +731,7 @@ fn a_2026_07_28_probe_is_answered_and_negotiated_down_without_an_error() {
     );
     assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
     server.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    let answer = server.call(4, "echo.echo", json!({"message": "hi"}));
+    let answer = server.call(2, "echo.echo", json!({"message": "hi"}));
     assert_eq!(answer["result"]["isError"], false, "{answer}");
     server.close();
-
-    // A client that goes 2026-07-28 inline, with no handshake: refused.
-    let mut server = Server::start(&path);
-    let refused = server.request(1, "tools/list", json!({"_meta": modern}));
-    assert_eq!(refused["error"]["code"], -32022, "{refused}");
-    assert!(
-        refused["error"]["data"]["supported"]
-            .as_array()
-            .unwrap()
-            .contains(&json!("2025-11-25")),
-        "{refused}"
-    );
 }

@@ -537,7 +537,9 @@ fn cluster_node(urls: &str, node: &str, advertise: Option<&str>) -> Site {
 /// Python MCP SDK) reconnects to node B and resumes the session by name,
 /// with its handoff and the interrupted call marked; the job is run again
 /// on B and completes once for its idempotency key; `log verify` passes
-/// (read from a third host). The steps are in `tests/mcp_cluster/`.
+/// (read from a third host). And a 2026-07-28 (stateless) client whose node
+/// is killed between two requests carries on in the same session on the
+/// other node. The steps are in `tests/mcp_cluster/`.
 #[test]
 fn an_agent_whose_node_is_killed_mid_call_resumes_its_session_on_another_node_over_mcp() {
     let tmp = tempfile::tempdir().unwrap();
@@ -565,7 +567,7 @@ fn an_agent_whose_node_is_killed_mid_call_resumes_its_session_on_another_node_ov
             ("GLOVEBOX_OBSERVER", observer.config().as_os_str()),
         ],
     );
-    assert!(stdout.contains("1 passed"), "{stdout}");
+    assert!(stdout.contains("2 passed"), "{stdout}");
 }
 
 /// The CLI against a cluster from a machine that holds nothing of it: with

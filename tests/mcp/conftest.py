@@ -30,7 +30,10 @@ def config():
 def stdio_client(glovebox_bin, config):
     """An MCP client talking to `glovebox serve` over stdio."""
     params = StdioServerParameters(command=glovebox_bin, args=["--config", config, "serve"])
-    return Client(params, read_timeout_seconds=60)
+    # The 2025-11-25 lifecycle (`initialize`, an MCP session): what these
+    # suites test is a connection's bound session. `test_stateless.py`
+    # speaks 2026-07-28.
+    return Client(params, read_timeout_seconds=60, mode="legacy")
 
 
 def start_http_server(glovebox_bin, config):

@@ -53,7 +53,7 @@ def test_http_lists_tools_and_calls_one(glovebox_bin, config):
     async def main(url):
         from mcp import Client
 
-        async with Client(url, read_timeout_seconds=60) as client:
+        async with Client(url, read_timeout_seconds=60, mode="legacy") as client:
             await list_and_call(client)
 
     with http_server(glovebox_bin, config) as url:
@@ -158,7 +158,7 @@ def test_a_session_s_log_and_a_job_are_resources_the_sdk_lists_and_reads(glovebo
     async def over_http(url):
         from mcp import Client
 
-        async with Client(url, read_timeout_seconds=60) as client:
+        async with Client(url, read_timeout_seconds=60, mode="legacy") as client:
             await main(client, "read-me-http")
 
     anyio.run(over_stdio)
@@ -213,7 +213,7 @@ def test_threat_46_a_call_in_flight_at_sigterm_still_answers(glovebox_bin, confi
     try:
 
         async def main():
-            async with Client(streamable_http_client(url), read_timeout_seconds=60) as client:
+            async with Client(streamable_http_client(url), read_timeout_seconds=60, mode="legacy") as client:
                 await client.call_tool("session_start", {"role": "workagent", "project": "mcp-tests", "name": "draining"})
                 answer = {}
 
@@ -285,7 +285,7 @@ def test_threat_46_a_call_waiting_for_approval_at_sigterm_answers_at_once(gloveb
     try:
 
         async def main():
-            async with Client(streamable_http_client(url), read_timeout_seconds=60) as client:
+            async with Client(streamable_http_client(url), read_timeout_seconds=60, mode="legacy") as client:
                 await client.call_tool("session_start", {"role": "workagent", "project": "mcp-tests", "name": "waiting-at-stop"})
                 answer = {}
 

@@ -65,9 +65,9 @@ def principals(glovebox_bin, config):
     return str(mine), tokens
 
 
-def client(url, token):
+def client(url, token, mode="legacy"):
     http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
-    return Client(streamable_http_client(url, http_client=http), read_timeout_seconds=60)
+    return Client(streamable_http_client(url, http_client=http), read_timeout_seconds=60, mode=mode)
 
 
 def post(url, body, token=None, session=None):
@@ -303,6 +303,40 @@ def test_threat_53_two_agents_use_one_name_and_neither_learns_of_the_other(glove
             again = await alice.call_tool("session_start", {"role": "workagent", "project": "demo", "name": "shared"})
             assert again.is_error and structured(again)["error"]["kind"] == "session_name_taken", again
             assert theirs not in json.dumps(structured(again))
+
+    with http_server(glovebox_bin, config) as url:
+        anyio.run(main, url)
+
+
+def test_under_2026_07_28_a_session_in_meta_is_an_authorised_handle_and_defaults_are_per_principal(
+    glovebox_bin, principals
+):
+    """Stateless requests name their session in `_meta`: bob cannot run in
+    alice's by naming it (by id or name: refused as unknown, nothing runs),
+    and each principal's unnamed requests run in a default session of its own."""
+    config, tokens = principals
+    meta = "io.glovebox/session"
+
+    async def main(url):
+        async with client(url, tokens["alice"], "auto") as alice, client(url, tokens["bob"], "auto") as bob:
+            assert alice.protocol_version == bob.protocol_version == "2026-07-28"
+            started = structured(
+                await alice.call_tool("session_start", {"role": "workagent", "project": "demo", "name": "alice-handle"})
+            )
+            ran = await alice.call_tool("echo.echo", {"message": "alice"}, meta={meta: started["id"]})
+            assert not ran.is_error, ran
+            for key in (started["id"], "alice-handle"):
+                with pytest.raises(MCPError) as refused:
+                    await bob.call_tool("echo.echo", {"message": "bob"}, meta={meta: key})
+                assert refused.value.error.code == -32602 and key in refused.value.error.message, refused.value.error
+            await alice.call_tool("echo.echo", {"message": "alice default"})
+            await bob.call_tool("echo.echo", {"message": "bob default"})
+            hers = structured(await alice.call_tool("session_status", {"session": "mcp-default"}))
+            his = structured(await bob.call_tool("session_status", {"session": "mcp-default"}))
+            assert hers["id"] != his["id"] and hers["owner"] == "alice" and his["owner"] == "bob", (hers, his)
+            assert structured(await alice.call_tool("session_status", {}, meta={meta: started["id"]}))["counters"][
+                "calls"
+            ] == 1
 
     with http_server(glovebox_bin, config) as url:
         anyio.run(main, url)

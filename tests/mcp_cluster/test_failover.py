@@ -95,7 +95,7 @@ async def on_node_a(url, node_a, state):
     long call; node A is killed while both run."""
     killed = False
     try:
-        async with Client(url, read_timeout_seconds=60) as agent:
+        async with Client(url, read_timeout_seconds=60, mode="legacy") as agent:
             started = await agent.call_tool(
                 "session_start", {"role": "workagent", "project": "failover", "name": "w"}
             )
@@ -167,7 +167,7 @@ def agent_calls(evs, kind):
 
 async def on_node_b(url, url_a, state):
     """The agent reconnects to node B and resumes its session by name."""
-    async with Client(url, read_timeout_seconds=90) as agent:
+    async with Client(url, read_timeout_seconds=90, mode="legacy") as agent:
         # Until node A's lease expires (2 s from its last renewal), node B
         # says where the session is driven: the agent waits, as told.
         deadline = time.time() + 30
@@ -207,3 +207,54 @@ async def on_node_b(url, url_a, state):
         # The session goes on on B.
         echoed = await agent.call_tool("echo.echo", {"message": "on node b"})
         assert structured(echoed)["message"] == "on node b"
+
+
+def test_a_stateless_client_carries_on_in_the_same_session_on_another_node():
+    """Revision 2026-07-28: the client names its session in each request's
+    `_meta`, so nothing ties it to node A. Node A is killed between two
+    requests; the next one, sent to node B, runs in the same session once
+    A's lease has lapsed (until then B says which node drives it)."""
+    session = "io.glovebox/session"
+    port_a, port_b = int(os.environ["GLOVEBOX_PORT_A"]), int(os.environ["GLOVEBOX_PORT_B"])
+    url_a, url_b = f"http://127.0.0.1:{port_a}/mcp", f"http://127.0.0.1:{port_b}/mcp"
+    node_a = serve(os.environ["GLOVEBOX_NODE_A"], port_a)
+    node_b = serve(os.environ["GLOVEBOX_NODE_B"], port_b)
+
+    async def on_a():
+        async with Client(url_a, read_timeout_seconds=60) as agent:
+            assert agent.protocol_version == "2026-07-28"
+            started = structured(
+                await agent.call_tool("session_start", {"role": "workagent", "project": "failover", "name": "s"})
+            )
+            echoed = await agent.call_tool("echo.echo", {"message": "on node a"}, meta={session: "s"})
+            assert not echoed.is_error, echoed
+            return started["id"]
+
+    async def on_b(id):
+        async with Client(url_b, read_timeout_seconds=60) as agent:
+            deadline = time.time() + 30
+            while True:
+                answer = await agent.call_tool("echo.echo", {"message": "on node b"}, meta={session: "s"})
+                if not answer.is_error:
+                    break
+                error = structured(answer)["error"]
+                assert error["kind"] == "session_leased" and "node `a`" in error["message"], error
+                assert time.time() < deadline, error
+                await anyio.sleep(0.25)
+            status = structured(await agent.call_tool("session_status", {}, meta={session: id}))
+            assert status["id"] == id and status["counters"]["calls"] == 2, status
+
+    try:
+        id = anyio.run(on_a)
+        node_a.send_signal(signal.SIGKILL)
+        node_a.wait()
+        anyio.run(on_b, id)
+    finally:
+        for proc in (node_a, node_b):
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+
+    outputs = [json.loads(k["output"])["message"] for k in of_kind(events("s"), "call_finished") if k.get("output")]
+    assert outputs == ["on node a", "on node b"], outputs
+    assert observe("log", "verify", "s").startswith("ok")

@@ -31,6 +31,7 @@ impl McpServer {
                 default_session: std::sync::Mutex::new(None),
                 gateway: self.inner.gateway.clone(),
                 log: logging::ConnectionLog::new(),
+                stateless: false,
             }),
         };
         if let Some(principal) = bound {
@@ -70,9 +71,35 @@ pub(crate) struct ConnState {
     pub(crate) gateway: Gateway,
     /// The server's log lines about this connection's requests (`logging`).
     pub(crate) log: logging::ConnectionLog,
+    /// Whether this connection serves one 2026-07-28 request
+    /// (`stateless.rs`): a call with nothing bound then runs in the
+    /// principal's default session, not one of the connection's.
+    pub(crate) stateless: bool,
 }
 
 impl ConnState {
+    /// The state of a connection serving one 2026-07-28 request made on
+    /// `base`'s: the same principal, and `bound` as the request names it.
+    pub(crate) fn for_request(
+        base: &ConnState,
+        caller: &Principal,
+        bound: Option<String>,
+    ) -> ConnState {
+        let state = ConnState {
+            id: base.id.clone(),
+            bound: tokio::sync::Mutex::new(bound),
+            name: std::sync::OnceLock::new(),
+            last: std::sync::Mutex::new(Some(caller.clone())),
+            removed: base.removed.clone(),
+            default_session: std::sync::Mutex::new(None),
+            gateway: base.gateway.clone(),
+            log: logging::ConnectionLog::new(),
+            stateless: true,
+        };
+        let _ = state.name.set(caller.name.clone());
+        state
+    }
+
     fn remember(&self, principal: Principal) {
         *self
             .last
@@ -228,25 +255,12 @@ impl Connection {
         if let Some(id) = bound.as_ref() {
             return Ok(id.clone());
         }
-        let role = default_role(caller);
-        let project = if caller.may_touch("mcp") {
-            "mcp".to_string()
-        } else {
-            caller
-                .projects
-                .first()
-                .cloned()
-                .unwrap_or_else(|| "mcp".to_string())
-        };
-        let start = StartSession {
-            role,
-            project,
-            name: Some(format!("mcp-{}", self.state.id)),
-            tags: vec!["mcp".to_string()],
-            expected_duration: None,
-            budget: Default::default(),
-            completion: Default::default(),
-        };
+        if self.state.stateless {
+            let id = self.principal_default(caller).await?;
+            *bound = Some(id.clone());
+            return Ok(id);
+        }
+        let start = self.default_start(caller, &format!("mcp-{}", self.state.id));
         let state = self
             .shared()
             .gateway
@@ -261,6 +275,29 @@ impl Connection {
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(state.header.id.clone());
         *bound = Some(state.header.id.clone());
         Ok(state.header.id)
+    }
+
+    /// How a default session starts: a workagent (or the principal's first
+    /// role) in project `mcp` (or its first project), named `name`.
+    pub(crate) fn default_start(&self, caller: &Principal, name: &str) -> StartSession {
+        let project = if caller.may_touch("mcp") {
+            "mcp".to_string()
+        } else {
+            caller
+                .projects
+                .first()
+                .cloned()
+                .unwrap_or_else(|| "mcp".to_string())
+        };
+        StartSession {
+            role: default_role(caller),
+            project,
+            name: Some(name.to_string()),
+            tags: vec!["mcp".to_string()],
+            expected_duration: None,
+            budget: Default::default(),
+            completion: Default::default(),
+        }
     }
 
     /// The pipeline's first stage, before anything is logged: an unknown

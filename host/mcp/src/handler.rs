@@ -36,13 +36,15 @@ impl Connection {
         // and the server's log lines about it reach the connection too.
         let sink = self.state.log.sink(&context.peer);
         glovebox::tasks::acting_with(caller.name.clone(), Some(sink), async {
+            // A 2026-07-28 request's session is its own (`stateless.rs`).
+            let this = self.for_request(&caller, &context).await?;
             if BUILTINS.contains(&name.as_str()) {
-                if let Err(refused) = self.judge_builtin(&caller, &name, &args).await {
+                if let Err(refused) = this.judge_builtin(&caller, &name, &args).await {
                     return Ok(results::call_error(&refused));
                 }
-                return self.builtin(&caller, &name, args).await;
+                return this.builtin(&caller, &name, args).await;
             }
-            self.call_plugin(&name, Value::Object(args), &context).await
+            this.call_plugin(&name, Value::Object(args), &context).await
         })
         .await
     }
@@ -65,25 +67,25 @@ impl ServerHandler for Connection {
             "Glovebox runs each tool call in a fresh, capability-restricted Wasm sandbox after \
                  permission hooks judge it, and logs it in a durable session. Bind a session with \
                  session_start or session_resume (otherwise calls run in a default session of this \
-                 connection); run long calls in the background with job_spawn and job_wait. \
+                 connection); under protocol 2026-07-28 nothing binds: name the session in each \
+                 request's _meta as io.glovebox/session, else calls run in your default session \
+                 mcp-default. Run long calls in the background with job_spawn and job_wait. \
                  A session's log and a job are resources too (glovebox://sessions/{session}/log, \
                  glovebox://jobs/{id}).",
         )
     }
 
-    /// The revisions rmcp lets through to this handler: up to 2026-07-28,
-    /// so that a client's `server/discover` probe at 2026-07-28 reaches
-    /// [`Self::discover`] and is answered, not refused with -32022. What
-    /// this server serves is the revisions up to 2025-11-25 (see
-    /// [`served_versions`]).
+    /// The revisions served: up to 2026-07-28, each request choosing by
+    /// what it says (an `initialize` of an earlier revision starts an MCP
+    /// session; a request declaring 2026-07-28 in its `_meta` stands alone,
+    /// see `stateless.rs`). rmcp refuses any other revision with -32022 and
+    /// this list.
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2026_07_28))
+        Cow::Borrowed(served_versions())
     }
 
-    /// Advertises the revisions with `initialize` and MCP sessions only: a
-    /// connection, and so a bound session, needs them (2026-07-28 serves
-    /// every request statelessly). A client that probes (the official
-    /// Python SDK does) falls back to `initialize` without an error.
+    /// `server/discover`: the revisions served, the capabilities, and who
+    /// this server is.
     async fn discover(
         &self,
         _context: RequestContext<RoleServer>,
@@ -109,9 +111,8 @@ impl ServerHandler for Connection {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
+        _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        served_version(&context)?;
         Ok(ListToolsResult::with_all_items(
             self.shared().tools().as_ref().clone(),
         ))
@@ -131,7 +132,6 @@ impl ServerHandler for Connection {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        served_version(&context)?;
         let caller = self.caller(&context)?;
         let cursor = request.and_then(|r| r.cursor);
         self.list_session_logs(&caller, cursor).await
@@ -140,9 +140,8 @@ impl ServerHandler for Connection {
     async fn list_resource_templates(
         &self,
         _request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
+        _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        served_version(&context)?;
         Ok(crate::resources::templates())
     }
 
@@ -153,7 +152,6 @@ impl ServerHandler for Connection {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        served_version(&context)?;
         let caller = self.caller(&context)?;
         let uri = request.uri;
         let sink = self.state.log.sink(&context.peer);
@@ -170,7 +168,6 @@ impl ServerHandler for Connection {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        served_version(&context)?;
         // Counted from here to its answer: a stopping server drains it.
         let in_flight = self.shared().gateway.request();
         // A task of its own, so a panic ends this call, not the connection.
@@ -203,19 +200,7 @@ impl ServerHandler for Connection {
     }
 }
 
-/// The revisions served: those with `initialize` and MCP sessions.
+/// The revisions served: every one up to 2026-07-28.
 fn served_versions() -> &'static [ProtocolVersion] {
-    ProtocolVersion::known_up_to(&ProtocolVersion::LATEST_WITH_INITIALIZE)
-}
-
-/// Refuses a request that declares a revision this server does not serve
-/// in its `_meta` (a 2026-07-28 client that skipped the discovery answer):
-/// -32022 with the revisions it serves, so the client can negotiate down.
-fn served_version(context: &RequestContext<RoleServer>) -> Result<(), ErrorData> {
-    match context.meta.protocol_version() {
-        Some(asked) if !served_versions().contains(&asked) => Err(
-            ErrorData::unsupported_protocol_version(asked, served_versions()),
-        ),
-        _ => Ok(()),
-    }
+    ProtocolVersion::known_up_to(&ProtocolVersion::V_2026_07_28)
 }

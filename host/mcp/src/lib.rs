@@ -12,7 +12,11 @@
 //! notes, usage, pauses, logs and re-runs, approvals and background jobs,
 //! each within what the caller owns (the caller's `Gateway::scope`).
 //!
-//! Each connection (one stdio peer, or one MCP session over HTTP) has its own
+//! Each request chooses its protocol revision (every one up to 2026-07-28).
+//! A 2026-07-28 request stands alone: it names its Glovebox session in its
+//! `_meta` ([`SESSION_META`]) or runs in its principal's default session
+//! ([`DEFAULT_NAME`]), see `stateless.rs`. Under the earlier revisions each
+//! connection (one stdio peer, or one MCP session over HTTP) has its own
 //! [`Connection`] handler and so its own bound session: `session_start` and
 //! `session_resume` bind it, `session_end` unbinds it. A plugin tool call or a
 //! `job_spawn` with nothing bound runs in a default session of the connection
@@ -48,6 +52,7 @@ mod progress;
 mod resources;
 mod results;
 mod server;
+mod stateless;
 mod stdio;
 mod tools;
 
@@ -55,4 +60,5 @@ pub use connection::Connection;
 pub use http::{DEFAULT_GRACE, DEFAULT_MAX_CONNECTIONS, HttpOptions, HttpServer};
 pub use logging::connection_log;
 pub use server::McpServer;
+pub use stateless::{DEFAULT_NAME, SESSION_META};
 pub use tools::{BUILTINS, builtins_tables};

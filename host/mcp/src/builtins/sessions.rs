@@ -5,7 +5,6 @@ use rmcp::model::{CallToolResult, JsonObject};
 use serde_json::json;
 
 use super::parse::{parse, start_extras, text_arg};
-use super::target::not_bound;
 use crate::connection::Connection;
 use crate::results;
 use crate::tools::{EndArgs, HandoffArgs, PauseArgs, SessionArg, StartArgs};
@@ -49,7 +48,7 @@ impl Connection {
         Ok(match scope.start_session(start).await {
             Ok(state) => {
                 self.bind(Some(state.header.id.clone())).await;
-                results::ok(&state)
+                self.bound_answer(&state, &state.header.id)
             }
             Err(e) => results::session_failure(&e),
         })
@@ -70,7 +69,7 @@ impl Connection {
         Ok(match scope.resume_session(&a.session).await {
             Ok(resumed) => {
                 self.bind(Some(resumed.state.header.id.clone())).await;
-                results::ok(&resumed)
+                self.bound_answer(&resumed, &resumed.state.header.id)
             }
             Err(e) => results::session_failure(&e),
         })
@@ -86,7 +85,7 @@ impl Connection {
         let scope = self.shared().gateway.scope(caller);
         let a: HandoffArgs = parse(tool, args)?;
         let Some(id) = self.bound().await else {
-            return Ok(not_bound(tool));
+            return Ok(self.not_bound(tool));
         };
         let result = match scope.session(&id).await {
             Ok(state) => {
@@ -110,7 +109,7 @@ impl Connection {
         let scope = self.shared().gateway.scope(caller);
         let a: EndArgs = parse(tool, args)?;
         let Some(id) = self.bound().await else {
-            return Ok(not_bound(tool));
+            return Ok(self.not_bound(tool));
         };
         let cancelled = if a.cancel_children {
             match scope.cancel_children(&id).await {

@@ -1,11 +1,12 @@
 //! MCP over streamable HTTP, at `/mcp`.
 //!
-//! rmcp makes one handler per MCP session (`Mcp-Session-Id`) through the
-//! factory below, so each session gets its own [`Connection`](super::Connection)
-//! and so its own bound session. The server offers protocol revisions up to
-//! 2025-11-25, which have sessions (2026-07-28 serves requests statelessly):
-//! a 2026-07-28 `server/discover` probe is answered with those revisions, so
-//! a client negotiates down to `initialize` without an error.
+//! rmcp makes one handler per MCP session (`Mcp-Session-Id`, revisions up
+//! to 2025-11-25) through the factory below, so each session gets its own
+//! [`Connection`](super::Connection) and so its own bound session. A
+//! 2026-07-28 request has no MCP session: rmcp serves it on a handler of
+//! its own, made for it alone, and the session it runs in is the one its
+//! `_meta` names or its principal's default (`stateless.rs`), so any node
+//! answers it alike.
 //!
 //! Who is calling: when the config declares principals, every request must
 //! carry `Authorization: Bearer <token>` of one of them; without it, or with
