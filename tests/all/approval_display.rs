@@ -183,3 +183,102 @@ fn threat_55_mcp_elicitation_shows_the_true_path_of_a_misleading_input_and_appro
         .unwrap_or_else(|| panic!("{status}"));
     assert_eq!(glovebox::session::digest(whole.as_bytes()), sha256);
 }
+
+/// Under MCP 2026-07-28 the same crafted ask reaches the client as
+/// `input_required` (no server-to-client request exists there): the form
+/// shows the true path and the SHA-256, and `requestState` is a handle to
+/// the stored approval, never trusted. A retry with other input, or a
+/// state that names no approval of the caller's, is refused (-32602) and
+/// runs nothing; the very call with an accepting answer runs, once.
+#[test]
+fn threat_55_under_2026_07_28_an_ask_is_input_required_and_request_state_is_only_a_handle() {
+    let token_hash = glovebox::manifest::credential_of("carol's token, unused over stdio");
+    let site = site(&format!(
+        "[[principal]]\nname = \"carol\"\nkind = \"agent\"\ncredential = \"{token_hash}\"\nroles = [\"workagent\"]\nprojects = [\"p\"]\napprove_by = \"client\"\n"
+    ));
+    let mut server = Server::start_with(&site.config(), &["--as", "carol"]);
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+        "io.modelcontextprotocol/clientInfo": {"name": "glovebox-tests", "version": "0"},
+    });
+    let arguments: Value = serde_json::from_str(&crafted_input()).unwrap();
+    let asked = server.request(
+        1,
+        "tools/call",
+        json!({"name": "files.write", "arguments": arguments, "_meta": meta}),
+    );
+    let result = &asked["result"];
+    assert_eq!(result["resultType"], "input_required", "{asked}");
+    let state = result["requestState"].as_str().unwrap();
+    let form = &result["inputRequests"]["approve"];
+    assert_eq!(form["method"], "elicitation/create", "{form}");
+    let message = form["params"]["message"].as_str().unwrap();
+    let pending = site.json(&["approvals", "--json"]);
+    let approval = &pending.as_array().unwrap()[0];
+    assert_eq!(approval["id"], state);
+    let sha256 = approval["input_hash"].as_str().unwrap();
+    assert_shows_the_true_path(message, sha256);
+
+    let yes = json!({"approve": {"action": "accept", "content": {"approve": true}}});
+    let work = site.path().join("work");
+    // Another input under the approval's handle: refused, nothing written.
+    let other = json!({"path": "/data/other.txt", "content": "not what was approved"});
+    let tampered = server.request(
+        2,
+        "tools/call",
+        json!({"name": "files.write", "arguments": other, "_meta": meta,
+               "inputResponses": yes, "requestState": state}),
+    );
+    assert_eq!(tampered["error"]["code"], -32602, "{tampered}");
+    assert!(
+        tampered["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("another call"),
+        "{tampered}"
+    );
+    // A state that names no approval: refused the same way.
+    let forged = server.request(
+        3,
+        "tools/call",
+        json!({"name": "files.write", "arguments": arguments, "_meta": meta,
+               "inputResponses": yes, "requestState": "apr-forged"}),
+    );
+    assert_eq!(forged["error"]["code"], -32602, "{forged}");
+    assert_eq!(std::fs::read_dir(&work).unwrap().count(), 0);
+    assert_eq!(
+        site.json(&["approvals", "--json"])
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+
+    // The very call, answered yes: it runs.
+    let ran = server.request(
+        4,
+        "tools/call",
+        json!({"name": "files.write", "arguments": arguments, "_meta": meta,
+               "inputResponses": yes, "requestState": state}),
+    );
+    assert_eq!(ran["result"]["isError"], false, "{ran}");
+    let written = std::fs::metadata(work.join(TRUE_NAME)).unwrap();
+    assert_eq!(written.len(), 200_000);
+    // Sent again, it does not run twice: the approval is settled.
+    let again = server.request(
+        5,
+        "tools/call",
+        json!({"name": "files.write", "arguments": arguments, "_meta": meta,
+               "inputResponses": yes, "requestState": state}),
+    );
+    assert!(again["result"].is_object(), "{again}");
+    let (code, log, err) = site.run(&["log", "export", "carol/mcp-default"]);
+    assert_eq!(code, 0, "{err}");
+    let ran_ok = log
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["kind"]["type"] == "call_finished" && e["kind"]["outcome"] == "ok")
+        .count();
+    assert_eq!(ran_ok, 1, "{log}");
+}

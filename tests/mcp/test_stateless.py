@@ -126,3 +126,68 @@ def test_a_bad_or_unknown_session_in_meta_is_refused_and_nothing_runs(glovebox_b
             assert "lost" not in await log_of(client, "mcp-default")
 
     anyio.run(main)
+
+
+def client_approver_config(config):
+    """The suite's config with agent `carol`, who settles her own approvals
+    (`approve_by = "client"`), served over stdio `--as carol`."""
+    import os
+
+    path = os.path.join(os.path.dirname(config), "carol.toml")
+    with open(config) as f:
+        text = f.read().replace('data_dir = "data"', 'data_dir = "data-carol"')
+    with open(path, "w") as f:
+        f.write(
+            text
+            + '\n[[principal]]\nname = "carol"\nkind = "agent"\ncredential = "sha256:'
+            + "0" * 64
+            + '"\nroles = ["workagent"]\nprojects = ["mcp", "mcp-tests"]\napprove_by = "client"\n'
+        )
+    return path
+
+
+def test_an_ask_reaches_the_client_as_input_required_and_runs_once_approved(glovebox_bin, config):
+    """The destructive hook asks about a write. Under 2026-07-28 the call
+    answers `input_required` with the approval as the approver must see it
+    (the exact input and its SHA-256); the SDK puts it to its elicitation
+    callback and calls again with the answer: approved, it runs once;
+    declined, it is denied and nothing is written."""
+    import os
+    import re
+
+    from mcp_types import ElicitResult
+
+    carol = client_approver_config(config)
+    asked = []
+
+    def connect(answer):
+        async def on_elicit(context, params):
+            asked.append(params.message)
+            return ElicitResult(action=answer, content={"approve": True} if answer == "accept" else None)
+
+        params = StdioServerParameters(command=glovebox_bin, args=["--config", carol, "serve", "--as", "carol"])
+        return Client(params, read_timeout_seconds=60, elicitation_callback=on_elicit)
+
+    work = os.path.join(os.path.dirname(config), "work")
+
+    async def main():
+        async with connect("accept") as client:
+            assert client.protocol_version == MODERN
+            args = {"path": "/data/approved.txt", "content": "approved through input_required"}
+            result = await client.call_tool("files.write", args)
+            assert not result.is_error, result
+            assert len(asked) == 1 and "files.write" in asked[0], asked
+            # The approver saw the exact input, and the SHA-256 the approval records.
+            assert '"/data/approved.txt"' in asked[0] and "approved through input_required" in asked[0], asked
+            id = re.search(r"\(approval ([^)]+)\)\?$", asked[0]).group(1)
+            approval = structured(await client.call_tool("approval_status", {"id": id}))
+            assert approval["input_hash"] in asked[0] and approval["status"]["state"] == "approved", approval
+        with open(os.path.join(work, "approved.txt")) as f:
+            assert f.read() == "approved through input_required"
+        async with connect("decline") as client:
+            result = await client.call_tool("files.write", {"path": "/data/declined.txt", "content": "no"})
+            assert result.is_error and "declined by the client's user (MCP input_required)" in result.content[0].text
+        assert not os.path.exists(os.path.join(work, "declined.txt"))
+        assert len(asked) == 2
+
+    anyio.run(main)

@@ -1,7 +1,11 @@
 //! A plugin tool call, and the approval it may wait for: an operator's,
-//! or the client's user's through MCP elicitation.
+//! or the client's user's through MCP elicitation (2025-11-25: the server
+//! asks; 2026-07-28: the call answers `input_required`, see `rounds.rs`).
 
-use rmcp::model::{CallToolResult, ElicitRequestParams, ElicitationAction, ElicitationSchema};
+use rmcp::model::{
+    CallToolResponse, CallToolResult, ElicitRequestParams, ElicitResult, ElicitationAction,
+    ElicitationSchema, InputResponses,
+};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
 use serde_json::Value;
@@ -19,19 +23,28 @@ use glovebox::{CallError, Principal};
 const ELICITATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
 
 impl Connection {
-    /// A plugin tool call in the bound (or default) session.
+    /// A plugin tool call in the bound (or default) session; or, when it
+    /// carries a `requestState`, the second round of one whose approval its
+    /// client was asked for (`rounds.rs`).
     pub(crate) async fn call_plugin(
         &self,
         tool: &str,
         input: Value,
+        round: Option<(String, Option<InputResponses>)>,
         context: &RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
+    ) -> Result<CallToolResponse, ErrorData> {
         let caller = self.caller(context)?;
         let call = self.admit(tool, &input)?;
+        if let Some((state, responses)) = round {
+            return self
+                .answered(&caller, &call, &state, responses.unwrap_or_default())
+                .await
+                .map(Into::into);
+        }
         let name = call.name().to_string();
         let session = match self.session_for_call(&caller).await {
             Ok(s) => s,
-            Err(e) => return Ok(results::session_failure(&e)),
+            Err(e) => return Ok(results::session_failure(&e).into()),
         };
         let report = match self
             .shared()
@@ -41,21 +54,30 @@ impl Connection {
             .await
         {
             Ok(r) => r,
-            Err(e) => return Ok(results::session_failure(&e)),
+            Err(e) => return Ok(results::session_failure(&e).into()),
         };
         let Err(CallError::AwaitingApproval { approval_id, .. }) = &report.outcome else {
-            return Ok(results::report(report));
+            return Ok(results::report(report).into());
         };
         // Who settles it: the client's own user when its principal says so
         // (`approve_by = "client"`), an operator otherwise, for whom the
-        // call waits up to `[approvals] wait`.
-        let settled = if caller.approve_by == ApproveBy::Client {
+        // call waits up to `[approvals] wait`. A 2026-07-28 request holds
+        // nothing open: its client is asked in the answer, and an
+        // operator's approval is answered at once with its id.
+        let by_client = caller.approve_by == ApproveBy::Client;
+        if self.state.stateless {
+            if by_client && let Some(asked) = self.input_required(approval_id, context) {
+                return Ok(asked.into());
+            }
+            return Ok(results::report(report).into());
+        }
+        let settled = if by_client {
             self.elicit_approval(&caller, &name, approval_id, context)
                 .await
         } else {
             self.wait_for_operator(&name, approval_id, context).await
         };
-        Ok(settled.unwrap_or_else(|| results::report(report)))
+        Ok(settled.unwrap_or_else(|| results::report(report)).into())
     }
 
     /// Waits up to `[approvals] wait` for an operator to settle the
@@ -108,6 +130,26 @@ impl Connection {
         if !supported {
             return None;
         }
+        let request = self.approval_question(approval_id)?;
+        let answer = match context
+            .peer
+            .create_elicitation_with_timeout(request, Some(ELICITATION_TIMEOUT))
+            .await
+        {
+            Ok(a) => a,
+            Err(e) => {
+                tracing::info!(approval = %approval_id, error = %e, "elicitation failed: the approval stays pending");
+                return None;
+            }
+        };
+        self.settle_by_client(caller, tool, approval_id, &answer, "MCP elicitation")
+            .await
+    }
+
+    /// The question that puts pending approval `approval_id` to the
+    /// client's user: the approval as every surface shows it
+    /// (`Host::show_approval`, threat 55) and a yes/no `approve`.
+    pub(crate) fn approval_question(&self, approval_id: &str) -> Option<ElicitRequestParams> {
         let schema = ElicitationSchema::builder()
             .required_bool_property("approve", |b| {
                 b.title("Approve").description("Run the call now")
@@ -122,7 +164,7 @@ impl Connection {
             "`approval_status` with `id` = \"{id}\" returns it whole (its `input`), as `glovebox approvals --input {id}` does for an operator",
             id = shown.id
         );
-        let request = ElicitRequestParams::FormElicitationParams {
+        Some(ElicitRequestParams::FormElicitationParams {
             meta: None,
             message: format!(
                 "The permission hook `{}` asks a human to approve a call to `{}` in session {}: {}.\n{}\nApprove it (approval {})?",
@@ -134,45 +176,36 @@ impl Connection {
                 shown.id,
             ),
             requested_schema: schema,
-        };
-        let answer = match context
-            .peer
-            .create_elicitation_with_timeout(request, Some(ELICITATION_TIMEOUT))
-            .await
-        {
-            Ok(a) => a,
-            Err(e) => {
-                tracing::info!(approval = %approval_id, error = %e, "elicitation failed: the approval stays pending");
-                return None;
-            }
-        };
+        })
+    }
+
+    /// Settles approval `approval_id` as the client's user answered its
+    /// question (`how`: through what): accepted with `approve` true runs
+    /// the call; declined, or accepted with false, denies it. `None`:
+    /// cancelled (or an answer this server does not know): it stays
+    /// pending for an operator.
+    pub(crate) async fn settle_by_client(
+        &self,
+        caller: &Principal,
+        tool: &str,
+        approval_id: &str,
+        answer: &ElicitResult,
+        how: &str,
+    ) -> Option<CallToolResult> {
+        let approvals = self.shared().gateway.scope(caller).approvals();
         let approved = answer
             .content
             .as_ref()
             .and_then(|c| c.get("approve"))
             .and_then(Value::as_bool);
-        match (answer.action, approved) {
-            (ElicitationAction::Accept, Some(true)) => {
-                match shared
-                    .gateway
-                    .scope(caller)
-                    .approvals()
-                    .approve(approval_id)
-                    .await
-                {
-                    Ok(report) => Some(results::report(report)),
-                    Err(e) => Some(results::session_failure(&e)),
-                }
-            }
+        match (&answer.action, approved) {
+            (ElicitationAction::Accept, Some(true)) => match approvals.approve(approval_id).await {
+                Ok(report) => Some(results::report(report)),
+                Err(e) => Some(results::session_failure(&e)),
+            },
             (ElicitationAction::Accept, _) | (ElicitationAction::Decline, _) => {
-                let why = "declined by the client's user (MCP elicitation)";
-                match shared
-                    .gateway
-                    .scope(caller)
-                    .approvals()
-                    .deny(approval_id, why)
-                    .await
-                {
+                let why = format!("declined by the client's user ({how})");
+                match approvals.deny(approval_id, &why).await {
                     Ok(a) => Some(results::call_error(&denied(tool, &a))),
                     Err(e) => Some(results::session_failure(&e)),
                 }
@@ -184,7 +217,7 @@ impl Connection {
 }
 
 /// A denied approval as the call's refusal: who denied it and why.
-fn denied(tool: &str, approval: &Approval) -> CallError {
+pub(crate) fn denied(tool: &str, approval: &Approval) -> CallError {
     let (why, by) = match &approval.status {
         ApprovalStatus::Denied { reason, by, .. } => (reason.as_str(), by.as_deref()),
         _ => ("", None),

@@ -5,10 +5,9 @@
 use std::borrow::Cow;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, DiscoverResult, Implementation,
-    InitializeResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
-    ServerCapabilities, Tool,
+    CallToolRequestParams, CallToolResponse, DiscoverResult, Implementation, InitializeResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, Tool,
 };
 // `logging` is deprecated from revision 2026-07-28 on (see `logging.rs`).
 #[allow(deprecated)]
@@ -28,9 +27,13 @@ impl Connection {
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
+    ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.to_string();
         let args = request.arguments.unwrap_or_default();
+        // The second round of a call that answered `input_required` (`rounds.rs`).
+        let round = request
+            .request_state
+            .map(|state| (state, request.input_responses));
         let caller = self.caller(&context)?;
         // Everything this request writes to a log is its principal's doing,
         // and the server's log lines about it reach the connection too.
@@ -40,11 +43,12 @@ impl Connection {
             let this = self.for_request(&caller, &context).await?;
             if BUILTINS.contains(&name.as_str()) {
                 if let Err(refused) = this.judge_builtin(&caller, &name, &args).await {
-                    return Ok(results::call_error(&refused));
+                    return Ok(results::call_error(&refused).into());
                 }
-                return this.builtin(&caller, &name, args).await;
+                return this.builtin(&caller, &name, args).await.map(Into::into);
             }
-            this.call_plugin(&name, Value::Object(args), &context).await
+            this.call_plugin(&name, Value::Object(args), round, &context)
+                .await
         })
         .await
     }
@@ -186,7 +190,7 @@ impl ServerHandler for Connection {
             }
         };
         match tokio::spawn(serve).await {
-            Ok(r) => r.map(CallToolResponse::from),
+            Ok(r) => r,
             Err(e) => {
                 let message = if e.is_panic() {
                     format!("the host panicked while serving `{name}`")

@@ -28,10 +28,12 @@
 //!
 //! A denied call is a tool error (`isError`) with the hook, pattern, reason and
 //! alternatives, as text and as structured content (`{"denied": ...}`). A
-//! call a hook wants a human to approve is put to the client's user through
-//! MCP elicitation when the client declared it (accept runs it, decline denies
-//! it); otherwise, or if the user cancels, the result says it awaits approval
-//! and gives the approval id (`{"awaiting_approval": ...}`).
+//! call a hook wants a human to approve is put to the client's user when its
+//! principal settles its own approvals and the client declared elicitation
+//! (2025-11-25: an elicitation request mid-call; 2026-07-28: an
+//! `input_required` answer and a second round, `rounds.rs`): accept runs it,
+//! decline denies it. Otherwise, or if the user cancels, the result says it
+//! awaits approval and gives the approval id (`{"awaiting_approval": ...}`).
 //!
 //! A bad request (unknown tool, input that is too large, not JSON or not
 //! fitting the tool's schema) is checked before anything is logged and gets a
@@ -51,6 +53,7 @@ mod logging;
 mod progress;
 mod resources;
 mod results;
+mod rounds;
 mod server;
 mod stateless;
 mod stdio;
