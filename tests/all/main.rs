@@ -48,4 +48,5 @@ mod schedule;
 mod scratch;
 mod sessions;
 mod sweep;
+mod tasks;
 mod util;

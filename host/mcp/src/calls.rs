@@ -41,6 +41,11 @@ impl Connection {
                 .await
                 .map(Into::into);
         }
+        // A client that declared the tasks extension gets a task for a
+        // long call (`tasks.rs`).
+        if crate::tasks::declared(context) {
+            return self.call_as_task(&caller, call).await;
+        }
         let name = call.name().to_string();
         let session = match self.session_for_call(&caller).await {
             Ok(s) => s,

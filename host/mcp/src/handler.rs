@@ -5,9 +5,10 @@
 use std::borrow::Cow;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, DiscoverResult, Implementation, InitializeResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, Tool,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, DiscoverResult, GetTaskParams,
+    GetTaskResult, Implementation, InitializeResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, Tool, UpdateTaskParams,
 };
 // `logging` is deprecated from revision 2026-07-28 on (see `logging.rs`).
 #[allow(deprecated)]
@@ -63,6 +64,7 @@ impl ServerHandler for Connection {
                 .enable_tools()
                 .enable_resources()
                 .enable_logging()
+                .enable_tasks()
                 .build(),
         )
         .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
@@ -165,6 +167,35 @@ impl ServerHandler for Connection {
                 .map(ReadResourceResponse::from)
         })
         .await
+    }
+
+    /// `tasks/get`, `tasks/cancel`, `tasks/update`: a task is a job of the
+    /// caller's (`tasks.rs`).
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let caller = self.caller(&context)?;
+        self.get_job_task(&caller, request).await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let caller = self.caller(&context)?;
+        self.cancel_job_task(&caller, request).await
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let caller = self.caller(&context)?;
+        self.update_job_task(&caller, request).await
     }
 
     async fn call_tool(

@@ -35,6 +35,9 @@
 //! decline denies it. Otherwise, or if the user cancels, the result says it
 //! awaits approval and gives the approval id (`{"awaiting_approval": ...}`).
 //!
+//! A client that declared the tasks extension gets a long plugin call as a
+//! task: its id is the id of the background job that runs it (`tasks.rs`).
+//!
 //! A bad request (unknown tool, input that is too large, not JSON or not
 //! fitting the tool's schema) is checked before anything is logged and gets a
 //! JSON-RPC `invalid params` error that says what is wrong. A panic while
@@ -57,6 +60,7 @@ mod rounds;
 mod server;
 mod stateless;
 mod stdio;
+mod tasks;
 mod tools;
 
 pub use connection::Connection;
