@@ -85,6 +85,46 @@ pub fn venv(name: &str, packages: &[&str]) -> PathBuf {
     python
 }
 
+/// A directory under the target dir named `name` with the npm `packages`
+/// (`name@version`) installed from the npm registry with the machine's
+/// Node.js (`nodejs` and `npm` from Debian when missing), made once per
+/// target dir and set of packages; the directory, where a script copied
+/// in resolves them.
+pub fn npm_packages(name: &str, packages: &[&str]) -> PathBuf {
+    ensure_debian_tool("node", "nodejs");
+    ensure_debian_tool("npm", "npm");
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let stamp = dir.join(format!(
+        "installed-{}",
+        packages.join("+").replace(
+            |c: char| !c.is_ascii_alphanumeric() && c != '+' && c != '.',
+            "-"
+        )
+    ));
+    if !stamp.exists() {
+        std::fs::create_dir_all(&dir).unwrap();
+        // A package of its own, so npm installs here and not in a parent.
+        std::fs::write(
+            dir.join("package.json"),
+            format!("{{\"name\": \"{name}\", \"private\": true, \"type\": \"module\"}}\n"),
+        )
+        .unwrap();
+        let status = std::process::Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--silent"])
+            .args(packages)
+            .current_dir(&dir)
+            .status()
+            .expect("npm runs");
+        assert!(
+            status.success(),
+            "cannot install {packages:?} from the npm registry into {}",
+            dir.display()
+        );
+        std::fs::write(&stamp, "").unwrap();
+    }
+    dir
+}
+
 /// A free loopback port (bound, then let go, for a server to take).
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
