@@ -22,11 +22,21 @@ pub(crate) fn serve(site: &Site, args: &[&str]) -> (Child, String) {
 
 /// [`serve`] at log level `info`, with the server's log lines kept as they come.
 pub(crate) fn serve_logged(site: &Site, args: &[&str]) -> (Child, String, Arc<Mutex<Vec<String>>>) {
+    serve_logged_with_env(site, args, &[])
+}
+
+/// [`serve_logged`] with more environment variables.
+pub(crate) fn serve_logged_with_env(
+    site: &Site,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (Child, String, Arc<Mutex<Vec<String>>>) {
     let mut child = crate::util::glovebox()
         .arg("--config")
         .arg(site.config())
         .args(["serve", "--http", "127.0.0.1:0"])
         .args(args)
+        .envs(env.iter().copied())
         .env("RUST_LOG", "info")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

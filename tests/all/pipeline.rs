@@ -236,6 +236,7 @@ fn one_call_through_every_way_in_leaves_the_same_records() {
                             input_digest: glovebox::session::digest(INPUT.as_bytes()),
                             input: Some(INPUT.into()),
                             job_id: None,
+                            trace_id: None,
                         },
                         EventKind::CallStarted {
                             call_id: call_id.clone(),

@@ -251,6 +251,7 @@ fn one_write(mix: &Mix, w: usize, i: u64, pick: u64) -> Result<()> {
                     input_digest: digest(input.as_bytes()),
                     input: Some(input),
                     job_id: None,
+                    trace_id: None,
                 },
                 EventKind::CallDecided {
                     call_id: call_id.clone(),

@@ -27,13 +27,18 @@ pub(crate) fn event_detail(e: &Event) -> String {
             input_digest,
             input,
             job_id,
+            trace_id,
         } => format!(
-            "call <code>{}</code> of <b>{}</b>{} · input {}<details><summary>input</summary>{}</details>",
+            "call <code>{}</code> of <b>{}</b>{}{} · input {}<details><summary>input</summary>{}</details>",
             esc(call_id),
             esc(tool),
             job_id
                 .as_deref()
                 .map(|j| format!(" (job <code>{}</code>)", esc(j)))
+                .unwrap_or_default(),
+            trace_id
+                .as_deref()
+                .map(|t| format!(" · trace <code>{}</code>", esc(t)))
                 .unwrap_or_default(),
             short(input_digest),
             input

@@ -43,6 +43,7 @@ pub mod shown;
 pub mod store_admin;
 pub mod sweep;
 pub mod tasks;
+pub mod trace;
 pub mod triggers;
 pub mod watermark;
 

@@ -16,6 +16,7 @@ use rmcp::model::SetLevelRequestParams;
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
+use tracing::Instrument as _;
 
 use crate::connection::Connection;
 use crate::progress::{Progress, with_progress};
@@ -39,7 +40,10 @@ impl Connection {
         // Everything this request writes to a log is its principal's doing,
         // and the server's log lines about it reach the connection too.
         let sink = self.state.log.sink(&context.peer);
-        glovebox::tasks::acting_with(caller.name.clone(), Some(sink), async {
+        // The caller's trace, if it named one (`traced.rs`).
+        let parent = crate::traced::parent_of(&context);
+        let span = crate::traced::request_span(&name, parent.as_ref());
+        let work = glovebox::tasks::acting_with(caller.name.clone(), Some(sink), async {
             // A 2026-07-28 request's session is its own (`stateless.rs`).
             let this = self.for_request(&caller, &context).await?;
             if BUILTINS.contains(&name.as_str()) {
@@ -50,8 +54,8 @@ impl Connection {
             }
             this.call_plugin(&name, Value::Object(args), round, &context)
                 .await
-        })
-        .await
+        });
+        glovebox::trace::within(parent, work).instrument(span).await
     }
 }
 

@@ -62,6 +62,7 @@ mod stateless;
 mod stdio;
 mod tasks;
 mod tools;
+mod traced;
 
 pub use connection::Connection;
 pub use http::{DEFAULT_GRACE, DEFAULT_MAX_CONNECTIONS, HttpOptions, HttpServer};

@@ -88,6 +88,7 @@ pub(crate) async fn record(
             input_digest: digest(input.as_bytes()),
             input: inline_if_small(input),
             job_id: ctx.job_id.clone(),
+            trace_id: crate::trace::current_trace_id(),
         },
         decisions: std::mem::take(&mut judgement.decisions),
         refusal,

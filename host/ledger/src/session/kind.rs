@@ -106,6 +106,11 @@ pub enum EventKind {
         /// The input itself when it is at most [`MAX_INLINE_BYTES`](super::MAX_INLINE_BYTES).
         input: Option<String>,
         job_id: Option<String>,
+        /// The W3C trace the request that made the call belongs to (its
+        /// `traceparent`'s trace id), when it named one. Left out
+        /// otherwise, so logs written before it was recorded hash as they did.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        trace_id: Option<String>,
     },
     /// One permission hook's verdict on a call.
     CallDecided {

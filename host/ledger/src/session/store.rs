@@ -575,6 +575,7 @@ mod owed_tests {
                     input_digest: String::new(),
                     input: None,
                     job_id: None,
+                    trace_id: None,
                 };
                 Event::seal(&Chain::Plain, "s-a", i as u64 + 1, 0, GENESIS_HASH, kind)
             })

@@ -310,6 +310,7 @@ mod tests {
                 input_digest: digest.into(),
                 input: None,
                 job_id: None,
+                trace_id: None,
             },
         )
     }

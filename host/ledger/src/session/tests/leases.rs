@@ -57,6 +57,7 @@ fn request(sessions: &Sessions, session: &str, call_id: &str) -> Result<Event, S
             input_digest: digest(b"{}"),
             input: inline_if_small("{}"),
             job_id: None,
+            trace_id: None,
         },
     )
 }

@@ -44,6 +44,7 @@ fn act(env: &Env, id: &str, action: &str) -> Result<SessionStatus, SessionError>
                     input_digest: digest(b""),
                     input: None,
                     job_id: None,
+                    trace_id: None,
                 },
             )
             .and_then(|_| s.show(id))
@@ -231,6 +232,7 @@ fn call_records_must_follow_a_request() {
             input_digest: String::new(),
             input: None,
             job_id: None,
+            trace_id: None,
         },
     );
     assert!(err.unwrap_err().to_string().contains("already requested"));

@@ -122,6 +122,7 @@ impl Env {
             input_digest: digest(b"{}"),
             input: inline_if_small("{}"),
             job_id: None,
+            trace_id: None,
         };
         self.sessions.append(session, kind).expect("call_requested");
     }
