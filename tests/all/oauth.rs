@@ -409,3 +409,102 @@ fn oauth_key_sets_over_http_follow_a_rotation_at_most_once_a_minute() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// `[auth.oauth.tool_scopes]`: a token without a tool's scope does not see
+/// it in `tools/list`, and its call, direct or through `job_spawn`, is
+/// answered 403 `insufficient_scope` naming the scope, with nothing run or
+/// logged; a token with the scope calls it; the principal's static token
+/// is not narrowed.
+#[test]
+fn oauth_tool_scopes_narrow_what_a_token_sees_and_calls() {
+    let site = Site::new(false);
+    let static_token = add_agent(&site, "bob", "*");
+    let (issuer_key, jwk) = key("k1");
+    std::fs::write(
+        site.path().join("jwks.json"),
+        serde_json::to_string(&JwkSet { keys: vec![jwk] }).unwrap(),
+    )
+    .unwrap();
+    let mut config = std::fs::read_to_string(site.config()).unwrap();
+    config += &format!(
+        "\n[auth.oauth]\nissuer = \"{ISSUER}\"\naudience = \"{AUDIENCE}\"\njwks_file = \"jwks.json\"\n[auth.oauth.tool_scopes]\n\"echo.*\" = \"echo\"\n\"sleep.sleep\" = \"sleep:run\"\n"
+    );
+    std::fs::write(site.config(), config).unwrap();
+    let (mut child, addr, _log) = serve(&site);
+    let token = |scope: &str| {
+        let mut c = claims("bob");
+        c["scope"] = json!(scope);
+        sign(&issuer_key, "k1", &c)
+    };
+    let listed = |token: &str| -> Vec<String> {
+        let session = open_session(&addr, Some(token));
+        let list = crate::tasks::rpc(&addr, token, &session, "tools/list", json!({}));
+        list["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+
+    let narrow = token("mcp tools");
+    let names = listed(&narrow);
+    assert!(
+        !names.iter().any(|n| n == "echo.echo" || n == "sleep.sleep"),
+        "{names:?}"
+    );
+    assert!(names.iter().any(|n| n == "session_start"), "{names:?}");
+    let session = open_session(&addr, Some(&narrow));
+    for (name, arguments) in [
+        ("echo.echo", json!({"message": "hi"})),
+        (
+            "job_spawn",
+            json!({"tool": "echo.echo", "input": {"message": "hi"}}),
+        ),
+    ] {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": name, "arguments": arguments}})
+        .to_string();
+        let answer = http(&addr, "POST", "/mcp", Some(&narrow), Some(&session), &body);
+        assert_eq!(answer.status, 403, "{name}: {}", answer.body);
+        let challenge = answer.header("www-authenticate").unwrap_or_default();
+        assert!(
+            challenge.contains("error=\"insufficient_scope\"")
+                && challenge.contains("scope=\"echo\"")
+                && challenge.contains(METADATA),
+            "{challenge}"
+        );
+        assert!(
+            answer.body.contains("`echo.echo` needs the scope `echo`"),
+            "{}",
+            answer.body
+        );
+    }
+    // Refused before anything: no default session was even started.
+    let (_, listed_sessions, _) = site.run(&["session", "list", "--json"]);
+    assert!(
+        !listed_sessions.contains("\"s-"),
+        "a refused call ran: {listed_sessions}"
+    );
+
+    let wider = token("mcp echo");
+    let names = listed(&wider);
+    assert!(names.iter().any(|n| n == "echo.echo"), "{names:?}");
+    assert!(!names.iter().any(|n| n == "sleep.sleep"), "{names:?}");
+    let session = open_session(&addr, Some(&wider));
+    let answer = call(
+        &addr,
+        Some(&wider),
+        &session,
+        "echo.echo",
+        json!({"message": "hi"}),
+    )
+    .unwrap();
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+
+    // The principal's own token is not narrowed.
+    let names = listed(&static_token);
+    assert!(names.iter().any(|n| n == "sleep.sleep"), "{names:?}");
+    let _ = child.kill();
+    let _ = child.wait();
+}

@@ -160,7 +160,7 @@ fn a_long_call_is_a_task_polled_to_its_result_and_a_quick_one_answers_at_once() 
 }
 
 /// One JSON-RPC request on an MCP session over HTTP: its answer.
-fn rpc(addr: &str, token: &str, session: &str, method: &str, params: Value) -> Value {
+pub(crate) fn rpc(addr: &str, token: &str, session: &str, method: &str, params: Value) -> Value {
     let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}).to_string();
     let answer = http(addr, "POST", "/mcp", Some(token), Some(session), &body);
     assert_eq!(answer.status, 200, "{method}: {}", answer.body);

@@ -10,6 +10,9 @@
 //! `TimeoutBody` restarts its timer at every frame, which is exactly what a
 //! dribbling client defeats, so this small wrapper sets one deadline for
 //! the whole body.
+//!
+//! A layer that must read a body before the handler does (the MCP layer's
+//! scope check of a `tools/call`) hands it on as [`TimedBody::whole`].
 
 use std::fmt;
 use std::pin::Pin;
@@ -20,18 +23,34 @@ use hyper::body::{Body, Bytes, Frame, Incoming, SizeHint};
 
 /// A request's body with a deadline for all of it.
 pub struct TimedBody {
-    inner: Incoming,
+    inner: Inner,
     deadline: Pin<Box<tokio::time::Sleep>>,
     within: Duration,
+}
+
+enum Inner {
+    /// Still arriving.
+    Arriving(Incoming),
+    /// Read whole already (taken by the first poll).
+    Whole(Option<Bytes>),
 }
 
 impl TimedBody {
     /// `inner`, which must end within `within` from now.
     pub fn new(inner: Incoming, within: Duration) -> TimedBody {
         TimedBody {
-            inner,
+            inner: Inner::Arriving(inner),
             deadline: Box::pin(tokio::time::sleep(within)),
             within,
+        }
+    }
+
+    /// A body already read whole (within its deadline): `bytes`, at once.
+    pub fn whole(bytes: Bytes) -> TimedBody {
+        TimedBody {
+            inner: Inner::Whole(Some(bytes)),
+            deadline: Box::pin(tokio::time::sleep(Duration::ZERO)),
+            within: Duration::ZERO,
         }
     }
 }
@@ -61,7 +80,11 @@ impl Body for TimedBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
         let this = self.get_mut();
-        match Pin::new(&mut this.inner).poll_frame(cx) {
+        let inner = match &mut this.inner {
+            Inner::Arriving(inner) => inner,
+            Inner::Whole(bytes) => return Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
+        };
+        match Pin::new(inner).poll_frame(cx) {
             Poll::Ready(frame) => Poll::Ready(frame.map(|f| f.map_err(Into::into))),
             Poll::Pending => match this.deadline.as_mut().poll(cx) {
                 Poll::Ready(()) => {
@@ -77,10 +100,18 @@ impl Body for TimedBody {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
+        match &self.inner {
+            Inner::Arriving(inner) => inner.is_end_stream(),
+            Inner::Whole(bytes) => bytes.is_none(),
+        }
     }
 
     fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
+        match &self.inner {
+            Inner::Arriving(inner) => inner.size_hint(),
+            Inner::Whole(bytes) => {
+                SizeHint::with_exact(bytes.as_ref().map_or(0, |b| b.len() as u64))
+            }
+        }
     }
 }

@@ -12,6 +12,9 @@
 //!
 //! [auth.oauth.principal_map]       # optional: a claim's value -> the principal
 //! "eng-agents" = "agent-eng"       # (e.g. with principal_claim = "groups")
+//!
+//! [auth.oauth.tool_scopes]         # optional: a tool (or `plugin.*`) -> the scope
+//! "files.write" = "files:write"    # a token needs to see and call it
 //! ```
 //!
 //! Enterprises want their identity provider's tokens, not a second set of
@@ -51,6 +54,23 @@ pub struct OAuthConfig {
     /// The claim's values that stand for a declared principal, and which
     /// one; empty: the claim's value is the principal's name.
     pub principal_map: BTreeMap<String, String>,
+    /// Plugin tools (`plugin.tool`, or `plugin.*` for all of a plugin's)
+    /// and the scope a token must hold to see and call them.
+    pub tool_scopes: BTreeMap<String, String>,
+}
+
+impl OAuthConfig {
+    /// The scope a token needs for plugin tool `tool`, if any: its own
+    /// entry, else its plugin's `plugin.*`.
+    pub fn scope_for(&self, tool: &str) -> Option<&str> {
+        if let Some(scope) = self.tool_scopes.get(tool) {
+            return Some(scope);
+        }
+        let plugin = tool.split_once('.')?.0;
+        self.tool_scopes
+            .get(&format!("{plugin}.*"))
+            .map(String::as_str)
+    }
 }
 
 /// Where an issuer's JSON Web Key Set is read from.
@@ -113,6 +133,19 @@ pub(super) struct RawOAuth {
         schemars(extend("default" = {}, "x-key" = "<claim value>"))
     )]
     principal_map: BTreeMap<String, String>,
+    /// Plugin tools and the scope a token must hold to see them in
+    /// `tools/list` and to call them (directly, as a task, or through
+    /// `job_spawn`): a key is `plugin.tool`, or `plugin.*` for every tool
+    /// of a plugin (a tool's own entry wins). A call without the scope is
+    /// answered 403 `insufficient_scope` naming it. Tools not listed need
+    /// no scope beyond `required_scopes`; static principal tokens are not
+    /// narrowed.
+    #[serde(default)]
+    #[cfg_attr(
+        feature = "schemars",
+        schemars(extend("default" = {}, "x-key" = "<plugin.tool or plugin.*>"))
+    )]
+    tool_scopes: BTreeMap<String, String>,
 }
 
 impl RawAuth {
@@ -231,6 +264,29 @@ pub(super) fn validate_auth(
             ));
         }
     }
+    for (tool, scope) in &raw.tool_scopes {
+        let at = format!("auth.oauth.tool_scopes.{tool}");
+        let named = tool.split_once('.').is_some_and(|(plugin, name)| {
+            !plugin.is_empty()
+                && !name.is_empty()
+                && !plugin.contains('*')
+                && (name == "*" || !name.contains('*'))
+        });
+        if !named || tool.contains(char::is_whitespace) {
+            return Err(src.invalid(
+                &at,
+                format!("`{tool}` is not a plugin tool"),
+                "name a plugin tool as `plugin.tool` (as `tools/list` shows it), or every tool of a plugin as `plugin.*`, e.g. `\"files.write\" = \"files:write\"`",
+            ));
+        }
+        if scope.is_empty() || scope.contains(char::is_whitespace) || scope.contains('"') {
+            return Err(src.invalid(
+                &at,
+                format!("`{scope}` is not a scope"),
+                "write one scope as the issuer writes it, without spaces, e.g. `\"files.write\" = \"files:write\"`",
+            ));
+        }
+    }
     Ok(Some(OAuthConfig {
         issuer: issuer.to_string(),
         audience: audience.to_string(),
@@ -238,6 +294,7 @@ pub(super) fn validate_auth(
         principal_claim: principal_claim.to_string(),
         required_scopes: raw.required_scopes.clone(),
         principal_map: raw.principal_map.clone(),
+        tool_scopes: raw.tool_scopes.clone(),
     }))
 }
 

@@ -19,6 +19,7 @@ use serde_json::Value;
 use tracing::Instrument as _;
 
 use crate::connection::Connection;
+use crate::http::tool_scopes::TokenScopes;
 use crate::progress::{Progress, with_progress};
 use crate::results;
 use crate::tools::BUILTINS;
@@ -37,6 +38,11 @@ impl Connection {
             .request_state
             .map(|state| (state, request.input_responses));
         let caller = self.caller(&context)?;
+        if let Some((scopes, config)) = self.token_scopes(&context)
+            && let Some(refused) = scopes.refusal(&config, &name, &args)
+        {
+            return Err(refused);
+        }
         // Everything this request writes to a log is its principal's doing,
         // and the server's log lines about it reach the connection too.
         let sink = self.state.log.sink(&context.peer);
@@ -56,6 +62,25 @@ impl Connection {
                 .await
         });
         glovebox::trace::within(parent, work).instrument(span).await
+    }
+}
+
+impl Connection {
+    /// The scopes of the OAuth token this request came with, and the
+    /// `[auth.oauth]` that says what they cover: `None` for any other
+    /// request (`http/tool_scopes.rs`).
+    fn token_scopes(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> Option<(TokenScopes, glovebox::manifest::OAuthConfig)> {
+        let scopes = context
+            .extensions
+            .get::<::http::request::Parts>()?
+            .extensions
+            .get::<TokenScopes>()?
+            .clone();
+        let config = self.shared().gateway.host().config().oauth.clone()?;
+        Some((scopes, config))
     }
 }
 
@@ -121,11 +146,19 @@ impl ServerHandler for Connection {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(
-            self.shared().tools().as_ref().clone(),
-        ))
+        let tools = self.shared().tools();
+        // An OAuth token's scopes hide the tools they do not cover.
+        let listed = match self.token_scopes(&context) {
+            Some((scopes, config)) => tools
+                .iter()
+                .filter(|t| scopes.missing(&config, &t.name).is_none())
+                .cloned()
+                .collect(),
+            None => tools.as_ref().clone(),
+        };
+        Ok(ListToolsResult::with_all_items(listed))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {

@@ -11,6 +11,7 @@ use super::oauth::{self, OAuth};
 use super::responses::{
     Request, Response, plain, session_not_found, too_many, unauthorized, unavailable,
 };
+use super::tool_scopes::{TokenScopes, insufficient, tool_of_body};
 use crate::answers::Answers;
 use crate::server::McpServer;
 use glovebox::Principal;
@@ -95,11 +96,16 @@ impl Auth {
     /// The principal of a request, as the config served now declares it:
     /// the one whose token it carries, or, when no principal is declared,
     /// the built-in `local` agent for a connection of the server's own user.
-    pub(super) async fn principal<B>(&self, req: &hyper::Request<B>) -> Result<Principal, Refused> {
+    /// With an OAuth access token, its scopes too (they narrow the tools
+    /// it reaches, `tool_scopes.rs`).
+    pub(super) async fn principal<B>(
+        &self,
+        req: &hyper::Request<B>,
+    ) -> Result<(Principal, Option<TokenScopes>), Refused> {
         let gateway = self.server.gateway();
         if !gateway.principals().declared() {
             return match req.extensions().get::<glovebox_listener::Peer>() {
-                Some(peer) => own_user(peer).await.map(|()| Principal::local()),
+                Some(peer) => own_user(peer).await.map(|()| (Principal::local(), None)),
                 None => Err(Refused::NotOwnUser(
                     "refused: the connection's peer is unknown".into(),
                 )),
@@ -114,7 +120,7 @@ impl Auth {
             .map(|(_, token)| token.trim());
         let principals = gateway.principals();
         if let Some(principal) = token.and_then(|token| principals.authenticate(token)) {
-            return Ok(principal);
+            return Ok((principal, None));
         }
         let host = gateway.host();
         let Some(config) = &host.config().oauth else {
@@ -134,7 +140,7 @@ impl Auth {
             return Err(refused(false, Vec::new()));
         };
         match verifier.verify(token, |name| principals.named(name)).await {
-            Ok(principal) => Ok(principal),
+            Ok((principal, scopes)) => Ok((principal, Some(scopes))),
             Err(oauth::Refusal::Invalid(why)) => {
                 tracing::warn!(%why, "refused an OAuth access token");
                 Err(refused(true, Vec::new()))
@@ -183,8 +189,8 @@ impl Auth {
         {
             return Ok(unavailable());
         }
-        let principal = match self.principal(&req).await {
-            Ok(principal) => principal,
+        let (principal, scopes) = match self.principal(&req).await {
+            Ok(found) => found,
             Err(refused) => {
                 tracing::info!(method = %req.method(), "HTTP request refused: no valid token, or not the server's own user");
                 return Ok(refused.response());
@@ -208,6 +214,13 @@ impl Auth {
         };
         let deleting = req.method() == hyper::Method::DELETE;
         let posting = req.method() == hyper::Method::POST;
+        if let Some(scopes) = scopes {
+            req = match self.within_scopes(req, &scopes).await {
+                Ok(req) => req,
+                Err(answer) => return Ok(*answer),
+            };
+            req.extensions_mut().insert(scopes);
+        }
         req.extensions_mut().insert(principal);
         let mut response = inner(req).await?;
         // rmcp answers a DELETE it honoured with 202; clients (the official
@@ -238,6 +251,63 @@ impl Auth {
             response = response.map(move |body| answers.track(body));
         }
         Ok(response)
+    }
+
+    /// A POST whose `tools/call` reaches a tool its token's scopes do not
+    /// cover (`[auth.oauth.tool_scopes]`): 403 `insufficient_scope` naming
+    /// the scope, before anything runs. The body is read here (up to the
+    /// size rmcp takes) and handed on unchanged.
+    async fn within_scopes(
+        &self,
+        req: Request,
+        scopes: &TokenScopes,
+    ) -> Result<Request, Box<Response>> {
+        let host = self.server.gateway().host();
+        let Some(config) = host.config().oauth.as_ref() else {
+            return Ok(req);
+        };
+        if config.tool_scopes.is_empty() || req.method() != hyper::Method::POST {
+            return Ok(req);
+        }
+        let (parts, body) = req.into_parts();
+        let limit = super::max_request_body(&host.config().runtime);
+        let bytes = match http_body_util::Limited::new(body, limit).collect().await {
+            Ok(collected) => collected.to_bytes(),
+            Err(_) => {
+                return Err(Box::new(plain(
+                    hyper::StatusCode::PAYLOAD_TOO_LARGE,
+                    format!("the request body is over {limit} bytes\n"),
+                )));
+            }
+        };
+        if let Some(tool) = tool_of_body(&bytes)
+            && let Some(scope) = scopes.missing(config, &tool)
+        {
+            tracing::info!(%tool, %scope, "refused a call: its OAuth token lacks the tool's scope");
+            let metadata_url = self.oauth.verifier(config).metadata_url(
+                parts
+                    .headers
+                    .get(hyper::header::HOST)
+                    .and_then(|v| v.to_str().ok()),
+            );
+            let mut response = plain(
+                hyper::StatusCode::FORBIDDEN,
+                format!("{}\n", insufficient(&tool, scope)),
+            );
+            let challenge = format!(
+                "Bearer resource_metadata=\"{metadata_url}\", error=\"insufficient_scope\", scope=\"{scope}\""
+            );
+            if let Ok(value) = hyper::header::HeaderValue::from_str(&challenge) {
+                response
+                    .headers_mut()
+                    .insert(hyper::header::WWW_AUTHENTICATE, value);
+            }
+            return Err(Box::new(response));
+        }
+        Ok(hyper::Request::from_parts(
+            parts,
+            glovebox_listener::TimedBody::whole(bytes),
+        ))
     }
 
     /// The MCP session a request names, if its principal's own, or, for a

@@ -92,6 +92,7 @@ mod tests {
             jwks: JwksSource::Url("https://login.example.com/jwks".into()),
             principal_claim: claim.into(),
             required_scopes: Vec::new(),
+            tool_scopes: Default::default(),
             principal_map: map
                 .iter()
                 .map(|(v, p)| (v.to_string(), p.to_string()))

@@ -19,7 +19,7 @@ impl Auth {
             );
         }
         let principal = match self.principal(req).await {
-            Ok(principal) => principal,
+            Ok((principal, _)) => principal,
             Err(refused) => return refused.response(),
         };
         if self.server.gateway().principals().declared() && !principal.is_operator() {

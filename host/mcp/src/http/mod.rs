@@ -53,9 +53,20 @@ mod held;
 mod metrics;
 mod oauth;
 mod responses;
+pub(crate) mod tool_scopes;
 
 use auth::Auth;
 use responses::{Request, not_found};
+
+/// The largest request body served: twice the largest tool input (its
+/// JSON-RPC envelope and escaping), and at least 4 MiB; rmcp refuses a
+/// larger one with 413, and so does the scope check that reads it first.
+pub(crate) fn max_request_body(runtime: &glovebox::manifest::RuntimeConfig) -> usize {
+    usize::try_from(runtime.max_input_bytes)
+        .unwrap_or(usize::MAX)
+        .saturating_mul(2)
+        .max(4 << 20)
+}
 
 /// The path MCP is served at.
 pub const MCP_PATH: &str = "/mcp";
@@ -267,20 +278,12 @@ impl HttpServer {
     ) -> (StreamableHttpServerConfig, Vec<String>) {
         // Leave room for an input up to the host's own limit, so an oversized
         // input gets the host's message rather than a bare 413.
-        let max_input = usize::try_from(
-            self.server
-                .gateway()
-                .host()
-                .config()
-                .runtime
-                .max_input_bytes,
-        )
-        .unwrap_or(usize::MAX);
+        let max_body = max_request_body(&self.server.gateway().host().config().runtime);
         // The `Host`s served (rmcp checks them for MCP; `/metrics` here).
         let mut allowed_hosts: Vec<String> = Vec::new();
         let mut config = StreamableHttpServerConfig::default()
             .with_cancellation_token(sessions_end.clone())
-            .with_max_request_body_bytes(max_input.saturating_mul(2).max(4 << 20));
+            .with_max_request_body_bytes(max_body);
         if let Ok(addr) = self.listener.local_addr() {
             let mut hosts = vec![
                 "localhost".to_string(),

@@ -29,6 +29,7 @@ use glovebox::Principal;
 use glovebox::manifest::{JwksSource, OAuthConfig};
 
 use super::claims::{claimed, scopes};
+use super::tool_scopes::TokenScopes;
 
 /// Where the protected-resource metadata is served.
 pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
@@ -102,7 +103,7 @@ impl Verifier {
         &self,
         token: &str,
         principal: impl Fn(&str) -> Option<Principal>,
-    ) -> Result<Principal, Refusal> {
+    ) -> Result<(Principal, TokenScopes), Refusal> {
         let invalid = |why: &str| Refusal::Invalid(why.to_string());
         // `alg: none` (and any algorithm the crate does not know) fails here.
         let header = jsonwebtoken::decode_header(token).map_err(|_| {
@@ -168,7 +169,8 @@ impl Verifier {
         if !missing.is_empty() {
             return Err(Refusal::Scope(missing));
         }
-        Ok(principal)
+        let held = held.into_iter().map(str::to_string).collect();
+        Ok((principal, TokenScopes(held)))
     }
 
     /// The decoding keys a token with `kid` and `alg` may be signed by:
@@ -351,6 +353,7 @@ mod tests {
                 principal_claim: "sub".into(),
                 required_scopes: Vec::new(),
                 principal_map: Default::default(),
+                tool_scopes: Default::default(),
             })
         };
         assert_eq!(
