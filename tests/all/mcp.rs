@@ -735,3 +735,123 @@ fn both_revisions_are_served_each_request_choosing() {
     assert_eq!(answer["result"]["isError"], false, "{answer}");
     server.close();
 }
+
+/// `subscriptions/listen` (2026-07-28): acknowledged with what is served;
+/// a call appended to a watched session's log is heard of as
+/// `notifications/resources/updated` with its URI, a session nobody
+/// watches is not, and a reload (SIGHUP) as `tools/list_changed`. The
+/// 2025-11-25 `initialize` does not advertise what only listening serves.
+#[test]
+fn a_listening_client_hears_of_a_watched_log_and_of_a_reload() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = config(dir.path());
+    let mut server = Server::start(&path);
+    let modern = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "listener", "version": "0"},
+    });
+    let discovered = server.request(1, "server/discover", json!({"_meta": modern}));
+    let caps = &discovered["result"]["capabilities"];
+    assert_eq!(caps["tools"]["listChanged"], true, "{discovered}");
+    assert_eq!(caps["resources"]["subscribe"], true, "{discovered}");
+    let start = |server: &mut Server, id: u64, name: &str| -> String {
+        let answer = server.request(
+            id,
+            "tools/call",
+            json!({"name": "session_start", "arguments": {"role": "workagent", "project": "p", "name": name}, "_meta": modern}),
+        );
+        answer["result"]["structuredContent"]["id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{answer}"))
+            .to_string()
+    };
+    let watched = start(&mut server, 2, "watched");
+    let other = start(&mut server, 3, "other");
+    let uri = format!("glovebox://sessions/{watched}/log");
+    server.send(json!({"jsonrpc": "2.0", "id": 10, "method": "subscriptions/listen", "params": {
+        "notifications": {"toolsListChanged": true, "resourceSubscriptions": [uri, "glovebox://nothing"]},
+        "_meta": modern}}));
+    let acknowledged = loop {
+        let line = server
+            .next_line(Duration::from_secs(30))
+            .expect("an acknowledgment");
+        if line["method"] == "notifications/subscriptions/acknowledged" {
+            break line;
+        }
+    };
+    let honored = &acknowledged["params"]["notifications"];
+    assert_eq!(honored["toolsListChanged"], true, "{acknowledged}");
+    assert_eq!(
+        honored["resourceSubscriptions"],
+        json!([uri]),
+        "{acknowledged}"
+    );
+
+    // A call in the other session: nothing; in the watched one: its URI.
+    let in_session = |session: &str| {
+        let mut meta = modern.clone();
+        meta["io.glovebox/session"] = json!(session);
+        json!({"name": "echo.echo", "arguments": {"message": "hi"}, "_meta": meta})
+    };
+    server.send(
+        json!({"jsonrpc": "2.0", "id": 11, "method": "tools/call", "params": in_session(&other)}),
+    );
+    let mut heard = Vec::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(2);
+    while std::time::Instant::now() < deadline {
+        if let Some(line) = server.next_line(Duration::from_millis(200)) {
+            heard.push(line);
+        }
+    }
+    assert!(
+        !heard
+            .iter()
+            .any(|l| l["method"] == "notifications/resources/updated"),
+        "{heard:?}"
+    );
+    server.send(
+        json!({"jsonrpc": "2.0", "id": 12, "method": "tools/call", "params": in_session(&watched)}),
+    );
+    let updated = loop {
+        let line = server
+            .next_line(Duration::from_secs(10))
+            .expect("an update");
+        if line["method"] == "notifications/resources/updated" {
+            break line;
+        }
+    };
+    assert_eq!(updated["params"]["uri"], uri, "{updated}");
+
+    let hup = Command::new("kill")
+        .args(["-HUP", &server.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(hup.success());
+    let changed = loop {
+        let line = server
+            .next_line(Duration::from_secs(30))
+            .expect("tools/list_changed after the reload");
+        if line["method"] == "notifications/tools/list_changed" {
+            break line;
+        }
+    };
+    assert!(
+        changed["params"].is_null() || changed["params"].is_object(),
+        "{changed}"
+    );
+    server.close();
+
+    // The old lifecycle is not told it could listen.
+    let mut server = Server::start(&path);
+    let init = server.request(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {},
+               "clientInfo": {"name": "old", "version": "0"}}),
+    );
+    let caps = &init["result"]["capabilities"];
+    assert!(caps["tools"].get("listChanged").is_none(), "{init}");
+    assert!(caps["resources"].get("subscribe").is_none(), "{init}");
+    server.close();
+}

@@ -6,14 +6,15 @@ use std::borrow::Cow;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, DiscoverResult, GetTaskParams,
-    GetTaskResult, Implementation, InitializeResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
-    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, Tool, UpdateTaskParams,
+    GetTaskResult, Implementation, InitializeRequestParams, InitializeResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    SubscriptionFilter, Tool, UpdateTaskParams,
 };
 // `logging` is deprecated from revision 2026-07-28 on (see `logging.rs`).
 #[allow(deprecated)]
 use rmcp::model::SetLevelRequestParams;
-use rmcp::service::RequestContext;
+use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 use tracing::Instrument as _;
@@ -91,7 +92,9 @@ impl ServerHandler for Connection {
         InitializeResult::new(
             ServerCapabilities::builder()
                 .enable_tools()
+                .enable_tool_list_changed()
                 .enable_resources()
+                .enable_resources_subscribe()
                 .enable_logging()
                 .enable_tasks()
                 .build(),
@@ -117,6 +120,30 @@ impl ServerHandler for Connection {
     /// this list.
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
         Cow::Borrowed(served_versions())
+    }
+
+    /// `initialize` (revisions before 2026-07-28): as rmcp negotiates it,
+    /// without what only `subscriptions/listen` serves (`listen.rs`).
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+            .map(crate::listen::without_listen)
+    }
+
+    /// `subscriptions/listen`: the tool list and session logs (`listen.rs`).
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(crate::listen::accepted(requested))
+    }
+
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        self.listen_for(subscription).await
     }
 
     /// `server/discover`: the revisions served, the capabilities, and who

@@ -52,6 +52,7 @@ mod connection;
 mod handler;
 mod http;
 mod limits;
+mod listen;
 mod logging;
 mod progress;
 mod resources;

@@ -52,6 +52,24 @@ pub(crate) fn log_uri(session: &str) -> String {
     format!("{SCHEME}://sessions/{session}/log")
 }
 
+/// What a subscription to `uri` watches: a session's log (by id or name)
+/// or a job; `None` for a URI that names neither.
+pub(crate) fn watched(uri: &str) -> Option<Watched> {
+    match parse(uri).ok()? {
+        Named::Log { session, .. } => Some(Watched::Log(session)),
+        Named::Job { id } => Some(Watched::Job(id)),
+    }
+}
+
+/// What a resource subscription watches (`listen.rs`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Watched {
+    /// A session's log: it changes with every event appended.
+    Log(String),
+    /// A job: it changes with its status.
+    Job(String),
+}
+
 /// What `uri` names, or why it names nothing (in the words of an invalid
 /// argument: the client wrote it).
 fn parse(uri: &str) -> Result<Named, String> {
