@@ -507,4 +507,21 @@ fn oauth_tool_scopes_narrow_what_a_token_sees_and_calls() {
     assert!(names.iter().any(|n| n == "sleep.sleep"), "{names:?}");
     let _ = child.kill();
     let _ = child.wait();
+
+    // A scope on a tool nobody serves would protect nothing: refused.
+    let config = std::fs::read_to_string(site.config()).unwrap();
+    std::fs::write(
+        site.config(),
+        config.replace(
+            "\"sleep.sleep\" = \"sleep:run\"",
+            "\"sleep.nap\" = \"sleep:run\"",
+        ),
+    )
+    .unwrap();
+    let (code, _, err) = site.run(&["call", "echo.echo", "--input", r#"{"message":"hi"}"#]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("`auth.oauth.tool_scopes.sleep.nap` names no configured tool"),
+        "{err}"
+    );
 }

@@ -112,6 +112,23 @@ impl Host {
                 .check(|tool| index.contains_key(tool))
                 .map_err(|e| anyhow::anyhow!("`{}`: completion[{i}].{e}", config.path.display()))?;
         }
+        // A tool scope that names no tool would protect nothing: a typo must
+        // not leave a tool open to tokens the operator meant to keep out.
+        if let Some(oauth) = &config.oauth {
+            for key in oauth.tool_scopes.keys() {
+                let named = match key.strip_suffix(".*") {
+                    Some(plugin) => plugins.iter().any(|p| p.manifest.name == plugin),
+                    None => index.contains_key(key),
+                };
+                if !named {
+                    anyhow::bail!(
+                        "`{}`: `auth.oauth.tool_scopes.{key}` names no configured tool, so it would protect nothing: spell the tool as `tools/list` shows it (`plugin.tool`, or `plugin.*`), or remove the entry; the tools are {}",
+                        config.path.display(),
+                        index.keys().cloned().collect::<Vec<_>>().join(", ")
+                    );
+                }
+            }
+        }
         // Hooks never fail the load: a broken hook denies every call instead.
         let hooks =
             Arc::new(HookChain::load(runtime.engine(), runtime.compiled(), &config.hooks).await);
