@@ -191,3 +191,32 @@ def test_an_ask_reaches_the_client_as_input_required_and_runs_once_approved(glov
         assert len(asked) == 2
 
     anyio.run(main)
+
+
+def test_stateless_requests_hold_no_mcp_session_slots(glovebox_bin, config):
+    """A 2026-07-28 request opens no MCP session, so it takes none of the
+    principal's `mcp_sessions_per_principal`: with a cap of 1, eight calls
+    at once all run."""
+    import os
+
+    capped = os.path.join(os.path.dirname(config), "capped.toml")
+    with open(config) as f:
+        text = f.read().replace('data_dir = "data"', 'data_dir = "data-capped"')
+    with open(capped, "w") as f:
+        f.write(text + "\n[quotas]\nmcp_sessions_per_principal = 1\n")
+
+    async def main(url):
+        async with Client(url, read_timeout_seconds=60) as client:
+            assert client.protocol_version == MODERN
+            results = []
+
+            async def one(i):
+                results.append(await client.call_tool("echo.echo", {"message": f"at once {i}"}))
+
+            async with anyio.create_task_group() as tg:
+                for i in range(8):
+                    tg.start_soon(one, i)
+            assert len(results) == 8 and not any(r.is_error for r in results), results
+
+    with http_server(glovebox_bin, capped) as url:
+        anyio.run(main, url)

@@ -331,6 +331,9 @@ impl Auth {
                 Err(Box::new(session_not_found()))
             }
             Some(_) => Ok(None),
+            // A 2026-07-28 request opens no MCP session (it says its
+            // revision in this header, which rmcp checks against its body).
+            None if stateless(req) => Ok(None),
             // A POST without a session opens one (`initialize`): reserved
             // against the caps before rmcp makes it.
             None if req.method() == hyper::Method::POST => {
@@ -349,6 +352,15 @@ impl Auth {
             None => Ok(None),
         }
     }
+}
+
+/// Whether a request says it is of revision 2026-07-28 or later, which
+/// has no MCP sessions (`stateless.rs`).
+fn stateless(req: &Request) -> bool {
+    req.headers()
+        .get("mcp-protocol-version")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v >= "2026-07-28")
 }
 
 /// A quota of `quotas`, as a count.
