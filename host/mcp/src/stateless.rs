@@ -116,8 +116,10 @@ impl Connection {
     }
 
     /// The caller's default session under 2026-07-28 (named [`DEFAULT_NAME`]
-    /// in its name space): the live one, resumed when its owner paused it;
-    /// a new one when it never had one or it ended. A pause the host took
+    /// in its name space): the live one (just started, or active), resumed
+    /// when its owner paused it; a new one when it never had one or it
+    /// ended. Of requests that start it at once, one does and the others,
+    /// refused the name, find it. A pause the host took
     /// (an approval wait, a stop) is not lifted here: the resume's refusal
     /// says so.
     pub(crate) async fn principal_default(
@@ -134,9 +136,6 @@ impl Connection {
         let mut attempt = 0;
         loop {
             match scope().session(&key).await {
-                Ok(state) if state.header.status == SessionStatus::Active => {
-                    return Ok(state.header.id);
-                }
                 Ok(state) if state.header.status == SessionStatus::Paused => {
                     return Ok(scope()
                         .resume_session(&state.header.id)
@@ -145,6 +144,8 @@ impl Connection {
                         .header
                         .id);
                 }
+                // Started (by another request a moment ago, perhaps) or active.
+                Ok(state) if state.header.status.is_live() => return Ok(state.header.id),
                 Ok(_) | Err(SessionError::NotFound(_)) => {}
                 Err(e) => return Err(e),
             }
