@@ -203,6 +203,18 @@ fn the_api_document_validates_and_every_route_answers_with_what_it_says() {
     let denied = pending_write(&site, "api-b", "/data/denied.txt", "no");
     // Active (a created session is not paused).
     crate::dashboard::run_ok(&site, &["session", "resume", "api-d"]);
+    // A file in api-c's scratch directory, as a code runner's call leaves it.
+    let api_c = site.json(&["session", "show", "api-c"])["id"]
+        .as_str()
+        .expect("api-c's id")
+        .to_string();
+    let scratch = site.path().join("data/scratch").join(&api_c);
+    std::fs::create_dir_all(scratch.join("out")).unwrap();
+    std::fs::write(scratch.join("out/report.txt"), "ready").unwrap();
+    // And a result of api-c's kept whole, as a call past its output limit leaves it.
+    let kept = site.path().join("data/scratch/.outputs").join(&api_c);
+    std::fs::create_dir_all(&kept).unwrap();
+    std::fs::write(kept.join("call-1.json"), r#"{"data":"long"}"#).unwrap();
     let served = serve(&site);
     let admin = served.admin.as_str();
     let op = bearer(&operator);
@@ -255,6 +267,9 @@ fn the_api_document_validates_and_every_route_answers_with_what_it_says() {
         "jobs.cancel": {"path": {"id": job}},
         "jobs.list": {"query": {"status": "completed", "limit": "5"}},
         "jobs.wait": {"body": {"ids": [job], "mode": "first", "timeout_ms": 1000}},
+        "files.list": {"path": {"session": "api-c"}, "query": {"path": "out", "limit": "10"}},
+        "files.read": {"path": {"session": "api-c"}, "query": {"path": "out/report.txt", "offset": "1", "length": "3"}},
+        "calls.output": {"path": {"session": "api-c", "call_id": "call-1"}, "query": {"offset": "2"}},
     });
     let mut called = BTreeSet::new();
     // Reads first, then changes (an approval is shown before it is settled).

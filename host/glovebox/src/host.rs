@@ -15,7 +15,7 @@ use crate::admission::{Key, Refused, Short, WaitObserver};
 
 use crate::admitted::Admitted;
 use crate::bindings::tool::glovebox::plugin::types::{CallContext as WitCallContext, ToolError};
-use crate::call::{CallContext, CallReport, Hands, Metering};
+use crate::call::{CallContext, CallReport, Hands, Metering, RunLimits};
 use crate::error::CallError;
 use crate::hooks::{HookChain, HookStatus};
 use crate::manifest::HostConfig;
@@ -360,7 +360,16 @@ async fn run_call(
     ctx: CallContext,
 ) -> CallReport {
     crate::fault_injection::maybe_panic(name);
-    let limits = plugin.run_limits();
+    let mut limits = plugin.run_limits();
+    // Only a session's call has somewhere to keep a large result whole.
+    let keep = ctx.session().map(|session| crate::stored::Keep {
+        scratch: runtime.scratch(),
+        session: session.to_string(),
+        call_id: ctx.call_id.clone(),
+    });
+    if keep.is_none() {
+        limits.stored_output = 0;
+    }
     let bytes_in = input.len() as u64;
     let start = Instant::now();
     // Kept until the call ends: a throwaway directory is removed on drop.
@@ -413,7 +422,7 @@ async fn run_call(
     let stderr = hands.stderr();
     let (outcome, bytes_out) = match ran {
         Err(ended) => (Err(ended.into_call_error(name, &limits, &stderr)), 0),
-        Ok(returned) => tool_answer(name, plugin, returned),
+        Ok(returned) => tool_answer(name, &limits, returned, keep).await,
     };
     // A write past the budget failed as "no space" in the guest, which may
     // have carried on, or failed in its own words: the call is a quota error.
@@ -448,11 +457,14 @@ async fn run_call(
 }
 
 /// What tool `name`'s own answer makes of its call: its output read as
-/// JSON (with its size in bytes), or the error the tool returned.
-fn tool_answer(
+/// JSON (with its size in bytes), or the error the tool returned. An
+/// output past `limits.output` is kept whole where the call can keep it
+/// (`keep`, up to `limits.stored_output`), and refused otherwise.
+async fn tool_answer(
     name: &str,
-    plugin: &LoadedPlugin,
+    limits: &RunLimits,
     returned: Result<String, ToolError>,
+    keep: Option<crate::stored::Keep<'_>>,
 ) -> (Result<serde_json::Value, CallError>, u64) {
     match returned {
         Err(ToolError::InvalidInput(reason)) => (
@@ -471,14 +483,19 @@ fn tool_answer(
         ),
         Ok(output) => {
             let size = output.len() as u64;
-            if size > plugin.manifest.limits.output {
-                (
-                    Err(CallError::OutputTooLarge {
-                        tool: name.to_string(),
-                        limit: plugin.manifest.limits.output,
-                    }),
-                    0,
-                )
+            if size > limits.output {
+                match keep {
+                    Some(keep) if size <= limits.stored_output => {
+                        crate::stored::keep(name, output, limits, keep).await
+                    }
+                    _ => (
+                        Err(CallError::OutputTooLarge {
+                            tool: name.to_string(),
+                            limit: limits.output.max(limits.stored_output),
+                        }),
+                        0,
+                    ),
+                }
             } else {
                 (
                     serde_json::from_str(&output).map_err(|e| CallError::ToolFailed {

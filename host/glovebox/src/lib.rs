@@ -41,6 +41,7 @@ mod scope;
 pub mod settled;
 pub mod shown;
 pub mod store_admin;
+pub mod stored;
 pub mod sweep;
 pub mod tasks;
 pub mod trace;

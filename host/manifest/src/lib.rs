@@ -390,6 +390,10 @@ pub struct Limits {
     /// directory (0: no writes at all); past it a write fails with
     /// "no space" and the call with a `quota` error.
     pub write: u64,
+    /// Bytes: the largest result kept whole when it passes `output` in a
+    /// session (its head is answered, with where the whole is); 0 keeps
+    /// none, and such a result is an `output_too_large` error.
+    pub stored_output: u64,
 }
 
 impl Default for Limits {
@@ -402,6 +406,7 @@ impl Default for Limits {
             fuel: None,
             max_wasm_stack: 512 * KIB,
             write: 64 * MIB,
+            stored_output: 16 * MIB,
         }
     }
 }

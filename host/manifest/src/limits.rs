@@ -36,6 +36,12 @@ pub(super) struct RawLimits {
     /// `0` allows none; past it a `quota` error.
     #[cfg_attr(feature = "schemars", schemars(extend("default" = "64 MiB")))]
     pub(super) write: Option<Size>,
+    /// The largest result kept whole when it passes `output`, in a session:
+    /// the call answers its first bytes and where the whole is (counted
+    /// against the session's `runtime.scratch_quota`); `0` keeps none (a
+    /// larger result is an `output_too_large` error).
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = "16 MiB")))]
+    pub(super) stored_output: Option<Size>,
 }
 
 /// `base` with the keys of `raw` applied; `table` is `limits` or `defaults`, for messages.
@@ -108,6 +114,10 @@ pub(super) fn apply_limits(
     if let Some(Size(write)) = raw.write {
         // Zero is meaningful: a plugin that may not write at all.
         limits.write = write;
+    }
+    if let Some(Size(stored)) = raw.stored_output {
+        // Zero is meaningful: keep no result whole.
+        limits.stored_output = stored;
     }
     Ok(limits)
 }

@@ -7,7 +7,7 @@
 //! anything is logged) is a JSON-RPC error instead.
 
 use rmcp::ErrorData;
-use rmcp::model::{CallToolResult, ContentBlock};
+use rmcp::model::{CallToolResult, ContentBlock, Resource};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -17,14 +17,34 @@ use glovebox::operations::{ErrorClass, OperationError};
 use glovebox::session::SessionError;
 
 /// A successful result: `value` as JSON text, and as structured content when
-/// it is an object (MCP's structured content is an object).
+/// it is an object (MCP's structured content is an object). A result kept
+/// whole because it passed its tool's output limit (`glovebox::stored`)
+/// links to where the whole is read.
 pub fn ok_value(value: Value) -> CallToolResult {
     let text = value.to_string();
-    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+    let mut content = vec![ContentBlock::text(text)];
+    content.extend(kept_link(&value));
+    let mut result = CallToolResult::success(content);
     if value.is_object() {
         result.structured_content = Some(value);
     }
     result
+}
+
+/// The resource link of a kept result's description, if `value` is one.
+fn kept_link(value: &Value) -> Option<ContentBlock> {
+    let object = value.as_object().filter(|o| o.len() == 1)?;
+    let kept = object.get(glovebox::stored::KEY)?;
+    let uri = kept["uri"]
+        .as_str()
+        .filter(|u| u.starts_with("glovebox://sessions/"))?;
+    let mut link = Resource::new(uri, "the whole result")
+        .with_description("The call's whole result, kept because it passed its tool's output limit; read it a chunk at a time.")
+        .with_mime_type("application/json");
+    if let Some(size) = kept["size"].as_u64() {
+        link = link.with_size(size);
+    }
+    Some(ContentBlock::resource_link(link))
 }
 
 /// A successful result of anything serializable.

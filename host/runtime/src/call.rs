@@ -124,6 +124,24 @@ pub struct RunLimits {
     pub fuel: Option<u64>,
     /// Bytes the call may write to its directories (`limits.write`).
     pub write: u64,
+    /// Bytes of a result kept whole past `output` (`limits.stored_output`;
+    /// 0 when the call has nowhere to keep it).
+    pub stored_output: u64,
+}
+
+impl RunLimits {
+    /// The limits of one call of a plugin with `limits`.
+    pub fn of(limits: &crate::manifest::Limits) -> RunLimits {
+        RunLimits {
+            memory: limits.memory,
+            deadline: limits.deadline,
+            output: limits.output,
+            stdio: limits.stdio,
+            fuel: limits.fuel,
+            write: limits.write,
+            stored_output: limits.stored_output,
+        }
+    }
 }
 
 /// A store ready to run one instance, and what it observed afterwards.
@@ -168,8 +186,12 @@ impl Hands {
         store.set_epoch_deadline(deadline_ticks(limits.deadline).min(YIELD_TICKS));
         // Caps what the guest can hand the host in one go (its result, or the
         // arguments of one host call), so an oversized result is refused
-        // before the host allocates it.
-        let data_cap = limits.output.max(MIN_HOSTCALL_DATA) + 64 * 1024;
+        // before the host allocates it: one the host may keep whole passes.
+        let data_cap = limits
+            .output
+            .max(limits.stored_output)
+            .max(MIN_HOSTCALL_DATA)
+            + 64 * 1024;
         store.set_hostcall_fuel(usize::try_from(data_cap).unwrap_or(usize::MAX));
         let mut fuel_start = None;
         if runtime.fuel_enabled() {
@@ -340,7 +362,7 @@ impl Ended {
             },
             Ended::DataLimit => CallError::OutputTooLarge {
                 tool,
-                limit: limits.output,
+                limit: limits.output.max(limits.stored_output),
             },
             Ended::Bound(bound) => CallError::HostLimit {
                 tool,

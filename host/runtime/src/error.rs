@@ -76,7 +76,7 @@ pub enum CallError {
     StackOverflow { tool: String },
     /// The result was larger than the manifest's output cap; it was discarded.
     #[error(
-        "tool `{tool}` returned more than its output limit of {limit} bytes: the result was discarded; raise `limits.output` in its manifest if this is expected"
+        "tool `{tool}` returned more than its output limit of {limit} bytes: the result was discarded; raise `limits.output` in its manifest if this is expected (in a session, a result up to `limits.stored_output` is kept whole and its head answered)"
     )]
     OutputTooLarge { tool: String, limit: u64 },
     /// The guest asked the host to hold more than a fixed per-call bound allows

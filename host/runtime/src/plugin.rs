@@ -57,15 +57,7 @@ pub struct LoadedPlugin {
 impl LoadedPlugin {
     /// The limits of one call, from its manifest.
     pub fn run_limits(&self) -> RunLimits {
-        let l = &self.manifest.limits;
-        RunLimits {
-            memory: l.memory,
-            deadline: l.deadline,
-            output: l.output,
-            stdio: l.stdio,
-            fuel: l.fuel,
-            write: l.write,
-        }
+        RunLimits::of(&self.manifest.limits)
     }
 }
 
@@ -83,14 +75,7 @@ pub async fn load_plugin(
         manifest.sha256.as_deref(),
     )
     .map_err(|problem| load_error(&name, &path, problem))?;
-    let limits = RunLimits {
-        memory: manifest.limits.memory,
-        deadline: manifest.limits.deadline,
-        output: manifest.limits.output,
-        stdio: manifest.limits.stdio,
-        fuel: manifest.limits.fuel,
-        write: manifest.limits.write,
-    };
+    let limits = RunLimits::of(&manifest.limits);
 
     let wasm = if preinit::wanted(&bytes) {
         preinit::snapshot(runtime, &name, &bytes, &digest, &limits).await?

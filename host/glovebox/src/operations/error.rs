@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::jobs::JobError;
 use crate::memory::MemoryError;
+use crate::scratch::ReadError;
 use crate::session::SessionError;
 
 /// What sort of failure it is, for the surfaces that answer with a number.
@@ -129,5 +130,19 @@ impl From<MemoryError> for OperationError {
             MemoryError::Storage(_) => ErrorClass::Failed,
         };
         OperationError::new(class, e.kind(), e.to_string())
+    }
+}
+
+impl From<ReadError> for OperationError {
+    fn from(e: ReadError) -> OperationError {
+        let (class, kind) = match &e {
+            ReadError::BadPath { .. } | ReadError::IsDir { .. } | ReadError::NotDir { .. } => {
+                (ErrorClass::Invalid, "bad_path")
+            }
+            ReadError::NotFound { .. } => (ErrorClass::NotFound, "file_not_found"),
+            ReadError::Outside { .. } => (ErrorClass::NotAllowed, "outside_scratch"),
+            ReadError::Io { .. } => (ErrorClass::Failed, "scratch_io"),
+        };
+        OperationError::new(class, kind, e.to_string())
     }
 }

@@ -20,9 +20,12 @@ mod approvals_approve;
 mod approvals_deny;
 mod approvals_list;
 mod approvals_show;
+mod calls_output;
 mod context_search;
 mod doctor;
 mod error;
+mod files_list;
+mod files_read;
 mod jobs_cancel;
 mod jobs_list;
 mod jobs_show;
@@ -61,9 +64,12 @@ pub use approvals_approve::{Approve, ApproveArgs, CallFailure, Ran};
 pub use approvals_deny::{Deny, DenyArgs};
 pub use approvals_list::{ListApprovals, ListApprovalsArgs};
 pub use approvals_show::{ShowApproval, ShowApprovalArgs};
+pub use calls_output::{CallOutput, CallOutputArgs};
 pub use context_search::{ContextFound, SearchContext, SearchContextArgs};
 pub use doctor::Doctor;
 pub use error::{ErrorClass, OperationError};
+pub use files_list::{FileEntry, FileKind, FilesPage, ListFiles, ListFilesArgs};
+pub use files_read::{Encoding, FileChunk, ReadFile, ReadFileArgs};
 pub use jobs_cancel::{CancelJob, CancelJobArgs};
 pub use jobs_list::{JobsPage, ListJobs, ListJobsArgs};
 pub use jobs_show::{ShowJob, ShowJobArgs};
@@ -364,6 +370,9 @@ pub fn all() -> &'static [Entry] {
             Entry::of::<Deny>(),
             Entry::of::<ListSessions>(),
             Entry::of::<ShowSession>(),
+            Entry::of::<ListFiles>(),
+            Entry::of::<ReadFile>(),
+            Entry::of::<CallOutput>(),
             Entry::of::<PauseSession>(),
             Entry::of::<ResumeSession>(),
             Entry::of::<ApproveMemory>(),

@@ -22,13 +22,14 @@
 //! what they touch, one file each: the
 //! sessions (here), child sessions (`children.rs`), ending a session with
 //! its completion gates (`completion.rs`), the memory bank (`memory.rs`),
-//! and the jobs runner ([`JobScope`], `jobs.rs`).
+//! a session's scratch files (`files.rs`), and the jobs runner ([`JobScope`], `jobs.rs`).
 //!
 //! [`cli_operator`]: crate::cli_operator
 
 mod approvals;
 mod children;
 mod completion;
+mod files;
 mod jobs;
 mod memory;
 

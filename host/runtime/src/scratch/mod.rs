@@ -6,13 +6,22 @@
 //! the directory survives pauses, resumes and restarts, and is removed when the
 //! session is archived. Sessions never see each other's directories. A call made
 //! outside any session gets a throwaway directory, removed when the call ends.
+//!
+//! What a session's directory holds is also read from outside, by the
+//! session's owner or an operator (`files.rs`): a listing and a file's bytes.
+//! A result too large to answer whole is kept beside it (`outputs.rs`),
+//! under the same quota.
 
 use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::sandbox::quota::dir_bytes;
+mod files;
+mod outputs;
+
+pub use files::{CHUNK_MAX, Chunk, Entry, EntryKind, Listing, ReadError, SCAN_MAX};
+pub use outputs::{OUTPUTS_DIR, StoreError};
 
 /// A scratch directory with more entries than this counts as full: measuring
 /// it would cost every call of the session a long walk.
@@ -128,7 +137,7 @@ impl ScratchDirs {
         };
         let dir = self.path_of(session_id)?;
         create_private_dir(&dir)?;
-        let on_disk = dir_bytes(&dir, MAX_ENTRIES)?.unwrap_or(self.quota);
+        let on_disk = self.session_bytes(session_id)?;
         let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
         let held = running.entry(session_id.to_string()).or_default();
         let used = on_disk.saturating_add(*held);
@@ -147,36 +156,46 @@ impl ScratchDirs {
         })
     }
 
-    /// Removes the scratch directory of `session_id`; `false` if it had none.
+    /// Removes the scratch directory of `session_id` and its stored
+    /// outputs; `false` if it had neither.
     pub fn remove(&self, session_id: &str) -> io::Result<bool> {
-        let dir = self.path_of(session_id)?;
-        match std::fs::remove_dir_all(&dir) {
-            Ok(()) => Ok(true),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
-            Err(e) => Err(e),
-        }
-    }
-
-    /// Session ids that have a scratch directory, and throwaway directories a
-    /// killed host left behind (names starting with `.call-`).
-    pub fn list(&self) -> io::Result<(Vec<String>, Vec<PathBuf>)> {
-        let mut sessions = Vec::new();
-        let mut leftovers = Vec::new();
-        let entries = match std::fs::read_dir(&self.root) {
-            Ok(e) => e,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((sessions, leftovers)),
-            Err(e) => return Err(e),
-        };
-        for entry in entries {
-            let entry = entry?;
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if name.starts_with(".call-") {
-                leftovers.push(entry.path());
-            } else if valid_session_id(&name) {
-                sessions.push(name);
+        let mut removed = false;
+        for dir in [self.path_of(session_id)?, self.outputs_of(session_id)?] {
+            match std::fs::remove_dir_all(&dir) {
+                Ok(()) => removed = true,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
             }
         }
-        Ok((sessions, leftovers))
+        Ok(removed)
+    }
+
+    /// Session ids that have a scratch directory or stored outputs (by
+    /// name, each once), and throwaway directories a killed host left
+    /// behind (names starting with `.call-`).
+    pub fn list(&self) -> io::Result<(Vec<String>, Vec<PathBuf>)> {
+        let mut sessions = std::collections::BTreeSet::new();
+        let mut leftovers = Vec::new();
+        for (dir, top) in [
+            (self.root.clone(), true),
+            (self.root.join(OUTPUTS_DIR), false),
+        ] {
+            let entries = match std::fs::read_dir(&dir) {
+                Ok(e) => e,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(e),
+            };
+            for entry in entries {
+                let entry = entry?;
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if top && name.starts_with(".call-") {
+                    leftovers.push(entry.path());
+                } else if valid_session_id(&name) {
+                    sessions.insert(name);
+                }
+            }
+        }
+        Ok((sessions.into_iter().collect(), leftovers))
     }
 }
 
