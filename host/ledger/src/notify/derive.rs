@@ -5,103 +5,206 @@ use serde_json::json;
 
 use super::{Notification, NotifyKind};
 use crate::manifest::Severity;
-use crate::session::{EndOutcome, Event, EventKind, SessionState};
+use crate::session::{EndOutcome, Event, EventKind, Flag, SessionState};
 use crate::values::EscalationStep;
 
 /// The notifications `event` means, given the session's state `before` it
 /// was applied. Pure: the same event always means the same notifications.
 pub fn derive(before: &SessionState, event: &Event) -> Vec<(NotifyKind, Notification)> {
-    let mut out = Vec::new();
-    let mut push = |kind: NotifyKind, severity: Option<Severity>, summary: String, details| {
-        out.push((
-            kind,
-            Notification {
-                event: kind.as_str().to_string(),
-                severity,
-                session: before.header.id.clone(),
-                session_name: before.header.name.clone(),
-                project: before.header.project.clone(),
-                role: before.header.role.to_string(),
-                seq: event.seq,
-                at_ms: event.at_ms,
-                summary,
-                details,
-                to: Vec::new(),
-            },
-        ));
+    let mut out = Derived {
+        before,
+        event,
+        label: before
+            .header
+            .name
+            .clone()
+            .unwrap_or_else(|| before.header.id.clone()),
+        list: Vec::new(),
     };
-    let label = before
-        .header
-        .name
-        .clone()
-        .unwrap_or_else(|| before.header.id.clone());
     match &event.kind {
         EventKind::CallFinished {
             call_id,
             outcome,
             error,
             ..
+        } => call_finished(&mut out, call_id, outcome, error.as_deref()),
+        EventKind::BlockerFlag(flag) => flagged(&mut out, flag),
+        EventKind::Escalation {
+            step,
+            reason,
+            rescue,
+        } => escalated(&mut out, *step, reason, rescue.as_deref()),
+        EventKind::Ended {
+            outcome: EndOutcome::Completed,
+            summary,
         } => {
-            let call = before.in_flight.get(call_id);
-            let tool = call.map(|c| c.tool.clone()).unwrap_or_default();
-            if outcome == "awaiting_approval" {
-                let approval = error.as_deref().and_then(approval_id);
-                push(
-                    NotifyKind::ApprovalNeeded,
-                    None,
-                    format!(
-                        "session `{label}`: call to `{tool}` awaits approval{}",
-                        approval
-                            .as_deref()
-                            .map(|a| format!(" `{a}` (`glovebox approve {a}`)"))
-                            .unwrap_or_default()
-                    ),
-                    json!({ "call_id": call_id, "tool": tool, "approval_id": approval, "reason": error }),
-                );
-            } else if let Some(job) = call.and_then(|c| c.job_id.clone()) {
-                let (kind, summary) = if outcome == "ok" {
-                    (
-                        NotifyKind::JobFinished,
-                        format!("session `{label}`: job `{job}` ({tool}) finished"),
-                    )
-                } else {
-                    (
-                        NotifyKind::JobFailed,
-                        format!("session `{label}`: job `{job}` ({tool}) failed: {outcome}"),
-                    )
-                };
-                push(
-                    kind,
-                    None,
-                    summary,
-                    json!({ "job_id": job, "call_id": call_id, "tool": tool, "outcome": outcome, "error": error }),
-                );
-            }
-        }
-        EventKind::BlockerFlag(flag) => {
-            let (rule, severity, reason) = (&flag.rule, flag.severity, &flag.reason);
-            let details = json!({ "rule": rule, "reason": reason, "suggested_action": flag.suggested_action, "call_id": flag.call_id });
-            push(
-                NotifyKind::Flag,
-                Some(severity),
-                format!("session `{label}`: {severity} flag `{rule}`: {reason}"),
-                details.clone(),
+            let summary_text = format!("session `{}` completed", out.label);
+            out.push(
+                NotifyKind::SessionCompleted,
+                None,
+                summary_text,
+                serde_json::to_value(summary).unwrap_or_default(),
             );
-            if rule == "no_progress" || rule == "stale" {
-                push(
-                    NotifyKind::SessionStalled,
-                    Some(severity),
-                    format!("session `{label}` stalled: {reason}"),
-                    details,
-                );
+        }
+        EventKind::ScheduleAlert {
+            source,
+            reason,
+            notify,
+            call_id,
+        } => {
+            let summary = format!("session `{}`: {source}: {reason}", out.label);
+            out.push(
+                NotifyKind::ScheduleAlert,
+                None,
+                summary,
+                json!({ "source": source, "reason": reason, "call_id": call_id }),
+            );
+            if let Some((_, n)) = out.list.last_mut() {
+                n.to = notify.clone();
             }
         }
+        other => spent(&mut out, other),
+    }
+    out.list
+}
+
+/// The notifications one event means so far, and what each is stamped
+/// with: the session (as it was before the event) and the event.
+struct Derived<'a> {
+    before: &'a SessionState,
+    event: &'a Event,
+    /// The session as a person names it: its name, or its id.
+    label: String,
+    list: Vec<(NotifyKind, Notification)>,
+}
+
+impl Derived<'_> {
+    /// Adds a `kind` notification about this session and event.
+    fn push(
+        &mut self,
+        kind: NotifyKind,
+        severity: Option<Severity>,
+        summary: String,
+        details: serde_json::Value,
+    ) {
+        let header = &self.before.header;
+        self.list.push((
+            kind,
+            Notification {
+                event: kind.as_str().to_string(),
+                severity,
+                session: header.id.clone(),
+                session_name: header.name.clone(),
+                project: header.project.clone(),
+                role: header.role.to_string(),
+                seq: self.event.seq,
+                at_ms: self.event.at_ms,
+                summary,
+                details,
+                to: Vec::new(),
+            },
+        ));
+    }
+}
+
+/// A finished call: one that now awaits approval, or a background job's
+/// call that finished or failed. Any other call tells nobody.
+fn call_finished(out: &mut Derived, call_id: &str, outcome: &str, error: Option<&str>) {
+    let label = out.label.clone();
+    let call = out.before.in_flight.get(call_id);
+    let tool = call.map(|c| c.tool.clone()).unwrap_or_default();
+    if outcome == "awaiting_approval" {
+        let approval = error.and_then(approval_id);
+        out.push(
+            NotifyKind::ApprovalNeeded,
+            None,
+            format!(
+                "session `{label}`: call to `{tool}` awaits approval{}",
+                approval
+                    .as_deref()
+                    .map(|a| format!(" `{a}` (`glovebox approve {a}`)"))
+                    .unwrap_or_default()
+            ),
+            json!({ "call_id": call_id, "tool": tool, "approval_id": approval, "reason": error }),
+        );
+    } else if let Some(job) = call.and_then(|c| c.job_id.clone()) {
+        let (kind, summary) = if outcome == "ok" {
+            (
+                NotifyKind::JobFinished,
+                format!("session `{label}`: job `{job}` ({tool}) finished"),
+            )
+        } else {
+            (
+                NotifyKind::JobFailed,
+                format!("session `{label}`: job `{job}` ({tool}) failed: {outcome}"),
+            )
+        };
+        out.push(
+            kind,
+            None,
+            summary,
+            json!({ "job_id": job, "call_id": call_id, "tool": tool, "outcome": outcome, "error": error }),
+        );
+    }
+}
+
+/// A blocker flag: always a `flag`, and a `no_progress` or `stale` one also
+/// says the session stalled.
+fn flagged(out: &mut Derived, flag: &Flag) {
+    let label = out.label.clone();
+    let (rule, severity, reason) = (&flag.rule, flag.severity, &flag.reason);
+    let details = json!({ "rule": rule, "reason": reason, "suggested_action": flag.suggested_action, "call_id": flag.call_id });
+    out.push(
+        NotifyKind::Flag,
+        Some(severity),
+        format!("session `{label}`: {severity} flag `{rule}`: {reason}"),
+        details.clone(),
+    );
+    if rule == "no_progress" || rule == "stale" {
+        out.push(
+            NotifyKind::SessionStalled,
+            Some(severity),
+            format!("session `{label}` stalled: {reason}"),
+            details,
+        );
+    }
+}
+
+/// A step on the escalation ladder: a rescue opened, or the step that
+/// resolves the rescue the session had open. Other steps tell nobody.
+fn escalated(out: &mut Derived, step: EscalationStep, reason: &str, rescue: Option<&str>) {
+    let label = out.label.clone();
+    if step == EscalationStep::Rescue && rescue.is_some() {
+        out.push(
+            NotifyKind::RescueOpened,
+            None,
+            format!("session `{label}`: {reason}"),
+            json!({ "rescue_id": rescue, "reason": reason }),
+        );
+    } else if let Some(open) = out.before.watch.rescue.as_ref().filter(|open| {
+        step != EscalationStep::Rescue && reason.starts_with(&format!("rescue `{open}`"))
+    }) {
+        out.push(
+            NotifyKind::RescueResolved,
+            None,
+            format!("session `{label}`: {reason}"),
+            json!({ "rescue_id": open, "reason": reason, "step": step.as_str() }),
+        );
+    }
+}
+
+/// A spend event: the session near or past one of its budget caps, or its
+/// scope near or (first in the period) at a ceiling across sessions. Any
+/// other event tells nobody.
+fn spent(out: &mut Derived, kind: &EventKind) {
+    let label = out.label.clone();
+    match kind {
         EventKind::BudgetWarning {
             cap,
             used,
             limit,
             percent,
-        } => push(
+        } => out.push(
             NotifyKind::BudgetWarning,
             None,
             format!("session `{label}`: {percent}% of its {cap} cap used"),
@@ -112,7 +215,7 @@ pub fn derive(before: &SessionState, event: &Event) -> Vec<(NotifyKind, Notifica
             used,
             limit,
             call_id,
-        } => push(
+        } => out.push(
             NotifyKind::BudgetExceeded,
             None,
             format!(
@@ -128,7 +231,7 @@ pub fn derive(before: &SessionState, event: &Event) -> Vec<(NotifyKind, Notifica
             used,
             limit,
             percent,
-        } => push(
+        } => out.push(
             NotifyKind::CeilingWarning,
             None,
             format!(
@@ -149,7 +252,7 @@ pub fn derive(before: &SessionState, event: &Event) -> Vec<(NotifyKind, Notifica
             ends_at_ms,
             call_id,
             first: true,
-        } => push(
+        } => out.push(
             NotifyKind::CeilingReached,
             None,
             format!(
@@ -160,57 +263,8 @@ pub fn derive(before: &SessionState, event: &Event) -> Vec<(NotifyKind, Notifica
             ),
             json!({ "scope": scope, "period": period, "period_id": period_id, "measure": measure, "used": used, "limit": limit, "ends_at_ms": ends_at_ms, "call_id": call_id }),
         ),
-        EventKind::Escalation {
-            step,
-            reason,
-            rescue,
-        } => {
-            if *step == EscalationStep::Rescue && rescue.is_some() {
-                push(
-                    NotifyKind::RescueOpened,
-                    None,
-                    format!("session `{label}`: {reason}"),
-                    json!({ "rescue_id": rescue, "reason": reason }),
-                );
-            } else if let Some(open) = before.watch.rescue.as_ref().filter(|open| {
-                *step != EscalationStep::Rescue && reason.starts_with(&format!("rescue `{open}`"))
-            }) {
-                push(
-                    NotifyKind::RescueResolved,
-                    None,
-                    format!("session `{label}`: {reason}"),
-                    json!({ "rescue_id": open, "reason": reason, "step": step.as_str() }),
-                );
-            }
-        }
-        EventKind::Ended {
-            outcome: EndOutcome::Completed,
-            summary,
-        } => push(
-            NotifyKind::SessionCompleted,
-            None,
-            format!("session `{label}` completed"),
-            serde_json::to_value(summary).unwrap_or_default(),
-        ),
-        EventKind::ScheduleAlert {
-            source,
-            reason,
-            notify,
-            call_id,
-        } => {
-            push(
-                NotifyKind::ScheduleAlert,
-                None,
-                format!("session `{label}`: {source}: {reason}"),
-                json!({ "source": source, "reason": reason, "call_id": call_id }),
-            );
-            if let Some((_, n)) = out.last_mut() {
-                n.to = notify.clone();
-            }
-        }
         _ => {}
     }
-    out
 }
 
 /// The approval id in an `awaiting_approval` error text.
