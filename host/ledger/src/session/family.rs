@@ -45,8 +45,9 @@ use super::lifecycle::SessionStatus;
 use super::quota;
 use super::start::StartSession;
 use super::state::{ChildLink, SessionState};
+use super::store::Sessions;
 use crate::budget::{self, Cap, Used};
-use crate::manifest::{BudgetCaps, BudgetsConfig};
+use crate::manifest::{BudgetCaps, BudgetsConfig, Principal};
 use crate::page::{Page, PageRequest};
 
 /// How long `session_wait` waits when no timeout is given.
@@ -215,64 +216,8 @@ impl SessionScope<'_> {
     ) -> Result<Spawned, SessionError> {
         let (sessions, caller) = (self.sessions, self.caller);
         let parent = self.act(parent)?;
-        if !matches!(
-            parent.header.status,
-            SessionStatus::Created | SessionStatus::Active
-        ) {
-            return Err(SessionError::NotAllowed(format!(
-                "cannot spawn a child of session {}: it is {}; only a created or active session spawns children (resume it first)",
-                parent.label(),
-                parent.header.status
-            )));
-        }
-        if spawn.role == Role::Judge {
-            return Err(SessionError::NotAllowed(
-                "cannot spawn a judge: a child belongs to its parent's owner, and a verdict counts only from another principal; start the judge with `session_start` as a principal with the `judge` role".into(),
-            ));
-        }
-        if parent.header.role == Role::Judge {
-            return Err(SessionError::NotAllowed(format!(
-                "session {} is a judge, and a judge spawns no children: it records verdicts (`session_verdict`)",
-                parent.label()
-            )));
-        }
-        if rank(spawn.role) > rank(parent.header.role) {
-            return Err(SessionError::NotAllowed(format!(
-                "cannot spawn a {} child of session {}, a {}: a child's role is at or below its parent's; spawn it as {}",
-                spawn.role,
-                parent.label(),
-                parent.header.role,
-                child_roles(parent.header.role).join(" or ")
-            )));
-        }
-        if !caller.may_act_as(spawn.role) {
-            let roles: Vec<&str> = caller.roles.iter().map(|r| r.as_str()).collect();
-            return Err(SessionError::NotAllowed(format!(
-                "cannot spawn a child as {}: it is above this principal's ceiling ({}); spawn it as one of those roles, or ask an operator to add the role to the principal's `roles`",
-                spawn.role,
-                roles.join(", ")
-            )));
-        }
-        if !caller.is_operator()
-            && let Some(tag) = spawn
-                .tags
-                .iter()
-                .find(|t| reserved.contains(*t) && !parent.pinned_tags.contains(t))
-        {
-            return Err(SessionError::NotAllowed(format!(
-                "cannot give the tag `{tag}`: it is pinned by the operator and only the operator gives it; pick another tag"
-            )));
-        }
-        let mut task = spawn.task;
-        task.kind = HandoffKind::Task;
-        task.from_role = parent.header.role;
-        task.to_role = Some(spawn.role);
-        task.target_session = None;
-        if task.objective.trim().is_empty() {
-            return Err(SessionError::InvalidInput(
-                "the child's task has no objective: say what the child is to do".into(),
-            ));
-        }
+        check_spawn(caller, &parent, &spawn, reserved)?;
+        let mut task = task_of(&parent, spawn.role, spawn.task)?;
         quota::check_handoff(&sessions.config.quotas, &task)?;
         quota::check_children(&sessions.config.quotas, &parent)?;
         // The parent's log takes `child_spawned` once the child started
@@ -288,8 +233,7 @@ impl SessionScope<'_> {
         };
         self.by(|| sessions.check_log_room(&parent, &record))?;
         let now = sessions.now();
-        let caps = carve(&parent, budgets, spawn.role, &spawn.budget, now)
-            .map_err(|e| SessionError::NotAllowed(format!("cannot spawn the child: {e}")))?;
+        let caps = carve_for_spawn(&parent, budgets, spawn.role, &spawn.budget, now)?;
         let link = ChildLink {
             role: spawn.role,
             name: spawn.name.clone(),
@@ -298,17 +242,11 @@ impl SessionScope<'_> {
             report: None,
         };
 
-        let mut tags = spawn.tags;
-        for tag in &parent.pinned_tags {
-            if !tags.contains(tag) {
-                tags.push(tag.clone());
-            }
-        }
         let start = StartSession {
             role: spawn.role,
             project: parent.header.project.clone(),
             name: spawn.name,
-            tags,
+            tags: with_pinned(spawn.tags, &parent.pinned_tags),
             expected_duration: spawn.expected_duration,
             budget: spawn.budget.clone(),
             completion: spawn.completion.clone(),
@@ -325,57 +263,20 @@ impl SessionScope<'_> {
         })?;
         task.target_session = Some(child.header.id.clone());
         let linked = actor::scoped(by, || {
-            sessions
-                .with_slot(&child.header.id, |this, slot, id| {
-                    this.append_locked(
-                        slot,
-                        id,
-                        EventKind::HandoffReceived {
-                            from_session: parent.header.id.clone(),
-                            handoff: task.clone(),
-                        },
-                    )?;
-                    this.current(slot, id)
-                })
-                .and_then(|child_state| {
-                    // Checked again under the parent's lock: it may have spent,
-                    // or spawned others, since the look above.
-                    let (events, carved) =
-                        sessions.append_with(&parent.header.id, |state, now| {
-                            let carved = quota::check_children(&sessions.config.quotas, state)
-                                .and_then(|()| {
-                                    carve(state, budgets, spawn.role, &spawn.budget, now).map_err(
-                                        |e| {
-                                            SessionError::NotAllowed(format!(
-                                                "cannot spawn the child: {e}"
-                                            ))
-                                        },
-                                    )
-                                });
-                            match carved {
-                                Ok(caps) => (
-                                    vec![EventKind::ChildSpawned {
-                                        child: child_state.header.id.clone(),
-                                        role: child_state.header.role,
-                                        name: child_state.header.name.clone(),
-                                        budget: caps,
-                                        task: task.clone(),
-                                    }],
-                                    Ok(()),
-                                ),
-                                Err(e) => (Vec::new(), Err(e)),
-                            }
-                        })?;
-                    carved?;
-                    let event = events
-                        .into_iter()
-                        .next()
-                        .ok_or_else(|| SessionError::NotFound(parent.header.id.clone()))?;
-                    Ok(Spawned {
-                        child: child_state,
-                        event,
-                    })
-                })
+            let child_state = hand_task(sessions, &child.header.id, &parent.header.id, &task)?;
+            let event = log_child_spawned(
+                sessions,
+                &parent.header.id,
+                &child_state,
+                &task,
+                budgets,
+                spawn.role,
+                &spawn.budget,
+            )?;
+            Ok(Spawned {
+                child: child_state,
+                event,
+            })
         });
         if linked.is_err() {
             // The child is not its parent's: end it rather than leave a
@@ -423,4 +324,164 @@ impl SessionScope<'_> {
         self.by(|| self.sessions.cancel_children_of(&parent, &mut ended))?;
         Ok(ended)
     }
+}
+
+/// Whether `caller` may spawn `spawn` as a child of `parent`, before
+/// anything is written: a created or active parent that is no judge, a
+/// child that is no judge either, whose role is at or below its parent's
+/// and within the caller's ceiling, and whose tags include none pinned by
+/// the operator (unless the caller is one, or the parent has it pinned).
+fn check_spawn(
+    caller: &Principal,
+    parent: &SessionState,
+    spawn: &SpawnChild,
+    reserved: &HashSet<String>,
+) -> Result<(), SessionError> {
+    if !matches!(
+        parent.header.status,
+        SessionStatus::Created | SessionStatus::Active
+    ) {
+        return Err(SessionError::NotAllowed(format!(
+            "cannot spawn a child of session {}: it is {}; only a created or active session spawns children (resume it first)",
+            parent.label(),
+            parent.header.status
+        )));
+    }
+    if spawn.role == Role::Judge {
+        return Err(SessionError::NotAllowed(
+            "cannot spawn a judge: a child belongs to its parent's owner, and a verdict counts only from another principal; start the judge with `session_start` as a principal with the `judge` role".into(),
+        ));
+    }
+    if parent.header.role == Role::Judge {
+        return Err(SessionError::NotAllowed(format!(
+            "session {} is a judge, and a judge spawns no children: it records verdicts (`session_verdict`)",
+            parent.label()
+        )));
+    }
+    if rank(spawn.role) > rank(parent.header.role) {
+        return Err(SessionError::NotAllowed(format!(
+            "cannot spawn a {} child of session {}, a {}: a child's role is at or below its parent's; spawn it as {}",
+            spawn.role,
+            parent.label(),
+            parent.header.role,
+            child_roles(parent.header.role).join(" or ")
+        )));
+    }
+    if !caller.may_act_as(spawn.role) {
+        let roles: Vec<&str> = caller.roles.iter().map(|r| r.as_str()).collect();
+        return Err(SessionError::NotAllowed(format!(
+            "cannot spawn a child as {}: it is above this principal's ceiling ({}); spawn it as one of those roles, or ask an operator to add the role to the principal's `roles`",
+            spawn.role,
+            roles.join(", ")
+        )));
+    }
+    if !caller.is_operator()
+        && let Some(tag) = spawn
+            .tags
+            .iter()
+            .find(|t| reserved.contains(*t) && !parent.pinned_tags.contains(t))
+    {
+        return Err(SessionError::NotAllowed(format!(
+            "cannot give the tag `{tag}`: it is pinned by the operator and only the operator gives it; pick another tag"
+        )));
+    }
+    Ok(())
+}
+
+/// The handoff a child of role `role` is given by `parent`: `task` as a
+/// task from the parent's role to the child's (its target set once the
+/// child exists). Refused without an objective.
+fn task_of(parent: &SessionState, role: Role, mut task: Handoff) -> Result<Handoff, SessionError> {
+    task.kind = HandoffKind::Task;
+    task.from_role = parent.header.role;
+    task.to_role = Some(role);
+    task.target_session = None;
+    if task.objective.trim().is_empty() {
+        return Err(SessionError::InvalidInput(
+            "the child's task has no objective: say what the child is to do".into(),
+        ));
+    }
+    Ok(task)
+}
+
+/// [`carve`], refused as the spawn's error.
+fn carve_for_spawn(
+    parent: &SessionState,
+    config: &BudgetsConfig,
+    role: Role,
+    asked: &BudgetCaps,
+    now_ms: u64,
+) -> Result<BudgetCaps, SessionError> {
+    carve(parent, config, role, asked, now_ms)
+        .map_err(|e| SessionError::NotAllowed(format!("cannot spawn the child: {e}")))
+}
+
+/// A child's tags: its own, then each of `pinned` (its parent's pinned
+/// tags) it does not have.
+fn with_pinned(mut tags: Vec<String>, pinned: &[String]) -> Vec<String> {
+    for tag in pinned {
+        if !tags.contains(tag) {
+            tags.push(tag.clone());
+        }
+    }
+    tags
+}
+
+/// Gives session `child_id` its task from session `parent_id`
+/// (`handoff_received`); returns the child as it then stands.
+fn hand_task(
+    sessions: &Sessions,
+    child_id: &str,
+    parent_id: &str,
+    task: &Handoff,
+) -> Result<SessionState, SessionError> {
+    sessions.with_slot(child_id, |this, slot, id| {
+        this.append_locked(
+            slot,
+            id,
+            EventKind::HandoffReceived {
+                from_session: parent_id.to_string(),
+                handoff: task.clone(),
+            },
+        )?;
+        this.current(slot, id)
+    })
+}
+
+/// Logs `child_spawned` for `child` (of role `role`) in session `parent_id`, with the caps
+/// carved for it: carved again under the parent's lock, with the parent's
+/// children quota, as the parent may have spent, or spawned others, since
+/// the look before the child started. If they no longer fit nothing is
+/// logged and the error is returned.
+fn log_child_spawned(
+    sessions: &Sessions,
+    parent_id: &str,
+    child: &SessionState,
+    task: &Handoff,
+    budgets: &BudgetsConfig,
+    role: Role,
+    asked: &BudgetCaps,
+) -> Result<Event, SessionError> {
+    let (events, carved) = sessions.append_with(parent_id, |state, now| {
+        let carved = quota::check_children(&sessions.config.quotas, state)
+            .and_then(|()| carve_for_spawn(state, budgets, role, asked, now));
+        match carved {
+            Ok(caps) => (
+                vec![EventKind::ChildSpawned {
+                    child: child.header.id.clone(),
+                    role: child.header.role,
+                    name: child.header.name.clone(),
+                    budget: caps,
+                    task: task.clone(),
+                }],
+                Ok(()),
+            ),
+            Err(e) => (Vec::new(), Err(e)),
+        }
+    })?;
+    carved?;
+    events
+        .into_iter()
+        .next()
+        .ok_or_else(|| SessionError::NotFound(parent_id.to_string()))
 }
