@@ -6,7 +6,8 @@
 //! (`glovebox session check`). Each rule that holds raises a blocker flag, an
 //! event (`blocker_flag`) naming the rule, a severity, the reason and a
 //! suggested action. A flag is raised once and stays active until what clears
-//! it happens (see [`Watch`]); a critical flag pauses the session.
+//! it happens (see [`Watch`]); a critical flag pauses the session. Each
+//! rule is a function of `rule.rs`.
 //!
 //! | rule          | holds when                                                                   | default  | cleared by |
 //! |---------------|------------------------------------------------------------------------------|----------|------------|
@@ -41,6 +42,7 @@ use serde::Serialize;
 use crate::manifest::{DetectorConfig, Severity};
 use crate::session::{EventKind, SessionError, SessionState, SessionStatus, Sessions};
 
+mod rule;
 mod sweep;
 
 pub use sweep::{SweepFlag, Swept, sweep};
@@ -91,173 +93,27 @@ pub fn detect_rules(
         return Vec::new();
     }
     let all = rules == Rules::All;
-    let w = &state.watch;
     let label = state.header.name.as_deref().unwrap_or(&state.header.id);
-    let mut flags = Vec::new();
-    let mut raise = |rule: &str, reason: String, action: String, call_id: Option<String>| {
-        if !w.flags.contains_key(rule) {
-            flags.push(Flag {
-                rule: rule.to_string(),
-                severity: config.severity_of(rule),
-                reason,
-                suggested_action: action,
-                call_id,
-            });
-        }
-    };
-
-    // budget: spending near a cap while calls (or completion gates) fail.
-    let threshold = (config.budget_fraction * 100.0).round() as u64;
-    let failing_gates = state.completion.failing_runs;
-    if all
-        && (w.failure_streak > 0 || failing_gates > 0)
-        && let Some((cap, percent)) = w
-            .budget_percent
-            .iter()
-            .filter(|(_, p)| **p >= threshold)
-            .max_by_key(|(_, p)| **p)
-    {
-        raise(
-            "budget",
-            if w.failure_streak > 0 {
-                format!(
-                    "the {cap} budget is at {percent}% and the last {} call(s) failed",
-                    w.failure_streak
-                )
-            } else {
-                format!(
-                    "the {cap} budget is at {percent}% and its completion gates failed {failing_gates} time(s) in a row"
-                )
-            },
-            format!(
-                "open a rescue (`glovebox rescue open {label}`): the budget is likely to run out before the work is done"
-            ),
-            None,
-        );
-    }
-
-    // retry: the same call failing again and again (judged when it just failed).
-    if all
-        && let Some(last) = &w.last_failed_call
-        && let Some(f) = w
-            .failing
-            .values()
-            .find(|f| &f.last_call_id == last && f.failures >= config.retry_failures)
-    {
-        raise(
-            "retry",
-            format!(
-                "`{}` failed {} times with the same input and no success in between{}",
-                f.tool,
-                f.failures,
-                f.last_error
-                    .as_deref()
-                    .map(|e| format!(" (last error: {e})"))
-                    .unwrap_or_default()
-            ),
-            format!(
-                "stop retrying: automatic retries are not resolving it; change the input or the approach, or have an operator diagnose it (`glovebox rescue open {label} --call {}`)",
-                f.last_call_id
-            ),
-            Some(f.last_call_id.clone()),
-        );
-    }
-
-    // overrun: much longer than expected.
-    if let Some(expected) = state.expected_duration_ms.filter(|e| *e > 0) {
-        let elapsed = now_ms.saturating_sub(state.header.created_at_ms);
-        if elapsed as f64 > config.overrun_factor * expected as f64 {
-            raise(
-                "overrun",
-                format!(
-                    "running for {} (expected {}, flagged past {}x)",
-                    show_ms(elapsed),
-                    show_ms(expected),
-                    config.overrun_factor
-                ),
-                "check the agent's progress: it may be stuck or working on out-of-scope items"
-                    .to_string(),
-                None,
-            );
-        }
-    }
-
-    // denials: the agent keeps asking for what it may not do.
-    let window = usize::try_from(config.denials_window).unwrap_or(usize::MAX);
-    let recent = &w.recent_denied[w.recent_denied.len().saturating_sub(window)..];
-    let denied = recent.iter().filter(|d| **d).count();
-    if all && denied >= usize::try_from(config.denials).unwrap_or(usize::MAX) {
-        raise(
-            "denials",
-            format!(
-                "{denied} of the last {} calls were denied by permission hooks",
-                recent.len()
-            ),
-            "read the denials' reasons and alternatives and change the approach; if the work needs the denied actions, an operator reviews the policy".to_string(),
-            None,
-        );
-    }
-
-    // no_progress: nothing useful for a long time.
-    if matches!(
-        state.header.status,
-        SessionStatus::Created | SessionStatus::Active
-    ) {
-        let idle = now_ms.saturating_sub(w.last_success_at_ms);
-        let limit = u64::try_from(config.no_progress_after.as_millis()).unwrap_or(u64::MAX);
-        if idle > limit {
-            raise(
-                "no_progress",
-                format!(
-                    "no progress (a successful call, a note, a handoff) for {}",
-                    show_ms(idle)
-                ),
-                "check whether the agent is stuck; ask it for a note or a handoff on where it stands".to_string(),
-                None,
-            );
-        }
-    }
-
-    // stale: nothing at all for days.
-    let inactive = now_ms.saturating_sub(w.last_activity());
-    let limit = u64::try_from(config.stale_after.as_millis()).unwrap_or(u64::MAX);
-    if inactive > limit {
-        raise(
-            "stale",
-            format!(
-                "the session has been {} for {} (no call, note or handoff)",
-                state.header.status,
-                show_ms(inactive)
-            ),
-            format!(
-                "end it if the work is over or abandoned (`glovebox session end {label}`), or resume it and carry on"
-            ),
-            None,
-        );
-    }
-
-    // approval_wait: a human has not answered.
-    if let Some(wait) = waiting {
-        let waited = now_ms.saturating_sub(wait.since_ms);
-        let limit = u64::try_from(config.approval_wait_after.as_millis()).unwrap_or(u64::MAX);
-        if waited > limit {
-            raise(
-                "approval_wait",
-                format!(
-                    "a call of `{}` has waited for approval `{}` for {}",
-                    wait.tool,
-                    wait.approval,
-                    show_ms(waited)
-                ),
-                format!(
-                    "an operator decides: `glovebox approvals approve {0}` or `glovebox approvals deny {0} --reason ...`",
-                    wait.approval
-                ),
-                Some(wait.call_id.clone()),
-            );
-        }
-    }
-    flags
+    let held = [
+        all.then(|| rule::budget(state, config, label)).flatten(),
+        all.then(|| rule::retry(state, config, label)).flatten(),
+        rule::overrun(state, config, now_ms),
+        all.then(|| rule::denials(state, config)).flatten(),
+        rule::no_progress(state, config, now_ms),
+        rule::stale(state, config, now_ms, label),
+        waiting.and_then(|wait| rule::approval_wait(config, now_ms, wait)),
+    ];
+    held.into_iter()
+        .flatten()
+        .filter(|h| !state.watch.flags.contains_key(h.rule))
+        .map(|h| Flag {
+            rule: h.rule.to_string(),
+            severity: config.severity_of(h.rule),
+            reason: h.reason,
+            suggested_action: h.action,
+            call_id: h.call_id,
+        })
+        .collect()
 }
 
 /// Where the ladder goes after `new` flags: `Some(step)` when it moves.
@@ -384,10 +240,6 @@ fn judge(
         (events, (raised, escalation, paused))
     })?;
     Ok(judged)
-}
-
-fn show_ms(ms: u64) -> String {
-    humantime::format_duration(std::time::Duration::from_millis(ms)).to_string()
 }
 
 #[cfg(test)]
