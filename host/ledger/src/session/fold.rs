@@ -191,6 +191,24 @@ impl SessionState {
             )));
         }
         let next = self.check(&event.kind)?;
+        self.fold_kind(event);
+        self.watch.apply(event);
+        self.completion.apply(event);
+        if next != SessionStatus::Paused {
+            self.paused_reason = None;
+            self.paused_by = None;
+        }
+        self.header.status = next;
+        self.last_seq = event.seq;
+        self.last_hash = event.hash.clone();
+        self.header.updated_at_ms = event.at_ms;
+        Ok(())
+    }
+
+    /// What `event`'s kind changes of the state, besides what the detector
+    /// and the completion conditions keep of it (they fold every event
+    /// themselves) and the status, sequence and hash every event moves.
+    fn fold_kind(&mut self, event: &Event) {
         let at = event.at_ms;
         match &event.kind {
             EventKind::SessionStarted { .. } | EventKind::Archived => {}
@@ -199,12 +217,7 @@ impl SessionState {
                 self.budget.ceiling = None;
             }
             EventKind::Renamed { name } => self.header.name = Some(name.clone()),
-            EventKind::Tagged { add, remove } => {
-                self.header.tags.retain(|t| !remove.contains(t));
-                self.header.tags.extend(add.iter().cloned());
-                self.header.tags.sort();
-                self.header.tags.dedup();
-            }
+            EventKind::Tagged { add, remove } => self.retag(add, remove),
             EventKind::Paused { reason, by } => {
                 self.paused_reason = Some(reason.clone());
                 self.paused_by = by.clone();
@@ -238,6 +251,80 @@ impl SessionState {
                 self.child_spawned(child, link);
                 self.last_progress_at_ms = at;
             }
+            EventKind::CallRequested { .. }
+            | EventKind::CallStarted { .. }
+            | EventKind::CallFinished { .. }
+            | EventKind::CallInterrupted { .. } => self.fold_call(&event.kind, at),
+            EventKind::Note { .. } => self.last_progress_at_ms = at,
+            EventKind::UsageReported { .. }
+            | EventKind::BudgetWarning { .. }
+            | EventKind::BudgetExceeded { .. }
+            | EventKind::CapRaised { .. }
+            | EventKind::CeilingReached { .. } => self.fold_spend(&event.kind),
+            EventKind::CallDecided { .. }
+            | EventKind::CeilingWarning { .. }
+            | EventKind::BlockerFlag(_)
+            | EventKind::Escalation { .. }
+            | EventKind::JobsUnwaited { .. }
+            | EventKind::ActionRefused { .. }
+            | EventKind::MemoryProposed { .. }
+            | EventKind::MemorySearched { .. }
+            | EventKind::GatesChecked { .. }
+            | EventKind::VerdictReceived { .. }
+            | EventKind::VerdictGiven { .. }
+            | EventKind::ScheduleAlert { .. } => {}
+            EventKind::ContextInjected { entries, .. } => {
+                self.context.extend(entries.iter().cloned());
+                let over = self.context.len().saturating_sub(MAX_CONTEXT);
+                self.context.drain(..over);
+            }
+        }
+    }
+
+    /// The session's tags after `tagged`: `remove` taken out, `add` put in,
+    /// sorted, each once.
+    fn retag(&mut self, add: &[String], remove: &[String]) {
+        self.header.tags.retain(|t| !remove.contains(t));
+        self.header.tags.extend(add.iter().cloned());
+        self.header.tags.sort();
+        self.header.tags.dedup();
+    }
+
+    /// What a spend event changes: the brain's usage it reported, and what
+    /// the state keeps of the session's budget (the caps warned of, raised
+    /// or exceeded, the ceiling reached). Any other kind changes nothing
+    /// here.
+    fn fold_spend(&mut self, kind: &EventKind) {
+        match kind {
+            EventKind::UsageReported {
+                tokens_in,
+                tokens_out,
+                cost_micros,
+                ..
+            } => {
+                let c = &mut self.counters;
+                c.tokens_in = c.tokens_in.saturating_add(*tokens_in);
+                c.tokens_out = c.tokens_out.saturating_add(*tokens_out);
+                c.model_cost_micros = c.model_cost_micros.saturating_add(*cost_micros);
+            }
+            EventKind::BudgetWarning { cap, .. } if !self.budget.warned.contains(cap) => {
+                self.budget.warned.push(*cap);
+            }
+            EventKind::BudgetExceeded { cap, .. } => self.budget.exceeded = Some(*cap),
+            EventKind::CapRaised { cap, to, .. } => {
+                self.budget.raised.set(*cap, Some(*to));
+                self.budget.warned.retain(|c| c != cap);
+            }
+            EventKind::CeilingReached { scope, .. } => self.budget.ceiling = Some(scope.clone()),
+            _ => {}
+        }
+    }
+
+    /// What a call's event at `at` changes: the calls in flight, the
+    /// interrupted calls the caller is to deal with, and the counters. Any
+    /// other kind changes nothing here.
+    fn fold_call(&mut self, kind: &EventKind, at: u64) {
+        match kind {
             EventKind::CallRequested {
                 call_id,
                 tool,
@@ -255,7 +342,6 @@ impl SessionState {
                 };
                 self.in_flight.insert(call_id.clone(), call);
             }
-            EventKind::CallDecided { .. } => {}
             EventKind::CallStarted {
                 call_id,
                 idempotency_key,
@@ -304,57 +390,8 @@ impl SessionState {
                     }
                 }
             }
-            EventKind::Note { .. } => self.last_progress_at_ms = at,
-            EventKind::UsageReported {
-                tokens_in,
-                tokens_out,
-                cost_micros,
-                ..
-            } => {
-                let c = &mut self.counters;
-                c.tokens_in = c.tokens_in.saturating_add(*tokens_in);
-                c.tokens_out = c.tokens_out.saturating_add(*tokens_out);
-                c.model_cost_micros = c.model_cost_micros.saturating_add(*cost_micros);
-            }
-            EventKind::BudgetWarning { cap, .. } => {
-                if !self.budget.warned.contains(cap) {
-                    self.budget.warned.push(*cap);
-                }
-            }
-            EventKind::BudgetExceeded { cap, .. } => self.budget.exceeded = Some(*cap),
-            EventKind::CapRaised { cap, to, .. } => {
-                self.budget.raised.set(*cap, Some(*to));
-                self.budget.warned.retain(|c| c != cap);
-            }
-            EventKind::CeilingReached { scope, .. } => self.budget.ceiling = Some(scope.clone()),
-            EventKind::CeilingWarning { .. }
-            | EventKind::BlockerFlag(_)
-            | EventKind::Escalation { .. }
-            | EventKind::JobsUnwaited { .. }
-            | EventKind::ActionRefused { .. }
-            | EventKind::MemoryProposed { .. }
-            | EventKind::MemorySearched { .. }
-            | EventKind::GatesChecked { .. }
-            | EventKind::VerdictReceived { .. }
-            | EventKind::VerdictGiven { .. }
-            | EventKind::ScheduleAlert { .. } => {}
-            EventKind::ContextInjected { entries, .. } => {
-                self.context.extend(entries.iter().cloned());
-                let over = self.context.len().saturating_sub(MAX_CONTEXT);
-                self.context.drain(..over);
-            }
+            _ => {}
         }
-        self.watch.apply(event);
-        self.completion.apply(event);
-        if next != SessionStatus::Paused {
-            self.paused_reason = None;
-            self.paused_by = None;
-        }
-        self.header.status = next;
-        self.last_seq = event.seq;
-        self.last_hash = event.hash.clone();
-        self.header.updated_at_ms = at;
-        Ok(())
     }
 
     fn record_handoff(&mut self, event: &Event, from_session: &str, handoff: &Handoff) {
