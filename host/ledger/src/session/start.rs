@@ -14,7 +14,7 @@ use super::kind::{EventKind, Role};
 use super::names::owner_or_local;
 use super::ops::{check_name, check_tags};
 use super::quota;
-use super::slots::{lock, lock_slot};
+use super::slots::{Slot, lock, lock_slot};
 use super::state::{ChildLink, SessionState};
 use super::store::{ID_PREFIX, Sessions};
 use crate::context_index::{INDEX_SOURCE, index_entries};
@@ -62,34 +62,12 @@ impl Sessions {
         counted: bool,
         parent: Option<(String, ChildLink)>,
     ) -> Result<SessionState, SessionError> {
-        if let Some(name) = &start.name {
-            check_name(name)?;
-        }
-        check_tags(&start.tags)?;
-        quota::check_tags(&self.config.quotas, &[], &start.tags, &[])?;
-        if let Some(disk) = &self.config.disk {
-            disk.check().map_err(SessionError::LowDisk)?;
-        }
-        // A scope at a spend ceiling starts nothing new: ending a paused
-        // session and starting another does not reset what it spent.
-        let scopes = [
-            Scope::principal(owner.as_deref().unwrap_or(LOCAL_PRINCIPAL)),
-            Scope::project(start.project.as_str()),
-            Scope::role(start.role),
-        ];
-        if let Some(breach) = self.tallies.at_ceiling(&scopes, self.now())? {
-            return Err(SessionError::Ceiling(breach.start_reason()));
-        }
+        self.check_start(&start, owner.as_deref())?;
         // A keyed session's id carries a MAC tag (see `chain.rs`).
         let id = match self.chain_key() {
             Some(key) => key.session_id(),
             None => format!("{ID_PREFIX}{}", uuid::Uuid::new_v4().simple()),
         };
-        let completion = start.completion.clone().and(&required_completion(
-            &self.config.completion,
-            start.role,
-            &start.project,
-        ));
         let owner_name = owner_or_local(owner.as_deref()).to_string();
         self.ensure_indexed()?;
         let _names = lock(&self.names);
@@ -109,8 +87,11 @@ impl Sessions {
             return Err(e);
         }
         let at = self.now();
+        let name = start.name.clone();
+        let parent_id = parent.as_ref().map(|(id, _)| id.clone());
+        let event = self.first_event(&id, at, start, owner, pinned_tags, parent_id);
         let unclaim = |this: &Sessions| {
-            if let Some(name) = &start.name {
+            if let Some(name) = &name {
                 let _ = this.release_name(&owner_name, name, &id);
             }
             this.release_lease(&id);
@@ -119,13 +100,72 @@ impl Sessions {
             id: &id,
             owner: &owner_name,
             created_ms: at,
-            name: start.name.as_deref(),
+            name: name.as_deref(),
             parent: parent.as_ref().map(|(id, link)| (id.as_str(), link)),
         };
+        let stored = match self.write_first(&event, &hints) {
+            Ok(stored) => stored,
+            Err(e) => {
+                unclaim(self);
+                return Err(e);
+            }
+        };
+        let mut state = SessionState::start(&event)?;
+        state.count_written(&event, stored);
+        if let Err(e) = self.put_info(&state) {
+            tracing::warn!(session = %id, error = %e, "could not update the session index");
+        }
+        slot.state = Some(state.clone());
+        self.hand_start_context(&mut slot, &id, state)
+    }
+
+    /// The checks before anything of a new session is written: its name
+    /// and tags, the disk, and the spend ceilings of its owner (`owner`, or
+    /// the built-in agent), project and role.
+    fn check_start(&self, start: &StartSession, owner: Option<&str>) -> Result<(), SessionError> {
+        if let Some(name) = &start.name {
+            check_name(name)?;
+        }
+        check_tags(&start.tags)?;
+        quota::check_tags(&self.config.quotas, &[], &start.tags, &[])?;
+        if let Some(disk) = &self.config.disk {
+            disk.check().map_err(SessionError::LowDisk)?;
+        }
+        // A scope at a spend ceiling starts nothing new: ending a paused
+        // session and starting another does not reset what it spent.
+        let scopes = [
+            Scope::principal(owner.unwrap_or(LOCAL_PRINCIPAL)),
+            Scope::project(start.project.as_str()),
+            Scope::role(start.role),
+        ];
+        if let Some(breach) = self.tallies.at_ceiling(&scopes, self.now())? {
+            return Err(SessionError::Ceiling(breach.start_reason()));
+        }
+        Ok(())
+    }
+
+    /// Session `id`'s first event at `at`, `session_started`, sealed with
+    /// the configured chain: what it is started with, with the operator's
+    /// `[[completion]]` for its role and project added to its condition,
+    /// and the chain key it is sealed with, if one.
+    fn first_event(
+        &self,
+        id: &str,
+        at: u64,
+        start: StartSession,
+        owner: Option<String>,
+        pinned_tags: Vec<String>,
+        parent: Option<String>,
+    ) -> Event {
+        let completion = start.completion.and(&required_completion(
+            &self.config.completion,
+            start.role,
+            &start.project,
+        ));
         let kind = EventKind::SessionStarted {
             role: start.role,
             project: start.project,
-            name: start.name.clone(),
+            name: start.name,
             tags: start.tags,
             expected_duration_ms: start
                 .expected_duration
@@ -137,44 +177,46 @@ impl Sessions {
                 key_id: key.id().to_string(),
                 key_file: key.file().to_string(),
             }),
-            parent: parent.as_ref().map(|(id, _)| id.clone()),
+            parent,
             completion,
         };
         let chain = match self.chain_key() {
             Some(key) => Chain::Keyed(key.clone()),
             None => Chain::Plain,
         };
-        let event = Event::seal(&chain, &id, 1, at, super::event::GENESIS_HASH, kind);
+        Event::seal(&chain, id, 1, at, super::event::GENESIS_HASH, kind)
+    }
+
+    /// Writes a new session's first `event`: counted against its owner's
+    /// daily events and bytes, put in the indexes (`new`), then appended to
+    /// its log. Returns the bytes it took; on an error the caller releases
+    /// what it claimed.
+    fn write_first(&self, event: &Event, new: &NewSession<'_>) -> Result<usize, SessionError> {
         let bytes = event.to_bytes();
         // The owner's daily events and bytes (an agent's): a start past them
         // is refused before anything of it is written.
-        let counted = self.count_events(
-            &owner_name,
-            std::slice::from_ref(&event),
+        self.count_events(
+            new.owner,
+            std::slice::from_ref(event),
             std::slice::from_ref(&bytes),
-            at,
-        );
-        if let Err(e) = counted {
-            unclaim(self);
-            return Err(e);
-        }
-        if let Err(e) = self.index_new(&hints) {
-            unclaim(self);
-            return Err(e.into());
-        }
+            new.created_ms,
+        )?;
+        self.index_new(new)?;
         let stored = bytes.len();
-        if let Err(e) = self.storage.append(&id, 0, &[bytes]) {
-            unclaim(self);
-            return Err(e.into());
-        }
-        let mut state = SessionState::start(&event)?;
-        state.count_written(&event, stored);
-        if let Err(e) = self.put_info(&state) {
-            tracing::warn!(session = %id, error = %e, "could not update the session index");
-        }
-        slot.state = Some(state.clone());
-        // Every new session starts with its project's context index, and
-        // the approved memory entries of its project, user and role.
+        self.storage.append(new.id, 0, &[bytes])?;
+        Ok(stored)
+    }
+
+    /// Hands the session just started (`state`, under its lock `slot`) the
+    /// context every new session starts with: its project's context index,
+    /// and the approved memory entries of its project, user and role, each
+    /// a `context_injected` when there is any. Returns the session after.
+    fn hand_start_context(
+        &self,
+        slot: &mut Slot,
+        id: &str,
+        state: SessionState,
+    ) -> Result<SessionState, SessionError> {
         let index = index_entries(&*self.storage, &state.header.project);
         let memory = start_entries(
             &*self.storage,
@@ -190,12 +232,12 @@ impl Sessions {
                     source: source.to_string(),
                     entries,
                 };
-                self.append_locked(&mut slot, &id, kind)?;
+                self.append_locked(slot, id, kind)?;
                 appended = true;
             }
         }
         if appended {
-            return self.current(&mut slot, &id);
+            return self.current(slot, id);
         }
         Ok(state)
     }
