@@ -17,14 +17,19 @@
 //!   session's start to its end, or its last event while it is live, within
 //!   the range), so a supervisor's bill shows what its workagents used.
 //!
-//! Dates are `YYYY-MM-DD` in UTC; a range includes both its days.
+//! Dates are `YYYY-MM-DD` in UTC; a range includes both its days. The
+//! report is made in `report.rs`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 
 use crate::budget::units;
 use crate::session::{EndOutcome, EventKind, SessionError, SessionInfo, SessionSummary, Sessions};
+
+mod report;
+
+pub use report::{Report, report};
 
 const DAY_MS: u64 = 86_400_000;
 
@@ -304,168 +309,6 @@ impl RoleShare {
             background,
         );
     }
-}
-
-/// The root ancestor of session `id` (itself when it has no parent), and
-/// its name, from the sessions' records (one read per generation).
-fn root_of(sessions: &Sessions, id: &str) -> (String, Option<String>) {
-    let mut at = sessions.get_info(id).ok().flatten();
-    let mut root = (
-        id.to_string(),
-        at.as_ref().and_then(|i| i.header.name.clone()),
-    );
-    // Bounded: a parent link is written once, at start, to an older session.
-    for _ in 0..MAX_GENERATIONS {
-        let Some(parent) = at.and_then(|i| i.parent) else {
-            break;
-        };
-        at = sessions.get_info(&parent).ok().flatten();
-        let name = at.as_ref().and_then(|i| i.header.name.clone());
-        root = (parent, name);
-    }
-    root
-}
-
-/// Generations a family's root is looked for up (families are a few deep).
-const MAX_GENERATIONS: usize = 64;
-
-/// A billing report.
-#[derive(Clone, Debug, Serialize)]
-pub struct Report {
-    pub from: String,
-    pub to: String,
-    pub by: GroupBy,
-    /// Sessions with at least one call or usage report in the range.
-    pub sessions: u64,
-    /// Sorted by key.
-    pub groups: Vec<Group>,
-    /// All groups together (key `total`).
-    pub total: Group,
-}
-
-/// The billing report over `range`, grouped `by`, from every session's log.
-pub fn report(sessions: &Sessions, range: &DateRange, by: GroupBy) -> Result<Report, SessionError> {
-    let mut groups: BTreeMap<String, Group> = BTreeMap::new();
-    let mut total = Group {
-        key: "total".into(),
-        ..Group::default()
-    };
-    let mut counted = 0;
-    for info in candidates(sessions, range)? {
-        let mut calls: HashMap<String, (String, bool)> = HashMap::new();
-        let mut any = false;
-        let (family, family_name) = match by {
-            GroupBy::Family => root_of(sessions, &info.header.id),
-            _ => (String::new(), None),
-        };
-        let mut ended_at = None;
-        for event in sessions.events(&info.header.id, 1, usize::MAX)? {
-            if let EventKind::Ended { .. } = &event.kind {
-                ended_at = Some(event.at_ms);
-            }
-            let mut figures = Figures::default();
-            let (tool, background) = match &event.kind {
-                EventKind::CallRequested {
-                    call_id,
-                    tool,
-                    job_id,
-                    ..
-                } => {
-                    calls.insert(call_id.clone(), (tool.clone(), job_id.is_some()));
-                    continue;
-                }
-                EventKind::CallFinished {
-                    call_id,
-                    outcome,
-                    metering: m,
-                    ..
-                } => {
-                    let Some((tool, background)) = calls.remove(call_id) else {
-                        continue;
-                    };
-                    figures.calls = 1;
-                    figures.failures = u64::from(outcome != "ok");
-                    figures.wall_us = m.wall_us;
-                    figures.fuel = m.fuel.unwrap_or(0);
-                    figures.bytes_in = m.bytes_in;
-                    figures.bytes_out = m.bytes_out;
-                    figures.tool_cost_micros = m.cost_micros;
-                    (tool, background)
-                }
-                EventKind::CallInterrupted { call_id, .. } => {
-                    let Some((tool, background)) = calls.remove(call_id) else {
-                        continue;
-                    };
-                    figures.calls = 1;
-                    figures.failures = 1;
-                    (tool, background)
-                }
-                EventKind::UsageReported {
-                    tokens_in,
-                    tokens_out,
-                    cost_micros,
-                    model,
-                } => {
-                    figures.tokens_in = *tokens_in;
-                    figures.tokens_out = *tokens_out;
-                    figures.model_cost_micros = *cost_micros;
-                    figures.usage_reports = 1;
-                    let tool = format!("model:{}", model.as_deref().unwrap_or("unknown"));
-                    (tool, false)
-                }
-                _ => continue,
-            };
-            if !range.contains(event.at_ms) {
-                continue;
-            }
-            figures.finish();
-            any = true;
-            let (key, label) = match by {
-                GroupBy::Role => (info.header.role.to_string(), None),
-                GroupBy::Session => (info.header.id.clone(), info.header.name.clone()),
-                GroupBy::Tool => (tool, None),
-                GroupBy::Project => (info.header.project.clone(), None),
-                GroupBy::Day => (day_of(event.at_ms), None),
-                GroupBy::Family => (family.clone(), family_name.clone()),
-            };
-            let group = groups.entry(key.clone()).or_insert_with(|| Group {
-                key,
-                label,
-                ..Group::default()
-            });
-            group.add(&figures, background);
-            if by == GroupBy::Family {
-                let share = group.roles.entry(info.header.role.to_string()).or_default();
-                share.add(&figures, background);
-            }
-            total.add(&figures, background);
-        }
-        if by == GroupBy::Family {
-            // Session hours count whether or not the session made calls.
-            let from = info.header.created_at_ms.max(range.start_ms());
-            let to = ended_at
-                .unwrap_or(info.header.updated_at_ms)
-                .min(range.end_ms());
-            let group = groups.entry(family.clone()).or_insert_with(|| Group {
-                key: family.clone(),
-                label: family_name.clone(),
-                ..Group::default()
-            });
-            let share = group.roles.entry(info.header.role.to_string()).or_default();
-            share.sessions += 1;
-            share.session_ms = share.session_ms.saturating_add(to.saturating_sub(from));
-            share.session_hours = share.session_ms as f64 / 3_600_000.0;
-        }
-        counted += u64::from(any);
-    }
-    Ok(Report {
-        from: format_day(range.from_day),
-        to: format_day(range.to_day),
-        by,
-        sessions: counted,
-        groups: groups.into_values().collect(),
-        total,
-    })
 }
 
 /// A session-end record: the `ended` event of a session and who it was.
