@@ -10,6 +10,7 @@ use super::gate::{GateResult, Verdict};
 use super::kind::{EventKind, Role};
 use super::state::SessionState;
 use super::store::Sessions;
+use crate::manifest::Principal;
 
 /// Reasons one verdict may give, and the longest one.
 pub const MAX_REASONS: usize = 32;
@@ -69,20 +70,7 @@ impl SessionScope<'_> {
     ) -> Result<Judged, SessionError> {
         let (sessions, caller) = (self.sessions, self.caller);
         let judge = self.act(judge)?;
-        if judge.header.role != Role::Judge {
-            return Err(SessionError::NotAllowed(format!(
-                "session {} is a {}, not a judge: record verdicts from a session started with role `judge`",
-                judge.label(),
-                judge.header.role
-            )));
-        }
-        if !judge.header.status.is_live() {
-            return Err(SessionError::NotAllowed(format!(
-                "judge session {} is {}: record verdicts from a live judge session",
-                judge.label(),
-                judge.header.status
-            )));
-        }
+        check_judge(&judge)?;
         check_reasons(&input)?;
         // Not found unless the caller's project covers it: names leak nothing.
         let worker_state = sessions
@@ -90,71 +78,26 @@ impl SessionScope<'_> {
             .ok()
             .filter(|w| caller.is_operator() || caller.may_touch(&w.header.project))
             .ok_or_else(|| SessionError::NotFound(worker.to_string()))?;
-        if worker_state.header.id == judge.header.id {
-            return Err(SessionError::NotAllowed(
-                "a judge does not judge its own session: the verdict must come from someone other than the worker".into(),
-            ));
-        }
-        if worker_state.owner_name() == caller.name
-            || worker_state.owner_name() == judge.owner_name()
-        {
-            return Err(SessionError::NotAllowed(format!(
-                "session {} belongs to `{}`, the judge's own principal: a verdict counts only from another principal; have a judge of another principal record it",
-                worker_state.label(),
-                worker_state.owner_name()
-            )));
-        }
+        check_judged_by_another(caller, &judge, &worker_state)?;
+        let verdict_on = |handoff_seq| Verdict {
+            judge_session: judge.header.id.clone(),
+            judge: caller.name.clone(),
+            handoff_seq,
+            pass: input.pass,
+            reasons: input.reasons.clone(),
+        };
         // The judge's log takes a copy after the worker's record (the
         // append does not refuse it then): its room is checked first, so a
         // refusal there writes nothing.
         let copy = EventKind::VerdictGiven {
             session: worker_state.header.id.clone(),
-            verdict: Verdict {
-                judge_session: judge.header.id.clone(),
-                judge: caller.name.clone(),
-                handoff_seq: u64::MAX,
-                pass: input.pass,
-                reasons: input.reasons.clone(),
-            },
+            verdict: verdict_on(u64::MAX),
         };
         self.by(|| sessions.check_log_room(&judge, &copy))?;
         let verdict = self.by(|| {
             sessions.with_slot(&worker_state.header.id, |this, slot, id| {
-                let state = this.loaded(slot, id)?;
-                if !state.completion.condition.judge {
-                    return Err(SessionError::NotAllowed(format!(
-                        "session {} asks for no judge: its completion condition has `judge = false`",
-                        state.label()
-                    )));
-                }
-                if !state.header.status.is_live() {
-                    return Err(SessionError::NotAllowed(format!(
-                        "session {} is {}: there is nothing left to judge",
-                        state.label(),
-                        state.header.status
-                    )));
-                }
-                let Some(latest) = state.completion.handoff_seq else {
-                    return Err(SessionError::NotAllowed(format!(
-                        "session {} has written no handoff to judge yet: wait for its completion handoff",
-                        state.label()
-                    )));
-                };
-                if let Some(asked) = input.handoff_seq
-                    && asked != latest
-                {
-                    return Err(SessionError::NotAllowed(format!(
-                        "handoff {asked} of session {} is not its latest ({latest}): read the latest (`session_events`) and judge that",
-                        state.label()
-                    )));
-                }
-                let verdict = Verdict {
-                    judge_session: judge.header.id.clone(),
-                    judge: caller.name.clone(),
-                    handoff_seq: latest,
-                    pass: input.pass,
-                    reasons: input.reasons.clone(),
-                };
+                let latest = handoff_to_judge(this.loaded(slot, id)?, input.handoff_seq)?;
+                let verdict = verdict_on(latest);
                 this.append_locked(
                     slot,
                     id,
@@ -183,6 +126,84 @@ impl SessionScope<'_> {
             worker_name: worker_state.header.name,
         })
     }
+}
+
+/// Whether session `judge` may record verdicts: a live session of role
+/// `judge`.
+fn check_judge(judge: &SessionState) -> Result<(), SessionError> {
+    if judge.header.role != Role::Judge {
+        return Err(SessionError::NotAllowed(format!(
+            "session {} is a {}, not a judge: record verdicts from a session started with role `judge`",
+            judge.label(),
+            judge.header.role
+        )));
+    }
+    if !judge.header.status.is_live() {
+        return Err(SessionError::NotAllowed(format!(
+            "judge session {} is {}: record verdicts from a live judge session",
+            judge.label(),
+            judge.header.status
+        )));
+    }
+    Ok(())
+}
+
+/// Whether the verdict of `caller`'s session `judge` on session `worker`
+/// comes from someone other than the worker: another session, owned
+/// neither by the caller nor by the judge's owner.
+fn check_judged_by_another(
+    caller: &Principal,
+    judge: &SessionState,
+    worker: &SessionState,
+) -> Result<(), SessionError> {
+    if worker.header.id == judge.header.id {
+        return Err(SessionError::NotAllowed(
+            "a judge does not judge its own session: the verdict must come from someone other than the worker".into(),
+        ));
+    }
+    if worker.owner_name() == caller.name || worker.owner_name() == judge.owner_name() {
+        return Err(SessionError::NotAllowed(format!(
+            "session {} belongs to `{}`, the judge's own principal: a verdict counts only from another principal; have a judge of another principal record it",
+            worker.label(),
+            worker.owner_name()
+        )));
+    }
+    Ok(())
+}
+
+/// The handoff of the worker `state` (read under its lock) a verdict
+/// judges: its latest, which `asked` must be when the judge names one.
+/// Refused when the worker asks for no judge, is no longer live, or has
+/// written no handoff yet.
+fn handoff_to_judge(state: &SessionState, asked: Option<u64>) -> Result<u64, SessionError> {
+    if !state.completion.condition.judge {
+        return Err(SessionError::NotAllowed(format!(
+            "session {} asks for no judge: its completion condition has `judge = false`",
+            state.label()
+        )));
+    }
+    if !state.header.status.is_live() {
+        return Err(SessionError::NotAllowed(format!(
+            "session {} is {}: there is nothing left to judge",
+            state.label(),
+            state.header.status
+        )));
+    }
+    let Some(latest) = state.completion.handoff_seq else {
+        return Err(SessionError::NotAllowed(format!(
+            "session {} has written no handoff to judge yet: wait for its completion handoff",
+            state.label()
+        )));
+    };
+    if let Some(asked) = asked
+        && asked != latest
+    {
+        return Err(SessionError::NotAllowed(format!(
+            "handoff {asked} of session {} is not its latest ({latest}): read the latest (`session_events`) and judge that",
+            state.label()
+        )));
+    }
+    Ok(latest)
 }
 
 fn check_reasons(input: &VerdictInput) -> Result<(), SessionError> {
