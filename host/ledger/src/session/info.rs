@@ -3,7 +3,7 @@
 //! written after the log, so it may fall behind it (a crash between the two
 //! writes) and is made right again at the next load; a keyed session's
 //! record carries a MAC of its log's head, which the load checks
-//! (`log.rs`).
+//! (`verify.rs`).
 
 use super::state::{SessionInfo, SessionState};
 use super::store::Sessions;

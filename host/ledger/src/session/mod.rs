@@ -71,6 +71,7 @@ mod store;
 #[cfg(test)]
 pub(crate) mod tests;
 mod verdict;
+mod verify;
 pub(crate) mod watch;
 
 pub use access::{SessionScope, check_ceiling, check_may_lift, may_touch};
@@ -94,7 +95,7 @@ pub use kind::{
 pub use lease::{Lease, LeaseConfig};
 pub use lifecycle::{SessionStatus, TRANSITIONS, Transition};
 pub use listing::LOOK_AT_MOST;
-pub use log::{ExportKeyError, LoadStats, VerifyReport, verify_export};
+pub use log::LoadStats;
 pub use observers::{ApprovalObserver, ChildObserver};
 pub use ops::{Resumed, SessionFilter};
 pub use recover::{RecoveredCall, Recovery};
@@ -105,3 +106,4 @@ pub use state::{
 };
 pub use store::{Commit, Sessions};
 pub use verdict::{Judged, VerdictInput};
+pub use verify::{ExportKeyError, VerifyReport, verify_export};

@@ -7,11 +7,11 @@ use super::error::SessionError;
 use super::index::{LIVE, PAGE, id_of};
 use super::kind::EventKind;
 use super::leasing::Taken;
-use super::log::{self, VerifyReport};
 use super::names::{NAMES_BUCKET, name_key};
 use super::slots::{lock, lock_slot};
 use super::state::SessionState;
 use super::store::Sessions;
+use super::verify::{self, VerifyReport};
 use crate::storage::Swap;
 
 /// A call found in flight by [`Sessions::recover`] and now logged as interrupted.
@@ -48,7 +48,7 @@ impl Sessions {
     fn verify_id(&self, id: &str) -> Result<VerifyReport, SessionError> {
         let info = self.get_info(id)?;
         let name = info.as_ref().and_then(|i| i.header.name.clone());
-        log::verify(&*self.storage, id, name, self.chain_key(), info.as_ref())
+        verify::verify(&*self.storage, id, name, self.chain_key(), info.as_ref())
     }
 
     /// [`Sessions::verify`] for every session.

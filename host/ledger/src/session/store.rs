@@ -18,6 +18,7 @@ use super::log::{self, LoadStats};
 use super::observers::{ApprovalObserver, ChildObserver};
 use super::slots::{Slot, lock, lock_slot};
 use super::state::SessionState;
+use super::verify;
 use crate::notify;
 use crate::storage::{Storage, StorageError};
 
@@ -194,10 +195,11 @@ impl Sessions {
             let (state, stats) = log::load(&*self.storage, id, &label, true, self.chain_key())?;
             let chain = self.chain_of(&state)?;
             let info = self.get_info(id).ok().flatten();
-            let cut = match log::recorded_head(info.as_ref(), id, &chain) {
+            let cut = match verify::recorded_head(info.as_ref(), id, &chain) {
                 Err(reason) => Some(reason.to_string()),
-                Ok(head) => head
-                    .and_then(|head| log::cut_from_head(&*self.storage, id, state.last_seq, &head)),
+                Ok(head) => head.and_then(|head| {
+                    verify::cut_from_head(&*self.storage, id, state.last_seq, &head)
+                }),
             };
             if let Some(reason) = cut {
                 return Err(SessionError::Tampered {
