@@ -61,6 +61,7 @@ mod log;
 mod names;
 mod observers;
 mod ops;
+mod owed;
 mod quota;
 mod recover;
 mod room;

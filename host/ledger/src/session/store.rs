@@ -16,6 +16,7 @@ use super::growth::starts_work;
 use super::kind::EventKind;
 use super::log::{self, LoadStats};
 use super::observers::{ApprovalObserver, ChildObserver};
+use super::owed::Owed;
 use super::slots::{Slot, lock, lock_slot};
 use super::state::SessionState;
 use super::verify;
@@ -37,16 +38,6 @@ pub enum Commit {
     Deferred,
 }
 
-/// Calls whose record failed with the store, by session: each with the
-/// store's generation at the failure. Once the store was reopened, the next
-/// load of the session marks each one still in flight `interrupted`
-/// (`Sessions::settle_owed`), as a restart's recovery would.
-type Owed = HashMap<String, Vec<(String, u64)>>;
-
-/// At most this many calls are kept owed; past it a failed call is left to
-/// the recovery of the next start, which marks every call in flight.
-const OWED_MAX: usize = 10_000;
-
 /// The sessions of one storage. Methods are blocking (the storage is); async
 /// callers run them with `spawn_blocking`.
 pub struct Sessions {
@@ -61,7 +52,8 @@ pub struct Sessions {
     /// `index.rs`); held while a data dir of an older shape is indexed.
     pub(crate) indexed: Mutex<bool>,
     last_load: Mutex<Option<LoadStats>>,
-    owed: Mutex<Owed>,
+    /// Calls owed an ending (see `owed.rs`).
+    pub(super) owed: Mutex<Owed>,
     /// Told when a child session may have settled (see `family.rs`).
     pub(crate) observers: Mutex<Vec<Arc<dyn ChildObserver>>>,
     /// Told of every notification an event means (see [`notify::NotifyObserver`]).
@@ -217,78 +209,6 @@ impl Sessions {
         slot.state
             .as_mut()
             .ok_or_else(|| SessionError::NotFound(id.to_string()))
-    }
-
-    /// Keeps the calls of `events`, whose write failed, owed an ending
-    /// (see [`Owed`]).
-    fn owe(&self, id: &str, events: &[Event]) {
-        let generation = self.storage.generation();
-        let mut owed = lock(&self.owed);
-        let mut count: usize = owed.values().map(Vec::len).sum();
-        for event in events {
-            let call_id = match &event.kind {
-                EventKind::CallRequested { call_id, .. }
-                | EventKind::CallDecided { call_id, .. }
-                | EventKind::CallStarted { call_id, .. }
-                | EventKind::CallFinished { call_id, .. } => call_id,
-                _ => continue,
-            };
-            if count >= OWED_MAX {
-                tracing::warn!(session = %id, call_id = %call_id, "too many calls owed an ending; the next start's recovery ends this one");
-                continue;
-            }
-            let calls = owed.entry(id.to_string()).or_default();
-            if !calls.iter().any(|(c, _)| c == call_id) {
-                calls.push((call_id.clone(), generation));
-                count += 1;
-            }
-        }
-    }
-
-    /// Ends the calls of session `id` (just loaded into `slot`) whose record
-    /// failed before the store was reopened: each still in flight in the log
-    /// is marked `interrupted`, as a restart's recovery would, since the call
-    /// that made it gave up when its write failed.
-    fn settle_owed(&self, slot: &mut Slot, id: &str, generation: u64) -> Result<(), SessionError> {
-        let due: Vec<String> = {
-            let mut owed = lock(&self.owed);
-            let Some(calls) = owed.get_mut(id) else {
-                return Ok(());
-            };
-            let (due, later): (Vec<_>, Vec<_>) =
-                calls.drain(..).partition(|(_, g)| *g < generation);
-            *calls = later;
-            if calls.is_empty() {
-                owed.remove(id);
-            }
-            due.into_iter().map(|(call_id, _)| call_id).collect()
-        };
-        for (i, call_id) in due.iter().enumerate() {
-            let in_flight = slot
-                .state
-                .as_ref()
-                .is_some_and(|state| state.in_flight.contains_key(call_id));
-            if !in_flight {
-                continue;
-            }
-            let kind = EventKind::CallInterrupted {
-                call_id: call_id.clone(),
-                reason: "the store failed while the call was being recorded, and the call gave up; the store was reopened without a restart".to_string(),
-            };
-            if let Err(e) = self.append_batch_locked(slot, id, vec![kind], Commit::Durable) {
-                // Owed still: the next load after the next reopen tries again.
-                let mut owed = lock(&self.owed);
-                let calls = owed.entry(id.to_string()).or_default();
-                calls.extend(
-                    due[i..]
-                        .iter()
-                        .map(|c| (c.clone(), generation.saturating_sub(1))),
-                );
-                return Err(e);
-            }
-            tracing::warn!(session = %id, call_id = %call_id, "call marked interrupted: its record failed with the store, which was reopened");
-        }
-        Ok(())
     }
 
     /// The configured chain key (`[storage] chain_key_file`).
@@ -559,53 +479,5 @@ impl Sessions {
             .into_iter()
             .filter(|s| s.starts_with(ID_PREFIX))
             .collect())
-    }
-}
-
-#[cfg(test)]
-mod owed_tests {
-    use super::*;
-    use crate::session::GENESIS_HASH;
-    use crate::storage::{Durability, SledStore};
-
-    fn requested(n: usize) -> Vec<Event> {
-        (0..n)
-            .map(|i| {
-                let kind = EventKind::CallRequested {
-                    call_id: format!("c-{i}"),
-                    tool: "echo.echo".into(),
-                    input_digest: String::new(),
-                    input: None,
-                    job_id: None,
-                    trace_id: None,
-                };
-                Event::seal(&Chain::Plain, "s-a", i as u64 + 1, 0, GENESIS_HASH, kind)
-            })
-            .collect()
-    }
-
-    fn owed(sessions: &Sessions) -> usize {
-        lock(&sessions.owed).values().map(Vec::len).sum()
-    }
-
-    /// The cap on what is owed: at most `OWED_MAX` calls are kept owed an
-    /// ending, over all sessions; a call owed twice is kept once.
-    #[test]
-    fn at_most_owed_max_calls_are_kept_owed_and_none_twice() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Arc::new(SledStore::open(dir.path(), Durability::Flush).unwrap());
-        let sessions = Sessions::new(store);
-        let events = requested(OWED_MAX + 5);
-        sessions.owe("s-a", &events);
-        assert_eq!(owed(&sessions), OWED_MAX);
-        sessions.owe("s-b", &events[..1]);
-        assert_eq!(owed(&sessions), OWED_MAX, "the cap holds across sessions");
-
-        let dir = tempfile::tempdir().unwrap();
-        let store = Arc::new(SledStore::open(dir.path(), Durability::Flush).unwrap());
-        let sessions = Sessions::new(store);
-        sessions.owe("s-a", &events[..3]);
-        sessions.owe("s-a", &events[..3]);
-        assert_eq!(owed(&sessions), 3);
     }
 }
