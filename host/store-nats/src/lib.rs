@@ -39,6 +39,7 @@
 
 #![forbid(unsafe_code)]
 
+mod config;
 mod names;
 mod queue;
 mod record;
@@ -50,7 +51,6 @@ mod tests;
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -60,62 +60,8 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use glovebox_store::{Durability, Result, Storage, StorageError, Swap};
 
+pub use config::{Auth, NatsConfig};
 pub use names::{PrefixError, check_prefix};
-
-/// How to reach and authenticate to the NATS server.
-#[derive(Clone)]
-pub enum Auth {
-    None,
-    /// A `.creds` file (a user JWT and its NKey seed), as `nsc` writes them.
-    CredsFile(PathBuf),
-    UserPassword {
-        user: String,
-        password: String,
-    },
-}
-
-impl fmt::Debug for Auth {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Auth::None => f.write_str("None"),
-            Auth::CredsFile(path) => f.debug_tuple("CredsFile").field(path).finish(),
-            Auth::UserPassword { user, .. } => f
-                .debug_struct("UserPassword")
-                .field("user", user)
-                .finish_non_exhaustive(),
-        }
-    }
-}
-
-/// Where the store lives.
-#[derive(Debug, Clone)]
-pub struct NatsConfig {
-    /// One server or several, comma-separated (`nats://a:4222,nats://b:4222`).
-    /// `tls://` makes the client require TLS.
-    pub url: String,
-    pub auth: Auth,
-    /// Starts every stream and bucket name, so deployments can share a
-    /// cluster: letters, digits and `-` (see [`check_prefix`]).
-    pub prefix: String,
-    /// Copies JetStream keeps of every stream: 1 for one server, 3 for a cluster.
-    pub replicas: usize,
-    /// How long one request (a read, an acknowledgement, a connect) may take.
-    pub timeout: Duration,
-}
-
-impl NatsConfig {
-    pub const DEFAULT_PREFIX: &str = "glovebox";
-
-    pub fn new(url: impl Into<String>) -> NatsConfig {
-        NatsConfig {
-            url: url.into(),
-            auth: Auth::None,
-            prefix: NatsConfig::DEFAULT_PREFIX.to_string(),
-            replicas: 1,
-            timeout: Duration::from_secs(10),
-        }
-    }
-}
 
 /// The store on NATS JetStream.
 pub struct NatsStore {
