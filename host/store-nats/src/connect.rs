@@ -11,7 +11,8 @@ use async_nats::{Client, ConnectOptions};
 use bytes::Bytes;
 use glovebox_store::StorageError;
 
-use crate::{Auth, Inner, NatsConfig, io, open_log_stream};
+use crate::logs::open_log_stream;
+use crate::{Auth, Inner, NatsConfig, io};
 
 pub(crate) async fn connect(config: NatsConfig) -> Result<Inner, StorageError> {
     let url = config.url.clone();
