@@ -15,7 +15,8 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use glovebox_store::StorageError;
 
-use crate::{Inner, get_or_join_stream, io, names, record};
+use crate::streams::get_or_join_stream;
+use crate::{Inner, io, names, record};
 
 /// One log message: one append.
 struct Batch {
