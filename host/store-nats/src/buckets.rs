@@ -15,8 +15,9 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use glovebox_store::StorageError;
 
+use crate::names;
+use crate::store::{Inner, io};
 use crate::streams::get_or_join_stream;
-use crate::{Inner, io, names};
 
 impl Inner {
     /// The KV bucket holding `bucket`; created when `create`, else `None`

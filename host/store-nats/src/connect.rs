@@ -12,7 +12,8 @@ use bytes::Bytes;
 use glovebox_store::StorageError;
 
 use crate::logs::open_log_stream;
-use crate::{Auth, Inner, NatsConfig, io};
+use crate::store::{Inner, io};
+use crate::{Auth, NatsConfig};
 
 pub(crate) async fn connect(config: NatsConfig) -> Result<Inner, StorageError> {
     let url = config.url.clone();

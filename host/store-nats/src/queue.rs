@@ -27,8 +27,9 @@ use async_nats::jetstream::{self, AckKind, consumer, stream};
 use futures_util::StreamExt;
 use glovebox_store::{Delivery, StorageError, WorkQueue};
 
+use crate::names;
+use crate::store::{Inner, io, run_on};
 use crate::streams::get_or_join_stream;
-use crate::{Inner, io, names, run_on};
 
 /// How often a pull that found nothing asks again while it may wait.
 const POLL: Duration = Duration::from_millis(100);

@@ -11,7 +11,8 @@ use futures_util::StreamExt;
 use glovebox_store::StorageError;
 
 use super::is_kv_delete;
-use crate::{Inner, io, names};
+use crate::names;
+use crate::store::{Inner, io};
 
 /// How many keys a scan reads at once.
 const SCAN_READS: usize = 64;
