@@ -6,8 +6,8 @@ pub const STREAMS_TREE: &str = super::STREAMS_TREE;
 
 /// The key of the record of `stream` whose first entry has sequence `seq`.
 pub fn record_key(stream: &str, seq: u64) -> Vec<u8> {
-    let prefix = super::stream_prefix(stream).expect("a stream name without NUL");
-    super::entry_key(&prefix, seq)
+    let prefix = super::records::stream_prefix(stream).expect("a stream name without NUL");
+    super::records::entry_key(&prefix, seq)
 }
 
 /// A record holding `entries`.
