@@ -2,7 +2,9 @@
 //! files `Strict` syncs. What every backend must do is tested in
 //! `crate::conformance`.
 
+use super::records::{entry_key, stream_prefix};
 use super::*;
+use crate::Storage;
 use crate::test_support::{append_s_and_t, damage_of, entries};
 
 fn open(dir: &Path) -> SledStore {
