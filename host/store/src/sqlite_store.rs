@@ -120,6 +120,7 @@
 
 mod checkpoint;
 mod group_commit;
+mod limits;
 mod pool;
 #[cfg(any(test, feature = "testing"))]
 pub mod raw;
@@ -136,18 +137,13 @@ use rusqlite::{ErrorCode, OptionalExtension, params};
 
 use self::checkpoint::Checkpointer;
 use self::group_commit::GroupCommit;
+use self::limits::{check_key_size, check_size, check_value_size, shorten};
 use self::pool::Pool;
 use self::writer::{Op, Writer};
 use super::{Durability, Result, Storage, StorageError, Swap, check_stream_name};
 
 /// The database file, under the data dir.
 const DB_FILE: &str = "sqlite/store.db";
-
-/// The largest entry, value, key or name the store takes. SQLite refuses a
-/// string or blob over 10^9 bytes (`SQLITE_MAX_LENGTH`), and a row over that
-/// too; refusing earlier keeps one oversized write from failing its whole
-/// batch, and with it the store.
-const MAX_ITEM_BYTES: usize = 999_000_000;
 
 /// [`Storage`] on SQLite. Open one per data dir and share it (`Arc`) between
 /// threads; a second [`open`](SqliteStore::open) of the same dir, in this
@@ -210,46 +206,6 @@ fn sqlite_error(path: &Path, what: &str, e: rusqlite::Error) -> StorageError {
             ))
         }
         _ => StorageError::Io(format!("cannot {what} `{path}`: {e}")),
-    }
-}
-
-/// A bucket name and key within the sizes SQLite takes.
-fn check_key_size(bucket: &str, key: &str) -> Result<(), StorageError> {
-    check_size(bucket.len(), || {
-        format!("bucket name `{}`", shorten(bucket))
-    })?;
-    check_size(key.len(), || {
-        format!("a key of bucket `{}`", shorten(bucket))
-    })
-}
-
-/// A value to store under `key` in `bucket` within the size SQLite takes.
-fn check_value_size(bucket: &str, key: &str, value: &[u8]) -> Result<(), StorageError> {
-    check_size(value.len(), || {
-        format!(
-            "the value of key `{}` in bucket `{}`",
-            shorten(key),
-            shorten(bucket)
-        )
-    })
-}
-
-fn check_size(len: usize, what: impl FnOnce() -> String) -> Result<(), StorageError> {
-    if len > MAX_ITEM_BYTES {
-        return Err(StorageError::Io(format!(
-            "{} is {len} bytes, over the SQLite store's limit of {MAX_ITEM_BYTES}: keep large data outside the store and store a reference to it",
-            what()
-        )));
-    }
-    Ok(())
-}
-
-/// `name` cut to a length fit for an error message.
-fn shorten(name: &str) -> String {
-    const SHOWN: usize = 60;
-    match name.char_indices().nth(SHOWN) {
-        Some((end, _)) => format!("{}...", &name[..end]),
-        None => name.to_string(),
     }
 }
 
