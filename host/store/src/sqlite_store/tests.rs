@@ -6,7 +6,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
+use super::storage::prefix_end;
 use super::*;
+use crate::Storage;
 use crate::test_support::{append_s_and_t, damage_of, entries, read_entries};
 
 fn open(dir: &Path) -> SqliteStore {
