@@ -1,0 +1,324 @@
+//! `glovebox.toml`: the host configuration, and the plugins it lists.
+//!
+//! Here: the file as written and [`HostConfig::load`], which checks each
+//! table in turn; `[runtime]`, `[storage]` (and its keys of the nats backend)
+//! and the `[[plugin]]` list are checked in their own files, the other
+//! tables in the modules of the values they make.
+
+mod nats;
+mod plugins;
+mod runtime;
+mod storage;
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::approvals::{RawApprovals, validate_approvals};
+use super::budgets::{RawBudgets, validate_budgets};
+use super::completion::{RawCompletion, validate_completion};
+use super::detector::{RawContext, RawDetector, validate_context, validate_detector};
+use super::guest::MemoryCap;
+use super::handoffs::{RawHandoffs, validate_handoffs};
+use super::hooks::{RawHook, hooks_none, validate_hooks};
+use super::limits::{RawLimits, apply_limits};
+use super::memory::{RawMemory, validate_memory};
+use super::notify::{RawNotify, validate_notify};
+use super::oauth::{RawAuth, validate_auth};
+use super::owned::default_data_dir;
+use super::paths::{canonical, parent_dir, read_source, resolve_dir};
+use super::principal::{RawPrincipal, validate_principals};
+use super::quotas::{RawQuotas, validate_quotas};
+use super::schedule::{RawSchedule, RawTrigger, validate_schedules, validate_triggers};
+use super::source::Source;
+use super::{ConfigError, HostConfig, Limits, PluginManifest, RuntimeConfig, StorageConfig};
+
+use plugins::load_plugins;
+use runtime::validate_runtime;
+use storage::validate_storage;
+
+pub(super) use plugins::RawPluginEntry;
+pub(super) use runtime::RawRuntime;
+pub(super) use storage::RawStorage;
+
+/// `glovebox.toml`: the operator's config. Every table is optional except
+/// that the config lists `[[hook]]`s or says `hooks = "none"`.
+#[derive(Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawHostConfig {
+    /// Where session logs, checkpoints and the compile cache live
+    /// ([`operators/storage.md`](operators/storage.md#the-data-dir)); no grant
+    /// may reach it.
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "`$XDG_STATE_HOME/glovebox/<dir>-<hash of the config path>`")))]
+    data_dir: Option<String>,
+    /// The limits of every call; a manifest's `[limits]` overrides them.
+    #[serde(default)]
+    defaults: RawLimits,
+    /// Host-wide capacity.
+    #[serde(default)]
+    runtime: RawRuntime,
+    /// The tool plugins, each named by its manifest.
+    #[serde(default)]
+    pub(super) plugin: Vec<RawPluginEntry>,
+    /// `"none"` states that no hook judges calls; a config must list
+    /// `[[hook]]`s or say this.
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "none")))]
+    #[cfg_attr(feature = "schemars", schemars(extend("enum" = ["none"])))]
+    hooks: Option<String>,
+    /// The permission hooks, in the order they judge calls.
+    #[serde(default)]
+    pub(super) hook: Vec<RawHook>,
+    /// How sessions are kept.
+    #[serde(default)]
+    storage: RawStorage,
+    /// Caps per role and spend ceilings.
+    #[serde(default)]
+    budgets: RawBudgets,
+    /// The stuck-agent detector.
+    #[serde(default)]
+    detector: RawDetector,
+    /// Who may write to the projects' context index.
+    #[serde(default)]
+    context: RawContext,
+    /// How long a call waits for an operator's approval.
+    #[serde(default)]
+    approvals: RawApprovals,
+    /// The routes of handoffs into other principals' sessions.
+    #[serde(default)]
+    handoffs: RawHandoffs,
+    /// How much one agent principal, or one session, may hold.
+    #[serde(default)]
+    quotas: RawQuotas,
+    /// The memory bank's bounds and who may propose to and review it.
+    #[serde(default)]
+    memory: RawMemory,
+    /// Who may connect.
+    #[serde(default)]
+    principal: Vec<RawPrincipal>,
+    /// How HTTP callers may prove who they are besides a principal's own
+    /// token.
+    #[serde(default)]
+    auth: RawAuth,
+    /// The webhooks told about approvals, flags, budgets, jobs, rescues and sessions.
+    #[serde(default)]
+    notify: Vec<RawNotify>,
+    /// The completion conditions required per role and project.
+    #[serde(default)]
+    completion: Vec<RawCompletion>,
+    /// Work started on a cron expression.
+    #[serde(default)]
+    schedule: Vec<RawSchedule>,
+    /// Work started when an event happens or a webhook comes.
+    #[serde(default)]
+    trigger: Vec<RawTrigger>,
+}
+
+/// Only the data dir of a config, for a config that may not load as a whole.
+#[derive(Deserialize)]
+struct RawDataDir {
+    data_dir: Option<String>,
+}
+
+impl HostConfig {
+    /// The data dir the config at `path` names, read even when the rest of
+    /// it does not load (an operator who broke the config of a running
+    /// server still reaches that server: `glovebox reload` says what is
+    /// wrong). Only a file that is not TOML, or a bad `data_dir`, fails.
+    pub fn data_dir_of(path: &Path) -> Result<PathBuf, ConfigError> {
+        let src = read_source(path, path.display().to_string())?;
+        let raw: RawDataDir = src.deserialize()?;
+        let abs_path = canonical(path, &src.file)?;
+        match &raw.data_dir {
+            Some(text) => resolve_dir(&src, &parent_dir(&abs_path), "data_dir", text),
+            None => default_data_dir(&abs_path, |var| std::env::var_os(var))
+                .map_err(|problem| src.invalid("data_dir", problem, "set `data_dir`")),
+        }
+    }
+
+    /// Reads `glovebox.toml` and every plugin manifest it lists.
+    pub fn load(path: &Path) -> Result<HostConfig, ConfigError> {
+        let src = read_source(path, path.display().to_string())?;
+        let raw: RawHostConfig = src.deserialize()?;
+        let abs_path = canonical(path, &src.file)?;
+        let dir = parent_dir(&abs_path);
+        // Manifests are named in messages relative to how the operator named this file.
+        let display_dir = path.parent().unwrap_or(Path::new(""));
+
+        let data_dir = configured_data_dir(&src, &raw, &abs_path, &dir)?;
+        let defaults = apply_limits(&src, "defaults", &raw.defaults, &Limits::default())?;
+        let runtime = validate_runtime(&src, &raw.runtime, &dir)?;
+        let storage = validate_storage(&src, &raw.storage, &dir)?;
+        let detector = validate_detector(&src, &raw.detector)?;
+        let context = validate_context(&src, &raw.context)?;
+        let approvals = validate_approvals(&src, &raw.approvals)?;
+        let handoffs = validate_handoffs(&src, &raw.handoffs)?;
+        let quotas = validate_quotas(&src, &raw.quotas)?;
+        let memory = validate_memory(&src, &raw.memory)?;
+        let principals = validate_principals(&src, &dir, &raw.principal, raw.auth.has_oauth())?;
+        let names: Vec<&str> = principals
+            .iter()
+            .map(|p| p.principal.name.as_str())
+            .collect();
+        let oauth = validate_auth(&src, &dir, &raw.auth, &names)?;
+        let secret_files = secret_files(&dir, &raw);
+        let budgets = validate_budgets(&src, &raw.budgets, &names)?;
+        let notify = validate_notify(&src, &dir, &raw.notify)?;
+        let schedules = validate_schedules(&src, &raw.schedule, &notify)?;
+        let triggers = validate_triggers(&src, &dir, &raw.trigger, &notify)?;
+        let cap = MemoryCap::new(&runtime, &src.file);
+        if let Some((problem, hint)) = cap.check(defaults.memory) {
+            return Err(src.invalid("defaults.memory", problem, hint));
+        }
+
+        let plugins = load_plugins(&src, &raw.plugin, &dir, display_dir, &defaults, &cap)?;
+
+        // Tools are named by the components, not the manifests: here a gate's
+        // plugin must be listed; the host checks the tool when it loads them.
+        let completion = validate_completion(&src, &raw.completion, |tool| {
+            tool.split_once('.')
+                .is_some_and(|(plugin, _)| plugins.iter().any(|p| p.name == plugin))
+        })?;
+        let hooks = validate_hooks(&src, &dir, &raw.hook, &cap)?;
+        let hooks_explicitly_none = hooks_none(&src, raw.hooks.as_deref(), hooks.len())?;
+
+        let config = HostConfig {
+            path: abs_path,
+            data_dir,
+            defaults,
+            runtime,
+            plugins,
+            hooks,
+            hooks_explicitly_none,
+            storage,
+            budgets,
+            detector,
+            context,
+            approvals,
+            handoffs,
+            quotas,
+            memory,
+            principals,
+            oauth,
+            notify,
+            completion,
+            schedules,
+            triggers,
+            secret_files,
+        };
+        config.check_chain_key(&src)?;
+        config.check_grants()?;
+        Ok(config)
+    }
+
+    /// `[storage] chain_key_file` must lie outside the data dir: a key kept
+    /// beside the log it seals protects nothing from whoever can write the
+    /// log. (Its mode, owner and length are checked when the store opens.)
+    fn check_chain_key(&self, src: &Source) -> Result<(), ConfigError> {
+        let Some(key) = &self.storage.chain_key_file else {
+            return Ok(());
+        };
+        let key = super::owned::canonical_lenient(key);
+        let data = super::owned::canonical_lenient(&self.data_dir);
+        if key.starts_with(&data) {
+            return Err(src.invalid(
+                "storage.chain_key_file",
+                format!(
+                    "the chain key file `{}` lies inside the data dir `{}`, where whoever can rewrite the log could read the key",
+                    key.display(),
+                    data.display()
+                ),
+                "keep the key outside the data dir, e.g. in `$HOME/.config/glovebox/` (`head -c 32 /dev/urandom > FILE && chmod 600 FILE`)",
+            ));
+        }
+        Ok(())
+    }
+
+    /// A config with defaults everywhere and the given plugins, for tests and
+    /// `glovebox plugin check`. `path` is left empty. It has no hooks, and says so
+    /// (`hooks_explicitly_none`): a program that wants hooks pushes them onto
+    /// `hooks` and clears the flag.
+    pub fn from_plugins(data_dir: PathBuf, plugins: Vec<PluginManifest>) -> HostConfig {
+        HostConfig {
+            path: PathBuf::new(),
+            data_dir,
+            defaults: Limits::default(),
+            runtime: RuntimeConfig::default(),
+            plugins,
+            hooks: Vec::new(),
+            hooks_explicitly_none: true,
+            storage: StorageConfig::default(),
+            budgets: Default::default(),
+            detector: Default::default(),
+            context: Default::default(),
+            approvals: Default::default(),
+            handoffs: Default::default(),
+            quotas: Default::default(),
+            memory: Default::default(),
+            principals: Vec::new(),
+            oauth: None,
+            notify: Vec::new(),
+            completion: Vec::new(),
+            schedules: Vec::new(),
+            triggers: Vec::new(),
+            secret_files: Vec::new(),
+        }
+    }
+
+    /// Where the sessions' scratch directories live: `<data_dir>/scratch`.
+    pub fn scratch_dir(&self) -> PathBuf {
+        self.data_dir.join("scratch")
+    }
+
+    /// `runtime.digests_dir`, or `<data_dir>/digests` when unset: where the host
+    /// records the digest of what it puts in the compile cache.
+    pub fn digests_dir(&self) -> PathBuf {
+        self.runtime
+            .digests_dir
+            .clone()
+            .unwrap_or_else(|| self.data_dir.join("digests"))
+    }
+
+    /// `runtime.cache_dir`, or `<data_dir>/cache` when unset.
+    pub fn cache_dir(&self) -> PathBuf {
+        self.runtime
+            .cache_dir
+            .clone()
+            .unwrap_or_else(|| self.data_dir.join("cache"))
+    }
+}
+
+/// `data_dir` as written (from the config's directory `dir`), or the
+/// default beside the user's state for the config at `abs_path`.
+fn configured_data_dir(
+    src: &Source,
+    raw: &RawHostConfig,
+    abs_path: &Path,
+    dir: &Path,
+) -> Result<PathBuf, ConfigError> {
+    Ok(match &raw.data_dir {
+        Some(dir_text) => resolve_dir(src, dir, "data_dir", dir_text)?,
+        None => default_data_dir(abs_path, |var| std::env::var_os(var)).map_err(|problem| {
+            src.invalid(
+                "data_dir",
+                problem,
+                format!(
+                    "set `data_dir` in `{}`, or set `HOME` (or `XDG_STATE_HOME`) to the user's home (state) directory",
+                    src.file
+                ),
+            )
+        })?,
+    })
+}
+
+/// The secret files the config names (principals' tokens, notify targets'
+/// and webhook triggers' secrets), resolved from its directory `dir`: no
+/// grant may reach them.
+fn secret_files(dir: &Path, raw: &RawHostConfig) -> Vec<super::SecretFile> {
+    [
+        super::principal::secret_files(dir, &raw.principal),
+        super::notify::secret_files(dir, &raw.notify),
+        super::schedule::secret_files(dir, &raw.trigger),
+    ]
+    .concat()
+}
