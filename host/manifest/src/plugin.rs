@@ -8,7 +8,7 @@ use serde::Deserialize;
 use super::guest::{MemoryCap, normalize_sha256, valid_plugin_name};
 use super::limits::{RawLimits, apply_limits};
 use super::paths::{canonical, parent_dir, read_source, resolve_component, resolve_grant_dir};
-use super::source::{self, ACTION_HINT, NAME_HINT, join_key};
+use super::source::{self, ACTION_HINT, NAME_HINT, Source, join_key};
 use super::{Access, ConfigError, FsGrant, HttpGrant, Limits, PluginManifest, ToolOverride};
 
 /// A plugin's manifest: one file per tool plugin, named by a `[[plugin]]
@@ -176,7 +176,36 @@ pub(super) fn load_manifest(
         })?),
     };
 
-    let limits = apply_limits(&src, "limits", &raw.limits, defaults)?;
+    let limits = manifest_limits(&src, &raw, defaults, cap)?;
+    let fs = fs_grants(&src, &dir, &raw)?;
+    check_env(&src, &raw)?;
+    let http = http_grants(&src, &raw)?;
+    let scratch = scratch_mount(&src, &raw, &fs)?;
+    let tools = tool_overrides(&src, &raw)?;
+
+    Ok(PluginManifest {
+        path: Some(abs_path),
+        name,
+        component,
+        sha256,
+        limits,
+        fs,
+        env: raw.env,
+        http,
+        scratch,
+        tools,
+    })
+}
+
+/// `[limits]` over the host's `defaults`: no wasm stack of its own, and a
+/// memory the host's `cap` allows.
+fn manifest_limits(
+    src: &Source,
+    raw: &RawManifest,
+    defaults: &Limits,
+    cap: Option<&MemoryCap>,
+) -> Result<Limits, ConfigError> {
+    let limits = apply_limits(src, "limits", &raw.limits, defaults)?;
     // wasmtime sets the wasm stack per engine, so one plugin cannot have its own:
     // refuse rather than accept a limit that would not hold.
     if raw.limits.max_wasm_stack.is_some() && limits.max_wasm_stack != defaults.max_wasm_stack {
@@ -196,10 +225,15 @@ pub(super) fn load_manifest(
     {
         return Err(src.invalid("limits.memory", problem, hint));
     }
+    Ok(limits)
+}
 
+/// `[[fs]]`: each grant's host directory (from the manifest's directory
+/// `dir`) and its own guest path.
+fn fs_grants(src: &Source, dir: &Path, raw: &RawManifest) -> Result<Vec<FsGrant>, ConfigError> {
     let mut fs: Vec<FsGrant> = Vec::new();
     for (i, grant) in raw.fs.iter().enumerate() {
-        let host = resolve_grant_dir(&src, &dir, &format!("fs[{i}].host"), &grant.host)?;
+        let host = resolve_grant_dir(src, dir, &format!("fs[{i}].host"), &grant.host)?;
         let key = format!("fs[{i}].guest");
         let guest = normalize_guest(&grant.guest)
             .map_err(|problem| src.invalid(&key, problem, source::hint_for("guest")))?;
@@ -216,7 +250,11 @@ pub(super) fn load_manifest(
             access: grant.access,
         });
     }
+    Ok(fs)
+}
 
+/// `env`: variable names only, each once.
+fn check_env(src: &Source, raw: &RawManifest) -> Result<(), ConfigError> {
     for (i, var) in raw.env.iter().enumerate() {
         let key = format!("env[{i}]");
         let problem = if var.is_empty() {
@@ -239,7 +277,11 @@ pub(super) fn load_manifest(
             ));
         }
     }
+    Ok(())
+}
 
+/// `[[http]]`: each URL a grant, each granted once.
+fn http_grants(src: &Source, raw: &RawManifest) -> Result<Vec<HttpGrant>, ConfigError> {
     let mut http: Vec<HttpGrant> = Vec::new();
     for (i, grant) in raw.http.iter().enumerate() {
         let key = format!("http[{i}].url");
@@ -254,8 +296,16 @@ pub(super) fn load_manifest(
         }
         http.push(parsed);
     }
+    Ok(http)
+}
 
-    let scratch = match &raw.scratch {
+/// `scratch`: a guest path no `[[fs]]` grant uses.
+fn scratch_mount(
+    src: &Source,
+    raw: &RawManifest,
+    fs: &[FsGrant],
+) -> Result<Option<String>, ConfigError> {
+    Ok(match &raw.scratch {
         None => None,
         Some(path) => {
             let guest = normalize_guest(path)
@@ -269,8 +319,15 @@ pub(super) fn load_manifest(
             }
             Some(guest)
         }
-    };
+    })
+}
 
+/// `[tools.<tool>]`: what the manifest says of each tool (its action, a
+/// non-negative cost).
+fn tool_overrides(
+    src: &Source,
+    raw: &RawManifest,
+) -> Result<BTreeMap<String, ToolOverride>, ConfigError> {
     let mut tools = BTreeMap::new();
     for (tool, over) in &raw.tools {
         let key = join_key("tools", tool);
@@ -305,19 +362,7 @@ pub(super) fn load_manifest(
             },
         );
     }
-
-    Ok(PluginManifest {
-        path: Some(abs_path),
-        name,
-        component,
-        sha256,
-        limits,
-        fs,
-        env: raw.env,
-        http,
-        scratch,
-        tools,
-    })
+    Ok(tools)
 }
 
 /// Colon-separated segments of `[a-z0-9_*-]`, e.g. `execute:database:*`.
