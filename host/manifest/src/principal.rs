@@ -295,45 +295,7 @@ pub(super) fn validate_principals(
                 "write `kind = \"agent\"` or `kind = \"operator\"`",
             )
         })?;
-        let hash_text = match (&p.credential, &p.credential_file) {
-            (Some(_), Some(_)) => {
-                return Err(src.invalid(
-                    &key("credential_file"),
-                    "`credential` and `credential_file` both give the token's hash",
-                    "keep one of them",
-                ));
-            }
-            // Under `[auth.oauth]` a principal may come only with its
-            // identity provider's tokens.
-            (None, None) if oauth => None,
-            (None, None) => {
-                return Err(src.invalid(
-                    &key("name"),
-                    format!("principal `{}` has no credential", p.name),
-                    format!(
-                        "run `glovebox principal add {}` to make a token and store its hash, or set `credential` (the hex SHA-256 of its token) or `credential_file`",
-                        p.name
-                    ),
-                ));
-            }
-            (Some(text), None) => Some(text.clone()),
-            (None, Some(file)) => Some(read_credential_file(
-                src,
-                &key("credential_file"),
-                dir,
-                file,
-            )?),
-        };
-        let credential = match hash_text {
-            None => None,
-            Some(text) => Some(parse_hash(text.trim()).ok_or_else(|| {
-                src.invalid(
-                    &key(if p.credential.is_some() { "credential" } else { "credential_file" }),
-                    "the credential is not a hex SHA-256 (64 hex digits)",
-                    "store the SHA-256 of the token, never the token itself: `glovebox principal add` does it for you",
-                )
-            })?),
-        };
+        let credential = principal_credential(src, &key, dir, p, oauth)?;
         if let Some(other) = out
             .iter()
             .find(|o| credential.is_some() && o.credential == credential)
@@ -350,80 +312,9 @@ pub(super) fn validate_principals(
                 ),
             ));
         }
-        let (roles, projects) = match kind {
-            PrincipalKind::Operator => {
-                for (leaf, given) in [
-                    ("roles", p.roles.is_some()),
-                    ("projects", p.projects.is_some()),
-                ] {
-                    if given {
-                        return Err(src.invalid(
-                            &key(leaf),
-                            format!("operator `{}` acts in every role and project", p.name),
-                            format!("remove `{leaf}`, or make it `kind = \"agent\"`"),
-                        ));
-                    }
-                }
-                (Vec::new(), Vec::new())
-            }
-            PrincipalKind::Agent => {
-                let roles = p.roles.as_deref().unwrap_or_default();
-                if roles.is_empty() {
-                    return Err(src.invalid(
-                        &key("roles"),
-                        format!("agent `{}` may act as no role", p.name),
-                        "list the roles it may start sessions as, e.g. `roles = [\"workagent\"]`",
-                    ));
-                }
-                let mut parsed = Vec::new();
-                for r in roles {
-                    let role: Role = r.parse().map_err(|e: UnknownWord| {
-                        src.invalid(
-                            &key("roles"),
-                            e,
-                            "write roles from orchestrator, supervisor and workagent",
-                        )
-                    })?;
-                    if !parsed.contains(&role) {
-                        parsed.push(role);
-                    }
-                }
-                let projects = p.projects.clone().unwrap_or_default();
-                if projects.is_empty() || projects.iter().any(|p| p.trim().is_empty()) {
-                    return Err(src.invalid(
-                        &key("projects"),
-                        format!("agent `{}` has no project it may touch", p.name),
-                        "list its projects, e.g. `projects = [\"demo\"]`, or `[\"*\"]` for any",
-                    ));
-                }
-                (parsed, projects)
-            }
-        };
-        for tag in &p.tags {
-            if tag.is_empty()
-                || tag.len() > 64
-                || tag
-                    .chars()
-                    .any(|c| c.is_control() || c.is_whitespace() || c == ',')
-            {
-                return Err(src.invalid(
-                    &key("tags"),
-                    format!("`{tag}` is not a session tag"),
-                    "use 1 to 64 characters, no spaces or commas",
-                ));
-            }
-        }
-        let approve_by = match p.approve_by.as_deref() {
-            None | Some("operator") => ApproveBy::Operator,
-            Some("client") => ApproveBy::Client,
-            Some(other) => {
-                return Err(src.invalid(
-                    &key("approve_by"),
-                    format!("`{other}` is not who settles approvals"),
-                    "write `approve_by = \"operator\"` (the default: `glovebox approve`) or `approve_by = \"client\"` (the calling client's user, through MCP elicitation)",
-                ));
-            }
-        };
+        let (roles, projects) = principal_scope(src, &key, p, kind)?;
+        check_tags(src, &key, p)?;
+        let approve_by = principal_approve_by(src, &key, p)?;
         out.push(PrincipalConfig {
             principal: Principal {
                 name: p.name.clone(),
@@ -437,6 +328,159 @@ pub(super) fn validate_principals(
         });
     }
     Ok(out)
+}
+
+/// The hash of a principal's token: `credential` or `credential_file`
+/// (from the config's directory `dir`), one of them unless `[auth.oauth]`
+/// is set (`oauth`), as 64 hex digits.
+fn principal_credential(
+    src: &Source,
+    key: &dyn Fn(&str) -> String,
+    dir: &Path,
+    p: &RawPrincipal,
+    oauth: bool,
+) -> Result<Option<[u8; 32]>, ConfigError> {
+    let hash_text = match (&p.credential, &p.credential_file) {
+        (Some(_), Some(_)) => {
+            return Err(src.invalid(
+                &key("credential_file"),
+                "`credential` and `credential_file` both give the token's hash",
+                "keep one of them",
+            ));
+        }
+        // Under `[auth.oauth]` a principal may come only with its
+        // identity provider's tokens.
+        (None, None) if oauth => None,
+        (None, None) => {
+            return Err(src.invalid(
+                &key("name"),
+                format!("principal `{}` has no credential", p.name),
+                format!(
+                    "run `glovebox principal add {}` to make a token and store its hash, or set `credential` (the hex SHA-256 of its token) or `credential_file`",
+                    p.name
+                ),
+            ));
+        }
+        (Some(text), None) => Some(text.clone()),
+        (None, Some(file)) => Some(read_credential_file(
+            src,
+            &key("credential_file"),
+            dir,
+            file,
+        )?),
+    };
+    let credential = match hash_text {
+        None => None,
+        Some(text) => Some(parse_hash(text.trim()).ok_or_else(|| {
+            src.invalid(
+                &key(if p.credential.is_some() { "credential" } else { "credential_file" }),
+                "the credential is not a hex SHA-256 (64 hex digits)",
+                "store the SHA-256 of the token, never the token itself: `glovebox principal add` does it for you",
+            )
+        })?),
+    };
+    Ok(credential)
+}
+
+/// The roles and projects of an agent (at least one of each); an operator
+/// names none, being in every one.
+fn principal_scope(
+    src: &Source,
+    key: &dyn Fn(&str) -> String,
+    p: &RawPrincipal,
+    kind: PrincipalKind,
+) -> Result<(Vec<Role>, Vec<String>), ConfigError> {
+    Ok(match kind {
+        PrincipalKind::Operator => {
+            for (leaf, given) in [
+                ("roles", p.roles.is_some()),
+                ("projects", p.projects.is_some()),
+            ] {
+                if given {
+                    return Err(src.invalid(
+                        &key(leaf),
+                        format!("operator `{}` acts in every role and project", p.name),
+                        format!("remove `{leaf}`, or make it `kind = \"agent\"`"),
+                    ));
+                }
+            }
+            (Vec::new(), Vec::new())
+        }
+        PrincipalKind::Agent => {
+            let roles = p.roles.as_deref().unwrap_or_default();
+            if roles.is_empty() {
+                return Err(src.invalid(
+                    &key("roles"),
+                    format!("agent `{}` may act as no role", p.name),
+                    "list the roles it may start sessions as, e.g. `roles = [\"workagent\"]`",
+                ));
+            }
+            let mut parsed = Vec::new();
+            for r in roles {
+                let role: Role = r.parse().map_err(|e: UnknownWord| {
+                    src.invalid(
+                        &key("roles"),
+                        e,
+                        "write roles from orchestrator, supervisor and workagent",
+                    )
+                })?;
+                if !parsed.contains(&role) {
+                    parsed.push(role);
+                }
+            }
+            let projects = p.projects.clone().unwrap_or_default();
+            if projects.is_empty() || projects.iter().any(|p| p.trim().is_empty()) {
+                return Err(src.invalid(
+                    &key("projects"),
+                    format!("agent `{}` has no project it may touch", p.name),
+                    "list its projects, e.g. `projects = [\"demo\"]`, or `[\"*\"]` for any",
+                ));
+            }
+            (parsed, projects)
+        }
+    })
+}
+
+/// `tags`: each 1 to 64 characters, no spaces or commas.
+fn check_tags(
+    src: &Source,
+    key: &dyn Fn(&str) -> String,
+    p: &RawPrincipal,
+) -> Result<(), ConfigError> {
+    for tag in &p.tags {
+        if tag.is_empty()
+            || tag.len() > 64
+            || tag
+                .chars()
+                .any(|c| c.is_control() || c.is_whitespace() || c == ',')
+        {
+            return Err(src.invalid(
+                &key("tags"),
+                format!("`{tag}` is not a session tag"),
+                "use 1 to 64 characters, no spaces or commas",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `approve_by`: who settles the principal's approvals.
+fn principal_approve_by(
+    src: &Source,
+    key: &dyn Fn(&str) -> String,
+    p: &RawPrincipal,
+) -> Result<ApproveBy, ConfigError> {
+    Ok(match p.approve_by.as_deref() {
+        None | Some("operator") => ApproveBy::Operator,
+        Some("client") => ApproveBy::Client,
+        Some(other) => {
+            return Err(src.invalid(
+                &key("approve_by"),
+                format!("`{other}` is not who settles approvals"),
+                "write `approve_by = \"operator\"` (the default: `glovebox approve`) or `approve_by = \"client\"` (the calling client's user, through MCP elicitation)",
+            ));
+        }
+    })
 }
 
 fn parse_hash(text: &str) -> Option<[u8; 32]> {
