@@ -256,6 +256,21 @@ pub(super) fn validate_detector(
     if let Some(on) = raw.enabled {
         d.enabled = on;
     }
+    apply_counts(src, raw, &mut d)?;
+    apply_timings(src, raw, &mut d)?;
+    apply_sweep_and_archive(src, raw, &mut d)?;
+    apply_thresholds(src, raw, &mut d)?;
+    apply_severities(src, raw, &mut d)?;
+    Ok(d)
+}
+
+/// The counts of the `retry` and `denials` rules (1 to 1000 each), and a
+/// `denials` that can happen within its window.
+fn apply_counts(
+    src: &Source,
+    raw: &RawDetector,
+    d: &mut DetectorConfig,
+) -> Result<(), ConfigError> {
     let counts = [
         ("retry_failures", raw.retry_failures, &mut d.retry_failures),
         ("adjust_after", raw.adjust_after, &mut d.adjust_after),
@@ -286,6 +301,16 @@ pub(super) fn validate_detector(
             "make `denials` at most `denials_window`",
         ));
     }
+    Ok(())
+}
+
+/// How long is too long: the `overrun` factor and the rules' durations
+/// (none zero).
+fn apply_timings(
+    src: &Source,
+    raw: &RawDetector,
+    d: &mut DetectorConfig,
+) -> Result<(), ConfigError> {
     if let Some(f) = raw.overrun_factor {
         if !(f.is_finite() && f >= 1.0) {
             return Err(src.invalid(
@@ -327,6 +352,16 @@ pub(super) fn validate_detector(
             *slot = after;
         }
     }
+    Ok(())
+}
+
+/// The sweep's interval (at least 100 ms), and when sessions are archived
+/// (not before they are stale).
+fn apply_sweep_and_archive(
+    src: &Source,
+    raw: &RawDetector,
+    d: &mut DetectorConfig,
+) -> Result<(), ConfigError> {
     if let Some(interval) = raw.sweep_interval {
         d.sweep_interval = interval.duration();
         if let Some(every) = d.sweep_interval
@@ -355,6 +390,16 @@ pub(super) fn validate_detector(
             ));
         }
     }
+    Ok(())
+}
+
+/// The `budget` rule's fraction of a cap, and how many events since the
+/// last handoff `glovebox doctor` warns past.
+fn apply_thresholds(
+    src: &Source,
+    raw: &RawDetector,
+    d: &mut DetectorConfig,
+) -> Result<(), ConfigError> {
     if let Some(f) = raw.budget_fraction {
         if !(f.is_finite() && f > 0.0 && f <= 1.0) {
             return Err(src.invalid(
@@ -374,6 +419,15 @@ pub(super) fn validate_detector(
             )
         })?;
     }
+    Ok(())
+}
+
+/// `[detector.severity]`: a severity per named rule.
+fn apply_severities(
+    src: &Source,
+    raw: &RawDetector,
+    d: &mut DetectorConfig,
+) -> Result<(), ConfigError> {
     for (rule, text) in &raw.severity {
         let key = format!("detector.severity.{rule}");
         if !RULES.contains(&rule.as_str()) {
@@ -397,7 +451,7 @@ pub(super) fn validate_detector(
         };
         d.severity.insert(rule.clone(), severity);
     }
-    Ok(d)
+    Ok(())
 }
 
 /// A duration that may be turned off: `"off"`, `0`, or a duration.
