@@ -189,7 +189,39 @@ pub(super) fn validate_auth(
             "write this server's resource identifier as the tokens' `aud` says it, e.g. `audience = \"https://glovebox.example.com/mcp\"`",
         ));
     }
-    let jwks = match (&raw.jwks_url, &raw.jwks_file) {
+    let jwks = jwks_source(src, &key, dir, raw)?;
+    let principal_claim = raw.principal_claim.as_deref().unwrap_or("sub").trim();
+    if principal_claim.is_empty() {
+        return Err(src.invalid(
+            &key("principal_claim"),
+            "the claim's name is empty",
+            "name the claim that holds the principal's name, e.g. `principal_claim = \"sub\"`",
+        ));
+    }
+    check_required_scopes(src, &key, raw)?;
+    check_principal_map(src, raw, principals)?;
+    check_tool_scopes(src, raw)?;
+    Ok(Some(OAuthConfig {
+        issuer: issuer.to_string(),
+        audience: audience.to_string(),
+        jwks,
+        principal_claim: principal_claim.to_string(),
+        required_scopes: raw.required_scopes.clone(),
+        principal_map: raw.principal_map.clone(),
+        tool_scopes: raw.tool_scopes.clone(),
+    }))
+}
+
+/// Where the keys that sign tokens are: `jwks_url` (https, or http to a
+/// loopback address) or `jwks_file` (found, from the config's directory
+/// `dir`), one of the two.
+fn jwks_source(
+    src: &Source,
+    key: &dyn Fn(&str) -> String,
+    dir: &Path,
+    raw: &RawOAuth,
+) -> Result<JwksSource, ConfigError> {
+    Ok(match (&raw.jwks_url, &raw.jwks_file) {
         (Some(_), Some(_)) => {
             return Err(src.invalid(
                 &key("jwks_file"),
@@ -226,17 +258,17 @@ pub(super) fn validate_auth(
             }
             JwksSource::File(path)
         }
-    };
-    let principal_claim = raw.principal_claim.as_deref().unwrap_or("sub").trim();
-    if principal_claim.is_empty() {
-        return Err(src.invalid(
-            &key("principal_claim"),
-            "the claim's name is empty",
-            "name the claim that holds the principal's name, e.g. `principal_claim = \"sub\"`",
-        ));
-    }
+    })
+}
+
+/// `required_scopes`: each a scope as the issuer writes it.
+fn check_required_scopes(
+    src: &Source,
+    key: &dyn Fn(&str) -> String,
+    raw: &RawOAuth,
+) -> Result<(), ConfigError> {
     for scope in &raw.required_scopes {
-        if scope.is_empty() || scope.contains(char::is_whitespace) || scope.contains('"') {
+        if !is_scope(scope) {
             return Err(src.invalid(
                 &key("required_scopes"),
                 format!("`{scope}` is not a scope"),
@@ -244,6 +276,15 @@ pub(super) fn validate_auth(
             ));
         }
     }
+    Ok(())
+}
+
+/// `principal_map`: each claim value maps to a declared principal.
+fn check_principal_map(
+    src: &Source,
+    raw: &RawOAuth,
+    principals: &[&str],
+) -> Result<(), ConfigError> {
     for (value, principal) in &raw.principal_map {
         let at = format!("auth.oauth.principal_map.{value}");
         if value.trim().is_empty() {
@@ -264,6 +305,12 @@ pub(super) fn validate_auth(
             ));
         }
     }
+    Ok(())
+}
+
+/// `tool_scopes`: each a plugin tool (or a plugin's every tool) and one
+/// scope.
+fn check_tool_scopes(src: &Source, raw: &RawOAuth) -> Result<(), ConfigError> {
     for (tool, scope) in &raw.tool_scopes {
         let at = format!("auth.oauth.tool_scopes.{tool}");
         let named = tool.split_once('.').is_some_and(|(plugin, name)| {
@@ -279,7 +326,7 @@ pub(super) fn validate_auth(
                 "name a plugin tool as `plugin.tool` (as `tools/list` shows it), or every tool of a plugin as `plugin.*`, e.g. `\"files.write\" = \"files:write\"`",
             ));
         }
-        if scope.is_empty() || scope.contains(char::is_whitespace) || scope.contains('"') {
+        if !is_scope(scope) {
             return Err(src.invalid(
                 &at,
                 format!("`{scope}` is not a scope"),
@@ -287,15 +334,12 @@ pub(super) fn validate_auth(
             ));
         }
     }
-    Ok(Some(OAuthConfig {
-        issuer: issuer.to_string(),
-        audience: audience.to_string(),
-        jwks,
-        principal_claim: principal_claim.to_string(),
-        required_scopes: raw.required_scopes.clone(),
-        principal_map: raw.principal_map.clone(),
-        tool_scopes: raw.tool_scopes.clone(),
-    }))
+    Ok(())
+}
+
+/// A scope as an issuer writes it: not empty, no spaces or quotes.
+fn is_scope(scope: &str) -> bool {
+    !(scope.is_empty() || scope.contains(char::is_whitespace) || scope.contains('"'))
 }
 
 fn is_http_url(url: &str) -> bool {
