@@ -298,94 +298,13 @@ pub(super) fn validate_notify(
                 "write the receiver's full URL, e.g. `url = \"https://hooks.slack.com/services/...\"` or `url = \"http://127.0.0.1:9000/glovebox\"`",
             )
         })?;
-        let name = match &entry.name {
-            Some(name) => {
-                if !super::source::is_plain_name(name) {
-                    return Err(src.invalid(
-                        &at("name"),
-                        format!("`{name}` is not a target name"),
-                        "use 1 to 64 letters, digits, `-`, `_` and `.`",
-                    ));
-                }
-                name.clone()
-            }
-            None => host.replace(':', "_"),
-        };
-        if let Some(other) = targets.iter().position(|t| t.name == name) {
-            return Err(src.invalid(
-                &at(if entry.name.is_some() { "name" } else { "url" }),
-                format!("two `[[notify]]` targets are named `{name}` (also `notify[{other}]`)"),
-                "give each target its own `name = \"...\"` (it defaults to the URL's host)",
-            ));
-        }
+        let name = target_name(src, &at, entry, &host, &targets)?;
         let (events, flag_min_severity) = parse_events(entry.events.as_deref())
             .map_err(|problem| src.invalid(&at("events"), problem, EVENTS_HINT))?;
-        let format = match entry.format.as_deref() {
-            None | Some("json") => NotifyFormat::Json,
-            Some("slack") => NotifyFormat::Slack,
-            Some(other) => {
-                return Err(src.invalid(
-                    &at("format"),
-                    format!("`{other}` is not a notification format"),
-                    "write `\"json\"` (the notification as a JSON object) or `\"slack\"` (a Slack incoming-webhook body)",
-                ));
-            }
-        };
-        let secret = secret_or_file(
-            src,
-            &at,
-            dir,
-            (&entry.secret, &entry.secret_file),
-            "the signing key",
-        )?;
-        if secret.as_deref().is_some_and(|s| s.len() < 16) {
-            let key = if entry.secret.is_some() {
-                "secret"
-            } else {
-                "secret_file"
-            };
-            return Err(src.invalid(
-                &at(key),
-                "the signing secret is shorter than 16 characters",
-                "use a long random value, e.g. `openssl rand -hex 32`",
-            ));
-        }
-        let duration = |key: &str, value: Option<Millis>, default: Duration| match value {
-            None => Ok(default),
-            Some(Millis(d)) if d.is_zero() => Err(src.invalid(
-                &at(key),
-                format!("`{key}` is zero"),
-                "write a duration such as \"500ms\", \"5s\" or \"10m\"",
-            )),
-            Some(Millis(d)) => Ok(d),
-        };
-        let timeout = duration("timeout", entry.timeout, DEFAULT_TIMEOUT)?;
-        let retry_initial = duration("retry_initial", entry.retry_initial, DEFAULT_RETRY_INITIAL)?;
-        let retry_max = duration(
-            "retry_max",
-            entry.retry_max,
-            DEFAULT_RETRY_MAX.max(retry_initial),
-        )?;
-        if retry_max < retry_initial {
-            return Err(src.invalid(
-                &at("retry_max"),
-                "`retry_max` is shorter than `retry_initial`",
-                "raise `retry_max`, or lower `retry_initial`",
-            ));
-        }
-        let max_attempts = match entry.max_attempts {
-            None => DEFAULT_MAX_ATTEMPTS,
-            Some(n @ 1..=MAX_ATTEMPTS) => n as u32,
-            Some(n) => {
-                return Err(src.invalid(
-                    &at("max_attempts"),
-                    format!("{n} attempts is out of range"),
-                    format!(
-                        "write an integer from 1 to {MAX_ATTEMPTS} (default {DEFAULT_MAX_ATTEMPTS})"
-                    ),
-                ));
-            }
-        };
+        let format = target_format(src, &at, entry)?;
+        let secret = signing_secret(src, &at, dir, entry)?;
+        let (timeout, retry_initial, retry_max) = delivery_durations(src, &at, entry)?;
+        let max_attempts = delivery_attempts(src, &at, entry)?;
         targets.push(NotifyTarget {
             name,
             url,
@@ -400,6 +319,141 @@ pub(super) fn validate_notify(
         });
     }
     Ok(targets)
+}
+
+/// The target's `name` (a plain name; default its URL's `host`, `:` made
+/// `_`), unique among the `targets` before it.
+fn target_name(
+    src: &Source,
+    at: &dyn Fn(&str) -> String,
+    entry: &RawNotify,
+    host: &str,
+    targets: &[NotifyTarget],
+) -> Result<String, ConfigError> {
+    let name = match &entry.name {
+        Some(name) => {
+            if !super::source::is_plain_name(name) {
+                return Err(src.invalid(
+                    &at("name"),
+                    format!("`{name}` is not a target name"),
+                    "use 1 to 64 letters, digits, `-`, `_` and `.`",
+                ));
+            }
+            name.clone()
+        }
+        None => host.replace(':', "_"),
+    };
+    if let Some(other) = targets.iter().position(|t| t.name == name) {
+        return Err(src.invalid(
+            &at(if entry.name.is_some() { "name" } else { "url" }),
+            format!("two `[[notify]]` targets are named `{name}` (also `notify[{other}]`)"),
+            "give each target its own `name = \"...\"` (it defaults to the URL's host)",
+        ));
+    }
+    Ok(name)
+}
+
+/// `format`: `json` (the default) or `slack`.
+fn target_format(
+    src: &Source,
+    at: &dyn Fn(&str) -> String,
+    entry: &RawNotify,
+) -> Result<NotifyFormat, ConfigError> {
+    Ok(match entry.format.as_deref() {
+        None | Some("json") => NotifyFormat::Json,
+        Some("slack") => NotifyFormat::Slack,
+        Some(other) => {
+            return Err(src.invalid(
+                &at("format"),
+                format!("`{other}` is not a notification format"),
+                "write `\"json\"` (the notification as a JSON object) or `\"slack\"` (a Slack incoming-webhook body)",
+            ));
+        }
+    })
+}
+
+/// The key notifications are signed with (`secret` or `secret_file`), if
+/// any: at least 16 characters.
+fn signing_secret(
+    src: &Source,
+    at: &dyn Fn(&str) -> String,
+    dir: &Path,
+    entry: &RawNotify,
+) -> Result<Option<String>, ConfigError> {
+    let secret = secret_or_file(
+        src,
+        at,
+        dir,
+        (&entry.secret, &entry.secret_file),
+        "the signing key",
+    )?;
+    if secret.as_deref().is_some_and(|s| s.len() < 16) {
+        let key = if entry.secret.is_some() {
+            "secret"
+        } else {
+            "secret_file"
+        };
+        return Err(src.invalid(
+            &at(key),
+            "the signing secret is shorter than 16 characters",
+            "use a long random value, e.g. `openssl rand -hex 32`",
+        ));
+    }
+    Ok(secret)
+}
+
+/// `timeout`, `retry_initial` and `retry_max` (none zero, `retry_max` not
+/// shorter than `retry_initial`).
+fn delivery_durations(
+    src: &Source,
+    at: &dyn Fn(&str) -> String,
+    entry: &RawNotify,
+) -> Result<(Duration, Duration, Duration), ConfigError> {
+    let duration = |key: &str, value: Option<Millis>, default: Duration| match value {
+        None => Ok(default),
+        Some(Millis(d)) if d.is_zero() => Err(src.invalid(
+            &at(key),
+            format!("`{key}` is zero"),
+            "write a duration such as \"500ms\", \"5s\" or \"10m\"",
+        )),
+        Some(Millis(d)) => Ok(d),
+    };
+    let timeout = duration("timeout", entry.timeout, DEFAULT_TIMEOUT)?;
+    let retry_initial = duration("retry_initial", entry.retry_initial, DEFAULT_RETRY_INITIAL)?;
+    let retry_max = duration(
+        "retry_max",
+        entry.retry_max,
+        DEFAULT_RETRY_MAX.max(retry_initial),
+    )?;
+    if retry_max < retry_initial {
+        return Err(src.invalid(
+            &at("retry_max"),
+            "`retry_max` is shorter than `retry_initial`",
+            "raise `retry_max`, or lower `retry_initial`",
+        ));
+    }
+    Ok((timeout, retry_initial, retry_max))
+}
+
+/// `max_attempts`: 1 to [`MAX_ATTEMPTS`].
+fn delivery_attempts(
+    src: &Source,
+    at: &dyn Fn(&str) -> String,
+    entry: &RawNotify,
+) -> Result<u32, ConfigError> {
+    Ok(match entry.max_attempts {
+        None => DEFAULT_MAX_ATTEMPTS,
+        Some(n @ 1..=MAX_ATTEMPTS) => n as u32,
+        Some(n) => {
+            return Err(src.invalid(
+                &at("max_attempts"),
+                format!("{n} attempts is out of range"),
+                format!(
+                    "write an integer from 1 to {MAX_ATTEMPTS} (default {DEFAULT_MAX_ATTEMPTS})"
+                ),
+            ));
+        }
+    })
 }
 
 /// What is wrong with a `[[notify]]` target's `url`; each quotes it (the
