@@ -5,7 +5,7 @@
 use crate::ConfigError;
 use crate::source::Source;
 
-pub(super) const NAME_HINT: &str = "name it with 1 to 64 letters, digits, `-`, `_` and `.`";
+const NAME_HINT: &str = "name it with 1 to 64 letters, digits, `-`, `_` and `.`";
 
 /// Why a schedule's, a trigger's or a session's name is refused (the caller
 /// adds the key and [`NAME_HINT`]).
