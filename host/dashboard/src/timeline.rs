@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use glovebox::scratch::{EntryKind, ScratchDirs};
 use glovebox::session::{Event, EventKind};
 
 use crate::html::{self, badge, esc};
@@ -253,13 +254,16 @@ pub(crate) fn event_detail(e: &Event) -> String {
 const MAX_SCRATCH: usize = 200;
 
 /// The session's scratch directory, as a table of paths and sizes (at most
-/// [`MAX_SCRATCH`] entries, four levels deep, links not followed).
+/// [`MAX_SCRATCH`] entries, four levels deep), read as every surface reads
+/// it (`ScratchDirs::list_files`: beneath the directory, links listed and
+/// never followed).
 pub(crate) fn scratch_listing(root: &Path, session: &str) -> String {
-    let Ok(dir) = glovebox::scratch::ScratchDirs::new(root.to_path_buf()).path_of(session) else {
+    let dirs = ScratchDirs::new(root.to_path_buf());
+    if dirs.path_of(session).is_err() {
         return "<p class=\"muted\">no scratch directory</p>".into();
-    };
+    }
     let mut entries = Vec::new();
-    walk(&dir, &dir, 0, &mut entries);
+    walk(&dirs, session, "", 0, &mut entries);
     if entries.is_empty() {
         return "<p class=\"muted\" id=\"scratch\">empty (or not created yet)</p>".into();
     }
@@ -271,8 +275,7 @@ pub(crate) fn scratch_listing(root: &Path, session: &str) -> String {
             out,
             "<tr><td><code>{}</code></td><td>{}</td></tr>",
             esc(path),
-            size.map(|s| format!("{s} B"))
-                .unwrap_or_else(|| "dir".into())
+            esc(size)
         );
     }
     out += "</tbody></table>";
@@ -282,33 +285,57 @@ pub(crate) fn scratch_listing(root: &Path, session: &str) -> String {
     out
 }
 
-fn walk(root: &Path, dir: &Path, depth: usize, out: &mut Vec<(String, Option<u64>)>) {
-    let Ok(read) = std::fs::read_dir(dir) else {
+/// The entries under `at` (a directory's path ending in `/`, or the top),
+/// depth first, as (path, what its size column says).
+fn walk(dirs: &ScratchDirs, session: &str, at: &str, depth: usize, out: &mut Vec<(String, String)>) {
+    let Ok(listing) = dirs.list_files(session, at, None, MAX_SCRATCH) else {
         return;
     };
-    let mut items: Vec<_> = read.filter_map(Result::ok).collect();
-    items.sort_by_key(|e| e.file_name());
-    for entry in items {
+    for entry in listing.entries {
         if out.len() >= MAX_SCRATCH {
             return;
         }
-        let path = entry.path();
-        // Never follows a link out of the directory.
-        let Ok(meta) = std::fs::symlink_metadata(&path) else {
-            continue;
-        };
-        let rel = path
-            .strip_prefix(root)
-            .unwrap_or(&path)
-            .to_string_lossy()
-            .into_owned();
-        if meta.is_dir() {
-            out.push((format!("{rel}/"), None));
-            if depth < 4 {
-                walk(root, &path, depth + 1, out);
+        let path = format!("{at}{}", entry.name);
+        match entry.kind {
+            EntryKind::Dir => {
+                let dir = format!("{path}/");
+                out.push((dir.clone(), "dir".into()));
+                if depth < 4 {
+                    walk(dirs, session, &dir, depth + 1, out);
+                }
             }
-        } else {
-            out.push((rel, Some(meta.len())));
+            EntryKind::Link => out.push((path, "link".into())),
+            EntryKind::File | EntryKind::Other => out.push((path, format!("{} B", entry.size))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_scratch_table_lists_files_and_directories_and_follows_no_link() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("scratch");
+        assert!(scratch_listing(&root, "s-1").contains("empty"));
+        let dir = root.join("s-1");
+        std::fs::create_dir_all(dir.join("out/deep")).unwrap();
+        std::fs::write(dir.join("a.txt"), "hello").unwrap();
+        std::fs::write(dir.join("out/deep/b <x>.txt"), "hi").unwrap();
+        std::fs::write(tmp.path().join("secret"), "host only").unwrap();
+        std::os::unix::fs::symlink(tmp.path(), dir.join("up")).unwrap();
+        let table = scratch_listing(&root, "s-1");
+        for row in [
+            "<tr><td><code>a.txt</code></td><td>5 B</td></tr>",
+            "<tr><td><code>out/</code></td><td>dir</td></tr>",
+            "<tr><td><code>out/deep/</code></td><td>dir</td></tr>",
+            "<tr><td><code>out/deep/b &lt;x&gt;.txt</code></td><td>2 B</td></tr>",
+            "<tr><td><code>up</code></td><td>link</td></tr>",
+        ] {
+            assert!(table.contains(row), "{row} in {table}");
+        }
+        assert!(!table.contains("secret"), "{table}");
+        assert!(scratch_listing(&root, "../x").contains("no scratch directory"));
     }
 }
