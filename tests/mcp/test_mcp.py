@@ -135,6 +135,8 @@ def test_a_session_s_log_and_a_job_are_resources_the_sdk_lists_and_reads(glovebo
         templates = await client.list_resource_templates()
         assert [t.uri_template for t in templates.resource_templates] == [
             "glovebox://sessions/{session}/log{?from_seq,limit}",
+            "glovebox://sessions/{session}/files/{+path}{?offset,cursor}",
+            "glovebox://sessions/{session}/outputs/{call}{?offset}",
             "glovebox://jobs/{id}",
         ]
         listed = await client.list_resources()

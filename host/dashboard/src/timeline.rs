@@ -287,7 +287,13 @@ pub(crate) fn scratch_listing(root: &Path, session: &str) -> String {
 
 /// The entries under `at` (a directory's path ending in `/`, or the top),
 /// depth first, as (path, what its size column says).
-fn walk(dirs: &ScratchDirs, session: &str, at: &str, depth: usize, out: &mut Vec<(String, String)>) {
+fn walk(
+    dirs: &ScratchDirs,
+    session: &str,
+    at: &str,
+    depth: usize,
+    out: &mut Vec<(String, String)>,
+) {
     let Ok(listing) = dirs.list_files(session, at, None, MAX_SCRATCH) else {
         return;
     };

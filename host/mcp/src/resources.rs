@@ -123,14 +123,9 @@ fn parse(uri: &str) -> Result<Named, String> {
             let mut from_seq = None;
             let mut limit = None;
             for (key, value) in url.query_pairs() {
-                let number = || {
-                    value.parse::<u64>().map_err(|_| {
-                        format!("`{key}` in `{uri}` is `{value}`: give a whole number")
-                    })
-                };
                 match key.as_ref() {
-                    "from_seq" => from_seq = Some(number()?),
-                    "limit" => limit = Some(number()?),
+                    "from_seq" => from_seq = Some(whole_number(uri, &key, &value)?),
+                    "limit" => limit = Some(whole_number(uri, &key, &value)?),
                     other => {
                         return Err(format!(
                             "`{uri}` asks for `{other}`: a log takes `from_seq` and `limit`"
@@ -153,11 +148,7 @@ fn parse(uri: &str) -> Result<Named, String> {
             let mut offset = None;
             for (key, value) in url.query_pairs() {
                 match key.as_ref() {
-                    "offset" => {
-                        offset = Some(value.parse::<u64>().map_err(|_| {
-                            format!("`offset` in `{uri}` is `{value}`: give a whole number")
-                        })?);
-                    }
+                    "offset" => offset = Some(whole_number(uri, &key, &value)?),
                     other => {
                         return Err(format!(
                             "`{uri}` asks for `{other}`: a kept result takes `offset`"
@@ -176,11 +167,7 @@ fn parse(uri: &str) -> Result<Named, String> {
             let mut cursor = None;
             for (key, value) in url.query_pairs() {
                 match key.as_ref() {
-                    "offset" => {
-                        offset = Some(value.parse::<u64>().map_err(|_| {
-                            format!("`offset` in `{uri}` is `{value}`: give a whole number")
-                        })?);
-                    }
+                    "offset" => offset = Some(whole_number(uri, &key, &value)?),
                     "cursor" => cursor = Some(value.into_owned()),
                     other => {
                         return Err(format!(
@@ -200,6 +187,13 @@ fn parse(uri: &str) -> Result<Named, String> {
             "`{uri}` names no resource: write `{SCHEME}://sessions/{{session}}/log`, `{SCHEME}://sessions/{{session}}/files/{{path}}`, `{SCHEME}://sessions/{{session}}/outputs/{{call}}` or `{SCHEME}://jobs/{{id}}` (resources/templates/list)"
         )),
     }
+}
+
+/// The value of query parameter `key` of `uri`, a whole number.
+fn whole_number(uri: &str, key: &str, value: &str) -> Result<u64, String> {
+    value
+        .parse::<u64>()
+        .map_err(|_| format!("`{key}` in `{uri}` is `{value}`: give a whole number"))
 }
 
 /// The templates of the resources a caller may read.

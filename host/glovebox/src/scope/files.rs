@@ -28,19 +28,10 @@ impl<'g> Scope<'g> {
         after: Option<String>,
         limit: usize,
     ) -> Result<(String, Listing), OperationError> {
-        let (id, dirs) = self.scratch_of(session).await?;
-        let listing = blocking(
-            {
-                let id = id.clone();
-                move || dirs.list_files(&id, &path, after.as_deref(), limit)
-            },
-            |why| ReadError::Io {
-                path: String::new(),
-                source: std::io::Error::other(why),
-            },
-        )
-        .await?;
-        Ok((id, listing))
+        self.in_scratch(session, move |dirs, id| {
+            dirs.list_files(id, &path, after.as_deref(), limit)
+        })
+        .await
     }
 
     /// At most `length` bytes of the file at `path` of `session`'s scratch
@@ -52,19 +43,10 @@ impl<'g> Scope<'g> {
         offset: u64,
         length: u64,
     ) -> Result<(String, Chunk), OperationError> {
-        let (id, dirs) = self.scratch_of(session).await?;
-        let chunk = blocking(
-            {
-                let id = id.clone();
-                move || dirs.read_file(&id, &path, offset, length)
-            },
-            |why| ReadError::Io {
-                path: String::new(),
-                source: std::io::Error::other(why),
-            },
-        )
-        .await?;
-        Ok((id, chunk))
+        self.in_scratch(session, move |dirs, id| {
+            dirs.read_file(id, &path, offset, length)
+        })
+        .await
     }
 
     /// At most `length` bytes of the result of call `call_id` of `session`
@@ -76,33 +58,34 @@ impl<'g> Scope<'g> {
         offset: u64,
         length: u64,
     ) -> Result<(String, Chunk), OperationError> {
-        let (id, dirs) = self.scratch_of(session).await?;
-        let chunk = blocking(
-            {
-                let id = id.clone();
-                move || dirs.read_output(&id, &call_id, offset, length)
-            },
+        self.in_scratch(session, move |dirs, id| {
+            dirs.read_output(id, &call_id, offset, length)
+        })
+        .await
+    }
+
+    /// `read` on the scratch directories, off the async threads, for the
+    /// id of `session` once the caller may reach it; with that id.
+    async fn in_scratch<T: Send + 'static>(
+        self,
+        session: &str,
+        read: impl FnOnce(&ScratchDirs, &str) -> Result<T, ReadError> + Send + 'static,
+    ) -> Result<(String, T), OperationError> {
+        let key = self
+            .target(Some(session.to_string()))
+            .await?
+            .unwrap_or_else(|| session.to_string());
+        let id = self.session(&key).await?.header.id;
+        let dirs = ScratchDirs::new(self.gateway.host().config().scratch_dir());
+        let at = id.clone();
+        let read = blocking(
+            move || read(&dirs, &at),
             |why| ReadError::Io {
                 path: String::new(),
                 source: std::io::Error::other(why),
             },
         )
         .await?;
-        Ok((id, chunk))
-    }
-
-    /// The id of `session`, once the caller may reach it, and the scratch
-    /// directories it is looked up in.
-    async fn scratch_of(self, session: &str) -> Result<(String, ScratchDirs), OperationError> {
-        let key = self
-            .target(Some(session.to_string()))
-            .await?
-            .unwrap_or_else(|| session.to_string());
-        let state = self.session(&key).await?;
-        let host = self.gateway.host();
-        Ok((
-            state.header.id,
-            ScratchDirs::new(host.config().scratch_dir()),
-        ))
+        Ok((id, read))
     }
 }
