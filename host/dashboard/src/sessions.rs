@@ -317,3 +317,6 @@ fn render_session(app: &App, id: &str, from: Option<u64>) -> Rendered {
         body,
     ))
 }
+
+#[cfg(test)]
+mod tests;

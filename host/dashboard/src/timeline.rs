@@ -317,6 +317,9 @@ fn walk(
 }
 
 #[cfg(test)]
+mod detail_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
