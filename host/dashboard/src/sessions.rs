@@ -218,6 +218,31 @@ fn render_session(app: &App, id: &str, from: Option<u64>) -> Rendered {
         .map_err(|e| (StatusCode::NOT_FOUND, e.to_string()))?;
     let now = now_ms(app);
     let host = app.gateway.host();
+    let mut body = session_header(&state, now);
+    body += &chain_check(sessions, &state);
+    // Flags and budget.
+    let budgets = &host.config().budgets;
+    let _ = write!(
+        body,
+        "<h2>Watch</h2><table><tbody>{}</tbody></table>",
+        session_row(&state, budgets, sessions, now).replace("<tr ", "<tr class=\"single\" ")
+    );
+    body += &session_timeline(sessions, &state, from)?;
+    // The scratch directory.
+    body += "<h2>Scratch directory</h2>";
+    body += &scratch_listing(&host.config().scratch_dir(), &state.header.id);
+    Ok((
+        format!(
+            "Session {}",
+            state.header.name.as_deref().unwrap_or(&state.header.id)
+        ),
+        body,
+    ))
+}
+
+/// A session page's heading: its name, id, status, role, owner, project
+/// and times, and why it is paused.
+fn session_header(state: &SessionState, now: u64) -> String {
     let mut body = format!(
         "<h1>Session {}</h1><p><code>{}</code> · {} · role <b>{}</b> · owner <b>{}</b> · project <b>{}</b> · started {} · last progress {}</p>",
         esc(state.header.name.as_deref().unwrap_or(&state.header.id)),
@@ -240,39 +265,37 @@ fn render_session(app: &App, id: &str, from: Option<u64>) -> Rendered {
             }
         );
     }
-    // The hash chain.
+    body
+}
+
+/// What a check of the session's hash chain found.
+fn chain_check(sessions: &glovebox::Sessions, state: &SessionState) -> String {
     match sessions.verify(&state.header.id) {
-        Ok(r) if r.ok => {
-            let _ = write!(
-                body,
-                "<p id=\"verify\" class=\"good\">log verify: ok, {} events, chain intact</p>",
-                r.events_checked
-            );
-        }
+        Ok(r) if r.ok => format!(
+            "<p id=\"verify\" class=\"good\">log verify: ok, {} events, chain intact</p>",
+            r.events_checked
+        ),
         Ok(r) => {
             let (seq, reason) = r.first_bad.clone().unwrap_or_default();
-            let _ = write!(
-                body,
+            format!(
                 "<p id=\"verify\" class=\"error\">log verify: BAD, first bad event {seq}: {}</p>",
                 esc(&reason)
-            );
+            )
         }
-        Err(e) => {
-            let _ = write!(
-                body,
-                "<p id=\"verify\" class=\"error\">log verify failed: {}</p>",
-                esc(&e.to_string())
-            );
-        }
+        Err(e) => format!(
+            "<p id=\"verify\" class=\"error\">log verify failed: {}</p>",
+            esc(&e.to_string())
+        ),
     }
-    // Flags and budget.
-    let budgets = &host.config().budgets;
-    let _ = write!(
-        body,
-        "<h2>Watch</h2><table><tbody>{}</tbody></table>",
-        session_row(&state, budgets, sessions, now).replace("<tr ", "<tr class=\"single\" ")
-    );
-    // The timeline.
+}
+
+/// The session's timeline: [`TIMELINE`] events from `from` (by default
+/// its last ones), with a link to the ones before, a row each.
+fn session_timeline(
+    sessions: &glovebox::Sessions,
+    state: &SessionState,
+    from: Option<u64>,
+) -> Result<String, (StatusCode, String)> {
     let last = state.last_seq;
     let from = from
         .unwrap_or_else(|| last.saturating_sub(TIMELINE - 1))
@@ -280,8 +303,7 @@ fn render_session(app: &App, id: &str, from: Option<u64>) -> Rendered {
     let events = sessions
         .events(&state.header.id, from, TIMELINE as usize)
         .map_err(internal)?;
-    let _ = write!(
-        body,
+    let mut body = format!(
         "<h2>Timeline</h2><p class=\"muted\">events {from} to {} of {last}",
         events.last().map(|e| e.seq).unwrap_or(from)
     );
@@ -306,16 +328,7 @@ fn render_session(app: &App, id: &str, from: Option<u64>) -> Rendered {
         );
     }
     body += "</tbody></table>";
-    // The scratch directory.
-    body += "<h2>Scratch directory</h2>";
-    body += &scratch_listing(&host.config().scratch_dir(), &state.header.id);
-    Ok((
-        format!(
-            "Session {}",
-            state.header.name.as_deref().unwrap_or(&state.header.id)
-        ),
-        body,
-    ))
+    Ok(body)
 }
 
 #[cfg(test)]
