@@ -296,31 +296,6 @@ impl Connection {
         uri: &str,
     ) -> Result<ReadResourceResult, ErrorData> {
         let named = parse(uri).map_err(|why| ErrorData::invalid_params(why, None))?;
-        if let Named::Output {
-            session,
-            call_id,
-            offset,
-        } = named
-        {
-            let args =
-                json!({ "session": session, "call_id": call_id, "offset": offset.unwrap_or(0) });
-            let chunk = self
-                .run_named(caller, "calls.output", args)
-                .await
-                .map_err(refused)?;
-            return chunk_contents(uri, &chunk);
-        }
-        if let Named::Files {
-            session,
-            path,
-            offset,
-            cursor,
-        } = named
-        {
-            return self
-                .read_files(caller, uri, session, path, offset, cursor)
-                .await;
-        }
         let output = match named {
             Named::Log {
                 session,
@@ -340,7 +315,28 @@ impl Connection {
                 self.run_named(caller, "jobs.show", json!({ "id": id }))
                     .await
             }
-            Named::Files { .. } | Named::Output { .. } => unreachable!("read above"),
+            Named::Output {
+                session,
+                call_id,
+                offset,
+            } => {
+                let args = json!({ "session": session, "call_id": call_id, "offset": offset.unwrap_or(0) });
+                let chunk = self
+                    .run_named(caller, "calls.output", args)
+                    .await
+                    .map_err(refused)?;
+                return chunk_contents(uri, &chunk);
+            }
+            Named::Files {
+                session,
+                path,
+                offset,
+                cursor,
+            } => {
+                return self
+                    .read_files(caller, uri, session, path, offset, cursor)
+                    .await;
+            }
         }
         .map_err(refused)?;
         json_contents(uri, &output)
