@@ -73,6 +73,37 @@ fn add(
     tags: &[String],
     credential_file: Option<PathBuf>,
 ) -> Result<ExitCode> {
+    check_request(name, kind, roles, projects)?;
+    let mut doc = read_config(config)?;
+    refuse_declared(&doc, config, name)?;
+
+    let token = new_token()?;
+    let hash = credential_of(&token);
+    let mut entry = Table::new();
+    entry.insert("name", value(name));
+    entry.insert("kind", value(kind.as_str()));
+    let dir = config.parent().unwrap_or(Path::new("")).to_path_buf();
+    let written_file = insert_credential(&mut entry, &dir, credential_file.as_deref(), &hash)?;
+    insert_scope(&mut entry, kind, roles, projects, tags);
+    append_entry(&mut doc, config, entry)?;
+    replace_config(config, &dir, &doc.to_string(), written_file)?;
+
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{token}")?;
+    eprintln!(
+        "glovebox: added {kind} `{name}` to `{}`; the token above is shown only this once (only its SHA-256 is kept): give it to the client as `Authorization: Bearer <token>`; a running server takes it on `glovebox reload`",
+        config.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Refuses a bad name, and roles or projects that do not fit the kind.
+fn check_request(
+    name: &str,
+    kind: PrincipalKind,
+    roles: &[Role],
+    projects: &[String],
+) -> Result<()> {
     if let Err(problem) = check_principal_name(name) {
         bail!("{problem}: name it with 1 to 64 letters, digits, `.`, `_` or `-` (not `local`)");
     }
@@ -92,13 +123,20 @@ fn add(
                 "an operator acts in every role and project: leave out `--roles` and `--projects`"
             )
         }
-        _ => {}
+        _ => Ok(()),
     }
+}
+
+/// The config as a TOML document, to edit in place.
+fn read_config(config: &Path) -> Result<DocumentMut> {
     let text = std::fs::read_to_string(config)
         .with_context(|| format!("cannot read `{}`", config.display()))?;
-    let mut doc: DocumentMut = text
-        .parse()
-        .with_context(|| format!("`{}` is not valid TOML", config.display()))?;
+    text.parse()
+        .with_context(|| format!("`{}` is not valid TOML", config.display()))
+}
+
+/// Refuses a name a `[[principal]]` entry of the config has already.
+fn refuse_declared(doc: &DocumentMut, config: &Path, name: &str) -> Result<()> {
     let existing = doc
         .get("principal")
         .and_then(Item::as_array_of_tables)
@@ -112,31 +150,41 @@ fn add(
             config.display()
         );
     }
+    Ok(())
+}
 
-    let token = new_token()?;
-    let hash = credential_of(&token);
-    let mut entry = Table::new();
-    entry.insert("name", value(name));
-    entry.insert("kind", value(kind.as_str()));
-    let dir = config.parent().unwrap_or(Path::new("")).to_path_buf();
-    let mut written_file = None;
-    match &credential_file {
-        None => {
-            entry.insert("credential", value(&hash));
-        }
-        Some(file) => {
-            let path = dir.join(file);
-            if path.exists() {
-                bail!(
-                    "`{}` exists already: name a new file for the credential",
-                    path.display()
-                );
-            }
-            write_private(&path, &format!("{hash}\n"))?;
-            written_file = Some(path);
-            entry.insert("credential_file", value(file.display().to_string()));
-        }
+/// Puts the credential's hash in the entry, or in a new 0600 `file` (relative
+/// to `dir`) that the entry names; returns the file written, if any.
+fn insert_credential(
+    entry: &mut Table,
+    dir: &Path,
+    file: Option<&Path>,
+    hash: &str,
+) -> Result<Option<PathBuf>> {
+    let Some(file) = file else {
+        entry.insert("credential", value(hash));
+        return Ok(None);
+    };
+    let path = dir.join(file);
+    if path.exists() {
+        bail!(
+            "`{}` exists already: name a new file for the credential",
+            path.display()
+        );
     }
+    write_private(&path, &format!("{hash}\n"))?;
+    entry.insert("credential_file", value(file.display().to_string()));
+    Ok(Some(path))
+}
+
+/// An agent's roles and projects, and the tags of either kind.
+fn insert_scope(
+    entry: &mut Table,
+    kind: PrincipalKind,
+    roles: &[Role],
+    projects: &[String],
+    tags: &[String],
+) {
     if kind == PrincipalKind::Agent {
         entry.insert("roles", value(strings(roles.iter().map(|r| r.as_str()))));
         entry.insert(
@@ -147,6 +195,10 @@ fn add(
     if !tags.is_empty() {
         entry.insert("tags", value(strings(tags.iter().map(String::as_str))));
     }
+}
+
+/// Adds the entry to the config's `[[principal]]` tables (the first makes them).
+fn append_entry(doc: &mut DocumentMut, config: &Path, entry: Table) -> Result<()> {
     match doc.get_mut("principal") {
         Some(Item::ArrayOfTables(all)) => all.push(entry),
         Some(_) => bail!(
@@ -159,7 +211,17 @@ fn add(
             doc.insert("principal", Item::ArrayOfTables(all));
         }
     }
+    Ok(())
+}
 
+/// Replaces the config with `text` once it loads; when it does not, removes
+/// what was staged and the credential file written for it.
+fn replace_config(
+    config: &Path,
+    dir: &Path,
+    text: &str,
+    written_file: Option<PathBuf>,
+) -> Result<()> {
     // The new config must load before it replaces the old one.
     let staged = dir.join(format!(
         ".{}.principal-add",
@@ -168,7 +230,7 @@ fn add(
             .and_then(|n| n.to_str())
             .unwrap_or("glovebox.toml")
     ));
-    let result = stage_and_check(config, &staged, &doc.to_string());
+    let result = stage_and_check(config, &staged, text);
     if let Err(e) = result {
         let _ = std::fs::remove_file(&staged);
         if let Some(file) = written_file {
@@ -178,14 +240,7 @@ fn add(
     }
     std::fs::rename(&staged, config)
         .with_context(|| format!("cannot replace `{}`", config.display()))?;
-
-    let mut stdout = std::io::stdout().lock();
-    writeln!(stdout, "{token}")?;
-    eprintln!(
-        "glovebox: added {kind} `{name}` to `{}`; the token above is shown only this once (only its SHA-256 is kept): give it to the client as `Authorization: Bearer <token>`; a running server takes it on `glovebox reload`",
-        config.display()
-    );
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// Writes the new config beside the old one, with its permissions, and loads it.

@@ -171,15 +171,7 @@ pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitC
             tokens_out,
             cost,
             model,
-        } => {
-            let usage = glovebox::budget::UsageReport {
-                tokens_in,
-                tokens_out,
-                cost,
-                model,
-            };
-            crate::billing::session_usage(config, &session, &usage)
-        }
+        } => usage(config, &session, tokens_in, tokens_out, cost, model),
         SessionCommand::Budget {
             session,
             cost,
@@ -199,14 +191,7 @@ pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitC
             fail: _,
             reasons,
             handoff_seq,
-        } => {
-            let input = glovebox::session::VerdictInput {
-                pass,
-                reasons,
-                handoff_seq,
-            };
-            crate::completion::verdict(config, &judge, &worker, input).await
-        }
+        } => verdict(config, &judge, &worker, pass, reasons, handoff_seq).await,
         SessionCommand::Spawn {
             parent,
             role,
@@ -229,28 +214,7 @@ pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitC
             to,
             notes,
             from_file,
-        } => {
-            let sessions = crate::reach::sessions(config)?;
-            let handoff = match from_file {
-                Some(path) => handoff_from_file(&path)?,
-                None => {
-                    let role = match sessions.show(&session) {
-                        Ok(s) => s.header.role,
-                        Err(e) => return Ok(crate::session_refused(&e)),
-                    };
-                    let (Some(kind), Some(objective)) = (kind, objective) else {
-                        anyhow::bail!(
-                            "a handoff needs `--kind` and `--objective` (or `--from-file`)"
-                        );
-                    };
-                    let mut h = Handoff::new(kind, role, objective);
-                    h.target_session = to;
-                    h.notes = notes.into();
-                    h
-                }
-            };
-            printed(sessions.handoff(&session, handoff))
-        }
+        } => handoff(config, &session, kind, objective, to, notes, from_file),
         SessionCommand::Show { session } => printed(crate::reach::sessions(config)?.show(&session)),
         SessionCommand::Name { session, name } => {
             printed(crate::reach::sessions(config)?.rename(&session, &name))
@@ -283,6 +247,72 @@ fn printed<T: serde::Serialize>(
         }
         Err(e) => Ok(crate::session_refused(&e)),
     }
+}
+
+/// `session usage`: the brain's own usage, reported into the session.
+fn usage(
+    config: &Path,
+    session: &str,
+    tokens_in: u64,
+    tokens_out: u64,
+    cost: f64,
+    model: Option<String>,
+) -> Result<ExitCode> {
+    let usage = glovebox::budget::UsageReport {
+        tokens_in,
+        tokens_out,
+        cost,
+        model,
+    };
+    crate::billing::session_usage(config, session, &usage)
+}
+
+/// `session verdict`: the judge's pass or fail of the worker's latest handoff.
+async fn verdict(
+    config: &Path,
+    judge: &str,
+    worker: &str,
+    pass: bool,
+    reasons: Vec<String>,
+    handoff_seq: Option<u64>,
+) -> Result<ExitCode> {
+    let input = glovebox::session::VerdictInput {
+        pass,
+        reasons,
+        handoff_seq,
+    };
+    crate::completion::verdict(config, judge, worker, input).await
+}
+
+/// `session handoff`: the handoff from `--from-file`, or made from the flags
+/// (its role the session's own), written to the session and printed.
+fn handoff(
+    config: &Path,
+    session: &str,
+    kind: Option<HandoffKind>,
+    objective: Option<String>,
+    to: Option<String>,
+    notes: NotesArgs,
+    from_file: Option<PathBuf>,
+) -> Result<ExitCode> {
+    let sessions = crate::reach::sessions(config)?;
+    let handoff = match from_file {
+        Some(path) => handoff_from_file(&path)?,
+        None => {
+            let role = match sessions.show(session) {
+                Ok(s) => s.header.role,
+                Err(e) => return Ok(crate::session_refused(&e)),
+            };
+            let (Some(kind), Some(objective)) = (kind, objective) else {
+                anyhow::bail!("a handoff needs `--kind` and `--objective` (or `--from-file`)");
+            };
+            let mut h = Handoff::new(kind, role, objective);
+            h.target_session = to;
+            h.notes = notes.into();
+            h
+        }
+    };
+    printed(sessions.handoff(session, handoff))
 }
 
 /// `session start`: its completion condition is checked against the host's

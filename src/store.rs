@@ -47,105 +47,132 @@ pub enum StoreCommand {
 pub fn run(config: &Path, command: StoreCommand) -> Result<ExitCode> {
     let config = HostConfig::load(config)?;
     match command {
-        StoreCommand::Check { json } => {
-            let report = store_admin::check(&config)?;
-            if json {
-                out!("{}", serde_json::to_string_pretty(&report)?);
-            } else {
-                out!(
-                    "{} store in {} ({}{})",
-                    report.backend,
-                    report.store_dir.display(),
-                    glovebox::manifest::approximate_size(report.size_bytes),
-                    if report.read_only {
-                        ", opened read-only"
-                    } else {
-                        ""
-                    }
-                );
-                for repair in &report.repairs {
-                    out!("repaired at open: {repair}");
-                }
-                let bad = report.sessions.iter().filter(|r| !r.ok).count();
-                out!(
-                    "sessions: {} ({} events), {} verify, {bad} damaged",
-                    report.sessions.len(),
-                    report.events,
-                    report.sessions.len() - bad
-                );
-                for (bucket, keys) in &report.buckets {
-                    out!("bucket {bucket}: {keys} keys");
-                }
-                for problem in &report.problems {
-                    out!("DAMAGED: {problem}");
-                }
-                out!(
-                    "{}",
-                    if report.ok() {
-                        "ok: the store is whole"
-                    } else {
-                        "the store is damaged: restore a backup with `glovebox store restore BACKUP` (the damaged store is kept beside it)"
-                    }
-                );
-            }
-            Ok(if report.ok() {
-                ExitCode::SUCCESS
-            } else {
-                Exit::Refused.into()
-            })
+        StoreCommand::Check { json } => check(&config, json),
+        StoreCommand::Backup { path, json } => backup(&config, &path, json),
+        StoreCommand::Compact { json } => compact(&config, json),
+        StoreCommand::Restore { path, json } => restore(&config, &path, json),
+    }
+}
+
+/// `store check`: exit 8 (refused) when it finds damage.
+fn check(config: &HostConfig, json: bool) -> Result<ExitCode> {
+    let report = store_admin::check(config)?;
+    print_report(&report, json, print_check)?;
+    Ok(if report.ok() {
+        ExitCode::SUCCESS
+    } else {
+        Exit::Refused.into()
+    })
+}
+
+/// The check's lines: the store, what its open repaired, the sessions and
+/// buckets, the damage found, and the verdict.
+fn print_check(report: &store_admin::CheckReport) -> Result<()> {
+    out!(
+        "{} store in {} ({}{})",
+        report.backend,
+        report.store_dir.display(),
+        glovebox::manifest::approximate_size(report.size_bytes),
+        if report.read_only {
+            ", opened read-only"
+        } else {
+            ""
         }
-        StoreCommand::Backup { path, json } => {
-            let report = store_admin::backup(&config, &path)?;
-            if json {
-                out!("{}", serde_json::to_string_pretty(&report)?);
-            } else {
-                out!(
-                    "backed up the {} store to {} ({}): {} streams, {} events, {} keys in {} buckets",
-                    report.from_backend,
-                    report.path.display(),
-                    glovebox::manifest::approximate_size(report.size_bytes),
-                    report.streams,
-                    report.entries,
-                    report.keys,
-                    report.buckets
-                );
-            }
-            Ok(ExitCode::SUCCESS)
+    );
+    for repair in &report.repairs {
+        out!("repaired at open: {repair}");
+    }
+    let bad = report.sessions.iter().filter(|r| !r.ok).count();
+    out!(
+        "sessions: {} ({} events), {} verify, {bad} damaged",
+        report.sessions.len(),
+        report.events,
+        report.sessions.len() - bad
+    );
+    for (bucket, keys) in &report.buckets {
+        out!("bucket {bucket}: {keys} keys");
+    }
+    for problem in &report.problems {
+        out!("DAMAGED: {problem}");
+    }
+    out!(
+        "{}",
+        if report.ok() {
+            "ok: the store is whole"
+        } else {
+            "the store is damaged: restore a backup with `glovebox store restore BACKUP` (the damaged store is kept beside it)"
         }
-        StoreCommand::Compact { json } => {
-            let report = store_admin::compact(&config)?;
-            if json {
-                out!("{}", serde_json::to_string_pretty(&report)?);
-            } else {
-                out!(
-                    "compacted the {} store: {} before, {} after",
-                    report.backend,
-                    glovebox::manifest::approximate_size(report.before_bytes),
-                    glovebox::manifest::approximate_size(report.after_bytes)
-                );
-            }
-            Ok(ExitCode::SUCCESS)
+    );
+    Ok(())
+}
+
+/// `store backup`: a consistent copy of the store in a new file.
+fn backup(config: &HostConfig, path: &Path, json: bool) -> Result<ExitCode> {
+    let report = store_admin::backup(config, path)?;
+    print_report(&report, json, |report| {
+        out!(
+            "backed up the {} store to {} ({}): {} streams, {} events, {} keys in {} buckets",
+            report.from_backend,
+            report.path.display(),
+            glovebox::manifest::approximate_size(report.size_bytes),
+            report.streams,
+            report.entries,
+            report.keys,
+            report.buckets
+        );
+        Ok(())
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `store compact`: the store's free space given back to the file system.
+fn compact(config: &HostConfig, json: bool) -> Result<ExitCode> {
+    let report = store_admin::compact(config)?;
+    print_report(&report, json, |report| {
+        out!(
+            "compacted the {} store: {} before, {} after",
+            report.backend,
+            glovebox::manifest::approximate_size(report.before_bytes),
+            glovebox::manifest::approximate_size(report.after_bytes)
+        );
+        Ok(())
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `store restore`: the store replaced with a backup's contents, the old one
+/// kept beside it.
+fn restore(config: &HostConfig, path: &Path, json: bool) -> Result<ExitCode> {
+    let report = store_admin::restore(config, path)?;
+    print_report(&report, json, |report| {
+        out!(
+            "restored {} into the {} store in {}: {} streams, {} events, {} keys; {} sessions verify",
+            path.display(),
+            report.backend,
+            report.store_dir.display(),
+            report.streams,
+            report.entries,
+            report.keys,
+            report.sessions_verified
+        );
+        if let Some(previous) = &report.previous {
+            out!("the store that was there is kept in {}", previous.display());
         }
-        StoreCommand::Restore { path, json } => {
-            let report = store_admin::restore(&config, &path)?;
-            if json {
-                out!("{}", serde_json::to_string_pretty(&report)?);
-            } else {
-                out!(
-                    "restored {} into the {} store in {}: {} streams, {} events, {} keys; {} sessions verify",
-                    path.display(),
-                    report.backend,
-                    report.store_dir.display(),
-                    report.streams,
-                    report.entries,
-                    report.keys,
-                    report.sessions_verified
-                );
-                if let Some(previous) = &report.previous {
-                    out!("the store that was there is kept in {}", previous.display());
-                }
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        Ok(())
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A report as pretty JSON with `--json`, else as the lines `text` writes.
+fn print_report<T: serde::Serialize>(
+    report: &T,
+    json: bool,
+    text: impl FnOnce(&T) -> Result<()>,
+) -> Result<()> {
+    if json {
+        out!("{}", serde_json::to_string_pretty(report)?);
+        Ok(())
+    } else {
+        text(report)
     }
 }

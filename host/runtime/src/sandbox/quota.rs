@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use anyhow::Result;
 use bytes::Bytes;
-use wasmtime::component::{Linker, Resource};
+use wasmtime::component::{Linker, LinkerInstance, Resource};
 use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemView};
 use wasmtime_wasi::p2::bindings::filesystem::types::{ErrorCode, HostDescriptor, PathFlags};
 use wasmtime_wasi::p2::{DynOutputStream, OutputStream, Pollable, StreamError, StreamResult};
@@ -220,6 +220,14 @@ pub fn add_to_linker(linker: &mut Linker<CallState>) -> Result<()> {
 
 fn define(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
     let mut types = linker.instance(FILESYSTEM_TYPES)?;
+    define_byte_writes(&mut types)?;
+    define_new_entries(&mut types)?;
+    define_stream_opens(&mut types)
+}
+
+/// `descriptor.write`, which writes what fits of the budget, and
+/// `descriptor.set-size`, whose growth of the file takes from it.
+fn define_byte_writes(types: &mut LinkerInstance<'_, CallState>) -> wasmtime::Result<()> {
     types.func_wrap_async(
         "[method]descriptor.write",
         |mut store, (fd, mut buf, offset): (Resource<Descriptor>, Vec<u8>, u64)| {
@@ -272,6 +280,12 @@ fn define(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
             })
         },
     )?;
+    Ok(())
+}
+
+/// `descriptor.create-directory-at` and `descriptor.link-at`, each a new
+/// directory entry ([`new_entry`]).
+fn define_new_entries(types: &mut LinkerInstance<'_, CallState>) -> wasmtime::Result<()> {
     types.func_wrap_async(
         "[method]descriptor.create-directory-at",
         |mut store, (fd, path): (Resource<Descriptor>, String)| {
@@ -302,6 +316,12 @@ fn define(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
             })
         },
     )?;
+    Ok(())
+}
+
+/// `descriptor.write-via-stream` and `descriptor.append-via-stream`, whose
+/// streams are [`counted`].
+fn define_stream_opens(types: &mut LinkerInstance<'_, CallState>) -> wasmtime::Result<()> {
     types.func_wrap(
         "[method]descriptor.write-via-stream",
         |mut store, (fd, offset): (Resource<Descriptor>, u64)| {
