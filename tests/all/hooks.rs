@@ -825,3 +825,79 @@ async fn a_request_larger_than_a_hooks_arena_is_judged_like_a_small_one() {
     assert_eq!(decided.len(), 4, "{decided:?}");
     assert!(decided.iter().all(|d| d.2 == "allow"), "{decided:?}");
 }
+
+/// A background job whose call the hook sends to a human waits for the
+/// approval (`awaiting_approval`, the approval naming the job), and takes
+/// its settlement from whoever settles it. Settled where no jobs runner
+/// listens (another host's gateway over the same store, which then
+/// stops), the next recovery pass ends the job: denied, it fails with the
+/// denial; approved, the call ran there, once, and the job says where its
+/// outcome is.
+#[tokio::test]
+async fn a_job_whose_approval_was_settled_where_no_runner_heard_is_ended_by_recovery() {
+    use glovebox::{JobStatus, Jobs, JobsConfig};
+    let s = setup(vec![destructive("ask")]).await;
+    let session = s.session("writer", Role::Supervisor);
+    let operator = glovebox::cli_operator();
+    let jobs = Jobs::new(s.gw.clone(), JobsConfig::default());
+    let elsewhere = Gateway::new(s.host.clone(), s.durable.clone());
+    let waiting = |name: &'static str| {
+        let (jobs, operator, session, s) = (&jobs, &operator, &session, &s);
+        async move {
+            let input = json!({"path": format!("/data/{name}"), "content": "approved text"});
+            let call = s.gw.admit("files.write", &input.to_string()).unwrap();
+            let job = jobs.scope(operator).spawn(session, call).await.unwrap();
+            let start = std::time::Instant::now();
+            loop {
+                let now = jobs.scope(operator).status(&job.id).await.unwrap();
+                if now.status == JobStatus::AwaitingApproval {
+                    return now;
+                }
+                assert!(start.elapsed() < Duration::from_secs(20), "{now:?}");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    };
+
+    let denied = waiting("denied.txt").await;
+    let approval = denied.approval.clone().expect("the job names its approval");
+    assert_eq!(
+        s.durable.approvals.get(&approval).unwrap().job.as_deref(),
+        Some(denied.id.as_str())
+    );
+    elsewhere
+        .scope(&operator)
+        .approvals()
+        .deny(&approval, "not today")
+        .await
+        .unwrap();
+    // Nobody heard it: the job still waits, until the recovery pass.
+    let still = jobs.scope(&operator).status(&denied.id).await.unwrap();
+    assert_eq!(still.status, JobStatus::AwaitingApproval);
+    jobs.recover().await.unwrap();
+    let ended = jobs.scope(&operator).status(&denied.id).await.unwrap();
+    assert_eq!(ended.status, JobStatus::Failed, "{ended:?}");
+    let error = ended.result.unwrap().error.unwrap();
+    assert_eq!(error.kind, "denied");
+    assert!(error.message.contains("not today"), "{}", error.message);
+    assert!(!s.workspace.path().join("denied.txt").exists());
+
+    let approved = waiting("approved.txt").await;
+    let approval = approved.approval.clone().unwrap();
+    elsewhere
+        .scope(&operator)
+        .approvals()
+        .approve(&approval)
+        .await
+        .unwrap();
+    jobs.recover().await.unwrap();
+    let ended = jobs.scope(&operator).status(&approved.id).await.unwrap();
+    assert_eq!(ended.status, JobStatus::Interrupted, "{ended:?}");
+    let error = ended.result.unwrap().error.unwrap();
+    assert_eq!(error.kind, "approved_elsewhere");
+    assert!(error.message.contains(&session), "{}", error.message);
+    assert_eq!(
+        std::fs::read_to_string(s.workspace.path().join("approved.txt")).unwrap(),
+        "approved text"
+    );
+}

@@ -1113,6 +1113,7 @@ async fn threat_43_final_jobs_and_settled_approvals_are_removed_after_their_rete
         requested_at_ms: 1,
         status,
         principal: None,
+        job: None,
     };
     let approvals = &f.durable.approvals;
     approvals

@@ -470,6 +470,7 @@ fn an_approval_settled_on_two_hosts_at_once_is_settled_once() {
             requested_at_ms: round,
             status: ApprovalStatus::Pending,
             principal: None,
+            job: None,
         };
         hosts[0].put(&pending).unwrap();
         let barrier = Arc::new(Barrier::new(2));

@@ -315,6 +315,7 @@ async fn a_sweep_flags_an_approval_left_waiting_and_never_archives_its_session()
             requested_at_ms: r.clock.load(Ordering::SeqCst),
             status: ApprovalStatus::Pending,
             principal: None,
+            job: None,
         })
         .unwrap();
 

@@ -2,7 +2,9 @@
 //! long call from a client that declared the extension answers with a task
 //! whose id is its job's; `tasks/get` polls it to its result, from another
 //! connection after the first is gone; `tasks/cancel` cancels it; a quick
-//! call answers at once; a task of another principal is not there.
+//! call answers at once; a task of another principal is not there; a task
+//! whose call a hook asks about is `input_required` and `tasks/update`
+//! settles it.
 
 use std::time::{Duration, Instant};
 
@@ -225,4 +227,207 @@ fn a_task_is_polled_to_completion_from_a_second_connection_after_the_first_is_go
     );
     let _ = child.kill();
     let _ = child.wait();
+}
+
+/// A site serving `files` (read-write over `work/`) whose writes the
+/// destructive hook sends to a human, with agent `carol`, who settles her
+/// own approvals (`approve_by = "client"`).
+fn asking_site() -> Site {
+    let token_hash = glovebox::manifest::credential_of("carol's token, unused over stdio");
+    let site = Site::with_config(
+        &format!(
+            "[approvals]\nwait = 0\n[[principal]]\nname = \"carol\"\nkind = \"agent\"\ncredential = \"{token_hash}\"\nroles = [\"workagent\"]\nprojects = [\"p\"]\napprove_by = \"client\"\n[[hook]]\nname = \"destructive\"\ncomponent = \"{}\"\n[hook.settings]\nmode = \"ask\"\n",
+            plugins::HOOK_DESTRUCTIVE
+        ),
+        &[(
+            "files.toml",
+            format!(
+                "name = \"files\"\ncomponent = \"{}\"\n[[fs]]\nhost = \"work\"\nguest = \"/data\"\naccess = \"read-write\"\n",
+                plugins::TOOL_FILES
+            ),
+        )],
+    );
+    std::fs::create_dir(site.path().join("work")).unwrap();
+    site
+}
+
+/// Polls `tasks/get` until the task's status is not `from` (30 s at most).
+fn poll_from(from: &str, get: &mut dyn FnMut() -> Value) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let task = get();
+        if task["result"]["status"] != from {
+            return task;
+        }
+        assert!(Instant::now() < deadline, "still {from}: {task}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A job's call that a hook sends to a human waits as its task's
+/// `input_required` (the approval's question in `inputRequests`, the job
+/// `awaiting_approval` and holding no slot); `tasks/update` with the
+/// answer settles it: accepted, the call runs once and the task completes
+/// with its result; declined, it completes with the denial and nothing is
+/// written. A cancelled task's approval is denied, so its call never runs,
+/// and an operator's approval (the CLI, another surface) reaches the task
+/// the same way.
+#[test]
+fn a_task_whose_call_a_hook_asks_about_waits_as_input_required_and_runs_once_approved() {
+    let site = asking_site();
+    let mut server = Server::start_with(&site.config(), &["--as", "carol"]);
+    let mut meta = with_tasks();
+    meta["io.modelcontextprotocol/clientCapabilities"]["elicitation"] = json!({"form": {}});
+    let work = site.path().join("work");
+    let mut n = 0;
+    let mut request = |server: &mut Server, method: &str, params: Value| {
+        n += 1;
+        let mut params = params;
+        params["_meta"] = meta.clone();
+        server.request(n, method, params)
+    };
+    let write = |name: &str| json!({"name": "files.write", "arguments": {"path": format!("/data/{name}"), "content": "hello"}});
+    let pending = || {
+        site.json(&["approvals", "--json"])
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+
+    // Approved through tasks/update.
+    let asked = request(&mut server, "tools/call", write("one.txt"));
+    assert_eq!(asked["result"]["resultType"], "task", "{asked}");
+    let id = asked["result"]["taskId"].as_str().unwrap().to_string();
+    let waiting = poll_from("working", &mut || {
+        request(&mut server, "tasks/get", json!({"taskId": id}))
+    });
+    assert_eq!(waiting["result"]["status"], "input_required", "{waiting}");
+    let form = &waiting["result"]["inputRequests"]["approve"];
+    assert_eq!(form["method"], "elicitation/create", "{form}");
+    let approvals = pending();
+    assert_eq!(approvals.len(), 1, "{approvals:?}");
+    let approval = approvals[0]["id"].as_str().unwrap().to_string();
+    assert_eq!(approvals[0]["job"], id.as_str(), "{approvals:?}");
+    assert!(
+        form["params"]["message"]
+            .as_str()
+            .unwrap()
+            .contains(&approval),
+        "{form}"
+    );
+    let job = request(
+        &mut server,
+        "tools/call",
+        json!({"name": "job_status", "arguments": {"id": id}}),
+    );
+    let job = &job["result"]["structuredContent"];
+    assert_eq!(job["status"], "awaiting_approval", "{job}");
+    assert_eq!(job["approval"], approval.as_str(), "{job}");
+    assert!(!work.join("one.txt").exists());
+
+    let wrong = request(
+        &mut server,
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {}}),
+    );
+    assert_eq!(wrong["error"]["code"], -32602, "{wrong}");
+    assert!(
+        wrong["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("`approve`"),
+        "{wrong}"
+    );
+    let yes = json!({"approve": {"action": "accept", "content": {"approve": true}}});
+    let updated = request(
+        &mut server,
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": yes}),
+    );
+    assert!(updated["result"].is_object(), "{updated}");
+    let done = request(&mut server, "tasks/get", json!({"taskId": id}));
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    assert_eq!(done["result"]["result"]["isError"], false, "{done}");
+    assert_eq!(
+        std::fs::read_to_string(work.join("one.txt")).unwrap(),
+        "hello"
+    );
+    let again = request(
+        &mut server,
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": yes}),
+    );
+    assert_eq!(again["error"]["code"], -32602, "{again}");
+    assert!(
+        again["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("asks for no input (it is completed)"),
+        "{again}"
+    );
+
+    // Declined through tasks/update: denied, nothing written.
+    let asked = request(&mut server, "tools/call", write("two.txt"));
+    let id = asked["result"]["taskId"].as_str().unwrap().to_string();
+    poll_from("working", &mut || {
+        request(&mut server, "tasks/get", json!({"taskId": id}))
+    });
+    let no = json!({"approve": {"action": "decline"}});
+    request(
+        &mut server,
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": no}),
+    );
+    let denied = request(&mut server, "tasks/get", json!({"taskId": id}));
+    assert_eq!(denied["result"]["status"], "completed", "{denied}");
+    assert_eq!(denied["result"]["result"]["isError"], true, "{denied}");
+    let text = denied["result"]["result"].to_string();
+    assert!(text.contains("declined by the client's user"), "{text}");
+    assert!(!work.join("two.txt").exists());
+
+    // Cancelled while it waits: its approval is denied, it never runs.
+    let asked = request(&mut server, "tools/call", write("three.txt"));
+    let id = asked["result"]["taskId"].as_str().unwrap().to_string();
+    poll_from("working", &mut || {
+        request(&mut server, "tasks/get", json!({"taskId": id}))
+    });
+    assert_eq!(pending().len(), 1);
+    request(&mut server, "tasks/cancel", json!({"taskId": id}));
+    let cancelled = request(&mut server, "tasks/get", json!({"taskId": id}));
+    assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
+    assert_eq!(
+        pending().len(),
+        0,
+        "the cancelled job's approval is still pending"
+    );
+    assert!(!work.join("three.txt").exists());
+
+    // Approved by an operator on the command line: the task takes it.
+    let asked = request(&mut server, "tools/call", write("four.txt"));
+    let id = asked["result"]["taskId"].as_str().unwrap().to_string();
+    poll_from("working", &mut || {
+        request(&mut server, "tasks/get", json!({"taskId": id}))
+    });
+    let approval = pending()[0]["id"].as_str().unwrap().to_string();
+    let (code, out, err) = site.run(&["approve", &approval]);
+    assert_eq!(code, 0, "{out}{err}");
+    let done = poll_from("input_required", &mut || {
+        request(&mut server, "tasks/get", json!({"taskId": id}))
+    });
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    assert_eq!(done["result"]["result"]["isError"], false, "{done}");
+    assert_eq!(
+        std::fs::read_to_string(work.join("four.txt")).unwrap(),
+        "hello"
+    );
+
+    // Each approved call ran once.
+    let (code, log, err) = site.run(&["log", "export", "carol/mcp-default"]);
+    assert_eq!(code, 0, "{err}");
+    let ran_ok = log
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["kind"]["type"] == "call_finished" && e["kind"]["outcome"] == "ok")
+        .count();
+    assert_eq!(ran_ok, 2, "{log}");
 }

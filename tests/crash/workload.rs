@@ -355,6 +355,7 @@ fn one_write(mix: &Mix, w: usize, i: u64, pick: u64) -> Result<()> {
                 requested_at_ms: now,
                 status: ApprovalStatus::Pending,
                 principal: None,
+                job: None,
             };
             mix.approvals.put(&approval)?;
             mix.ack(format_args!("approval {id} pending"));

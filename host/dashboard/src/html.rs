@@ -324,7 +324,7 @@ pub fn badge(word: &str) -> String {
             "ok" | "allow" | "completed" | "approved" | "active" | "resolved" | "pass"
             | "passed" => "good",
             "ask" | "pending" | "paused" | "queued" | "running" | "warning" | "open"
-            | "diagnosed" | "injected" | "proposed" => "warn",
+            | "diagnosed" | "injected" | "proposed" | "awaiting_approval" => "warn",
             "deny" | "denied" | "failed" | "critical" | "timeout" | "interrupted" | "cancelled"
             | "blocker" | "rescue" | "abandoned" | "re_escalated" | "fail" | "rejected"
             | "reached" => "bad",

@@ -13,9 +13,8 @@ use serde_json::Value;
 use crate::connection::Connection;
 use crate::progress::Progress;
 use crate::results;
-use glovebox::approvals::{Approval, ApprovalStatus};
 use glovebox::manifest::ApproveBy;
-use glovebox::settled::Settled;
+use glovebox::settled::{Settled, denied_call};
 use glovebox::{CallError, Principal};
 
 /// How long a call waits for the client's user to answer an approval
@@ -46,7 +45,6 @@ impl Connection {
         if crate::tasks::declared(context) {
             return self.call_as_task(&caller, call).await;
         }
-        let name = call.name().to_string();
         let session = match self.session_for_call(&caller).await {
             Ok(s) => s,
             Err(e) => return Ok(results::session_failure(&e).into()),
@@ -77,10 +75,9 @@ impl Connection {
             return Ok(results::report(report).into());
         }
         let settled = if by_client {
-            self.elicit_approval(&caller, &name, approval_id, context)
-                .await
+            self.elicit_approval(&caller, approval_id, context).await
         } else {
-            self.wait_for_operator(&name, approval_id, context).await
+            self.wait_for_operator(approval_id, context).await
         };
         Ok(settled.unwrap_or_else(|| results::report(report)).into())
     }
@@ -90,7 +87,6 @@ impl Connection {
     /// `None`: still pending when the wait ended.
     async fn wait_for_operator(
         &self,
-        tool: &str,
         approval_id: &str,
         context: &RequestContext<RoleServer>,
     ) -> Option<CallToolResult> {
@@ -109,7 +105,7 @@ impl Connection {
         match settled? {
             Settled::Ran(report) => Some(results::report(report)),
             Settled::RanElsewhere(approval) => Some(results::approved_elsewhere(&approval)),
-            Settled::Denied(approval) => Some(results::call_error(&denied(tool, &approval))),
+            Settled::Denied(approval) => Some(results::call_error(&denied_call(&approval))),
         }
     }
 
@@ -124,7 +120,6 @@ impl Connection {
     async fn elicit_approval(
         &self,
         caller: &Principal,
-        tool: &str,
         approval_id: &str,
         context: &RequestContext<RoleServer>,
     ) -> Option<CallToolResult> {
@@ -147,7 +142,7 @@ impl Connection {
                 return None;
             }
         };
-        self.settle_by_client(caller, tool, approval_id, &answer, "MCP elicitation")
+        self.settle_by_client(caller, approval_id, &answer, "MCP elicitation")
             .await
     }
 
@@ -192,7 +187,6 @@ impl Connection {
     pub(crate) async fn settle_by_client(
         &self,
         caller: &Principal,
-        tool: &str,
         approval_id: &str,
         answer: &ElicitResult,
         how: &str,
@@ -211,33 +205,12 @@ impl Connection {
             (ElicitationAction::Accept, _) | (ElicitationAction::Decline, _) => {
                 let why = format!("declined by the client's user ({how})");
                 match approvals.deny(approval_id, &why).await {
-                    Ok(a) => Some(results::call_error(&denied(tool, &a))),
+                    Ok(a) => Some(results::call_error(&denied_call(&a))),
                     Err(e) => Some(results::session_failure(&e)),
                 }
             }
             // Cancelled (or anything newer): the approval stays pending.
             _ => None,
         }
-    }
-}
-
-/// A denied approval as the call's refusal: who denied it and why.
-pub(crate) fn denied(tool: &str, approval: &Approval) -> CallError {
-    let (why, by) = match &approval.status {
-        ApprovalStatus::Denied { reason, by, .. } => (reason.as_str(), by.as_deref()),
-        _ => ("", None),
-    };
-    CallError::Denied {
-        tool: tool.to_string(),
-        hook: "operator".to_string(),
-        pattern: approval.pattern.clone(),
-        reason: format!(
-            "approval {} ({}: {}) denied by {}: {why}",
-            approval.id,
-            approval.hook,
-            approval.reason,
-            by.unwrap_or("an operator")
-        ),
-        alternatives: Vec::new(),
     }
 }

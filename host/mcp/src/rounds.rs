@@ -31,10 +31,10 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
 use serde_json::json;
 
-use crate::calls::denied;
 use crate::connection::Connection;
 use crate::results;
 use glovebox::approvals::ApprovalStatus;
+use glovebox::settled::denied_call;
 use glovebox::{Admitted, Principal};
 
 /// The key of the one input request: the approval's question.
@@ -111,7 +111,7 @@ impl Connection {
         match &approval.status {
             ApprovalStatus::Approved { .. } => return Ok(results::approved_elsewhere(&approval)),
             ApprovalStatus::Denied { .. } => {
-                return Ok(results::call_error(&denied(call.name(), &approval)));
+                return Ok(results::call_error(&denied_call(&approval)));
             }
             ApprovalStatus::Pending => {}
         }
@@ -129,14 +129,8 @@ impl Connection {
             })?;
         let settled = match answer {
             Some(answer) => {
-                self.settle_by_client(
-                    caller,
-                    call.name(),
-                    &approval.id,
-                    &answer,
-                    "MCP input_required",
-                )
-                .await
+                self.settle_by_client(caller, &approval.id, &answer, "MCP input_required")
+                    .await
             }
             None => None,
         };

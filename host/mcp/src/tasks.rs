@@ -17,16 +17,27 @@
 //! created, and durable, before the response). Built-ins are never tasks
 //! (`job_spawn` and `job_wait` remain for clients without the extension).
 //!
-//! What is not served: `tasks/update` (no job asks its client for input
-//! mid-run: a call a hook sends to "ask" ends with the approval's id, for
-//! the client's `approval_*` tools or an operator) and task status
-//! notifications (clients poll, at the `pollIntervalMs` given).
+//! A task whose call a hook sent to a human (its job `awaiting_approval`)
+//! is `input_required` for a caller that settles its own approvals
+//! (`approve_by = "client"`): `tasks/get` carries the question (the
+//! approval as every surface shows it, `rounds.rs`), and `tasks/update`
+//! with the answer approves it (the call runs, and the job takes its
+//! result) or denies it. For any other caller the task stays `working`
+//! until an operator settles it. Either way the job itself waits without
+//! holding a slot, and takes whichever settlement comes, from whatever
+//! surface (the jobs runner's `approval.rs`).
+//!
+//! What is not served: task status notifications (clients poll, at the
+//! `pollIntervalMs` given). Revision 2026-07-28's `subscriptions/listen`
+//! filter names no tasks, and rmcp refuses `notifications/tasks` on a
+//! listen stream.
 
 use std::time::{Duration, UNIX_EPOCH};
 
 use rmcp::model::{
     CallToolResponse, CallToolResult, CancelTaskParams, CreateTaskResult, DetailedTask,
-    GetTaskParams, GetTaskResult, JsonObject, Task, TaskPayload, TaskStatus, UpdateTaskParams,
+    ElicitRequest, ElicitResult, GetTaskParams, GetTaskResult, InputRequest, JsonObject, Task,
+    TaskPayload, TaskStatus, UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
@@ -34,7 +45,9 @@ use serde_json::{Value, json};
 
 use crate::connection::Connection;
 use crate::results;
+use crate::rounds::APPROVE;
 use glovebox::jobs::{JobError, JobInfo, JobStatus, WaitMode};
+use glovebox::manifest::ApproveBy;
 use glovebox::{Admitted, Principal};
 
 /// How long a call run as a task may take and still answer with its result
@@ -43,6 +56,10 @@ pub const TASK_AFTER: Duration = Duration::from_secs(1);
 
 /// How often a client is asked to poll a task.
 const POLL_INTERVAL_MS: u64 = 500;
+
+/// How long `tasks/update` waits for its job to take the settlement it
+/// made, so that the next `tasks/get` finds the job ended.
+const SETTLE_WAIT: Duration = Duration::from_secs(5);
 
 /// Whether the request's client declared the tasks extension (in its
 /// `_meta` under 2026-07-28, at `initialize` before).
@@ -75,7 +92,7 @@ impl Connection {
         {
             return Ok(outcome(done).into());
         }
-        Ok(CreateTaskResult::new(task(&job)).into())
+        Ok(CreateTaskResult::new(task(&job, asks(caller))).into())
     }
 
     /// `tasks/get`: the job with the task's id, as the caller may see it.
@@ -91,6 +108,28 @@ impl Connection {
             .status(&request.task_id)
             .await
             .map_err(|e| no_task(&request.task_id, &e))?;
+        // Waiting for its caller's approval: the question, when it can be
+        // read (else `working`, and polled again it is asked).
+        let question = (asks(caller) && job.status == JobStatus::AwaitingApproval)
+            .then(|| {
+                job.approval
+                    .as_deref()
+                    .and_then(|a| self.approval_question(a))
+            })
+            .flatten();
+        if let Some(question) = question {
+            let requests = std::collections::BTreeMap::from([(
+                APPROVE.to_string(),
+                InputRequest::Elicitation(ElicitRequest::new(question)),
+            )]);
+            let payload = TaskPayload::InputRequired {
+                input_requests: requests,
+            };
+            return Ok(GetTaskResult::new(DetailedTask::new(
+                task(&job, true),
+                payload,
+            )));
+        }
         Ok(GetTaskResult::new(detailed(&job)))
     }
 
@@ -109,27 +148,63 @@ impl Connection {
             .map_err(|e| no_task(&request.task_id, &e))
     }
 
-    /// `tasks/update`: no job asks for input, so there is nothing to
-    /// deliver; refused with where approvals go instead.
+    /// `tasks/update`: the answer to the question of a task whose call
+    /// waits for its caller's approval (`inputResponses.approve`, an
+    /// elicitation result): accepted with `approve` true runs the call
+    /// and the job takes its result; declined denies it; cancelled leaves
+    /// it pending. Refused (-32602) for a task that asks nothing, a
+    /// caller whose approvals an operator settles, or a malformed answer.
     pub(crate) async fn update_job_task(
         &self,
         caller: &Principal,
         request: UpdateTaskParams,
     ) -> Result<(), ErrorData> {
+        let id = request.task_id;
+        let jobs = self.shared().jobs.scope(caller);
         // A task of another principal's is not there at all.
-        self.shared()
-            .jobs
-            .scope(caller)
-            .status(&request.task_id)
-            .await
-            .map_err(|e| no_task(&request.task_id, &e))?;
-        Err(ErrorData::invalid_params(
-            format!(
-                "task `{}` asks for no input: Glovebox's tasks never wait for the client mid-run; a call a hook sends to \"ask\" ends with its approval's id (`approval_status`, or an operator's `glovebox approve`)",
-                request.task_id
-            ),
-            Some(json!({"taskId": request.task_id})),
-        ))
+        let job = jobs.status(&id).await.map_err(|e| no_task(&id, &e))?;
+        let refuse = |why: String| ErrorData::invalid_params(why, Some(json!({"taskId": id})));
+        let approval = match (&job.status, &job.approval) {
+            (JobStatus::AwaitingApproval, Some(approval)) => approval.clone(),
+            (status, _) => {
+                return Err(refuse(format!(
+                    "task `{id}` asks for no input (it is {}): only a task whose call waits for your approval (`input_required`) takes `tasks/update`",
+                    status.as_str()
+                )));
+            }
+        };
+        if !asks(caller) {
+            return Err(refuse(format!(
+                "task `{id}` waits for approval `{approval}`, which an operator settles (`glovebox approve {approval}`): principal `{}` does not settle its own approvals",
+                caller.name
+            )));
+        }
+        let mut responses = request.input_responses;
+        let answer = responses
+            .remove(APPROVE)
+            .ok_or_else(|| {
+                refuse(format!(
+                    "`inputResponses` has no `{APPROVE}`: answer the task's input request `{APPROVE}` with `{{\"action\": \"accept\", \"content\": {{\"approve\": true}}}}`, or `decline`"
+                ))
+            })
+            .and_then(|answer| {
+                serde_json::from_value::<ElicitResult>(answer).map_err(|e| {
+                    refuse(format!(
+                        "`inputResponses.{APPROVE}` is not an elicitation result ({e}): send `{{\"action\": \"accept\", \"content\": {{\"approve\": true}}}}`, or `decline`"
+                    ))
+                })
+            })?;
+        let settled = self
+            .settle_by_client(caller, &approval, &answer, "MCP tasks/update")
+            .await;
+        if settled.is_some() {
+            // The approved call ran (or the denial is recorded): the job
+            // takes it, so the next `tasks/get` finds it ended.
+            let _ = jobs
+                .wait(std::slice::from_ref(&id), WaitMode::All, Some(SETTLE_WAIT))
+                .await;
+        }
+        Ok(())
     }
 }
 
@@ -155,28 +230,47 @@ fn job_refused(e: &JobError) -> CallToolResult {
     }
 }
 
-/// A job as its task's base fields.
-fn task(job: &JobInfo) -> Task {
+/// Whether `caller` settles its own approvals: a task of its waiting for
+/// one is `input_required`, else `working` until an operator settles it.
+fn asks(caller: &Principal) -> bool {
+    caller.approve_by == ApproveBy::Client
+}
+
+/// A job as its task's base fields (`asks`: whether its caller settles its
+/// own approvals).
+fn task(job: &JobInfo, asks: bool) -> Task {
     let updated = job
         .finished_at_ms
         .or(job.started_at_ms)
         .unwrap_or(job.created_at_ms);
+    let message = match (job.status, &job.approval) {
+        (JobStatus::AwaitingApproval, Some(approval)) if asks => {
+            format!("job {} waits for your approval {approval}", job.id)
+        }
+        (JobStatus::AwaitingApproval, Some(approval)) => format!(
+            "job {} waits for an operator to approve {approval} (`glovebox approve {approval}`)",
+            job.id
+        ),
+        (status, _) => format!("job {} is {}", job.id, status.as_str()),
+    };
     let mut task = Task::new(
         job.id.clone(),
-        status(job.status),
+        status(job.status, asks),
         rfc3339(job.created_at_ms),
         rfc3339(updated),
     )
-    .with_status_message(format!("job {} is {}", job.id, job.status.as_str()));
-    if !status(job.status).is_terminal() {
+    .with_status_message(message);
+    if !status(job.status, asks).is_terminal() {
         task = task.with_poll_interval_ms(POLL_INTERVAL_MS);
     }
     task
 }
 
-fn status(job: JobStatus) -> TaskStatus {
+fn status(job: JobStatus, asks: bool) -> TaskStatus {
     match job {
         JobStatus::Queued | JobStatus::Running => TaskStatus::Working,
+        JobStatus::AwaitingApproval if asks => TaskStatus::InputRequired,
+        JobStatus::AwaitingApproval => TaskStatus::Working,
         JobStatus::Cancelled => TaskStatus::Cancelled,
         // The call ended: its result says how, `isError` included.
         JobStatus::Completed | JobStatus::Failed | JobStatus::Timeout | JobStatus::Interrupted => {
@@ -185,9 +279,10 @@ fn status(job: JobStatus) -> TaskStatus {
     }
 }
 
-/// A job as `tasks/get` answers it: a final one carries the call's result.
+/// A job as `tasks/get` answers it when it asks nothing: a final one
+/// carries the call's result.
 fn detailed(job: &JobInfo) -> DetailedTask {
-    let payload = match status(job.status) {
+    let payload = match status(job.status, false) {
         TaskStatus::Working => TaskPayload::Working,
         TaskStatus::Cancelled => TaskPayload::Cancelled,
         _ => TaskPayload::Completed {
@@ -197,7 +292,7 @@ fn detailed(job: &JobInfo) -> DetailedTask {
             },
         },
     };
-    DetailedTask::new(task(job), payload)
+    DetailedTask::new(task(job, false), payload)
 }
 
 /// A final job's result as the call's: its output, or its error as the

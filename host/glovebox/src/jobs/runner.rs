@@ -2,7 +2,8 @@
 //! waiting, cancelling, recovery. This file holds the service and its
 //! records; each of its concerns is a file of its own: `spawn.rs` (checks,
 //! quotas and storing a new job), `run.rs` (the run queue and the run of
-//! one job), `wait.rs` (waiting and cancelling), `recover.rs` (recovery
+//! one job), `approval.rs` (a job whose call waits for a human's
+//! approval), `wait.rs` (waiting and cancelling), `recover.rs` (recovery
 //! and the pass over the jobs nobody runs), `shutdown.rs` (a host that
 //! stops), `work_queue.rs` (the work queue a shared store holds).
 
@@ -24,6 +25,7 @@ use crate::manifest::MAX_WAIT_IDS;
 use crate::pipeline::Admitted;
 use crate::storage::{Delivery, WorkQueue};
 
+mod approval;
 mod recover;
 mod run;
 mod shutdown;
@@ -136,7 +138,7 @@ impl Jobs {
             let id = uuid::Uuid::new_v4().simple().to_string();
             format!("process/{}", &id[..12])
         });
-        Arc::new_cyclic(|this| Jobs {
+        let jobs = Arc::new_cyclic(|this| Jobs {
             permits: Arc::new(Semaphore::new(config.max_running)),
             gateway,
             config,
@@ -154,7 +156,11 @@ impl Jobs {
             deliveries: Mutex::new(HashMap::new()),
             pulling: Mutex::new(Vec::new()),
             this: this.clone(),
-        })
+        });
+        // Settlements of the approvals its jobs wait for (`approval.rs`).
+        let listener: Weak<dyn crate::settled::JobListener> = Arc::downgrade(&jobs) as _;
+        jobs.gateway.waiters().listen(listener);
+        jobs
     }
 
     /// The gateway its jobs run through.

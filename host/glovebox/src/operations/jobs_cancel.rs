@@ -20,8 +20,8 @@ pub struct CancelJobArgs {
 
 impl Operation for CancelJob {
     const NAME: &'static str = "jobs.cancel";
-    const SUMMARY: &'static str = "Cancel a queued or running job.";
-    const DESCRIPTION: &'static str = "A queued job never runs; a running one is stopped and recorded as cancelled; an ended one is returned as it is. A job of a session the caller may not see is not found.";
+    const SUMMARY: &'static str = "Cancel a job that has not ended.";
+    const DESCRIPTION: &'static str = "A queued job never runs; a running one is stopped and recorded as cancelled; one awaiting an approval is cancelled and its approval denied, so its call never runs; an ended one is returned as it is. A job of a session the caller may not see is not found.";
     const AUDIENCE: Audience = Audience::Anyone;
     const HTTP: Option<Route> = Some(Route::post("/jobs/{id}/cancel"));
     const MCP: Option<&'static str> = Some("job_cancel");

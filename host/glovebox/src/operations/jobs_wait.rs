@@ -41,7 +41,7 @@ pub enum WaitFor {
 impl Operation for WaitJobs {
     const NAME: &'static str = "jobs.wait";
     const SUMMARY: &'static str = "Wait for jobs: all of them, or the first to finish, up to a timeout (the configured default when absent; never forever).";
-    const DESCRIPTION: &'static str = "Returns the jobs that ended (`done`, each with its result, now read), those still queued or running (`pending`), and whether the wait ended at its timeout (`timed_out`). A job of a session the caller may not see is not found.";
+    const DESCRIPTION: &'static str = "Returns the jobs that ended (`done`, each with its result, now read), those that have not ended (`pending`: queued, running, or awaiting an approval, which an approval settles), and whether the wait ended at its timeout (`timed_out`). A job of a session the caller may not see is not found.";
     const AUDIENCE: Audience = Audience::Anyone;
     const HTTP: Option<Route> = Some(Route::post("/jobs/wait"));
     const MCP: Option<&'static str> = Some("job_wait");

@@ -248,6 +248,7 @@ fn asked_approval(
         requested_at_ms: 0,
         status: ApprovalStatus::Pending,
         principal: counted,
+        job: ctx.job_id.clone(),
     })
 }
 

@@ -76,9 +76,12 @@ impl<'g> ApprovalScope<'g> {
             Ok((resumed, settled))
         })
         .await?;
+        let approval = settled.clone();
         let judge = Judge::Approved(Box::new(settled));
         let report = gateway.run(&resumed.state, call, judge, None, None).await?;
-        gateway.waiters().settle(id, &Settled::Ran(report.clone()));
+        gateway
+            .waiters()
+            .settle(&approval, &Settled::Ran(report.clone()));
         Ok(report)
     }
 
@@ -109,7 +112,7 @@ impl<'g> ApprovalScope<'g> {
         .inspect(|approval| {
             gateway
                 .waiters()
-                .settle(&approval.id, &Settled::Denied(approval.clone()))
+                .settle(approval, &Settled::Denied(approval.clone()))
         })
     }
 }

@@ -102,6 +102,10 @@ pub struct Approval {
     /// asked for before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub principal: Option<String>,
+    /// The background job whose call it is, if any: the job waits for it
+    /// (`awaiting_approval`) and takes the approved call's result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<String>,
 }
 
 fn pending_key(a: &Approval) -> String {

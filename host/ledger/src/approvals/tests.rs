@@ -32,6 +32,7 @@ fn approval(n: u64, session: &str) -> Approval {
         requested_at_ms: 1000 + n,
         status: ApprovalStatus::Pending,
         principal: None,
+        job: None,
     }
 }
 

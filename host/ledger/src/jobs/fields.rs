@@ -66,6 +66,10 @@ macro_rules! job_struct {
             /// operator's job, and for one stored before the quota was counted.
             #[serde(default, skip_serializing_if = "Option::is_none")]
             pub charged_to: Option<String>,
+            /// The approval its call waits for, while it is
+            /// `awaiting_approval`, and after: the approval that settled it.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub approval: Option<String>,
         }
     };
 }

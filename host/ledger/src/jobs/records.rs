@@ -53,10 +53,16 @@ pub enum JobStatus {
     /// The host stopped while it ran, and its tool is not idempotent: it is
     /// not re-run (it may have had effects); the caller decides.
     Interrupted,
+    /// A permission hook sent its call to a human: it waits for the
+    /// approval its record names (`approval`), holding no run slot, and
+    /// takes the approved call's result once it is approved (by whoever
+    /// settles it: an operator, or its client), or fails when it is denied
+    /// or expires. Not final.
+    AwaitingApproval,
 }
 
 impl JobStatus {
-    pub const ALL: [JobStatus; 7] = [
+    pub const ALL: [JobStatus; 8] = [
         JobStatus::Queued,
         JobStatus::Running,
         JobStatus::Completed,
@@ -64,6 +70,7 @@ impl JobStatus {
         JobStatus::Timeout,
         JobStatus::Cancelled,
         JobStatus::Interrupted,
+        JobStatus::AwaitingApproval,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -75,12 +82,16 @@ impl JobStatus {
             JobStatus::Timeout => "timeout",
             JobStatus::Cancelled => "cancelled",
             JobStatus::Interrupted => "interrupted",
+            JobStatus::AwaitingApproval => "awaiting_approval",
         }
     }
 
     /// The job will not change any more.
     pub fn is_final(self) -> bool {
-        !matches!(self, JobStatus::Queued | JobStatus::Running)
+        !matches!(
+            self,
+            JobStatus::Queued | JobStatus::Running | JobStatus::AwaitingApproval
+        )
     }
 }
 
@@ -169,6 +180,7 @@ impl JobInfo {
             runner: None,
             owner: None,
             charged_to: None,
+            approval: None,
         }
     }
 

@@ -157,6 +157,7 @@ impl JobSummary {
             runner: job.runner.clone(),
             owner: job.owner.clone(),
             charged_to: job.charged_to.clone(),
+            approval: job.approval.clone(),
         };
         (summary, whole)
     }
@@ -183,6 +184,7 @@ impl JobSummary {
             runner: self.runner,
             owner: self.owner,
             charged_to: self.charged_to,
+            approval: self.approval,
         }
     }
 

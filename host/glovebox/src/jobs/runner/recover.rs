@@ -211,6 +211,8 @@ impl Jobs {
                 }
                 Ok(Some(job))
             }
+            // Its approval may have been settled where no runner heard it.
+            JobStatus::AwaitingApproval => self.reconcile(&job).await,
             _ => Ok(None),
         }
     }

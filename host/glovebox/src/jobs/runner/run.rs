@@ -156,11 +156,12 @@ impl Jobs {
             Ok(call) => self.run_as_spawner(&job, call, cancel).await,
             Err(e) => Ok(CallReport::refused(&job.tool, e)),
         };
-        let (status, result) = outcome(report);
+        let (status, result, approval) = outcome(report);
         // The slot is not needed to store the outcome, which may wait
         // for a failed store to be reopened.
         drop(permit);
-        let ended = self.store_outcome(&job, status, result).await;
+        // Final, or waiting for an approval without a slot or a place.
+        let ended = self.store_outcome(&job, status, result, approval).await;
         let left = self
             .live
             .lock()
@@ -249,11 +250,19 @@ impl Jobs {
     }
 
     /// Stores what job `job`'s run (attempt `job.attempts`) ended with:
-    /// its result apart, then its record. Keeps trying while the store is
-    /// failed (it is reopened once there is room) for up to
+    /// its result apart, then its record (`approval`: the approval its call
+    /// now waits for, with `awaiting_approval`). Keeps trying while the
+    /// store is failed (it is reopened once there is room) for up to
     /// [`OUTCOME_PATIENCE`], rather than leave the record `running` until
-    /// a restart. Returns whether the record is final now.
-    async fn store_outcome(&self, job: &JobSummary, status: JobStatus, result: JobResult) -> bool {
+    /// a restart. Returns whether the record left `running` (is final, or
+    /// waits for an approval).
+    async fn store_outcome(
+        &self,
+        job: &JobSummary,
+        status: JobStatus,
+        result: JobResult,
+        approval: Option<String>,
+    ) -> bool {
         let id = job.id.clone();
         let now = self.now();
         let mut waited = Duration::ZERO;
@@ -276,13 +285,14 @@ impl Jobs {
             }
         };
         loop {
-            let summary = staged.summary.clone();
+            let (summary, approval) = (staged.summary.clone(), approval.clone());
             let finished = self
                 .update(&id, move |j| {
                     if j.status == JobStatus::Running {
                         j.status = status;
-                        j.finished_at_ms = Some(now);
+                        j.finished_at_ms = status.is_final().then_some(now);
                         j.result = Some(summary.clone());
+                        j.approval.clone_from(&approval);
                         true
                     } else if j.status == JobStatus::Cancelled && j.kept().is_none() {
                         // Cancelled while running: keep what the call says of itself.
@@ -306,7 +316,7 @@ impl Jobs {
                     return false;
                 }
                 Ok((record, _)) => {
-                    let ended = record.status.is_final();
+                    let ended = record.status != JobStatus::Running;
                     let store = self.store.clone();
                     let _ = blocking(move || {
                         store.settle_result(&staged, &record);
@@ -341,21 +351,30 @@ async fn dispatch(
     }
 }
 
-/// A job's status and result from its call's report.
-fn outcome(report: Result<CallReport, SessionError>) -> (JobStatus, JobResult) {
+/// A job's status and result from its call's report, and the approval it
+/// waits for when a hook sent the call to a human.
+pub(super) fn outcome(
+    report: Result<CallReport, SessionError>,
+) -> (JobStatus, JobResult, Option<String>) {
     let report = match report {
         Ok(report) => report,
         Err(e) => {
-            return (JobStatus::Failed, failed_result("session", e.to_string()));
+            let result = failed_result("session", e.to_string());
+            return (JobStatus::Failed, result, None);
         }
     };
     let metering = call_metering(&report.metering);
+    let mut approval = None;
     let (status, output, error) = match report.outcome {
         Ok(value) => (JobStatus::Completed, Some(value), None),
         Err(e) => {
-            let status = match e {
+            let status = match &e {
                 CallError::Timeout { .. } => JobStatus::Timeout,
                 CallError::Cancelled { .. } => JobStatus::Cancelled,
+                CallError::AwaitingApproval { approval_id, .. } => {
+                    approval = Some(approval_id.clone());
+                    JobStatus::AwaitingApproval
+                }
                 _ => JobStatus::Failed,
             };
             let info = JobErrorInfo {
@@ -372,5 +391,5 @@ fn outcome(report: Result<CallReport, SessionError>) -> (JobStatus, JobResult) {
         stderr: report.stderr,
         metering,
     };
-    (status, result)
+    (status, result, approval)
 }

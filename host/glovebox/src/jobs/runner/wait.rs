@@ -90,18 +90,23 @@ impl Jobs {
     /// Cancels a job. A queued job never runs. A running one is stopped: its
     /// instance is dropped and its call finishes in the session log with the
     /// outcome `cancelled` (awaited for a few seconds; a tool computing
-    /// without pause stops at the latest at its deadline). A final job is
+    /// without pause stops at the latest at its deadline). One awaiting an
+    /// approval ends at once, and its approval is denied. A final job is
     /// returned as it is.
     pub(crate) async fn cancel(&self, id: &str) -> Result<JobInfo, JobError> {
         let now = self.now();
         let was_running = Arc::new(AtomicBool::new(false));
         let running = was_running.clone();
+        let was_waiting = Arc::new(std::sync::Mutex::new(None));
+        let waiting = was_waiting.clone();
         let (job, changed) = self
             .update(id, move |j| {
                 if j.status.is_final() {
                     return false;
                 }
                 running.store(j.status == JobStatus::Running, Ordering::SeqCst);
+                *waiting.lock().unwrap_or_else(PoisonError::into_inner) =
+                    (j.status == JobStatus::AwaitingApproval).then(|| j.approval.clone());
                 j.status = JobStatus::Cancelled;
                 j.finished_at_ms = Some(now);
                 true
@@ -109,6 +114,18 @@ impl Jobs {
             .await?;
         if !changed {
             return self.peek(id);
+        }
+        let awaited = was_waiting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(approval) = awaited {
+            // It held no place (given back when it began to wait) and runs
+            // nowhere: its approval is denied, so its call never runs.
+            if let Some(approval) = approval {
+                self.deny_for_cancelled(id, &approval).await;
+            }
+            return self.status(id);
         }
         if !was_running.load(Ordering::SeqCst) {
             // A queued job ends here: its places go back now. A running

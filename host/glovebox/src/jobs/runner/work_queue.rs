@@ -244,7 +244,11 @@ impl Jobs {
         let store = self.store.clone();
         let key = id.to_string();
         let answer = match blocking(move || store.summary(&key)).await {
-            Ok(job) if job.status.is_final() => Answer::Done,
+            // Final, or waiting for an approval: no host needs to hold it
+            // (the approval's settlement, or the recovery pass, ends it).
+            Ok(job) if job.status.is_final() || job.status == JobStatus::AwaitingApproval => {
+                Answer::Done
+            }
             Ok(job) if job.status == JobStatus::Queued => Answer::Now,
             Ok(_) => Answer::Later,
             Err(JobError::NotFound(_)) => Answer::Done,

@@ -23,6 +23,7 @@ fn pending(store: &Arc<SledStore>, session: &SessionState, call: &str) -> Approv
         requested_at_ms: 1,
         status: ApprovalStatus::Pending,
         principal: Some("agent".into()),
+        job: None,
     };
     Approvals::new(store.clone()).put(&approval).unwrap();
     approval

@@ -342,7 +342,8 @@ pub(super) fn pins() -> Vec<(&'static str, &'static str, Value)> {
                 "failed",
                 "timeout",
                 "cancelled",
-                "interrupted"
+                "interrupted",
+                "awaiting_approval"
             ]),
         ),
     ]
