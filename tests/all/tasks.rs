@@ -4,7 +4,7 @@
 //! connection after the first is gone; `tasks/cancel` cancels it; a quick
 //! call answers at once; a task of another principal is not there; a task
 //! whose call a hook asks about is `input_required` and `tasks/update`
-//! settles it.
+//! settles it; a client with a lifecycle is notified of its task's changes.
 
 use std::time::{Duration, Instant};
 
@@ -430,4 +430,46 @@ fn a_task_whose_call_a_hook_asks_about_waits_as_input_required_and_runs_once_app
         .filter(|e| e["kind"]["type"] == "call_finished" && e["kind"]["outcome"] == "ok")
         .count();
     assert_eq!(ran_ok, 2, "{log}");
+}
+
+/// A client with a lifecycle (2025-11-25) that declared the extension at
+/// `initialize` hears each change of its task's status as a
+/// `notifications/tasks` carrying what `tasks/get` would answer: the last
+/// one `completed` with the call's result, without polling.
+#[test]
+fn a_client_with_a_lifecycle_is_notified_when_its_task_completes() {
+    let site = site();
+    let mut server = Server::start(&site.config());
+    let init = server.request(
+        0,
+        "initialize",
+        json!({
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+            "clientInfo": {"name": "glovebox-tests", "version": "0"},
+        }),
+    );
+    assert!(init["result"].is_object(), "{init}");
+    server.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let long = server.call(1, "sleep.sleep", json!({"seconds": 2}));
+    assert_eq!(long["result"]["resultType"], "task", "{long}");
+    let id = long["result"]["taskId"].as_str().unwrap().to_string();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let done = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let line = server
+            .next_line(left)
+            .unwrap_or_else(|| panic!("no notifications/tasks of {id} within 60 s"));
+        if line["method"] == "notifications/tasks" {
+            assert_eq!(line["params"]["taskId"], id.as_str(), "{line}");
+            if line["params"]["status"] == "completed" {
+                break line;
+            }
+        }
+    };
+    assert_eq!(
+        done["params"]["result"]["structuredContent"]["slept_seconds"], 2,
+        "{done}"
+    );
+    assert_eq!(done["params"]["result"]["isError"], false, "{done}");
 }

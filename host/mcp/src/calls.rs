@@ -43,7 +43,9 @@ impl Connection {
         // A client that declared the tasks extension gets a task for a
         // long call (`tasks.rs`).
         if crate::tasks::declared(context) {
-            return self.call_as_task(&caller, call).await;
+            // Followed with notifications where the client has a lifecycle.
+            let peer = (!self.state.stateless).then(|| context.peer.clone());
+            return self.call_as_task(&caller, call, peer).await;
         }
         let session = match self.session_for_call(&caller).await {
             Ok(s) => s,

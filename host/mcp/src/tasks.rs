@@ -27,19 +27,23 @@
 //! holding a slot, and takes whichever settlement comes, from whatever
 //! surface (the jobs runner's `approval.rs`).
 //!
-//! What is not served: task status notifications (clients poll, at the
-//! `pollIntervalMs` given). Revision 2026-07-28's `subscriptions/listen`
-//! filter names no tasks, and rmcp refuses `notifications/tasks` on a
-//! listen stream.
+//! Task status notifications (`notifications/tasks`, what `tasks/get`
+//! would answer at that moment) go to a client with a lifecycle (revision
+//! 2025-11-25 and before) for each task its connection created, at every
+//! change of status until the task ends or the client goes away
+//! ([`Connection::follow_task`]). Not under 2026-07-28: its
+//! `subscriptions/listen` filter names no tasks, and rmcp refuses
+//! `notifications/tasks` on a listen stream; those clients poll, at the
+//! `pollIntervalMs` given.
 
 use std::time::{Duration, UNIX_EPOCH};
 
 use rmcp::model::{
     CallToolResponse, CallToolResult, CancelTaskParams, CreateTaskResult, DetailedTask,
-    ElicitRequest, ElicitResult, GetTaskParams, GetTaskResult, InputRequest, JsonObject, Task,
-    TaskPayload, TaskStatus, UpdateTaskParams,
+    ElicitRequest, ElicitResult, GetTaskParams, GetTaskResult, InputRequest, JsonObject,
+    ServerNotification, Task, TaskPayload, TaskStatus, TaskStatusNotification, UpdateTaskParams,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{Peer, RequestContext};
 use rmcp::{ErrorData, RoleServer};
 use serde_json::{Value, json};
 
@@ -61,6 +65,10 @@ const POLL_INTERVAL_MS: u64 = 500;
 /// made, so that the next `tasks/get` finds the job ended.
 const SETTLE_WAIT: Duration = Duration::from_secs(5);
 
+/// How often a followed task's job is read again when no change was
+/// marked in this process (a store several hosts share changes elsewhere).
+const FOLLOW_POLL: Duration = Duration::from_secs(1);
+
 /// Whether the request's client declared the tasks extension (in its
 /// `_meta` under 2026-07-28, at `initialize` before).
 pub(crate) fn declared(context: &RequestContext<RoleServer>) -> bool {
@@ -72,10 +80,13 @@ pub(crate) fn declared(context: &RequestContext<RoleServer>) -> bool {
 impl Connection {
     /// Runs `call` as a task: a job of the request's session, answered with
     /// its result when it ends within [`TASK_AFTER`], else with the task.
+    /// `peer`: the client to notify of the task's changes, on a connection
+    /// with a lifecycle.
     pub(crate) async fn call_as_task(
         &self,
         caller: &Principal,
         call: Admitted,
+        peer: Option<Peer<RoleServer>>,
     ) -> Result<CallToolResponse, ErrorData> {
         let session = match self.session_for_call(caller).await {
             Ok(s) => s,
@@ -92,7 +103,44 @@ impl Connection {
         {
             return Ok(outcome(done).into());
         }
+        if let Some(peer) = peer {
+            self.follow_task(caller, job.id.clone(), peer);
+        }
         Ok(CreateTaskResult::new(task(&job, asks(caller))).into())
+    }
+
+    /// Sends `peer` a `notifications/tasks` at every change of task `id`'s
+    /// status (its first, `working`, was the call's answer), until it is
+    /// terminal, the client goes away, or the task cannot be read.
+    fn follow_task(&self, caller: &Principal, id: String, peer: Peer<RoleServer>) {
+        let (this, caller) = (self.clone(), caller.clone());
+        glovebox::tasks::host_task(async move {
+            let mut changes = this.shared().jobs.changes();
+            let mut last = TaskStatus::Working;
+            loop {
+                let _ = tokio::time::timeout(FOLLOW_POLL, changes.changed()).await;
+                // The client went away: nobody hears it any more.
+                if peer.is_transport_closed() {
+                    return;
+                }
+                let Ok(job) = this.shared().jobs.scope(&caller).status(&id).await else {
+                    return;
+                };
+                let now = this.task_now(&caller, &job);
+                let status = now.task.status;
+                if status == last {
+                    continue;
+                }
+                last = status;
+                let notification = TaskStatusNotification::new(now.into());
+                let sent = peer
+                    .send_notification(ServerNotification::TaskStatusNotification(notification))
+                    .await;
+                if sent.is_err() || status.is_terminal() {
+                    return;
+                }
+            }
+        });
     }
 
     /// `tasks/get`: the job with the task's id, as the caller may see it.
@@ -108,6 +156,12 @@ impl Connection {
             .status(&request.task_id)
             .await
             .map_err(|e| no_task(&request.task_id, &e))?;
+        Ok(GetTaskResult::new(self.task_now(caller, &job)))
+    }
+
+    /// Job `job` as its task is now, for `caller`: its question when it
+    /// waits for the caller's approval.
+    fn task_now(&self, caller: &Principal, job: &JobInfo) -> DetailedTask {
         // Waiting for its caller's approval: the question, when it can be
         // read (else `working`, and polled again it is asked).
         let question = (asks(caller) && job.status == JobStatus::AwaitingApproval)
@@ -125,12 +179,9 @@ impl Connection {
             let payload = TaskPayload::InputRequired {
                 input_requests: requests,
             };
-            return Ok(GetTaskResult::new(DetailedTask::new(
-                task(&job, true),
-                payload,
-            )));
+            return DetailedTask::new(task(job, true), payload);
         }
-        Ok(GetTaskResult::new(detailed(&job)))
+        detailed(job)
     }
 
     /// `tasks/cancel`: cancels the job (a final one stays as it ended).

@@ -240,6 +240,13 @@ impl Jobs {
     fn notify(&self) {
         self.changed.send_modify(|n| *n = n.wrapping_add(1));
     }
+
+    /// Marks every change of a job's status made by this process (a
+    /// follower reads the jobs it follows again when it changes; changes
+    /// made by other hosts sharing the store are not marked here).
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.changed.subscribe()
+    }
 }
 
 /// The result of a job whose call did not run (or whose outcome is lost):
