@@ -55,9 +55,18 @@ fn head(text: &str) -> &str {
     &text[..text.len().min(4000)]
 }
 
+/// Agent `carol`, who settles her own approvals (`approve_by = "client"`),
+/// as a `[[principal]]` entry.
+pub(crate) fn client_approver() -> String {
+    let token_hash = glovebox::manifest::credential_of("carol's token, unused over stdio");
+    format!(
+        "[[principal]]\nname = \"carol\"\nkind = \"agent\"\ncredential = \"{token_hash}\"\nroles = [\"workagent\"]\nprojects = [\"p\"]\napprove_by = \"client\"\n"
+    )
+}
+
 /// A site serving `files` (read-write over `work/`) whose writes the
 /// destructive hook asks a human about; callers answered at once.
-fn site(extra: &str) -> Site {
+pub(crate) fn site(extra: &str) -> Site {
     let site = Site::with_config(
         &format!(
             "[approvals]\nwait = 0\n{extra}[[hook]]\nname = \"destructive\"\ncomponent = \"{}\"\n[hook.settings]\nmode = \"ask\"\n",
@@ -127,10 +136,7 @@ fn threat_55_the_cli_shows_the_true_path_of_a_misleading_input_and_approves_it()
 
 #[test]
 fn threat_55_mcp_elicitation_shows_the_true_path_of_a_misleading_input_and_approves_it() {
-    let token_hash = glovebox::manifest::credential_of("carol's token, unused over stdio");
-    let site = site(&format!(
-        "[[principal]]\nname = \"carol\"\nkind = \"agent\"\ncredential = \"{token_hash}\"\nroles = [\"workagent\"]\nprojects = [\"p\"]\napprove_by = \"client\"\n"
-    ));
+    let site = site(&client_approver());
     let mut server = Server::start_with(&site.config(), &["--as", "carol"]);
     let init = server.request(
         0,
@@ -192,10 +198,7 @@ fn threat_55_mcp_elicitation_shows_the_true_path_of_a_misleading_input_and_appro
 /// runs nothing; the very call with an accepting answer runs, once.
 #[test]
 fn threat_55_under_2026_07_28_an_ask_is_input_required_and_request_state_is_only_a_handle() {
-    let token_hash = glovebox::manifest::credential_of("carol's token, unused over stdio");
-    let site = site(&format!(
-        "[[principal]]\nname = \"carol\"\nkind = \"agent\"\ncredential = \"{token_hash}\"\nroles = [\"workagent\"]\nprojects = [\"p\"]\napprove_by = \"client\"\n"
-    ));
+    let site = site(&client_approver());
     let mut server = Server::start_with(&site.config(), &["--as", "carol"]);
     let meta = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -273,6 +276,11 @@ fn threat_55_under_2026_07_28_an_ask_is_input_required_and_request_state_is_only
                "inputResponses": yes, "requestState": state}),
     );
     assert!(again["result"].is_object(), "{again}");
+    assert_ran_ok(&site, 1);
+}
+
+/// Carol's default session ran exactly `n` calls that ended well.
+pub(crate) fn assert_ran_ok(site: &Site, n: usize) {
     let (code, log, err) = site.run(&["log", "export", "carol/mcp-default"]);
     assert_eq!(code, 0, "{err}");
     let ran_ok = log
@@ -280,5 +288,5 @@ fn threat_55_under_2026_07_28_an_ask_is_input_required_and_request_state_is_only
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
         .filter(|e| e["kind"]["type"] == "call_finished" && e["kind"]["outcome"] == "ok")
         .count();
-    assert_eq!(ran_ok, 1, "{log}");
+    assert_eq!(ran_ok, n, "{log}");
 }

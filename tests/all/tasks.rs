@@ -229,28 +229,6 @@ fn a_task_is_polled_to_completion_from_a_second_connection_after_the_first_is_go
     let _ = child.wait();
 }
 
-/// A site serving `files` (read-write over `work/`) whose writes the
-/// destructive hook sends to a human, with agent `carol`, who settles her
-/// own approvals (`approve_by = "client"`).
-fn asking_site() -> Site {
-    let token_hash = glovebox::manifest::credential_of("carol's token, unused over stdio");
-    let site = Site::with_config(
-        &format!(
-            "[approvals]\nwait = 0\n[[principal]]\nname = \"carol\"\nkind = \"agent\"\ncredential = \"{token_hash}\"\nroles = [\"workagent\"]\nprojects = [\"p\"]\napprove_by = \"client\"\n[[hook]]\nname = \"destructive\"\ncomponent = \"{}\"\n[hook.settings]\nmode = \"ask\"\n",
-            plugins::HOOK_DESTRUCTIVE
-        ),
-        &[(
-            "files.toml",
-            format!(
-                "name = \"files\"\ncomponent = \"{}\"\n[[fs]]\nhost = \"work\"\nguest = \"/data\"\naccess = \"read-write\"\n",
-                plugins::TOOL_FILES
-            ),
-        )],
-    );
-    std::fs::create_dir(site.path().join("work")).unwrap();
-    site
-}
-
 /// Polls `tasks/get` until the task's status is not `from` (30 s at most).
 fn poll_from(from: &str, get: &mut dyn FnMut() -> Value) -> Value {
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -274,7 +252,7 @@ fn poll_from(from: &str, get: &mut dyn FnMut() -> Value) -> Value {
 /// the same way.
 #[test]
 fn a_task_whose_call_a_hook_asks_about_waits_as_input_required_and_runs_once_approved() {
-    let site = asking_site();
+    let site = crate::approval_display::site(&crate::approval_display::client_approver());
     let mut server = Server::start_with(&site.config(), &["--as", "carol"]);
     let mut meta = with_tasks();
     meta["io.modelcontextprotocol/clientCapabilities"]["elicitation"] = json!({"form": {}});
@@ -422,14 +400,7 @@ fn a_task_whose_call_a_hook_asks_about_waits_as_input_required_and_runs_once_app
     );
 
     // Each approved call ran once.
-    let (code, log, err) = site.run(&["log", "export", "carol/mcp-default"]);
-    assert_eq!(code, 0, "{err}");
-    let ran_ok = log
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .filter(|e| e["kind"]["type"] == "call_finished" && e["kind"]["outcome"] == "ok")
-        .count();
-    assert_eq!(ran_ok, 2, "{log}");
+    crate::approval_display::assert_ran_ok(&site, 2);
 }
 
 /// A client with a lifecycle (2025-11-25) that declared the extension at
