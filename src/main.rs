@@ -61,6 +61,7 @@ mod schedule;
 mod serve;
 mod served;
 mod session_args;
+mod session_flag;
 mod session_list;
 mod sessions;
 mod store;

@@ -118,6 +118,22 @@ pub enum SessionCommand {
         #[arg(long = "remove")]
         remove: Vec<String>,
     },
+    /// Raise a blocker flag on a session: it is stuck on something it
+    /// cannot fix itself (a critical flag pauses it until an operator
+    /// resumes it). Notifications, triggers and `session list --blocked`
+    /// see it.
+    Flag {
+        session: String,
+        /// What blocks the session.
+        #[arg(long)]
+        reason: String,
+        /// info, warning or critical.
+        #[arg(long, default_value = "warning", value_parser = ["info", "warning", "critical"])]
+        severity: String,
+        /// What would unblock it.
+        #[arg(long)]
+        needs: Option<String>,
+    },
     /// Pause a session; calls are refused until it is resumed.
     Pause {
         session: String,
@@ -224,6 +240,12 @@ pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitC
             add,
             remove,
         } => printed(crate::reach::sessions(config)?.tag(&session, &add, &remove)),
+        SessionCommand::Flag {
+            session,
+            reason,
+            severity,
+            needs,
+        } => crate::session_flag::run(config, session, reason, &severity, needs).await,
         SessionCommand::Pause { session, reason } => {
             printed(crate::reach::sessions(config)?.pause(&session, &reason))
         }

@@ -8,6 +8,7 @@ mod approval_display;
 mod approvals;
 mod architecture;
 mod billing;
+mod blockers;
 mod ceilings;
 mod children;
 mod cli;

@@ -65,6 +65,7 @@ pub fn open_sessions(config: &HostConfig) -> anyhow::Result<Durable> {
             completion: config.completion.clone(),
             lease: lease_config(config)?,
             session_cache: config.storage.session_cache,
+            detector: config.detector.clone(),
             ..SessionsConfig::default()
         },
     );

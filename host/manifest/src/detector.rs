@@ -36,8 +36,10 @@ impl std::fmt::Display for Severity {
     }
 }
 
-/// The detector's rules, by the name their flags carry.
-pub const RULES: [&str; 7] = [
+/// The detector's rules, by the name their flags carry; `handoff` is the
+/// flag a handoff that names blockers raises, `paused` the one an agent's
+/// own pause raises (their severities set here too).
+pub const RULES: [&str; 9] = [
     "budget",
     "retry",
     "overrun",
@@ -45,6 +47,8 @@ pub const RULES: [&str; 7] = [
     "no_progress",
     "stale",
     "approval_wait",
+    "handoff",
+    "paused",
 ];
 
 /// The default of `[detector] handoff_after_events`: about a hundred calls
@@ -133,6 +137,8 @@ fn default_severity() -> BTreeMap<String, Severity> {
         ("no_progress", Severity::Warning),
         ("stale", Severity::Warning),
         ("approval_wait", Severity::Warning),
+        ("handoff", Severity::Warning),
+        ("paused", Severity::Warning),
     ]
     .into_iter()
     .map(|(r, s)| (r.to_string(), s))

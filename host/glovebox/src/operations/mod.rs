@@ -37,6 +37,7 @@ mod memory_retire;
 mod memory_search;
 mod paging;
 mod schema;
+mod sessions_flag;
 mod sessions_list;
 mod sessions_log;
 mod sessions_pause;
@@ -81,6 +82,7 @@ pub use memory_retire::{RetireMemory, RetireMemoryArgs};
 pub use memory_search::{MemoryFound, SearchMemory, SearchMemoryArgs};
 pub use paging::page_request;
 pub use schema::{as_clients_know_it, input_schema};
+pub use sessions_flag::{FlagSession, FlagSessionArgs, FlagSessionOutput};
 pub use sessions_list::{ListSessions, ListSessionsArgs};
 pub use sessions_log::{LogPage, SessionLog, SessionLogArgs};
 pub use sessions_pause::{PauseSession, PauseSessionArgs};
@@ -374,6 +376,7 @@ pub fn all() -> &'static [Entry] {
             Entry::of::<ReadFile>(),
             Entry::of::<CallOutput>(),
             Entry::of::<PauseSession>(),
+            Entry::of::<FlagSession>(),
             Entry::of::<ResumeSession>(),
             Entry::of::<ApproveMemory>(),
             Entry::of::<RejectMemory>(),

@@ -5,6 +5,8 @@
 
 /// The longest note or pause reason.
 pub const TEXT_MAX: usize = 16 * 1024;
+/// The longest reason or need of a blocker flag an agent raises.
+pub const FLAG_TEXT_MAX: usize = 2048;
 /// The longest session id or name an argument may give (names have at most
 /// 128 characters; ids are 34).
 pub const SESSION_REF_MAX: usize = 128;

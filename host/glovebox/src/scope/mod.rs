@@ -44,7 +44,7 @@ use crate::manifest::Principal;
 use crate::page::{Page, PageRequest};
 use crate::pipeline::{Admitted, Judge};
 use crate::session::{
-    EndOutcome, Event, EventKind, Handoff, Resumed, SessionError, SessionFilter, SessionInfo,
+    EndOutcome, Event, EventKind, Flag, Handoff, Resumed, SessionError, SessionFilter, SessionInfo,
     SessionState, StartSession, check_ceiling,
 };
 use crate::tasks::ledger_work;
@@ -187,6 +187,30 @@ impl<'g> Scope<'g> {
         ledger_work(move || sessions.scope(&caller).pause(&key, &reason)).await
     }
 
+    /// An agent stops its own session (`session_pause`): paused as
+    /// [`Scope::pause_session`] does, and a `paused` blocker flag raised
+    /// (severity `[detector.severity] paused`), so someone hears that it
+    /// stopped and why. (A pause the host takes for the agent, as when its
+    /// connection goes away, is not one.)
+    pub async fn pause_by_agent(
+        self,
+        session: &str,
+        reason: &str,
+    ) -> Result<SessionState, SessionError> {
+        let paused = self.pause_session(session, reason).await?;
+        if self.caller.is_operator() {
+            return Ok(paused);
+        }
+        let flag = Flag {
+            rule: "paused".into(),
+            severity: self.gateway.host().config().detector.severity_of("paused"),
+            reason: format!("the agent paused the session: {reason}"),
+            suggested_action: "read the reason and answer it, then resume the session".into(),
+            call_id: None,
+        };
+        Ok(self.flag_session(session, flag).await?.state)
+    }
+
     /// Ends a session of the caller's.
     pub async fn end_session(
         self,
@@ -200,10 +224,27 @@ impl<'g> Scope<'g> {
     /// Writes a handoff from a session of the caller's, into one of its own
     /// sessions when it names a target, or into another principal's along a
     /// route of `[handoffs] routes`.
+    /// A handoff naming blockers raises a `handoff` blocker flag on the
+    /// writer's session (see `Sessions::handoff`).
     pub async fn handoff(self, session: &str, handoff: Handoff) -> Result<Event, SessionError> {
         let (sessions, caller, key) = self.with(session);
         let routes = self.gateway.host().config().handoffs.clone();
         ledger_work(move || sessions.scope(&caller).handoff(&key, handoff, &routes)).await
+    }
+
+    /// Raises a blocker flag on a session of the caller's, as the caller
+    /// says it holds (`sessions.flag`): logged as the detector's flags are,
+    /// through the escalation ladder; a critical one pauses the session
+    /// until an operator resumes it. It reaches the `[[notify]]` targets
+    /// and `[[trigger]]`s that take `flag`, and `session list --blocked`.
+    pub async fn flag_session(
+        self,
+        session: &str,
+        flag: Flag,
+    ) -> Result<crate::detect::Check, SessionError> {
+        let (sessions, caller, key) = self.with(session);
+        let detector = self.gateway.host().config().detector.clone();
+        ledger_work(move || sessions.scope(&caller).flag(&key, &detector, flag)).await
     }
 
     /// Events of a session of the caller's.

@@ -187,6 +187,40 @@ pub fn flags(
     judge(sessions, config, id_or_name, Rules::All, None).map(|(raised, _, _)| raised)
 }
 
+/// Raises `flag`, which someone said holds (an agent blocked on something,
+/// with `session_flag`; a handoff that names blockers), on session
+/// `id_or_name`: logged as the rules' flags are, through the ladder, and a
+/// critical one pauses an active session. An active flag of the same rule
+/// is replaced (the newest word on it stands). Refused for a session that
+/// is not live.
+pub fn raise(
+    sessions: &Sessions,
+    config: &DetectorConfig,
+    id_or_name: &str,
+    flag: Flag,
+) -> Result<Check, SessionError> {
+    let (_, (raised, escalation, paused)) = sessions.append_with(id_or_name, |state, _| {
+        if !state.header.status.is_live() {
+            return (Vec::new(), (Vec::new(), None, false));
+        }
+        logged(state, config, vec![flag.clone()], true)
+    })?;
+    let state = sessions.show(id_or_name)?;
+    if raised.is_empty() {
+        return Err(SessionError::InvalidInput(format!(
+            "session {} is {}: a blocker flag is raised on a live session only",
+            state.label(),
+            state.header.status
+        )));
+    }
+    Ok(Check {
+        raised,
+        escalation,
+        paused,
+        state,
+    })
+}
+
 /// One run of `rules` on a session and its events, under the session's lock:
 /// the flags raised, the ladder's move and whether it paused the session.
 /// The ladder moves only with a flag when only the timed rules ran.
@@ -199,47 +233,59 @@ fn judge(
 ) -> Result<(Vec<Flag>, Option<EscalationStep>, bool), SessionError> {
     let (_, judged) = sessions.append_with(id_or_name, |state, now| {
         let raised = detect_rules(state, config, now, rules, waiting);
-        let escalation = if rules == Rules::All || !raised.is_empty() {
-            next_step(state, &raised, config)
-        } else {
-            None
-        };
-        let mut events: Vec<EventKind> =
-            raised.iter().cloned().map(EventKind::BlockerFlag).collect();
-        if let Some(step) = escalation {
-            let reason = match raised.iter().find(|f| f.severity == Severity::Critical) {
-                Some(f) if step == EscalationStep::Blocker => {
-                    format!("critical blocker flag `{}`: {}", f.rule, f.reason)
-                }
-                _ if step == EscalationStep::None => "a call succeeded".to_string(),
-                _ => format!(
-                    "{} call(s) in a row did not succeed: {}",
-                    state.watch.failure_streak,
-                    step.suggestion()
-                ),
-            };
-            events.push(EventKind::Escalation {
-                step,
-                reason,
-                rescue: None,
-            });
-        }
-        let mut paused = false;
-        if let Some(f) = raised.iter().find(|f| f.severity == Severity::Critical)
-            && state.header.status == SessionStatus::Active
-        {
-            paused = true;
-            events.push(EventKind::Paused {
-                reason: format!(
-                    "blocker flag `{}` ({}): {}; {}",
-                    f.rule, f.severity, f.reason, f.suggested_action
-                ),
-                by: None,
-            });
-        }
-        (events, (raised, escalation, paused))
+        logged(state, config, raised, rules == Rules::All)
     })?;
     Ok(judged)
+}
+
+/// The events that log `raised` on `state`: the flags, the ladder's move
+/// (judged on every run when `ladder`, else only with a flag) and the
+/// pause a critical flag brings to an active session; and what they did.
+#[allow(clippy::type_complexity)]
+fn logged(
+    state: &SessionState,
+    config: &DetectorConfig,
+    raised: Vec<Flag>,
+    ladder: bool,
+) -> (Vec<EventKind>, (Vec<Flag>, Option<EscalationStep>, bool)) {
+    let escalation = if ladder || !raised.is_empty() {
+        next_step(state, &raised, config)
+    } else {
+        None
+    };
+    let mut events: Vec<EventKind> = raised.iter().cloned().map(EventKind::BlockerFlag).collect();
+    if let Some(step) = escalation {
+        let reason = match raised.iter().find(|f| f.severity == Severity::Critical) {
+            Some(f) if step == EscalationStep::Blocker => {
+                format!("critical blocker flag `{}`: {}", f.rule, f.reason)
+            }
+            _ if step == EscalationStep::None => "a call succeeded".to_string(),
+            _ => format!(
+                "{} call(s) in a row did not succeed: {}",
+                state.watch.failure_streak,
+                step.suggestion()
+            ),
+        };
+        events.push(EventKind::Escalation {
+            step,
+            reason,
+            rescue: None,
+        });
+    }
+    let mut paused = false;
+    if let Some(f) = raised.iter().find(|f| f.severity == Severity::Critical)
+        && state.header.status == SessionStatus::Active
+    {
+        paused = true;
+        events.push(EventKind::Paused {
+            reason: format!(
+                "blocker flag `{}` ({}): {}; {}",
+                f.rule, f.severity, f.reason, f.suggested_action
+            ),
+            by: None,
+        });
+    }
+    (events, (raised, escalation, paused))
 }
 
 #[cfg(test)]

@@ -63,6 +63,46 @@ pub fn derive(before: &SessionState, event: &Event) -> Vec<(NotifyKind, Notifica
                 n.to = notify.clone();
             }
         }
+        EventKind::ChildSpawned {
+            child,
+            role,
+            name,
+            task,
+            ..
+        } => {
+            let summary = format!(
+                "session `{}` spawned {role} child `{}`: {}",
+                out.label,
+                name.as_deref().unwrap_or(child),
+                task.objective
+            );
+            let details =
+                json!({ "child": child, "role": role, "name": name, "objective": task.objective });
+            out.push(NotifyKind::ChildSpawned, None, summary, details);
+        }
+        EventKind::Handoff(handoff) => {
+            let blockers = &handoff.notes.blockers;
+            let summary = format!(
+                "session `{}` handed off ({}){}: {}",
+                out.label,
+                handoff.kind,
+                if blockers.is_empty() {
+                    String::new()
+                } else {
+                    format!(" with {} blocker(s)", blockers.len())
+                },
+                handoff.objective
+            );
+            let details = json!({
+                "kind": handoff.kind,
+                "to_role": handoff.to_role,
+                "target_session": handoff.target_session,
+                "objective": handoff.objective,
+                "next_steps": handoff.notes.next_steps,
+                "blockers": blockers,
+            });
+            out.push(NotifyKind::Handoff, None, summary, details);
+        }
         other => spent(&mut out, other),
     }
     out.list

@@ -54,14 +54,14 @@ use super::actor;
 use super::error::SessionError;
 use super::event::Event;
 use super::handoff::Handoff;
-use super::kind::{EndOutcome, EventKind, UnwaitedJob};
+use super::kind::{EndOutcome, EventKind, Flag, UnwaitedJob};
 use super::lifecycle::SessionStatus;
 use super::names::Scope;
 use super::ops::{Resumed, SessionFilter};
 use super::start::StartSession;
 use super::state::{SessionInfo, SessionState};
 use super::store::Sessions;
-use crate::manifest::{HandoffsConfig, Principal};
+use crate::manifest::{DetectorConfig, HandoffsConfig, Principal};
 use crate::page::{Page, PageRequest};
 
 /// The sessions on behalf of one caller (see the module docs); cheap: two
@@ -225,6 +225,19 @@ impl<'s> SessionScope<'s> {
             self.by(|| this.append_locked(slot, id, kind))?;
             this.current(slot, id)
         })
+    }
+
+    /// Raises a blocker flag the caller says holds on a session it may act
+    /// in ([`crate::detect::raise`]): its agent blocked on something, or a
+    /// handoff naming blockers. Recorded as the caller's.
+    pub fn flag(
+        self,
+        id_or_name: &str,
+        detector: &DetectorConfig,
+        flag: Flag,
+    ) -> Result<crate::detect::Check, SessionError> {
+        let id = self.act(id_or_name)?.header.id;
+        self.by(|| crate::detect::raise(self.sessions, detector, &id, flag))
     }
 
     /// Ends the session (see [`Sessions::end`]) for the caller.

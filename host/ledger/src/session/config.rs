@@ -46,6 +46,9 @@ pub struct SessionsConfig {
     /// `[storage] session_cache`: the sessions whose state is kept in
     /// memory, the least recently used evicted first (see `slots.rs`).
     pub session_cache: usize,
+    /// `[detector]`: what a flag raised outside the rules' runs (a handoff
+    /// that names blockers) is judged with.
+    pub detector: crate::manifest::DetectorConfig,
 }
 
 /// Directories kept per session outside the store (the host's scratch
@@ -92,6 +95,7 @@ impl Default for SessionsConfig {
             completion: Vec::new(),
             lease: None,
             session_cache: crate::manifest::DEFAULT_SESSION_CACHE,
+            detector: crate::manifest::DetectorConfig::default(),
         }
     }
 }

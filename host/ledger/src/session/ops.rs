@@ -292,6 +292,11 @@ impl Sessions {
     /// session (live, of the handoff's `to_role`) also receives a copy, which its
     /// `resume` returns. The two appends are not atomic: if the copy fails, the
     /// error is returned and the writer's record stays.
+    ///
+    /// A handoff that names blockers raises a `handoff` blocker flag on the
+    /// writer's session right after it (severity `[detector.severity]
+    /// handoff`), so they reach someone: the notifications and triggers
+    /// that take `flag`, `session list --blocked`, the escalation ladder.
     pub fn handoff(&self, id_or_name: &str, mut handoff: Handoff) -> Result<Event, SessionError> {
         let id = self.resolve(id_or_name)?;
         let writer = self.state_of(&id)?;
@@ -358,6 +363,21 @@ impl Sessions {
             let mut slot = lock_slot(&slot);
             self.append_locked(&mut slot, &id, EventKind::Handoff(handoff.clone()))?
         };
+        let blockers = &handoff.notes.blockers;
+        if !blockers.is_empty() {
+            let flag = super::Flag {
+                rule: "handoff".into(),
+                severity: self.config.detector.severity_of("handoff"),
+                reason: format!(
+                    "its handoff names {} blocker(s): {}",
+                    blockers.len(),
+                    blockers.join("; ")
+                ),
+                suggested_action: "answer the blockers (a rescue's injection, or a handoff to the session), then resume it".into(),
+                call_id: None,
+            };
+            crate::detect::raise(self, &self.config.detector, &id, flag)?;
+        }
         if let Some(target_id) = target {
             let slot = self.slot(&target_id);
             let mut slot = lock_slot(&slot);

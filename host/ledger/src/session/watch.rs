@@ -81,6 +81,11 @@ pub struct Watch {
     pub last_activity_at_ms: u64,
 }
 
+/// The flags raised because someone said so, not by a rule over the log:
+/// an agent's own (`session_flag`), a handoff's blockers and an agent's
+/// own pause. A resume, or the session's next handoff, clears them.
+pub const SAID: [&str; 3] = ["agent", "handoff", "paused"];
+
 impl Watch {
     /// The watch of a session started at `at_ms`.
     pub fn new(at_ms: u64) -> Watch {
@@ -134,15 +139,27 @@ impl Watch {
                 let call = self.pending.remove(call_id);
                 self.finished(at, call_id, call, outcome, error.as_deref());
             }
+            // A handoff states the session's blockers anew: the flags
+            // said ones go, and one naming blockers (flagged right after
+            // it) is not progress.
+            EventKind::Handoff(handoff) => {
+                for rule in SAID {
+                    self.flags.remove(rule);
+                }
+                if handoff.notes.blockers.is_empty() {
+                    self.progress(at);
+                }
+            }
             EventKind::Note { .. }
-            | EventKind::Handoff(_)
             | EventKind::HandoffReceived { .. }
             | EventKind::ChildSpawned { .. } => {
                 self.progress(at);
             }
             EventKind::Resumed => {
                 self.progress(at);
-                self.flags.retain(|_, f| f.severity != Severity::Critical);
+                self.flags.retain(|rule, f| {
+                    f.severity != Severity::Critical && !SAID.contains(&rule.as_str())
+                });
             }
             EventKind::BlockerFlag(flag) => {
                 self.flags.insert(

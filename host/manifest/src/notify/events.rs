@@ -37,10 +37,14 @@ pub enum NotifyKind {
     SessionCompleted,
     /// A `[[schedule]]` or `[[trigger]]` run met its `alert_if`, or failed.
     ScheduleAlert,
+    /// A session spawned a child session (a dispatcher starts its agent).
+    ChildSpawned,
+    /// A session wrote a handoff (its blockers, if any, in the details).
+    Handoff,
 }
 
 impl NotifyKind {
-    pub const ALL: [NotifyKind; 13] = [
+    pub const ALL: [NotifyKind; 15] = [
         NotifyKind::ApprovalNeeded,
         NotifyKind::Flag,
         NotifyKind::BudgetWarning,
@@ -54,6 +58,8 @@ impl NotifyKind {
         NotifyKind::SessionStalled,
         NotifyKind::SessionCompleted,
         NotifyKind::ScheduleAlert,
+        NotifyKind::ChildSpawned,
+        NotifyKind::Handoff,
     ];
 
     /// The name used in `events` and in the delivered body's `event` field.
@@ -72,6 +78,8 @@ impl NotifyKind {
             NotifyKind::SessionStalled => "session_stalled",
             NotifyKind::SessionCompleted => "session_completed",
             NotifyKind::ScheduleAlert => "schedule_alert",
+            NotifyKind::ChildSpawned => "child_spawned",
+            NotifyKind::Handoff => "handoff",
         }
     }
 
@@ -86,7 +94,7 @@ impl std::fmt::Display for NotifyKind {
     }
 }
 
-pub(super) const EVENTS_HINT: &str = "list some of `approval_needed`, `flag` (or `flag:info`, `flag:warning`, `flag:critical`: flags at or above that severity), `budget_warning`, `budget_exceeded`, `ceiling_warning`, `ceiling_reached`, `job_finished`, `job_failed`, `rescue_opened`, `rescue_resolved`, `session_stalled`, `session_completed`, `schedule_alert`, or `\"*\"` for all";
+pub(super) const EVENTS_HINT: &str = "list some of `approval_needed`, `flag` (or `flag:info`, `flag:warning`, `flag:critical`: flags at or above that severity), `budget_warning`, `budget_exceeded`, `ceiling_warning`, `ceiling_reached`, `job_finished`, `job_failed`, `rescue_opened`, `rescue_resolved`, `session_stalled`, `session_completed`, `schedule_alert`, `child_spawned`, `handoff`, or `\"*\"` for all";
 
 /// What is wrong with an `events` list (the config adds the key and the
 /// events there are).

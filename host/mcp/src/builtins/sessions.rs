@@ -152,6 +152,8 @@ impl Connection {
             Ok(key) => key,
             Err(answer) => return Ok(answer),
         };
-        Ok(results::session(scope.pause_session(&key, &a.reason).await))
+        Ok(results::session(
+            scope.pause_by_agent(&key, &a.reason).await,
+        ))
     }
 }

@@ -53,6 +53,7 @@ pub const SESSION_END: &str = "session_end";
 pub const SESSION_NOTE: &str = "session_note";
 pub const SESSION_USAGE: &str = "session_usage";
 pub const SESSION_PAUSE: &str = "session_pause";
+pub const SESSION_FLAG: &str = "session_flag";
 pub const SESSION_LIST: &str = "session_list";
 pub const SESSION_LOG: &str = "session_log";
 pub const SESSION_RERUN: &str = "session_rerun";
@@ -69,7 +70,7 @@ pub const JOB_STATUS: &str = "job_status";
 pub const JOB_CANCEL: &str = "job_cancel";
 pub const JOB_LIST: &str = "job_list";
 
-pub const BUILTINS: [&str; 23] = [
+pub const BUILTINS: [&str; 24] = [
     SESSION_START,
     SESSION_RESUME,
     SESSION_STATUS,
@@ -78,6 +79,7 @@ pub const BUILTINS: [&str; 23] = [
     SESSION_NOTE,
     SESSION_USAGE,
     SESSION_PAUSE,
+    SESSION_FLAG,
     SESSION_LIST,
     SESSION_LOG,
     SESSION_RERUN,

@@ -8,7 +8,7 @@ use super::super::*;
 /// the hand-written schemas gave them to clients before the schemas were
 /// derived. A field added to an argument struct is added here; one that
 /// is renamed, dropped or made required breaks clients: think twice.
-pub(super) const SHAPES: [(&str, &[&str], &[&str]); 23] = [
+pub(super) const SHAPES: [(&str, &[&str], &[&str]); 24] = [
     (
         SESSION_START,
         &[
@@ -59,6 +59,16 @@ pub(super) const SHAPES: [(&str, &[&str], &[&str]); 23] = [
     (
         SESSION_PAUSE,
         &["reason:string", "session:string"],
+        &["reason"],
+    ),
+    (
+        SESSION_FLAG,
+        &[
+            "needs:string",
+            "reason:string",
+            "session:string",
+            "severity:string",
+        ],
         &["reason"],
     ),
     (
@@ -247,6 +257,18 @@ pub(super) fn pins() -> Vec<(&'static str, &'static str, Value)> {
         (SESSION_USAGE, "/properties/tokens_out/minimum", json!(0)),
         (SESSION_PAUSE, "/properties/reason/maxLength", json!(16384)),
         (SESSION_PAUSE, "/properties/reason/minLength", json!(1)),
+        (SESSION_FLAG, "/properties/reason/maxLength", json!(2048)),
+        (SESSION_FLAG, "/properties/reason/minLength", json!(1)),
+        (
+            SESSION_FLAG,
+            "/properties/severity/default",
+            json!("warning"),
+        ),
+        (
+            SESSION_FLAG,
+            "/properties/severity/enum",
+            json!(["info", "warning", "critical"]),
+        ),
         (SESSION_LIST, "/properties/children/default", json!(false)),
         (SESSION_LIST, "/properties/limit/maximum", json!(500)),
         (SESSION_LIST, "/properties/limit/minimum", json!(1)),
