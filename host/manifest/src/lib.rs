@@ -90,6 +90,7 @@ pub use micros::{CostError, to_micros, units};
 pub use names::UnknownWord;
 pub use notify::{NotifyFormat, NotifyKind, NotifyTarget};
 pub use oauth::{JwksSource, OAuthConfig};
+use owned::NamesSecretFile;
 pub use owned::{OwnedPath, SecretFile};
 pub use principal::{
     ApproveBy, LOCAL_PRINCIPAL, Principal, PrincipalConfig, PrincipalKind, PrincipalNameError,

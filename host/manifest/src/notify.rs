@@ -164,20 +164,11 @@ pub(super) struct RawNotify {
     retry_max: Option<Millis>,
 }
 
-/// The secret files the `[[notify]]` entries name, resolved from the
-/// config's directory `dir` (threat 56: no grant may reach them).
-pub(super) fn secret_files(dir: &Path, raw: &[RawNotify]) -> Vec<super::SecretFile> {
-    super::SecretFile::named_by(
-        dir,
-        "notify",
-        "secret_file",
-        raw,
-        |n| n.secret_file.as_ref(),
-        |n| {
-            let name = n.name.as_deref().unwrap_or("?");
-            format!("the secret file of notify target `{name}`")
-        },
-    )
+impl super::NamesSecretFile for RawNotify {
+    const KEYS: [&'static str; 3] = ["notify", "secret_file", "notify target"];
+    fn named_file(&self) -> (Option<&str>, Option<&String>) {
+        (self.name.as_deref(), self.secret_file.as_ref())
+    }
 }
 
 /// The secret an entry gives in the config (`secret`, as written) or in a

@@ -112,25 +112,35 @@ pub struct SecretFile {
     pub path: PathBuf,
 }
 
+/// A config entry that may name a secret file (threat 56): what
+/// [`SecretFile::named_by`] needs to find it and say whose it is.
+pub(crate) trait NamesSecretFile {
+    /// The entries' table, the key that names the file, and what an entry
+    /// is: `["notify", "secret_file", "notify target"]`.
+    const KEYS: [&'static str; 3];
+    /// The entry's name, if it has one, and the file it names, if any.
+    fn named_file(&self) -> (Option<&str>, Option<&String>);
+}
+
 impl SecretFile {
-    /// The files the `[[table]]` entries name in their `field`, resolved from
-    /// the config's directory `dir`: `file` is an entry's file if it names
-    /// one, `what` says whose it is.
-    pub(super) fn named_by<'a, T>(
-        dir: &Path,
-        table: &str,
-        field: &str,
-        entries: &'a [T],
-        file: impl Fn(&'a T) -> Option<&'a String>,
-        what: impl Fn(&'a T) -> String,
-    ) -> Vec<SecretFile> {
+    /// The files the `[[table]]` entries name in their file key, resolved
+    /// from the config's directory `dir`, each
+    /// ``the {key in words} of {what an entry is} `{name}` `` (`?` for an
+    /// entry with no name).
+    pub(super) fn named_by<T: NamesSecretFile>(dir: &Path, entries: &[T]) -> Vec<SecretFile> {
+        let [table, field, whose] = T::KEYS;
         entries
             .iter()
             .enumerate()
             .filter_map(|(i, entry)| {
+                let (name, file) = entry.named_file();
                 Some(SecretFile {
-                    path: dir.join(file(entry)?),
-                    what: what(entry),
+                    path: dir.join(file?),
+                    what: format!(
+                        "the {} of {whose} `{}`",
+                        field.replace('_', " "),
+                        name.unwrap_or("?")
+                    ),
                     key: format!("{table}[{i}].{field}"),
                 })
             })

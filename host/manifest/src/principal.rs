@@ -489,17 +489,11 @@ fn parse_hash(text: &str) -> Option<[u8; 32]> {
     bytes.try_into().ok()
 }
 
-/// The credential files the `[[principal]]` entries name, resolved from
-/// the config's directory `dir` (threat 56: no grant may reach them).
-pub(super) fn secret_files(dir: &Path, raw: &[RawPrincipal]) -> Vec<super::SecretFile> {
-    super::SecretFile::named_by(
-        dir,
-        "principal",
-        "credential_file",
-        raw,
-        |p| p.credential_file.as_ref(),
-        |p| format!("the credential file of principal `{}`", p.name),
-    )
+impl super::NamesSecretFile for RawPrincipal {
+    const KEYS: [&'static str; 3] = ["principal", "credential_file", "principal"];
+    fn named_file(&self) -> (Option<&str>, Option<&String>) {
+        (Some(&self.name), self.credential_file.as_ref())
+    }
 }
 
 /// Reads a credential file, which must be the owner's only (0600 or

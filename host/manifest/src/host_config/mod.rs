@@ -316,9 +316,9 @@ fn configured_data_dir(
 /// grant may reach them.
 fn secret_files(dir: &Path, raw: &RawHostConfig) -> Vec<super::SecretFile> {
     [
-        super::principal::secret_files(dir, &raw.principal),
-        super::notify::secret_files(dir, &raw.notify),
-        super::schedule::secret_files(dir, &raw.trigger),
+        super::SecretFile::named_by(dir, &raw.principal),
+        super::SecretFile::named_by(dir, &raw.notify),
+        super::SecretFile::named_by(dir, &raw.trigger),
     ]
     .concat()
 }

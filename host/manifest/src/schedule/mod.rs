@@ -51,7 +51,7 @@ pub use alert_if::{AlertIf, AlertIfError, Cmp};
 pub use cron::{CronExpr, CronExprError};
 pub(crate) use raw::{RawSchedule, RawTrigger};
 pub(crate) use schedules::validate_schedules;
-pub(crate) use triggers::{secret_files, validate_triggers};
+pub(crate) use triggers::validate_triggers;
 
 /// One `[[schedule]]`.
 #[derive(Clone, Debug, PartialEq)]

@@ -126,6 +126,13 @@ raw_entry!(
     }
 );
 
+impl crate::NamesSecretFile for RawTrigger {
+    const KEYS: [&'static str; 3] = ["trigger", "secret_file", "trigger"];
+    fn named_file(&self) -> (Option<&str>, Option<&String>) {
+        (self.name.as_deref(), self.secret_file.as_ref())
+    }
+}
+
 /// The action's keys of an entry.
 pub(super) struct RawRun<'a> {
     pub(super) action: Option<&'a str>,

@@ -16,22 +16,6 @@ use super::{DEFAULT_TRIGGER_COOLDOWN, TriggerConfig, TriggerOn};
 /// The longest `cooldown`.
 const MAX_TRIGGER_COOLDOWN: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
 
-/// The secret files the `[[trigger]]` entries name, resolved from the
-/// config's directory `dir` (threat 56: no grant may reach them).
-pub(crate) fn secret_files(dir: &Path, raw: &[RawTrigger]) -> Vec<crate::SecretFile> {
-    crate::SecretFile::named_by(
-        dir,
-        "trigger",
-        "secret_file",
-        raw,
-        |t| t.secret_file.as_ref(),
-        |t| {
-            let name = t.name.as_deref().unwrap_or("?");
-            format!("the secret file of trigger `{name}`")
-        },
-    )
-}
-
 pub(crate) fn validate_triggers(
     src: &Source,
     dir: &Path,
