@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::files_read::{FileChunk, chunk_output};
+use super::files_read::{FileChunk, read_chunk};
 use super::sizes::{ID_MAX, SESSION_REF_MAX};
 use super::{Audience, Operation, OperationError, Route};
 use crate::scope::Scope;
@@ -40,10 +40,9 @@ impl Operation for CallOutput {
     type Output = FileChunk;
 
     async fn run(scope: Scope<'_>, args: CallOutputArgs) -> Result<FileChunk, OperationError> {
-        let length = args.length.unwrap_or(CHUNK_MAX).min(CHUNK_MAX);
-        let (session, chunk) = scope
-            .read_output(&args.session, args.call_id.clone(), args.offset, length)
-            .await?;
-        Ok(chunk_output(session, args.call_id, chunk))
+        read_chunk(args.call_id, args.length, |call_id, length| {
+            scope.read_output(&args.session, call_id, args.offset, length)
+        })
+        .await
     }
 }

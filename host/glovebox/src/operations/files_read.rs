@@ -70,17 +70,31 @@ impl Operation for ReadFile {
     type Output = FileChunk;
 
     async fn run(scope: Scope<'_>, args: ReadFileArgs) -> Result<FileChunk, OperationError> {
-        let length = args.length.unwrap_or(CHUNK_MAX).min(CHUNK_MAX);
-        let (session, chunk) = scope
-            .read_file(&args.session, args.path.clone(), args.offset, length)
-            .await?;
-        Ok(chunk_output(session, args.path, chunk))
+        read_chunk(args.path, args.length, |path, length| {
+            scope.read_file(&args.session, path, args.offset, length)
+        })
+        .await
     }
 }
 
-/// `chunk` of `path` (a file, or a kept result's call id) of `session`, as
-/// the operations answer it.
-pub(super) fn chunk_output(session: String, path: String, chunk: Chunk) -> FileChunk {
+/// The chunk of `path` (a file, or a kept result's call id) that `read`
+/// gives for a length of `length` but at most [`CHUNK_MAX`] bytes (all of
+/// them when absent), as the operations answer it.
+pub(super) async fn read_chunk<F>(
+    path: String,
+    length: Option<u64>,
+    read: impl FnOnce(String, u64) -> F,
+) -> Result<FileChunk, OperationError>
+where
+    F: Future<Output = Result<(String, Chunk), OperationError>>,
+{
+    let length = length.unwrap_or(CHUNK_MAX).min(CHUNK_MAX);
+    let (session, chunk) = read(path.clone(), length).await?;
+    Ok(chunk_output(session, path, chunk))
+}
+
+/// `chunk` of `path` of `session`, as the operations answer it.
+fn chunk_output(session: String, path: String, chunk: Chunk) -> FileChunk {
     let (encoding, data, taken) = encoded(chunk.bytes);
     let end = chunk.offset + taken;
     FileChunk {
