@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::sizes::CURSOR_MAX;
+use super::paging::paged_args;
 use super::{Audience, Operation, OperationError, Route, page_request};
 use crate::approvals::Approval;
 use crate::page::Page;
@@ -13,21 +13,15 @@ use crate::tasks::ledger_work;
 
 pub struct ListApprovals;
 
-#[derive(Debug, Default, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ListApprovalsArgs {
-    /// The settled approvals too, not only the pending ones.
-    #[serde(default)]
-    pub all: bool,
-    /// Approvals a page holds: 100 when absent, 500 at most.
-    #[serde(default)]
-    #[schemars(range(min = 1, max = 500))]
-    pub limit: Option<usize>,
-    /// Where the previous page ended (its `next_cursor`).
-    #[serde(default)]
-    #[schemars(length(max = CURSOR_MAX))]
-    pub cursor: Option<String>,
-}
+paged_args!(
+    #[derive(Debug, Default, Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    pub struct ListApprovalsArgs paging "Approvals" {
+        /// The settled approvals too, not only the pending ones.
+        #[serde(default)]
+        pub all: bool,
+    }
+);
 
 impl Operation for ListApprovals {
     const NAME: &'static str = "approvals.list";

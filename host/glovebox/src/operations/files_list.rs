@@ -5,33 +5,28 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::files_read::PATH_MAX;
-use super::sizes::{CURSOR_MAX, SESSION_REF_MAX};
+use super::paging::paged_args;
+use super::sizes::SESSION_REF_MAX;
 use super::{Audience, Operation, OperationError, Route};
 use crate::scope::Scope;
 use crate::scratch::{Entry, EntryKind};
 
 pub struct ListFiles;
 
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ListFilesArgs {
-    /// The session's id or name.
-    #[schemars(length(max = SESSION_REF_MAX))]
-    pub session: String,
-    /// The directory, relative to the scratch directory (`notes/`); its top
-    /// when absent.
-    #[serde(default)]
-    #[schemars(length(max = PATH_MAX))]
-    pub path: String,
-    /// Entries a page holds: 100 when absent, 500 at most.
-    #[serde(default)]
-    #[schemars(range(min = 1, max = 500))]
-    pub limit: Option<usize>,
-    /// Where the previous page ended (its `next_cursor`).
-    #[serde(default)]
-    #[schemars(length(max = CURSOR_MAX))]
-    pub cursor: Option<String>,
-}
+paged_args!(
+    #[derive(Debug, Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    pub struct ListFilesArgs paging "Entries" {
+        /// The session's id or name.
+        #[schemars(length(max = SESSION_REF_MAX))]
+        pub session: String,
+        /// The directory, relative to the scratch directory (`notes/`); its top
+        /// when absent.
+        #[serde(default)]
+        #[schemars(length(max = PATH_MAX))]
+        pub path: String,
+    }
+);
 
 /// A page of a directory's entries, by name.
 #[derive(Debug, Serialize, JsonSchema)]

@@ -6,7 +6,8 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::sizes::{CURSOR_MAX, ID_MAX, PROJECT_MAX, TAG_MAX, TAGS_MAX};
+use super::paging::paged_args;
+use super::sizes::{ID_MAX, PROJECT_MAX, TAG_MAX, TAGS_MAX};
 use super::{Audience, Operation, OperationError, Route, page_request};
 use crate::page::Page;
 use crate::scope::Scope;
@@ -14,40 +15,34 @@ use crate::session::{Role, SessionFilter, SessionInfo, SessionStatus};
 
 pub struct ListSessions;
 
-#[derive(Debug, Default, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ListSessionsArgs {
-    /// Only sessions in this status.
-    #[serde(default)]
-    pub status: Option<SessionStatus>,
-    /// Only sessions with every one of these tags.
-    #[serde(default)]
-    #[schemars(length(max = TAGS_MAX), inner(length(max = TAG_MAX)))]
-    pub tag: Vec<String>,
-    /// Only sessions of this role.
-    #[serde(default)]
-    pub role: Option<Role>,
-    /// Only sessions of this project.
-    #[serde(default)]
-    #[schemars(length(max = PROJECT_MAX))]
-    pub project: Option<String>,
-    /// Only the sessions of this principal (an agent's listing is its own
-    /// whatever it asks).
-    #[serde(default)]
-    #[schemars(length(max = ID_MAX))]
-    pub owner: Option<String>,
-    /// Only sessions with no activity for more than this many days.
-    #[serde(default)]
-    pub inactive_days: Option<u64>,
-    /// Sessions a page holds: 100 when absent, 500 at most.
-    #[serde(default)]
-    #[schemars(range(min = 1, max = 500))]
-    pub limit: Option<usize>,
-    /// Where the previous page ended (its `next_cursor`).
-    #[serde(default)]
-    #[schemars(length(max = CURSOR_MAX))]
-    pub cursor: Option<String>,
-}
+paged_args!(
+    #[derive(Debug, Default, Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    pub struct ListSessionsArgs paging "Sessions" {
+        /// Only sessions in this status.
+        #[serde(default)]
+        pub status: Option<SessionStatus>,
+        /// Only sessions with every one of these tags.
+        #[serde(default)]
+        #[schemars(length(max = TAGS_MAX), inner(length(max = TAG_MAX)))]
+        pub tag: Vec<String>,
+        /// Only sessions of this role.
+        #[serde(default)]
+        pub role: Option<Role>,
+        /// Only sessions of this project.
+        #[serde(default)]
+        #[schemars(length(max = PROJECT_MAX))]
+        pub project: Option<String>,
+        /// Only the sessions of this principal (an agent's listing is its own
+        /// whatever it asks).
+        #[serde(default)]
+        #[schemars(length(max = ID_MAX))]
+        pub owner: Option<String>,
+        /// Only sessions with no activity for more than this many days.
+        #[serde(default)]
+        pub inactive_days: Option<u64>,
+    }
+);
 
 impl Operation for ListSessions {
     const NAME: &'static str = "sessions.list";
