@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::approvals_show::no_approval;
+use super::approvals_show::found_approval;
 use super::sizes::ID_MAX;
 use super::{Audience, Operation, OperationError, Route};
 use crate::scope::Scope;
@@ -56,9 +56,7 @@ impl Operation for Approve {
     type Output = Ran;
 
     async fn run(scope: Scope<'_>, args: ApproveArgs) -> Result<Ran, OperationError> {
-        if scope.approval(&args.id).await?.is_none() {
-            return Err(no_approval(&args.id));
-        }
+        found_approval(scope, &args.id).await?;
         let report = scope.approvals().approve(&args.id).await?;
         let (output, error) = match report.outcome {
             Ok(output) => (Some(output), None),

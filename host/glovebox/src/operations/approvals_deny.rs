@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::approvals_show::no_approval;
+use super::approvals_show::found_approval;
 use super::sizes::{ID_MAX, TEXT_MAX};
 use super::{Audience, Operation, OperationError, Route};
 use crate::approvals::Approval;
@@ -37,9 +37,7 @@ impl Operation for Deny {
             &args.reason,
             "a denial needs a reason: the agent reads it to choose what to do instead",
         )?;
-        if scope.approval(&args.id).await?.is_none() {
-            return Err(no_approval(&args.id));
-        }
+        found_approval(scope, &args.id).await?;
         Ok(scope.approvals().deny(&args.id, &args.reason).await?)
     }
 }

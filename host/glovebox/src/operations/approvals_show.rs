@@ -30,15 +30,18 @@ impl Operation for ShowApproval {
     type Output = Approval;
 
     async fn run(scope: Scope<'_>, args: ShowApprovalArgs) -> Result<Approval, OperationError> {
-        scope
-            .approval(&args.id)
-            .await?
-            .ok_or_else(|| no_approval(&args.id))
+        found_approval(scope, &args.id).await
     }
 }
 
+/// The approval `id` if the caller may see it; else the answer for an
+/// approval that is not there, or not the caller's.
+pub(super) async fn found_approval(scope: Scope<'_>, id: &str) -> Result<Approval, OperationError> {
+    scope.approval(id).await?.ok_or_else(|| no_approval(id))
+}
+
 /// The answer for an approval that is not there, or not the caller's.
-pub(super) fn no_approval(id: &str) -> OperationError {
+fn no_approval(id: &str) -> OperationError {
     OperationError::not_found(
         "approval_not_found",
         format!(
