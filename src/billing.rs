@@ -175,10 +175,13 @@ pub fn session_budget(
     cost: Option<f64>,
     calls: Option<u64>,
     wall: Option<Duration>,
+    tokens: Option<u64>,
 ) -> Result<ExitCode> {
     let (config, durable) = open(config)?;
     let sessions = &durable.sessions;
-    let caps = BudgetCaps::new(cost, calls, wall).map_err(|e| anyhow!("--cost: {e}"))?;
+    let caps = BudgetCaps::new(cost, calls, wall)
+        .map_err(|e| anyhow!("--cost: {e}"))?
+        .with_tokens(tokens);
     if !caps.is_empty() {
         let raised = match budget::raise(sessions, &config.budgets, session, &caps) {
             Ok(r) => r,

@@ -134,7 +134,7 @@ enum Command {
     /// Sessions: start, list, show, pause, resume, end, archive, hand off.
     Session {
         #[command(subcommand)]
-        command: sessions::SessionCommand,
+        command: Box<sessions::SessionCommand>,
     },
     /// Billing: what sessions used (calls, failures, wall time, fuel, bytes,
     /// estimated tool cost, model cost) over a date range, grouped; or the
@@ -314,7 +314,7 @@ async fn dispatch(config: &std::path::Path, command: Command) -> Result<ExitCode
             json,
             session,
         } => call::run(config, &tool, input, input_file, json, session).await,
-        Command::Session { command } => sessions::run_session(config, command).await,
+        Command::Session { command } => sessions::run_session(config, *command).await,
         Command::Approvals {
             input: Some(id), ..
         } => approvals::print_input(config, &id).await,

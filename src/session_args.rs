@@ -75,6 +75,10 @@ pub struct NewSessionArgs {
     /// child's is within its parent's).
     #[arg(long, value_parser = humantime::parse_duration)]
     pub budget_wall: Option<Duration>,
+    /// Budget: a cap on the model tokens (in plus out) the brain reports
+    /// (a child's is carved out of its parent's).
+    #[arg(long)]
+    pub budget_tokens: Option<u64>,
     /// What must hold before it ends as `completed`, as JSON: `gates`
     /// (tool calls whose result must hold each `expect` field) and/or
     /// `"judge": true`. The config's `[[completion]]` is added.
@@ -86,6 +90,7 @@ impl NewSessionArgs {
     /// The `--budget-*` caps, as the ledger takes them.
     pub fn budget(&self) -> Result<BudgetCaps> {
         BudgetCaps::new(self.budget_cost, self.budget_calls, self.budget_wall)
+            .map(|caps| caps.with_tokens(self.budget_tokens))
             .map_err(|e| anyhow::anyhow!("--budget-cost: {e}"))
     }
 }

@@ -39,6 +39,12 @@ pub enum SessionCommand {
         cost: f64,
         #[arg(long)]
         model: Option<String>,
+        /// The tokens in the brain's context now (with `--context-limit`).
+        #[arg(long, requires = "context_limit")]
+        context_tokens: Option<u64>,
+        /// The context window's size in tokens (with `--context-tokens`).
+        #[arg(long, requires = "context_tokens")]
+        context_limit: Option<u64>,
     },
     /// Show a session's budget, or (operator) set its caps: logged as
     /// `cap_raised`; a session its budget paused resumes once within its caps.
@@ -50,6 +56,9 @@ pub enum SessionCommand {
         calls: Option<u64>,
         #[arg(long, value_parser = humantime::parse_duration)]
         wall: Option<Duration>,
+        /// A cap on the model tokens (in plus out) the brain reports.
+        #[arg(long)]
+        tokens: Option<u64>,
     },
     /// List sessions, newest activity first.
     List(crate::session_list::ListArgs),
@@ -187,13 +196,26 @@ pub async fn run_session(config: &Path, command: SessionCommand) -> Result<ExitC
             tokens_out,
             cost,
             model,
-        } => usage(config, &session, tokens_in, tokens_out, cost, model),
+            context_tokens,
+            context_limit,
+        } => {
+            let usage = glovebox::budget::UsageReport {
+                tokens_in,
+                tokens_out,
+                cost,
+                model,
+                context_tokens,
+                context_limit,
+            };
+            crate::billing::session_usage(config, &session, &usage)
+        }
         SessionCommand::Budget {
             session,
             cost,
             calls,
             wall,
-        } => crate::billing::session_budget(config, &session, cost, calls, wall),
+            tokens,
+        } => crate::billing::session_budget(config, &session, cost, calls, wall, tokens),
         SessionCommand::Check { session, json } => crate::rescue::check(config, &session, json),
         SessionCommand::End {
             session,
@@ -269,24 +291,6 @@ fn printed<T: serde::Serialize>(
         }
         Err(e) => Ok(crate::session_refused(&e)),
     }
-}
-
-/// `session usage`: the brain's own usage, reported into the session.
-fn usage(
-    config: &Path,
-    session: &str,
-    tokens_in: u64,
-    tokens_out: u64,
-    cost: f64,
-    model: Option<String>,
-) -> Result<ExitCode> {
-    let usage = glovebox::budget::UsageReport {
-        tokens_in,
-        tokens_out,
-        cost,
-        model,
-    };
-    crate::billing::session_usage(config, session, &usage)
 }
 
 /// `session verdict`: the judge's pass or fail of the worker's latest handoff.

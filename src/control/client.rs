@@ -168,13 +168,15 @@ fn inline_local_inputs(command: &mut Command) -> Result<()> {
         } => {
             *input = Some(crate::read_input(input.take(), input_file.take())?);
         }
-        Command::Session {
-            command:
-                crate::sessions::SessionCommand::Handoff {
-                    from_file: Some(path),
-                    ..
-                },
-        } => absolute(path)?,
+        Command::Session { command } => {
+            if let crate::sessions::SessionCommand::Handoff {
+                from_file: Some(path),
+                ..
+            } = command.as_mut()
+            {
+                absolute(path)?;
+            }
+        }
         Command::Policy {
             command:
                 crate::policy::PolicyCommand::Replay {

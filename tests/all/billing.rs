@@ -348,6 +348,8 @@ async fn usage_reports_count_toward_cost() {
         tokens_out: 300,
         cost: 0.8,
         model: Some("claude".into()),
+        context_tokens: None,
+        context_limit: None,
     };
     let events =
         f.gw.scope(&glovebox::cli_operator())
@@ -456,6 +458,7 @@ fn expected(f: &Fixture, sessions: &[&str], by: GroupBy) -> BTreeMap<String, [[u
                     tokens_out,
                     cost_micros,
                     model,
+                    ..
                 } => (
                     format!("model:{}", model.as_deref().unwrap_or("unknown")),
                     false,
@@ -560,6 +563,8 @@ async fn the_billing_report_matches_the_events_that_produced_it() {
                 tokens_out: 250,
                 cost: 0.125,
                 model: Some("m1".into()),
+                context_tokens: None,
+                context_limit: None,
             },
         )
         .await
@@ -648,6 +653,8 @@ async fn export_gives_the_session_end_records() {
                 tokens_out: 20,
                 cost: 0.5,
                 model: None,
+                context_tokens: None,
+                context_limit: None,
             },
         )
         .await
@@ -827,4 +834,128 @@ fn a_bad_budgets_section_is_refused_with_the_key() {
     let (code, _, err) = site.run(&["billing"]);
     assert_eq!(code, 2);
     assert!(err.contains("budgets.role.workagent.cost"), "{err}");
+}
+
+fn tokens(cap: u64) -> BudgetCaps {
+    BudgetCaps::default().with_tokens(Some(cap))
+}
+
+fn used(tokens_in: u64, tokens_out: u64) -> UsageReport {
+    UsageReport {
+        tokens_in,
+        tokens_out,
+        ..UsageReport::default()
+    }
+}
+
+/// A token cap: the model tokens the brain reports count toward it (in
+/// plus out); a report that takes the session past it pauses the session,
+/// a session at it runs no call, and a raise above the use resumes it.
+#[tokio::test]
+async fn a_token_cap_stops_a_session() {
+    let f = Fixture::new(&[]).await;
+    let operator = glovebox::cli_operator();
+    let id = f.start("wordy", Role::Workagent, "p", tokens(10_000));
+    let report = |u: UsageReport| f.gw.scope(&operator).report_usage(&id, u);
+    let events = report(used(6_000, 2_500)).await.unwrap();
+    let names: Vec<&str> = events.iter().map(|e| e.kind.name()).collect();
+    assert_eq!(names, ["usage_reported", "budget_warning"]);
+    f.echo(&id).await.outcome.unwrap();
+    let events = report(used(1_000, 1_000)).await.unwrap();
+    let names: Vec<&str> = events.iter().map(|e| e.kind.name()).collect();
+    assert_eq!(names, ["usage_reported", "budget_exceeded", "paused"]);
+    let state = f.durable.sessions.show(&id).unwrap();
+    assert_eq!(state.header.status, SessionStatus::Paused);
+    assert_eq!(state.budget.exceeded, Some(Cap::Tokens));
+    let reason = state.paused_reason.unwrap();
+    assert!(reason.contains("model tokens"), "{reason}");
+    assert!(reason.contains("10500"), "{reason}");
+
+    let budgets = &f.host.config().budgets;
+    let at = budget::raise(&f.durable.sessions, budgets, &id, &tokens(10_500)).unwrap();
+    assert_eq!(at.still_past, [Cap::Tokens]);
+    assert!(!at.resumed);
+    let above = budget::raise(&f.durable.sessions, budgets, &id, &tokens(20_000)).unwrap();
+    assert!(above.resumed, "{:?}", above.still_past);
+    f.echo(&id).await.outcome.unwrap();
+
+    // Exactly at its cap a session runs no more calls.
+    let full = f.start("full", Role::Workagent, "p", tokens(1_000));
+    f.gw.scope(&operator)
+        .report_usage(&full, used(600, 400))
+        .await
+        .unwrap();
+    let (hook, pattern, reason, alternatives) = denial(&f.echo(&full).await);
+    assert_eq!(
+        (hook.as_str(), pattern.as_str()),
+        ("budget", "budget:tokens")
+    );
+    assert!(
+        reason.contains("cap of 1000 model tokens (session)"),
+        "{reason}"
+    );
+    assert!(alternatives[0].contains("--tokens"), "{alternatives:?}");
+}
+
+/// The brain reports how full its context is; at `[detector]
+/// context_fraction` (85%) of its window the session is flagged to hand
+/// off, and its handoff clears the flag. A report of one without the other
+/// is refused.
+#[tokio::test]
+async fn a_context_near_its_window_flags_the_session_to_hand_off() {
+    let f = Fixture::new(&[]).await;
+    let operator = glovebox::cli_operator();
+    let id = f.start("long-context", Role::Workagent, "p", BudgetCaps::default());
+    let context = |tokens: u64| UsageReport {
+        context_tokens: Some(tokens),
+        context_limit: Some(200_000),
+        ..used(100, 10)
+    };
+    let flag = || {
+        f.durable
+            .sessions
+            .show(&id)
+            .unwrap()
+            .watch
+            .flags
+            .get("context")
+            .cloned()
+    };
+    f.gw.scope(&operator)
+        .report_usage(&id, context(100_000))
+        .await
+        .unwrap();
+    assert!(flag().is_none());
+    f.gw.scope(&operator)
+        .report_usage(&id, context(172_000))
+        .await
+        .unwrap();
+    let raised = flag().expect("the context flag");
+    assert!(
+        raised.reason.contains("172000 of its 200000 tokens (86%)"),
+        "{}",
+        raised.reason
+    );
+    assert!(raised.suggested_action.contains("session_handoff"));
+
+    let half = UsageReport {
+        context_tokens: Some(10),
+        ..used(1, 1)
+    };
+    let refused = f.gw.scope(&operator).report_usage(&id, half).await;
+    let why = refused.unwrap_err().to_string();
+    assert!(why.contains("`context_limit` together"), "{why}");
+
+    f.durable
+        .sessions
+        .handoff(
+            &id,
+            glovebox::session::Handoff::new(
+                glovebox::session::HandoffKind::Continuation,
+                Role::Workagent,
+                "carry on from a fresh context",
+            ),
+        )
+        .unwrap();
+    assert!(flag().is_none());
 }

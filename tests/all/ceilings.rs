@@ -445,6 +445,8 @@ async fn threat_50_project_and_role_ceilings_hold_per_week_and_month_under_a_mov
         tokens_out: 0,
         cost: 0.0,
         model: None,
+        context_tokens: None,
+        context_limit: None,
     };
     let s1 = f.start(&alice, "s1", Role::Supervisor, "x").unwrap();
     let s2 = f.start(&bob, "s2", Role::Supervisor, "y").unwrap();
@@ -739,6 +741,8 @@ async fn threat_49_a_call_or_usage_report_at_the_session_log_quota_is_refused_be
                 tokens_out: 500,
                 cost: 0.0,
                 model: None,
+                context_tokens: None,
+                context_limit: None,
             },
         ),
     )

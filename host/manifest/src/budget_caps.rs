@@ -12,7 +12,8 @@ use serde::{Deserialize, Serialize};
 use crate::Cap;
 use crate::micros::{CostError, to_micros};
 
-/// Caps, each optional: cost in micros, calls, wall time in milliseconds.
+/// Caps, each optional: cost in micros, calls, wall time in milliseconds,
+/// model tokens.
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
@@ -23,11 +24,16 @@ pub struct BudgetCaps {
     pub calls: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wall_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u64>,
 }
 
 impl BudgetCaps {
     pub fn is_empty(&self) -> bool {
-        self.cost_micros.is_none() && self.calls.is_none() && self.wall_ms.is_none()
+        self.cost_micros.is_none()
+            && self.calls.is_none()
+            && self.wall_ms.is_none()
+            && self.tokens.is_none()
     }
 
     pub fn get(&self, cap: Cap) -> Option<u64> {
@@ -35,6 +41,7 @@ impl BudgetCaps {
             Cap::Cost => self.cost_micros,
             Cap::Calls => self.calls,
             Cap::Wall => self.wall_ms,
+            Cap::Tokens => self.tokens,
         }
     }
 
@@ -43,6 +50,7 @@ impl BudgetCaps {
             Cap::Cost => self.cost_micros = value,
             Cap::Calls => self.calls = value,
             Cap::Wall => self.wall_ms = value,
+            Cap::Tokens => self.tokens = value,
         }
     }
 
@@ -56,7 +64,14 @@ impl BudgetCaps {
             cost_micros: cost.map(to_micros).transpose()?,
             calls,
             wall_ms: wall.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            tokens: None,
         })
+    }
+
+    /// These caps with a cap of `tokens` model tokens (or none).
+    pub fn with_tokens(mut self, tokens: Option<u64>) -> BudgetCaps {
+        self.tokens = tokens;
+        self
     }
 }
 

@@ -99,6 +99,9 @@ pub(super) struct RawCaps {
     /// Time since the session started.
     #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "none")))]
     wall: Option<Millis>,
+    /// Model tokens (in plus out) the brain reported, per session of the role.
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "none")))]
+    tokens: Option<i64>,
     /// Spend ceilings per UTC day, ISO week or calendar month ([`security.md`](security.md#spend-ceilings)).
     day: Option<RawCeiling>,
     /// Spend ceilings per UTC day, ISO week or calendar month ([`security.md`](security.md#spend-ceilings)).
@@ -191,12 +194,20 @@ pub(super) fn validate_budgets(
         let wall = caps
             .wall
             .map(|Millis(d)| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        let tokens = caps.tokens.map(u64::try_from).transpose().map_err(|_| {
+            src.invalid(
+                &key("tokens"),
+                "a negative number of tokens",
+                "write a number of model tokens, e.g. `tokens = 2000000`",
+            )
+        })?;
         budgets.roles.insert(
             role,
             BudgetCaps {
                 cost_micros: cost,
                 calls,
                 wall_ms: wall,
+                tokens,
             },
         );
         let periods = [

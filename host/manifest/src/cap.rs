@@ -1,4 +1,4 @@
-//! One of a session's budget caps: cost, calls, wall time.
+//! One of a session's budget caps: cost, calls, wall time, model tokens.
 //!
 //! It lives here because the config's `[budgets.role.<role>]` tables are made of
 //! caps ([`BudgetCaps`](crate::BudgetCaps)); the host's budget guard, which
@@ -16,16 +16,19 @@ pub enum Cap {
     Cost,
     Calls,
     Wall,
+    /// The model tokens the brain reported (`session_usage`: in plus out).
+    Tokens,
 }
 
 impl Cap {
-    pub const ALL: [Cap; 3] = [Cap::Cost, Cap::Calls, Cap::Wall];
+    pub const ALL: [Cap; 4] = [Cap::Cost, Cap::Calls, Cap::Wall, Cap::Tokens];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Cap::Cost => "cost",
             Cap::Calls => "calls",
             Cap::Wall => "wall",
+            Cap::Tokens => "tokens",
         }
     }
 
@@ -36,7 +39,7 @@ impl Cap {
                 .trim_end_matches('0')
                 .trim_end_matches('.')
                 .to_string(),
-            Cap::Calls => value.to_string(),
+            Cap::Calls | Cap::Tokens => value.to_string(),
             Cap::Wall => {
                 humantime::format_duration(std::time::Duration::from_millis(value)).to_string()
             }

@@ -39,7 +39,7 @@ impl std::fmt::Display for Severity {
 /// The detector's rules, by the name their flags carry; `handoff` is the
 /// flag a handoff that names blockers raises, `paused` the one an agent's
 /// own pause raises (their severities set here too).
-pub const RULES: [&str; 9] = [
+pub const RULES: [&str; 10] = [
     "budget",
     "retry",
     "overrun",
@@ -49,6 +49,7 @@ pub const RULES: [&str; 9] = [
     "approval_wait",
     "handoff",
     "paused",
+    "context",
 ];
 
 /// The default of `[detector] handoff_after_events`: about a hundred calls
@@ -98,6 +99,11 @@ pub struct DetectorConfig {
     /// `budget_fraction`: budget use at or above this (from the billing's
     /// `budget_warning` events) with a failing last call raises `budget`. Default 0.8.
     pub budget_fraction: f64,
+    /// `context_fraction`: the brain's context at or above this share of
+    /// its window (its latest `session_usage` report's `context_tokens` of
+    /// `context_limit`) raises `context`: hand off before the window is
+    /// full. Default 0.85.
+    pub context_fraction: f64,
     /// `handoff_after_events`: `glovebox doctor` warns about a live session
     /// with more than this many events since its last handoff (or its start)
     /// — a long session with no handoff cannot be picked up by anyone else.
@@ -122,6 +128,7 @@ impl Default for DetectorConfig {
             sweep_interval: Some(Duration::from_secs(30)),
             archive_after: None,
             budget_fraction: 0.8,
+            context_fraction: 0.85,
             handoff_after_events: DEFAULT_HANDOFF_AFTER_EVENTS,
             severity: default_severity(),
         }
@@ -139,6 +146,7 @@ fn default_severity() -> BTreeMap<String, Severity> {
         ("approval_wait", Severity::Warning),
         ("handoff", Severity::Warning),
         ("paused", Severity::Warning),
+        ("context", Severity::Warning),
     ]
     .into_iter()
     .map(|(r, s)| (r.to_string(), s))
@@ -232,6 +240,9 @@ pub(super) struct RawDetector {
     /// `budget`: a cap used at or above this while calls fail.
     #[cfg_attr(feature = "schemars", schemars(extend("default" = 0.8)))]
     budget_fraction: Option<f64>,
+    /// `context`: the brain's context at or above this share of its window.
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = 0.85)))]
+    context_fraction: Option<f64>,
     /// `glovebox doctor` warns past this many events since the last handoff.
     #[cfg_attr(feature = "schemars", schemars(extend("default" = 500)))]
     handoff_after_events: Option<i64>,
@@ -415,6 +426,16 @@ fn apply_thresholds(
             ));
         }
         d.budget_fraction = f;
+    }
+    if let Some(f) = raw.context_fraction {
+        if !(f.is_finite() && f > 0.0 && f <= 1.0) {
+            return Err(src.invalid(
+                "detector.context_fraction",
+                format!("{f} is not a share of the context window"),
+                "write a number above 0 and at most 1, like 0.85",
+            ));
+        }
+        d.context_fraction = f;
     }
     if let Some(n) = raw.handoff_after_events {
         d.handoff_after_events = u32::try_from(n).ok().filter(|n| *n >= 1).ok_or_else(|| {

@@ -16,6 +16,7 @@ pub(super) fn detail(kind: &EventKind) -> Option<String> {
             tokens_out,
             cost_micros,
             model,
+            ..
         } => format!(
             "{tokens_in} tokens in, {tokens_out} out, model cost {:.4}{}",
             *cost_micros as f64 / 1e6,

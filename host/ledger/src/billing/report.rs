@@ -189,6 +189,7 @@ fn charge_of(
             tokens_out,
             cost_micros,
             model,
+            ..
         } => {
             figures.tokens_in = *tokens_in;
             figures.tokens_out = *tokens_out;

@@ -1,14 +1,15 @@
 //! Budgets and circuit breakers: hard caps on what a session may spend.
 //!
-//! Three caps, each optional:
+//! Four caps, each optional:
 //!
 //! | cap     | what counts against it                                                   |
 //! |---------|--------------------------------------------------------------------------|
 //! | `cost`  | the estimated cost of the session's calls that ran (each tool's `cost` from its manifest) plus the model cost the brain reported (`usage_reported`) |
 //! | `calls` | the session's calls that ran (`call_started`): calls refused by a hook or by the budget do not count |
 //! | `wall`  | the time since the session started (paused time included)                |
+//! | `tokens` | the model tokens (in plus out) the brain reported (`usage_reported`): a report that takes the session past it pauses the session, and no call runs once it is reached |
 //!
-//! A parent session's cost and calls also count what it carved out of them
+//! A parent session's cost, calls and tokens also count what it carved out of them
 //! for its children (`child_spawned`): the children's caps plus the
 //! parent's own use stay within the parent's cap (see `session/family.rs`).
 //!
@@ -57,6 +58,7 @@ pub struct Used {
     pub cost_micros: u64,
     pub calls: u64,
     pub wall_ms: u64,
+    pub tokens: u64,
 }
 
 impl Used {
@@ -71,6 +73,10 @@ impl Used {
                 .saturating_add(state.carved(Cap::Cost)),
             calls: c.calls_run.saturating_add(state.carved(Cap::Calls)),
             wall_ms: now_ms.saturating_sub(state.header.created_at_ms),
+            tokens: c
+                .tokens_in
+                .saturating_add(c.tokens_out)
+                .saturating_add(state.carved(Cap::Tokens)),
         }
     }
 
@@ -88,6 +94,7 @@ impl Used {
             Cap::Cost => self.cost_micros,
             Cap::Calls => self.calls,
             Cap::Wall => self.wall_ms,
+            Cap::Tokens => self.tokens,
         }
     }
 }
@@ -184,6 +191,12 @@ impl Breach {
                 cap.show(self.limit),
                 cap.show(self.used)
             ),
+            Cap::Tokens => format!(
+                "budget exceeded: session {} has a cap of {} model tokens ({from}); it has used {} (reported, or carved for its children)",
+                session.label(),
+                self.limit,
+                self.used
+            ),
         }
     }
 
@@ -194,6 +207,7 @@ impl Breach {
             Cap::Cost => "--cost <higher>",
             Cap::Calls => "--calls <higher>",
             Cap::Wall => "--wall <longer>",
+            Cap::Tokens => "--tokens <higher>",
         };
         vec![
             format!(
@@ -247,8 +261,10 @@ pub fn check_call(
             // Calls in flight count from their `call_started` (in
             // `calls_run`) already.
             Cap::Calls => (used.calls, used.calls.saturating_add(1)),
-            // Time already spent: at the cap, no more calls.
+            // Time already spent, tokens already used: at the cap, no
+            // more calls.
             Cap::Wall => (used.wall_ms, used.wall_ms.saturating_add(1)),
+            Cap::Tokens => (used.tokens, used.tokens.saturating_add(1)),
         };
         (projected > l.limit).then_some(Breach {
             cap: l.cap,
@@ -308,6 +324,13 @@ pub struct UsageReport {
     pub cost: f64,
     #[serde(default)]
     pub model: Option<String>,
+    /// The brain's context now, in tokens, and its window (both, or
+    /// neither): the detector's `context` rule flags a session at
+    /// `[detector] context_fraction` of it.
+    #[serde(default)]
+    pub context_tokens: Option<u64>,
+    #[serde(default)]
+    pub context_limit: Option<u64>,
 }
 
 /// Logs a usage report into session `id_or_name`; its model cost counts
@@ -332,11 +355,26 @@ pub fn report_usage(
             "bad usage report: the model name must be at most 256 characters, none a control character".into(),
         ));
     }
+    match (report.context_tokens, report.context_limit) {
+        (Some(_), None) | (None, Some(_)) => {
+            return Err(SessionError::InvalidInput(
+                "bad usage report: give `context_tokens` and `context_limit` together (the tokens in the context now, and the window's size)".into(),
+            ));
+        }
+        (Some(tokens), Some(limit)) if limit == 0 || tokens > limit.saturating_mul(2) => {
+            return Err(SessionError::InvalidInput(format!(
+                "bad usage report: a context of {tokens} tokens in a window of {limit}: `context_limit` is the window's size in tokens, above 0"
+            )));
+        }
+        _ => {}
+    }
     let kind = EventKind::UsageReported {
         tokens_in: report.tokens_in,
         tokens_out: report.tokens_out,
         cost_micros,
         model: report.model.clone(),
+        context_tokens: report.context_tokens,
+        context_limit: report.context_limit,
     };
     let tokens = report.tokens_in.saturating_add(report.tokens_out);
     let (events, charged) = sessions.append_with(id_or_name, |state, now| {
@@ -359,25 +397,31 @@ pub fn report_usage(
         let mut events = vec![kind];
         let mut used = Used::of(state, now);
         used.cost_micros = used.cost_micros.saturating_add(cost_micros);
+        used.tokens = used.tokens.saturating_add(tokens);
         events.extend(warnings(state, config, &used));
         events.extend(charged.crossed.iter().map(ceilings::warning_event));
-        let over = effective(state, config)
-            .into_iter()
-            .find(|l| l.cap == Cap::Cost && used.cost_micros > l.limit);
+        let over = effective(state, config).into_iter().find(|l| {
+            matches!(l.cap, Cap::Cost | Cap::Tokens) && used.get(l.cap) > l.limit
+        });
         let active = state.header.status == SessionStatus::Active;
         if let Some(l) = over
             && active
         {
+            let what = match l.cap {
+                Cap::Tokens => "model tokens",
+                _ => "model cost",
+            };
             let reason = format!(
-                "budget exceeded: the model cost reported takes session {} to {}, past its cost cap of {} ({})",
+                "budget exceeded: the {what} reported take session {} to {}, past its {} cap of {} ({})",
                 state.label(),
-                Cap::Cost.show(used.cost_micros),
-                Cap::Cost.show(l.limit),
+                l.cap.show(used.get(l.cap)),
+                l.cap,
+                l.cap.show(l.limit),
                 l.source
             );
             events.push(EventKind::BudgetExceeded {
-                cap: Cap::Cost,
-                used: used.cost_micros,
+                cap: l.cap,
+                used: used.get(l.cap),
                 limit: l.limit,
                 call_id: None,
             });
@@ -407,6 +451,16 @@ pub fn report_usage(
             ceilings::pause_scope(sessions, &breach, &except)
         })?;
     }
+    // A report of the context is judged at once (the `context` rule), as
+    // a call is after it ends.
+    if report.context_tokens.is_some()
+        && let Some(event) = events.first()
+    {
+        let detector = &sessions.config.detector;
+        if detector.enabled {
+            crate::detect::flags(sessions, detector, &event.session)?;
+        }
+    }
     Ok(events)
 }
 
@@ -431,7 +485,7 @@ pub fn raise(
 ) -> Result<Raised, SessionError> {
     if caps.is_empty() {
         return Err(SessionError::InvalidInput(
-            "give at least one cap to set: --cost, --calls or --wall".into(),
+            "give at least one cap to set: --cost, --calls, --wall or --tokens".into(),
         ));
     }
     let (events, still_past) = sessions.append_with(id_or_name, |state, now| {
@@ -453,7 +507,7 @@ pub fn raise(
             .into_iter()
             .filter(|l| match l.cap {
                 Cap::Cost => used.cost_micros > l.limit,
-                Cap::Calls | Cap::Wall => used.get(l.cap) >= l.limit,
+                Cap::Calls | Cap::Wall | Cap::Tokens => used.get(l.cap) >= l.limit,
             })
             .map(|l| l.cap)
             .collect();

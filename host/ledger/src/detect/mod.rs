@@ -18,6 +18,12 @@
 //! | `no_progress` | a created or active session has made no progress for `no_progress_after`    | warning  | progress   |
 //! | `stale`       | a live session has done nothing at all (no event but the detector's) for `stale_after` | warning | a call or progress |
 //! | `approval_wait` | a call of the session has waited for a human's approval longer than `approval_wait_after` (sweep only) | warning | the approval settled (the session resumes) |
+//! | `context`     | the brain's latest usage report puts its context at or past `context_fraction` (0.85) of its window | warning | a handoff, a resume |
+//!
+//! Three more flags are raised because someone said so, not by a rule
+//! ([`raise`]): `agent` (the agent's own, `session_flag`), `handoff` (a
+//! handoff that names blockers) and `paused` (an agent's own pause); a
+//! resume or the session's next handoff clears them.
 //!
 //! While serving, a sweep ([`sweep()`], every `sweep_interval`) runs the
 //! time-based rules (`no_progress`, `overrun`, `stale`, `approval_wait`) over
@@ -50,7 +56,7 @@ pub use sweep::{SweepFlag, Swept, sweep};
 // What the detector keeps of a session is part of the session's state, folded
 // as its events are applied, and the ladder's rungs are in its events: they
 // live below the sessions and are re-exported here, at their old paths.
-pub use crate::session::watch::{ActiveFlag, FailingCall, Watch};
+pub use crate::session::watch::{ActiveFlag, ContextUse, FailingCall, Watch};
 pub use crate::values::EscalationStep;
 
 // A blocker flag the rules raise is the content of its event, so it lives
@@ -102,6 +108,7 @@ pub fn detect_rules(
         rule::no_progress(state, config, now_ms),
         rule::stale(state, config, now_ms, label),
         waiting.and_then(|wait| rule::approval_wait(config, now_ms, wait)),
+        all.then(|| rule::context(state, config)).flatten(),
     ];
     held.into_iter()
         .flatten()

@@ -187,3 +187,23 @@ pub(super) fn approval_wait(config: &DetectorConfig, now_ms: u64, wait: &Waiting
 fn show_ms(ms: u64) -> String {
     humantime::format_duration(std::time::Duration::from_millis(ms)).to_string()
 }
+
+/// `context`: the brain's context is at or past `context_fraction` of its
+/// window, as its latest usage report said: it should hand off while it
+/// still can write a good handoff.
+pub(super) fn context(state: &SessionState, config: &DetectorConfig) -> Option<Holds> {
+    let c = state.watch.context?;
+    let share = c.tokens as f64 / c.limit as f64;
+    (share >= config.context_fraction).then(|| Holds {
+        rule: "context",
+        reason: format!(
+            "the context holds {} of its {} tokens ({}%), at or past {}% of the window",
+            c.tokens,
+            c.limit,
+            (share * 100.0).floor() as u64,
+            (config.context_fraction * 100.0).round() as u64
+        ),
+        action: "hand off now (`session_handoff`, kind `continuation`: the objective, what is done, the next steps) and pause; a fresh session resumes from the handoff".into(),
+        call_id: None,
+    })
+}

@@ -34,6 +34,7 @@ impl SessionState {
         match cap {
             Cap::Cost => self.children_carved.cost_micros,
             Cap::Calls => self.children_carved.calls,
+            Cap::Tokens => self.children_carved.tokens,
             Cap::Wall => 0,
         }
     }

@@ -185,6 +185,12 @@ pub enum EventKind {
         /// Model cost in millionths of a cost unit.
         cost_micros: u64,
         model: Option<String>,
+        /// The brain's context now, in tokens, and its window: what the
+        /// `context` rule compares. Absent from reports without them.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        context_tokens: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        context_limit: Option<u64>,
     },
     /// The session reached the warning threshold (80% by default) of a cap.
     BudgetWarning {

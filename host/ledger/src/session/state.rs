@@ -113,6 +113,9 @@ pub struct ChildLink {
 pub struct Carved {
     pub cost_micros: u64,
     pub calls: u64,
+    /// Absent (0) in states folded before tokens were capped.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tokens: u64,
 }
 
 impl Carved {
@@ -124,6 +127,7 @@ impl Carved {
         let add = |to: &mut u64, cap: Cap| *to = to.saturating_add(caps.get(cap).unwrap_or(0));
         add(&mut self.cost_micros, Cap::Cost);
         add(&mut self.calls, Cap::Calls);
+        add(&mut self.tokens, Cap::Tokens);
     }
 }
 

@@ -79,12 +79,25 @@ pub struct Watch {
     /// measure inactivity from (see [`Watch::last_activity`]).
     #[serde(default)]
     pub last_activity_at_ms: u64,
+    /// The brain's context as its latest usage report gave it (tokens in
+    /// it, and its window): what the `context` rule compares.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<ContextUse>,
 }
 
-/// The flags raised because someone said so, not by a rule over the log:
-/// an agent's own (`session_flag`), a handoff's blockers and an agent's
-/// own pause. A resume, or the session's next handoff, clears them.
-pub const SAID: [&str; 3] = ["agent", "handoff", "paused"];
+/// How full the brain's context is, as it reported.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContextUse {
+    pub tokens: u64,
+    pub limit: u64,
+}
+
+/// The flags a resume, or the session's next handoff, clears: those
+/// raised because someone said so (an agent's own, `session_flag`; a
+/// handoff's blockers; an agent's own pause) and `context` (the handoff
+/// is what it asks for).
+pub const SAID: [&str; 4] = ["agent", "handoff", "paused", "context"];
 
 impl Watch {
     /// The watch of a session started at `at_ms`.
@@ -199,6 +212,16 @@ impl Watch {
                     .entry(cap.as_str().to_string())
                     .or_default();
                 *entry = (*entry).max(percent);
+            }
+            EventKind::UsageReported {
+                context_tokens: Some(tokens),
+                context_limit: Some(limit),
+                ..
+            } if *limit > 0 => {
+                self.context = Some(ContextUse {
+                    tokens: *tokens,
+                    limit: *limit,
+                });
             }
             EventKind::CapRaised { cap, .. } => {
                 self.budget_percent.remove(cap.as_str());

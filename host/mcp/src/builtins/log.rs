@@ -46,6 +46,8 @@ impl Connection {
             tokens_out: a.tokens_out,
             cost: a.cost,
             model: a.model,
+            context_tokens: a.context_tokens,
+            context_limit: a.context_limit,
         };
         let session = match self.session_for_call(caller).await {
             Ok(s) => s,

@@ -87,7 +87,8 @@ pub(super) fn start_extras(
         })?),
     };
     let caps = BudgetCaps::new(budget.cost, budget.calls, wall)
-        .map_err(|e| bad_arguments(tool, format!("`budget.cost`: {e}")))?;
+        .map_err(|e| bad_arguments(tool, format!("`budget.cost`: {e}")))?
+        .with_tokens(budget.tokens);
     Ok((expected, caps))
 }
 

@@ -66,6 +66,8 @@ pub(crate) struct CapsArgs {
     /// Wall-time cap, e.g. "30m".
     #[schemars(length(max = DURATION_MAX))]
     pub wall: Option<String>,
+    /// Model token cap (in plus out, as `session_usage` reports them).
+    pub tokens: Option<u64>,
 }
 
 /// `session_note`.
@@ -90,6 +92,13 @@ pub(crate) struct UsageArgs {
     #[serde(default)]
     #[schemars(range(min = 0))]
     pub cost: f64,
+    /// The tokens in your context now (with `context_limit`): at
+    /// `[detector] context_fraction` (85%) of the window the session is
+    /// flagged to hand off.
+    pub context_tokens: Option<u64>,
+    /// Your context window's size in tokens (with `context_tokens`).
+    #[schemars(range(min = 1))]
+    pub context_limit: Option<u64>,
 }
 
 /// `session_pause`.

@@ -23,6 +23,7 @@ fn a_budget_and_a_billing_range_go_by_the_sessions_clock() {
     let mut start = start_request("timed", Role::Workagent);
     start.budget = BudgetCaps {
         wall_ms: Some(60_000),
+        tokens: None,
         ..BudgetCaps::default()
     };
     let s = sessions.start(start).unwrap();

@@ -160,6 +160,8 @@ fn threat_49_below_the_watermark_an_actors_notes_are_refused_and_closing_goes_th
         tokens_out: 1,
         cost_micros: 0,
         model: None,
+        context_tokens: None,
+        context_limit: None,
     };
     assert!(matches!(
         actor::scoped("agent", || env.sessions.append(&id, usage)),

@@ -199,6 +199,8 @@ fn threat_49_a_loop_of_notes_stops_at_session_events_and_the_session_still_ends(
         tokens_out: 1,
         cost_micros: 0,
         model: None,
+        context_tokens: None,
+        context_limit: None,
     };
     assert_quota(
         actor::scoped("a", || s.append(&id, usage)),

@@ -282,6 +282,7 @@ fn every_state_resume_and_event_of_a_real_session_fits_its_schema() {
                     cost_micros: Some(1_000_000),
                     calls: Some(100),
                     wall_ms: None,
+                    tokens: None,
                 },
                 completion: Completion {
                     gates: vec![],
@@ -340,6 +341,8 @@ fn every_state_resume_and_event_of_a_real_session_fits_its_schema() {
         tokens_out: 200,
         cost,
         model: Some("m-large".into()),
+        context_tokens: Some(150_000),
+        context_limit: Some(200_000),
     };
     for cost in [0.85, 0.3] {
         budget::report_usage(&env.sessions, &budgets, &id, &usage(cost)).expect("usage");
@@ -376,6 +379,7 @@ fn every_state_resume_and_event_of_a_real_session_fits_its_schema() {
                     cost_micros: Some(1_000_000),
                     calls: Some(10),
                     wall_ms: None,
+                    tokens: None,
                 },
                 ..spawn_kid(task)
             },

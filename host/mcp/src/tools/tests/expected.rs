@@ -49,6 +49,8 @@ pub(super) const SHAPES: [(&str, &[&str], &[&str]); 24] = [
     (
         SESSION_USAGE,
         &[
+            "context_limit:integer",
+            "context_tokens:integer",
             "cost:number",
             "model:string",
             "tokens_in:integer",
@@ -193,6 +195,11 @@ pub(super) fn pins() -> Vec<(&'static str, &'static str, Value)> {
         ),
         (
             SESSION_START,
+            "/properties/budget/properties/tokens/minimum",
+            json!(0),
+        ),
+        (
+            SESSION_START,
             "/properties/completion/additionalProperties",
             json!(false),
         ),
@@ -255,6 +262,8 @@ pub(super) fn pins() -> Vec<(&'static str, &'static str, Value)> {
         (SESSION_USAGE, "/properties/model/maxLength", json!(256)),
         (SESSION_USAGE, "/properties/tokens_in/minimum", json!(0)),
         (SESSION_USAGE, "/properties/tokens_out/minimum", json!(0)),
+        (SESSION_USAGE, "/properties/context_limit/minimum", json!(1)),
+        (SESSION_USAGE, "/properties/context_tokens/minimum", json!(0)),
         (SESSION_PAUSE, "/properties/reason/maxLength", json!(16384)),
         (SESSION_PAUSE, "/properties/reason/minLength", json!(1)),
         (SESSION_FLAG, "/properties/reason/maxLength", json!(2048)),
