@@ -410,6 +410,19 @@ fn apply_sweep_and_archive(
     Ok(())
 }
 
+/// `[detector] <key>` = `f`, a share above 0 and at most 1 (`what` it is
+/// a share of, and a value `like` it, for the error).
+fn share(src: &Source, key: &str, f: f64, what: &str, like: f64) -> Result<f64, ConfigError> {
+    if f.is_finite() && f > 0.0 && f <= 1.0 {
+        return Ok(f);
+    }
+    Err(src.invalid(
+        &format!("detector.{key}"),
+        format!("{f} is not {what}"),
+        format!("write a number above 0 and at most 1, like {like}"),
+    ))
+}
+
 /// The `budget` rule's fraction of a cap, and how many events since the
 /// last handoff `glovebox doctor` warns past.
 fn apply_thresholds(
@@ -418,24 +431,16 @@ fn apply_thresholds(
     d: &mut DetectorConfig,
 ) -> Result<(), ConfigError> {
     if let Some(f) = raw.budget_fraction {
-        if !(f.is_finite() && f > 0.0 && f <= 1.0) {
-            return Err(src.invalid(
-                "detector.budget_fraction",
-                format!("{f} is not a fraction of the budget"),
-                "write a number above 0 and at most 1, like 0.8",
-            ));
-        }
-        d.budget_fraction = f;
+        d.budget_fraction = share(src, "budget_fraction", f, "a fraction of the budget", 0.8)?;
     }
     if let Some(f) = raw.context_fraction {
-        if !(f.is_finite() && f > 0.0 && f <= 1.0) {
-            return Err(src.invalid(
-                "detector.context_fraction",
-                format!("{f} is not a share of the context window"),
-                "write a number above 0 and at most 1, like 0.85",
-            ));
-        }
-        d.context_fraction = f;
+        d.context_fraction = share(
+            src,
+            "context_fraction",
+            f,
+            "a share of the context window",
+            0.85,
+        )?;
     }
     if let Some(n) = raw.handoff_after_events {
         d.handoff_after_events = u32::try_from(n).ok().filter(|n| *n >= 1).ok_or_else(|| {

@@ -263,7 +263,11 @@ pub(super) fn pins() -> Vec<(&'static str, &'static str, Value)> {
         (SESSION_USAGE, "/properties/tokens_in/minimum", json!(0)),
         (SESSION_USAGE, "/properties/tokens_out/minimum", json!(0)),
         (SESSION_USAGE, "/properties/context_limit/minimum", json!(1)),
-        (SESSION_USAGE, "/properties/context_tokens/minimum", json!(0)),
+        (
+            SESSION_USAGE,
+            "/properties/context_tokens/minimum",
+            json!(0),
+        ),
         (SESSION_PAUSE, "/properties/reason/maxLength", json!(16384)),
         (SESSION_PAUSE, "/properties/reason/minLength", json!(1)),
         (SESSION_FLAG, "/properties/reason/maxLength", json!(2048)),
