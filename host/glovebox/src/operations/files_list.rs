@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::files_read::PATH_MAX;
-use super::paging::paged_args;
+use super::paging::{page_request, paged_args};
 use super::sizes::SESSION_REF_MAX;
 use super::{Audience, Operation, OperationError, Route};
 use crate::scope::Scope;
@@ -91,9 +91,12 @@ impl Operation for ListFiles {
     type Output = FilesPage;
 
     async fn run(scope: Scope<'_>, args: ListFilesArgs) -> Result<FilesPage, OperationError> {
-        let limit = args.limit.unwrap_or(100);
+        // The limit every listing takes (1 to 500, refused otherwise), even
+        // where a surface did not check the schema's range first.
+        let page = page_request(args.limit, args.cursor)?;
+        let limit = page.limit.unwrap_or(100);
         let (session, listing) = scope
-            .list_files(&args.session, args.path.clone(), args.cursor, limit)
+            .list_files(&args.session, args.path.clone(), page.cursor, limit)
             .await?;
         Ok(FilesPage {
             session,
