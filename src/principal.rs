@@ -8,7 +8,10 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::Subcommand;
-use glovebox::manifest::{HostConfig, check_principal_name, credential_of};
+use glovebox::manifest::{
+    CARD_DESCRIPTION_MAX, CARD_FIELD_MAX, HostConfig, card_text_ok, check_principal_name,
+    credential_of,
+};
 use glovebox::session::Role;
 use glovebox::{Principal, PrincipalKind};
 use toml_edit::{Array, ArrayOfTables, DocumentMut, Item, Table, value};
@@ -34,12 +37,33 @@ pub enum PrincipalCommand {
         /// directory) instead of in the config.
         #[arg(long, value_name = "FILE")]
         credential_file: Option<PathBuf>,
+        /// What is said about it in the fleet's registry (model, version,
+        /// owner, description), recorded in every session it starts.
+        #[command(flatten)]
+        card: Box<CardArgs>,
     },
     /// List the declared principals (never their credentials).
     List {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// `principal add`'s card: what the fleet's registry says of it.
+#[derive(clap::Args, Default)]
+pub struct CardArgs {
+    /// The model the agent runs on.
+    #[arg(long)]
+    model: Option<String>,
+    /// The agent's own version (its prompt, its code).
+    #[arg(long = "agent-version", value_name = "VERSION")]
+    version: Option<String>,
+    /// The person or team that answers for it.
+    #[arg(long)]
+    owner: Option<String>,
+    /// What it is for.
+    #[arg(long)]
+    description: Option<String>,
 }
 
 pub fn run(config: &Path, command: PrincipalCommand) -> Result<ExitCode> {
@@ -51,14 +75,14 @@ pub fn run(config: &Path, command: PrincipalCommand) -> Result<ExitCode> {
             projects,
             tags,
             credential_file,
+            card,
         } => add(
             config,
             &name,
             kind,
-            &roles,
-            &projects,
-            &tags,
+            (&roles, &projects, &tags),
             credential_file,
+            &card,
         ),
         PrincipalCommand::List { json } => list(config, json),
     }
@@ -68,12 +92,12 @@ fn add(
     config: &Path,
     name: &str,
     kind: PrincipalKind,
-    roles: &[Role],
-    projects: &[String],
-    tags: &[String],
+    (roles, projects, tags): (&[Role], &[String], &[String]),
     credential_file: Option<PathBuf>,
+    card: &CardArgs,
 ) -> Result<ExitCode> {
     check_request(name, kind, roles, projects)?;
+    let card = card_fields(card)?;
     let mut doc = read_config(config)?;
     refuse_declared(&doc, config, name)?;
 
@@ -85,6 +109,9 @@ fn add(
     let dir = config.parent().unwrap_or(Path::new("")).to_path_buf();
     let written_file = insert_credential(&mut entry, &dir, credential_file.as_deref(), &hash)?;
     insert_scope(&mut entry, kind, roles, projects, tags);
+    for (key, text) in card {
+        entry.insert(key, value(text));
+    }
     append_entry(&mut doc, config, entry)?;
     replace_config(config, &dir, &doc.to_string(), written_file)?;
 
@@ -197,6 +224,31 @@ fn insert_scope(
     }
 }
 
+/// The card's fields given, as the config's keys take them; refused when
+/// one is blank, too long or holds a control character.
+fn card_fields(card: &CardArgs) -> Result<Vec<(&'static str, String)>> {
+    let fields = [
+        ("model", "--model", &card.model, CARD_FIELD_MAX),
+        ("version", "--agent-version", &card.version, CARD_FIELD_MAX),
+        ("owner", "--owner", &card.owner, CARD_FIELD_MAX),
+        (
+            "description",
+            "--description",
+            &card.description,
+            CARD_DESCRIPTION_MAX,
+        ),
+    ];
+    let mut out = Vec::new();
+    for (key, flag, text, max) in fields {
+        let Some(text) = text else { continue };
+        if !card_text_ok(text, max) {
+            bail!("{flag}: write 1 to {max} characters on one line (no control character)");
+        }
+        out.push((key, text.clone()));
+    }
+    Ok(out)
+}
+
 /// Adds the entry to the config's `[[principal]]` tables (the first makes them).
 fn append_entry(doc: &mut DocumentMut, config: &Path, entry: Table) -> Result<()> {
     match doc.get_mut("principal") {
@@ -271,8 +323,17 @@ fn list(config: &Path, json: bool) -> Result<ExitCode> {
     }
     for p in all {
         let roles: Vec<&str> = p.roles.iter().map(|r| r.as_str()).collect();
+        let c = &p.card;
+        let card: String = [
+            ("model", &c.model),
+            ("version", &c.version),
+            ("owner", &c.owner),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| v.as_ref().map(|v| format!("\t{k}={v}")))
+        .collect();
         out!(
-            "{}\t{}\troles={}\tprojects={}\ttags={}",
+            "{}\t{}\troles={}\tprojects={}\ttags={}{card}",
             p.name,
             p.kind,
             roles.join(","),

@@ -58,6 +58,7 @@ pub(crate) fn agent(name: &str) -> Principal {
         projects: vec!["*".into()],
         tags: vec![],
         approve_by: Default::default(),
+        card: Default::default(),
     }
 }
 

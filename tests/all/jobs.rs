@@ -121,6 +121,7 @@ pub(crate) fn worker_bot() -> Principal {
         projects: vec!["*".into()],
         tags: vec![],
         approve_by: Default::default(),
+        card: Default::default(),
     }
 }
 

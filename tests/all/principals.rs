@@ -232,3 +232,82 @@ fn threat_56_a_grant_over_a_credential_file_is_refused_at_load_and_by_reload() {
     assert_ne!(code, 0);
     says(&err);
 }
+
+/// The fleet's registry: `principal add` with a card (model, version,
+/// owner, description) writes it to the config, `principal list` shows
+/// it, and every session the principal starts records it in its first
+/// event, so a change of model shows in the logs. A blank field is
+/// refused, naming its flag.
+#[test]
+fn a_principals_card_is_listed_and_recorded_in_the_sessions_it_starts() {
+    let site = Site::new(false);
+    add(
+        &site,
+        &[
+            "scorer",
+            "--kind",
+            "agent",
+            "--roles",
+            "workagent",
+            "--projects",
+            "scoring",
+            "--model",
+            "m-large-2026-10",
+            "--agent-version",
+            "3.1",
+            "--owner",
+            "data-team",
+            "--description",
+            "scores inbound leads",
+        ],
+    );
+    let listed = site.json(&["principal", "list", "--json"]);
+    let scorer = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "scorer")
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert_eq!(scorer["card"]["model"], "m-large-2026-10", "{scorer}");
+    assert_eq!(scorer["card"]["version"], "3.1", "{scorer}");
+    assert_eq!(scorer["card"]["owner"], "data-team", "{scorer}");
+    let (code, text, err) = site.run(&["principal", "list"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        text.contains("model=m-large-2026-10\tversion=3.1\towner=data-team"),
+        "{text}"
+    );
+
+    let mut server = crate::mcp::Server::initialized(&site.config(), &["--as", "scorer"]);
+    let started = server.ok(
+        1,
+        "session_start",
+        serde_json::json!({"role": "workagent", "project": "scoring", "name": "leads"}),
+    );
+    assert_eq!(started["agent"]["model"], "m-large-2026-10", "{started}");
+    let log = server.ok(2, "session_log", serde_json::json!({"session": "leads"}));
+    let first = &log["events"][0]["kind"];
+    assert_eq!(first["type"], "session_started", "{first}");
+    assert_eq!(first["agent"]["model"], "m-large-2026-10", "{first}");
+    assert_eq!(
+        first["agent"]["description"], "scores inbound leads",
+        "{first}"
+    );
+    drop(server);
+
+    let (code, _, err) = site.run(&[
+        "principal",
+        "add",
+        "blank",
+        "--kind",
+        "agent",
+        "--roles",
+        "workagent",
+        "--projects",
+        "p",
+        "--model",
+        " ",
+    ]);
+    assert_ne!(code, 0);
+    assert!(err.contains("--model"), "{err}");
+}

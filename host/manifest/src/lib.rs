@@ -93,8 +93,9 @@ pub use oauth::{JwksSource, OAuthConfig};
 use owned::NamesSecretFile;
 pub use owned::{OwnedPath, SecretFile};
 pub use principal::{
-    ApproveBy, LOCAL_PRINCIPAL, Principal, PrincipalConfig, PrincipalKind, PrincipalNameError,
-    authenticate, check_principal_name, credential_of, pinned_tags,
+    AgentCard, ApproveBy, CARD_DESCRIPTION_MAX, CARD_FIELD_MAX, LOCAL_PRINCIPAL, Principal,
+    PrincipalConfig, PrincipalKind, PrincipalNameError, authenticate, card_text_ok,
+    check_principal_name, credential_of, pinned_tags,
 };
 pub use quotas::{MAX_WAIT_IDS, QuotaLimit, QuotasConfig};
 pub use role::Role;

@@ -73,7 +73,43 @@ pub struct Principal {
     /// Who settles the approvals its calls wait for (`approve_by`).
     #[serde(default, skip_serializing_if = "ApproveBy::is_operator")]
     pub approve_by: ApproveBy,
+    /// What the operator says about it (the fleet's registry): model,
+    /// version, owner, description.
+    #[serde(default, skip_serializing_if = "AgentCard::is_empty")]
+    pub card: AgentCard,
 }
+
+/// What the operator says about a principal (`[[principal]]`'s `model`,
+/// `version`, `owner`, `description`): the fleet's registry. Shown by
+/// `principal list`, and recorded in every session the principal starts,
+/// so a change of model shows in the logs.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentCard {
+    /// The model the agent runs on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The agent's own version (its prompt, its code).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// The person or team that answers for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// What it is for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+impl AgentCard {
+    pub fn is_empty(&self) -> bool {
+        *self == AgentCard::default()
+    }
+}
+
+/// The longest `model`, `version` or `owner`.
+pub const CARD_FIELD_MAX: usize = 256;
+/// The longest `description`.
+pub const CARD_DESCRIPTION_MAX: usize = 1024;
 
 /// Who settles an approval a permission hook asks for on a principal's
 /// call: an operator (`glovebox approve`, the default), or the calling
@@ -104,6 +140,7 @@ impl Principal {
             projects: vec!["*".to_string()],
             tags: Vec::new(),
             approve_by: ApproveBy::Operator,
+            card: AgentCard::default(),
         }
     }
 
@@ -116,6 +153,7 @@ impl Principal {
             projects: Vec::new(),
             tags: Vec::new(),
             approve_by: ApproveBy::Operator,
+            card: AgentCard::default(),
         }
     }
 
@@ -223,6 +261,18 @@ pub(super) struct RawPrincipal {
     #[cfg_attr(feature = "schemars", schemars(extend("default" = "operator")))]
     #[cfg_attr(feature = "schemars", schemars(extend("enum" = ["operator", "client"])))]
     approve_by: Option<String>,
+    /// The model the agent runs on (the fleet's registry; up to 256 characters).
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "none")))]
+    model: Option<String>,
+    /// The agent's own version (up to 256 characters).
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "none")))]
+    version: Option<String>,
+    /// The person or team that answers for it (up to 256 characters).
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "none")))]
+    owner: Option<String>,
+    /// What it is for (up to 1024 characters).
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "none")))]
+    description: Option<String>,
 }
 
 /// Why a name cannot name a principal (the caller says how to name one: the
@@ -315,6 +365,7 @@ pub(super) fn validate_principals(
         let (roles, projects) = principal_scope(src, &key, p, kind)?;
         check_tags(src, &key, p)?;
         let approve_by = principal_approve_by(src, &key, p)?;
+        let card = principal_card(src, &key, p)?;
         out.push(PrincipalConfig {
             principal: Principal {
                 name: p.name.clone(),
@@ -323,6 +374,7 @@ pub(super) fn validate_principals(
                 projects,
                 tags: p.tags.clone(),
                 approve_by,
+                card,
             },
             credential,
         });
@@ -462,6 +514,45 @@ fn check_tags(
         }
     }
     Ok(())
+}
+
+/// `model`, `version`, `owner`, `description`: the principal's card, each
+/// a line of text (no control character) of bounded length.
+fn principal_card(
+    src: &Source,
+    key: &dyn Fn(&str) -> String,
+    p: &RawPrincipal,
+) -> Result<AgentCard, ConfigError> {
+    let field = |name: &str, text: &Option<String>, max: usize| match text {
+        None => Ok(None),
+        Some(t) if card_text_ok(t, max) => Ok(Some(t.clone())),
+        Some(t) => Err(src.invalid(
+            &key(name),
+            format!(
+                "{} characters{}",
+                t.chars().count(),
+                if t.chars().any(char::is_control) {
+                    ", with a control character"
+                } else {
+                    ""
+                }
+            ),
+            format!("write 1 to {max} characters on one line, or leave `{name}` out"),
+        )),
+    };
+    Ok(AgentCard {
+        model: field("model", &p.model, CARD_FIELD_MAX)?,
+        version: field("version", &p.version, CARD_FIELD_MAX)?,
+        owner: field("owner", &p.owner, CARD_FIELD_MAX)?,
+        description: field("description", &p.description, CARD_DESCRIPTION_MAX)?,
+    })
+}
+
+/// Whether `text` may stand in a card: 1 to `max` characters, none a
+/// control character.
+pub fn card_text_ok(text: &str, max: usize) -> bool {
+    let n = text.chars().count();
+    (1..=max).contains(&n) && !text.chars().any(char::is_control) && !text.trim().is_empty()
 }
 
 /// `approve_by`: who settles the principal's approvals.

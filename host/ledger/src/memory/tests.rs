@@ -61,6 +61,7 @@ fn agent(name: &str, projects: &[&str]) -> Principal {
         projects: projects.iter().map(|p| p.to_string()).collect(),
         tags: vec![],
         approve_by: Default::default(),
+        card: Default::default(),
     }
 }
 

@@ -154,6 +154,7 @@ impl<'s> SessionScope<'s> {
                 caller.tags.clone(),
                 !caller.is_operator(),
                 None,
+                (!caller.card.is_empty()).then(|| caller.card.clone()),
             )
         })
     }

@@ -259,6 +259,9 @@ impl SessionScope<'_> {
                 parent.pinned_tags.clone(),
                 !caller.is_operator(),
                 Some((parent.header.id.clone(), link)),
+                // The child is its parent's owner's too: the card the
+                // parent recorded.
+                parent.agent.clone(),
             )
         })?;
         task.target_session = Some(child.header.id.clone());

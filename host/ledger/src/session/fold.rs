@@ -42,6 +42,7 @@ impl SessionState {
             keyed,
             parent,
             completion,
+            agent,
         } = &event.kind
         else {
             return Err(SessionError::InvalidEvent {
@@ -94,6 +95,7 @@ impl SessionState {
             paused_by: None,
             keyed: keyed.clone(),
             parent: parent.clone(),
+            agent: agent.clone(),
             children: BTreeMap::new(),
             completion: CompletionState::new(completion.clone()),
             children_spawned: 0,

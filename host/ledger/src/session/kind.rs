@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::chain::KeyedChain;
 use super::gate::{GateResult, Verdict};
 use super::handoff::Handoff;
-use crate::manifest::{BudgetCaps, Cap, Completion, Measure, Period, Scope, Severity};
+use crate::manifest::{AgentCard, BudgetCaps, Cap, Completion, Measure, Period, Scope, Severity};
 use crate::values::{ContextEntry, EscalationStep};
 
 /// A blocker flag the stuck-agent detector raised (see [`crate::detect`]):
@@ -70,6 +70,12 @@ pub enum EventKind {
         /// logs written before conditions existed hash as they did.
         #[serde(default, skip_serializing_if = "Completion::is_empty")]
         completion: Completion,
+        /// What the operator said about its owner when it started (the
+        /// `[[principal]]`'s card: model, version, owner, description), so
+        /// a change of model shows in the logs. Absent when nothing was
+        /// said, and in logs written before, so those hash as they did.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        agent: Option<AgentCard>,
     },
     Renamed {
         name: String,

@@ -18,6 +18,7 @@ use super::slots::{Slot, lock, lock_slot};
 use super::state::{ChildLink, SessionState};
 use super::store::{ID_PREFIX, Sessions};
 use crate::context_index::{INDEX_SOURCE, index_entries};
+use crate::manifest::AgentCard;
 use crate::manifest::{BudgetCaps, Completion, LOCAL_PRINCIPAL, Scope, required_completion};
 use crate::memory::{MEMORY_SOURCE, start_entries};
 
@@ -39,6 +40,14 @@ pub struct StartSession {
     pub completion: Completion,
 }
 
+/// Who starts a session, as its first event records it: the owner, the
+/// tags pinned for it, and what the operator says about it.
+struct Starter {
+    owner: Option<String>,
+    pinned_tags: Vec<String>,
+    agent: Option<AgentCard>,
+}
+
 impl Sessions {
     /// Starts a session in status `created`, with no owner recorded: it
     /// belongs to the built-in agent `local` and to operators (see
@@ -46,14 +55,15 @@ impl Sessions {
     ///
     /// [`SessionScope::start`]: super::SessionScope::start
     pub fn start(&self, start: StartSession) -> Result<SessionState, SessionError> {
-        self.start_owned(start, None, Vec::new(), false, None)
+        self.start_owned(start, None, Vec::new(), false, None, None)
     }
 
     /// [`Sessions::start`] recording `owner` and the tags pinned for it
     /// (already among `start.tags`); `counted`: the owner is held to
     /// `quotas.sessions_per_principal` (agents are, operators are not);
     /// `parent`: the session that spawns it, and what it carved for it (see
-    /// `family.rs`).
+    /// `family.rs`); `agent`: what the operator says about the owner (its
+    /// card), recorded in the first event.
     pub(super) fn start_owned(
         &self,
         start: StartSession,
@@ -61,6 +71,7 @@ impl Sessions {
         pinned_tags: Vec<String>,
         counted: bool,
         parent: Option<(String, ChildLink)>,
+        agent: Option<AgentCard>,
     ) -> Result<SessionState, SessionError> {
         self.check_start(&start, owner.as_deref())?;
         // A keyed session's id carries a MAC tag (see `chain.rs`).
@@ -89,7 +100,12 @@ impl Sessions {
         let at = self.now();
         let name = start.name.clone();
         let parent_id = parent.as_ref().map(|(id, _)| id.clone());
-        let event = self.first_event(&id, at, start, owner, pinned_tags, parent_id);
+        let who = Starter {
+            owner,
+            pinned_tags,
+            agent,
+        };
+        let event = self.first_event(&id, at, start, who, parent_id);
         let unclaim = |this: &Sessions| {
             if let Some(name) = &name {
                 let _ = this.release_name(&owner_name, name, &id);
@@ -153,10 +169,14 @@ impl Sessions {
         id: &str,
         at: u64,
         start: StartSession,
-        owner: Option<String>,
-        pinned_tags: Vec<String>,
+        who: Starter,
         parent: Option<String>,
     ) -> Event {
+        let Starter {
+            owner,
+            pinned_tags,
+            agent,
+        } = who;
         let completion = start.completion.and(&required_completion(
             &self.config.completion,
             start.role,
@@ -179,6 +199,7 @@ impl Sessions {
             }),
             parent,
             completion,
+            agent,
         };
         let chain = match self.chain_key() {
             Some(key) => Chain::Keyed(key.clone()),

@@ -13,7 +13,7 @@ use super::handoff::Handoff;
 use super::kind::{CallTotals, EndOutcome, Role, SessionSummary};
 use super::lifecycle::SessionStatus;
 use super::watch::Watch;
-use crate::manifest::{BudgetCaps, Cap};
+use crate::manifest::{AgentCard, BudgetCaps, Cap};
 use crate::values::{BudgetState, ContextEntry};
 
 /// Running totals over a session's calls.
@@ -200,6 +200,10 @@ pub struct SessionState {
     /// The session that spawned this one (`session_spawn`), by id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<String>,
+    /// What the operator said about its owner when it started (model,
+    /// version, owner, description; see `session_started`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<AgentCard>,
     /// The newest sessions this one spawned (at most
     /// [`super::brood::RECENT_CHILDREN`]), by id; every one is in the
     /// store's children index (see `brood.rs`, `family.rs`).

@@ -210,6 +210,7 @@ impl Run {
             projects,
             tags: Vec::new(),
             approve_by: Default::default(),
+            card: Default::default(),
         }
     }
 }

@@ -149,6 +149,7 @@ fn agent(name: &str, roles: &[Role], projects: &[&str]) -> Principal {
         projects: projects.iter().map(|p| p.to_string()).collect(),
         tags: Vec::new(),
         approve_by: Default::default(),
+        card: Default::default(),
     }
 }
 
