@@ -132,7 +132,9 @@ impl Waiters {
     }
 }
 
-fn settled_in_store(approval: Approval) -> Option<Settled> {
+/// How `approval`, as the store holds it, was settled; `None` while it
+/// is pending.
+pub(crate) fn settled_in_store(approval: Approval) -> Option<Settled> {
     match approval.status {
         ApprovalStatus::Pending => None,
         ApprovalStatus::Approved { .. } => Some(Settled::RanElsewhere(approval)),

@@ -26,7 +26,7 @@ use super::run::outcome;
 use super::{Jobs, blocking, failed_result};
 use crate::approvals::{Approval, ApprovalStatus};
 use crate::manifest::Principal;
-use crate::settled::{JobListener, Settled, denied_call};
+use crate::settled::{JobListener, Settled, denied_call, settled_in_store};
 
 /// Who denies the approval of a job that was cancelled.
 const HOST: &str = "host";
@@ -140,12 +140,8 @@ impl Jobs {
             let id = id.clone();
             blocking(move || Ok(approvals.get(&id))).await?
         };
-        let settled = match read {
-            Ok(approval) => match approval.status {
-                ApprovalStatus::Pending => return Ok(None),
-                ApprovalStatus::Approved { .. } => Settled::RanElsewhere(approval),
-                ApprovalStatus::Denied { .. } => Settled::Denied(approval),
-            },
+        let approval = match read {
+            Ok(approval) => approval,
             Err(crate::session::SessionError::InvalidInput(_)) => {
                 return self.approval_gone(job, &id).await;
             }
@@ -155,9 +151,9 @@ impl Jobs {
                 )));
             }
         };
-        let approval = match &settled {
-            Settled::RanElsewhere(a) | Settled::Denied(a) => a.clone(),
-            Settled::Ran(_) => unreachable!("a settlement read from the store has no report"),
+        // Settled as the store says (still pending: nothing to take).
+        let Some(settled) = settled_in_store(approval.clone()) else {
+            return Ok(None);
         };
         Ok(self.take_settlement(&job.id, &approval, settled).await)
     }
