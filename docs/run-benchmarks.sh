@@ -42,4 +42,7 @@ fi
 # building the CLI runs tests/build.rs, which builds them all.
 cargo build "${build_profile[@]}" --bin glovebox >&2
 
-exec cargo bench "${profile[@]}" -p glovebox-bench --bench compare
+cargo bench "${profile[@]}" -p glovebox-bench --bench compare
+echo
+# The egress rules' figure (issue 40): this crate only, a table of its own.
+exec cargo bench "${profile[@]}" -p glovebox-manifest --bench egress

@@ -313,6 +313,7 @@ pub fn http_grant(scheme: HttpScheme, host: &str, port: u16) -> HttpGrant {
         scheme,
         host: host.to_string(),
         port,
+        rules: Default::default(),
     }
 }
 

@@ -1,8 +1,11 @@
-//! `[[http]]` grants: which origins (scheme, host, port) a plugin may send requests to.
+//! `[[http]]` grants: which origins (scheme, host, port) a plugin may send
+//! requests to, and on each which methods and paths ([`HttpRules`]).
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::str::FromStr;
+
+use crate::HttpRules;
 
 /// The scheme of an HTTP grant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -36,13 +39,16 @@ impl fmt::Display for HttpScheme {
 }
 
 /// One origin a plugin may reach: `https://api.example.com` allows exactly scheme
-/// `https`, host `api.example.com` and port 443, and nothing else (no subdomains).
+/// `https`, host `api.example.com` and port 443, and nothing else (no subdomains);
+/// its `rules` may narrow it to some methods and paths.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct HttpGrant {
     pub scheme: HttpScheme,
     /// Lowercased; an IPv6 literal is stored without brackets.
     pub host: String,
     pub port: u16,
+    /// The methods and paths allowed on the origin (none listed: all).
+    pub rules: HttpRules,
 }
 
 impl HttpGrant {
@@ -51,7 +57,7 @@ impl HttpGrant {
         self.host.parse::<IpAddr>().is_ok()
     }
 
-    /// Whether a request to `scheme://host:port` is covered by this grant. Scheme and
+    /// Whether a request to `scheme://host:port` is on this grant's origin. Scheme and
     /// host compare case-insensitively; an IPv6 host may be given with or without
     /// brackets, and IP literals compare as addresses (`::1` equals `0:0::1`).
     pub fn matches(&self, scheme: &str, host: &str, port: u16) -> bool {
@@ -128,7 +134,12 @@ impl HttpGrant {
                 }
             },
         };
-        Ok(HttpGrant { scheme, host, port })
+        Ok(HttpGrant {
+            scheme,
+            host,
+            port,
+            rules: HttpRules::default(),
+        })
     }
 }
 
@@ -299,7 +310,8 @@ impl FromStr for HttpGrant {
 }
 
 impl fmt::Display for HttpGrant {
-    /// Always with the port: `https://api.example.com:443`, `http://[::1]:8080`.
+    /// The origin, always with the port: `https://api.example.com:443`,
+    /// `http://[::1]:8080` (the rules are [`HttpGrant::rules`]' to show).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.host.contains(':') {
             write!(f, "{}://[{}]:{}", self.scheme, self.host, self.port)

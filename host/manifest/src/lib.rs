@@ -39,6 +39,8 @@ mod handoffs;
 mod hooks;
 mod host_config;
 mod http;
+mod http_path;
+mod http_rules;
 mod limits;
 mod memory;
 mod micros;
@@ -85,6 +87,11 @@ pub use detector::{
 pub use error::ConfigError;
 pub use handoffs::{HandoffRoute, HandoffsConfig};
 pub use http::{GrantUrlError, HostError, HttpGrant, HttpScheme};
+pub use http_path::{PathRefusal, RequestPath};
+pub use http_rules::{
+    HttpRules, MAX_METHODS as MAX_HTTP_METHODS, MAX_PATTERN_BYTES as MAX_HTTP_PATTERN_BYTES,
+    MAX_PATTERNS as MAX_HTTP_PATHS, PathPattern, PatternError, RuleError,
+};
 pub use memory::{MemoryConfig, MemoryScopeKind};
 pub use micros::{CostError, to_micros, units};
 pub use names::UnknownWord;

@@ -9,7 +9,9 @@ use super::guest::{MemoryCap, normalize_sha256, valid_plugin_name};
 use super::limits::{RawLimits, apply_limits};
 use super::paths::{canonical, parent_dir, read_source, resolve_component, resolve_grant_dir};
 use super::source::{self, ACTION_HINT, NAME_HINT, Source, join_key};
-use super::{Access, ConfigError, FsGrant, HttpGrant, Limits, PluginManifest, ToolOverride};
+use super::{
+    Access, ConfigError, FsGrant, HttpGrant, HttpRules, Limits, PluginManifest, ToolOverride,
+};
 
 /// A plugin's manifest: one file per tool plugin, named by a `[[plugin]]
 /// manifest` in `glovebox.toml`.
@@ -74,6 +76,17 @@ pub(super) struct RawFs {
 pub(super) struct RawHttp {
     /// An origin (scheme, host, optional port; no path).
     url: String,
+    /// The HTTP methods allowed on it (`["GET", "HEAD"]`); none listed: any.
+    #[serde(default)]
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "any method")))]
+    methods: Vec<String>,
+    /// The paths allowed on it, matched after decoding and resolving `.` and
+    /// `..`: `/repos/acme` (it and below), `*` within a segment
+    /// (`/repos/*/issues`), `**` for any segments (`/repos/acme/**/comments`);
+    /// none listed: any. A redirect is judged again, hop by hop.
+    #[serde(default)]
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "any path")))]
+    paths: Vec<String>,
 }
 
 /// `[tools.<tool>]`: what the operator says of a tool.
@@ -280,13 +293,30 @@ fn check_env(src: &Source, raw: &RawManifest) -> Result<(), ConfigError> {
     Ok(())
 }
 
-/// `[[http]]`: each URL a grant, each granted once.
+/// `[[http]]`: each URL a grant with its rules, each granted once. An origin
+/// may be granted more than once with different rules (any of them allows a
+/// request), but not both with and without: the open grant would make the
+/// rules of the other moot.
 fn http_grants(src: &Source, raw: &RawManifest) -> Result<Vec<HttpGrant>, ConfigError> {
     let mut http: Vec<HttpGrant> = Vec::new();
     for (i, grant) in raw.http.iter().enumerate() {
         let key = format!("http[{i}].url");
-        let parsed = HttpGrant::parse_url(&grant.url)
+        let mut parsed = HttpGrant::parse_url(&grant.url)
             .map_err(|e| src.invalid(&key, e.problem(), e.hint()))?;
+        parsed.rules = HttpRules::parse(&grant.methods, &grant.paths)
+            .map_err(|e| src.invalid(&format!("http[{i}].{}", e.key()), e.problem(), e.hint()))?;
+        let same_origin = |g: &&HttpGrant| {
+            (g.scheme, &g.host, g.port) == (parsed.scheme, &parsed.host, parsed.port)
+        };
+        if let Some(other) = http.iter().find(same_origin)
+            && other.rules.is_open() != parsed.rules.is_open()
+        {
+            return Err(src.invalid(
+                &key,
+                format!("`{parsed}` is granted both with and without `methods` or `paths`"),
+                "the grant without them allows every method and path, so the other's rules would never apply: keep one",
+            ));
+        }
         if http.contains(&parsed) {
             return Err(src.invalid(
                 &key,

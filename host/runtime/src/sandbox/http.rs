@@ -2,8 +2,12 @@
 //!
 //! Every request a guest makes through `wasi:http/outgoing-handler` passes
 //! [`HttpPolicy::send_request`]: the scheme, host and port must match a
-//! `[[http]]` grant, and the addresses the host name resolves to must be public
-//! unless the grant names the address itself. Redirects are not followed by
+//! `[[http]]` grant whose `methods` and `paths` (if it lists any) allow the
+//! request's method and path ([`judge`]), and the addresses the host name
+//! resolves to must be public unless the grant names the address itself. A
+//! path judged by `paths` is read decoded and with `.` and `..` resolved, and
+//! the request goes out with that path ([`RequestPath`]), so the server is
+//! sent what was judged. Redirects are not followed by
 //! the host: a guest that follows one makes a new request, which is checked
 //! again. The connection goes to the address that was vetted, never to a
 //! second lookup of the name ([`super::connect`]).
@@ -17,7 +21,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
 
 use super::connect::{Tls, send_to};
-use crate::manifest::HttpGrant;
+use crate::manifest::{HttpGrant, RequestPath};
 
 /// At most this many refused requests are kept per call; the rest are counted.
 pub const MAX_DENIALS: usize = 32;
@@ -109,17 +113,85 @@ impl HttpPolicy {
     }
 }
 
-/// The grant that allows `scheme://host:port`, if any.
-fn find_grant<'a>(
-    grants: &'a [HttpGrant],
+/// What the grants on a request's origin say of its method and path.
+#[derive(Debug, PartialEq)]
+enum Verdict {
+    /// No grant is on the origin.
+    NoOrigin,
+    /// Allowed by the grant; with the path to send instead, when a grant's
+    /// `paths` read it and it was not as written.
+    Allowed(HttpGrant, Option<String>),
+    /// The origin is granted, but not for this method or path: why.
+    Refused(String),
+}
+
+/// Judges a `method` request to `path` (without its query) on
+/// `scheme://host:port` by `grants`: any grant on the origin that allows the
+/// method and path allows it (a grant's path rules read the path with
+/// [`RequestPath`]; grants without path rules never read it).
+fn judge(
+    grants: &[HttpGrant],
     scheme: &str,
     host: &str,
     port: u16,
-) -> Option<&'a HttpGrant> {
-    grants.iter().find(|g| g.matches(scheme, host, port))
+    method: &str,
+    path: &str,
+) -> Verdict {
+    let on_origin: Vec<&HttpGrant> = grants
+        .iter()
+        .filter(|g| g.matches(scheme, host, port))
+        .collect();
+    if on_origin.is_empty() {
+        return Verdict::NoOrigin;
+    }
+    let read = on_origin
+        .iter()
+        .any(|g| !g.rules.paths.is_empty())
+        .then(|| RequestPath::parse(path));
+    for grant in &on_origin {
+        if !grant.rules.allows_method(method) {
+            continue;
+        }
+        if grant.rules.paths.is_empty() {
+            return Verdict::Allowed((*grant).clone(), None);
+        }
+        if let Some(Ok(read)) = &read
+            && grant.rules.allows_path(&read.matched)
+        {
+            let rewritten = (read.forwarded != path).then(|| read.forwarded.clone());
+            return Verdict::Allowed((*grant).clone(), rewritten);
+        }
+    }
+    let origin = on_origin[0].to_string();
+    let rules: Vec<String> = on_origin.iter().map(|g| g.rules.to_string()).collect();
+    let allowed = format!(
+        "the plugin's `[[http]]` grant for {origin} allows {}",
+        rules.join(" or ")
+    );
+    Verdict::Refused(match &read {
+        Some(Err(unreadable)) if on_origin.iter().any(|g| g.rules.allows_method(method)) => {
+            format!("{unreadable}, which its grant's `paths` cannot judge ({allowed})")
+        }
+        _ => format!("not allowed: {allowed}"),
+    })
 }
 
 pub use super::ranges::{is_restricted, restriction};
+
+/// `uri` with its path replaced by `path` (the query kept).
+fn with_path(uri: &http::Uri, path: &str) -> Result<http::Uri, HttpError> {
+    let path_and_query = match uri.query() {
+        Some(query) => format!("{path}?{query}"),
+        None => path.to_string(),
+    };
+    let mut parts = uri.clone().into_parts();
+    parts.path_and_query = Some(
+        path_and_query
+            .parse()
+            .map_err(|_| HttpError::HttpRequestUriInvalid)?,
+    );
+    http::Uri::from_parts(parts).map_err(|_| HttpError::HttpRequestUriInvalid)
+}
 
 impl WasiHttpHooks for HttpPolicy {
     fn send_request(
@@ -142,20 +214,37 @@ impl WasiHttpHooks for HttpPolicy {
             .unwrap_or(if scheme == "https" { 443 } else { 80 });
         let target = format!("{scheme}://{host}:{port}");
 
-        let grant = find_grant(&self.grants, &scheme, &host, port).cloned();
-        let Some(grant) = grant else {
-            let reason = if self.grants.is_empty() {
-                format!("request to {target} refused: the plugin has no `[[http]]` grant")
-            } else {
-                let granted: Vec<String> = self.grants.iter().map(ToString::to_string).collect();
-                format!(
-                    "request to {target} refused: not in the plugin's `[[http]]` grants ({})",
-                    granted.join(", ")
-                )
-            };
-            let err = Self::deny(&denials, reason);
-            return Box::new(async move { Err(err) });
+        let method = request.method().as_str().to_string();
+        let path = uri.path().to_string();
+        let (grant, rewritten) = match judge(&self.grants, &scheme, &host, port, &method, &path) {
+            Verdict::Allowed(grant, rewritten) => (grant, rewritten),
+            Verdict::NoOrigin => {
+                let reason = if self.grants.is_empty() {
+                    format!("request to {target} refused: the plugin has no `[[http]]` grant")
+                } else {
+                    let granted: Vec<String> =
+                        self.grants.iter().map(ToString::to_string).collect();
+                    format!(
+                        "request to {target} refused: not in the plugin's `[[http]]` grants ({})",
+                        granted.join(", ")
+                    )
+                };
+                let err = Self::deny(&denials, reason);
+                return Box::new(async move { Err(err) });
+            }
+            Verdict::Refused(why) => {
+                let reason = format!("request {method} {target}{path} refused: {why}");
+                let err = Self::deny(&denials, reason);
+                return Box::new(async move { Err(err) });
+            }
         };
+        let mut request = request;
+        if let Some(path) = rewritten {
+            match with_path(&uri, &path) {
+                Ok(uri) => *request.uri_mut() = uri,
+                Err(e) => return Box::new(async move { Err(e) }),
+            }
+        }
 
         Box::new(async move {
             // Resolve here, vet every address, then connect to a vetted one, so
@@ -240,6 +329,119 @@ mod tests {
             );
         }
         assert_eq!(denials[MAX_DENIALS], "and 969 more refused requests");
+    }
+
+    fn ruled(url: &str, methods: &[&str], paths: &[&str]) -> HttpGrant {
+        let mut grant: HttpGrant = url.parse().unwrap();
+        let list = |l: &[&str]| l.iter().map(ToString::to_string).collect::<Vec<_>>();
+        grant.rules = crate::manifest::HttpRules::parse(&list(methods), &list(paths)).unwrap();
+        grant
+    }
+
+    fn verdict(grants: &[HttpGrant], method: &str, path: &str) -> Verdict {
+        judge(grants, "https", "api.example.com", 443, method, path)
+    }
+
+    #[test]
+    fn threat_61_methods_and_paths_narrow_an_origin() {
+        let grants = [ruled(
+            "https://api.example.com",
+            &["GET"],
+            &["/repos/acme/**"],
+        )];
+        assert!(matches!(
+            verdict(&grants, "GET", "/repos/acme/widget"),
+            Verdict::Allowed(_, None)
+        ));
+        let Verdict::Refused(why) = verdict(&grants, "PUT", "/repos/acme/widget") else {
+            panic!("PUT allowed")
+        };
+        assert_eq!(
+            why,
+            "not allowed: the plugin's `[[http]]` grant for https://api.example.com:443 allows methods GET; paths /repos/acme/**"
+        );
+        for path in [
+            "/repos/other",
+            "/repos/acme/../other",
+            "/repos/acme/%2e%2e/other",
+            "/repos/acmecorp/x",
+        ] {
+            assert!(
+                matches!(verdict(&grants, "GET", path), Verdict::Refused(_)),
+                "{path}"
+            );
+        }
+        let Verdict::Refused(why) = verdict(&grants, "GET", "/repos/acme%2F..%2Fother") else {
+            panic!("an encoded slash passed")
+        };
+        assert!(why.starts_with("the path has an encoded `/`"), "{why}");
+        assert_eq!(
+            verdict(&grants, "GET", "https://elsewhere"),
+            Verdict::Refused(
+                "the path is not absolute, which its grant's `paths` cannot judge (the plugin's `[[http]]` grant for https://api.example.com:443 allows methods GET; paths /repos/acme/**)".into()
+            )
+        );
+        assert_eq!(
+            judge(
+                &grants,
+                "https",
+                "other.example.com",
+                443,
+                "GET",
+                "/repos/acme"
+            ),
+            Verdict::NoOrigin
+        );
+    }
+
+    #[test]
+    fn a_path_judged_with_dots_goes_out_resolved() {
+        let grants = [ruled("https://api.example.com", &[], &["/repos/acme"])];
+        let Verdict::Allowed(_, rewritten) = verdict(&grants, "GET", "/repos/x/../acme/./w") else {
+            panic!("refused")
+        };
+        assert_eq!(rewritten.as_deref(), Some("/repos/acme/w"));
+        let uri: http::Uri = "https://api.example.com/repos/x/../acme/w?page=2"
+            .parse()
+            .unwrap();
+        assert_eq!(
+            with_path(&uri, "/repos/acme/w").unwrap().to_string(),
+            "https://api.example.com/repos/acme/w?page=2"
+        );
+    }
+
+    #[test]
+    fn any_grant_on_the_origin_may_allow_and_open_grants_read_no_path() {
+        let grants = [
+            ruled("https://api.example.com", &["GET"], &[]),
+            ruled(
+                "https://api.example.com",
+                &["POST"],
+                &["/repos/acme/widget/issues"],
+            ),
+        ];
+        assert!(matches!(
+            verdict(&grants, "GET", "/a//b%2F"),
+            Verdict::Allowed(_, None)
+        ));
+        assert!(matches!(
+            verdict(&grants, "POST", "/repos/acme/widget/issues"),
+            Verdict::Allowed(_, None)
+        ));
+        let Verdict::Refused(why) = verdict(&grants, "POST", "/repos/acme/widget/pulls") else {
+            panic!("allowed")
+        };
+        assert!(
+            why.ends_with(
+                "allows methods GET; any path or methods POST; paths /repos/acme/widget/issues"
+            ),
+            "{why}"
+        );
+        let open = [ruled("https://api.example.com", &[], &[])];
+        assert!(matches!(
+            verdict(&open, "DELETE", "/a//b"),
+            Verdict::Allowed(_, None)
+        ));
     }
 
     #[test]
