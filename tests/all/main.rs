@@ -49,6 +49,7 @@ mod rescue;
 mod resources;
 mod schedule;
 mod scratch;
+mod secrets;
 mod sessions;
 mod sweep;
 mod tasks;

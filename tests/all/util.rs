@@ -314,6 +314,7 @@ pub fn http_grant(scheme: HttpScheme, host: &str, port: u16) -> HttpGrant {
         host: host.to_string(),
         port,
         rules: Default::default(),
+        inject: None,
     }
 }
 

@@ -18,7 +18,7 @@ use crate::bindings::tool::glovebox::plugin::types::{CallContext as WitCallConte
 use crate::call::{CallContext, CallReport, Hands, Metering, RunLimits};
 use crate::error::CallError;
 use crate::hooks::{HookChain, HookStatus};
-use crate::manifest::HostConfig;
+use crate::manifest::{Captured, HostConfig};
 use crate::plugin::{LoadedPlugin, ToolInfo, load_plugin};
 use crate::runtime::Runtime;
 
@@ -419,7 +419,25 @@ async fn run_call(
         })
         .await;
     let wall = start.elapsed();
-    let stderr = hands.stderr();
+    // No secret's value leaves in what the call reports (threat 60).
+    let egress = plugin.grants.egress();
+    let masked = |mut captured: Captured| {
+        if !egress.is_empty() {
+            captured.text = egress.mask(&captured.text).into_owned();
+        }
+        captured
+    };
+    let stderr = masked(hands.stderr());
+    let ran = match egress.is_empty() {
+        true => ran,
+        false => ran.map(|returned| match returned {
+            Ok(output) => Ok(egress.mask(&output).into_owned()),
+            Err(ToolError::InvalidInput(why)) => {
+                Err(ToolError::InvalidInput(egress.mask(&why).into_owned()))
+            }
+            Err(ToolError::Failed(why)) => Err(ToolError::Failed(egress.mask(&why).into_owned())),
+        }),
+    };
     let (outcome, bytes_out) = match ran {
         Err(ended) => (Err(ended.into_call_error(name, &limits, &stderr)), 0),
         Ok(returned) => tool_answer(name, &limits, returned, keep).await,
@@ -439,7 +457,7 @@ async fn run_call(
             bytes_in,
             bytes_out,
         },
-        stdout: hands.stdout(),
+        stdout: masked(hands.stdout()),
         stderr,
         http_denials: hands.http_denials(),
         outcome,

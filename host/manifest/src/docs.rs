@@ -38,10 +38,11 @@ use super::limits::RawLimits;
 use super::memory::{RawMemory, RawPropose};
 use super::notify::RawNotify;
 use super::oauth::{RawAuth, RawOAuth};
-use super::plugin::{RawFs, RawHttp, RawManifest, RawTool};
+use super::plugin::{RawFs, RawHttp, RawInject, RawManifest, RawTool};
 use super::principal::RawPrincipal;
 use super::schedule::{RawSchedule, RawTrigger};
 use super::schema::{host_config_schema, manifest_schema};
+use super::secrets::RawSecret;
 use super::{Gate, QuotasConfig};
 
 use declared_keys::declared_keys;
@@ -160,6 +161,13 @@ const SECTIONS: &[Section] = &[
         "`[auth.oauth]`: an identity provider's access tokens ([`operators/oauth.md`](operators/oauth.md))",
         &["auth"],
     ),
+    Section {
+        before: "A secret's value comes from exactly one of `file`, `env` and `command`, never from the\nconfig; plugins name it in an `[[http]]` grant's `inject` and never hold it.\n",
+        ..Section::of(
+            "`[[secret]]`: credentials injected at the egress ([`operators/secrets.md`](operators/secrets.md))",
+            &["secret"],
+        )
+    },
     Section {
         after: "Hooks judge in the order they are listed ([`operators/hooks.md`](operators/hooks.md)).\n",
         ..Section::of("`[[plugin]]` and `[[hook]]`", &["plugin", "hook"])
@@ -313,6 +321,8 @@ fn declared_orders() -> BTreeMap<&'static str, Vec<String>> {
         ("RawManifest", declared_keys::<RawManifest>()),
         ("RawFs", declared_keys::<RawFs>()),
         ("RawHttp", declared_keys::<RawHttp>()),
+        ("RawInject", declared_keys::<RawInject>()),
+        ("RawSecret", declared_keys::<RawSecret>()),
         ("RawTool", declared_keys::<RawTool>()),
     ])
 }

@@ -5,7 +5,7 @@ use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::str::FromStr;
 
-use crate::HttpRules;
+use crate::{HttpInjection, HttpRules};
 
 /// The scheme of an HTTP grant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -49,6 +49,8 @@ pub struct HttpGrant {
     pub port: u16,
     /// The methods and paths allowed on the origin (none listed: all).
     pub rules: HttpRules,
+    /// A header with a secret the host adds to the requests the grant allows.
+    pub inject: Option<HttpInjection>,
 }
 
 impl HttpGrant {
@@ -139,6 +141,7 @@ impl HttpGrant {
             host,
             port,
             rules: HttpRules::default(),
+            inject: None,
         })
     }
 }

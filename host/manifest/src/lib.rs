@@ -39,6 +39,7 @@ mod handoffs;
 mod hooks;
 mod host_config;
 mod http;
+mod http_inject;
 mod http_path;
 mod http_rules;
 mod limits;
@@ -56,6 +57,7 @@ mod role;
 mod schedule;
 #[cfg(feature = "schemars")]
 pub mod schema;
+mod secrets;
 mod source;
 mod units;
 
@@ -87,6 +89,7 @@ pub use detector::{
 pub use error::ConfigError;
 pub use handoffs::{HandoffRoute, HandoffsConfig};
 pub use http::{GrantUrlError, HostError, HttpGrant, HttpScheme};
+pub use http_inject::{HttpInjection, InjectError};
 pub use http_path::{PathRefusal, RequestPath};
 pub use http_rules::{
     HttpRules, MAX_METHODS as MAX_HTTP_METHODS, MAX_PATTERN_BYTES as MAX_HTTP_PATTERN_BYTES,
@@ -110,6 +113,7 @@ pub use schedule::{
     Action, AlertIf, AlertIfError, Cmp, CronExpr, CronExprError, HandoffNote, Run, ScheduleConfig,
     SessionTarget, TriggerConfig, TriggerOn,
 };
+pub use secrets::{MAX_SECRET_BYTES, MIN_SECRET_BYTES, Secret, SecretSource, SecretValue, Secrets};
 pub use units::{
     DurationError, SizeError, approximate_size, format_size, parse_duration, parse_size,
 };
@@ -176,10 +180,12 @@ pub struct HostConfig {
     pub schedules: Vec<ScheduleConfig>,
     /// `[[trigger]]`: work started when an event happens or a webhook comes.
     pub triggers: Vec<TriggerConfig>,
-    /// The files the `[[principal]]`, `[[notify]]` and `[[trigger]]` entries
-    /// read their secrets from (resolved): no grant may reach them (see
-    /// [`HostConfig::secret_files`], which adds `[storage]`'s).
+    /// The files the `[[principal]]`, `[[notify]]`, `[[trigger]]` and
+    /// `[[secret]]` entries read their secrets from (resolved): no grant may
+    /// reach them (see [`HostConfig::secret_files`], which adds `[storage]`'s).
     pub secret_files: Vec<SecretFile>,
+    /// `[[secret]]`: the credentials the host injects at the egress, values read.
+    pub secrets: Secrets,
 }
 
 /// `[storage]`: the engine, durability of the session log and checkpoint cadence.

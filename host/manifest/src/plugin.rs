@@ -10,7 +10,8 @@ use super::limits::{RawLimits, apply_limits};
 use super::paths::{canonical, parent_dir, read_source, resolve_component, resolve_grant_dir};
 use super::source::{self, ACTION_HINT, NAME_HINT, Source, join_key};
 use super::{
-    Access, ConfigError, FsGrant, HttpGrant, HttpRules, Limits, PluginManifest, ToolOverride,
+    Access, ConfigError, FsGrant, HttpGrant, HttpInjection, HttpRules, Limits, PluginManifest,
+    SecretSource, Secrets, ToolOverride,
 };
 
 /// A plugin's manifest: one file per tool plugin, named by a `[[plugin]]
@@ -87,6 +88,22 @@ pub(super) struct RawHttp {
     #[serde(default)]
     #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "any path")))]
     paths: Vec<String>,
+    /// A header the host adds to the requests this grant allows, its value
+    /// naming the config's `[[secret]]`s: `{ header = "Authorization", value =
+    /// "Bearer ${secret:github}" }`. The plugin never holds the value.
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "none")))]
+    inject: Option<RawInject>,
+}
+
+/// `[[http]]` `inject`: a header with a secret in it.
+#[derive(Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawInject {
+    /// The header's name (`Authorization`).
+    header: String,
+    /// Its value, `${secret:NAME}` where a secret goes.
+    value: String,
 }
 
 /// `[tools.<tool>]`: what the operator says of a tool.
@@ -160,8 +177,9 @@ pub(super) fn load_manifest(
     path: &Path,
     shown: String,
     defaults: &Limits,
-    cap: Option<&MemoryCap>,
+    host: Option<(&MemoryCap, &Secrets)>,
 ) -> Result<PluginManifest, ConfigError> {
+    let cap = host.map(|(cap, _)| cap);
     let src = read_source(path, shown)?;
     let raw: RawManifest = src.deserialize()?;
     let abs_path = canonical(path, &src.file)?;
@@ -193,6 +211,9 @@ pub(super) fn load_manifest(
     let fs = fs_grants(&src, &dir, &raw)?;
     check_env(&src, &raw)?;
     let http = http_grants(&src, &raw)?;
+    if let Some((_, secrets)) = host {
+        check_secrets(&src, &raw, &http, secrets)?;
+    }
     let scratch = scratch_mount(&src, &raw, &fs)?;
     let tools = tool_overrides(&src, &raw)?;
 
@@ -266,6 +287,52 @@ fn fs_grants(src: &Source, dir: &Path, raw: &RawManifest) -> Result<Vec<FsGrant>
     Ok(fs)
 }
 
+/// What a manifest asks of the host's `[[secret]]`s: each secret an
+/// `inject` names is declared, and no `env` entry names a host variable a
+/// secret is read from (the guest would hold it).
+fn check_secrets(
+    src: &Source,
+    raw: &RawManifest,
+    http: &[HttpGrant],
+    secrets: &Secrets,
+) -> Result<(), ConfigError> {
+    for (i, grant) in http.iter().enumerate() {
+        let Some(inject) = &grant.inject else {
+            continue;
+        };
+        if let Err(missing) = inject.resolve(secrets) {
+            let declared: Vec<&str> = secrets.iter().map(|s| s.name.as_str()).collect();
+            return Err(src.invalid(
+                &format!("http[{i}].inject.value"),
+                format!(
+                    "secret `{missing}` is not declared in the host config (declared: {})",
+                    match declared.is_empty() {
+                        true => "none".to_string(),
+                        false => declared.join(", "),
+                    }
+                ),
+                "declare it in glovebox.toml: `[[secret]]` with `name` and one of `file`, `env`, `command`",
+            ));
+        }
+    }
+    for (i, var) in raw.env.iter().enumerate() {
+        let secret = secrets
+            .iter()
+            .find(|s| s.source == SecretSource::Env(var.clone()));
+        if let Some(secret) = secret {
+            return Err(src.invalid(
+                &format!("env[{i}]"),
+                format!(
+                    "environment variable `{var}` holds secret `{}`, which no plugin may hold",
+                    secret.name
+                ),
+                "remove it from `env` and inject it where it is used: `[[http]]` `inject = { header = \"…\", value = \"…${secret:NAME}\" }`",
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// `env`: variable names only, each once.
 fn check_env(src: &Source, raw: &RawManifest) -> Result<(), ConfigError> {
     for (i, var) in raw.env.iter().enumerate() {
@@ -305,6 +372,11 @@ fn http_grants(src: &Source, raw: &RawManifest) -> Result<Vec<HttpGrant>, Config
             .map_err(|e| src.invalid(&key, e.problem(), e.hint()))?;
         parsed.rules = HttpRules::parse(&grant.methods, &grant.paths)
             .map_err(|e| src.invalid(&format!("http[{i}].{}", e.key()), e.problem(), e.hint()))?;
+        if let Some(inject) = &grant.inject {
+            parsed.inject = Some(HttpInjection::parse(&inject.header, &inject.value).map_err(
+                |e| src.invalid(&format!("http[{i}].inject.{}", e.field), e.problem, e.hint),
+            )?);
+        }
         let same_origin = |g: &&HttpGrant| {
             (g.scheme, &g.host, g.port) == (parsed.scheme, &parsed.host, parsed.port)
         };

@@ -104,7 +104,7 @@ pub async fn load_plugin(
 
     let specs = list_tools(runtime, &name, &pre, &limits).await?;
     let (tools, validators) = apply_manifest(&manifest, specs)?;
-    let grants = Grants::from_manifest(&manifest);
+    let grants = Grants::from_manifest(&manifest, &config.secrets);
     Ok(LoadedPlugin {
         manifest,
         digest,

@@ -112,6 +112,10 @@ pub(super) struct RawHostConfig {
     /// Work started when an event happens or a webhook comes.
     #[serde(default)]
     trigger: Vec<RawTrigger>,
+    /// Credentials the host injects into plugins' requests at the egress
+    /// (an `[[http]]` grant's `inject`); no guest ever holds them.
+    #[serde(default)]
+    secret: Vec<crate::secrets::RawSecret>,
 }
 
 /// Only the data dir of a config, for a config that may not load as a whole.
@@ -162,6 +166,7 @@ impl HostConfig {
             .collect();
         let oauth = validate_auth(&src, &dir, &raw.auth, &names)?;
         let secret_files = secret_files(&dir, &raw);
+        let secrets = crate::secrets::load_secrets(&src, &dir, &raw.secret)?;
         let budgets = validate_budgets(&src, &raw.budgets, &names)?;
         let notify = validate_notify(&src, &dir, &raw.notify)?;
         let schedules = validate_schedules(&src, &raw.schedule, &notify)?;
@@ -171,7 +176,15 @@ impl HostConfig {
             return Err(src.invalid("defaults.memory", problem, hint));
         }
 
-        let plugins = load_plugins(&src, &raw.plugin, &dir, display_dir, &defaults, &cap)?;
+        let plugins = load_plugins(
+            &src,
+            &raw.plugin,
+            &dir,
+            display_dir,
+            &defaults,
+            &cap,
+            &secrets,
+        )?;
 
         // Tools are named by the components, not the manifests: here a gate's
         // plugin must be listed; the host checks the tool when it loads them.
@@ -205,6 +218,7 @@ impl HostConfig {
             schedules,
             triggers,
             secret_files,
+            secrets,
         };
         config.check_chain_key(&src)?;
         config.check_grants()?;
@@ -262,6 +276,7 @@ impl HostConfig {
             schedules: Vec::new(),
             triggers: Vec::new(),
             secret_files: Vec::new(),
+            secrets: Default::default(),
         }
     }
 
@@ -319,6 +334,7 @@ fn secret_files(dir: &Path, raw: &RawHostConfig) -> Vec<super::SecretFile> {
         super::SecretFile::named_by(dir, &raw.principal),
         super::SecretFile::named_by(dir, &raw.notify),
         super::SecretFile::named_by(dir, &raw.trigger),
+        super::SecretFile::named_by(dir, &raw.secret),
     ]
     .concat()
 }

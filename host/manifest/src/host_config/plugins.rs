@@ -10,7 +10,7 @@ use crate::guest::MemoryCap;
 use crate::paths::{canonical, normalize, show_beside};
 use crate::plugin::load_manifest;
 use crate::source::{self, Source};
-use crate::{ConfigError, Limits, PluginManifest};
+use crate::{ConfigError, Limits, PluginManifest, Secrets};
 
 /// `[[plugin]]`: one tool plugin.
 #[derive(Deserialize)]
@@ -32,6 +32,7 @@ pub(super) fn load_plugins(
     display_dir: &Path,
     defaults: &Limits,
     cap: &MemoryCap,
+    secrets: &Secrets,
 ) -> Result<Vec<PluginManifest>, ConfigError> {
     let mut plugins: Vec<PluginManifest> = Vec::new();
     let mut seen: HashMap<PathBuf, usize> = HashMap::new();
@@ -68,7 +69,12 @@ pub(super) fn load_plugins(
             ));
         }
         let shown = shown.display().to_string();
-        let plugin = load_manifest(&manifest_path, shown.clone(), defaults, Some(cap))?;
+        let plugin = load_manifest(
+            &manifest_path,
+            shown.clone(),
+            defaults,
+            Some((cap, secrets)),
+        )?;
         if let Some(other) = plugins.iter().find(|p| p.name == plugin.name) {
             let other_file = other
                 .path

@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
 
 use super::connect::{Tls, send_to};
+use super::egress::Egress;
 use crate::manifest::{HttpGrant, RequestPath};
 
 /// At most this many refused requests are kept per call; the rest are counted.
@@ -44,6 +45,7 @@ type ResponseFuture = Box<
 /// The HTTP grants of one call, and the requests it refused.
 pub struct HttpPolicy {
     grants: Arc<[HttpGrant]>,
+    egress: Egress,
     denials: Arc<Mutex<Denials>>,
 }
 
@@ -86,9 +88,10 @@ fn bounded(mut reason: String) -> String {
 }
 
 impl HttpPolicy {
-    pub fn new(grants: Arc<[HttpGrant]>) -> HttpPolicy {
+    pub fn new(grants: Arc<[HttpGrant]>, egress: Egress) -> HttpPolicy {
         HttpPolicy {
             grants,
+            egress,
             denials: Arc::default(),
         }
     }
@@ -102,8 +105,13 @@ impl HttpPolicy {
             .list()
     }
 
-    fn deny(denials: &Mutex<Denials>, reason: String) -> HttpError {
-        let reason = bounded(reason);
+    /// Records a refusal (a secret's value in it masked) and makes its error.
+    fn deny(&self, reason: String) -> HttpError {
+        Self::deny_in(&self.denials, &self.egress, reason)
+    }
+
+    fn deny_in(denials: &Mutex<Denials>, egress: &Egress, reason: String) -> HttpError {
+        let reason = bounded(egress.mask(&reason).into_owned());
         tracing::info!(%reason, "outgoing http request denied");
         denials
             .lock()
@@ -118,9 +126,9 @@ impl HttpPolicy {
 enum Verdict {
     /// No grant is on the origin.
     NoOrigin,
-    /// Allowed by the grant; with the path to send instead, when a grant's
-    /// `paths` read it and it was not as written.
-    Allowed(HttpGrant, Option<String>),
+    /// Allowed by the grant (its index); with the path to send instead, when
+    /// a grant's `paths` read it and it was not as written.
+    Allowed(usize, Option<String>),
     /// The origin is granted, but not for this method or path: why.
     Refused(String),
 }
@@ -137,39 +145,40 @@ fn judge(
     method: &str,
     path: &str,
 ) -> Verdict {
-    let on_origin: Vec<&HttpGrant> = grants
+    let on_origin: Vec<(usize, &HttpGrant)> = grants
         .iter()
-        .filter(|g| g.matches(scheme, host, port))
+        .enumerate()
+        .filter(|(_, g)| g.matches(scheme, host, port))
         .collect();
     if on_origin.is_empty() {
         return Verdict::NoOrigin;
     }
     let read = on_origin
         .iter()
-        .any(|g| !g.rules.paths.is_empty())
+        .any(|(_, g)| !g.rules.paths.is_empty())
         .then(|| RequestPath::parse(path));
-    for grant in &on_origin {
+    for &(index, grant) in &on_origin {
         if !grant.rules.allows_method(method) {
             continue;
         }
         if grant.rules.paths.is_empty() {
-            return Verdict::Allowed((*grant).clone(), None);
+            return Verdict::Allowed(index, None);
         }
         if let Some(Ok(read)) = &read
             && grant.rules.allows_path(&read.matched)
         {
             let rewritten = (read.forwarded != path).then(|| read.forwarded.clone());
-            return Verdict::Allowed((*grant).clone(), rewritten);
+            return Verdict::Allowed(index, rewritten);
         }
     }
-    let origin = on_origin[0].to_string();
-    let rules: Vec<String> = on_origin.iter().map(|g| g.rules.to_string()).collect();
+    let origin = on_origin[0].1.to_string();
+    let rules: Vec<String> = on_origin.iter().map(|(_, g)| g.rules.to_string()).collect();
     let allowed = format!(
         "the plugin's `[[http]]` grant for {origin} allows {}",
         rules.join(" or ")
     );
     Verdict::Refused(match &read {
-        Some(Err(unreadable)) if on_origin.iter().any(|g| g.rules.allows_method(method)) => {
+        Some(Err(unreadable)) if on_origin.iter().any(|(_, g)| g.rules.allows_method(method)) => {
             format!("{unreadable}, which its grant's `paths` cannot judge ({allowed})")
         }
         _ => format!("not allowed: {allowed}"),
@@ -216,8 +225,8 @@ impl WasiHttpHooks for HttpPolicy {
 
         let method = request.method().as_str().to_string();
         let path = uri.path().to_string();
-        let (grant, rewritten) = match judge(&self.grants, &scheme, &host, port, &method, &path) {
-            Verdict::Allowed(grant, rewritten) => (grant, rewritten),
+        let index = match judge(&self.grants, &scheme, &host, port, &method, &path) {
+            Verdict::Allowed(index, rewritten) => (index, rewritten),
             Verdict::NoOrigin => {
                 let reason = if self.grants.is_empty() {
                     format!("request to {target} refused: the plugin has no `[[http]]` grant")
@@ -229,15 +238,24 @@ impl WasiHttpHooks for HttpPolicy {
                         granted.join(", ")
                     )
                 };
-                let err = Self::deny(&denials, reason);
+                let err = self.deny(reason);
                 return Box::new(async move { Err(err) });
             }
             Verdict::Refused(why) => {
-                let reason = format!("request {method} {target}{path} refused: {why}");
-                let err = Self::deny(&denials, reason);
+                let err = self.deny(format!("request {method} {target}{path} refused: {why}"));
                 return Box::new(async move { Err(err) });
             }
         };
+        let (index, rewritten) = index;
+        let grant = self.grants[index].clone();
+        // What the guest wrote may not carry a secret's value: only the
+        // host sends those, where a grant injects them.
+        if let Some((place, secret)) = self.egress.scan_head(&request) {
+            let err = self.deny(format!(
+                "request {method} {target} refused: its {place} carries the value of secret `{secret}`, which only the host sends (where an `[[http]]` grant injects it)"
+            ));
+            return Box::new(async move { Err(err) });
+        }
         let mut request = request;
         if let Some(path) = rewritten {
             match with_path(&uri, &path) {
@@ -245,7 +263,26 @@ impl WasiHttpHooks for HttpPolicy {
                 Err(e) => return Box::new(async move { Err(e) }),
             }
         }
+        if let Err(why) = self.egress.inject(index, &mut request) {
+            let err = self.deny(format!(
+                "request {method} {target} refused: its grant's `inject` cannot be made: {why}"
+            ));
+            return Box::new(async move { Err(err) });
+        }
+        let (egress, body_denials) = (self.egress.clone(), denials.clone());
+        let refused_target = format!("request {method} {target}");
+        let request = request.map(move |body| {
+            let masker = egress.clone();
+            egress.scan_body(body, move |secret| {
+                HttpPolicy::deny_in(
+                    &body_denials,
+                    &masker,
+                    format!("{refused_target} refused: its body carries the value of secret `{secret}`, which only the host sends (where an `[[http]]` grant injects it)"),
+                );
+            })
+        });
 
+        let egress_for_denials = self.egress.clone();
         Box::new(async move {
             // Resolve here, vet every address, then connect to a vetted one, so
             // the name cannot resolve to something else between check and use.
@@ -267,8 +304,9 @@ impl WasiHttpHooks for HttpPolicy {
                 .filter_map(|a| restriction(a.ip()).map(|why| format!("{} ({why})", a.ip())))
                 .collect();
             if !granted_by_address && !list.is_empty() {
-                return Err(Self::deny(
+                return Err(Self::deny_in(
                     &denials,
+                    &egress_for_denials,
                     format!(
                         "request to {target} refused: `{host}` resolves to a non-public address ({}); grant the address itself in `[[http]]` to allow it",
                         list.join(", ")
@@ -309,7 +347,7 @@ mod tests {
     // are; what the host keeps of its refusals stays bounded either way.
     #[test]
     fn threat_40_the_refused_requests_list_is_bounded_in_count_and_length() {
-        let mut policy = HttpPolicy::new(Arc::from(Vec::new()));
+        let mut policy = HttpPolicy::new(Arc::from(Vec::new()), Egress::default());
         let long_host = format!("{}.example", "a".repeat(60_000));
         for _ in 0..1000 {
             refused(&mut policy, &format!("http://{long_host}/"));

@@ -8,6 +8,7 @@
 pub mod bounds;
 pub mod capture;
 pub mod connect;
+pub mod egress;
 pub mod http;
 pub mod limiter;
 pub mod quota;
@@ -22,8 +23,9 @@ use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
-use crate::manifest::{Access, FsGrant, HttpGrant, PluginManifest};
+use crate::manifest::{Access, FsGrant, HttpGrant, PluginManifest, Secrets};
 use capture::CapturePipe;
+use egress::Egress;
 use http::HttpPolicy;
 use limiter::CallLimiter;
 use quota::WriteBudget;
@@ -34,18 +36,27 @@ pub struct Grants {
     fs: Arc<[FsGrant]>,
     env: Arc<[String]>,
     http: Arc<[HttpGrant]>,
+    /// The host's secrets as the plugin's requests meet them.
+    egress: Egress,
     /// Guest path of the session's scratch directory, if granted.
     scratch: Option<Arc<str>>,
 }
 
 impl Grants {
-    pub fn from_manifest(manifest: &PluginManifest) -> Grants {
+    /// A plugin's grants, its `[[http]]` injections resolved from the host's `secrets`.
+    pub fn from_manifest(manifest: &PluginManifest, secrets: &Secrets) -> Grants {
         Grants {
             fs: manifest.fs.clone().into(),
             env: manifest.env.clone().into(),
+            egress: Egress::new(&manifest.http, secrets),
             http: manifest.http.clone().into(),
             scratch: manifest.scratch.as_deref().map(Arc::from),
         }
+    }
+
+    /// The host's secrets as this plugin meets them: what masks them in its calls' reports.
+    pub fn egress(&self) -> &Egress {
+        &self.egress
     }
 
     /// No capabilities at all: used to list a plugin's tools.
@@ -54,6 +65,7 @@ impl Grants {
             fs: Arc::new([]),
             env: Arc::new([]),
             http: Arc::new([]),
+            egress: Egress::default(),
             scratch: None,
         }
     }
@@ -140,7 +152,7 @@ impl CallState {
             },
             table: bounds::table(),
             bounds: bounds::Usage::default(),
-            http: HttpPolicy::new(grants.http.clone()),
+            http: HttpPolicy::new(grants.http.clone(), grants.egress.clone()),
             limiter: CallLimiter::new(memory_cap),
             stdout,
             stderr,
