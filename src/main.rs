@@ -277,6 +277,13 @@ enum PluginCommand {
         /// A plugin manifest or a component file.
         path: PathBuf,
     },
+    /// Accept the text (names, descriptions, schemas) of a plugin's tools as
+    /// it is now: tools held because it changed, or because it carries text
+    /// aimed at the model, are served again. Read `glovebox doctor` first.
+    Accept {
+        /// The plugin's name, as its manifest says.
+        plugin: String,
+    },
 }
 
 fn main() -> ExitCode {
@@ -306,6 +313,9 @@ async fn dispatch(config: &std::path::Path, command: Command) -> Result<ExitCode
         Command::Plugin {
             command: PluginCommand::Check { path },
         } => plugin::check(config, &path).await,
+        Command::Plugin {
+            command: PluginCommand::Accept { plugin },
+        } => plugin::accept(config, plugin).await,
         Command::Tools { json } => plugin::tools(config, json).await,
         Command::Call {
             tool,

@@ -112,3 +112,17 @@ fn print_tools(host: &Host, json: bool) -> Result<()> {
     }
     Ok(())
 }
+
+/// `glovebox plugin accept`: the operation `plugins.accept` (on the running
+/// server when one holds the data dir), each tool with what changed printed
+/// as JSON.
+pub async fn accept(config: &Path, plugin: String) -> Result<ExitCode> {
+    use glovebox::operations::{AcceptPlugin, AcceptPluginArgs};
+    match crate::operate::run::<AcceptPlugin>(config, AcceptPluginArgs { plugin }).await? {
+        Ok(accepted) => {
+            crate::output::print_json(&accepted)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => Ok(crate::operation_refused(&e)),
+    }
+}

@@ -54,6 +54,7 @@ const CARGO_ARTIFACTS: &[(&str, &str, &str)] = &[
     ("HOSTILE_PANIC", "hostile_panic", "`panic`: panics (traps)."),
     ("HOSTILE_PREINIT", "hostile_preinit", "Exports `wizer-initialize`, which panics: never loads."),
     ("HOSTILE_STATE", "hostile_state", "`count`: a static counter; always 1 with fresh instances."),
+    ("HOSTILE_TOOL_TEXT", "hostile_tool_text", "`shifty` (its description changes at every load), `poisoned` (instructions for the model in its text)."),
     ("HOSTILE_MISSING_EXPORT", "hostile_missing_export", "Exports the `tool` interface without `call`."),
     ("HOSTILE_WRONG_WORLD", "hostile_wrong_world", "A `wasi:cli/command` component, not a tool plugin."),
     // Permission hooks, from the `plugins/hooks/` workspace (but the std one, `HOSTILE_HOOK_FS_IMPORT`).

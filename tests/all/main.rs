@@ -53,4 +53,5 @@ mod secrets;
 mod sessions;
 mod sweep;
 mod tasks;
+mod tool_text;
 mod util;

@@ -121,6 +121,7 @@ impl Gateway {
             .tallies()
             .configure(SpendConfig::of(host.config()));
         let webhooks = Arc::new(crate::triggers::replay::Seen::new(ledger.storage.clone()));
+        host.set_held(crate::tool_text::holds(&*ledger.storage, host.all_tools()));
         Gateway {
             host: Arc::new(RwLock::new(host)),
             ledger,
@@ -231,6 +232,10 @@ impl Gateway {
     pub async fn reload(&self) -> anyhow::Result<Reloaded> {
         let _one = self.reloading.lock().await;
         let next = Arc::new(self.host().reloaded().await?);
+        next.set_held(crate::tool_text::holds(
+            &*self.ledger.storage,
+            next.all_tools(),
+        ));
         let reloaded = Reloaded {
             config: next.config().path.clone(),
             tools: next.tools().iter().map(|t| t.name.clone()).collect(),
@@ -252,6 +257,17 @@ impl Gateway {
         self.reloads.send_modify(|n| *n += 1);
         tracing::info!(config = %reloaded.config.display(), tools = reloaded.tools.len(), hooks = reloaded.hooks.len(), "reloaded the config, plugins and hooks");
         Ok(reloaded)
+    }
+
+    /// Reads again which tools are held for their text (after an operator
+    /// accepted some), and tells the connections their tool list changed.
+    pub(crate) fn refresh_holds(&self) {
+        let host = self.host();
+        host.set_held(crate::tool_text::holds(
+            &*self.ledger.storage,
+            host.all_tools(),
+        ));
+        self.reloads.send_modify(|n| *n += 1);
     }
 
     pub fn ledger(&self) -> &Arc<Durable> {

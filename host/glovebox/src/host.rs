@@ -37,6 +37,9 @@ pub struct Host {
     index: BTreeMap<String, (usize, usize)>,
     /// Admission control, shared across reloads.
     admission: Admissions,
+    /// The tools held until an operator accepts their text (`tool_text`):
+    /// set by the gateway, which has the store.
+    held: std::sync::RwLock<Arc<BTreeMap<String, crate::tool_text::Hold>>>,
 }
 
 impl Host {
@@ -144,7 +147,24 @@ impl Host {
             hooks,
             index,
             admission,
+            held: Default::default(),
         })
+    }
+
+    /// The tools held until an operator accepts their text, with why.
+    pub fn held(&self) -> Arc<BTreeMap<String, crate::tool_text::Hold>> {
+        self.held
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Holds these tools (and no others) from now on.
+    pub(crate) fn set_held(&self, held: BTreeMap<String, crate::tool_text::Hold>) {
+        *self
+            .held
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(held);
     }
 
     pub fn config(&self) -> &HostConfig {
@@ -152,7 +172,19 @@ impl Host {
     }
 
     /// Every tool the host offers, sorted by name.
+    /// The tools offered to callers: every configured tool but those held
+    /// until an operator accepts their text ([`Host::held`]).
     pub fn tools(&self) -> Vec<&ToolInfo> {
+        let held = self.held();
+        self.index
+            .iter()
+            .filter(|(name, _)| !held.contains_key(*name))
+            .map(|(_, &(p, t))| &self.plugins[p].tools[t])
+            .collect()
+    }
+
+    /// Every configured tool, held ones too.
+    pub fn all_tools(&self) -> Vec<&ToolInfo> {
         self.index
             .values()
             .map(|&(p, t)| &self.plugins[p].tools[t])
@@ -170,7 +202,21 @@ impl Host {
 
     /// The plugin offering tool `name` and the tool's index in it.
     pub(crate) fn locate(&self, name: &str) -> Result<(Arc<LoadedPlugin>, usize), CallError> {
-        self.find(name).map(|(p, t)| (self.plugins[p].clone(), t))
+        let (p, t) = self.find(name)?;
+        let tool = &self.plugins[p].tools[t].name;
+        if let Some(hold) = self.held().get(tool) {
+            return Err(CallError::Denied {
+                tool: tool.clone(),
+                hook: "tool-text".into(),
+                pattern: tool.clone(),
+                reason: hold.reason(tool),
+                alternatives: vec![format!(
+                    "ask an operator to review and accept the change: `glovebox plugin accept {}`",
+                    self.plugins[p].manifest.name
+                )],
+            });
+        }
+        Ok((self.plugins[p].clone(), t))
     }
 
     fn find(&self, name: &str) -> Result<(usize, usize), CallError> {

@@ -44,6 +44,7 @@ pub mod store_admin;
 pub mod stored;
 pub mod sweep;
 pub mod tasks;
+pub mod tool_text;
 pub mod trace;
 pub mod triggers;
 pub mod watermark;

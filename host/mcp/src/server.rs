@@ -21,8 +21,8 @@ pub struct McpServer {
 pub(crate) struct Shared {
     pub(crate) gateway: Gateway,
     pub(crate) jobs: Arc<Jobs>,
-    /// The tool list and the host it was made from.
-    tools: std::sync::Mutex<(Arc<glovebox::Host>, Arc<Vec<Tool>>)>,
+    /// The tool list, and the host and its held tools it was made from.
+    tools: std::sync::Mutex<(Arc<glovebox::Host>, Held, Arc<Vec<Tool>>)>,
     /// The host's own work while it serves (`glovebox::background`),
     /// stopped with the server.
     _background: Option<glovebox::background::Background>,
@@ -52,11 +52,12 @@ impl McpServer {
     ) -> McpServer {
         let host = gateway.host();
         let tools = tool_list(&host);
+        let held = host.held();
         McpServer {
             inner: Arc::new(Shared {
                 gateway,
                 jobs,
-                tools: std::sync::Mutex::new((host, tools)),
+                tools: std::sync::Mutex::new((host, held, tools)),
                 _background: background,
             }),
         }
@@ -94,6 +95,9 @@ impl McpServer {
     }
 }
 
+/// The tools a host holds for their text, as [`glovebox::Host::held`] gives them.
+type Held = Arc<std::collections::BTreeMap<String, glovebox::tool_text::Hold>>;
+
 /// The tools a host offers over MCP: its plugins' tools, then the built-ins.
 fn tool_list(host: &glovebox::Host) -> Arc<Vec<Tool>> {
     let mut tools: Vec<Tool> = host.tools().into_iter().map(tools::plugin_tool).collect();
@@ -102,16 +106,18 @@ fn tool_list(host: &glovebox::Host) -> Arc<Vec<Tool>> {
 }
 
 impl Shared {
-    /// The tool list of the host served now (made again after a reload).
+    /// The tool list of the host served now (made again after a reload, or
+    /// once an operator accepted a held tool's text).
     pub(crate) fn tools(&self) -> Arc<Vec<Tool>> {
         let host = self.gateway.host();
+        let held = host.held();
         let mut cached = self
             .tools
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if !Arc::ptr_eq(&cached.0, &host) {
-            *cached = (host.clone(), tool_list(&host));
+        if !Arc::ptr_eq(&cached.0, &host) || !Arc::ptr_eq(&cached.1, &held) {
+            *cached = (host.clone(), held, tool_list(&host));
         }
-        cached.1.clone()
+        cached.2.clone()
     }
 }

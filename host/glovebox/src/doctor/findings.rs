@@ -47,6 +47,7 @@ names! {
         NoHandoff = "no_handoff",
         UnpinnedDigest = "unpinned_digest",
         SharedWritableDir = "shared_writable_dir",
+        HeldToolText = "held_tool_text",
     }
 }
 
@@ -58,6 +59,7 @@ names! {
         Plugin = "plugin",
         Role = "role",
         Directory = "directory",
+        Tool = "tool",
     }
 }
 

@@ -10,6 +10,7 @@
 //! | `no_handoff` | a live session with more than `[detector] handoff_after_events` events since its last handoff | warning |
 //! | `unpinned_digest` | a plugin or hook with no `sha256` pin | warning |
 //! | `shared_writable_dir` | a directory granted read-write (`[[fs]]`) to several plugins | warning |
+//! | `held_tool_text` | a tool held because its text changed since it was accepted, or carries text aimed at the model | warning |
 //!
 //! The permissive-hook rule does not guess from the config: it runs each
 //! broad hook (through the runtime, as `glovebox hook test` and `policy
@@ -44,7 +45,7 @@ pub(crate) use session_end::unwaited_jobs_of;
 pub use session_end::{SessionEnded, end_session, unwaited_warning};
 
 use hooks::permissive_hooks;
-use plugins::{shared_writable_dirs, unpinned};
+use plugins::{held_tools, shared_writable_dirs, unpinned};
 use sessions::{no_handoff, roles_without_budget, unnamed_sessions};
 use unwaited::unwaited_jobs;
 
@@ -68,6 +69,7 @@ pub async fn check_config(host: &Host) -> Vec<Finding> {
     let config = host.config();
     let mut findings = permissive_hooks(host).await;
     findings.extend(unpinned(host));
+    findings.extend(held_tools(host));
     findings.extend(shared_writable_dirs(config));
     findings
 }

@@ -8,6 +8,48 @@ use super::findings::{Culprit, CulpritKind, Finding, Rule, Severity, quoted};
 use crate::host::Host;
 use crate::manifest::{Access, HostConfig};
 
+/// Tools held until an operator accepts their text (`crate::tool_text`):
+/// what changed and what in it looks aimed at the model.
+pub(super) fn held_tools(host: &Host) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for (tool, hold) in host.held().iter() {
+        let plugin = tool.split_once('.').map_or(tool.as_str(), |(p, _)| p);
+        let manifest = host
+            .plugins()
+            .iter()
+            .find(|p| p.manifest.name == plugin)
+            .and_then(|p| p.manifest.path.clone());
+        let (change, found) = match hold {
+            crate::tool_text::Hold::Changed { diff, findings, .. } => {
+                (format!("; what changed:\n{diff}"), findings.as_slice())
+            }
+            crate::tool_text::Hold::Flagged { findings, .. } => {
+                (String::new(), findings.as_slice())
+            }
+            crate::tool_text::Hold::Unreadable { .. } => (String::new(), &[][..]),
+        };
+        let found: String = found
+            .iter()
+            .map(|f| format!("\n  {} in {}: {}", f.rule, f.place, f.text))
+            .collect();
+        findings.push(Finding::new(
+            Rule::HeldToolText,
+            Severity::Warning,
+            Culprit {
+                kind: CulpritKind::Tool,
+                name: tool.clone(),
+                id: None,
+                file: manifest,
+            },
+            format!("{}{change}{found}", hold.reason(tool)),
+            format!(
+                "read the change; if the plugin's new text is what you meant to serve, `glovebox plugin accept {plugin}`; if not, put back the component you reviewed (and pin its `sha256`)"
+            ),
+        ));
+    }
+    findings
+}
+
 /// Plugins and hooks whose component is not pinned by `sha256`.
 pub(super) fn unpinned(host: &Host) -> Vec<Finding> {
     let config = host.config();

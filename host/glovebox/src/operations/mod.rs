@@ -36,6 +36,7 @@ mod memory_reject;
 mod memory_retire;
 mod memory_search;
 mod paging;
+mod plugins_accept;
 mod schema;
 mod sessions_flag;
 mod sessions_list;
@@ -81,6 +82,7 @@ pub use memory_reject::{RejectMemory, RejectMemoryArgs};
 pub use memory_retire::{RetireMemory, RetireMemoryArgs};
 pub use memory_search::{MemoryFound, SearchMemory, SearchMemoryArgs};
 pub use paging::page_request;
+pub use plugins_accept::{AcceptPlugin, AcceptPluginArgs, AcceptedTool};
 pub use schema::{as_clients_know_it, input_schema};
 pub use sessions_flag::{FlagSession, FlagSessionArgs, FlagSessionOutput};
 pub use sessions_list::{ListSessions, ListSessionsArgs};
@@ -393,6 +395,7 @@ pub fn all() -> &'static [Entry] {
             Entry::of::<GiveVerdict>(),
             Entry::of::<WaitChildren>(),
             Entry::of::<Doctor>(),
+            Entry::of::<AcceptPlugin>(),
         ]
     });
     &ALL
