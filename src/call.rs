@@ -96,6 +96,7 @@ pub fn print_report(report: &glovebox::CallReport, json: bool) -> Result<ExitCod
             "stdout": report.stdout,
             "stderr": report.stderr,
             "http_denials": report.http_denials,
+            "verification": report.verification,
         });
         out!("{}", serde_json::to_string_pretty(&doc)?);
     }
@@ -103,6 +104,9 @@ pub fn print_report(report: &glovebox::CallReport, json: bool) -> Result<ExitCod
         Ok(output) => {
             if !json {
                 out!("{}", serde_json::to_string_pretty(output)?);
+                for failed in report.failed_checks() {
+                    err!("{failed}");
+                }
                 err!("{}: {metering}", report.tool);
             }
             Ok(ExitCode::SUCCESS)

@@ -55,3 +55,4 @@ mod sweep;
 mod tasks;
 mod tool_text;
 mod util;
+mod verify;

@@ -46,6 +46,9 @@ pub struct Gateway {
     _leases: Option<Arc<tasks::Owned<()>>>,
     /// The webhook deliveries taken, so a replay is refused (threat 57).
     webhooks: Arc<crate::triggers::replay::Seen>,
+    /// The `[[verify]]` checks' failures in a row, by (session id, check).
+    pub(crate) verify_streaks:
+        Arc<std::sync::Mutex<std::collections::HashMap<(String, String), u32>>>,
 }
 
 /// The adapters' requests in flight, for a stopping server's drain.
@@ -133,6 +136,7 @@ impl Gateway {
             children,
             _leases: leases,
             webhooks,
+            verify_streaks: Arc::default(),
         }
     }
 

@@ -506,6 +506,7 @@ async fn run_call(
         stdout: masked(hands.stdout()),
         stderr,
         http_denials: hands.http_denials(),
+        verification: Vec::new(),
         outcome,
     };
     // The store is dropped here, whatever happened: hands are never reused.

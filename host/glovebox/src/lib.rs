@@ -76,7 +76,7 @@ pub use chain_key::read_chain_key;
 pub use gateway::{Gateway, InFlight};
 pub use glovebox_runtime::{
     CallContext, CallError, CallReport, Captured, LoadError, LoadedPlugin, Metering, ToolInfo,
-    compiled_dir,
+    Verified, compiled_dir,
 };
 pub use host::Host;
 pub use jobs::{

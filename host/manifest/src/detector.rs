@@ -39,7 +39,7 @@ impl std::fmt::Display for Severity {
 /// The detector's rules, by the name their flags carry; `handoff` is the
 /// flag a handoff that names blockers raises, `paused` the one an agent's
 /// own pause raises (their severities set here too).
-pub const RULES: [&str; 10] = [
+pub const RULES: [&str; 11] = [
     "budget",
     "retry",
     "overrun",
@@ -50,6 +50,7 @@ pub const RULES: [&str; 10] = [
     "handoff",
     "paused",
     "context",
+    "verify",
 ];
 
 /// The default of `[detector] handoff_after_events`: about a hundred calls

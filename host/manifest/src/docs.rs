@@ -43,6 +43,7 @@ use super::principal::RawPrincipal;
 use super::schedule::{RawSchedule, RawTrigger};
 use super::schema::{host_config_schema, manifest_schema};
 use super::secrets::RawSecret;
+use super::verify::RawVerify;
 use super::{Gate, QuotasConfig};
 
 use declared_keys::declared_keys;
@@ -175,6 +176,10 @@ const SECTIONS: &[Section] = &[
     Section::of(
         "`[[completion]]` ([`operators/completion.md`](operators/completion.md))",
         &["completion"],
+    ),
+    Section::of(
+        "`[[verify]]`: checks after each edit ([`operators/completion.md`](operators/completion.md#verification-after-each-edit))",
+        &["verify"],
     ),
     Section::of(
         "`[[notify]]` ([`operators/notifications.md`](operators/notifications.md))",
@@ -323,6 +328,7 @@ fn declared_orders() -> BTreeMap<&'static str, Vec<String>> {
         ("RawHttp", declared_keys::<RawHttp>()),
         ("RawInject", declared_keys::<RawInject>()),
         ("RawSecret", declared_keys::<RawSecret>()),
+        ("RawVerify", declared_keys::<RawVerify>()),
         ("RawTool", declared_keys::<RawTool>()),
     ])
 }

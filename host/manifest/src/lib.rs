@@ -60,6 +60,7 @@ pub mod schema;
 mod secrets;
 mod source;
 mod units;
+mod verify;
 
 #[cfg(test)]
 mod tests;
@@ -117,6 +118,7 @@ pub use secrets::{MAX_SECRET_BYTES, MIN_SECRET_BYTES, Secret, SecretSource, Secr
 pub use units::{
     DurationError, SizeError, approximate_size, format_size, parse_duration, parse_size,
 };
+pub use verify::{DEFAULT_FLAG_AFTER, VerifyRule};
 
 const KIB: u64 = 1 << 10;
 const MIB: u64 = 1 << 20;
@@ -186,6 +188,8 @@ pub struct HostConfig {
     pub secret_files: Vec<SecretFile>,
     /// `[[secret]]`: the credentials the host injects at the egress, values read.
     pub secrets: Secrets,
+    /// `[[verify]]`: checks run after each successful call of some tools in a session.
+    pub verify: Vec<VerifyRule>,
 }
 
 /// `[storage]`: the engine, durability of the session log and checkpoint cadence.

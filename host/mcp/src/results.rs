@@ -85,9 +85,18 @@ pub fn session_failure(e: &SessionError) -> CallToolResult {
 }
 
 /// The answer to a plugin tool call that went through the pipeline.
+/// A `[[verify]]` check that failed after the call comes with its result,
+/// one text block each, so the agent's next step fixes what it reports.
 pub fn report(report: CallReport) -> CallToolResult {
+    let failed = report.failed_checks();
     match report.outcome {
-        Ok(output) => ok_value(output),
+        Ok(output) => {
+            let mut result = ok_value(output);
+            result
+                .content
+                .extend(failed.into_iter().map(ContentBlock::text));
+            result
+        }
         Err(e) => call_error(&e),
     }
 }

@@ -87,6 +87,21 @@ pub struct CallReport {
     pub stderr: Captured,
     /// Outgoing HTTP requests the sandbox refused, with reasons.
     pub http_denials: Vec<String>,
+    /// The `[[verify]]` checks run after the call, in a session (none for a
+    /// call that failed, or that no check follows).
+    pub verification: Vec<Verified>,
+}
+
+/// A `[[verify]]` check run after a call: its gate call's verdict.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Verified {
+    /// The check's name.
+    pub check: String,
+    /// Its gate's tool.
+    pub tool: String,
+    pub passed: bool,
+    /// The gate's result, or why it failed (bounded).
+    pub detail: String,
 }
 
 impl CallReport {
@@ -99,7 +114,23 @@ impl CallReport {
             stdout: Captured::default(),
             stderr: Captured::default(),
             http_denials: Vec::new(),
+            verification: Vec::new(),
         }
+    }
+
+    /// The checks that failed, one line each: what an agent reads beside the
+    /// call's result.
+    pub fn failed_checks(&self) -> Vec<String> {
+        self.verification
+            .iter()
+            .filter(|v| !v.passed)
+            .map(|v| {
+                format!(
+                    "check `{}` ({}) failed after this call: {}",
+                    v.check, v.tool, v.detail
+                )
+            })
+            .collect()
     }
 
     pub fn into_result(self) -> Result<serde_json::Value, CallError> {

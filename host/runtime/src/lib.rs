@@ -37,7 +37,7 @@ pub mod scratch;
 // The operator's config, under the name the modules of this crate use for it.
 use glovebox_manifest as manifest;
 
-pub use call::{CallContext, CallReport, Metering};
+pub use call::{CallContext, CallReport, Metering, Verified};
 pub use error::{CallError, CompileError, LoadError};
 pub use plugin::{LoadedPlugin, ToolInfo, load_plugin};
 pub use runtime::{Runtime, compiled_dir};

@@ -32,6 +32,7 @@ mod completion;
 mod files;
 mod jobs;
 mod memory;
+mod verify;
 
 use std::sync::Arc;
 
@@ -103,7 +104,29 @@ impl<'g> Scope<'g> {
     /// `Err` means the session refused the call or the log failed; a call
     /// that was denied, awaits approval, or ran and failed is `Ok` with the
     /// failure in the report.
+    ///
+    /// A successful call that `[[verify]]` checks follow is followed by them,
+    /// each a call of the caller's in the session; their verdicts are in
+    /// the report's `verification` (`verify.rs`).
     pub async fn call(
+        self,
+        session: &str,
+        call: Admitted,
+        job_id: Option<String>,
+        cancel: Option<crate::pipeline::Cancel>,
+    ) -> Result<CallReport, SessionError> {
+        let (tool, input) = (call.name().to_string(), call.input().to_string());
+        let mut report = self.call_unverified(session, call, job_id, cancel).await?;
+        if report.outcome.is_ok() {
+            self.verify_after(session, &tool, &input, &mut report)
+                .await?;
+        }
+        Ok(report)
+    }
+
+    /// [`Scope::call`] with no `[[verify]]` check after it: how the checks'
+    /// own calls run.
+    pub(crate) async fn call_unverified(
         self,
         session: &str,
         call: Admitted,

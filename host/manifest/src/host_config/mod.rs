@@ -116,6 +116,10 @@ pub(super) struct RawHostConfig {
     /// (an `[[http]]` grant's `inject`); no guest ever holds them.
     #[serde(default)]
     secret: Vec<crate::secrets::RawSecret>,
+    /// Checks run after each successful call of some tools in a session
+    /// (a typecheck, a lint, a schema), their failures returned with the call.
+    #[serde(default)]
+    verify: Vec<crate::verify::RawVerify>,
 }
 
 /// Only the data dir of a config, for a config that may not load as a whole.
@@ -192,6 +196,9 @@ impl HostConfig {
             tool.split_once('.')
                 .is_some_and(|(plugin, _)| plugins.iter().any(|p| p.name == plugin))
         })?;
+        let verify = crate::verify::validate_verify(&src, &raw.verify, |plugin| {
+            plugins.iter().any(|p| p.name == plugin)
+        })?;
         let hooks = validate_hooks(&src, &dir, &raw.hook, &cap)?;
         let hooks_explicitly_none = hooks_none(&src, raw.hooks.as_deref(), hooks.len())?;
 
@@ -219,6 +226,7 @@ impl HostConfig {
             triggers,
             secret_files,
             secrets,
+            verify,
         };
         config.check_chain_key(&src)?;
         config.check_grants()?;
@@ -277,6 +285,7 @@ impl HostConfig {
             triggers: Vec::new(),
             secret_files: Vec::new(),
             secrets: Default::default(),
+            verify: Vec::new(),
         }
     }
 
