@@ -123,11 +123,7 @@ fn the_dashboard_shows_the_registry_the_recorded_card_spend_by_model_and_the_com
 
     let served = serve(&site);
     let auth = bearer(&ops);
-    let get = |path: &str| {
-        let answer = http(&served.admin, "GET", path, &[("Authorization", &auth)], "");
-        assert_eq!(answer.status, 200, "{path}: {}", answer.body);
-        answer.body
-    };
+    let get = |path: &str| get_from(&served.admin, &auth, path);
 
     // The registry: today's card, escaped.
     let page = get("/ui/principals");
@@ -234,4 +230,32 @@ fn the_dashboard_shows_the_registry_the_recorded_card_spend_by_model_and_the_com
     }
     // Outside the 30 days shown.
     assert!(!page.contains(&ago(40)), "{page}");
+
+    // A restart the same day writes no second record: today's keeps the
+    // time the first sweep wrote it.
+    let recorded = || {
+        let config = glovebox::HostConfig::load(&site.config()).unwrap();
+        let durable = glovebox::open_sessions(&config).unwrap();
+        ComplianceRecords(durable.storage.clone())
+            .get(&today)
+            .unwrap()
+            .unwrap_or_else(|| panic!("no record of {today}"))
+    };
+    drop(served);
+    let first = recorded();
+    let served = serve(&site);
+    std::thread::sleep(Duration::from_millis(2500));
+    assert!(
+        get_from(&served.admin, &auth, "/ui/doctor").contains(&today_row),
+        "today's record after a restart"
+    );
+    drop(served);
+    assert_eq!(recorded(), first);
+}
+
+/// A page of the dashboard at `admin`, as the operator of token `auth`.
+fn get_from(admin: &str, auth: &str, path: &str) -> String {
+    let answer = http(admin, "GET", path, &[("Authorization", auth)], "");
+    assert_eq!(answer.status, 200, "{path}: {}", answer.body);
+    answer.body
 }
