@@ -28,8 +28,9 @@ struct ReportArgs {
     /// The last day, included, `YYYY-MM-DD` (UTC); default: today.
     #[arg(long)]
     to: Option<String>,
-    /// Group by role, session, tool, project, day or family (child sessions
-    /// under their root session, split by role with session hours).
+    /// Group by role, session, tool, project, day, family (child sessions
+    /// under their root session, split by role with session hours) or
+    /// principal (split by the model its sessions recorded at start).
     #[arg(long, default_value = "session")]
     by: GroupBy,
     /// Print JSON instead of a table.
@@ -124,10 +125,35 @@ pub fn run(config: &Path, args: BillingArgs) -> Result<ExitCode> {
                         share.total.cost
                     );
                 }
+                for (model, share) in &g.models {
+                    out!(
+                        "  model {model}: {} sessions, {} calls, {} background, cost {:.4}",
+                        share.sessions,
+                        share.total.calls,
+                        share.background.calls,
+                        share.total.cost
+                    );
+                }
+                if let Some(card) = &g.agent {
+                    out!("  {}", card_line(card));
+                }
             }
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A session's recorded card on one line: `model=… version=… owner=…`.
+fn card_line(card: &glovebox::manifest::AgentCard) -> String {
+    [
+        ("model", &card.model),
+        ("version", &card.version),
+        ("owner", &card.owner),
+    ]
+    .into_iter()
+    .filter_map(|(k, v)| v.as_ref().map(|v| format!("{k}={v}")))
+    .collect::<Vec<_>>()
+    .join(" ")
 }
 
 fn shown_key(g: &billing::Group) -> String {

@@ -242,6 +242,11 @@ enum Command {
         /// Print the findings as JSON.
         #[arg(long)]
         json: bool,
+        /// With --json: print an object with the compliance score, its
+        /// weights and the findings (the text always ends with the score).
+        #[arg(long, requires = "json")]
+        #[serde(default)]
+        score: bool,
     },
     /// Run an operation of the registry by name, its arguments a JSON
     /// object, its output JSON (what the HTTP API at `/api/v1` takes and
@@ -349,7 +354,7 @@ async fn dispatch(config: &std::path::Path, command: Command) -> Result<ExitCode
         Command::Reload => serve::reload(config).await,
         Command::Notify { command } => notify::run(config, command).await,
         Command::Schedule { command } => schedule::run(config, command).await,
-        Command::Doctor { json } => doctor::run(config, json).await,
+        Command::Doctor { json, score } => doctor::run(config, json, score).await,
         Command::Operation { name, args, schema } => {
             operation::run(config, name, args, schema).await
         }

@@ -492,6 +492,7 @@ fn expected(f: &Fixture, sessions: &[&str], by: GroupBy) -> BTreeMap<String, [[u
                     }
                     root.header.id
                 }
+                GroupBy::Principal => state.owner_name().to_string(),
             };
             let entry = &mut out.entry(key).or_default()[usize::from(bg)];
             for (sum, d) in entry.iter_mut().zip(delta) {

@@ -300,6 +300,7 @@ fn the_admin_listener_is_an_operators_checks_origin_and_host_and_escapes_tool_ou
         "/ui/notify",
         "/ui/memory",
         "/ui/doctor",
+        "/ui/principals",
         "/ui/static/style.css",
         "/ui/static/app.js",
     ] {
@@ -989,6 +990,7 @@ async fn an_operator_logs_in_approves_a_call_by_clicking_and_visits_every_page_i
             "/ui/doctor".to_string(),
             "what glovebox doctor finds",
         ),
+        ("principals", "/ui/principals".to_string(), "alice"),
     ] {
         b.goto(&path).await;
         b.find("main").await;

@@ -20,6 +20,7 @@ mod dashboard;
 mod doctor;
 mod drain;
 mod examples;
+mod fleet;
 mod gate_plugins;
 mod hooks;
 mod http_limits;

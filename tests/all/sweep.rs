@@ -428,3 +428,73 @@ fn serve_sweeps_an_idle_session_without_a_call_and_list_blocked_shows_it() {
     assert_eq!(rows[0]["escalation"], "none");
     assert_eq!(rows[0]["flags"]["no_progress"]["severity"], "warning");
 }
+
+/// The compliance score's history: the first sweep of a UTC day records
+/// the day's score (what `glovebox doctor` finds, weighted), a second
+/// sweep the same day writes nothing, and the records are bounded: after
+/// a hundred days the last `KEPT_DAYS` are kept, oldest removed.
+#[tokio::test]
+async fn a_sweep_records_the_compliance_score_once_a_day_and_keeps_the_last_90_days() {
+    use glovebox::doctor::{self, ComplianceRecords, KEPT_DAYS, TREND_DAYS};
+    let r = rig(|_| {}).await;
+    // An unnamed live session: a warning, on top of what the config has.
+    r.durable
+        .sessions
+        .start(StartSession {
+            role: Role::Workagent,
+            project: "p".into(),
+            name: None,
+            tags: vec![],
+            expected_duration: None,
+            budget: BudgetCaps::default(),
+            completion: Default::default(),
+        })
+        .unwrap();
+    let records = ComplianceRecords(r.durable.storage.clone());
+    let day = |ms: u64| glovebox::billing::day_of(ms);
+    let now = || r.durable.sessions.clock_ms();
+
+    glovebox::sweep::pass(&r.gw).await.unwrap();
+    let first = records.get(&day(now())).unwrap().expect("today's record");
+    let findings = doctor::check(&r.gw).await.unwrap();
+    let want = doctor::score(&findings);
+    assert_eq!(first.score, want);
+    assert!(first.score.warnings >= 1, "{first:?}");
+    assert_eq!(
+        first.score.score,
+        100 - 10 * want.warnings as u32 - 2 * want.notices as u32
+    );
+    assert_eq!(first.rules.get("unnamed_session"), Some(&1), "{first:?}");
+
+    // Later the same day: nothing written (the record keeps its time).
+    r.advance(Duration::from_secs(3600));
+    glovebox::sweep::pass(&r.gw).await.unwrap();
+    assert_eq!(records.get(&day(now())).unwrap(), Some(first.clone()));
+    assert!(
+        doctor::record_today(&r.gw).await.unwrap().is_none(),
+        "a second record of one day"
+    );
+
+    // A hundred days of sweeps: one record a day, the last 90 kept.
+    for _ in 0..100 {
+        r.advance(DAY);
+        glovebox::sweep::pass(&r.gw).await.unwrap();
+    }
+    let all = r
+        .durable
+        .storage
+        .scan(doctor::COMPLIANCE_BUCKET, "")
+        .unwrap();
+    assert_eq!(all.len() as i64, KEPT_DAYS);
+    assert_eq!(all.last().unwrap().0, day(now()));
+    assert_eq!(
+        all[0].0,
+        day(now() - (KEPT_DAYS as u64 - 1) * DAY.as_millis() as u64)
+    );
+    assert!(records.get(&first.day).unwrap().is_none());
+    // The dashboard's trend: the last 30 days, oldest first.
+    let trend = doctor::trend(&r.gw).unwrap();
+    assert_eq!(trend.len() as i64, TREND_DAYS);
+    assert_eq!(trend.last().unwrap().day, day(now()));
+    assert!(trend.windows(2).all(|w| w[0].day < w[1].day));
+}

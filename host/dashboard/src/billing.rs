@@ -1,5 +1,7 @@
 //! `GET /ui/billing` (what sessions used over a date range, by role,
-//! project, tool and day, as charts and tables) and `GET /ui/billing.csv`.
+//! project, tool, day and principal, as charts and tables; by principal
+//! each principal's spend is split by the model and version its sessions
+//! recorded at start) and `GET /ui/billing.csv`.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -22,7 +24,13 @@ pub struct BillingQuery {
     by: Option<String>,
 }
 
-const GROUPINGS: [GroupBy; 4] = [GroupBy::Role, GroupBy::Project, GroupBy::Tool, GroupBy::Day];
+const GROUPINGS: [GroupBy; 5] = [
+    GroupBy::Role,
+    GroupBy::Project,
+    GroupBy::Tool,
+    GroupBy::Day,
+    GroupBy::Principal,
+];
 
 pub async fn billing(viewer: Viewer, Query(q): Query<BillingQuery>) -> Response {
     viewer
@@ -119,6 +127,24 @@ fn render_billing(app: &App, q: &BillingQuery) -> Rendered {
                 }
             }
             body += "</tr>";
+            // By principal: its spend by the model its sessions recorded.
+            for (model, share) in &g.models {
+                let _ = write!(
+                    body,
+                    "<tr class=\"model-share\" data-model=\"{}\"><td>&#8627; model <b>{}</b> <span class=\"muted\">{} sessions</span></td>",
+                    esc(model),
+                    esc(model),
+                    share.sessions
+                );
+                for (_, heading, figure) in
+                    columns(&share.total, &share.foreground, &share.background)
+                {
+                    if heading.is_some() {
+                        let _ = write!(body, "<td>{}</td>", figure.shown(4));
+                    }
+                }
+                body += "</tr>";
+            }
         }
         body += "</tbody></table></section>";
     }
@@ -148,8 +174,17 @@ impl Figure {
 /// `g`: the CSV's name, the page's heading (`None`: in the CSV only), and
 /// the figure.
 fn billing_columns(g: &billing::Group) -> [(&'static str, Option<&'static str>, Figure); 13] {
+    columns(&g.total, &g.foreground, &g.background)
+}
+
+/// [`billing_columns`] of figures split `all`, foreground `fg` and
+/// background `bg` (a group's, or a share of one).
+fn columns(
+    all: &billing::Figures,
+    fg: &billing::Figures,
+    bg: &billing::Figures,
+) -> [(&'static str, Option<&'static str>, Figure); 13] {
     use Figure::{Amount, Count, Ms};
-    let (all, fg, bg) = (&g.total, &g.foreground, &g.background);
     [
         ("calls", Some("calls"), Count(all.calls)),
         ("failures", Some("failures"), Count(all.failures)),

@@ -6,16 +6,21 @@
 //! its culprit and the fix.
 //!
 //! The findings come from the same function as the command (`doctor::check`),
-//! so the page and `glovebox doctor --json` never disagree.
+//! so the page and `glovebox doctor --json` never disagree. Above them, the
+//! compliance score they make (`doctor::score`: 100 less 10 per warning and
+//! 2 per notice, never below 0) and its trend over the last 30 days, from
+//! the records the sweep writes once a day (`trend.rs`).
 
 use std::fmt::Write as _;
 
 use axum::http::StatusCode;
 use axum::response::Response;
-use glovebox::doctor::{Finding, Severity};
+use glovebox::doctor::{
+    DailyScore, FULL_SCORE, Finding, NOTICE_WEIGHT, Severity, TREND_DAYS, WARNING_WEIGHT, score,
+};
 
 use crate::html::{badge, esc};
-use crate::viewer::{Rendered, Viewer, session_link};
+use crate::viewer::{Rendered, Viewer, internal, now_ms, session_link};
 
 /// `GET /ui/doctor`.
 pub async fn doctor(viewer: Viewer) -> Response {
@@ -23,11 +28,19 @@ pub async fn doctor(viewer: Viewer) -> Response {
         .await
         .map_err(crate::viewer::internal);
     viewer
-        .page("doctor", "sessions", move |_| render(found))
+        .page("doctor", "sessions", move |app| {
+            let today = glovebox::billing::day_of(now_ms(app));
+            let trend = glovebox::doctor::trend(&app.gateway).map_err(internal);
+            render(found, trend, &today)
+        })
         .await
 }
 
-fn render(found: Result<Vec<Finding>, (StatusCode, String)>) -> Rendered {
+pub(crate) fn render(
+    found: Result<Vec<Finding>, (StatusCode, String)>,
+    trend: Result<Vec<DailyScore>, (StatusCode, String)>,
+    today: &str,
+) -> Rendered {
     let found = found?;
     let warnings = found
         .iter()
@@ -38,8 +51,16 @@ fn render(found: Result<Vec<Finding>, (StatusCode, String)>) -> Rendered {
         warnings,
         found.len() - warnings
     );
+    let scored = score(&found);
+    let _ = write!(
+        body,
+        "<p id=\"compliance-score\">compliance score <b>{}</b>/{FULL_SCORE} <span class=\"muted\">({} warning(s) × {WARNING_WEIGHT}, {} notice(s) × {NOTICE_WEIGHT} taken from {FULL_SCORE}, never below 0)</span></p>",
+        scored.score, scored.warnings, scored.notices,
+    );
+    let trend = crate::trend::trend(&trend?, today, TREND_DAYS);
     if found.is_empty() {
         body += "<p class=\"muted\" id=\"no-findings\">no antipatterns found</p>";
+        body += &trend;
         return Ok(("Doctor".into(), body));
     }
     body += "<table id=\"findings\"><thead><tr><th>severity</th><th>rule</th><th>culprit</th><th>what is wrong</th><th>fix</th></tr></thead><tbody>";
@@ -59,5 +80,6 @@ fn render(found: Result<Vec<Finding>, (StatusCode, String)>) -> Rendered {
         );
     }
     body += "</tbody></table>";
+    body += &trend;
     Ok(("Doctor".into(), body))
 }

@@ -129,8 +129,9 @@ pub struct Chrome<'a> {
     pub logins: bool,
 }
 
-const NAV: [(&str, &str, &str); 10] = [
+const NAV: [(&str, &str, &str); 11] = [
     ("sessions", "/ui/sessions", "Sessions"),
+    ("principals", "/ui/principals", "Principals"),
     ("approvals", "/ui/approvals", "Approvals"),
     ("jobs", "/ui/jobs", "Jobs"),
     ("billing", "/ui/billing", "Billing"),

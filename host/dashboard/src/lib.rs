@@ -27,6 +27,7 @@ mod approval;
 mod auth;
 mod billing;
 mod budget;
+mod card;
 mod doctor;
 mod events;
 mod hooks;
@@ -37,9 +38,11 @@ mod memory;
 mod notify;
 pub mod openapi;
 mod pages;
+mod principals;
 mod rescues;
 mod sessions;
 mod timeline;
+mod trend;
 mod viewer;
 
 use std::net::SocketAddr;
@@ -239,6 +242,7 @@ fn router(app: Arc<App>) -> Router {
         .route("/ui/rescues", get(rescues::rescues))
         .route("/ui/memory", get(memory::memory))
         .route("/ui/doctor", get(doctor::doctor))
+        .route("/ui/principals", get(principals::principals))
         .route("/ui/memory/{id}/approve", post(memory::approve))
         .route("/ui/memory/{id}/reject", post(memory::reject))
         .route("/ui/memory/{id}/retire", post(memory::retire))

@@ -10,6 +10,7 @@ use axum::response::Response;
 use glovebox::session::{Role, SessionFilter, SessionState, SessionStatus};
 
 use crate::App;
+use crate::card;
 use crate::html::{self, badge, esc, url};
 use crate::timeline::{event_detail, scratch_listing};
 use crate::viewer::{Rendered, Viewer, internal, now_ms, session_link, some};
@@ -166,13 +167,14 @@ fn session_row(
         .map(|r| format!("<br><span class=\"muted\">{}</span>", esc(r)))
         .unwrap_or_default();
     format!(
-        "<tr data-session=\"{}\"><td>{}<br><code class=\"muted\">{}</code></td><td>{}{paused}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{budget}</td></tr>",
+        "<tr data-session=\"{}\"><td>{}<br><code class=\"muted\">{}</code></td><td>{}{paused}</td><td>{}</td><td>{}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{budget}</td></tr>",
         esc(&s.header.id),
         session_link(&s.header.id, s.header.name.as_deref()),
         esc(&s.header.id),
         badge(s.header.status.as_str()),
         esc(s.header.role.as_str()),
         esc(s.owner_name()),
+        card::model_line(s.agent.as_ref()),
         esc(&s.header.project),
         s.header
             .tags
@@ -219,6 +221,15 @@ fn render_session(app: &App, id: &str, from: Option<u64>) -> Rendered {
     let now = now_ms(app);
     let host = app.gateway.host();
     let mut body = session_header(&state, now);
+    // The card its first event recorded, and the config's today if it differs.
+    let today = app
+        .gateway
+        .principals()
+        .all()
+        .into_iter()
+        .find(|p| p.name == state.owner_name())
+        .map(|p| p.card);
+    body += &card::recorded(state.agent.as_ref(), today.as_ref());
     body += &chain_check(sessions, &state);
     // Flags and budget.
     let budgets = &host.config().budgets;

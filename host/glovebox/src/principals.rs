@@ -58,6 +58,17 @@ impl Principals {
         manifest::authenticate(&self.host.config().principals, token).map(|p| p.principal.clone())
     }
 
+    /// Every principal sessions may be started by: the declared ones in
+    /// the config's order, or the built-in agent `local` when none is
+    /// declared (the fleet's registry the dashboard shows).
+    pub fn all(&self) -> Vec<Principal> {
+        let declared = &self.host.config().principals;
+        if declared.is_empty() {
+            return vec![Principal::local()];
+        }
+        declared.iter().map(|p| p.principal.clone()).collect()
+    }
+
     /// The declared principal called `name`.
     pub fn named(&self, name: &str) -> Option<Principal> {
         self.host

@@ -1,6 +1,7 @@
 //! One pass of the host's upkeep: the stuck-agent detector's time-based
 //! rules over the live sessions, expired approvals denied, orphaned ones
-//! settled, and old finished records removed. The background's sweep worker
+//! settled, old finished records removed, and once a UTC day the compliance
+//! score recorded (`doctor::record_today`). The background's sweep worker
 //! runs it every `[detector] sweep_interval`; a `sweep` schedule, and tests,
 //! run one on demand.
 
@@ -41,6 +42,7 @@ pub async fn pass(gateway: &Gateway) -> Result<detect::Swept, SessionError> {
         tracing::warn!(error = %why, "sweep: a session could not be swept");
     }
     collect_finished(gateway).await;
+    record_compliance(gateway).await;
     tracing::debug!(
         judged = swept.judged,
         raised = swept.raised.len(),
@@ -49,6 +51,23 @@ pub async fn pass(gateway: &Gateway) -> Result<detect::Swept, SessionError> {
         "sweep pass done"
     );
     Ok(swept)
+}
+
+/// Records today's compliance score if no record of today is there yet
+/// (`glovebox doctor`'s checks run then, once a day). Failures are logged:
+/// the next sweep tries again.
+pub async fn record_compliance(gateway: &Gateway) {
+    match crate::doctor::record_today(gateway).await {
+        Ok(Some(r)) => tracing::info!(
+            day = %r.day,
+            score = r.score.score,
+            warnings = r.score.warnings,
+            notices = r.score.notices,
+            "sweep: recorded the day's compliance score"
+        ),
+        Ok(None) => {}
+        Err(e) => tracing::warn!(error = %e, "sweep: could not record the day's compliance score"),
+    }
 }
 
 /// Removes the final jobs and settled approvals older than

@@ -232,7 +232,8 @@ pub(super) struct RawDetector {
     #[cfg_attr(feature = "schemars", schemars(extend("default" = "1h")))]
     approval_wait_after: Option<Millis>,
     /// How often the sweep runs while serving; `0` or `"off"` turns it off;
-    /// at least `"100ms"`.
+    /// at least `"100ms"`. Its first pass of a UTC day also records the
+    /// day's compliance score (`glovebox doctor`).
     #[cfg_attr(feature = "schemars", schemars(extend("default" = "30s")))]
     sweep_interval: Option<OffOr>,
     /// Archive sessions idle this long (at least `stale_after`).

@@ -18,6 +18,10 @@
 //! made from its schema, and a destructive-looking call. Nothing is recorded
 //! and no tool runs.
 //!
+//! The findings make a compliance score (`score.rs`: 100 less 10 per
+//! warning and 2 per notice, never below 0), which the sweep records once a
+//! UTC day in the store (`compliance.rs`) for the dashboard's trend.
+//!
 //! [`check`] returns structured findings ([`Finding`], in `findings.rs`), for
 //! the command line and a dashboard alike; the checks are by family:
 //! `sessions.rs`, `unwaited.rs` (jobs), `plugins.rs`, `hooks.rs`. This module
@@ -33,14 +37,21 @@ use crate::manifest::HostConfig;
 use crate::session::{SessionError, SessionStatus};
 use crate::tasks::ledger_work;
 
+mod compliance;
 mod findings;
 mod hooks;
 mod plugins;
+mod score;
 mod session_end;
 mod sessions;
 mod unwaited;
 
+pub use compliance::{
+    BUCKET as COMPLIANCE_BUCKET, ComplianceRecords, DailyScore, KEPT_DAYS, TREND_DAYS,
+    record_today, trend,
+};
 pub use findings::{Culprit, CulpritKind, Finding, Rule, Severity};
+pub use score::{FULL_SCORE, NOTICE_WEIGHT, Score, WARNING_WEIGHT, score, weight};
 pub(crate) use session_end::unwaited_jobs_of;
 pub use session_end::{SessionEnded, end_session, unwaited_warning};
 

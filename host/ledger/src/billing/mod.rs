@@ -15,7 +15,11 @@
 //!   root ancestor (a session with no parent is its own family), split by
 //!   role, each role with its sessions and session hours (the time from a
 //!   session's start to its end, or its last event while it is live, within
-//!   the range), so a supervisor's bill shows what its workagents used.
+//!   the range), so a supervisor's bill shows what its workagents used;
+//! - grouped by principal, a session counts under the principal that
+//!   started it (`local` for a session with no owner recorded), split by
+//!   the model and version its first event recorded (`models.rs`), so a
+//!   change of model in the middle of a range shows what each cost.
 //!
 //! Dates are `YYYY-MM-DD` in UTC; a range includes both its days. The
 //! report is made in `report.rs`.
@@ -25,10 +29,15 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::budget::units;
+use crate::manifest::AgentCard;
 use crate::session::{EndOutcome, EventKind, SessionError, SessionInfo, SessionSummary, Sessions};
 
+mod models;
+#[cfg(test)]
+mod principal_tests;
 mod report;
 
+pub use models::{ModelShare, model_key};
 pub use report::{Report, report};
 
 const DAY_MS: u64 = 86_400_000;
@@ -44,16 +53,20 @@ pub enum GroupBy {
     Day,
     /// The root session of each family of sessions, with a split by role.
     Family,
+    /// The principal that started each session, with a split by the model
+    /// its sessions recorded at start.
+    Principal,
 }
 
 impl GroupBy {
-    pub const ALL: [GroupBy; 6] = [
+    pub const ALL: [GroupBy; 7] = [
         GroupBy::Role,
         GroupBy::Session,
         GroupBy::Tool,
         GroupBy::Project,
         GroupBy::Day,
         GroupBy::Family,
+        GroupBy::Principal,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -64,6 +77,7 @@ impl GroupBy {
             GroupBy::Project => "project",
             GroupBy::Day => "day",
             GroupBy::Family => "family",
+            GroupBy::Principal => "principal",
         }
     }
 }
@@ -264,6 +278,14 @@ pub struct Group {
     /// Grouped by family: the family's figures by role.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub roles: BTreeMap<String, RoleShare>,
+    /// Grouped by session: what the operator said about its principal when
+    /// it started (model, version, owner, description), when anything was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<AgentCard>,
+    /// Grouped by principal: its figures by the model its sessions recorded
+    /// at start (keys as [`model_key`] makes them).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub models: BTreeMap<String, ModelShare>,
 }
 
 impl Group {

@@ -8,7 +8,9 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
-use super::{DateRange, Figures, Group, GroupBy, candidates, day_of, format_day};
+use super::{
+    DateRange, Figures, Group, GroupBy, ModelShare, candidates, day_of, format_day, model_key,
+};
 use crate::session::{EventKind, SessionError, SessionInfo, Sessions};
 
 /// A billing report.
@@ -78,9 +80,13 @@ impl Tally {
         let mut calls: HashMap<String, (String, bool)> = HashMap::new();
         let mut any = false;
         let mut ended_at = None;
+        // The card its first event recorded (not the config's today).
+        let mut agent = None;
         for event in sessions.events(&info.header.id, 1, usize::MAX)? {
-            if let EventKind::Ended { .. } = &event.kind {
-                ended_at = Some(event.at_ms);
+            match &event.kind {
+                EventKind::Ended { .. } => ended_at = Some(event.at_ms),
+                EventKind::SessionStarted { agent: card, .. } => agent = card.clone(),
+                _ => {}
             }
             let Some((tool, background, mut figures)) = charge_of(&event.kind, &mut calls) else {
                 continue;
@@ -89,6 +95,7 @@ impl Tally {
                 continue;
             }
             figures.finish();
+            let first = !any;
             any = true;
             let (key, label) = match by {
                 GroupBy::Role => (info.header.role.to_string(), None),
@@ -97,12 +104,25 @@ impl Tally {
                 GroupBy::Project => (info.header.project.clone(), None),
                 GroupBy::Day => (day_of(event.at_ms), None),
                 GroupBy::Family => family.clone(),
+                GroupBy::Principal => (info.owner_name().to_string(), None),
             };
             let group = self.group(key, label);
             group.add(&figures, background);
-            if by == GroupBy::Family {
-                let share = group.roles.entry(info.header.role.to_string()).or_default();
-                share.add(&figures, background);
+            match by {
+                GroupBy::Family => {
+                    let share = group.roles.entry(info.header.role.to_string()).or_default();
+                    share.add(&figures, background);
+                }
+                GroupBy::Session => group.agent.clone_from(&agent),
+                GroupBy::Principal => {
+                    let share = group
+                        .models
+                        .entry(model_key(agent.as_ref()))
+                        .or_insert_with(|| ModelShare::of(agent.as_ref()));
+                    share.sessions += u64::from(first);
+                    share.add(&figures, background);
+                }
+                _ => {}
             }
             self.total.add(&figures, background);
         }
