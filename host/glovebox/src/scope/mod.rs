@@ -115,9 +115,17 @@ impl<'g> Scope<'g> {
         job_id: Option<String>,
         cancel: Option<crate::pipeline::Cancel>,
     ) -> Result<CallReport, SessionError> {
-        let (tool, input) = (call.name().to_string(), call.input().to_string());
+        // Only a call some check follows keeps its input for the check.
+        let checked = self
+            .gateway
+            .host()
+            .config()
+            .verify
+            .iter()
+            .any(|rule| rule.follows(call.name()))
+            .then(|| (call.name().to_string(), call.input().to_string()));
         let mut report = self.call_unverified(session, call, job_id, cancel).await?;
-        if report.outcome.is_ok() {
+        if let (Some((tool, input)), true) = (checked, report.outcome.is_ok()) {
             self.verify_after(session, &tool, &input, &mut report)
                 .await?;
         }
