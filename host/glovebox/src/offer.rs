@@ -221,3 +221,126 @@ pub(crate) fn check_toolsets(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+    use crate::manifest::Toolset;
+
+    fn tool(name: &str, read_only: bool) -> ToolInfo {
+        let (plugin, short) = name.split_once('.').unwrap();
+        ToolInfo {
+            name: name.to_string(),
+            plugin: plugin.to_string(),
+            tool: short.to_string(),
+            description: String::new(),
+            input_schema: serde_json::json!({"type": "object"}),
+            field_order: Vec::new(),
+            action: "read:x".to_string(),
+            destructive: false,
+            idempotent: false,
+            read_only,
+            cost: None,
+        }
+    }
+
+    /// A config with `readers` (files.read, text.*) and `writers`
+    /// (files.write), workagents narrowed to `readers` and `writers`.
+    fn config() -> HostConfig {
+        let mut config = HostConfig::from_plugins(std::path::PathBuf::from("/d"), Vec::new());
+        config.toolsets = ToolsetsConfig {
+            sets: vec![
+                Toolset {
+                    name: "readers".into(),
+                    tools: vec!["files.read".into(), "text.*".into()],
+                },
+                Toolset {
+                    name: "writers".into(),
+                    tools: vec!["files.write".into()],
+                },
+            ],
+            roles: HashMap::from([(Role::Workagent, vec!["readers".into(), "writers".into()])]),
+        };
+        config
+    }
+
+    fn agent(toolsets: &[&str], read_only: bool) -> Principal {
+        Principal {
+            toolsets: toolsets.iter().map(|s| s.to_string()).collect(),
+            read_only,
+            ..Principal::local()
+        }
+    }
+
+    #[test]
+    fn nothing_narrows_a_caller_without_toolsets_or_read_only() {
+        let config = HostConfig::from_plugins(std::path::PathBuf::from("/d"), Vec::new());
+        let offer = Offer::new(&config, Some(&agent(&[], false)), Role::Workagent, false);
+        assert!(!offer.narrowed());
+        assert!(offer.offers(&tool("files.write", false)));
+        // The role of a config with toolsets for another role only.
+        let config = self::config();
+        let offer = Offer::new(&config, Some(&agent(&[], false)), Role::Supervisor, false);
+        assert!(!offer.narrowed());
+        assert!(offer.offers(&tool("echo.echo", false)));
+    }
+
+    #[test]
+    fn the_principals_and_the_roles_toolsets_must_both_allow_a_tool() {
+        let config = config();
+        let reader = agent(&["readers"], false);
+        let offer = Offer::new(&config, Some(&reader), Role::Workagent, false);
+        assert!(offer.offers(&tool("text.upper", false)));
+        let refused = offer.check(&tool("files.write", false)).unwrap_err();
+        assert_eq!(refused.kind(), "not_offered");
+        let words = refused.to_string();
+        assert!(
+            words.contains("principal `local` is given the toolsets `readers`")
+                && words.contains("the toolsets that list it: `writers`"),
+            "{words}"
+        );
+        // A principal allowed everything is still held to its role's.
+        let offer = Offer::new(&config, Some(&agent(&[], false)), Role::Workagent, false);
+        let words = offer
+            .check(&tool("echo.echo", false))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            words.contains("`[role.workagent] toolsets`") && words.contains("no `[[toolset]]`"),
+            "{words}"
+        );
+    }
+
+    #[test]
+    fn read_only_leaves_only_annotated_tools_and_says_who_made_it_so() {
+        let config = config();
+        let session = Offer::new(&config, Some(&agent(&[], false)), Role::Supervisor, true);
+        assert!(session.narrowed());
+        assert!(session.offers(&tool("files.read", true)));
+        let words = session
+            .check(&tool("files.write", false))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            words.contains("this session is read-only") && words.contains("`[tools.write]`"),
+            "{words}"
+        );
+        // The principal's mark wins the wording, and holds without the session's.
+        let principal = Offer::new(&config, Some(&agent(&[], true)), Role::Supervisor, false);
+        let words = principal
+            .check(&tool("files.write", false))
+            .unwrap_err()
+            .to_string();
+        assert!(words.contains("principal `local` is read-only"), "{words}");
+        // Read-only narrows further what the toolsets allow, never widens it.
+        let both = Offer::new(
+            &config,
+            Some(&agent(&["writers"], true)),
+            Role::Supervisor,
+            false,
+        );
+        assert!(!both.offers(&tool("files.read", true)));
+    }
+}
