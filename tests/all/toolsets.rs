@@ -362,3 +362,53 @@ fn a_config_naming_an_unknown_toolset_or_tool_is_refused() {
         "{err}"
     );
 }
+
+#[test]
+fn principal_add_gives_toolsets_and_read_only_and_refuses_an_undeclared_toolset() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(
+        dir.path(),
+        "[[toolset]]\nname = \"readers\"\ntools = [\"files.read\"]\n",
+    );
+    let glovebox = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_glovebox"))
+            .env_remove("GLOVEBOX_CONFIG")
+            .arg("--config")
+            .arg(&config)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let agent = ["--kind", "agent", "--roles", "workagent", "--projects", "p"];
+    let added = glovebox(
+        &[
+            &["principal", "add", "scout"][..],
+            &agent,
+            &["--toolsets", "readers", "--read-only"],
+        ]
+        .concat(),
+    );
+    assert!(added.status.success(), "{added:?}");
+    let listed = glovebox(&["principal", "list"]);
+    let text = String::from_utf8_lossy(&listed.stdout);
+    assert!(text.contains("\ttoolsets=readers\tread-only"), "{text}");
+    let json = glovebox(&["principal", "list", "--json"]);
+    let json: Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(json[0]["toolsets"], json!(["readers"]));
+    assert_eq!(json[0]["read_only"], true);
+
+    // An undeclared toolset: the config is left as it was.
+    let before = std::fs::read_to_string(&config).unwrap();
+    let refused = glovebox(
+        &[
+            &["principal", "add", "other"][..],
+            &agent,
+            &["--toolsets", "writers"],
+        ]
+        .concat(),
+    );
+    assert!(!refused.status.success());
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(err.contains("`writers` is no declared toolset"), "{err}");
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), before);
+}
