@@ -412,3 +412,67 @@ fn principal_add_gives_toolsets_and_read_only_and_refuses_an_undeclared_toolset(
     assert!(err.contains("`writers` is no declared toolset"), "{err}");
     assert_eq!(std::fs::read_to_string(&config).unwrap(), before);
 }
+
+#[test]
+fn over_http_a_principals_toolset_narrows_its_list_its_calls_and_its_jobs() {
+    let site = crate::util::Site::with_config(
+        "[[toolset]]\nname = \"echoes\"\ntools = [\"echo.*\"]\n",
+        &[
+            (
+                "sleep.toml",
+                format!(
+                    "name = \"sleep\"\ncomponent = \"{}\"\n",
+                    plugins::HOSTILE_SLEEP
+                ),
+            ),
+            (
+                "echo.toml",
+                format!("name = \"echo\"\ncomponent = \"{}\"\n", plugins::TOOL_ECHO),
+            ),
+        ],
+    );
+    let token = crate::principals::add(
+        &site,
+        &[
+            "bob",
+            "--kind",
+            "agent",
+            "--roles",
+            "workagent",
+            "--projects",
+            "*",
+            "--toolsets",
+            "echoes",
+        ],
+    );
+    let (mut child, addr, _log) = crate::http_limits::serve_logged(&site, &[]);
+    let session = crate::identity::open_session(&addr, Some(&token));
+    let list = crate::tasks::rpc(&addr, &token, &session, "tools/list", json!({}));
+    let names: Vec<&str> = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"echo.echo"), "{names:?}");
+    assert!(!names.contains(&"sleep.sleep"), "{names:?}");
+    assert!(names.contains(&"job_spawn"), "{names:?}");
+
+    let call = |tool: &str, args: Value| {
+        crate::identity::call(&addr, Some(&token), &session, tool, args).unwrap()
+    };
+    let refused = call("sleep.sleep", json!({"seconds": 0}));
+    let (kind, message) = rpc_refusal(&refused);
+    assert_eq!(kind, "not_offered");
+    assert!(message.contains("`echoes`"), "{message}");
+    let job = call(
+        "job_spawn",
+        json!({"tool": "sleep.sleep", "input": {"seconds": 0}}),
+    );
+    assert_eq!(job["result"]["isError"], true, "{job}");
+    assert!(job.to_string().contains("not offered here"), "{job}");
+    let echoed = call("echo.echo", json!({"message": "hi"}));
+    assert_eq!(echoed["result"]["isError"], false, "{echoed}");
+    let _ = child.kill();
+    let _ = child.wait();
+}
