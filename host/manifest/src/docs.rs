@@ -43,8 +43,8 @@ use super::principal::RawPrincipal;
 use super::schedule::{RawSchedule, RawTrigger};
 use super::schema::{host_config_schema, manifest_schema};
 use super::secrets::RawSecret;
-use super::verify::RawVerify;
 use super::toolset::{RawRoleTools, RawToolset};
+use super::verify::RawVerify;
 use super::{Gate, QuotasConfig};
 
 use declared_keys::declared_keys;
