@@ -29,6 +29,7 @@ pub(crate) async fn spawn(
     let durable = open_durable(config)?;
     let host = crate::reach::config(config)?;
     let budget = new.budget()?;
+    let read_only = new.read_only;
     let mut task = Handoff::new(HandoffKind::Task, role, objective);
     task.notes = notes.into();
     let spawn = SpawnChild {
@@ -41,12 +42,11 @@ pub(crate) async fn spawn(
         completion,
     };
     let reserved = glovebox::manifest::pinned_tags(&host.principals);
-    match durable.sessions.scope(&crate::reach::operator()).spawn(
-        &parent,
-        spawn,
-        &host.budgets,
-        &reserved,
-    ) {
+    match durable
+        .sessions
+        .scope(&crate::reach::operator())
+        .spawn_read_only(&parent, spawn, &host.budgets, &reserved, read_only)
+    {
         Ok(spawned) => {
             print_json(&spawned)?;
             Ok(ExitCode::SUCCESS)

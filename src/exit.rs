@@ -62,6 +62,7 @@ impl Exit {
             CallError::AwaitingApproval { .. } => Exit::AwaitingApproval,
             CallError::UnknownTool { .. }
             | CallError::AmbiguousTool { .. }
+            | CallError::NotOffered { .. }
             | CallError::InvalidInput { .. } => Exit::Invalid,
             CallError::ToolFailed { .. } | CallError::Trap { .. } => Exit::ToolFailed,
             CallError::Timeout { .. }

@@ -41,12 +41,28 @@ pub enum PrincipalCommand {
         /// owner, description), recorded in every session it starts.
         #[command(flatten)]
         card: Box<CardArgs>,
+        /// What narrows the tools it is offered.
+        #[command(flatten)]
+        narrow: NarrowArgs,
     },
     /// List the declared principals (never their credentials).
     List {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// `principal add`'s narrowing: the `[[toolset]]`s it is offered and
+/// whether it is read-only (see `docs/operators/principals.md`).
+#[derive(clap::Args, Default)]
+pub struct NarrowArgs {
+    /// The `[[toolset]]`s it is offered, comma-separated (declared in the
+    /// config; none: every tool).
+    #[arg(long, value_delimiter = ',')]
+    toolsets: Vec<String>,
+    /// Offer it only tools annotated read-only, in every session it starts.
+    #[arg(long)]
+    read_only: bool,
 }
 
 /// `principal add`'s card: what the fleet's registry says of it.
@@ -76,13 +92,14 @@ pub fn run(config: &Path, command: PrincipalCommand) -> Result<ExitCode> {
             tags,
             credential_file,
             card,
+            narrow,
         } => add(
             config,
             &name,
             kind,
             (&roles, &projects, &tags),
             credential_file,
-            &card,
+            (&card, &narrow),
         ),
         PrincipalCommand::List { json } => list(config, json),
     }
@@ -94,7 +111,7 @@ fn add(
     kind: PrincipalKind,
     (roles, projects, tags): (&[Role], &[String], &[String]),
     credential_file: Option<PathBuf>,
-    card: &CardArgs,
+    (card, narrow): (&CardArgs, &NarrowArgs),
 ) -> Result<ExitCode> {
     check_request(name, kind, roles, projects)?;
     let card = card_fields(card)?;
@@ -111,6 +128,13 @@ fn add(
     insert_scope(&mut entry, kind, roles, projects, tags);
     for (key, text) in card {
         entry.insert(key, value(text));
+    }
+    if !narrow.toolsets.is_empty() {
+        let sets = strings(narrow.toolsets.iter().map(String::as_str));
+        entry.insert("toolsets", value(sets));
+    }
+    if narrow.read_only {
+        entry.insert("read_only", value(true));
     }
     append_entry(&mut doc, config, entry)?;
     replace_config(config, &dir, &doc.to_string(), written_file)?;
@@ -332,8 +356,16 @@ fn list(config: &Path, json: bool) -> Result<ExitCode> {
         .into_iter()
         .filter_map(|(k, v)| v.as_ref().map(|v| format!("\t{k}={v}")))
         .collect();
+        // What narrows it, shown only where something does.
+        let mut narrow = String::new();
+        if !p.toolsets.is_empty() {
+            narrow.push_str(&format!("\ttoolsets={}", p.toolsets.join(",")));
+        }
+        if p.read_only {
+            narrow.push_str("\tread-only");
+        }
         out!(
-            "{}\t{}\troles={}\tprojects={}\ttags={}{card}",
+            "{}\t{}\troles={}\tprojects={}\ttags={}{card}{narrow}",
             p.name,
             p.kind,
             roles.join(","),

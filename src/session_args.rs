@@ -84,6 +84,11 @@ pub struct NewSessionArgs {
     /// `"judge": true`. The config's `[[completion]]` is added.
     #[arg(long, value_name = "JSON")]
     pub completion: Option<String>,
+    /// Offer the session (and every child it spawns) only tools annotated
+    /// read-only, for good (`[tools.<tool>] read_only` in their manifests).
+    #[arg(long)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read_only: bool,
 }
 
 impl NewSessionArgs {

@@ -352,15 +352,19 @@ async fn start(
     let completion = crate::completion::completion_arg(config, new.completion.as_deref()).await?;
     let sessions = crate::reach::sessions(config)?;
     let budget = new.budget()?;
-    printed(sessions.start(StartSession {
-        role,
-        project,
-        name: new.name,
-        tags: new.tags,
-        expected_duration: new.expected_duration,
-        budget,
-        completion,
-    }))
+    let read_only = new.read_only;
+    printed(sessions.start_read_only(
+        StartSession {
+            role,
+            project,
+            name: new.name,
+            tags: new.tags,
+            expected_duration: new.expected_duration,
+            budget,
+            completion,
+        },
+        read_only,
+    ))
 }
 
 /// A handoff written as JSON in a file (`--from-file`).

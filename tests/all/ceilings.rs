@@ -59,6 +59,8 @@ pub(crate) fn agent(name: &str) -> Principal {
         tags: vec![],
         approve_by: Default::default(),
         card: Default::default(),
+        toolsets: Vec::new(),
+        read_only: false,
     }
 }
 

@@ -137,6 +137,7 @@ async fn manifest_overrides_beat_what_the_plugin_says() {
         action: Some("execute:file:list-dangerously".into()),
         destructive: Some(true),
         idempotent: Some(false),
+        read_only: None,
         cost: Some(0.25),
     };
     m.tools.insert("list".into(), over);

@@ -122,6 +122,8 @@ pub(crate) fn worker_bot() -> Principal {
         tags: vec![],
         approve_by: Default::default(),
         card: Default::default(),
+        toolsets: Vec::new(),
+        read_only: false,
     }
 }
 

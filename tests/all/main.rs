@@ -55,5 +55,6 @@ mod sessions;
 mod sweep;
 mod tasks;
 mod tool_text;
+mod toolsets;
 mod util;
 mod verify;

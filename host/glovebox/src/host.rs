@@ -132,6 +132,7 @@ impl Host {
                 }
             }
         }
+        crate::offer::check_toolsets(&config, &plugins, &index)?;
         // Hooks never fail the load: a broken hook denies every call instead.
         let hooks =
             Arc::new(HookChain::load(runtime.engine(), runtime.compiled(), &config.hooks).await);

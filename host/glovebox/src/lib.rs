@@ -64,6 +64,7 @@ pub use glovebox_ledger::{
 };
 /// Notifications: the outbox (the ledger's) and its delivery worker.
 pub mod notify;
+pub mod offer;
 
 // The hands: the engine, the sandbox, loading and running tools and hooks (the
 // `glovebox-runtime` crate). Its public modules keep their old paths here; the
@@ -85,6 +86,7 @@ pub use jobs::{
 };
 pub use ledger::{Durable, backend_of, open_sessions, open_store, store_dir};
 pub use manifest::{HostConfig, Limits, PluginManifest, Principal, PrincipalKind};
+pub use offer::Offer;
 pub use principals::{NameTheAgent, Principals, cli_operator};
 pub use scope::{ApprovalScope, JobScope, Scope};
 pub use session::{SessionError, Sessions};

@@ -43,6 +43,7 @@ use super::principal::RawPrincipal;
 use super::schedule::{RawSchedule, RawTrigger};
 use super::schema::{host_config_schema, manifest_schema};
 use super::secrets::RawSecret;
+use super::toolset::{RawRoleTools, RawToolset};
 use super::verify::RawVerify;
 use super::{Gate, QuotasConfig};
 
@@ -156,6 +157,13 @@ const SECTIONS: &[Section] = &[
         ..Section::of(
             "`[[principal]]` ([`operators/principals.md`](operators/principals.md))",
             &["principal"],
+        )
+    },
+    Section {
+        before: "Given by `toolsets` in a `[[principal]]` and in `[role.<role>]` (top level). A principal or\nrole with no toolsets is offered every tool; with some, only the tools one of them lists\n(built-in session tools always).\n",
+        ..Section::of(
+            "`[[toolset]]`: the tools an agent is offered ([`operators/principals.md`](operators/principals.md#toolsets-and-read-only-agents))",
+            &["toolset"],
         )
     },
     Section::of(
@@ -314,6 +322,8 @@ fn declared_orders() -> BTreeMap<&'static str, Vec<String>> {
         ("RawMemory", declared_keys::<RawMemory>()),
         ("RawPropose", declared_keys::<RawPropose>()),
         ("RawPrincipal", declared_keys::<RawPrincipal>()),
+        ("RawToolset", declared_keys::<RawToolset>()),
+        ("RawRoleTools", declared_keys::<RawRoleTools>()),
         ("RawAuth", declared_keys::<RawAuth>()),
         ("RawOAuth", declared_keys::<RawOAuth>()),
         ("RawPluginEntry", declared_keys::<RawPluginEntry>()),

@@ -59,6 +59,7 @@ mod schedule;
 pub mod schema;
 mod secrets;
 mod source;
+mod toolset;
 mod units;
 mod verify;
 
@@ -115,6 +116,7 @@ pub use schedule::{
     SessionTarget, TriggerConfig, TriggerOn,
 };
 pub use secrets::{MAX_SECRET_BYTES, MIN_SECRET_BYTES, Secret, SecretSource, SecretValue, Secrets};
+pub use toolset::{Toolset, ToolsetsConfig, is_tool_pattern, tool_pattern_matches};
 pub use units::{
     DurationError, SizeError, approximate_size, format_size, parse_duration, parse_size,
 };
@@ -167,6 +169,9 @@ pub struct HostConfig {
     /// `[[principal]]`: who may connect (empty: every connection is the
     /// built-in agent `local`, and HTTP serves loopback only).
     pub principals: Vec<PrincipalConfig>,
+    /// `[[toolset]]` and `[role.<role>] toolsets`: the named lists of tools
+    /// principals and roles are narrowed to (empty: nobody is narrowed).
+    pub toolsets: ToolsetsConfig,
     /// `[auth.oauth]`: an OAuth 2.1 authorization server whose access
     /// tokens name declared principals over HTTP (`None`: only the
     /// principals' own tokens).
@@ -535,6 +540,10 @@ pub struct ToolOverride {
     pub action: Option<String>,
     pub destructive: Option<bool>,
     pub idempotent: Option<bool>,
+    /// Whether a call only reads (`read_only`): only such tools are offered
+    /// to a read-only principal or session. `None`: the plugin's claim, and
+    /// a tool that makes none is not read-only.
+    pub read_only: Option<bool>,
     /// Estimated cost of one call, for hooks.
     pub cost: Option<f64>,
 }

@@ -120,6 +120,12 @@ pub(super) struct RawTool {
     /// Whether running it twice is harmless (then an interrupted call may be re-run).
     #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "the plugin's own")))]
     idempotent: Option<bool>,
+    /// Whether a call only reads: only such tools are offered to a
+    /// read-only principal or session (`read_only = true` in `glovebox.toml`
+    /// or at `session_start`). Only the manifest says it (a plugin's own
+    /// tool spec has no such claim); a destructive tool cannot be read-only.
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "false")))]
+    read_only: Option<bool>,
     /// Its estimated cost of one call, for hooks.
     #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "the plugin's own")))]
     cost: Option<f64>,
@@ -454,12 +460,20 @@ fn tool_overrides(
                 source::hint_for("cost"),
             ));
         }
+        if over.read_only == Some(true) && over.destructive == Some(true) {
+            return Err(src.invalid(
+                &format!("{key}.read_only"),
+                "a tool that may destroy or overwrite data does not only read",
+                "drop `read_only = true`, or set `destructive = false` if the tool truly changes nothing",
+            ));
+        }
         tools.insert(
             tool.clone(),
             ToolOverride {
                 action: over.action.clone(),
                 destructive: over.destructive,
                 idempotent: over.idempotent,
+                read_only: over.read_only,
                 cost: over.cost,
             },
         );

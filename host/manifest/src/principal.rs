@@ -9,6 +9,8 @@
 //! roles = ["workagent"]         # the roles it may start sessions as (its ceiling)
 //! projects = ["demo"]           # the projects it may touch ("*": any)
 //! tags = ["team-a"]             # added to each session it starts; it cannot remove them
+//! toolsets = ["readers"]        # offered only the tools of these `[[toolset]]`s
+//! read_only = true              # offered only tools annotated read-only
 //! ```
 //!
 //! A token is presented over HTTP (`Authorization: Bearer <token>`); only its
@@ -77,6 +79,13 @@ pub struct Principal {
     /// version, owner, description.
     #[serde(default, skip_serializing_if = "AgentCard::is_empty")]
     pub card: AgentCard,
+    /// The `[[toolset]]`s it is narrowed to (empty: every tool); see
+    /// `toolset.rs`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub toolsets: Vec<String>,
+    /// Offered only tools annotated read-only, in every session it starts.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read_only: bool,
 }
 
 /// What the operator says about a principal (`[[principal]]`'s `model`,
@@ -141,6 +150,8 @@ impl Principal {
             tags: Vec::new(),
             approve_by: ApproveBy::Operator,
             card: AgentCard::default(),
+            toolsets: Vec::new(),
+            read_only: false,
         }
     }
 
@@ -154,6 +165,8 @@ impl Principal {
             tags: Vec::new(),
             approve_by: ApproveBy::Operator,
             card: AgentCard::default(),
+            toolsets: Vec::new(),
+            read_only: false,
         }
     }
 
@@ -273,6 +286,15 @@ pub(super) struct RawPrincipal {
     /// What it is for (up to 1024 characters).
     #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "none")))]
     description: Option<String>,
+    /// The `[[toolset]]`s it is narrowed to: it is offered (listed and
+    /// let call) only the tools one of them lists. None: every tool.
+    #[serde(default)]
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = [])))]
+    toolsets: Vec<String>,
+    /// Offered only tools annotated read-only (`[tools.<tool>] read_only`
+    /// in their manifests), in every session it starts and their children.
+    #[serde(default)]
+    read_only: bool,
 }
 
 /// Why a name cannot name a principal (the caller says how to name one: the
@@ -320,6 +342,7 @@ pub(super) fn validate_principals(
     dir: &Path,
     raw: &[RawPrincipal],
     oauth: bool,
+    toolsets: &crate::ToolsetsConfig,
 ) -> Result<Vec<PrincipalConfig>, ConfigError> {
     let mut out: Vec<PrincipalConfig> = Vec::new();
     for (i, p) in raw.iter().enumerate() {
@@ -366,6 +389,7 @@ pub(super) fn validate_principals(
         check_tags(src, &key, p)?;
         let approve_by = principal_approve_by(src, &key, p)?;
         let card = principal_card(src, &key, p)?;
+        crate::toolset::check_named(src, &key("toolsets"), toolsets, &p.toolsets)?;
         out.push(PrincipalConfig {
             principal: Principal {
                 name: p.name.clone(),
@@ -375,6 +399,8 @@ pub(super) fn validate_principals(
                 tags: p.tags.clone(),
                 approve_by,
                 card,
+                toolsets: crate::toolset::dedup(&p.toolsets),
+                read_only: p.read_only,
             },
             credential,
         });

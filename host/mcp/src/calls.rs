@@ -61,6 +61,10 @@ impl Connection {
             Ok(r) => r,
             Err(e) => return Ok(results::session_failure(&e).into()),
         };
+        // A tool not offered is refused as an unknown one is (`glovebox::offer`).
+        if let Err(refused @ CallError::NotOffered { .. }) = &report.outcome {
+            return Err(results::bad_request(refused));
+        }
         let Err(CallError::AwaitingApproval { approval_id, .. }) = &report.outcome else {
             return Ok(results::report(report).into());
         };

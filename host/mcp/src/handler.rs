@@ -175,7 +175,11 @@ impl ServerHandler for Connection {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let tools = self.shared().tools();
+        // Only the tools the caller is offered (`offered.rs`).
+        let caller = self.caller(&context)?;
+        let tools = self
+            .offered_tools(&caller, self.shared().tools(), &context)
+            .await?;
         // An OAuth token's scopes hide the tools they do not cover.
         let listed = match self.token_scopes(&context) {
             Some((scopes, config)) => tools

@@ -54,6 +54,7 @@ mod http;
 mod limits;
 mod listen;
 mod logging;
+mod offered;
 mod progress;
 mod resources;
 mod results;

@@ -22,6 +22,13 @@ pub enum CallError {
         name: String,
         candidates: Vec<String>,
     },
+    /// The tool is not offered to the caller in this session: its
+    /// principal's or role's toolsets do not list it, or the session is
+    /// read-only and the tool is not annotated read-only. It is not
+    /// listed to that caller either; refused before anything is logged
+    /// or judged, as an unknown tool is.
+    #[error("tool `{tool}` is not offered here: {reason}")]
+    NotOffered { tool: String, reason: String },
     /// A permission hook refused the call; it did not run.
     // Worded here only: `headline` is this without the alternatives.
     #[error("call to `{tool}` denied by hook `{hook}` (pattern `{pattern}`): {reason}{}", alternatives_text(.alternatives))]
@@ -151,6 +158,7 @@ impl CallError {
             CallError::AwaitingApproval { .. } => "awaiting_approval",
             CallError::UnknownTool { .. } => "unknown_tool",
             CallError::AmbiguousTool { .. } => "ambiguous_tool",
+            CallError::NotOffered { .. } => "not_offered",
             CallError::InvalidInput { .. } => "invalid_input",
             CallError::ToolFailed { .. } => "tool_failed",
             CallError::Timeout { .. } => "timeout",

@@ -36,6 +36,11 @@ pub struct ToolInfo {
     pub action: String,
     pub destructive: bool,
     pub idempotent: bool,
+    /// Whether a call only reads (the manifest's `[tools.<tool>]
+    /// read_only`; no claim is not read-only): only such tools are offered
+    /// to a read-only principal or session.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub read_only: bool,
     /// Estimated cost of one call, from the manifest's cost model.
     pub cost: Option<f64>,
 }
@@ -277,6 +282,17 @@ fn apply_manifest(
                 ),
             ));
         }
+        let destructive = over.and_then(|o| o.destructive).unwrap_or(spec.destructive);
+        let read_only = over.and_then(|o| o.read_only).unwrap_or(false);
+        if read_only && destructive {
+            return Err(bad(
+                &spec.name,
+                format!(
+                    "the manifest marks it `read_only` but the plugin says it is destructive; drop `[tools.{name}] read_only`, or set `[tools.{name}] destructive = false` if it truly changes nothing",
+                    name = spec.name
+                ),
+            ));
+        }
         tools.push(ToolInfo {
             name: format!("{plugin}.{}", spec.name),
             plugin: plugin.clone(),
@@ -285,8 +301,9 @@ fn apply_manifest(
             input_schema: schema,
             field_order: glovebox_input::shown::field_order(&spec.input_schema),
             action,
-            destructive: over.and_then(|o| o.destructive).unwrap_or(spec.destructive),
+            destructive,
             idempotent: over.and_then(|o| o.idempotent).unwrap_or(spec.idempotent),
+            read_only,
             cost: over.and_then(|o| o.cost),
         });
         validators.push(validator);

@@ -132,6 +132,13 @@ pub(crate) async fn in_session(
         metrics.call(&report);
         return Ok(report);
     }
+    // A tool the session is not offered is refused as an unknown one is:
+    // nothing logged, no hook asked (`offer.rs`).
+    if let Err(refused) = host.offer_in(state).check(call.info()) {
+        let report = CallReport::refused(call.name(), refused);
+        metrics.call(&report);
+        return Ok(report);
+    }
     let ctx = CallContext {
         session_id: state.header.id.clone(),
         session_name: state.header.name.clone(),

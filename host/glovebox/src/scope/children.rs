@@ -21,6 +21,18 @@ impl Scope<'_> {
         parent: &str,
         spawn: SpawnChild,
     ) -> Result<Spawned, SessionError> {
+        self.spawn_read_only(parent, spawn, false).await
+    }
+
+    /// [`Scope::spawn_session`], the child read-only for good when
+    /// `read_only` (as it is anyway when its parent or the caller is): it
+    /// is offered only tools annotated read-only (`offer.rs`).
+    pub async fn spawn_read_only(
+        self,
+        parent: &str,
+        spawn: SpawnChild,
+        read_only: bool,
+    ) -> Result<Spawned, SessionError> {
         let host = self.gateway.host();
         let (sessions, caller, key) = self.with(parent);
         let budgets = host.config().budgets.clone();
@@ -28,7 +40,7 @@ impl Scope<'_> {
         ledger_work(move || {
             sessions
                 .scope(&caller)
-                .spawn(&key, spawn, &budgets, &reserved)
+                .spawn_read_only(&key, spawn, &budgets, &reserved, read_only)
         })
         .await
     }

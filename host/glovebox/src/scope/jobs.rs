@@ -14,6 +14,17 @@ use crate::manifest::Principal;
 use crate::page::{Page, PageRequest};
 use crate::pipeline::Admitted;
 use crate::scope::Scope;
+use crate::session::SessionState;
+
+/// A job of a tool its session is not offered is refused at once, as one
+/// of an unknown tool is (`offer.rs`; the pipeline checks again when it runs).
+fn offered(jobs: &Jobs, state: &SessionState, call: &Admitted) -> Result<(), JobError> {
+    jobs.gateway()
+        .host()
+        .offer_in(state)
+        .check(call.info())
+        .map_err(|e| JobError::BadRequest(e.to_string()))
+}
 
 /// The jobs runner bound to one caller; cheap: two references. Made by
 /// [`Jobs::scope`].
@@ -62,6 +73,7 @@ impl<'j> JobScope<'j> {
     ) -> Result<JobInfo, JobError> {
         let call = self.jobs.admit(tool, input)?;
         let state = self.gateway().act_session(session).await?;
+        offered(self.jobs, &state, &call)?;
         self.jobs.persist(&state.header.id, &call).await
     }
 
@@ -69,6 +81,7 @@ impl<'j> JobScope<'j> {
     pub async fn spawn(self, session: &str, call: Admitted) -> Result<JobInfo, JobError> {
         let caller = self.caller;
         let state = self.gateway().act_session(session).await?;
+        offered(self.jobs, &state, &call)?;
         let counted = (!caller.is_operator()).then_some(caller.name.as_str());
         self.jobs
             .spawn_counted(&state.header.id, call, counted)

@@ -178,12 +178,28 @@ impl<'g> Scope<'g> {
 
     /// Starts a session owned by the caller, within its ceiling.
     pub async fn start_session(self, start: StartSession) -> Result<SessionState, SessionError> {
+        self.start_read_only(start, false).await
+    }
+
+    /// [`Scope::start_session`], read-only for good when `read_only` (as it
+    /// is anyway when the caller is): it and its children are offered only
+    /// tools annotated read-only (`offer.rs`).
+    pub async fn start_read_only(
+        self,
+        start: StartSession,
+        read_only: bool,
+    ) -> Result<SessionState, SessionError> {
         let (sessions, caller, reserved) = (
             self.gateway.sessions().clone(),
             self.caller.clone(),
             self.gateway.reserved_tags(),
         );
-        ledger_work(move || sessions.scope(&caller).start(start, &reserved)).await
+        ledger_work(move || {
+            sessions
+                .scope(&caller)
+                .start_read_only(start, &reserved, read_only)
+        })
+        .await
     }
 
     /// The state of a session the caller may see.

@@ -25,6 +25,8 @@ fn scorer(model: &str, version: &str) -> Principal {
             owner: Some("data-team".into()),
             description: None,
         },
+        toolsets: Vec::new(),
+        read_only: false,
     }
 }
 

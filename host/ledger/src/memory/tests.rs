@@ -62,6 +62,8 @@ fn agent(name: &str, projects: &[&str]) -> Principal {
         tags: vec![],
         approve_by: Default::default(),
         card: Default::default(),
+        toolsets: Vec::new(),
+        read_only: false,
     }
 }
 

@@ -106,10 +106,22 @@ impl<'s> SessionScope<'s> {
 
     /// Starts a session owned by the caller, within its ceiling. `reserved`:
     /// every tag some principal has pinned (the config's `pinned_tags`).
+    /// It is read-only when the caller is.
     pub fn start(
+        self,
+        start: StartSession,
+        reserved: &HashSet<String>,
+    ) -> Result<SessionState, SessionError> {
+        self.start_read_only(start, reserved, false)
+    }
+
+    /// [`SessionScope::start`], read-only for good when `read_only` (or when
+    /// the caller is): it is offered only tools annotated read-only.
+    pub fn start_read_only(
         self,
         mut start: StartSession,
         reserved: &HashSet<String>,
+        read_only: bool,
     ) -> Result<SessionState, SessionError> {
         let caller = self.caller;
         if !caller.may_act_as(start.role) {
@@ -154,7 +166,10 @@ impl<'s> SessionScope<'s> {
                 caller.tags.clone(),
                 !caller.is_operator(),
                 None,
-                (!caller.card.is_empty()).then(|| caller.card.clone()),
+                super::start::StartedAs {
+                    agent: (!caller.card.is_empty()).then(|| caller.card.clone()),
+                    read_only: read_only || caller.read_only,
+                },
             )
         })
     }

@@ -214,6 +214,20 @@ impl SessionScope<'_> {
         budgets: &BudgetsConfig,
         reserved: &HashSet<String>,
     ) -> Result<Spawned, SessionError> {
+        self.spawn_read_only(parent, spawn, budgets, reserved, false)
+    }
+
+    /// [`SessionScope::spawn`], the child read-only for good when
+    /// `read_only`. A child of a read-only session, or spawned by a
+    /// read-only caller, is read-only whatever `read_only` says.
+    pub fn spawn_read_only(
+        self,
+        parent: &str,
+        spawn: SpawnChild,
+        budgets: &BudgetsConfig,
+        reserved: &HashSet<String>,
+        read_only: bool,
+    ) -> Result<Spawned, SessionError> {
         let (sessions, caller) = (self.sessions, self.caller);
         let parent = self.act(parent)?;
         check_spawn(caller, &parent, &spawn, reserved)?;
@@ -259,9 +273,13 @@ impl SessionScope<'_> {
                 parent.pinned_tags.clone(),
                 !caller.is_operator(),
                 Some((parent.header.id.clone(), link)),
-                // The child is its parent's owner's too: the card the
-                // parent recorded.
-                parent.agent.clone(),
+                super::start::StartedAs {
+                    // The child is its parent's owner's too: the card the
+                    // parent recorded.
+                    agent: parent.agent.clone(),
+                    // Never less narrow than its parent or who spawns it.
+                    read_only: read_only || parent.read_only || caller.read_only,
+                },
             )
         })?;
         task.target_session = Some(child.header.id.clone());

@@ -43,6 +43,7 @@ impl SessionState {
             parent,
             completion,
             agent,
+            read_only,
         } = &event.kind
         else {
             return Err(SessionError::InvalidEvent {
@@ -96,6 +97,7 @@ impl SessionState {
             keyed: keyed.clone(),
             parent: parent.clone(),
             agent: agent.clone(),
+            read_only: *read_only,
             children: BTreeMap::new(),
             completion: CompletionState::new(completion.clone()),
             children_spawned: 0,

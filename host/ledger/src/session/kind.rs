@@ -76,6 +76,11 @@ pub enum EventKind {
         /// said, and in logs written before, so those hash as they did.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         agent: Option<AgentCard>,
+        /// Offered only tools annotated read-only, for good: its owner is
+        /// read-only, it was started so, or its parent is. Left out when
+        /// false, so logs written before hash as they did.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        read_only: bool,
     },
     Renamed {
         name: String,

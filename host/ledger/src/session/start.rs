@@ -46,6 +46,17 @@ struct Starter {
     owner: Option<String>,
     pinned_tags: Vec<String>,
     agent: Option<AgentCard>,
+    read_only: bool,
+}
+
+/// What a session is started as besides its [`StartSession`]: what the
+/// operator says about its owner (its card), and whether it is read-only.
+#[derive(Clone, Debug, Default)]
+pub(super) struct StartedAs {
+    /// The owner's card, recorded in the first event.
+    pub(super) agent: Option<AgentCard>,
+    /// Offered only tools annotated read-only, for good.
+    pub(super) read_only: bool,
 }
 
 impl Sessions {
@@ -55,15 +66,29 @@ impl Sessions {
     ///
     /// [`SessionScope::start`]: super::SessionScope::start
     pub fn start(&self, start: StartSession) -> Result<SessionState, SessionError> {
-        self.start_owned(start, None, Vec::new(), false, None, None)
+        self.start_read_only(start, false)
+    }
+
+    /// [`Sessions::start`], read-only for good when `read_only`: it and its
+    /// children are offered only tools annotated read-only.
+    pub fn start_read_only(
+        &self,
+        start: StartSession,
+        read_only: bool,
+    ) -> Result<SessionState, SessionError> {
+        let as_ = StartedAs {
+            agent: None,
+            read_only,
+        };
+        self.start_owned(start, None, Vec::new(), false, None, as_)
     }
 
     /// [`Sessions::start`] recording `owner` and the tags pinned for it
     /// (already among `start.tags`); `counted`: the owner is held to
     /// `quotas.sessions_per_principal` (agents are, operators are not);
     /// `parent`: the session that spawns it, and what it carved for it (see
-    /// `family.rs`); `agent`: what the operator says about the owner (its
-    /// card), recorded in the first event.
+    /// `family.rs`); `as_`: what the operator says about the owner (its
+    /// card), recorded in the first event, and whether it is read-only.
     pub(super) fn start_owned(
         &self,
         start: StartSession,
@@ -71,7 +96,7 @@ impl Sessions {
         pinned_tags: Vec<String>,
         counted: bool,
         parent: Option<(String, ChildLink)>,
-        agent: Option<AgentCard>,
+        as_: StartedAs,
     ) -> Result<SessionState, SessionError> {
         self.check_start(&start, owner.as_deref())?;
         // A keyed session's id carries a MAC tag (see `chain.rs`).
@@ -103,7 +128,8 @@ impl Sessions {
         let who = Starter {
             owner,
             pinned_tags,
-            agent,
+            agent: as_.agent,
+            read_only: as_.read_only,
         };
         let event = self.first_event(&id, at, start, who, parent_id);
         let unclaim = |this: &Sessions| {
@@ -176,6 +202,7 @@ impl Sessions {
             owner,
             pinned_tags,
             agent,
+            read_only,
         } = who;
         let completion = start.completion.and(&required_completion(
             &self.config.completion,
@@ -200,6 +227,7 @@ impl Sessions {
             parent,
             completion,
             agent,
+            read_only,
         };
         let chain = match self.chain_key() {
             Some(key) => Chain::Keyed(key.clone()),

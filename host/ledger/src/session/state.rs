@@ -204,6 +204,10 @@ pub struct SessionState {
     /// version, owner, description; see `session_started`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<AgentCard>,
+    /// Offered only tools annotated read-only, for good (see
+    /// `session_started`'s `read_only`); its children are too.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read_only: bool,
     /// The newest sessions this one spawned (at most
     /// [`super::brood::RECENT_CHILDREN`]), by id; every one is in the
     /// store's children index (see `brood.rs`, `family.rs`).

@@ -31,6 +31,7 @@ use super::principal::{RawPrincipal, validate_principals};
 use super::quotas::{RawQuotas, validate_quotas};
 use super::schedule::{RawSchedule, RawTrigger, validate_schedules, validate_triggers};
 use super::source::Source;
+use super::toolset::{RawRoleTools, RawToolset, validate_toolsets};
 use super::{ConfigError, HostConfig, Limits, PluginManifest, RuntimeConfig, StorageConfig};
 
 use plugins::load_plugins;
@@ -96,6 +97,14 @@ pub(super) struct RawHostConfig {
     /// Who may connect.
     #[serde(default)]
     principal: Vec<RawPrincipal>,
+    /// Named lists of tools a principal or role may be narrowed to.
+    #[serde(default)]
+    toolset: Vec<RawToolset>,
+    /// What every session of a role is given besides its budgets: its
+    /// toolsets.
+    #[serde(default)]
+    #[cfg_attr(feature = "schemars", schemars(extend("x-key" = "<role>")))]
+    role: std::collections::BTreeMap<String, RawRoleTools>,
     /// How HTTP callers may prove who they are besides a principal's own
     /// token.
     #[serde(default)]
@@ -163,7 +172,9 @@ impl HostConfig {
         let handoffs = validate_handoffs(&src, &raw.handoffs)?;
         let quotas = validate_quotas(&src, &raw.quotas)?;
         let memory = validate_memory(&src, &raw.memory)?;
-        let principals = validate_principals(&src, &dir, &raw.principal, raw.auth.has_oauth())?;
+        let toolsets = validate_toolsets(&src, &raw.toolset, &raw.role)?;
+        let principals =
+            validate_principals(&src, &dir, &raw.principal, raw.auth.has_oauth(), &toolsets)?;
         let names: Vec<&str> = principals
             .iter()
             .map(|p| p.principal.name.as_str())
@@ -219,6 +230,7 @@ impl HostConfig {
             quotas,
             memory,
             principals,
+            toolsets,
             oauth,
             notify,
             completion,
@@ -278,6 +290,7 @@ impl HostConfig {
             quotas: Default::default(),
             memory: Default::default(),
             principals: Vec::new(),
+            toolsets: Default::default(),
             oauth: None,
             notify: Vec::new(),
             completion: Vec::new(),

@@ -211,6 +211,8 @@ impl Run {
             tags: Vec::new(),
             approve_by: Default::default(),
             card: Default::default(),
+            toolsets: Vec::new(),
+            read_only: false,
         }
     }
 }

@@ -35,6 +35,7 @@ impl Connection {
         if let Some(refused) = self.completion_refused(&completion) {
             return Ok(refused);
         }
+        let read_only = a.new.read_only;
         let spawn = SpawnChild {
             role,
             name: a.new.name,
@@ -44,6 +45,8 @@ impl Connection {
             task,
             completion,
         };
-        Ok(results::session(scope.spawn_session(&parent, spawn).await))
+        Ok(results::session(
+            scope.spawn_read_only(&parent, spawn, read_only).await,
+        ))
     }
 }

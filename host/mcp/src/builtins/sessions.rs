@@ -36,6 +36,7 @@ impl Connection {
         if let Some(refused) = self.completion_refused(&completion) {
             return Ok(refused);
         }
+        let read_only = a.new.read_only;
         let start = StartSession {
             role: a.role,
             project: a.project,
@@ -45,7 +46,7 @@ impl Connection {
             budget,
             completion,
         };
-        Ok(match scope.start_session(start).await {
+        Ok(match scope.start_read_only(start, read_only).await {
             Ok(state) => {
                 self.bind(Some(state.header.id.clone())).await;
                 self.bound_answer(&state, &state.header.id)

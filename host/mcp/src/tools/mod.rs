@@ -120,11 +120,18 @@ pub fn plugin_tool(info: &ToolInfo) -> Tool {
         },
         if info.idempotent { ", idempotent" } else { "" }
     );
-    Tool::new(info.name.clone(), description, Arc::new(schema)).with_annotations(
-        ToolAnnotations::new()
+    Tool::new(info.name.clone(), description, Arc::new(schema)).with_annotations({
+        let annotations = ToolAnnotations::new()
             .destructive(info.destructive)
-            .idempotent(info.idempotent),
-    )
+            .idempotent(info.idempotent);
+        // `readOnlyHint` only where the operator annotated the tool, so
+        // the list of a host that annotates none reads as before.
+        if info.read_only {
+            annotations.read_only(true)
+        } else {
+            annotations
+        }
+    })
 }
 
 /// The built-in tools, in [`BUILTINS`]' order: those the operation

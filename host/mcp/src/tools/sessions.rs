@@ -51,6 +51,11 @@ pub(crate) struct NewSessionArgs {
     /// compares).
     #[schemars(length(max = DURATION_MAX))]
     pub expected_duration: Option<String>,
+    /// Offer the session (and every child it spawns) only tools annotated
+    /// read-only, for good: it is never lifted. A session of a read-only
+    /// principal, or a child of a read-only session, is read-only anyway.
+    #[serde(default)]
+    pub read_only: bool,
 }
 
 /// A session's caps (`session_start`'s own, or `session_spawn`'s for the

@@ -150,6 +150,8 @@ fn agent(name: &str, roles: &[Role], projects: &[&str]) -> Principal {
         tags: Vec::new(),
         approve_by: Default::default(),
         card: Default::default(),
+        toolsets: Vec::new(),
+        read_only: false,
     }
 }
 
