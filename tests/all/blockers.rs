@@ -166,3 +166,55 @@ fn an_agents_blocker_reaches_a_webhook_and_the_blocked_list() {
     assert_ne!(code, 0);
     assert!(err.contains("needs a reason"), "{err}");
 }
+
+/// A denied call reaches whoever listens for `call_denied` (issue 42's
+/// `on_denied`): the tool, and the reason the hook gave.
+#[test]
+fn a_denied_call_reaches_a_webhook() {
+    let receiver = Receiver::start();
+    let dir = tempfile::tempdir().unwrap();
+    let config = site(
+        dir.path(),
+        &format!(
+            "[[hook]]\nname = \"roles\"\ncomponent = \"{}\"\n[hook.settings.roles]\nworkagent = [\"files.read\"]\n\
+             [[notify]]\nname = \"ops\"\nurl = \"{}\"\nretry_initial = \"50ms\"\nevents = [\"call_denied\"]\n",
+            crate::util::plugins::HOOK_ROLE_ALLOWLIST,
+            receiver.url("/ops"),
+        ),
+    );
+    let mut server = serve(&config);
+    let mut id = 0;
+    // The call runs in the connection's default session (a workagent's).
+    id += 1;
+    let answer = server.call(id, "echo.echo", json!({"message": "hi"}));
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    assert_eq!(
+        answer["result"]["structuredContent"]["denied"]["hook"], "roles",
+        "{answer}"
+    );
+    let got = receiver.wait_until("the denial", |got| {
+        !delivered(got, "call_denied", "tool", "echo.echo").is_empty()
+    });
+    let body = delivered(&got, "call_denied", "tool", "echo.echo")[0].json();
+    assert_eq!(body["role"], "workagent", "{body}");
+    let reason = body["details"]["reason"].as_str().unwrap();
+    assert!(reason.contains("workagent"), "{reason}");
+    assert!(
+        body["summary"]
+            .as_str()
+            .unwrap()
+            .contains(": call to `echo.echo` denied by hook `roles`"),
+        "{body}"
+    );
+    // A call the hook lets run, and that fails in the tool, is no denial.
+    id += 1;
+    let failed = server.call(id, "files.read", json!({"path": "/data/none.txt"}));
+    assert_eq!(failed["result"]["isError"], true, "{failed}");
+    assert!(
+        failed["result"]["structuredContent"]["denied"].is_null(),
+        "{failed}"
+    );
+    let got = receiver.wait_until("anything", |_| true);
+    let denials = got.iter().filter(|d| d.event() == "call_denied").count();
+    assert_eq!(denials, 1);
+}

@@ -147,8 +147,9 @@ impl Derived<'_> {
     }
 }
 
-/// A finished call: one that now awaits approval, or a background job's
-/// call that finished or failed. Any other call tells nobody.
+/// A finished call: one that now awaits approval, one that was denied, or
+/// a background job's call that finished or failed. Any other call tells
+/// nobody.
 fn call_finished(out: &mut Derived, call_id: &str, outcome: &str, error: Option<&str>) {
     let label = out.label.clone();
     let call = out.before.in_flight.get(call_id);
@@ -167,7 +168,28 @@ fn call_finished(out: &mut Derived, call_id: &str, outcome: &str, error: Option<
             ),
             json!({ "call_id": call_id, "tool": tool, "approval_id": approval, "reason": error }),
         );
-    } else if let Some(job) = call.and_then(|c| c.job_id.clone()) {
+    } else {
+        if outcome == "denied" {
+            out.push(
+                NotifyKind::CallDenied,
+                None,
+                match error {
+                    // The error says the call, the hook and the reason.
+                    Some(error) => format!("session `{label}`: {error}"),
+                    None => format!("session `{label}`: call to `{tool}` denied"),
+                },
+                json!({ "call_id": call_id, "tool": tool, "reason": error }),
+            );
+        }
+        job_outcome(out, call_id, &tool, outcome, error);
+    }
+}
+
+/// A call of a background job that ended: `job_finished` or `job_failed`.
+fn job_outcome(out: &mut Derived, call_id: &str, tool: &str, outcome: &str, error: Option<&str>) {
+    let label = out.label.clone();
+    let call = out.before.in_flight.get(call_id);
+    if let Some(job) = call.and_then(|c| c.job_id.clone()) {
         let (kind, summary) = if outcome == "ok" {
             (
                 NotifyKind::JobFinished,

@@ -41,10 +41,13 @@ pub enum NotifyKind {
     ChildSpawned,
     /// A session wrote a handoff (its blockers, if any, in the details).
     Handoff,
+    /// A call in a session was denied (by a hook, a budget or a ceiling),
+    /// with the reason and the alternatives offered.
+    CallDenied,
 }
 
 impl NotifyKind {
-    pub const ALL: [NotifyKind; 15] = [
+    pub const ALL: [NotifyKind; 16] = [
         NotifyKind::ApprovalNeeded,
         NotifyKind::Flag,
         NotifyKind::BudgetWarning,
@@ -60,6 +63,7 @@ impl NotifyKind {
         NotifyKind::ScheduleAlert,
         NotifyKind::ChildSpawned,
         NotifyKind::Handoff,
+        NotifyKind::CallDenied,
     ];
 
     /// The name used in `events` and in the delivered body's `event` field.
@@ -80,6 +84,7 @@ impl NotifyKind {
             NotifyKind::ScheduleAlert => "schedule_alert",
             NotifyKind::ChildSpawned => "child_spawned",
             NotifyKind::Handoff => "handoff",
+            NotifyKind::CallDenied => "call_denied",
         }
     }
 
@@ -94,7 +99,7 @@ impl std::fmt::Display for NotifyKind {
     }
 }
 
-pub(super) const EVENTS_HINT: &str = "list some of `approval_needed`, `flag` (or `flag:info`, `flag:warning`, `flag:critical`: flags at or above that severity), `budget_warning`, `budget_exceeded`, `ceiling_warning`, `ceiling_reached`, `job_finished`, `job_failed`, `rescue_opened`, `rescue_resolved`, `session_stalled`, `session_completed`, `schedule_alert`, `child_spawned`, `handoff`, or `\"*\"` for all";
+pub(super) const EVENTS_HINT: &str = "list some of `approval_needed`, `flag` (or `flag:info`, `flag:warning`, `flag:critical`: flags at or above that severity), `budget_warning`, `budget_exceeded`, `ceiling_warning`, `ceiling_reached`, `job_finished`, `job_failed`, `rescue_opened`, `rescue_resolved`, `session_stalled`, `session_completed`, `schedule_alert`, `child_spawned`, `handoff`, `call_denied`, or `\"*\"` for all";
 
 /// What is wrong with an `events` list (the config adds the key and the
 /// events there are).
