@@ -119,11 +119,7 @@ impl Host {
         // not leave a tool open to tokens the operator meant to keep out.
         if let Some(oauth) = &config.oauth {
             for key in oauth.tool_scopes.keys() {
-                let named = match key.strip_suffix(".*") {
-                    Some(plugin) => plugins.iter().any(|p| p.manifest.name == plugin),
-                    None => index.contains_key(key),
-                };
-                if !named {
+                if !names_a_tool(key, &plugins, &index) {
                     anyhow::bail!(
                         "`{}`: `auth.oauth.tool_scopes.{key}` names no configured tool, so it would protect nothing: spell the tool as `tools/list` shows it (`plugin.tool`, or `plugin.*`), or remove the entry; the tools are {}",
                         config.path.display(),
@@ -572,5 +568,18 @@ async fn tool_answer(
                 )
             }
         }
+    }
+}
+
+/// Whether tool pattern `pattern` (`plugin.tool`, or `plugin.*`) names a
+/// configured tool: a loaded plugin's, or one of `index`.
+pub(crate) fn names_a_tool(
+    pattern: &str,
+    plugins: &[Arc<LoadedPlugin>],
+    index: &BTreeMap<String, (usize, usize)>,
+) -> bool {
+    match pattern.strip_suffix(".*") {
+        Some(plugin) => plugins.iter().any(|p| p.manifest.name == plugin),
+        None => index.contains_key(pattern),
     }
 }

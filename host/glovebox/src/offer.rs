@@ -205,11 +205,7 @@ pub(crate) fn check_toolsets(
 ) -> anyhow::Result<()> {
     for (i, set) in config.toolsets.sets.iter().enumerate() {
         for pattern in &set.tools {
-            let named = match pattern.strip_suffix(".*") {
-                Some(plugin) => plugins.iter().any(|p| p.manifest.name == plugin),
-                None => index.contains_key(pattern),
-            };
-            if !named {
+            if !crate::host::names_a_tool(pattern, plugins, index) {
                 anyhow::bail!(
                     "`{}`: `toolset[{i}].tools` (toolset `{}`) names `{pattern}`, which is no configured tool, so the toolset would not offer what it says: spell the tool as `tools/list` shows it (`plugin.tool`, or `plugin.*`), or remove it; the tools are {}",
                     config.path.display(),

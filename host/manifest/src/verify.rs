@@ -54,7 +54,9 @@ pub struct VerifyRule {
 impl VerifyRule {
     /// Whether a call of `tool` (`plugin.tool`) is followed by this check.
     pub fn follows(&self, tool: &str) -> bool {
-        self.tools.iter().any(|pattern| matches(pattern, tool))
+        self.tools
+            .iter()
+            .any(|pattern| crate::tool_pattern_matches(pattern, tool))
     }
 
     /// The gate's input for a call whose input was `input`: each
@@ -62,13 +64,6 @@ impl VerifyRule {
     /// it is, anything else as JSON). `Err` names a field the input lacks.
     pub fn gate_input(&self, input: &Value) -> Result<Value, String> {
         fill(&self.gate.input, input)
-    }
-}
-
-fn matches(pattern: &str, tool: &str) -> bool {
-    match pattern.strip_suffix(".*") {
-        Some(plugin) => tool.split_once('.').is_some_and(|(p, _)| p == plugin),
-        None => pattern == tool,
     }
 }
 
@@ -145,7 +140,7 @@ pub(crate) fn validate_verify(
         }
         for (j, pattern) in entry.tools.iter().enumerate() {
             let plugin = pattern.split_once('.').map(|(p, _)| p);
-            if !plugin.is_some_and(&known_plugin) {
+            if !plugin.is_some_and(&known_plugin) || !crate::is_tool_pattern(pattern) {
                 return Err(src.invalid(
                     &at(&format!("tools[{j}]")),
                     format!("`{pattern}` names no configured plugin's tool"),
