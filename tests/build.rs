@@ -39,7 +39,7 @@ const CARGO_ARTIFACTS: &[(&str, &str, &str)] = &[
     ("TOOL_HTTP_FETCH", "tool_http_fetch", "`fetch`: HTTP over wasi:http, redirects followed hop by hop."),
     ("TOOL_CPU", "tool_cpu", "`burn`: computes a hash chain for `ms` of wall time or `iterations` rounds."),
     ("TOOL_GATE", "tool_gate", "`report` (FAILED lines in a test report), `json_schema` (a JSON file against a schema): completion-gate checks."),
-    ("CODE_JS", "code_js", "`run`: runs JavaScript (boa, pre-initialized) with console, fs and fetch."),
+    ("CODE_JS", "code_js", "`run`: runs JavaScript (boa, pre-initialized) with console, fs, fetch and the session's tools."),
     ("TOOL_JS_JSON", "tool_js_json", "`get`, `pick`, `filter` on JSON by path: a tool plugin written in JavaScript."),
     ("HOSTILE_INFINITE_LOOP", "hostile_infinite_loop", "`spin`: loops forever."),
     ("HOSTILE_SLEEP", "hostile_sleep", "`sleep`: blocks in a host call (default 3600 s)."),

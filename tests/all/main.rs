@@ -13,6 +13,7 @@ mod ceilings;
 mod children;
 mod cli;
 mod code_js;
+mod code_mode;
 mod code_python;
 mod completion;
 mod cpu;

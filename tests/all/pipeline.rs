@@ -237,6 +237,7 @@ fn one_call_through_every_way_in_leaves_the_same_records() {
                             input: Some(INPUT.into()),
                             job_id: None,
                             trace_id: None,
+                            parent_call: None,
                         },
                         EventKind::CallStarted {
                             call_id: call_id.clone(),

@@ -252,6 +252,7 @@ fn one_write(mix: &Mix, w: usize, i: u64, pick: u64) -> Result<()> {
                     input: Some(input),
                     job_id: None,
                     trace_id: None,
+                    parent_call: None,
                 },
                 EventKind::CallDecided {
                     call_id: call_id.clone(),

@@ -309,13 +309,18 @@ impl Gateway {
                 ledger_work(move || sessions.show(&key)).await?
             }
         };
-        self.run(&state, call, Judge::Hooks, job_id, cancel).await
+        // Only an embedder's own agent (no principal declared) gets here
+        // with a call of its own; its runs call tools as the `local` agent.
+        let local = (!self.principals().declared()).then(Principal::local);
+        self.run(local.as_ref(), &state, call, Judge::Hooks, job_id, cancel)
+            .await
     }
 
     /// `Scope::rerun_interrupted` once the session is resumed (as the caller
     /// may resume it).
     pub(crate) async fn rerun_resumed(
         &self,
+        caller: &Principal,
         resumed: crate::session::Resumed,
         session: &str,
         call_id: &str,
@@ -359,7 +364,8 @@ impl Gateway {
             SessionError::InvalidInput(format!("call `{call_id}` cannot run again: {e}"))
         })?;
         let judge = Judge::Rerun { idempotency_key };
-        self.run(&state, admitted, judge, None, None).await
+        self.run(Some(caller), &state, admitted, judge, None, None)
+            .await
     }
 
     /// The calls waiting for their approval to be settled.
@@ -399,8 +405,11 @@ impl Gateway {
 
     /// The pipeline's stages of `call` in session `state` (`pipeline::in_session`),
     /// on the host as it is now.
+    /// `caller` makes the call: the calls its run makes from inside are
+    /// its too (`nested.rs`); `None` lets the run make none.
     pub(crate) async fn run(
         &self,
+        caller: Option<&Principal>,
         state: &crate::session::SessionState,
         call: Admitted,
         by: Judge,
@@ -409,11 +418,15 @@ impl Gateway {
     ) -> Result<CallReport, SessionError> {
         let host = self.host();
         let pause_scope = |breach: &Breach, except: &str| self.pause_scope(breach, except);
+        let tool_calls = |ctx: &crate::call::CallContext, plugin: &crate::plugin::LoadedPlugin| {
+            crate::nested::for_run(self, caller?, ctx, plugin)
+        };
         let stages = crate::pipeline::Stages {
             host: &host,
             ledger: self.ledger(),
             metrics: self.metrics(),
             pause_scope: &pause_scope,
+            tool_calls: &tool_calls,
         };
         crate::pipeline::in_session(stages, state, call, by, job_id, cancel).await
     }

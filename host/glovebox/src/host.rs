@@ -265,8 +265,20 @@ impl Host {
     }
 
     /// Runs an admitted call in fresh hands, past admission control: the
-    /// pipeline's execute stage.
+    /// pipeline's execute stage (of a call outside any session: its run
+    /// may call no tools).
     pub(crate) async fn execute(&self, call: Admitted, ctx: CallContext) -> CallReport {
+        self.execute_calling(call, ctx, None).await
+    }
+
+    /// [`Host::execute`], the run calling tools through `calls` when it
+    /// has them (`nested.rs`).
+    pub(crate) async fn execute_calling(
+        &self,
+        call: Admitted,
+        ctx: CallContext,
+        calls: Option<crate::pipeline::ToolCallsHandle>,
+    ) -> CallReport {
         let plugin = call.plugin().clone();
         let info = call.info();
         let name = info.name.clone();
@@ -316,7 +328,8 @@ impl Host {
         // a slow call's guest runs on threads of its own (see `SlowLane`).
         let run = async move {
             let started = Instant::now();
-            let report = run_call(&runtime, &plugin, &task_name, &tool_name, input, ctx).await;
+            let report =
+                run_call(&runtime, &plugin, &task_name, &tool_name, input, ctx, calls).await;
             drop(slot);
             run_times.record(&task_name, started.elapsed());
             report
@@ -401,6 +414,7 @@ async fn run_call(
     tool: &str,
     input: String,
     ctx: CallContext,
+    calls: Option<crate::pipeline::ToolCallsHandle>,
 ) -> CallReport {
     crate::fault_injection::maybe_panic(name);
     let mut limits = plugin.run_limits();
@@ -447,6 +461,7 @@ async fn run_call(
             );
         }
     };
+    hands.allow_tool_calls(&plugin.manifest.name, calls, limits.nested_calls);
     let wit_ctx = WitCallContext {
         session_id: ctx.session_id,
         session_name: ctx.session_name,

@@ -32,6 +32,7 @@ mod host;
 pub mod jobs;
 mod ledger;
 pub mod metrics;
+mod nested;
 pub mod operations;
 mod pipeline;
 mod principals;

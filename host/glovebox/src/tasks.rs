@@ -114,6 +114,17 @@ pub fn owned<T: Send + 'static>(future: impl Future<Output = T> + Send + 'static
     Owned(tokio::spawn(inherit(future)))
 }
 
+/// Runs `future` in a task of its own that runs to its end even when the
+/// caller stops waiting for it (unlike [`owned`], whose task is aborted),
+/// and waits for it. For work that must finish what it began writing, like
+/// a nested call's log (`nested.rs`): whoever stops waiting tells it to stop
+/// some other way. It acts for whoever the caller acts for.
+pub async fn to_the_end<T: Send + 'static>(
+    future: impl Future<Output = T> + Send + 'static,
+) -> Result<T, Ended> {
+    tokio::spawn(inherit(future)).await.map_err(why)
+}
+
 /// Runs `future` in the caller's own task, as [`owned`] runs it in a task of
 /// its own, but without handing it to another thread and back: a panic in it
 /// ends it with the panic's message, as [`Owned::join`] words it, and does

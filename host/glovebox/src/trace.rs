@@ -71,6 +71,12 @@ pub async fn within<F: Future>(parent: Option<TraceParent>, future: F) -> F::Out
     }
 }
 
+/// The trace of the request being served, if it named one: for work it
+/// starts in a task of its own, which runs [`within`] it too.
+pub fn current() -> Option<TraceParent> {
+    CURRENT.try_with(Clone::clone).ok()
+}
+
 /// The trace id of the request being served, if it named one.
 pub fn current_trace_id() -> Option<String> {
     CURRENT.try_with(|t| t.trace_id.clone()).ok()

@@ -418,6 +418,13 @@ pub struct Limits {
     /// session (its head is answered, with where the whole is); 0 keeps
     /// none, and such a result is an `output_too_large` error.
     pub stored_output: u64,
+    /// Tools one call may call from inside its run (the `tools` import of
+    /// `wit/plugin.wit`, "code mode"); 0, the default, allows none.
+    pub nested_calls: u32,
+    /// How deep calls may nest below a call of this plugin: at 1, the
+    /// default, the tools it calls may not call tools themselves (a runner
+    /// may not call itself or another runner).
+    pub nested_depth: u32,
 }
 
 impl Default for Limits {
@@ -431,6 +438,8 @@ impl Default for Limits {
             max_wasm_stack: 512 * KIB,
             write: 64 * MIB,
             stored_output: 16 * MIB,
+            nested_calls: 0,
+            nested_depth: 1,
         }
     }
 }

@@ -42,6 +42,17 @@ pub(super) struct RawLimits {
     /// larger result is an `output_too_large` error).
     #[cfg_attr(feature = "schemars", schemars(extend("default" = "16 MiB")))]
     pub(super) stored_output: Option<Size>,
+    /// Tools one call may call from inside its run (code mode: the `tools`
+    /// import, which the Python and JavaScript runners use); each is a
+    /// call of the calling session, judged by its hooks and logged with
+    /// the run that made it. `0` allows none.
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = 0)))]
+    pub(super) nested_calls: Option<u32>,
+    /// How deep calls may nest below a call of this plugin: at `1` the
+    /// tools it calls may not call tools themselves (a runner calling
+    /// itself or another runner is refused); raise it to allow that.
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = 1)))]
+    pub(super) nested_depth: Option<u32>,
 }
 
 /// `base` with the keys of `raw` applied; `table` is `limits` or `defaults`, for messages.
@@ -118,6 +129,20 @@ pub(super) fn apply_limits(
     if let Some(Size(stored)) = raw.stored_output {
         // Zero is meaningful: keep no result whole.
         limits.stored_output = stored;
+    }
+    if let Some(calls) = raw.nested_calls {
+        // Zero is meaningful: no calls from inside a run.
+        limits.nested_calls = calls;
+    }
+    if let Some(depth) = raw.nested_depth {
+        if depth == 0 {
+            return Err(zero(
+                "nested_depth",
+                "the nesting depth",
+                "set `1` to let this plugin's calls call tools that call none, or leave `nested_calls` at 0 to allow no calls at all",
+            ));
+        }
+        limits.nested_depth = depth;
     }
     Ok(limits)
 }

@@ -29,7 +29,7 @@ pub(super) struct RawManifest {
     #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "none")))]
     sha256: Option<String>,
     /// This plugin's limits: `memory`, `deadline`, `output`, `stdio`, `fuel`,
-    /// `write`, `stored_output` (as in `[defaults]`).
+    /// `write`, `stored_output`, `nested_calls`, `nested_depth` (as in `[defaults]`).
     #[serde(default)]
     #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "the host's `[defaults]`", "x-one-row" = true)))]
     limits: RawLimits,

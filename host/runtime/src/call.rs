@@ -158,6 +158,8 @@ pub struct RunLimits {
     /// Bytes of a result kept whole past `output` (`limits.stored_output`;
     /// 0 when the call has nowhere to keep it).
     pub stored_output: u64,
+    /// Tools the run may call from inside (`limits.nested_calls`).
+    pub nested_calls: u32,
 }
 
 impl RunLimits {
@@ -171,6 +173,7 @@ impl RunLimits {
             fuel: limits.fuel,
             write: limits.write,
             stored_output: limits.stored_output,
+            nested_calls: limits.nested_calls,
         }
     }
 }
@@ -290,6 +293,18 @@ impl Hands {
 
     pub fn http_denials(&self) -> Vec<String> {
         self.store.data().http.denials()
+    }
+
+    /// Lets the guest of plugin `plugin` call other tools through `calls`,
+    /// at most `cap` of them in this run (`sandbox::tools`); with no
+    /// `calls` its calls are refused, naming the plugin.
+    pub fn allow_tool_calls(
+        &mut self,
+        plugin: &str,
+        calls: Option<std::sync::Arc<dyn crate::sandbox::tools::ToolCalls>>,
+        cap: u32,
+    ) {
+        self.store.data_mut().tools = crate::sandbox::tools::Nested::new(plugin, calls, cap);
     }
 
     /// `Some` if the guest tried to write past its write budget.

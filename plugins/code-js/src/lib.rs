@@ -1,7 +1,7 @@
 //! `code-js`: runs JavaScript that an agent wrote, in a boa realm built once.
 //!
 //! One tool, `run`: input `{code, stdin?, args?}`, output `{stdout, stderr, value?, error?}`.
-//! The realm (builtins, `console`, `fs`, `fetch`) is built in `wizer-initialize`, so a
+//! The realm (builtins, `console`, `fs`, `fetch`, `tools`) is built in `wizer-initialize`, so a
 //! host that pre-initializes the component starts every call from a snapshot that
 //! holds it; a host that does not gets it built on the first call. See
 //! glovebox-js-shell for what the realm offers.
@@ -58,7 +58,11 @@ impl glovebox_js_shell::ToolGuest for Runner {
              `fs` (readFile, writeFile, appendFile, readdir, exists, remove, mkdir; relative paths \
              are in the session's scratch directory /scratch, kept between calls of a session), \
              and `fetch(url, {method, headers, body})` to the hosts the operator granted. \
-             No require, no process, no npm packages. Top-level await works; then `return` \
+             Other tools of the session: `await tools.call('plugin.tool', {...})` gives the \
+             tool's result or rejects with a ToolError (ToolDenied with `reason` and \
+             `alternatives`, ApprovalRequired with `approvalId`, ...); `tools.list()` says what \
+             may be called; each call is judged and logged as a call of the session (only when \
+             the operator allows this tool calls, `limits.nested_calls`). No require, no process, no npm packages. Top-level await works; then `return` \
              gives the value. Output is kept up to 256 KiB per stream.",
             json!({
                 "type": "object",

@@ -15,7 +15,12 @@
 //!   the directories the operator granted; relative paths are under [`SCRATCH`];
 //! - `fetch(url, {method, headers, body, redirect})` over `wasi:http`, which the host
 //!   checks against the hosts the operator granted;
-//! - `Math.random`, seeded on its first use in each call (never in the snapshot).
+//! - `Math.random`, seeded on its first use in each call (never in the snapshot);
+//! - `tools.call(name, input)` (a Promise of the tool's result) and `tools.list()`: the
+//!   calling session's other tools, over the `tools` import, when the operator allows
+//!   the plugin some (`limits.nested_calls`); a failure rejects with a `ToolError`
+//!   (`ToolDenied`, `ApprovalRequired`, `BudgetExceeded`, `ToolLimitExceeded`,
+//!   `ToolInputError`, `ToolFailed`).
 //!
 //! Two users: the `code-js` runner (see [`Shell`]) and tool plugins written in
 //! JavaScript ([`js_plugin!`], see `plugins/js/README.md`).
@@ -39,7 +44,8 @@ pub mod plugin;
 pub use boa_engine;
 pub use glovebox_plugin_sdk;
 
-/// Bindings of the `preinit-tool-plugin` world (wit/plugin.wit); its types are the SDK's.
+/// Bindings of the `preinit-tool-plugin` world (wit/plugin.wit); its types are the SDK's
+/// (and its `tools` import, the SDK's feature `tools`).
 /// Export an implementation with `glovebox_js_shell::export!(T with_types_in glovebox_js_shell::bindings)`.
 pub mod bindings {
     wit_bindgen::generate!({

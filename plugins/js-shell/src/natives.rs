@@ -162,6 +162,7 @@ pub(crate) fn object(context: &mut Context) -> JsObject {
             5,
         )
         .function(NativeFunction::from_fn_ptr(random), js_string!("random"), 0)
+        .function(NativeFunction::from_fn_ptr(tools), js_string!("tools"), 3)
         .build()
 }
 
@@ -190,6 +191,44 @@ fn write(_: &JsValue, args: &[JsValue], _: &mut Context) -> JsResult<JsValue> {
         PRINTED.with(|p| p.set(printed));
     }
     Ok(JsValue::undefined())
+}
+
+/// `tools(0)`: the tools the session may call, as JSON text (an array of
+/// `{name, description, inputSchema, readOnly, destructive}`, the schema as text);
+/// `tools(1, name, input)`: calls `name` with `input` (JSON text) through the host,
+/// and returns `{"ok": result text}` or `{"err": {kind, message, alternatives,
+/// approvalId}}` as JSON text, which the prelude's `tools` turns into a Promise.
+fn tools(_: &JsValue, args: &[JsValue], _: &mut Context) -> JsResult<JsValue> {
+    use glovebox_plugin_sdk::serde_json::json;
+    use glovebox_plugin_sdk::tools as host;
+    let answer = if args.get_or_undefined(0).as_number() == Some(0.0) {
+        let offered: Vec<_> = host::list()
+            .into_iter()
+            .map(|t| {
+                json!({
+                    "name": t.name,
+                    "description": t.description,
+                    "inputSchema": t.input_schema,
+                    "readOnly": t.read_only,
+                    "destructive": t.destructive,
+                })
+            })
+            .collect();
+        json!(offered)
+    } else {
+        let name = string_arg(args, 1).to_std_string_escaped();
+        let input = string_arg(args, 2).to_std_string_escaped();
+        match host::call_text(&name, &input) {
+            Ok(result) => json!({ "ok": result }),
+            Err(f) => json!({ "err": {
+                "kind": f.kind,
+                "message": f.message,
+                "alternatives": f.alternatives,
+                "approvalId": f.approval_id,
+            }}),
+        }
+    };
+    Ok(JsString::from(answer.to_string().as_str()).into())
 }
 
 /// `random()`: splitmix64, seeded from `wasi:random` on its first use in a call.

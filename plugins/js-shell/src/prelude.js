@@ -2,8 +2,8 @@
 // (so it is part of the snapshot), before any code of a plugin or an agent runs.
 //
 // It is a function expression: the shell calls it with `native`, an object of Rust
-// functions (`write`, `fs`, `http`, `random`) that is reachable only from these closures,
-// and keeps what it returns (`inspect`, `format`). It installs `console`, `fs`, `fetch`,
+// functions (`write`, `fs`, `http`, `random`, `tools`) that is reachable only from these closures,
+// and keeps what it returns (`inspect`, `format`). It installs `console`, `fs`, `fetch`, `tools`,
 // `Headers`, `Response` and a `Math.random` seeded at call time.
 (function (native) {
     'use strict';
@@ -333,6 +333,61 @@
     hidden(g, 'fetch', fetch);
     hidden(g, 'Headers', Headers);
     hidden(g, 'Response', Response);
+
+    // ---- tools: the session's other tools, over the `tools` import ------------------------
+    //
+    // `await tools.call('plugin.tool', {...})` is the tool's result; a call that returns none
+    // rejects with a ToolError of its kind. Each call is judged and logged by the host as a
+    // call of the session (only when the operator allows this plugin calls).
+
+    class ToolError extends Error {
+        constructor(tool, failure) {
+            super(failure.message);
+            this.name = new.target.name;
+            this.tool = tool;
+            this.kind = failure.kind;
+            this.reason = failure.message;
+            this.alternatives = failure.alternatives || [];
+            this.approvalId = failure.approvalId === null ? undefined : failure.approvalId;
+        }
+    }
+    class ToolDenied extends ToolError { }
+    class BudgetExceeded extends ToolDenied { }
+    class ApprovalRequired extends ToolError { }
+    class ToolLimitExceeded extends ToolError { }
+    class ToolInputError extends ToolError { }
+    class ToolFailed extends ToolError { }
+    const KINDS = {
+        denied: ToolDenied,
+        budget: BudgetExceeded,
+        awaiting_approval: ApprovalRequired,
+        nested_limit: ToolLimitExceeded,
+        unknown_tool: ToolInputError,
+        ambiguous_tool: ToolInputError,
+        not_offered: ToolInputError,
+        invalid_input: ToolInputError,
+    };
+
+    function callTool(name, input) {
+        return new Promise((resolve, reject) => {
+            if (typeof name !== 'string') throw new TypeError('tools.call: the tool name must be a string');
+            const text = input === undefined ? '{}' : typeof input === 'string' ? input : JSON.stringify(input);
+            if (text === undefined) throw new TypeError(`tools.call('${name}'): the input is not JSON`);
+            const answer = JSON.parse(native.tools(1, name, text));
+            if ('ok' in answer) resolve(JSON.parse(answer.ok));
+            else reject(new (KINDS[answer.err.kind] || ToolFailed)(name, answer.err));
+        });
+    }
+    function listTools() {
+        return JSON.parse(native.tools(0)).map((t) => ({ ...t, inputSchema: JSON.parse(t.inputSchema) }));
+    }
+    const tools = {};
+    hidden(tools, 'call', callTool);
+    hidden(tools, 'list', listTools);
+    hidden(g, 'tools', tools);
+    for (const c of [ToolError, ToolDenied, BudgetExceeded, ApprovalRequired, ToolLimitExceeded, ToolInputError, ToolFailed]) {
+        hidden(g, c.name, c);
+    }
 
     // ---- Math.random: the state is seeded by the first use in each call ---------------------
 

@@ -57,7 +57,10 @@ STREAM_LIMIT = 256 * 1024
 SCRATCH = "/scratch"
 # A global of the code: HTTP to the hosts granted in the plugin's manifest, `[[http]]`.
 FETCH = glovebox.fetch
-FETCH_FILE = FETCH.__code__.co_filename
+# A global of the code: the session's other tools (`tools.call`, `tools.list`).
+TOOLS = glovebox.tools
+# Frames of these files at the end of a traceback say nothing the message does not.
+HELPER_FILES = (FETCH.__code__.co_filename, type(TOOLS).call.__code__.co_filename)
 
 DESCRIPTION = (
     "Runs Python code in a fresh CPython 3 interpreter and returns what it printed and "
@@ -67,7 +70,13 @@ DESCRIPTION = (
     "`fetch(url, method='GET', headers=None, body=None)` (also `from glovebox import "
     "fetch`), which returns a response with `status`, `headers`, `content`, `text()` and "
     "`json()` and reaches only the hosts the operator granted to this tool (others raise "
-    "PermissionError); no sockets, no environment variables, no subprocesses. Files only "
+    "PermissionError). Other tools of the session through the global `tools`: "
+    "`tools.call('plugin.tool', {...})` returns the tool's result and raises ToolDenied "
+    "(`.reason`, `.alternatives`), ApprovalRequired (`.approval_id`) or another ToolError "
+    "when it returns none; `tools.list()` says what may be called, with schemas; each "
+    "call is judged and logged as a call of the session (only when the operator allows "
+    "this tool calls, `limits.nested_calls`). No sockets, no environment variables, no "
+    "subprocesses. Files only "
     "under /scratch, the working directory when the session has one: it is the only "
     "state kept between calls, since every call starts a new interpreter, so keep state "
     "in files there."
@@ -250,7 +259,7 @@ def compile_code(code):
 
 def format_error(exc):
     """The traceback of `exc`, from the first frame of the user's code to its last frame
-    outside `fetch` (whose own frames say nothing the message does not)."""
+    outside `fetch` and `tools` (whose own frames say nothing the message does not)."""
     tb = exc.__traceback__
     while tb is not None and tb.tb_frame.f_code.co_filename != FILENAME:
         tb = tb.tb_next
@@ -260,7 +269,7 @@ def format_error(exc):
         files.append(frame.tb_frame.f_code.co_filename)
         frame = frame.tb_next
     keep = len(files)
-    while keep > 1 and files[keep - 1] == FETCH_FILE:
+    while keep > 1 and files[keep - 1] in HELPER_FILES:
         keep -= 1
     return "".join(traceback.format_exception(type(exc), exc, tb, limit=keep or None))
 
@@ -294,7 +303,12 @@ def run(code, stdin, args):
     sys.argv = [FILENAME, *args]
     try:
         body, last = compile_code(code)
-        scope = {"__name__": "__main__", "__builtins__": __builtins__, "fetch": FETCH}
+        scope = {
+            "__name__": "__main__",
+            "__builtins__": __builtins__,
+            "fetch": FETCH,
+            "tools": TOOLS,
+        }
         exec(body, scope)
         if last is not None:
             value = eval(last, scope)

@@ -20,7 +20,11 @@ from componentize_py_types import Err
 from wit_world.imports import outgoing_handler, streams
 from wit_world.imports import wasi_http_types as http
 
-__all__ = ["fetch", "Response", "MAX_BODY", "MAX_REDIRECTS"]
+# `tools`: the session's other tools, called from the code (glovebox_tools.py).
+from glovebox_tools import *  # noqa: F401,F403
+from glovebox_tools import __all__ as _tools_all
+
+__all__ = ["fetch", "Response", "MAX_BODY", "MAX_REDIRECTS", *_tools_all]
 
 # A response body longer than this fails the fetch.
 MAX_BODY = 16 * 1024 * 1024

@@ -16,7 +16,8 @@
 //! ```
 //!
 //! The JSON helpers turn bad input into `tool-error::invalid-input` with a message that
-//! tells the agent what to fix.
+//! tells the agent what to fix. With the feature `tools`, [`tools`](crate::tools) calls
+//! the session's other tools from inside a call (code mode).
 
 wit_bindgen::generate!({
     path: "../../wit",
@@ -24,6 +25,9 @@ wit_bindgen::generate!({
     pub_export_macro: true,
     default_bindings_module: "glovebox_plugin_sdk",
 });
+
+#[cfg(feature = "tools")]
+pub mod tools;
 
 pub use exports::glovebox::plugin::tool::Guest;
 pub use glovebox::plugin::types::{CallContext, ToolError, ToolSpec};

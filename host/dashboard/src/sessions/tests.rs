@@ -90,6 +90,7 @@ async fn a_session_page_shows_its_header_chain_watch_timeline_and_scratch() {
                 input: Some("{}".into()),
                 job_id: None,
                 trace_id: None,
+                parent_call: None,
             },
         )
         .unwrap();

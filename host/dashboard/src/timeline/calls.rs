@@ -18,12 +18,16 @@ pub(super) fn detail(kind: &EventKind) -> Option<String> {
             input,
             job_id,
             trace_id,
+            parent_call,
         } => requested(
             call_id,
             tool,
             input_digest,
             input.as_deref(),
-            job_id.as_deref(),
+            [
+                job_id.as_deref().map(|j| ("job", j)),
+                parent_call.as_deref().map(|c| ("made by call", c)),
+            ],
             trace_id.as_deref(),
         ),
         EventKind::CallDecided {
@@ -91,16 +95,18 @@ fn requested(
     tool: &str,
     input_digest: &str,
     input: Option<&str>,
-    job_id: Option<&str>,
+    links: [Option<(&str, &str)>; 2],
     trace_id: Option<&str>,
 ) -> String {
     format!(
         "call <code>{}</code> of <b>{}</b>{}{} · input {}<details><summary>input</summary>{}</details>",
         esc(call_id),
         esc(tool),
-        job_id
-            .map(|j| format!(" (job <code>{}</code>)", esc(j)))
-            .unwrap_or_default(),
+        links
+            .iter()
+            .flatten()
+            .map(|(what, id)| format!(" ({what} <code>{}</code>)", esc(id)))
+            .collect::<String>(),
         trace_id
             .map(|t| format!(" · trace <code>{}</code>", esc(t)))
             .unwrap_or_default(),

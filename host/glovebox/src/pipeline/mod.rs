@@ -30,6 +30,7 @@ use crate::hooks::Verdict;
 use crate::host::Host;
 use crate::ledger::Durable;
 use crate::metrics::Metrics;
+use crate::plugin::LoadedPlugin;
 use crate::session::{SessionError, SessionState};
 use crate::spend::Breach;
 use crate::watermark::Watermark;
@@ -92,7 +93,14 @@ pub(crate) struct Stages<'a> {
     pub ledger: &'a Durable,
     pub metrics: &'a Metrics,
     pub pause_scope: &'a (dyn Fn(&Breach, &str) + Send + Sync),
+    /// The tools a run of a plugin may call from inside it (`nested.rs`),
+    /// as whoever makes the call: `None` for a plugin that may call none.
+    pub tool_calls:
+        &'a (dyn Fn(&CallContext, &LoadedPlugin) -> Option<ToolCallsHandle> + Send + Sync),
 }
+
+/// What a run calls other tools through (`sandbox::tools`).
+pub(crate) type ToolCallsHandle = std::sync::Arc<dyn glovebox_runtime::sandbox::tools::ToolCalls>;
 
 /// The stages of a call in session `state`, judged by `by`; see the module docs.
 /// They run in one `call` span carrying the session, call, job and
@@ -124,6 +132,7 @@ pub(crate) async fn in_session(
         ledger,
         metrics,
         pause_scope,
+        tool_calls,
     } = stages;
     // Below the disk watermark nothing new starts, and nothing is written.
     if let Err(reason) = Watermark::of(host.config()).check() {
@@ -171,9 +180,11 @@ pub(crate) async fn in_session(
         Recorded::Run => {
             let cost = call_cost(&call);
             let name = call.name().to_string();
+            let calls = tool_calls(&ctx, call.plugin());
+            let run = host.execute_calling(call, ctx.clone(), calls);
             let report = match cancel {
-                None => host.execute(call, ctx.clone()).await,
-                Some(cancel) => cancellable(host.execute(call, ctx.clone()), cancel, &name).await,
+                None => run.await,
+                Some(cancel) => cancellable(run, cancel, &name).await,
             };
             settle::settle(host, ledger, &state.header.id, &ctx, cost, &report).await?;
             settle::tell_hooks(host, &judgement, &report);

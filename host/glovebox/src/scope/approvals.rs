@@ -78,7 +78,11 @@ impl<'g> ApprovalScope<'g> {
         .await?;
         let approval = settled.clone();
         let judge = Judge::Approved(Box::new(settled));
-        let report = gateway.run(&resumed.state, call, judge, None, None).await?;
+        // The approver runs the call: what its run calls from inside is
+        // judged again, each call by the hooks.
+        let report = gateway
+            .run(Some(self.caller), &resumed.state, call, judge, None, None)
+            .await?;
         gateway
             .waiters()
             .settle(&approval, &Settled::Ran(report.clone()));

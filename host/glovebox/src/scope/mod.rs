@@ -156,7 +156,7 @@ impl<'g> Scope<'g> {
         crate::tasks::acting_with(
             caller.name.clone(),
             crate::tasks::log_sink(),
-            gateway.run(&state, call, Judge::Hooks, job_id, cancel),
+            gateway.run(Some(caller), &state, call, Judge::Hooks, job_id, cancel),
         )
         .await
     }
@@ -326,7 +326,9 @@ impl<'g> Scope<'g> {
         call_id: &str,
     ) -> Result<CallReport, SessionError> {
         let resumed = self.resume_session(session).await?;
-        self.gateway.rerun_resumed(resumed, session, call_id).await
+        self.gateway
+            .rerun_resumed(self.caller, resumed, session, call_id)
+            .await
     }
 
     /// Logs usage the brain reports (tokens, model cost) into a session of

@@ -122,6 +122,11 @@ pub enum EventKind {
         /// otherwise, so logs written before it was recorded hash as they did.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         trace_id: Option<String>,
+        /// The call whose run made this one from inside (code mode: a
+        /// script calling a tool), when one did. Left out otherwise, so
+        /// logs written before it was recorded hash as they did.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        parent_call: Option<String>,
     },
     /// One permission hook's verdict on a call.
     CallDecided {

@@ -120,6 +120,7 @@ mod tests {
                     input: None,
                     job_id: None,
                     trace_id: None,
+                    parent_call: None,
                 };
                 Event::seal(&Chain::Plain, "s-a", i as u64 + 1, 0, GENESIS_HASH, kind)
             })

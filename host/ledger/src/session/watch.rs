@@ -351,6 +351,7 @@ mod tests {
                 input: None,
                 job_id: None,
                 trace_id: None,
+                parent_call: None,
             },
         )
     }

@@ -67,6 +67,14 @@ impl Runtime {
         // Writes count against the call's budget (see `sandbox::quota`).
         crate::sandbox::quota::add_to_linker(&mut linker)
             .context("cannot link the counted file writes")?;
+        // Calling other tools from inside a run: refused unless the host
+        // hands the call's store the session's calls (see `sandbox::tools`).
+        crate::bindings::code::glovebox::plugin::tools::add_to_linker::<
+            CallState,
+            wasmtime::component::HasSelf<CallState>,
+        >(&mut linker, |state| state)
+        .map_err(anyhow::Error::from)
+        .context("cannot link the `tools` import")?;
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
             .map_err(anyhow::Error::from)
             .context("cannot link wasi:http")?;

@@ -14,6 +14,7 @@ pub mod limiter;
 pub mod quota;
 pub mod ranges;
 pub mod symlink;
+pub mod tools;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -89,6 +90,8 @@ pub struct CallState {
     pub(crate) stderr: CapturePipe,
     /// What the call may still write to its grants and scratch directory.
     pub(crate) writes: Arc<WriteBudget>,
+    /// The tools it may call from inside its run (none unless handed over).
+    pub(crate) tools: tools::Nested,
 }
 
 impl CallState {
@@ -157,6 +160,7 @@ impl CallState {
             stdout,
             stderr,
             writes,
+            tools: tools::Nested::default(),
         })
     }
 }

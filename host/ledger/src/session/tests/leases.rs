@@ -58,6 +58,7 @@ fn request(sessions: &Sessions, session: &str, call_id: &str) -> Result<Event, S
             input: inline_if_small("{}"),
             job_id: None,
             trace_id: None,
+            parent_call: None,
         },
     )
 }

@@ -45,6 +45,7 @@ fn act(env: &Env, id: &str, action: &str) -> Result<SessionStatus, SessionError>
                     input: None,
                     job_id: None,
                     trace_id: None,
+                    parent_call: None,
                 },
             )
             .and_then(|_| s.show(id))
@@ -233,6 +234,7 @@ fn call_records_must_follow_a_request() {
             input: None,
             job_id: None,
             trace_id: None,
+            parent_call: None,
         },
     );
     assert!(err.unwrap_err().to_string().contains("already requested"));

@@ -123,6 +123,7 @@ impl Env {
             input: inline_if_small("{}"),
             job_id: None,
             trace_id: None,
+            parent_call: None,
         };
         self.sessions.append(session, kind).expect("call_requested");
     }

@@ -1,0 +1,186 @@
+//! Code mode against one call at a time (issue 40).
+//!
+//! ```text
+//! cargo test --no-run            # builds the plugins (tests/build.rs)
+//! cargo bench -p glovebox-bench --bench code_mode
+//! GLOVEBOX_BENCH_RUNS=200 cargo bench -p glovebox-bench --bench code_mode
+//! ```
+//!
+//! One MCP client over stdio (the bytes `glovebox serve` reads and writes, over
+//! OS pipes, the server in this process), in a workagent session, every call
+//! logged durably and judged by the example config's hooks. Rows, each the
+//! median (and p99) over `GLOVEBOX_BENCH_RUNS` repetitions after 10 warm-up ones:
+//!
+//! - ten `echo.echo` calls, one after the other, as an agent makes them one per
+//!   turn (without the model's own time between them);
+//! - one `code-python.run` whose script makes the same ten calls with
+//!   `tools.call` (each a call of the session: judged, logged);
+//! - one `code-python.run` whose script calls nothing (what the run itself costs);
+//! - then a nested call's own cost, (second - third) / 10, against one MCP call.
+
+#![forbid(unsafe_code)]
+
+mod support;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use glovebox::{Gateway, Host, HostConfig, Jobs, JobsConfig, PluginManifest, open_sessions};
+use glovebox_mcp::McpServer;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::net::unix::pipe;
+
+use support::mcp::{INIT, INITIALIZED, START, example_hooks};
+use support::{artifact, env_number};
+
+const TEN_CALLS: &str = "for i in range(10):\n    tools.call('echo.echo', {'message': 'hi'})\n10";
+const NO_CALL: &str = "10";
+
+/// Echo and the Python runner (10 nested calls a run), under the example hooks.
+async fn server(data: &Path) -> McpServer {
+    let mut echo = PluginManifest::for_component(artifact("tool_echo"), &Default::default());
+    echo.name = "echo".into();
+    let mut python = PluginManifest::for_component(artifact("code_python"), &Default::default());
+    python.name = "code-python".into();
+    python.limits.memory = 256 << 20;
+    python.limits.deadline = Duration::from_secs(60);
+    python.limits.nested_calls = 10;
+    let mut config = HostConfig::from_plugins(data.to_path_buf(), vec![echo, python]);
+    config.hooks = example_hooks();
+    let host = Arc::new(Host::load(config).await.expect("host loads"));
+    let durable = Arc::new(open_sessions(host.config()).expect("store opens"));
+    let gateway = Gateway::new(host, durable);
+    let jobs = Jobs::new(gateway.clone(), JobsConfig::default());
+    McpServer::new(gateway, jobs)
+}
+
+/// A stdio MCP client of `server`, initialized, in a session of its own.
+struct Client {
+    to_server: pipe::Sender,
+    lines: Lines<BufReader<pipe::Receiver>>,
+    next: u64,
+}
+
+impl Client {
+    async fn connect(server: &McpServer) -> Client {
+        let (to_server, server_in) = pipe::pipe().expect("pipe");
+        let (server_out, from_server) = pipe::pipe().expect("pipe");
+        let conn = server.connection(Some(glovebox::Principal::local()));
+        tokio::spawn(async move {
+            use rmcp::ServiceExt;
+            let running = conn
+                .serve((server_in, server_out))
+                .await
+                .expect("handshake");
+            let _ = running.waiting().await;
+        });
+        let mut client = Client {
+            to_server,
+            lines: BufReader::new(from_server).lines(),
+            next: 10,
+        };
+        for line in [INIT, INITIALIZED, START] {
+            client.send(line.to_string()).await;
+        }
+        client
+    }
+
+    async fn send(&mut self, line: String) -> Value {
+        self.to_server.write_all(line.as_bytes()).await.unwrap();
+        self.to_server.write_all(b"\n").await.unwrap();
+        let Some(want) = serde_json::from_str::<Value>(&line).unwrap().get("id").cloned() else {
+            return Value::Null;
+        };
+        loop {
+            let line = self.lines.next_line().await.unwrap().expect("server output");
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if v["id"] == want {
+                return v;
+            }
+        }
+    }
+
+    /// Calls `tool` with `arguments`; its structured result, checked to be no error.
+    async fn call(&mut self, tool: &str, arguments: Value) -> Value {
+        self.next += 1;
+        let request = json!({"jsonrpc": "2.0", "id": self.next, "method": "tools/call",
+                             "params": {"name": tool, "arguments": arguments}});
+        let answer = self.send(request.to_string()).await;
+        assert_eq!(answer["result"]["isError"], false, "{tool}: {answer}");
+        answer["result"]["structuredContent"].clone()
+    }
+
+    async fn ten_echoes(&mut self) {
+        for _ in 0..10 {
+            let v = self.call("echo.echo", json!({"message": "hi"})).await;
+            assert_eq!(v["message"], "hi", "{v}");
+        }
+    }
+
+    async fn run(&mut self, code: &str) {
+        let v = self.call("code-python.run", json!({ "code": code })).await;
+        assert_eq!(v["value"], 10, "{v}");
+    }
+}
+
+/// (median, p99) of `runs` timings of `f`, after 10 warm-up runs.
+async fn time<F, Fut>(runs: usize, mut f: F) -> (Duration, Duration)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    for _ in 0..10 {
+        f().await;
+    }
+    let mut samples = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let start = Instant::now();
+        f().await;
+        samples.push(start.elapsed());
+    }
+    samples.sort();
+    let at = |q: f64| samples[((samples.len() as f64 - 1.0) * q) as usize];
+    (at(0.5), at(0.99))
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+#[tokio::main]
+async fn main() {
+    let runs: usize = env_number("GLOVEBOX_BENCH_RUNS", 100);
+    let data = tempfile::tempdir().expect("tempdir");
+    let server = server(data.path()).await;
+    let client = tokio::sync::Mutex::new(Client::connect(&server).await);
+
+    println!(
+        "one MCP client over stdio, in a session, the example hooks, every call logged durably; median (p99) of {runs}"
+    );
+    let (mcp, mcp99) = time(runs, || async { client.lock().await.ten_echoes().await }).await;
+    let (nested, nested99) =
+        time(runs, || async { client.lock().await.run(TEN_CALLS).await }).await;
+    let (bare, bare99) = time(runs, || async { client.lock().await.run(NO_CALL).await }).await;
+    println!("{:<48} {:>9}  {:>9}", "", "median", "p99");
+    let row = |name: &str, p50: Duration, p99: Duration| {
+        println!("{name:<48} {:>6.2} ms  {:>6.2} ms", ms(p50), ms(p99));
+    };
+    row("10 MCP calls of echo.echo", mcp, mcp99);
+    row("1 code-python.run making 10 echo.echo calls", nested, nested99);
+    row("1 code-python.run making none", bare, bare99);
+    let per_nested = nested.saturating_sub(bare) / 10;
+    let per_mcp = mcp / 10;
+    println!();
+    println!(
+        "end to end: the script is {:.2}x the speed of the 10 MCP calls (goal >= 5x)",
+        mcp.as_secs_f64() / nested.as_secs_f64()
+    );
+    println!(
+        "a nested call: {:.0} µs, an MCP call: {:.0} µs, ratio {:.2} (goal <= 0.5)",
+        per_nested.as_secs_f64() * 1e6,
+        per_mcp.as_secs_f64() * 1e6,
+        per_nested.as_secs_f64() / per_mcp.as_secs_f64()
+    );
+}
