@@ -16,7 +16,9 @@
 //! - one `code-python.run` whose script makes the same ten calls with
 //!   `tools.call` (each a call of the session: judged, logged);
 //! - one `code-python.run` whose script calls nothing (what the run itself costs);
-//! - then a nested call's own cost, (second - third) / 10, against one MCP call.
+//! - the same two with `code-js.run`;
+//! - then, per runner, a nested call's own cost ((ten calls - none) / 10) against
+//!   one MCP call's.
 
 #![forbid(unsafe_code)]
 
@@ -37,6 +39,8 @@ use support::{artifact, env_number};
 
 const TEN_CALLS: &str = "for i in range(10):\n    tools.call('echo.echo', {'message': 'hi'})\n10";
 const NO_CALL: &str = "10";
+const TEN_CALLS_JS: &str =
+    "for (let i = 0; i < 10; i++) await tools.call('echo.echo', { message: 'hi' });\nreturn 10;";
 
 /// Echo and the Python runner (10 nested calls a run), under the example hooks.
 async fn server(data: &Path) -> McpServer {
@@ -47,7 +51,11 @@ async fn server(data: &Path) -> McpServer {
     python.limits.memory = 256 << 20;
     python.limits.deadline = Duration::from_secs(60);
     python.limits.nested_calls = 10;
-    let mut config = HostConfig::from_plugins(data.to_path_buf(), vec![echo, python]);
+    let mut js = PluginManifest::for_component(artifact("code_js"), &Default::default());
+    js.name = "code-js".into();
+    js.limits.memory = 128 << 20;
+    js.limits.nested_calls = 10;
+    let mut config = HostConfig::from_plugins(data.to_path_buf(), vec![echo, python, js]);
     config.hooks = example_hooks();
     let host = Arc::new(Host::load(config).await.expect("host loads"));
     let durable = Arc::new(open_sessions(host.config()).expect("store opens"));
@@ -90,11 +98,20 @@ impl Client {
     async fn send(&mut self, line: String) -> Value {
         self.to_server.write_all(line.as_bytes()).await.unwrap();
         self.to_server.write_all(b"\n").await.unwrap();
-        let Some(want) = serde_json::from_str::<Value>(&line).unwrap().get("id").cloned() else {
+        let Some(want) = serde_json::from_str::<Value>(&line)
+            .unwrap()
+            .get("id")
+            .cloned()
+        else {
             return Value::Null;
         };
         loop {
-            let line = self.lines.next_line().await.unwrap().expect("server output");
+            let line = self
+                .lines
+                .next_line()
+                .await
+                .unwrap()
+                .expect("server output");
             let v: Value = serde_json::from_str(&line).unwrap();
             if v["id"] == want {
                 return v;
@@ -119,8 +136,8 @@ impl Client {
         }
     }
 
-    async fn run(&mut self, code: &str) {
-        let v = self.call("code-python.run", json!({ "code": code })).await;
+    async fn run(&mut self, runner: &str, code: &str) {
+        let v = self.call(runner, json!({ "code": code })).await;
         assert_eq!(v["value"], 10, "{v}");
     }
 }
@@ -160,27 +177,52 @@ async fn main() {
         "one MCP client over stdio, in a session, the example hooks, every call logged durably; median (p99) of {runs}"
     );
     let (mcp, mcp99) = time(runs, || async { client.lock().await.ten_echoes().await }).await;
-    let (nested, nested99) =
-        time(runs, || async { client.lock().await.run(TEN_CALLS).await }).await;
-    let (bare, bare99) = time(runs, || async { client.lock().await.run(NO_CALL).await }).await;
+    let py = "code-python.run";
+    let (nested, nested99) = time(runs, || async {
+        client.lock().await.run(py, TEN_CALLS).await
+    })
+    .await;
+    let (bare, bare99) = time(runs, || async {
+        client.lock().await.run(py, NO_CALL).await
+    })
+    .await;
+    let js = "code-js.run";
+    let (js_nested, js_nested99) = time(runs, || async {
+        client.lock().await.run(js, TEN_CALLS_JS).await
+    })
+    .await;
+    let (js_bare, js_bare99) = time(runs, || async {
+        client.lock().await.run(js, NO_CALL).await
+    })
+    .await;
     println!("{:<48} {:>9}  {:>9}", "", "median", "p99");
     let row = |name: &str, p50: Duration, p99: Duration| {
         println!("{name:<48} {:>6.2} ms  {:>6.2} ms", ms(p50), ms(p99));
     };
     row("10 MCP calls of echo.echo", mcp, mcp99);
-    row("1 code-python.run making 10 echo.echo calls", nested, nested99);
+    row(
+        "1 code-python.run making 10 echo.echo calls",
+        nested,
+        nested99,
+    );
     row("1 code-python.run making none", bare, bare99);
-    let per_nested = nested.saturating_sub(bare) / 10;
+    row(
+        "1 code-js.run making 10 echo.echo calls",
+        js_nested,
+        js_nested99,
+    );
+    row("1 code-js.run making none", js_bare, js_bare99);
     let per_mcp = mcp / 10;
     println!();
-    println!(
-        "end to end: the script is {:.2}x the speed of the 10 MCP calls (goal >= 5x)",
-        mcp.as_secs_f64() / nested.as_secs_f64()
-    );
-    println!(
-        "a nested call: {:.0} µs, an MCP call: {:.0} µs, ratio {:.2} (goal <= 0.5)",
-        per_nested.as_secs_f64() * 1e6,
-        per_mcp.as_secs_f64() * 1e6,
-        per_nested.as_secs_f64() / per_mcp.as_secs_f64()
-    );
+    for (runner, nested, bare) in [("Python", nested, bare), ("JavaScript", js_nested, js_bare)] {
+        let per_nested = nested.saturating_sub(bare) / 10;
+        println!(
+            "{runner}: the script is {:.2}x the speed of the 10 MCP calls (goal >= 5x); \
+             a nested call {:.0} µs against an MCP call's {:.0} µs, ratio {:.2} (goal <= 0.5)",
+            mcp.as_secs_f64() / nested.as_secs_f64(),
+            per_nested.as_secs_f64() * 1e6,
+            per_mcp.as_secs_f64() * 1e6,
+            per_nested.as_secs_f64() / per_mcp.as_secs_f64()
+        );
+    }
 }

@@ -18,6 +18,13 @@
 //! and its `limits.nested_depth`: at 1, the default, a runner may not call a
 //! tool whose plugin may call tools itself (itself, or another runner).
 //!
+//! A nested call's outcome is written without waiting for the disk: its
+//! result goes to the run, not to an agent, and the run's own outcome,
+//! written durably before the agent hears of it, makes it durable
+//! (`pipeline/settle.rs`). So a script's calls of quick tools cost no flush
+//! each; a tool that may not run before its record is durable still waits
+//! for that (`pipeline/record.rs`).
+//!
 //! A nested call runs in a task of its own that runs to its end even when
 //! the run that made it stops (its deadline, a cancelled job): dropped
 //! halfway, it would leave its session with a call that never finished.

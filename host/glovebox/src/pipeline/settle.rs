@@ -6,13 +6,24 @@
 //! call is acknowledged already), the budget's warnings due and the
 //! stuck-agent detector. The hooks that judged the call hear how it ended, in
 //! the background.
+//!
+//! One exception: a call made from inside another call's run (code mode,
+//! `nested.rs`) returns its result to that run, not to an agent, so its
+//! outcome is written without waiting for the disk. The run's own outcome,
+//! written durably before the agent hears of it, makes it durable (one store,
+//! one flush). A crash before that leaves the nested call in flight, and the
+//! recovery marks it interrupted, as for any call a crash cut; what a nested
+//! call may not run before is durable is still written durably before it runs
+//! (`record.rs`). A nested call cancelled because its run ended (its deadline)
+//! has no outcome after it: it is written durably.
 
 use crate::budget;
 use crate::call::{CallContext, CallReport, Metering};
+use crate::error::CallError;
 use crate::host::Host;
 use crate::ledger::Durable;
 use crate::session::{
-    CallMetering, EventKind, SessionError, Sessions, bounded_error, digest, inline_if_small,
+    CallMetering, Commit, EventKind, SessionError, Sessions, bounded_error, digest, inline_if_small,
 };
 
 use super::judge::Judgement;
@@ -60,8 +71,16 @@ pub(crate) async fn settle(
     let detector = host.config().detector.clone();
     let sessions = ledger.sessions.clone();
     let id = session.to_string();
+    // A nested call cancelled by the end of its run has nobody after it to
+    // make it durable: it is written durably itself.
+    let cancelled = matches!(report.outcome, Err(CallError::Cancelled { .. }));
+    let commit = match crate::nested::parent_call() {
+        Some(_) if !cancelled => Commit::Deferred,
+        _ => Commit::Durable,
+    };
     ledger_work(move || {
-        if let Err(e) = sessions.append(&id, finished) {
+        let appended = sessions.append_with_commit(&id, commit, |_, _| (vec![finished], ()));
+        if let Err(e) = appended {
             // Not acknowledged: say so, and stop the session until an
             // operator looks (best effort: the store may be failing).
             let reason = format!("the outcome of a call could not be logged: {e}");
