@@ -44,5 +44,8 @@ cargo build "${build_profile[@]}" --bin glovebox >&2
 
 cargo bench "${profile[@]}" -p glovebox-bench --bench compare
 echo
+# Code mode (issue 40): a script's nested calls against MCP calls, a table of its own.
+cargo bench "${profile[@]}" -p glovebox-bench --bench code_mode
+echo
 # The egress rules' figure (issue 40): this crate only, a table of its own.
 exec cargo bench "${profile[@]}" -p glovebox-manifest --bench egress

@@ -17,6 +17,24 @@ use crate::util::{Site, plugins};
 /// (allowed `nested_calls`), files over `work/`, text, echo and sleep;
 /// `extra` config tables.
 fn site(extra: &str, nested_calls: u32) -> Site {
+    warm();
+    unwarmed(extra, nested_calls)
+}
+
+/// Compiles the runners (and pre-initializes the JavaScript one) into the
+/// tests' shared compile cache once, before any server of these tests starts:
+/// servers started at once on a cold cache would each compile them, past
+/// the client's wait for `initialize` on a loaded machine.
+fn warm() {
+    static WARM: std::sync::Once = std::sync::Once::new();
+    WARM.call_once(|| {
+        let site = unwarmed("", 1);
+        let (code, _, err) = site.run(&["tools"]);
+        assert_eq!(code, 0, "glovebox tools: {err}");
+    });
+}
+
+fn unwarmed(extra: &str, nested_calls: u32) -> Site {
     let files = format!(
         "name = \"files\"\ncomponent = \"{}\"\n[[fs]]\nhost = \"work\"\nguest = \"/data\"\naccess = \"read-write\"\n",
         plugins::TOOL_FILES
@@ -90,14 +108,6 @@ fn run(server: &mut Server, id: u64, runner: &str, code: &str) -> Value {
     server.ok(id, &format!("{runner}.run"), json!({ "code": code }))
 }
 
-fn log(site: &Site, session: &str) -> Vec<Event> {
-    let (code, out, err) = site.run(&["log", "export", session]);
-    assert_eq!(code, 0, "log export: {err}");
-    out.lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect()
-}
-
 /// The calls requested in a log: (call id, tool, parent call).
 fn requested(events: &[Event]) -> Vec<(String, String, Option<String>)> {
     events
@@ -153,7 +163,7 @@ names = [t["name"] for t in tools.list()]
     drop(server);
 
     // Four calls in the log: the run, and its three calls, each naming it.
-    let events = log(&site, "script");
+    let events = site.log("script");
     let calls = requested(&events);
     let tools: Vec<&str> = calls.iter().map(|(_, t, _)| t.as_str()).collect();
     assert_eq!(
@@ -292,7 +302,7 @@ out
     assert_eq!(pending[0]["tool"], "files.write", "{pending}");
 
     // The hooks' decisions on the nested calls are in the log.
-    let events = log(&site, "judged");
+    let events = site.log("judged");
     let denied: Vec<&str> = events
         .iter()
         .filter_map(|e| match &e.kind {
@@ -342,7 +352,7 @@ except BudgetExceeded as e:
         "{result}"
     );
     drop(server);
-    let events = log(&site, "budget");
+    let events = site.log("budget");
     assert!(
         events
             .iter()
@@ -368,7 +378,7 @@ fn a_run_stopped_at_its_deadline_cancels_the_call_it_waits_for() {
     // so, soon after the run that made it stopped.
     let start = std::time::Instant::now();
     loop {
-        let events = log(&site, "deadline");
+        let events = site.log("deadline");
         let calls = requested(&events);
         let sleep = calls
             .iter()
@@ -420,7 +430,7 @@ return { upper, denied, listed: names.includes('text.upper'), schema: typeof too
         "{result}"
     );
     drop(server);
-    let events = log(&site, "js");
+    let events = site.log("js");
     let calls = requested(&events);
     let tools: Vec<&str> = calls.iter().map(|(_, t, _)| t.as_str()).collect();
     assert_eq!(
@@ -440,25 +450,11 @@ return { upper, denied, listed: names.includes('text.upper'), schema: typeof too
 /// (its paths made absolute, a data dir of the test's own).
 #[test]
 fn the_code_mode_example_runs_three_tools_in_one_call() {
+    warm();
     let python = crate::util::venv("mcp-venv", &["mcp==2.3.0", "pytest"]);
     let dir = tempfile::tempdir().unwrap();
     let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/code_mode");
-    let text = std::fs::read_to_string(example.join("glovebox.toml")).unwrap();
-    let text =
-        text.replace(
-            "data_dir = \".glovebox-data\"",
-            &format!("data_dir = \"{}\"", dir.path().join("data").display()),
-        )
-        .replace(
-            "manifest = \"../plugins/",
-            &format!("manifest = \"{}/../plugins/", example.display()),
-        )
-        .replace(
-            "component = \"../../plugins/",
-            &format!("component = \"{}/../../plugins/", example.display()),
-        ) + &format!("\n[runtime]\n{}\n", crate::util::cache_keys());
-    let config = dir.path().join("glovebox.toml");
-    std::fs::write(&config, text).unwrap();
+    let config = crate::util::example_config("code_mode", dir.path());
     let output = std::process::Command::new(python)
         .arg(example.join("flow.py"))
         .arg(env!("CARGO_BIN_EXE_glovebox"))

@@ -126,30 +126,6 @@ fn the_python_mcp_sdk_drives_the_server_over_stdio_and_http() {
     eprintln!("{stdout}");
 }
 
-/// `examples/supervisor/`'s config in a temp dir of its own (its data dir and
-/// the tests' compile cache), with its paths made absolute; the agents still
-/// work in `examples/workspace/`, as the example's manifests grant.
-fn supervisor_config(dir: &Path) -> PathBuf {
-    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/supervisor");
-    let text = std::fs::read_to_string(example.join("glovebox.toml")).unwrap();
-    let text =
-        text.replace(
-            "data_dir = \".glovebox-data\"",
-            &format!("data_dir = \"{}\"", dir.join("data").display()),
-        )
-        .replace(
-            "manifest = \"../plugins/",
-            &format!("manifest = \"{}/../plugins/", example.display()),
-        )
-        .replace(
-            "component = \"../../plugins/",
-            &format!("component = \"{}/../../plugins/", example.display()),
-        ) + &format!("\n[runtime]\n{}\n", crate::util::cache_keys());
-    let path = dir.join("glovebox.toml");
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
 /// Issue 16's supervisor flow, as `examples/supervisor/flow.sh` runs it: the
 /// example's own script, with the official Python SDK, against the real
 /// server on the example's config; then the bill by family.
@@ -157,7 +133,7 @@ fn supervisor_config(dir: &Path) -> PathBuf {
 fn the_supervisor_example_spawns_three_workagents_gates_and_judges_them_and_bills_them_under_it() {
     let python = venv();
     let dir = tempfile::tempdir().unwrap();
-    let config = supervisor_config(dir.path());
+    let config = crate::util::example_config("supervisor", dir.path());
     let glovebox = |args: &[&str]| {
         let out = Command::new(env!("CARGO_BIN_EXE_glovebox"))
             .arg("--config")

@@ -133,14 +133,6 @@ fn calls(events: &[Event]) -> Vec<Call> {
         .collect()
 }
 
-fn log(site: &Site, session: &str) -> Vec<Event> {
-    let (code, out, err) = site.run(&["log", "export", session]);
-    assert_eq!(code, 0, "log export: {err}");
-    out.lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect()
-}
-
 #[test]
 fn one_call_through_every_way_in_leaves_the_same_records() {
     let site = site();
@@ -260,16 +252,12 @@ fn one_call_through_every_way_in_leaves_the_same_records() {
 
     // 6. A policy replay judges every recorded call with the same chain, and
     // changes nothing.
-    let before = log(&site, "same").len();
+    let before = site.log("same").len();
     let replay = site.json(&["policy", "replay", "--session", "same", "--json"]);
     assert_eq!(replay["changes"], json!([]), "{replay}");
-    assert_eq!(
-        log(&site, "same").len(),
-        before,
-        "a replay wrote to the log"
-    );
+    assert_eq!(site.log("same").len(), before, "a replay wrote to the log");
 
-    let events = log(&site, "same");
+    let events = site.log("same");
     let calls = calls(&events);
     let ran: Vec<&Call> = calls
         .iter()

@@ -522,6 +522,15 @@ impl Site {
         ])
     }
 
+    /// The events of `session`'s log, as `log export` prints them.
+    pub fn log(&self, session: &str) -> Vec<glovebox::session::Event> {
+        let (code, out, err) = self.run(&["log", "export", session]);
+        assert_eq!(code, 0, "log export: {err}");
+        out.lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect()
+    }
+
     pub fn json(&self, args: &[&str]) -> serde_json::Value {
         let (code, out, err) = self.run(args);
         assert_eq!(code, 0, "glovebox {args:?}: {err}");
@@ -708,4 +717,31 @@ impl glovebox::storage::Storage for NoWholeScan {
     ) -> glovebox::storage::Result<Option<std::sync::Arc<dyn glovebox::storage::WorkQueue>>> {
         self.inner.work_queue(name, ack_wait)
     }
+}
+
+/// The config of the example in `examples/<example>/` written into `dir`, as a
+/// test runs it: its data dir in `dir`, its relative plugin and component paths
+/// made absolute (the plugins still work where the example's manifests grant),
+/// and the tests' compile cache.
+pub fn example_config(example: &str, dir: &Path) -> PathBuf {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples")
+        .join(example);
+    let text = std::fs::read_to_string(example.join("glovebox.toml")).unwrap();
+    let text =
+        text.replace(
+            "data_dir = \".glovebox-data\"",
+            &format!("data_dir = \"{}\"", dir.join("data").display()),
+        )
+        .replace(
+            "manifest = \"../plugins/",
+            &format!("manifest = \"{}/../plugins/", example.display()),
+        )
+        .replace(
+            "component = \"../../plugins/",
+            &format!("component = \"{}/../../plugins/", example.display()),
+        ) + &format!("\n[runtime]\n{}\n", cache_keys());
+    let path = dir.join("glovebox.toml");
+    std::fs::write(&path, text).unwrap();
+    path
 }

@@ -31,10 +31,8 @@ use std::time::{Duration, Instant};
 use glovebox::{Gateway, Host, HostConfig, Jobs, JobsConfig, PluginManifest, open_sessions};
 use glovebox_mcp::McpServer;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
-use tokio::net::unix::pipe;
 
-use support::mcp::{INIT, INITIALIZED, START, example_hooks};
+use support::mcp::{StdioClient, example_hooks};
 use support::{artifact, env_number};
 
 const TEN_CALLS: &str = "for i in range(10):\n    tools.call('echo.echo', {'message': 'hi'})\n10";
@@ -64,58 +62,17 @@ async fn server(data: &Path) -> McpServer {
     McpServer::new(gateway, jobs)
 }
 
-/// A stdio MCP client of `server`, initialized, in a session of its own.
+/// A stdio client of the server, counting its request ids.
 struct Client {
-    to_server: pipe::Sender,
-    lines: Lines<BufReader<pipe::Receiver>>,
+    stdio: StdioClient,
     next: u64,
 }
 
 impl Client {
     async fn connect(server: &McpServer) -> Client {
-        let (to_server, server_in) = pipe::pipe().expect("pipe");
-        let (server_out, from_server) = pipe::pipe().expect("pipe");
-        let conn = server.connection(Some(glovebox::Principal::local()));
-        tokio::spawn(async move {
-            use rmcp::ServiceExt;
-            let running = conn
-                .serve((server_in, server_out))
-                .await
-                .expect("handshake");
-            let _ = running.waiting().await;
-        });
-        let mut client = Client {
-            to_server,
-            lines: BufReader::new(from_server).lines(),
+        Client {
+            stdio: StdioClient::connect(server).await,
             next: 10,
-        };
-        for line in [INIT, INITIALIZED, START] {
-            client.send(line.to_string()).await;
-        }
-        client
-    }
-
-    async fn send(&mut self, line: String) -> Value {
-        self.to_server.write_all(line.as_bytes()).await.unwrap();
-        self.to_server.write_all(b"\n").await.unwrap();
-        let Some(want) = serde_json::from_str::<Value>(&line)
-            .unwrap()
-            .get("id")
-            .cloned()
-        else {
-            return Value::Null;
-        };
-        loop {
-            let line = self
-                .lines
-                .next_line()
-                .await
-                .unwrap()
-                .expect("server output");
-            let v: Value = serde_json::from_str(&line).unwrap();
-            if v["id"] == want {
-                return v;
-            }
         }
     }
 
@@ -124,7 +81,7 @@ impl Client {
         self.next += 1;
         let request = json!({"jsonrpc": "2.0", "id": self.next, "method": "tools/call",
                              "params": {"name": tool, "arguments": arguments}});
-        let answer = self.send(request.to_string()).await;
+        let answer = self.stdio.send(request.to_string()).await;
         assert_eq!(answer["result"]["isError"], false, "{tool}: {answer}");
         answer["result"]["structuredContent"].clone()
     }

@@ -123,49 +123,73 @@ pub const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params"
 pub const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
 pub const START: &str = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"session_start","arguments":{"role":"workagent","project":"bench"}}}"#;
 
-pub async fn stdio(server: &McpServer, n: usize) -> Stats {
-    let (to_server, server_in) = tokio::net::unix::pipe::pipe().expect("pipe");
-    let (server_out, from_server) = tokio::net::unix::pipe::pipe().expect("pipe");
-    let conn = server.connection(Some(glovebox::Principal::local()));
-    tokio::spawn(async move {
-        use rmcp::ServiceExt;
-        let running = conn
-            .serve((server_in, server_out))
-            .await
-            .expect("handshake");
-        let _ = running.waiting().await;
-    });
-    let mut to_server = to_server;
-    let mut lines = BufReader::new(from_server).lines();
-    let mut send = async |line: String| -> Value {
-        to_server.write_all(line.as_bytes()).await.unwrap();
-        to_server.write_all(b"\n").await.unwrap();
-        let want: Option<Value> = serde_json::from_str::<Value>(&line)
+/// A stdio MCP client of the in-process `server`, over a pair of OS pipes:
+/// the bytes `glovebox serve` reads and writes. Initialized, in a session of
+/// its own (a workagent's).
+pub struct StdioClient {
+    to_server: tokio::net::unix::pipe::Sender,
+    lines: tokio::io::Lines<BufReader<tokio::net::unix::pipe::Receiver>>,
+}
+
+impl StdioClient {
+    pub async fn connect(server: &McpServer) -> StdioClient {
+        let (to_server, server_in) = tokio::net::unix::pipe::pipe().expect("pipe");
+        let (server_out, from_server) = tokio::net::unix::pipe::pipe().expect("pipe");
+        let conn = server.connection(Some(glovebox::Principal::local()));
+        tokio::spawn(async move {
+            use rmcp::ServiceExt;
+            let running = conn
+                .serve((server_in, server_out))
+                .await
+                .expect("handshake");
+            let _ = running.waiting().await;
+        });
+        let mut client = StdioClient {
+            to_server,
+            lines: BufReader::new(from_server).lines(),
+        };
+        for line in [INIT, INITIALIZED, START] {
+            client.send(line.to_string()).await;
+        }
+        client
+    }
+
+    /// Sends one JSON-RPC line; the answer with its id (`Null` for a notification).
+    pub async fn send(&mut self, line: String) -> Value {
+        self.to_server.write_all(line.as_bytes()).await.unwrap();
+        self.to_server.write_all(b"\n").await.unwrap();
+        let Some(want) = serde_json::from_str::<Value>(&line)
             .unwrap()
             .get("id")
-            .cloned();
-        let Some(want) = want else {
+            .cloned()
+        else {
             return Value::Null;
         };
         loop {
-            let line = lines.next_line().await.unwrap().expect("server output");
+            let line = self
+                .lines
+                .next_line()
+                .await
+                .unwrap()
+                .expect("server output");
             let v: Value = serde_json::from_str(&line).unwrap();
             if v["id"] == want {
                 return v;
             }
         }
-    };
-    send(INIT.to_string()).await;
-    send(INITIALIZED.to_string()).await;
-    send(START.to_string()).await;
+    }
+}
+
+pub async fn stdio(server: &McpServer, n: usize) -> Stats {
+    let mut client = StdioClient::connect(server).await;
     let mut samples = Vec::with_capacity(n);
     for i in 0..200 {
-        check_echo(&send(echo_call(1_000_000 + i).to_string()).await);
+        check_echo(&client.send(echo_call(1_000_000 + i).to_string()).await);
     }
     let all = Instant::now();
     for i in 0..n as u64 {
         let start = Instant::now();
-        let v = send(echo_call(i + 100).to_string()).await;
+        let v = client.send(echo_call(i + 100).to_string()).await;
         samples.push(start.elapsed());
         check_echo(&v);
     }
