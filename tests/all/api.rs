@@ -259,6 +259,7 @@ fn the_api_document_validates_and_every_route_answers_with_what_it_says() {
         "sessions.pause": {"path": {"session": "api-d"}, "body": {"reason": "stop for review"}},
         "sessions.resume": {"path": {"session": "api-d"}},
         "doctor.check": {},
+        "doctor.score": {},
         "plugins.accept": {"path": {"plugin": "echo"}},
         "memory.approve": {"path": {"id": memory[0]}},
         "memory.reject": {"path": {"id": memory[1]}, "body": {"reason": "tests stay"}},

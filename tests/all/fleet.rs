@@ -231,6 +231,32 @@ fn the_dashboard_shows_the_registry_the_recorded_card_spend_by_model_and_the_com
     // Outside the 30 days shown.
     assert!(!page.contains(&ago(40)), "{page}");
 
+    // The same through the HTTP API (`doctor.score`): the score now, its
+    // weights, and the recorded days, oldest first, the 40-day-old one left out.
+    let api: serde_json::Value = serde_json::from_str(&get("/api/v1/doctor/score")).unwrap();
+    assert_eq!(api["score"], want, "{api}");
+    assert_eq!(api["weights"], json!({"warning": 10, "notice": 2}), "{api}");
+    assert_eq!(
+        api["findings"].as_array().map(Vec::len),
+        Some(findings.len())
+    );
+    let days: Vec<(String, i64)> = api["trend"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["day"].as_str().unwrap().to_string(),
+                d["score"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        days,
+        [(ago(3), 60), (ago(1), 80), (today.clone(), want)],
+        "{api}"
+    );
+
     // A restart the same day writes no second record: today's keeps the
     // time the first sweep wrote it.
     let recorded = || {

@@ -23,6 +23,7 @@ mod approvals_show;
 mod calls_output;
 mod context_search;
 mod doctor;
+mod doctor_score;
 mod error;
 mod files_list;
 mod files_read;
@@ -69,6 +70,7 @@ pub use approvals_show::{ShowApproval, ShowApprovalArgs};
 pub use calls_output::{CallOutput, CallOutputArgs};
 pub use context_search::{ContextFound, SearchContext, SearchContextArgs};
 pub use doctor::Doctor;
+pub use doctor_score::{Compliance, DoctorScore, Weights};
 pub use error::{ErrorClass, OperationError};
 pub use files_list::{FileEntry, FileKind, FilesPage, ListFiles, ListFilesArgs};
 pub use files_read::{Encoding, FileChunk, ReadFile, ReadFileArgs};
@@ -395,6 +397,7 @@ pub fn all() -> &'static [Entry] {
             Entry::of::<GiveVerdict>(),
             Entry::of::<WaitChildren>(),
             Entry::of::<Doctor>(),
+            Entry::of::<DoctorScore>(),
             Entry::of::<AcceptPlugin>(),
         ]
     });
