@@ -192,6 +192,11 @@ impl Host {
         &self.plugins
     }
 
+    /// The loaded plugin called `name` (its manifest's `name`).
+    pub fn plugin_named(&self, name: &str) -> Option<&Arc<LoadedPlugin>> {
+        self.plugins.iter().find(|p| p.manifest.name == name)
+    }
+
     /// Finds a tool by `plugin.tool`, or by its bare name when only one plugin offers it.
     pub fn resolve(&self, name: &str) -> Result<&ToolInfo, CallError> {
         self.find(name).map(|(p, t)| &self.plugins[p].tools[t])

@@ -117,10 +117,6 @@ impl SessionCalls {
             )
         })
     }
-
-    fn plugin_of<'h>(host: &'h crate::host::Host, name: &str) -> Option<&'h Arc<LoadedPlugin>> {
-        host.plugins().iter().find(|p| p.manifest.name == name)
-    }
 }
 
 #[async_trait::async_trait]
@@ -140,7 +136,7 @@ impl ToolCalls for SessionCalls {
             .into_iter()
             .filter(|t| offer.check(t).is_ok())
             .filter(|t| {
-                Self::plugin_of(&host, &t.plugin)
+                host.plugin_named(&t.plugin)
                     .is_some_and(|p| self.too_deep(&t.name, p).is_none())
             })
             .map(|t| Offered {

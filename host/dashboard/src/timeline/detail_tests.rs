@@ -45,6 +45,19 @@ fn a_call_request_shows_its_job_trace_digest_and_input() {
         })),
         "call <code>c-2</code> of <b>t.t</b> · input <code title=\"ab\">ab</code><details><summary>input</summary><p class=\"muted\">too large to keep in the log: digest only</p></details>"
     );
+    // A call a script made from inside a run (code mode) names that run.
+    assert_eq!(
+        detail(json!({
+            "type": "call_requested",
+            "call_id": "c-3",
+            "tool": "text.upper",
+            "input_digest": "ab",
+            "input": null,
+            "job_id": null,
+            "parent_call": "c<1>",
+        })),
+        "call <code>c-3</code> of <b>text.upper</b> (made by call <code>c&lt;1&gt;</code>) · input <code title=\"ab\">ab</code><details><summary>input</summary><p class=\"muted\">too large to keep in the log: digest only</p></details>"
+    );
 }
 
 #[test]

@@ -15,9 +15,7 @@ pub(super) fn held_tools(host: &Host) -> Vec<Finding> {
     for (tool, hold) in host.held().iter() {
         let plugin = tool.split_once('.').map_or(tool.as_str(), |(p, _)| p);
         let manifest = host
-            .plugins()
-            .iter()
-            .find(|p| p.manifest.name == plugin)
+            .plugin_named(plugin)
             .and_then(|p| p.manifest.path.clone());
         let (change, found) = match hold {
             crate::tool_text::Hold::Changed { diff, findings, .. } => {

@@ -52,11 +52,7 @@ impl Operation for AcceptPlugin {
     ) -> Result<Vec<AcceptedTool>, OperationError> {
         let gateway = scope.gateway();
         let host = gateway.host();
-        let Some(plugin) = host
-            .plugins()
-            .iter()
-            .find(|p| p.manifest.name == args.plugin)
-        else {
+        let Some(plugin) = host.plugin_named(&args.plugin) else {
             let names: Vec<&str> = host
                 .plugins()
                 .iter()

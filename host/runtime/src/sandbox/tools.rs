@@ -85,11 +85,6 @@ impl Nested {
         }
     }
 
-    /// How many calls the guest made (refused ones included).
-    pub fn made(&self) -> u32 {
-        self.made
-    }
-
     /// The calls to make the next one through, or why it may not be made.
     fn permit(&self) -> Result<Arc<dyn ToolCalls>, Failure> {
         let plugin = if self.plugin.is_empty() {
