@@ -9,7 +9,7 @@ use clap::Subcommand;
 use glovebox::HostConfig;
 use glovebox::manifest::ContextWriter;
 use glovebox::page::Page;
-use glovebox::rescue::{Category, Outcome, Rescue, RescueError, Rescues};
+use glovebox::rescue::{Category, Handover, Outcome, Rescue, RescueError, Rescues};
 
 #[derive(Subcommand, serde::Serialize, serde::Deserialize)]
 pub enum RescueCommand {
@@ -19,6 +19,16 @@ pub enum RescueCommand {
         /// The call it concerns (default: the one its blocker flags name).
         #[arg(long = "call")]
         call: Option<String>,
+        /// Who works on it (the designated engineer); `rescue assign` changes it.
+        #[arg(long)]
+        assignee: Option<String>,
+    },
+    /// Name who works on a rescue (the designated engineer).
+    Assign {
+        id: String,
+        /// Their name, as your team knows them.
+        #[arg(long)]
+        to: String,
     },
     /// Record the diagnosis: the root cause's category, the evidence, the root cause.
     Diagnose {
@@ -32,15 +42,25 @@ pub enum RescueCommand {
         #[arg(long)]
         root_cause: String,
     },
-    /// Hand the session context files and spec changes; its next resume returns them.
+    /// Hand the session a description, files with their content and spec
+    /// changes; its next resume returns them.
     Inject {
         id: String,
-        /// A context file for the agent to read (repeatable).
+        /// What you found and want the agent to know.
+        #[arg(long)]
+        description: Option<String>,
+        /// A file for the agent to read (repeatable): read here, its content
+        /// (UTF-8, at most 32 KiB) handed over with its SHA-256; a path that
+        /// does not exist here is handed over as a path alone.
         #[arg(long = "file")]
         files: Vec<String>,
         /// A change to the task's specification (repeatable).
         #[arg(long = "spec-change")]
         spec_changes: Vec<String>,
+        /// The files as read on the command line's side, when the command
+        /// runs in a server (`control::client`): never a flag.
+        #[arg(skip)]
+        read: Option<Vec<HandedFile>>,
     },
     /// Close the rescue; `--enrich` proposes entries to the project's memory
     /// (`glovebox memory review` approves them).
@@ -142,6 +162,67 @@ fn print_json<T: serde::Serialize>(value: &T) -> Result<()> {
     Ok(())
 }
 
+/// A file an injection hands over, as the command line's side read it.
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
+pub struct HandedFile {
+    path: String,
+    content: Option<String>,
+}
+
+impl From<HandedFile> for glovebox::rescue::HandedFile {
+    fn from(f: HandedFile) -> Self {
+        glovebox::rescue::HandedFile {
+            path: f.path,
+            content: f.content,
+        }
+    }
+}
+
+/// Reads the files of `rescue inject --file` on this side (the operator's):
+/// a file that exists is handed over with its content; a path that does not
+/// exist here (one in the agent's workspace, say) as a path alone, said on
+/// stderr. A file too big or not UTF-8 text is refused, naming it.
+pub fn read_files(paths: &[String]) -> Result<Vec<HandedFile>> {
+    use std::io::Read as _;
+    let limit = glovebox::rescue::MAX_FILE_BYTES;
+    paths
+        .iter()
+        .map(|path| {
+            let file = match std::fs::File::open(path) {
+                Ok(file) => file,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    err!(
+                        "note: `{path}` does not exist here: the agent gets its path, not its content"
+                    );
+                    return Ok(HandedFile {
+                        path: path.clone(),
+                        content: None,
+                    });
+                }
+                Err(e) => anyhow::bail!("cannot read `{path}`: {e}"),
+            };
+            let mut bytes = Vec::new();
+            file.take(limit as u64 + 1)
+                .read_to_end(&mut bytes)
+                .map_err(|e| anyhow::anyhow!("cannot read `{path}`: {e}"))?;
+            if bytes.len() > limit {
+                anyhow::bail!(
+                    "`{path}` is over {limit} bytes: an injected file carries at most that; hand over the part that matters (a smaller file, or `--spec-change`)"
+                );
+            }
+            let content = String::from_utf8(bytes).map_err(|_| {
+                anyhow::anyhow!(
+                    "`{path}` is not UTF-8 text: an injection hands over text; describe a binary file with `--description`"
+                )
+            })?;
+            Ok(HandedFile {
+                path: path.clone(),
+                content: Some(content),
+            })
+        })
+        .collect()
+}
+
 fn minutes(ms: u64) -> String {
     format!("{:.1} min", ms as f64 / 60_000.0)
 }
@@ -159,7 +240,17 @@ pub fn run_rescue(config: &Path, command: RescueCommand) -> Result<ExitCode> {
         }
     };
     match command {
-        RescueCommand::Open { session, call } => one(r.open(&session, call.as_deref())),
+        RescueCommand::Open {
+            session,
+            call,
+            assignee,
+        } => one(r
+            .open(&session, call.as_deref())
+            .and_then(|opened| match assignee {
+                Some(to) => r.assign(&opened.id, &to),
+                None => Ok(opened),
+            })),
+        RescueCommand::Assign { id, to } => one(r.assign(&id, &to)),
         RescueCommand::Diagnose {
             id,
             category,
@@ -168,9 +259,22 @@ pub fn run_rescue(config: &Path, command: RescueCommand) -> Result<ExitCode> {
         } => one(r.diagnose(&id, category, evidence, &root_cause)),
         RescueCommand::Inject {
             id,
+            description,
             files,
             spec_changes,
-        } => one(r.inject(&id, files, spec_changes)),
+            read,
+        } => {
+            let files = match read {
+                Some(read) => read,
+                None => read_files(&files)?,
+            };
+            let handover = Handover {
+                description,
+                files: files.into_iter().map(Into::into).collect(),
+                spec_changes,
+            };
+            one(r.inject(&id, handover))
+        }
         RescueCommand::Resolve {
             id,
             outcome,

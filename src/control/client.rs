@@ -184,6 +184,10 @@ fn inline_local_inputs(command: &mut Command) -> Result<()> {
                     ..
                 },
         } => absolute(path)?,
+        // The operator's files are read here, where the operator is.
+        Command::Rescue {
+            command: crate::rescue::RescueCommand::Inject { files, read, .. },
+        } => *read = Some(crate::rescue::read_files(files)?),
         _ => {}
     }
     Ok(())

@@ -12,7 +12,9 @@ use glovebox::detect::{self, EscalationStep};
 use glovebox::manifest::{ContextConfig, ContextWriter, HookConfig, MemoryConfig, Severity};
 use glovebox::memory::{MemoryBank, MemoryState};
 use glovebox::page::PageRequest;
-use glovebox::rescue::{Category, ContextKind, Outcome, RescueError, Rescues};
+use glovebox::rescue::{
+    Category, ContextKind, HandedFile, Handover, MAX_FILE_BYTES, Outcome, RescueError, Rescues,
+};
 use glovebox::session::{EndOutcome, EventKind, Role, SessionStatus, StartSession};
 use glovebox::storage::{Durability, SledStore, Storage};
 use glovebox::{Durable, Gateway, Host, HostConfig, SessionError, Sessions};
@@ -555,8 +557,14 @@ async fn a_rescue_from_open_to_resolved_changes_the_next_sessions_starting_conte
     let rescue = rescues
         .inject(
             &rescue.id,
-            vec!["docs/tools.md".into()],
-            vec!["use echo.echo instead of panic.panic".into()],
+            Handover {
+                files: vec![HandedFile {
+                    path: "docs/tools.md".into(),
+                    content: None,
+                }],
+                spec_changes: vec!["use echo.echo instead of panic.panic".into()],
+                ..Handover::default()
+            },
         )
         .unwrap();
     assert_eq!(rescue.status(), "injected");
@@ -607,7 +615,13 @@ async fn a_rescue_from_open_to_resolved_changes_the_next_sessions_starting_conte
         EscalationStep::None
     );
     assert!(matches!(
-        rescues.inject(&rescue.id, vec!["x".into()], vec![]),
+        rescues.inject(
+            &rescue.id,
+            Handover {
+                spec_changes: vec!["x".into()],
+                ..Handover::default()
+            }
+        ),
         Err(RescueError::InvalidInput(m)) if m.contains("closed")
     ));
     assert_eq!(
@@ -1173,4 +1187,136 @@ fn rescue_and_context_through_the_cli() {
     site.set_config("[detector]\nretry_failure = 2\n");
     let (code, _, err) = site.run(&["rescue", "list"]);
     assert_eq!(code, 2, "{err}");
+}
+
+/// An injection carries what the operator found and the content of the
+/// files the operator's side holds (the agent's grants may not reach them),
+/// each with its SHA-256; the command line reads them where it runs, also
+/// when a server holds the data dir; the agent gets them from
+/// `session_resume`, and the rescue names its assignee.
+#[test]
+fn a_rescue_hands_the_agent_file_content_read_on_the_operators_side() {
+    let site = site("");
+    let mut server = crate::mcp::Server::initialized(&site.config(), &[]);
+    let state = server.ok(
+        1,
+        "session_start",
+        json!({"role": "workagent", "project": "p", "name": "stuck"}),
+    );
+    assert!(state["id"].is_string(), "{state}");
+    let socket = site.path().join("data/control.sock");
+    let start = std::time::Instant::now();
+    while !socket.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no control socket"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    // The operator's files, relative to where the operator runs the command
+    // (not where the server runs).
+    let desk = tempfile::tempdir().unwrap();
+    let spec = "# Deploy\nUse the staging database with --ssl.\n";
+    std::fs::write(desk.path().join("runbook.md"), spec).unwrap();
+    std::fs::write(desk.path().join("huge.log"), "x".repeat(MAX_FILE_BYTES + 1)).unwrap();
+    std::fs::write(desk.path().join("blob.bin"), [0xff, 0xfe, 0x00]).unwrap();
+    let operator = |args: &[&str]| {
+        let out = util::glovebox()
+            .current_dir(desk.path())
+            .arg("--config")
+            .arg(site.config())
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+
+    let (code, out, err) = operator(&["rescue", "open", "stuck", "--assignee", "alice"]);
+    assert_eq!(code, 0, "{err}");
+    let opened: Value = serde_json::from_str(&out).unwrap();
+    let rid = opened["id"].as_str().unwrap().to_string();
+    assert_eq!(opened["assignee"], "alice");
+    let (code, out, err) = operator(&["rescue", "assign", &rid, "--to", "bob"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&out).unwrap()["assignee"],
+        "bob"
+    );
+
+    // Refused whole, naming the file and the fix; nothing is handed over.
+    for (file, words) in [("huge.log", "at most"), ("blob.bin", "not UTF-8 text")] {
+        let (code, _, err) = operator(&["rescue", "inject", &rid, "--file", file]);
+        assert_ne!(code, 0, "{file}");
+        assert!(err.contains(file) && err.contains(words), "{file}: {err}");
+    }
+    let (code, _, err) = operator(&["rescue", "inject", &rid]);
+    assert_ne!(code, 0);
+    assert!(err.contains("--description TEXT"), "{err}");
+
+    let (code, out, err) = operator(&[
+        "rescue",
+        "inject",
+        &rid,
+        "--description",
+        "the deploy needs TLS to the database",
+        "--file",
+        "runbook.md",
+        "--file",
+        "src/in-the-agents-tree.rs",
+        "--spec-change",
+        "deploy to staging first",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("src/in-the-agents-tree.rs") && err.contains("its path, not its content"),
+        "{err}"
+    );
+    let injected: Value = serde_json::from_str(&out).unwrap();
+    let digest = {
+        use sha2::Digest as _;
+        sha2::Sha256::digest(spec.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    };
+    assert_eq!(
+        injected["injections"][0]["attached"],
+        json!([{"path": "runbook.md", "sha256": digest, "bytes": spec.len()}])
+    );
+    assert_eq!(
+        injected["injections"][0]["description"],
+        "the deploy needs TLS to the database"
+    );
+
+    // The agent, over MCP: the description, the file's content and digest,
+    // the path alone, the spec change, in that order.
+    let resumed = server.ok(2, "session_resume", json!({"session": "stuck"}));
+    let source = format!("rescue:{rid}");
+    let context: Vec<Value> = resumed["context"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["source"] == source.as_str())
+        .cloned()
+        .collect();
+    assert_eq!(context.len(), 4, "{resumed}");
+    assert_eq!(context[0]["kind"], "note");
+    assert_eq!(context[0]["text"], "the deploy needs TLS to the database");
+    assert_eq!(context[1]["kind"], "file");
+    assert_eq!(context[1]["text"], "runbook.md");
+    assert_eq!(context[1]["content"], spec);
+    assert_eq!(context[1]["sha256"], digest.as_str());
+    assert_eq!(context[2]["text"], "src/in-the-agents-tree.rs");
+    assert!(context[2].get("content").is_none(), "{}", context[2]);
+    assert_eq!(context[3]["kind"], "spec_change");
+    drop(server);
+
+    // The log that carries the content still verifies.
+    let (code, out, err) = site.run(&["log", "verify", "stuck"]);
+    assert_eq!(code, 0, "{out}{err}");
 }

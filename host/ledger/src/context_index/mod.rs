@@ -49,6 +49,8 @@ impl IndexEntry {
                 None => self.writer.as_str().to_string(),
             },
             at_ms: self.added_at_ms,
+            content: None,
+            sha256: None,
         }
     }
 }

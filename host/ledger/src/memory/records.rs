@@ -233,6 +233,8 @@ impl MemoryEntry {
             text: self.text.clone(),
             source: format!("{MEMORY_SOURCE}:{}", self.scope),
             at_ms: self.approved_at_ms(),
+            content: None,
+            sha256: None,
         }
     }
 }

@@ -8,8 +8,10 @@
 //!   `rescue` step of the escalation ladder and is paused if it was active.
 //! - `diagnose` records the category of the root cause, the evidence and the
 //!   root cause itself.
-//! - `inject` hands the session context files and spec changes: a
-//!   `context_injected` event in its log, which its next `resume` returns.
+//! - `assign` names who works on it (the designated engineer).
+//! - `inject` hands the session a description, files with their content and
+//!   spec changes (`handover.rs`): a `context_injected` event in its log,
+//!   which its next `resume` returns.
 //! - `resolve` records the outcome (resolved, re-escalated, abandoned) and
 //!   the time; its enrich step proposes entries to the project's scope of
 //!   the memory bank (`crate::memory`), which every new session of the
@@ -23,6 +25,7 @@
 
 mod context;
 mod error;
+mod handover;
 mod index;
 mod listing;
 mod report;
@@ -38,6 +41,9 @@ pub use context::{
     ContextEntry, ContextIndex, ContextKind, INDEX_SOURCE, IndexEntry, MAX_ENTRY_BYTES,
 };
 pub use error::RescueError;
+pub use handover::{
+    AttachedFile, HandedFile, Handover, MAX_FILE_BYTES, MAX_FILES, MAX_HANDOVER_BYTES,
+};
 pub use report::{RescueReport, Tally, report_of};
 
 use crate::detect::EscalationStep;
@@ -123,7 +129,16 @@ pub struct Diagnosis {
 /// What was handed to the session.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Injection {
+    /// What the operator found, as handed over (absent in injections made
+    /// before injections had one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The paths handed over, with or without their content.
     pub context_files: Vec<String>,
+    /// The files whose content was handed over, with its digest and size
+    /// (the content itself is in the session's log).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attached: Vec<AttachedFile>,
     pub spec_changes: Vec<String>,
     pub at_ms: u64,
     /// The `context_injected` event in the session's log.
@@ -139,6 +154,9 @@ pub struct Rescue {
     pub project: String,
     /// The call it concerns.
     pub call_id: Option<String>,
+    /// Who works on it (the designated engineer), as the operator named them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assignee: Option<String>,
     /// When the blocker was detected: the oldest active flag, or the opening.
     pub detected_at_ms: u64,
     pub opened_at_ms: u64,
@@ -277,6 +295,7 @@ impl Rescues {
             session_name: state.header.name.clone(),
             project: state.header.project.clone(),
             call_id,
+            assignee: None,
             detected_at_ms: state
                 .watch
                 .flags
@@ -347,55 +366,41 @@ impl Rescues {
         Ok(rescue)
     }
 
-    /// Hands the rescued session context files and spec changes: appended to
-    /// its log, returned by its next resume.
-    pub fn inject(
-        &self,
-        id: &str,
-        context_files: Vec<String>,
-        spec_changes: Vec<String>,
-    ) -> Result<Rescue, RescueError> {
-        let mut rescue = self.unresolved(id, "inject into")?;
-        if context_files.is_empty() && spec_changes.is_empty() {
-            return Err(RescueError::InvalidInput(
-                "nothing to inject: give `--file PATH` or `--spec-change TEXT` (repeatable)".into(),
-            ));
-        }
-        let too_long = context_files
-            .iter()
-            .chain(&spec_changes)
-            .find(|t| t.trim().is_empty() || t.len() > MAX_ENTRY_BYTES);
-        if let Some(t) = too_long {
+    /// Names who works on an unresolved rescue (a later name replaces it).
+    pub fn assign(&self, id: &str, assignee: &str) -> Result<Rescue, RescueError> {
+        let mut rescue = self.unresolved(id, "assign")?;
+        let assignee = assignee.trim();
+        if assignee.is_empty() || assignee.len() > 256 {
             return Err(RescueError::InvalidInput(format!(
-                "each file and spec change has 1 to {MAX_ENTRY_BYTES} bytes, not {}",
-                t.len()
+                "an assignee is a name of 1 to 256 bytes, not {}: `--to NAME`",
+                assignee.len()
             )));
         }
-        let now = self.now();
+        rescue.assignee = Some(assignee.to_string());
+        self.put(&rescue)?;
+        Ok(rescue)
+    }
+
+    /// Hands the rescued session what `handover` holds (a description, files
+    /// with their content, spec changes): appended to its log, returned by
+    /// its next resume. Every bound is checked before anything is written.
+    pub fn inject(&self, id: &str, handover: Handover) -> Result<Rescue, RescueError> {
+        let mut rescue = self.unresolved(id, "inject into")?;
+        handover.check()?;
         let source = format!("rescue:{}", rescue.id);
-        let entry = |kind, text: &String| ContextEntry {
-            id: rescue.id.clone(),
-            kind,
-            text: text.clone(),
-            source: source.clone(),
-            at_ms: now,
-        };
-        let entries = context_files
-            .iter()
-            .map(|f| entry(ContextKind::File, f))
-            .chain(
-                spec_changes
-                    .iter()
-                    .map(|s| entry(ContextKind::SpecChange, s)),
-            )
-            .collect();
+        let entries = handover.entries(&rescue.id, &source, self.now());
         let event = self.sessions.append(
             &rescue.session,
             EventKind::ContextInjected { source, entries },
         )?;
         rescue.injections.push(Injection {
-            context_files,
-            spec_changes,
+            description: handover
+                .description
+                .as_deref()
+                .map(|d| d.trim().to_string()),
+            context_files: handover.files.iter().map(|f| f.path.clone()).collect(),
+            attached: handover.attached(),
+            spec_changes: handover.spec_changes,
             at_ms: event.at_ms,
             seq: event.seq,
         });

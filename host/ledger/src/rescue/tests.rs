@@ -276,6 +276,7 @@ fn threat_49_rescues_and_context_entries_of_an_old_data_dir_are_indexed_once() {
         session_name: Some("old".into()),
         project: "alpha".into(),
         call_id: None,
+        assignee: None,
         detected_at_ms: T0 + i * HOUR,
         opened_at_ms: T0 + i * HOUR,
         flags: vec![],

@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 pub enum ContextKind {
     /// Text: a fact, a rule, a pitfall.
     Note,
-    /// A file the agent should read (its path as the operator gave it).
+    /// A file the agent should read (its path as the operator gave it, and
+    /// its content when a rescue injected it).
     File,
     /// A change to the task's specification.
     SpecChange,
@@ -27,4 +28,14 @@ pub struct ContextEntry {
     /// `operator`, or `rescue:<id>`.
     pub source: String,
     pub at_ms: u64,
+    /// A file's content, as the operator's side read it when a rescue
+    /// injected it (`kind` `file`, `text` its path); absent for a path the
+    /// operator's side could not read, and in entries written before
+    /// injections carried content.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    /// The SHA-256 of `content` (hex), so the agent and a reviewer can tell
+    /// which version of the file was handed over.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
 }

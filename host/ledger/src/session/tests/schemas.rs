@@ -214,6 +214,8 @@ fn annotations(at_ms: u64) -> Vec<EventKind> {
                     text: "docs/plan.md".into(),
                     source: "rescue:r-1".into(),
                     at_ms,
+                    content: Some("# Plan\n".into()),
+                    sha256: Some(digest(b"# Plan\n")),
                 },
                 ContextEntry {
                     id: "ctx-2".into(),
@@ -221,6 +223,8 @@ fn annotations(at_ms: u64) -> Vec<EventKind> {
                     text: "ship without the cache".into(),
                     source: "rescue:r-1".into(),
                     at_ms,
+                    content: None,
+                    sha256: None,
                 },
             ],
         },
