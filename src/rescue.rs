@@ -82,7 +82,8 @@ pub enum RescueCommand {
     },
     /// Show one rescue record.
     Show { id: String },
-    /// Rescues of the last days: count, mean time to unblock, context updates, root causes.
+    /// Rescues of the last days: count, mean times to diagnose and to unblock,
+    /// context updates, those closed without a lesson, root causes.
     Report {
         #[arg(long, default_value_t = 30)]
         days: u64,
@@ -335,7 +336,21 @@ pub fn run_rescue(config: &Path, command: RescueCommand) -> Result<ExitCode> {
                     .map(minutes)
                     .unwrap_or_else(|| "- (none resolved)".into())
             );
+            out!(
+                "mean time to diagnose: {}",
+                report
+                    .mean_time_to_diagnose_ms
+                    .map(minutes)
+                    .unwrap_or_else(|| "- (none diagnosed)".into())
+            );
             out!("context updates:      {}", report.context_updates);
+            if let Some(share) = report.share_closed_without_enrichment {
+                out!(
+                    "closed, no lesson:    {} ({:.0}% of the closed)",
+                    report.closed_without_enrichment,
+                    share * 100.0
+                );
+            }
             out!("root causes:");
             let mut cats: Vec<_> = report.by_category.iter().collect();
             cats.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));

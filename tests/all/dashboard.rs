@@ -983,6 +983,11 @@ async fn an_operator_logs_in_approves_a_call_by_clicking_and_visits_every_page_i
             "read the README first",
         ),
         ("rescues-mttu", "/ui/rescues".to_string(), mttu_bar.as_str()),
+        (
+            "rescues-no-lesson",
+            "/ui/rescues".to_string(),
+            "1 (100%) closed without a lesson",
+        ),
         ("notify", "/ui/notify".to_string(), "no [[notify]] targets"),
         ("memory", "/ui/memory".to_string(), "no proposed entries"),
         (

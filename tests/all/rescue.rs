@@ -851,6 +851,12 @@ async fn the_rescue_report_matches_the_records() {
             .sum::<usize>()
     );
     assert_eq!(report.context_updates, 3);
+    // Diagnosed as soon as opened, 3 minutes after the flag; two of the four
+    // closed rescues (one resolved, one abandoned) proposed no lesson.
+    let diagnose = report.mean_time_to_diagnose_ms.unwrap();
+    assert!(diagnose.abs_diff(3 * 60_000) < 5_000, "{diagnose}");
+    assert_eq!(report.closed_without_enrichment, 2);
+    assert_eq!(report.share_closed_without_enrichment, Some(0.5));
     assert_eq!(
         (
             report.resolved,

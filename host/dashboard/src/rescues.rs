@@ -156,17 +156,29 @@ fn last_days(rescues: &Rescues) -> Result<String, RescueError> {
     resolved.truncate(CHARTED);
     resolved.reverse();
     let mut body = format!(
-        "<p id=\"rescue-summary\">last {DAYS} days: <b>{}</b> rescues ({} open, {} resolved, {} re-escalated, {} abandoned) · mean time to unblock <b>{}</b> · {} context updates</p>",
+        "<p id=\"rescue-summary\">last {DAYS} days: <b>{}</b> rescues ({} open, {} resolved, {} re-escalated, {} abandoned) · mean time to diagnose <b>{}</b> · mean time to unblock <b>{}</b> · {} context updates · {} closed without a lesson</p>",
         report.rescues,
         report.open,
         report.resolved,
         report.re_escalated,
         report.abandoned,
         report
+            .mean_time_to_diagnose_ms
+            .map(minutes)
+            .unwrap_or_else(|| "- (none diagnosed)".into()),
+        report
             .mean_time_to_unblock_ms
             .map(minutes)
             .unwrap_or_else(|| "- (none resolved)".into()),
-        report.context_updates
+        report.context_updates,
+        report
+            .share_closed_without_enrichment
+            .map(|share| format!(
+                "{} ({:.0}%)",
+                report.closed_without_enrichment,
+                share * 100.0
+            ))
+            .unwrap_or_else(|| "-".into())
     );
     let bars: Vec<Bar> = resolved
         .iter()

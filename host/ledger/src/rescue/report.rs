@@ -18,8 +18,15 @@ pub struct RescueReport {
     pub resolved: usize,
     pub re_escalated: usize,
     pub abandoned: usize,
+    /// Mean of detection → diagnosis over the diagnosed rescues.
+    pub mean_time_to_diagnose_ms: Option<u64>,
     /// Mean of detection → resolution over the resolved rescues.
     pub mean_time_to_unblock_ms: Option<u64>,
+    /// Closed rescues (any outcome) that proposed no lesson: knowledge the
+    /// fleet did not keep.
+    pub closed_without_enrichment: usize,
+    /// Their share of the closed rescues (0 to 1; none when none closed).
+    pub share_closed_without_enrichment: Option<f64>,
     /// Memory entries the rescues proposed (context index entries before
     /// the memory bank).
     pub context_updates: usize,
@@ -33,6 +40,8 @@ pub struct Tally {
     report: RescueReport,
     unblock_sum: u64,
     unblocked: u64,
+    diagnose_sum: u64,
+    diagnosed: u64,
 }
 
 impl Tally {
@@ -46,12 +55,17 @@ impl Tally {
                 resolved: 0,
                 re_escalated: 0,
                 abandoned: 0,
+                mean_time_to_diagnose_ms: None,
                 mean_time_to_unblock_ms: None,
+                closed_without_enrichment: 0,
+                share_closed_without_enrichment: None,
                 context_updates: 0,
                 by_category: BTreeMap::new(),
             },
             unblock_sum: 0,
             unblocked: 0,
+            diagnose_sum: 0,
+            diagnosed: 0,
         }
     }
 
@@ -68,6 +82,15 @@ impl Tally {
             self.unblock_sum = self.unblock_sum.saturating_add(ms);
             self.unblocked += 1;
         }
+        if let Some(d) = &r.diagnosis {
+            self.diagnose_sum = self
+                .diagnose_sum
+                .saturating_add(d.at_ms.saturating_sub(r.detected_at_ms));
+            self.diagnosed += 1;
+        }
+        if r.outcome.is_some() && r.context_updates.is_empty() {
+            report.closed_without_enrichment += 1;
+        }
         report.context_updates += r.context_updates.len();
         let key = r
             .diagnosis
@@ -80,6 +103,11 @@ impl Tally {
     pub fn finish(mut self) -> RescueReport {
         self.report.mean_time_to_unblock_ms =
             (self.unblocked > 0).then(|| self.unblock_sum / self.unblocked);
+        self.report.mean_time_to_diagnose_ms =
+            (self.diagnosed > 0).then(|| self.diagnose_sum / self.diagnosed);
+        let closed = self.report.rescues - self.report.open;
+        self.report.share_closed_without_enrichment =
+            (closed > 0).then(|| self.report.closed_without_enrichment as f64 / closed as f64);
         self.report
     }
 }
