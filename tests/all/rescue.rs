@@ -1326,3 +1326,69 @@ fn a_rescue_hands_the_agent_file_content_read_on_the_operators_side() {
     let (code, out, err) = site.run(&["log", "verify", "stuck"]);
     assert_eq!(code, 0, "{out}{err}");
 }
+
+/// A rescue open past `[detector] rescue_target` raises `rescue_overdue`
+/// on its session at the sweep (once), which reaches the operator as every
+/// flag does; the rescue's end clears it.
+#[tokio::test]
+async fn a_rescue_open_past_its_target_raises_a_flag_that_its_end_clears() {
+    let r = rig_with(|c| c.detector.rescue_target = Duration::from_secs(45 * 60)).await;
+    let rescues = r.rescues(ContextConfig::default());
+    let id = r.start("late", "alpha", None);
+    let rescue = rescues.open(&id, None).unwrap();
+    let overdue = |r: &Rig| {
+        r.flags(&id)
+            .into_iter()
+            .filter(|f| f.0 == "rescue_overdue")
+            .collect::<Vec<_>>()
+    };
+
+    r.advance(Duration::from_secs(44 * 60));
+    glovebox::sweep::pass(&r.gw).await.unwrap();
+    assert!(overdue(&r).is_empty(), "not yet past the target");
+
+    r.advance(Duration::from_secs(2 * 60));
+    let swept = glovebox::sweep::pass(&r.gw).await.unwrap();
+    assert!(
+        swept.raised.iter().any(|f| f.rule == "rescue_overdue"),
+        "{:?}",
+        swept.raised
+    );
+    let flags = overdue(&r);
+    assert_eq!(flags.len(), 1);
+    let (_, severity, reason, action, _) = &flags[0];
+    assert_eq!(*severity, Severity::Warning);
+    assert!(
+        reason.contains(&rescue.id) && reason.contains("46 min") && reason.contains("45 min"),
+        "{reason}"
+    );
+    assert!(action.contains("glovebox rescue assign"), "{action}");
+    // What the operator hears: a `flag` notification naming the rule.
+    let events = r.durable.sessions.events(&id, 1, usize::MAX).unwrap();
+    let flagged = events
+        .iter()
+        .rposition(|e| matches!(&e.kind, EventKind::BlockerFlag(f) if f.rule == "rescue_overdue"))
+        .unwrap();
+    let mut before = r.durable.sessions.show(&id).unwrap();
+    before.watch.flags.remove("rescue_overdue");
+    let heard = glovebox::notify::derive(&before, &events[flagged]);
+    assert!(
+        heard
+            .iter()
+            .any(|(_, n)| n.summary.contains("rescue_overdue")),
+        "{:?}",
+        heard.iter().map(|(_, n)| &n.summary).collect::<Vec<_>>()
+    );
+
+    // Raised once while it holds.
+    r.advance(Duration::from_secs(10 * 60));
+    glovebox::sweep::pass(&r.gw).await.unwrap();
+    assert_eq!(overdue(&r).len(), 1);
+
+    rescues.resolve(&rescue.id, Outcome::Resolved, &[]).unwrap();
+    let shown = r.durable.sessions.show(&id).unwrap();
+    assert!(!shown.watch.flags.contains_key("rescue_overdue"));
+    r.advance(Duration::from_secs(60 * 60));
+    glovebox::sweep::pass(&r.gw).await.unwrap();
+    assert_eq!(overdue(&r).len(), 1, "a closed rescue is never overdue");
+}

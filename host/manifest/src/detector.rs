@@ -87,6 +87,11 @@ pub struct DetectorConfig {
     /// long raises `approval_wait` on its session (judged by the sweep).
     /// Default 1 hour.
     pub approval_wait_after: Duration,
+    /// `rescue_target`: a rescue open this long without being resolved
+    /// raises `rescue_overdue` on its session (judged by the sweep), which
+    /// reaches the `[[notify]]` targets as every flag does. Default 45
+    /// minutes, the target time to unblock.
+    pub rescue_target: Duration,
     /// `sweep_interval`: while serving, how often the sweep runs the
     /// time-based rules (`no_progress`, `overrun`, `stale`,
     /// `approval_wait`) over the live sessions, with no call needed. `None`
@@ -126,6 +131,7 @@ impl Default for DetectorConfig {
             no_progress_after: Duration::from_secs(30 * 60),
             stale_after: Duration::from_secs(7 * 86_400),
             approval_wait_after: Duration::from_secs(3600),
+            rescue_target: Duration::from_secs(45 * 60),
             sweep_interval: Some(Duration::from_secs(30)),
             archive_after: None,
             budget_fraction: 0.8,
@@ -231,6 +237,9 @@ pub(super) struct RawDetector {
     /// `approval_wait`: a call waiting for a human this long.
     #[cfg_attr(feature = "schemars", schemars(extend("default" = "1h")))]
     approval_wait_after: Option<Millis>,
+    /// `rescue_overdue`: a rescue open this long, not resolved.
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = "45m")))]
+    rescue_target: Option<Millis>,
     /// How often the sweep runs while serving; `0` or `"off"` turns it off;
     /// at least `"100ms"`. Its first pass of a UTC day also records the
     /// day's compliance score (`glovebox doctor`).
@@ -357,6 +366,12 @@ fn apply_timings(
             raw.approval_wait_after,
             &mut d.approval_wait_after,
             "\"1h\"",
+        ),
+        (
+            "rescue_target",
+            raw.rescue_target,
+            &mut d.rescue_target,
+            "\"45m\"",
         ),
     ];
     for (name, value, slot, example) in limits {

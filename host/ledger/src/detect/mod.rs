@@ -19,6 +19,7 @@
 //! | `stale`       | a live session has done nothing at all (no event but the detector's) for `stale_after` | warning | a call or progress |
 //! | `approval_wait` | a call of the session has waited for a human's approval longer than `approval_wait_after` (sweep only) | warning | the approval settled (the session resumes) |
 //! | `context`     | the brain's latest usage report puts its context at or past `context_fraction` (0.85) of its window | warning | a handoff, a resume |
+//! | `rescue_overdue` | the session's rescue has been open longer than `rescue_target` (45 min) | warning | the rescue's end (any move of the ladder) |
 //!
 //! Three more flags are raised because someone said so, not by a rule
 //! ([`raise`]): `agent` (the agent's own, `session_flag`), `handoff` (a
@@ -69,7 +70,7 @@ pub enum Rules {
     /// Every rule (after a call, `session check`).
     All,
     /// The rules that can start to hold with nothing happening: `no_progress`,
-    /// `overrun`, `stale`, `approval_wait` (the sweep).
+    /// `overrun`, `stale`, `approval_wait`, `rescue_overdue` (the sweep).
     Timed,
 }
 
@@ -109,6 +110,7 @@ pub fn detect_rules(
         rule::stale(state, config, now_ms, label),
         waiting.and_then(|wait| rule::approval_wait(config, now_ms, wait)),
         all.then(|| rule::context(state, config)).flatten(),
+        rule::rescue_overdue(state, config, now_ms),
     ];
     held.into_iter()
         .flatten()

@@ -8,6 +8,32 @@ use super::Waiting;
 use crate::manifest::DetectorConfig;
 use crate::session::{SessionState, SessionStatus};
 
+/// `rescue_overdue`: a rescue open past its target time to unblock (judged
+/// by the sweep; the rescue's end, or a new one, clears it).
+pub(super) fn rescue_overdue(
+    state: &SessionState,
+    config: &DetectorConfig,
+    now_ms: u64,
+) -> Option<Holds> {
+    let w = &state.watch;
+    let rescue = w.rescue.as_ref()?;
+    let since = w.escalated_at_ms?;
+    let target = u64::try_from(config.rescue_target.as_millis()).unwrap_or(u64::MAX);
+    let open = now_ms.saturating_sub(since);
+    (open > target).then(|| Holds {
+        rule: "rescue_overdue",
+        reason: format!(
+            "rescue `{rescue}` has been open {} min, past the target of {} min",
+            open / 60_000,
+            target / 60_000
+        ),
+        action: format!(
+            "assign it (`glovebox rescue assign {rescue} --to NAME`), hand the agent what it needs (`glovebox rescue inject {rescue}`), or close it (`glovebox rescue resolve {rescue}`)"
+        ),
+        call_id: None,
+    })
+}
+
 /// A rule that holds: what its flag is to say.
 pub(super) struct Holds {
     pub rule: &'static str,

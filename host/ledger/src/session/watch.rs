@@ -188,6 +188,8 @@ impl Watch {
                 );
             }
             EventKind::Escalation { step, rescue, .. } => {
+                // A rescue's end (or a new one) ends its overdue flag.
+                self.flags.remove("rescue_overdue");
                 self.escalation = *step;
                 self.escalated_at_ms = Some(at);
                 self.rescue = if *step == EscalationStep::Rescue {
