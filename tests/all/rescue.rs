@@ -1210,6 +1210,8 @@ fn a_rescue_hands_the_agent_file_content_read_on_the_operators_side() {
         json!({"role": "workagent", "project": "p", "name": "stuck"}),
     );
     assert!(state["id"].is_string(), "{state}");
+    // At work (active): the rescue pauses it.
+    server.ok(2, "echo.echo", json!({"message": "working"}));
     let socket = site.path().join("data/control.sock");
     let start = std::time::Instant::now();
     while !socket.exists() {
@@ -1299,18 +1301,28 @@ fn a_rescue_hands_the_agent_file_content_read_on_the_operators_side() {
         "the deploy needs TLS to the database"
     );
 
-    // The agent, over MCP: the description, the file's content and digest,
-    // the path alone, the spec change, in that order.
-    let resumed = server.ok(2, "session_resume", json!({"session": "stuck"}));
+    // The agent's next call is refused (the session is paused) and says
+    // what waits for it.
+    let (kind, message) = server.refused(3, "echo.echo", json!({"message": "again"}));
+    assert!(
+        message.contains(&format!("rescue `{rid}` handed over context"))
+            && message.contains("`session_status`"),
+        "{kind}: {message}"
+    );
+
+    // The agent reads it at once, paused, over MCP: the description, the
+    // file's content and digest, the path alone, the spec change, in that
+    // order.
+    let status = server.ok(4, "session_status", json!({}));
     let source = format!("rescue:{rid}");
-    let context: Vec<Value> = resumed["context"]
+    let context: Vec<Value> = status["context"]
         .as_array()
         .unwrap()
         .iter()
         .filter(|c| c["source"] == source.as_str())
         .cloned()
         .collect();
-    assert_eq!(context.len(), 4, "{resumed}");
+    assert_eq!(context.len(), 4, "{status}");
     assert_eq!(context[0]["kind"], "note");
     assert_eq!(context[0]["text"], "the deploy needs TLS to the database");
     assert_eq!(context[1]["kind"], "file");
@@ -1320,6 +1332,20 @@ fn a_rescue_hands_the_agent_file_content_read_on_the_operators_side() {
     assert_eq!(context[2]["text"], "src/in-the-agents-tree.rs");
     assert!(context[2].get("content").is_none(), "{}", context[2]);
     assert_eq!(context[3]["kind"], "spec_change");
+    // The operator lifts the pause; the agent's resume returns the same
+    // context, and its calls run.
+    let (code, _, err) = operator(&["session", "resume", "stuck"]);
+    assert_eq!(code, 0, "{err}");
+    let resumed = server.ok(5, "session_resume", json!({"session": "stuck"}));
+    let handed: Vec<&Value> = resumed["context"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["source"] == source.as_str())
+        .collect();
+    assert_eq!(handed.len(), 4, "{resumed}");
+    assert_eq!(handed[1]["content"], spec);
+    server.ok(6, "echo.echo", json!({"message": "unblocked"}));
     drop(server);
 
     // The log that carries the content still verifies.

@@ -20,13 +20,16 @@ pub enum SessionError {
     #[error("{0}")]
     InvalidInput(String),
     /// The lifecycle does not allow the action from the session's status.
-    #[error("session {session} is {from}: `{action}` would make it {to}, which is not allowed; {}", allowed_text(*.from, .allowed))]
+    #[error("session {session} is {from}: `{action}` would make it {to}, which is not allowed; {}{}", allowed_text(*.from, .allowed), .waiting.as_deref().map(|w| format!(" ({w})")).unwrap_or_default())]
     IllegalTransition {
         session: String,
         action: String,
         from: SessionStatus,
         to: SessionStatus,
         allowed: Vec<Transition>,
+        /// What waits for the agent there, when something does (a rescue's
+        /// handover its resume returns).
+        waiting: Option<String>,
     },
     /// The session's log was altered or damaged; it is not resumed.
     #[error(

@@ -420,6 +420,23 @@ impl SessionState {
             from: self.header.status,
             to,
             allowed,
+            waiting: self.handover_waiting(),
+        })
+    }
+
+    /// The rescue's handover the agent has not picked up yet: context a
+    /// rescue injected after the session's last progress (a resume is
+    /// progress), said in the refusal of the agent's next call. The agent
+    /// reads it at once with `session_status` (its state's `context`),
+    /// while the session stays paused until the operator lifts the pause.
+    fn handover_waiting(&self) -> Option<String> {
+        let rescue = self.watch.rescue.as_ref()?;
+        let source = format!("rescue:{rescue}");
+        let latest = self.context.iter().rev().find(|c| c.source == source)?;
+        (latest.at_ms >= self.watch.last_success_at_ms).then(|| {
+            format!(
+                "rescue `{rescue}` handed over context for this session: read it now with `session_status` (its `context`); `session_resume` returns it too once the operator lifts the pause"
+            )
         })
     }
 
