@@ -35,6 +35,9 @@ pub(crate) struct Server {
     child: Child,
     stdin: Option<ChildStdin>,
     lines: mpsc::Receiver<String>,
+    /// Responses read while waiting for another one: requests in flight at
+    /// once may be answered in any order.
+    early: Vec<Value>,
 }
 
 impl Server {
@@ -70,6 +73,7 @@ impl Server {
             stdin: child.stdin.take(),
             child,
             lines,
+            early: Vec::new(),
         }
     }
 
@@ -102,6 +106,9 @@ impl Server {
     /// without an id (notifications) that came before it.
     pub(crate) fn response_and_notifications(&mut self, id: u64) -> (Value, Vec<Value>) {
         let mut notifications = Vec::new();
+        if let Some(v) = self.take_early(id) {
+            return (v, notifications);
+        }
         loop {
             let line = self
                 .lines
@@ -114,12 +121,18 @@ impl Server {
             }
             if v.get("id").is_none() {
                 notifications.push(v);
+            } else {
+                self.keep_if_response(v);
             }
         }
     }
 
-    /// The response with `id` to a request already sent (other lines skipped).
+    /// The response with `id` to a request already sent (other lines
+    /// skipped; other responses kept for their own wait).
     pub(crate) fn response(&mut self, id: u64) -> Value {
+        if let Some(v) = self.take_early(id) {
+            return v;
+        }
         loop {
             let line = self
                 .lines
@@ -130,7 +143,23 @@ impl Server {
             if v["id"] == json!(id) {
                 return v;
             }
+            self.keep_if_response(v);
         }
+    }
+
+    /// Why: two requests in flight at once (a call waiting for a human and
+    /// the `session_end` that denies it) may be answered in either order;
+    /// waiting for the first dropped the second's answer when it came
+    /// first, and the wait for it then timed out.
+    fn keep_if_response(&mut self, v: Value) {
+        if v.get("id").is_some() && (v.get("result").is_some() || v.get("error").is_some()) {
+            self.early.push(v);
+        }
+    }
+
+    fn take_early(&mut self, id: u64) -> Option<Value> {
+        let at = self.early.iter().position(|v| v["id"] == json!(id))?;
+        Some(self.early.remove(at))
     }
 
     pub(crate) fn call(&mut self, id: u64, tool: &str, arguments: Value) -> Value {
