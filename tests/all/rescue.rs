@@ -1332,9 +1332,9 @@ fn a_rescue_hands_the_agent_file_content_read_on_the_operators_side() {
     assert_eq!(context[2]["text"], "src/in-the-agents-tree.rs");
     assert!(context[2].get("content").is_none(), "{}", context[2]);
     assert_eq!(context[3]["kind"], "spec_change");
-    // The operator lifts the pause; the agent's resume returns the same
-    // context, and its calls run.
-    let (code, _, err) = operator(&["session", "resume", "stuck"]);
+    // The operator closes the rescue, which lifts the pause it took; the
+    // agent's resume returns the same context, and its calls run.
+    let (code, _, err) = operator(&["rescue", "resolve", &rid, "--outcome", "resolved"]);
     assert_eq!(code, 0, "{err}");
     let resumed = server.ok(5, "session_resume", json!({"session": "stuck"}));
     let handed: Vec<&Value> = resumed["context"]

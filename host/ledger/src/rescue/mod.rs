@@ -17,8 +17,9 @@
 //!   the memory bank (`crate::memory`), which every new session of the
 //!   project gets when it starts once an operator approved them (a lesson
 //!   drawn in the heat of a rescue is reviewed like any other). A resolved
-//!   rescue takes the session back to the ladder's `none` step; the others
-//!   leave it on `blocker`.
+//!   rescue takes the session back to the ladder's `none` step and lifts
+//!   the pause the rescue took (not one a flag, an operator or the agent
+//!   took); the others leave it on `blocker`, paused.
 //!
 //! Records are JSON in the bucket `rescues` under their id (`r-…`); what
 //! lists them reads their indexes (`index.rs`), a page at a time.
@@ -328,7 +329,7 @@ impl Rescues {
             }];
             if state.header.status == SessionStatus::Active {
                 events.push(EventKind::Paused {
-                    reason: format!("rescue `{id}` under way: wait for its injected context"),
+                    reason: pause_reason(&id),
                     by: None,
                 });
             }
@@ -463,8 +464,23 @@ impl Rescues {
             reason: format!("rescue `{}` {outcome}", rescue.id),
             rescue: None,
         };
+        // A resolved rescue lifts the pause it took itself (not one a flag,
+        // an operator or the agent took): the agent goes on with what it
+        // was handed.
+        let own_pause = pause_reason(&rescue.id);
+        let logged = self.sessions.append_with(&rescue.session, |state, _| {
+            let mut events = vec![kind];
+            if outcome == Outcome::Resolved
+                && state.header.status == SessionStatus::Paused
+                && state.paused_by.is_none()
+                && state.paused_reason.as_deref() == Some(own_pause.as_str())
+            {
+                events.push(EventKind::Resumed);
+            }
+            (events, ())
+        });
         // The record is what counts; a session that ended since keeps its log closed.
-        match self.sessions.append(&rescue.session, kind) {
+        match logged {
             Ok(_) => {}
             Err(SessionError::InvalidEvent { .. } | SessionError::IllegalTransition { .. }) => {}
             Err(e) => return Err(e.into()),
@@ -498,4 +514,10 @@ impl Rescues {
         self.storage.put(BUCKET, &rescue.id, &bytes)?;
         Ok(())
     }
+}
+
+/// The reason of the pause a rescue takes when it opens on an active
+/// session: how its resolution knows the pause is its own to lift.
+fn pause_reason(id: &str) -> String {
+    format!("rescue `{id}` under way: wait for its injected context")
 }
