@@ -19,23 +19,9 @@ fn operator() -> String {
     format!("cli:{}", String::from_utf8_lossy(&out.stdout).trim())
 }
 
-/// Waits for the server's control socket.
-fn wait_for_socket(site: &Site) {
-    let socket = site.path().join("data/control.sock");
-    let start = Instant::now();
-    while !socket.exists() {
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "no control socket at {}",
-            socket.display()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 fn mcp_server(site: &Site) -> Server {
     let server = Server::initialized(&site.config(), &[]);
-    wait_for_socket(site);
+    site.wait_for_control_socket();
     server
 }
 

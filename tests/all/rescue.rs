@@ -1212,15 +1212,7 @@ fn a_rescue_hands_the_agent_file_content_read_on_the_operators_side() {
     assert!(state["id"].is_string(), "{state}");
     // At work (active): the rescue pauses it.
     server.ok(2, "echo.echo", json!({"message": "working"}));
-    let socket = site.path().join("data/control.sock");
-    let start = std::time::Instant::now();
-    while !socket.exists() {
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "no control socket"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    site.wait_for_control_socket();
 
     // The operator's files, relative to where the operator runs the command
     // (not where the server runs).
@@ -1229,20 +1221,7 @@ fn a_rescue_hands_the_agent_file_content_read_on_the_operators_side() {
     std::fs::write(desk.path().join("runbook.md"), spec).unwrap();
     std::fs::write(desk.path().join("huge.log"), "x".repeat(MAX_FILE_BYTES + 1)).unwrap();
     std::fs::write(desk.path().join("blob.bin"), [0xff, 0xfe, 0x00]).unwrap();
-    let operator = |args: &[&str]| {
-        let out = util::glovebox()
-            .current_dir(desk.path())
-            .arg("--config")
-            .arg(site.config())
-            .args(args)
-            .output()
-            .unwrap();
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    };
+    let operator = |args: &[&str]| site.run_in(desk.path(), args);
 
     let (code, out, err) = operator(&["rescue", "open", "stuck", "--assignee", "alice"]);
     assert_eq!(code, 0, "{err}");

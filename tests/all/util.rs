@@ -495,7 +495,14 @@ impl Site {
     }
 
     pub fn run(&self, args: &[&str]) -> (i32, String, String) {
+        self.run_in(&std::env::current_dir().unwrap(), args)
+    }
+
+    /// [`Site::run`] from the directory `dir` (where relative paths in
+    /// `args` are read).
+    pub fn run_in(&self, dir: &std::path::Path, args: &[&str]) -> (i32, String, String) {
         let out = glovebox()
+            .current_dir(dir)
             .arg("--config")
             .arg(self.config())
             .args(args)
@@ -506,6 +513,20 @@ impl Site {
             String::from_utf8_lossy(&out.stdout).into_owned(),
             String::from_utf8_lossy(&out.stderr).into_owned(),
         )
+    }
+
+    /// Waits for the control socket of the server serving this site.
+    pub fn wait_for_control_socket(&self) {
+        let socket = self.path().join("data/control.sock");
+        let start = std::time::Instant::now();
+        while !socket.exists() {
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(60),
+                "no control socket at {}",
+                socket.display()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
     }
 
     /// `session start` of a workagent session named `name` in project `p`.
