@@ -52,6 +52,7 @@ mod otlp;
 mod output;
 mod paging;
 mod plugin;
+mod plugin_test;
 mod policy;
 mod principal;
 mod process;
@@ -289,6 +290,19 @@ enum PluginCommand {
         /// The plugin's name, as its manifest says.
         plugin: String,
     },
+    /// Run a file of cases (a tool, its input, the output fragment or error
+    /// kind expected) against a plugin in the real host: one line per case
+    /// and a summary; exits 1 when a case fails.
+    Test {
+        /// A plugin manifest or a component file.
+        path: PathBuf,
+        /// The case file: TOML, or JSON when its name ends in `.json`.
+        #[arg(long)]
+        cases: PathBuf,
+        /// Print one JSON object per case instead.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -321,6 +335,9 @@ async fn dispatch(config: &std::path::Path, command: Command) -> Result<ExitCode
         Command::Plugin {
             command: PluginCommand::Accept { plugin },
         } => plugin::accept(config, plugin).await,
+        Command::Plugin {
+            command: PluginCommand::Test { path, cases, json },
+        } => plugin_test::run(&path, &cases, json).await,
         Command::Tools { json } => plugin::tools(config, json).await,
         Command::Call {
             tool,

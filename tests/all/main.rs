@@ -44,6 +44,7 @@ mod oauth;
 mod operator;
 mod otlp;
 mod pipeline;
+mod plugin_test;
 mod principals;
 mod quota;
 mod regression;
