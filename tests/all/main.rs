@@ -49,6 +49,7 @@ mod quota;
 mod regression;
 mod rescue;
 mod resources;
+mod scaffold;
 mod schedule;
 mod scratch;
 mod secrets;
