@@ -58,6 +58,7 @@ mod principal;
 mod process;
 mod reach;
 mod rescue;
+mod scaffold;
 mod schedule;
 mod serve;
 mod served;
@@ -102,6 +103,12 @@ struct Cli {
 /// process (`serde(skip)`).
 #[derive(Subcommand, Serialize, Deserialize)]
 enum Command {
+    /// Start a plugin project: `new tool NAME --lang rust|python|js`, `new hook NAME`.
+    #[serde(skip)]
+    New {
+        #[command(subcommand)]
+        command: scaffold::NewCommand,
+    },
     /// Work with plugins.
     #[serde(skip)]
     Plugin {
@@ -329,6 +336,7 @@ async fn run(mut cli: Cli) -> Result<ExitCode> {
 /// was forwarded to (`control/`).
 async fn dispatch(config: &std::path::Path, command: Command) -> Result<ExitCode> {
     match command {
+        Command::New { command } => scaffold::run(command),
         Command::Plugin {
             command: PluginCommand::Check { path },
         } => plugin::check(config, &path).await,

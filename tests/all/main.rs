@@ -50,6 +50,7 @@ mod quota;
 mod regression;
 mod rescue;
 mod resources;
+mod scaffold;
 mod schedule;
 mod scratch;
 mod secrets;

@@ -55,8 +55,8 @@ pub(super) fn normalize_sha256(text: &str) -> Option<String> {
     (hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_hexdigit())).then_some(hash)
 }
 
-/// `[a-z0-9][a-z0-9_-]*`, at most 64 characters.
-pub(super) fn valid_plugin_name(name: &str) -> bool {
+/// `[a-z0-9][a-z0-9_-]*`, at most 64 characters: the name of a plugin or a hook.
+pub fn valid_plugin_name(name: &str) -> bool {
     let mut chars = name.chars();
     matches!(chars.next(), Some('a'..='z' | '0'..='9'))
         && chars.all(|c| matches!(c, 'a'..='z' | '0'..='9' | '_' | '-'))

@@ -89,6 +89,7 @@ pub use detector::{
     RULES as DETECTOR_RULES, Severity,
 };
 pub use error::ConfigError;
+pub use guest::valid_plugin_name;
 pub use handoffs::{HandoffRoute, HandoffsConfig};
 pub use http::{GrantUrlError, HostError, HttpGrant, HttpScheme};
 pub use http_inject::{HttpInjection, InjectError};
