@@ -71,9 +71,11 @@ impl Watcher {
 
 /// Whether an event may have changed a file's content: not a read.
 fn is_a_change(kind: &EventKind) -> bool {
-    match kind {
-        EventKind::Create(_) | EventKind::Modify(_) | EventKind::Remove(_) => true,
-        EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
-        _ => false,
-    }
+    matches!(
+        kind,
+        EventKind::Create(_)
+            | EventKind::Modify(_)
+            | EventKind::Remove(_)
+            | EventKind::Access(AccessKind::Close(AccessMode::Write))
+    )
 }

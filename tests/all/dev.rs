@@ -212,10 +212,13 @@ fn an_edited_plugin_is_rebuilt_and_served_and_a_broken_one_keeps_the_last_good_s
     assert_eq!(upper["text"], "FOURTH");
     assert!(tool_names(&mut server, 6).contains(&"dev.upper".to_string()));
 
-    // Fixed: served again.
+    // Fixed (the override of `upper` goes first: echo has no such tool,
+    // and the load says so): served again.
+    std::fs::write(plugin.join("dev.toml"), manifest("")).unwrap();
+    seen = stderr.wait_for(failed, "not reloaded");
     std::fs::write(plugin.join("src/tool.txt"), "echo\n").unwrap();
-    seen = stderr.wait_for(failed, "+ dev.echo");
-    let _ = seen;
+    seen = stderr.wait_for(seen, "+ dev.echo");
+    stderr.wait_for(seen - 1, "- dev.upper");
     let echoed = server.ok(7, "dev.echo", json!({"message": "last"}));
     assert_eq!(echoed["message"], "last");
 }
