@@ -38,6 +38,7 @@ mod children;
 mod completion;
 mod config;
 mod control;
+mod dev;
 mod doctor;
 mod exit;
 mod hook;
@@ -218,6 +219,12 @@ enum Command {
     /// Serve the configured tools over MCP (stdio, or streamable HTTP with `--http`).
     #[serde(skip)]
     Serve(serve::ServeArgs),
+    /// Serve as `serve` does, and watch the plugins' sources, manifests and
+    /// the config: on a change, rebuild the plugin (its manifest's
+    /// `[build]`), load it and serve it, printing the tool list's changes
+    /// to stderr. A build or load that fails keeps the last good one serving.
+    #[serde(skip)]
+    Dev(dev::DevArgs),
     /// Principals: who may connect (`principal add` makes a token).
     #[serde(skip)]
     Principal {
@@ -323,7 +330,7 @@ async fn run(mut cli: Cli) -> Result<ExitCode> {
     if let Some(code) = control::forward(&cli.config, &mut cli.command).await? {
         return Ok(code);
     }
-    if matches!(cli.command, Command::Serve(_)) {
+    if matches!(cli.command, Command::Serve(_) | Command::Dev(_)) {
         // A server's own work is the host's; each request names its principal.
         return dispatch(&cli.config, cli.command).await;
     }
@@ -372,6 +379,7 @@ async fn dispatch(config: &std::path::Path, command: Command) -> Result<ExitCode
         Command::Budget(args) => budget::run(config, args),
         Command::Job { command } => jobs::run(config, command).await,
         Command::Serve(args) => serve::run(config, args).await,
+        Command::Dev(args) => dev::run(config, args).await,
         Command::Principal { command } => principal::run(config, command),
         Command::Hook { command } => hook::run(config, command).await,
         Command::Config { command } => crate::config::run(command),

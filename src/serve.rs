@@ -50,6 +50,17 @@ pub struct ServeArgs {
 }
 
 pub async fn run(config: &Path, args: ServeArgs) -> Result<ExitCode> {
+    serve_with(config, args, |_| None).await
+}
+
+/// [`run`], with `beside` started on the server's gateway once it is open:
+/// a task that lives as long as the server serves (`glovebox dev`'s
+/// watcher, `dev/`).
+pub(crate) async fn serve_with(
+    config: &Path,
+    args: ServeArgs,
+    beside: impl FnOnce(glovebox::Gateway) -> Option<glovebox::tasks::Owned<()>>,
+) -> Result<ExitCode> {
     if args.http.is_none()
         && args.admin.is_none()
         && (args.allow_remote || !args.allow_host.is_empty() || !args.allow_origin.is_empty())
@@ -72,6 +83,7 @@ pub async fn run(config: &Path, args: ServeArgs) -> Result<ExitCode> {
         }
     };
     let _reloads = reload_on_hangup(server.gateway().clone());
+    let _beside = beside(server.gateway().clone());
     // The operator's admin listener (the dashboard and `/metrics`), beside
     // whichever MCP transport serves; it stops with the process.
     let _admin = match args.admin {

@@ -47,7 +47,7 @@ impl Server {
 
     /// `glovebox serve` with more arguments (`--as NAME`).
     pub(crate) fn start_with(config: &std::path::Path, args: &[&str]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_glovebox"))
+        let child = Command::new(env!("CARGO_BIN_EXE_glovebox"))
             .env_remove("GLOVEBOX_CONFIG")
             .env_remove("RUST_LOG")
             .arg("--config")
@@ -59,6 +59,11 @@ impl Server {
             .stderr(Stdio::inherit())
             .spawn()
             .expect("start glovebox serve");
+        Server::of(child)
+    }
+
+    /// A server already started with piped stdin and stdout (`glovebox dev`).
+    pub(crate) fn of(mut child: Child) -> Server {
         let stdout = child.stdout.take().unwrap();
         let (tx, lines) = mpsc::channel();
         std::thread::spawn(move || {
@@ -175,7 +180,13 @@ impl Server {
     /// Starts the server and completes the MCP handshake.
     pub(crate) fn initialized(config: &std::path::Path, args: &[&str]) -> Server {
         let mut server = Server::start_with(config, args);
-        let init = server.request(
+        server.handshake();
+        server
+    }
+
+    /// Completes the MCP handshake.
+    pub(crate) fn handshake(&mut self) {
+        let init = self.request(
             0,
             "initialize",
             json!({
@@ -185,8 +196,7 @@ impl Server {
             }),
         );
         assert!(init["result"].is_object(), "{init}");
-        server.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        server
+        self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     }
 
     /// A built-in's structured result, which must be a success.

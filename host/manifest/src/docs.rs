@@ -29,6 +29,7 @@ mod rows;
 
 use super::approvals::RawApprovals;
 use super::budgets::{RawBudgets, RawCaps, RawCeiling, RawPeriods};
+use super::build::RawBuild;
 use super::completion::RawCompletion;
 use super::detector::{RawContext, RawDetector};
 use super::handoffs::RawHandoffs;
@@ -340,6 +341,7 @@ fn declared_orders() -> BTreeMap<&'static str, Vec<String>> {
         ("RawSecret", declared_keys::<RawSecret>()),
         ("RawVerify", declared_keys::<RawVerify>()),
         ("RawTool", declared_keys::<RawTool>()),
+        ("RawBuild", declared_keys::<RawBuild>()),
     ])
 }
 

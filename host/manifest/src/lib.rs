@@ -26,6 +26,7 @@
 mod approvals;
 mod budget_caps;
 mod budgets;
+mod build;
 mod cap;
 mod captured;
 mod ceilings;
@@ -75,6 +76,7 @@ use serde::Deserialize;
 pub use approvals::ApprovalsConfig;
 pub use budget_caps::BudgetCaps;
 pub use budgets::BudgetsConfig;
+pub use build::DEFAULT_WATCH;
 pub use cap::Cap;
 pub use captured::Captured;
 pub use ceilings::{
@@ -521,6 +523,23 @@ pub struct PluginManifest {
     pub scratch: Option<String>,
     /// Operator overrides of what tools say of themselves, by tool name.
     pub tools: BTreeMap<String, ToolOverride>,
+    /// How `glovebox dev` rebuilds the component when its sources change
+    /// (the manifest's `[build]`); nothing else runs it.
+    pub build: Option<PluginBuild>,
+}
+
+/// A plugin's `[build]`: the command that makes its component, and the
+/// sources whose change calls for it. Only `glovebox dev` runs it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PluginBuild {
+    /// A shell command (`sh -c`), run in [`PluginBuild::dir`].
+    pub command: String,
+    /// Glob patterns of the sources, relative to [`PluginBuild::dir`]
+    /// (`src/**`, `Cargo.toml`); each checked to be relative, without `..`.
+    pub watch: Vec<String>,
+    /// The manifest's directory (absolute): where the command runs and the
+    /// patterns start.
+    pub dir: PathBuf,
 }
 
 /// A host directory made visible to the plugin.

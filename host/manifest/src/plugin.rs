@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use super::build::{RawBuild, plugin_build};
 use super::guest::{MemoryCap, normalize_sha256, valid_plugin_name};
 use super::limits::{RawLimits, apply_limits};
 use super::paths::{canonical, parent_dir, read_source, resolve_component, resolve_grant_dir};
@@ -53,6 +54,10 @@ pub(super) struct RawManifest {
     #[serde(default)]
     #[cfg_attr(feature = "schemars", schemars(extend("x-key" = "<tool>")))]
     tools: BTreeMap<String, RawTool>,
+    /// How `glovebox dev` rebuilds the component when its sources change:
+    /// `command` and `watch`. Nothing but `glovebox dev` runs it.
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "none")))]
+    build: Option<RawBuild>,
 }
 
 /// `[[fs]]`: a directory the plugin may see.
@@ -158,6 +163,7 @@ impl PluginManifest {
             http: Vec::new(),
             scratch: None,
             tools: BTreeMap::new(),
+            build: None,
         }
     }
 }
@@ -222,6 +228,7 @@ pub(super) fn load_manifest(
     }
     let scratch = scratch_mount(&src, &raw, &fs)?;
     let tools = tool_overrides(&src, &raw)?;
+    let build = plugin_build(&src, &dir, raw.build.as_ref())?;
 
     Ok(PluginManifest {
         path: Some(abs_path),
@@ -234,6 +241,7 @@ pub(super) fn load_manifest(
         http,
         scratch,
         tools,
+        build,
     })
 }
 
