@@ -173,7 +173,7 @@ fn a_plugin_signed_by_an_untrusted_key_is_refused_naming_the_expected_key() {
     let (code, out) = call_echo(&site);
     assert_ne!(code, 0, "{out}");
     assert!(
-        out.contains(&format!("plugin `echo`: its signature"))
+        out.contains("plugin `echo`: its signature")
             && out.contains(&format!(
                 "is by key {mallory}, which `[trust]` does not trust for it"
             ))
