@@ -67,6 +67,7 @@ mod session_args;
 mod session_flag;
 mod session_list;
 mod sessions;
+mod signing;
 mod store;
 
 // What several subcommands share: a call report printed, a refusal worded.
@@ -317,6 +318,21 @@ enum PluginCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Make a minisign key pair for signing plugins: `PATH.pub` (what
+    /// `[trust]` lists) and `PATH.key` (secret, owner-only).
+    Keygen {
+        /// Where to write the keys, without extension.
+        path: PathBuf,
+    },
+    /// Sign a plugin (its manifest `.toml`: its name, component and manifest)
+    /// or a hook's component (`.wasm`), into `PATH.sig` beside it.
+    Sign {
+        /// A plugin manifest, or a hook's component file.
+        path: PathBuf,
+        /// The secret key file (`glovebox plugin keygen`, or `minisign -G`).
+        #[arg(long)]
+        key: PathBuf,
+    },
 }
 
 fn main() -> ExitCode {
@@ -353,6 +369,12 @@ async fn dispatch(config: &std::path::Path, command: Command) -> Result<ExitCode
         Command::Plugin {
             command: PluginCommand::Test { path, cases, json },
         } => plugin_test::run(&path, &cases, json).await,
+        Command::Plugin {
+            command: PluginCommand::Keygen { path },
+        } => signing::keygen(&path),
+        Command::Plugin {
+            command: PluginCommand::Sign { path, key },
+        } => signing::sign(&path, &key),
         Command::Tools { json } => plugin::tools(config, json).await,
         Command::Call {
             tool,

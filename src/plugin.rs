@@ -11,13 +11,16 @@ use glovebox::{Host, HostConfig, Limits, PluginManifest};
 /// hook (its triggers).
 pub async fn check(config: &Path, path: &Path) -> Result<ExitCode> {
     // Use the configured data dir (and its compile cache) when there is a config.
-    let (data_dir, defaults) = match HostConfig::load(config) {
-        Ok(c) => (c.data_dir, c.defaults),
-        Err(_) => (crate::cache_dir::user_cache_dir()?, Limits::default()),
+    let (data_dir, defaults, trust) = match HostConfig::load(config) {
+        Ok(c) => (c.data_dir, c.defaults, c.trust),
+        Err(_) => (crate::cache_dir::user_cache_dir()?, Limits::default(), None),
     };
     let is_manifest = path.extension().is_some_and(|e| e == "toml");
     let manifest = if is_manifest {
-        PluginManifest::load(path, &defaults)?
+        let mut manifest = PluginManifest::load(path, &defaults)?;
+        // Held to the config's `[trust]` as the host would hold it.
+        manifest.signers = trust.as_ref().and_then(|t| t.for_plugin(&manifest.name));
+        manifest
     } else {
         if !path.exists() {
             bail!(
@@ -46,6 +49,19 @@ pub async fn check(config: &Path, path: &Path) -> Result<ExitCode> {
     );
     out!("component: {}", plugin.manifest.component.display());
     out!("sha256:    {}", plugin.digest);
+    if let Some(key) = &plugin.signed_by {
+        out!("signed:    by key {key} (trusted by `[trust]` for this plugin)");
+    } else if let (Some(path), Some(manifest_digest)) =
+        (&plugin.manifest.path, &plugin.manifest.manifest_sha256)
+        && let Some(said) = crate::signing::unchecked_signature(
+            path,
+            &plugin.manifest.name,
+            &plugin.digest,
+            manifest_digest,
+        )
+    {
+        out!("signed:    {said}");
+    }
     out!();
     for tool in &plugin.tools {
         out!("{}", tool.name);

@@ -305,6 +305,7 @@ async fn paged_gateway() -> (
         memory: 16 * 1024 * 1024,
         fuel: None,
         after: false,
+        signers: None,
     }];
     config.approvals.expire_after = Some(Duration::from_secs(3600));
     let host = Arc::new(Host::load(config).await.unwrap());

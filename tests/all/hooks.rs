@@ -24,6 +24,7 @@ fn hook(name: &str, component: &str, settings: Value) -> HookConfig {
         memory: 16 * 1024 * 1024,
         fuel: None,
         after: false,
+        signers: None,
     }
 }
 

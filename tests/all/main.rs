@@ -60,5 +60,6 @@ mod sweep;
 mod tasks;
 mod tool_text;
 mod toolsets;
+mod trust;
 mod util;
 mod verify;

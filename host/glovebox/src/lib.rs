@@ -71,7 +71,7 @@ pub mod offer;
 // `glovebox-runtime` crate). Its public modules keep their old paths here; the
 // rest of the host names the others by their old paths too.
 pub(crate) use glovebox_runtime::{bindings, call, error, plugin, runtime};
-pub use glovebox_runtime::{fault_injection, hooks, scratch};
+pub use glovebox_runtime::{fault_injection, hooks, scratch, signature, trust};
 
 pub use admitted::Admitted;
 pub use chain_key::read_chain_key;

@@ -34,7 +34,9 @@ use super::completion::RawCompletion;
 use super::detector::{RawContext, RawDetector};
 use super::handoffs::RawHandoffs;
 use super::hooks::RawHook;
-use super::host_config::{RawHostConfig, RawPluginEntry, RawRuntime, RawStorage};
+use super::host_config::{
+    RawHostConfig, RawPluginEntry, RawRuntime, RawStorage, RawTrust, RawTrustKeys,
+};
 use super::limits::RawLimits;
 use super::memory::{RawMemory, RawPropose};
 use super::notify::RawNotify;
@@ -181,6 +183,13 @@ const SECTIONS: &[Section] = &[
     Section {
         after: "Hooks judge in the order they are listed ([`operators/hooks.md`](operators/hooks.md)).\n",
         ..Section::of("`[[plugin]]` and `[[hook]]`", &["plugin", "hook"])
+    },
+    Section {
+        before: "With `[trust]`, a plugin (its component and its manifest) or a hook's component loads only\nwith a signature by one of the keys that cover it (`glovebox plugin sign`); without it, none\nis asked for.\n",
+        ..Section::of(
+            "`[trust]`: signed plugins and hooks ([`operators/trust.md`](operators/trust.md))",
+            &["trust"],
+        )
     },
     Section::of(
         "`[[completion]]` ([`operators/completion.md`](operators/completion.md))",
@@ -329,6 +338,8 @@ fn declared_orders() -> BTreeMap<&'static str, Vec<String>> {
         ("RawOAuth", declared_keys::<RawOAuth>()),
         ("RawPluginEntry", declared_keys::<RawPluginEntry>()),
         ("RawHook", declared_keys::<RawHook>()),
+        ("RawTrust", declared_keys::<RawTrust>()),
+        ("RawTrustKeys", declared_keys::<RawTrustKeys>()),
         ("RawCompletion", declared_keys::<RawCompletion>()),
         ("Gate", declared_keys::<Gate>()),
         ("RawNotify", declared_keys::<RawNotify>()),

@@ -93,6 +93,7 @@ pub use detector::{
 pub use error::ConfigError;
 pub use guest::valid_plugin_name;
 pub use handoffs::{HandoffRoute, HandoffsConfig};
+pub use host_config::{TrustPolicy, TrustedKey, key_id};
 pub use http::{GrantUrlError, HostError, HttpGrant, HttpScheme};
 pub use http_inject::{HttpInjection, InjectError};
 pub use http_path::{PathRefusal, RequestPath};
@@ -107,6 +108,7 @@ pub use notify::{NotifyFormat, NotifyKind, NotifyTarget};
 pub use oauth::{JwksSource, OAuthConfig};
 use owned::NamesSecretFile;
 pub use owned::{OwnedPath, SecretFile};
+pub use plugin::ManifestIdentity;
 pub use principal::{
     AgentCard, ApproveBy, CARD_DESCRIPTION_MAX, CARD_FIELD_MAX, LOCAL_PRINCIPAL, Principal,
     PrincipalConfig, PrincipalKind, PrincipalNameError, authenticate, card_text_ok,
@@ -198,6 +200,10 @@ pub struct HostConfig {
     pub secrets: Secrets,
     /// `[[verify]]`: checks run after each successful call of some tools in a session.
     pub verify: Vec<VerifyRule>,
+    /// `[trust]`: the keys whose signatures plugins and hooks must carry;
+    /// `None`: no signature is asked for. Each plugin's and hook's own keys
+    /// are also on it (`signers`).
+    pub trust: Option<TrustPolicy>,
 }
 
 /// `[storage]`: the engine, durability of the session log and checkpoint cadence.
@@ -476,6 +482,9 @@ pub struct HookConfig {
     /// every hook of every call cost as much as judging it again (measured
     /// in docs/benchmarks-history.md). For hook authors who test their `after`.
     pub after: bool,
+    /// The keys one of which must have signed this hook's component
+    /// (`[trust]`); `None`: it loads unsigned, as without `[trust]`.
+    pub signers: Option<Vec<TrustedKey>>,
 }
 
 impl HookConfig {
@@ -496,6 +505,7 @@ impl HookConfig {
             memory: HookConfig::DEFAULT_MEMORY,
             fuel: None,
             after: false,
+            signers: None,
         }
     }
 }
@@ -523,6 +533,12 @@ pub struct PluginManifest {
     pub scratch: Option<String>,
     /// Operator overrides of what tools say of themselves, by tool name.
     pub tools: BTreeMap<String, ToolOverride>,
+    /// The SHA-256 of the manifest file as it was read (lowercase hex), when
+    /// read from one: what a signature of the plugin covers with its component.
+    pub manifest_sha256: Option<String>,
+    /// The keys one of which must have signed this plugin (`[trust]`);
+    /// `None`: it loads unsigned, as without `[trust]`.
+    pub signers: Option<Vec<TrustedKey>>,
     /// How `glovebox dev` rebuilds the component when its sources change
     /// (the manifest's `[build]`); nothing else runs it.
     pub build: Option<PluginBuild>,

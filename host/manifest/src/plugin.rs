@@ -164,7 +164,45 @@ impl PluginManifest {
             scratch: None,
             tools: BTreeMap::new(),
             build: None,
+            manifest_sha256: None,
+            signers: None,
         }
+    }
+}
+
+/// What a signature of a plugin covers, read from its manifest without
+/// checking its grants (a signer's machine may lack the directories the
+/// operator's has): its name, its component file and the manifest's SHA-256.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ManifestIdentity {
+    /// The plugin's name.
+    pub name: String,
+    /// The component file (absolute).
+    pub component: PathBuf,
+    /// The SHA-256 of the manifest file, lowercase hex.
+    pub manifest_sha256: String,
+}
+
+impl ManifestIdentity {
+    /// Reads the manifest at `path`: its keys must parse and its name and
+    /// component must be valid; its grants are not checked.
+    pub fn read(path: &Path) -> Result<ManifestIdentity, ConfigError> {
+        let src = read_source(path, path.display().to_string())?;
+        let raw: RawManifest = src.deserialize()?;
+        let abs_path = canonical(path, &src.file)?;
+        if !valid_plugin_name(&raw.name) {
+            return Err(src.invalid(
+                "name",
+                format!("invalid plugin name `{}`", raw.name),
+                NAME_HINT,
+            ));
+        }
+        let component = resolve_component(&src, &parent_dir(&abs_path), &raw.component)?;
+        Ok(ManifestIdentity {
+            name: raw.name,
+            component,
+            manifest_sha256: src.sha256(),
+        })
     }
 }
 
@@ -242,6 +280,8 @@ pub(super) fn load_manifest(
         scratch,
         tools,
         build,
+        manifest_sha256: Some(src.sha256()),
+        signers: None,
     })
 }
 

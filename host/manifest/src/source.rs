@@ -41,6 +41,12 @@ impl Source {
         Ok(Source { file, text, index })
     }
 
+    /// The SHA-256 of the file's bytes as read, lowercase hex.
+    pub(super) fn sha256(&self) -> String {
+        use sha2::{Digest, Sha256};
+        hex::encode(Sha256::digest(self.text.as_bytes()))
+    }
+
     /// Deserializes the document, turning serde's errors into messages with key paths.
     pub(super) fn deserialize<T: DeserializeOwned>(&self) -> Result<T, ConfigError> {
         toml::from_str(&self.text).map_err(|error| self.serde_error(&error))

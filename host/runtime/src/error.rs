@@ -294,6 +294,15 @@ pub enum LoadError {
         tool: String,
         offered: Vec<String>,
     },
+    /// `[trust]` covers the plugin and its signature does not hold: it is
+    /// unsigned, signed by a key not trusted for it, or its component or
+    /// manifest is not the one signed (the problem says which, the key
+    /// expected and how to sign).
+    #[error("plugin `{plugin}`: {problem}")]
+    Untrusted {
+        plugin: String,
+        problem: Box<crate::trust::TrustProblem>,
+    },
 }
 
 fn list_or_nothing(names: &[String]) -> String {

@@ -33,6 +33,8 @@ pub mod private_dir;
 pub mod runtime;
 pub mod sandbox;
 pub mod scratch;
+pub mod signature;
+pub mod trust;
 
 // The operator's config, under the name the modules of this crate use for it.
 use glovebox_manifest as manifest;

@@ -1,7 +1,7 @@
 //! Loading a tool plugin: read and pin the file, compile it (or take it from
 //! the cache), check it against the `tool-plugin` world, and ask it for its tools.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::component_file::{self, ComponentFile, FileProblem};
@@ -17,6 +17,8 @@ use crate::manifest::{HostConfig, PluginManifest};
 use crate::preinit;
 use crate::runtime::Runtime;
 use crate::sandbox::{CallState, Grants};
+use crate::signature::{Statement, plugin_signature_path};
+use crate::trust;
 
 /// A tool as the host offers it: what the plugin said, corrected by the manifest.
 #[derive(Clone, Debug, Serialize)]
@@ -57,6 +59,9 @@ pub struct LoadedPlugin {
     pub pre: ToolPluginPre<CallState>,
     /// What its instances may reach, from its manifest.
     pub grants: Grants,
+    /// The id of the key whose signature `[trust]` held it to (as minisign
+    /// prints it); `None` when `[trust]` does not cover it.
+    pub signed_by: Option<String>,
 }
 
 impl LoadedPlugin {
@@ -80,6 +85,7 @@ pub async fn load_plugin(
         manifest.sha256.as_deref(),
     )
     .map_err(|problem| load_error(&name, &path, problem))?;
+    let signed_by = check_signature(&manifest, &digest)?;
     let limits = RunLimits::of(&manifest.limits);
 
     let wasm = if preinit::wanted(&bytes) {
@@ -117,7 +123,42 @@ pub async fn load_plugin(
         validators,
         pre,
         grants,
+        signed_by,
     })
+}
+
+/// Holds the plugin to the keys `[trust]` gives it (`manifest.signers`):
+/// its signature beside its manifest must sign its name, this component
+/// (`digest`) and the manifest as read. The signer's key id, or `None` when
+/// no key covers it.
+fn check_signature(manifest: &PluginManifest, digest: &str) -> Result<Option<String>, LoadError> {
+    let Some(signers) = &manifest.signers else {
+        return Ok(None);
+    };
+    let untrusted = |problem| LoadError::Untrusted {
+        plugin: manifest.name.clone(),
+        problem: Box::new(problem),
+    };
+    // `[trust]` covers only plugins read from a manifest file; one built in
+    // code with signers but no file has nothing a signature could cover.
+    let (Some(path), Some(manifest_sha256)) = (&manifest.path, &manifest.manifest_sha256) else {
+        return Err(untrusted(trust::TrustProblem::OtherSubject {
+            signature: PathBuf::new(),
+            signed: "nothing: the plugin has no manifest file to sign".into(),
+            sign: "glovebox plugin sign MANIFEST --key SECRET_KEY_FILE".into(),
+        }));
+    };
+    let subject = trust::Subject {
+        expected: Statement::Plugin {
+            name: manifest.name.clone(),
+            component_sha256: digest.to_string(),
+            manifest_sha256: manifest_sha256.clone(),
+        },
+        signature: plugin_signature_path(path),
+        component: &manifest.component,
+        manifest: Some(path),
+    };
+    trust::check(signers, &subject).map(Some).map_err(untrusted)
 }
 
 /// A component file's problem, said of plugin `name`.

@@ -9,6 +9,7 @@ mod nats;
 mod plugins;
 mod runtime;
 mod storage;
+mod trust;
 
 use std::path::{Path, PathBuf};
 
@@ -37,10 +38,15 @@ use super::{ConfigError, HostConfig, Limits, PluginManifest, RuntimeConfig, Stor
 use plugins::load_plugins;
 use runtime::validate_runtime;
 use storage::validate_storage;
+use trust::validate_trust;
 
 pub(super) use plugins::RawPluginEntry;
 pub(super) use runtime::RawRuntime;
 pub(super) use storage::RawStorage;
+pub(super) use trust::RawTrust;
+#[cfg(feature = "schemars")]
+pub(super) use trust::RawTrustKeys;
+pub use trust::{TrustPolicy, TrustedKey, key_id};
 
 /// `glovebox.toml`: the operator's config. Every table is optional except
 /// that the config lists `[[hook]]`s or says `hooks = "none"`.
@@ -129,6 +135,11 @@ pub(super) struct RawHostConfig {
     /// (a typecheck, a lint, a schema), their failures returned with the call.
     #[serde(default)]
     verify: Vec<crate::verify::RawVerify>,
+    /// The minisign keys whose signatures plugins and hooks must carry to
+    /// load ([`operators/trust.md`](operators/trust.md)); none: no
+    /// signature is asked for.
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "none")))]
+    trust: Option<RawTrust>,
 }
 
 /// Only the data dir of a config, for a config that may not load as a whole.
@@ -191,7 +202,7 @@ impl HostConfig {
             return Err(src.invalid("defaults.memory", problem, hint));
         }
 
-        let plugins = load_plugins(
+        let mut plugins = load_plugins(
             &src,
             &raw.plugin,
             &dir,
@@ -210,7 +221,8 @@ impl HostConfig {
         let verify = crate::verify::validate_verify(&src, &raw.verify, |plugin| {
             plugins.iter().any(|p| p.name == plugin)
         })?;
-        let hooks = validate_hooks(&src, &dir, &raw.hook, &cap)?;
+        let mut hooks = validate_hooks(&src, &dir, &raw.hook, &cap)?;
+        let trust = validate_trust(&src, &dir, raw.trust.as_ref(), &mut plugins, &mut hooks)?;
         let hooks_explicitly_none = hooks_none(&src, raw.hooks.as_deref(), hooks.len())?;
 
         let config = HostConfig {
@@ -239,6 +251,7 @@ impl HostConfig {
             secret_files,
             secrets,
             verify,
+            trust,
         };
         config.check_chain_key(&src)?;
         config.check_grants()?;
@@ -299,6 +312,7 @@ impl HostConfig {
             secret_files: Vec::new(),
             secrets: Default::default(),
             verify: Vec::new(),
+            trust: None,
         }
     }
 

@@ -16,6 +16,8 @@ use crate::bindings::hook::HookPluginPre;
 use crate::component_file::{self, ComponentFile, FileProblem};
 use crate::manifest::{HookConfig, format_size};
 use crate::runtime::CompiledCache;
+use crate::signature::{Statement, hook_signature_path};
+use crate::trust;
 
 /// The interface hook plugins export.
 pub const HOOK_INTERFACE: &str = "glovebox:plugin/permission-hook@0.1.0";
@@ -123,6 +125,11 @@ pub(crate) enum HookLoadError {
         .trigger.escape_debug()
     )]
     BadTrigger { trigger: String },
+    /// `[trust]` covers the hook and its component's signature does not hold.
+    #[error("{problem}")]
+    Untrusted {
+        problem: Box<crate::trust::TrustProblem>,
+    },
 }
 
 /// The others of a hook's forbidden imports, up to four named.
@@ -169,6 +176,19 @@ pub(crate) async fn load_hook(
                 problem,
             },
         )?;
+    if let Some(signers) = &config.signers {
+        let subject = trust::Subject {
+            expected: Statement::Hook {
+                component_sha256: digest.clone(),
+            },
+            signature: hook_signature_path(path),
+            component: path,
+            manifest: None,
+        };
+        trust::check(signers, &subject).map_err(|problem| HookLoadError::Untrusted {
+            problem: Box::new(problem),
+        })?;
+    }
 
     let (compile_engine, cache) = (engine.clone(), cache.clone());
     let component = tokio::task::spawn_blocking(move || cache.component(&compile_engine, &bytes))
