@@ -45,6 +45,7 @@ mod hook;
 mod jobs;
 mod log;
 mod memory;
+mod new_file;
 mod notify;
 mod operate;
 mod operation;

@@ -223,7 +223,7 @@ fn insert_credential(
             path.display()
         );
     }
-    write_private(&path, &format!("{hash}\n"))?;
+    crate::new_file::create(&path, &format!("{hash}\n"), true)?;
     entry.insert("credential_file", value(file.display().to_string()));
     Ok(Some(path))
 }
@@ -387,20 +387,4 @@ fn new_token() -> Result<String> {
 
 fn strings<'a>(items: impl Iterator<Item = &'a str>) -> Array {
     items.collect()
-}
-
-fn write_private(path: &Path, text: &str) -> Result<()> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let mut file = options
-        .open(path)
-        .with_context(|| format!("cannot create `{}`", path.display()))?;
-    file.write_all(text.as_bytes())
-        .with_context(|| format!("cannot write `{}`", path.display()))?;
-    Ok(())
 }

@@ -4,7 +4,6 @@
 //! (docs/operators/trust.md). Also what `glovebox plugin check` says of a
 //! plugin's signature.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -26,8 +25,8 @@ pub fn keygen(path: &Path) -> Result<ExitCode> {
             );
         }
     }
-    write_new(&secret, &pair.secret_file, true)?;
-    write_new(&public, &pair.public_file, false)?;
+    crate::new_file::create(&secret, &pair.secret_file, true)?;
+    crate::new_file::create(&public, &pair.public_file, false)?;
     out!("key id:     {}", pair.key_id);
     out!("public key: {} (share it)", public.display());
     out!(
@@ -125,20 +124,4 @@ fn with_extension(path: &Path, extension: &str) -> PathBuf {
     name.push(".");
     name.push(extension);
     PathBuf::from(name)
-}
-
-/// Writes a file that must not exist yet; `secret`: owner-only from its creation.
-fn write_new(path: &Path, text: &str, secret: bool) -> Result<()> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    if secret {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let mut file = options
-        .open(path)
-        .with_context(|| format!("cannot create `{}`", path.display()))?;
-    file.write_all(text.as_bytes())
-        .with_context(|| format!("cannot write `{}`", path.display()))?;
-    Ok(())
 }
