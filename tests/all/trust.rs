@@ -7,7 +7,6 @@
 //! components it signs, so that tampering touches only its own copy.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
 use serde_json::json;
 
@@ -225,15 +224,7 @@ fn a_reload_holds_the_new_config_to_trust() {
     sign(&manifest(&site), &key(&site, "alice"));
     site.set_config(&trust_all("alice.pub"));
     let mut server = Server::initialized(&site.config(), &[]);
-    let socket = site.path().join("data/control.sock");
-    let start = Instant::now();
-    while !socket.exists() {
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "no control socket"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    site.wait_for_control_socket();
     let answer = server.call(1, "echo.echo", json!({"message": "signed"}));
     assert_eq!(answer["result"]["isError"], false, "{answer}");
 

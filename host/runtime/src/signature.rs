@@ -205,10 +205,11 @@ pub fn sign(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn trusted(pair: &KeyPair) -> TrustedKey {
+    /// The key `[trust]` would list for `pair`.
+    pub(crate) fn trusted(pair: &KeyPair) -> TrustedKey {
         TrustedKey {
             id: pair.key_id.clone(),
             public_key: pair.public_key.clone(),

@@ -287,14 +287,8 @@ pub(crate) fn check(signers: &[TrustedKey], subject: &Subject<'_>) -> Result<Str
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::signature::tests::trusted;
     use crate::signature::{KeyPair, keygen, sign};
-
-    fn trusted(pair: &KeyPair) -> TrustedKey {
-        TrustedKey {
-            id: pair.key_id.clone(),
-            public_key: pair.public_key.clone(),
-        }
-    }
 
     fn plugin(component: &str, manifest: &str) -> Statement {
         Statement::Plugin {
