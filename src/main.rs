@@ -47,6 +47,7 @@ mod log;
 mod memory;
 mod new_file;
 mod notify;
+mod oci;
 mod operate;
 mod operation;
 #[cfg(feature = "otlp")]
@@ -334,6 +335,31 @@ enum PluginCommand {
         #[arg(long)]
         key: PathBuf,
     },
+    /// Push a plugin's component (of its manifest `.toml`, or a `.wasm`
+    /// file) to an OCI registry as a Wasm artifact, under a tag; prints the
+    /// digest that names it for good.
+    Push {
+        /// A plugin manifest or a component file.
+        path: PathBuf,
+        /// Where: `oci://REGISTRY/NAME:TAG`. Registries on this machine are
+        /// reached over HTTP, others over HTTPS; credentials from
+        /// `GLOVEBOX_REGISTRY_USERNAME` and `GLOVEBOX_REGISTRY_PASSWORD`.
+        target: String,
+        /// Print the digests as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Pull every `oci://` component the config's plugins name into the
+    /// cache and pin each in `glovebox.lock` beside the config (the server
+    /// does this at start and reload, for what is not pinned yet).
+    Pull {
+        /// Resolve the tags again and move their pins to what they name now.
+        #[arg(long)]
+        update: bool,
+        /// Print what was pinned as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -375,7 +401,13 @@ async fn dispatch(config: &std::path::Path, command: Command) -> Result<ExitCode
         } => signing::keygen(&path),
         Command::Plugin {
             command: PluginCommand::Sign { path, key },
-        } => signing::sign(&path, &key),
+        } => signing::sign(config, &path, &key),
+        Command::Plugin {
+            command: PluginCommand::Push { path, target, json },
+        } => oci::push(config, &path, &target, json).await,
+        Command::Plugin {
+            command: PluginCommand::Pull { update, json },
+        } => oci::pull(config, update, json),
         Command::Tools { json } => plugin::tools(config, json).await,
         Command::Call {
             tool,

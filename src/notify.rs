@@ -8,7 +8,6 @@ use std::process::ExitCode;
 
 use anyhow::{Result, bail};
 use clap::Subcommand;
-use glovebox::HostConfig;
 use glovebox::notify::{self, OutboxEntry, TargetStatus};
 
 #[derive(Subcommand, serde::Serialize, serde::Deserialize)]
@@ -104,7 +103,7 @@ fn print_entries(t: &TargetStatus, what: &str, entries: &[OutboxEntry]) -> Resul
 }
 
 async fn test(config: &Path, name: &str) -> Result<ExitCode> {
-    let config = HostConfig::load(config)?;
+    let config = glovebox::load_config(config).await?;
     let Some(target) = config.notify.iter().find(|t| t.name == name) else {
         let names: Vec<&str> = config.notify.iter().map(|t| t.name.as_str()).collect();
         if names.is_empty() {

@@ -17,7 +17,11 @@ pub async fn check(config: &Path, path: &Path) -> Result<ExitCode> {
     };
     let is_manifest = path.extension().is_some_and(|e| e == "toml");
     let manifest = if is_manifest {
-        let mut manifest = PluginManifest::load(path, &defaults)?;
+        // A component named `oci://…` is pulled into the config's store first.
+        let mut manifest = match crate::oci::pull_for_manifest(config, path).await? {
+            Some(store) => PluginManifest::load_in(path, &defaults, &store)?,
+            None => PluginManifest::load(path, &defaults)?,
+        };
         // Held to the config's `[trust]` as the host would hold it.
         manifest.signers = trust.as_ref().and_then(|t| t.for_plugin(&manifest.name));
         manifest
@@ -47,7 +51,15 @@ pub async fn check(config: &Path, path: &Path) -> Result<ExitCode> {
         "ok: plugin `{}` is a valid tool plugin",
         plugin.manifest.name
     );
-    out!("component: {}", plugin.manifest.component.display());
+    match &plugin.manifest.oci {
+        Some(pin) => out!(
+            "component: {} ({}, cached at {})",
+            pin.reference,
+            pin.manifest,
+            plugin.manifest.component.display()
+        ),
+        None => out!("component: {}", plugin.manifest.component.display()),
+    }
     out!("sha256:    {}", plugin.digest);
     if let Some(key) = &plugin.signed_by {
         out!("signed:    by key {key} (trusted by `[trust]` for this plugin)");

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use clap::Subcommand;
-use glovebox::{Host, HostConfig};
+use glovebox::Host;
 
 use crate::output::print_json;
 
@@ -36,7 +36,9 @@ pub async fn run(config: &Path, command: PolicyCommand) -> Result<ExitCode> {
     // the data dir.
     let host = Host::from_config_file(config).await?;
     let durable = match (&store_config, crate::reach::served()) {
-        (Some(path), _) => Arc::new(glovebox::open_sessions(&HostConfig::load(path)?)?),
+        (Some(path), _) => Arc::new(glovebox::open_sessions(
+            &glovebox::load_config(path).await?,
+        )?),
         (None, Some(gateway)) => gateway.ledger().clone(),
         (None, None) => Arc::new(glovebox::open_sessions(host.config())?),
     };

@@ -334,7 +334,7 @@ fn stage_and_check(config: &Path, staged: &Path, text: &str) -> Result<()> {
 }
 
 fn list(config: &Path, json: bool) -> Result<ExitCode> {
-    let config = HostConfig::load(config)?;
+    let config = glovebox::load_config_blocking(config)?;
     let all: Vec<&Principal> = config.principals.iter().map(|p| &p.principal).collect();
     if json {
         out!("{}", serde_json::to_string_pretty(&all)?);

@@ -41,7 +41,7 @@ pub async fn jobs(config: &Path) -> Result<Arc<Jobs>> {
 pub fn config(path: &Path) -> Result<HostConfig> {
     match served() {
         Some(gateway) => Ok(gateway.host().config().clone()),
-        None => Ok(HostConfig::load(path)?),
+        None => glovebox::load_config_blocking(path),
     }
 }
 
@@ -64,7 +64,7 @@ pub(crate) fn open_durable(config: &Path) -> Result<Arc<Durable>> {
     if let Some(gateway) = served() {
         return Ok(gateway.ledger().clone());
     }
-    let config = HostConfig::load(config)?;
+    let config = glovebox::load_config_blocking(config)?;
     let durable = glovebox::open_sessions(&config)?;
     let recovery = &durable.recovery;
     for call in &recovery.interrupted {

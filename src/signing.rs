@@ -41,11 +41,15 @@ pub fn keygen(path: &Path) -> Result<ExitCode> {
 }
 
 /// `glovebox plugin sign PATH --key SECRET_KEY_FILE`: a plugin manifest
-/// (`.toml`) is signed with its component and name into `PATH.sig`; any
-/// other file is signed as a hook's component into `PATH.sig`.
-pub fn sign(path: &Path, key: &Path) -> Result<ExitCode> {
+/// (`.toml`) is signed with its component and name into `PATH.sig` (a
+/// component named `oci://…` as the config's lock pins it); any other file
+/// is signed as a hook's component into `PATH.sig`.
+pub fn sign(config: &Path, path: &Path, key: &Path) -> Result<ExitCode> {
     let (statement, target) = if path.extension().is_some_and(|e| e == "toml") {
-        let identity = ManifestIdentity::read(path)?;
+        // A component from a registry is signed as pinned and cached: pull
+        // it first (`glovebox plugin pull`, or `plugin check`).
+        let store = crate::oci::store(config).ok();
+        let identity = ManifestIdentity::read_in(path, store.as_ref())?;
         let statement = Statement::Plugin {
             name: identity.name,
             component_sha256: file_sha256(&identity.component)?,

@@ -45,7 +45,7 @@ pub enum StoreCommand {
 }
 
 pub fn run(config: &Path, command: StoreCommand) -> Result<ExitCode> {
-    let config = HostConfig::load(config)?;
+    let config = glovebox::load_config_blocking(config)?;
     match command {
         StoreCommand::Check { json } => check(&config, json),
         StoreCommand::Backup { path, json } => backup(&config, &path, json),

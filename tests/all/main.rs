@@ -42,6 +42,7 @@ mod network;
 mod notify;
 mod notify_bounds;
 mod oauth;
+mod oci;
 mod operator;
 mod otlp;
 mod pipeline;

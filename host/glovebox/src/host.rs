@@ -45,7 +45,7 @@ pub struct Host {
 impl Host {
     /// Reads `glovebox.toml` at `path` and loads every plugin it lists.
     pub async fn from_config_file(path: &Path) -> Result<Host> {
-        let config = HostConfig::load(path)?;
+        let config = crate::load_config(path).await?;
         Host::load(config).await
     }
 
@@ -65,7 +65,7 @@ impl Host {
     /// config that changes them is refused, as is one that does not load.
     pub async fn reloaded(&self) -> Result<Host> {
         let path = &self.config.path;
-        let config = HostConfig::load(path)?;
+        let config = crate::load_config(path).await?;
         let fixed = [
             ("data_dir", config.data_dir != self.config.data_dir),
             ("[storage]", config.storage != self.config.storage),

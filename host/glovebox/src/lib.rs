@@ -26,6 +26,7 @@ mod admitted;
 pub mod background;
 mod chain_key;
 pub mod children;
+mod config_file;
 pub mod doctor;
 mod gateway;
 mod host;
@@ -53,6 +54,7 @@ pub mod watermark;
 /// What the operator writes: the host config and plugin manifests (the
 /// `glovebox-manifest` crate).
 pub use glovebox_manifest as manifest;
+pub use glovebox_oci as oci;
 /// Durable storage: the trait and its backends (the `glovebox-store` crate).
 pub use glovebox_store as storage;
 
@@ -75,6 +77,7 @@ pub use glovebox_runtime::{fault_injection, hooks, scratch, signature, trust};
 
 pub use admitted::Admitted;
 pub use chain_key::read_chain_key;
+pub use config_file::{load_config, load_config_blocking, pull_components};
 pub use gateway::{Gateway, InFlight};
 pub use glovebox_runtime::{
     CallContext, CallError, CallReport, Captured, LoadError, LoadedPlugin, Metering, ToolInfo,

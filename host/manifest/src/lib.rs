@@ -49,6 +49,7 @@ mod micros;
 mod names;
 mod notify;
 mod oauth;
+mod oci;
 mod owned;
 mod paths;
 mod plugin;
@@ -93,7 +94,7 @@ pub use detector::{
 pub use error::ConfigError;
 pub use guest::valid_plugin_name;
 pub use handoffs::{HandoffRoute, HandoffsConfig};
-pub use host_config::{TrustPolicy, TrustedKey, key_id};
+pub use host_config::{OciComponents, TrustPolicy, TrustedKey, key_id};
 pub use http::{GrantUrlError, HostError, HttpGrant, HttpScheme};
 pub use http_inject::{HttpInjection, InjectError};
 pub use http_path::{PathRefusal, RequestPath};
@@ -106,6 +107,7 @@ pub use micros::{CostError, to_micros, units};
 pub use names::UnknownWord;
 pub use notify::{NotifyFormat, NotifyKind, NotifyTarget};
 pub use oauth::{JwksSource, OAuthConfig};
+pub use oci::{ComponentStore, LOCK_FILE, LockedComponent, OCI_SCHEME, OciLock, OciReference};
 use owned::NamesSecretFile;
 pub use owned::{OwnedPath, SecretFile};
 pub use plugin::ManifestIdentity;
@@ -542,6 +544,10 @@ pub struct PluginManifest {
     /// How `glovebox dev` rebuilds the component when its sources change
     /// (the manifest's `[build]`); nothing else runs it.
     pub build: Option<PluginBuild>,
+    /// The registry pin of a component named `oci://…` (from the config's
+    /// `glovebox.lock`); `component` is then its file in the cache, and
+    /// `sha256` its digest.
+    pub oci: Option<LockedComponent>,
 }
 
 /// A plugin's `[build]`: the command that makes its component, and the

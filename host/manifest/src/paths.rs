@@ -79,6 +79,34 @@ pub(super) fn resolve_component(
         .map_err(|_| not_found(format!("component `{text}` at `{at}` cannot be resolved")))
 }
 
+/// The component an `oci://` reference in `src`'s `key` resolves to through
+/// `store` (the config's lock and cache): its pin and its cached file.
+pub(super) fn resolve_oci_component(
+    src: &Source,
+    key: &str,
+    text: &str,
+    store: Option<&crate::ComponentStore>,
+) -> Result<(crate::LockedComponent, PathBuf), ConfigError> {
+    let reference = crate::OciReference::parse(text.trim()).map_err(|problem| {
+        src.invalid(
+            key,
+            problem,
+            "write `oci://REGISTRY/NAME:TAG` or `oci://REGISTRY/NAME@sha256:DIGEST`",
+        )
+    })?;
+    let Some(store) = store else {
+        return Err(src.invalid(
+            key,
+            format!("component `{reference}` is in a registry, and this manifest was read without a config"),
+            "load it through the config that lists it (`--config glovebox.toml`): the config's `glovebox.lock` and cache dir hold what was pulled",
+        ));
+    };
+    let lock = crate::OciLock::read(&store.lock)?;
+    store
+        .resolve(&lock, &reference)
+        .map_err(|(problem, fix)| src.invalid(key, problem, fix))
+}
+
 pub(super) fn resolve_grant_dir(
     src: &Source,
     dir: &Path,

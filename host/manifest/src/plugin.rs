@@ -8,11 +8,13 @@ use serde::Deserialize;
 use super::build::{RawBuild, plugin_build};
 use super::guest::{MemoryCap, normalize_sha256, valid_plugin_name};
 use super::limits::{RawLimits, apply_limits};
-use super::paths::{canonical, parent_dir, read_source, resolve_component, resolve_grant_dir};
+use super::paths::{
+    canonical, parent_dir, read_source, resolve_component, resolve_grant_dir, resolve_oci_component,
+};
 use super::source::{self, ACTION_HINT, NAME_HINT, Source, join_key};
 use super::{
-    Access, ConfigError, FsGrant, HttpGrant, HttpInjection, HttpRules, Limits, PluginManifest,
-    SecretSource, Secrets, ToolOverride,
+    Access, ComponentStore, ConfigError, FsGrant, HttpGrant, HttpInjection, HttpRules, Limits,
+    OciReference, PluginManifest, SecretSource, Secrets, ToolOverride,
 };
 
 /// A plugin's manifest: one file per tool plugin, named by a `[[plugin]]
@@ -24,7 +26,9 @@ pub(super) struct RawManifest {
     /// The tool prefix: the plugin's tools are `name.tool` (lowercase
     /// letters, digits, `-`, `_`).
     name: String,
-    /// The component file (wasm32-wasip2).
+    /// The component file (wasm32-wasip2), or a component in an OCI
+    /// registry, `oci://REGISTRY/NAME:TAG` or `oci://REGISTRY/NAME@sha256:…`,
+    /// pulled once and pinned in `glovebox.lock` beside the config.
     component: String,
     /// A pin: a component that does not match is refused.
     #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "none")))]
@@ -139,7 +143,52 @@ pub(super) struct RawTool {
 impl PluginManifest {
     /// Reads a plugin manifest; `defaults` are the host's limits that `[limits]` overrides.
     pub fn load(path: &Path, defaults: &Limits) -> Result<PluginManifest, ConfigError> {
-        load_manifest(path, path.display().to_string(), defaults, None)
+        load_manifest(path, path.display().to_string(), defaults, None, None)
+    }
+
+    /// [`PluginManifest::load`], with a config's `store` in which an
+    /// `oci://` component is found (`HostConfig::component_store`).
+    pub fn load_in(
+        path: &Path,
+        defaults: &Limits,
+        store: &ComponentStore,
+    ) -> Result<PluginManifest, ConfigError> {
+        load_manifest(
+            path,
+            path.display().to_string(),
+            defaults,
+            None,
+            Some(store),
+        )
+    }
+
+    /// The `oci://` reference the manifest at `path` names as its
+    /// component, if it names one: read alone, before the manifest loads,
+    /// so that it can be pulled first. A manifest that does not read says
+    /// why when it loads; here it names no reference.
+    pub fn oci_reference(path: &Path) -> Result<Option<OciReference>, ConfigError> {
+        #[derive(Deserialize)]
+        struct ComponentOnly {
+            component: Option<String>,
+        }
+        let Ok(src) = read_source(path, path.display().to_string()) else {
+            return Ok(None);
+        };
+        let Ok(raw) = src.deserialize::<ComponentOnly>() else {
+            return Ok(None);
+        };
+        match raw.component.filter(|t| OciReference::is_oci(t)) {
+            None => Ok(None),
+            Some(text) => OciReference::parse(text.trim())
+                .map(Some)
+                .map_err(|problem| {
+                    src.invalid(
+                        "component",
+                        problem,
+                        "write `oci://REGISTRY/NAME:TAG` or `oci://REGISTRY/NAME@sha256:DIGEST`",
+                    )
+                }),
+        }
     }
 
     /// A manifest for a bare component, with no grants at all: the name comes from the
@@ -166,6 +215,7 @@ impl PluginManifest {
             build: None,
             manifest_sha256: None,
             signers: None,
+            oci: None,
         }
     }
 }
@@ -187,6 +237,15 @@ impl ManifestIdentity {
     /// Reads the manifest at `path`: its keys must parse and its name and
     /// component must be valid; its grants are not checked.
     pub fn read(path: &Path) -> Result<ManifestIdentity, ConfigError> {
+        ManifestIdentity::read_in(path, None)
+    }
+
+    /// [`ManifestIdentity::read`], finding an `oci://` component in `store`
+    /// (a config's lock and cache).
+    pub fn read_in(
+        path: &Path,
+        store: Option<&ComponentStore>,
+    ) -> Result<ManifestIdentity, ConfigError> {
         let src = read_source(path, path.display().to_string())?;
         let raw: RawManifest = src.deserialize()?;
         let abs_path = canonical(path, &src.file)?;
@@ -197,7 +256,11 @@ impl ManifestIdentity {
                 NAME_HINT,
             ));
         }
-        let component = resolve_component(&src, &parent_dir(&abs_path), &raw.component)?;
+        let component = if OciReference::is_oci(&raw.component) {
+            resolve_oci_component(&src, "component", &raw.component, store)?.1
+        } else {
+            resolve_component(&src, &parent_dir(&abs_path), &raw.component)?
+        };
         Ok(ManifestIdentity {
             name: raw.name,
             component,
@@ -228,6 +291,7 @@ pub(super) fn load_manifest(
     shown: String,
     defaults: &Limits,
     host: Option<(&MemoryCap, &Secrets)>,
+    store: Option<&ComponentStore>,
 ) -> Result<PluginManifest, ConfigError> {
     let cap = host.map(|(cap, _)| cap);
     let src = read_source(path, shown)?;
@@ -244,7 +308,12 @@ pub(super) fn load_manifest(
         ));
     }
 
-    let component = resolve_component(&src, &dir, &raw.component)?;
+    let (component, oci) = if OciReference::is_oci(&raw.component) {
+        let (pin, path) = resolve_oci_component(&src, "component", &raw.component, store)?;
+        (path, Some(pin))
+    } else {
+        (resolve_component(&src, &dir, &raw.component)?, None)
+    };
 
     let sha256 = match &raw.sha256 {
         None => None,
@@ -255,6 +324,22 @@ pub(super) fn load_manifest(
                 source::hint_for("sha256"),
             )
         })?),
+    };
+    // A registry component is pinned by its lock: the pin the manifest
+    // writes, if any, must be the same one.
+    let sha256 = match (&oci, sha256) {
+        (Some(pin), Some(written)) if written != pin.component_hex() => {
+            return Err(src.invalid(
+                "sha256",
+                format!(
+                    "`{written}` is not the digest of `{}`, which is pinned to `{}`",
+                    pin.reference, pin.component
+                ),
+                "remove `sha256` (the lock pins a registry component) or name the component by that digest",
+            ));
+        }
+        (Some(pin), _) => Some(pin.component_hex().to_owned()),
+        (None, written) => written,
     };
 
     let limits = manifest_limits(&src, &raw, defaults, cap)?;
@@ -282,6 +367,7 @@ pub(super) fn load_manifest(
         build,
         manifest_sha256: Some(src.sha256()),
         signers: None,
+        oci,
     })
 }
 

@@ -33,9 +33,12 @@ use super::quotas::{RawQuotas, validate_quotas};
 use super::schedule::{RawSchedule, RawTrigger, validate_schedules, validate_triggers};
 use super::source::Source;
 use super::toolset::{RawRoleTools, RawToolset, validate_toolsets};
-use super::{ConfigError, HostConfig, Limits, PluginManifest, RuntimeConfig, StorageConfig};
+use super::{
+    ComponentStore, ConfigError, HostConfig, Limits, OciReference, PluginManifest, RuntimeConfig,
+    StorageConfig,
+};
 
-use plugins::load_plugins;
+use plugins::{Under, load_plugins};
 use runtime::validate_runtime;
 use storage::validate_storage;
 use trust::validate_trust;
@@ -148,6 +151,45 @@ struct RawDataDir {
     data_dir: Option<String>,
 }
 
+/// The `oci://` components a config names, read before it loads
+/// ([`HostConfig::oci_components`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OciComponents {
+    /// Where they are pinned and kept.
+    pub store: ComponentStore,
+    /// Each reference once, in the order the config lists the plugins.
+    pub references: Vec<OciReference>,
+    /// `runtime.max_component_bytes`: the most a pull may bring.
+    pub max_component_bytes: u64,
+}
+
+/// What [`HostConfig::oci_components`] reads of a config: where its cache
+/// is and which manifests it lists.
+#[derive(Deserialize)]
+struct RawComponents {
+    data_dir: Option<String>,
+    runtime: Option<RawCacheDir>,
+    #[serde(default)]
+    plugin: Vec<RawManifestPath>,
+}
+
+#[derive(Deserialize)]
+struct RawCacheDir {
+    cache_dir: Option<String>,
+    max_component_bytes: Option<crate::units::Size>,
+}
+
+#[derive(Deserialize)]
+struct RawManifestPath {
+    manifest: Option<String>,
+}
+
+/// A manifest's `component`, read alone.
+#[derive(Deserialize)]
+struct RawComponentOf {
+    component: Option<String>,
+}
+
 impl HostConfig {
     /// The data dir the config at `path` names, read even when the rest of
     /// it does not load (an operator who broke the config of a running
@@ -202,15 +244,20 @@ impl HostConfig {
             return Err(src.invalid("defaults.memory", problem, hint));
         }
 
-        let mut plugins = load_plugins(
-            &src,
-            &raw.plugin,
-            &dir,
-            display_dir,
-            &defaults,
-            &cap,
-            &secrets,
-        )?;
+        let store = ComponentStore::new(
+            &abs_path,
+            &runtime
+                .cache_dir
+                .clone()
+                .unwrap_or_else(|| data_dir.join("cache")),
+        );
+        let under = Under {
+            defaults: &defaults,
+            cap: &cap,
+            secrets: &secrets,
+            store: &store,
+        };
+        let mut plugins = load_plugins(&src, &raw.plugin, &dir, display_dir, &under)?;
 
         // Tools are named by the components, not the manifests: here a gate's
         // plugin must be listed; the host checks the tool when it loads them.
@@ -336,6 +383,71 @@ impl HostConfig {
             .cache_dir
             .clone()
             .unwrap_or_else(|| self.data_dir.join("cache"))
+    }
+
+    /// Where this config's `oci://` components are pinned (`glovebox.lock`
+    /// beside it) and kept once pulled (under the cache dir).
+    pub fn component_store(&self) -> ComponentStore {
+        ComponentStore::new(&self.path, &self.cache_dir())
+    }
+
+    /// The `oci://` components the config at `path` names (its plugins'
+    /// manifests' `component`), with the store they are pinned and kept in:
+    /// read before the config loads, so that they can be pulled first.
+    /// Only a file that cannot be read, or a bad reference, fails; the rest
+    /// of the config is checked when it loads.
+    pub fn oci_components(path: &Path) -> Result<OciComponents, ConfigError> {
+        let src = read_source(path, path.display().to_string())?;
+        let raw: RawComponents = src.deserialize()?;
+        let abs_path = canonical(path, &src.file)?;
+        let dir = parent_dir(&abs_path);
+        let data_dir = match &raw.data_dir {
+            Some(text) => resolve_dir(&src, &dir, "data_dir", text)?,
+            None => default_data_dir(&abs_path, |var| std::env::var_os(var))
+                .map_err(|problem| src.invalid("data_dir", problem, "set `data_dir`"))?,
+        };
+        let cache = match raw.runtime.as_ref().and_then(|r| r.cache_dir.as_ref()) {
+            Some(text) => resolve_dir(&src, &dir, "runtime.cache_dir", text)?,
+            None => data_dir.join("cache"),
+        };
+        let mut references: Vec<OciReference> = Vec::new();
+        for entry in &raw.plugin {
+            let Some(manifest) = entry.manifest.as_deref() else {
+                continue;
+            };
+            let Ok(manifest) = canonical(&dir.join(manifest), manifest) else {
+                continue;
+            };
+            let Ok(msrc) = read_source(&manifest, manifest.display().to_string()) else {
+                continue;
+            };
+            let Ok(component) = msrc.deserialize::<RawComponentOf>() else {
+                continue;
+            };
+            let Some(text) = component.component.filter(|t| OciReference::is_oci(t)) else {
+                continue;
+            };
+            let reference = OciReference::parse(text.trim()).map_err(|problem| {
+                msrc.invalid(
+                    "component",
+                    problem,
+                    "write `oci://REGISTRY/NAME:TAG` or `oci://REGISTRY/NAME@sha256:DIGEST`",
+                )
+            })?;
+            if !references.contains(&reference) {
+                references.push(reference);
+            }
+        }
+        let max_component_bytes = raw
+            .runtime
+            .as_ref()
+            .and_then(|r| r.max_component_bytes)
+            .map_or(RuntimeConfig::default().max_component_bytes, |s| s.0);
+        Ok(OciComponents {
+            store: ComponentStore::new(&abs_path, &cache),
+            references,
+            max_component_bytes,
+        })
     }
 }
 

@@ -10,7 +10,7 @@ use crate::guest::MemoryCap;
 use crate::paths::{canonical, normalize, show_beside};
 use crate::plugin::load_manifest;
 use crate::source::{self, Source};
-use crate::{ConfigError, Limits, PluginManifest, Secrets};
+use crate::{ComponentStore, ConfigError, Limits, PluginManifest, Secrets};
 
 /// `[[plugin]]`: one tool plugin.
 #[derive(Deserialize)]
@@ -21,18 +21,26 @@ pub(crate) struct RawPluginEntry {
     pub(crate) manifest: String,
 }
 
-/// The manifests the `[[plugin]]` entries name, loaded in order under the
-/// config's `defaults` and memory `cap`: each file found (from `dir`, the
-/// config's directory; shown in messages from `display_dir`, as the
-/// operator named the config), listed once, its plugin's name unique.
+/// What the config hands each manifest it loads: its `defaults`, the memory
+/// `cap`, the `secrets` its grants may name and the `store` its `oci://`
+/// components are pinned and cached in.
+pub(super) struct Under<'a> {
+    pub(super) defaults: &'a Limits,
+    pub(super) cap: &'a MemoryCap<'a>,
+    pub(super) secrets: &'a Secrets,
+    pub(super) store: &'a ComponentStore,
+}
+
+/// The manifests the `[[plugin]]` entries name, loaded in order `under` the
+/// config: each file found (from `dir`, the config's directory; shown in
+/// messages from `display_dir`, as the operator named the config), listed
+/// once, its plugin's name unique.
 pub(super) fn load_plugins(
     src: &Source,
     entries: &[RawPluginEntry],
     dir: &Path,
     display_dir: &Path,
-    defaults: &Limits,
-    cap: &MemoryCap,
-    secrets: &Secrets,
+    under: &Under<'_>,
 ) -> Result<Vec<PluginManifest>, ConfigError> {
     let mut plugins: Vec<PluginManifest> = Vec::new();
     let mut seen: HashMap<PathBuf, usize> = HashMap::new();
@@ -72,8 +80,9 @@ pub(super) fn load_plugins(
         let plugin = load_manifest(
             &manifest_path,
             shown.clone(),
-            defaults,
-            Some((cap, secrets)),
+            under.defaults,
+            Some((under.cap, under.secrets)),
+            Some(under.store),
         )?;
         if let Some(other) = plugins.iter().find(|p| p.name == plugin.name) {
             let other_file = other
