@@ -325,6 +325,85 @@ out
     );
 }
 
+/// The first pending approval of the site, waiting up to a minute for one
+/// that is not `after`.
+fn next_pending(site: &Site, after: Option<&str>) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let pending = site.json(&["approvals", "--json"]);
+        if let Some(id) = pending
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|a| a["id"].as_str())
+            .find(|id| Some(*id) != after)
+        {
+            return id.to_owned();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no pending approval came: {pending}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn with_nested_wait_the_run_waits_for_the_human_and_gets_the_result_or_the_denial() {
+    let site = site(
+        &format!(
+            "[[hook]]\nname = \"destructive\"\ncomponent = \"{}\"\n[hook.settings]\nmode = \"ask\"\n\
+             [approvals]\nnested = \"wait\"\nwait = \"50s\"\n",
+            plugins::HOOK_DESTRUCTIVE,
+        ),
+        8,
+    );
+    let mut server = serve_in(&site, "waits");
+    server.send(json!({
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "code-python.run", "arguments": {"code": r#"
+from glovebox import ToolDenied
+out = {"first": tools.call("files.write", {"path": "/data/x.txt", "content": "approved"})}
+try:
+    tools.call("files.write", {"path": "/data/y.txt", "content": "no"})
+except ToolDenied as e:
+    out["denied"] = e.reason
+out
+"#}},
+    }));
+    // The run waits while the first write asks; an operator approves it.
+    let first = next_pending(&site, None);
+    assert!(
+        !site.path().join("work/x.txt").exists(),
+        "the write ran before it was approved"
+    );
+    let (code, _, err) = site.run(&["approve", &first]);
+    assert_eq!(code, 0, "{err}");
+    // The script goes on to the second write, which is denied.
+    let second = next_pending(&site, Some(&first));
+    let (code, _, err) = site.run(&["deny", &second, "--reason", "not that file"]);
+    assert_eq!(code, 0, "{err}");
+
+    let answer = server.response(2);
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    let value = &answer["result"]["structuredContent"]["value"];
+    assert!(
+        value["first"].is_object(),
+        "the approved write's result reached the script: {answer}"
+    );
+    assert!(
+        value["denied"].as_str().unwrap().contains("not that file"),
+        "the denial's reason reached the script: {answer}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(site.path().join("work/x.txt")).unwrap(),
+        "approved"
+    );
+    assert!(!site.path().join("work/y.txt").exists());
+}
+
 #[test]
 fn a_budget_that_runs_out_mid_script_stops_it() {
     let site = site("[budgets.role.workagent]\ncalls = 3\n", 8);

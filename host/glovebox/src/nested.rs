@@ -11,7 +11,10 @@
 //! (its `call_requested` names the run that made it: `parent_call`) and
 //! followed by its `[[verify]]` checks. A hook's ask makes an approval and
 //! fails the nested call at once with its id (the script decides what to do;
-//! the session waits for the approval as for any call).
+//! the session waits for the approval as for any call), or, with
+//! `[approvals] nested = "wait"`, holds the run until a human answers (up to
+//! `[approvals] wait`, within the run's deadline): the script then gets the
+//! call's result or the denial, as an agent calling directly would.
 //!
 //! What bounds a run: the plugin's `limits.nested_calls` (counted in the
 //! sandbox, `sandbox::tools`), its deadline (the nested calls run inside it),
@@ -38,8 +41,9 @@ use crate::admitted::Admitted;
 use crate::call::{CallContext, CallReport};
 use crate::error::CallError;
 use crate::gateway::Gateway;
-use crate::manifest::Principal;
+use crate::manifest::{NestedApproval, Principal};
 use crate::plugin::LoadedPlugin;
+use crate::settled::{Settled, denied_call};
 
 tokio::task_local! {
     /// The run a nested call was made by, while that call runs.
@@ -157,7 +161,47 @@ impl ToolCalls for SessionCalls {
         let report = self.run(admitted).await?;
         match report.outcome {
             Ok(value) => Ok(value.to_string()),
+            Err(asked @ CallError::AwaitingApproval { .. }) if self.waits() => {
+                self.answer_of(asked).await
+            }
             Err(e) => Err(failure(&e)),
+        }
+    }
+}
+
+impl SessionCalls {
+    /// Whether a nested call a hook asks about waits for the answer
+    /// (`[approvals] nested = "wait"`, with a `wait` above zero).
+    fn waits(&self) -> bool {
+        let host = self.gateway.host();
+        let approvals = &host.config().approvals;
+        approvals.nested == NestedApproval::Wait && !approvals.wait.is_zero()
+    }
+
+    /// What the script gets of a call that awaits an approval (`asked`)
+    /// once a human answered, or `asked` itself when none did within
+    /// `[approvals] wait`. The run's deadline bounds the wait: the run ends,
+    /// and this with it, and the approval stays pending.
+    async fn answer_of(&self, asked: CallError) -> Result<String, Failure> {
+        let CallError::AwaitingApproval { approval_id, .. } = &asked else {
+            return Err(failure(&asked));
+        };
+        let within = self.gateway.host().config().approvals.wait;
+        let settled = self.gateway.wait_for_approval(approval_id, within).await;
+        match settled {
+            Some(Settled::Ran(report)) => match report.outcome {
+                Ok(value) => Ok(value.to_string()),
+                Err(e) => Err(failure(&e)),
+            },
+            Some(Settled::RanElsewhere(approval)) => Err(Failure::new(
+                "approved",
+                format!(
+                    "approval {} was approved and its call `{}` ran, but its result did not reach this run: read it in the session's log",
+                    approval.id, approval.call_id
+                ),
+            )),
+            Some(Settled::Denied(approval)) => Err(failure(&denied_call(&approval))),
+            None => Err(failure(&asked)),
         }
     }
 }

@@ -30,6 +30,9 @@ pub struct ApprovalsConfig {
     /// detector's sweep passes, and its session resumes. `None` (`"off"`,
     /// the default): approvals wait until someone settles them.
     pub expire_after: Option<Duration>,
+    /// `nested`: what a tool called from inside a run (code mode) does when
+    /// a hook asks a human about it.
+    pub nested: NestedApproval,
 }
 
 impl Default for ApprovalsConfig {
@@ -37,8 +40,27 @@ impl Default for ApprovalsConfig {
         ApprovalsConfig {
             wait: Duration::from_secs(300),
             expire_after: None,
+            nested: NestedApproval::Fail,
         }
     }
+}
+
+/// What a nested call (a tool a script calls from inside its run) does
+/// when a permission hook asks a human about it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum NestedApproval {
+    /// The call fails at once with the approval's id (an exception the
+    /// script can catch); the approval stays pending, and approving it
+    /// runs the call later, outside the script.
+    #[default]
+    Fail,
+    /// The whole run waits for the answer, up to `wait` and within the
+    /// run's own deadline: approved, the call runs and the script gets its
+    /// result; denied, the script gets the denial; still pending, it fails
+    /// as with `fail`. A waiting run holds its instance and its memory.
+    Wait,
 }
 
 /// `[approvals]` ([`operators/approvals.md`](operators/approvals.md)).
@@ -54,6 +76,12 @@ pub(super) struct RawApprovals {
     /// A pending approval older than this is denied by `host` (at least `wait`).
     #[cfg_attr(feature = "schemars", schemars(extend("default" = "off")))]
     expire_after: Option<OffOr>,
+    /// What a tool called from inside a run (code mode) does when a hook
+    /// asks a human: `"fail"` (at once, with the approval's id) or
+    /// `"wait"` (the run waits for the answer, up to `wait` and within its
+    /// own deadline).
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = "fail")))]
+    nested: Option<NestedApproval>,
 }
 
 pub(super) fn validate_approvals(
@@ -61,6 +89,9 @@ pub(super) fn validate_approvals(
     raw: &RawApprovals,
 ) -> Result<ApprovalsConfig, ConfigError> {
     let mut config = ApprovalsConfig::default();
+    if let Some(nested) = raw.nested {
+        config.nested = nested;
+    }
     if let Some(Millis(wait)) = raw.wait {
         if wait > MAX_WAIT {
             return Err(src.invalid(

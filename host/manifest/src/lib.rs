@@ -74,7 +74,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-pub use approvals::ApprovalsConfig;
+pub use approvals::{ApprovalsConfig, NestedApproval};
 pub use budget_caps::BudgetCaps;
 pub use budgets::BudgetsConfig;
 pub use build::DEFAULT_WATCH;
