@@ -34,10 +34,11 @@ pub struct DevArgs {
     debounce: Duration,
 }
 
-/// Builds every plugin that has a `[build]` once, then serves as `glovebox
-/// serve` does, with the inner loop beside the server.
+/// Builds every plugin that has a `[build]` once (a plugin whose component
+/// does not exist yet must build: there is nothing else to serve), then
+/// serves as `glovebox serve` does, with the inner loop beside the server.
 pub async fn run(config: &Path, args: DevArgs) -> Result<ExitCode> {
-    inner_loop::build_all(config).await;
+    inner_loop::build_all(config).await?;
     let config = config.to_path_buf();
     let debounce = args.debounce;
     crate::serve::serve_with(&config.clone(), args.serve, move |gateway| {

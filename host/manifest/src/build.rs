@@ -8,8 +8,9 @@ use std::path::{Component, Path};
 
 use serde::Deserialize;
 
-use super::PluginBuild;
+use super::paths::{canonical, normalize, parent_dir, read_source};
 use super::source::Source;
+use super::{ListedBuild, PluginBuild};
 
 /// The sources watched when `[build]` names none: the layout of a Rust,
 /// Python or JavaScript plugin project.
@@ -29,6 +30,38 @@ pub(super) struct RawBuild {
     /// call for one.
     #[cfg_attr(feature = "schemars", schemars(extend("default" = ["src/**"])))]
     watch: Option<Vec<String>>,
+}
+
+/// Only what a build needs of a manifest, for a manifest that may not load
+/// as a whole (its component not built yet): the other keys are not read.
+#[derive(Deserialize)]
+struct RawManifestBuild {
+    name: String,
+    component: String,
+    build: Option<RawBuild>,
+}
+
+/// The `[build]` of the manifest at `path` (shown in messages as `shown`),
+/// with the plugin's name and the component it writes, which need not
+/// exist; `None` for a manifest without `[build]`. Only a file that is not
+/// TOML, lacks `name` or `component`, or has a bad `[build]` fails.
+pub(super) fn listed_build(
+    path: &Path,
+    shown: String,
+) -> Result<Option<ListedBuild>, super::ConfigError> {
+    let src = read_source(path, shown)?;
+    let raw: RawManifestBuild = src.deserialize()?;
+    let manifest = canonical(path, &src.file)?;
+    let dir = parent_dir(&manifest);
+    let Some(build) = plugin_build(&src, &dir, raw.build.as_ref())? else {
+        return Ok(None);
+    };
+    Ok(Some(ListedBuild {
+        plugin: raw.name,
+        component: normalize(&dir.join(&raw.component)),
+        manifest,
+        build,
+    }))
 }
 
 /// `[build]` checked: a command, and patterns that stay inside `dir`.

@@ -564,6 +564,22 @@ pub struct PluginBuild {
     pub dir: PathBuf,
 }
 
+/// A listed plugin's `[build]` and what it makes, read from the config's
+/// manifests without loading them ([`HostConfig::builds_of`]): so
+/// `glovebox dev` can build a component that does not exist yet, before the
+/// config (which needs it) loads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListedBuild {
+    /// The plugin's name, as its manifest says it (not checked here).
+    pub plugin: String,
+    /// The manifest file (absolute).
+    pub manifest: PathBuf,
+    /// The component the manifest names (absolute; it may not exist yet).
+    pub component: PathBuf,
+    /// The manifest's `[build]`, checked as a load checks it.
+    pub build: PluginBuild,
+}
+
 /// A host directory made visible to the plugin.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FsGrant {

@@ -5,6 +5,7 @@
 //! and the `[[plugin]]` list are checked in their own files, the other
 //! tables in the modules of the values they make.
 
+mod builds;
 mod nats;
 mod plugins;
 mod runtime;

@@ -11,6 +11,7 @@ use tempfile::TempDir;
 use super::{ConfigError, HostConfig, Limits, PluginManifest};
 
 mod budgets;
+mod builds;
 mod hooks;
 mod host_config;
 mod oauth;
