@@ -465,6 +465,14 @@ mod tests {
     }
 
     #[test]
+    fn a_registry_component_with_a_build_is_refused() {
+        let (_dir, config) = site("[build]\ncommand = \"make\"\n", true);
+        let error = crate::HostConfig::load(&config).unwrap_err().to_string();
+        assert!(error.contains("nothing here builds it"), "{error}");
+        assert!(error.contains("remove `[build]`"), "{error}");
+    }
+
+    #[test]
     fn a_component_pinned_but_not_cached_says_to_pull() {
         let (dir, config) = site("", true);
         std::fs::remove_dir_all(dir.path().join("data/cache/oci")).unwrap();

@@ -352,6 +352,16 @@ pub(super) fn load_manifest(
     let scratch = scratch_mount(&src, &raw, &fs)?;
     let tools = tool_overrides(&src, &raw)?;
     let build = plugin_build(&src, &dir, raw.build.as_ref())?;
+    if let (Some(pin), Some(_)) = (&oci, &build) {
+        return Err(src.invalid(
+            "build",
+            format!(
+                "the component is `{}`, from a registry: nothing here builds it",
+                pin.reference
+            ),
+            "remove `[build]`, or name the file the build writes as `component` (and push it with `glovebox plugin push`)",
+        ));
+    }
 
     Ok(PluginManifest {
         path: Some(abs_path),
