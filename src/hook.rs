@@ -169,7 +169,10 @@ pub async fn run(config: &Path, command: HookCommand) -> Result<ExitCode> {
     })
 }
 
-/// The hook `name` of the config, or the component file `name`.
+/// The hook `name` of the config, or the component file `name`: the
+/// config's hook of that component when it has one (its name, settings and
+/// signers), else a hook named for the file and held to the config's
+/// `[trust]` as a hook of that name would be.
 fn find_hook(config: &Path, name: &str) -> Result<HookConfig> {
     let looks_like_file = name.ends_with(".wasm") || name.contains('/');
     if !looks_like_file {
@@ -212,7 +215,19 @@ fn find_hook(config: &Path, name: &str) -> Result<HookConfig> {
         })
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "hook".into());
-    Ok(HookConfig::new(stem, path))
+    let mut hook = HookConfig::new(stem, path);
+    if let Ok(loaded) = HostConfig::load(config) {
+        let canonical = std::fs::canonicalize(&hook.component).ok();
+        if let Some(configured) = loaded
+            .hooks
+            .iter()
+            .find(|h| std::fs::canonicalize(&h.component).ok() == canonical)
+        {
+            return Ok(configured.clone());
+        }
+        hook.signers = loaded.trust.as_ref().and_then(|t| t.for_hook(&hook.name));
+    }
+    Ok(hook)
 }
 
 /// A host with no tools and `hook` alone, loaded as any host loads its hooks
@@ -232,6 +247,7 @@ pub async fn load(config: &Path, hook: HookConfig) -> Result<Host> {
 pub async fn check(config: &Path, path: &Path) -> Result<ExitCode> {
     let hook = find_hook(config, &path.display().to_string())?;
     let component: PathBuf = hook.component.clone();
+    let signed = hook.signers.is_some();
     let host = load(config, hook).await?;
     let info = host.hooks().hooks().into_iter().next().expect("one hook");
     match &info.status {
@@ -248,6 +264,9 @@ pub async fn check(config: &Path, path: &Path) -> Result<ExitCode> {
             out!("component: {}", component.display());
             out!("sha256:    {digest}");
             out!("triggers:  {}", info.triggers.join(", "));
+            if signed {
+                out!("signed:    by a key `[trust]` lists for this hook");
+            }
             Ok(ExitCode::SUCCESS)
         }
     }

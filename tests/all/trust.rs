@@ -246,6 +246,53 @@ fn a_reload_holds_the_new_config_to_trust() {
 }
 
 #[test]
+fn a_bare_hook_component_is_held_to_the_configs_trust_by_plugin_check_and_hook_test() {
+    let site = echo_site("");
+    let alice = keygen(site.path(), "alice");
+    sign(&manifest(&site), &key(&site, "alice"));
+    // Not a hook of the config: a file checked before it is configured.
+    std::fs::copy(
+        plugins::HOOK_DESTRUCTIVE,
+        site.path().join("new-guard.wasm"),
+    )
+    .unwrap();
+    site.set_config(&trust_all("alice.pub"));
+    let file = site.path().join("new-guard.wasm");
+    let file = file.to_str().unwrap();
+    let request = r#"{"action":"read:files"}"#;
+
+    for args in [
+        vec!["plugin", "check", file],
+        vec!["hook", "test", file, "--request", request],
+    ] {
+        let (code, out, err) = site.run(&args);
+        assert_eq!(code, 2, "{args:?} unsigned: {out}{err}");
+        assert!(
+            err.contains("it is not signed") && err.contains(&format!("key {alice}")),
+            "{args:?}: {err}"
+        );
+    }
+
+    sign(&site.path().join("new-guard.wasm"), &key(&site, "alice"));
+    let (code, out, err) = site.run(&["plugin", "check", file]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("signed:    by a key `[trust]` lists"), "{out}");
+    let (code, out, err) = site.run(&["hook", "test", file, "--request", request]);
+    assert_eq!(code, 0, "{out}{err}");
+
+    // Without `[trust]`, an unsigned hook file checks as before.
+    std::fs::copy(plugins::HOOK_DESTRUCTIVE, site.path().join("other.wasm")).unwrap();
+    site.set_config("");
+    let (code, out, err) = site.run(&[
+        "plugin",
+        "check",
+        site.path().join("other.wasm").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains("signed:"), "{out}");
+}
+
+#[test]
 fn a_hook_is_held_to_trust_and_denies_every_call_unsigned() {
     let site = echo_site("");
     let alice = keygen(site.path(), "alice");
