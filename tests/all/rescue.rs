@@ -1280,6 +1280,47 @@ fn a_rescue_hands_the_agent_file_content_read_on_the_operators_side() {
         "the deploy needs TLS to the database"
     );
 
+    // Pushed at once on the agent's connection: a log message addressed to
+    // it, carrying the description, the file's content and digest, the spec
+    // change (and nothing of the refused injections above).
+    let pushed = loop {
+        let line = server
+            .next_line(std::time::Duration::from_secs(30))
+            .expect("the handover is pushed on the agent's connection");
+        if line["method"] == "notifications/message"
+            && line["params"]["logger"] == "glovebox.rescue"
+        {
+            break line["params"]["data"].clone();
+        }
+    };
+    assert_eq!(pushed["kind"], "rescue_handover", "{pushed}");
+    assert_eq!(pushed["source"], format!("rescue:{rid}"), "{pushed}");
+    assert_eq!(pushed["session"], state["id"], "{pushed}");
+    assert!(
+        pushed["message"]
+            .as_str()
+            .unwrap()
+            .contains("session_status"),
+        "{pushed}"
+    );
+    let entries = pushed["entries"].as_array().unwrap();
+    assert_eq!(
+        entries[0]["text"], "the deploy needs TLS to the database",
+        "{pushed}"
+    );
+    let runbook = entries
+        .iter()
+        .find(|e| e["text"] == "runbook.md")
+        .unwrap_or_else(|| panic!("{pushed}"));
+    assert_eq!(runbook["content"], spec, "{pushed}");
+    assert_eq!(runbook["sha256"], digest, "{pushed}");
+    assert!(
+        entries
+            .iter()
+            .any(|e| e["text"] == "deploy to staging first"),
+        "{pushed}"
+    );
+
     // The agent's next call is refused (the session is paused) and says
     // what waits for it.
     let (kind, message) = server.refused(3, "echo.echo", json!({"message": "again"}));

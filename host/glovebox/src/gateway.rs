@@ -49,6 +49,8 @@ pub struct Gateway {
     /// The `[[verify]]` checks' failures in a row, by (session id, check).
     pub(crate) verify_streaks:
         Arc<std::sync::Mutex<std::collections::HashMap<(String, String), u32>>>,
+    /// What agents should hear on their live connections (`notices.rs`).
+    notices: crate::notices::Notices,
 }
 
 /// The adapters' requests in flight, for a stopping server's drain.
@@ -118,6 +120,8 @@ impl Gateway {
         ledger.sessions.observe_children(Arc::new(children.clone()));
         let waiters = Waiters::default();
         ledger.sessions.observe_approvals(Arc::new(waiters.clone()));
+        let notices = crate::notices::Notices::default();
+        ledger.sessions.observe_handovers(Arc::new(notices.clone()));
         let leases = tasks::lease_renewal(&ledger.sessions).map(Arc::new);
         ledger
             .sessions
@@ -137,7 +141,17 @@ impl Gateway {
             _leases: leases,
             webhooks,
             verify_streaks: Arc::default(),
+            notices,
         }
+    }
+
+    /// The notices for agents' live connections sent from now on
+    /// (`notices.rs`): an adapter forwards those of the sessions a
+    /// connection acts in.
+    pub fn session_notices(
+        &self,
+    ) -> tokio::sync::broadcast::Receiver<Arc<crate::notices::SessionNotice>> {
+        self.notices.subscribe()
     }
 
     /// The webhook deliveries taken (`triggers::replay`).

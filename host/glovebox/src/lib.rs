@@ -34,6 +34,7 @@ pub mod jobs;
 mod ledger;
 pub mod metrics;
 mod nested;
+pub mod notices;
 pub mod operations;
 mod pipeline;
 mod principals;

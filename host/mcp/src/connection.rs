@@ -32,6 +32,8 @@ impl McpServer {
                 gateway: self.inner.gateway.clone(),
                 log: logging::ConnectionLog::new(),
                 stateless: false,
+                notices: std::sync::OnceLock::new(),
+                closed: CancellationToken::new(),
             }),
         };
         if let Some(principal) = bound {
@@ -75,6 +77,11 @@ pub(crate) struct ConnState {
     /// (`stateless.rs`): a call with nothing bound then runs in the
     /// principal's default session, not one of the connection's.
     pub(crate) stateless: bool,
+    /// Set once the task that forwards this connection's session notices
+    /// runs (`notices.rs`).
+    pub(crate) notices: std::sync::OnceLock<()>,
+    /// Cancelled when the connection's state goes: the notices' task ends.
+    pub(crate) closed: CancellationToken,
 }
 
 impl ConnState {
@@ -95,9 +102,24 @@ impl ConnState {
             gateway: base.gateway.clone(),
             log: logging::ConnectionLog::new(),
             stateless: true,
+            notices: std::sync::OnceLock::new(),
+            closed: CancellationToken::new(),
         };
         let _ = state.name.set(caller.name.clone());
         state
+    }
+
+    /// Whether this connection acts in session `id`: its bound session, or
+    /// the default one it started.
+    pub(crate) async fn acts_in(&self, id: &str) -> bool {
+        if self.bound.lock().await.as_deref() == Some(id) {
+            return true;
+        }
+        self.default_session
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .as_deref()
+            == Some(id)
     }
 
     fn remember(&self, principal: Principal) {
@@ -168,6 +190,7 @@ async fn pause_default(gateway: &Gateway, principal: &Principal, id: &str, conn:
 /// is paused then.
 impl Drop for ConnState {
     fn drop(&mut self) {
+        self.closed.cancel();
         if let Some(pause) = self.take_default()
             && let Ok(runtime) = tokio::runtime::Handle::try_current()
         {

@@ -47,6 +47,7 @@ impl Connection {
         // Everything this request writes to a log is its principal's doing,
         // and the server's log lines about it reach the connection too.
         let sink = self.state.log.sink(&context.peer);
+        crate::notices::forward(&self.state, &context.peer);
         // The caller's trace, if it named one (`traced.rs`).
         let parent = crate::traced::parent_of(&context);
         let span = crate::traced::request_span(&name, parent.as_ref());
@@ -229,6 +230,7 @@ impl ServerHandler for Connection {
         let caller = self.caller(&context)?;
         let uri = request.uri;
         let sink = self.state.log.sink(&context.peer);
+        crate::notices::forward(&self.state, &context.peer);
         glovebox::tasks::acting_with(caller.name.clone(), Some(sink), async {
             self.read(&caller, &uri)
                 .await

@@ -54,6 +54,7 @@ mod http;
 mod limits;
 mod listen;
 mod logging;
+mod notices;
 mod offered;
 mod progress;
 mod resources;

@@ -97,7 +97,7 @@ pub use lease::{Lease, LeaseConfig};
 pub use lifecycle::{SessionStatus, TRANSITIONS, Transition};
 pub use listing::LOOK_AT_MOST;
 pub use log::LoadStats;
-pub use observers::{ApprovalObserver, ChildObserver};
+pub use observers::{ApprovalObserver, ChildObserver, HandoverObserver};
 pub use ops::{Resumed, SessionFilter};
 pub use recover::{RecoveredCall, Recovery};
 pub use start::StartSession;

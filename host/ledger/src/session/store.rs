@@ -15,7 +15,7 @@ use super::event::Event;
 use super::growth::starts_work;
 use super::kind::EventKind;
 use super::log::{self, LoadStats};
-use super::observers::{ApprovalObserver, ChildObserver};
+use super::observers::{ApprovalObserver, ChildObserver, HandoverObserver};
 use super::owed::Owed;
 use super::slots::{Slot, lock, lock_slot};
 use super::state::SessionState;
@@ -62,6 +62,8 @@ pub struct Sessions {
     pub(crate) leases: Option<super::lease::Leases>,
     /// Told of the approvals a session's end denied (see `closing.rs`).
     pub(crate) approval_observers: Mutex<Vec<Arc<dyn ApprovalObserver>>>,
+    /// Told of the context rescues hand over (see [`HandoverObserver`]).
+    handover_observers: Mutex<Vec<Arc<dyn HandoverObserver>>>,
     /// What the sessions of each principal, project and role spent
     /// together, against the ceilings and daily quotas (see [`crate::spend`]).
     pub(crate) tallies: crate::spend::Tallies,
@@ -101,6 +103,24 @@ impl Sessions {
             notified: Mutex::new(Vec::new()),
             leases,
             approval_observers: Mutex::new(Vec::new()),
+            handover_observers: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Registers `observer`, told of every rescue's handover once durable.
+    pub fn observe_handovers(&self, observer: Arc<dyn HandoverObserver>) {
+        lock(&self.handover_observers).push(observer);
+    }
+
+    /// After `event` was appended to session `id`: tells the handover
+    /// observers of a rescue's injection.
+    fn tell_handed_over(&self, id: &str, event: &Event) {
+        if let EventKind::ContextInjected { source, entries } = &event.kind
+            && source.starts_with("rescue:")
+        {
+            for observer in lock(&self.handover_observers).iter() {
+                observer.handed_over(id, source, entries);
+            }
         }
     }
 
@@ -340,6 +360,7 @@ impl Sessions {
                 }
                 self.enqueue(notifications);
                 self.wake_parents(state, event);
+                self.tell_handed_over(&state.header.id, event);
             }
             return Ok(events);
         }
