@@ -168,16 +168,18 @@ fn an_agents_blocker_reaches_a_webhook_and_the_blocked_list() {
 }
 
 /// A denied call reaches whoever listens for `call_denied` (issue 42's
-/// `on_denied`): the tool, and the reason the hook gave.
+/// `on_denied`): the tool, and the reason the hook gave; a call that ran
+/// and failed reaches `call_failed`, with its outcome and error, and is no
+/// denial.
 #[test]
-fn a_denied_call_reaches_a_webhook() {
+fn a_denied_call_and_a_failed_one_reach_a_webhook() {
     let receiver = Receiver::start();
     let dir = tempfile::tempdir().unwrap();
     let config = site(
         dir.path(),
         &format!(
             "[[hook]]\nname = \"roles\"\ncomponent = \"{}\"\n[hook.settings.roles]\nworkagent = [\"files.read\"]\n\
-             [[notify]]\nname = \"ops\"\nurl = \"{}\"\nretry_initial = \"50ms\"\nevents = [\"call_denied\"]\n",
+             [[notify]]\nname = \"ops\"\nurl = \"{}\"\nretry_initial = \"50ms\"\nevents = [\"call_denied\", \"call_failed\"]\n",
             crate::util::plugins::HOOK_ROLE_ALLOWLIST,
             receiver.url("/ops"),
         ),
@@ -214,7 +216,20 @@ fn a_denied_call_reaches_a_webhook() {
         failed["result"]["structuredContent"]["denied"].is_null(),
         "{failed}"
     );
-    let got = receiver.wait_until("anything", |_| true);
+    let got = receiver.wait_until("the failure", |got| {
+        !delivered(got, "call_failed", "tool", "files.read").is_empty()
+    });
+    let body = delivered(&got, "call_failed", "tool", "files.read")[0].json();
+    assert_eq!(body["details"]["outcome"], "tool_failed", "{body}");
+    assert!(
+        body["summary"]
+            .as_str()
+            .unwrap()
+            .contains(": call to `files.read` failed (tool_failed)"),
+        "{body}"
+    );
     let denials = got.iter().filter(|d| d.event() == "call_denied").count();
     assert_eq!(denials, 1);
+    // The denied call was no failure.
+    assert!(delivered(&got, "call_failed", "tool", "echo.echo").is_empty());
 }

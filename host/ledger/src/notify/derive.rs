@@ -147,9 +147,9 @@ impl Derived<'_> {
     }
 }
 
-/// A finished call: one that now awaits approval, one that was denied, or
-/// a background job's call that finished or failed. Any other call tells
-/// nobody.
+/// A finished call: one that now awaits approval, one that was denied, one
+/// that ran and failed, or a background job's call that finished or failed.
+/// Any other call (one that succeeded, or was cancelled) tells nobody.
 fn call_finished(out: &mut Derived, call_id: &str, outcome: &str, error: Option<&str>) {
     let label = out.label.clone();
     let call = out.before.in_flight.get(call_id);
@@ -179,6 +179,18 @@ fn call_finished(out: &mut Derived, call_id: &str, outcome: &str, error: Option<
                     None => format!("session `{label}`: call to `{tool}` denied"),
                 },
                 json!({ "call_id": call_id, "tool": tool, "reason": error }),
+            );
+        } else if !matches!(outcome, "ok" | "cancelled" | "interrupted")
+            && call.is_some_and(|c| c.job_id.is_none())
+        {
+            out.push(
+                NotifyKind::CallFailed,
+                None,
+                format!(
+                    "session `{label}`: call to `{tool}` failed ({outcome}){}",
+                    error.map(|e| format!(": {e}")).unwrap_or_default()
+                ),
+                json!({ "call_id": call_id, "tool": tool, "outcome": outcome, "error": error }),
             );
         }
         job_outcome(out, call_id, &tool, outcome, error);

@@ -44,10 +44,14 @@ pub enum NotifyKind {
     /// A call in a session was denied (by a hook, a budget or a ceiling),
     /// with the reason and the alternatives offered.
     CallDenied,
+    /// A call in a session ran and failed (the tool's error, a deadline, a
+    /// memory or output cap, a trap): not a denial, not a background job's
+    /// call (`job_failed`), not a cancelled one.
+    CallFailed,
 }
 
 impl NotifyKind {
-    pub const ALL: [NotifyKind; 16] = [
+    pub const ALL: [NotifyKind; 17] = [
         NotifyKind::ApprovalNeeded,
         NotifyKind::Flag,
         NotifyKind::BudgetWarning,
@@ -64,6 +68,7 @@ impl NotifyKind {
         NotifyKind::ChildSpawned,
         NotifyKind::Handoff,
         NotifyKind::CallDenied,
+        NotifyKind::CallFailed,
     ];
 
     /// The name used in `events` and in the delivered body's `event` field.
@@ -85,6 +90,7 @@ impl NotifyKind {
             NotifyKind::ChildSpawned => "child_spawned",
             NotifyKind::Handoff => "handoff",
             NotifyKind::CallDenied => "call_denied",
+            NotifyKind::CallFailed => "call_failed",
         }
     }
 
@@ -99,7 +105,7 @@ impl std::fmt::Display for NotifyKind {
     }
 }
 
-pub(super) const EVENTS_HINT: &str = "list some of `approval_needed`, `flag` (or `flag:info`, `flag:warning`, `flag:critical`: flags at or above that severity), `budget_warning`, `budget_exceeded`, `ceiling_warning`, `ceiling_reached`, `job_finished`, `job_failed`, `rescue_opened`, `rescue_resolved`, `session_stalled`, `session_completed`, `schedule_alert`, `child_spawned`, `handoff`, `call_denied`, or `\"*\"` for all";
+pub(super) const EVENTS_HINT: &str = "list some of `approval_needed`, `flag` (or `flag:info`, `flag:warning`, `flag:critical`: flags at or above that severity), `budget_warning`, `budget_exceeded`, `ceiling_warning`, `ceiling_reached`, `job_finished`, `job_failed`, `rescue_opened`, `rescue_resolved`, `session_stalled`, `session_completed`, `schedule_alert`, `child_spawned`, `handoff`, `call_denied`, `call_failed`, or `\"*\"` for all";
 
 /// What is wrong with an `events` list (the config adds the key and the
 /// events there are).
