@@ -38,7 +38,7 @@ const CARGO_ARTIFACTS: &[(&str, &str, &str)] = &[
     ("TOOL_FILES", "tool_files", "`list`, `read`, `write` in the preopened directories."),
     ("TOOL_HTTP_FETCH", "tool_http_fetch", "`fetch`: HTTP over wasi:http, redirects followed hop by hop."),
     ("TOOL_CPU", "tool_cpu", "`burn`: computes a hash chain for `ms` of wall time or `iterations` rounds."),
-    ("TOOL_GATE", "tool_gate", "`report` (FAILED lines in a test report), `json_schema` (a JSON file against a schema): completion-gate checks."),
+    ("TOOL_GATE", "tool_gate", "`report` (FAILED lines in a test report), `json_schema` (a JSON, TOML or YAML file against a schema), `valid` (a JSON, TOML or YAML file parses): completion-gate and `[[verify]]` checks."),
     ("CODE_JS", "code_js", "`run`: runs JavaScript (boa, pre-initialized) with console, fs, fetch and the session's tools."),
     ("TOOL_JS_JSON", "tool_js_json", "`get`, `pick`, `filter` on JSON by path: a tool plugin written in JavaScript."),
     ("HOSTILE_INFINITE_LOOP", "hostile_infinite_loop", "`spin`: loops forever."),

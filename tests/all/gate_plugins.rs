@@ -625,6 +625,97 @@ async fn the_example_config_ratchet_protects_tests() {
     assert_eq!(j.read("tests/a.rs").as_deref(), Some("corrected test"));
 }
 
+#[tokio::test]
+async fn toml_and_yaml_files_are_checked_for_validity_and_against_a_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "good.toml", "port = 8080\n[db]\nhost = \"x\"\n");
+    write(dir.path(), "broken.toml", "port = 8080\nhost = \n");
+    write(dir.path(), "good.yml", "port: 8080\nhosts:\n  - a\n");
+    write(dir.path(), "broken.yaml", "port: [8080\nhost: a\n");
+    write(dir.path(), "good.json", r#"{"port": 8080}"#);
+    write(dir.path(), "notes.txt", "port = 1\n");
+    let h = gate_host(dir.path()).await;
+
+    for (file, format) in [
+        ("good.toml", "toml"),
+        ("good.yml", "yaml"),
+        ("good.json", "json"),
+    ] {
+        let out = call_ok(
+            &h,
+            "gate.valid",
+            &json!({"path": format!("/data/{file}")}).to_string(),
+        )
+        .await;
+        assert_eq!(
+            out,
+            json!({"passed": true, "format": format, "errors": []}),
+            "{file}"
+        );
+    }
+    let out = call_ok(&h, "gate.valid", r#"{"path": "/data/broken.toml"}"#).await;
+    assert_eq!(out["passed"], false, "{out}");
+    let error = out["errors"][0].as_str().unwrap();
+    assert!(error.starts_with("/data/broken.toml:2:"), "{out}");
+    let out = call_ok(&h, "gate.valid", r#"{"path": "/data/broken.yaml"}"#).await;
+    assert_eq!(out["passed"], false, "{out}");
+    assert_eq!(out["format"], "yaml", "{out}");
+    let error = out["errors"][0].as_str().unwrap();
+    let mut parts = error.splitn(4, ':');
+    assert_eq!(parts.next(), Some("/data/broken.yaml"), "{out}");
+    assert!(
+        parts.next().unwrap().parse::<u32>().is_ok()
+            && parts.next().unwrap().parse::<u32>().is_ok(),
+        "line and column: {out}"
+    );
+    assert!(!error.contains('\n'), "one line: {out}");
+    // No extension that says the format: the error says to name it.
+    let err = call_err(&h, "gate.valid", r#"{"path": "/data/notes.txt"}"#).await;
+    assert!(
+        message(&err).contains("set field `format`"),
+        "{}",
+        message(&err)
+    );
+    let out = call_ok(
+        &h,
+        "gate.valid",
+        r#"{"path": "/data/notes.txt", "format": "toml"}"#,
+    )
+    .await;
+    assert_eq!(out["passed"], true, "{out}");
+
+    // A TOML or YAML file is checked against a schema as JSON is.
+    let schema =
+        json!({"type": "object", "required": ["port"], "properties": {"port": {"type": "string"}}});
+    for file in ["good.toml", "good.yml"] {
+        let out = call_ok(
+            &h,
+            "gate.json_schema",
+            &json!({"path": format!("/data/{file}"), "schema": schema}).to_string(),
+        )
+        .await;
+        assert_eq!(out["passed"], false, "{file}: {out}");
+        assert!(
+            out["errors"][0].as_str().unwrap().starts_with("/port:"),
+            "{file}: {out}"
+        );
+    }
+    let out = call_ok(
+        &h,
+        "gate.json_schema",
+        &json!({"path": "/data/broken.toml", "schema": schema}).to_string(),
+    )
+    .await;
+    assert_eq!(out["passed"], false, "{out}");
+    assert!(
+        out["errors"][0]
+            .as_str()
+            .unwrap()
+            .contains("is not valid TOML"),
+        "{out}"
+    );
+}
+
 /// `glovebox plugin check` on the example manifest: the operator's first look.
 #[test]
 fn plugin_check_lists_the_gate_tools_and_their_grant() {
@@ -639,7 +730,7 @@ fn plugin_check_lists_the_gate_tools_and_their_grant() {
     );
     assert!(out.status.success(), "{stderr}");
     assert!(stdout.contains("is a valid tool plugin"), "{stdout}");
-    for tool in ["gate.report", "gate.json_schema"] {
+    for tool in ["gate.report", "gate.json_schema", "gate.valid"] {
         assert!(stdout.contains(tool), "{tool} missing from:\n{stdout}");
     }
 }

@@ -107,3 +107,64 @@ fn a_verify_checks_failure_reaches_the_agent_with_the_calls_result() {
         "{out}"
     );
 }
+
+/// A config file written broken reaches the agent at once: `gate.valid`
+/// after each write of a TOML or YAML file, the parse error's line in the
+/// write's result.
+#[test]
+fn a_broken_yaml_write_is_reported_with_its_line() {
+    let site = Site::with_config(
+        r#"[[verify]]
+name = "config-parses"
+tools = ["files.write"]
+gate = { tool = "gate.valid", input = { path = "{input.path}" }, expect = { passed = true } }
+"#,
+        &[
+            (
+                "files.toml",
+                format!(
+                    "name = \"files\"\ncomponent = \"{}\"\n[[fs]]\nhost = \"work\"\nguest = \"/data\"\naccess = \"read-write\"\n",
+                    plugins::TOOL_FILES
+                ),
+            ),
+            (
+                "gate.toml",
+                format!(
+                    "name = \"gate\"\ncomponent = \"{}\"\n[[fs]]\nhost = \"work\"\nguest = \"/data\"\n",
+                    plugins::TOOL_GATE
+                ),
+            ),
+        ],
+    );
+    std::fs::create_dir(site.path().join("work")).unwrap();
+    let mut server = Server::initialized(&site.config(), &[]);
+    server.ok(
+        1,
+        "session_start",
+        json!({"role": "workagent", "project": "p", "name": "yaml"}),
+    );
+    let good = server.call(
+        2,
+        "files.write",
+        json!({"path": "/data/deploy.yaml", "content": "replicas: 2\nimage: app\n"}),
+    );
+    assert_eq!(checks(&good), Vec::<String>::new(), "{good}");
+    let bad = server.call(
+        3,
+        "files.write",
+        json!({"path": "/data/deploy.yaml", "content": "replicas: 2\nimage: [app\n"}),
+    );
+    assert_eq!(bad["result"]["isError"], false, "{bad}");
+    let failed = checks(&bad);
+    assert_eq!(failed.len(), 1, "{bad}");
+    assert!(
+        failed[0].starts_with("check `config-parses` (gate.valid) failed after this call"),
+        "{}",
+        failed[0]
+    );
+    assert!(
+        failed[0].contains("/data/deploy.yaml:2:8: unclosed bracket"),
+        "{}",
+        failed[0]
+    );
+}

@@ -20,18 +20,27 @@
 //!   lines with the word `PASSED` or `ok`; `passed` is `failed <= max_failed` and
 //!   `passed_lines >= min_passed`; `failures` holds the first 20 failing lines, each cut
 //!   at 200 characters.
-//! - `json_schema` `{"path", "schema"}` (`schema`: a schema file in the grant, or an
-//!   inline JSON Schema object) → `{"passed", "errors", "error_count"}`: `errors` holds the
-//!   first 20 violations as `"<JSON pointer>: <message>"` (`(root)` for the whole
-//!   document). A data file that is not JSON is `passed: false` with the parse error at
-//!   `(root)`: that is the agent's output to fix. A schema that is not valid is a tool
-//!   error: that is the operator's to fix.
+//! - `json_schema` `{"path", "schema", "format"?}` (`schema`: a schema file in the grant,
+//!   or an inline JSON Schema object) → `{"passed", "errors", "error_count"}`: `errors`
+//!   holds the first 20 violations as `"<JSON pointer>: <message>"` (`(root)` for the whole
+//!   document). The data file is JSON, or TOML or YAML by its extension (`.toml`, `.yaml`,
+//!   `.yml`) or `format`, read into the same JSON value. A data file that does not parse is
+//!   `passed: false` with the parse error at `(root)`: that is the agent's output to fix. A
+//!   schema that is not valid is a tool error: that is the operator's to fix.
+//! - `valid` `{"path", "format"?}` → `{"passed", "format", "errors"}`: whether a JSON,
+//!   TOML or YAML file (by its extension, or `format`) parses; `errors` holds the parse
+//!   error as `"<path>:<line>:<column>: <message>"`. The check a `[[verify]]` entry runs
+//!   after each write of a config file.
 //!
 //! Paths are guest paths (`/data/report.txt`). Each must be absolute, without `..`, and
 //! inside one of the directories the host preopened for this plugin; the error lists them.
 
+mod formats;
+
 use std::fs;
 use std::io::Read;
+
+use formats::Format;
 
 use glovebox_plugin_sdk::{
     CallContext, Guest, Input, ToolError, ToolSpec, Value, failed, invalid, json, kind_of, output,
@@ -78,16 +87,35 @@ impl Guest for Gate {
                 json!({
                     "type": "object",
                     "properties": {
-                        "path": { "type": "string", "description": "The JSON file to check, as a guest path such as /data/out.json." },
+                        "path": { "type": "string", "description": "The file to check (JSON, or TOML or YAML by its extension), as a guest path such as /data/out.json." },
                         "schema": {
                             "description": "The JSON Schema: a guest path to a schema file, or the schema itself as an object.",
                             "type": ["string", "object"]
-                        }
+                        },
+                        "format": { "type": "string", "enum": ["json", "toml", "yaml"], "description": "The data file's format, when its extension does not say it. Default: by extension, else JSON." }
                     },
                     "required": ["path", "schema"],
                     "additionalProperties": false
                 }),
                 "read:gate:json-schema",
+                false,
+                true,
+            ),
+            spec(
+                "valid",
+                "Checks that a JSON, TOML or YAML file in the granted directory parses (the \
+                 format from its extension: .json, .toml, .yaml, .yml; or `format`). Returns \
+                 {\"passed\", \"format\", \"errors\": [\"<path>:<line>:<column>: <message>\"]}.",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "path": { "type": "string", "description": "The file to check, as a guest path such as /data/config.toml." },
+                        "format": { "type": "string", "enum": ["json", "toml", "yaml"], "description": "The file's format, when its extension does not say it." }
+                    },
+                    "required": ["path"],
+                    "additionalProperties": false
+                }),
+                "read:gate:valid",
                 false,
                 true,
             ),
@@ -100,7 +128,10 @@ impl Guest for Gate {
                 &input,
                 &["path", "max_failed", "min_passed"],
             )?)?,
-            "json_schema" => json_schema(&Input::parse_strict(&input, &["path", "schema"])?)?,
+            "json_schema" => {
+                json_schema(&Input::parse_strict(&input, &["path", "schema", "format"])?)?
+            }
+            "valid" => valid(&Input::parse_strict(&input, &["path", "format"])?)?,
             _ => return Err(unknown_tool(&tool, &Self::list_tools())),
         };
         output(&result)
@@ -162,13 +193,14 @@ fn json_schema(input: &Input) -> Result<Value, ToolError> {
             cut(&e.to_string(), MAX_LINE_CHARS * 2)
         ))
     })?;
-    let bytes = read_file(&path, "path", "the JSON file")?;
-    let instance: Value = match serde_json::from_slice(&bytes) {
+    let format = Format::of(&path, input.opt_str("format")?, Some(Format::Json))?;
+    let bytes = read_file(&path, "path", "the data file")?;
+    let instance: Value = match format.parse(&bytes) {
         Ok(v) => v,
         Err(e) => {
             return Ok(json!({
                 "passed": false,
-                "errors": [format!("(root): `{path}` is not valid JSON: {e}")],
+                "errors": [format!("(root): `{path}` is not valid {}: {e}", format.name().to_uppercase())],
                 "error_count": 1,
             }));
         }
@@ -185,6 +217,17 @@ fn json_schema(input: &Input) -> Result<Value, ToolError> {
         }
     }
     Ok(json!({ "passed": count == 0, "errors": errors, "error_count": count }))
+}
+
+fn valid(input: &Input) -> Result<Value, ToolError> {
+    let path = granted_path(input, "path")?;
+    let format = Format::of(&path, input.opt_str("format")?, None)?;
+    let bytes = read_file(&path, "path", "the file")?;
+    let errors: Vec<String> = match format.parse(&bytes) {
+        Ok(_) => Vec::new(),
+        Err(e) => vec![cut(&format!("{path}:{e}"), MAX_LINE_CHARS * 2)],
+    };
+    Ok(json!({ "passed": errors.is_empty(), "format": format.name(), "errors": errors }))
 }
 
 /// `"<pointer>: <message>"`, the root written `(root)`, the message cut short.
