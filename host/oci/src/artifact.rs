@@ -89,3 +89,82 @@ pub(crate) fn check_component(bytes: &[u8]) -> Result<(), String> {
         _ => Err("not WebAssembly at all".to_owned()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oci_client::manifest::OciDescriptor;
+
+    fn manifest(layers: &[(&str, i64)]) -> OciImageManifest {
+        OciImageManifest {
+            layers: layers
+                .iter()
+                .map(|(media_type, size)| OciDescriptor {
+                    media_type: (*media_type).to_owned(),
+                    digest: format!("sha256:{}", "a".repeat(64)),
+                    size: *size,
+                    ..OciDescriptor::default()
+                })
+                .collect(),
+            ..OciImageManifest::default()
+        }
+    }
+
+    fn reference() -> OciReference {
+        OciReference::parse("oci://127.0.0.1:5000/glovebox/echo:1").unwrap()
+    }
+
+    #[test]
+    fn a_component_larger_than_the_host_takes_is_refused_before_the_download() {
+        let refused = pin_of(
+            &reference(),
+            &manifest(&[(LAYER_MEDIA_TYPE, 101)]),
+            "d".into(),
+            100,
+        );
+        assert!(
+            matches!(
+                refused,
+                Err(OciError::TooLarge {
+                    size: 101,
+                    limit: 100,
+                    ..
+                })
+            ),
+            "{refused:?}"
+        );
+        let pin = pin_of(
+            &reference(),
+            &manifest(&[(LAYER_MEDIA_TYPE, 100)]),
+            "d".into(),
+            100,
+        )
+        .unwrap();
+        assert_eq!(pin.size, 100);
+    }
+
+    #[test]
+    fn an_artifact_without_exactly_one_wasm_layer_is_not_a_component() {
+        for layers in [
+            vec![],
+            vec![("application/vnd.oci.image.layer.v1.tar", 1)],
+            vec![(LAYER_MEDIA_TYPE, 1), (LAYER_MEDIA_TYPE, 1)],
+        ] {
+            let refused = pin_of(&reference(), &manifest(&layers), "d".into(), 100);
+            assert!(
+                matches!(refused, Err(OciError::NotWasm { .. })),
+                "{refused:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn only_a_component_is_pushed() {
+        assert!(check_component(&[0, b'a', b's', b'm', 0x0d, 0, 1, 0]).is_ok());
+        assert_eq!(
+            check_component(&[0, b'a', b's', b'm', 1, 0, 0, 0]).unwrap_err(),
+            "a core module"
+        );
+        assert!(check_component(b"not wasm").is_err());
+    }
+}
