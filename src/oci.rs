@@ -131,18 +131,17 @@ pub async fn pull_for_manifest(config: &Path, manifest: &Path) -> Result<Option<
     let Some(reference) = glovebox::PluginManifest::oci_reference(manifest)? else {
         return Ok(None);
     };
-    let store = store(config)?;
-    {
-        let max_component_bytes = HostConfig::oci_components(config).map_or(
-            glovebox::manifest::RuntimeConfig::default().max_component_bytes,
-            |c| c.max_component_bytes,
-        );
-        let components = OciComponents {
-            store: store.clone(),
+    let components = match HostConfig::oci_components(config) {
+        Ok(of_config) => OciComponents {
             references: vec![reference],
-            max_component_bytes,
-        };
-        glovebox::oci::pull(&components, false).await?;
-    }
-    Ok(Some(store))
+            ..of_config
+        },
+        Err(_) => OciComponents {
+            store: store(config)?,
+            references: vec![reference],
+            max_component_bytes: glovebox::manifest::RuntimeConfig::default().max_component_bytes,
+        },
+    };
+    glovebox::oci::pull(&components, false).await?;
+    Ok(Some(components.store))
 }

@@ -16,7 +16,7 @@ use glovebox::manifest::{LOCK_FILE, OciLock};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::util::{self, glovebox, plugins};
+use crate::util::{self, plugins};
 
 /// A registry of its own: storage in a temporary directory, a free port.
 struct Registry {
@@ -148,18 +148,7 @@ impl Site {
 
     /// `glovebox --config glovebox.toml ARGS`: exit code, stdout, stderr.
     fn run(&self, args: &[&str]) -> (i32, String, String) {
-        let out = glovebox()
-            .current_dir(self.path())
-            .arg("--config")
-            .arg(self.path().join("glovebox.toml"))
-            .args(args)
-            .output()
-            .unwrap();
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
+        util::run_with_config(self.path(), &self.path().join("glovebox.toml"), args)
     }
 
     /// Calls `TOOL` with a message: exit code and everything printed.

@@ -501,18 +501,7 @@ impl Site {
     /// [`Site::run`] from the directory `dir` (where relative paths in
     /// `args` are read).
     pub fn run_in(&self, dir: &std::path::Path, args: &[&str]) -> (i32, String, String) {
-        let out = glovebox()
-            .current_dir(dir)
-            .arg("--config")
-            .arg(self.config())
-            .args(args)
-            .output()
-            .unwrap();
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
+        run_with_config(dir, &self.config(), args)
     }
 
     /// Waits for the control socket of the server serving this site.
@@ -557,6 +546,26 @@ impl Site {
         assert_eq!(code, 0, "glovebox {args:?}: {err}");
         serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
     }
+}
+
+/// `glovebox --config CONFIG ARGS` run from `dir`: exit code, stdout, stderr.
+pub fn run_with_config(
+    dir: &std::path::Path,
+    config: &std::path::Path,
+    args: &[&str],
+) -> (i32, String, String) {
+    let out = glovebox()
+        .current_dir(dir)
+        .arg("--config")
+        .arg(config)
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 /// Makes sure the command `bin` exists, installing the Debian package

@@ -8,13 +8,18 @@ use serde_json::{Value, json};
 use crate::mcp::Server;
 use crate::util::{Site, plugins};
 
-fn site() -> Site {
-    let site = Site::with_config(
-        r#"[[verify]]
+/// The schema check `config-schema` after each `files.write`.
+const SCHEMA_CHECK: &str = r#"[[verify]]
 name = "config-schema"
 tools = ["files.write"]
 gate = { tool = "gate.json_schema", input = { path = "{input.path}", schema = { type = "object", required = ["port"], properties = { port = { type = "integer" } } } }, expect = { passed = true } }
-"#,
+"#;
+
+/// The files plugin over `work/` and the gate plugin reading it, with the
+/// `[[verify]]` table `verify`.
+fn site(verify: &str) -> Site {
+    let site = Site::with_config(
+        verify,
         &[
             (
                 "files.toml",
@@ -49,7 +54,7 @@ fn checks(answer: &Value) -> Vec<String> {
 
 #[test]
 fn a_verify_checks_failure_reaches_the_agent_with_the_calls_result() {
-    let site = site();
+    let site = site(SCHEMA_CHECK);
     let mut server = Server::initialized(&site.config(), &[]);
     let started = server.ok(
         1,
@@ -113,30 +118,13 @@ fn a_verify_checks_failure_reaches_the_agent_with_the_calls_result() {
 /// write's result.
 #[test]
 fn a_broken_yaml_write_is_reported_with_its_line() {
-    let site = Site::with_config(
+    let site = site(
         r#"[[verify]]
 name = "config-parses"
 tools = ["files.write"]
 gate = { tool = "gate.valid", input = { path = "{input.path}" }, expect = { passed = true } }
 "#,
-        &[
-            (
-                "files.toml",
-                format!(
-                    "name = \"files\"\ncomponent = \"{}\"\n[[fs]]\nhost = \"work\"\nguest = \"/data\"\naccess = \"read-write\"\n",
-                    plugins::TOOL_FILES
-                ),
-            ),
-            (
-                "gate.toml",
-                format!(
-                    "name = \"gate\"\ncomponent = \"{}\"\n[[fs]]\nhost = \"work\"\nguest = \"/data\"\n",
-                    plugins::TOOL_GATE
-                ),
-            ),
-        ],
     );
-    std::fs::create_dir(site.path().join("work")).unwrap();
     let mut server = Server::initialized(&site.config(), &[]);
     server.ok(
         1,
