@@ -117,7 +117,7 @@ enum Command {
     #[serde(skip)]
     Plugin {
         #[command(subcommand)]
-        command: PluginCommand,
+        command: plugin::PluginCommand,
     },
     /// List the tools the configured plugins offer.
     #[serde(skip)]
@@ -292,76 +292,6 @@ enum Command {
     },
 }
 
-#[derive(Subcommand)]
-enum PluginCommand {
-    /// Validate a plugin (a manifest `.toml` or a component `.wasm`) and list its
-    /// tools; a permission-hook component is validated as a hook.
-    Check {
-        /// A plugin manifest or a component file.
-        path: PathBuf,
-    },
-    /// Accept the text (names, descriptions, schemas) of a plugin's tools as
-    /// it is now: tools held because it changed, or because it carries text
-    /// aimed at the model, are served again. Read `glovebox doctor` first.
-    Accept {
-        /// The plugin's name, as its manifest says.
-        plugin: String,
-    },
-    /// Run a file of cases (a tool, its input, the output fragment or error
-    /// kind expected) against a plugin in the real host: one line per case
-    /// and a summary; exits 1 when a case fails.
-    Test {
-        /// A plugin manifest or a component file.
-        path: PathBuf,
-        /// The case file: TOML, or JSON when its name ends in `.json`.
-        #[arg(long)]
-        cases: PathBuf,
-        /// Print one JSON object per case instead.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Make a minisign key pair for signing plugins: `PATH.pub` (what
-    /// `[trust]` lists) and `PATH.key` (secret, owner-only).
-    Keygen {
-        /// Where to write the keys, without extension.
-        path: PathBuf,
-    },
-    /// Sign a plugin (its manifest `.toml`: its name, component and manifest)
-    /// or a hook's component (`.wasm`), into `PATH.sig` beside it.
-    Sign {
-        /// A plugin manifest, or a hook's component file.
-        path: PathBuf,
-        /// The secret key file (`glovebox plugin keygen`, or `minisign -G`).
-        #[arg(long)]
-        key: PathBuf,
-    },
-    /// Push a plugin's component (of its manifest `.toml`, or a `.wasm`
-    /// file) to an OCI registry as a Wasm artifact, under a tag; prints the
-    /// digest that names it for good.
-    Push {
-        /// A plugin manifest or a component file.
-        path: PathBuf,
-        /// Where: `oci://REGISTRY/NAME:TAG`. Registries on this machine are
-        /// reached over HTTP, others over HTTPS; credentials from
-        /// `GLOVEBOX_REGISTRY_USERNAME` and `GLOVEBOX_REGISTRY_PASSWORD`.
-        target: String,
-        /// Print the digests as JSON.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Pull every `oci://` component the config's plugins name into the
-    /// cache and pin each in `glovebox.lock` beside the config (the server
-    /// does this at start and reload, for what is not pinned yet).
-    Pull {
-        /// Resolve the tags again and move their pins to what they name now.
-        #[arg(long)]
-        update: bool,
-        /// Print what was pinned as JSON.
-        #[arg(long)]
-        json: bool,
-    },
-}
-
 fn main() -> ExitCode {
     // First, before any thread exists and before the arguments are read.
     let process = process::Process::begin();
@@ -387,27 +317,7 @@ async fn run(mut cli: Cli) -> Result<ExitCode> {
 async fn dispatch(config: &std::path::Path, command: Command) -> Result<ExitCode> {
     match command {
         Command::New { command } => scaffold::run(command),
-        Command::Plugin {
-            command: PluginCommand::Check { path },
-        } => plugin::check(config, &path).await,
-        Command::Plugin {
-            command: PluginCommand::Accept { plugin },
-        } => plugin::accept(config, plugin).await,
-        Command::Plugin {
-            command: PluginCommand::Test { path, cases, json },
-        } => plugin_test::run(&path, &cases, json).await,
-        Command::Plugin {
-            command: PluginCommand::Keygen { path },
-        } => signing::keygen(&path),
-        Command::Plugin {
-            command: PluginCommand::Sign { path, key },
-        } => signing::sign(config, &path, &key),
-        Command::Plugin {
-            command: PluginCommand::Push { path, target, json },
-        } => oci::push(config, &path, &target, json).await,
-        Command::Plugin {
-            command: PluginCommand::Pull { update, json },
-        } => oci::pull(config, update, json),
+        Command::Plugin { command } => plugin::run(config, command).await,
         Command::Tools { json } => plugin::tools(config, json).await,
         Command::Call {
             tool,

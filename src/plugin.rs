@@ -1,10 +1,101 @@
-//! `glovebox plugin check` and `glovebox tools`: what a plugin offers.
+//! `glovebox plugin ...` and `glovebox tools`: what a plugin offers. The
+//! subcommands of `plugin` are declared here and each runs where its work
+//! lives: `check` and `accept` here, `test` in `plugin_test.rs`, `keygen`
+//! and `sign` in `signing.rs`, `push` and `pull` in `oci.rs`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
+use clap::Subcommand;
 use glovebox::{Host, HostConfig, Limits, PluginManifest};
+
+#[derive(Subcommand)]
+pub enum PluginCommand {
+    /// Validate a plugin (a manifest `.toml` or a component `.wasm`) and list its
+    /// tools; a permission-hook component is validated as a hook.
+    Check {
+        /// A plugin manifest or a component file.
+        path: PathBuf,
+    },
+    /// Accept the text (names, descriptions, schemas) of a plugin's tools as
+    /// it is now: tools held because it changed, or because it carries text
+    /// aimed at the model, are served again. Read `glovebox doctor` first.
+    Accept {
+        /// The plugin's name, as its manifest says.
+        plugin: String,
+    },
+    /// Run a file of cases (a tool, its input, the output fragment or error
+    /// kind expected) against a plugin in the real host: one line per case
+    /// and a summary; exits 1 when a case fails.
+    Test {
+        /// A plugin manifest or a component file.
+        path: PathBuf,
+        /// The case file: TOML, or JSON when its name ends in `.json`.
+        #[arg(long)]
+        cases: PathBuf,
+        /// Print one JSON object per case instead.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Make a minisign key pair for signing plugins: `PATH.pub` (what
+    /// `[trust]` lists) and `PATH.key` (secret, owner-only).
+    Keygen {
+        /// Where to write the keys, without extension.
+        path: PathBuf,
+    },
+    /// Sign a plugin (its manifest `.toml`: its name, component and manifest)
+    /// or a hook's component (`.wasm`), into `PATH.sig` beside it.
+    Sign {
+        /// A plugin manifest, or a hook's component file.
+        path: PathBuf,
+        /// The secret key file (`glovebox plugin keygen`, or `minisign -G`).
+        #[arg(long)]
+        key: PathBuf,
+    },
+    /// Push a plugin's component (of its manifest `.toml`, or a `.wasm`
+    /// file) to an OCI registry as a Wasm artifact, under a tag; prints the
+    /// digest that names it for good.
+    Push {
+        /// A plugin manifest or a component file.
+        path: PathBuf,
+        /// Where: `oci://REGISTRY/NAME:TAG`. Registries on this machine are
+        /// reached over HTTP, others over HTTPS; credentials from
+        /// `GLOVEBOX_REGISTRY_USERNAME` and `GLOVEBOX_REGISTRY_PASSWORD`.
+        target: String,
+        /// Print the digests as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Pull every `oci://` component the config's plugins name into the
+    /// cache and pin each in `glovebox.lock` beside the config (the server
+    /// does this at start and reload, for what is not pinned yet).
+    Pull {
+        /// Resolve the tags again and move their pins to what they name now.
+        #[arg(long)]
+        update: bool,
+        /// Print what was pinned as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Runs `glovebox plugin COMMAND` with the config at `config`.
+pub async fn run(config: &Path, command: PluginCommand) -> Result<ExitCode> {
+    match command {
+        PluginCommand::Check { path } => check(config, &path).await,
+        PluginCommand::Accept { plugin } => accept(config, plugin).await,
+        PluginCommand::Test { path, cases, json } => {
+            crate::plugin_test::run(&path, &cases, json).await
+        }
+        PluginCommand::Keygen { path } => crate::signing::keygen(&path),
+        PluginCommand::Sign { path, key } => crate::signing::sign(config, &path, &key),
+        PluginCommand::Push { path, target, json } => {
+            crate::oci::push(config, &path, &target, json).await
+        }
+        PluginCommand::Pull { update, json } => crate::oci::pull(config, update, json),
+    }
+}
 
 /// Checks a plugin (a manifest or a bare component) by loading it as the host
 /// would, and lists its tools; a permission-hook component is checked as a

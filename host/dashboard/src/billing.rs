@@ -75,80 +75,95 @@ fn render_billing(app: &App, q: &BillingQuery) -> Rendered {
             esc(&csv),
             by = by.as_str()
         );
-        let bars: Vec<Bar> = report
-            .groups
-            .iter()
-            .map(|g| Bar {
-                label: g.label.clone().unwrap_or_else(|| g.key.clone()),
-                parts: vec![(g.foreground.cost, "fg"), (g.background.cost, "bg")],
-                shown: format!("{:.4} · {} calls", g.total.cost, g.total.calls),
-            })
-            .collect();
-        body += "<div class=\"charts\">";
-        body += &html::bar_chart(
-            &format!("cost by {}", by.as_str()),
-            &bars,
-            &[("foreground", "fg"), ("background (jobs)", "bg")],
-        );
-        let calls: Vec<Bar> = report
-            .groups
-            .iter()
-            .map(|g| Bar {
-                label: g.label.clone().unwrap_or_else(|| g.key.clone()),
-                parts: vec![
-                    (g.foreground.calls as f64, "fg"),
-                    (g.background.calls as f64, "bg"),
-                ],
-                shown: format!("{} calls ({} failed)", g.total.calls, g.total.failures),
-            })
-            .collect();
-        body += &html::bar_chart(
-            &format!("calls by {}", by.as_str()),
-            &calls,
-            &[("foreground", "fg"), ("background (jobs)", "bg")],
-        );
-        body += "</div>";
-        body += "<table><thead><tr><th>key</th>";
-        for (_, heading, _) in billing_columns(&report.total) {
-            if let Some(heading) = heading {
-                let _ = write!(body, "<th>{heading}</th>");
-            }
-        }
-        body += "</tr></thead><tbody>";
-        for g in report.groups.iter().chain([&report.total]) {
-            let key = g
-                .label
-                .as_ref()
-                .map_or_else(|| g.key.clone(), |l| format!("{l} ({})", g.key));
-            let _ = write!(body, "<tr><td>{}</td>", esc(&key));
-            for (_, heading, figure) in billing_columns(g) {
-                if heading.is_some() {
-                    let _ = write!(body, "<td>{}</td>", figure.shown(4));
-                }
-            }
-            body += "</tr>";
-            // By principal: its spend by the model its sessions recorded.
-            for (model, share) in &g.models {
-                let _ = write!(
-                    body,
-                    "<tr class=\"model-share\" data-model=\"{}\"><td>&#8627; model <b>{}</b> <span class=\"muted\">{} sessions</span></td>",
-                    esc(model),
-                    esc(model),
-                    share.sessions
-                );
-                for (_, heading, figure) in
-                    columns(&share.total, &share.foreground, &share.background)
-                {
-                    if heading.is_some() {
-                        let _ = write!(body, "<td>{}</td>", figure.shown(4));
-                    }
-                }
-                body += "</tr>";
-            }
-        }
+        body += &charts(&report, by);
+        body += &table(&report);
         body += "</tbody></table></section>";
     }
     Ok(("Billing".into(), body))
+}
+
+/// The report's two charts: cost, and calls, by group (foreground and
+/// background jobs apart).
+fn charts(report: &billing::Report, by: GroupBy) -> String {
+    let mut out = String::new();
+    let bars: Vec<Bar> = report
+        .groups
+        .iter()
+        .map(|g| Bar {
+            label: g.label.clone().unwrap_or_else(|| g.key.clone()),
+            parts: vec![(g.foreground.cost, "fg"), (g.background.cost, "bg")],
+            shown: format!("{:.4} · {} calls", g.total.cost, g.total.calls),
+        })
+        .collect();
+    out += "<div class=\"charts\">";
+    out += &html::bar_chart(
+        &format!("cost by {}", by.as_str()),
+        &bars,
+        &[("foreground", "fg"), ("background (jobs)", "bg")],
+    );
+    let calls: Vec<Bar> = report
+        .groups
+        .iter()
+        .map(|g| Bar {
+            label: g.label.clone().unwrap_or_else(|| g.key.clone()),
+            parts: vec![
+                (g.foreground.calls as f64, "fg"),
+                (g.background.calls as f64, "bg"),
+            ],
+            shown: format!("{} calls ({} failed)", g.total.calls, g.total.failures),
+        })
+        .collect();
+    out += &html::bar_chart(
+        &format!("calls by {}", by.as_str()),
+        &calls,
+        &[("foreground", "fg"), ("background (jobs)", "bg")],
+    );
+    out += "</div>";
+    out
+}
+
+/// The report's table: a row per group and the total, and under each
+/// principal its spend by model.
+fn table(report: &billing::Report) -> String {
+    let mut out = String::new();
+    out += "<table><thead><tr><th>key</th>";
+    for (_, heading, _) in billing_columns(&report.total) {
+        if let Some(heading) = heading {
+            let _ = write!(out, "<th>{heading}</th>");
+        }
+    }
+    out += "</tr></thead><tbody>";
+    for g in report.groups.iter().chain([&report.total]) {
+        let key = g
+            .label
+            .as_ref()
+            .map_or_else(|| g.key.clone(), |l| format!("{l} ({})", g.key));
+        let _ = write!(out, "<tr><td>{}</td>", esc(&key));
+        for (_, heading, figure) in billing_columns(g) {
+            if heading.is_some() {
+                let _ = write!(out, "<td>{}</td>", figure.shown(4));
+            }
+        }
+        out += "</tr>";
+        // By principal: its spend by the model its sessions recorded.
+        for (model, share) in &g.models {
+            let _ = write!(
+                out,
+                "<tr class=\"model-share\" data-model=\"{}\"><td>&#8627; model <b>{}</b> <span class=\"muted\">{} sessions</span></td>",
+                esc(model),
+                esc(model),
+                share.sessions
+            );
+            for (_, heading, figure) in columns(&share.total, &share.foreground, &share.background)
+            {
+                if heading.is_some() {
+                    let _ = write!(out, "<td>{}</td>", figure.shown(4));
+                }
+            }
+            out += "</tr>";
+        }
+    }
+    out
 }
 
 /// A billing figure: a count, an amount in decimal units, or milliseconds.

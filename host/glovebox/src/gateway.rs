@@ -7,14 +7,13 @@
 use std::path::Path;
 use std::sync::{Arc, RwLock};
 
+use crate::admitted::Admitted;
 use crate::budget;
-use crate::call::CallReport;
 use crate::error::CallError;
 use crate::host::Host;
 use crate::ledger::{Durable, open_sessions};
 use crate::manifest::Principal;
-use crate::pipeline::{Admitted, Judge};
-use crate::session::{Event, EventKind, SessionError, Sessions};
+use crate::session::{Event, SessionError, Sessions};
 use crate::settled::{Settled, Waiters};
 use crate::spend::{Breach, SpendConfig};
 use crate::tasks;
@@ -302,86 +301,6 @@ impl Gateway {
         self.host().admit(tool, input)
     }
 
-    /// An admitted call in `session` (id or name), for the host's own work
-    /// (a background job, whose actor its runner names); a caller's call
-    /// goes through its scope ([`Gateway::scope`]). `cancel` (background jobs)
-    /// stops it once it holds `true`: the call is not run if it has not
-    /// started, and is stopped (its instance dropped) if it runs. Either way it
-    /// finishes in the log with the outcome `cancelled`.
-    pub(crate) async fn call(
-        &self,
-        session: &str,
-        call: Admitted,
-        job_id: Option<String>,
-        cancel: Option<crate::pipeline::Cancel>,
-    ) -> Result<CallReport, SessionError> {
-        let state = match self.sessions().show_cached(session) {
-            Some(state) => state,
-            None => {
-                let sessions = self.sessions().clone();
-                let key = session.to_string();
-                ledger_work(move || sessions.show(&key)).await?
-            }
-        };
-        // Only an embedder's own agent (no principal declared) gets here
-        // with a call of its own; its runs call tools as the `local` agent.
-        let local = (!self.principals().declared()).then(Principal::local);
-        self.run(local.as_ref(), &state, call, Judge::Hooks, job_id, cancel)
-            .await
-    }
-
-    /// `Scope::rerun_interrupted` once the session is resumed (as the caller
-    /// may resume it).
-    pub(crate) async fn rerun_resumed(
-        &self,
-        caller: &Principal,
-        resumed: crate::session::Resumed,
-        session: &str,
-        call_id: &str,
-    ) -> Result<CallReport, SessionError> {
-        let state = resumed.state;
-        let Some(call) = resumed
-            .interrupted_calls
-            .iter()
-            .find(|c| c.call_id == call_id)
-            .cloned()
-        else {
-            return Err(SessionError::InvalidInput(format!(
-                "session `{}` has no interrupted call `{call_id}`: `glovebox session resume {}` lists them",
-                state.label(),
-                session
-            )));
-        };
-        let (Some(idempotency_key), true) = (call.idempotency_key.clone(), call.idempotent) else {
-            return Err(SessionError::InvalidInput(format!(
-                "call `{call_id}` of `{}` is not idempotent (or never started): it is not re-run automatically; decide and call the tool again",
-                call.tool
-            )));
-        };
-        // The original input is in the log, inline when small.
-        let sessions = self.sessions().clone();
-        let (id, wanted) = (state.header.id.clone(), call_id.to_string());
-        let input = ledger_work(move || {
-            let events = sessions.events(&id, 1, usize::MAX)?;
-            Ok(events.into_iter().find_map(|e| match e.kind {
-                EventKind::CallRequested { call_id, input, .. } if call_id == wanted => input,
-                _ => None,
-            }))
-        })
-        .await?
-        .ok_or_else(|| {
-            SessionError::InvalidInput(format!(
-                "the input of call `{call_id}` was too large to keep in the log: call the tool again"
-            ))
-        })?;
-        let admitted = self.admit(&call.tool, &input).map_err(|e| {
-            SessionError::InvalidInput(format!("call `{call_id}` cannot run again: {e}"))
-        })?;
-        let judge = Judge::Rerun { idempotency_key };
-        self.run(Some(caller), &state, admitted, judge, None, None)
-            .await
-    }
-
     /// The calls waiting for their approval to be settled.
     pub(crate) fn waiters(&self) -> &Waiters {
         &self.waiters
@@ -415,34 +334,6 @@ impl Gateway {
         let sessions = self.sessions().clone();
         let key = session.to_string();
         ledger_work(move || budget::report_usage(&sessions, &budgets, &key, &usage)).await
-    }
-
-    /// The pipeline's stages of `call` in session `state` (`pipeline::in_session`),
-    /// on the host as it is now.
-    /// `caller` makes the call: the calls its run makes from inside are
-    /// its too (`nested.rs`); `None` lets the run make none.
-    pub(crate) async fn run(
-        &self,
-        caller: Option<&Principal>,
-        state: &crate::session::SessionState,
-        call: Admitted,
-        by: Judge,
-        job_id: Option<String>,
-        cancel: Option<crate::pipeline::Cancel>,
-    ) -> Result<CallReport, SessionError> {
-        let host = self.host();
-        let pause_scope = |breach: &Breach, except: &str| self.pause_scope(breach, except);
-        let tool_calls = |ctx: &crate::call::CallContext, plugin: &crate::plugin::LoadedPlugin| {
-            crate::nested::for_run(self, caller?, ctx, plugin)
-        };
-        let stages = crate::pipeline::Stages {
-            host: &host,
-            ledger: self.ledger(),
-            metrics: self.metrics(),
-            pause_scope: &pause_scope,
-            tool_calls: &tool_calls,
-        };
-        crate::pipeline::in_session(stages, state, call, by, job_id, cancel).await
     }
 
     /// The data dir's memory bank, with the config's `[memory]` settings

@@ -22,6 +22,10 @@ use crate::manifest::{Captured, HostConfig};
 use crate::plugin::{LoadedPlugin, ToolInfo, load_plugin};
 use crate::runtime::Runtime;
 
+/// What a run calls other tools through (`sandbox::tools`; made per run by
+/// `nested.rs`).
+pub(crate) type ToolCallsHandle = Arc<dyn glovebox_runtime::sandbox::tools::ToolCalls>;
+
 mod admissions;
 mod hook_gate;
 
@@ -108,27 +112,7 @@ impl Host {
             }
             plugins.push(Arc::new(plugin));
         }
-        // A required gate that names no tool could never pass: refused here,
-        // where the components have said which tools they have.
-        for (i, rule) in config.completion.iter().enumerate() {
-            rule.completion
-                .check(|tool| index.contains_key(tool))
-                .map_err(|e| anyhow::anyhow!("`{}`: completion[{i}].{e}", config.path.display()))?;
-        }
-        // A tool scope that names no tool would protect nothing: a typo must
-        // not leave a tool open to tokens the operator meant to keep out.
-        if let Some(oauth) = &config.oauth {
-            for key in oauth.tool_scopes.keys() {
-                if !names_a_tool(key, &plugins, &index) {
-                    anyhow::bail!(
-                        "`{}`: `auth.oauth.tool_scopes.{key}` names no configured tool, so it would protect nothing: spell the tool as `tools/list` shows it (`plugin.tool`, or `plugin.*`), or remove the entry; the tools are {}",
-                        config.path.display(),
-                        index.keys().cloned().collect::<Vec<_>>().join(", ")
-                    );
-                }
-            }
-        }
-        crate::offer::check_toolsets(&config, &plugins, &index)?;
+        crate::tool_names::check(&config, &plugins, &index)?;
         // Hooks never fail the load: a broken hook denies every call instead.
         let hooks =
             Arc::new(HookChain::load(runtime.engine(), runtime.compiled(), &config.hooks).await);
@@ -282,7 +266,7 @@ impl Host {
         &self,
         call: Admitted,
         ctx: CallContext,
-        calls: Option<crate::pipeline::ToolCallsHandle>,
+        calls: Option<ToolCallsHandle>,
     ) -> CallReport {
         let plugin = call.plugin().clone();
         let info = call.info();
@@ -419,7 +403,7 @@ async fn run_call(
     tool: &str,
     input: String,
     ctx: CallContext,
-    calls: Option<crate::pipeline::ToolCallsHandle>,
+    calls: Option<ToolCallsHandle>,
 ) -> CallReport {
     crate::fault_injection::maybe_panic(name);
     let mut limits = plugin.run_limits();
@@ -435,33 +419,14 @@ async fn run_call(
     let bytes_in = input.len() as u64;
     let start = Instant::now();
     // Kept until the call ends: a throwaway directory is removed on drop.
-    let scratch = if plugin.grants.wants_scratch() {
-        match runtime.scratch().for_call(ctx.session(), limits.write) {
-            Ok(s) => Some(s),
-            Err(e) => {
-                return CallReport::refused(
-                    name,
-                    CallError::Internal {
-                        tool: name.to_string(),
-                        message: format!(
-                            "cannot prepare the scratch directory under `{}`: {e}",
-                            runtime.scratch().root().display()
-                        ),
-                    },
-                );
-            }
-        }
-    } else {
-        None
-    };
-    let mut hands = match Hands::new(runtime, &plugin.grants, scratch.as_ref(), &limits) {
-        Ok(h) => h,
-        Err(e) => {
+    let (_scratch, mut hands) = match hands_for(runtime, plugin, ctx.session(), &limits) {
+        Ok(prepared) => prepared,
+        Err(message) => {
             return CallReport::refused(
                 name,
                 CallError::Internal {
                     tool: name.to_string(),
-                    message: format!("cannot prepare the sandbox: {e:#}"),
+                    message,
                 },
             );
         }
@@ -493,13 +458,7 @@ async fn run_call(
     let stderr = masked(hands.stderr());
     let ran = match egress.is_empty() {
         true => ran,
-        false => ran.map(|returned| match returned {
-            Ok(output) => Ok(egress.mask(&output).into_owned()),
-            Err(ToolError::InvalidInput(why)) => {
-                Err(ToolError::InvalidInput(egress.mask(&why).into_owned()))
-            }
-            Err(ToolError::Failed(why)) => Err(ToolError::Failed(egress.mask(&why).into_owned())),
-        }),
+        false => ran.map(|returned| masked_answer(egress, returned)),
     };
     let (outcome, bytes_out) = match ran {
         Err(ended) => (Err(ended.into_call_error(name, &limits, &stderr)), 0),
@@ -536,6 +495,49 @@ async fn run_call(
         Err(e) => tracing::info!(kind = e.kind(), error = %e, "call failed"),
     }
     report
+}
+
+/// Fresh hands for one call of `plugin`, and the scratch directory they
+/// mount if the plugin wants one (kept by the caller until the call ends);
+/// what failed, worded, when either cannot be made.
+fn hands_for(
+    runtime: &Runtime,
+    plugin: &LoadedPlugin,
+    session: Option<&str>,
+    limits: &RunLimits,
+) -> Result<(Option<crate::scratch::CallScratch>, Hands), String> {
+    let scratch = match plugin.grants.wants_scratch() {
+        true => Some(
+            runtime
+                .scratch()
+                .for_call(session, limits.write)
+                .map_err(|e| {
+                    format!(
+                        "cannot prepare the scratch directory under `{}`: {e}",
+                        runtime.scratch().root().display()
+                    )
+                })?,
+        ),
+        false => None,
+    };
+    let hands = Hands::new(runtime, &plugin.grants, scratch.as_ref(), limits)
+        .map_err(|e| format!("cannot prepare the sandbox: {e:#}"))?;
+    Ok((scratch, hands))
+}
+
+/// A tool's own answer with every secret value the host injected for it
+/// masked (threat 60).
+fn masked_answer(
+    egress: &glovebox_runtime::sandbox::egress::Egress,
+    returned: Result<String, ToolError>,
+) -> Result<String, ToolError> {
+    match returned {
+        Ok(output) => Ok(egress.mask(&output).into_owned()),
+        Err(ToolError::InvalidInput(why)) => {
+            Err(ToolError::InvalidInput(egress.mask(&why).into_owned()))
+        }
+        Err(ToolError::Failed(why)) => Err(ToolError::Failed(egress.mask(&why).into_owned())),
+    }
 }
 
 /// What tool `name`'s own answer makes of its call: its output read as
@@ -588,18 +590,5 @@ async fn tool_answer(
                 )
             }
         }
-    }
-}
-
-/// Whether tool pattern `pattern` (`plugin.tool`, or `plugin.*`) names a
-/// configured tool: a loaded plugin's, or one of `index`.
-pub(crate) fn names_a_tool(
-    pattern: &str,
-    plugins: &[Arc<LoadedPlugin>],
-    index: &BTreeMap<String, (usize, usize)>,
-) -> bool {
-    match pattern.strip_suffix(".*") {
-        Some(plugin) => plugins.iter().any(|p| p.manifest.name == plugin),
-        None => index.contains_key(pattern),
     }
 }

@@ -42,31 +42,9 @@ use crate::call::{CallContext, CallReport};
 use crate::error::CallError;
 use crate::gateway::Gateway;
 use crate::manifest::{NestedApproval, Principal};
+use crate::nesting::{depth, made_by};
 use crate::plugin::LoadedPlugin;
 use crate::settled::{Settled, denied_call};
-
-tokio::task_local! {
-    /// The run a nested call was made by, while that call runs.
-    static PARENT: Parent;
-}
-
-#[derive(Clone, Debug)]
-struct Parent {
-    call_id: String,
-    /// How deep the nested call is: 1 for a call made by a call from outside.
-    depth: u32,
-}
-
-/// The id of the call whose run made the call being made now, if one did
-/// (recorded in its `call_requested` event).
-pub(crate) fn parent_call() -> Option<String> {
-    PARENT.try_with(|p| p.call_id.clone()).ok()
-}
-
-/// How deep the call being made now is: 0 for a call made from outside.
-fn depth() -> u32 {
-    PARENT.try_with(|p| p.depth).unwrap_or(0)
-}
 
 /// The calls one run of `plugin` may make, in session `session`, as `caller`
 /// (see the module docs). `None` when the plugin may make none.
@@ -217,16 +195,16 @@ impl SessionCalls {
             self.caller.clone(),
             self.session.clone(),
         );
-        let parent = Parent {
-            call_id: self.parent.clone(),
-            depth: self.depth + 1,
-        };
         let trace = crate::trace::current();
         let call = async move {
             let scope = gateway.scope(&caller);
             scope.call(&session, call, None, Some(cancel)).await
         };
-        let call = PARENT.scope(parent, crate::trace::within(trace, call));
+        let call = made_by(
+            self.parent.clone(),
+            self.depth + 1,
+            crate::trace::within(trace, call),
+        );
         match crate::tasks::to_the_end(call).await {
             Ok(Ok(report)) => Ok(report),
             Ok(Err(refused)) => Err(Failure::new("session", refused.to_string())),

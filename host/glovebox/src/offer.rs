@@ -24,12 +24,10 @@
 //! declares it now (a reload that narrows a principal reaches its open
 //! sessions at their next call), its role, and its own read-only mark.
 
-use std::collections::BTreeMap;
-
 use crate::host::Host;
 use crate::manifest::{HostConfig, LOCAL_PRINCIPAL, Principal, Role, ToolsetsConfig};
 use crate::session::SessionState;
-use crate::{CallError, LoadedPlugin, ToolInfo};
+use crate::{CallError, ToolInfo};
 
 /// What narrows the plugin tools offered in one session (or to a caller
 /// about to start one). Cheap; made by [`Host::offer`] or [`Host::offer_in`].
@@ -192,30 +190,6 @@ fn quoted<S: AsRef<str>>(names: &[S]) -> String {
         .map(|n| format!("`{}`", n.as_ref()))
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// Every pattern of every `[[toolset]]` names a loaded tool (`index`: the
-/// tools by name): a typo must not leave a toolset offering less than the
-/// operator meant, unnoticed. Checked where the components have said
-/// which tools they have.
-pub(crate) fn check_toolsets(
-    config: &HostConfig,
-    plugins: &[std::sync::Arc<LoadedPlugin>],
-    index: &BTreeMap<String, (usize, usize)>,
-) -> anyhow::Result<()> {
-    for (i, set) in config.toolsets.sets.iter().enumerate() {
-        for pattern in &set.tools {
-            if !crate::host::names_a_tool(pattern, plugins, index) {
-                anyhow::bail!(
-                    "`{}`: `toolset[{i}].tools` (toolset `{}`) names `{pattern}`, which is no configured tool, so the toolset would not offer what it says: spell the tool as `tools/list` shows it (`plugin.tool`, or `plugin.*`), or remove it; the tools are {}",
-                    config.path.display(),
-                    set.name,
-                    index.keys().cloned().collect::<Vec<_>>().join(", ")
-                );
-            }
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -176,34 +176,44 @@ fn keys_text(ids: &[String]) -> String {
     }
 }
 
+/// The signature file `signature`, read and parsed (`expected`: the keys
+/// that may sign; `sign`: the command that signs, for the error).
+fn read_signature(
+    signature: &Path,
+    expected: &[String],
+    sign: &str,
+) -> Result<Signature, TrustProblem> {
+    let text = match std::fs::read_to_string(signature) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(TrustProblem::Unsigned {
+                signature: signature.to_path_buf(),
+                expected: expected.to_vec(),
+                sign: sign.to_string(),
+            });
+        }
+        Err(e) => {
+            return Err(TrustProblem::Unreadable {
+                signature: signature.to_path_buf(),
+                message: e.to_string(),
+                sign: sign.to_string(),
+            });
+        }
+    };
+    Signature::parse(&text).map_err(|message| TrustProblem::Unreadable {
+        signature: signature.to_path_buf(),
+        message,
+        sign: sign.to_string(),
+    })
+}
+
 /// Checks `subject`'s signature against `signers`; the signing key's id when
 /// it holds.
 pub(crate) fn check(signers: &[TrustedKey], subject: &Subject<'_>) -> Result<String, TrustProblem> {
     let signature = subject.signature.clone();
     let sign = subject.sign_command();
     let expected: Vec<String> = signers.iter().map(|k| k.id.clone()).collect();
-    let text = match std::fs::read_to_string(&signature) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(TrustProblem::Unsigned {
-                signature,
-                expected,
-                sign,
-            });
-        }
-        Err(e) => {
-            return Err(TrustProblem::Unreadable {
-                signature,
-                message: e.to_string(),
-                sign,
-            });
-        }
-    };
-    let read = Signature::parse(&text).map_err(|message| TrustProblem::Unreadable {
-        signature: signature.clone(),
-        message,
-        sign: sign.clone(),
-    })?;
+    let read = read_signature(&signature, &expected, &sign)?;
     let Some(key) = signers.iter().find(|k| k.id == read.key_id) else {
         return Err(TrustProblem::UntrustedKey {
             signature,

@@ -15,8 +15,8 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use glovebox_store::StorageError;
 
+use crate::inner::{Inner, io};
 use crate::names;
-use crate::store::{Inner, io};
 use crate::streams::get_or_join_stream;
 
 impl Inner {

@@ -11,8 +11,8 @@ use async_nats::{Client, ConnectOptions};
 use bytes::Bytes;
 use glovebox_store::StorageError;
 
+use crate::inner::{Inner, io};
 use crate::logs::open_log_stream;
-use crate::store::{Inner, io};
 use crate::{Auth, NatsConfig};
 
 pub(crate) async fn connect(config: NatsConfig) -> Result<Inner, StorageError> {

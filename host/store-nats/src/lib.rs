@@ -46,6 +46,7 @@
 mod buckets;
 mod config;
 mod connect;
+mod inner;
 mod logs;
 mod names;
 mod queue;

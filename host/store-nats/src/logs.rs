@@ -15,7 +15,7 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use glovebox_store::StorageError;
 
-use crate::store::{Inner, io};
+use crate::inner::{Inner, io};
 use crate::streams::get_or_join_stream;
 use crate::{names, record};
 

@@ -27,8 +27,8 @@ use async_nats::jetstream::{self, AckKind, consumer, stream};
 use futures_util::StreamExt;
 use glovebox_store::{Delivery, StorageError, WorkQueue};
 
+use crate::inner::{Inner, io, run_on};
 use crate::names;
-use crate::store::{Inner, io, run_on};
 use crate::streams::get_or_join_stream;
 
 /// How often a pull that found nothing asks again while it may wait.

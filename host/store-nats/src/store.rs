@@ -3,17 +3,15 @@
 //! calls, each run on that runtime while the calling thread waits (see the
 //! crate's docs).
 
-use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use async_nats::Client;
-use async_nats::jetstream::{self, kv, stream};
 use bytes::Bytes;
 use glovebox_store::{Durability, Result, Storage, StorageError, Swap};
 
+use crate::inner::{Inner, run_on};
 use crate::{NatsConfig, check_prefix, connect, names, queue, record};
 
 /// The store on NATS JetStream.
@@ -33,21 +31,6 @@ impl fmt::Debug for NatsStore {
             .field("replicas", &self.inner.replicas)
             .finish_non_exhaustive()
     }
-}
-
-pub(crate) struct Inner {
-    pub(crate) url: String,
-    pub(crate) prefix: String,
-    pub(crate) replicas: usize,
-    pub(crate) timeout: Duration,
-    pub(crate) client: Client,
-    pub(crate) js: jetstream::Context,
-    /// The stream holding every log: `<prefix>_log`.
-    pub(crate) log: stream::Stream,
-    /// The largest message the server takes.
-    pub(crate) max_payload: usize,
-    /// The KV buckets met so far, by the trait's bucket name.
-    pub(crate) buckets: Mutex<HashMap<String, kv::Store>>,
 }
 
 impl Drop for NatsStore {
@@ -114,26 +97,6 @@ impl NatsStore {
     {
         run_on(&self.handle, op(self.inner.clone()))
     }
-}
-
-/// Runs `fut` on `handle` and blocks the calling thread until it is done.
-/// Not `Handle::block_on`: that panics on a thread of another runtime, and
-/// the gateway may call the store from one.
-pub(crate) fn run_on<T, F>(handle: &tokio::runtime::Handle, fut: F) -> Result<T, StorageError>
-where
-    T: Send + 'static,
-    F: Future<Output = Result<T, StorageError>> + Send + 'static,
-{
-    let (tx, rx) = std::sync::mpsc::sync_channel(1);
-    handle.spawn(async move {
-        let _ = tx.send(fut.await);
-    });
-    rx.recv()
-        .unwrap_or_else(|_| Err(StorageError::Io("the NATS client has stopped".to_string())))
-}
-
-pub(crate) fn io(what: impl fmt::Display, e: impl fmt::Display) -> StorageError {
-    StorageError::Io(format!("{what}: {e}"))
 }
 
 impl Storage for NatsStore {

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use async_nats::jetstream::{self, ErrorCode, stream};
 
-use crate::store::Inner;
+use crate::inner::Inner;
 
 /// The stream `config` names, created when absent. Hosts starting together
 /// all find it absent and all ask to create it; while the first creation is

@@ -1,7 +1,7 @@
 //! Background jobs: tool calls run in a session without the caller waiting.
 //!
 //! A job is one call through the same pipeline as any other
-//! (`Gateway::call`: hooks, sandbox, log; its `call_requested`
+//! (`in_session::host_call`: hooks, sandbox, log; its `call_requested`
 //! carries the job id). A caller spawns one through its scope
 //! ([`Jobs::scope`], [`crate::JobScope::spawn`]), which checks the request and
 //! the session, persists the job as `queued` and returns at once; a task per job, admitted in FIFO order by

@@ -27,7 +27,7 @@ mod settle;
 use crate::call::{CallContext, CallReport, new_call_id};
 use crate::error::CallError;
 use crate::hooks::Verdict;
-use crate::host::Host;
+use crate::host::{Host, ToolCallsHandle};
 use crate::ledger::Durable;
 use crate::metrics::Metrics;
 use crate::plugin::LoadedPlugin;
@@ -98,9 +98,6 @@ pub(crate) struct Stages<'a> {
     pub tool_calls:
         &'a (dyn Fn(&CallContext, &LoadedPlugin) -> Option<ToolCallsHandle> + Send + Sync),
 }
-
-/// What a run calls other tools through (`sandbox::tools`).
-pub(crate) type ToolCallsHandle = std::sync::Arc<dyn glovebox_runtime::sandbox::tools::ToolCalls>;
 
 /// The stages of a call in session `state`, judged by `by`; see the module docs.
 /// They run in one `call` span carrying the session, call, job and

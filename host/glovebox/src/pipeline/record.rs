@@ -89,7 +89,7 @@ pub(crate) async fn record(
             input: inline_if_small(input),
             job_id: ctx.job_id.clone(),
             trace_id: crate::trace::current_trace_id(),
-            parent_call: crate::nested::parent_call(),
+            parent_call: crate::nesting::parent_call(),
         },
         decisions: std::mem::take(&mut judgement.decisions),
         refusal,

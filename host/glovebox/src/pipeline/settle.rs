@@ -74,7 +74,7 @@ pub(crate) async fn settle(
     // A nested call cancelled by the end of its run has nobody after it to
     // make it durable: it is written durably itself.
     let cancelled = matches!(report.outcome, Err(CallError::Cancelled { .. }));
-    let commit = match crate::nested::parent_call() {
+    let commit = match crate::nesting::parent_call() {
         Some(_) if !cancelled => Commit::Deferred,
         _ => Commit::Durable,
     };

@@ -80,9 +80,16 @@ impl<'g> ApprovalScope<'g> {
         let judge = Judge::Approved(Box::new(settled));
         // The approver runs the call: what its run calls from inside is
         // judged again, each call by the hooks.
-        let report = gateway
-            .run(Some(self.caller), &resumed.state, call, judge, None, None)
-            .await?;
+        let report = crate::in_session::run(
+            gateway,
+            Some(self.caller),
+            &resumed.state,
+            call,
+            judge,
+            None,
+            None,
+        )
+        .await?;
         gateway
             .waiters()
             .settle(&approval, &Settled::Ran(report.clone()));

@@ -99,7 +99,7 @@ impl<'g> Scope<'g> {
     /// Calls `tool` in `session` (id or name) on behalf of the caller:
     /// another principal's session is "not found", and one whose role is
     /// above the caller's roles now is refused. `cancel` (background jobs)
-    /// stops it once it holds `true` (see `Gateway::call`).
+    /// stops it once it holds `true` (see `in_session::host_call`).
     ///
     /// `Err` means the session refused the call or the log failed; a call
     /// that was denied, awaits approval, or ran and failed is `Ok` with the
@@ -156,7 +156,15 @@ impl<'g> Scope<'g> {
         crate::tasks::acting_with(
             caller.name.clone(),
             crate::tasks::log_sink(),
-            gateway.run(Some(caller), &state, call, Judge::Hooks, job_id, cancel),
+            crate::in_session::run(
+                gateway,
+                Some(caller),
+                &state,
+                call,
+                Judge::Hooks,
+                job_id,
+                cancel,
+            ),
         )
         .await
     }
@@ -326,9 +334,7 @@ impl<'g> Scope<'g> {
         call_id: &str,
     ) -> Result<CallReport, SessionError> {
         let resumed = self.resume_session(session).await?;
-        self.gateway
-            .rerun_resumed(self.caller, resumed, session, call_id)
-            .await
+        crate::in_session::rerun_resumed(self.gateway, self.caller, resumed, session, call_id).await
     }
 
     /// Logs usage the brain reports (tokens, model cost) into a session of

@@ -346,28 +346,7 @@ pub fn report_usage(
     id_or_name: &str,
     report: &UsageReport,
 ) -> Result<Vec<Event>, SessionError> {
-    let cost_micros = to_micros(report.cost)
-        .map_err(|e| SessionError::InvalidInput(format!("bad usage report: {e}")))?;
-    if let Some(model) = &report.model
-        && (model.len() > 256 || model.chars().any(char::is_control))
-    {
-        return Err(SessionError::InvalidInput(
-            "bad usage report: the model name must be at most 256 characters, none a control character".into(),
-        ));
-    }
-    match (report.context_tokens, report.context_limit) {
-        (Some(_), None) | (None, Some(_)) => {
-            return Err(SessionError::InvalidInput(
-                "bad usage report: give `context_tokens` and `context_limit` together (the tokens in the context now, and the window's size)".into(),
-            ));
-        }
-        (Some(tokens), Some(limit)) if limit == 0 || tokens > limit.saturating_mul(2) => {
-            return Err(SessionError::InvalidInput(format!(
-                "bad usage report: a context of {tokens} tokens in a window of {limit}: `context_limit` is the window's size in tokens, above 0"
-            )));
-        }
-        _ => {}
-    }
+    let cost_micros = checked_cost(report)?;
     let kind = EventKind::UsageReported {
         tokens_in: report.tokens_in,
         tokens_out: report.tokens_out,
@@ -400,40 +379,15 @@ pub fn report_usage(
         used.tokens = used.tokens.saturating_add(tokens);
         events.extend(warnings(state, config, &used));
         events.extend(charged.crossed.iter().map(ceilings::warning_event));
-        let over = effective(state, config).into_iter().find(|l| {
-            matches!(l.cap, Cap::Cost | Cap::Tokens) && used.get(l.cap) > l.limit
-        });
         let active = state.header.status == SessionStatus::Active;
-        if let Some(l) = over
-            && active
-        {
-            let what = match l.cap {
-                Cap::Tokens => "model tokens",
-                _ => "model cost",
-            };
-            let reason = format!(
-                "budget exceeded: the {what} reported take session {} to {}, past its {} cap of {} ({})",
-                state.label(),
-                l.cap.show(used.get(l.cap)),
-                l.cap,
-                l.cap.show(l.limit),
-                l.source
-            );
-            events.push(EventKind::BudgetExceeded {
-                cap: l.cap,
-                used: used.get(l.cap),
-                limit: l.limit,
-                call_id: None,
-            });
-            events.push(EventKind::Paused { reason, by: None });
+        if active {
+            events.extend(over_model_cap(state, config, &used));
         }
         if let Some(breach) = &charged.reached {
             // Logged whatever the session's status (it is what notifies);
             // only an active session can pause.
             events.push(ceilings::reached_event(breach, None, breach.first));
-            let paused = events
-                .iter()
-                .any(|e| matches!(e, EventKind::Paused { .. }));
+            let paused = events.iter().any(|e| matches!(e, EventKind::Paused { .. }));
             if active && !paused {
                 events.push(ceilings::paused_event(breach));
             }
@@ -462,6 +416,67 @@ pub fn report_usage(
         }
     }
     Ok(events)
+}
+
+/// A usage report's checks (a model name, a context given whole and in its
+/// window), and its cost in micros.
+fn checked_cost(report: &UsageReport) -> Result<u64, SessionError> {
+    let cost_micros = to_micros(report.cost)
+        .map_err(|e| SessionError::InvalidInput(format!("bad usage report: {e}")))?;
+    if let Some(model) = &report.model
+        && (model.len() > 256 || model.chars().any(char::is_control))
+    {
+        return Err(SessionError::InvalidInput(
+            "bad usage report: the model name must be at most 256 characters, none a control character".into(),
+        ));
+    }
+    match (report.context_tokens, report.context_limit) {
+        (Some(_), None) | (None, Some(_)) => {
+            return Err(SessionError::InvalidInput(
+                "bad usage report: give `context_tokens` and `context_limit` together (the tokens in the context now, and the window's size)".into(),
+            ));
+        }
+        (Some(tokens), Some(limit)) if limit == 0 || tokens > limit.saturating_mul(2) => {
+            return Err(SessionError::InvalidInput(format!(
+                "bad usage report: a context of {tokens} tokens in a window of {limit}: `context_limit` is the window's size in tokens, above 0"
+            )));
+        }
+        _ => {}
+    }
+    Ok(cost_micros)
+}
+
+/// The events of a session whose model cost or tokens, `used` with the
+/// report counted, are past a cap: the cap's and the pause's; none when
+/// no model cap is passed.
+fn over_model_cap(state: &SessionState, config: &BudgetsConfig, used: &Used) -> Vec<EventKind> {
+    let over = effective(state, config)
+        .into_iter()
+        .find(|l| matches!(l.cap, Cap::Cost | Cap::Tokens) && used.get(l.cap) > l.limit);
+    let Some(l) = over else {
+        return Vec::new();
+    };
+    let what = match l.cap {
+        Cap::Tokens => "model tokens",
+        _ => "model cost",
+    };
+    let reason = format!(
+        "budget exceeded: the {what} reported take session {} to {}, past its {} cap of {} ({})",
+        state.label(),
+        l.cap.show(used.get(l.cap)),
+        l.cap,
+        l.cap.show(l.limit),
+        l.source
+    );
+    vec![
+        EventKind::BudgetExceeded {
+            cap: l.cap,
+            used: used.get(l.cap),
+            limit: l.limit,
+            call_id: None,
+        },
+        EventKind::Paused { reason, by: None },
+    ]
 }
 
 /// What [`raise`] did.

@@ -2,9 +2,8 @@
 //! up, and once the store was reopened without a restart the next load of
 //! its session marks it `interrupted` if it is still in flight, as a
 //! restart's recovery would. What the service keeps of them
-//! ([`Owed`], in [`Sessions`]), and how they are kept and settled.
-
-use std::collections::HashMap;
+//! ([`Owed`](super::store::Owed), in [`Sessions`]), and how they are kept
+//! and settled.
 
 use super::error::SessionError;
 use super::event::Event;
@@ -12,19 +11,13 @@ use super::kind::EventKind;
 use super::slots::{Slot, lock};
 use super::store::{Commit, Sessions};
 
-/// Calls whose record failed with the store, by session: each with the
-/// store's generation at the failure. Once the store was reopened, the next
-/// load of the session marks each one still in flight `interrupted`
-/// (`Sessions::settle_owed`), as a restart's recovery would.
-pub(super) type Owed = HashMap<String, Vec<(String, u64)>>;
-
 /// At most this many calls are kept owed; past it a failed call is left to
 /// the recovery of the next start, which marks every call in flight.
 const OWED_MAX: usize = 10_000;
 
 impl Sessions {
     /// Keeps the calls of `events`, whose write failed, owed an ending
-    /// (see [`Owed`]).
+    /// (see [`Owed`](super::store::Owed)).
     pub(super) fn owe(&self, id: &str, events: &[Event]) {
         let generation = self.storage.generation();
         let mut owed = lock(&self.owed);

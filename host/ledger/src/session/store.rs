@@ -16,12 +16,17 @@ use super::growth::starts_work;
 use super::kind::EventKind;
 use super::log::{self, LoadStats};
 use super::observers::{ApprovalObserver, ChildObserver, HandoverObserver};
-use super::owed::Owed;
 use super::slots::{Slot, lock, lock_slot};
 use super::state::SessionState;
 use super::verify;
 use crate::notify;
 use crate::storage::{Storage, StorageError};
+
+/// Calls whose record failed with the store, by session: each with the
+/// store's generation at the failure. Once the store was reopened, the next
+/// load of the session marks each one still in flight `interrupted`
+/// (`Sessions::settle_owed`, in `owed.rs`), as a restart's recovery would.
+pub(super) type Owed = HashMap<String, Vec<(String, u64)>>;
 
 /// Session ids start with this; other streams in the storage are not sessions.
 pub(crate) const ID_PREFIX: &str = "s-";

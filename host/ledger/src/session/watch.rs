@@ -175,46 +175,21 @@ impl Watch {
                 });
             }
             EventKind::BlockerFlag(flag) => {
-                self.flags.insert(
-                    flag.rule.clone(),
-                    ActiveFlag {
-                        severity: flag.severity,
-                        reason: flag.reason.clone(),
-                        suggested_action: flag.suggested_action.clone(),
-                        call_id: flag.call_id.clone(),
-                        seq: event.seq,
-                        at_ms: at,
-                    },
-                );
-            }
-            EventKind::Escalation { step, rescue, .. } => {
-                // A rescue's end (or a new one) ends its overdue flag.
-                self.flags.remove("rescue_overdue");
-                self.escalation = *step;
-                self.escalated_at_ms = Some(at);
-                self.rescue = if *step == EscalationStep::Rescue {
-                    rescue.clone()
-                } else {
-                    None
+                let active = ActiveFlag {
+                    severity: flag.severity,
+                    reason: flag.reason.clone(),
+                    suggested_action: flag.suggested_action.clone(),
+                    call_id: flag.call_id.clone(),
+                    seq: event.seq,
+                    at_ms: at,
                 };
+                self.flags.insert(flag.rule.clone(), active);
             }
-            EventKind::BudgetWarning { cap, percent, .. } => {
-                let entry = self
-                    .budget_percent
-                    .entry(cap.as_str().to_string())
-                    .or_default();
-                *entry = (*entry).max(*percent);
-            }
+            EventKind::Escalation { step, rescue, .. } => self.escalated(*step, rescue, at),
+            EventKind::BudgetWarning { cap, percent, .. } => self.budget_at(cap.as_str(), *percent),
             EventKind::BudgetExceeded {
                 cap, used, limit, ..
-            } => {
-                let percent = used.saturating_mul(100) / (*limit).max(1);
-                let entry = self
-                    .budget_percent
-                    .entry(cap.as_str().to_string())
-                    .or_default();
-                *entry = (*entry).max(percent);
-            }
+            } => self.budget_at(cap.as_str(), used.saturating_mul(100) / (*limit).max(1)),
             EventKind::UsageReported {
                 context_tokens: Some(tokens),
                 context_limit: Some(limit),
@@ -231,6 +206,25 @@ impl Watch {
             }
             _ => {}
         }
+    }
+
+    /// An escalation to `step` at `at`: a rescue's end (or a new one) ends
+    /// its overdue flag.
+    fn escalated(&mut self, step: EscalationStep, rescue: &Option<String>, at: u64) {
+        self.flags.remove("rescue_overdue");
+        self.escalation = step;
+        self.escalated_at_ms = Some(at);
+        self.rescue = if step == EscalationStep::Rescue {
+            rescue.clone()
+        } else {
+            None
+        };
+    }
+
+    /// A budget warning or stop at `percent` of cap `cap`: the highest seen.
+    fn budget_at(&mut self, cap: &str, percent: u64) {
+        let entry = self.budget_percent.entry(cap.to_string()).or_default();
+        *entry = (*entry).max(percent);
     }
 
     fn progress(&mut self, at: u64) {

@@ -39,6 +39,7 @@ use super::{
     StorageConfig,
 };
 
+use nats::validate_nats;
 use plugins::{Under, load_plugins};
 use runtime::validate_runtime;
 use storage::validate_storage;
@@ -219,7 +220,8 @@ impl HostConfig {
         let data_dir = configured_data_dir(&src, &raw, &abs_path, &dir)?;
         let defaults = apply_limits(&src, "defaults", &raw.defaults, &Limits::default())?;
         let runtime = validate_runtime(&src, &raw.runtime, &dir)?;
-        let storage = validate_storage(&src, &raw.storage, &dir)?;
+        let mut storage = validate_storage(&src, &raw.storage, &dir)?;
+        storage.nats = validate_nats(&src, &raw.storage, &dir, storage.backend)?;
         let detector = validate_detector(&src, &raw.detector)?;
         let context = validate_context(&src, &raw.context)?;
         let approvals = validate_approvals(&src, &raw.approvals)?;

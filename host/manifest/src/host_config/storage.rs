@@ -1,6 +1,6 @@
 //! `[storage]`: the engine, the durability of the session log, the chain
-//! key and the checkpoint cadence; the keys only `backend = "nats"` reads
-//! are checked in [`super::nats`].
+//! key and the checkpoint cadence. The keys only `backend = "nats"` reads
+//! are checked after it, in [`super::nats`], which reads this table too.
 
 use std::path::Path;
 
@@ -10,8 +10,6 @@ use crate::paths::normalize;
 use crate::source::Source;
 use crate::units::{Millis, Size};
 use crate::{ConfigError, DurabilityMode, StorageBackend, StorageConfig};
-
-use super::nats::validate_nats;
 
 /// `[storage]`: the engine, the durability of the session log and the
 /// checkpoint cadence; with `backend = "nats"`, where the store is.
@@ -96,7 +94,6 @@ pub(super) fn validate_storage(
             ));
         }
     }
-    storage.nats = validate_nats(src, raw, dir, storage.backend)?;
     match raw.durability.as_deref() {
         None | Some("flush") => {}
         Some("strict") => storage.durability = DurabilityMode::Strict,

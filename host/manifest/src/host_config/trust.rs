@@ -112,61 +112,14 @@ pub(super) fn validate_trust(
         return Ok(None);
     };
     let keys = read_keys(src, dir, "trust.keys", &raw.keys)?;
-    let mut policy = TrustPolicy {
+    let plugin_names: Vec<&str> = plugins.iter().map(|p| p.name.as_str()).collect();
+    let hook_names: Vec<&str> = hooks.iter().map(|h| h.name.as_str()).collect();
+    let policy = TrustPolicy {
         keys,
         required: raw.required.unwrap_or(true),
-        plugins: BTreeMap::new(),
-        hooks: BTreeMap::new(),
+        plugins: named_keys(src, dir, "plugins", &raw.plugins, &plugin_names)?,
+        hooks: named_keys(src, dir, "hooks", &raw.hooks, &hook_names)?,
     };
-    for (kind, entries, names, into) in [
-        (
-            "plugins",
-            &raw.plugins,
-            plugins.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(),
-            &mut policy.plugins,
-        ),
-        (
-            "hooks",
-            &raw.hooks,
-            hooks.iter().map(|h| h.name.as_str()).collect(),
-            &mut policy.hooks,
-        ),
-    ] {
-        for (name, entry) in entries {
-            let key = format!("trust.{kind}.{name}");
-            if !names.contains(&name.as_str()) {
-                let what = if kind == "plugins" { "plugin" } else { "hook" };
-                return Err(src.invalid(
-                    &key,
-                    format!(
-                        "`[trust.{kind}.{name}]` names no {what} of this config (its {kind}: {})",
-                        if names.is_empty() {
-                            "none".to_string()
-                        } else {
-                            names.join(", ")
-                        }
-                    ),
-                    format!(
-                        "name the {what} as its {}, or remove the table",
-                        if kind == "plugins" {
-                            "manifest's `name`"
-                        } else {
-                            "`[[hook]] name`"
-                        }
-                    ),
-                ));
-            }
-            if entry.keys.is_empty() {
-                return Err(src.invalid(
-                    &format!("{key}.keys"),
-                    "the list of keys is empty, so nothing could sign it",
-                    KEY_HINT,
-                ));
-            }
-            let read = read_keys(src, dir, &format!("{key}.keys"), &entry.keys)?;
-            into.insert(name.clone(), read);
-        }
-    }
     if policy.keys.is_empty() && policy.plugins.is_empty() && policy.hooks.is_empty() {
         return Err(src.invalid(
             "trust",
@@ -207,6 +160,53 @@ pub(super) fn validate_trust(
         }
     }
     Ok(Some(policy))
+}
+
+/// The keys `[trust.<kind>.<name>]` lists for each plugin or hook (`kind`
+/// is `plugins` or `hooks`), each name one of this config's (`names`).
+fn named_keys(
+    src: &Source,
+    dir: &Path,
+    kind: &str,
+    entries: &BTreeMap<String, RawTrustKeys>,
+    names: &[&str],
+) -> Result<BTreeMap<String, Vec<TrustedKey>>, ConfigError> {
+    let mut into = BTreeMap::new();
+    for (name, entry) in entries {
+        let key = format!("trust.{kind}.{name}");
+        if !names.contains(&name.as_str()) {
+            let what = if kind == "plugins" { "plugin" } else { "hook" };
+            return Err(src.invalid(
+                &key,
+                format!(
+                    "`[trust.{kind}.{name}]` names no {what} of this config (its {kind}: {})",
+                    if names.is_empty() {
+                        "none".to_string()
+                    } else {
+                        names.join(", ")
+                    }
+                ),
+                format!(
+                    "name the {what} as its {}, or remove the table",
+                    if kind == "plugins" {
+                        "manifest's `name`"
+                    } else {
+                        "`[[hook]] name`"
+                    }
+                ),
+            ));
+        }
+        if entry.keys.is_empty() {
+            return Err(src.invalid(
+                &format!("{key}.keys"),
+                "the list of keys is empty, so nothing could sign it",
+                KEY_HINT,
+            ));
+        }
+        let read = read_keys(src, dir, &format!("{key}.keys"), &entry.keys)?;
+        into.insert(name.clone(), read);
+    }
+    Ok(into)
 }
 
 /// Each of `texts` as a key: inline, or a `.pub` file from `dir`; the same

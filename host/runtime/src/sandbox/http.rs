@@ -228,17 +228,7 @@ impl WasiHttpHooks for HttpPolicy {
         let index = match judge(&self.grants, &scheme, &host, port, &method, &path) {
             Verdict::Allowed(index, rewritten) => (index, rewritten),
             Verdict::NoOrigin => {
-                let reason = if self.grants.is_empty() {
-                    format!("request to {target} refused: the plugin has no `[[http]]` grant")
-                } else {
-                    let granted: Vec<String> =
-                        self.grants.iter().map(ToString::to_string).collect();
-                    format!(
-                        "request to {target} refused: not in the plugin's `[[http]]` grants ({})",
-                        granted.join(", ")
-                    )
-                };
-                let err = self.deny(reason);
+                let err = self.deny(no_grant(&self.grants, &target));
                 return Box::new(async move { Err(err) });
             }
             Verdict::Refused(why) => {
@@ -286,36 +276,16 @@ impl WasiHttpHooks for HttpPolicy {
         Box::new(async move {
             // Resolve here, vet every address, then connect to a vetted one, so
             // the name cannot resolve to something else between check and use.
-            let addrs: Vec<SocketAddr> = match host.parse::<IpAddr>() {
-                Ok(ip) => vec![SocketAddr::new(ip, port)],
-                Err(_) => match tokio::net::lookup_host((host.as_str(), port)).await {
-                    Ok(addrs) => addrs.collect(),
-                    Err(e) => {
-                        return Err(HttpError::DnsError {
-                            rcode: Some(e.to_string()),
-                            info_code: None,
-                        });
-                    }
-                },
+            let addrs = match vetted_addrs(&host, port, grant.host_is_ip()).await? {
+                Ok(addrs) => addrs,
+                Err(why) => {
+                    return Err(Self::deny_in(
+                        &denials,
+                        &egress_for_denials,
+                        format!("request to {target} refused: {why}"),
+                    ));
+                }
             };
-            let granted_by_address = grant.host_is_ip();
-            let list: Vec<String> = addrs
-                .iter()
-                .filter_map(|a| restriction(a.ip()).map(|why| format!("{} ({why})", a.ip())))
-                .collect();
-            if !granted_by_address && !list.is_empty() {
-                return Err(Self::deny_in(
-                    &denials,
-                    &egress_for_denials,
-                    format!(
-                        "request to {target} refused: `{host}` resolves to a non-public address ({}); grant the address itself in `[[http]]` to allow it",
-                        list.join(", ")
-                    ),
-                ));
-            }
-            if addrs.is_empty() {
-                return Err(HttpError::DestinationNotFound);
-            }
             // Connect to a vetted address itself, never to what the name
             // resolves to by then; TLS checks the certificate against the
             // granted name (`sandbox::connect`).
@@ -327,6 +297,56 @@ impl WasiHttpHooks for HttpPolicy {
             send_to(request, options, &addrs, tls).await
         })
     }
+}
+
+/// Why a request to `target` (`scheme://host:port`) is refused when no
+/// grant of `grants` names its origin.
+fn no_grant(grants: &[HttpGrant], target: &str) -> String {
+    if grants.is_empty() {
+        return format!("request to {target} refused: the plugin has no `[[http]]` grant");
+    }
+    let granted: Vec<String> = grants.iter().map(ToString::to_string).collect();
+    format!(
+        "request to {target} refused: not in the plugin's `[[http]]` grants ({})",
+        granted.join(", ")
+    )
+}
+
+/// The addresses `host` resolves to (itself, when it is one), for a
+/// request on `port`: `Ok(Err(why))` when one of them is not public and the
+/// grant named the host, not an address (`granted_by_address`). Every
+/// address is vetted, so the one connected to is one that was vetted.
+async fn vetted_addrs(
+    host: &str,
+    port: u16,
+    granted_by_address: bool,
+) -> Result<Result<Vec<SocketAddr>, String>, HttpError> {
+    let addrs: Vec<SocketAddr> = match host.parse::<IpAddr>() {
+        Ok(ip) => vec![SocketAddr::new(ip, port)],
+        Err(_) => match tokio::net::lookup_host((host, port)).await {
+            Ok(addrs) => addrs.collect(),
+            Err(e) => {
+                return Err(HttpError::DnsError {
+                    rcode: Some(e.to_string()),
+                    info_code: None,
+                });
+            }
+        },
+    };
+    let list: Vec<String> = addrs
+        .iter()
+        .filter_map(|a| restriction(a.ip()).map(|why| format!("{} ({why})", a.ip())))
+        .collect();
+    if !granted_by_address && !list.is_empty() {
+        return Ok(Err(format!(
+            "`{host}` resolves to a non-public address ({}); grant the address itself in `[[http]]` to allow it",
+            list.join(", ")
+        )));
+    }
+    if addrs.is_empty() {
+        return Err(HttpError::DestinationNotFound);
+    }
+    Ok(Ok(addrs))
 }
 
 #[cfg(test)]

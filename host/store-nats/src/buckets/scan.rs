@@ -11,8 +11,8 @@ use futures_util::StreamExt;
 use glovebox_store::StorageError;
 
 use super::is_kv_delete;
+use crate::inner::{Inner, io};
 use crate::names;
-use crate::store::{Inner, io};
 
 /// How many keys a scan reads at once.
 const SCAN_READS: usize = 64;

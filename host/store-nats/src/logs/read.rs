@@ -9,8 +9,8 @@ use futures_util::StreamExt;
 use glovebox_store::StorageError;
 
 use super::Batch;
+use crate::inner::{Inner, io};
 use crate::record;
-use crate::store::{Inner, io};
 
 impl Inner {
     pub(crate) async fn read(

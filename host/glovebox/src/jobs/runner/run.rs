@@ -229,7 +229,8 @@ impl Jobs {
                 None => {}
             }
         }
-        let run = self.gateway.call(&job.session, call, job_id, Some(cancel));
+        let run =
+            crate::in_session::host_call(&self.gateway, &job.session, call, job_id, Some(cancel));
         match job.by.clone() {
             Some(by) => crate::tasks::acting(by, run).await,
             None => run.await,

@@ -5,16 +5,20 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::build::{RawBuild, plugin_build};
-use super::guest::{MemoryCap, normalize_sha256, valid_plugin_name};
-use super::limits::{RawLimits, apply_limits};
-use super::paths::{
-    canonical, parent_dir, read_source, resolve_component, resolve_grant_dir, resolve_oci_component,
-};
-use super::source::{self, ACTION_HINT, NAME_HINT, Source, join_key};
-use super::{
-    Access, ComponentStore, ConfigError, FsGrant, HttpGrant, HttpInjection, HttpRules, Limits,
-    OciReference, PluginManifest, SecretSource, Secrets, ToolOverride,
+mod grants;
+
+#[cfg(feature = "schemars")]
+pub(crate) use grants::RawInject;
+pub(crate) use grants::{RawFs, RawHttp};
+use grants::{check_env, check_secrets, fs_grants, http_grants, scratch_mount};
+
+use crate::build::{RawBuild, plugin_build};
+use crate::guest::{MemoryCap, normalize_sha256, valid_plugin_name};
+use crate::limits::{RawLimits, apply_limits};
+use crate::paths::{canonical, parent_dir, read_source, resolve_component, resolve_oci_component};
+use crate::source::{self, ACTION_HINT, NAME_HINT, Source, join_key};
+use crate::{
+    ComponentStore, ConfigError, Limits, OciReference, PluginManifest, Secrets, ToolOverride,
 };
 
 /// A plugin's manifest: one file per tool plugin, named by a `[[plugin]]
@@ -62,57 +66,6 @@ pub(super) struct RawManifest {
     /// `command` and `watch`. Nothing but `glovebox dev` runs it.
     #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "none")))]
     build: Option<RawBuild>,
-}
-
-/// `[[fs]]`: a directory the plugin may see.
-#[derive(Deserialize)]
-#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawFs {
-    /// The host directory (it must exist).
-    host: String,
-    /// Where the plugin sees it (absolute, not `/`).
-    guest: String,
-    /// `"read-only"` or `"read-write"`.
-    #[serde(default)]
-    #[cfg_attr(feature = "schemars", schemars(extend("default" = "read-only")))]
-    access: Access,
-}
-
-/// `[[http]]`: an origin the plugin may send requests to.
-#[derive(Deserialize)]
-#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawHttp {
-    /// An origin (scheme, host, optional port; no path).
-    url: String,
-    /// The HTTP methods allowed on it (`["GET", "HEAD"]`); none listed: any.
-    #[serde(default)]
-    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "any method")))]
-    methods: Vec<String>,
-    /// The paths allowed on it, matched after decoding and resolving `.` and
-    /// `..`: `/repos/acme` (it and below), `*` within a segment
-    /// (`/repos/*/issues`), `**` for any segments (`/repos/acme/**/comments`);
-    /// none listed: any. A redirect is judged again, hop by hop.
-    #[serde(default)]
-    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "any path")))]
-    paths: Vec<String>,
-    /// A header the host adds to the requests this grant allows, its value
-    /// naming the config's `[[secret]]`s: `{ header = "Authorization", value =
-    /// "Bearer ${secret:github}" }`. The plugin never holds the value.
-    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "none")))]
-    inject: Option<RawInject>,
-}
-
-/// `[[http]]` `inject`: a header with a secret in it.
-#[derive(Deserialize)]
-#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawInject {
-    /// The header's name (`Authorization`).
-    header: String,
-    /// Its value, `${secret:NAME}` where a secret goes.
-    value: String,
 }
 
 /// `[tools.<tool>]`: what the operator says of a tool.
@@ -412,168 +365,6 @@ fn manifest_limits(
     Ok(limits)
 }
 
-/// `[[fs]]`: each grant's host directory (from the manifest's directory
-/// `dir`) and its own guest path.
-fn fs_grants(src: &Source, dir: &Path, raw: &RawManifest) -> Result<Vec<FsGrant>, ConfigError> {
-    let mut fs: Vec<FsGrant> = Vec::new();
-    for (i, grant) in raw.fs.iter().enumerate() {
-        let host = resolve_grant_dir(src, dir, &format!("fs[{i}].host"), &grant.host)?;
-        let key = format!("fs[{i}].guest");
-        let guest = normalize_guest(&grant.guest)
-            .map_err(|problem| src.invalid(&key, problem, source::hint_for("guest")))?;
-        if let Some(j) = fs.iter().position(|g| g.guest == guest) {
-            return Err(src.invalid(
-                &key,
-                format!("guest path `{guest}` is already used by `fs[{j}]`"),
-                "give each `[[fs]]` grant its own `guest` path",
-            ));
-        }
-        fs.push(FsGrant {
-            host,
-            guest,
-            access: grant.access,
-        });
-    }
-    Ok(fs)
-}
-
-/// What a manifest asks of the host's `[[secret]]`s: each secret an
-/// `inject` names is declared, and no `env` entry names a host variable a
-/// secret is read from (the guest would hold it).
-fn check_secrets(
-    src: &Source,
-    raw: &RawManifest,
-    http: &[HttpGrant],
-    secrets: &Secrets,
-) -> Result<(), ConfigError> {
-    for (i, grant) in http.iter().enumerate() {
-        let Some(inject) = &grant.inject else {
-            continue;
-        };
-        if let Err(missing) = inject.resolve(secrets) {
-            let declared: Vec<&str> = secrets.iter().map(|s| s.name.as_str()).collect();
-            return Err(src.invalid(
-                &format!("http[{i}].inject.value"),
-                format!(
-                    "secret `{missing}` is not declared in the host config (declared: {})",
-                    match declared.is_empty() {
-                        true => "none".to_string(),
-                        false => declared.join(", "),
-                    }
-                ),
-                "declare it in glovebox.toml: `[[secret]]` with `name` and one of `file`, `env`, `command`",
-            ));
-        }
-    }
-    for (i, var) in raw.env.iter().enumerate() {
-        let secret = secrets
-            .iter()
-            .find(|s| s.source == SecretSource::Env(var.clone()));
-        if let Some(secret) = secret {
-            return Err(src.invalid(
-                &format!("env[{i}]"),
-                format!(
-                    "environment variable `{var}` holds secret `{}`, which no plugin may hold",
-                    secret.name
-                ),
-                "remove it from `env` and inject it where it is used: `[[http]]` `inject = { header = \"…\", value = \"…${secret:NAME}\" }`",
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// `env`: variable names only, each once.
-fn check_env(src: &Source, raw: &RawManifest) -> Result<(), ConfigError> {
-    for (i, var) in raw.env.iter().enumerate() {
-        let key = format!("env[{i}]");
-        let problem = if var.is_empty() {
-            Some("environment variable name is empty".to_owned())
-        } else if var.contains(['=', '\0']) {
-            Some(format!(
-                "environment variable name `{}` contains `=` or a nul byte",
-                var.escape_debug()
-            ))
-        } else if raw.env[..i].contains(var) {
-            Some(format!("environment variable `{var}` is listed twice"))
-        } else {
-            None
-        };
-        if let Some(problem) = problem {
-            return Err(src.invalid(
-                &key,
-                problem,
-                "list each variable once, by name only: values come from the host's environment",
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// `[[http]]`: each URL a grant with its rules, each granted once. An origin
-/// may be granted more than once with different rules (any of them allows a
-/// request), but not both with and without: the open grant would make the
-/// rules of the other moot.
-fn http_grants(src: &Source, raw: &RawManifest) -> Result<Vec<HttpGrant>, ConfigError> {
-    let mut http: Vec<HttpGrant> = Vec::new();
-    for (i, grant) in raw.http.iter().enumerate() {
-        let key = format!("http[{i}].url");
-        let mut parsed = HttpGrant::parse_url(&grant.url)
-            .map_err(|e| src.invalid(&key, e.problem(), e.hint()))?;
-        parsed.rules = HttpRules::parse(&grant.methods, &grant.paths)
-            .map_err(|e| src.invalid(&format!("http[{i}].{}", e.key()), e.problem(), e.hint()))?;
-        if let Some(inject) = &grant.inject {
-            parsed.inject = Some(HttpInjection::parse(&inject.header, &inject.value).map_err(
-                |e| src.invalid(&format!("http[{i}].inject.{}", e.field), e.problem, e.hint),
-            )?);
-        }
-        let same_origin = |g: &&HttpGrant| {
-            (g.scheme, &g.host, g.port) == (parsed.scheme, &parsed.host, parsed.port)
-        };
-        if let Some(other) = http.iter().find(same_origin)
-            && other.rules.is_open() != parsed.rules.is_open()
-        {
-            return Err(src.invalid(
-                &key,
-                format!("`{parsed}` is granted both with and without `methods` or `paths`"),
-                "the grant without them allows every method and path, so the other's rules would never apply: keep one",
-            ));
-        }
-        if http.contains(&parsed) {
-            return Err(src.invalid(
-                &key,
-                format!("`{parsed}` is granted twice"),
-                "remove the duplicate `[[http]]` entry",
-            ));
-        }
-        http.push(parsed);
-    }
-    Ok(http)
-}
-
-/// `scratch`: a guest path no `[[fs]]` grant uses.
-fn scratch_mount(
-    src: &Source,
-    raw: &RawManifest,
-    fs: &[FsGrant],
-) -> Result<Option<String>, ConfigError> {
-    Ok(match &raw.scratch {
-        None => None,
-        Some(path) => {
-            let guest = normalize_guest(path)
-                .map_err(|problem| src.invalid("scratch", problem, source::hint_for("scratch")))?;
-            if let Some(j) = fs.iter().position(|g| g.guest == guest) {
-                return Err(src.invalid(
-                    "scratch",
-                    format!("guest path `{guest}` is already used by `fs[{j}]`"),
-                    "mount the scratch directory at a guest path no `[[fs]]` grant uses",
-                ));
-            }
-            Some(guest)
-        }
-    })
-}
-
 /// `[tools.<tool>]`: what the manifest says of each tool (its action, a
 /// non-negative cost).
 fn tool_overrides(
@@ -633,52 +424,4 @@ pub(super) fn valid_action(action: &str) -> bool {
                 .chars()
                 .all(|c| matches!(c, 'a'..='z' | '0'..='9' | '_' | '-' | '*'))
     })
-}
-
-/// Why a guest path (`fs[i].guest`, `scratch`) cannot be mounted: each names
-/// the path; the config's hint for the key says what to write.
-#[derive(thiserror::Error, Debug, Clone, PartialEq, Eq)]
-pub(super) enum GuestPathError {
-    #[error("guest path `{guest}` is not absolute")]
-    NotAbsolute { guest: String },
-    #[error("guest path `{}` contains a nul byte", .guest.escape_debug())]
-    NulByte { guest: String },
-    #[error("guest path `{guest}` contains `..`")]
-    DotDot { guest: String },
-    #[error("guest path `{guest}` is the root, which would cover every other grant")]
-    Root { guest: String },
-}
-
-/// `/data/` and `/data/./x//` become `/data` and `/data/x`; `..`, `/` and relative
-/// paths are refused.
-pub(super) fn normalize_guest(guest: &str) -> Result<String, GuestPathError> {
-    let guest_owned = || guest.to_string();
-    if !guest.starts_with('/') {
-        return Err(GuestPathError::NotAbsolute {
-            guest: guest_owned(),
-        });
-    }
-    if guest.contains('\0') {
-        return Err(GuestPathError::NulByte {
-            guest: guest_owned(),
-        });
-    }
-    let mut segments = Vec::new();
-    for segment in guest.split('/') {
-        match segment {
-            "" | "." => {}
-            ".." => {
-                return Err(GuestPathError::DotDot {
-                    guest: guest_owned(),
-                });
-            }
-            _ => segments.push(segment),
-        }
-    }
-    if segments.is_empty() {
-        return Err(GuestPathError::Root {
-            guest: guest_owned(),
-        });
-    }
-    Ok(format!("/{}", segments.join("/")))
 }
