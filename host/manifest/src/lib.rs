@@ -107,7 +107,9 @@ pub use micros::{CostError, to_micros, units};
 pub use names::UnknownWord;
 pub use notify::{NotifyFormat, NotifyKind, NotifyTarget};
 pub use oauth::{JwksSource, OAuthConfig};
-pub use oci::{ComponentStore, LOCK_FILE, LockedComponent, OCI_SCHEME, OciLock, OciReference};
+pub use oci::{
+    ComponentStore, LOCK_FILE, LockedComponent, OCI_SCHEME, OciLock, OciReference, ReferenceError,
+};
 use owned::NamesSecretFile;
 pub use owned::{OwnedPath, SecretFile};
 pub use plugin::ManifestIdentity;
@@ -127,7 +129,7 @@ pub use toolset::{Toolset, ToolsetsConfig, is_tool_pattern, tool_pattern_matches
 pub use units::{
     DurationError, SizeError, approximate_size, format_size, parse_duration, parse_size,
 };
-pub use verify::{DEFAULT_FLAG_AFTER, VerifyRule};
+pub use verify::{DEFAULT_FLAG_AFTER, MissingField, VerifyRule};
 
 const KIB: u64 = 1 << 10;
 const MIB: u64 = 1 << 20;

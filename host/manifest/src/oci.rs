@@ -57,25 +57,23 @@ impl OciReference {
 
     /// Parses `text`; the error says what is wrong with it, for a message
     /// that names the key and the fix.
-    pub fn parse(text: &str) -> Result<OciReference, String> {
+    pub fn parse(text: &str) -> Result<OciReference, ReferenceError> {
         let rest = text
             .strip_prefix(OCI_SCHEME)
-            .ok_or_else(|| format!("`{text}` does not start with `{OCI_SCHEME}`"))?;
+            .ok_or_else(|| ReferenceError::NoScheme { text: text.into() })?;
         let (rest, digest) = match rest.split_once('@') {
             Some((rest, digest)) => (rest, Some(parse_digest(digest)?)),
             None => (rest, None),
         };
         let (registry, path) = rest
             .split_once('/')
-            .ok_or_else(|| format!("`{text}` names no repository after the registry"))?;
+            .ok_or_else(|| ReferenceError::NoRepository { text: text.into() })?;
         if registry.is_empty()
             || !registry
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']'))
         {
-            return Err(format!(
-                "`{text}` has no valid registry host before the first `/`"
-            ));
+            return Err(ReferenceError::Registry { text: text.into() });
         }
         // A tag follows the last path segment's `:`; a port is before the first `/`.
         let (repository, tag) = match path.rsplit_once(':') {
@@ -90,9 +88,10 @@ impl OciReference {
                 && s.starts_with(|c: char| c.is_ascii_alphanumeric())
         };
         if !repository.split('/').all(segment_ok) {
-            return Err(format!(
-                "`{repository}` in `{text}` is not a repository name (lowercase letters, digits, `.`, `_`, `-`, segments separated by `/`)"
-            ));
+            return Err(ReferenceError::Repository {
+                repository: repository.into(),
+                text: text.into(),
+            });
         }
         if let Some(tag) = tag
             && (tag.is_empty()
@@ -102,14 +101,13 @@ impl OciReference {
                     .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
                 || tag.starts_with(['.', '-']))
         {
-            return Err(format!(
-                "`{tag}` in `{text}` is not a tag (letters, digits, `.`, `_`, `-`, at most 128)"
-            ));
+            return Err(ReferenceError::Tag {
+                tag: tag.into(),
+                text: text.into(),
+            });
         }
         if tag.is_none() && digest.is_none() {
-            return Err(format!(
-                "`{text}` names neither a tag nor a digest: add `:TAG` (pinned in `{LOCK_FILE}` when first pulled) or `@sha256:…`"
-            ));
+            return Err(ReferenceError::Unpinned { text: text.into() });
         }
         Ok(OciReference {
             text: text.to_owned(),
@@ -156,14 +154,48 @@ impl std::fmt::Display for OciReference {
     }
 }
 
-fn parse_digest(text: &str) -> Result<String, String> {
+/// Why a text is not an `oci://` reference; each names the text, and the
+/// message where it is shown names the key and the fix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReferenceError {
+    /// Not `oci://…`.
+    #[error("`{text}` does not start with `{scheme}`", scheme = OCI_SCHEME)]
+    NoScheme { text: String },
+    /// A registry and nothing after it.
+    #[error("`{text}` names no repository after the registry")]
+    NoRepository { text: String },
+    /// No host (and port) before the first `/`.
+    #[error("`{text}` has no valid registry host before the first `/`")]
+    Registry { text: String },
+    /// A repository segment OCI does not allow.
+    #[error(
+        "`{repository}` in `{text}` is not a repository name (lowercase letters, digits, `.`, `_`, `-`, segments separated by `/`)"
+    )]
+    Repository { repository: String, text: String },
+    /// A tag OCI does not allow.
+    #[error("`{tag}` in `{text}` is not a tag (letters, digits, `.`, `_`, `-`, at most 128)")]
+    Tag { tag: String, text: String },
+    /// Neither a tag nor a digest: nothing to pin.
+    #[error(
+        "`{text}` names neither a tag nor a digest: add `:TAG` (pinned in `{lock}` when first pulled) or `@sha256:…`",
+        lock = LOCK_FILE
+    )]
+    Unpinned { text: String },
+    /// A digest of another algorithm, or no digest at all.
+    #[error("`{text}` is not a digest: write `@sha256:` and 64 hex digits")]
+    NotADigest { text: String },
+    /// `sha256:` without 64 hex digits.
+    #[error("`{text}` is not a sha256 digest: write `@sha256:` and 64 hex digits")]
+    Digest { text: String },
+}
+
+fn parse_digest(text: &str) -> Result<String, ReferenceError> {
     let hex = text
         .strip_prefix("sha256:")
-        .ok_or_else(|| format!("`{text}` is not a digest: write `@sha256:` and 64 hex digits"))?;
+        .ok_or_else(|| ReferenceError::NotADigest { text: text.into() })?;
     if hex.len() != 64 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
-        return Err(format!(
-            "`{text}` is not a sha256 digest: write `@sha256:` and 64 hex digits"
-        ));
+        return Err(ReferenceError::Digest { text: text.into() });
     }
     Ok(format!("sha256:{}", hex.to_ascii_lowercase()))
 }
@@ -219,7 +251,7 @@ impl OciLock {
         let lock: OciLock = src.deserialize()?;
         for (i, entry) in lock.components.iter().enumerate() {
             let key = format!("component[{i}]");
-            let bad = |what: &str, problem: String| {
+            let bad = |what: &str, problem: ReferenceError| {
                 src.invalid(
                     &format!("{key}.{what}"),
                     problem,
@@ -373,7 +405,7 @@ mod tests {
             ("oci://reg/name@md5:12", "is not a digest"),
         ] {
             let problem = OciReference::parse(text).unwrap_err();
-            assert!(problem.contains(says), "{text}: {problem}");
+            assert!(problem.to_string().contains(says), "{text}: {problem}");
         }
     }
 

@@ -62,12 +62,20 @@ impl VerifyRule {
     /// The gate's input for a call whose input was `input`: each
     /// `{input.FIELD}` in its strings replaced by that field (a string as
     /// it is, anything else as JSON). `Err` names a field the input lacks.
-    pub fn gate_input(&self, input: &Value) -> Result<Value, String> {
+    pub fn gate_input(&self, input: &Value) -> Result<Value, MissingField> {
         fill(&self.gate.input, input)
     }
 }
 
-fn fill(template: &Value, input: &Value) -> Result<Value, String> {
+/// A `{input.FIELD}` of a check's gate input that the call's input lacks.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the call's input has no `{field}`")]
+pub struct MissingField {
+    /// The field named.
+    pub field: String,
+}
+
+fn fill(template: &Value, input: &Value) -> Result<Value, MissingField> {
     Ok(match template {
         Value::String(text) => Value::String(fill_text(text, input)?),
         Value::Array(items) => Value::Array(
@@ -79,13 +87,13 @@ fn fill(template: &Value, input: &Value) -> Result<Value, String> {
         Value::Object(map) => Value::Object(
             map.iter()
                 .map(|(k, v)| Ok((k.clone(), fill(v, input)?)))
-                .collect::<Result<_, String>>()?,
+                .collect::<Result<_, MissingField>>()?,
         ),
         other => other.clone(),
     })
 }
 
-fn fill_text(text: &str, input: &Value) -> Result<String, String> {
+fn fill_text(text: &str, input: &Value) -> Result<String, MissingField> {
     let mut out = String::new();
     let mut rest = text;
     while let Some(at) = rest.find("{input.") {
@@ -99,7 +107,11 @@ fn fill_text(text: &str, input: &Value) -> Result<String, String> {
         match input.get(field) {
             Some(Value::String(s)) => out.push_str(s),
             Some(other) => out.push_str(&other.to_string()),
-            None => return Err(format!("the call's input has no `{field}`")),
+            None => {
+                return Err(MissingField {
+                    field: field.to_string(),
+                });
+            }
         }
         rest = &after[end + 1..];
     }
@@ -223,7 +235,7 @@ mod tests {
             json!({"path": "/data/a.json", "note": "at 7: /data/a.json", "n": 1})
         );
         assert_eq!(
-            r.gate_input(&json!({"path": "x"})).unwrap_err(),
+            r.gate_input(&json!({"path": "x"})).unwrap_err().to_string(),
             "the call's input has no `line`"
         );
     }

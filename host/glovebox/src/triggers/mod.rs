@@ -21,8 +21,9 @@
 pub mod cooldown;
 pub mod replay;
 
+pub use replay::WEBHOOK_SKEW;
+
 use std::sync::Arc;
-use std::time::Duration;
 
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
@@ -41,8 +42,6 @@ use glovebox_ledger::notify::NotifyObserver;
 /// Notifications waiting for the trigger worker; past this they are dropped
 /// (and logged), so a flood of events never holds the log's appends.
 const QUEUE: usize = 1024;
-/// How far a webhook's signed timestamp may be from now.
-pub const WEBHOOK_SKEW: Duration = Duration::from_secs(300);
 /// The largest webhook body taken.
 pub const WEBHOOK_MAX_BODY: usize = 64 * 1024;
 

@@ -16,10 +16,13 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use glovebox_store::{Storage, StorageError, Swap};
 
-use super::WEBHOOK_SKEW;
+/// How far a webhook's signed timestamp may be from now (and so how long
+/// a delivery is remembered).
+pub const WEBHOOK_SKEW: Duration = Duration::from_secs(300);
 
 /// The bucket of the deliveries taken.
 pub const BUCKET: &str = "webhook_seen";
