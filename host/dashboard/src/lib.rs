@@ -39,6 +39,7 @@ mod notify;
 pub mod openapi;
 mod pages;
 mod principals;
+mod rescue_actions;
 mod rescues;
 mod sessions;
 mod timeline;
@@ -240,6 +241,10 @@ fn router(app: Arc<App>) -> Router {
         .route("/ui/budget/lift", post(budget::lift))
         .route("/ui/budget/raise", post(budget::raise))
         .route("/ui/rescues", get(rescues::rescues))
+        .route("/ui/rescues/{id}/assign", post(rescue_actions::assign))
+        .route("/ui/rescues/{id}/diagnose", post(rescue_actions::diagnose))
+        .route("/ui/rescues/{id}/inject", post(rescue_actions::inject))
+        .route("/ui/rescues/{id}/resolve", post(rescue_actions::resolve))
         .route("/ui/memory", get(memory::memory))
         .route("/ui/doctor", get(doctor::doctor))
         .route("/ui/principals", get(principals::principals))
