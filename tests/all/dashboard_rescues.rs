@@ -192,6 +192,21 @@ async fn an_operator_assigns_diagnoses_injects_and_closes_a_rescue_from_its_page
         .send_keys("the deploy needs TLS to the database")
         .await
         .unwrap();
+    // A rescue opened meanwhile changes the page's rescues (a live update);
+    // the form being filled is not swapped away under the operator.
+    start_session(&site, "other");
+    let other = site.json(&["rescue", "open", "other"]);
+    let other = other["id"].as_str().unwrap().to_string();
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    let kept = b
+        .client
+        .execute(
+            &format!("return document.getElementById('description-{rid}').value;"),
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(kept, "the deploy needs TLS to the database");
     b.find(&format!("#file-path-{rid}"))
         .await
         .send_keys("runbook.md")
@@ -214,6 +229,7 @@ async fn an_operator_assigns_diagnoses_injects_and_closes_a_rescue_from_its_page
         .unwrap();
     let flash = b.find("#flash.good").await.text().await.unwrap();
     assert!(flash.contains("injected"), "{flash}");
+    b.find(&format!("#rescue-{other}")).await;
     let record = show();
     let injection = &record["injections"][0];
     assert_eq!(
