@@ -13,9 +13,9 @@
 //! `/ui/login` that sets a cookie holding a random session id, never the
 //! token), the same-origin check of every POST (CSRF), and the pages. What it
 //! shows it reads through the `glovebox` crate's public API, the one the
-//! command line uses; what it does (approve, deny) goes through the same
-//! gateway entry points as `glovebox approve` and `glovebox deny`, recording
-//! the operator principal.
+//! command line uses; what it does (approve, deny, review memory, act on a
+//! rescue) runs the same operations of the registry as `glovebox approve`,
+//! `deny`, `memory ...` and `rescue ...`, recording the operator principal.
 //!
 //! It must never import wasmtime, sled or MCP: it knows the gateway
 //! (`glovebox::Gateway`) and the jobs runner (`glovebox::Jobs`) only.
