@@ -95,6 +95,20 @@ impl Exit {
     }
 }
 
+impl Exit {
+    /// The code a failed rescue operation (`glovebox rescue ...`) exits
+    /// with, as it did before the rescues were operations: refused by the
+    /// operator's settings 3, a rescue that is not there or an argument
+    /// that is not right 4, the session or the store 8.
+    pub fn of_rescue(e: &OperationError) -> Exit {
+        match e.kind.as_str() {
+            "rescue_refused" => Exit::Denied,
+            "rescue_not_found" | "rescue_invalid_input" | "invalid_arguments" => Exit::Invalid,
+            _ => Exit::Refused,
+        }
+    }
+}
+
 impl From<Exit> for ExitCode {
     fn from(exit: Exit) -> ExitCode {
         ExitCode::from(exit as u8)

@@ -337,7 +337,7 @@ async fn dispatch(config: &std::path::Path, command: Command) -> Result<ExitCode
         Command::Deny { id, reason } => approvals::deny(config, &id, &reason).await,
         Command::Policy { command } => policy::run(config, command).await,
         Command::Log { command } => log::run(config, command),
-        Command::Rescue { command } => rescue::run_rescue(config, command),
+        Command::Rescue { command } => rescue::run_rescue(config, command).await,
         Command::Context { command } => rescue::run_context(config, command),
         Command::Memory { command } => memory::run(config, command),
         Command::Billing(args) => billing::run(config, args),

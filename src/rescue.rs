@@ -1,4 +1,8 @@
-//! `glovebox rescue ...`, `glovebox context ...` and `glovebox session check`.
+//! `glovebox rescue ...` and `glovebox session check`. A rescue command runs
+//! the registry's operation (`rescues.open`, `rescues.inject`, ...: on the
+//! running server when one holds the data dir) and prints what it gave
+//! back; this file only reads the operator's files for `inject` and lays
+//! the answers out for a terminal. `glovebox context ...` is `context.rs`.
 
 use crate::exit::Exit;
 use std::path::Path;
@@ -6,10 +10,21 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Subcommand;
-use glovebox::HostConfig;
-use glovebox::manifest::ContextWriter;
-use glovebox::page::Page;
-use glovebox::rescue::{Category, Handover, Outcome, Rescue, RescueError, Rescues};
+use glovebox::operations::{
+    AssignRescue, AssignRescueArgs, DiagnoseRescue, DiagnoseRescueArgs, InjectRescue,
+    InjectRescueArgs, InjectedFile, ListRescues, ListRescuesArgs, OpenRescue, OpenRescueArgs,
+    OperationError, RescueFigures, RescueFiguresArgs, ResolveRescue, ResolveRescueArgs, ShowRescue,
+    ShowRescueArgs,
+};
+use glovebox::page::MAX_PAGE;
+use glovebox::rescue::{Category, Outcome, Rescue, RescueReport};
+
+use crate::operate::run;
+use crate::output::print_json;
+
+mod context;
+
+pub use context::{ContextCommand, run_context};
 
 #[derive(Subcommand, serde::Serialize, serde::Deserialize)]
 pub enum RescueCommand {
@@ -60,7 +75,7 @@ pub enum RescueCommand {
         /// The files as read on the command line's side, when the command
         /// runs in a server (`control::client`): never a flag.
         #[arg(skip)]
-        read: Option<Vec<HandedFile>>,
+        read: Option<Vec<InjectedFile>>,
     },
     /// Close the rescue; `--enrich` proposes entries to the project's memory
     /// (`glovebox memory review` approves them).
@@ -92,98 +107,11 @@ pub enum RescueCommand {
     },
 }
 
-#[derive(Subcommand, serde::Serialize, serde::Deserialize)]
-pub enum ContextCommand {
-    /// Add an entry to a project's context index (as the operator).
-    Add {
-        #[arg(long)]
-        project: String,
-        text: String,
-    },
-    /// List a project's entries (or all projects'), the latest first.
-    List {
-        #[arg(long)]
-        project: Option<String>,
-        /// Include retired entries.
-        #[arg(long)]
-        all: bool,
-        #[arg(long)]
-        json: bool,
-        #[command(flatten)]
-        page: crate::paging::PageArgs,
-    },
-    /// Find active entries containing every word of QUERY, the latest first.
-    Search {
-        query: String,
-        #[arg(long)]
-        project: Option<String>,
-        #[arg(long)]
-        json: bool,
-        #[command(flatten)]
-        page: crate::paging::PageArgs,
-    },
-    /// Retire an entry: new sessions no longer get it.
-    Retire { id: String },
-}
-
-struct Opened {
-    rescues: Rescues,
-    durable: std::sync::Arc<glovebox::Durable>,
-    config: HostConfig,
-}
-
-fn open(config: &Path) -> Result<Opened> {
-    let durable = crate::reach::open_durable(config)?;
-    let config = crate::reach::config(config)?;
-    let rescues = Rescues::new(
-        durable.sessions.clone(),
-        durable.storage.clone(),
-        config.context.clone(),
-    )
-    .with_memory(config.memory.clone());
-    Ok(Opened {
-        rescues,
-        durable,
-        config,
-    })
-}
-
-fn refused(e: &RescueError) -> ExitCode {
-    err!("error: {e}");
-    match e {
-        RescueError::Refused(_) => Exit::Denied,
-        RescueError::NotFound(_) | RescueError::InvalidInput(_) => Exit::Invalid,
-        RescueError::Session(_) | RescueError::Storage(_) => Exit::Refused,
-    }
-    .into()
-}
-
-fn print_json<T: serde::Serialize>(value: &T) -> Result<()> {
-    out!("{}", serde_json::to_string_pretty(value)?);
-    Ok(())
-}
-
-/// A file an injection hands over, as the command line's side read it.
-#[derive(Clone, serde::Serialize, serde::Deserialize)]
-pub struct HandedFile {
-    path: String,
-    content: Option<String>,
-}
-
-impl From<HandedFile> for glovebox::rescue::HandedFile {
-    fn from(f: HandedFile) -> Self {
-        glovebox::rescue::HandedFile {
-            path: f.path,
-            content: f.content,
-        }
-    }
-}
-
 /// Reads the files of `rescue inject --file` on this side (the operator's):
 /// a file that exists is handed over with its content; a path that does not
 /// exist here (one in the agent's workspace, say) as a path alone, said on
 /// stderr. A file too big or not UTF-8 text is refused, naming it.
-pub fn read_files(paths: &[String]) -> Result<Vec<HandedFile>> {
+pub fn read_files(paths: &[String]) -> Result<Vec<InjectedFile>> {
     use std::io::Read as _;
     let limit = glovebox::rescue::MAX_FILE_BYTES;
     paths
@@ -195,7 +123,7 @@ pub fn read_files(paths: &[String]) -> Result<Vec<HandedFile>> {
                     err!(
                         "note: `{path}` does not exist here: the agent gets its path, not its content"
                     );
-                    return Ok(HandedFile {
+                    return Ok(InjectedFile {
                         path: path.clone(),
                         content: None,
                     });
@@ -216,7 +144,7 @@ pub fn read_files(paths: &[String]) -> Result<Vec<HandedFile>> {
                     "`{path}` is not UTF-8 text: an injection hands over text; describe a binary file with `--description`"
                 )
             })?;
-            Ok(HandedFile {
+            Ok(InjectedFile {
                 path: path.clone(),
                 content: Some(content),
             })
@@ -228,36 +156,57 @@ fn minutes(ms: u64) -> String {
     format!("{:.1} min", ms as f64 / 60_000.0)
 }
 
-pub fn run_rescue(config: &Path, command: RescueCommand) -> Result<ExitCode> {
-    let o = open(config)?;
-    let r = &o.rescues;
-    let one = |result: Result<Rescue, RescueError>| -> Result<ExitCode> {
-        match result {
-            Ok(rescue) => {
-                print_json(&rescue)?;
-                Ok(ExitCode::SUCCESS)
-            }
-            Err(e) => Ok(refused(&e)),
+/// What a rescue operation gave back, printed as `glovebox rescue` always
+/// printed it: the rescue as JSON, or the error and its exit code.
+fn one(result: Result<Rescue, OperationError>) -> Result<ExitCode> {
+    match result {
+        Ok(rescue) => {
+            print_json(&rescue)?;
+            Ok(ExitCode::SUCCESS)
         }
-    };
+        Err(e) => Ok(rescue_refused(&e)),
+    }
+}
+
+/// A rescue operation's refusal, with the exit code `glovebox rescue` gives it.
+fn rescue_refused(e: &OperationError) -> ExitCode {
+    err!("error: {e}");
+    Exit::of_rescue(e).into()
+}
+
+/// `glovebox rescue ...`: the registry's `rescues.*` operations (on the
+/// running server when one holds the data dir), printed for a terminal.
+pub async fn run_rescue(config: &Path, command: RescueCommand) -> Result<ExitCode> {
     match command {
         RescueCommand::Open {
             session,
             call,
             assignee,
-        } => one(r
-            .open(&session, call.as_deref())
-            .and_then(|opened| match assignee {
-                Some(to) => r.assign(&opened.id, &to),
-                None => Ok(opened),
-            })),
-        RescueCommand::Assign { id, to } => one(r.assign(&id, &to)),
+        } => {
+            let args = OpenRescueArgs {
+                session,
+                call,
+                assignee,
+            };
+            one(run::<OpenRescue>(config, args).await?)
+        }
+        RescueCommand::Assign { id, to } => {
+            one(run::<AssignRescue>(config, AssignRescueArgs { id, to }).await?)
+        }
         RescueCommand::Diagnose {
             id,
             category,
             evidence,
             root_cause,
-        } => one(r.diagnose(&id, category, evidence, &root_cause)),
+        } => {
+            let args = DiagnoseRescueArgs {
+                id,
+                category,
+                evidence,
+                root_cause,
+            };
+            one(run::<DiagnoseRescue>(config, args).await?)
+        }
         RescueCommand::Inject {
             id,
             description,
@@ -269,23 +218,36 @@ pub fn run_rescue(config: &Path, command: RescueCommand) -> Result<ExitCode> {
                 Some(read) => read,
                 None => read_files(&files)?,
             };
-            let handover = Handover {
+            let args = InjectRescueArgs {
+                id,
                 description,
-                files: files.into_iter().map(Into::into).collect(),
+                files,
                 spec_changes,
             };
-            one(r.inject(&id, handover))
+            one(run::<InjectRescue>(config, args).await?)
         }
         RescueCommand::Resolve {
             id,
             outcome,
             enrich,
-        } => one(r.resolve(&id, outcome, &enrich)),
-        RescueCommand::Show { id } => one(r.get(&id)),
+        } => {
+            let args = ResolveRescueArgs {
+                id,
+                outcome,
+                enrich,
+            };
+            one(run::<ResolveRescue>(config, args).await?)
+        }
+        RescueCommand::Show { id } => one(run::<ShowRescue>(config, ShowRescueArgs { id }).await?),
         RescueCommand::List { json, page } => {
-            let (list, next) = match r.list(&page.request()) {
+            // A limit outside 1 to 500 is taken as the nearest, as it always was.
+            let args = ListRescuesArgs {
+                limit: page.limit.map(|l| l.clamp(1, MAX_PAGE)),
+                cursor: page.cursor,
+            };
+            let (list, next) = match run::<ListRescues>(config, args).await? {
                 Ok(p) => (p.items, p.next_cursor),
-                Err(e) => return Ok(refused(&e)),
+                Err(e) => return Ok(rescue_refused(&e)),
             };
             if json {
                 print_json(&list)?;
@@ -312,129 +274,68 @@ pub fn run_rescue(config: &Path, command: RescueCommand) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         RescueCommand::Report { days, json } => {
-            let report = match r.report(days) {
+            let report = match run::<RescueFigures>(config, RescueFiguresArgs { days }).await? {
                 Ok(rep) => rep,
-                Err(e) => return Ok(refused(&e)),
+                Err(e) => return Ok(rescue_refused(&e)),
             };
             if json {
                 print_json(&report)?;
                 return Ok(ExitCode::SUCCESS);
             }
-            out!("Rescue report: the last {days} days");
-            out!(
-                "rescues:              {} ({} resolved, {} re-escalated, {} abandoned, {} open)",
-                report.rescues,
-                report.resolved,
-                report.re_escalated,
-                report.abandoned,
-                report.open
-            );
-            out!(
-                "mean time to unblock: {}",
-                report
-                    .mean_time_to_unblock_ms
-                    .map(minutes)
-                    .unwrap_or_else(|| "- (none resolved)".into())
-            );
-            out!(
-                "mean time to diagnose: {}",
-                report
-                    .mean_time_to_diagnose_ms
-                    .map(minutes)
-                    .unwrap_or_else(|| "- (none diagnosed)".into())
-            );
-            out!("context updates:      {}", report.context_updates);
-            if let Some(share) = report.share_closed_without_enrichment {
-                out!(
-                    "closed, no lesson:    {} ({:.0}% of the closed)",
-                    report.closed_without_enrichment,
-                    share * 100.0
-                );
-            }
-            out!("root causes:");
-            let mut cats: Vec<_> = report.by_category.iter().collect();
-            cats.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
-            for (cat, n) in cats {
-                out!(
-                    "  {cat:22} {n} ({:.0}%)",
-                    *n as f64 * 100.0 / report.rescues.max(1) as f64
-                );
-            }
+            print_report(&report, days)?;
             Ok(ExitCode::SUCCESS)
         }
     }
 }
 
-pub fn run_context(config: &Path, command: ContextCommand) -> Result<ExitCode> {
-    let o = open(config)?;
-    let index = o.rescues.index();
-    let now = o.rescues.now();
-    let list = |found: Result<Page<glovebox::rescue::IndexEntry>, RescueError>,
-                json: bool|
-     -> Result<ExitCode> {
-        let (entries, next) = match found {
-            Ok(p) => (p.items, p.next_cursor),
-            Err(e) => return Ok(refused(&e)),
-        };
-        if json {
-            print_json(&entries)?;
-        } else if entries.is_empty() {
-            out!("no context entries");
-        } else {
-            for e in &entries {
-                out!(
-                    "{}  {:16}  {:8}{}  {}",
-                    e.id,
-                    e.project,
-                    e.writer.as_str(),
-                    if e.retired_at_ms.is_some() {
-                        "  retired"
-                    } else {
-                        ""
-                    },
-                    e.text
-                );
-            }
-        }
-        crate::paging::print_next(next.as_deref());
-        Ok(ExitCode::SUCCESS)
-    };
-    match command {
-        ContextCommand::Add { project, text } => {
-            match index.add(&project, &text, ContextWriter::Operator, None, now) {
-                Ok(e) => print_json(&e)?,
-                Err(e) => return Ok(refused(&e)),
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        ContextCommand::List {
-            project,
-            all,
-            json,
-            page,
-        } => list(index.list(project.as_deref(), all, &page.request()), json),
-        ContextCommand::Search {
-            query,
-            project,
-            json,
-            page,
-        } => list(
-            index.search(&query, project.as_deref(), &page.request()),
-            json,
-        ),
-        ContextCommand::Retire { id } => {
-            match index.retire(&id, ContextWriter::Operator, now) {
-                Ok(e) => print_json(&e)?,
-                Err(e) => return Ok(refused(&e)),
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+/// `glovebox rescue report`, for a terminal.
+fn print_report(report: &RescueReport, days: u64) -> Result<()> {
+    out!("Rescue report: the last {days} days");
+    out!(
+        "rescues:              {} ({} resolved, {} re-escalated, {} abandoned, {} open)",
+        report.rescues,
+        report.resolved,
+        report.re_escalated,
+        report.abandoned,
+        report.open
+    );
+    out!(
+        "mean time to unblock: {}",
+        report
+            .mean_time_to_unblock_ms
+            .map(minutes)
+            .unwrap_or_else(|| "- (none resolved)".into())
+    );
+    out!(
+        "mean time to diagnose: {}",
+        report
+            .mean_time_to_diagnose_ms
+            .map(minutes)
+            .unwrap_or_else(|| "- (none diagnosed)".into())
+    );
+    out!("context updates:      {}", report.context_updates);
+    if let Some(share) = report.share_closed_without_enrichment {
+        out!(
+            "closed, no lesson:    {} ({:.0}% of the closed)",
+            report.closed_without_enrichment,
+            share * 100.0
+        );
     }
+    out!("root causes:");
+    let mut cats: Vec<_> = report.by_category.iter().collect();
+    cats.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
+    for (cat, n) in cats {
+        out!(
+            "  {cat:22} {n} ({:.0}%)",
+            *n as f64 * 100.0 / report.rescues.max(1) as f64
+        );
+    }
+    Ok(())
 }
 
 /// `glovebox session check SESSION`: runs the stuck-agent detector now.
 pub fn check(config: &Path, session: &str, json: bool) -> Result<ExitCode> {
-    let o = open(config)?;
+    let o = context::open(config)?;
     let check = match glovebox::detect::check(&o.durable.sessions, &o.config.detector, session) {
         Ok(c) => c,
         Err(e) => return Ok(crate::session_refused(&e)),

@@ -196,9 +196,13 @@ fn the_api_document_validates_and_every_route_answers_with_what_it_says() {
     );
     drop(server);
     // One pending approval a session (a session waits on its approval).
-    for name in ["api-a", "api-b", "api-c", "api-d"] {
+    for name in ["api-a", "api-b", "api-c", "api-d", "api-e", "api-f"] {
         start_session(&site, name);
     }
+    // A rescue opened at the command line (api-f) for the API to work on,
+    // and a session (api-e) the API opens one of.
+    let rescue = site.json(&["rescue", "open", "api-f"]);
+    let rescue = rescue["id"].as_str().expect("a rescue's id").to_string();
     let approved = pending_write(&site, "api-a", "/data/approved.txt", "yes");
     let denied = pending_write(&site, "api-b", "/data/denied.txt", "no");
     // Active (a created session is not paused).
@@ -272,6 +276,14 @@ fn the_api_document_validates_and_every_route_answers_with_what_it_says() {
         "files.list": {"path": {"session": "api-c"}, "query": {"path": "out", "limit": "10"}},
         "files.read": {"path": {"session": "api-c"}, "query": {"path": "out/report.txt", "offset": "1", "length": "3"}},
         "calls.output": {"path": {"session": "api-c", "call_id": "call-1"}, "query": {"offset": "2"}},
+        "rescues.list": {"query": {"limit": "5"}},
+        "rescues.show": {"path": {"id": rescue}},
+        "rescues.report": {"query": {"days": "7"}},
+        "rescues.open": {"path": {"session": "api-e"}, "body": {"assignee": "alice"}},
+        "rescues.assign": {"path": {"id": rescue}, "body": {"to": "bob"}},
+        "rescues.diagnose": {"path": {"id": rescue}, "body": {"category": "missing_context", "evidence": ["asks for the DB URL"], "root_cause": "no DB URL in the task"}},
+        "rescues.inject": {"path": {"id": rescue}, "body": {"description": "the DB URL", "files": [{"path": "db.env", "content": "DB=staging"}], "spec_changes": ["use staging"]}},
+        "rescues.resolve": {"path": {"id": rescue}, "body": {"outcome": "resolved", "enrich": ["the DB URL is in db.env"]}},
     });
     let mut called = BTreeSet::new();
     // Reads first, then changes (an approval is shown before it is settled).
@@ -333,6 +345,40 @@ fn the_api_document_validates_and_every_route_answers_with_what_it_says() {
     assert_eq!(shown["status"]["state"], "denied");
     assert_eq!(shown["status"]["reason"], "not this file");
     assert_eq!(shown["status"]["by"], "ops");
+
+    // The rescue went through every step, as the operator's; the one the
+    // API opened is open, assigned, and its session paused.
+    let record = site.json(&["rescue", "show", &rescue]);
+    assert_eq!(record["assignee"], "bob", "{record}");
+    assert_eq!(
+        record["diagnosis"]["category"], "missing_context",
+        "{record}"
+    );
+    assert_eq!(
+        record["injections"][0]["attached"][0]["path"], "db.env",
+        "{record}"
+    );
+    assert_eq!(record["outcome"], "resolved", "{record}");
+    assert_eq!(record["context_updates"].as_array().map(Vec::len), Some(1));
+    let review = site.json(&["memory", "review", "--json"]);
+    let lesson = review
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["provenance"]["rescue"] == rescue.as_str())
+        .unwrap_or_else(|| panic!("the lesson is not proposed: {review}"));
+    assert_eq!(lesson["text"], "the DB URL is in db.env");
+    assert_eq!(lesson["provenance"]["by"], "ops", "{lesson}");
+    let opened = site.json(&["rescue", "list", "--json"]);
+    let opened = opened
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["session_name"] == "api-e")
+        .unwrap_or_else(|| panic!("no rescue of api-e: {opened}"))
+        .clone();
+    assert_eq!(opened["assignee"], "alice", "{opened}");
+    assert!(opened["outcome"].is_null(), "{opened}");
 
     // The pause and the resume are in the session's log, as the operator's.
     let log = crate::dashboard::run_ok(&site, &["log", "show", "api-d"]);
@@ -446,6 +492,45 @@ fn the_api_document_validates_and_every_route_answers_with_what_it_says() {
         400,
         "invalid_arguments",
         "not a JSON object",
+    );
+    refused(
+        "GET",
+        "/api/v1/rescues/r-nothing",
+        &as_operator,
+        "",
+        404,
+        "rescue_not_found",
+        "no rescue `r-nothing`",
+    );
+    refused(
+        "POST",
+        &format!("/api/v1/rescues/{rescue}/assign"),
+        &as_operator,
+        r#"{"to": "carol"}"#,
+        400,
+        "rescue_invalid_input",
+        "is closed (resolved): cannot assign it",
+    );
+    refused(
+        "POST",
+        "/api/v1/sessions/api-e/rescue",
+        &as_operator,
+        "{}",
+        400,
+        "rescue_invalid_input",
+        "is already being rescued",
+    );
+    refused(
+        "POST",
+        &format!(
+            "/api/v1/rescues/{}/diagnose",
+            opened["id"].as_str().unwrap()
+        ),
+        &as_operator,
+        r#"{"category": "vibes", "root_cause": "x"}"#,
+        400,
+        "invalid_arguments",
+        "unknown variant `vibes`",
     );
     refused(
         "GET",

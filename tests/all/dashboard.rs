@@ -79,7 +79,7 @@ pub(crate) struct Answer {
 }
 
 impl Answer {
-    fn header(&self, name: &str) -> Option<String> {
+    pub(crate) fn header(&self, name: &str) -> Option<String> {
         let name = format!("{}:", name.to_ascii_lowercase());
         self.head
             .lines()
@@ -617,8 +617,8 @@ if (!window.__gbErrors) {
 return true;
 "#;
 
-struct Browser {
-    client: fantoccini::Client,
+pub(crate) struct Browser {
+    pub(crate) client: fantoccini::Client,
     driver: String,
     // Dropped in this order: the driver's group, then what is left.
     _chromedriver: Killed,
@@ -628,7 +628,7 @@ struct Browser {
 }
 
 impl Browser {
-    async fn start(admin: &str) -> Browser {
+    pub(crate) async fn start(admin: &str) -> Browser {
         util::ensure_debian_tool("chromium", "chromium");
         util::ensure_debian_tool("chromedriver", "chromium-driver");
         let port = free_port();
@@ -695,16 +695,16 @@ impl Browser {
         format!("http://{}{path}", self.admin)
     }
 
-    async fn goto(&self, path: &str) {
+    pub(crate) async fn goto(&self, path: &str) {
         self.client.goto(&self.url(path)).await.unwrap();
         self.hook().await;
     }
 
-    async fn hook(&self) {
+    pub(crate) async fn hook(&self) {
         self.client.execute(ERROR_HOOK, vec![]).await.unwrap();
     }
 
-    async fn find(&self, css: &str) -> fantoccini::elements::Element {
+    pub(crate) async fn find(&self, css: &str) -> fantoccini::elements::Element {
         let found = self
             .client
             .wait()
@@ -721,18 +721,18 @@ impl Browser {
         }
     }
 
-    async fn text(&self) -> String {
+    pub(crate) async fn text(&self) -> String {
         let body = self.find("body").await;
         body.text().await.unwrap()
     }
 
-    async fn shoot(&self, name: &str) {
+    pub(crate) async fn shoot(&self, name: &str) {
         let png = self.client.screenshot().await.unwrap();
         std::fs::write(self.shots.join(format!("{name}.png")), png).unwrap();
     }
 
     /// Errors the page recorded since its hook, and what the browser logged.
-    async fn console_errors(&self) -> Vec<String> {
+    pub(crate) async fn console_errors(&self) -> Vec<String> {
         let mut errors: Vec<String> = match self
             .client
             .execute("return window.__gbErrors || [];", vec![])
@@ -769,7 +769,7 @@ impl Browser {
         errors
     }
 
-    async fn assert_no_errors(&self, page: &str) {
+    pub(crate) async fn assert_no_errors(&self, page: &str) {
         let errors = self.console_errors().await;
         assert!(errors.is_empty(), "console errors on {page}: {errors:#?}");
     }

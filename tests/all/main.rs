@@ -18,6 +18,7 @@ mod code_python;
 mod completion;
 mod cpu;
 mod dashboard;
+mod dashboard_rescues;
 mod dev;
 mod doctor;
 mod drain;

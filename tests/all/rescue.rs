@@ -1373,6 +1373,70 @@ fn a_rescue_hands_the_agent_file_content_read_on_the_operators_side() {
     assert_eq!(code, 0, "{out}{err}");
 }
 
+/// `glovebox rescue` runs the registry's operations and exits on each kind
+/// of refusal as it did before: a rescue that is not there or an argument
+/// the ledger refuses 4, a session that is not there 8 (the session refused
+/// it), each with the ledger's words; the same through a running server.
+#[test]
+fn rescue_commands_exit_on_refusals_as_before_with_and_without_a_server() {
+    let site = site("");
+    let check = |when: &str| {
+        let (code, out, err) = site.run(&["rescue", "show", "r-nothing"]);
+        assert_eq!(code, 4, "{when}: {err}");
+        assert!(out.is_empty(), "{when}: {out}");
+        assert_eq!(
+            err.trim_end(),
+            "error: no rescue `r-nothing`: `glovebox rescue list` lists them",
+            "{when}"
+        );
+        let (code, _, err) = site.run(&["rescue", "open", "nobody"]);
+        assert_eq!(code, 8, "{when}: {err}");
+        assert!(err.contains("nobody"), "{when}: {err}");
+        let opened = site.json(&["rescue", "open", when]);
+        let rid = opened["id"].as_str().unwrap();
+        let (code, _, err) = site.run(&["rescue", "assign", rid, "--to", " "]);
+        assert_eq!(code, 4, "{when}: {err}");
+        assert!(
+            err.contains("an assignee is a name of 1 to 256 bytes, not 0: `--to NAME`"),
+            "{when}: {err}"
+        );
+        let resolved = site.json(&["rescue", "resolve", rid, "--outcome", "abandoned"]);
+        assert_eq!(resolved["outcome"], "abandoned", "{when}");
+        let (code, _, err) = site.run(&[
+            "rescue",
+            "diagnose",
+            rid,
+            "--category",
+            "other",
+            "--root-cause",
+            "x",
+        ]);
+        assert_eq!(code, 4, "{when}: {err}");
+        assert!(
+            err.contains(&format!(
+                "rescue `{rid}` is closed (abandoned): cannot diagnose it"
+            )),
+            "{when}: {err}"
+        );
+    };
+    for name in ["here", "served"] {
+        site.json(&[
+            "session",
+            "start",
+            "--role",
+            "workagent",
+            "--project",
+            "cli",
+            "--name",
+            name,
+        ]);
+    }
+    check("here");
+    let _server = crate::mcp::Server::initialized(&site.config(), &[]);
+    site.wait_for_control_socket();
+    check("served");
+}
+
 /// A rescue open past `[detector] rescue_target` raises `rescue_overdue`
 /// on its session at the sweep (once), which reaches the operator as every
 /// flag does; the rescue's end clears it.

@@ -13,9 +13,9 @@
 //! `/ui/login` that sets a cookie holding a random session id, never the
 //! token), the same-origin check of every POST (CSRF), and the pages. What it
 //! shows it reads through the `glovebox` crate's public API, the one the
-//! command line uses; what it does (approve, deny) goes through the same
-//! gateway entry points as `glovebox approve` and `glovebox deny`, recording
-//! the operator principal.
+//! command line uses; what it does (approve, deny, review memory, act on a
+//! rescue) runs the same operations of the registry as `glovebox approve`,
+//! `deny`, `memory ...` and `rescue ...`, recording the operator principal.
 //!
 //! It must never import wasmtime, sled or MCP: it knows the gateway
 //! (`glovebox::Gateway`) and the jobs runner (`glovebox::Jobs`) only.
@@ -39,6 +39,7 @@ mod notify;
 pub mod openapi;
 mod pages;
 mod principals;
+mod rescue_actions;
 mod rescues;
 mod sessions;
 mod timeline;
@@ -240,6 +241,10 @@ fn router(app: Arc<App>) -> Router {
         .route("/ui/budget/lift", post(budget::lift))
         .route("/ui/budget/raise", post(budget::raise))
         .route("/ui/rescues", get(rescues::rescues))
+        .route("/ui/rescues/{id}/assign", post(rescue_actions::assign))
+        .route("/ui/rescues/{id}/diagnose", post(rescue_actions::diagnose))
+        .route("/ui/rescues/{id}/inject", post(rescue_actions::inject))
+        .route("/ui/rescues/{id}/resolve", post(rescue_actions::resolve))
         .route("/ui/memory", get(memory::memory))
         .route("/ui/doctor", get(doctor::doctor))
         .route("/ui/principals", get(principals::principals))

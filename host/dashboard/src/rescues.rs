@@ -1,5 +1,6 @@
 //! The rescues page, `/ui/rescues`: the last 30 days' report and charts,
-//! the open missions, every rescue the latest opened first (a page at a
+//! the open missions with their actions (assign, diagnose, inject, close:
+//! `rescue_actions.rs`), every rescue the latest opened first (a page at a
 //! time with `?cursor=`), and the newest active entries of the context
 //! index.
 //!
@@ -15,6 +16,7 @@ use std::fmt::Write as _;
 use axum::extract::Query;
 use axum::http::StatusCode;
 use axum::response::Response;
+use glovebox::operations::OperationError;
 use glovebox::page::{DEFAULT_PAGE, Page, PageRequest};
 use glovebox::rescue::{Rescue, RescueError, Rescues, Tally};
 
@@ -33,12 +35,29 @@ const CHARTED: usize = 20;
 pub struct RescuesQuery {
     /// Where the previous page of the listing ended.
     cursor: Option<String>,
+    /// The rescue an action just changed (its result is shown first).
+    done: Option<String>,
 }
 
 /// `GET /ui/rescues`.
 pub async fn rescues(viewer: Viewer, Query(q): Query<RescuesQuery>) -> Response {
     viewer
-        .page("rescues", "rescues", move |app| render(app, q.cursor))
+        .page("rescues", "rescues", move |app| {
+            render(app, q.cursor, q.done.as_deref(), None)
+        })
+        .await
+}
+
+/// The page again after an action it refused, saying why, with the status
+/// the refusal's class answers with on the HTTP API.
+pub(crate) async fn refused(viewer: Viewer, e: OperationError) -> Response {
+    viewer
+        .page_with(
+            crate::api::status(e.class),
+            "rescues",
+            "rescues",
+            move |app| render(app, None, None, Some(&e.message)),
+        )
         .await
 }
 
@@ -73,7 +92,7 @@ fn minutes(ms: u64) -> String {
     format!("{:.1} min", ms as f64 / 60_000.0)
 }
 
-fn render(app: &App, cursor: Option<String>) -> Rendered {
+fn render(app: &App, cursor: Option<String>, done: Option<&str>, error: Option<&str>) -> Rendered {
     let rescues = of(app);
     let bad = |e: RescueError| match e {
         RescueError::InvalidInput(_) => (StatusCode::BAD_REQUEST, e.to_string()),
@@ -82,6 +101,22 @@ fn render(app: &App, cursor: Option<String>) -> Rendered {
     let shown = watched(&rescues, cursor.clone()).map_err(bad)?;
     let now = now_ms(app);
     let mut body = String::from("<h1>Rescues</h1>");
+    if let Some(message) = error {
+        let _ = write!(body, "<p class=\"error\" id=\"flash\">{}</p>", esc(message));
+    }
+    if let Some(r) = done.and_then(|id| rescues.get(id).ok()) {
+        let _ = write!(
+            body,
+            "<p class=\"good\" id=\"flash\"><code>{}</code> in {}: {}{}</p>",
+            esc(&r.id),
+            session_link(&r.session, r.session_name.as_deref()),
+            esc(r.status()),
+            r.assignee
+                .as_deref()
+                .map(|a| format!(", assigned to {}", esc(a)))
+                .unwrap_or_default()
+        );
+    }
     body += &last_days(&rescues).map_err(internal)?;
     let open = &shown.open;
     let more = open.next_cursor.is_some();
@@ -123,6 +158,12 @@ fn render(app: &App, cursor: Option<String>) -> Rendered {
         ],
         &rows,
     );
+    if !open.items.is_empty() {
+        body += "<h2>Act on an open rescue</h2>";
+        for r in &open.items {
+            body += &crate::rescue_actions::card(r);
+        }
+    }
     body += &listing(&shown.listed, cursor.is_some());
     body += &context_index(&rescues, now).map_err(internal)?;
     Ok(("Rescues".into(), body))

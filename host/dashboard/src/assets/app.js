@@ -10,9 +10,16 @@
   var pending = false;
   var busy = false;
 
+  // The operator is typing, or has started filling a form of the page (a
+  // rescue's description, say): the page is not swapped under them.
   function typing() {
     var el = document.activeElement;
-    return el && el.closest && el.closest("main") && (el.tagName === "INPUT" || el.tagName === "SELECT") && el.value !== "";
+    if (el && el.closest && el.closest("main") && /^(INPUT|SELECT|TEXTAREA)$/.test(el.tagName) && el.value !== "") return true;
+    var main = document.getElementById("main");
+    if (!main) return false;
+    return Array.prototype.some.call(main.querySelectorAll("textarea, input"), function (f) {
+      return f.type !== "hidden" && f.value !== f.defaultValue;
+    });
   }
 
   function refresh() {

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::jobs::JobError;
 use crate::memory::MemoryError;
+use crate::rescue::RescueError;
 use crate::scratch::ReadError;
 use crate::session::SessionError;
 
@@ -144,5 +145,21 @@ impl From<ReadError> for OperationError {
             ReadError::Io { .. } => (ErrorClass::Failed, "scratch_io"),
         };
         OperationError::new(class, kind, e.to_string())
+    }
+}
+
+impl From<RescueError> for OperationError {
+    /// A rescue's own refusals keep kinds of their own (`rescue_…`): the
+    /// command line exits on them as it always did (`Exit::of_rescue`).
+    fn from(e: RescueError) -> OperationError {
+        let message = e.to_string();
+        let (class, kind) = match e {
+            RescueError::Session(s) => return OperationError::from(s),
+            RescueError::NotFound(_) => (ErrorClass::NotFound, "rescue_not_found"),
+            RescueError::InvalidInput(_) => (ErrorClass::Invalid, "rescue_invalid_input"),
+            RescueError::Refused(_) => (ErrorClass::NotAllowed, "rescue_refused"),
+            RescueError::Storage(_) => (ErrorClass::Failed, "rescue_storage"),
+        };
+        OperationError::new(class, kind, message)
     }
 }

@@ -38,6 +38,14 @@ mod memory_retire;
 mod memory_search;
 mod paging;
 mod plugins_accept;
+mod rescues_assign;
+mod rescues_diagnose;
+mod rescues_inject;
+mod rescues_list;
+mod rescues_open;
+mod rescues_report;
+mod rescues_resolve;
+mod rescues_show;
 mod schema;
 mod sessions_flag;
 mod sessions_list;
@@ -85,6 +93,14 @@ pub use memory_retire::{RetireMemory, RetireMemoryArgs};
 pub use memory_search::{MemoryFound, SearchMemory, SearchMemoryArgs};
 pub use paging::page_request;
 pub use plugins_accept::{AcceptPlugin, AcceptPluginArgs, AcceptedTool};
+pub use rescues_assign::{AssignRescue, AssignRescueArgs};
+pub use rescues_diagnose::{DiagnoseRescue, DiagnoseRescueArgs};
+pub use rescues_inject::{InjectRescue, InjectRescueArgs, InjectedFile};
+pub use rescues_list::{ListRescues, ListRescuesArgs};
+pub use rescues_open::{OpenRescue, OpenRescueArgs};
+pub use rescues_report::{RescueFigures, RescueFiguresArgs};
+pub use rescues_resolve::{ResolveRescue, ResolveRescueArgs};
+pub use rescues_show::{ShowRescue, ShowRescueArgs};
 pub use schema::{as_clients_know_it, input_schema};
 pub use sessions_flag::{FlagSession, FlagSessionArgs, FlagSessionOutput};
 pub use sessions_list::{ListSessions, ListSessionsArgs};
@@ -399,6 +415,14 @@ pub fn all() -> &'static [Entry] {
             Entry::of::<Doctor>(),
             Entry::of::<DoctorScore>(),
             Entry::of::<AcceptPlugin>(),
+            Entry::of::<ListRescues>(),
+            Entry::of::<ShowRescue>(),
+            Entry::of::<RescueFigures>(),
+            Entry::of::<OpenRescue>(),
+            Entry::of::<AssignRescue>(),
+            Entry::of::<DiagnoseRescue>(),
+            Entry::of::<InjectRescue>(),
+            Entry::of::<ResolveRescue>(),
         ]
     });
     &ALL

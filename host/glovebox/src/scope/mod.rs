@@ -22,7 +22,7 @@
 //! what they touch, one file each: the
 //! sessions (here), child sessions (`children.rs`), ending a session with
 //! its completion gates (`completion.rs`), the memory bank (`memory.rs`),
-//! a session's scratch files (`files.rs`), and the jobs runner ([`JobScope`], `jobs.rs`).
+//! a session's scratch files (`files.rs`), the rescues (`rescues.rs`), and the jobs runner ([`JobScope`], `jobs.rs`).
 //!
 //! [`cli_operator`]: crate::cli_operator
 
@@ -32,6 +32,7 @@ mod completion;
 mod files;
 mod jobs;
 mod memory;
+mod rescues;
 mod verify;
 
 use std::sync::Arc;

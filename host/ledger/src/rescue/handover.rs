@@ -44,6 +44,7 @@ pub struct Handover {
 
 /// A file an injection carried, as the rescue's record keeps it (the content
 /// itself is in the session's log).
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AttachedFile {
     pub path: String,

@@ -57,6 +57,7 @@ const BUCKET: &str = "rescues";
 const DAY_MS: u64 = 86_400_000;
 
 /// The category of a blocker's root cause.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Category {
@@ -93,6 +94,7 @@ impl Category {
 glovebox_manifest::named_enum!(Category, "category");
 
 /// How a rescue ended.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
@@ -119,6 +121,7 @@ impl Outcome {
 glovebox_manifest::named_enum!(Outcome, "outcome");
 
 /// What the blocker was.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Diagnosis {
     pub category: Category,
@@ -128,6 +131,7 @@ pub struct Diagnosis {
 }
 
 /// What was handed to the session.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Injection {
     /// What the operator found, as handed over (absent in injections made
@@ -147,6 +151,7 @@ pub struct Injection {
 }
 
 /// One rescue mission.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Rescue {
     pub id: String,

@@ -4,12 +4,13 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::{Outcome, Rescue};
 
 /// `glovebox rescue report`: the rescues opened in the last `days` days.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RescueReport {
     pub days: u64,
     pub since_ms: u64,
