@@ -37,6 +37,19 @@ pub async fn jobs(config: &Path) -> Result<Arc<Jobs>> {
     ))
 }
 
+/// The jobs runner of a gateway opened here without the config's plugins
+/// (`Gateway::open_without_tools`), for an operation that runs no tool; the
+/// running server's when this command runs inside it.
+pub async fn jobs_without_tools(config: &Path) -> Result<Arc<Jobs>> {
+    if let Ok(jobs) = SERVED.try_with(|s| s.jobs.clone()) {
+        return Ok(jobs);
+    }
+    Ok(Jobs::new(
+        Gateway::open_without_tools(config).await?,
+        JobsConfig::default(),
+    ))
+}
+
 /// The config: the running server's (what it serves now), or the file's.
 pub fn config(path: &Path) -> Result<HostConfig> {
     match served() {

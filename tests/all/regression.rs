@@ -53,3 +53,42 @@ fn sled_refused_the_store_after_a_kill_during_its_startup_snapshot() {
     let (code, out, err) = site.run(&["log", "verify", "kept"]);
     assert_eq!(code, 0, "{out}{err}");
 }
+
+// Once the rescue commands ran the registry's operations, at the command
+// line with no server they opened the whole gateway and so loaded every
+// plugin first: one whose component could not load stopped `glovebox
+// rescue` (exit 2), when the operator may need it most. An operation that
+// runs no tool now opens the data dir without the plugins.
+#[test]
+fn a_plugin_that_cannot_load_stopped_the_operators_rescue_commands() {
+    let site = Site::with_plugins(&[(
+        "broken.toml",
+        "name = \"broken\"\ncomponent = \"broken.wasm\"\n".to_string(),
+    )]);
+    std::fs::write(
+        site.path().join("broken.wasm"),
+        b"\0asm, and then not a component",
+    )
+    .unwrap();
+    // The plugin cannot load: a command that needs the tools says so.
+    let (code, _, err) = site.run(&["tools"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("cannot load the plugins"), "{err}");
+    let (code, _, err) = site.run(&[
+        "session",
+        "start",
+        "--role",
+        "workagent",
+        "--project",
+        "p",
+        "--name",
+        "stuck",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let opened = site.json(&["rescue", "open", "stuck"]);
+    let rid = opened["id"].as_str().unwrap();
+    let listed = site.json(&["rescue", "list", "--json"]);
+    assert!(listed.to_string().contains(rid), "{listed}");
+    let resolved = site.json(&["rescue", "resolve", rid, "--outcome", "abandoned"]);
+    assert_eq!(resolved["outcome"], "abandoned");
+}

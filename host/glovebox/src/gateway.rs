@@ -183,6 +183,16 @@ impl Gateway {
         Ok(Gateway::new(host, ledger))
     }
 
+    /// [`Gateway::open`] without the config's plugins ([`Host::without_tools`]):
+    /// for an operation that runs no tool, from the command line while no
+    /// server holds the data dir.
+    pub async fn open_without_tools(path: &Path) -> anyhow::Result<Gateway> {
+        let config = crate::load_config(path).await?;
+        let host = Arc::new(Host::without_tools(config).await?);
+        let ledger = Arc::new(open_sessions(host.config())?);
+        Ok(Gateway::new(host, ledger))
+    }
+
     /// The host as it is now (a reload swaps it; what is taken here stays
     /// as it was for as long as it is held).
     pub fn host(&self) -> Arc<Host> {

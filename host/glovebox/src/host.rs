@@ -31,6 +31,13 @@ mod hook_gate;
 
 use admissions::{Admissions, MIB};
 
+/// Whether a host loads its config's plugins (see [`Host::without_tools`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Tools {
+    Loaded,
+    Left,
+}
+
 /// A Glovebox host: one engine, the configured plugins and hooks, admission control.
 pub struct Host {
     config: HostConfig,
@@ -58,7 +65,18 @@ impl Host {
     pub async fn load(config: HostConfig) -> Result<Host> {
         let runtime = Arc::new(Runtime::new(&config)?);
         let admission = Admissions::new(&config);
-        Host::assemble(config, runtime, admission).await
+        Host::assemble(config, runtime, admission, Tools::Loaded).await
+    }
+
+    /// `config`'s host without its plugins: for work on the data dir that
+    /// runs no tool (an operator's rescue commands at the command line), so
+    /// a plugin that cannot load does not stop it. Every tool is unknown to
+    /// it, so a call through it is refused before anything runs; its hooks
+    /// are loaded as ever (a broken one denies).
+    pub async fn without_tools(config: HostConfig) -> Result<Host> {
+        let runtime = Arc::new(Runtime::new(&config)?);
+        let admission = Admissions::new(&config);
+        Host::assemble(config, runtime, admission, Tools::Left).await
     }
 
     /// The same host with its config, plugins and hooks read again from its
@@ -81,7 +99,13 @@ impl Host {
                 path.display()
             );
         }
-        Host::assemble(config, self.runtime.clone(), self.admission.clone()).await
+        Host::assemble(
+            config,
+            self.runtime.clone(),
+            self.admission.clone(),
+            Tools::Loaded,
+        )
+        .await
     }
 
     /// A host from a loaded config on an engine and admission pool.
@@ -89,10 +113,15 @@ impl Host {
         config: HostConfig,
         runtime: Arc<Runtime>,
         admission: Admissions,
+        tools: Tools,
     ) -> Result<Host> {
         let mut plugins = Vec::new();
         let mut index = BTreeMap::new();
-        for manifest in config.plugins.clone() {
+        let manifests = match tools {
+            Tools::Loaded => config.plugins.clone(),
+            Tools::Left => Vec::new(),
+        };
+        for manifest in manifests {
             let origin = manifest
                 .path
                 .as_ref()
@@ -112,7 +141,9 @@ impl Host {
             }
             plugins.push(Arc::new(plugin));
         }
-        crate::tool_names::check(&config, &plugins, &index)?;
+        if tools == Tools::Loaded {
+            crate::tool_names::check(&config, &plugins, &index)?;
+        }
         // Hooks never fail the load: a broken hook denies every call instead.
         let hooks =
             Arc::new(HookChain::load(runtime.engine(), runtime.compiled(), &config.hooks).await);

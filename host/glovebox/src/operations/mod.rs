@@ -175,6 +175,12 @@ pub trait Operation: Send + Sync + 'static {
     /// The MCP tool agents call it by (`approval_status`), when it is one
     /// of the built-in tools; its input schema is [`Self::Args`]'.
     const MCP: Option<&'static str> = None;
+    /// Whether it may run a tool (an approved call, a gate, a job). One
+    /// that runs none (a rescue's record) is run, from the command line with
+    /// no server, on a host without the config's plugins
+    /// ([`Gateway::open_without_tools`](crate::Gateway::open_without_tools)),
+    /// so a plugin that cannot load does not stop it.
+    const RUNS_TOOLS: bool = true;
     type Args: DeserializeOwned + JsonSchema + Send + 'static;
     type Output: Serialize + JsonSchema + Send + 'static;
 
@@ -197,6 +203,8 @@ pub struct Entry {
     pub http: Option<Route>,
     /// The MCP tool it is served as, if any.
     pub mcp: Option<&'static str>,
+    /// Whether it may run a tool ([`Operation::RUNS_TOOLS`]).
+    pub runs_tools: bool,
     args: fn(&mut SchemaGenerator) -> Schema,
     output: fn(&mut SchemaGenerator) -> Schema,
     call: for<'g> fn(Scope<'g>, &'g str, Value) -> Running<'g>,
@@ -214,6 +222,7 @@ impl Entry {
             audience: O::AUDIENCE,
             http: O::HTTP,
             mcp: O::MCP,
+            runs_tools: O::RUNS_TOOLS,
             args: |generator| generator.subschema_for::<O::Args>(),
             output: |generator| generator.subschema_for::<O::Output>(),
             call: |scope, called, args| Box::pin(call::<O>(scope, called, args)),

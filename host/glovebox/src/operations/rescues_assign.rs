@@ -29,6 +29,7 @@ impl Operation for AssignRescue {
         "A later name replaces it. A resolved rescue is refused. Returns the rescue.";
     const AUDIENCE: Audience = Audience::Operator;
     const HTTP: Option<Route> = Some(Route::post("/rescues/{id}/assign"));
+    const RUNS_TOOLS: bool = false;
     type Args = AssignRescueArgs;
     type Output = Rescue;
 

@@ -38,6 +38,7 @@ impl Operation for DiagnoseRescue {
     const DESCRIPTION: &'static str = "A later diagnosis replaces it; the report's mean time to diagnose counts the first one's time. A resolved rescue, or a blank root cause, is refused. Returns the rescue.";
     const AUDIENCE: Audience = Audience::Operator;
     const HTTP: Option<Route> = Some(Route::post("/rescues/{id}/diagnose"));
+    const RUNS_TOOLS: bool = false;
     type Args = DiagnoseRescueArgs;
     type Output = Rescue;
 

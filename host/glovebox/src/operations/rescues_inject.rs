@@ -60,6 +60,7 @@ impl Operation for InjectRescue {
     const DESCRIPTION: &'static str = "Appended to the session's log (each file's content with its SHA-256) and returned by its next resume; an agent connected to it is told at once. At least one part is needed, and every bound is checked before anything is written. A resolved rescue is refused. Returns the rescue.";
     const AUDIENCE: Audience = Audience::Operator;
     const HTTP: Option<Route> = Some(Route::post("/rescues/{id}/inject"));
+    const RUNS_TOOLS: bool = false;
     type Args = InjectRescueArgs;
     type Output = Rescue;
 

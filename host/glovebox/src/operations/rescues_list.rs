@@ -24,6 +24,7 @@ impl Operation for ListRescues {
     const DESCRIPTION: &'static str = "Each with its session, the call it concerns, the flags active when it was opened, its assignee, diagnosis, injections and outcome. Open and closed ones alike.";
     const AUDIENCE: Audience = Audience::Operator;
     const HTTP: Option<Route> = Some(Route::get("/rescues"));
+    const RUNS_TOOLS: bool = false;
     type Args = ListRescuesArgs;
     type Output = Page<Rescue>;
 

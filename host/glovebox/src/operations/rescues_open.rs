@@ -36,6 +36,7 @@ impl Operation for OpenRescue {
     const DESCRIPTION: &'static str = "Records the session, the call it concerns, when the blocker was detected (its oldest active flag, or now) and the flags active now; an active session is paused until the rescue is resolved. A session that is not live, or already being rescued, is refused. Returns the rescue.";
     const AUDIENCE: Audience = Audience::Operator;
     const HTTP: Option<Route> = Some(Route::post("/sessions/{session}/rescue"));
+    const RUNS_TOOLS: bool = false;
     type Args = OpenRescueArgs;
     type Output = Rescue;
 

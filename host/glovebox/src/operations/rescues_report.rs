@@ -29,6 +29,7 @@ impl Operation for RescueFigures {
     const DESCRIPTION: &'static str = "Over the rescues opened in the last `days` days: their count by outcome, the mean times to diagnose and to unblock, the memory entries they proposed, those closed without a lesson, and their root causes by category.";
     const AUDIENCE: Audience = Audience::Operator;
     const HTTP: Option<Route> = Some(Route::get("/rescues/report"));
+    const RUNS_TOOLS: bool = false;
     type Args = RescueFiguresArgs;
     type Output = RescueReport;
 

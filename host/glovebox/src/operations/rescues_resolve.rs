@@ -36,6 +36,7 @@ impl Operation for ResolveRescue {
     const DESCRIPTION: &'static str = "`resolved` takes the session back to the ladder's first step and lifts the pause the rescue took; `re_escalated` and `abandoned` leave it blocked. Each lesson becomes a proposed memory entry of the project, for an operator's review; unless `[context] writers` allows rescues, a resolution with lessons is refused and nothing changes. Returns the rescue.";
     const AUDIENCE: Audience = Audience::Operator;
     const HTTP: Option<Route> = Some(Route::post("/rescues/{id}/resolve"));
+    const RUNS_TOOLS: bool = false;
     type Args = ResolveRescueArgs;
     type Output = Rescue;
 

@@ -25,6 +25,7 @@ impl Operation for ShowRescue {
     const DESCRIPTION: &'static str = "Its session, the call it concerns, when the blocker was detected and the rescue opened, the flags active then, its assignee, diagnosis, injections, outcome and the memory entries its enrich step proposed.";
     const AUDIENCE: Audience = Audience::Operator;
     const HTTP: Option<Route> = Some(Route::get("/rescues/{id}"));
+    const RUNS_TOOLS: bool = false;
     type Args = ShowRescueArgs;
     type Output = Rescue;
 
