@@ -53,14 +53,24 @@ pub(crate) fn print_approved(shown: &ShownApproval) -> Result<()> {
 }
 
 /// `glovebox approvals --input ID`: the approval's input exactly as the tool
-/// gets it (no newline added), so that its SHA-256 is the recorded one.
+/// gets it (no newline added), so that its SHA-256 is the recorded one; a
+/// secret's value in it is masked (threat 60), and then a note says the
+/// SHA-256 differs.
 pub(crate) async fn print_input(config: &Path, id: &str) -> Result<ExitCode> {
     let gateway = crate::reach::gateway(config).await?;
     let approval: Approval = match gateway.ledger().approvals.get(id) {
         Ok(a) => a,
         Err(e) => return Ok(crate::session_refused(&e)),
     };
-    crate::output::write_raw(&approval.input)?;
+    let config = gateway.host().config().clone();
+    let shown = config.secrets.mask(&approval.input);
+    if shown != approval.input.as_str() {
+        err!(
+            "note: the input carries a secret's value, shown masked as [secret:NAME]: its SHA-256 is not the recorded {}",
+            approval.input_hash
+        );
+    }
+    crate::output::write_raw(&shown)?;
     Ok(ExitCode::SUCCESS)
 }
 

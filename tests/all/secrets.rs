@@ -191,3 +191,64 @@ fn threat_60_a_guest_that_sends_the_value_itself_is_refused_before_it_leaves() {
         assert!(!others.join("\n").contains("sk-live"), "{request}");
     }
 }
+
+/// A secret's value an agent put in a call's input (it learned it some
+/// other way) is not kept: the session's log records the input masked, and
+/// an approval shows it masked wherever it is shown (the list, the whole
+/// input, which then says its SHA-256 differs). The call itself, once
+/// approved, gets the input as it was sent.
+#[test]
+fn threat_60_a_secret_in_a_calls_input_is_masked_in_the_log_and_in_the_approval() {
+    let site = Site::with_plugins(&[(
+        "files.toml",
+        format!(
+            "name = \"files\"\ncomponent = \"{}\"\n[[fs]]\nhost = \"work\"\nguest = \"/data\"\naccess = \"read-write\"\n",
+            plugins::TOOL_FILES
+        ),
+    )]);
+    site.set_config(&format!(
+        "[[secret]]\nname = \"api\"\nfile = \"api.token\"\n[[hook]]\nname = \"destructive\"\ncomponent = \"{}\"\n[hook.settings]\nmode = \"ask\"\n",
+        plugins::HOOK_DESTRUCTIVE
+    ));
+    std::fs::create_dir(site.path().join("work")).unwrap();
+    let token = site.path().join("api.token");
+    std::fs::write(&token, format!("{VALUE}\n")).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
+    site.start_workagent("w");
+
+    let input = json!({"path": "/data/key.txt", "content": format!("key={VALUE}")});
+    let (_, out, err) = site.run(&[
+        "call",
+        "files.write",
+        "-s",
+        "w",
+        "--input",
+        &input.to_string(),
+    ]);
+    assert!(!format!("{out}{err}").contains(VALUE), "{out}{err}");
+    let pending = site.json(&["approvals", "--json"]);
+    let listed = pending.to_string();
+    assert!(listed.contains("[secret:api]"), "{listed}");
+    assert!(!listed.contains(VALUE), "{listed}");
+    let id = pending[0]["id"].as_str().unwrap().to_string();
+
+    let (code, whole, note) = site.run(&["approvals", "--input", &id]);
+    assert_eq!(code, 0, "{note}");
+    assert_eq!(
+        whole,
+        r#"{"content":"key=[secret:api]","path":"/data/key.txt"}"#
+    );
+    assert!(note.contains("shown masked"), "{note}");
+
+    let (code, log, err) = site.run(&["log", "export", "w"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(log.contains("key=[secret:api]"), "{log}");
+    assert!(!log.contains(VALUE), "{log}");
+
+    // Approved, the call runs with the input it was sent.
+    let (code, out, err) = site.run(&["approve", &id]);
+    assert_eq!(code, 0, "{out}{err}");
+    let written = std::fs::read_to_string(site.path().join("work/key.txt")).unwrap();
+    assert_eq!(written, format!("key={VALUE}"));
+}

@@ -104,7 +104,9 @@ fn legend(a: &ShownApproval) -> String {
 }
 
 /// `GET /ui/approvals/ID/input`: the approval's input exactly as the tool
-/// gets it, as a download; its SHA-256 is the one the card shows.
+/// gets it, as a download; its SHA-256 is the one the card shows. A
+/// secret's value in it is masked (threat 60), and then the download says
+/// so (`x-glovebox-secrets-masked`) and its SHA-256 is not that one.
 pub async fn input(viewer: Viewer, UrlPath(id): UrlPath<String>) -> Response {
     let app = viewer.app.clone();
     let lookup = id.clone();
@@ -114,9 +116,22 @@ pub async fn input(viewer: Viewer, UrlPath(id): UrlPath<String>) -> Response {
         Ok(Err(e)) => return (StatusCode::NOT_FOUND, format!("{e}\n")).into_response(),
         Err(e) => return (StatusCode::INTERNAL_SERVER_ERROR, format!("{e:#}\n")).into_response(),
     };
+    let shown = viewer
+        .app
+        .gateway
+        .host()
+        .config()
+        .secrets
+        .mask(&approval.input)
+        .into_owned();
+    let masked = shown != approval.input;
     (
         [
             (header::CONTENT_TYPE, "application/octet-stream".to_string()),
+            (
+                header::HeaderName::from_static("x-glovebox-secrets-masked"),
+                masked.to_string(),
+            ),
             (
                 header::CONTENT_DISPOSITION,
                 format!("attachment; filename=\"{}-input.json\"", url(&id)),
@@ -126,7 +141,7 @@ pub async fn input(viewer: Viewer, UrlPath(id): UrlPath<String>) -> Response {
                 approval.input_hash.clone(),
             ),
         ],
-        approval.input,
+        shown,
     )
         .into_response()
 }

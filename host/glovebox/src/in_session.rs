@@ -117,7 +117,12 @@ pub(crate) async fn rerun_resumed(
     let input = ledger_work(move || {
         let events = sessions.events(&id, 1, usize::MAX)?;
         Ok(events.into_iter().find_map(|e| match e.kind {
-            EventKind::CallRequested { call_id, input, .. } if call_id == wanted => input,
+            EventKind::CallRequested {
+                call_id,
+                input,
+                input_digest,
+                ..
+            } if call_id == wanted => input.map(|input| (input, input_digest)),
             _ => None,
         }))
     })
@@ -127,6 +132,14 @@ pub(crate) async fn rerun_resumed(
             "the input of call `{call_id}` was too large to keep in the log: call the tool again"
         ))
     })?;
+    // The log keeps an input with a secret's value in it masked: that is
+    // not the input the call had, so it does not run again.
+    let (input, input_digest) = input;
+    if crate::session::digest(input.as_bytes()) != input_digest {
+        return Err(SessionError::InvalidInput(format!(
+            "the input of call `{call_id}` carried a secret's value, which the log keeps masked: call the tool again"
+        )));
+    }
     let admitted = gateway.admit(&call.tool, &input).map_err(|e| {
         SessionError::InvalidInput(format!("call `{call_id}` cannot run again: {e}"))
     })?;

@@ -10,6 +10,8 @@
 //! named, then the tool's schema order), and every invisible or
 //! display-changing character marked, in the input and in every other text
 //! an agent chose (the session's name) or a hook wrote, with a legend.
+//! A secret's value in the input is masked (`[secret:NAME]`, threat 60);
+//! the SHA-256 stays the whole input's as the tool gets it.
 //!
 //! The layout and the marking are pure functions of the text, in
 //! `glovebox-input` beside the admission checks, so they are fuzzed with the
@@ -57,8 +59,10 @@ impl Host {
             .ok()
             .filter(|(plugin, _)| plugin.digest == approval.tool_digest)
             .map(|(plugin, index)| plugin.tools[index].field_order.clone());
+        // A secret's value in the input is shown masked (threat 60); the
+        // SHA-256 stays the whole input's, as the tool gets it.
         let input = show_input(
-            &approval.input,
+            &self.config().secrets.mask(&approval.input),
             order.as_deref(),
             &named_in(&approval.reason),
         );

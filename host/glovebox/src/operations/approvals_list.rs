@@ -26,7 +26,7 @@ paged_args!(
 impl Operation for ListApprovals {
     const NAME: &'static str = "approvals.list";
     const SUMMARY: &'static str = "The approvals waiting for a human, a page at a time.";
-    const DESCRIPTION: &'static str = "Each with the call it holds (tool, exact input and its SHA-256), the hook and rule that asked, and its status. Pending ones oldest first; with `all`, the settled ones after them.";
+    const DESCRIPTION: &'static str = "Each with the call it holds (tool, exact input, a secret's value in it masked, and its SHA-256), the hook and rule that asked, and its status. Pending ones oldest first; with `all`, the settled ones after them.";
     const AUDIENCE: Audience = Audience::Operator;
     const HTTP: Option<Route> = Some(Route::get("/approvals"));
     type Args = ListApprovalsArgs;
@@ -38,6 +38,12 @@ impl Operation for ListApprovals {
     ) -> Result<Page<Approval>, OperationError> {
         let approvals = scope.gateway().ledger().approvals.clone();
         let page = page_request(args.limit, args.cursor)?;
-        Ok(ledger_work(move || approvals.page(args.all, &page)).await?)
+        let mut page = ledger_work(move || approvals.page(args.all, &page)).await?;
+        page.items = page
+            .items
+            .into_iter()
+            .map(|a| super::approvals_show::masked(&scope, a))
+            .collect();
+        Ok(page)
     }
 }

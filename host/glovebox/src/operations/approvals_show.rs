@@ -22,7 +22,7 @@ impl Operation for ShowApproval {
     const NAME: &'static str = "approvals.show";
     const SUMMARY: &'static str =
         "Where an approval stands: pending, approved or denied (with the reason).";
-    const DESCRIPTION: &'static str = "The call it holds (tool, exact input and its SHA-256), the hook and rule that asked, and its status with who settled it. An approval of a session the caller may not see is not found.";
+    const DESCRIPTION: &'static str = "The call it holds (tool, exact input, a secret's value in it masked, and its SHA-256), the hook and rule that asked, and its status with who settled it. An approval of a session the caller may not see is not found.";
     const AUDIENCE: Audience = Audience::Anyone;
     const HTTP: Option<Route> = Some(Route::get("/approvals/{id}"));
     const MCP: Option<&'static str> = Some("approval_status");
@@ -30,8 +30,20 @@ impl Operation for ShowApproval {
     type Output = Approval;
 
     async fn run(scope: Scope<'_>, args: ShowApprovalArgs) -> Result<Approval, OperationError> {
-        found_approval(scope, &args.id).await
+        let approval = found_approval(scope, &args.id).await?;
+        Ok(masked(&scope, approval))
     }
+}
+
+/// `approval` as it is shown: a secret's value in its input masked
+/// (threat 60); its `input_hash` stays the input's as the tool gets it.
+pub(super) fn masked(scope: &Scope<'_>, mut approval: Approval) -> Approval {
+    let host = scope.gateway().host();
+    let secrets = &host.config().secrets;
+    if let std::borrow::Cow::Owned(shown) = secrets.mask(&approval.input) {
+        approval.input = shown;
+    }
+    approval
 }
 
 /// The approval `id` if the caller may see it; else the answer for an

@@ -86,7 +86,10 @@ pub(crate) async fn record(
             call_id: ctx.call_id.clone(),
             tool: info.name.clone(),
             input_digest: digest(input.as_bytes()),
-            input: inline_if_small(input),
+            // A secret's value an agent put in the input is not kept
+            // (threat 60): the digest is the input's as the tool gets it,
+            // so a re-run can tell the input kept is not that one.
+            input: inline_if_small(&host.config().secrets.mask(input)),
             job_id: ctx.job_id.clone(),
             trace_id: crate::trace::current_trace_id(),
             parent_call: crate::nesting::parent_call(),
