@@ -195,8 +195,8 @@ fn threat_60_a_guest_that_sends_the_value_itself_is_refused_before_it_leaves() {
 /// A secret's value an agent put in a call's input (it learned it some
 /// other way) is not kept: the session's log records the input masked, and
 /// an approval shows it masked wherever it is shown (the list, the whole
-/// input, which then says its SHA-256 differs). The call itself, once
-/// approved, gets the input as it was sent.
+/// input, which then says its SHA-256 differs), and so does a background
+/// job. The call itself, once approved, gets the input as it was sent.
 #[test]
 fn threat_60_a_secret_in_a_calls_input_is_masked_in_the_log_and_in_the_approval() {
     let site = Site::with_plugins(&[(
@@ -245,6 +245,25 @@ fn threat_60_a_secret_in_a_calls_input_is_masked_in_the_log_and_in_the_approval(
     assert_eq!(code, 0, "{err}");
     assert!(log.contains("key=[secret:api]"), "{log}");
     assert!(!log.contains(VALUE), "{log}");
+
+    // A background job's input is shown masked too, as it is queued and
+    // when it is looked at.
+    let read = json!({"path": format!("/data/{VALUE}.txt")}).to_string();
+    let (code, spawned, err) =
+        site.run(&["job", "spawn", "-s", "w", "files.read", "--input", &read]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        spawned.contains("[secret:api].txt") && !spawned.contains(VALUE),
+        "{spawned}"
+    );
+    let job: Value = serde_json::from_str(&spawned).unwrap();
+    let job_id = job["id"].as_str().unwrap();
+    let (code, status, err) = site.run(&["job", "status", job_id]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        status.contains("[secret:api].txt") && !status.contains(VALUE),
+        "{status}"
+    );
 
     // Approved, the call runs with the input it was sent.
     let (code, out, err) = site.run(&["approve", &id]);

@@ -173,7 +173,7 @@ fn render_job(app: &App, id: &str) -> Rendered {
         html::when(job.created_at_ms, now),
         took(job.started_at_ms, job.finished_at_ms, now),
         job.attempts,
-        html::pre(&job.input, SHOWN),
+        html::pre(&app.gateway.host().config().secrets.mask(&job.input), SHOWN),
     );
     if let Some(r) = &job.result {
         if let Some(e) = &r.error {

@@ -74,7 +74,8 @@ impl<'j> JobScope<'j> {
         let call = self.jobs.admit(tool, input)?;
         let state = self.gateway().act_session(session).await?;
         offered(self.jobs, &state, &call)?;
-        self.jobs.persist(&state.header.id, &call).await
+        let job = self.jobs.persist(&state.header.id, &call).await?;
+        Ok(self.shown(job))
     }
 
     /// Spawns an admitted call as a job of a session the caller may act in.
@@ -83,9 +84,11 @@ impl<'j> JobScope<'j> {
         let state = self.gateway().act_session(session).await?;
         offered(self.jobs, &state, &call)?;
         let counted = (!caller.is_operator()).then_some(caller.name.as_str());
-        self.jobs
+        let job = self
+            .jobs
             .spawn_counted(&state.header.id, call, counted)
-            .await
+            .await?;
+        Ok(self.shown(job))
     }
 
     /// The job, if it is of a session the caller may see: an agent's look
@@ -94,7 +97,7 @@ impl<'j> JobScope<'j> {
     pub async fn show(self, id: &str) -> Result<JobInfo, JobError> {
         if self.caller.is_operator() {
             self.seen(id)?;
-            return self.jobs.peek(id);
+            return self.jobs.peek(id).map(|job| self.shown(job));
         }
         self.status(id).await
     }
@@ -103,14 +106,29 @@ impl<'j> JobScope<'j> {
     pub async fn status(self, id: &str) -> Result<JobInfo, JobError> {
         // Seen first (its record alone): only a caller it is shown to reads it.
         self.seen(id)?;
-        self.jobs.status(id)
+        self.jobs.status(id).map(|job| self.shown(job))
+    }
+
+    /// `job` as it is shown: a secret's value in the input it was spawned
+    /// with masked (threat 60; its result was masked when its call ran).
+    fn shown(&self, mut job: JobInfo) -> JobInfo {
+        self.mask(&mut job);
+        job
+    }
+
+    /// [`Self::shown`] in place.
+    fn mask(&self, job: &mut JobInfo) {
+        let host = self.jobs.gateway().host();
+        if let std::borrow::Cow::Owned(shown) = host.config().secrets.mask(&job.input) {
+            job.input = shown;
+        }
     }
 
     /// Cancels a job of the caller's (a queued one never runs; a final one
     /// is returned as it is, not marked as read).
     pub async fn cancel(self, id: &str) -> Result<JobInfo, JobError> {
         self.seen(id)?;
-        self.jobs.cancel(id).await
+        self.jobs.cancel(id).await.map(|job| self.shown(job))
     }
 
     /// Waits until every job (`All`) or one of them (`First`) of the
@@ -126,7 +144,11 @@ impl<'j> JobScope<'j> {
         for id in crate::jobs::runner::wait_set(ids)? {
             self.seen(id)?;
         }
-        self.jobs.wait(ids, mode, timeout).await
+        let mut outcome = self.jobs.wait(ids, mode, timeout).await?;
+        for job in outcome.done.iter_mut().chain(outcome.pending.iter_mut()) {
+            self.mask(job);
+        }
+        Ok(outcome)
     }
 
     /// A page of the jobs of the caller's sessions, oldest first, optionally
