@@ -159,3 +159,99 @@ fn threat_62_changed_or_poisoned_tool_text_is_held_until_an_operator_accepts_it(
     assert!(err.contains("no plugin is named `nope`"), "{err}");
     assert!(err.contains("echo") && err.contains("text"), "{err}");
 }
+
+/// From the doctor page an operator accepts a held plugin's text with the
+/// button beside its finding (the operation `plugins.accept`, as the command
+/// runs it): a POST from another origin is refused and changes nothing; from
+/// the page itself the finding goes, the page says so, and the tools are
+/// offered again.
+#[test]
+fn an_operator_accepts_a_held_plugins_text_from_the_doctor_page() {
+    use crate::dashboard::{http, serve};
+    let site = site();
+    let operator = crate::principals::add(&site, &["ops", "--kind", "operator"]);
+    let served = serve(&site);
+    let admin = served.admin.as_str();
+    let own = format!("http://{admin}");
+    let login = http(
+        admin,
+        "POST",
+        "/ui/login",
+        &[
+            ("Content-Type", "application/x-www-form-urlencoded"),
+            ("Origin", &own),
+        ],
+        &format!("token={operator}"),
+    );
+    assert_eq!(login.status, 303, "{}", login.body);
+    let cookie = login.header("set-cookie").unwrap();
+    let cookie = cookie.split(';').next().unwrap();
+
+    let page = http(admin, "GET", "/ui/doctor", &[("Cookie", cookie)], "");
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(page.body.contains("held_tool_text"), "{}", page.body);
+    // One button for the plugin, whichever of its tools are held.
+    assert_eq!(
+        page.body.matches("id=\"accept-text\"").count(),
+        1,
+        "{}",
+        page.body
+    );
+    assert!(!page.body.contains("id=\"accept-echo\""), "{}", page.body);
+
+    let post = |origin: &str| {
+        http(
+            admin,
+            "POST",
+            "/ui/plugins/text/accept",
+            &[
+                ("Content-Type", "application/x-www-form-urlencoded"),
+                ("Cookie", cookie),
+                ("Origin", origin),
+            ],
+            "",
+        )
+    };
+    let refused = post("http://evil.example");
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert!(!held(&site).is_empty(), "a refused POST accepted the text");
+
+    let accepted = post(&own);
+    assert_eq!(accepted.status, 303, "{}", accepted.body);
+    assert_eq!(
+        accepted.header("location").as_deref(),
+        Some("/ui/doctor?accepted=text")
+    );
+    let page = http(
+        admin,
+        "GET",
+        "/ui/doctor?accepted=text",
+        &[("Cookie", cookie)],
+        "",
+    );
+    assert!(
+        page.body
+            .contains("accepted the text of plugin <code>text</code>"),
+        "{}",
+        page.body
+    );
+    assert!(!page.body.contains("held_tool_text"), "{}", page.body);
+    assert!(held(&site).is_empty(), "{:?}", held(&site));
+    let (code, printed) = call(&site, "text.poisoned");
+    assert_eq!(code, 0, "still held: {printed}");
+
+    // A plugin that is not there: the page says why.
+    let none = http(
+        admin,
+        "POST",
+        "/ui/plugins/nothing/accept",
+        &[
+            ("Content-Type", "application/x-www-form-urlencoded"),
+            ("Cookie", cookie),
+            ("Origin", &own),
+        ],
+        "",
+    );
+    assert!(none.status >= 400, "{}: {}", none.status, none.body);
+    assert!(none.body.contains("id=\"flash\""), "{}", none.body);
+}

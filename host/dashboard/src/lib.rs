@@ -38,6 +38,7 @@ mod memory;
 mod notify;
 pub mod openapi;
 mod pages;
+mod plugin_actions;
 mod principals;
 mod rescue_actions;
 mod rescues;
@@ -247,6 +248,7 @@ fn router(app: Arc<App>) -> Router {
         .route("/ui/rescues/{id}/resolve", post(rescue_actions::resolve))
         .route("/ui/memory", get(memory::memory))
         .route("/ui/doctor", get(doctor::doctor))
+        .route("/ui/plugins/{plugin}/accept", post(plugin_actions::accept))
         .route("/ui/principals", get(principals::principals))
         .route("/ui/memory/{id}/approve", post(memory::approve))
         .route("/ui/memory/{id}/reject", post(memory::reject))
