@@ -104,9 +104,9 @@ pub struct Signature {
 
 impl Signature {
     /// Reads a signature file's text.
-    pub fn parse(text: &str) -> Result<Signature, String> {
+    pub fn parse(text: &str) -> Result<Signature, SignatureError> {
         let sig = minisign::SignatureBox::from_string(text)
-            .map_err(|e| format!("it is not a minisign signature ({e})"))?;
+            .map_err(|e| SignatureError::NotASignature(e.to_string()))?;
         let statement = sig
             .trusted_comment()
             .ok()
@@ -120,13 +120,16 @@ impl Signature {
 
     /// Whether `key` made this signature of its statement: the key ids
     /// agree, and both the statement and the trusted comment verify.
-    pub fn verify(&self, key: &TrustedKey) -> Result<(), String> {
-        let public = minisign::PublicKey::from_base64(&key.public_key)
-            .map_err(|e| format!("key {} cannot be read: {e}", key.id))?;
+    pub fn verify(&self, key: &TrustedKey) -> Result<(), SignatureError> {
+        let public =
+            minisign::PublicKey::from_base64(&key.public_key).map_err(|e| SignatureError::Key {
+                id: key.id.clone(),
+                why: e.to_string(),
+            })?;
         let comment = self
             .sig
             .trusted_comment()
-            .map_err(|e| format!("its trusted comment cannot be read: {e}"))?;
+            .map_err(|e| SignatureError::Comment(e.to_string()))?;
         minisign::verify(
             &public,
             &self.sig,
@@ -135,8 +138,31 @@ impl Signature {
             false,
             false,
         )
-        .map_err(|e| e.to_string())
+        .map_err(|e| SignatureError::Minisign(e.to_string()))
     }
+}
+
+/// Why a signature, a key or a signing failed; each in minisign's words
+/// where it gave some.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SignatureError {
+    /// A signature file's text is not a minisign signature.
+    #[error("it is not a minisign signature ({0})")]
+    NotASignature(String),
+    /// A trusted key cannot be read.
+    #[error("key {id} cannot be read: {why}")]
+    Key { id: String, why: String },
+    /// A signature's trusted comment cannot be read.
+    #[error("its trusted comment cannot be read: {0}")]
+    Comment(String),
+    /// A secret key file's text is not a minisign secret key.
+    #[error("it is not a minisign secret key ({0})")]
+    NotASecretKey(String),
+    /// What minisign said: a signature that does not verify, a key it
+    /// could not make or decrypt, a signing it could not do.
+    #[error("{0}")]
+    Minisign(String),
 }
 
 /// The SHA-256 of `bytes`, lowercase hex, as statements write digests.
@@ -160,14 +186,15 @@ pub struct KeyPair {
 
 /// Makes a new key pair (unencrypted: the caller writes the secret key
 /// owner-only).
-pub fn keygen() -> Result<KeyPair, String> {
-    let pair = minisign::KeyPair::generate_unencrypted_keypair().map_err(|e| e.to_string())?;
+pub fn keygen() -> Result<KeyPair, SignatureError> {
+    let minisign = |e: minisign::PError| SignatureError::Minisign(e.to_string());
+    let pair = minisign::KeyPair::generate_unencrypted_keypair().map_err(minisign)?;
     let id = key_id(pair.pk.keynum());
-    let public_file = pair.pk.to_box().map_err(|e| e.to_string())?.into_string();
+    let public_file = pair.pk.to_box().map_err(minisign)?.into_string();
     let secret_file = pair
         .sk
         .to_box(Some(&format!("glovebox signing key {id}")))
-        .map_err(|e| e.to_string())?
+        .map_err(minisign)?
         .into_string();
     Ok(KeyPair {
         public_file,
@@ -184,12 +211,13 @@ pub fn sign(
     statement: &Statement,
     secret_key: &str,
     password: Option<String>,
-) -> Result<(String, String), String> {
+) -> Result<(String, String), SignatureError> {
+    let minisign = |e: minisign::PError| SignatureError::Minisign(e.to_string());
     let key_box = minisign::SecretKeyBox::from_string(secret_key)
-        .map_err(|e| format!("it is not a minisign secret key ({e})"))?;
+        .map_err(|e| SignatureError::NotASecretKey(e.to_string()))?;
     let key = match minisign::SecretKey::from_unencrypted_box(key_box.clone()) {
         Ok(key) => key,
-        Err(_) => minisign::SecretKey::from_box(key_box, password).map_err(|e| e.to_string())?,
+        Err(_) => minisign::SecretKey::from_box(key_box, password).map_err(minisign)?,
     };
     let line = statement.to_string();
     let signature = minisign::sign(
@@ -199,7 +227,7 @@ pub fn sign(
         Some(&line),
         Some("glovebox plugin signature: the trusted comment says what was signed"),
     )
-    .map_err(|e| e.to_string())?;
+    .map_err(minisign)?;
     let id = key_id(signature.keynum());
     Ok((signature.into_string(), id))
 }

@@ -200,9 +200,9 @@ fn read_signature(
             });
         }
     };
-    Signature::parse(&text).map_err(|message| TrustProblem::Unreadable {
+    Signature::parse(&text).map_err(|e| TrustProblem::Unreadable {
         signature: signature.to_path_buf(),
-        message,
+        message: e.to_string(),
         sign: sign.to_string(),
     })
 }
@@ -222,13 +222,12 @@ pub(crate) fn check(signers: &[TrustedKey], subject: &Subject<'_>) -> Result<Str
             sign,
         });
     };
-    read.verify(key)
-        .map_err(|message| TrustProblem::BadSignature {
-            signature: signature.clone(),
-            key: key.id.clone(),
-            message,
-            sign: sign.clone(),
-        })?;
+    read.verify(key).map_err(|e| TrustProblem::BadSignature {
+        signature: signature.clone(),
+        key: key.id.clone(),
+        message: e.to_string(),
+        sign: sign.clone(),
+    })?;
     let other = |signed: String| TrustProblem::OtherSubject {
         signature: signature.clone(),
         signed,
