@@ -20,7 +20,7 @@ use crate::util::{self, NoWholeScan, Site, plugins};
 
 /// A config whose `files.write` waits for a human (the destructive hook
 /// asks), with `extra` tables, served to the built-in agent over stdio.
-fn site(extra: &str) -> Site {
+pub(crate) fn site(extra: &str) -> Site {
     let site = Site::with_plugins(&[(
         "files.toml",
         format!(

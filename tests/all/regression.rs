@@ -74,17 +74,7 @@ fn a_plugin_that_cannot_load_stopped_the_operators_rescue_commands() {
     let (code, _, err) = site.run(&["tools"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("cannot load the plugins"), "{err}");
-    let (code, _, err) = site.run(&[
-        "session",
-        "start",
-        "--role",
-        "workagent",
-        "--project",
-        "p",
-        "--name",
-        "stuck",
-    ]);
-    assert_eq!(code, 0, "{err}");
+    site.start_workagent("stuck");
     let opened = site.json(&["rescue", "open", "stuck"]);
     let rid = opened["id"].as_str().unwrap();
     let listed = site.json(&["rescue", "list", "--json"]);

@@ -1420,16 +1420,7 @@ fn rescue_commands_exit_on_refusals_as_before_with_and_without_a_server() {
         );
     };
     for name in ["here", "served"] {
-        site.json(&[
-            "session",
-            "start",
-            "--role",
-            "workagent",
-            "--project",
-            "cli",
-            "--name",
-            name,
-        ]);
+        site.start_workagent(name);
     }
     check("here");
     let _server = crate::mcp::Server::initialized(&site.config(), &[]);

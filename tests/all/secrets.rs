@@ -199,18 +199,8 @@ fn threat_60_a_guest_that_sends_the_value_itself_is_refused_before_it_leaves() {
 /// job. The call itself, once approved, gets the input as it was sent.
 #[test]
 fn threat_60_a_secret_in_a_calls_input_is_masked_in_the_log_and_in_the_approval() {
-    let site = Site::with_plugins(&[(
-        "files.toml",
-        format!(
-            "name = \"files\"\ncomponent = \"{}\"\n[[fs]]\nhost = \"work\"\nguest = \"/data\"\naccess = \"read-write\"\n",
-            plugins::TOOL_FILES
-        ),
-    )]);
-    site.set_config(&format!(
-        "[[secret]]\nname = \"api\"\nfile = \"api.token\"\n[[hook]]\nname = \"destructive\"\ncomponent = \"{}\"\n[hook.settings]\nmode = \"ask\"\n",
-        plugins::HOOK_DESTRUCTIVE
-    ));
-    std::fs::create_dir(site.path().join("work")).unwrap();
+    // The files plugin, whose writes the destructive hook asks about.
+    let site = crate::approvals::site("[[secret]]\nname = \"api\"\nfile = \"api.token\"\n");
     let token = site.path().join("api.token");
     std::fs::write(&token, format!("{VALUE}\n")).unwrap();
     use std::os::unix::fs::PermissionsExt;
