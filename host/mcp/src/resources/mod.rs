@@ -104,7 +104,7 @@ impl Connection {
         caller: &Principal,
         uri: &str,
     ) -> Result<ReadResourceResult, ErrorData> {
-        let named = parse(uri).map_err(|why| ErrorData::invalid_params(why, None))?;
+        let named = parse(uri).map_err(|why| ErrorData::invalid_params(why.to_string(), None))?;
         let output = match named {
             Named::Log {
                 session,

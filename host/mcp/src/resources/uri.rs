@@ -65,12 +65,13 @@ pub(crate) enum Watched {
 
 /// What `uri` names, or why it names nothing (in the words of an invalid
 /// argument: the client wrote it).
-pub(super) fn parse(uri: &str) -> Result<Named, String> {
-    let url = url::Url::parse(uri).map_err(|e| format!("`{uri}` is not a URI: {e}"))?;
+pub(super) fn parse(uri: &str) -> Result<Named, UriError> {
+    let url = url::Url::parse(uri).map_err(|e| UriError::NotAUri {
+        uri: uri.into(),
+        why: e.to_string(),
+    })?;
     if url.scheme() != SCHEME {
-        return Err(format!(
-            "`{uri}` is not a Glovebox resource: its URIs start with `{SCHEME}://`"
-        ));
+        return Err(UriError::OtherScheme { uri: uri.into() });
     }
     let segments: Vec<String> = url
         .path_segments()
@@ -80,7 +81,7 @@ pub(super) fn parse(uri: &str) -> Result<Named, String> {
             percent_encoding::percent_decode_str(s)
                 .decode_utf8()
                 .map(|s| s.into_owned())
-                .map_err(|_| format!("`{uri}` has a segment that is not UTF-8"))
+                .map_err(|_| UriError::NotUtf8 { uri: uri.into() })
         })
         .collect::<Result<_, _>>()?;
     let segments: Vec<&str> = segments.iter().map(String::as_str).collect();
@@ -93,9 +94,11 @@ pub(super) fn parse(uri: &str) -> Result<Named, String> {
                     "from_seq" => from_seq = Some(whole_number(uri, &key, &value)?),
                     "limit" => limit = Some(whole_number(uri, &key, &value)?),
                     other => {
-                        return Err(format!(
-                            "`{uri}` asks for `{other}`: a log takes `from_seq` and `limit`"
-                        ));
+                        return Err(UriError::Parameter {
+                            uri: uri.into(),
+                            key: other.into(),
+                            takes: "a log takes `from_seq` and `limit`",
+                        });
                     }
                 }
             }
@@ -116,9 +119,11 @@ pub(super) fn parse(uri: &str) -> Result<Named, String> {
                 match key.as_ref() {
                     "offset" => offset = Some(whole_number(uri, &key, &value)?),
                     other => {
-                        return Err(format!(
-                            "`{uri}` asks for `{other}`: a kept result takes `offset`"
-                        ));
+                        return Err(UriError::Parameter {
+                            uri: uri.into(),
+                            key: other.into(),
+                            takes: "a kept result takes `offset`",
+                        });
                     }
                 }
             }
@@ -136,9 +141,11 @@ pub(super) fn parse(uri: &str) -> Result<Named, String> {
                     "offset" => offset = Some(whole_number(uri, &key, &value)?),
                     "cursor" => cursor = Some(value.into_owned()),
                     other => {
-                        return Err(format!(
-                            "`{uri}` asks for `{other}`: a file takes `offset`, a directory `cursor`"
-                        ));
+                        return Err(UriError::Parameter {
+                            uri: uri.into(),
+                            key: other.into(),
+                            takes: "a file takes `offset`, a directory `cursor`",
+                        });
                     }
                 }
             }
@@ -149,17 +156,47 @@ pub(super) fn parse(uri: &str) -> Result<Named, String> {
                 cursor,
             })
         }
-        _ => Err(format!(
-            "`{uri}` names no resource: write `{SCHEME}://sessions/{{session}}/log`, `{SCHEME}://sessions/{{session}}/files/{{path}}`, `{SCHEME}://sessions/{{session}}/outputs/{{call}}` or `{SCHEME}://jobs/{{id}}` (resources/templates/list)"
-        )),
+        _ => Err(UriError::NoResource { uri: uri.into() }),
     }
 }
 
 /// The value of query parameter `key` of `uri`, a whole number.
-fn whole_number(uri: &str, key: &str, value: &str) -> Result<u64, String> {
-    value
-        .parse::<u64>()
-        .map_err(|_| format!("`{key}` in `{uri}` is `{value}`: give a whole number"))
+fn whole_number(uri: &str, key: &str, value: &str) -> Result<u64, UriError> {
+    value.parse::<u64>().map_err(|_| UriError::NotANumber {
+        key: key.into(),
+        uri: uri.into(),
+        value: value.into(),
+    })
+}
+
+/// Why a URI names no resource, in the words of an invalid argument (the
+/// client wrote it): each names the URI and what to write.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub(super) enum UriError {
+    #[error("`{uri}` is not a URI: {why}")]
+    NotAUri { uri: String, why: String },
+    #[error("`{uri}` is not a Glovebox resource: its URIs start with `{scheme}://`", scheme = SCHEME)]
+    OtherScheme { uri: String },
+    #[error("`{uri}` has a segment that is not UTF-8")]
+    NotUtf8 { uri: String },
+    #[error("`{key}` in `{uri}` is `{value}`: give a whole number")]
+    NotANumber {
+        key: String,
+        uri: String,
+        value: String,
+    },
+    /// A query parameter the resource does not take; `takes` says which do.
+    #[error("`{uri}` asks for `{key}`: {takes}")]
+    Parameter {
+        uri: String,
+        key: String,
+        takes: &'static str,
+    },
+    #[error(
+        "`{uri}` names no resource: write `{scheme}://sessions/{{session}}/log`, `{scheme}://sessions/{{session}}/files/{{path}}`, `{scheme}://sessions/{{session}}/outputs/{{call}}` or `{scheme}://jobs/{{id}}` (resources/templates/list)",
+        scheme = SCHEME
+    )]
+    NoResource { uri: String },
 }
 
 /// The templates of the resources a caller may read.
@@ -292,7 +329,7 @@ mod tests {
             ),
             ("not a uri", "is not a URI"),
         ] {
-            let why = parse(uri).unwrap_err();
+            let why = parse(uri).unwrap_err().to_string();
             assert!(why.contains(says), "{uri}: {why}");
         }
     }
