@@ -41,6 +41,7 @@ mod pages;
 mod plugin_actions;
 mod principals;
 mod rescue_actions;
+mod rescue_forms;
 mod rescues;
 mod sessions;
 mod timeline;

@@ -1,6 +1,7 @@
-//! The rescue page's actions: for each open rescue, forms to assign it,
-//! record its diagnosis, hand the session a description, a file's content
-//! and spec changes, and close it. Each runs the registry's operation
+//! The rescue page's actions: what the forms of an open rescue post
+//! (`rescue_forms.rs` draws them) to assign it, record its diagnosis, hand
+//! the session a description, a file's content and spec changes, and close
+//! it. Each runs the registry's operation
 //! (`rescues.assign`, `rescues.diagnose`, `rescues.inject`,
 //! `rescues.resolve`) as the signed-in operator, exactly as `glovebox
 //! rescue ...` and `POST /api/v1/rescues/...` do; the listener's guard
@@ -11,8 +12,6 @@
 //! (which reads it on the operator's side): the form takes the file's path
 //! as the agent should see it and its content as text.
 
-use std::fmt::Write as _;
-
 use axum::extract::{Form, Path as UrlPath};
 use axum::response::{IntoResponse, Redirect, Response};
 use glovebox::operations::{
@@ -21,55 +20,8 @@ use glovebox::operations::{
 };
 use glovebox::rescue::{Category, Outcome, Rescue};
 
-use crate::html::{esc, url};
-use crate::viewer::{Viewer, session_link};
-
-/// The forms of one open rescue, in an `<article>` of its own.
-pub(crate) fn card(r: &Rescue) -> String {
-    let options = |words: &[&str]| -> String {
-        words
-            .iter()
-            .map(|w| format!("<option value=\"{w}\">{}</option>", w.replace('_', " ")))
-            .collect()
-    };
-    let categories: Vec<&str> = Category::ALL.iter().map(|c| c.as_str()).collect();
-    let outcomes: Vec<&str> = Outcome::ALL.iter().map(|o| o.as_str()).collect();
-    let mut out = String::new();
-    let _ = write!(
-        out,
-        "<article class=\"rescue\" id=\"rescue-{id}\" data-rescue=\"{id}\">\
-         <h3><code>{id}</code> in {session}: {assignee}</h3>\
-         <div class=\"actions\"><form method=\"post\" action=\"/ui/rescues/{uid}/assign\" class=\"inline\">\
-         <input name=\"to\" required maxlength=\"256\" placeholder=\"who works on it\" id=\"assignee-{id}\"> \
-         <button type=\"submit\" id=\"assign-{id}\">Assign</button></form></div>\
-         <form method=\"post\" action=\"/ui/rescues/{uid}/diagnose\"><div class=\"actions\">\
-         <select name=\"category\" id=\"category-{id}\">{categories}</select>\
-         <input name=\"root_cause\" required placeholder=\"the root cause\" id=\"root-cause-{id}\">\
-         <textarea name=\"evidence\" rows=\"2\" placeholder=\"evidence, one a line\" id=\"evidence-{id}\"></textarea>\
-         <button type=\"submit\" id=\"diagnose-{id}\">Diagnose</button></div></form>\
-         <form method=\"post\" action=\"/ui/rescues/{uid}/inject\"><div class=\"actions\">\
-         <textarea name=\"description\" rows=\"2\" placeholder=\"what you found, for the agent\" id=\"description-{id}\"></textarea>\
-         <input name=\"file_path\" placeholder=\"a file's path\" id=\"file-path-{id}\">\
-         <textarea name=\"file_content\" rows=\"2\" placeholder=\"its content (text)\" id=\"file-content-{id}\"></textarea>\
-         <textarea name=\"spec_changes\" rows=\"2\" placeholder=\"spec changes, one a line\" id=\"spec-changes-{id}\"></textarea>\
-         <button type=\"submit\" id=\"inject-{id}\">Inject</button></div></form>\
-         <form method=\"post\" action=\"/ui/rescues/{uid}/resolve\"><div class=\"actions\">\
-         <select name=\"outcome\" id=\"outcome-{id}\">{outcomes}</select>\
-         <textarea name=\"enrich\" rows=\"2\" placeholder=\"lessons for the project's memory, one a line\" id=\"enrich-{id}\"></textarea>\
-         <button type=\"submit\" id=\"resolve-{id}\">Close</button></div></form></article>",
-        id = esc(&r.id),
-        uid = url(&r.id),
-        session = session_link(&r.session, r.session_name.as_deref()),
-        assignee = r
-            .assignee
-            .as_deref()
-            .map(|a| format!("assigned to {}", esc(a)))
-            .unwrap_or_else(|| "<span class=\"muted\">no assignee</span>".into()),
-        categories = options(&categories),
-        outcomes = options(&outcomes),
-    );
-    out
-}
+use crate::html::url;
+use crate::viewer::Viewer;
 
 /// The non-blank lines of a textarea.
 fn lines(text: &str) -> Vec<String> {

@@ -1,8 +1,8 @@
 //! The rescues page, `/ui/rescues`: the last 30 days' report and charts,
 //! the open missions with their actions (assign, diagnose, inject, close:
-//! `rescue_actions.rs`), every rescue the latest opened first (a page at a
-//! time with `?cursor=`), and the newest active entries of the context
-//! index.
+//! the forms of `rescue_forms.rs`, posted to `rescue_actions.rs`), every
+//! rescue the latest opened first (a page at a time with `?cursor=`), and
+//! the newest active entries of the context index.
 //!
 //! Why pages: rescues are kept for good and an agent that keeps getting
 //! stuck opens more of them, and the page (and its once-a-second live
@@ -161,7 +161,7 @@ fn render(app: &App, cursor: Option<String>, done: Option<&str>, error: Option<&
     if !open.items.is_empty() {
         body += "<h2>Act on an open rescue</h2>";
         for r in &open.items {
-            body += &crate::rescue_actions::card(r);
+            body += &crate::rescue_forms::card(r);
         }
     }
     body += &listing(&shown.listed, cursor.is_some());
