@@ -26,6 +26,30 @@ fn post_form(
     http(admin, "POST", path, &headers, body)
 }
 
+/// The text of the page's `#flash.CLASS` once it says `word`: a click on a
+/// form's button returns before the browser has the answer's page, and the
+/// page it leaves may show the flash of the action before.
+async fn flash_saying(b: &Browser, class: &str, word: &str) -> String {
+    let css = format!("#flash.{class}");
+    let start = std::time::Instant::now();
+    let mut last = String::new();
+    loop {
+        if let Ok(el) = b.client.find(fantoccini::Locator::Css(&css)).await
+            && let Ok(text) = el.text().await
+        {
+            if text.contains(word) {
+                return text;
+            }
+            last = text;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(60),
+            "no `{css}` saying `{word}` within 60 s (last: `{last}`)"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_operator_assigns_diagnoses_injects_and_closes_a_rescue_from_its_page_in_chromium() {
     let (site, operator, _agent) = site();
@@ -126,7 +150,7 @@ async fn an_operator_assigns_diagnoses_injects_and_closes_a_rescue_from_its_page
         .click()
         .await
         .unwrap();
-    let flash = b.find("#flash.good").await.text().await.unwrap();
+    let flash = flash_saying(b, "good", "assigned to bob").await;
     assert!(
         flash.contains(&rid) && flash.contains("assigned to bob"),
         "{flash}"
@@ -155,8 +179,7 @@ async fn an_operator_assigns_diagnoses_injects_and_closes_a_rescue_from_its_page
         .click()
         .await
         .unwrap();
-    let flash = b.find("#flash.good").await.text().await.unwrap();
-    assert!(flash.contains("diagnosed"), "{flash}");
+    flash_saying(b, "good", "diagnosed").await;
     let record = show();
     assert_eq!(record["diagnosis"]["category"], "tool_defect", "{record}");
     assert_eq!(
@@ -172,8 +195,7 @@ async fn an_operator_assigns_diagnoses_injects_and_closes_a_rescue_from_its_page
         .click()
         .await
         .unwrap();
-    let flash = b.find("#flash.error").await.text().await.unwrap();
-    assert!(flash.contains("nothing to inject"), "{flash}");
+    flash_saying(b, "error", "nothing to inject").await;
     assert_eq!(show()["injections"], serde_json::json!([]));
     // The browser logs the refusal's status (400), and nothing else.
     let errors = b.console_errors().await;
@@ -227,8 +249,7 @@ async fn an_operator_assigns_diagnoses_injects_and_closes_a_rescue_from_its_page
         .click()
         .await
         .unwrap();
-    let flash = b.find("#flash.good").await.text().await.unwrap();
-    assert!(flash.contains("injected"), "{flash}");
+    flash_saying(b, "good", "injected").await;
     b.find(&format!("#rescue-{other}")).await;
     let record = show();
     let injection = &record["injections"][0];
@@ -262,8 +283,7 @@ async fn an_operator_assigns_diagnoses_injects_and_closes_a_rescue_from_its_page
         .click()
         .await
         .unwrap();
-    let flash = b.find("#flash.good").await.text().await.unwrap();
-    assert!(flash.contains("resolved"), "{flash}");
+    flash_saying(b, "good", "resolved").await;
     assert!(
         b.client
             .find_all(fantoccini::Locator::Css(&format!("#rescue-{rid}")))
