@@ -27,10 +27,7 @@ pub(crate) async fn call(
     // The jobs runner over the data dir opened here (it runs no job: only
     // `serve` and `job wait` do); without the plugins for an operation
     // that runs no tool, so that one that cannot load does not stop it.
-    let jobs = match entry.runs_tools {
-        true => crate::reach::jobs(config).await?,
-        false => crate::reach::jobs_without_tools(config).await?,
-    };
+    let jobs = crate::reach::jobs_for(config, entry.runs_tools).await?;
     let operator = crate::reach::operator();
     let scope = jobs.gateway().scope(&operator).with_jobs(&jobs);
     Ok(glovebox::tasks::acting(operator.name.clone(), entry.call(scope, arguments)).await)

@@ -28,26 +28,21 @@ pub async fn gateway(config: &Path) -> Result<Gateway> {
 /// The jobs runner: the running server's (it already runs the data dir's
 /// jobs), or one started here on the config's gateway.
 pub async fn jobs(config: &Path) -> Result<Arc<Jobs>> {
-    if let Ok(jobs) = SERVED.try_with(|s| s.jobs.clone()) {
-        return Ok(jobs);
-    }
-    Ok(Jobs::new(
-        Gateway::open(config).await?,
-        JobsConfig::default(),
-    ))
+    jobs_for(config, true).await
 }
 
-/// The jobs runner of a gateway opened here without the config's plugins
-/// (`Gateway::open_without_tools`), for an operation that runs no tool; the
-/// running server's when this command runs inside it.
-pub async fn jobs_without_tools(config: &Path) -> Result<Arc<Jobs>> {
+/// [`jobs`], for work that runs a tool (`tools`) or not: one opened here
+/// for work that runs none does without the config's plugins
+/// (`Gateway::open_without_tools`), so one that cannot load does not stop it.
+pub async fn jobs_for(config: &Path, tools: bool) -> Result<Arc<Jobs>> {
     if let Ok(jobs) = SERVED.try_with(|s| s.jobs.clone()) {
         return Ok(jobs);
     }
-    Ok(Jobs::new(
-        Gateway::open_without_tools(config).await?,
-        JobsConfig::default(),
-    ))
+    let gateway = match tools {
+        true => Gateway::open(config).await?,
+        false => Gateway::open_without_tools(config).await?,
+    };
+    Ok(Jobs::new(gateway, JobsConfig::default()))
 }
 
 /// The config: the running server's (what it serves now), or the file's.

@@ -565,16 +565,11 @@ fn approval_through_the_cli_after_a_restart() {
     )
     .unwrap();
     let run = |args: &[&str]| {
-        let out = util::glovebox()
-            .arg("--config")
-            .arg(p.join("glovebox.toml"))
-            .args(args)
-            .output()
-            .unwrap();
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
+        util::outcome(
+            util::glovebox()
+                .arg("--config")
+                .arg(p.join("glovebox.toml"))
+                .args(args),
         )
     };
     let (code, _, err) = run(&[
@@ -629,18 +624,13 @@ fn hook_authors_dry_run_a_decision_and_check_a_hook_component() {
     // No config: the compile cache goes under a HOME of the test's own.
     let home = tempfile::tempdir().unwrap();
     let run = |args: &[&str]| {
-        let out = util::glovebox()
-            .arg("--config")
-            .arg("/nonexistent/glovebox.toml")
-            .args(args)
-            .env("HOME", home.path())
-            .env_remove("XDG_CACHE_HOME")
-            .output()
-            .unwrap();
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
+        util::outcome(
+            util::glovebox()
+                .arg("--config")
+                .arg("/nonexistent/glovebox.toml")
+                .args(args)
+                .env("HOME", home.path())
+                .env_remove("XDG_CACHE_HOME"),
         )
     };
     let roles = r#"{"roles":{"workagent":["echo.*"]}}"#;

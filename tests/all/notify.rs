@@ -246,17 +246,7 @@ pub(crate) fn call(server: &mut Server, id: &mut u64, tool: &str, args: Value) -
 }
 
 pub(crate) fn glovebox(config: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = util::glovebox()
-        .arg("--config")
-        .arg(config)
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    util::outcome(util::glovebox().arg("--config").arg(config).args(args))
 }
 
 pub(crate) fn ok_json(config: &Path, args: &[&str]) -> Value {

@@ -40,12 +40,7 @@ fn plugin_test(manifest: &Path, cases: &Path, json: bool) -> (i32, String, Strin
     if json {
         cmd.arg("--json");
     }
-    let out = cmd.output().expect("run glovebox");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    crate::util::outcome(&mut cmd)
 }
 
 #[test]

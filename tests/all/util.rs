@@ -554,13 +554,19 @@ pub fn run_with_config(
     config: &std::path::Path,
     args: &[&str],
 ) -> (i32, String, String) {
-    let out = glovebox()
-        .current_dir(dir)
-        .arg("--config")
-        .arg(config)
-        .args(args)
-        .output()
-        .unwrap();
+    outcome(
+        glovebox()
+            .current_dir(dir)
+            .arg("--config")
+            .arg(config)
+            .args(args),
+    )
+}
+
+/// Runs `command` to its end: exit code (-1 when a signal ended it),
+/// stdout, stderr.
+pub fn outcome(command: &mut std::process::Command) -> (i32, String, String) {
+    let out = command.output().unwrap();
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
