@@ -222,6 +222,14 @@ fn threat_60_a_secret_in_a_calls_input_is_masked_in_the_log_and_in_the_approval(
     assert!(listed.contains("[secret:api]"), "{listed}");
     assert!(!listed.contains(VALUE), "{listed}");
     let id = pending[0]["id"].as_str().unwrap().to_string();
+    // As a person reads it before settling it (`Host::show_approval`).
+    let (code, shown, listed) = site.run(&["approvals"]);
+    assert_eq!(code, 0, "{listed}");
+    let shown = format!("{shown}{listed}");
+    assert!(
+        shown.contains("[secret:api]") && !shown.contains(VALUE),
+        "{shown}"
+    );
 
     let (code, whole, note) = site.run(&["approvals", "--input", &id]);
     assert_eq!(code, 0, "{note}");
@@ -260,4 +268,46 @@ fn threat_60_a_secret_in_a_calls_input_is_masked_in_the_log_and_in_the_approval(
     assert_eq!(code, 0, "{out}{err}");
     let written = std::fs::read_to_string(site.path().join("work/key.txt")).unwrap();
     assert_eq!(written, format!("key={VALUE}"));
+}
+
+/// An interrupted call whose input carried a secret's value is not re-run:
+/// the log keeps that input masked, which is not the input the call had
+/// (its digest says so). The secret here is a number the call's input holds.
+#[test]
+fn threat_60_an_interrupted_call_whose_logged_input_was_masked_is_not_rerun() {
+    let site = Site::new(true);
+    site.set_config("[[secret]]\nname = \"n\"\nfile = \"n.secret\"\n");
+    let secret = site.path().join("n.secret");
+    std::fs::write(&secret, "300000000\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    site.start_workagent("sleeper");
+    let mut child = crate::util::glovebox()
+        .arg("--config")
+        .arg(site.config())
+        .args(["call", "--session", "sleeper", "sleep.sleep"])
+        .args(["--input", r#"{"seconds":300000000}"#])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    let resumed = site.json(&["session", "resume", "sleeper"]);
+    let call = &resumed["interrupted_calls"][0];
+    assert_eq!(call["idempotent"], true, "{resumed}");
+    let call_id = call["call_id"].as_str().unwrap();
+    let (_, log, _) = site.run(&["log", "export", "sleeper"]);
+    assert!(
+        log.contains("[secret:n]") && !log.contains("300000000"),
+        "{log}"
+    );
+    let (code, _, err) = site.run(&["session", "rerun", "sleeper", call_id]);
+    assert_ne!(code, 0, "{err}");
+    assert!(
+        err.contains("carried a secret's value, which the log keeps masked: call the tool again"),
+        "{err}"
+    );
 }
