@@ -27,7 +27,8 @@ pub enum HookCommand {
         hook: String,
         /// The call to judge, as JSON: `action` (required), `tool`, `role`,
         /// `input` (a JSON value or text), `destructive`, `estimated_cost`,
-        /// `tags`, `session`, `call_id`.
+        /// `tags`, `session`, `call_id`, and for a 0.2.0 hook `principal` and
+        /// `project`.
         #[arg(long)]
         request: String,
         /// The hook's settings, as JSON (default: the config's `[hook.settings]`
@@ -57,6 +58,10 @@ struct RequestArg {
     estimated_cost: f64,
     #[serde(default)]
     tags: Vec<String>,
+    #[serde(default)]
+    principal: String,
+    #[serde(default)]
+    project: Option<String>,
     #[serde(default = "default_session")]
     session: String,
     #[serde(default = "default_call")]
@@ -101,6 +106,8 @@ pub async fn run(config: &Path, command: HookCommand) -> Result<ExitCode> {
         estimated_cost: arg.estimated_cost,
         destructive: arg.destructive,
         tags: arg.tags,
+        principal: arg.principal,
+        project: arg.project,
     };
     let mut hook = find_hook(config, &hook)?;
     if let Some(settings) = settings {

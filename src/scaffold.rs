@@ -136,10 +136,6 @@ const RUST_HOOK: &[File] = &[
         "plugins/hooks/sdk/src/pattern.rs"
     ),
     copy!(
-        "vendor/glovebox-hook-sdk/src/runtime.rs",
-        "plugins/hooks/sdk/src/runtime.rs"
-    ),
-    copy!(
         "vendor/glovebox-hook-sdk/src/settings.rs",
         "plugins/hooks/sdk/src/settings.rs"
     ),
@@ -147,6 +143,16 @@ const RUST_HOOK: &[File] = &[
         "vendor/glovebox-hook-sdk/src/testing.rs",
         "plugins/hooks/sdk/src/testing.rs"
     ),
+    template!(
+        "vendor/glovebox-hook-rt/Cargo.toml",
+        "vendor/glovebox-hook-rt.toml"
+    ),
+    copy!(
+        "vendor/glovebox-hook-rt/src/lib.rs",
+        "plugins/hooks/rt/src/lib.rs"
+    ),
+    // The hook world hooks are built against now (the request names the caller).
+    copy!("wit/v0.2/plugin.wit", "wit/v0.2/plugin.wit"),
 ];
 
 const PYTHON_TOOL: &[File] = &[
@@ -284,7 +290,7 @@ pub fn run(command: NewCommand) -> Result<ExitCode> {
             // The copied SDKs find the WIT at `../../wit` from `vendor/<crate>/`
             // (the hook SDK's own is one level deeper in the repository).
             file.text
-                .replace("path: \"../../../wit\"", "path: \"../../wit\"")
+                .replace("path: \"../../../wit", "path: \"../../wit")
         };
         std::fs::write(&path, text)
             .with_context(|| format!("cannot write `{}`", path.display()))?;

@@ -62,6 +62,8 @@ const CARGO_ARTIFACTS: &[(&str, &str, &str)] = &[
     ("HOOK_DESTRUCTIVE", "hook_destructive", "Hook: asks about (or denies) destructive calls and calls with `force`/`cascade` set."),
     ("HOOK_ROLE_ALLOWLIST", "hook_role_allowlist", "Hook: which roles may use which tools (settings `roles`)."),
     ("HOOK_RATCHET", "hook_ratchet", "Hook: denies deleting or rewriting files under the test paths (settings `test_paths`, `tools`)."),
+    ("HOOK_DATA_POLICY", "hook_data_policy", "Hook (0.2.0 world): keeps each principal out of other projects' tools and paths (settings `projects`, `principals`)."),
+    ("COMPAT_HOOK_V0_1", "compat_hook_v0_1", "Hook of the 0.1.0 world: denies the tools named in settings `deny`."),
     ("HOSTILE_HOOK_TRAP", "hostile_hook_trap", "Hook whose `validate` traps (panics)."),
     ("HOSTILE_HOOK_LOOP", "hostile_hook_loop", "Hook whose `validate` loops forever."),
     ("HOSTILE_HOOK_MALFORMED", "hostile_hook_malformed", "Hook whose `validate` denies with an empty reason and 10,000 alternatives."),

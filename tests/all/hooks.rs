@@ -528,6 +528,8 @@ async fn decisions_carry_their_time() {
         estimated_cost: 0.0,
         destructive: false,
         tags: vec![],
+        principal: String::new(),
+        project: None,
     };
     let outcome = s.host.hooks().evaluate(&request).await;
     assert!(

@@ -19,6 +19,7 @@ mod completion;
 mod cpu;
 mod dashboard;
 mod dashboard_rescues;
+mod data_policy;
 mod dev;
 mod doctor;
 mod drain;

@@ -274,6 +274,7 @@ fn the_templates_pin_what_the_repository_tests() {
     for copy in [
         "glovebox-plugin-sdk",
         "glovebox-hook-sdk",
+        "glovebox-hook-rt",
         "glovebox-js-shell",
     ] {
         let manifest = read(&format!("templates/vendor/{copy}.toml"));

@@ -50,6 +50,8 @@ pub struct Action<'a> {
     pub session: &'a str,
     /// That session's tags.
     pub tags: Vec<String>,
+    /// That session's project (or the one it starts in), if any.
+    pub project: Option<String>,
 }
 
 /// Whether `caller` may take `action` by the hook chain: `Err` with the
@@ -70,6 +72,8 @@ pub async fn judge(
         estimated_cost: 0.0,
         destructive: false,
         tags: action.tags,
+        principal: caller.name.clone(),
+        project: action.project,
     };
     let host = gateway.host();
     let outcome = host.evaluate_hooks(&request).await;

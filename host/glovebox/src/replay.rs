@@ -7,6 +7,7 @@ use serde::Serialize;
 use crate::call::CallContext;
 use crate::hooks::Verdict;
 use crate::host::Host;
+use crate::pipeline::Caller;
 use crate::session::{Event, EventKind, SessionError, Sessions};
 
 /// One recorded call whose verdict differs under the replayed chain.
@@ -78,10 +79,10 @@ pub async fn replay(
             call_id: call_id.clone(),
             job_id: None,
         };
-        // The pipeline's admit and judge stages; nothing is recorded or run.
-        let verdict = host
-            .judge_only(&call, &ctx, state.header.tags.clone())
-            .await;
+        // The pipeline's admit and judge stages, as the principal the log
+        // names for the call; nothing is recorded or run.
+        let caller = Caller::in_session(&state.header, event.by.as_deref().unwrap_or_default());
+        let verdict = host.judge_only(&call, &ctx, caller).await;
         let (replayed, hook, reason) = match &verdict {
             Verdict::Allow => ("allow", None, None),
             Verdict::Deny(d) => ("deny", Some(d.hook.clone()), d.reason.clone()),

@@ -1,4 +1,5 @@
-//! Every `bindgen!` of the host, in one place: the worlds of `wit/plugin.wit`.
+//! Every `bindgen!` of the host, in one place: the worlds of `wit/plugin.wit`
+//! (0.1.0) and `wit/v0.2/plugin.wit` (0.2.0).
 
 /// Bindings for components of the `tool-plugin` world.
 pub mod tool {
@@ -20,10 +21,20 @@ pub mod code {
     });
 }
 
-/// Bindings for components of the `hook-plugin` world.
+/// Bindings for components of the 0.1.0 `hook-plugin` world.
 pub mod hook {
     wasmtime::component::bindgen!({
         path: "../../wit",
+        world: "hook-plugin",
+        exports: { default: async },
+    });
+}
+
+/// Bindings for components of the 0.2.0 `hook-plugin` world (`wit/v0.2`),
+/// whose request names the caller.
+pub mod hook_v0_2 {
+    wasmtime::component::bindgen!({
+        path: "../../wit/v0.2",
         world: "hook-plugin",
         exports: { default: async },
     });

@@ -16,6 +16,8 @@ pub struct HookCall {
     destructive: bool,
     estimated_cost: f64,
     tags: Vec<String>,
+    principal: String,
+    project: Option<String>,
 }
 
 impl HookCall {
@@ -30,6 +32,8 @@ impl HookCall {
             destructive: false,
             estimated_cost: 0.0,
             tags: Vec::new(),
+            principal: String::new(),
+            project: None,
         }
     }
 
@@ -70,6 +74,19 @@ impl HookCall {
         self
     }
 
+    /// The principal making the call (what a 0.2.0 hook sees as
+    /// `principal`; default: empty).
+    pub fn principal(mut self, principal: impl Into<String>) -> HookCall {
+        self.principal = principal.into();
+        self
+    }
+
+    /// The calling session's project (default: none).
+    pub fn project(mut self, project: impl Into<String>) -> HookCall {
+        self.project = Some(project.into());
+        self
+    }
+
     /// The request the host sends a hook.
     pub(crate) fn into_request(self, role: Role, session: &str) -> HookRequest {
         HookRequest {
@@ -82,6 +99,8 @@ impl HookCall {
             estimated_cost: self.estimated_cost,
             destructive: self.destructive,
             tags: self.tags,
+            principal: self.principal,
+            project: self.project,
         }
     }
 }

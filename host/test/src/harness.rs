@@ -336,7 +336,7 @@ fn is_hook(e: &anyhow::Error) -> bool {
         matches!(
             c.downcast_ref::<glovebox::LoadError>(),
             Some(glovebox::LoadError::WrongWorld { found, .. })
-                if found.iter().any(|f| f == glovebox::hooks::HOOK_INTERFACE)
+                if found.iter().any(|f| glovebox::hooks::is_hook_interface(f))
         )
     })
 }

@@ -63,6 +63,8 @@ pub async fn sample_chain(h: &Host, n: usize) -> Vec<Duration> {
         estimated_cost: 0.0,
         destructive: false,
         tags: Vec::new(),
+        principal: String::new(),
+        project: None,
     };
     warm_then_time(
         n,

@@ -78,6 +78,8 @@ pub(super) async fn permissive_hooks(host: &Host) -> Vec<Finding> {
                 estimated_cost: t.cost.unwrap_or(0.0),
                 destructive: t.destructive,
                 tags: Vec::new(),
+                principal: String::new(),
+                project: None,
             })
             .collect();
         for trigger in &broad_triggers {
@@ -96,6 +98,8 @@ pub(super) async fn permissive_hooks(host: &Host) -> Vec<Finding> {
                 estimated_cost: 1000.0,
                 destructive: true,
                 tags: Vec::new(),
+                principal: String::new(),
+                project: None,
             });
         }
         let mut consulted = 0;

@@ -12,7 +12,7 @@ use crate::call::CallContext;
 use crate::error::CallError;
 use crate::hooks::{ChainOutcome, DecisionKind, HookDecision, HookRequest, Verdict};
 use crate::host::Host;
-use crate::session::EventKind;
+use crate::session::{EventKind, SessionHeader};
 
 use crate::admitted::Admitted;
 
@@ -39,15 +39,45 @@ pub(crate) struct Judgement {
     pub idempotency_key: Option<String>,
 }
 
-/// Judges `call`, made with `ctx` in a session with `tags`.
+/// Who makes a call, and from which session, as the hooks see it.
+pub(crate) struct Caller {
+    /// The principal, as the session's log names it.
+    pub principal: String,
+    /// The session's project, if it has one.
+    pub project: Option<String>,
+    /// The session's tags.
+    pub tags: Vec<String>,
+}
+
+impl Caller {
+    /// `principal`, calling in the session of `header`.
+    pub fn in_session(header: &SessionHeader, principal: &str) -> Caller {
+        Caller {
+            principal: principal.to_string(),
+            project: (!header.project.is_empty()).then(|| header.project.clone()),
+            tags: header.tags.clone(),
+        }
+    }
+
+    /// `principal`, calling outside any session.
+    pub fn standalone(principal: &str) -> Caller {
+        Caller {
+            principal: principal.to_string(),
+            project: None,
+            tags: Vec::new(),
+        }
+    }
+}
+
+/// Judges `call`, made with `ctx` by `caller`.
 pub(crate) async fn judge(
     host: &Host,
     judge: &Judge,
     call: &Admitted,
     ctx: &CallContext,
-    tags: Vec<String>,
+    caller: Caller,
 ) -> Judgement {
-    let request = hook_request(call, ctx, tags);
+    let request = hook_request(call, ctx, caller);
     match judge {
         Judge::Hooks => {
             let outcome = host.evaluate_hooks(&request).await;
@@ -115,7 +145,7 @@ pub(crate) fn decided(call_id: &str, decisions: &[HookDecision]) -> Vec<EventKin
 }
 
 /// What a hook sees of a call.
-fn hook_request(call: &Admitted, ctx: &CallContext, tags: Vec<String>) -> HookRequest {
+fn hook_request(call: &Admitted, ctx: &CallContext, caller: Caller) -> HookRequest {
     let info = call.info();
     HookRequest {
         call_id: ctx.call_id.clone(),
@@ -126,7 +156,9 @@ fn hook_request(call: &Admitted, ctx: &CallContext, tags: Vec<String>) -> HookRe
         input: call.input().to_string(),
         estimated_cost: info.cost.unwrap_or(0.0),
         destructive: info.destructive,
-        tags,
+        tags: caller.tags,
+        principal: caller.principal,
+        project: caller.project,
     }
 }
 

@@ -36,6 +36,7 @@ use crate::spend::Breach;
 use crate::watermark::Watermark;
 
 pub use crate::admitted::Admitted;
+pub(crate) use judge::Caller;
 pub(crate) use judge::{Judge, decided, denied};
 use judge::{judge, unanswerable};
 use record::{Recorded, call_cost, record};
@@ -55,7 +56,8 @@ impl Host {
 
     /// [`Host::call`] of a call already admitted.
     pub async fn call_admitted(&self, call: Admitted, ctx: CallContext) -> CallReport {
-        let judgement = judge(self, &Judge::Hooks, &call, &ctx, Vec::new()).await;
+        let caller = Caller::standalone(&crate::session::actor::current());
+        let judgement = judge(self, &Judge::Hooks, &call, &ctx, caller).await;
         let refusal = match &judgement.verdict {
             Verdict::Allow => None,
             Verdict::Deny(d) => Some(denied(call.name(), d)),
@@ -77,9 +79,9 @@ impl Host {
         &self,
         call: &Admitted,
         ctx: &CallContext,
-        tags: Vec<String>,
+        caller: Caller,
     ) -> Verdict {
-        judge(self, &Judge::Hooks, call, ctx, tags).await.verdict
+        judge(self, &Judge::Hooks, call, ctx, caller).await.verdict
     }
 }
 
@@ -152,7 +154,8 @@ pub(crate) async fn in_session(
         call_id,
         job_id,
     };
-    let mut judgement = judge(host, &by, &call, &ctx, state.header.tags.clone()).await;
+    let caller = Caller::in_session(&state.header, &crate::session::actor::current());
+    let mut judgement = judge(host, &by, &call, &ctx, caller).await;
     metrics.decisions(&judgement.decisions);
     let writing = std::time::Instant::now();
     let counted = acting_agent(host);

@@ -20,7 +20,7 @@ impl Connection {
         let gateway = &self.shared().gateway;
         let input = serde_json::to_string(args).unwrap_or_default();
         let text = |key: &str| args.get(key).and_then(Value::as_str).map(str::to_string);
-        let (role, session, tags) = if name == tools::SESSION_START {
+        let (role, session, tags, project) = if name == tools::SESSION_START {
             let tags = args
                 .get("tags")
                 .and_then(Value::as_array)
@@ -31,7 +31,7 @@ impl Connection {
                 })
                 .unwrap_or_default();
             let role = text("role").unwrap_or_else(|| default_role(caller).to_string());
-            (role, String::new(), tags)
+            (role, String::new(), tags, text("project"))
         } else {
             let key = match text("session") {
                 Some(key) => Some(key),
@@ -43,8 +43,21 @@ impl Connection {
                 None => None,
             };
             match state {
-                Some(s) => (s.header.role.to_string(), s.header.id, s.header.tags),
-                None => (default_role(caller).to_string(), String::new(), Vec::new()),
+                Some(s) => {
+                    let project = (!s.header.project.is_empty()).then_some(s.header.project);
+                    (
+                        s.header.role.to_string(),
+                        s.header.id,
+                        s.header.tags,
+                        project,
+                    )
+                }
+                None => (
+                    default_role(caller).to_string(),
+                    String::new(),
+                    Vec::new(),
+                    None,
+                ),
             }
         };
         let action = glovebox::actions::Action {
@@ -53,6 +66,7 @@ impl Connection {
             role: &role,
             session: &session,
             tags,
+            project,
         };
         glovebox::actions::judge(gateway, caller, action).await
     }

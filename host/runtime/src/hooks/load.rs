@@ -12,15 +12,12 @@ use wasmtime::component::{Component, Linker};
 use super::pattern::{pattern_matches, valid_pattern};
 use super::run::{HookLimits, run_hook};
 use super::sandbox::{HookState, forbidden_imports};
-use crate::bindings::hook::HookPluginPre;
+use super::world::{HOOK_INTERFACE, HookPre, HookVersion};
 use crate::component_file::{self, ComponentFile, FileProblem};
 use crate::manifest::{HookConfig, format_size};
 use crate::runtime::CompiledCache;
 use crate::signature::{Statement, hook_signature_path};
 use crate::trust;
-
-/// The interface hook plugins export.
-pub const HOOK_INTERFACE: &str = "glovebox:plugin/permission-hook@0.1.0";
 
 /// Hook component files bigger than this are refused before they are read.
 pub const MAX_HOOK_COMPONENT_BYTES: u64 = 64 << 20;
@@ -38,7 +35,7 @@ pub(crate) struct LoadedHook {
     /// `[hook.settings]` as JSON text, passed to every call of the hook.
     pub settings: String,
     pub limits: HookLimits,
-    pub pre: HookPluginPre<HookState>,
+    pub pre: HookPre,
     /// Whether its `after` is called (`[[hook]] after = true`).
     pub after: bool,
 }
@@ -82,21 +79,24 @@ pub(crate) enum HookLoadError {
     ForbiddenImport { import: String, others: Vec<String> },
     /// Its hook interface export is not an instance.
     #[error(
-        "it exports `{}` as something other than an instance: rebuild it against `wit/plugin.wit`",
-        HOOK_INTERFACE
+        "it exports `{interface}` as something other than an instance: rebuild it against `{}`",
+        wit_of(.interface)
     )]
-    ExportNotInstance,
+    ExportNotInstance { interface: &'static str },
     /// Its hook interface lacks one of the three functions.
     #[error(
-        "its `{}` export lacks the function `{function}`: rebuild it against `wit/plugin.wit`",
-        HOOK_INTERFACE
+        "its `{interface}` export lacks the function `{function}`: rebuild it against `{}`",
+        wit_of(.interface)
     )]
-    MissingFunction { function: &'static str },
-    /// It does not export the hook interface (`found`: what it exports,
-    /// each quoted).
+    MissingFunction {
+        interface: &'static str,
+        function: &'static str,
+    },
+    /// It exports no hook interface (`found`: what it exports, each quoted).
     #[error(
-        "it does not export `{}`, so it is not a `hook-plugin` component (it exports {}); build it against `wit/plugin.wit`",
+        "it does not export `{}` (or the older `{}`), so it is not a `hook-plugin` component (it exports {}); build it against `wit/v0.2/plugin.wit`",
         HOOK_INTERFACE,
+        super::world::HOOK_INTERFACE_V0_1,
         list_or_nothing(.found)
     )]
     WrongWorld { found: Vec<String> },
@@ -105,10 +105,13 @@ pub(crate) enum HookLoadError {
     Imports { message: String },
     /// Its export's types do not match the hook world.
     #[error(
-        "its `{}` export does not match `wit/plugin.wit`: {message}; rebuild it against `wit/plugin.wit`",
-        HOOK_INTERFACE
+        "its `{interface}` export does not match `{wit}`: {message}; rebuild it against `{wit}`",
+        wit = wit_of(.interface)
     )]
-    Interface { message: String },
+    Interface {
+        interface: &'static str,
+        message: String,
+    },
     /// It faulted while listing its triggers (`fault`: what happened, as
     /// the predicate of a sentence about the hook).
     #[error("it {fault} while listing its triggers")]
@@ -150,6 +153,15 @@ fn also_imports(others: &[String]) -> String {
                 String::new()
             }
         ),
+    }
+}
+
+/// The WIT file that defines `interface`.
+fn wit_of(interface: &str) -> &'static str {
+    if interface == HOOK_INTERFACE {
+        "wit/v0.2/plugin.wit"
+    } else {
+        "wit/plugin.wit"
     }
 }
 
@@ -208,13 +220,14 @@ pub(crate) async fn load_hook(
             others: others.iter().map(ToString::to_string).collect(),
         });
     }
-    check_hook_exports(engine, &component)?;
+    let version = check_hook_exports(engine, &component)?;
     let instance_pre = linker
         .instantiate_pre(&component)
         .map_err(|e| HookLoadError::Imports {
             message: format!("{e:#}"),
         })?;
-    let pre = HookPluginPre::new(instance_pre).map_err(|e| HookLoadError::Interface {
+    let pre = HookPre::new(version, instance_pre).map_err(|e| HookLoadError::Interface {
+        interface: version.interface(),
         message: format!("{e:#}"),
     })?;
 
@@ -225,9 +238,7 @@ pub(crate) async fn load_hook(
         engine_fuel: super::run::engine_meters_fuel(engine),
     };
     let triggers = run_hook(engine, &pre, &limits, async |hook, store| {
-        hook.glovebox_plugin_permission_hook()
-            .call_triggers(store)
-            .await
+        hook.triggers(store).await
     })
     .await
     .map_err(|fault| HookLoadError::TriggersFault {
@@ -276,28 +287,44 @@ fn file_problem(path: &Path, problem: &FileProblem) -> String {
     }
 }
 
-/// Checks the component exports `permission-hook` with its three functions, so a
-/// wrong world gets a message that says so instead of a type error.
-fn check_hook_exports(engine: &Engine, component: &Component) -> Result<(), HookLoadError> {
+/// Checks the component exports `permission-hook` (0.2.0, else 0.1.0) with its
+/// three functions, so a wrong world gets a message that says so instead of a
+/// type error; returns the version it exports.
+fn check_hook_exports(
+    engine: &Engine,
+    component: &Component,
+) -> Result<HookVersion, HookLoadError> {
     let ty = component.component_type();
     let mut found = Vec::new();
+    let mut hook = None;
     for (export, item) in ty.exports(engine) {
-        if export != HOOK_INTERFACE {
-            found.push(format!("`{export}`"));
-            continue;
-        }
-        let ComponentItem::ComponentInstance(instance) = item.ty else {
-            return Err(HookLoadError::ExportNotInstance);
-        };
-        let funcs: Vec<&str> = instance.exports(engine).map(|(n, _)| n).collect();
-        for function in ["triggers", "validate", "after"] {
-            if !funcs.contains(&function) {
-                return Err(HookLoadError::MissingFunction { function });
+        match HookVersion::of_export(export) {
+            // The newest version wins when a component exports both.
+            Some(version) => {
+                if hook.is_none() || version == HookVersion::V0_2 {
+                    hook = Some((version, item));
+                }
             }
+            None => found.push(format!("`{export}`")),
         }
-        return Ok(());
     }
-    Err(HookLoadError::WrongWorld { found })
+    let Some((version, item)) = hook else {
+        return Err(HookLoadError::WrongWorld { found });
+    };
+    let interface = version.interface();
+    let ComponentItem::ComponentInstance(instance) = item.ty else {
+        return Err(HookLoadError::ExportNotInstance { interface });
+    };
+    let funcs: Vec<&str> = instance.exports(engine).map(|(n, _)| n).collect();
+    for function in ["triggers", "validate", "after"] {
+        if !funcs.contains(&function) {
+            return Err(HookLoadError::MissingFunction {
+                interface,
+                function,
+            });
+        }
+    }
+    Ok(version)
 }
 
 fn check_triggers(triggers: &[String]) -> Result<(), HookLoadError> {

@@ -14,6 +14,7 @@ mod load;
 mod pattern;
 mod run;
 mod sandbox;
+mod world;
 
 #[cfg(test)]
 mod tests;
@@ -23,7 +24,6 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use wasmtime::Engine;
 
-use crate::bindings::hook::exports::glovebox::plugin::permission_hook::Request;
 use crate::manifest::HookConfig;
 use crate::runtime::CompiledCache;
 use load::{HookLoadError, LoadedHook, load_hook};
@@ -33,9 +33,11 @@ use sandbox::hook_linker;
 pub use decision::{
     DecisionKind, HookDecision, MAX_ALTERNATIVE_BYTES, MAX_ALTERNATIVES, MAX_REASON_BYTES,
 };
-pub use load::{HOOK_INTERFACE, MAX_HOOK_COMPONENT_BYTES, MAX_TRIGGER_BYTES, MAX_TRIGGERS};
+pub use load::{MAX_HOOK_COMPONENT_BYTES, MAX_TRIGGER_BYTES, MAX_TRIGGERS};
 pub use pattern::{pattern_matches, valid_pattern};
 pub use run::MAX_ANSWER_BYTES;
+use world::Requests;
+pub use world::{HOOK_INTERFACE, HOOK_INTERFACE_V0_1, HOOK_INTERFACES, is_hook_interface};
 
 /// The call a hook judges: what the `permission-hook` interface's `request` holds.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -58,22 +60,14 @@ pub struct HookRequest {
     pub destructive: bool,
     /// Tags of the calling session.
     pub tags: Vec<String>,
-}
-
-impl HookRequest {
-    fn to_wit(&self) -> Request {
-        Request {
-            call_id: self.call_id.clone(),
-            tool: self.tool.clone(),
-            action: self.action.clone(),
-            role: self.role.clone(),
-            session: self.session.clone(),
-            input: self.input.clone(),
-            estimated_cost: self.estimated_cost,
-            destructive: self.destructive,
-            tags: self.tags.clone(),
-        }
-    }
+    /// The principal that made the call, as the session's log names it (its
+    /// `by`). Hooks of the 0.2.0 world see it; 0.1.0 hooks do not.
+    #[serde(default)]
+    pub principal: String,
+    /// The calling session's project; `None` outside a session or for a
+    /// session started without one. Seen by 0.2.0 hooks only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
 }
 
 /// What the chain decided about a call.
@@ -193,7 +187,7 @@ impl HookChain {
     /// the first deny.
     #[tracing::instrument(skip_all, fields(call_id = %req.call_id, tool = %req.tool, action = %req.action))]
     pub async fn evaluate(&self, req: &HookRequest) -> ChainOutcome {
-        let request = req.to_wit();
+        let mut requests = Requests::default();
         let mut decisions = Vec::new();
         for slot in &self.hooks {
             let decision = match slot {
@@ -206,7 +200,7 @@ impl HookChain {
                     Duration::ZERO,
                 ),
                 Slot::Ready(hook) => match hook.trigger_for(&req.action) {
-                    Some(pattern) => self.validate(hook, pattern, &request).await,
+                    Some(pattern) => self.validate(hook, pattern, req, &mut requests).await,
                     None => continue,
                 },
             };
@@ -269,15 +263,22 @@ impl HookChain {
             _ => None,
         })?;
         let pattern = hook.trigger_for(&req.action)?;
-        Some(self.validate(hook, pattern, &req.to_wit()).await)
+        Some(
+            self.validate(hook, pattern, req, &mut Requests::default())
+                .await,
+        )
     }
 
-    async fn validate(&self, hook: &LoadedHook, pattern: &str, request: &Request) -> HookDecision {
+    async fn validate(
+        &self,
+        hook: &LoadedHook,
+        pattern: &str,
+        req: &HookRequest,
+        requests: &mut Requests,
+    ) -> HookDecision {
         let start = Instant::now();
         let answer = run_hook(&self.engine, &hook.pre, &hook.limits, async |h, store| {
-            h.glovebox_plugin_permission_hook()
-                .call_validate(store, &hook.settings, request)
-                .await
+            h.validate(store, &hook.settings, req, requests).await
         })
         .await;
         let took = start.elapsed();
@@ -326,15 +327,13 @@ impl HookChain {
             .iter()
             .filter(|d| d.decision == DecisionKind::Allow);
         let mut failures = Vec::new();
-        let mut request = None;
+        let mut requests = Requests::default();
         for decision in allowed {
             let Some(hook) = self.ready(&decision.hook).filter(|h| h.after) else {
                 continue;
             };
-            let request = request.get_or_insert_with(|| req.to_wit());
             let result = run_hook(&self.engine, &hook.pre, &hook.limits, async |h, store| {
-                h.glovebox_plugin_permission_hook()
-                    .call_after(store, &hook.settings, request, ok, summary)
+                h.after(store, &hook.settings, req, &mut requests, ok, summary)
                     .await
             })
             .await;

@@ -11,7 +11,7 @@ use std::time::Duration;
 use wasmtime::{Engine, Store};
 
 use super::sandbox::HookState;
-use crate::bindings::hook::{HookPlugin, HookPluginPre};
+use super::world::{HookInstance, HookPre};
 use crate::call::{Ended, panic_message};
 use crate::manifest::format_size;
 use crate::runtime::deadline_ticks;
@@ -88,9 +88,9 @@ impl Fault {
 /// caught and reported as a [`Fault`].
 pub(crate) async fn run_hook<R>(
     engine: &Engine,
-    pre: &HookPluginPre<HookState>,
+    pre: &HookPre,
     limits: &HookLimits,
-    f: impl AsyncFnOnce(&HookPlugin, &mut Store<HookState>) -> wasmtime::Result<R>,
+    f: impl AsyncFnOnce(&HookInstance, &mut Store<HookState>) -> wasmtime::Result<R>,
 ) -> Result<R, Fault> {
     let mut store = Store::new(engine, HookState::new(limits.memory));
     store.limiter(|s| &mut s.limiter);
@@ -112,7 +112,7 @@ pub(crate) async fn run_hook<R>(
     let outcome = {
         let store = &mut store;
         let work = async move {
-            let plugin = pre.instantiate_async(&mut *store).await?;
+            let plugin = pre.instantiate(&mut *store).await?;
             f(&plugin, store).await
         };
         CatchUnwind(Box::pin(tokio::time::timeout(limits.deadline, work))).await

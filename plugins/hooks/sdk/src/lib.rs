@@ -5,11 +5,12 @@
 //! wasi:io and wasi:filesystem, so a hook is `#![no_std]`. This crate supplies what such a
 //! component needs:
 //!
-//! - the bindings for the `hook-plugin` world (`wit/plugin.wit`), generated once: a hook
+//! - the bindings for the 0.2.0 `hook-plugin` world (`wit/v0.2/plugin.wit`: the request
+//!   names the calling principal and the session's project), generated once: a hook
 //!   implements [`Guest`] and exports it with [`export!`](crate::export);
-//! - on wasm32, a global allocator (a bump arena in the initial memory, then dlmalloc over
-//!   `memory.grow`: see `runtime.rs` for why) and a panic handler that
-//!   traps, which the host turns into a deny (hooks fail closed);
+//! - on wasm32, through `glovebox-hook-rt`, a global allocator (a bump arena in the
+//!   initial memory, then dlmalloc over `memory.grow`: see that crate for why) and a
+//!   panic handler that traps, which the host turns into a deny (hooks fail closed);
 //! - [`Settings`] for the operator's JSON settings, with errors that name the bad key;
 //! - [`allow`], [`deny`], [`ask`] and [`invalid_settings`] to build decisions;
 //! - [`pattern`]: tool-name patterns (`files.*`, `files.read`, `*`).
@@ -36,7 +37,7 @@
 extern crate alloc;
 
 wit_bindgen::generate!({
-    path: "../../../wit",
+    path: "../../../wit/v0.2",
     world: "hook-plugin",
     pub_export_macro: true,
     default_bindings_module: "glovebox_hook_sdk",
@@ -44,9 +45,11 @@ wit_bindgen::generate!({
 });
 
 pub mod pattern;
-mod runtime;
 mod settings;
 pub mod testing;
+
+// The allocator, panic handler and `cabi_realloc` every hook links.
+use glovebox_hook_rt as _;
 
 pub use exports::glovebox::plugin::permission_hook::{Decision, Denial, Guest, Request};
 pub use serde_json::{self, Map, Value};

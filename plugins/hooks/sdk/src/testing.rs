@@ -5,7 +5,8 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 /// A request for `tool` with `action`, from a session of `role`, with `input` (JSON
-/// text), an estimated cost and the destructive flag; ids and tags are placeholders.
+/// text), an estimated cost and the destructive flag; ids, tags and the principal
+/// (`agent-1`) are placeholders, and there is no project.
 pub fn request(
     tool: &str,
     action: &str,
@@ -24,5 +25,7 @@ pub fn request(
         estimated_cost,
         destructive,
         tags: Vec::new(),
+        principal: String::from("agent-1"),
+        project: None,
     }
 }

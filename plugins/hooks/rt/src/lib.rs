@@ -1,5 +1,16 @@
-//! What a `no_std` component needs from its environment, on wasm32 only (native unit
-//! tests use std's allocator and panic machinery).
+//! What a `no_std` hook component needs from its environment, on wasm32 only (native
+//! unit tests use std's allocator and panic machinery): a global allocator, a panic
+//! handler that traps (the host turns a trap into a deny: hooks fail closed),
+//! `cabi_realloc`, and the memory routines `core` leaves to libc.
+//!
+//! A crate of its own, apart from `glovebox-hook-sdk`'s bindings, so that a hook built
+//! against another version of the hook world (`wit/plugin.wit`, 0.1.0) links the same
+//! runtime with bindings of its own. Link it with `use glovebox_hook_rt as _;`.
+
+#![no_std]
+
+#[cfg(target_arch = "wasm32")]
+extern crate alloc;
 
 #[cfg(target_arch = "wasm32")]
 #[global_allocator]
