@@ -132,6 +132,10 @@ const RUST_HOOK: &[File] = &[
         "plugins/hooks/sdk/src/lib.rs"
     ),
     copy!(
+        "vendor/glovebox-hook-sdk/src/path.rs",
+        "plugins/hooks/sdk/src/path.rs"
+    ),
+    copy!(
         "vendor/glovebox-hook-sdk/src/pattern.rs",
         "plugins/hooks/sdk/src/pattern.rs"
     ),

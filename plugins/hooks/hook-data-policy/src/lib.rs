@@ -104,13 +104,13 @@ fn policy(text: &str) -> Result<Policy, String> {
             ));
         }
         let key = |field: &str| format!("projects.{name}.{field}");
-        let tools = strings(fields.get("tools"), &key("tools"))?;
+        let tools = optional_strings(fields.get("tools"), &key("tools"))?;
         for (i, tool) in tools.iter().enumerate() {
             pattern::check(tool)
                 .map_err(|e| format!("settings key `{}[{i}]`: {e}", key("tools")))?;
         }
         let mut paths = Vec::new();
-        for (i, path) in strings(fields.get("paths"), &key("paths"))?
+        for (i, path) in optional_strings(fields.get("paths"), &key("paths"))?
             .iter()
             .enumerate()
         {
@@ -120,7 +120,7 @@ fn policy(text: &str) -> Result<Policy, String> {
                     key("paths")
                 ));
             }
-            paths.push(names(path));
+            paths.push(path::names(path));
         }
         owned.push(Project {
             name: name.clone(),
@@ -135,14 +135,11 @@ fn policy(text: &str) -> Result<Policy, String> {
     })?;
     let mut principals = Vec::new();
     for (name, value) in listed {
-        principals.push((
-            name.clone(),
-            strings(Some(value), &format!("principals.{name}"))?,
-        ));
+        principals.push((name.clone(), strings(value, &format!("principals.{name}"))?));
     }
     let path_fields = match settings.get("path_fields") {
         None => ["path", "paths", "from", "to"].map(String::from).to_vec(),
-        some => strings(some, "path_fields")?,
+        Some(value) => strings(value, "path_fields")?,
     };
     let unlisted_allowed = match settings.opt_str("unlisted")? {
         None | Some("deny") => false,
@@ -161,43 +158,9 @@ fn policy(text: &str) -> Result<Policy, String> {
     })
 }
 
-/// An optional array of strings at settings key `key`.
-fn strings(value: Option<&Value>, key: &str) -> Result<Vec<String>, String> {
-    let Some(value) = value else {
-        return Ok(Vec::new());
-    };
-    let Value::Array(items) = value else {
-        return Err(format!(
-            "settings key `{key}` must be an array of strings, got {}",
-            kind_of(value)
-        ));
-    };
-    items
-        .iter()
-        .enumerate()
-        .map(|(i, item)| match item {
-            Value::String(s) => Ok(s.clone()),
-            other => Err(format!(
-                "settings key `{key}[{i}]` must be a string, got {}",
-                kind_of(other)
-            )),
-        })
-        .collect()
-}
-
-/// The names of `path`, `.` and `..` resolved, lowercase.
-fn names(path: &str) -> Vec<String> {
-    let mut names: Vec<String> = Vec::new();
-    for name in path.split(['/', '\\']) {
-        match name {
-            "" | "." => {}
-            ".." => {
-                names.pop();
-            }
-            n => names.push(n.to_ascii_lowercase()),
-        }
-    }
-    names
+/// An optional array of strings at settings key `key` (none: empty).
+fn optional_strings(value: Option<&Value>, key: &str) -> Result<Vec<String>, String> {
+    value.map_or_else(|| Ok(Vec::new()), |v| strings(v, key))
 }
 
 fn judge(policy: &Policy, req: &Request) -> Decision {
@@ -264,7 +227,7 @@ fn judge(policy: &Policy, req: &Request) -> Decision {
             _ => continue,
         };
         for path in paths {
-            let path_names = names(path);
+            let path_names = path::names(path);
             let owners = policy
                 .projects
                 .iter()

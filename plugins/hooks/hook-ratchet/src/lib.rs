@@ -177,27 +177,6 @@ fn policy(settings: &str) -> Result<Policy, String> {
     })
 }
 
-/// An array of strings at settings key `key`.
-fn strings(value: &Value, key: &str) -> Result<Vec<String>, String> {
-    let Value::Array(items) = value else {
-        return Err(format!(
-            "settings key `{key}` must be an array of strings, got {}",
-            kind_of(value)
-        ));
-    };
-    items
-        .iter()
-        .enumerate()
-        .map(|(i, item)| match item {
-            Value::String(s) => Ok(s.clone()),
-            other => Err(format!(
-                "settings key `{key}[{i}]` must be a string, got {}",
-                kind_of(other)
-            )),
-        })
-        .collect()
-}
-
 fn parse_pattern(text: &str) -> Result<Pattern, String> {
     if text.is_empty() {
         return Err("a test path pattern cannot be empty".to_owned());
@@ -239,22 +218,6 @@ fn parse_pattern(text: &str) -> Result<Pattern, String> {
         names,
         dir,
     })
-}
-
-/// The names of `raw` after normalization: `\` is a separator, empty and `.` names are
-/// dropped, `..` removes the name before it (at the root it is dropped), ASCII lowercase.
-fn normalize(raw: &str) -> Vec<String> {
-    let mut names: Vec<String> = Vec::new();
-    for name in raw.split(['/', '\\']) {
-        match name {
-            "" | "." => {}
-            ".." => {
-                names.pop();
-            }
-            n => names.push(n.to_ascii_lowercase()),
-        }
-    }
-    names
 }
 
 /// Every directory and file name `raw` passes through, `..` aside.
@@ -305,7 +268,7 @@ fn protects(pattern: &Pattern, names: &[String]) -> bool {
 
 /// The first pattern that protects the path `raw`, if any.
 fn protected_by<'p>(policy: &'p Policy, raw: &str) -> Option<Protected<'p>> {
-    let lexical = normalize(raw);
+    let lexical = path::names(raw);
     if lexical.is_empty() {
         return Some(Protected::Root);
     }
@@ -476,9 +439,12 @@ mod tests {
 
     #[test]
     fn paths_are_normalized_before_matching() {
-        assert_eq!(normalize("./tests/../tests/a.rs"), ["tests", "a.rs"]);
-        assert_eq!(normalize("/data//x/./y\\Z.rs"), ["data", "x", "y", "z.rs"]);
-        assert_eq!(normalize("/../../tests/a"), ["tests", "a"]);
+        assert_eq!(path::names("./tests/../tests/a.rs"), ["tests", "a.rs"]);
+        assert_eq!(
+            path::names("/data//x/./y\\Z.rs"),
+            ["data", "x", "y", "z.rs"]
+        );
+        assert_eq!(path::names("/../../tests/a"), ["tests", "a"]);
         assert_eq!(
             passed_through("/data/tests/../src/a.rs"),
             ["data", "tests", "src", "a.rs"]

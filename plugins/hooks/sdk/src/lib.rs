@@ -44,6 +44,7 @@ wit_bindgen::generate!({
     additional_derives: [PartialEq],
 });
 
+pub mod path;
 pub mod pattern;
 mod settings;
 pub mod testing;
@@ -53,7 +54,7 @@ use glovebox_hook_rt as _;
 
 pub use exports::glovebox::plugin::permission_hook::{Decision, Denial, Guest, Request};
 pub use serde_json::{self, Map, Value};
-pub use settings::{Settings, kind_of};
+pub use settings::{Settings, kind_of, strings};
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -62,7 +63,7 @@ use alloc::vec::Vec;
 pub mod prelude {
     pub use crate::{
         Decision, Denial, Guest, Map, Request, Settings, Value, allow, ask, deny, invalid_settings,
-        kind_of, pattern, serde_json,
+        kind_of, path, pattern, serde_json, strings,
     };
     pub use alloc::borrow::ToOwned;
     pub use alloc::format;

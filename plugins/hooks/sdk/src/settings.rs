@@ -95,6 +95,28 @@ pub fn kind_of(value: &Value) -> &'static str {
     }
 }
 
+/// The array of strings `value` at settings key `key`; the error names the key (or
+/// the item) and what was found instead.
+pub fn strings(value: &Value, key: &str) -> Result<Vec<String>, String> {
+    let Value::Array(items) = value else {
+        return Err(format!(
+            "settings key `{key}` must be an array of strings, got {}",
+            kind_of(value)
+        ));
+    };
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| match item {
+            Value::String(s) => Ok(s.clone()),
+            other => Err(format!(
+                "settings key `{key}[{i}]` must be a string, got {}",
+                kind_of(other)
+            )),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
