@@ -13,7 +13,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::Subcommand;
-use glovebox::hooks::{DecisionKind, HookRequest, HookStatus};
+use glovebox::hooks::{DecisionKind, HookHttp, HookRequest, HookStatus};
 use glovebox::manifest::HookConfig;
 use glovebox::{Host, HostConfig};
 use serde::Deserialize;
@@ -27,8 +27,8 @@ pub enum HookCommand {
         hook: String,
         /// The call to judge, as JSON: `action` (required), `tool`, `role`,
         /// `input` (a JSON value or text), `destructive`, `estimated_cost`,
-        /// `tags`, `session`, `call_id`, and for a 0.2.0 hook `principal` and
-        /// `project`.
+        /// `tags`, `session`, `call_id`, and for a 0.2.0 hook `principal`,
+        /// `project` and `http` (`method`, `url`, `scheme`, `host`, `path`).
         #[arg(long)]
         request: String,
         /// The hook's settings, as JSON (default: the config's `[hook.settings]`
@@ -62,6 +62,8 @@ struct RequestArg {
     principal: String,
     #[serde(default)]
     project: Option<String>,
+    #[serde(default)]
+    http: Option<HookHttp>,
     #[serde(default = "default_session")]
     session: String,
     #[serde(default = "default_call")]
@@ -108,6 +110,7 @@ pub async fn run(config: &Path, command: HookCommand) -> Result<ExitCode> {
         tags: arg.tags,
         principal: arg.principal,
         project: arg.project,
+        http: arg.http,
     };
     let mut hook = find_hook(config, &hook)?;
     if let Some(settings) = settings {

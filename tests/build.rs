@@ -63,6 +63,7 @@ const CARGO_ARTIFACTS: &[(&str, &str, &str)] = &[
     ("HOOK_ROLE_ALLOWLIST", "hook_role_allowlist", "Hook: which roles may use which tools (settings `roles`)."),
     ("HOOK_RATCHET", "hook_ratchet", "Hook: denies deleting or rewriting files under the test paths (settings `test_paths`, `tools`)."),
     ("HOOK_DATA_POLICY", "hook_data_policy", "Hook (0.2.0 world): keeps each principal out of other projects' tools and paths (settings `projects`, `principals`)."),
+    ("HOOK_HTTP_GUARD", "hook_http_guard", "Hook (0.2.0 world): denies or asks about HTTP requests by method, host and path (settings `deny`, `ask`)."),
     ("COMPAT_HOOK_V0_1", "compat_hook_v0_1", "Hook of the 0.1.0 world: denies the tools named in settings `deny`."),
     ("HOSTILE_HOOK_TRAP", "hostile_hook_trap", "Hook whose `validate` traps (panics)."),
     ("HOSTILE_HOOK_LOOP", "hostile_hook_loop", "Hook whose `validate` loops forever."),

@@ -139,6 +139,7 @@ async fn manifest_overrides_beat_what_the_plugin_says() {
         idempotent: Some(false),
         read_only: None,
         cost: Some(0.25),
+        http: None,
     };
     m.tools.insert("list".into(), over);
     let h = host(vec![m]).await;

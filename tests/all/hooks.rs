@@ -530,6 +530,7 @@ async fn decisions_carry_their_time() {
         tags: vec![],
         principal: String::new(),
         project: None,
+        http: None,
     };
     let outcome = s.host.hooks().evaluate(&request).await;
     assert!(

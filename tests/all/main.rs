@@ -26,6 +26,7 @@ mod drain;
 mod examples;
 mod fleet;
 mod gate_plugins;
+mod hook_http;
 mod hooks;
 mod http_limits;
 mod identity;

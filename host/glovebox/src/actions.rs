@@ -74,6 +74,7 @@ pub async fn judge(
         tags: action.tags,
         principal: caller.name.clone(),
         project: action.project,
+        http: None,
     };
     let host = gateway.host();
     let outcome = host.evaluate_hooks(&request).await;

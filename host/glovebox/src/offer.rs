@@ -213,6 +213,7 @@ mod tests {
             idempotent: false,
             read_only,
             cost: None,
+            http: None,
         }
     }
 

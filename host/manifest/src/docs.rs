@@ -41,7 +41,7 @@ use super::limits::RawLimits;
 use super::memory::{RawMemory, RawPropose};
 use super::notify::RawNotify;
 use super::oauth::{RawAuth, RawOAuth};
-use super::plugin::{RawFs, RawHttp, RawInject, RawManifest, RawTool};
+use super::plugin::{RawFs, RawHttp, RawHttpFields, RawInject, RawManifest, RawTool};
 use super::principal::RawPrincipal;
 use super::schedule::{RawSchedule, RawTrigger};
 use super::schema::{host_config_schema, manifest_schema};
@@ -352,6 +352,7 @@ fn declared_orders() -> BTreeMap<&'static str, Vec<String>> {
         ("RawSecret", declared_keys::<RawSecret>()),
         ("RawVerify", declared_keys::<RawVerify>()),
         ("RawTool", declared_keys::<RawTool>()),
+        ("RawHttpFields", declared_keys::<RawHttpFields>()),
         ("RawBuild", declared_keys::<RawBuild>()),
     ])
 }

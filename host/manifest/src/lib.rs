@@ -615,4 +615,21 @@ pub struct ToolOverride {
     pub read_only: Option<bool>,
     /// Estimated cost of one call, for hooks.
     pub cost: Option<f64>,
+    /// Which input fields hold the HTTP request a call makes (`http`), so
+    /// that hooks see its method and path.
+    pub http: Option<HttpFields>,
+}
+
+/// `[tools.<name>] http`: the top-level input fields that hold the URL and the
+/// method of the HTTP request a call of the tool makes. The host reads them
+/// for the hooks (the 0.2.0 request's `http`); the egress still judges the
+/// request the guest actually sends.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HttpFields {
+    /// The field holding the absolute URL.
+    pub url: String,
+    /// The field holding the method, if the tool takes one.
+    pub method: Option<String>,
+    /// The method when the input gives none (uppercase; default `GET`).
+    pub default_method: String,
 }

@@ -128,7 +128,7 @@ impl Source {
                 file,
                 key: join_key(table, name),
                 line,
-                hint: hint_for(name).to_owned(),
+                hint: hint_in(table, name).to_owned(),
             };
         }
 
@@ -234,6 +234,17 @@ pub(super) const DURATION_HINT: &str =
     "write a duration like `\"5s\"`, `\"250ms\"` or `\"2m\"`, or an integer number of milliseconds";
 pub(super) const NAME_HINT: &str = "use lowercase letters, digits, `-` and `_`, starting with a letter or digit, e.g. `name = \"files\"`";
 pub(super) const ACTION_HINT: &str = "write a colon path of lowercase segments made of `a-z`, `0-9`, `_`, `-` and `*`, e.g. `action = \"write:file\"`";
+
+/// What to write for a missing key `name` of `table`: where a name means
+/// something else in one table, that table's hint, else [`hint_for`].
+fn hint_in(table: &str, name: &str) -> &'static str {
+    match name {
+        "url" if table.starts_with("tools.") && table.ends_with(".http") => {
+            "name the tool's top-level input field that holds the request's URL, e.g. `http = { url = \"url\", method = \"method\" }`"
+        }
+        _ => hint_for(name),
+    }
+}
 
 /// What to write for a key, by its last segment; used for missing keys and bad values.
 pub(super) fn hint_for(key: &str) -> &'static str {

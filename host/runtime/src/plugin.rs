@@ -13,7 +13,7 @@ use crate::bindings::TOOL_INTERFACE;
 use crate::bindings::tool::ToolPluginPre;
 use crate::call::{Hands, RunLimits};
 use crate::error::LoadError;
-use crate::manifest::{HostConfig, PluginManifest};
+use crate::manifest::{HostConfig, HttpFields, PluginManifest};
 use crate::preinit;
 use crate::runtime::Runtime;
 use crate::sandbox::{CallState, Grants};
@@ -45,6 +45,10 @@ pub struct ToolInfo {
     pub read_only: bool,
     /// Estimated cost of one call, from the manifest's cost model.
     pub cost: Option<f64>,
+    /// Which input fields hold the HTTP request a call makes (the
+    /// manifest's `[tools.<tool>] http`), for the hooks.
+    #[serde(skip)]
+    pub http: Option<HttpFields>,
 }
 
 /// A plugin ready to serve calls: compiled, linked, its tools known.
@@ -346,6 +350,7 @@ fn apply_manifest(
             idempotent: over.and_then(|o| o.idempotent).unwrap_or(spec.idempotent),
             read_only,
             cost: over.and_then(|o| o.cost),
+            http: over.and_then(|o| o.http.clone()),
         });
         validators.push(validator);
     }

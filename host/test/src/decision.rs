@@ -1,7 +1,7 @@
 //! What a hook is asked ([`HookCall`]) and what the chain of hooks answers
 //! ([`Decision`]), for [`Harness::hook_request`](crate::Harness::hook_request).
 
-use glovebox::hooks::{ChainOutcome, HookRequest, Verdict};
+use glovebox::hooks::{ChainOutcome, HookHttp, HookRequest, Verdict};
 use glovebox::session::Role;
 use serde_json::Value;
 
@@ -18,6 +18,7 @@ pub struct HookCall {
     tags: Vec<String>,
     principal: String,
     project: Option<String>,
+    http: Option<HookHttp>,
 }
 
 impl HookCall {
@@ -34,6 +35,7 @@ impl HookCall {
             tags: Vec::new(),
             principal: String::new(),
             project: None,
+            http: None,
         }
     }
 
@@ -87,6 +89,13 @@ impl HookCall {
         self
     }
 
+    /// The HTTP request the call makes (what a 0.2.0 hook sees as `http`;
+    /// default: none), as a tool that declares one would give it.
+    pub fn http(mut self, http: HookHttp) -> HookCall {
+        self.http = Some(http);
+        self
+    }
+
     /// The request the host sends a hook.
     pub(crate) fn into_request(self, role: Role, session: &str) -> HookRequest {
         HookRequest {
@@ -101,6 +110,7 @@ impl HookCall {
             tags: self.tags,
             principal: self.principal,
             project: self.project,
+            http: self.http,
         }
     }
 }

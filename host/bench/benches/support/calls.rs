@@ -65,6 +65,7 @@ pub async fn sample_chain(h: &Host, n: usize) -> Vec<Duration> {
         tags: Vec::new(),
         principal: String::new(),
         project: None,
+        http: None,
     };
     warm_then_time(
         n,

@@ -80,6 +80,7 @@ pub(super) async fn permissive_hooks(host: &Host) -> Vec<Finding> {
                 tags: Vec::new(),
                 principal: String::new(),
                 project: None,
+                http: None,
             })
             .collect();
         for trigger in &broad_triggers {
@@ -100,6 +101,7 @@ pub(super) async fn permissive_hooks(host: &Host) -> Vec<Finding> {
                 tags: Vec::new(),
                 principal: String::new(),
                 project: None,
+                http: None,
             });
         }
         let mut consulted = 0;

@@ -10,7 +10,7 @@ use crate::approvals::{Approval, ApprovalStatus};
 use crate::budget;
 use crate::call::CallContext;
 use crate::error::CallError;
-use crate::hooks::{ChainOutcome, DecisionKind, HookDecision, HookRequest, Verdict};
+use crate::hooks::{ChainOutcome, DecisionKind, HookDecision, HookHttp, HookRequest, Verdict};
 use crate::host::Host;
 use crate::session::{EventKind, SessionHeader};
 
@@ -159,6 +159,10 @@ fn hook_request(call: &Admitted, ctx: &CallContext, caller: Caller) -> HookReque
         tags: caller.tags,
         principal: caller.principal,
         project: caller.project,
+        http: info
+            .http
+            .as_ref()
+            .and_then(|f| HookHttp::read(f, call.input())),
     }
 }
 

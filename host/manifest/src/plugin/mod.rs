@@ -18,7 +18,8 @@ use crate::limits::{RawLimits, apply_limits};
 use crate::paths::{canonical, parent_dir, read_source, resolve_component, resolve_oci_component};
 use crate::source::{self, ACTION_HINT, NAME_HINT, Source, join_key};
 use crate::{
-    ComponentStore, ConfigError, Limits, OciReference, PluginManifest, Secrets, ToolOverride,
+    ComponentStore, ConfigError, HttpFields, Limits, OciReference, PluginManifest, Secrets,
+    ToolOverride,
 };
 
 /// A plugin's manifest: one file per tool plugin, named by a `[[plugin]]
@@ -91,6 +92,26 @@ pub(super) struct RawTool {
     /// Its estimated cost of one call, for hooks.
     #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "the plugin's own")))]
     cost: Option<f64>,
+    /// The input fields that hold the HTTP request a call makes, so that
+    /// hooks see its method, host and path: `{ url = "url", method =
+    /// "method" }`.
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "none")))]
+    http: Option<RawHttpFields>,
+}
+
+/// `[tools.<tool>] http`: which top-level input fields hold a call's HTTP request.
+#[derive(Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawHttpFields {
+    /// The input field holding the request's absolute URL.
+    url: String,
+    /// The input field holding its method.
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "none: always the default method")))]
+    method: Option<String>,
+    /// The method when the input gives none.
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "GET")))]
+    default_method: Option<String>,
 }
 
 impl PluginManifest {
@@ -402,6 +423,10 @@ fn tool_overrides(
                 "drop `read_only = true`, or set `destructive = false` if the tool truly changes nothing",
             ));
         }
+        let http = match &over.http {
+            Some(raw) => Some(http_fields(src, &format!("{key}.http"), raw)?),
+            None => None,
+        };
         tools.insert(
             tool.clone(),
             ToolOverride {
@@ -410,10 +435,38 @@ fn tool_overrides(
                 idempotent: over.idempotent,
                 read_only: over.read_only,
                 cost: over.cost,
+                http,
             },
         );
     }
     Ok(tools)
+}
+
+/// `[tools.<tool>] http` at `key`, checked: field names that are not empty,
+/// a default method that is an HTTP method token.
+fn http_fields(src: &Source, key: &str, raw: &RawHttpFields) -> Result<HttpFields, ConfigError> {
+    for (field, name) in [("url", Some(&raw.url)), ("method", raw.method.as_ref())] {
+        if name.is_some_and(|n| n.trim().is_empty()) {
+            return Err(src.invalid(
+                &format!("{key}.{field}"),
+                "the input field's name is empty",
+                "name the tool's top-level input field, e.g. `http = { url = \"url\", method = \"method\" }`",
+            ));
+        }
+    }
+    let default_method = raw.default_method.as_deref().unwrap_or("GET");
+    if default_method.is_empty() || !default_method.chars().all(|c| c.is_ascii_uppercase()) {
+        return Err(src.invalid(
+            &format!("{key}.default_method"),
+            format!("`{default_method}` is not an HTTP method"),
+            "write an uppercase method such as `GET` or `POST`",
+        ));
+    }
+    Ok(HttpFields {
+        url: raw.url.clone(),
+        method: raw.method.clone(),
+        default_method: default_method.to_string(),
+    })
 }
 
 /// Colon-separated segments of `[a-z0-9_*-]`, e.g. `execute:database:*`.

@@ -10,6 +10,7 @@
 //! and why.
 
 mod decision;
+mod http;
 mod load;
 mod pattern;
 mod run;
@@ -33,6 +34,7 @@ use sandbox::hook_linker;
 pub use decision::{
     DecisionKind, HookDecision, MAX_ALTERNATIVE_BYTES, MAX_ALTERNATIVES, MAX_REASON_BYTES,
 };
+pub use http::HookHttp;
 pub use load::{MAX_HOOK_COMPONENT_BYTES, MAX_TRIGGER_BYTES, MAX_TRIGGERS};
 pub use pattern::{pattern_matches, valid_pattern};
 pub use run::MAX_ANSWER_BYTES;
@@ -68,6 +70,10 @@ pub struct HookRequest {
     /// session started without one. Seen by 0.2.0 hooks only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub project: Option<String>,
+    /// The HTTP request the call makes, where its tool declares it
+    /// ([`HookHttp::read`]). Seen by 0.2.0 hooks only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<HookHttp>,
 }
 
 /// What the chain decided about a call.

@@ -62,6 +62,7 @@ fn request(action: &str) -> HookRequest {
         tags: vec!["nightly".into()],
         principal: String::new(),
         project: None,
+        http: None,
     }
 }
 

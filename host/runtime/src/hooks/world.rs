@@ -125,6 +125,13 @@ impl Requests {
             tags: req.tags.clone(),
             principal: req.principal.clone(),
             project: req.project.clone(),
+            http: req.http.as_ref().map(|h| v0_2::HttpRequest {
+                method: h.method.clone(),
+                url: h.url.clone(),
+                scheme: h.scheme.clone(),
+                host: h.host.clone(),
+                path: h.path.clone(),
+            }),
         })
     }
 }
@@ -225,6 +232,13 @@ mod tests {
             tags: vec!["nightly".into()],
             principal: "alice".into(),
             project: project.map(str::to_string),
+            http: Some(super::super::HookHttp {
+                method: "PUT".into(),
+                url: "https://h/a".into(),
+                scheme: "https".into(),
+                host: "h".into(),
+                path: "/a".into(),
+            }),
         }
     }
 
@@ -256,6 +270,17 @@ mod tests {
         assert_eq!(new.tags, ["nightly"]);
         assert_eq!(new.principal, "alice");
         assert_eq!(new.project.as_deref(), Some("billing"));
+        let http = new.http.as_ref().unwrap();
+        assert_eq!(
+            (
+                http.method.as_str(),
+                http.scheme.as_str(),
+                http.host.as_str(),
+                http.path.as_str()
+            ),
+            ("PUT", "https", "h", "/a")
+        );
+        assert_eq!(http.url, "https://h/a");
         let none = request(None);
         assert_eq!(Requests::default().v0_2(&none).project, None);
     }

@@ -52,7 +52,9 @@ pub mod testing;
 // The allocator, panic handler and `cabi_realloc` every hook links.
 use glovebox_hook_rt as _;
 
-pub use exports::glovebox::plugin::permission_hook::{Decision, Denial, Guest, Request};
+pub use exports::glovebox::plugin::permission_hook::{
+    Decision, Denial, Guest, HttpRequest, Request,
+};
 pub use serde_json::{self, Map, Value};
 pub use settings::{Settings, kind_of, strings};
 

@@ -6,7 +6,7 @@ use alloc::vec::Vec;
 
 /// A request for `tool` with `action`, from a session of `role`, with `input` (JSON
 /// text), an estimated cost and the destructive flag; ids, tags and the principal
-/// (`agent-1`) are placeholders, and there is no project.
+/// (`agent-1`) are placeholders; there is no project and no HTTP request.
 pub fn request(
     tool: &str,
     action: &str,
@@ -27,5 +27,6 @@ pub fn request(
         tags: Vec::new(),
         principal: String::from("agent-1"),
         project: None,
+        http: None,
     }
 }
