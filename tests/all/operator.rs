@@ -760,3 +760,50 @@ fn a_connection_hears_the_log_lines_of_its_requests_at_its_level() {
         "an info line after setLevel error: {later:?}"
     );
 }
+
+/// A note and a usage report are registry operations (`sessions.note`,
+/// `sessions.usage`, MCP's `session_note` and `session_usage`): an
+/// operator runs them on a named session at the command line, and they are
+/// logged as the operator's; a session that is not named is refused, since
+/// outside MCP there is no session the caller's calls go to.
+#[test]
+fn an_operator_notes_and_reports_usage_on_a_named_session_through_the_registry() {
+    let site = Site::new(false);
+    site.start_workagent("w");
+    let note = site.json(&[
+        "operation",
+        "sessions.note",
+        "--args",
+        r#"{"session": "w", "text": "found the flaky test"}"#,
+    ]);
+    assert_eq!(note["kind"]["type"], "note", "{note}");
+    assert_eq!(note["by"], operator(), "{note}");
+    let usage = site.json(&[
+        "operation",
+        "sessions.usage",
+        "--args",
+        r#"{"session": "w", "tokens_in": 1200, "tokens_out": 300, "cost": 0.5}"#,
+    ]);
+    let events = usage["events"].as_array().unwrap();
+    assert_eq!(events[0]["kind"]["type"], "usage_reported", "{usage}");
+    assert_eq!(events[0]["kind"]["cost_micros"], 500_000, "{usage}");
+    let log = site.json(&["operation", "sessions.log", "--args", r#"{"session": "w"}"#]);
+    let text = log.to_string();
+    assert!(text.contains("found the flaky test"), "{text}");
+    assert!(text.contains("usage_reported"), "{text}");
+    // With no session named there is none to act in.
+    let (code, _, err) = site.run(&["operation", "sessions.note", "--args", r#"{"text": "x"}"#]);
+    assert_ne!(code, 0);
+    assert!(err.contains("`session_note` needs a session"), "{err}");
+    let (code, _, err) = site.run(&[
+        "operation",
+        "sessions.note",
+        "--args",
+        r#"{"session": "w", "text": "  "}"#,
+    ]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("invalid arguments for `session_note`: `text` is empty: say something"),
+        "{err}"
+    );
+}

@@ -50,10 +50,12 @@ mod schema;
 mod sessions_flag;
 mod sessions_list;
 mod sessions_log;
+mod sessions_note;
 mod sessions_pause;
 mod sessions_resume;
 mod sessions_show;
 mod sessions_status;
+mod sessions_usage;
 mod sessions_verdict;
 mod sessions_wait;
 pub mod sizes;
@@ -105,10 +107,12 @@ pub use schema::{as_clients_know_it, input_schema};
 pub use sessions_flag::{FlagSession, FlagSessionArgs, FlagSessionOutput};
 pub use sessions_list::{ListSessions, ListSessionsArgs};
 pub use sessions_log::{LogPage, SessionLog, SessionLogArgs};
+pub use sessions_note::{NoteSession, NoteSessionArgs};
 pub use sessions_pause::{PauseSession, PauseSessionArgs};
 pub use sessions_resume::{ResumeSession, ResumeSessionArgs};
 pub use sessions_show::{ShowSession, ShowSessionArgs};
 pub use sessions_status::{SessionStatus, SessionStatusArgs, SessionStatusOutput};
+pub use sessions_usage::{ReportUsage, ReportUsageArgs, UsageLogged};
 pub use sessions_verdict::{GiveVerdict, GiveVerdictArgs, VerdictWord};
 pub use sessions_wait::{WaitChildren, WaitChildrenArgs};
 
@@ -181,6 +185,11 @@ pub trait Operation: Send + Sync + 'static {
     /// ([`Gateway::open_without_tools`](crate::Gateway::open_without_tools)),
     /// so a plugin that cannot load does not stop it.
     const RUNS_TOOLS: bool = true;
+    /// Whether, with no session named, it acts in the session the caller's
+    /// tool calls go to: over MCP, a connection bound to none first starts
+    /// its default session, as a tool call would (a note or a usage report
+    /// is about the work those calls do).
+    const CALL_SESSION: bool = false;
     type Args: DeserializeOwned + JsonSchema + Send + 'static;
     type Output: Serialize + JsonSchema + Send + 'static;
 
@@ -205,6 +214,8 @@ pub struct Entry {
     pub mcp: Option<&'static str>,
     /// Whether it may run a tool ([`Operation::RUNS_TOOLS`]).
     pub runs_tools: bool,
+    /// Whether it acts in the caller's call session ([`Operation::CALL_SESSION`]).
+    pub call_session: bool,
     args: fn(&mut SchemaGenerator) -> Schema,
     output: fn(&mut SchemaGenerator) -> Schema,
     call: for<'g> fn(Scope<'g>, &'g str, Value) -> Running<'g>,
@@ -223,6 +234,7 @@ impl Entry {
             http: O::HTTP,
             mcp: O::MCP,
             runs_tools: O::RUNS_TOOLS,
+            call_session: O::CALL_SESSION,
             args: |generator| generator.subschema_for::<O::Args>(),
             output: |generator| generator.subschema_for::<O::Output>(),
             call: |scope, called, args| Box::pin(call::<O>(scope, called, args)),
@@ -406,6 +418,8 @@ pub fn all() -> &'static [Entry] {
             Entry::of::<CallOutput>(),
             Entry::of::<PauseSession>(),
             Entry::of::<FlagSession>(),
+            Entry::of::<NoteSession>(),
+            Entry::of::<ReportUsage>(),
             Entry::of::<ResumeSession>(),
             Entry::of::<ApproveMemory>(),
             Entry::of::<RejectMemory>(),

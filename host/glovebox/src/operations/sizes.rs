@@ -5,6 +5,8 @@
 
 /// The longest note or pause reason.
 pub const TEXT_MAX: usize = 16 * 1024;
+/// The longest model name a usage report may give (the ledger refuses more).
+pub const MODEL_MAX: usize = 256;
 /// The longest reason or need of a blocker flag an agent raises.
 pub const FLAG_TEXT_MAX: usize = 2048;
 /// The longest session id or name an argument may give (names have at most

@@ -1,64 +1,19 @@
-//! What a session writes and reads of its record: notes, usage reports,
-//! the listing of sessions, a page of the log and the re-run of an
-//! interrupted call.
+//! What a session reads of its record: the listing of sessions and the
+//! re-run of an interrupted call. (Notes and usage reports are the
+//! registry's `sessions.note` and `sessions.usage`.)
 
 use rmcp::ErrorData;
 use rmcp::model::{CallToolResult, JsonObject};
 use serde_json::json;
 
-use super::parse::{parse, text_arg};
+use super::parse::parse;
 use crate::connection::Connection;
 use crate::results::{self, bad_arguments};
-use crate::tools::{NoteArgs, RerunArgs, SessionListArgs, UsageArgs};
+use crate::tools::{RerunArgs, SessionListArgs};
 use glovebox::Principal;
-use glovebox::budget::UsageReport;
 use glovebox::session::SessionFilter;
 
 impl Connection {
-    /// `session_note`.
-    pub(super) async fn session_note(
-        &self,
-        caller: &Principal,
-        tool: &str,
-        args: JsonObject,
-    ) -> Result<CallToolResult, ErrorData> {
-        let scope = self.shared().gateway.scope(caller);
-        let a: NoteArgs = parse(tool, args)?;
-        text_arg(tool, "text", &a.text)?;
-        let session = match self.session_for_call(caller).await {
-            Ok(s) => s,
-            Err(e) => return Ok(results::session_failure(&e)),
-        };
-        Ok(results::session(scope.note(&session, &a.text).await))
-    }
-
-    /// `session_usage`.
-    pub(super) async fn session_usage(
-        &self,
-        caller: &Principal,
-        tool: &str,
-        args: JsonObject,
-    ) -> Result<CallToolResult, ErrorData> {
-        let scope = self.shared().gateway.scope(caller);
-        let a: UsageArgs = parse(tool, args)?;
-        let usage = UsageReport {
-            tokens_in: a.tokens_in,
-            tokens_out: a.tokens_out,
-            cost: a.cost,
-            model: a.model,
-            context_tokens: a.context_tokens,
-            context_limit: a.context_limit,
-        };
-        let session = match self.session_for_call(caller).await {
-            Ok(s) => s,
-            Err(e) => return Ok(results::session_failure(&e)),
-        };
-        Ok(match scope.report_usage(&session, usage).await {
-            Ok(events) => results::ok_value(json!({"events": events})),
-            Err(e) => results::session_failure(&e),
-        })
-    }
-
     /// `session_list`.
     pub(super) async fn session_list(
         &self,

@@ -44,8 +44,6 @@ impl Connection {
             SESSION_HANDOFF => self.session_handoff(caller, tool, args).await,
             SESSION_END => self.session_end(caller, tool, args).await,
             JOB_SPAWN => self.job_spawn(caller, tool, args).await,
-            SESSION_NOTE => self.session_note(caller, tool, args).await,
-            SESSION_USAGE => self.session_usage(caller, tool, args).await,
             SESSION_PAUSE => self.session_pause(caller, tool, args).await,
             SESSION_LIST => self.session_list(caller, tool, args).await,
             SESSION_RERUN => self.session_rerun(caller, tool, args).await,
@@ -84,7 +82,14 @@ impl Connection {
         entry: &Entry,
         args: Value,
     ) -> Result<Value, OperationError> {
-        let bound = self.bound().await;
+        let bound = if entry.call_session {
+            match self.session_for_call(caller).await {
+                Ok(id) => Some(id),
+                Err(e) => return Err(OperationError::from(e)),
+            }
+        } else {
+            self.bound().await
+        };
         let shared = self.shared();
         let scope = shared
             .gateway

@@ -171,14 +171,6 @@ fn written_tools() -> Vec<Tool> {
             SESSION_END,
             "End the bound session and unbind this connection (the next call starts a new default session). `completed` runs the session's completion gates again (each a call in the session) and is refused, with the failing gate's output, until every gate passes and, where a judge is required, a judge passed its latest handoff. Wait for its background jobs first: ending with jobs still queued or running, or with results nobody read, is recorded, and the result carries a `warning` naming them. A session with live child sessions is not ended unless `cancel_children` ends them (as interrupted) first.",
         ),
-        builtin::<NoteArgs>(
-            SESSION_NOTE,
-            "Write a progress note (a thought, a step done) into the bound session's log (the connection's default session when none is bound). It counts as progress for the stuck-session detector.",
-        ),
-        builtin::<UsageArgs>(
-            SESSION_USAGE,
-            "Report the model's usage (tokens in and out, model, model cost) into the bound session (the default session when none is bound): the cost counts toward the session's cost cap and its bill.",
-        ),
         builtin::<PauseArgs>(
             SESSION_PAUSE,
             "Pause a session of yours (the bound one when `session` is absent) for your own reasons: calls in it are refused until `session_resume` lifts the pause.",

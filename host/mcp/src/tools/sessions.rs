@@ -75,37 +75,6 @@ pub(crate) struct CapsArgs {
     pub tokens: Option<u64>,
 }
 
-/// `session_note`.
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct NoteArgs {
-    #[schemars(length(min = 1, max = TEXT_MAX))]
-    pub text: String,
-}
-
-/// `session_usage`.
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct UsageArgs {
-    #[serde(default)]
-    pub tokens_in: u64,
-    #[serde(default)]
-    pub tokens_out: u64,
-    #[schemars(length(max = MODEL_MAX))]
-    pub model: Option<String>,
-    /// Model cost in decimal units.
-    #[serde(default)]
-    #[schemars(range(min = 0))]
-    pub cost: f64,
-    /// The tokens in your context now (with `context_limit`): at
-    /// `[detector] context_fraction` (85%) of the window the session is
-    /// flagged to hand off.
-    pub context_tokens: Option<u64>,
-    /// Your context window's size in tokens (with `context_tokens`).
-    #[schemars(range(min = 1))]
-    pub context_limit: Option<u64>,
-}
-
 /// `session_pause`.
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -3,8 +3,6 @@
 
 pub(crate) use glovebox::operations::sizes::*;
 
-/// The longest model name a usage report may give (the ledger refuses more).
-pub(crate) const MODEL_MAX: usize = 256;
 /// The longest duration written in words (`"45m"`, `"2h 30m"`).
 pub(crate) const DURATION_MAX: usize = 64;
 /// The longest objective of a handoff or a child's task (the rest of a

@@ -46,7 +46,7 @@ pub(super) const SHAPES: [(&str, &[&str], &[&str]); 24] = [
         &["cancel_children:boolean", "outcome:string"],
         &[],
     ),
-    (SESSION_NOTE, &["text:string"], &["text"]),
+    (SESSION_NOTE, &["session:string", "text:string"], &["text"]),
     (
         SESSION_USAGE,
         &[
@@ -54,6 +54,7 @@ pub(super) const SHAPES: [(&str, &[&str], &[&str]); 24] = [
             "context_tokens:integer",
             "cost:number",
             "model:string",
+            "session:string",
             "tokens_in:integer",
             "tokens_out:integer",
         ],
