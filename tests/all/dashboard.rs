@@ -169,6 +169,10 @@ pub(crate) fn site_with(extra: &str) -> (Site, String, String) {
             format!("name = \"echo\"\ncomponent = \"{}\"\n", plugins::TOOL_ECHO),
         ),
     ]);
+    // A config that declares a workspace finds its repository there.
+    if extra.contains("[[workspace]]") {
+        crate::workspaces::repository(site.path());
+    }
     site.set_config(&format!(
         "[approvals]\nwait = 0\n[[hook]]\nname = \"destructive\"\ncomponent = \"{}\"\n[hook.settings]\nmode = \"ask\"\n{extra}",
         plugins::HOOK_DESTRUCTIVE

@@ -65,3 +65,4 @@ mod toolsets;
 mod trust;
 mod util;
 mod verify;
+mod workspaces;
