@@ -22,6 +22,9 @@ mod list;
 mod merge;
 mod tree;
 
+#[cfg(test)]
+mod tests;
+
 use std::path::PathBuf;
 
 use crate::manifest::{HostConfig, WorkspaceConfig};
