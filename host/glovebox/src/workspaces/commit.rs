@@ -11,7 +11,7 @@
 use serde::Serialize;
 
 use super::Workspaces;
-use super::git::{changed_paths, git_out};
+use super::git::TreeGit;
 
 /// What a unit of work is, for the commit message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,7 +49,8 @@ impl Workspaces {
         self.trees_of(session)
             .map(|(workspace, path)| {
                 let branch = workspace.branch_of(session);
-                let committed = commit_tree(&path, session, unit, objective);
+                let committed = TreeGit::of(&workspace.repo, &path)
+                    .and_then(|tree| commit_tree(&tree, session, unit, objective));
                 if let Err(why) = &committed {
                     tracing::error!(
                         %session,
@@ -87,21 +88,20 @@ pub fn message(session: &str, unit: UnitOfWork, objective: &str) -> String {
 }
 
 fn commit_tree(
-    path: &std::path::Path,
+    tree: &TreeGit,
     session: &str,
     unit: UnitOfWork,
     objective: &str,
 ) -> Result<Option<String>, String> {
-    if changed_paths(path)?.is_empty() {
+    if tree.changed_paths()?.is_empty() {
         return Ok(None);
     }
-    git_out(path, "`git add -A`", &["add", "-A"])?;
+    tree.out("`git add -A`", &["add", "-A"])?;
     let text = message(session, unit, objective);
-    git_out(
-        path,
+    tree.out(
         "`git commit`",
         &["commit", "--quiet", "--no-verify", "-m", &text],
     )?;
-    let head = git_out(path, "`git rev-parse HEAD`", &["rev-parse", "HEAD"])?;
+    let head = tree.out("`git rev-parse HEAD`", &["rev-parse", "HEAD"])?;
     Ok(Some(head.trim().to_string()))
 }

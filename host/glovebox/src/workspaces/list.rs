@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::Workspaces;
-use super::git::{changed_paths, git};
+use super::git::{TreeGit, git};
 use super::merge::base_branch;
 
 /// One session's worktree of one workspace.
@@ -44,7 +44,7 @@ impl Workspaces {
             };
             let mut sessions: Vec<String> = entries
                 .flatten()
-                .filter(|e| e.path().join(".git").exists())
+                .filter(|e| e.path().is_dir())
                 .filter_map(|e| e.file_name().into_string().ok())
                 .filter(|s| super::tree::plain_session(s))
                 .collect();
@@ -53,7 +53,9 @@ impl Workspaces {
                 let path = self.tree_path(&workspace.name, &session);
                 let branch = workspace.branch_of(&session);
                 let base = base_branch(workspace, &branch).unwrap_or_default();
-                let uncommitted = changed_paths(&path).map_or(0, |p| p.len() as u64);
+                let uncommitted = TreeGit::of(&workspace.repo, &path)
+                    .and_then(|tree| tree.changed_paths())
+                    .map_or(0, |p| p.len() as u64);
                 let commits_ahead = git(
                     &workspace.repo,
                     &["rev-list", "--count", &format!("{base}..{branch}")],

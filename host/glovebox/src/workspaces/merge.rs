@@ -17,7 +17,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::Workspaces;
-use super::git::{changed_paths, git, git_out};
+use super::git::{TreeGit, git, git_out, porcelain_paths};
 use super::tree::base_of;
 use crate::manifest::WorkspaceConfig;
 
@@ -126,7 +126,9 @@ impl Workspaces {
             workspace: workspace.name.clone(),
             message,
         };
-        let uncommitted = changed_paths(tree).map_err(failed)?;
+        let uncommitted = TreeGit::of(&workspace.repo, tree)
+            .and_then(|tree| tree.changed_paths())
+            .map_err(failed)?;
         if !uncommitted.is_empty() {
             return Err(WorkspaceError::Uncommitted {
                 session: session.to_string(),
@@ -172,10 +174,12 @@ impl Workspaces {
                 paths,
             },
         })?;
+        // Clean, as checked above (with its git dir named): `--force` spares
+        // git a look of its own into the tree.
         git_out(
             &workspace.repo,
             "`git worktree remove`",
-            &["worktree", "remove", &tree.to_string_lossy()],
+            &["worktree", "remove", "--force", &tree.to_string_lossy()],
         )
         .map_err(failed)?;
         Ok(Merged {
@@ -243,11 +247,7 @@ fn merge_in(checkout: &Path, branch: &str, base: &str, session: &str) -> Result<
         &["status", "--porcelain", "--untracked-files=no"],
     )
     .map_err(Refused::Error)?;
-    let dirty: Vec<String> = dirty
-        .lines()
-        .filter(|l| l.len() > 3)
-        .map(|l| l[3..].to_string())
-        .collect();
+    let dirty = porcelain_paths(&dirty);
     if !dirty.is_empty() {
         return Err(Refused::Dirty(dirty));
     }

@@ -61,14 +61,15 @@ impl Workspaces {
         self.root.join(name).join(session)
     }
 
-    /// The declared workspaces whose tree for `session` exists.
+    /// The declared workspaces whose tree for `session` exists (whatever its
+    /// agent made of its `.git`).
     fn trees_of<'a>(
         &'a self,
         session: &'a str,
     ) -> impl Iterator<Item = (&'a WorkspaceConfig, PathBuf)> + 'a {
         self.configs.iter().filter_map(move |w| {
             let path = self.tree_path(&w.name, session);
-            path.join(".git").exists().then_some((w, path))
+            path.is_dir().then_some((w, path))
         })
     }
 }

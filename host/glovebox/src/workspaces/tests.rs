@@ -198,3 +198,37 @@ fn a_conflict_is_aborted_and_lists_its_paths() {
         Err(WorkspaceError::NoTree { .. })
     ));
 }
+
+/// Threat: an agent rewrites its tree's `.git` to name a git dir it made,
+/// whose config runs a command (`core.fsmonitor`) when git looks at the
+/// tree. The host never takes the tree's word for its git dir: the command
+/// does not run, and the commit lands on the session's branch.
+#[test]
+fn threat_64_a_tree_that_names_its_own_git_dir_runs_nothing_of_the_agents() {
+    let fx = fixture();
+    let tree = fx.workspaces.tree_for("app", "s-1").unwrap();
+    // A bare git dir: to the tree's own git, plain files.
+    let evil = tree.join("evil.git");
+    std::fs::create_dir(&evil).unwrap();
+    run_git(&evil, &["init", "--quiet", "--bare"]);
+    let marker = fx.repo.parent().unwrap().join("pwned");
+    run_git(
+        &evil,
+        &[
+            "config",
+            "core.fsmonitor",
+            &format!("touch {}; false", marker.display()),
+        ],
+    );
+    std::fs::write(tree.join(".git"), format!("gitdir: {}\n", evil.display())).unwrap();
+    std::fs::write(tree.join("app.txt"), "changed\n").unwrap();
+    let committed = fx.workspaces.commit_unit("s-1", UnitOfWork::Handoff, "x");
+    assert!(committed[0].commit.is_some(), "{committed:?}");
+    assert!(!marker.exists(), "the agent's fsmonitor ran on the host");
+    assert_eq!(
+        run_git(&fx.repo, &["show", "glovebox/s-1:app.txt"]),
+        "changed\n"
+    );
+    fx.workspaces.list();
+    assert!(!marker.exists(), "the agent's fsmonitor ran on the host");
+}

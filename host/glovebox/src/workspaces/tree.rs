@@ -4,7 +4,8 @@
 //!
 //! Two calls of one session at once make it once: the making is serialized
 //! per tree within the process (a lock per path), and a tree that exists is
-//! used as it is. Between processes, git's own lock on the branch name
+//! used as it is (what the agent did to it, `.git` included, is its own:
+//! git is never pointed at a tree's git dir by the tree, `git.rs`). Between processes, git's own lock on the branch name
 //! refuses the second `worktree add`, after which the tree is found made.
 
 use std::collections::HashMap;
@@ -53,7 +54,7 @@ impl Workspaces {
             .or_default()
             .clone();
         let _making = lock.lock().unwrap_or_else(PoisonError::into_inner);
-        if path.join(".git").exists() {
+        if path.is_dir() {
             return Ok(path);
         }
         make(workspace, &path, session).map_err(|why| {
@@ -117,7 +118,7 @@ fn make(workspace: &WorkspaceConfig, path: &Path, session: &str) -> Result<(), S
     )?;
     if !made.ok {
         // Another process made it meanwhile: use it.
-        if path.join(".git").exists() {
+        if path.is_dir() {
             return Ok(());
         }
         return made.output("`git worktree add`").map(|_| ());
