@@ -303,6 +303,7 @@ fn the_admin_listener_is_an_operators_checks_origin_and_host_and_escapes_tool_ou
         "/ui/rescues",
         "/ui/notify",
         "/ui/memory",
+        "/ui/workspaces",
         "/ui/doctor",
         "/ui/principals",
         "/ui/static/style.css",

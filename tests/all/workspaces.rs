@@ -224,3 +224,90 @@ fn two_agents_edit_one_repository_each_in_its_own_worktree_and_the_operator_merg
     let listed = site.json(&["workspace", "list", "--json"]);
     assert_eq!(listed, json!([]));
 }
+
+/// The dashboard's Workspaces page lists the sessions' trees and its
+/// buttons run the same operations: one branch merged, the other's merge
+/// refused with its conflicting path shown, then abandoned.
+#[test]
+fn the_dashboard_merges_one_branch_and_shows_the_others_conflict() {
+    use crate::dashboard::{bearer, http, serve};
+    let (site, repo) = site();
+    let (code, token, err) = site.run(&["principal", "add", "ops", "--kind", "operator"]);
+    assert_eq!(code, 0, "{err}");
+    let served = serve(&site);
+    site.wait_for_control_socket();
+    let admin = served.admin.as_str();
+    let op = bearer(token.trim());
+    let origin = format!("http://{admin}");
+    let mut ids = Vec::new();
+    for (name, text) in [("alice", "alice was here\n"), ("bob", "bob was here\n")] {
+        ids.push(id_of(&site.start_workagent(name)));
+        let (code, out, err) = write(&site, name, "/work/app.txt", text);
+        assert_eq!(code, 0, "{out}{err}");
+        let (code, _, err) = site.run(&["session", "end", name, "--outcome", "completed"]);
+        assert_eq!(code, 0, "{err}");
+    }
+    let page = http(
+        admin,
+        "GET",
+        "/ui/workspaces",
+        &[("Authorization", &op)],
+        "",
+    );
+    assert_eq!(page.status, 200, "{}", page.body);
+    for id in &ids {
+        assert!(
+            page.body.contains(&format!("id=\"merge-{id}\"")),
+            "{}",
+            page.body
+        );
+        assert!(
+            page.body.contains("1 commit(s) ahead of main"),
+            "{}",
+            page.body
+        );
+    }
+    let post = |path: &str| {
+        http(
+            admin,
+            "POST",
+            path,
+            &[
+                ("Authorization", &op),
+                ("Origin", &origin),
+                ("Content-Type", "application/x-www-form-urlencoded"),
+            ],
+            "",
+        )
+    };
+    let merged = post(&format!("/ui/workspaces/{}/merge", ids[0]));
+    assert_eq!(merged.status, 303, "{}", merged.body);
+    assert_eq!(git(&repo, &["show", "main:app.txt"]), "alice was here\n");
+    let refused = post(&format!("/ui/workspaces/{}/merge", ids[1]));
+    assert_eq!(refused.status, 409, "{}", refused.body);
+    assert!(
+        refused.body.contains("conflicts in app.txt"),
+        "{}",
+        refused.body
+    );
+    assert_eq!(git(&repo, &["status", "--porcelain"]), "");
+    let abandoned = post(&format!("/ui/workspaces/{}/abandon", ids[1]));
+    assert_eq!(abandoned.status, 303, "{}", abandoned.body);
+    let page = http(
+        admin,
+        "GET",
+        "/ui/workspaces",
+        &[("Authorization", &op)],
+        "",
+    );
+    assert!(page.body.contains("no session worktrees"), "{}", page.body);
+    // Without the operator's token, the buttons are refused.
+    let a = http(
+        admin,
+        "POST",
+        &format!("/ui/workspaces/{}/merge", ids[1]),
+        &[("Origin", &origin)],
+        "",
+    );
+    assert!(matches!(a.status, 401 | 403), "{}", a.status);
+}
