@@ -473,12 +473,27 @@ async fn the_ratchet_denies_rewriting_deleting_or_moving_tests_however_spelt() {
 }
 
 /// Test-first work (issue 42): `files.create` adds a new test under a test
-/// path, which the ratchet allows since the tool never overwrites; on an
-/// existing test the tool itself refuses (O_EXCL) and the test is as it was;
-/// `files.write` of the same new path stays denied.
+/// path, which the ratchet allows once the operator names it create-only
+/// (it never overwrites); on an existing test the tool itself refuses
+/// (O_EXCL) and the test is as it was; `files.write` of the same new path
+/// stays denied; and without `create_tools` the new test is denied as before.
 #[tokio::test]
 async fn the_ratchet_lets_a_new_test_be_created_but_no_test_be_overwritten() {
-    let j = judged(vec![ratchet(settings())]).await;
+    let unnamed = judged(vec![ratchet(settings())]).await;
+    let worker = unnamed.session(Role::Workagent);
+    denied(
+        unnamed
+            .call(
+                &worker,
+                "files.create",
+                json!({"path": "/data/tests/new_test.rs", "content": "x"}),
+            )
+            .await,
+    );
+    assert_eq!(unnamed.read("tests/new_test.rs"), None);
+    let mut named = settings();
+    named["create_tools"] = json!({"files.create": ["path"]});
+    let j = judged(vec![ratchet(named)]).await;
     let worker = j.session(Role::Workagent);
     let made = j
         .call(
@@ -655,6 +670,14 @@ async fn the_example_config_ratchet_protects_tests() {
         &worker,
         "files.write",
         json!({"path": "/data/summary.txt", "content": "x"}),
+    )
+    .await
+    .unwrap();
+    // A new test, with the create-only tool the example names.
+    j.call(
+        &worker,
+        "files.create",
+        json!({"path": "/data/tests/b_test.rs", "content": "x"}),
     )
     .await
     .unwrap();

@@ -33,11 +33,11 @@
 //! - `create_tools` (optional): tools that only ever create a new file and fail, changing
 //!   nothing, when anything exists at the path (`O_EXCL`), with the input fields that
 //!   carry their paths. Keys are tool patterns. A call of one of them under a test path is
-//!   allowed: it can add a test, never weaken one. Default: `{"files.create": ["path"]}`,
-//!   the example file plugin's create-only tool; `{}` turns it off (then such a tool is
-//!   judged as `tools` or `destructive_fields` say). Name here only a tool you know
-//!   refuses to overwrite: the hook takes that on trust. A tool matched by both
-//!   `create_tools` and `tools` is judged as a create-only one.
+//!   allowed: it can add a test, never weaken one. Default: none (such a tool is judged
+//!   as `tools` or `destructive_fields` say, so a new test is denied as before); the
+//!   example file plugin's create-only tool is `{"files.create": ["path"]}`. Name here
+//!   only a tool you know refuses to overwrite: the hook takes that on trust. A tool
+//!   matched by both `create_tools` and `tools` is judged as a create-only one.
 //! - `exempt_roles` (optional): session roles the ratchet does not bind, for the human
 //!   who decides a test really is wrong. Default: none.
 //!
@@ -155,7 +155,7 @@ fn policy(settings: &str) -> Result<Policy, String> {
         Some(map) => tool_fields(map, "tools")?,
     };
     let create_tools = match settings.opt_object("create_tools")? {
-        None => vec![("files.create".to_owned(), vec!["path".to_owned()])],
+        None => Vec::new(),
         Some(map) => tool_fields(map, "create_tools")?,
     };
     let destructive_fields = match settings.get("destructive_fields") {
@@ -492,6 +492,7 @@ mod tests {
     const SETTINGS: &str = r#"{"test_paths": ["tests/", "*_test.py", "fixtures/*.json"],
         "tools": {"files.write": ["path"], "files.delete": ["path"], "files.move": ["from", "to"],
                   "files.bulk*": ["paths"]},
+        "create_tools": {"files.create": ["path"]},
         "exempt_roles": ["operator"]}"#;
 
     fn call(tool: &str, input: &str) -> Request {
@@ -609,7 +610,7 @@ mod tests {
 
     #[test]
     fn a_create_only_tool_may_add_tests_but_not_name_the_root() {
-        // `files.create` by default: a new test is allowed wherever tests live.
+        // `files.create`, named: a new test is allowed wherever tests live.
         for path in ["/data/tests/new.rs", "/data/app/c_test.py", "tests/x/y.rs"] {
             let input = serde_json::json!({"path": path, "content": "x"}).to_string();
             assert_eq!(
@@ -637,8 +638,8 @@ mod tests {
             ),
             Decision::Deny(_)
         ));
-        // Named by the operator; `{}` turns it off, and the tool is then judged
-        // as any destructive tool (here by `destructive_fields`).
+        // Named by the operator; without it (the default) or with `{}`, the
+        // tool is judged as any destructive tool (here by `destructive_fields`).
         let own = r#"{"test_paths": ["tests/"], "create_tools": {"fs.add_*": ["target"]}}"#;
         assert_eq!(
             judge(own, &call("fs.add_file", r#"{"target": "/w/tests/a"}"#)),
@@ -648,11 +649,15 @@ mod tests {
             judge(own, &call("files.create", r#"{"path": "/w/tests/a"}"#)),
             Decision::Deny(_)
         ));
-        let off = r#"{"test_paths": ["tests/"], "create_tools": {}}"#;
-        assert!(matches!(
-            judge(off, &call("files.create", r#"{"path": "/w/tests/a"}"#)),
-            Decision::Deny(_)
-        ));
+        for off in [
+            r#"{"test_paths": ["tests/"], "create_tools": {}}"#,
+            r#"{"test_paths": ["tests/"]}"#,
+        ] {
+            assert!(matches!(
+                judge(off, &call("files.create", r#"{"path": "/w/tests/a"}"#)),
+                Decision::Deny(_)
+            ));
+        }
         // A malformed entry denies everything, naming the key.
         let bad = r#"{"test_paths": ["tests/"], "create_tools": {"files.create": []}}"#;
         let r = reason(judge(bad, &call("files.read", "{}")));
