@@ -71,6 +71,7 @@ mod session_list;
 mod sessions;
 mod signing;
 mod store;
+mod workspace;
 
 // What several subcommands share: a call report printed, a refusal worded.
 pub(crate) use call::{operation_refused, print_report, read_input, session_refused};
@@ -160,6 +161,12 @@ enum Command {
     Rescue {
         #[command(subcommand)]
         command: rescue::RescueCommand,
+    },
+    /// The sessions' git worktrees of the `[[workspace]]`s: list, merge a
+    /// session's branch into its base, abandon it.
+    Workspace {
+        #[command(subcommand)]
+        command: workspace::WorkspaceCommand,
     },
     /// The context index: entries every new session of a project starts with.
     Context {
@@ -338,6 +345,7 @@ async fn dispatch(config: &std::path::Path, command: Command) -> Result<ExitCode
         Command::Policy { command } => policy::run(config, command).await,
         Command::Log { command } => log::run(config, command),
         Command::Rescue { command } => rescue::run_rescue(config, command).await,
+        Command::Workspace { command } => workspace::run_workspace(config, command).await,
         Command::Context { command } => rescue::run_context(config, command),
         Command::Memory { command } => memory::run(config, command),
         Command::Billing(args) => billing::run(config, args),

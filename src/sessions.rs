@@ -163,7 +163,12 @@ fn handoff(
             h
         }
     };
-    printed(sessions.handoff(session, handoff))
+    let objective = handoff.objective.clone();
+    let written = sessions.handoff(session, handoff);
+    if let Ok(event) = &written {
+        crate::workspace::commit_handoff(config, &event.session, &objective);
+    }
+    printed(written)
 }
 
 /// `session start`: its completion condition is checked against the host's

@@ -127,7 +127,9 @@ fn api_arguments(document: &Value, id: &str) -> Value {
 
 #[test]
 fn the_api_document_validates_and_every_route_answers_with_what_it_says() {
-    let (site, operator, agent) = site_with("[memory.propose]\nproject = [\"workagent\"]\n");
+    let (site, operator, agent) = site_with(
+        "[memory.propose]\nproject = [\"workagent\"]\n[[workspace]]\nname = \"app\"\nrepo = \"repo\"\n",
+    );
     // Memory entries the agent proposes, for the operator to review.
     let mut server = Server::initialized(&site.config(), &["--as", "alice"]);
     server.ok(
@@ -196,8 +198,19 @@ fn the_api_document_validates_and_every_route_answers_with_what_it_says() {
     );
     drop(server);
     // One pending approval a session (a session waits on its approval).
-    for name in ["api-a", "api-b", "api-c", "api-d", "api-e", "api-f"] {
+    for name in [
+        "api-a", "api-b", "api-c", "api-d", "api-e", "api-f", "api-g", "api-h",
+    ] {
         start_session(&site, name);
+    }
+    // Worktrees of workspace `app` for api-g (to merge) and api-h (to
+    // abandon), laid out as a session's first call lays them out.
+    for name in ["api-g", "api-h"] {
+        let id = site.json(&["session", "show", name])["id"]
+            .as_str()
+            .expect("a session's id")
+            .to_string();
+        crate::workspaces::tree_as_the_host_makes_it(&site, "app", &id);
     }
     // A rescue opened at the command line (api-f) for the API to work on,
     // and a session (api-e) the API opens one of.
@@ -284,6 +297,9 @@ fn the_api_document_validates_and_every_route_answers_with_what_it_says() {
         "rescues.diagnose": {"path": {"id": rescue}, "body": {"category": "missing_context", "evidence": ["asks for the DB URL"], "root_cause": "no DB URL in the task"}},
         "rescues.inject": {"path": {"id": rescue}, "body": {"description": "the DB URL", "files": [{"path": "db.env", "content": "DB=staging"}], "spec_changes": ["use staging"]}},
         "rescues.resolve": {"path": {"id": rescue}, "body": {"outcome": "resolved", "enrich": ["the DB URL is in db.env"]}},
+        "workspaces.list": {},
+        "workspaces.merge": {"path": {"session": "api-g"}},
+        "workspaces.abandon": {"path": {"session": "api-h"}},
     });
     let mut called = BTreeSet::new();
     // Reads first, then changes (an approval is shown before it is settled).

@@ -203,7 +203,7 @@ fn plugin_check_lists_the_tools_of_each_example_plugin() {
         ),
         (
             "files.toml",
-            vec!["files.list", "files.read", "files.write"],
+            vec!["files.list", "files.read", "files.write", "files.create"],
         ),
         ("fetch.toml", vec!["fetch.fetch"]),
     ];

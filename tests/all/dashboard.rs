@@ -169,6 +169,10 @@ pub(crate) fn site_with(extra: &str) -> (Site, String, String) {
             format!("name = \"echo\"\ncomponent = \"{}\"\n", plugins::TOOL_ECHO),
         ),
     ]);
+    // A config that declares a workspace finds its repository there.
+    if extra.contains("[[workspace]]") {
+        crate::workspaces::repository(site.path());
+    }
     site.set_config(&format!(
         "[approvals]\nwait = 0\n[[hook]]\nname = \"destructive\"\ncomponent = \"{}\"\n[hook.settings]\nmode = \"ask\"\n{extra}",
         plugins::HOOK_DESTRUCTIVE
@@ -299,6 +303,7 @@ fn the_admin_listener_is_an_operators_checks_origin_and_host_and_escapes_tool_ou
         "/ui/rescues",
         "/ui/notify",
         "/ui/memory",
+        "/ui/workspaces",
         "/ui/doctor",
         "/ui/principals",
         "/ui/static/style.css",

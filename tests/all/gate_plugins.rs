@@ -472,6 +472,77 @@ async fn the_ratchet_denies_rewriting_deleting_or_moving_tests_however_spelt() {
     assert_eq!(j.read("src/lib.rs").as_deref(), Some("code"));
 }
 
+/// Test-first work (issue 42): `files.create` adds a new test under a test
+/// path, which the ratchet allows once the operator names it create-only
+/// (it never overwrites); on an existing test the tool itself refuses
+/// (O_EXCL) and the test is as it was; `files.write` of the same new path
+/// stays denied; and without `create_tools` the new test is denied as before.
+#[tokio::test]
+async fn the_ratchet_lets_a_new_test_be_created_but_no_test_be_overwritten() {
+    let unnamed = judged(vec![ratchet(settings())]).await;
+    let worker = unnamed.session(Role::Workagent);
+    denied(
+        unnamed
+            .call(
+                &worker,
+                "files.create",
+                json!({"path": "/data/tests/new_test.rs", "content": "x"}),
+            )
+            .await,
+    );
+    assert_eq!(unnamed.read("tests/new_test.rs"), None);
+    let mut named = settings();
+    named["create_tools"] = json!({"files.create": ["path"]});
+    let j = judged(vec![ratchet(named)]).await;
+    let worker = j.session(Role::Workagent);
+    let made = j
+        .call(
+            &worker,
+            "files.create",
+            json!({"path": "/data/tests/new_test.rs", "content": "assert!(false);"}),
+        )
+        .await
+        .expect("a new test is created");
+    assert_eq!(made["written"], 15);
+    assert_eq!(
+        j.read("tests/new_test.rs").as_deref(),
+        Some("assert!(false);")
+    );
+    for path in ["/data/tests/a.rs", "/data/tests/new_test.rs"] {
+        match j
+            .call(
+                &worker,
+                "files.create",
+                json!({"path": path, "content": "assert!(true);"}),
+            )
+            .await
+        {
+            Err(CallError::ToolFailed { reason, .. }) => {
+                assert!(reason.contains("already exists"), "{path}: {reason}")
+            }
+            other => panic!("{path}: expected the tool to refuse, got {other:?}"),
+        }
+    }
+    assert_eq!(j.read("tests/a.rs").as_deref(), Some("original test"));
+    assert_eq!(
+        j.read("tests/new_test.rs").as_deref(),
+        Some("assert!(false);")
+    );
+    let reason = denied(
+        j.call(
+            &worker,
+            "files.write",
+            json!({"path": "/data/tests/new_test.rs", "content": "assert!(true);"}),
+        )
+        .await,
+    );
+    assert!(reason.contains("test_paths"), "{reason}");
+    assert_eq!(
+        j.read("tests/new_test.rs").as_deref(),
+        Some("assert!(false);")
+    );
+}
+
 #[tokio::test]
 async fn the_ratchet_allows_other_writes_and_reading_tests() {
     let j = judged(vec![ratchet(settings())]).await;
@@ -599,6 +670,14 @@ async fn the_example_config_ratchet_protects_tests() {
         &worker,
         "files.write",
         json!({"path": "/data/summary.txt", "content": "x"}),
+    )
+    .await
+    .unwrap();
+    // A new test, with the create-only tool the example names.
+    j.call(
+        &worker,
+        "files.create",
+        json!({"path": "/data/tests/b_test.rs", "content": "x"}),
     )
     .await
     .unwrap();

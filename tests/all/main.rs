@@ -67,3 +67,4 @@ mod toolsets;
 mod trust;
 mod util;
 mod verify;
+mod workspaces;

@@ -158,7 +158,7 @@ fn a_principal_with_a_toolset_sees_and_calls_only_its_tools() {
     // A principal without toolsets sees every tool, as before.
     let mut server = Server::initialized(&config, &["--as", "everyone"]);
     let (tools, _) = listed(&mut server, 1);
-    assert_eq!(tools.len(), 8, "{tools:?}");
+    assert_eq!(tools.len(), 9, "{tools:?}");
 }
 
 #[test]
@@ -185,7 +185,7 @@ fn a_roles_toolset_narrows_every_session_of_the_role_on_every_surface() {
         "session_start",
         json!({"role": "supervisor", "project": "p", "name": "boss"}),
     );
-    assert_eq!(listed(&mut server, 4).0.len(), 8);
+    assert_eq!(listed(&mut server, 4).0.len(), 9);
     assert_eq!(
         server.ok(5, "text.upper", json!({"text": "x"}))["text"],
         "X"
@@ -289,7 +289,7 @@ fn a_read_only_sessions_children_are_read_only_and_it_is_never_lifted() {
     let config = config(dir.path(), &agent("worker", ""));
 
     let mut server = Server::initialized(&config, &["--as", "worker"]);
-    assert_eq!(listed(&mut server, 1).0.len(), 8);
+    assert_eq!(listed(&mut server, 1).0.len(), 9);
     let started = server.ok(
         2,
         "session_start",

@@ -129,7 +129,7 @@ pub struct Chrome<'a> {
     pub logins: bool,
 }
 
-const NAV: [(&str, &str, &str); 11] = [
+const NAV: [(&str, &str, &str); 12] = [
     ("sessions", "/ui/sessions", "Sessions"),
     ("principals", "/ui/principals", "Principals"),
     ("approvals", "/ui/approvals", "Approvals"),
@@ -138,6 +138,7 @@ const NAV: [(&str, &str, &str); 11] = [
     ("budget", "/ui/budget", "Ceilings"),
     ("rescues", "/ui/rescues", "Rescues"),
     ("memory", "/ui/memory", "Memory"),
+    ("workspaces", "/ui/workspaces", "Workspaces"),
     ("doctor", "/ui/doctor", "Doctor"),
     ("notify", "/ui/notify", "Notifications"),
     ("metrics", "/metrics", "Metrics"),

@@ -47,6 +47,7 @@ mod sessions;
 mod timeline;
 mod trend;
 mod viewer;
+mod workspaces;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -255,6 +256,12 @@ fn router(app: Arc<App>) -> Router {
         .route("/ui/memory/{id}/reject", post(memory::reject))
         .route("/ui/memory/{id}/retire", post(memory::retire))
         .route("/ui/notify", get(notify::notify))
+        .route("/ui/workspaces", get(workspaces::workspaces))
+        .route("/ui/workspaces/{session}/merge", post(workspaces::merge))
+        .route(
+            "/ui/workspaces/{session}/abandon",
+            post(workspaces::abandon),
+        )
         .route("/hooks/{name}", post(hooks::webhook))
         .fallback(pages::not_found)
         .layer(axum::middleware::from_fn_with_state(

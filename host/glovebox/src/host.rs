@@ -28,6 +28,7 @@ pub(crate) type ToolCallsHandle = Arc<dyn glovebox_runtime::sandbox::tools::Tool
 
 mod admissions;
 mod hook_gate;
+mod workspace_dirs;
 
 use admissions::{Admissions, MIB};
 
@@ -302,6 +303,12 @@ impl Host {
         let plugin = call.plugin().clone();
         let info = call.info();
         let name = info.name.clone();
+        // The session's worktrees of the workspaces the plugin's grants
+        // name, made on first use, decided before the sandbox opens them.
+        let workspace_dirs = match self.workspace_dirs(&plugin, &name, ctx.session()).await {
+            Ok(dirs) => dirs,
+            Err(error) => return CallReport::refused(&name, error),
+        };
 
         // Admission: a slot and the plugin's whole memory cap, up front, so
         // calls at their caps can never add up to more than the budget. A
@@ -348,8 +355,12 @@ impl Host {
         // a slow call's guest runs on threads of its own (see `SlowLane`).
         let run = async move {
             let started = Instant::now();
-            let report =
-                run_call(&runtime, &plugin, &task_name, &tool_name, input, ctx, calls).await;
+            let call = RunCall {
+                name: &task_name,
+                tool: &tool_name,
+                workspace_dirs,
+            };
+            let report = run_call(&runtime, &plugin, call, input, ctx, calls).await;
             drop(slot);
             run_times.record(&task_name, started.elapsed());
             report
@@ -426,16 +437,29 @@ impl Host {
     }
 }
 
-#[tracing::instrument(skip_all, fields(tool = %name, call_id = %ctx.call_id))]
+/// What one call runs: the tool's full and own names, and the directories
+/// decided for this call besides the plugin's grants (its session's
+/// worktrees).
+struct RunCall<'a> {
+    name: &'a str,
+    tool: &'a str,
+    workspace_dirs: Vec<crate::manifest::FsGrant>,
+}
+
+#[tracing::instrument(skip_all, fields(tool = %call.name, call_id = %ctx.call_id))]
 async fn run_call(
     runtime: &Runtime,
     plugin: &LoadedPlugin,
-    name: &str,
-    tool: &str,
+    call: RunCall<'_>,
     input: String,
     ctx: CallContext,
     calls: Option<ToolCallsHandle>,
 ) -> CallReport {
+    let RunCall {
+        name,
+        tool,
+        workspace_dirs,
+    } = call;
     crate::fault_injection::maybe_panic(name);
     let mut limits = plugin.run_limits();
     // Only a session's call has somewhere to keep a large result whole.
@@ -450,7 +474,8 @@ async fn run_call(
     let bytes_in = input.len() as u64;
     let start = Instant::now();
     // Kept until the call ends: a throwaway directory is removed on drop.
-    let (_scratch, mut hands) = match hands_for(runtime, plugin, ctx.session(), &limits) {
+    let grants = plugin.grants.with_dirs(workspace_dirs);
+    let (_scratch, mut hands) = match hands_for(runtime, &grants, ctx.session(), &limits) {
         Ok(prepared) => prepared,
         Err(message) => {
             return CallReport::refused(
@@ -528,16 +553,16 @@ async fn run_call(
     report
 }
 
-/// Fresh hands for one call of `plugin`, and the scratch directory they
+/// Fresh hands for one call with `grants`, and the scratch directory they
 /// mount if the plugin wants one (kept by the caller until the call ends);
 /// what failed, worded, when either cannot be made.
 fn hands_for(
     runtime: &Runtime,
-    plugin: &LoadedPlugin,
+    grants: &glovebox_runtime::sandbox::Grants,
     session: Option<&str>,
     limits: &RunLimits,
 ) -> Result<(Option<crate::scratch::CallScratch>, Hands), String> {
-    let scratch = match plugin.grants.wants_scratch() {
+    let scratch = match grants.wants_scratch() {
         true => Some(
             runtime
                 .scratch()
@@ -551,7 +576,7 @@ fn hands_for(
         ),
         false => None,
     };
-    let hands = Hands::new(runtime, &plugin.grants, scratch.as_ref(), limits)
+    let hands = Hands::new(runtime, grants, scratch.as_ref(), limits)
         .map_err(|e| format!("cannot prepare the sandbox: {e:#}"))?;
     Ok((scratch, hands))
 }

@@ -54,6 +54,7 @@ pub mod tool_text;
 pub mod trace;
 pub mod triggers;
 pub mod watermark;
+pub mod workspaces;
 
 /// What the operator writes: the host config and plugin manifests (the
 /// `glovebox-manifest` crate).

@@ -48,6 +48,7 @@ use super::schema::{host_config_schema, manifest_schema};
 use super::secrets::RawSecret;
 use super::toolset::{RawRoleTools, RawToolset};
 use super::verify::RawVerify;
+use super::workspace::RawWorkspace;
 use super::{Gate, QuotasConfig};
 
 use declared_keys::declared_keys;
@@ -198,6 +199,10 @@ const SECTIONS: &[Section] = &[
     Section::of(
         "`[[verify]]`: checks after each edit ([`operators/completion.md`](operators/completion.md#verification-after-each-edit))",
         &["verify"],
+    ),
+    Section::of(
+        "`[[workspace]]`: a worktree per session ([`operators/workspaces.md`](operators/workspaces.md))",
+        &["workspace"],
     ),
     Section::of(
         "`[[notify]]` ([`operators/notifications.md`](operators/notifications.md))",
@@ -351,6 +356,7 @@ fn declared_orders() -> BTreeMap<&'static str, Vec<String>> {
         ("RawInject", declared_keys::<RawInject>()),
         ("RawSecret", declared_keys::<RawSecret>()),
         ("RawVerify", declared_keys::<RawVerify>()),
+        ("RawWorkspace", declared_keys::<RawWorkspace>()),
         ("RawTool", declared_keys::<RawTool>()),
         ("RawHttpFields", declared_keys::<RawHttpFields>()),
         ("RawBuild", declared_keys::<RawBuild>()),

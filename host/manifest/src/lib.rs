@@ -64,6 +64,7 @@ mod source;
 mod toolset;
 mod units;
 mod verify;
+mod workspace;
 
 #[cfg(test)]
 mod tests;
@@ -130,6 +131,7 @@ pub use units::{
     DurationError, SizeError, approximate_size, format_size, parse_duration, parse_size,
 };
 pub use verify::{DEFAULT_FLAG_AFTER, MissingField, VerifyRule};
+pub use workspace::{DEFAULT_BRANCH_PREFIX, WorkspaceConfig, WorkspaceGrant};
 
 const KIB: u64 = 1 << 10;
 const MIB: u64 = 1 << 20;
@@ -204,6 +206,9 @@ pub struct HostConfig {
     pub secrets: Secrets,
     /// `[[verify]]`: checks run after each successful call of some tools in a session.
     pub verify: Vec<VerifyRule>,
+    /// `[[workspace]]`: the git repositories plugins' grants may reference,
+    /// each session getting its own worktree of them.
+    pub workspaces: Vec<WorkspaceConfig>,
     /// `[trust]`: the keys whose signatures plugins and hooks must carry;
     /// `None`: no signature is asked for. Each plugin's and hook's own keys
     /// are also on it (`signers`).
@@ -528,6 +533,9 @@ pub struct PluginManifest {
     /// The host defaults with this manifest's `[limits]` applied.
     pub limits: Limits,
     pub fs: Vec<FsGrant>,
+    /// The `[[fs]]` grants that name a `[[workspace]]` instead of a host
+    /// directory: each session calling the plugin sees its own worktree.
+    pub workspaces: Vec<WorkspaceGrant>,
     /// Names of host environment variables passed through; values are read at call time.
     pub env: Vec<String>,
     pub http: Vec<HttpGrant>,

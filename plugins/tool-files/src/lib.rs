@@ -3,6 +3,10 @@
 //! Paths are guest paths such as `/data/notes.txt`: the host decides which host
 //! directories appear under which guest paths, and Rust's std on wasm32-wasip2 resolves
 //! an absolute path against those preopens. Nothing outside them is reachable.
+//!
+//! `write` creates or overwrites; `create` only creates (it fails if anything is at the
+//! path), so a hook can let an agent add a file where it may not change one (the test
+//! ratchet lets `files.create` add new tests).
 
 use std::fs;
 use std::io::Read;
@@ -64,6 +68,23 @@ impl Guest for Files {
                 true,
                 true,
             ),
+            spec(
+                "create",
+                "Creates a new file with the given text; fails, changing nothing, if anything \
+                 already exists at the path (it never overwrites). Returns {\"written\": bytes}.",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "path": { "type": "string", "description": "File to create, as a guest path such as /data/tests/new_test.py; it must not exist." },
+                        "content": { "type": "string", "description": "The content of the new file." }
+                    },
+                    "required": ["path", "content"],
+                    "additionalProperties": false
+                }),
+                "execute:file:create",
+                true,
+                false,
+            ),
         ]
     }
 
@@ -72,6 +93,7 @@ impl Guest for Files {
             "list" => list(&Input::parse_strict(&input, &["path"])?)?,
             "read" => read(&Input::parse_strict(&input, &["path"])?)?,
             "write" => write(&Input::parse_strict(&input, &["path", "content"])?)?,
+            "create" => create(&Input::parse_strict(&input, &["path", "content"])?)?,
             _ => return Err(unknown_tool(&tool, &Self::list_tools())),
         };
         output(&result)
@@ -158,6 +180,28 @@ fn write(input: &Input) -> Result<Value, ToolError> {
     let path = path_field(input)?;
     let content = input.str("content")?;
     fs::write(path, content).map_err(|e| failed(format!("cannot write `{path}`: {e}")))?;
+    Ok(json!({ "written": content.len() }))
+}
+
+/// A new file only: opened with `create_new` (`O_EXCL`), so the check that
+/// nothing is there and the creation are one step, and an existing file (or
+/// a symlink, even a dangling one) is left as it was.
+fn create(input: &Input) -> Result<Value, ToolError> {
+    use std::io::Write;
+    let path = path_field(input)?;
+    let content = input.str("content")?;
+    let mut file = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::AlreadyExists => failed(format!(
+                "cannot create `{path}`: it already exists (`create` never overwrites; `write` does)"
+            )),
+            _ => failed(format!("cannot create `{path}`: {e}")),
+        })?;
+    file.write_all(content.as_bytes())
+        .map_err(|e| failed(format!("cannot write `{path}`: {e}")))?;
     Ok(json!({ "written": content.len() }))
 }
 

@@ -9,8 +9,10 @@ use serde::{Deserialize, Serialize};
 use crate::jobs::JobError;
 use crate::memory::MemoryError;
 use crate::rescue::RescueError;
+use crate::scope::MergeError;
 use crate::scratch::ReadError;
 use crate::session::SessionError;
+use crate::workspaces::WorkspaceError;
 
 /// What sort of failure it is, for the surfaces that answer with a number.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -161,5 +163,31 @@ impl From<RescueError> for OperationError {
             RescueError::Storage(_) => (ErrorClass::Failed, "rescue_storage"),
         };
         OperationError::new(class, kind, message)
+    }
+}
+
+impl From<WorkspaceError> for OperationError {
+    /// A worktree's refusals: none there, work not committed or a checkout
+    /// in the way, a merge that conflicts (its paths in the message), git
+    /// failing.
+    fn from(e: WorkspaceError) -> OperationError {
+        let (class, kind) = match &e {
+            WorkspaceError::NoTree { .. } => (ErrorClass::NotFound, "workspace_not_found"),
+            WorkspaceError::Uncommitted { .. } | WorkspaceError::BaseDirty { .. } => {
+                (ErrorClass::Conflict, "workspace_not_clean")
+            }
+            WorkspaceError::Conflict { .. } => (ErrorClass::Conflict, "merge_conflict"),
+            WorkspaceError::Git { .. } => (ErrorClass::Failed, "workspace_git"),
+        };
+        OperationError::new(class, kind, e.to_string())
+    }
+}
+
+impl From<MergeError> for OperationError {
+    fn from(e: MergeError) -> OperationError {
+        match e {
+            MergeError::Session(s) => OperationError::from(s),
+            MergeError::Workspace(w) => OperationError::from(w),
+        }
     }
 }

@@ -59,6 +59,9 @@ mod sessions_usage;
 mod sessions_verdict;
 mod sessions_wait;
 pub mod sizes;
+mod workspaces_abandon;
+mod workspaces_list;
+mod workspaces_merge;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -115,6 +118,9 @@ pub use sessions_status::{SessionStatus, SessionStatusArgs, SessionStatusOutput}
 pub use sessions_usage::{ReportUsage, ReportUsageArgs, UsageLogged};
 pub use sessions_verdict::{GiveVerdict, GiveVerdictArgs, VerdictWord};
 pub use sessions_wait::{WaitChildren, WaitChildrenArgs};
+pub use workspaces_abandon::{AbandonWorkspace, AbandonWorkspaceArgs};
+pub use workspaces_list::{ListWorkspaces, ListWorkspacesArgs};
+pub use workspaces_merge::{MergeWorkspace, MergeWorkspaceArgs};
 
 /// Who may run an operation, before its scope's own rules.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -446,6 +452,9 @@ pub fn all() -> &'static [Entry] {
             Entry::of::<DiagnoseRescue>(),
             Entry::of::<InjectRescue>(),
             Entry::of::<ResolveRescue>(),
+            Entry::of::<ListWorkspaces>(),
+            Entry::of::<MergeWorkspace>(),
+            Entry::of::<AbandonWorkspace>(),
         ]
     });
     &ALL

@@ -54,7 +54,7 @@ impl Scope<'_> {
     ) -> Result<SessionEnded, SessionError> {
         let (sessions, caller, key) = self.with(session);
         let storage = self.gateway.ledger().storage.clone();
-        ledger_work(move || {
+        let ended = ledger_work(move || {
             let mut unwaited = Vec::new();
             let state = sessions
                 .scope(&caller)
@@ -64,7 +64,9 @@ impl Scope<'_> {
                 })?;
             Ok(SessionEnded { state, unwaited })
         })
-        .await
+        .await?;
+        self.ended(&ended.state, outcome).await;
+        Ok(ended)
     }
 
     /// Records the verdict of the caller's judge session `judge` on the

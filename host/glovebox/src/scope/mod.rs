@@ -34,6 +34,7 @@ mod jobs;
 mod memory;
 mod rescues;
 mod verify;
+mod workspaces;
 
 use std::sync::Arc;
 
@@ -55,6 +56,7 @@ pub use crate::gateway::Scope;
 pub use approvals::ApprovalScope;
 pub(crate) use approvals::expire as expire_approvals;
 pub use jobs::JobScope;
+pub use workspaces::MergeError;
 
 impl<'g> Scope<'g> {
     /// Settling approvals as the caller (see [`ApprovalScope`]).
@@ -274,7 +276,29 @@ impl<'g> Scope<'g> {
         outcome: EndOutcome,
     ) -> Result<SessionState, SessionError> {
         let (sessions, caller, key) = self.with(session);
-        ledger_work(move || sessions.scope(&caller).end(&key, outcome)).await
+        let state = ledger_work(move || sessions.scope(&caller).end(&key, outcome)).await?;
+        self.ended(&state, outcome).await;
+        Ok(state)
+    }
+
+    /// What a session's end does besides its record: a completed one
+    /// commits what it changed in its worktrees (`workspaces.rs`).
+    pub(crate) async fn ended(self, state: &SessionState, outcome: EndOutcome) {
+        if outcome != EndOutcome::Completed {
+            return;
+        }
+        let objective = state
+            .latest_handoff
+            .as_ref()
+            .map(|h| h.handoff.objective.clone())
+            .or_else(|| state.header.name.clone())
+            .unwrap_or_default();
+        self.commit_workspaces(
+            &state.header.id,
+            crate::workspaces::UnitOfWork::Completed,
+            &objective,
+        )
+        .await;
     }
 
     /// Writes a handoff from a session of the caller's, into one of its own
@@ -285,7 +309,17 @@ impl<'g> Scope<'g> {
     pub async fn handoff(self, session: &str, handoff: Handoff) -> Result<Event, SessionError> {
         let (sessions, caller, key) = self.with(session);
         let routes = self.gateway.host().config().handoffs.clone();
-        ledger_work(move || sessions.scope(&caller).handoff(&key, handoff, &routes)).await
+        let objective = handoff.objective.clone();
+        let event =
+            ledger_work(move || sessions.scope(&caller).handoff(&key, handoff, &routes)).await?;
+        // Recorded first: a commit that fails loses no handoff.
+        self.commit_workspaces(
+            &event.session,
+            crate::workspaces::UnitOfWork::Handoff,
+            &objective,
+        )
+        .await;
+        Ok(event)
     }
 
     /// Raises a blocker flag on a session of the caller's, as the caller

@@ -140,6 +140,11 @@ pub(super) struct RawHostConfig {
     /// (a typecheck, a lint, a schema), their failures returned with the call.
     #[serde(default)]
     verify: Vec<crate::verify::RawVerify>,
+    /// Git repositories whose sessions each get a worktree of their own,
+    /// which plugins' `[[fs]]` grants reference by name
+    /// ([`operators/workspaces.md`](operators/workspaces.md)).
+    #[serde(default)]
+    workspace: Vec<crate::workspace::RawWorkspace>,
     /// The minisign keys whose signatures plugins and hooks must carry to
     /// load ([`operators/trust.md`](operators/trust.md)); none: no
     /// signature is asked for.
@@ -242,6 +247,8 @@ impl HostConfig {
         let notify = validate_notify(&src, &dir, &raw.notify)?;
         let schedules = validate_schedules(&src, &raw.schedule, &notify)?;
         let triggers = validate_triggers(&src, &dir, &raw.trigger, &notify)?;
+        let workspaces =
+            crate::workspace::validate_workspaces(&src, &dir, &raw.workspace, &data_dir)?;
         let cap = MemoryCap::new(&runtime, &src.file);
         if let Some((problem, hint)) = cap.check(defaults.memory) {
             return Err(src.invalid("defaults.memory", problem, hint));
@@ -258,6 +265,7 @@ impl HostConfig {
             defaults: &defaults,
             cap: &cap,
             secrets: &secrets,
+            workspaces: &workspaces,
             store: &store,
         };
         let mut plugins = load_plugins(&src, &raw.plugin, &dir, display_dir, &under)?;
@@ -301,6 +309,7 @@ impl HostConfig {
             secret_files,
             secrets,
             verify,
+            workspaces,
             trust,
         };
         config.check_chain_key(&src)?;
@@ -362,6 +371,7 @@ impl HostConfig {
             secret_files: Vec::new(),
             secrets: Default::default(),
             verify: Vec::new(),
+            workspaces: Vec::new(),
             trust: None,
         }
     }

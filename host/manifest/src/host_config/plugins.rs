@@ -10,7 +10,7 @@ use crate::guest::MemoryCap;
 use crate::paths::{canonical, normalize, show_beside};
 use crate::plugin::load_manifest;
 use crate::source::{self, Source};
-use crate::{ComponentStore, ConfigError, Limits, PluginManifest, Secrets};
+use crate::{ComponentStore, ConfigError, Limits, PluginManifest, Secrets, WorkspaceConfig};
 
 /// `[[plugin]]`: one tool plugin.
 #[derive(Deserialize)]
@@ -22,12 +22,13 @@ pub(crate) struct RawPluginEntry {
 }
 
 /// What the config hands each manifest it loads: its `defaults`, the memory
-/// `cap`, the `secrets` its grants may name and the `store` its `oci://`
+/// `cap`, the `secrets` and `workspaces` its grants may name and the `store` its `oci://`
 /// components are pinned and cached in.
 pub(super) struct Under<'a> {
     pub(super) defaults: &'a Limits,
     pub(super) cap: &'a MemoryCap<'a>,
     pub(super) secrets: &'a Secrets,
+    pub(super) workspaces: &'a [WorkspaceConfig],
     pub(super) store: &'a ComponentStore,
 }
 
@@ -81,7 +82,7 @@ pub(super) fn load_plugins(
             &manifest_path,
             shown.clone(),
             under.defaults,
-            Some((under.cap, under.secrets)),
+            Some((under.cap, under.secrets, under.workspaces)),
             Some(under.store),
         )?;
         if let Some(other) = plugins.iter().find(|p| p.name == plugin.name) {

@@ -11,8 +11,10 @@ use serde::Deserialize;
 use super::RawManifest;
 use crate::paths::resolve_grant_dir;
 use crate::source::{self, Source};
+use crate::workspace::valid_workspace_name;
 use crate::{
     Access, ConfigError, FsGrant, HttpGrant, HttpInjection, HttpRules, SecretSource, Secrets,
+    WorkspaceConfig, WorkspaceGrant,
 };
 
 /// `[[fs]]`: a directory the plugin may see.
@@ -20,8 +22,15 @@ use crate::{
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawFs {
-    /// The host directory (it must exist).
-    host: String,
+    /// The host directory (it must exist); or `workspace` instead.
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "none: `host` or `workspace`")))]
+    host: Option<String>,
+    /// A `[[workspace]]` of the host config, instead of `host`: each session
+    /// calling the plugin sees its own git worktree of that repository
+    /// ([`operators/workspaces.md`](operators/workspaces.md)); a call outside
+    /// a session is refused.
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "none")))]
+    workspace: Option<String>,
     /// Where the plugin sees it (absolute, not `/`).
     guest: String,
     /// `"read-only"` or `"read-write"`.
@@ -67,32 +76,102 @@ pub(crate) struct RawInject {
 }
 
 /// `[[fs]]`: each grant's host directory (from the manifest's directory
-/// `dir`) and its own guest path.
+/// `dir`) and its own guest path; the grants naming a `[[workspace]]`
+/// apart, each with its guest path. Every guest path is used once, with
+/// the index of the `[[fs]]` entry that uses it.
 pub(super) fn fs_grants(
     src: &Source,
     dir: &Path,
     raw: &RawManifest,
-) -> Result<Vec<FsGrant>, ConfigError> {
+) -> Result<(Vec<FsGrant>, Vec<WorkspaceGrant>), ConfigError> {
     let mut fs: Vec<FsGrant> = Vec::new();
+    let mut workspaces: Vec<WorkspaceGrant> = Vec::new();
+    let mut guests: Vec<String> = Vec::new();
     for (i, grant) in raw.fs.iter().enumerate() {
-        let host = resolve_grant_dir(src, dir, &format!("fs[{i}].host"), &grant.host)?;
+        let host = match (&grant.host, &grant.workspace) {
+            (Some(_), Some(_)) => {
+                return Err(src.invalid(
+                    &format!("fs[{i}].workspace"),
+                    "the grant names both a host directory and a workspace",
+                    "keep one: `host` for one directory every session shares, or `workspace` for a worktree of its own per session",
+                ));
+            }
+            (None, None) => {
+                return Err(ConfigError::MissingKey {
+                    file: src.file.clone(),
+                    key: format!("fs[{i}].host"),
+                    line: src.line_of(&format!("fs[{i}]")),
+                    hint: source::hint_for("host").to_owned(),
+                });
+            }
+            (Some(host), None) => {
+                Some(resolve_grant_dir(src, dir, &format!("fs[{i}].host"), host)?)
+            }
+            (None, Some(name)) => {
+                if !valid_workspace_name(name) {
+                    return Err(src.invalid(
+                        &format!("fs[{i}].workspace"),
+                        format!("`{}` is not a workspace name", name.escape_debug()),
+                        "name a `[[workspace]]` of glovebox.toml (letters, digits, `-` and `_`)",
+                    ));
+                }
+                None
+            }
+        };
         let key = format!("fs[{i}].guest");
         let guest = normalize_guest(&grant.guest)
             .map_err(|problem| src.invalid(&key, problem, source::hint_for("guest")))?;
-        if let Some(j) = fs.iter().position(|g| g.guest == guest) {
+        if let Some(j) = guests.iter().position(|g| *g == guest) {
             return Err(src.invalid(
                 &key,
                 format!("guest path `{guest}` is already used by `fs[{j}]`"),
                 "give each `[[fs]]` grant its own `guest` path",
             ));
         }
-        fs.push(FsGrant {
-            host,
-            guest,
-            access: grant.access,
-        });
+        guests.push(guest.clone());
+        match (host, &grant.workspace) {
+            (Some(host), _) => fs.push(FsGrant {
+                host,
+                guest,
+                access: grant.access,
+            }),
+            (None, workspace) => workspaces.push(WorkspaceGrant {
+                workspace: workspace.clone().unwrap_or_default(),
+                guest,
+                access: grant.access,
+            }),
+        }
     }
-    Ok(fs)
+    Ok((fs, workspaces))
+}
+
+/// Each `[[fs]]` grant naming a workspace names one the host config
+/// declares (`declared`).
+pub(super) fn check_workspaces(
+    src: &Source,
+    raw: &RawManifest,
+    declared: &[WorkspaceConfig],
+) -> Result<(), ConfigError> {
+    for (i, grant) in raw.fs.iter().enumerate() {
+        let Some(name) = &grant.workspace else {
+            continue;
+        };
+        if !declared.iter().any(|w| w.name == *name) {
+            let names: Vec<&str> = declared.iter().map(|w| w.name.as_str()).collect();
+            return Err(src.invalid(
+                &format!("fs[{i}].workspace"),
+                format!(
+                    "workspace `{name}` is not declared in the host config (declared: {})",
+                    match names.is_empty() {
+                        true => "none".to_string(),
+                        false => names.join(", "),
+                    }
+                ),
+                "declare it in glovebox.toml: `[[workspace]]` with `name` and `repo` (a git repository)",
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// What a manifest asks of the host's `[[secret]]`s: each secret an
@@ -213,14 +292,14 @@ pub(super) fn http_grants(src: &Source, raw: &RawManifest) -> Result<Vec<HttpGra
 pub(super) fn scratch_mount(
     src: &Source,
     raw: &RawManifest,
-    fs: &[FsGrant],
 ) -> Result<Option<String>, ConfigError> {
     Ok(match &raw.scratch {
         None => None,
         Some(path) => {
             let guest = normalize_guest(path)
                 .map_err(|problem| src.invalid("scratch", problem, source::hint_for("scratch")))?;
-            if let Some(j) = fs.iter().position(|g| g.guest == guest) {
+            let used = |g: &RawFs| normalize_guest(&g.guest).is_ok_and(|g| g == guest);
+            if let Some(j) = raw.fs.iter().position(used) {
                 return Err(src.invalid(
                     "scratch",
                     format!("guest path `{guest}` is already used by `fs[{j}]`"),

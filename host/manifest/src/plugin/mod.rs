@@ -10,7 +10,7 @@ mod grants;
 #[cfg(feature = "schemars")]
 pub(crate) use grants::RawInject;
 pub(crate) use grants::{RawFs, RawHttp};
-use grants::{check_env, check_secrets, fs_grants, http_grants, scratch_mount};
+use grants::{check_env, check_secrets, check_workspaces, fs_grants, http_grants, scratch_mount};
 
 use crate::build::{RawBuild, plugin_build};
 use crate::guest::{MemoryCap, normalize_sha256, valid_plugin_name};
@@ -19,7 +19,7 @@ use crate::paths::{canonical, parent_dir, read_source, resolve_component, resolv
 use crate::source::{self, ACTION_HINT, NAME_HINT, Source, join_key};
 use crate::{
     ComponentStore, ConfigError, HttpFields, Limits, OciReference, PluginManifest, Secrets,
-    ToolOverride,
+    ToolOverride, WorkspaceConfig,
 };
 
 /// A plugin's manifest: one file per tool plugin, named by a `[[plugin]]
@@ -182,6 +182,7 @@ impl PluginManifest {
             sha256: None,
             limits: defaults.clone(),
             fs: Vec::new(),
+            workspaces: Vec::new(),
             env: Vec::new(),
             http: Vec::new(),
             scratch: None,
@@ -264,10 +265,10 @@ pub(super) fn load_manifest(
     path: &Path,
     shown: String,
     defaults: &Limits,
-    host: Option<(&MemoryCap, &Secrets)>,
+    host: Option<(&MemoryCap, &Secrets, &[WorkspaceConfig])>,
     store: Option<&ComponentStore>,
 ) -> Result<PluginManifest, ConfigError> {
-    let cap = host.map(|(cap, _)| cap);
+    let cap = host.map(|(cap, _, _)| cap);
     let src = read_source(path, shown)?;
     let raw: RawManifest = src.deserialize()?;
     let abs_path = canonical(path, &src.file)?;
@@ -317,13 +318,14 @@ pub(super) fn load_manifest(
     };
 
     let limits = manifest_limits(&src, &raw, defaults, cap)?;
-    let fs = fs_grants(&src, &dir, &raw)?;
+    let (fs, workspaces) = fs_grants(&src, &dir, &raw)?;
     check_env(&src, &raw)?;
     let http = http_grants(&src, &raw)?;
-    if let Some((_, secrets)) = host {
+    if let Some((_, secrets, declared)) = host {
         check_secrets(&src, &raw, &http, secrets)?;
+        check_workspaces(&src, &raw, declared)?;
     }
-    let scratch = scratch_mount(&src, &raw, &fs)?;
+    let scratch = scratch_mount(&src, &raw)?;
     let tools = tool_overrides(&src, &raw)?;
     let build = plugin_build(&src, &dir, raw.build.as_ref())?;
     if let (Some(pin), Some(_)) = (&oci, &build) {
@@ -344,6 +346,7 @@ pub(super) fn load_manifest(
         sha256,
         limits,
         fs,
+        workspaces,
         env: raw.env,
         http,
         scratch,

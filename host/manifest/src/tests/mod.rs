@@ -22,6 +22,7 @@ mod schedules;
 #[cfg(feature = "schemars")]
 mod schema_defaults;
 mod storage;
+mod workspaces;
 
 /// A temporary directory with a component file `tool.wasm` in it.
 struct Fixture {

@@ -71,6 +71,21 @@ impl Grants {
         }
     }
 
+    /// These grants with `dirs` added: directories decided for one call
+    /// (a session's worktree of a `[[workspace]]`), opened here as every
+    /// granted directory is.
+    pub fn with_dirs(&self, dirs: Vec<FsGrant>) -> Grants {
+        if dirs.is_empty() {
+            return self.clone();
+        }
+        let mut fs = self.fs.to_vec();
+        fs.extend(dirs);
+        Grants {
+            fs: fs.into(),
+            ..self.clone()
+        }
+    }
+
     /// Whether these grants mount a scratch directory.
     pub fn wants_scratch(&self) -> bool {
         self.scratch.is_some()

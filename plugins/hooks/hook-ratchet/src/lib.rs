@@ -8,6 +8,7 @@
 //! {"test_paths": ["tests/", "*_test.py", "test_*.py"],
 //!  "tools": {"files.write": ["path"], "files.delete": ["path"], "files.move": ["from", "to"]},
 //!  "destructive_fields": ["path", "paths", "from", "to"],
+//!  "create_tools": {"files.create": ["path"]},
 //!  "exempt_roles": ["operator"]}
 //! ```
 //!
@@ -29,17 +30,25 @@
 //!   list. A call of a tool that no `tools` key matches, but that is destructive (the
 //!   host's flag, after the manifest's overrides), is judged by these input fields.
 //!   Default: `["path", "paths", "from", "to"]`; `[]` turns the net off.
+//! - `create_tools` (optional): tools that only ever create a new file and fail, changing
+//!   nothing, when anything exists at the path (`O_EXCL`), with the input fields that
+//!   carry their paths. Keys are tool patterns. A call of one of them under a test path is
+//!   allowed: it can add a test, never weaken one. Default: none (such a tool is judged
+//!   as `tools` or `destructive_fields` say, so a new test is denied as before); the
+//!   example file plugin's create-only tool is `{"files.create": ["path"]}`. Name here
+//!   only a tool you know refuses to overwrite: the hook takes that on trust. A tool
+//!   matched by both `create_tools` and `tools` is judged as a create-only one.
 //! - `exempt_roles` (optional): session roles the ratchet does not bind, for the human
 //!   who decides a test really is wrong. Default: none.
 //!
 //! What "rewrite" means: a hook has no capabilities, so it cannot tell whether the file
-//! exists, and the example `files.write` has no create-only mode (it creates or
-//! overwrites). So every call of a listed tool whose path is under a test path is denied,
-//! including one that would create a new test file: new tests are added by an exempt
-//! role or an operator, who can read them first. Reading tests is never judged (list only
-//! tools that change files). A path that is the root (`/`, or `.`, or empty, once
-//! normalized) is denied too: it holds every test path, so deleting or overwriting it
-//! deletes them.
+//! exists. A tool that may overwrite (the example `files.write` creates or overwrites) is
+//! therefore denied every path under a test path, a new test file included; a new test
+//! is added with a create-only tool (`create_tools`, `files.create`), which the tool
+//! itself refuses when the file exists, or by an exempt role. Reading tests is never
+//! judged (list only tools that change files). A path that is the root (`/`, or `.`, or
+//! empty, once normalized) is denied too, whichever the tool: it holds every test path,
+//! so deleting or overwriting it deletes them.
 //!
 //! Paths are normalized before matching, so spelling cannot dodge a pattern: `\` is a
 //! separator, empty and `.` names are dropped, `..` is resolved lexically, and a path
@@ -94,6 +103,8 @@ struct Policy {
     tools: Vec<(String, Vec<String>)>,
     /// The path fields of an unlisted destructive tool.
     destructive_fields: Vec<String>,
+    /// Create-only tool pattern → the input fields with paths.
+    create_tools: Vec<(String, Vec<String>)>,
     exempt_roles: Vec<String>,
 }
 
@@ -109,7 +120,13 @@ enum Protected<'p> {
 fn policy(settings: &str) -> Result<Policy, String> {
     let settings = Settings::parse(
         settings,
-        &["test_paths", "tools", "destructive_fields", "exempt_roles"],
+        &[
+            "test_paths",
+            "tools",
+            "destructive_fields",
+            "create_tools",
+            "exempt_roles",
+        ],
     )?;
     let test_paths = match settings.get("test_paths") {
         None => {
@@ -135,26 +152,11 @@ fn policy(settings: &str) -> Result<Policy, String> {
         .collect::<Result<Vec<_>, _>>()?;
     let tools = match settings.opt_object("tools")? {
         None => vec![("files.write".to_owned(), vec!["path".to_owned()])],
-        Some(map) => {
-            let mut tools = Vec::with_capacity(map.len());
-            for (tool, fields) in map {
-                pattern::check(tool).map_err(|e| format!("settings key `tools.{tool}`: {e}"))?;
-                let fields = strings(fields, &format!("tools.{tool}"))?;
-                if fields.is_empty() {
-                    return Err(format!(
-                        "settings key `tools.{tool}` is empty: name the input fields that \
-                         carry the tool's paths, e.g. [\"path\"]"
-                    ));
-                }
-                if let Some(i) = fields.iter().position(|f| f.is_empty()) {
-                    return Err(format!(
-                        "settings key `tools.{tool}[{i}]` is empty: name an input field"
-                    ));
-                }
-                tools.push((tool.clone(), fields));
-            }
-            tools
-        }
+        Some(map) => tool_fields(map, "tools")?,
+    };
+    let create_tools = match settings.opt_object("create_tools")? {
+        None => Vec::new(),
+        Some(map) => tool_fields(map, "create_tools")?,
     };
     let destructive_fields = match settings.get("destructive_fields") {
         None => ["path", "paths", "from", "to"].map(String::from).to_vec(),
@@ -173,8 +175,32 @@ fn policy(settings: &str) -> Result<Policy, String> {
         test_paths,
         tools,
         destructive_fields,
+        create_tools,
         exempt_roles,
     })
+}
+
+/// The settings object at `key` (`tools`, `create_tools`): tool patterns, each
+/// with the input fields that carry its paths.
+fn tool_fields(map: &Map<String, Value>, key: &str) -> Result<Vec<(String, Vec<String>)>, String> {
+    let mut tools = Vec::with_capacity(map.len());
+    for (tool, fields) in map {
+        pattern::check(tool).map_err(|e| format!("settings key `{key}.{tool}`: {e}"))?;
+        let fields = strings(fields, &format!("{key}.{tool}"))?;
+        if fields.is_empty() {
+            return Err(format!(
+                "settings key `{key}.{tool}` is empty: name the input fields that \
+                 carry the tool's paths, e.g. [\"path\"]"
+            ));
+        }
+        if let Some(i) = fields.iter().position(|f| f.is_empty()) {
+            return Err(format!(
+                "settings key `{key}.{tool}[{i}]` is empty: name an input field"
+            ));
+        }
+        tools.push((tool.clone(), fields));
+    }
+    Ok(tools)
 }
 
 fn parse_pattern(text: &str) -> Result<Pattern, String> {
@@ -292,6 +318,17 @@ fn judge(settings: &str, req: &Request) -> Decision {
     if policy.exempt_roles.contains(&req.role) {
         return allow();
     }
+    // A create-only tool may add a file under a test path (it refuses to
+    // overwrite one), but not name the root, which holds every test.
+    let creating: Vec<&str> = policy
+        .create_tools
+        .iter()
+        .filter(|(tool, _)| pattern::matches(tool, &req.tool))
+        .flat_map(|(_, names)| names.iter().map(String::as_str))
+        .collect();
+    if !creating.is_empty() {
+        return judge_paths(&policy, req, &creating, true);
+    }
     let mut fields: Vec<&str> = Vec::new();
     for (tool, names) in &policy.tools {
         if pattern::matches(tool, &req.tool) {
@@ -313,6 +350,13 @@ fn judge(settings: &str, req: &Request) -> Decision {
             .map(String::as_str)
             .collect();
     }
+    judge_paths(&policy, req, &fields, false)
+}
+
+/// Judges the paths in the input `fields` of `req`: denied when one is
+/// protected (only the root, for a create-only tool: `creating`), or when the
+/// input cannot be read for paths.
+fn judge_paths(policy: &Policy, req: &Request, fields: &[&str], creating: bool) -> Decision {
     if fields.is_empty() {
         return allow();
     }
@@ -321,7 +365,7 @@ fn judge(settings: &str, req: &Request) -> Decision {
         Ok(other) => return cannot_tell(req, &format!("its input is {}", kind_of(&other))),
         Err(e) => return cannot_tell(req, &format!("its input is not valid JSON: {e}")),
     };
-    for field in fields {
+    for &field in fields {
         let paths: Vec<&str> = match input.get(field) {
             None | Some(Value::Null) => continue,
             Some(Value::String(path)) => vec![path],
@@ -354,8 +398,10 @@ fn judge(settings: &str, req: &Request) -> Decision {
             }
         };
         for path in paths {
-            if let Some(why) = protected_by(&policy, path) {
-                return protected(req, field, path, why);
+            match protected_by(policy, path) {
+                Some(Protected::By(_)) if creating => {}
+                Some(why) => return protected(req, field, path, why),
+                None => {}
             }
         }
     }
@@ -409,6 +455,7 @@ mod tests {
     const SETTINGS: &str = r#"{"test_paths": ["tests/", "*_test.py", "fixtures/*.json"],
         "tools": {"files.write": ["path"], "files.delete": ["path"], "files.move": ["from", "to"],
                   "files.bulk*": ["paths"]},
+        "create_tools": {"files.create": ["path"]},
         "exempt_roles": ["operator"]}"#;
 
     fn call(tool: &str, input: &str) -> Request {
@@ -525,6 +572,62 @@ mod tests {
         let mut req = call("files.write", r#"{"path": "/data/tests/a.rs"}"#);
         req.role = "operator".to_owned();
         assert_eq!(judge(SETTINGS, &req), Decision::Allow);
+    }
+
+    #[test]
+    fn a_create_only_tool_may_add_tests_but_not_name_the_root() {
+        // `files.create`, named: a new test is allowed wherever tests live.
+        for path in ["/data/tests/new.rs", "/data/app/c_test.py", "tests/x/y.rs"] {
+            let input = serde_json::json!({"path": path, "content": "x"}).to_string();
+            assert_eq!(
+                judge(SETTINGS, &call("files.create", &input)),
+                Decision::Allow,
+                "{path}"
+            );
+        }
+        // The root holds every test: denied whichever the tool.
+        let r = reason(judge(
+            SETTINGS,
+            &call("files.create", r#"{"path": "/", "content": "x"}"#),
+        ));
+        assert!(r.contains("field `path`"), "{r}");
+        // Its input still has to be readable for paths.
+        assert!(matches!(
+            judge(SETTINGS, &call("files.create", r#"{"path": 3}"#)),
+            Decision::Deny(_)
+        ));
+        // The writer keeps being refused the same path.
+        assert!(matches!(
+            judge(
+                SETTINGS,
+                &call("files.write", r#"{"path": "/data/tests/new.rs"}"#)
+            ),
+            Decision::Deny(_)
+        ));
+        // Named by the operator; without it (the default) or with `{}`, the
+        // tool is judged as any destructive tool (here by `destructive_fields`).
+        let own = r#"{"test_paths": ["tests/"], "create_tools": {"fs.add_*": ["target"]}}"#;
+        assert_eq!(
+            judge(own, &call("fs.add_file", r#"{"target": "/w/tests/a"}"#)),
+            Decision::Allow
+        );
+        assert!(matches!(
+            judge(own, &call("files.create", r#"{"path": "/w/tests/a"}"#)),
+            Decision::Deny(_)
+        ));
+        for off in [
+            r#"{"test_paths": ["tests/"], "create_tools": {}}"#,
+            r#"{"test_paths": ["tests/"]}"#,
+        ] {
+            assert!(matches!(
+                judge(off, &call("files.create", r#"{"path": "/w/tests/a"}"#)),
+                Decision::Deny(_)
+            ));
+        }
+        // A malformed entry denies everything, naming the key.
+        let bad = r#"{"test_paths": ["tests/"], "create_tools": {"files.create": []}}"#;
+        let r = reason(judge(bad, &call("files.read", "{}")));
+        assert!(r.contains("create_tools.files.create"), "{r}");
     }
 
     #[test]
