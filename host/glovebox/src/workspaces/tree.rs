@@ -3,7 +3,7 @@
 //! starts from (and tracks) the base branch.
 //!
 //! Two calls of one session at once make it once: the making is serialized
-//! per tree within the process (a lock per path), and a tree that exists is
+//! per repository within the process (`MAKING`), and a tree that exists is
 //! used as it is (what the agent did to it, `.git` included, is its own:
 //! git is never pointed at a tree's git dir by the tree, `git.rs`). Between processes, git's own lock on the branch name
 //! refuses the second `worktree add`, after which the tree is found made.
@@ -16,7 +16,11 @@ use super::Workspaces;
 use super::git::{git, git_out};
 use crate::manifest::WorkspaceConfig;
 
-/// One lock per tree path, held while the tree is looked for and made.
+/// One lock per repository, held while a tree of it is looked for and
+/// made: `git worktree add --track` writes the repository's one config
+/// file, and git refuses a second writer rather than wait (two sessions'
+/// first calls at once failed on `.git/config`'s lock). One entry per
+/// repository the config names, so the map does not grow with sessions.
 static MAKING: LazyLock<Mutex<HashMap<PathBuf, Arc<Mutex<()>>>>> =
     LazyLock::new(|| Mutex::new(HashMap::new()));
 
@@ -47,10 +51,14 @@ impl Workspaces {
             ));
         }
         let path = self.tree_path(name, session);
+        // Looked for under the lock too: `git worktree add` makes the
+        // directory before it has checked the files out, so a tree seen
+        // without the lock may be half made (and its checkout would then
+        // overwrite what a call wrote).
         let lock = MAKING
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .entry(path.clone())
+            .entry(workspace.repo.clone())
             .or_default()
             .clone();
         let _making = lock.lock().unwrap_or_else(PoisonError::into_inner);

@@ -49,7 +49,7 @@ fn component_importing(names: &[&str]) -> Vec<u8> {
     bytes
 }
 
-fn request(action: &str) -> HookRequest {
+pub(super) fn request(action: &str) -> HookRequest {
     HookRequest {
         call_id: "call-1".into(),
         tool: "db.delete".into(),

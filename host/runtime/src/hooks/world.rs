@@ -219,17 +219,10 @@ fn decision_v0_1(decision: v0_2::Decision) -> v0_1::Decision {
 mod tests {
     use super::*;
 
+    /// The chain tests' request (`hooks/tests.rs`), with a caller and an
+    /// HTTP request: every field a world carries, set.
     fn request(project: Option<&str>) -> HookRequest {
         HookRequest {
-            call_id: "call-1".into(),
-            tool: "db.delete".into(),
-            action: "execute:database:delete".into(),
-            role: "workagent".into(),
-            session: "s-1".into(),
-            input: "{}".into(),
-            estimated_cost: 1.0,
-            destructive: true,
-            tags: vec!["nightly".into()],
             principal: "alice".into(),
             project: project.map(str::to_string),
             http: Some(super::super::HookHttp {
@@ -239,6 +232,7 @@ mod tests {
                 host: "h".into(),
                 path: "/a".into(),
             }),
+            ..super::super::tests::request("execute:database:delete")
         }
     }
 
