@@ -9,6 +9,7 @@ mod approvals;
 mod architecture;
 mod billing;
 mod blockers;
+mod caller_grants;
 mod ceilings;
 mod children;
 mod cli;

@@ -315,6 +315,7 @@ pub fn http_grant(scheme: HttpScheme, host: &str, port: u16) -> HttpGrant {
         port,
         rules: Default::default(),
         inject: None,
+        only: Default::default(),
     }
 }
 

@@ -303,9 +303,17 @@ impl Host {
         let plugin = call.plugin().clone();
         let info = call.info();
         let name = info.name.clone();
+        // Who calls, as the plugin's grants read it (`{project}`, `only`):
+        // decided here, in the caller's task, where its principal is known.
+        let caller = crate::manifest::GrantCaller {
+            principal: crate::session::actor::current().to_string(),
+            role: ctx.role.clone(),
+            project: ctx.project.clone(),
+            session: ctx.session().map(str::to_string),
+        };
         // The session's worktrees of the workspaces the plugin's grants
         // name, made on first use, decided before the sandbox opens them.
-        let workspace_dirs = match self.workspace_dirs(&plugin, &name, ctx.session()).await {
+        let workspace_dirs = match self.workspace_dirs(&plugin, &name, &caller).await {
             Ok(dirs) => dirs,
             Err(error) => return CallReport::refused(&name, error),
         };
@@ -359,6 +367,7 @@ impl Host {
                 name: &task_name,
                 tool: &tool_name,
                 workspace_dirs,
+                caller,
             };
             let report = run_call(&runtime, &plugin, call, input, ctx, calls).await;
             drop(slot);
@@ -437,13 +446,14 @@ impl Host {
     }
 }
 
-/// What one call runs: the tool's full and own names, and the directories
+/// What one call runs: the tool's full and own names, the directories
 /// decided for this call besides the plugin's grants (its session's
-/// worktrees).
+/// worktrees), and who calls (what the grants that depend on it read).
 struct RunCall<'a> {
     name: &'a str,
     tool: &'a str,
     workspace_dirs: Vec<crate::manifest::FsGrant>,
+    caller: crate::manifest::GrantCaller,
 }
 
 #[tracing::instrument(skip_all, fields(tool = %call.name, call_id = %ctx.call_id))]
@@ -459,6 +469,7 @@ async fn run_call(
         name,
         tool,
         workspace_dirs,
+        caller,
     } = call;
     crate::fault_injection::maybe_panic(name);
     let mut limits = plugin.run_limits();
@@ -474,7 +485,18 @@ async fn run_call(
     let bytes_in = input.len() as u64;
     let start = Instant::now();
     // Kept until the call ends: a throwaway directory is removed on drop.
-    let grants = plugin.grants.with_dirs(workspace_dirs);
+    let grants = match plugin.grants.with_dirs(workspace_dirs).for_caller(caller) {
+        Ok(grants) => grants,
+        Err(reason) => {
+            return CallReport::refused(
+                name,
+                CallError::NotOffered {
+                    tool: name.to_string(),
+                    reason,
+                },
+            );
+        }
+    };
     let (_scratch, mut hands) = match hands_for(runtime, &grants, ctx.session(), &limits) {
         Ok(prepared) => prepared,
         Err(message) => {

@@ -76,6 +76,7 @@ pub async fn replay(
             session_id: state.header.id.clone(),
             session_name: state.header.name.clone(),
             role: state.header.role.to_string(),
+            project: (!state.header.project.is_empty()).then(|| state.header.project.clone()),
             call_id: call_id.clone(),
             job_id: None,
         };

@@ -354,6 +354,7 @@ fn declared_orders() -> BTreeMap<&'static str, Vec<String>> {
         ("RawFs", declared_keys::<RawFs>()),
         ("RawHttp", declared_keys::<RawHttp>()),
         ("RawInject", declared_keys::<RawInject>()),
+        ("RawOnly", declared_keys::<crate::caller::RawOnly>()),
         ("RawSecret", declared_keys::<RawSecret>()),
         ("RawVerify", declared_keys::<RawVerify>()),
         ("RawWorkspace", declared_keys::<RawWorkspace>()),

@@ -51,6 +51,8 @@ pub struct HttpGrant {
     pub rules: HttpRules,
     /// A header with a secret the host adds to the requests the grant allows.
     pub inject: Option<HttpInjection>,
+    /// Whom the grant is for (`only`; everyone by default).
+    pub only: crate::Only,
 }
 
 impl HttpGrant {
@@ -142,6 +144,7 @@ impl HttpGrant {
             port,
             rules: HttpRules::default(),
             inject: None,
+            only: crate::Only::default(),
         })
     }
 }

@@ -27,6 +27,7 @@ mod approvals;
 mod budget_caps;
 mod budgets;
 mod build;
+mod caller;
 mod cap;
 mod captured;
 mod ceilings;
@@ -79,6 +80,7 @@ pub use approvals::{ApprovalsConfig, NestedApproval};
 pub use budget_caps::BudgetCaps;
 pub use budgets::BudgetsConfig;
 pub use build::DEFAULT_WATCH;
+pub use caller::{CallerFsGrant, GrantCaller, Only, PathTemplate};
 pub use cap::Cap;
 pub use captured::Captured;
 pub use ceilings::{
@@ -536,6 +538,9 @@ pub struct PluginManifest {
     /// The `[[fs]]` grants that name a `[[workspace]]` instead of a host
     /// directory: each session calling the plugin sees its own worktree.
     pub workspaces: Vec<WorkspaceGrant>,
+    /// The `[[fs]]` grants that depend on the caller: a host path naming
+    /// `{principal}`, `{project}` or `{session}`, or an `only` limit.
+    pub per_caller: Vec<CallerFsGrant>,
     /// Names of host environment variables passed through; values are read at call time.
     pub env: Vec<String>,
     pub http: Vec<HttpGrant>,

@@ -243,11 +243,19 @@ impl HostConfig {
                 .iter()
                 .enumerate()
                 .map(|(i, g)| (format!("fs[{i}].host"), canonical_lenient(&g.host)));
+            // A directory per caller lies below its template's base: what
+            // the base may not reach, none of them reaches.
+            let per_caller = plugin.per_caller.iter().map(|g| {
+                (
+                    format!("fs[{}].host", g.index),
+                    canonical_lenient(&g.host.base),
+                )
+            });
             let scratch = plugin
                 .scratch
                 .is_some()
                 .then(|| ("scratch".to_owned(), scratch.clone()));
-            for (key, granted) in grants.chain(scratch) {
+            for (key, granted) in grants.chain(per_caller).chain(scratch) {
                 // The most telling conflict first: `is`, then `lies inside`, then `contains`.
                 let conflict = owned
                     .iter()

@@ -73,6 +73,8 @@ pub struct WorkspaceGrant {
     /// Where the guest sees the session's worktree: absolute, normalized.
     pub guest: String,
     pub access: Access,
+    /// Whom the grant is for (`only`; everyone by default).
+    pub only: crate::Only,
 }
 
 /// Whether `name` may name a workspace: it becomes a directory's name.

@@ -87,9 +87,13 @@ pub fn session_failure(e: &SessionError) -> CallToolResult {
 /// The answer to a plugin tool call that went through the pipeline.
 /// A `[[verify]]` check that failed after the call comes with its result,
 /// one text block each, so the agent's next step fixes what it reports.
-pub fn report(report: CallReport) -> CallToolResult {
+/// The HTTP requests the host refused the call, with why (a plugin sees
+/// only that they were denied), come as a text block too, and in a failed
+/// call's structured content as `http_denials`.
+pub fn report(mut report: CallReport) -> CallToolResult {
     let failed = report.failed_checks();
-    match report.outcome {
+    let denials = std::mem::take(&mut report.http_denials);
+    let mut result = match report.outcome {
         Ok(output) => {
             let mut result = ok_value(output);
             result
@@ -98,7 +102,19 @@ pub fn report(report: CallReport) -> CallToolResult {
             result
         }
         Err(e) => call_error(&e),
+    };
+    if !denials.is_empty() {
+        result.content.push(ContentBlock::text(format!(
+            "the host refused HTTP requests of this call: {}",
+            denials.join("; ")
+        )));
+        if result.is_error == Some(true)
+            && let Some(Value::Object(structured)) = &mut result.structured_content
+        {
+            structured.insert("http_denials".into(), json!(denials));
+        }
     }
+    result
 }
 
 /// A call that did not produce an output, as a tool error: the error's own

@@ -20,6 +20,9 @@ pub struct CallContext {
     pub session_id: String,
     pub session_name: Option<String>,
     pub role: String,
+    /// The session's project, when it has one: what `{project}` and `only`
+    /// in a plugin's grants read.
+    pub project: Option<String>,
     pub call_id: String,
     pub job_id: Option<String>,
 }
@@ -34,6 +37,7 @@ impl CallContext {
             session_id: Self::STANDALONE.to_string(),
             session_name: None,
             role: "operator".to_string(),
+            project: None,
             call_id: new_call_id(),
             job_id: None,
         }

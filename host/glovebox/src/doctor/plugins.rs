@@ -125,11 +125,15 @@ pub(super) fn unpinned(host: &Host) -> Vec<Finding> {
 pub(super) fn shared_writable_dirs(config: &HostConfig) -> Vec<Finding> {
     let mut writable: Vec<(PathBuf, &str, PathBuf)> = Vec::new();
     for m in &config.plugins {
-        for grant in &m.fs {
-            if grant.access != Access::ReadWrite {
+        // A grant per caller writes below its template's base (`work/` of
+        // `work/{project}`): another plugin writing there could plant a link
+        // where a caller's directory goes.
+        let per_caller = m.per_caller.iter().map(|g| (&g.host.base, g.access));
+        for (host, access) in m.fs.iter().map(|g| (&g.host, g.access)).chain(per_caller) {
+            if access != Access::ReadWrite {
                 continue;
             }
-            let canonical = std::fs::canonicalize(&grant.host).unwrap_or(grant.host.clone());
+            let canonical = std::fs::canonicalize(host).unwrap_or(host.clone());
             let file = m.path.clone().unwrap_or_else(|| config.path.clone());
             writable.push((canonical, m.name.as_str(), file));
         }

@@ -3,7 +3,7 @@
 //! call outside any session has no worktree, and is refused.
 
 use crate::error::CallError;
-use crate::manifest::FsGrant;
+use crate::manifest::{FsGrant, GrantCaller};
 use crate::plugin::LoadedPlugin;
 use crate::workspaces::Workspaces;
 
@@ -11,19 +11,26 @@ use super::Host;
 
 impl Host {
     /// The directories `plugin`'s workspace grants are for a call of tool
-    /// `name` in `session`: each the session's worktree, at the grant's
-    /// guest path with its access. None when the plugin names no workspace.
+    /// `name` by `caller`: each the session's worktree, at the grant's
+    /// guest path with its access. None when the plugin names no workspace
+    /// (or none whose `only` is for the caller).
     pub(super) async fn workspace_dirs(
         &self,
         plugin: &LoadedPlugin,
         name: &str,
-        session: Option<&str>,
+        caller: &GrantCaller,
     ) -> Result<Vec<FsGrant>, CallError> {
-        let grants = &plugin.manifest.workspaces;
+        let grants: Vec<_> = plugin
+            .manifest
+            .workspaces
+            .iter()
+            .filter(|g| g.only.admits(caller))
+            .cloned()
+            .collect();
         if grants.is_empty() {
             return Ok(Vec::new());
         }
-        let Some(session) = session else {
+        let Some(session) = caller.session.as_deref() else {
             let names: Vec<String> = grants
                 .iter()
                 .map(|g| format!("`{}`", g.workspace))
@@ -37,7 +44,6 @@ impl Host {
             });
         };
         let workspaces = Workspaces::of(&self.config);
-        let grants = grants.clone();
         let session = session.to_string();
         let made = tokio::task::spawn_blocking(move || {
             grants

@@ -151,6 +151,7 @@ pub(crate) async fn in_session(
         session_id: state.header.id.clone(),
         session_name: state.header.name.clone(),
         role: state.header.role.to_string(),
+        project: (!state.header.project.is_empty()).then(|| state.header.project.clone()),
         call_id,
         job_id,
     };

@@ -60,7 +60,7 @@ mod tests {
     fn declared_keys_are_in_the_structs_order() {
         assert_eq!(
             declared_keys::<RawFs>(),
-            ["host", "workspace", "guest", "access"].map(String::from)
+            ["host", "workspace", "guest", "access", "only"].map(String::from)
         );
     }
 }

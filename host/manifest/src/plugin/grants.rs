@@ -9,6 +9,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::RawManifest;
+use crate::caller::{CallerFsGrant, RawOnly, only, path_template};
 use crate::paths::resolve_grant_dir;
 use crate::source::{self, Source};
 use crate::workspace::valid_workspace_name;
@@ -22,7 +23,11 @@ use crate::{
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawFs {
-    /// The host directory (it must exist); or `workspace` instead.
+    /// The host directory; or `workspace` instead. It may name the caller
+    /// with `{principal}`, `{project}` or `{session}` in a directory's name
+    /// (`data/{project}`): each caller then sees its own directory, made on
+    /// first use (mode 0700) below the part before the first placeholder,
+    /// which must exist. Without placeholders the directory must exist.
     #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "none: `host` or `workspace`")))]
     host: Option<String>,
     /// A `[[workspace]]` of the host config, instead of `host`: each session
@@ -37,6 +42,11 @@ pub(crate) struct RawFs {
     #[serde(default)]
     #[cfg_attr(feature = "schemars", schemars(extend("default" = "read-only")))]
     access: Access,
+    /// Whom the grant is for: `{ principals = [...], roles = [...],
+    /// projects = [...] }`, each list given naming the caller's. Anyone
+    /// else's call does not see the directory at all.
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "every caller")))]
+    only: Option<RawOnly>,
 }
 
 /// `[[http]]`: an origin the plugin may send requests to.
@@ -62,6 +72,11 @@ pub(crate) struct RawHttp {
     /// "Bearer ${secret:github}" }`. The plugin never holds the value.
     #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "none")))]
     inject: Option<RawInject>,
+    /// Whom the grant is for: `{ principals = [...], roles = [...],
+    /// projects = [...] }`, each list given naming the caller's. Anyone
+    /// else's requests to the origin are refused, saying whom it is for.
+    #[cfg_attr(feature = "schemars", schemars(extend("x-default" = "every caller")))]
+    only: Option<RawOnly>,
 }
 
 /// `[[http]]` `inject`: a header with a secret in it.
@@ -75,19 +90,30 @@ pub(crate) struct RawInject {
     value: String,
 }
 
+/// `[[fs]]`, sorted by what decides their directory.
+#[derive(Default)]
+pub(super) struct FsGrants {
+    /// One directory for every caller.
+    pub fs: Vec<FsGrant>,
+    /// A session's worktree of a `[[workspace]]`.
+    pub workspaces: Vec<WorkspaceGrant>,
+    /// A directory that depends on the caller (`caller.rs`).
+    pub per_caller: Vec<CallerFsGrant>,
+}
+
 /// `[[fs]]`: each grant's host directory (from the manifest's directory
-/// `dir`) and its own guest path; the grants naming a `[[workspace]]`
-/// apart, each with its guest path. Every guest path is used once, with
-/// the index of the `[[fs]]` entry that uses it.
+/// `dir`) and its own guest path; the grants naming a `[[workspace]]`, and
+/// those that depend on the caller, apart. Every guest path is used once,
+/// with the index of the `[[fs]]` entry that uses it.
 pub(super) fn fs_grants(
     src: &Source,
     dir: &Path,
     raw: &RawManifest,
-) -> Result<(Vec<FsGrant>, Vec<WorkspaceGrant>), ConfigError> {
-    let mut fs: Vec<FsGrant> = Vec::new();
-    let mut workspaces: Vec<WorkspaceGrant> = Vec::new();
+) -> Result<FsGrants, ConfigError> {
+    let mut grants = FsGrants::default();
     let mut guests: Vec<String> = Vec::new();
     for (i, grant) in raw.fs.iter().enumerate() {
+        let only = only(src, &format!("fs[{i}].only"), grant.only.as_ref())?;
         let host = match (&grant.host, &grant.workspace) {
             (Some(_), Some(_)) => {
                 return Err(src.invalid(
@@ -104,9 +130,15 @@ pub(super) fn fs_grants(
                     hint: source::hint_for("host").to_owned(),
                 });
             }
-            (Some(host), None) => {
-                Some(resolve_grant_dir(src, dir, &format!("fs[{i}].host"), host)?)
-            }
+            (Some(host), None) if host.contains(['{', '}']) || !only.is_everyone() => Some(Err(
+                path_template(src, dir, &format!("fs[{i}].host"), host)?,
+            )),
+            (Some(host), None) => Some(Ok(resolve_grant_dir(
+                src,
+                dir,
+                &format!("fs[{i}].host"),
+                host,
+            )?)),
             (None, Some(name)) => {
                 if !valid_workspace_name(name) {
                     return Err(src.invalid(
@@ -130,19 +162,27 @@ pub(super) fn fs_grants(
         }
         guests.push(guest.clone());
         match (host, &grant.workspace) {
-            (Some(host), _) => fs.push(FsGrant {
+            (Some(Ok(host)), _) => grants.fs.push(FsGrant {
                 host,
                 guest,
                 access: grant.access,
             }),
-            (None, workspace) => workspaces.push(WorkspaceGrant {
+            (Some(Err(host)), _) => grants.per_caller.push(CallerFsGrant {
+                host,
+                guest,
+                access: grant.access,
+                only,
+                index: i,
+            }),
+            (None, workspace) => grants.workspaces.push(WorkspaceGrant {
                 workspace: workspace.clone().unwrap_or_default(),
                 guest,
                 access: grant.access,
+                only,
             }),
         }
     }
-    Ok((fs, workspaces))
+    Ok(grants)
 }
 
 /// Each `[[fs]]` grant naming a workspace names one the host config
@@ -264,8 +304,11 @@ pub(super) fn http_grants(src: &Source, raw: &RawManifest) -> Result<Vec<HttpGra
                 |e| src.invalid(&format!("http[{i}].inject.{}", e.field), e.problem, e.hint),
             )?);
         }
+        parsed.only = only(src, &format!("http[{i}].only"), grant.only.as_ref())?;
+        // Grants for different callers may differ in their rules.
         let same_origin = |g: &&HttpGrant| {
-            (g.scheme, &g.host, g.port) == (parsed.scheme, &parsed.host, parsed.port)
+            (g.scheme, &g.host, g.port, &g.only)
+                == (parsed.scheme, &parsed.host, parsed.port, &parsed.only)
         };
         if let Some(other) = http.iter().find(same_origin)
             && other.rules.is_open() != parsed.rules.is_open()

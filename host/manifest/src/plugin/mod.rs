@@ -183,6 +183,7 @@ impl PluginManifest {
             limits: defaults.clone(),
             fs: Vec::new(),
             workspaces: Vec::new(),
+            per_caller: Vec::new(),
             env: Vec::new(),
             http: Vec::new(),
             scratch: None,
@@ -318,7 +319,11 @@ pub(super) fn load_manifest(
     };
 
     let limits = manifest_limits(&src, &raw, defaults, cap)?;
-    let (fs, workspaces) = fs_grants(&src, &dir, &raw)?;
+    let grants::FsGrants {
+        fs,
+        workspaces,
+        per_caller,
+    } = fs_grants(&src, &dir, &raw)?;
     check_env(&src, &raw)?;
     let http = http_grants(&src, &raw)?;
     if let Some((_, secrets, declared)) = host {
@@ -347,6 +352,7 @@ pub(super) fn load_manifest(
         limits,
         fs,
         workspaces,
+        per_caller,
         env: raw.env,
         http,
         scratch,

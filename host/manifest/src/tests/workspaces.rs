@@ -49,6 +49,7 @@ fn a_grant_names_a_declared_workspace() {
             workspace: "app".into(),
             guest: "/work".into(),
             access: Access::ReadWrite,
+            only: Default::default(),
         }]
     );
 }

@@ -22,7 +22,7 @@ use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpH
 
 use super::connect::{Tls, send_to};
 use super::egress::Egress;
-use crate::manifest::{HttpGrant, RequestPath};
+use crate::manifest::{GrantCaller, HttpGrant, RequestPath};
 
 /// At most this many refused requests are kept per call; the rest are counted.
 pub const MAX_DENIALS: usize = 32;
@@ -45,6 +45,8 @@ type ResponseFuture = Box<
 /// The HTTP grants of one call, and the requests it refused.
 pub struct HttpPolicy {
     grants: Arc<[HttpGrant]>,
+    /// Who makes the call: what `only` on a grant reads.
+    caller: Arc<GrantCaller>,
     egress: Egress,
     denials: Arc<Mutex<Denials>>,
 }
@@ -88,9 +90,10 @@ fn bounded(mut reason: String) -> String {
 }
 
 impl HttpPolicy {
-    pub fn new(grants: Arc<[HttpGrant]>, egress: Egress) -> HttpPolicy {
+    pub fn new(grants: Arc<[HttpGrant]>, caller: Arc<GrantCaller>, egress: Egress) -> HttpPolicy {
         HttpPolicy {
             grants,
+            caller,
             egress,
             denials: Arc::default(),
         }
@@ -134,24 +137,37 @@ enum Verdict {
 }
 
 /// Judges a `method` request to `path` (without its query) on
-/// `scheme://host:port` by `grants`: any grant on the origin that allows the
-/// method and path allows it (a grant's path rules read the path with
-/// [`RequestPath`]; grants without path rules never read it).
+/// `scheme://host:port` by `grants`, for `caller`: any grant on the origin
+/// that is for the caller (`only`) and allows the method and path allows it
+/// (a grant's path rules read the path with [`RequestPath`]; grants without
+/// path rules never read it).
 fn judge(
     grants: &[HttpGrant],
+    caller: &GrantCaller,
     scheme: &str,
     host: &str,
     port: u16,
     method: &str,
     path: &str,
 ) -> Verdict {
-    let on_origin: Vec<(usize, &HttpGrant)> = grants
+    let (on_origin, not_for_caller): (Vec<(usize, &HttpGrant)>, Vec<_>) = grants
         .iter()
         .enumerate()
         .filter(|(_, g)| g.matches(scheme, host, port))
-        .collect();
+        .partition(|(_, g)| g.only.admits(caller));
     if on_origin.is_empty() {
-        return Verdict::NoOrigin;
+        let Some((_, grant)) = not_for_caller.first() else {
+            return Verdict::NoOrigin;
+        };
+        let whom: Vec<String> = not_for_caller
+            .iter()
+            .map(|(_, g)| g.only.describe())
+            .collect();
+        return Verdict::Refused(format!(
+            "the plugin's `[[http]]` grant for {grant} is only for {}, and this call is by {}",
+            whom.join(" or for "),
+            caller.describe()
+        ));
     }
     let read = on_origin
         .iter()
@@ -225,7 +241,15 @@ impl WasiHttpHooks for HttpPolicy {
 
         let method = request.method().as_str().to_string();
         let path = uri.path().to_string();
-        let index = match judge(&self.grants, &scheme, &host, port, &method, &path) {
+        let index = match judge(
+            &self.grants,
+            &self.caller,
+            &scheme,
+            &host,
+            port,
+            &method,
+            &path,
+        ) {
             Verdict::Allowed(index, rewritten) => (index, rewritten),
             Verdict::NoOrigin => {
                 let err = self.deny(no_grant(&self.grants, &target));
@@ -367,7 +391,7 @@ mod tests {
     // are; what the host keeps of its refusals stays bounded either way.
     #[test]
     fn threat_40_the_refused_requests_list_is_bounded_in_count_and_length() {
-        let mut policy = HttpPolicy::new(Arc::from(Vec::new()), Egress::default());
+        let mut policy = HttpPolicy::new(Arc::from(Vec::new()), Arc::default(), Egress::default());
         let long_host = format!("{}.example", "a".repeat(60_000));
         for _ in 0..1000 {
             refused(&mut policy, &format!("http://{long_host}/"));
@@ -397,7 +421,59 @@ mod tests {
     }
 
     fn verdict(grants: &[HttpGrant], method: &str, path: &str) -> Verdict {
-        judge(grants, "https", "api.example.com", 443, method, path)
+        verdict_for(grants, &GrantCaller::default(), method, path)
+    }
+
+    fn verdict_for(
+        grants: &[HttpGrant],
+        caller: &GrantCaller,
+        method: &str,
+        path: &str,
+    ) -> Verdict {
+        judge(
+            grants,
+            caller,
+            "https",
+            "api.example.com",
+            443,
+            method,
+            path,
+        )
+    }
+
+    #[test]
+    fn a_grant_only_for_some_callers_refuses_the_others_saying_whom_it_is_for() {
+        let mut scoring = ruled("https://api.example.com", &["POST"], &[]);
+        scoring.only.projects = vec!["scoring".into()];
+        let reader = ruled("https://api.example.com", &["GET"], &[]);
+        let caller = |project: &str| GrantCaller {
+            principal: "agent".into(),
+            role: "workagent".into(),
+            project: Some(project.into()),
+            session: Some("s-1".into()),
+        };
+        let grants = [scoring.clone(), reader];
+        assert!(matches!(
+            verdict_for(&grants, &caller("scoring"), "POST", "/x"),
+            Verdict::Allowed(0, None)
+        ));
+        // Another project keeps the grant every caller holds, not scoring's.
+        assert!(matches!(
+            verdict_for(&grants, &caller("outreach"), "GET", "/x"),
+            Verdict::Allowed(1, None)
+        ));
+        assert!(matches!(
+            verdict_for(&grants, &caller("outreach"), "POST", "/x"),
+            Verdict::Refused(_)
+        ));
+        let Verdict::Refused(why) = verdict_for(&[scoring], &caller("outreach"), "POST", "/x")
+        else {
+            panic!("a grant only for scoring let outreach through")
+        };
+        assert_eq!(
+            why,
+            "the plugin's `[[http]]` grant for https://api.example.com:443 is only for projects `scoring`, and this call is by principal `agent` (role `workagent`) in project `outreach`"
+        );
     }
 
     #[test]
@@ -442,6 +518,7 @@ mod tests {
         assert_eq!(
             judge(
                 &grants,
+                &GrantCaller::default(),
                 "https",
                 "other.example.com",
                 443,

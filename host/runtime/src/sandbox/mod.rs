@@ -16,7 +16,7 @@ pub mod ranges;
 pub mod symlink;
 pub mod tools;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
@@ -24,7 +24,9 @@ use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
-use crate::manifest::{Access, FsGrant, HttpGrant, PluginManifest, Secrets};
+use crate::manifest::{
+    Access, CallerFsGrant, FsGrant, GrantCaller, HttpGrant, PluginManifest, Secrets,
+};
 use capture::CapturePipe;
 use egress::Egress;
 use http::HttpPolicy;
@@ -35,6 +37,11 @@ use quota::WriteBudget;
 #[derive(Clone)]
 pub struct Grants {
     fs: Arc<[FsGrant]>,
+    /// The directory grants that depend on the caller, resolved per call
+    /// ([`Grants::for_caller`]).
+    per_caller: Arc<[CallerFsGrant]>,
+    /// Who the call is for: what `only` on an `[[http]]` grant reads.
+    caller: Arc<GrantCaller>,
     env: Arc<[String]>,
     http: Arc<[HttpGrant]>,
     /// The host's secrets as the plugin's requests meet them.
@@ -48,6 +55,8 @@ impl Grants {
     pub fn from_manifest(manifest: &PluginManifest, secrets: &Secrets) -> Grants {
         Grants {
             fs: manifest.fs.clone().into(),
+            per_caller: manifest.per_caller.clone().into(),
+            caller: Arc::default(),
             env: manifest.env.clone().into(),
             egress: Egress::new(&manifest.http, secrets),
             http: manifest.http.clone().into(),
@@ -64,6 +73,8 @@ impl Grants {
     pub fn none() -> Grants {
         Grants {
             fs: Arc::new([]),
+            per_caller: Arc::new([]),
+            caller: Arc::default(),
             env: Arc::new([]),
             http: Arc::new([]),
             egress: Egress::default(),
@@ -86,10 +97,80 @@ impl Grants {
         }
     }
 
+    /// These grants as `caller` holds them: each directory grant that
+    /// depends on the caller resolved to the caller's directory (made on
+    /// first use, mode 0700, below its template's base) or left out when its
+    /// `only` is not for the caller; and `only` on the `[[http]]` grants read
+    /// for the caller. `Err` says why the call cannot have its directory
+    /// (a placeholder with no value, or a value no directory may be named).
+    pub fn for_caller(&self, caller: GrantCaller) -> Result<Grants, String> {
+        let mut fs = self.fs.to_vec();
+        for grant in self.per_caller.iter() {
+            if !grant.only.admits(&caller) {
+                continue;
+            }
+            let host = caller_dir(grant, &caller)?;
+            fs.push(FsGrant {
+                host,
+                guest: grant.guest.clone(),
+                access: grant.access,
+            });
+        }
+        Ok(Grants {
+            fs: if self.per_caller.is_empty() {
+                self.fs.clone()
+            } else {
+                fs.into()
+            },
+            caller: Arc::new(caller),
+            ..self.clone()
+        })
+    }
+
     /// Whether these grants mount a scratch directory.
     pub fn wants_scratch(&self) -> bool {
         self.scratch.is_some()
     }
+}
+
+/// `caller`'s directory of `grant`: its template filled, made when missing
+/// (mode 0700), and still below the template's base once resolved (a
+/// symbolic link put in its place by anyone is refused, not followed out).
+fn caller_dir(grant: &CallerFsGrant, caller: &GrantCaller) -> Result<PathBuf, String> {
+    let at = format!("`fs[{}].host` (`{}`)", grant.index, grant.host.written);
+    let path = grant
+        .host
+        .fill(caller)
+        .map_err(|why| format!("the plugin's directory grant {at} names the caller, and {why}"))?;
+    if !grant.host.is_per_caller() {
+        return Ok(path);
+    }
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(&path).map_err(|e| {
+        format!(
+            "cannot make {}, the caller's directory of {at}: {e}",
+            path.display()
+        )
+    })?;
+    let resolved = std::fs::canonicalize(&path).map_err(|e| {
+        format!(
+            "cannot resolve {}, the caller's directory of {at}: {e}",
+            path.display()
+        )
+    })?;
+    // The base is canonical and the names below it plain, so the path
+    // resolves to itself unless a link is on it.
+    if resolved != path || !resolved.is_dir() {
+        return Err(format!(
+            "{}, the caller's directory of {at}, resolves to {}: a symbolic link is in its way; remove it",
+            path.display(),
+            resolved.display(),
+        ));
+    }
+    Ok(resolved)
 }
 
 /// The data of one call's store. Built fresh for every call and dropped after it.
@@ -170,7 +251,11 @@ impl CallState {
             },
             table: bounds::table(),
             bounds: bounds::Usage::default(),
-            http: HttpPolicy::new(grants.http.clone(), grants.egress.clone()),
+            http: HttpPolicy::new(
+                grants.http.clone(),
+                grants.caller.clone(),
+                grants.egress.clone(),
+            ),
             limiter: CallLimiter::new(memory_cap),
             stdout,
             stderr,
