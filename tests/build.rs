@@ -71,6 +71,7 @@ const CARGO_ARTIFACTS: &[(&str, &str, &str)] = &[
     ("HOSTILE_HOOK_BAD_TRIGGERS", "hostile_hook_bad_triggers", "Hook whose `triggers` are invalid: `\"\"` and `\"EXECUTE::bad pattern\"`; `validate` allows."),
     ("HOSTILE_HOOK_FS_IMPORT", "hostile_hook_fs_import", "A std hook that reads /etc/passwd: imports wasi:filesystem (and wasi:cli, wasi:io)."),
     ("HOSTILE_HOOK_SLOW_AFTER", "hostile_hook_slow_after", "Hook that allows, then traps in `after` (loops there with settings `{\"after\": \"loop\"}`)."),
+    ("HOSTILE_HOOK_STATE", "hostile_hook_state", "Hook that keeps state: denies every call with its instance's evaluation count and the principals it judged before."),
 ];
 
 /// Cargo workspaces built into `plugins/target`, relative to `plugins/`: the tool plugins

@@ -305,6 +305,7 @@ async fn paged_gateway() -> (
         memory: 16 * 1024 * 1024,
         fuel: None,
         after: false,
+        reuse: 1,
         signers: None,
     }];
     config.approvals.expire_after = Some(Duration::from_secs(3600));

@@ -380,6 +380,7 @@ fn ratchet(settings: Value) -> HookConfig {
         memory: 16 * 1024 * 1024,
         fuel: None,
         after: false,
+        reuse: 1,
         signers: None,
     }
 }

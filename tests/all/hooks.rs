@@ -24,6 +24,7 @@ fn hook(name: &str, component: &str, settings: Value) -> HookConfig {
         memory: 16 * 1024 * 1024,
         fuel: None,
         after: false,
+        reuse: 1,
         signers: None,
     }
 }
@@ -540,6 +541,58 @@ async fn decisions_carry_their_time() {
             .all(|d| d.decision == DecisionKind::Allow)
     );
     assert!(outcome.decisions.iter().all(|d| d.took > Duration::ZERO));
+}
+
+/// What the state-keeping hook says of a call by `principal`: its deny reason.
+async fn state_reason(s: &Setup, principal: &str) -> String {
+    let request = glovebox::hooks::HookRequest {
+        call_id: "c".into(),
+        tool: "echo.echo".into(),
+        action: "execute:echo".into(),
+        role: "workagent".into(),
+        session: "s-1".into(),
+        input: "{}".into(),
+        estimated_cost: 0.0,
+        destructive: false,
+        tags: vec![],
+        principal: principal.into(),
+        project: None,
+        http: None,
+    };
+    let outcome = s.host.hooks().evaluate(&request).await;
+    assert_eq!(outcome.decisions.len(), 1, "{outcome:?}");
+    outcome.decisions[0].reason.clone().unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_reused_hook_instance_serves_one_principal_and_is_dropped_after_its_evaluations() {
+    let first = "evaluation 1 of this instance; principals judged before: none";
+    let mut state = hook("state", plugins::HOSTILE_HOOK_STATE, json!({}));
+    state.reuse = 3;
+    let s = setup(vec![state]).await;
+    assert_eq!(state_reason(&s, "alice").await, first);
+    assert_eq!(
+        state_reason(&s, "alice").await,
+        "evaluation 2 of this instance; principals judged before: `alice`"
+    );
+    // Another principal never meets what alice's calls left in an instance.
+    assert_eq!(state_reason(&s, "bob").await, first);
+    assert_eq!(
+        state_reason(&s, "bob").await,
+        "evaluation 2 of this instance; principals judged before: `bob`"
+    );
+    assert_eq!(
+        state_reason(&s, "alice").await,
+        "evaluation 3 of this instance; principals judged before: `alice`"
+    );
+    // Three evaluations served: the next one is a fresh instance's.
+    assert_eq!(state_reason(&s, "alice").await, first);
+
+    // The default: a fresh instance for every evaluation.
+    let s = setup(vec![hook("state", plugins::HOSTILE_HOOK_STATE, json!({}))]).await;
+    for principal in ["alice", "alice", "bob"] {
+        assert_eq!(state_reason(&s, principal).await, first);
+    }
 }
 
 // A pending approval survives a host restart: each command below is a new

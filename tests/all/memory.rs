@@ -357,6 +357,7 @@ fn cost_hook(deadline: Duration, component: &str) -> HookConfig {
         memory: 16 * MIB,
         fuel: None,
         after: false,
+        reuse: 1,
         signers: None,
     }
 }

@@ -437,6 +437,7 @@ fn hook(hook: &Hook) -> Result<HookConfig, String> {
         memory: 16 * 1024 * 1024,
         fuel: None,
         after: false,
+        reuse: 1,
         signers: None,
     })
 }

@@ -24,9 +24,12 @@
 mod support;
 
 use support::calls::{
-    Ceilings, host, sample, sample_chain, sample_session, session_gateway, stats,
+    Ceilings, host_reusing, sample, sample_chain, sample_session, session_gateway, stats,
 };
 use support::env_number;
+
+/// `[[hook]] reuse` of the rows that keep hook instances.
+const REUSE: u32 = 1000;
 
 #[tokio::main]
 async fn main() {
@@ -37,12 +40,14 @@ async fn main() {
         "hooks", "p50", "p99", "vs 0"
     );
     let mut base = None;
-    for k in [0usize, 1, 3] {
-        let h = host(k, data.path()).await;
+    // Fresh instances (the default), then each hook's instances reused.
+    for (k, reuse) in [(0usize, 1), (1, 1), (3, 1), (1, REUSE), (3, REUSE)] {
+        let h = host_reusing(k, reuse, data.path()).await;
         let (p50, p99) = stats(sample(&h, n).await);
         let base50 = *base.get_or_insert(p50);
+        let kept = if reuse > 1 { ", reused" } else { "" };
         println!(
-            "{k:>6}  {:>9.1} µs  {:>9.1} µs  {:>7.2}x",
+            "{k:>6}  {:>9.1} µs  {:>9.1} µs  {:>7.2}x{kept}",
             p50.as_secs_f64() * 1e6,
             p99.as_secs_f64() * 1e6,
             p50.as_secs_f64() / base50.as_secs_f64()

@@ -36,6 +36,12 @@ pub(super) struct RawHook {
     /// Tell the hook how each call it allowed ended.
     #[cfg_attr(feature = "schemars", schemars(extend("default" = false)))]
     after: Option<bool>,
+    /// Evaluations one instance may serve, for one principal's calls: above
+    /// 1 declares the hook pure (nothing it keeps between evaluations changes
+    /// a decision), and spares each evaluation an instance's setup and
+    /// teardown ([`operators/hooks.md`](operators/hooks.md#reused-instances)).
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = 1)))]
+    reuse: Option<u32>,
     /// Passed to the hook as JSON.
     #[cfg_attr(feature = "schemars", schemars(extend("default" = {})))]
     #[cfg_attr(
@@ -129,6 +135,17 @@ pub(super) fn validate_hooks(
             Some(Fuel::Amount(fuel)) => Some(fuel),
         };
         hook.after = entry.after.unwrap_or(false);
+        hook.reuse = match entry.reuse {
+            None => 1,
+            Some(n) if (1..=HookConfig::MAX_REUSE).contains(&n) => n,
+            Some(n) => {
+                return Err(src.invalid(
+                    &key("reuse"),
+                    format!("`reuse = {n}` is not between 1 and {}", HookConfig::MAX_REUSE),
+                    "write 1 (the default: a fresh instance per evaluation) or more, for a hook that keeps nothing between evaluations",
+                ));
+            }
+        };
         if let Some(settings) = &entry.settings {
             hook.settings = table_to_json(src, &key("settings"), settings)?;
         }

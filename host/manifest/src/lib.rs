@@ -493,6 +493,13 @@ pub struct HookConfig {
     /// every hook of every call cost as much as judging it again (measured
     /// in docs/benchmarks-history.md). For hook authors who test their `after`.
     pub after: bool,
+    /// How many evaluations one instance of the hook may serve, for one
+    /// principal's calls (`reuse` in its `[[hook]]`); 1, the default: a
+    /// fresh instance for every evaluation. More declares the hook pure (it
+    /// keeps nothing between evaluations that changes a decision): the host
+    /// then keeps a few instances per hook, each serving only the principal
+    /// it first served, dropped after a fault or this many evaluations.
+    pub reuse: u32,
     /// The keys one of which must have signed this hook's component
     /// (`[trust]`); `None`: it loads unsigned, as without `[trust]`.
     pub signers: Option<Vec<TrustedKey>>,
@@ -516,9 +523,13 @@ impl HookConfig {
             memory: HookConfig::DEFAULT_MEMORY,
             fuel: None,
             after: false,
+            reuse: 1,
             signers: None,
         }
     }
+
+    /// The most `reuse` may be.
+    pub const MAX_REUSE: u32 = 1_000_000;
 }
 
 /// A tool plugin and everything the operator grants it, read from its manifest.

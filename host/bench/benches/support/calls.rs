@@ -23,10 +23,19 @@ pub fn hooks(n: usize) -> Vec<HookConfig> {
 }
 
 pub async fn host(n_hooks: usize, data: &std::path::Path) -> Host {
+    host_reusing(n_hooks, 1, data).await
+}
+
+/// [`host`] with each hook's instances serving `reuse` evaluations
+/// (`[[hook]] reuse`; 1: a fresh instance for each).
+pub async fn host_reusing(n_hooks: usize, reuse: u32, data: &std::path::Path) -> Host {
     let mut echo = PluginManifest::for_component(artifact("tool_echo"), &Default::default());
     echo.name = "echo".into();
     let mut config = HostConfig::from_plugins(data.to_path_buf(), vec![echo]);
     config.hooks = hooks(n_hooks);
+    for hook in &mut config.hooks {
+        hook.reuse = reuse;
+    }
     config.hooks_explicitly_none = n_hooks == 0;
     Host::load(config).await.expect("host loads")
 }

@@ -38,6 +38,8 @@ pub(crate) struct LoadedHook {
     pub pre: HookPre,
     /// Whether its `after` is called (`[[hook]] after = true`).
     pub after: bool,
+    /// Its instances kept across evaluations (`[[hook]] reuse` above 1).
+    pub kept: Option<super::kept::Kept>,
 }
 
 impl LoadedHook {
@@ -257,6 +259,7 @@ pub(crate) async fn load_hook(
         limits,
         pre,
         after: config.after,
+        kept: super::kept::Kept::new(config.reuse),
     })
 }
 

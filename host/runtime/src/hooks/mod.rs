@@ -2,8 +2,9 @@
 //!
 //! A [`HookChain`] holds the hooks of a config, in its order. For each call, the
 //! hooks whose triggers cover the call's action run in turn, each in a fresh
-//! instance with only clocks and random, under its own deadline, memory cap and
-//! fuel. The first deny stops the chain; an ask is remembered and the chain goes
+//! instance (or, for a hook declared pure with `reuse`, one kept for the same
+//! principal: `kept.rs`) with only clocks and random, under its own deadline,
+//! memory cap and fuel. The first deny stops the chain; an ask is remembered and the chain goes
 //! on (a later deny still wins); otherwise the call is allowed. Hooks fail closed:
 //! a hook that cannot be loaded, traps, runs out of time, memory or fuel, or
 //! answers something malformed denies the call, and the reason says which hook
@@ -11,6 +12,7 @@
 
 mod decision;
 mod http;
+mod kept;
 mod load;
 mod pattern;
 mod run;
@@ -35,6 +37,7 @@ pub use decision::{
     DecisionKind, HookDecision, MAX_ALTERNATIVE_BYTES, MAX_ALTERNATIVES, MAX_REASON_BYTES,
 };
 pub use http::HookHttp;
+pub use kept::KEPT_PER_HOOK;
 pub use load::{MAX_HOOK_COMPONENT_BYTES, MAX_TRIGGER_BYTES, MAX_TRIGGERS};
 pub use pattern::{pattern_matches, valid_pattern};
 pub use run::MAX_ANSWER_BYTES;
@@ -117,7 +120,7 @@ pub enum HookStatus {
 }
 
 enum Slot {
-    Ready(LoadedHook),
+    Ready(Box<LoadedHook>),
     Broken { name: String, reason: String },
 }
 
@@ -146,7 +149,7 @@ impl HookChain {
                 Err(e) => Err(HookLoadError::Link { message: e.clone() }),
             };
             slots.push(match loaded {
-                Ok(hook) => Slot::Ready(hook),
+                Ok(hook) => Slot::Ready(Box::new(hook)),
                 Err(reason) => {
                     let reason = reason.to_string();
                     tracing::warn!(hook = %config.name, %reason, "permission hook cannot be loaded: it denies every call");
@@ -283,10 +286,17 @@ impl HookChain {
         requests: &mut Requests,
     ) -> HookDecision {
         let start = Instant::now();
-        let answer = run_hook(&self.engine, &hook.pre, &hook.limits, async |h, store| {
+        let judge = async |h: &world::HookInstance,
+                           store: &mut wasmtime::Store<sandbox::HookState>| {
             h.validate(store, &hook.settings, req, requests).await
-        })
-        .await;
+        };
+        let answer = match &hook.kept {
+            Some(kept) => {
+                kept.run(&self.engine, &hook.pre, &hook.limits, &req.principal, judge)
+                    .await
+            }
+            None => run_hook(&self.engine, &hook.pre, &hook.limits, judge).await,
+        };
         let took = start.elapsed();
         let mut decision = match answer {
             Ok(answer) => decision::check_decision(&hook.name, pattern, answer, took),
@@ -358,7 +368,7 @@ impl HookChain {
 
     fn ready(&self, name: &str) -> Option<&LoadedHook> {
         self.hooks.iter().find_map(|slot| match slot {
-            Slot::Ready(hook) if hook.name == name => Some(hook),
+            Slot::Ready(hook) if hook.name == name => Some(&**hook),
             _ => None,
         })
     }

@@ -1,5 +1,7 @@
-//! One hook function in a fresh store: limits armed, the instance run under its
-//! deadline, every way it can fail turned into a [`Fault`] that denies.
+//! One hook function in a store: limits armed, the instance run under its
+//! deadline, every way it can fail turned into a [`Fault`] that denies. A
+//! fresh store per run ([`run_hook`]), or a kept one (`kept.rs`) armed anew
+//! for each.
 
 use std::any::Any;
 use std::future::Future;
@@ -92,10 +94,28 @@ pub(crate) async fn run_hook<R>(
     limits: &HookLimits,
     f: impl AsyncFnOnce(&HookInstance, &mut Store<HookState>) -> wasmtime::Result<R>,
 ) -> Result<R, Fault> {
+    let mut store = hook_store(engine, limits);
+    arm(&mut store, limits)?;
+    guarded(&mut store, limits.deadline, async |store| {
+        let plugin = pre.instantiate(&mut *store).await?;
+        f(&plugin, store).await
+    })
+    .await
+}
+
+/// A store for a hook's runs under `limits`: its memory cap, and a trap
+/// when the epoch passes its deadline ([`arm`] sets one per run).
+pub(crate) fn hook_store(engine: &Engine, limits: &HookLimits) -> Store<HookState> {
     let mut store = Store::new(engine, HookState::new(limits.memory));
     store.limiter(|s| &mut s.limiter);
-    store.set_epoch_deadline(deadline_ticks(limits.deadline));
     store.epoch_deadline_trap();
+    store
+}
+
+/// Arms `store` for one run: its deadline counted from now, the most it may
+/// hand the host, and its fuel.
+pub(crate) fn arm(store: &mut Store<HookState>, limits: &HookLimits) -> Result<(), Fault> {
+    store.set_epoch_deadline(deadline_ticks(limits.deadline));
     store.set_hostcall_fuel(usize::try_from(MAX_ANSWER_BYTES).unwrap_or(usize::MAX));
     match limits.fuel {
         Some(fuel) => store.set_fuel(fuel).map_err(|_| {
@@ -108,18 +128,24 @@ pub(crate) async fn run_hook<R>(
         }
         None => {}
     }
+    Ok(())
+}
 
+/// Runs `work` on `store` within `time` (the timer stops a guest that
+/// waits; the epoch deadline [`arm`] set, one that computes), a panic in
+/// host glue caught, a trap classified.
+pub(crate) async fn guarded<R>(
+    store: &mut Store<HookState>,
+    time: Duration,
+    work: impl AsyncFnOnce(&mut Store<HookState>) -> wasmtime::Result<R>,
+) -> Result<R, Fault> {
     let outcome = {
-        let store = &mut store;
-        let work = async move {
-            let plugin = pre.instantiate(&mut *store).await?;
-            f(&plugin, store).await
-        };
-        CatchUnwind(Box::pin(tokio::time::timeout(limits.deadline, work))).await
+        let store = &mut *store;
+        CatchUnwind(Box::pin(tokio::time::timeout(time, work(store)))).await
     };
     match outcome {
         Ok(Ok(Ok(r))) => Ok(r),
-        Ok(Ok(Err(e))) => Err(classify(&store, &e)),
+        Ok(Ok(Err(e))) => Err(classify(store, &e)),
         Ok(Err(_elapsed)) => Err(Fault::Ended(Ended::Timeout)),
         Err(panic) => Err(Fault::Panic(panic_message(panic.as_ref()))),
     }

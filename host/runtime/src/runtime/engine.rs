@@ -49,7 +49,11 @@ pub fn build_engine(config: &HostConfig, cache_dir: &Path) -> Result<Engine> {
     cfg.memory_may_move(false);
 
     let max_memory = usize::try_from(config.runtime.max_memory_per_instance).unwrap_or(usize::MAX);
-    let slots = config.runtime.max_concurrent_calls + HOOK_INSTANCES;
+    // Room for the calls, the hook runs admitted at once, and the instances
+    // kept for hooks that reuse them (`hooks/kept.rs`).
+    let kept =
+        config.hooks.iter().filter(|h| h.reuse > 1).count() as u32 * crate::hooks::KEPT_PER_HOOK;
+    let slots = config.runtime.max_concurrent_calls + HOOK_INSTANCES + kept;
     let mut pool = PoolingAllocationConfig::new();
     pool.total_component_instances(slots)
         .total_core_instances(slots * 16)
