@@ -242,7 +242,7 @@ impl PathTemplate {
                         })?;
                         if !directory_name(value) {
                             return Err(format!(
-                                "`{{{}}}` is `{}`, which cannot name a directory (letters, digits, `-`, `_`, `.` and `@`; not starting with `.`; at most 128 bytes)",
+                                "`{{{}}}` is `{}`, which cannot name a directory (letters, digits, `-`, `_`, `.`, `@` and `:`; not starting with `.`; at most 128 bytes)",
                                 placeholder.name(),
                                 value.escape_debug()
                             ));
@@ -269,7 +269,7 @@ fn directory_name(value: &str) -> bool {
         && !value.starts_with('.')
         && value
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '@'))
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '@' | ':'))
 }
 
 /// Reads host path `text` (at `key`, relative to `dir`): its placeholders,
@@ -405,10 +405,24 @@ mod tests {
         );
         let why = template.fill(&caller(None)).unwrap_err();
         assert!(why.contains("`{project}` has no value"), "{why}");
-        for bad in ["..", ".hidden", "a/b", ""] {
+        for bad in ["..", ".hidden", "a/b", "", "a\\b", "a b"] {
             let why = template.fill(&caller(Some(bad))).unwrap_err();
             assert!(why.contains("cannot name a directory"), "{bad}: {why}");
         }
+        // The command line's operator is `cli:<uid>`.
+        let operator = GrantCaller {
+            principal: "cli:1000".into(),
+            ..caller(Some("scoring"))
+        };
+        let home = PathTemplate {
+            base: PathBuf::from("/srv"),
+            below: vec![pieces("{principal}").unwrap()],
+            written: "/srv/{principal}".into(),
+        };
+        assert_eq!(
+            home.fill(&operator).unwrap(),
+            PathBuf::from("/srv/cli:1000")
+        );
     }
 
     #[test]
